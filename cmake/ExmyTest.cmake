@@ -1,0 +1,27 @@
+# exmy_add_test_dir(NAME DIR [LABELS ...]): one test executable from every .cpp/.cu in DIR,
+# linked with the shared Catch2 main (tests/main.cpp). Skipped silently if DIR has no sources.
+function(exmy_add_test_dir NAME DIR)
+  cmake_parse_arguments(ARG "" "" "LABELS" ${ARGN})
+  file(GLOB SRCS CONFIGURE_DEPENDS ${DIR}/*.cpp)
+  if(EXMY_HAVE_CUDA)
+    file(GLOB CU_SRCS CONFIGURE_DEPENDS ${DIR}/*.cu)
+    list(APPEND SRCS ${CU_SRCS})
+  endif()
+  if(NOT SRCS)
+    return()
+  endif()
+  set(target exmy_test_${NAME})
+  add_executable(${target} ${SRCS} ${PROJECT_SOURCE_DIR}/tests/main.cpp)
+  target_link_libraries(${target} PRIVATE exmy_gpu exmy_sim Catch2::Catch2 rapidcheck)
+  target_include_directories(${target} PRIVATE ${PROJECT_SOURCE_DIR})
+  if(EXMY_HAVE_CUDA)
+    target_compile_options(${target} PRIVATE $<$<COMPILE_LANGUAGE:CUDA>:--fmad=false
+                           --expt-relaxed-constexpr>)
+  endif()
+  if("gpu" IN_LIST ARG_LABELS)
+    target_compile_definitions(${target} PRIVATE EXMY_TEST_NEEDS_GPU=1)
+  endif()
+  add_test(NAME ${NAME} COMMAND ${target})
+  set_tests_properties(${NAME} PROPERTIES SKIP_RETURN_CODE 77 LABELS "${ARG_LABELS}"
+                       ENVIRONMENT "EXMY_CLI=$<TARGET_FILE:exmy>")
+endfunction()

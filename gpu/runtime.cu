@@ -1,0 +1,23 @@
+#include <cuda_runtime.h>
+
+#include "gpu/runtime.hpp"
+
+namespace exmy::gpu {
+
+int device_count() {
+  int n = 0;
+  if (cudaGetDeviceCount(&n) != cudaSuccess) {
+    cudaGetLastError();  // clear the sticky "no driver" error
+    return 0;
+  }
+  return n;
+}
+
+std::string device_name() {
+  if (device_count() == 0) return "none";
+  cudaDeviceProp p{};
+  if (cudaGetDeviceProperties(&p, 0) != cudaSuccess) return "unknown";
+  return p.name;
+}
+
+}  // namespace exmy::gpu

@@ -1,0 +1,78 @@
+// Known answers for the native engine: preset limits and the traps others fell into.
+#include <catch2/catch.hpp>
+
+#include "sim/native/convert.hpp"
+#include "sim/native/philox.hpp"
+
+#include <limits>
+
+using namespace exmy;
+using native::bits_of;
+using native::convert;
+
+namespace {
+std::uint64_t from_f32(const FloatFormat& f, float x, Rounding r = {}) {
+  return convert(formats::fp32, f, r, bits_of(x)).code;
+}
+}  // namespace
+
+TEST_CASE("preset maxima follow from their NaN convention", "[native]") {
+  CHECK(native::to_double(formats::e4m3fn, formats::e4m3fn.max_code()) == 448.0);
+  CHECK(native::to_double(formats::e5m2, formats::e5m2.max_code()) == 57344.0);
+  CHECK(native::to_double(formats::e4m3fnuz, formats::e4m3fnuz.max_code()) == 240.0);
+  CHECK(native::to_double(formats::e5m2fnuz, formats::e5m2fnuz.max_code()) == 57344.0);
+  CHECK(native::to_double(formats::e4m3, formats::e4m3.max_code()) == 240.0);
+  CHECK(native::to_double(formats::e3m4, formats::e3m4.max_code()) == 15.5);
+  CHECK(native::to_double(formats::e4m3b11fnuz, formats::e4m3b11fnuz.max_code()) == 30.0);
+  CHECK(native::to_double(formats::e2m3fn, formats::e2m3fn.max_code()) == 7.5);
+  CHECK(native::to_double(formats::e3m2fn, formats::e3m2fn.max_code()) == 28.0);
+  CHECK(native::to_double(formats::e2m1fn, formats::e2m1fn.max_code()) == 6.0);
+  CHECK(native::to_double(formats::e8m0fnu, 0xFE) == 0x1p127);
+  CHECK(native::to_double(formats::e8m0fnu, 0x00) == 0x1p-127);
+  CHECK(native::to_double(formats::fp16, formats::fp16.max_code()) == 65504.0);
+}
+
+// Regression: some implementations report 480 (S.1111.111) as e4m3fn's max; that code is NaN.
+TEST_CASE("regression: e4m3fn max is 448, 0x7F is NaN", "[native][regression]") {
+  CHECK(formats::e4m3fn.classify(0x7F) == ValueClass::nan);
+  CHECK(from_f32(formats::e4m3fn, 464.0f) == 0x7E);  // tie between 448 and 480: to even (448)
+  CHECK(from_f32(formats::e4m3fn, 465.0f) == 0x7F);  // rounds to 480 > max: NaN (no inf)
+  CHECK(from_f32(formats::e4m3fn, 465.0f, {RoundMode::rne, 0, Overflow::satfinite}) == 0x7E);
+  CHECK(from_f32(formats::e5m2, 61440.0f) == 0x7C);  // tie rounds to 65536: inf
+  CHECK(from_f32(formats::e5m2, 61439.0f) == 0x7B);
+}
+
+TEST_CASE("signed zeros and fnuz zero", "[native][regression]") {
+  CHECK(from_f32(formats::e4m3fn, -0.0f) == 0x80);
+  CHECK(from_f32(formats::e4m3fnuz, -0.0f) == 0x00);  // no -0 in fnuz: 0x80 is NaN
+  CHECK(from_f32(formats::e4m3fnuz, -1e-30f) == 0x00);
+  CHECK(from_f32(formats::e4m3fn, -1e-30f) == 0x80);  // negative underflow keeps its sign
+  CHECK(from_f32(formats::e4m3fnuz, std::numeric_limits<float>::quiet_NaN()) == 0x80);
+}
+
+TEST_CASE("NaN keeps its sign where the format can carry it", "[native][regression]") {
+  const float qnan = std::numeric_limits<float>::quiet_NaN();
+  CHECK(from_f32(formats::e5m2, qnan) == 0x7E);
+  CHECK(from_f32(formats::e5m2, -qnan) == 0xFE);
+  CHECK(from_f32(formats::e4m3fn, -qnan) == 0xFF);
+  CHECK(from_f32(formats::e8m0fnu, qnan) == 0xFF);
+}
+
+TEST_CASE("Philox4x32-10 known answers (Random123 kat_vectors)", "[native][philox]") {
+  auto a = native::philox4x32_10({{0, 0, 0, 0}}, 0, 0);
+  CHECK(a.w[0] == 0x6627e8d5u);
+  CHECK(a.w[1] == 0xe169c58du);
+  CHECK(a.w[2] == 0xbc57ac4cu);
+  CHECK(a.w[3] == 0x9b00dbd8u);
+  auto b = native::philox4x32_10({{~0u, ~0u, ~0u, ~0u}}, ~0u, ~0u);
+  CHECK(b.w[0] == 0x408f276du);
+  CHECK(b.w[1] == 0x41c83b0eu);
+  CHECK(b.w[2] == 0xa20bc7c6u);
+  CHECK(b.w[3] == 0x6d5451fdu);
+  auto c = native::philox4x32_10({{0x243f6a88u, 0x85a308d3u, 0x13198a2eu, 0x03707344u}},
+                                 0xa4093822u, 0x299f31d0u);
+  CHECK(c.w[0] == 0xd16cfe09u);
+  CHECK(c.w[1] == 0x94fdccebu);
+  CHECK(c.w[2] == 0x5001e420u);
+  CHECK(c.w[3] == 0x24126ea1u);
+}
