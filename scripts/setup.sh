@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Installs what a fresh Debian machine lacks, then configures and builds exmy.
+# Idempotent: packages already present are not reinstalled; the build is incremental.
+# Usage: scripts/setup.sh [build-dir]     (default: build)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+build=${1:-build}
+
+pkgs=(cmake g++ make pkg-config libmpfr-dev libgmp-dev catch2 librapidcheck-dev libbenchmark-dev
+      libomp-dev python3 python3-numpy python3-matplotlib)
+missing=()
+for p in "${pkgs[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "setup: installing ${missing[*]}" >&2
+  sudo_cmd=""
+  [ "$(id -u)" -eq 0 ] || sudo_cmd="sudo"
+  $sudo_cmd apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo_cmd apt-get install -y -qq "${missing[@]}" >/dev/null
+fi
+
+jobs=$(nproc 2>/dev/null || echo 2)
+cuda_args=()
+if ! command -v nvcc >/dev/null 2>&1 && [ -x /usr/local/cuda/bin/nvcc ]; then
+  export PATH=/usr/local/cuda/bin:$PATH
+fi
+# CI and most users have no GPU: one architecture keeps the build short; override with
+# EXMY_CUDA_ARCHS="80;90".
+cuda_args+=("-DEXMY_CUDA_ARCHS=${EXMY_CUDA_ARCHS:-90}")
+cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release "${cuda_args[@]}" >/dev/null
+cmake --build "$build" -j"$jobs"

@@ -1,0 +1,72 @@
+#include "sim/fast/fp32_cast_table.hpp"
+
+#include <cstring>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <tuple>
+
+#include "sim/native/convert.hpp"
+#include "sim/native/philox.hpp"
+
+namespace exmy::fast {
+
+bool Fp32CastTable::eligible(const FloatFormat& f, const Rounding& r) {
+  return f.total_bits() <= 8 && f.man_bits <= 6 && r.mode != RoundMode::sr;
+}
+
+Fp32CastTable::Fp32CastTable(const FloatFormat& f, const Rounding& r) : table_(1u << 17) {
+  for (std::uint32_t top = 0; top < (1u << 16); ++top) {
+    // Representatives: low bits all zero, and low bits nonzero (any nonzero pattern will do,
+    // since only the sticky bit can matter; the test sweeps others).
+    table_[top << 1] = static_cast<std::uint8_t>(native::convert(formats::fp32, f, r, top << 16).code);
+    table_[(top << 1) | 1] =
+        static_cast<std::uint8_t>(native::convert(formats::fp32, f, r, (top << 16) | 1u).code);
+  }
+}
+
+const Fp32CastTable& Fp32CastTable::cached(const FloatFormat& f, const Rounding& r) {
+  // Tables are built once per (format, rounding) and kept: 128 KiB each.
+  using Key = std::tuple<int, int, int, bool, bool, int, bool, int, int>;
+  static std::mutex mu;
+  static std::map<Key, std::unique_ptr<Fp32CastTable>> cache;
+  const Key k{f.exp_bits, f.man_bits, f.bias, f.is_signed, f.has_inf, static_cast<int>(f.nan),
+              f.subnormals, static_cast<int>(r.mode), static_cast<int>(r.overflow)};
+  std::lock_guard<std::mutex> lock(mu);
+  auto& slot = cache[k];
+  if (!slot) slot = std::make_unique<Fp32CastTable>(f, r);
+  return *slot;
+}
+
+void cast_fp32_to_u8(const float* in, std::uint8_t* out, std::size_t n, const FloatFormat& f,
+                     const Rounding& r, std::uint64_t seed, std::uint32_t stream,
+                     std::uint64_t first_index) {
+  if (Fp32CastTable::eligible(f, r)) {
+    const Fp32CastTable& table = Fp32CastTable::cached(f, r);
+    for (std::size_t i = 0; i < n; ++i) {
+      std::uint32_t b;
+      std::memcpy(&b, in + i, 4);
+      out[i] = table(b);
+    }
+    return;
+  }
+  const auto one = [&](std::size_t i, std::uint32_t word) {
+    std::uint32_t b;
+    std::memcpy(&b, in + i, 4);
+    const std::uint32_t w = r.mode == RoundMode::sr ? native::sr_word(word, r.sr_bits) : 0;
+    out[i] = static_cast<std::uint8_t>(native::convert(formats::fp32, f, r, b, w).code);
+  };
+  if (r.mode != RoundMode::sr) {
+    for (std::size_t i = 0; i < n; ++i) one(i, 0);
+    return;
+  }
+  // One Philox block serves four consecutive element indices (docs/SEMANTICS.md 3.2).
+  std::size_t i = 0;
+  while (i < n) {
+    const std::uint64_t g = first_index + i;
+    const native::Philox4 block = native::philox_block(seed, stream, g >> 2);
+    for (std::uint64_t j = g & 3; j < 4 && i < n; ++j, ++i) one(i, block.w[j]);
+  }
+}
+
+}  // namespace exmy::fast
