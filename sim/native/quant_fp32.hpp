@@ -1,0 +1,65 @@
+// fp32 arithmetic with the rounding named in the spec (RN32: round to nearest, ties to even), the
+// same on host and device. Host code is compiled with -ffp-contract=off and no fast-math, so a
+// plain float operator rounds once to nearest even; device code uses the _rn intrinsics so that
+// nvcc can neither contract into FMA nor pick an approximate division. Subnormals are kept on both
+// sides (no FTZ): kernels that call these must not be built with --ftz=true.
+#pragma once
+
+#include <cstdint>
+
+#include "sim/native/hd.hpp"
+
+namespace exmy::native {
+
+EXMY_HD float rn32_mul(float a, float b) {
+#if defined(__CUDA_ARCH__)
+  return __fmul_rn(a, b);
+#else
+  return a * b;
+#endif
+}
+EXMY_HD float rn32_div(float a, float b) {
+#if defined(__CUDA_ARCH__)
+  return __fdiv_rn(a, b);
+#else
+  return a / b;
+#endif
+}
+EXMY_HD float rn32_add(float a, float b) {
+#if defined(__CUDA_ARCH__)
+  return __fadd_rn(a, b);
+#else
+  return a + b;
+#endif
+}
+EXMY_HD float rn32_sub(float a, float b) {
+#if defined(__CUDA_ARCH__)
+  return __fsub_rn(a, b);
+#else
+  return a - b;
+#endif
+}
+// int32 -> fp32, round to nearest even (exact for |v| <= 2^24).
+EXMY_HD float rn32_from_i32(std::int32_t v) {
+#if defined(__CUDA_ARCH__)
+  return __int2float_rn(v);
+#else
+  return static_cast<float>(v);  // IEEE conversion in the default (nearest-even) mode
+#endif
+}
+
+EXMY_HD bool is_nan32(float x) {
+  return x != x;
+}
+EXMY_HD float abs32(float x) {  // clears the sign bit; exact, NaN stays NaN
+#if defined(__CUDA_ARCH__)
+  return fabsf(x);
+#else
+  return __builtin_fabsf(x);
+#endif
+}
+EXMY_HD bool is_finite32(float x) {
+  return abs32(x) <= 3.4028234663852886e38f;
+}
+
+}  // namespace exmy::native
