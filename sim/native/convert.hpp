@@ -216,11 +216,14 @@ EXMY_HD double double_of(std::uint64_t u) {
 
 // Exact decode to fp64 (every preset with <= 52 mantissa bits and exponents within fp64's range
 // decodes exactly; rounding is rne otherwise).
+// (Local constexpr copies: device code may not refer to a host namespace-scope object.)
 EXMY_HD double to_double(const FloatFormat& f, std::uint64_t code) {
-  return double_of(convert(f, formats::fp64, Rounding{}, code).code);
+  constexpr FloatFormat kFp64 = formats::fp64;
+  return double_of(convert(f, kFp64, Rounding{}, code).code);
 }
 EXMY_HD float to_float(const FloatFormat& f, std::uint64_t code) {
-  return float_of(static_cast<std::uint32_t>(convert(f, formats::fp32, Rounding{}, code).code));
+  constexpr FloatFormat kFp32 = formats::fp32;
+  return float_of(static_cast<std::uint32_t>(convert(f, kFp32, Rounding{}, code).code));
 }
 
 }  // namespace exmy::native
