@@ -53,7 +53,8 @@ EXMY_HD Encoded mx_element(const FloatFormat& elem, float x, std::uint8_t scale_
   if (scale_code == kE8m0Nan) {
     return elem.has_nan() ? Encoded{elem.nan_code(false), 0} : Encoded{0, flag::invalid};
   }
-  Unpacked u = unpack(formats::fp32, bits_of(x));
+  constexpr FloatFormat kFp32 = formats::fp32;  // local copy, usable in device code
+  Unpacked u = unpack(kFp32, bits_of(x));
   if (u.cls == ValueClass::normal) u.exp -= mx_scale_exp(scale_code);
   return encode(elem, r, u, rand);
 }
@@ -64,7 +65,8 @@ EXMY_HD float mx_dequant(const FloatFormat& elem, std::uint64_t code, std::uint8
   if (scale_code == kE8m0Nan) return float_of(0x7FC00000u);
   Unpacked u = unpack(elem, code);
   if (u.cls == ValueClass::normal) u.exp += mx_scale_exp(scale_code);
-  return float_of(static_cast<std::uint32_t>(encode(formats::fp32, Rounding{}, u).code));
+  constexpr FloatFormat kFp32 = formats::fp32;  // local copy, usable in device code
+  return float_of(static_cast<std::uint32_t>(encode(kFp32, Rounding{}, u).code));
 }
 
 }  // namespace exmy::native

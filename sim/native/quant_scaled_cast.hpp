@@ -32,7 +32,8 @@ EXMY_HD float format_max32(const FloatFormat& f) {
 
 // Rounds fp32 y into f once (SEMANTICS 2) with the given rounding; `rand` is the sr word.
 EXMY_HD Encoded cast_fp32(const FloatFormat& f, float y, const Rounding& r, std::uint32_t rand) {
-  return convert(formats::fp32, f, r, bits_of(y), rand);
+  constexpr FloatFormat kFp32 = formats::fp32;  // local copy, usable in device code
+  return convert(kFp32, f, r, bits_of(y), rand);
 }
 
 // TransformerEngine's _default_sf_compute: sf = (fmax / amax) / 2^margin in fp32, keeping
