@@ -1,0 +1,83 @@
+#include "reports/output_files.hpp"
+
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <system_error>
+
+#include "sim/common/error.hpp"
+
+namespace exmy::reports {
+
+void make_directories(const std::string& dir) {
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec || !std::filesystem::is_directory(dir)) {
+    throw InputError("--out " + dir + ": cannot create directory (" + ec.message() + ")");
+  }
+}
+
+void write_file_atomic(const std::string& path, const std::string& content) {
+  const std::string tmp = path + ".tmp-" + std::to_string(static_cast<long>(getpid()));
+  std::FILE* f = std::fopen(tmp.c_str(), "wb");
+  if (f == nullptr) throw InputError(path + ": cannot open for writing");
+  const bool ok = std::fwrite(content.data(), 1, content.size(), f) == content.size();
+  const bool closed = std::fclose(f) == 0;
+  if (!ok || !closed || std::rename(tmp.c_str(), path.c_str()) != 0) {
+    std::remove(tmp.c_str());
+    throw InputError(path + ": write failed");
+  }
+}
+
+Csv::Csv(const std::vector<std::string>& header) {
+  for (std::size_t i = 0; i < header.size(); ++i) done_ += (i ? "," : "") + header[i];
+  done_ += "\n";
+}
+
+Csv& Csv::row() {
+  if (in_row_) done_ += cur_ + "\n";
+  cur_.clear();
+  in_row_ = true;
+  row_has_field_ = false;
+  return *this;
+}
+
+void Csv::field(const std::string& s) {
+  if (row_has_field_) cur_ += ",";
+  cur_ += s;
+  row_has_field_ = true;
+}
+
+std::string Csv::text() const {
+  return in_row_ ? done_ + cur_ + "\n" : done_;
+}
+
+Csv& Csv::add(const std::string& s) {
+  field(s);
+  return *this;
+}
+Csv& Csv::add(long long v) {
+  field(std::to_string(v));
+  return *this;
+}
+Csv& Csv::add(double v) {
+  char buf[40];
+  std::snprintf(buf, sizeof buf, "%.10g", v);
+  field(buf);
+  return *this;
+}
+Csv& Csv::add_exact(double v) {
+  char buf[40];
+  std::snprintf(buf, sizeof buf, "%.17g", v);
+  field(buf);
+  return *this;
+}
+
+std::string fmt_g(double v, int digits) {
+  char buf[48];
+  std::snprintf(buf, sizeof buf, "%.*g", digits, v);
+  return buf;
+}
+
+}  // namespace exmy::reports

@@ -1,0 +1,50 @@
+// The Monte Carlo behind section 1: for every (input distribution, k) and trial, draw U, V
+// (rows x k, fp32), quantize both with every scheme, and measure each of the rows^2 errors
+// d = <u^, v^> - <u, v> exactly (ExactDot32), plus per-element error statistics.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "reports/report_context.hpp"
+#include "reports/variance_config.hpp"
+
+namespace exmy::reports {
+
+// Statistics of one (dist, scheme, k) cell, reduced over trials in trial order.
+struct VarianceCell {
+  InputDist dist;
+  int scheme;  // index into VarianceConfig::schemes
+  int k;
+  long long samples = 0;  // trials * rows^2 inner products
+  double mean_d = 0;      // mean of d
+  double var_d = 0;       // sample variance of d (n - 1)
+  double var_uv = 0;      // sample variance of the exact <u, v> (the signal)
+  double sigma_u2 = 0;    // mean u_i^2 over all elements (inputs have mean 0)
+  double sigma_v2 = 0;
+  double sigma_qu2 = 0;  // mean (u^_i - u_i)^2: the per-element quantization error variance
+  double sigma_qv2 = 0;
+  double mean_qu = 0;  // mean (u^_i - u_i): bias of the element error
+  // k (s_qu^2 s_v^2 + s_qv^2 s_u^2 + s_qu^2 s_qv^2): appendix D's eq. 12 with the two operands'
+  // error variances kept apart; with s_qu = s_qv = s_q it is the paper's k s_q^2 (s_u^2 + s_v^2
+  // + s_q^2).
+  double predicted = 0;
+};
+
+struct VarianceResults {
+  VarianceConfig config;
+  std::vector<VarianceCell> cells;  // dist-major, then k, then scheme
+  const VarianceCell* find(InputDist d, const std::string& scheme, int k) const;
+};
+
+VarianceResults run_variance_experiment(const ReportContext& ctx, const VarianceConfig& cfg);
+
+// Derived 64-bit Philox key for the stochastic roundings of one (dist, k, scheme, operand,
+// trial): SplitMix64 of the packed tuple xor the user seed. Documented in SEMANTICS 14.1.
+std::uint64_t variance_sr_seed(std::uint64_t seed, int dist, int kidx, int scheme, int operand,
+                               int trial);
+
+// Philox stream of an input operand (0 = U, 1 = V, 2 = outlier columns) of (dist, kidx).
+std::uint32_t variance_data_stream(int dist, int kidx, int purpose);
+
+}  // namespace exmy::reports
