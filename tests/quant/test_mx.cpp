@@ -1,0 +1,98 @@
+// MX (OCP Microscaling v1.0) block scales (SEMANTICS 7.6) against frexp and a brute-force
+// nearest-code search with saturation.
+#include <catch2/catch.hpp>
+#include <cmath>
+#include <cstdio>
+
+#include "sim/common/error.hpp"
+#include "sim/format/float_names.hpp"
+#include "sim/native/quant_mx.hpp"
+#include "sim/quant/quantize.hpp"
+#include "tests/quant/quant_test_util.hpp"
+
+using namespace exmy;
+using namespace exmy::quant;
+
+namespace {
+Options mx_opts(const std::string& fmt) {
+  Options o;
+  o.scheme = parse_scheme("mx");
+  o.target = parse_target(fmt);
+  return o;
+}
+}  // namespace
+
+TEST_CASE("mx scale code = floor(log2 amax) - emax_elem + 127", "[quant][mx]") {
+  std::mt19937_64 rng(5);
+  for (const char* fname : {"e4m3fn", "e5m2", "e3m2fn", "e2m3fn", "e2m1fn"}) {
+    const FloatFormat f = *parse_float_format(fname);
+    for (int t = 0; t < 2000; ++t) {
+      const float a = std::fabs(quant_test::random_floats(rng, 1)[0]) *
+                      static_cast<float>(std::ldexp(1.0, (t % 300) - 150));
+      if (a == 0.0f || !std::isfinite(a)) continue;
+      int e;
+      std::frexp(static_cast<double>(a), &e);  // a = m * 2^e, m in [0.5, 1): floor(log2 a) = e-1
+      int want = (e - 1) - f.emax() + 127;
+      want = std::clamp(want, 0, 254);
+      INFO(fname << " a=" << a);
+      CHECK(native::mx_scale_code(a, f) == want);
+    }
+    CHECK(native::mx_scale_code(0.0f, f) == 0);
+    CHECK(native::mx_scale_code(NAN, f) == 0xFF);
+    CHECK(native::mx_scale_code(INFINITY, f) == 0xFF);
+  }
+  CHECK(formats::e4m3fn.emax() == 8);
+  CHECK(formats::e5m2.emax() == 15);
+  CHECK(formats::e2m1fn.emax() == 2);
+}
+
+TEST_CASE("mx elements are the satfinite rne cast of x / 2^scale", "[quant][mx]") {
+  const std::uint64_t seed = 2024;
+  std::printf("mx random seed %llu\n", static_cast<unsigned long long>(seed));
+  std::mt19937_64 rng(seed);
+  for (const char* fname : {"e4m3fn", "e5m2", "e2m1fn", "e3m2fn"}) {
+    const FloatFormat f = *parse_float_format(fname);
+    const std::size_t n = 32 * 5 + 7;  // partial last block
+    auto x = quant_test::random_floats(rng, n);
+    const Options o = mx_opts(fname);
+    const Quantized q = quantize(x, {n}, o);
+    REQUIRE(q.mx_scales.size() == 6);
+    const auto d = dequantize(q, o);
+    std::size_t bad = 0;
+    for (std::size_t i = 0; i < n; ++i) {
+      const int se = q.mx_scales[i / 32] - 127;
+      const double y = std::ldexp(static_cast<double>(x[i]), -se);  // exact
+      const auto want = quant_test::nearest_code_satfinite(f, y);
+      if (q.codes[i] != want) ++bad;
+      const double back = std::ldexp(native::to_double(f, want), se);
+      if (d[i] != static_cast<float>(back)) ++bad;
+    }
+    CHECK(bad == 0);
+  }
+}
+
+TEST_CASE("mx boundary table: NaN/inf blocks, zero blocks, bad targets", "[quant][mx]") {
+  std::vector<float> x(64, 1.0f);
+  x[3] = NAN;
+  for (std::size_t i = 32; i < 64; ++i) x[i] = 0.0f;
+  x[40] = -0.0f;
+  const Options o = mx_opts("e4m3fn");
+  const Quantized q = quantize(x, {64}, o);
+  CHECK(q.mx_scales[0] == 0xFF);
+  CHECK(q.mx_scales[1] == 0);
+  CHECK(q.codes[0] == 0x7F);  // NaN scale: element codes NaN
+  CHECK(q.codes[40] == 0x80);
+  const auto d = dequantize(q, o);
+  CHECK(std::isnan(d[5]));
+  CHECK(d[33] == 0.0f);
+  CHECK(std::signbit(d[40]));
+  // Values at the block max map to the element's max normal region: 448 * 2^k -> 448 exactly.
+  std::vector<float> y(32, 0.0f);
+  y[0] = 448.0f * 4;
+  const Quantized q2 = quantize(y, {32}, o);
+  CHECK(q2.codes[0] == 0x7E);
+  CHECK(dequantize(q2, o)[0] == 1792.0f);
+  Options bad = mx_opts("e4m3fn");
+  bad.target = parse_target("int8");
+  CHECK_THROWS_AS(quantize(y, {32}, bad), InputError);
+}

@@ -1,0 +1,156 @@
+// FP8/ExMy scaled casts (SEMANTICS 7.4): absmax (SwitchBack float8cast), TransformerEngine and
+// torchao variants, against an independent fp64 emulation of their fp32 op sequences and a
+// brute-force nearest-code search.
+#include <catch2/catch.hpp>
+#include <cmath>
+#include <cstdio>
+
+#include "sim/format/float_names.hpp"
+#include "sim/quant/quantize.hpp"
+#include "tests/quant/quant_test_util.hpp"
+
+using namespace exmy;
+using namespace exmy::quant;
+using quant_test::rn32;
+
+namespace {
+
+Options cast_opts(const std::string& scheme, const std::string& fmt, native::CastVariant v) {
+  Options o;
+  o.scheme = parse_scheme(scheme);
+  o.target = parse_target(fmt);
+  o.variant = v;
+  return o;
+}
+
+double group_amax(const std::vector<float>& x) {
+  double a = 0;
+  for (float v : x) {
+    if (std::isnan(v)) return NAN;
+    a = std::max(a, std::fabs(static_cast<double>(v)));
+  }
+  return a;
+}
+
+}  // namespace
+
+TEST_CASE("scaled casts match the fp64 emulation + brute-force rounding", "[quant][fp8]") {
+  const std::uint64_t seed = 8675309;
+  std::printf("scaled casts random seed %llu\n", static_cast<unsigned long long>(seed));
+  std::mt19937_64 rng(seed);
+  for (const char* fname : {"e4m3fn", "e5m2", "e4m3fnuz", "e3m2fn", "e2m1fn"}) {
+    const FloatFormat f = *parse_float_format(fname);
+    const double fmax = native::to_double(f, f.max_code());
+    for (int t = 0; t < 6; ++t) {
+      auto x = quant_test::random_floats(rng, 97, t == 5 ? 1e-30f : 1.0f);
+      if (t == 4) x[3] = 0.0f;
+      const double a = group_amax(x);
+      for (const auto v :
+           {native::CastVariant::absmax, native::CastVariant::te, native::CastVariant::torchao}) {
+        const Options o = cast_opts("tensor", fname, v);
+        const Quantized q = quantize(x, {x.size()}, o);
+        // The state.
+        double s = a;
+        if (v == native::CastVariant::te) s = rn32(rn32(fmax / a) / 1.0);
+        if (v == native::CastVariant::torchao) s = rn32(fmax / std::max(a, double(1e-12f)));
+        INFO(fname << " variant " << static_cast<int>(v) << " t=" << t);
+        CHECK(q.state[0] == static_cast<float>(s));
+        const auto d = dequantize(q, o);
+        std::size_t bad = 0;
+        for (std::size_t i = 0; i < x.size(); ++i) {
+          const double xv = x[i];
+          double y;
+          if (v == native::CastVariant::absmax)
+            y = rn32(fmax * rn32(xv / s));
+          else
+            y = rn32(xv * s);
+          const std::uint64_t want = quant_test::nearest_code_satfinite(f, y);
+          if (q.codes[i] != want) ++bad;
+          const double cv = native::to_double(f, want);
+          double back;
+          if (v == native::CastVariant::absmax)
+            back = rn32(rn32(s * cv) * rn32(1.0 / fmax));
+          else if (v == native::CastVariant::te)
+            back = rn32(cv * rn32(1.0 / s));
+          else
+            back = rn32(cv / s);
+          if (native::bits_of(d[i]) != native::bits_of(static_cast<float>(back))) ++bad;
+        }
+        CHECK(bad == 0);
+      }
+    }
+  }
+}
+
+TEST_CASE("scaled casts: absmax maps to +-max; zeros, NaN, inf; te margin", "[quant][fp8]") {
+  const FloatFormat f = formats::e4m3fn;
+  {
+    const std::vector<float> x = {-3.0f, 1.0f, 0.5f};
+    const Quantized q =
+        quantize(x, {3}, cast_opts("tensor", "e4m3fn", native::CastVariant::absmax));
+    CHECK(q.codes[0] == (f.sign_bit() | f.max_code()));
+  }
+  // All-zero group: absmax variant casts the signed zeros themselves; te keeps the previous
+  // scale (1.0 by default); torchao clamps amax to 1e-12 (scale 448e12 in fp32).
+  {
+    const std::vector<float> x = {0.0f, -0.0f};
+    const Quantized qa =
+        quantize(x, {2}, cast_opts("tensor", "e4m3fn", native::CastVariant::absmax));
+    CHECK(qa.codes[0] == 0x00);
+    CHECK(qa.codes[1] == 0x80);
+    Options ote = cast_opts("tensor", "e4m3fn", native::CastVariant::te);
+    ote.te_prev_scale = 2.0f;
+    CHECK(quantize(x, {2}, ote).state[0] == 2.0f);
+    const Quantized qt =
+        quantize(x, {2}, cast_opts("tensor", "e4m3fn", native::CastVariant::torchao));
+    CHECK(qt.state[0] == static_cast<float>(448.0 / double(1e-12f)));
+  }
+  // te margin: scale = 448 / amax / 2^margin; amax 7 -> 64 / 2^2 = 16.
+  {
+    Options o = cast_opts("tensor", "e4m3fn", native::CastVariant::te);
+    o.te_margin = 2;
+    CHECK(quantize({7.0f, 1.0f}, {2}, o).state[0] == 16.0f);
+  }
+  // NaN in the group: te keeps the previous scale and the NaN element casts to NaN (satfinite
+  // keeps NaN); torchao's scale is NaN, so every code is NaN; absmax variant likewise NaN state.
+  {
+    const std::vector<float> x = {1.0f, NAN};
+    const Quantized qte = quantize(x, {2}, cast_opts("tensor", "e4m3fn", native::CastVariant::te));
+    CHECK(qte.state[0] == 1.0f);
+    CHECK(qte.codes[0] == 0x38);  // 1.0
+    CHECK(qte.codes[1] == 0x7F);
+    const Quantized qto =
+        quantize(x, {2}, cast_opts("tensor", "e4m3fn", native::CastVariant::torchao));
+    CHECK(std::isnan(qto.state[0]));
+    CHECK((qto.codes[0] & 0x7F) == 0x7F);
+  }
+  // te with inf: amax not finite -> previous scale; inf saturates to max (satfinite).
+  {
+    const std::vector<float> x = {1.0f, -INFINITY};
+    const Quantized q = quantize(x, {2}, cast_opts("tensor", "e5m2", native::CastVariant::te));
+    CHECK(q.state[0] == 1.0f);
+    CHECK(q.codes[1] == (formats::e5m2.sign_bit() | formats::e5m2.max_code()));
+  }
+}
+
+TEST_CASE("scaled casts with sr are unbiased after dequantization (fixed seed)",
+          "[quant][fp8][sr]") {
+  const std::uint64_t seed = 1234;
+  std::printf("fp8 sr seed %llu\n", static_cast<unsigned long long>(seed));
+  const std::size_t n = 100000;
+  std::vector<float> x(n, 0.3f);
+  x[0] = 448.0f;  // amax 448: the absmax variant's y = x (up to fp32 rounding of 0.3 * 448 / 448)
+  Options o = cast_opts("tensor", "e4m3fn", native::CastVariant::absmax);
+  o.mode = RoundMode::sr;
+  o.sr_bits = 16;
+  o.seed = seed;
+  const Quantized q = quantize(x, {n}, o);
+  const auto d = dequantize(q, o);
+  double sum = 0;
+  for (std::size_t i = 1; i < n; ++i) sum += d[i];
+  const double mean = sum / (n - 1);
+  // Neighbours of 0.3 in e4m3fn are 0.28125 and 0.3125 (spacing 2^-5): sd of the mean
+  // <= 2^-6 / sqrt(n); 6 sd.
+  INFO("mean " << mean);
+  CHECK(std::fabs(mean - 0.3) < 6 * 0x1p-6 / std::sqrt(double(n)) + 1e-6);
+}
