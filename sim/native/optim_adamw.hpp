@@ -1,0 +1,111 @@
+// Adam / AdamW per-element updates (docs/SEMANTICS.md 9.2, 9.3). One function per variant; the
+// host reference and the CUDA kernels both call these, so CPU and GPU agree bit for bit.
+// Scalars derived from the hyperparameters and the step number are computed once on the host
+// (sim/optim/adamw.cpp) and passed in already rounded, exactly as PyTorch converts its Python
+// doubles.
+#pragma once
+
+#include "sim/native/fp32_ops.hpp"
+#include "sim/native/optim_storage.hpp"
+
+namespace exmy::native {
+
+// torch.optim.Adam/AdamW, _single_tensor_adam (the CPU default, foreach=False). Every field is the
+// fp32 value PyTorch's CPU kernels see.
+struct TorchAdamScalars {
+  bool has_wd = false;
+  bool decoupled = true;  // AdamW: param.mul_(1 - lr*wd); Adam: grad.add(param, alpha=wd)
+  float decay = 1.0f;     // RN32(1 - lr*wd), the difference and product in fp64
+  float wd = 0.0f;        // RN32(wd)
+  float w1 = 0.1f;        // lerp weight RN32(1 - beta1) (fp64 difference)
+  float w1m1 = -0.9f;     // RN32(w1 - 1), the large-weight lerp coefficient
+  float beta2 = 0.999f;   // RN32(beta2)
+  float w2 = 0.001f;      // RN32(1 - beta2) (fp64 difference)
+  float neg_step = 0.0f;  // RN32(-(lr / (1 - beta1^t))), fp64 pow/division as CPython
+  float bc2_sqrt = 1.0f;  // RN32((1 - beta2^t) ** 0.5), fp64
+  float eps = 1e-8f;      // RN32(eps)
+};
+
+// One element. p, m, v hold values of storage type `st` (exact in fp32); g is the gradient value.
+EXMY_HD void torch_adam_element(const TorchAdamScalars& s, Storage st, float& p, float g, float& m,
+                                float& v) {
+  if (s.has_wd) {
+    if (s.decoupled) {
+      p = to_storage(rn_mul(p, s.decay), st);  // param.mul_(1 - lr*wd)
+    } else {
+      g = to_storage(rn_fma(p, s.wd, g), st);  // grad.add(param, alpha=wd): vec::fmadd
+    }
+  }
+  // exp_avg.lerp_(grad, 1 - beta1): ATen's lerp_vec, one FMA on either branch of |w| < 0.5.
+  const float d = rn_sub(g, m);
+  m = to_storage(s.w1 < 0.5f && s.w1 > -0.5f ? rn_fma(s.w1, d, m) : rn_fma(s.w1m1, d, g), st);
+  // exp_avg_sq.mul_(beta2).addcmul_(grad, grad, value=1 - beta2): self + value*t1*t2, unfused.
+  v = to_storage(rn_mul(v, s.beta2), st);
+  v = to_storage(rn_add(v, rn_mul(rn_mul(s.w2, g), g)), st);
+  // denom = (exp_avg_sq.sqrt() / bias_correction2_sqrt).add_(eps): three tensor ops.
+  float den = to_storage(rn_sqrt(v), st);
+  den = to_storage(rn_div(den, s.bc2_sqrt), st);
+  den = to_storage(rn_add(den, s.eps), st);
+  // param.addcdiv_(exp_avg, denom, value=-step_size): self + value*t1/t2.
+  p = to_storage(rn_add(p, rn_div(rn_mul(s.neg_step, m), den)), st);
+}
+
+// torch.optim.AdamW(fused=True), aten/src/ATen/native/cuda/fused_adam_utils.cuh adam_math: the
+// hyperparameters are doubles there, so the moment updates and the decay run in fp64 and are
+// rounded to fp32 on assignment; fp32 tensors only.
+struct TorchFusedAdamScalars {
+  bool decoupled = true;
+  double lr = 1e-3, beta1 = 0.9, beta2 = 0.999, wd = 0.0, eps = 1e-8;
+  float step_size = 0.0f;  // RN32(lr / bc1), bc1 = RN32(1 - pow(beta1, t))
+  float bc2_sqrt = 1.0f;   // sqrtf(RN32(1 - pow(beta2, t)))
+};
+
+EXMY_HD void torch_fused_adam_element(const TorchFusedAdamScalars& s, float& p, float g, float& m,
+                                      float& v) {
+  if (s.wd != 0.0) {
+    if (s.decoupled) {
+      // param -= lr * weight_decay * param  (fp64, then RN32 on assignment)
+      p = rn_f32(rn_sub64(p, rn_mul64(rn_mul64(s.lr, s.wd), p)));
+    } else {
+      g = rn_f32(rn_add64(g, rn_mul64(p, s.wd)));  // grad += param * weight_decay
+    }
+  }
+  // exp_avg = beta1 * exp_avg + (1 - beta1) * grad;  (fp64)
+  m = rn_f32(rn_add64(rn_mul64(s.beta1, m), rn_mul64(rn_sub64(1.0, s.beta1), g)));
+  // exp_avg_sq = beta2 * exp_avg_sq + (1 - beta2) * grad * grad;  (fp64)
+  v = rn_f32(
+      rn_add64(rn_mul64(s.beta2, v), rn_mul64(rn_mul64(rn_sub64(1.0, s.beta2), g), g)));
+  // denom = (sqrt(exp_avg_sq) / bias_correction2_sqrt) + eps;  fp32 sqrt and division, fp64 add
+  const float den = rn_f32(rn_add64(rn_div(rn_sqrt(v), s.bc2_sqrt), s.eps));
+  // param -= step_size * exp_avg / denom;  (fp32)
+  p = rn_sub(p, rn_div(rn_mul(s.step_size, m), den));
+}
+
+// torch.optim.SGD, _single_tensor_sgd (CPU default).
+struct TorchSgdScalars {
+  bool has_wd = false;
+  bool has_momentum = true;
+  bool nesterov = false;
+  float wd = 0.0f;        // RN32(wd)
+  float momentum = 0.9f;  // RN32(momentum)
+  float one_minus_dampening = 1.0f;  // RN32(1 - dampening) (fp64 difference)
+  float neg_lr = -1e-3f;  // RN32(-lr)
+};
+
+// `first` is true on the step that creates the momentum buffer (buf = grad.clone()).
+EXMY_HD void torch_sgd_element(const TorchSgdScalars& s, Storage st, float& p, float g, float& buf,
+                               bool first) {
+  if (s.has_wd) g = to_storage(rn_fma(p, s.wd, g), st);  // grad.add(param, alpha=wd)
+  if (s.has_momentum) {
+    if (first) {
+      buf = g;
+    } else {
+      buf = to_storage(rn_mul(buf, s.momentum), st);                   // buf.mul_(momentum)
+      buf = to_storage(rn_fma(g, s.one_minus_dampening, buf), st);  // .add_(grad, alpha=1-d)
+    }
+    g = s.nesterov ? to_storage(rn_fma(buf, s.momentum, g), st) : buf;
+  }
+  p = to_storage(rn_fma(g, s.neg_lr, p), st);  // param.add_(grad, alpha=-lr)
+}
+
+}  // namespace exmy::native

@@ -1,0 +1,50 @@
+// Parameter/state storage types of the optimizer steps. Every tensor operation of a reference
+// optimizer computes in fp32 ("opmath", as PyTorch does for bf16/fp16 tensors) and rounds its
+// result once to the storage type of the tensor it writes (RN, ties to even; overflow to inf; NaN
+// to the quiet NaN with the sign kept, docs/SEMANTICS.md 4.1).
+#pragma once
+
+#include <cstdint>
+
+#include "sim/native/convert.hpp"
+#include "sim/native/fp32_ops.hpp"
+
+namespace exmy::native {
+
+enum class Storage : std::uint8_t { f32, bf16, f16 };
+
+EXMY_HD constexpr int storage_bytes(Storage s) { return s == Storage::f32 ? 4 : 2; }
+
+// fp32 -> bf16 code, RN ties to even (bf16 is fp32's top half, so this is a 16-bit rounding of the
+// pattern; the carry out of the mantissa moves into the exponent, and into inf at the top).
+EXMY_HD std::uint16_t bf16_from_f32(float x) {
+  const std::uint32_t u = f32_bits(x);
+  if (f32_is_nan(x)) return static_cast<std::uint16_t>((u >> 16 & 0x8000u) | 0x7FC0u);
+  const std::uint32_t lsb = (u >> 16) & 1u;
+  return static_cast<std::uint16_t>((u + 0x7FFFu + lsb) >> 16);
+}
+EXMY_HD float f32_from_bf16(std::uint16_t h) { return f32_from_bits(std::uint32_t{h} << 16); }
+
+// fp16 through the one rounding routine (formats are local literals: device code cannot odr-use a
+// host constexpr object).
+EXMY_HD std::uint16_t f16_from_f32(float x) {
+  constexpr FloatFormat kF32{8, 23, 127, true, true, NanEncoding::ieee, true};
+  constexpr FloatFormat kF16{5, 10, 15, true, true, NanEncoding::ieee, true};
+  return static_cast<std::uint16_t>(convert(kF32, kF16, Rounding{}, f32_bits(x)).code);
+}
+EXMY_HD float f32_from_f16(std::uint16_t h) {
+  constexpr FloatFormat kF32{8, 23, 127, true, true, NanEncoding::ieee, true};
+  constexpr FloatFormat kF16{5, 10, 15, true, true, NanEncoding::ieee, true};
+  return f32_from_bits(static_cast<std::uint32_t>(convert(kF16, kF32, Rounding{}, h).code));
+}
+
+// RN of an fp32 value to the storage type, returned as the (exact) fp32 value.
+EXMY_HD float to_storage(float x, Storage s) {
+  switch (s) {
+    case Storage::bf16: return f32_from_bf16(bf16_from_f32(x));
+    case Storage::f16: return f32_from_f16(f16_from_f32(x));
+    default: return x;
+  }
+}
+
+}  // namespace exmy::native

@@ -1,0 +1,147 @@
+// bitsandbytes 8-bit block-wise Adam/AdamW/Momentum reference steps (docs/SEMANTICS.md 9.4).
+#include <cfloat>
+#include <cmath>
+
+#include "sim/common/error.hpp"
+#include "sim/format/codebook.hpp"
+#include "sim/optim/optim.hpp"
+
+namespace exmy::optim {
+
+Bnb8State bnb8_init(std::size_t n, bool two_states, int block, bool small_fallback) {
+  if (block != 256 && block != 2048) {
+    throw InputError("--block: expected 256 or 2048, got " + std::to_string(block));
+  }
+  Bnb8State s;
+  s.block = block;
+  s.two_states = two_states;
+  s.is_8bit = !(small_fallback && n < kMin8bitSize);
+  if (s.is_8bit) {
+    const std::size_t blocks = (n + block - 1) / block;
+    s.q1.assign(n, 0);
+    s.absmax1.assign(blocks, 0.0f);
+    if (two_states) {
+      s.q2.assign(n, 0);
+      s.absmax2.assign(blocks, 0.0f);
+    }
+  } else {
+    s.s1.assign(n, 0.0f);
+    if (two_states) s.s2.assign(n, 0.0f);
+  }
+  return s;
+}
+
+native::Bnb8Scalars bnb8_scalars(const AdamHyper& h, long step, bool torch_order) {
+  native::Bnb8Scalars s;
+  s.torch_order = torch_order;
+  s.step = static_cast<int>(step);
+  s.beta1 = static_cast<float>(h.beta1);
+  s.beta2 = static_cast<float>(h.beta2);
+  s.eps = static_cast<float>(h.eps);
+  s.lr = static_cast<float>(h.lr);
+  s.wd = static_cast<float>(h.wd);
+  s.one_minus_beta1 = 1.0f - s.beta1;
+  s.one_minus_beta2 = 1.0f - s.beta2;
+  // The kernel's powf(beta, step) in fp32, here correctly rounded (fp64 pow of the fp32 beta,
+  // then RN32); bitsandbytes' __powf/__fdividef are approximations (section 12).
+  const double t = static_cast<double>(step);
+  const float pw1 = static_cast<float>(std::pow(static_cast<double>(s.beta1), t));
+  const float pw2 = static_cast<float>(std::pow(static_cast<double>(s.beta2), t));
+  const float c1 = 1.0f - pw1;
+  s.c2 = std::sqrt(1.0f - pw2);
+  s.c2_eps = s.c2 * s.eps;
+  s.step_size = (-s.lr * s.c2) / c1;
+  s.decay = 1.0f - s.lr * s.wd;
+  s.neg_step = static_cast<float>(-(h.lr / (1.0 - std::pow(h.beta1, t))));
+  s.bc2_sqrt = static_cast<float>(std::pow(1.0 - std::pow(h.beta2, t), 0.5));
+  s.torch_decay = static_cast<float>(1.0 - h.lr * h.wd);
+  return s;
+}
+
+namespace {
+
+void check(std::size_t n, std::size_t a, const char* what) {
+  if (a != n) {
+    throw InputError(std::string(what) + ": expected " + std::to_string(n) + " elements, got " +
+                     std::to_string(a));
+  }
+}
+
+}  // namespace
+
+void bnb_adam8_step(const native::Bnb8Scalars& s, Storage st, std::span<float> p,
+                    std::span<const float> g, Bnb8State& S) {
+  const std::size_t n = p.size();
+  check(n, g.size(), "gradient");
+  if (!S.is_8bit) {
+    check(n, S.s1.size(), "state1");
+    for (std::size_t i = 0; i < n; ++i) {
+      native::bnb_adam32_element(s, st, p[i], g[i], S.s1[i], S.s2[i]);
+    }
+    return;
+  }
+  check(n, S.q1.size(), "state1");
+  const float* c1 = dynamic_codebook(true).values.data();
+  const float* c2 = dynamic_codebook(false).values.data();
+  const std::size_t B = static_cast<std::size_t>(S.block);
+  std::vector<float> s1(B), s2(B);
+  std::vector<char> ok(B);
+  for (std::size_t lo = 0, b = 0; lo < n; lo += B, ++b) {
+    const std::size_t cnt = std::min(B, n - lo);
+    const float a1 = S.absmax1[b], a2 = S.absmax2[b];
+    float m1 = -FLT_MAX, m2 = -FLT_MAX;
+    for (std::size_t j = 0; j < cnt; ++j) {
+      s1[j] = native::bnb_dequant(c1, S.q1[lo + j], a1);
+      s2[j] = native::bnb_dequant(c2, S.q2[lo + j], a2);
+      ok[j] = native::bnb_adam8_states(s, g[lo + j], s1[j], s2[j]);
+      m1 = native::f32_fmax(m1, native::f32_abs(s1[j]));
+      m2 = native::f32_fmax(m2, native::f32_abs(s2[j]));
+    }
+    if (cnt < B) {
+      float ps1, ps2;
+      native::bnb_adam8_padding(s, c1, c2, a1, a2, ps1, ps2);
+      m1 = native::f32_fmax(m1, native::f32_abs(ps1));
+      m2 = native::f32_fmax(m2, native::f32_abs(ps2));
+    }
+    S.absmax1[b] = m1;
+    S.absmax2[b] = m2;
+    for (std::size_t j = 0; j < cnt; ++j) {
+      if (ok[j]) p[lo + j] = native::bnb_adam8_param(s, st, p[lo + j], s1[j], s2[j]);
+      S.q1[lo + j] = native::bnb_quant_signed(c1, s1[j], m1);
+      S.q2[lo + j] = native::bnb_quant_unsigned(c2, s2[j], m2);
+    }
+  }
+}
+
+void bnb_momentum8_step(const native::Bnb8Scalars& s, Storage st, std::span<float> p,
+                        std::span<const float> g, Bnb8State& S) {
+  const std::size_t n = p.size();
+  check(n, g.size(), "gradient");
+  if (!S.is_8bit) {
+    check(n, S.s1.size(), "state1");
+    for (std::size_t i = 0; i < n; ++i) native::bnb_momentum32_element(s, st, p[i], g[i], S.s1[i]);
+    return;
+  }
+  check(n, S.q1.size(), "state1");
+  const float* c1 = dynamic_codebook(true).values.data();
+  const std::size_t B = static_cast<std::size_t>(S.block);
+  std::vector<float> s1(B);
+  for (std::size_t lo = 0, b = 0; lo < n; lo += B, ++b) {
+    const std::size_t cnt = std::min(B, n - lo);
+    const float a1 = S.absmax1[b];
+    float m1 = -FLT_MAX;
+    for (std::size_t j = 0; j < cnt; ++j) {
+      s1[j] = native::bnb_momentum8_state(s, p[lo + j], g[lo + j],
+                                          native::bnb_dequant(c1, S.q1[lo + j], a1));
+      m1 = native::f32_fmax(m1, native::f32_abs(s1[j]));
+    }
+    if (cnt < B) m1 = native::f32_fmax(m1, native::f32_abs(native::bnb_momentum8_padding(s, c1, a1)));
+    S.absmax1[b] = m1;
+    for (std::size_t j = 0; j < cnt; ++j) {
+      p[lo + j] = native::bnb_momentum8_param(s, st, p[lo + j], s1[j]);
+      S.q1[lo + j] = native::bnb_quant_signed(c1, s1[j], m1);
+    }
+  }
+}
+
+}  // namespace exmy::optim
