@@ -1,0 +1,110 @@
+// exmy verify: the native engine (and the host fast path) against the MPFR oracle.
+//   exmy verify [--campaign decode|bf16|fp16|fp32-sample|all] [--threads N] [--depth full|ci]
+//               [--json] [--quiet] [--device cpu|cuda]
+// Exit status: 0 all agree, 1 any mismatch, 130 interrupted (SIGINT), 2 bad arguments.
+#include <csignal>
+#include <cstdio>
+#include <string>
+
+#include "cli/command.hpp"
+#include "sim/common/error.hpp"
+#include "sim/verify/campaign.hpp"
+#include "sim/verify/summary.hpp"
+
+namespace exmy::cli {
+namespace {
+
+extern "C" void verify_on_sigint(int) {
+  // First Ctrl-C: finish the chunks in flight and print what was checked; a second one kills.
+  verify::request_stop();
+  std::signal(SIGINT, SIG_DFL);
+}
+
+int parse_threads(const std::string& text) {
+  int n = 0;
+  for (const char c : text) {
+    if (c < '0' || c > '9' || n > 4096)
+      throw InputError("--threads '" + text + "': expected 1 to 4096");
+    n = n * 10 + (c - '0');
+  }
+  if (text.empty() || n < 1 || n > 4096)
+    throw InputError("--threads '" + text + "': expected 1 to 4096");
+  return n;
+}
+
+int run_verify(const Args& args) {
+  std::string campaign = "all", device = "cpu";
+  verify::Options opts;
+  bool json = false;
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    const auto value = [&]() -> const std::string& {
+      if (i + 1 >= args.size()) throw InputError("option " + a + " needs a value");
+      return args[++i];
+    };
+    if (a == "--campaign") {
+      campaign = value();
+    } else if (a == "--threads") {
+      opts.threads = parse_threads(value());
+    } else if (a == "--depth") {
+      const std::string& d = value();
+      if (d == "full") {
+        opts.depth = verify::Depth::full;
+      } else if (d == "ci") {
+        opts.depth = verify::Depth::ci;
+      } else {
+        throw InputError("--depth '" + d + "': expected full or ci");
+      }
+    } else if (a == "--json") {
+      json = true;
+    } else if (a == "--quiet") {
+      opts.progress = false;
+    } else if (a == "--device") {
+      device = value();
+      if (device != "cpu" && device != "cuda") {
+        throw InputError("--device '" + device + "': expected cpu or cuda");
+      }
+    } else {
+      throw InputError("unknown argument '" + a +
+                       "' (expected --campaign, --threads, --depth, --json, --quiet, --device)");
+    }
+  }
+  if (device == "cuda") {
+#if EXMY_HAVE_CUDA
+    // The device campaign registers itself as the hidden command "verify-cuda" (a file
+    // cli/cmd_verify_gpu.cpp): it receives the same arguments without --device.
+    const auto it = commands().find("verify-cuda");
+    if (it != commands().end()) {
+      Args rest;
+      for (std::size_t i = 0; i < args.size(); ++i) {
+        if (args[i] == "--device") {
+          ++i;
+          continue;
+        }
+        rest.push_back(args[i]);
+      }
+      return it->second.run(rest);
+    }
+    throw InputError("--device cuda: this build has no device verification campaign");
+#else
+    throw InputError(
+        "--device cuda: this build has no CUDA (configure with EXMY_CUDA=ON and nvcc)");
+#endif
+  }
+  verify::clear_stop();
+  std::signal(SIGINT, verify_on_sigint);
+  const auto results = verify::run_campaigns(campaign, opts);
+  std::signal(SIGINT, SIG_DFL);
+  const std::string out = json ? verify::summary_json(results) : verify::summary_text(results);
+  std::fputs(out.c_str(), stdout);
+  if (verify::any_interrupted(results)) return 130;
+  return verify::total_mismatches(results) == 0 ? 0 : 1;
+}
+
+}  // namespace
+
+EXMY_COMMAND(
+    "verify", run_verify,
+    "native engine vs MPFR oracle campaigns (--campaign decode|bf16|fp16|fp32-sample|all)");
+
+}  // namespace exmy::cli
