@@ -120,10 +120,18 @@ EXMY_HD float f32_from_bits(std::uint32_t u) {
   return x;
 #endif
 }
-EXMY_HD bool f32_is_nan(float x) { return (f32_bits(x) & 0x7FFFFFFFu) > 0x7F800000u; }
-EXMY_HD bool f32_is_finite(float x) { return (f32_bits(x) & 0x7F800000u) != 0x7F800000u; }
-EXMY_HD bool f32_signbit(float x) { return (f32_bits(x) >> 31) != 0; }
-EXMY_HD float f32_abs(float x) { return f32_from_bits(f32_bits(x) & 0x7FFFFFFFu); }
+EXMY_HD bool f32_is_nan(float x) {
+  return (f32_bits(x) & 0x7FFFFFFFu) > 0x7F800000u;
+}
+EXMY_HD bool f32_is_finite(float x) {
+  return (f32_bits(x) & 0x7F800000u) != 0x7F800000u;
+}
+EXMY_HD bool f32_signbit(float x) {
+  return (f32_bits(x) >> 31) != 0;
+}
+EXMY_HD float f32_abs(float x) {
+  return f32_from_bits(f32_bits(x) & 0x7FFFFFFFu);
+}
 // CUDA fmaxf / C fmax: a NaN operand is ignored (the other is returned).
 EXMY_HD float f32_fmax(float a, float b) {
   if (f32_is_nan(a)) return b;

@@ -73,8 +73,7 @@ EXMY_HD void torch_fused_adam_element(const TorchFusedAdamScalars& s, float& p, 
   // exp_avg = beta1 * exp_avg + (1 - beta1) * grad;  (fp64)
   m = rn_f32(rn_add64(rn_mul64(s.beta1, m), rn_mul64(rn_sub64(1.0, s.beta1), g)));
   // exp_avg_sq = beta2 * exp_avg_sq + (1 - beta2) * grad * grad;  (fp64)
-  v = rn_f32(
-      rn_add64(rn_mul64(s.beta2, v), rn_mul64(rn_mul64(rn_sub64(1.0, s.beta2), g), g)));
+  v = rn_f32(rn_add64(rn_mul64(s.beta2, v), rn_mul64(rn_mul64(rn_sub64(1.0, s.beta2), g), g)));
   // denom = (sqrt(exp_avg_sq) / bias_correction2_sqrt) + eps;  fp32 sqrt and division, fp64 add
   const float den = rn_f32(rn_add64(rn_div(rn_sqrt(v), s.bc2_sqrt), s.eps));
   // param -= step_size * exp_avg / denom;  (fp32)
@@ -86,10 +85,10 @@ struct TorchSgdScalars {
   bool has_wd = false;
   bool has_momentum = true;
   bool nesterov = false;
-  float wd = 0.0f;        // RN32(wd)
-  float momentum = 0.9f;  // RN32(momentum)
+  float wd = 0.0f;                   // RN32(wd)
+  float momentum = 0.9f;             // RN32(momentum)
   float one_minus_dampening = 1.0f;  // RN32(1 - dampening) (fp64 difference)
-  float neg_lr = -1e-3f;  // RN32(-lr)
+  float neg_lr = -1e-3f;             // RN32(-lr)
 };
 
 // `first` is true on the step that creates the momentum buffer (buf = grad.clone()).
@@ -100,7 +99,7 @@ EXMY_HD void torch_sgd_element(const TorchSgdScalars& s, Storage st, float& p, f
     if (first) {
       buf = g;
     } else {
-      buf = to_storage(rn_mul(buf, s.momentum), st);                   // buf.mul_(momentum)
+      buf = to_storage(rn_mul(buf, s.momentum), st);                // buf.mul_(momentum)
       buf = to_storage(rn_fma(g, s.one_minus_dampening, buf), st);  // .add_(grad, alpha=1-d)
     }
     g = s.nesterov ? to_storage(rn_fma(buf, s.momentum, g), st) : buf;

@@ -27,8 +27,8 @@ struct Bnb8Scalars {
   float step_size = 0.0f;  // RN32(RN32(-lr * c2) / c1), c1 = RN32(1 - RN32(beta1^t))
   float decay = 1.0f;      // RN32(1 - RN32(lr * wd))
   // torch_order only:
-  float neg_step = 0.0f;  // RN32(-(lr / (1 - beta1^t))) (fp64)
-  float bc2_sqrt = 1.0f;  // RN32(sqrt(1 - beta2^t)) (fp64)
+  float neg_step = 0.0f;     // RN32(-(lr / (1 - beta1^t))) (fp64)
+  float bc2_sqrt = 1.0f;     // RN32(sqrt(1 - beta2^t)) (fp64)
   float torch_decay = 1.0f;  // RN32(1 - lr*wd) (fp64)
 };
 

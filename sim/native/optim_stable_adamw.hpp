@@ -9,12 +9,12 @@
 namespace exmy::native {
 
 struct StableAdamWScalars {
-  float beta1_hat = 0.0f;   // RN32(beta1 * (1 - beta1^(t-1)) / (1 - beta1^t)), fp64
-  float w1 = 1.0f;          // RN32(1 - beta1_hat), fp64
+  float beta1_hat = 0.0f;  // RN32(beta1 * (1 - beta1^(t-1)) / (1 - beta1^t)), fp64
+  float w1 = 1.0f;         // RN32(1 - beta1_hat), fp64
   float beta2_hat = 0.0f;
   float w2 = 1.0f;
-  float eps = 1e-6f;        // RN32(eps)
-  float eps_sq = 1e-12f;    // RN32(eps * eps), fp64 product
+  float eps = 1e-6f;      // RN32(eps)
+  float eps_sq = 1e-12f;  // RN32(eps * eps), fp64 product
 };
 
 // Phase 1: moving averages, and the element's term g^2 / max(u, eps^2) of RMS_t. The maximum

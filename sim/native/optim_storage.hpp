@@ -13,7 +13,9 @@ namespace exmy::native {
 
 enum class Storage : std::uint8_t { f32, bf16, f16 };
 
-EXMY_HD constexpr int storage_bytes(Storage s) { return s == Storage::f32 ? 4 : 2; }
+EXMY_HD constexpr int storage_bytes(Storage s) {
+  return s == Storage::f32 ? 4 : 2;
+}
 
 // fp32 -> bf16 code, RN ties to even (bf16 is fp32's top half, so this is a 16-bit rounding of the
 // pattern; the carry out of the mantissa moves into the exponent, and into inf at the top).
@@ -23,7 +25,9 @@ EXMY_HD std::uint16_t bf16_from_f32(float x) {
   const std::uint32_t lsb = (u >> 16) & 1u;
   return static_cast<std::uint16_t>((u + 0x7FFFu + lsb) >> 16);
 }
-EXMY_HD float f32_from_bf16(std::uint16_t h) { return f32_from_bits(std::uint32_t{h} << 16); }
+EXMY_HD float f32_from_bf16(std::uint16_t h) {
+  return f32_from_bits(std::uint32_t{h} << 16);
+}
 
 // fp16 through the one rounding routine (formats are local literals: device code cannot odr-use a
 // host constexpr object).
@@ -41,9 +45,12 @@ EXMY_HD float f32_from_f16(std::uint16_t h) {
 // RN of an fp32 value to the storage type, returned as the (exact) fp32 value.
 EXMY_HD float to_storage(float x, Storage s) {
   switch (s) {
-    case Storage::bf16: return f32_from_bf16(bf16_from_f32(x));
-    case Storage::f16: return f32_from_f16(f16_from_f32(x));
-    default: return x;
+    case Storage::bf16:
+      return f32_from_bf16(bf16_from_f32(x));
+    case Storage::f16:
+      return f32_from_f16(f16_from_f32(x));
+    default:
+      return x;
   }
 }
 

@@ -21,7 +21,9 @@ struct SplitFormat {
 };
 
 // Bits per element in the packed stream: the k extra bits, then (sr) the rounded-up bit above them.
-EXMY_HD constexpr int split_field_bits(const SplitFormat& f) { return f.k + (f.sr ? 1 : 0); }
+EXMY_HD constexpr int split_field_bits(const SplitFormat& f) {
+  return f.k + (f.sr ? 1 : 0);
+}
 
 // Largest finite 16-bit magnitude (stochastic rounding never rounds it up into inf).
 EXMY_HD constexpr std::uint16_t split_hi_max(const SplitFormat& f) {
@@ -88,10 +90,11 @@ EXMY_HD float split_hi_value(std::uint16_t hi, const SplitFormat& f) {
   return f.hi == Storage::bf16 ? f32_from_bf16(hi) : f32_from_f16(hi);
 }
 
-// ---- dense packing -------------------------------------------------------------------------------
-// Element i's field of w bits occupies bits [i*w, i*w + w) of a little-endian bit stream, stream
-// bit b being bit (b mod 32) of word b / 32; a field may straddle two words. 32 elements fill w
-// words exactly, so a tensor of n elements takes ceil(n / 32) * w words (the tail is zero).
+// ---- dense packing
+// ------------------------------------------------------------------------------- Element i's field
+// of w bits occupies bits [i*w, i*w + w) of a little-endian bit stream, stream bit b being bit (b
+// mod 32) of word b / 32; a field may straddle two words. 32 elements fill w words exactly, so a
+// tensor of n elements takes ceil(n / 32) * w words (the tail is zero).
 EXMY_HD std::uint64_t split_words(std::uint64_t n, int w) {
   return (n + 31) / 32 * static_cast<std::uint64_t>(w);
 }

@@ -135,7 +135,8 @@ void bnb_momentum8_step(const native::Bnb8Scalars& s, Storage st, std::span<floa
                                           native::bnb_dequant(c1, S.q1[lo + j], a1));
       m1 = native::f32_fmax(m1, native::f32_abs(s1[j]));
     }
-    if (cnt < B) m1 = native::f32_fmax(m1, native::f32_abs(native::bnb_momentum8_padding(s, c1, a1)));
+    if (cnt < B)
+      m1 = native::f32_fmax(m1, native::f32_abs(native::bnb_momentum8_padding(s, c1, a1)));
     S.absmax1[b] = m1;
     for (std::size_t j = 0; j < cnt; ++j) {
       p[lo + j] = native::bnb_momentum8_param(s, st, p[lo + j], s1[j]);

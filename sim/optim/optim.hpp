@@ -26,7 +26,8 @@ struct SgdHyper {
   bool nesterov = false;
 };
 
-// ---- PyTorch Adam / AdamW / SGD ------------------------------------------------------------------
+// ---- PyTorch Adam / AdamW / SGD
+// ------------------------------------------------------------------
 native::TorchAdamScalars torch_adam_scalars(const AdamHyper& h, long step, bool decoupled);
 native::TorchFusedAdamScalars torch_fused_adam_scalars(const AdamHyper& h, long step,
                                                        bool decoupled);
@@ -60,7 +61,8 @@ void bnb_adam8_step(const native::Bnb8Scalars& s, Storage st, std::span<float> p
 void bnb_momentum8_step(const native::Bnb8Scalars& s, Storage st, std::span<float> p,
                         std::span<const float> g, Bnb8State& state);
 
-// ---- StableAdamW ---------------------------------------------------------------------------------
+// ---- StableAdamW
+// ---------------------------------------------------------------------------------
 native::StableAdamWScalars stable_adamw_scalars(const AdamHyper& h, long step);
 // Section 10's defined-order fp64 sum of fp32 terms.
 double tree_sum(std::span<const float> terms);
@@ -72,7 +74,8 @@ float stable_eta(double lr, float rms);
 float stable_adamw_step(const AdamHyper& h, long step, std::span<float> p, std::span<const float> g,
                         std::span<float> v, std::span<float> u);
 
-// ---- split formats (seed 004) --------------------------------------------------------------------
+// ---- split formats (seed 004)
+// --------------------------------------------------------------------
 struct SplitTensor {
   SplitFormat fmt;
   std::vector<std::uint16_t> hi;
@@ -88,7 +91,8 @@ void split_adam_step(const AdamHyper& h, bool decoupled, long step, std::uint64_
 void split_sgd_step(const SgdHyper& h, long step, std::uint64_t seed, SplitTensor& p,
                     std::span<const float> g, std::span<float> buf);
 
-// ---- loss scaling ---------------------------------------------------------------------------------
+// ---- loss scaling
+// ---------------------------------------------------------------------------------
 // torch.amp.GradScaler defaults.
 struct DynamicScaler {
   float scale = 65536.0f;

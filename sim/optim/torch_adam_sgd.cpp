@@ -8,8 +8,9 @@ namespace exmy::optim {
 
 namespace {
 void check_sizes(std::size_t n, std::size_t a, const char* what) {
-  if (a != n) throw InputError(std::string(what) + ": expected " + std::to_string(n) +
-                               " elements, got " + std::to_string(a));
+  if (a != n)
+    throw InputError(std::string(what) + ": expected " + std::to_string(n) + " elements, got " +
+                     std::to_string(a));
 }
 }  // namespace
 

@@ -48,7 +48,8 @@ TEST_CASE("8-bit requantization equals bitsandbytes' quantize_2D search", "[opti
         xs.push_back(std::nextafter(mid, -2.0f));
       }
     }
-    for (float x : optim_test::normal_values(20000, 3, 0.3f)) xs.push_back(std::clamp(x, -1.0f, 1.0f));
+    for (float x : optim_test::normal_values(20000, 3, 0.3f))
+      xs.push_back(std::clamp(x, -1.0f, 1.0f));
     std::size_t bad = 0;
     for (float x : xs) {
       if (!is_signed && x < 0.0f) continue;  // state 2 is never negative
@@ -221,7 +222,8 @@ TEST_CASE("8-bit AdamW tracks 32-bit AdamW on a regression problem", "[optim][bn
       // Step 1 updates with the fp32 states before they are quantized: equal up to the two
       // formulas' roundings.
       double worst = 0.0;
-      for (std::size_t j = 0; j < prob.n; ++j) worst = std::max(worst, std::abs(1.0 * w8[j] - w32[j]));
+      for (std::size_t j = 0; j < prob.n; ++j)
+        worst = std::max(worst, std::abs(1.0 * w8[j] - w32[j]));
       CHECK(worst < 1e-8);
     }
   }
@@ -230,7 +232,8 @@ TEST_CASE("8-bit AdamW tracks 32-bit AdamW on a regression problem", "[optim][bn
     dw += (static_cast<double>(w8[j]) - w32[j]) * (static_cast<double>(w8[j]) - w32[j]);
     nw += static_cast<double>(w32[j]) * w32[j];
   }
-  INFO("loss0=" << loss0 << " loss8=" << l8 << " loss32=" << l32 << " rel dw=" << std::sqrt(dw / nw));
+  INFO("loss0=" << loss0 << " loss8=" << l8 << " loss32=" << l32
+                << " rel dw=" << std::sqrt(dw / nw));
   CHECK(l32 < 0.1 * loss0);
   CHECK(l8 < 0.1 * loss0);
   CHECK(std::abs(l8 - l32) < 0.25 * l32 + 1e-6 * loss0);

@@ -85,7 +85,8 @@ TEST_CASE("split: specials, subnormals and fp16 overflow", "[optim][split]") {
   CHECK(split_join(h, field, b16) == std::ldexp(1.0f, -149));
 }
 
-TEST_CASE("split sr: un-rounding restores the exact value; rounding is unbiased", "[optim][split]") {
+TEST_CASE("split sr: un-rounding restores the exact value; rounding is unbiased",
+          "[optim][split]") {
   const auto xs = optim_test::normal_values(4000, 9);
   for (int k : {1, 4, 8, 13}) {
     SplitFormat tr{Storage::f16, k, false}, sr{Storage::f16, k, true};

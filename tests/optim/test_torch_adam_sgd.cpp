@@ -87,8 +87,8 @@ TEST_CASE("Adam (L2) and bf16 storage round every tensor op to the storage type"
   }
   std::size_t off_grid = 0;
   for (std::size_t i = 0; i < n; ++i) {
-    off_grid += (bits(p[i]) & 0xFFFF) != 0 || (bits(m[i]) & 0xFFFF) != 0 ||
-                (bits(v[i]) & 0xFFFF) != 0;
+    off_grid +=
+        (bits(p[i]) & 0xFFFF) != 0 || (bits(m[i]) & 0xFFFF) != 0 || (bits(v[i]) & 0xFFFF) != 0;
   }
   CHECK(off_grid == 0);
 }

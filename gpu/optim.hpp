@@ -1,0 +1,53 @@
+// Optimizer steps on the GPU (docs/SEMANTICS.md 9): the same per-element functions as the host
+// reference (sim/native/optim_*.hpp), so K GPU steps equal K reference steps bit for bit in the
+// parameters and every state word. Pointers are device pointers, n elements, fp32 parameters
+// (split formats: 16-bit codes plus packed extra bits). Calls are asynchronous on `stream`
+// except stable_adamw_step, which reads RMS_t back. Throws gpu::CudaError when a CUDA call fails.
+// Defined only in CUDA builds (gpu/optim_kernels.cu).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "sim/optim/optim.hpp"
+
+struct CUstream_st;
+
+namespace exmy::gpu {
+
+// torch.optim.Adam(W): `fused` selects the fused=True variant.
+void adam_step(const optim::AdamHyper& h, bool decoupled, bool fused, long step, float* p,
+               const float* g, float* m, float* v, std::size_t n, CUstream_st* stream = nullptr);
+void sgd_step(const optim::SgdHyper& h, long step, float* p, const float* g, float* buf,
+              std::size_t n, CUstream_st* stream = nullptr);
+
+// bitsandbytes 8-bit states in device memory (the layout of optim::Bnb8State).
+struct Bnb8DeviceState {
+  int block = 256;      // 256 or 2048
+  bool is_8bit = true;  // false: 32-bit fallback states s1/s2
+  std::uint8_t* q1 = nullptr;
+  std::uint8_t* q2 = nullptr;
+  float* absmax1 = nullptr;
+  float* absmax2 = nullptr;
+  float* s1 = nullptr;
+  float* s2 = nullptr;
+};
+void bnb_adam8_step(const native::Bnb8Scalars& s, float* p, const float* g,
+                    const Bnb8DeviceState& st, std::size_t n, CUstream_st* stream = nullptr);
+void bnb_momentum8_step(const native::Bnb8Scalars& s, float* p, const float* g,
+                        const Bnb8DeviceState& st, std::size_t n, CUstream_st* stream = nullptr);
+
+// Returns RMS_t (synchronizes the stream).
+float stable_adamw_step(const optim::AdamHyper& h, long step, float* p, const float* g, float* v,
+                        float* u, std::size_t n, CUstream_st* stream = nullptr);
+
+// Split-format parameters: hi[n] codes, extra[split_words(n, field_bits)] words.
+void split_adam_step(const optim::AdamHyper& h, bool decoupled, long step, std::uint64_t seed,
+                     const native::SplitFormat& f, std::uint16_t* hi, std::uint32_t* extra,
+                     const float* g, float* m, float* v, std::size_t n,
+                     CUstream_st* stream = nullptr);
+void split_sgd_step(const optim::SgdHyper& h, long step, std::uint64_t seed,
+                    const native::SplitFormat& f, std::uint16_t* hi, std::uint32_t* extra,
+                    const float* g, float* buf, std::size_t n, CUstream_st* stream = nullptr);
+
+}  // namespace exmy::gpu

@@ -1,0 +1,416 @@
+// CUDA kernels of the optimizer steps. Each kernel calls the per-element functions of
+// sim/native/optim_*.hpp; what is specific to the GPU is only the data movement and the two
+// block-level combinations: the 8-bit block maximum (exact: max of non-NaN values) and the
+// StableAdamW sum (the fixed 256-leaf halving tree of docs/SEMANTICS.md 10, in shared memory).
+#include <cuda_runtime.h>
+
+#include <cfloat>
+#include <cstdint>
+#include <mutex>
+
+#include "gpu/cuda_check.hpp"
+#include "gpu/optim.hpp"
+#include "sim/format/codebook.hpp"
+
+namespace exmy::gpu {
+namespace {
+
+constexpr int kThreads = 256;
+
+int grid_for(std::size_t n, int per_block) {
+  const std::size_t b = (n + per_block - 1) / per_block;
+  return static_cast<int>(b < 1 ? 1 : (b > (1u << 20) ? (1u << 20) : b));
+}
+
+// ---- PyTorch Adam / SGD
+// --------------------------------------------------------------------------
+__global__ void k_torch_adam(native::TorchAdamScalars s, float* p, const float* g, float* m,
+                             float* v, std::size_t n) {
+  for (std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x; i < n;
+       i += static_cast<std::size_t>(gridDim.x) * blockDim.x) {
+    float pi = p[i], mi = m[i], vi = v[i];
+    native::torch_adam_element(s, native::Storage::f32, pi, g[i], mi, vi);
+    p[i] = pi;
+    m[i] = mi;
+    v[i] = vi;
+  }
+}
+
+__global__ void k_torch_fused_adam(native::TorchFusedAdamScalars s, float* p, const float* g,
+                                   float* m, float* v, std::size_t n) {
+  for (std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x; i < n;
+       i += static_cast<std::size_t>(gridDim.x) * blockDim.x) {
+    float pi = p[i], mi = m[i], vi = v[i];
+    native::torch_fused_adam_element(s, pi, g[i], mi, vi);
+    p[i] = pi;
+    m[i] = mi;
+    v[i] = vi;
+  }
+}
+
+__global__ void k_torch_sgd(native::TorchSgdScalars s, bool first, float* p, const float* g,
+                            float* buf, std::size_t n) {
+  for (std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x; i < n;
+       i += static_cast<std::size_t>(gridDim.x) * blockDim.x) {
+    float pi = p[i], bi = buf[i];
+    native::torch_sgd_element(s, native::Storage::f32, pi, g[i], bi, first);
+    p[i] = pi;
+    buf[i] = bi;
+  }
+}
+
+// ---- bitsandbytes 8-bit -------------------------------------------------------------------------
+// Device copies of the two dynamic maps (signed, unsigned), made once.
+const float* device_codes() {
+  static float* d = nullptr;
+  static std::once_flag once;
+  std::call_once(once, [] {
+    float host[512];
+    const auto& s = dynamic_codebook(true).values;
+    const auto& u = dynamic_codebook(false).values;
+    for (int i = 0; i < 256; ++i) {
+      host[i] = s[i];
+      host[256 + i] = u[i];
+    }
+    cuda_check(cudaMalloc(&d, sizeof host), "cudaMalloc codebooks");
+    cuda_check(cudaMemcpy(d, host, sizeof host, cudaMemcpyHostToDevice), "copy codebooks");
+  });
+  return d;
+}
+
+// Block maximum of non-NaN values (f32_fmax never returns NaN here: every input is already a
+// f32_fmax with -FLT_MAX). Order-free, so any reduction shape gives the reference's value.
+__device__ float block_max(float x, float* smem) {
+  for (int o = 16; o > 0; o >>= 1) x = native::f32_fmax(x, __shfl_xor_sync(0xFFFFFFFFu, x, o));
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+  __syncthreads();
+  if (lane == 0) smem[warp] = x;
+  __syncthreads();
+  float r = smem[0];
+  for (int w = 1; w < kThreads / 32; ++w) r = native::f32_fmax(r, smem[w]);
+  return r;
+}
+
+template <int E>  // elements per thread: block = 256 * E
+__global__ void __launch_bounds__(kThreads)
+    k_bnb_adam8(native::Bnb8Scalars s, float* p, const float* g, std::uint8_t* q1, std::uint8_t* q2,
+                float* absmax1, float* absmax2, std::size_t n, const float* codes) {
+  __shared__ float c1[256], c2[256], red[kThreads / 32];
+  c1[threadIdx.x] = codes[threadIdx.x];
+  c2[threadIdx.x] = codes[256 + threadIdx.x];
+  __syncthreads();
+  constexpr std::size_t B = static_cast<std::size_t>(kThreads) * E;
+  const std::size_t lo = blockIdx.x * B;
+  const float a1 = absmax1[blockIdx.x], a2 = absmax2[blockIdx.x];
+  float s1[E], s2[E];
+  bool ok[E];
+  float m1 = -FLT_MAX, m2 = -FLT_MAX;
+#pragma unroll
+  for (int e = 0; e < E; ++e) {
+    const std::size_t i = lo + e * kThreads + threadIdx.x;
+    if (i < n) {
+      s1[e] = native::bnb_dequant(c1, q1[i], a1);
+      s2[e] = native::bnb_dequant(c2, q2[i], a2);
+      ok[e] = native::bnb_adam8_states(s, g[i], s1[e], s2[e]);
+    } else {  // a padding lane of the last, partial block
+      native::bnb_adam8_padding(s, c1, c2, a1, a2, s1[e], s2[e]);
+      ok[e] = false;
+    }
+    m1 = native::f32_fmax(m1, native::f32_abs(s1[e]));
+    m2 = native::f32_fmax(m2, native::f32_abs(s2[e]));
+  }
+  m1 = block_max(m1, red);
+  m2 = block_max(m2, red);
+  if (threadIdx.x == 0) {
+    absmax1[blockIdx.x] = m1;
+    absmax2[blockIdx.x] = m2;
+  }
+#pragma unroll
+  for (int e = 0; e < E; ++e) {
+    const std::size_t i = lo + e * kThreads + threadIdx.x;
+    if (i >= n) continue;
+    if (ok[e]) p[i] = native::bnb_adam8_param(s, native::Storage::f32, p[i], s1[e], s2[e]);
+    q1[i] = native::bnb_quant_signed(c1, s1[e], m1);
+    q2[i] = native::bnb_quant_unsigned(c2, s2[e], m2);
+  }
+}
+
+template <int E>
+__global__ void __launch_bounds__(kThreads)
+    k_bnb_momentum8(native::Bnb8Scalars s, float* p, const float* g, std::uint8_t* q1,
+                    float* absmax1, std::size_t n, const float* codes) {
+  __shared__ float c1[256], red[kThreads / 32];
+  c1[threadIdx.x] = codes[threadIdx.x];
+  __syncthreads();
+  constexpr std::size_t B = static_cast<std::size_t>(kThreads) * E;
+  const std::size_t lo = blockIdx.x * B;
+  const float a1 = absmax1[blockIdx.x];
+  float s1[E];
+  float m1 = -FLT_MAX;
+#pragma unroll
+  for (int e = 0; e < E; ++e) {
+    const std::size_t i = lo + e * kThreads + threadIdx.x;
+    s1[e] = i < n ? native::bnb_momentum8_state(s, p[i], g[i], native::bnb_dequant(c1, q1[i], a1))
+                  : native::bnb_momentum8_padding(s, c1, a1);
+    m1 = native::f32_fmax(m1, native::f32_abs(s1[e]));
+  }
+  m1 = block_max(m1, red);
+  if (threadIdx.x == 0) absmax1[blockIdx.x] = m1;
+#pragma unroll
+  for (int e = 0; e < E; ++e) {
+    const std::size_t i = lo + e * kThreads + threadIdx.x;
+    if (i >= n) continue;
+    p[i] = native::bnb_momentum8_param(s, native::Storage::f32, p[i], s1[e]);
+    q1[i] = native::bnb_quant_signed(c1, s1[e], m1);
+  }
+}
+
+__global__ void k_bnb_adam32(native::Bnb8Scalars s, float* p, const float* g, float* s1, float* s2,
+                             std::size_t n) {
+  for (std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x; i < n;
+       i += static_cast<std::size_t>(gridDim.x) * blockDim.x) {
+    float pi = p[i], a = s1[i], b = s2[i];
+    native::bnb_adam32_element(s, native::Storage::f32, pi, g[i], a, b);
+    p[i] = pi;
+    s1[i] = a;
+    s2[i] = b;
+  }
+}
+__global__ void k_bnb_momentum32(native::Bnb8Scalars s, float* p, const float* g, float* s1,
+                                 std::size_t n) {
+  for (std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x; i < n;
+       i += static_cast<std::size_t>(gridDim.x) * blockDim.x) {
+    float pi = p[i], a = s1[i];
+    native::bnb_momentum32_element(s, native::Storage::f32, pi, g[i], a);
+    p[i] = pi;
+    s1[i] = a;
+  }
+}
+
+// ---- StableAdamW ------------------------------------------------------------------------------
+// The 256-leaf halving tree on a[] in shared memory (kSumChunk == kThreads).
+__device__ double tree_sum_block(double* a) {
+  for (int h = native::kSumChunk / 2; h >= 1; h >>= 1) {
+    __syncthreads();
+    if (threadIdx.x < h) a[threadIdx.x] = native::rn_add64(a[threadIdx.x], a[threadIdx.x + h]);
+  }
+  __syncthreads();
+  return a[0];
+}
+
+__global__ void __launch_bounds__(kThreads)
+    k_stable_moments(native::StableAdamWScalars s, const float* g, float* v, float* u,
+                     double* partial, std::size_t n) {
+  __shared__ double a[native::kSumChunk];
+  const std::size_t i = blockIdx.x * static_cast<std::size_t>(kThreads) + threadIdx.x;
+  double term = 0.0;
+  if (i < n) {
+    float vi = v[i], ui = u[i];
+    term = native::stable_adamw_moments(s, g[i], vi, ui);
+    v[i] = vi;
+    u[i] = ui;
+  }
+  a[threadIdx.x] = term;
+  const double sum = tree_sum_block(a);
+  if (threadIdx.x == 0) partial[blockIdx.x] = sum;
+}
+
+__global__ void __launch_bounds__(kThreads)
+    k_tree_level(const double* in, double* out, std::size_t n) {
+  __shared__ double a[native::kSumChunk];
+  const std::size_t i = blockIdx.x * static_cast<std::size_t>(kThreads) + threadIdx.x;
+  a[threadIdx.x] = i < n ? in[i] : 0.0;
+  const double sum = tree_sum_block(a);
+  if (threadIdx.x == 0) out[blockIdx.x] = sum;
+}
+
+__global__ void k_stable_param(native::StableAdamWScalars s, float eta, float eta_lambda, float* p,
+                               const float* v, const float* u, std::size_t n) {
+  for (std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x; i < n;
+       i += static_cast<std::size_t>(gridDim.x) * blockDim.x) {
+    p[i] = native::stable_adamw_param(s, eta, eta_lambda, p[i], v[i], u[i]);
+  }
+}
+
+// ---- split formats ------------------------------------------------------------------------------
+// One warp per group of 32 elements (w words): lane l owns element l. Fields are read from the
+// group's words (1-2 per lane); the new words are assembled by lane j < w with one shuffle per
+// bit position, so no word is written by two lanes.
+__device__ void split_store_words(std::uint32_t* words, std::uint32_t field, int w) {
+  const int lane = threadIdx.x & 31;
+  int e = 0, b = 0;
+  if (lane < w) {
+    e = (32 * lane) / w;
+    b = (32 * lane) % w;
+  }
+  std::uint32_t word = 0;
+  for (int t = 0; t < 32; ++t) {
+    const std::uint32_t src = __shfl_sync(0xFFFFFFFFu, field, e & 31);
+    word |= ((src >> b) & 1u) << t;
+    if (++b == w) {
+      b = 0;
+      ++e;
+    }
+  }
+  if (lane < w) words[lane] = word;
+}
+
+template <bool kAdam>
+__global__ void k_split(native::TorchAdamScalars sa, native::TorchSgdScalars ss,
+                        native::SplitFormat f, std::uint64_t step, std::uint64_t seed,
+                        std::uint16_t* hi, std::uint32_t* extra, const float* g, float* m, float* v,
+                        std::size_t n) {
+  const int w = native::split_field_bits(f);
+  const int lane = threadIdx.x & 31;
+  const std::size_t groups = (n + 31) / 32;
+  const std::size_t warps = static_cast<std::size_t>(gridDim.x) * (blockDim.x / 32);
+  for (std::size_t grp = (blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x) / 32;
+       grp < groups; grp += warps) {
+    std::uint32_t* words = extra + grp * w;
+    const std::size_t i = grp * 32 + lane;
+    std::uint32_t field = 0;
+    if (i < n) {
+      field = native::field_get(words, lane, w);
+      std::uint16_t h = hi[i];
+      const std::uint32_t r = f.sr ? native::split_sr_word(seed, step, i) : 0u;
+      float mi = m[i];
+      if (kAdam) {
+        float vi = v[i];
+        native::split_adam_element(sa, f, h, field, g[i], mi, vi, r);
+        v[i] = vi;
+      } else {
+        native::split_sgd_element(ss, f, h, field, g[i], mi, step == 1, r);
+      }
+      m[i] = mi;
+      hi[i] = h;
+    }
+    __syncwarp();
+    if (w > 0) split_store_words(words, field, w);
+  }
+}
+
+}  // namespace
+
+void adam_step(const optim::AdamHyper& h, bool decoupled, bool fused, long step, float* p,
+               const float* g, float* m, float* v, std::size_t n, CUstream_st* stream) {
+  if (n == 0) return;
+  if (fused) {
+    k_torch_fused_adam<<<grid_for(n, kThreads * 4), kThreads, 0, stream>>>(
+        optim::torch_fused_adam_scalars(h, step, decoupled), p, g, m, v, n);
+  } else {
+    k_torch_adam<<<grid_for(n, kThreads * 4), kThreads, 0, stream>>>(
+        optim::torch_adam_scalars(h, step, decoupled), p, g, m, v, n);
+  }
+  cuda_check_launch("adam_step");
+}
+
+void sgd_step(const optim::SgdHyper& h, long step, float* p, const float* g, float* buf,
+              std::size_t n, CUstream_st* stream) {
+  if (n == 0) return;
+  k_torch_sgd<<<grid_for(n, kThreads * 4), kThreads, 0, stream>>>(optim::torch_sgd_scalars(h),
+                                                                  step == 1, p, g, buf, n);
+  cuda_check_launch("sgd_step");
+}
+
+void bnb_adam8_step(const native::Bnb8Scalars& s, float* p, const float* g,
+                    const Bnb8DeviceState& st, std::size_t n, CUstream_st* stream) {
+  if (n == 0) return;
+  if (!st.is_8bit) {
+    k_bnb_adam32<<<grid_for(n, kThreads * 4), kThreads, 0, stream>>>(s, p, g, st.s1, st.s2, n);
+  } else {
+    const unsigned blocks = static_cast<unsigned>((n + st.block - 1) / st.block);
+    if (st.block == 256) {
+      k_bnb_adam8<1><<<blocks, kThreads, 0, stream>>>(s, p, g, st.q1, st.q2, st.absmax1, st.absmax2,
+                                                      n, device_codes());
+    } else if (st.block == 2048) {
+      k_bnb_adam8<8><<<blocks, kThreads, 0, stream>>>(s, p, g, st.q1, st.q2, st.absmax1, st.absmax2,
+                                                      n, device_codes());
+    } else {
+      throw InputError("bnb_adam8_step: block must be 256 or 2048");
+    }
+  }
+  cuda_check_launch("bnb_adam8_step");
+}
+
+void bnb_momentum8_step(const native::Bnb8Scalars& s, float* p, const float* g,
+                        const Bnb8DeviceState& st, std::size_t n, CUstream_st* stream) {
+  if (n == 0) return;
+  if (!st.is_8bit) {
+    k_bnb_momentum32<<<grid_for(n, kThreads * 4), kThreads, 0, stream>>>(s, p, g, st.s1, n);
+  } else {
+    const unsigned blocks = static_cast<unsigned>((n + st.block - 1) / st.block);
+    if (st.block == 256) {
+      k_bnb_momentum8<1>
+          <<<blocks, kThreads, 0, stream>>>(s, p, g, st.q1, st.absmax1, n, device_codes());
+    } else if (st.block == 2048) {
+      k_bnb_momentum8<8>
+          <<<blocks, kThreads, 0, stream>>>(s, p, g, st.q1, st.absmax1, n, device_codes());
+    } else {
+      throw InputError("bnb_momentum8_step: block must be 256 or 2048");
+    }
+  }
+  cuda_check_launch("bnb_momentum8_step");
+}
+
+float stable_adamw_step(const optim::AdamHyper& h, long step, float* p, const float* g, float* v,
+                        float* u, std::size_t n, CUstream_st* stream) {
+  const native::StableAdamWScalars s = optim::stable_adamw_scalars(h, step);
+  double sum = 0.0;
+  if (n > 0) {
+    // Workspace: two levels of partial sums, grown as needed (single-threaded host use).
+    static double* ws = nullptr;
+    static std::size_t ws_len = 0;
+    const std::size_t c0 = (n + kThreads - 1) / kThreads;
+    const std::size_t need = c0 + (c0 + kThreads - 1) / kThreads + 1;
+    if (need > ws_len) {
+      if (ws) cudaFree(ws);
+      cuda_check(cudaMalloc(&ws, need * sizeof(double)), "cudaMalloc stableadamw workspace");
+      ws_len = need;
+    }
+    double* a = ws;
+    double* b = ws + c0;
+    k_stable_moments<<<static_cast<unsigned>(c0), kThreads, 0, stream>>>(s, g, v, u, a, n);
+    cuda_check_launch("stable_adamw moments");
+    std::size_t len = c0;
+    while (len > 1) {
+      const std::size_t next = (len + kThreads - 1) / kThreads;
+      k_tree_level<<<static_cast<unsigned>(next), kThreads, 0, stream>>>(a, b, len);
+      cuda_check_launch("stable_adamw tree");
+      std::swap(a, b);
+      len = next;
+    }
+    cuda_check(cudaMemcpyAsync(&sum, a, sizeof sum, cudaMemcpyDeviceToHost, stream), "read sum");
+    cuda_check(cudaStreamSynchronize(stream), "stable_adamw sync");
+  }
+  const float rms = optim::rms_from_sum(sum, n);
+  const float eta = optim::stable_eta(h.lr, rms);
+  const float eta_lambda = eta * static_cast<float>(h.wd);
+  if (n > 0) {
+    k_stable_param<<<grid_for(n, kThreads * 4), kThreads, 0, stream>>>(s, eta, eta_lambda, p, v, u,
+                                                                       n);
+    cuda_check_launch("stable_adamw param");
+  }
+  return rms;
+}
+
+void split_adam_step(const optim::AdamHyper& h, bool decoupled, long step, std::uint64_t seed,
+                     const native::SplitFormat& f, std::uint16_t* hi, std::uint32_t* extra,
+                     const float* g, float* m, float* v, std::size_t n, CUstream_st* stream) {
+  if (n == 0) return;
+  k_split<true><<<grid_for((n + 31) / 32, kThreads / 32), kThreads, 0, stream>>>(
+      optim::torch_adam_scalars(h, step, decoupled), native::TorchSgdScalars{}, f,
+      static_cast<std::uint64_t>(step), seed, hi, extra, g, m, v, n);
+  cuda_check_launch("split_adam_step");
+}
+
+void split_sgd_step(const optim::SgdHyper& h, long step, std::uint64_t seed,
+                    const native::SplitFormat& f, std::uint16_t* hi, std::uint32_t* extra,
+                    const float* g, float* buf, std::size_t n, CUstream_st* stream) {
+  if (n == 0) return;
+  k_split<false><<<grid_for((n + 31) / 32, kThreads / 32), kThreads, 0, stream>>>(
+      native::TorchAdamScalars{}, optim::torch_sgd_scalars(h), f, static_cast<std::uint64_t>(step),
+      seed, hi, extra, g, buf, nullptr, n);
+  cuda_check_launch("split_sgd_step");
+}
+
+}  // namespace exmy::gpu

@@ -1,0 +1,259 @@
+// K GPU optimizer steps == K reference steps, bit for bit, in the parameters and every state word:
+// random sizes (1, partial 8-bit blocks, partial 32-element groups, several blocks), random
+// hyperparameters, gradients with weighted specials, every optimizer and split format.
+#include <rapidcheck.h>
+#include <rapidcheck/catch.h>
+
+#include <catch2/catch.hpp>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <vector>
+
+#include "gpu/optim.hpp"
+#include "sim/optim/optim.hpp"
+#include "tests/gpu/gpu_test_util.hpp"
+
+using namespace exmy;
+using exmy::gpu::testing::DeviceBytes;
+
+namespace {
+
+float from_bits(std::uint32_t u) {
+  float x;
+  std::memcpy(&x, &u, 4);
+  return x;
+}
+std::uint32_t to_bits(float x) {
+  std::uint32_t u;
+  std::memcpy(&u, &x, 4);
+  return u;
+}
+
+// Mostly normal-range gradients of mixed scale, some zeros, rare inf/NaN (weighted).
+rc::Gen<float> gen_grad(bool specials) {
+  return rc::gen::weightedOneOf<float>(
+      {{20,
+        rc::gen::map(rc::gen::pair(rc::gen::inRange(-30, 10), rc::gen::arbitrary<std::uint32_t>()),
+                     [](std::pair<int, std::uint32_t> e) {
+                       const float m = 1.0f + static_cast<float>(e.second & 0xFFFFFF) / 16777216.0f;
+                       return std::ldexp((e.second >> 31) ? -m : m, e.first);
+                     })},
+       {2, rc::gen::just(0.0f)},
+       {specials ? 1 : 0, rc::gen::element(NAN, INFINITY, -INFINITY)}});
+}
+
+std::size_t gen_size() {
+  return *rc::gen::oneOf(rc::gen::just<std::size_t>(1), rc::gen::inRange<std::size_t>(1, 100),
+                         rc::gen::inRange<std::size_t>(4000, 9000));
+}
+
+template <class T>
+std::vector<T> dl(const DeviceBytes& d, std::size_t n) {
+  return d.download<T>(n);
+}
+
+template <class T>
+bool same_bits(const std::vector<T>& a, const std::vector<T>& b) {
+  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(T)) == 0;
+}
+// fp32 results: every bit equal, except that NaN payloads and signs are unspecified (x86 makes
+// 0xFFC00000, CUDA 0x7FFFFFFF; docs/SEMANTICS.md 9.1).
+bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
+  if (a.size() != b.size()) return false;
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    if (to_bits(a[i]) != to_bits(b[i]) && !(std::isnan(a[i]) && std::isnan(b[i]))) return false;
+  }
+  return true;
+}
+
+std::vector<float> params(std::size_t n) {
+  return *rc::gen::container<std::vector<float>>(
+      n, rc::gen::map(rc::gen::inRange(-1000000, 1000000),
+                      [](int k) { return static_cast<float>(k) / 524288.0f; }));
+}
+
+optim::AdamHyper gen_adam() {
+  optim::AdamHyper h;
+  h.lr = *rc::gen::element(1e-3, 3e-4, 1e-2);
+  h.beta1 = *rc::gen::element(0.9, 0.8, 0.0);
+  h.beta2 = *rc::gen::element(0.999, 0.99, 0.95);
+  h.eps = *rc::gen::element(1e-8, 1e-6);
+  h.wd = *rc::gen::element(0.0, 0.01, 0.1);
+  return h;
+}
+
+}  // namespace
+
+TEST_CASE("GPU Adam/AdamW/SGD steps equal the reference", "[gpu][optim][prop]") {
+  rc::prop("torch adam(w) default and fused, sgd", []() {
+    const std::size_t n = gen_size();
+    const int K = *rc::gen::inRange(1, 4);
+    const auto h = gen_adam();
+    const bool decoupled = *rc::gen::arbitrary<bool>();
+    const bool fused = *rc::gen::arbitrary<bool>();
+    auto p = params(n);
+    std::vector<float> m(n, 0.0f), v(n, 0.0f), buf(n, 0.0f);
+    auto ps = p;
+    DeviceBytes dp(n * 4), dg(n * 4), dm(n * 4), dv(n * 4), db(n * 4), dps(n * 4);
+    dp.upload(p);
+    dm.upload(m);
+    dv.upload(v);
+    db.upload(buf);
+    dps.upload(ps);
+    optim::SgdHyper sh{h.lr, *rc::gen::element(0.9, 0.0), 0.0, h.wd, *rc::gen::arbitrary<bool>()};
+    for (int t = 1; t <= K; ++t) {
+      const auto g = *rc::gen::container<std::vector<float>>(n, gen_grad(true));
+      dg.upload(g);
+      gpu::adam_step(h, decoupled, fused, t, static_cast<float*>(dp.get()),
+                     static_cast<const float*>(dg.get()), static_cast<float*>(dm.get()),
+                     static_cast<float*>(dv.get()), n);
+      gpu::sgd_step(sh, t, static_cast<float*>(dps.get()), static_cast<const float*>(dg.get()),
+                    static_cast<float*>(db.get()), n);
+      if (fused) {
+        optim::adam_fused_step(h, decoupled, t, p, g, m, v);
+      } else {
+        optim::adam_step(h, decoupled, optim::Storage::f32, t, p, g, m, v);
+      }
+      optim::sgd_step(sh, optim::Storage::f32, t, ps, g, buf);
+    }
+    RC_ASSERT(same_bits(dl<float>(dp, n), p));
+    RC_ASSERT(same_bits(dl<float>(dm, n), m));
+    RC_ASSERT(same_bits(dl<float>(dv, n), v));
+    RC_ASSERT(same_bits(dl<float>(dps, n), ps));
+    RC_ASSERT(same_bits(dl<float>(db, n), buf));
+  });
+}
+
+TEST_CASE("GPU 8-bit Adam/Momentum steps equal the reference", "[gpu][optim][prop]") {
+  rc::prop("bnb 8-bit blockwise and 32-bit fallback", []() {
+    const std::size_t n = gen_size();
+    const int K = *rc::gen::inRange(1, 4);
+    const auto h = gen_adam();
+    const int block = *rc::gen::element(256, 2048);
+    const bool fallback = *rc::gen::arbitrary<bool>();
+    const bool momentum = *rc::gen::arbitrary<bool>();
+    const bool torch_order = !momentum && *rc::gen::arbitrary<bool>();
+    auto p = params(n);
+    auto st = optim::bnb8_init(n, !momentum, block, fallback);
+    DeviceBytes dp(n * 4), dg(n * 4), dq1(n), dq2(n), da1(st.absmax1.size() * 4 + 4),
+        da2(st.absmax2.size() * 4 + 4), ds1(n * 4), ds2(n * 4);
+    dp.upload(p);
+    gpu::Bnb8DeviceState ds;
+    ds.block = block;
+    ds.is_8bit = st.is_8bit;
+    if (st.is_8bit) {
+      dq1.upload(st.q1);
+      da1.upload(st.absmax1);
+      if (!momentum) {
+        dq2.upload(st.q2);
+        da2.upload(st.absmax2);
+      }
+    } else {
+      ds1.upload(st.s1);
+      if (!momentum) ds2.upload(st.s2);
+    }
+    ds.q1 = static_cast<std::uint8_t*>(dq1.get());
+    ds.q2 = static_cast<std::uint8_t*>(dq2.get());
+    ds.absmax1 = static_cast<float*>(da1.get());
+    ds.absmax2 = static_cast<float*>(da2.get());
+    ds.s1 = static_cast<float*>(ds1.get());
+    ds.s2 = static_cast<float*>(ds2.get());
+    for (int t = 1; t <= K; ++t) {
+      const auto g = *rc::gen::container<std::vector<float>>(n, gen_grad(!momentum));
+      dg.upload(g);
+      const auto sc = optim::bnb8_scalars(h, t, torch_order);
+      if (momentum) {
+        gpu::bnb_momentum8_step(sc, static_cast<float*>(dp.get()),
+                                static_cast<const float*>(dg.get()), ds, n);
+        optim::bnb_momentum8_step(sc, optim::Storage::f32, p, g, st);
+      } else {
+        gpu::bnb_adam8_step(sc, static_cast<float*>(dp.get()), static_cast<const float*>(dg.get()),
+                            ds, n);
+        optim::bnb_adam8_step(sc, optim::Storage::f32, p, g, st);
+      }
+    }
+    RC_ASSERT(same_bits(dl<float>(dp, n), p));
+    if (st.is_8bit) {
+      RC_ASSERT(same_bits(dl<std::uint8_t>(dq1, n), st.q1));
+      RC_ASSERT(same_bits(dl<float>(da1, st.absmax1.size()), st.absmax1));
+      if (!momentum) {
+        RC_ASSERT(same_bits(dl<std::uint8_t>(dq2, n), st.q2));
+        RC_ASSERT(same_bits(dl<float>(da2, st.absmax2.size()), st.absmax2));
+      }
+    } else {
+      RC_ASSERT(same_bits(dl<float>(ds1, n), st.s1));
+      if (!momentum) RC_ASSERT(same_bits(dl<float>(ds2, n), st.s2));
+    }
+  });
+}
+
+TEST_CASE("GPU StableAdamW steps and RMS equal the reference", "[gpu][optim][prop]") {
+  rc::prop("stableadamw", []() {
+    const std::size_t n = *rc::gen::oneOf(rc::gen::inRange<std::size_t>(1, 300),
+                                          rc::gen::inRange<std::size_t>(60000, 70000));
+    const int K = *rc::gen::inRange(1, 4);
+    const auto h = gen_adam();
+    auto p = params(n);
+    std::vector<float> v(n, 0.0f), u(n, 0.0f);
+    DeviceBytes dp(n * 4), dg(n * 4), dv(n * 4), du(n * 4);
+    dp.upload(p);
+    dv.upload(v);
+    du.upload(u);
+    for (int t = 1; t <= K; ++t) {
+      const auto g = *rc::gen::container<std::vector<float>>(n, gen_grad(false));
+      dg.upload(g);
+      const float rg = gpu::stable_adamw_step(
+          h, t, static_cast<float*>(dp.get()), static_cast<const float*>(dg.get()),
+          static_cast<float*>(dv.get()), static_cast<float*>(du.get()), n);
+      const float rr = optim::stable_adamw_step(h, t, p, g, v, u);
+      RC_ASSERT(to_bits(rg) == to_bits(rr));
+    }
+    RC_ASSERT(same_bits(dl<float>(dp, n), p));
+    RC_ASSERT(same_bits(dl<float>(dv, n), v));
+    RC_ASSERT(same_bits(dl<float>(du, n), u));
+  });
+}
+
+TEST_CASE("GPU split-format Adam/SGD steps equal the reference", "[gpu][optim][prop]") {
+  rc::prop("bf16+k / fp16+k, truncation and sr", []() {
+    const std::size_t n = gen_size();
+    const int K = *rc::gen::inRange(1, 4);
+    const auto h = gen_adam();
+    native::SplitFormat f;
+    f.hi = *rc::gen::element(native::Storage::bf16, native::Storage::f16);
+    f.k = *rc::gen::inRange(0, f.hi == native::Storage::bf16 ? 17 : 14);
+    f.sr = f.k > 0 && *rc::gen::arbitrary<bool>();
+    const bool sgd = *rc::gen::arbitrary<bool>();
+    const std::uint64_t seed = *rc::gen::arbitrary<std::uint64_t>();
+    auto sp = optim::split_tensor(params(n), f, seed);
+    std::vector<float> m(n, 0.0f), v(n, 0.0f);
+    const std::size_t words = sp.extra.size();
+    DeviceBytes dh(n * 2), dx(words * 4 + 4), dg(n * 4), dm(n * 4), dv(n * 4);
+    dh.upload(sp.hi);
+    if (words) dx.upload(sp.extra);
+    dm.upload(m);
+    dv.upload(v);
+    optim::SgdHyper sh{h.lr, 0.9, 0.0, h.wd, false};
+    for (int t = 1; t <= K; ++t) {
+      const auto g = *rc::gen::container<std::vector<float>>(n, gen_grad(false));
+      dg.upload(g);
+      if (sgd) {
+        gpu::split_sgd_step(sh, t, seed, f, static_cast<std::uint16_t*>(dh.get()),
+                            static_cast<std::uint32_t*>(dx.get()),
+                            static_cast<const float*>(dg.get()), static_cast<float*>(dm.get()), n);
+        optim::split_sgd_step(sh, t, seed, sp, g, m);
+      } else {
+        gpu::split_adam_step(h, true, t, seed, f, static_cast<std::uint16_t*>(dh.get()),
+                             static_cast<std::uint32_t*>(dx.get()),
+                             static_cast<const float*>(dg.get()), static_cast<float*>(dm.get()),
+                             static_cast<float*>(dv.get()), n);
+        optim::split_adam_step(h, true, t, seed, sp, g, m, v);
+      }
+    }
+    RC_ASSERT(same_bits(dl<std::uint16_t>(dh, n), sp.hi));
+    if (words) RC_ASSERT(same_bits(dl<std::uint32_t>(dx, words), sp.extra));
+    RC_ASSERT(same_bits(dl<float>(dm, n), m));
+    if (!sgd) RC_ASSERT(same_bits(dl<float>(dv, n), v));
+  });
+}
