@@ -12,7 +12,7 @@ namespace exmy::native {
 
 // Exact int8 dot product: the sum of a[k*sa] * b[k*sb] over k < K in int64, then wrapped to int32
 // (two's complement, as IMMA/DP4A accumulators wrap). |sum| <= K * 127^2 fits int32 for
-// K <= 133143 = floor((2^31 - 1) / 127^2), so no wrap happens below that K.
+// K <= 133144 = floor((2^31 - 1) / 127^2), so no wrap happens below that K.
 EXMY_HD std::int32_t dot_int8(const std::int8_t* a, std::int64_t sa, const std::int8_t* b,
                               std::int64_t sb, std::int64_t K) {
   std::int64_t acc = 0;
