@@ -17,6 +17,11 @@ namespace {
 
 constexpr int kThreads = 256;
 
+bool aligned16(const void* a, const void* b, const void* c = nullptr, const void* d = nullptr) {
+  const auto bad = [](const void* x) { return (reinterpret_cast<std::uintptr_t>(x) & 15u) != 0; };
+  return !bad(a) && !bad(b) && !bad(c) && !bad(d);
+}
+
 int grid_for(std::size_t n, int per_block) {
   const std::size_t b = (n + per_block - 1) / per_block;
   return static_cast<int>(b < 1 ? 1 : (b > (1u << 20) ? (1u << 20) : b));
@@ -24,10 +29,25 @@ int grid_for(std::size_t n, int per_block) {
 
 // ---- PyTorch Adam / SGD
 // --------------------------------------------------------------------------
-__global__ void k_torch_adam(native::TorchAdamScalars s, float* p, const float* g, float* m,
-                             float* v, std::size_t n) {
-  for (std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x; i < n;
-       i += static_cast<std::size_t>(gridDim.x) * blockDim.x) {
+// float4 loads/stores where every pointer is 16-byte aligned (vec), then a scalar tail.
+__global__ void k_torch_adam(native::TorchAdamScalars s, bool vec, float* p, const float* g,
+                             float* m, float* v, std::size_t n) {
+  const std::size_t tid = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x;
+  const std::size_t stride = static_cast<std::size_t>(gridDim.x) * blockDim.x;
+  const std::size_t n4 = vec ? n / 4 : 0;
+  for (std::size_t k = tid; k < n4; k += stride) {
+    float4 P = reinterpret_cast<float4*>(p)[k], M = reinterpret_cast<float4*>(m)[k];
+    float4 V = reinterpret_cast<float4*>(v)[k];
+    const float4 G = reinterpret_cast<const float4*>(g)[k];
+    native::torch_adam_element(s, native::Storage::f32, P.x, G.x, M.x, V.x);
+    native::torch_adam_element(s, native::Storage::f32, P.y, G.y, M.y, V.y);
+    native::torch_adam_element(s, native::Storage::f32, P.z, G.z, M.z, V.z);
+    native::torch_adam_element(s, native::Storage::f32, P.w, G.w, M.w, V.w);
+    reinterpret_cast<float4*>(p)[k] = P;
+    reinterpret_cast<float4*>(m)[k] = M;
+    reinterpret_cast<float4*>(v)[k] = V;
+  }
+  for (std::size_t i = n4 * 4 + tid; i < n; i += stride) {
     float pi = p[i], mi = m[i], vi = v[i];
     native::torch_adam_element(s, native::Storage::f32, pi, g[i], mi, vi);
     p[i] = pi;
@@ -198,21 +218,51 @@ __device__ double tree_sum_block(double* a) {
   return a[0];
 }
 
+// Four leaf chunks (1024 terms) per block: thread t owns terms 4t..4t+3 (one float4), so chunk c
+// of the block is a[256c, 256c + 256), summed by the same halving tree as the reference.
+constexpr int kChunksPerBlock = 4;
 __global__ void __launch_bounds__(kThreads)
-    k_stable_moments(native::StableAdamWScalars s, const float* g, float* v, float* u,
+    k_stable_moments(native::StableAdamWScalars s, bool vec, const float* g, float* v, float* u,
                      double* partial, std::size_t n) {
-  __shared__ double a[native::kSumChunk];
-  const std::size_t i = blockIdx.x * static_cast<std::size_t>(kThreads) + threadIdx.x;
-  double term = 0.0;
-  if (i < n) {
-    float vi = v[i], ui = u[i];
-    term = native::stable_adamw_moments(s, g[i], vi, ui);
-    v[i] = vi;
-    u[i] = ui;
+  __shared__ double a[native::kSumChunk * kChunksPerBlock];
+  const std::size_t base = blockIdx.x * static_cast<std::size_t>(kThreads * 4);
+  const std::size_t i0 = base + 4 * threadIdx.x;
+  if (vec && i0 + 3 < n) {
+    const float4 G = reinterpret_cast<const float4*>(g)[i0 / 4];
+    float4 V = reinterpret_cast<float4*>(v)[i0 / 4];
+    float4 U = reinterpret_cast<float4*>(u)[i0 / 4];
+    a[4 * threadIdx.x + 0] = native::stable_adamw_moments(s, G.x, V.x, U.x);
+    a[4 * threadIdx.x + 1] = native::stable_adamw_moments(s, G.y, V.y, U.y);
+    a[4 * threadIdx.x + 2] = native::stable_adamw_moments(s, G.z, V.z, U.z);
+    a[4 * threadIdx.x + 3] = native::stable_adamw_moments(s, G.w, V.w, U.w);
+    reinterpret_cast<float4*>(v)[i0 / 4] = V;
+    reinterpret_cast<float4*>(u)[i0 / 4] = U;
+  } else {
+    for (int j = 0; j < 4; ++j) {
+      const std::size_t i = i0 + j;
+      double term = 0.0;
+      if (i < n) {
+        float vi = v[i], ui = u[i];
+        term = native::stable_adamw_moments(s, g[i], vi, ui);
+        v[i] = vi;
+        u[i] = ui;
+      }
+      a[4 * threadIdx.x + j] = term;
+    }
   }
-  a[threadIdx.x] = term;
-  const double sum = tree_sum_block(a);
-  if (threadIdx.x == 0) partial[blockIdx.x] = sum;
+  for (int h = native::kSumChunk / 2; h >= 1; h >>= 1) {
+    __syncthreads();
+    for (int k = threadIdx.x; k < kChunksPerBlock * h; k += kThreads) {
+      double* ac = a + (k / h) * native::kSumChunk;
+      const int j = k % h;
+      ac[j] = native::rn_add64(ac[j], ac[j + h]);
+    }
+  }
+  __syncthreads();
+  if (threadIdx.x < kChunksPerBlock) {
+    const std::size_t chunk = base / native::kSumChunk + threadIdx.x;
+    if (chunk * native::kSumChunk < n) partial[chunk] = a[threadIdx.x * native::kSumChunk];
+  }
 }
 
 __global__ void __launch_bounds__(kThreads)
@@ -224,10 +274,22 @@ __global__ void __launch_bounds__(kThreads)
   if (threadIdx.x == 0) out[blockIdx.x] = sum;
 }
 
-__global__ void k_stable_param(native::StableAdamWScalars s, float eta, float eta_lambda, float* p,
-                               const float* v, const float* u, std::size_t n) {
-  for (std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x; i < n;
-       i += static_cast<std::size_t>(gridDim.x) * blockDim.x) {
+__global__ void k_stable_param(native::StableAdamWScalars s, float eta, float eta_lambda, bool vec,
+                               float* p, const float* v, const float* u, std::size_t n) {
+  const std::size_t tid = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x;
+  const std::size_t stride = static_cast<std::size_t>(gridDim.x) * blockDim.x;
+  const std::size_t n4 = vec ? n / 4 : 0;
+  for (std::size_t k = tid; k < n4; k += stride) {
+    float4 P = reinterpret_cast<float4*>(p)[k];
+    const float4 V = reinterpret_cast<const float4*>(v)[k];
+    const float4 U = reinterpret_cast<const float4*>(u)[k];
+    P.x = native::stable_adamw_param(s, eta, eta_lambda, P.x, V.x, U.x);
+    P.y = native::stable_adamw_param(s, eta, eta_lambda, P.y, V.y, U.y);
+    P.z = native::stable_adamw_param(s, eta, eta_lambda, P.z, V.z, U.z);
+    P.w = native::stable_adamw_param(s, eta, eta_lambda, P.w, V.w, U.w);
+    reinterpret_cast<float4*>(p)[k] = P;
+  }
+  for (std::size_t i = n4 * 4 + tid; i < n; i += stride) {
     p[i] = native::stable_adamw_param(s, eta, eta_lambda, p[i], v[i], u[i]);
   }
 }
@@ -299,7 +361,7 @@ void adam_step(const optim::AdamHyper& h, bool decoupled, bool fused, long step,
         optim::torch_fused_adam_scalars(h, step, decoupled), p, g, m, v, n);
   } else {
     k_torch_adam<<<grid_for(n, kThreads * 4), kThreads, 0, stream>>>(
-        optim::torch_adam_scalars(h, step, decoupled), p, g, m, v, n);
+        optim::torch_adam_scalars(h, step, decoupled), aligned16(p, g, m, v), p, g, m, v, n);
   }
   cuda_check_launch("adam_step");
 }
@@ -369,7 +431,8 @@ float stable_adamw_step(const optim::AdamHyper& h, long step, float* p, const fl
     }
     double* a = ws;
     double* b = ws + c0;
-    k_stable_moments<<<static_cast<unsigned>(c0), kThreads, 0, stream>>>(s, g, v, u, a, n);
+    const unsigned blocks = static_cast<unsigned>((c0 + kChunksPerBlock - 1) / kChunksPerBlock);
+    k_stable_moments<<<blocks, kThreads, 0, stream>>>(s, aligned16(g, v, u), g, v, u, a, n);
     cuda_check_launch("stable_adamw moments");
     std::size_t len = c0;
     while (len > 1) {
@@ -386,8 +449,8 @@ float stable_adamw_step(const optim::AdamHyper& h, long step, float* p, const fl
   const float eta = optim::stable_eta(h.lr, rms);
   const float eta_lambda = eta * static_cast<float>(h.wd);
   if (n > 0) {
-    k_stable_param<<<grid_for(n, kThreads * 4), kThreads, 0, stream>>>(s, eta, eta_lambda, p, v, u,
-                                                                       n);
+    k_stable_param<<<grid_for(n, kThreads * 4), kThreads, 0, stream>>>(
+        s, eta, eta_lambda, aligned16(p, v, u), p, v, u, n);
     cuda_check_launch("stable_adamw param");
   }
   return rms;

@@ -1,0 +1,296 @@
+// Element-wise cast kernels (gpu/cast.hpp). Each thread handles 16 consecutive elements with
+// 16-byte loads and stores where the pointers allow it, so that the cast moves bytes at close to
+// copy bandwidth; the arithmetic is native::convert (generic path) or its proven-equal 32-bit
+// specialisation gpu/fast_cast.hpp (fast path).
+#include <cuda_runtime.h>
+
+#include <string>
+
+#include "gpu/cast.hpp"
+#include "gpu/cuda_check.hpp"
+#include "gpu/fast_cast.hpp"
+#include "gpu/widen.hpp"
+#include "sim/common/error.hpp"
+#include "sim/native/convert.hpp"
+#include "sim/native/philox.hpp"
+
+namespace exmy::gpu {
+namespace {
+
+constexpr int kThreads = 256;
+constexpr int kPerThread = 16;  // elements per thread: 64 B of fp32 in, 16 B of uint8 out
+
+struct CastArgs {
+  FastCastPlan plan;  // valid on the fast path
+  FloatFormat from;
+  FloatFormat to;
+  Rounding r;
+  std::uint64_t seed;
+  std::uint64_t offset;
+  std::uint32_t stream;
+  bool vector_ok;  // pointers are 16-byte aligned
+};
+
+template <CastInput In>
+struct InputTraits;
+template <>
+struct InputTraits<CastInput::fp32> {
+  using T = std::uint32_t;
+  static __device__ __forceinline__ std::uint32_t widen(std::uint32_t x) { return x; }
+};
+template <>
+struct InputTraits<CastInput::bf16> {
+  using T = std::uint16_t;
+  static __device__ __forceinline__ std::uint32_t widen(std::uint32_t x) { return widen_bf16(x); }
+};
+template <>
+struct InputTraits<CastInput::fp16> {
+  using T = std::uint16_t;
+  static __device__ __forceinline__ std::uint32_t widen(std::uint32_t x) { return widen_fp16(x); }
+};
+
+// The code of one element.
+template <CastInput In, bool Fast>
+__device__ __forceinline__ std::uint32_t cast_one(const CastArgs& a, std::uint32_t x,
+                                                  std::uint32_t rand) {
+  if constexpr (Fast) {
+    return fast_cast_fp32(a.plan, a.r, InputTraits<In>::widen(x), rand);
+  } else {
+    return static_cast<std::uint32_t>(native::convert(a.from, a.to, a.r, x, rand).code);
+  }
+}
+
+template <bool Fast>
+__device__ __forceinline__ float decode_one(const CastArgs& a, std::uint32_t code) {
+  if constexpr (Fast) {
+    return fast_decode_fp32(a.plan, code);
+  } else {
+    return native::to_float(a.to, code);
+  }
+}
+
+// The sr:R words of elements [idx, idx + 4) of the tensor (idx relative to the chunk).
+__device__ __forceinline__ void random_words(const CastArgs& a, std::uint64_t idx,
+                                             std::uint32_t w[4]) {
+  const std::uint64_t g = a.offset + idx;
+  if ((g & 3u) == 0) {  // one Philox block serves the four elements
+    const native::Philox4 b = native::philox_block(a.seed, a.stream, g >> 2);
+#pragma unroll
+    for (int k = 0; k < 4; ++k) w[k] = native::sr_word(b.w[k], a.r.sr_bits);
+  } else {
+#pragma unroll
+    for (int k = 0; k < 4; ++k) {
+      w[k] = native::sr_word(native::philox_word(a.seed, a.stream, g + k), a.r.sr_bits);
+    }
+  }
+}
+
+// Out: uint8_t / uint16_t codes, or float for fake quantization.
+template <CastInput In, typename Out, bool Fast>
+__global__ void __launch_bounds__(kThreads)
+    cast_kernel(const void* __restrict__ in_, std::size_t n, Out* __restrict__ out, CastArgs a) {
+  using T = typename InputTraits<In>::T;
+  const T* in = static_cast<const T*>(in_);
+  const bool sr = a.r.mode == RoundMode::sr;
+  const std::size_t stride = static_cast<std::size_t>(gridDim.x) * blockDim.x * kPerThread;
+  for (std::size_t base =
+           (static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x) * kPerThread;
+       base < n; base += stride) {
+    if (a.vector_ok && base + kPerThread <= n) {
+      // 16-byte vectors: kPerThread * sizeof(T) bytes in.
+      constexpr int kInVec = kPerThread * sizeof(T) / 16;
+      uint4 raw[kInVec];
+#pragma unroll
+      for (int v = 0; v < kInVec; ++v) raw[v] = reinterpret_cast<const uint4*>(in + base)[v];
+      const T* x = reinterpret_cast<const T*>(raw);
+      Out res[kPerThread];
+#pragma unroll
+      for (int g = 0; g < kPerThread; g += 4) {
+        std::uint32_t w[4] = {0, 0, 0, 0};
+        if (sr) random_words(a, base + g, w);
+#pragma unroll
+        for (int k = 0; k < 4; ++k) {
+          const std::uint32_t code = cast_one<In, Fast>(a, x[g + k], w[k]);
+          if constexpr (std::is_same_v<Out, float>) {
+            res[g + k] = decode_one<Fast>(a, code);
+          } else {
+            res[g + k] = static_cast<Out>(code);
+          }
+        }
+      }
+      constexpr int kOutVec = kPerThread * sizeof(Out) / 16;
+#pragma unroll
+      for (int v = 0; v < kOutVec; ++v) {
+        reinterpret_cast<uint4*>(out + base)[v] = reinterpret_cast<const uint4*>(res)[v];
+      }
+    } else {
+      const std::size_t end = base + kPerThread < n ? base + kPerThread : n;
+      for (std::size_t i = base; i < end; ++i) {
+        std::uint32_t rand = 0;
+        if (sr) {
+          rand = native::sr_word(native::philox_word(a.seed, a.stream, a.offset + i), a.r.sr_bits);
+        }
+        const std::uint32_t code = cast_one<In, Fast>(a, in[i], rand);
+        if constexpr (std::is_same_v<Out, float>) {
+          out[i] = decode_one<Fast>(a, code);
+        } else {
+          out[i] = static_cast<Out>(code);
+        }
+      }
+    }
+  }
+}
+
+template <typename Code, bool Fast>
+__global__ void __launch_bounds__(kThreads)
+    decode_kernel(const Code* __restrict__ codes, std::size_t n, float* __restrict__ out,
+                  CastArgs a) {
+  const std::size_t stride = static_cast<std::size_t>(gridDim.x) * blockDim.x;
+  for (std::size_t i = static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
+       i += stride) {
+    out[i] = decode_one<Fast>(a, codes[i]);
+  }
+}
+
+void check_params(const CastParams& p) {
+  const Rounding& r = p.rounding;
+  if (r.mode == RoundMode::sr && (r.sr_bits < 1 || r.sr_bits > 32)) {
+    throw InputError("cast: sr_bits must be in 1..32 for stochastic rounding, got " +
+                     std::to_string(r.sr_bits));
+  }
+  code_bytes(p.to);
+  if (p.path == CastPath::fast && !fast_cast_supported(p.to)) {
+    throw InputError(
+        "cast: the fast path needs a signed format with subnormals, 1..14 mantissa bits and a "
+        "range inside fp32's");
+  }
+}
+
+bool use_fast(const CastParams& p) {
+  return p.path != CastPath::generic && fast_cast_supported(p.to);
+}
+
+CastArgs make_args(const CastParams& p, CastInput in_type, bool vector_ok) {
+  CastArgs a{};
+  const bool fast = use_fast(p);
+  a.plan = fast ? make_fast_cast_plan(p.to) : FastCastPlan{};
+  a.from = in_type == CastInput::fp32   ? formats::fp32
+           : in_type == CastInput::bf16 ? formats::bf16
+                                        : formats::fp16;
+  a.to = p.to;
+  a.r = p.rounding;
+  a.seed = p.seed;
+  a.offset = p.index_offset;
+  a.stream = p.stream;
+  a.vector_ok = vector_ok;
+  return a;
+}
+
+unsigned grid_for(std::size_t n, std::size_t per_thread) {
+  const std::size_t threads = (n + per_thread - 1) / per_thread;
+  std::size_t blocks = (threads + kThreads - 1) / kThreads;
+  // Grid-stride beyond this; 2^20 blocks of 256 threads cover 4G elements in one pass.
+  if (blocks > (std::size_t{1} << 20)) blocks = std::size_t{1} << 20;
+  return static_cast<unsigned>(blocks < 1 ? 1 : blocks);
+}
+
+bool aligned16(const void* p) {
+  return (reinterpret_cast<std::uintptr_t>(p) & 15u) == 0;
+}
+
+template <CastInput In, typename Out>
+void launch_cast(const void* in, std::size_t n, Out* out, const CastArgs& a, bool fast,
+                 cudaStream_t s) {
+  const unsigned grid = grid_for(n, kPerThread);
+  if (fast) {
+    cast_kernel<In, Out, true><<<grid, kThreads, 0, s>>>(in, n, out, a);
+  } else {
+    cast_kernel<In, Out, false><<<grid, kThreads, 0, s>>>(in, n, out, a);
+  }
+  cuda_check_launch("cast kernel launch");
+}
+
+template <typename Out>
+void dispatch_input(const void* in, CastInput t, std::size_t n, Out* out, const CastArgs& a,
+                    bool fast, cudaStream_t s) {
+  switch (t) {
+    case CastInput::fp32:
+      launch_cast<CastInput::fp32>(in, n, out, a, fast, s);
+      break;
+    case CastInput::bf16:
+      launch_cast<CastInput::bf16>(in, n, out, a, fast, s);
+      break;
+    case CastInput::fp16:
+      launch_cast<CastInput::fp16>(in, n, out, a, fast, s);
+      break;
+  }
+}
+
+}  // namespace
+
+std::size_t code_bytes(const FloatFormat& f) {
+  const int bits = f.total_bits();
+  if (bits <= 8) return 1;
+  if (bits <= 16) return 2;
+  throw InputError("cast: target format has " + std::to_string(bits) +
+                   " bits; GPU casts produce codes of at most 16 bits");
+}
+
+std::size_t input_bytes(CastInput t) {
+  return t == CastInput::fp32 ? 4 : 2;
+}
+
+bool cast_uses_fast_path(const CastParams& p) {
+  return use_fast(p);
+}
+
+void cast_codes(const void* in, CastInput in_type, std::size_t n, void* codes,
+                const CastParams& params, CUstream_st* stream) {
+  check_params(params);
+  if (n == 0) return;
+  const bool fast = use_fast(params);
+  const CastArgs a = make_args(params, in_type, aligned16(in) && aligned16(codes));
+  if (code_bytes(params.to) == 1) {
+    dispatch_input(in, in_type, n, static_cast<std::uint8_t*>(codes), a, fast, stream);
+  } else {
+    dispatch_input(in, in_type, n, static_cast<std::uint16_t*>(codes), a, fast, stream);
+  }
+}
+
+void cast_fake_quant(const void* in, CastInput in_type, std::size_t n, float* out,
+                     const CastParams& params, CUstream_st* stream) {
+  check_params(params);
+  if (n == 0) return;
+  const bool fast = use_fast(params);
+  const CastArgs a = make_args(params, in_type, aligned16(in) && aligned16(out));
+  dispatch_input(in, in_type, n, out, a, fast, stream);
+}
+
+void decode_codes(const void* codes, const FloatFormat& f, std::size_t n, float* out,
+                  CUstream_st* stream) {
+  CastParams p;
+  p.to = f;
+  const std::size_t bytes = code_bytes(f);
+  if (n == 0) return;
+  const bool fast = use_fast(p);
+  const CastArgs a = make_args(p, CastInput::fp32, false);
+  const unsigned grid = grid_for(n, 1);
+  if (bytes == 1) {
+    const auto* c = static_cast<const std::uint8_t*>(codes);
+    if (fast) {
+      decode_kernel<std::uint8_t, true><<<grid, kThreads, 0, stream>>>(c, n, out, a);
+    } else {
+      decode_kernel<std::uint8_t, false><<<grid, kThreads, 0, stream>>>(c, n, out, a);
+    }
+  } else {
+    const auto* c = static_cast<const std::uint16_t*>(codes);
+    if (fast) {
+      decode_kernel<std::uint16_t, true><<<grid, kThreads, 0, stream>>>(c, n, out, a);
+    } else {
+      decode_kernel<std::uint16_t, false><<<grid, kThreads, 0, stream>>>(c, n, out, a);
+    }
+  }
+  cuda_check_launch("decode kernel launch");
+}
+
+}  // namespace exmy::gpu

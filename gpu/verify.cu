@@ -1,0 +1,355 @@
+// The exhaustive cast campaign (gpu/verify.hpp). The GPU generates each chunk of inputs itself
+// (input = first + index), casts it and copies the codes to pinned host memory; the host's cores
+// recompute every code with native::convert and count mismatches by input class. Two host
+// buffers let the GPU work on chunk k+1 while the CPU checks chunk k.
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <sstream>
+#include <thread>
+
+#include "gpu/cast.hpp"
+#include "gpu/cast_reference.hpp"
+#include "gpu/cuda_check.hpp"
+#include "gpu/hw_cast.hpp"
+#include "gpu/verify.hpp"
+#include "sim/common/error.hpp"
+#include "sim/format/float_names.hpp"
+#include "sim/native/convert.hpp"
+
+namespace exmy::gpu {
+namespace {
+
+constexpr std::uint64_t kChunk = std::uint64_t{1} << 28;  // 1 GiB of fp32 inputs per chunk
+
+__global__ void iota_kernel(std::uint32_t* out, std::size_t n, std::uint64_t first) {
+  const std::size_t stride = static_cast<std::size_t>(gridDim.x) * blockDim.x;
+  for (std::size_t i = static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
+       i += stride) {
+    out[i] = static_cast<std::uint32_t>(first + i);
+  }
+}
+
+struct DeviceBuffer {
+  void* p = nullptr;
+  explicit DeviceBuffer(std::size_t bytes) { cuda_check(cudaMalloc(&p, bytes), "cudaMalloc"); }
+  ~DeviceBuffer() { cudaFree(p); }
+  DeviceBuffer(const DeviceBuffer&) = delete;
+  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
+};
+struct PinnedBuffer {
+  void* p = nullptr;
+  explicit PinnedBuffer(std::size_t bytes) {
+    cuda_check(cudaMallocHost(&p, bytes), "cudaMallocHost");
+  }
+  ~PinnedBuffer() { cudaFreeHost(p); }
+  PinnedBuffer(const PinnedBuffer&) = delete;
+  PinnedBuffer& operator=(const PinnedBuffer&) = delete;
+};
+
+// Produces the device's codes for inputs [start, start + n) into `dev_out` (code_bytes wide).
+using GpuStep = void (*)(const void* ctx, const std::uint32_t* in, std::size_t n,
+                         std::uint64_t start, void* dev_out, cudaStream_t s);
+// The CPU's codes for inputs [first, first + n), n a multiple of 4 unless the range ends.
+using CpuRef = void (*)(const void* ctx, std::uint64_t first, std::size_t n, std::uint32_t* out);
+
+struct Job {
+  const void* ctx;
+  GpuStep gpu;
+  CpuRef cpu;
+  std::size_t out_bytes;     // 1 or 2
+  FloatFormat input_format;  // for the per-class counts
+};
+
+void compare_chunk(const Job& job, const void* host, std::uint64_t start, std::size_t n,
+                   int threads, std::size_t max_examples, CampaignCase& c) {
+  struct Partial {
+    std::array<std::uint64_t, 5> in{}, bad{};
+    std::vector<CampaignMismatch> ex;
+  };
+  std::vector<Partial> parts(threads);
+  std::vector<std::thread> pool;
+  // Thread ranges start at multiples of 4 so that one Philox block serves four inputs.
+  const std::size_t per = ((n + threads - 1) / threads + 3) & ~std::size_t{3};
+  for (int t = 0; t < threads; ++t) {
+    pool.emplace_back([&, t]() {
+      Partial& p = parts[t];
+      const std::size_t lo = std::min(n, per * t), hi = std::min(n, lo + per);
+      constexpr std::size_t kBlock = 4096;
+      std::vector<std::uint32_t> want(kBlock);
+      for (std::size_t b = lo; b < hi; b += kBlock) {
+        const std::size_t len = std::min(kBlock, hi - b);
+        job.cpu(job.ctx, start + b, len, want.data());
+        for (std::size_t j = 0; j < len; ++j) {
+          const std::size_t i = b + j;
+          const auto x = static_cast<std::uint32_t>(start + i);
+          const std::uint32_t got = job.out_bytes == 1 ? static_cast<const std::uint8_t*>(host)[i]
+                                                       : static_cast<const std::uint16_t*>(host)[i];
+          const int cls = static_cast<int>(job.input_format.classify(x));
+          ++p.in[cls];
+          if (got != want[j]) {
+            ++p.bad[cls];
+            if (p.ex.size() < max_examples) p.ex.push_back({x, got, want[j]});
+          }
+        }
+      }
+    });
+  }
+  for (auto& th : pool) th.join();
+  for (const Partial& p : parts) {
+    for (int k = 0; k < 5; ++k) {
+      c.class_inputs[k] += p.in[k];
+      c.class_mismatches[k] += p.bad[k];
+      c.inputs += p.in[k];
+      c.mismatches += p.bad[k];
+    }
+    for (const auto& e : p.ex) {
+      if (c.examples.size() < max_examples) c.examples.push_back(e);
+    }
+  }
+}
+
+// Runs one case over [first, first + count), double-buffered.
+void run_job(const Job& job, std::uint64_t first, std::uint64_t count, int threads,
+             std::size_t max_examples, CampaignCase& c) {
+  const std::uint64_t chunk = std::min(kChunk, count);
+  DeviceBuffer in(chunk * 4), out(chunk * job.out_bytes);
+  PinnedBuffer host0(chunk * job.out_bytes), host1(chunk * job.out_bytes);
+  void* hosts[2] = {host0.p, host1.p};
+  cudaStream_t s;
+  cuda_check(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), "cudaStreamCreate");
+  cudaEvent_t done[2];
+  for (auto& e : done) cuda_check(cudaEventCreateWithFlags(&e, cudaEventDisableTiming), "event");
+  const std::uint64_t chunks = (count + chunk - 1) / chunk;
+  auto submit = [&](std::uint64_t k) {
+    const std::uint64_t start = first + k * chunk;
+    const std::size_t n = static_cast<std::size_t>(std::min(chunk, first + count - start));
+    auto* din = static_cast<std::uint32_t*>(in.p);
+    iota_kernel<<<4096, 256, 0, s>>>(din, n, start);
+    cuda_check_launch("iota launch");
+    job.gpu(job.ctx, din, n, start, out.p, s);
+    cuda_check(cudaMemcpyAsync(hosts[k & 1], out.p, n * job.out_bytes, cudaMemcpyDeviceToHost, s),
+               "cudaMemcpyAsync");
+    cuda_check(cudaEventRecord(done[k & 1], s), "cudaEventRecord");
+  };
+  submit(0);
+  for (std::uint64_t k = 0; k < chunks; ++k) {
+    cuda_check(cudaEventSynchronize(done[k & 1]), "chunk");
+    if (k + 1 < chunks) submit(k + 1);  // GPU works on the next chunk while we compare
+    const std::uint64_t start = first + k * chunk;
+    const std::size_t n = static_cast<std::size_t>(std::min(chunk, first + count - start));
+    compare_chunk(job, hosts[k & 1], start, n, threads, max_examples, c);
+  }
+  cuda_check(cudaStreamSynchronize(s), "campaign stream");
+  for (auto& e : done) cudaEventDestroy(e);
+  cudaStreamDestroy(s);
+}
+
+// ---- the software cast backend ----
+struct CastCtx {
+  CastParams params;
+};
+void cast_gpu(const void* ctx, const std::uint32_t* in, std::size_t n, std::uint64_t start,
+              void* out, cudaStream_t s) {
+  CastParams p = static_cast<const CastCtx*>(ctx)->params;
+  p.index_offset = start;  // sr words follow the input code: index = code
+  cast_codes(in, CastInput::fp32, n, out, p, s);
+}
+void cast_cpu(const void* ctx, std::uint64_t first, std::size_t n, std::uint32_t* out) {
+  const CastParams& p = static_cast<const CastCtx*>(ctx)->params;
+  const bool sr = p.rounding.mode == RoundMode::sr;
+  native::Philox4 block{};
+  for (std::size_t j = 0; j < n; ++j) {
+    const std::uint64_t x = first + j;  // the input code is also its flat index
+    std::uint32_t rand = 0;
+    if (sr) {
+      if (j == 0 || (x & 3) == 0) block = native::philox_block(p.seed, p.stream, x >> 2);
+      rand = native::sr_word(block.w[x & 3], p.rounding.sr_bits);
+    }
+    out[j] =
+        static_cast<std::uint32_t>(native::convert(formats::fp32, p.to, p.rounding, x, rand).code);
+  }
+}
+
+// ---- the hardware backend ----
+struct HwCtx {
+  HwFp8 type;
+};
+void hw_gpu(const void* ctx, const std::uint32_t* in, std::size_t n, std::uint64_t, void* out,
+            cudaStream_t s) {
+  hw_cast_fp32_to_fp8(reinterpret_cast<const float*>(in), n, static_cast<std::uint8_t*>(out),
+                      static_cast<const HwCtx*>(ctx)->type, s);
+}
+void hw_cpu(const void* ctx, std::uint64_t first, std::size_t n, std::uint32_t* out) {
+  const HwFp8 t = static_cast<const HwCtx*>(ctx)->type;
+  for (std::size_t j = 0; j < n; ++j) {
+    out[j] = static_cast<std::uint32_t>(
+        native::convert(formats::fp32, hw_format(t), hw_rounding(), first + j).code);
+  }
+}
+
+// The small hardware cases (all 2^16 fp16 inputs; all 256 fp8 codes decoded), done directly.
+CampaignCase hw_small_case(HwFp8 t, bool decode, std::size_t max_examples) {
+  CampaignCase c;
+  c.backend = decode ? "hw-decode" : "hw-f16";
+  c.format = hw_name(t);
+  c.rounding = decode ? "exact" : "rne+satfinite";
+  const auto t0 = std::chrono::steady_clock::now();
+  const std::size_t n = decode ? 256 : 65536;
+  std::vector<std::uint16_t> hin(n), hout(n);
+  std::vector<std::uint8_t> in8(n), out8(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    hin[i] = static_cast<std::uint16_t>(i);
+    in8[i] = static_cast<std::uint8_t>(i);
+  }
+  DeviceBuffer din(n * 2), dout(n * 2);
+  if (decode) {
+    cuda_check(cudaMemcpy(din.p, in8.data(), n, cudaMemcpyHostToDevice), "copy");
+    hw_decode_fp8_to_fp16(static_cast<const std::uint8_t*>(din.p), n,
+                          static_cast<std::uint16_t*>(dout.p), t);
+    cuda_check(cudaMemcpy(hout.data(), dout.p, n * 2, cudaMemcpyDeviceToHost), "copy");
+  } else {
+    cuda_check(cudaMemcpy(din.p, hin.data(), n * 2, cudaMemcpyHostToDevice), "copy");
+    hw_cast_fp16_to_fp8(static_cast<const std::uint16_t*>(din.p), n,
+                        static_cast<std::uint8_t*>(dout.p), t);
+    cuda_check(cudaMemcpy(out8.data(), dout.p, n, cudaMemcpyDeviceToHost), "copy");
+  }
+  const FloatFormat f8 = hw_format(t);
+  for (std::size_t i = 0; i < n; ++i) {
+    std::uint32_t got, want;
+    int cls;
+    if (decode) {
+      got = hout[i];
+      want = static_cast<std::uint32_t>(native::convert(f8, formats::fp16, Rounding{}, i).code);
+      cls = static_cast<int>(f8.classify(i));
+    } else {
+      got = out8[i];
+      want = static_cast<std::uint32_t>(native::convert(formats::fp16, f8, hw_rounding(), i).code);
+      cls = static_cast<int>(formats::fp16.classify(i));
+    }
+    ++c.inputs;
+    ++c.class_inputs[cls];
+    if (got != want) {
+      ++c.mismatches;
+      ++c.class_mismatches[cls];
+      if (c.examples.size() < max_examples) {
+        c.examples.push_back({static_cast<std::uint32_t>(i), got, want});
+      }
+    }
+  }
+  c.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return c;
+}
+
+void report_progress(const CampaignCase& c, std::size_t k, std::size_t total) {
+  std::fprintf(stderr, "[%zu/%zu] %-10s %-12s %-14s %llu inputs, %llu mismatches (%.1f s)\n", k,
+               total, c.backend.c_str(), c.format.c_str(), c.rounding.c_str(),
+               static_cast<unsigned long long>(c.inputs),
+               static_cast<unsigned long long>(c.mismatches), c.seconds);
+}
+
+}  // namespace
+
+std::string rounding_name(const Rounding& r) {
+  static const char* const names[] = {"rne", "rna", "rtz", "rup", "rdn", "rto", "sr"};
+  std::string s = names[static_cast<int>(r.mode)];
+  if (r.mode == RoundMode::sr) s += ":" + std::to_string(r.sr_bits);
+  if (r.overflow == Overflow::satfinite) s += "+satfinite";
+  if (r.overflow == Overflow::sat) s += "+sat";
+  return s;
+}
+
+std::vector<CampaignCase> run_cast_campaign(const CampaignOptions& o) {
+  std::vector<FloatFormat> fmts = o.formats;
+  if (fmts.empty()) {
+    for (const auto& p : narrow_float_presets()) fmts.push_back(p.format);
+  }
+  std::vector<Rounding> rounds = o.roundings;
+  if (rounds.empty()) {
+    rounds = {Rounding{RoundMode::rne}, Rounding{RoundMode::rtz}, Rounding{RoundMode::sr, 8}};
+  }
+  if (o.count == 0 || o.first + o.count > (std::uint64_t{1} << 32)) {
+    throw InputError("verify: the fp32 input range must lie inside [0, 2^32)");
+  }
+  const int threads = o.cpu_threads > 0
+                          ? o.cpu_threads
+                          : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  const bool hw = o.hardware && hw_fp8_available();
+  const std::size_t total = (o.software ? fmts.size() * rounds.size() : 0) + (hw ? 6 : 0);
+  std::vector<CampaignCase> out;
+  if (o.software) {
+    for (const FloatFormat& f : fmts) {
+      for (const Rounding& r : rounds) {
+        CastCtx ctx{};
+        ctx.params.to = f;
+        ctx.params.rounding = r;
+        ctx.params.seed = o.seed;
+        ctx.params.path = o.path;
+        CampaignCase c;
+        c.backend = cast_uses_fast_path(ctx.params) ? "cast" : "cast-generic";
+        c.format = float_format_name(f);
+        c.rounding = rounding_name(r);
+        const auto t0 = std::chrono::steady_clock::now();
+        const Job job{&ctx, cast_gpu, cast_cpu, code_bytes(f), formats::fp32};
+        run_job(job, o.first, o.count, threads, o.max_examples, c);
+        c.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+        out.push_back(c);
+        if (o.progress) report_progress(c, out.size(), total);
+      }
+    }
+  }
+  if (hw) {
+    for (HwFp8 t : {HwFp8::e4m3, HwFp8::e5m2}) {
+      HwCtx ctx{t};
+      CampaignCase c;
+      c.backend = "hw-f32";
+      c.format = hw_name(t);
+      c.rounding = rounding_name(hw_rounding());
+      const auto t0 = std::chrono::steady_clock::now();
+      const Job job{&ctx, hw_gpu, hw_cpu, 1, formats::fp32};
+      run_job(job, o.first, o.count, threads, o.max_examples, c);
+      c.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      out.push_back(c);
+      if (o.progress) report_progress(c, out.size(), total);
+      for (bool decode : {false, true}) {
+        out.push_back(hw_small_case(t, decode, o.max_examples));
+        if (o.progress) report_progress(out.back(), out.size(), total);
+      }
+    }
+  } else if (o.hardware && o.progress) {
+    std::fprintf(stderr, "hw backend skipped: device lacks cvt.rn.satfinite fp8 (sm_89+)\n");
+  }
+  return out;
+}
+
+std::string campaign_markdown(const std::vector<CampaignCase>& cases) {
+  std::ostringstream s;
+  s << "| backend | format | rounding | inputs | mismatches | zero | subnormal | normal | inf | "
+       "nan | seconds |\n|---|---|---|---|---|---|---|---|---|---|---|\n";
+  for (const auto& c : cases) {
+    s << "| " << c.backend << " | " << c.format << " | " << c.rounding << " | " << c.inputs << " | "
+      << c.mismatches;
+    for (int k = 0; k < 5; ++k) s << " | " << c.class_mismatches[k] << "/" << c.class_inputs[k];
+    char sec[32];
+    std::snprintf(sec, sizeof sec, "%.1f", c.seconds);
+    s << " | " << sec << " |\n";
+  }
+  bool any = false;
+  for (const auto& c : cases) {
+    if (c.examples.empty()) continue;
+    if (!any) s << "\nFirst mismatches (input code: gpu vs cpu, hex):\n\n";
+    any = true;
+    s << "- " << c.backend << " " << c.format << " " << c.rounding << ":";
+    for (const auto& e : c.examples) {
+      char buf[64];
+      std::snprintf(buf, sizeof buf, " %08x:%x/%x", e.input, e.gpu, e.cpu);
+      s << buf;
+    }
+    s << "\n";
+  }
+  return s.str();
+}
+
+}  // namespace exmy::gpu

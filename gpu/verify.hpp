@@ -1,0 +1,62 @@
+// Device verification: the exhaustive cast campaign. Every fp32 input (or a slice of them) is
+// cast on the GPU and compared bit for bit with the CPU native engine (computed on the host's
+// cores, chunk by chunk, while the GPU prepares the next chunk). Backends:
+//   "cast"  gpu/cast.hpp (fast or generic path), against native::convert in the same rounding;
+//   "hw"    PTX cvt.rn.satfinite (gpu/hw_cast.hpp), against native::convert under rne with
+//           Overflow::satfinite; differences are the hardware's and are reported as findings.
+// Entry point for `exmy verify --device cuda` (cli/cmd_verify_gpu.cpp). Needs EXMY_HAVE_CUDA.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "gpu/cast.hpp"
+#include "sim/native/float_format.hpp"
+#include "sim/native/rounding.hpp"
+
+namespace exmy::gpu {
+
+struct CampaignMismatch {
+  std::uint32_t input = 0;  // fp32 code (or fp16 / fp8 code for the small hw cases)
+  std::uint32_t gpu = 0;
+  std::uint32_t cpu = 0;
+};
+
+struct CampaignCase {
+  std::string backend;   // "cast", "cast-generic", "hw-f32", "hw-f16", "hw-decode"
+  std::string format;    // target format name
+  std::string rounding;  // "rne", "rtz", "sr:8", "rne+satfinite", ...
+  std::uint64_t inputs = 0;
+  std::uint64_t mismatches = 0;
+  // Indexed by the input's ValueClass (zero, subnormal, normal, inf, nan).
+  std::array<std::uint64_t, 5> class_inputs{};
+  std::array<std::uint64_t, 5> class_mismatches{};
+  std::vector<CampaignMismatch> examples;  // the first few, in input order
+  double seconds = 0;
+};
+
+struct CampaignOptions {
+  std::vector<FloatFormat> formats;  // empty: every <= 8-bit preset
+  std::vector<Rounding> roundings;   // empty: rne, rtz, sr:8
+  std::uint64_t seed = 20261121;     // Philox key for sr (stream 0, index = input code)
+  std::uint64_t first = 0;           // fp32 inputs [first, first + count)
+  std::uint64_t count = std::uint64_t{1} << 32;
+  CastPath path = CastPath::automatic;
+  bool software = true;  // the "cast" backend
+  bool hardware = true;  // the "hw" backend, where the device has it
+  int cpu_threads = 0;   // 0: all cores
+  bool progress = true;  // one line per case on stderr
+  std::size_t max_examples = 8;
+};
+
+std::vector<CampaignCase> run_cast_campaign(const CampaignOptions& options);
+
+// A markdown table of the cases (one row each, per-class mismatch counts) plus the examples.
+std::string campaign_markdown(const std::vector<CampaignCase>& cases);
+
+// "rne", "sr:8", "rne+satfinite": the CLI spelling of a rounding.
+std::string rounding_name(const Rounding& r);
+
+}  // namespace exmy::gpu

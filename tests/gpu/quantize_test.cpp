@@ -1,0 +1,177 @@
+// Deterministic GPU quantization checks against the CPU reference (quant::quantize /
+// dequantize): every scheme x target x variant x rounding on shapes that hit the single-pass
+// kernel, the two-pass kernels and the transpose kernel, with special values in the data.
+#include <catch2/catch.hpp>
+
+#if EXMY_HAVE_CUDA
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "gpu/quantize.hpp"
+#include "sim/common/error.hpp"
+#include "sim/quant/quantize.hpp"
+#include "tests/gpu/gpu_test_util.hpp"
+#include "tests/gpu/quant_compare.hpp"
+
+using namespace exmy;
+using namespace exmy::gpu;
+
+namespace {
+
+// Mostly normal values of varied magnitude, with specials sprinkled in (every 37th element).
+std::vector<std::uint32_t> data(std::size_t n, std::uint32_t salt, bool specials) {
+  std::vector<std::uint32_t> v(n);
+  std::uint32_t h = 0x9E3779B9u ^ salt;
+  for (std::size_t i = 0; i < n; ++i) {
+    h = h * 1664525u + 1013904223u;
+    if (specials && i % 37 == 5) {
+      v[i] = exmy::gpu::testing::special_fp32(h >> 8, h);
+    } else {
+      // sign, exponent in [2^-20, 2^12), random mantissa
+      const std::uint32_t e = 107 + ((h >> 9) % 32);
+      v[i] = (h & 0x80000000u) | (e << 23) | ((h * 2654435761u) & 0x7FFFFFu);
+    }
+  }
+  return v;
+}
+
+quant::Options options(const std::string& scheme, const std::string& target) {
+  quant::Options o;
+  o.scheme = quant::parse_scheme(scheme);
+  o.target = quant::parse_target(target);
+  return o;
+}
+
+struct Shape {
+  std::size_t rows, cols;
+};
+
+}  // namespace
+
+TEST_CASE("GPU quantize/dequantize equals the CPU reference for every scheme", "[gpu][quant]") {
+  const std::vector<std::string> schemes = {"tensor",   "rowwise",   "colwise",    "block:32",
+                                            "block:64", "block:100", "block:4096", "mx"};
+  const std::vector<std::string> targets = {"int8",   "e4m3fn",  "e5m2",           "e2m1fn",
+                                            "e3m2fn", "dynamic", "linear-unsigned"};
+  // 64x256: single pass for rowwise (256 = 16*16) and block:32/64/4096, mx.
+  // 37x19 and 1x1: odd shapes, two-pass kernels.  3x4096 and 5x3000: long rows.
+  const std::vector<Shape> shapes = {{64, 256}, {37, 19}, {1, 1}, {3, 4096}, {5, 3000}};
+  const std::vector<std::pair<RoundMode, int>> modes = {
+      {RoundMode::rne, 0}, {RoundMode::rtz, 0}, {RoundMode::sr, 8}};
+  int cases = 0;
+  for (const auto& sch : schemes) {
+    for (const auto& tgt : targets) {
+      quant::Options o = options(sch, tgt);
+      if (o.scheme.kind == quant::Granularity::mx &&
+          o.target.kind != quant::TargetKind::float_format) {
+        continue;
+      }
+      for (const Shape& sh : shapes) {
+        for (const auto& [mode, bits] : modes) {
+          for (bool transpose : {false, true}) {
+            for (bool specials : {false, true}) {
+              o.mode = mode;
+              o.sr_bits = bits;
+              o.seed = 77;
+              o.transpose = transpose;
+              o.nan =
+                  specials && cases % 2 ? native::NanPolicy::ignore : native::NanPolicy::propagate;
+              const auto xs = data(sh.rows * sh.cols, static_cast<std::uint32_t>(cases), specials);
+              const CastInput in = cases % 3 == 0   ? CastInput::fp32
+                                   : cases % 3 == 1 ? CastInput::bf16
+                                                    : CastInput::fp16;
+              // bf16/fp16: the top half of the fp32 pattern, or fp16 bits of a small exponent
+              std::vector<std::uint32_t> ys = xs;
+              if (in != CastInput::fp32) {
+                for (auto& y : ys) y >>= 16;
+              }
+              INFO(sch << " " << tgt << " " << sh.rows << "x" << sh.cols << " mode "
+                       << static_cast<int>(mode) << " transpose " << transpose << " input "
+                       << static_cast<int>(in));
+              const std::string diff =
+                  exmy::gpu::testing::compare_quantize(in, ys, sh.rows, sh.cols, o);
+              REQUIRE(diff == "");
+              ++cases;
+            }
+          }
+        }
+      }
+    }
+  }
+  CHECK(cases > 1000);
+}
+
+TEST_CASE("GPU scaled casts te and torchao equal the CPU reference", "[gpu][quant]") {
+  for (const auto& sch : {"tensor", "rowwise", "block:128", "colwise"}) {
+    for (auto variant : {native::CastVariant::te, native::CastVariant::torchao}) {
+      for (const char* tgt : {"e4m3fn", "e5m2"}) {
+        quant::Options o = options(sch, tgt);
+        o.variant = variant;
+        o.te_margin = 1;
+        o.te_prev_scale = 2.0f;
+        o.torchao_fp16_source = true;
+        const auto xs = data(48 * 128, 5, true);
+        INFO(sch << " " << tgt << " variant " << static_cast<int>(variant));
+        REQUIRE(exmy::gpu::testing::compare_quantize(CastInput::fp32, xs, 48, 128, o) == "");
+        o.order = native::ScaleOrder::recip_mul;
+        REQUIRE(exmy::gpu::testing::compare_quantize(CastInput::fp32, xs, 48, 128, o) == "");
+      }
+    }
+  }
+}
+
+TEST_CASE("GPU int8 and codebook orders and tie rules equal the CPU reference", "[gpu][quant]") {
+  const auto xs = data(16 * 512, 11, true);
+  for (auto order : {native::ScaleOrder::div_mul, native::ScaleOrder::recip_mul,
+                     native::ScaleOrder::mul_recip}) {
+    quant::Options o = options("rowwise", "int8");
+    o.order = order;
+    REQUIRE(exmy::gpu::testing::compare_quantize(CastInput::fp32, xs, 16, 512, o) == "");
+  }
+  for (auto tie : {TieRule::even_index, TieRule::lower_index, TieRule::bnb_cpu}) {
+    for (auto norm : {native::NormOrder::recip_mul, native::NormOrder::div}) {
+      quant::Options o = options("block:256", "dynamic");
+      o.tie = tie;
+      o.norm = norm;
+      REQUIRE(exmy::gpu::testing::compare_quantize(CastInput::fp32, xs, 16, 512, o) == "");
+    }
+  }
+}
+
+TEST_CASE("GPU absmax: all-zero groups, NaN policies, -0", "[gpu][quant]") {
+  // Regression guard for the bit-pattern absmax: -0 must count as 0, a NaN must give the
+  // canonical +NaN under propagate and vanish under ignore, an all-zero group must give state 0.
+  std::vector<std::uint32_t> xs(4 * 64, 0);
+  xs[3] = 0x80000000u;        // -0 in group 0 (all zero otherwise)
+  xs[64 + 1] = 0xFFC00123u;   // negative NaN with payload in row 1
+  xs[64 + 2] = 0x3F800000u;   // 1.0 in row 1
+  xs[128 + 7] = 0xFF800000u;  // -inf in row 2
+  xs[192 + 9] = 0x00000001u;  // smallest subnormal in row 3
+  for (auto nan : {native::NanPolicy::propagate, native::NanPolicy::ignore}) {
+    for (const char* sch : {"rowwise", "tensor", "colwise", "block:32"}) {
+      quant::Options o = options(sch, "int8");
+      o.nan = nan;
+      INFO(sch << " nan policy " << static_cast<int>(nan));
+      REQUIRE(exmy::gpu::testing::compare_quantize(CastInput::fp32, xs, 4, 64, o) == "");
+    }
+  }
+}
+
+TEST_CASE("GPU quantize rejects bad option combinations", "[gpu][quant]") {
+  exmy::gpu::testing::DeviceBytes d(256);
+  QuantizedOut out{static_cast<std::uint8_t*>(d.get()), static_cast<float*>(d.get()),
+                   static_cast<std::uint8_t*>(d.get())};
+  quant::Options o = options("mx", "e4m3fn");
+  o.target = quant::parse_target("int8");
+  CHECK_THROWS_AS(quantize(d.get(), CastInput::fp32, 2, 32, o, out), InputError);
+  o = options("rowwise", "int8");
+  o.mode = RoundMode::sr;
+  o.sr_bits = 0;
+  CHECK_THROWS_AS(quantize(d.get(), CastInput::fp32, 2, 32, o, out), InputError);
+  o = options("rowwise", "int8");
+  CHECK(quantize_is_single_pass(64, 4096, o));
+  CHECK_FALSE(quantize_is_single_pass(64, 4095, o));
+}
+
+#endif  // EXMY_HAVE_CUDA
