@@ -4,6 +4,7 @@
 #include <string>
 
 #include "sim/common/error.hpp"
+#include "sim/native/convert.hpp"
 
 namespace exmy::quant {
 
@@ -67,6 +68,24 @@ std::vector<float> matmul_fp32_nt(const std::vector<float>& a, const std::vector
     }
   }
   return out;
+}
+
+std::vector<float> matmul_masked_nt(const std::vector<float>& a, const std::vector<float>& b,
+                                    std::size_t M, std::size_t N, std::size_t K, int mask_e,
+                                    int mask_m, MaskOuter outer, MaskInner inner,
+                                    native::AccumOrder order) {
+  if (mask_e < 2 || mask_e > 8 || mask_m < 0 || mask_m > 23) {
+    throw InputError("mask e" + std::to_string(mask_e) + "m" + std::to_string(mask_m) +
+                     ": expected E in 2..8 and M in 0..23");
+  }
+  auto masked = [&](const std::vector<float>& v) {
+    std::vector<float> out(v.size());
+    for (std::size_t i = 0; i < v.size(); ++i) {
+      out[i] = native::float_of(mask_fp32(native::bits_of(v[i]), mask_e, mask_m, outer, inner));
+    }
+    return out;
+  };
+  return matmul_fp32_nt(masked(a), masked(b), M, N, K, order);
 }
 
 }  // namespace exmy::quant

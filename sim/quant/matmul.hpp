@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "sim/native/mask.hpp"
 #include "sim/native/quant_matmul.hpp"
 
 namespace exmy::quant {
@@ -27,5 +28,13 @@ std::vector<float> dequantize_product(const std::vector<std::int32_t>& acc, std:
 std::vector<float> matmul_fp32_nt(const std::vector<float>& a, const std::vector<float>& b,
                                   std::size_t M, std::size_t N, std::size_t K,
                                   native::AccumOrder order);
+
+// Seed 003's "reduced-precision inputs, high-precision accumulator" emulation (SEMANTICS 8.4):
+// every element of A and B is masked onto the ExMy grid (SEMANTICS 2.1, native::mask_fp32 with
+// E, M, outer, inner), then multiplied with fp32 accumulation in `order`.
+std::vector<float> matmul_masked_nt(const std::vector<float>& a, const std::vector<float>& b,
+                                    std::size_t M, std::size_t N, std::size_t K, int mask_e,
+                                    int mask_m, MaskOuter outer, MaskInner inner,
+                                    native::AccumOrder order);
 
 }  // namespace exmy::quant

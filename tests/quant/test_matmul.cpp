@@ -98,3 +98,19 @@ TEST_CASE("fp32-accumulated matmul: sequential and pairwise orders", "[quant][ma
     }
   }
 }
+
+TEST_CASE("masked matmul (seed 003): masked inputs, fp32 accumulation", "[quant][matmul]") {
+  // e4m3 grid with IEEE limits: max 240, min normal 2^-6. 1.9 truncates to 1.875, 300 clamps to
+  // 240, 2^-8 lifts to 2^-6 (inner = min).
+  const std::vector<float> a = {1.9f, 300.0f, 0x1p-8f};
+  const std::vector<float> b = {1.0f, 1.0f, 1.0f};
+  const auto out = matmul_masked_nt(a, b, 1, 1, 3, 4, 3, MaskOuter::clamp, MaskInner::min,
+                                    native::AccumOrder::sequential);
+  CHECK(out[0] == rn32(rn32(1.875 + 240.0) + 0x1p-6));
+  const auto keep = matmul_masked_nt(a, b, 1, 1, 3, 4, 3, MaskOuter::keep, MaskInner::zero,
+                                     native::AccumOrder::sequential);
+  CHECK(keep[0] == rn32(1.875 + 288.0));  // 300 truncated to 3 mantissa bits: 288
+  CHECK_THROWS_AS(matmul_masked_nt(a, b, 1, 1, 3, 9, 3, MaskOuter::keep, MaskInner::zero,
+                                   native::AccumOrder::sequential),
+                  InputError);
+}
