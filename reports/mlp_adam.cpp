@@ -1,0 +1,188 @@
+#include "reports/mlp_adam.hpp"
+
+#include <cmath>
+
+#include "reports/random_normal.hpp"
+#include "reports/report_context.hpp"
+#include "sim/native/philox.hpp"
+
+namespace exmy::reports {
+
+namespace {
+
+// Section 2 owns Philox streams 0x02000000..: 1 weights, 2 data z, 3 data activity, 4 teacher.
+constexpr std::uint32_t kStreamInit = 0x02000001u;
+constexpr std::uint32_t kStreamZ = 0x02000002u;
+constexpr std::uint32_t kStreamActive = 0x02000003u;
+constexpr std::uint32_t kStreamTeacher = 0x02000004u;
+
+// A dense layer y = W^T x + b with W stored in-major (W[j * out + o]): the forward loop is an
+// axpy over outputs (summation over j in order 0..in-1 for every output).
+struct Layer {
+  int in, out;
+  std::vector<float> w, b, gw, gb, mw, vw, mb, vb;
+};
+
+void init_layer(Layer& L, int in, int out, std::uint64_t seed, std::uint64_t& counter) {
+  L.in = in;
+  L.out = out;
+  const std::size_t n = static_cast<std::size_t>(in) * out;
+  L.w.resize(n);
+  // He initialisation: N(0, 2 / fan_in).
+  const double sd = std::sqrt(2.0 / in);
+  for (std::size_t i = 0; i < n; ++i) {
+    L.w[i] = static_cast<float>(sd * normal_fp64(seed, kStreamInit, counter++));
+  }
+  L.b.assign(out, 0.0f);
+  L.gw.assign(n, 0.0f);
+  L.gb.assign(out, 0.0f);
+  L.mw.assign(n, 0.0f);
+  L.vw.assign(n, 0.0f);
+  L.mb.assign(out, 0.0f);
+  L.vb.assign(out, 0.0f);
+}
+
+void forward(const Layer& L, const float* x, float* y, bool relu) {
+  for (int o = 0; o < L.out; ++o) y[o] = L.b[o];
+  for (int j = 0; j < L.in; ++j) {
+    const float xj = x[j];
+    if (xj == 0.0f) continue;  // exact: adding +-0 products changes nothing but -0 sums
+    const float* wr = &L.w[static_cast<std::size_t>(j) * L.out];
+    for (int o = 0; o < L.out; ++o) y[o] += wr[o] * xj;
+  }
+  if (relu) {
+    for (int o = 0; o < L.out; ++o) y[o] = y[o] > 0.0f ? y[o] : 0.0f;
+  }
+}
+
+// Accumulates the gradient of one sample: gw += x dy^T, gb += dy; dx = W dy (if dx).
+void backward(Layer& L, const float* x, const float* dy, float* dx) {
+  for (int j = 0; j < L.in; ++j) {
+    const float xj = x[j];
+    float* g = &L.gw[static_cast<std::size_t>(j) * L.out];
+    for (int o = 0; o < L.out; ++o) g[o] += xj * dy[o];
+  }
+  for (int o = 0; o < L.out; ++o) L.gb[o] += dy[o];
+  if (dx == nullptr) return;
+  for (int j = 0; j < L.in; ++j) {
+    const float* wr = &L.w[static_cast<std::size_t>(j) * L.out];
+    float s = 0.0f;
+    for (int o = 0; o < L.out; ++o) s += wr[o] * dy[o];
+    dx[j] = s;
+  }
+}
+
+// fp32 Adam (torch.optim.Adam, bias-corrected step): m = b1 m + (1-b1) g; v = b2 v + (1-b2) g^2;
+// p -= lr/(1 - b1^t) * m / (sqrt(v)/sqrt(1 - b2^t) + eps).
+void adam(std::vector<float>& p, std::vector<float>& g, std::vector<float>& m,
+          std::vector<float>& v, const MlpConfig& c, int t) {
+  const float bc1 = 1.0f - static_cast<float>(std::pow(c.beta1, t));
+  const float bc2 = std::sqrt(1.0f - static_cast<float>(std::pow(c.beta2, t)));
+  for (std::size_t i = 0; i < p.size(); ++i) {
+    m[i] = c.beta1 * m[i] + (1.0f - c.beta1) * g[i];
+    v[i] = c.beta2 * v[i] + (1.0f - c.beta2) * (g[i] * g[i]);
+    p[i] -= (c.lr / bc1) * (m[i] / (std::sqrt(v[i]) / bc2 + c.eps));
+    g[i] = 0.0f;
+  }
+}
+
+}  // namespace
+
+std::vector<AdamSnapshot> train_mlp_adam(const MlpConfig& cfg, std::uint64_t seed, TrainLog& log) {
+  const int D = cfg.in, H = cfg.hidden, C = cfg.classes, B = cfg.batch;
+  std::uint64_t counter = 0;
+  Layer L1, L2, L3;
+  init_layer(L1, D, H, seed, counter);
+  init_layer(L2, H, H, seed, counter);
+  init_layer(L3, H, C, seed, counter);
+  std::vector<float> teacher(static_cast<std::size_t>(C) * D), scale(D);
+  for (std::size_t i = 0; i < teacher.size(); ++i) {
+    teacher[i] = static_cast<float>(normal_fp64(seed, kStreamTeacher, i));
+  }
+  for (int j = 0; j < D; ++j) {
+    scale[j] = static_cast<float>(std::pow(10.0, -1.5 + 3.0 * j / (D - 1)));
+  }
+  std::vector<float> x(static_cast<std::size_t>(B) * D), h1(static_cast<std::size_t>(B) * H),
+      h2(static_cast<std::size_t>(B) * H), z(static_cast<std::size_t>(B) * C);
+  std::vector<int> label(B);
+  std::vector<float> dz(C), dh2(H), dh1(H);
+  std::vector<AdamSnapshot> snaps;
+  std::size_t next_snap = 0;
+  for (int t = 1; t <= cfg.steps; ++t) {
+    throw_if_interrupted();
+    // Batch t: sample b of step t has data index ((t - 1) * B + b) * D + j.
+    for (int b = 0; b < B; ++b) {
+      float best = -INFINITY;
+      int arg = 0;
+      std::vector<float> za(D);
+      for (int j = 0; j < D; ++j) {
+        const std::uint64_t i = (static_cast<std::uint64_t>(t - 1) * B + b) * D + j;
+        const bool active = native::philox_word(seed, kStreamActive, i) < (1u << 30);
+        za[j] = active ? static_cast<float>(normal_fp64(seed, kStreamZ, i)) : 0.0f;
+        x[static_cast<std::size_t>(b) * D + j] = scale[j] * za[j];
+      }
+      for (int c = 0; c < C; ++c) {
+        float s = 0.0f;
+        for (int j = 0; j < D; ++j) s += teacher[static_cast<std::size_t>(c) * D + j] * za[j];
+        if (s > best) {
+          best = s;
+          arg = c;
+        }
+      }
+      label[b] = arg;
+    }
+    float loss = 0.0f;
+    int correct = 0;
+    for (int b = 0; b < B; ++b) {
+      float* xb = &x[static_cast<std::size_t>(b) * D];
+      float* a1 = &h1[static_cast<std::size_t>(b) * H];
+      float* a2 = &h2[static_cast<std::size_t>(b) * H];
+      float* zb = &z[static_cast<std::size_t>(b) * C];
+      forward(L1, xb, a1, true);
+      forward(L2, a1, a2, true);
+      forward(L3, a2, zb, false);
+      // Softmax cross-entropy, mean over the batch: dz = (softmax - onehot) / B.
+      float zmax = zb[0];
+      int am = 0;
+      for (int c = 1; c < C; ++c) {
+        if (zb[c] > zmax) {
+          zmax = zb[c];
+          am = c;
+        }
+      }
+      correct += am == label[b] ? 1 : 0;
+      float se = 0.0f;
+      for (int c = 0; c < C; ++c) se += std::exp(zb[c] - zmax);
+      loss += (std::log(se) + zmax - zb[label[b]]) / B;
+      for (int c = 0; c < C; ++c) {
+        dz[c] = (std::exp(zb[c] - zmax) / se - (c == label[b] ? 1.0f : 0.0f)) / B;
+      }
+      backward(L3, a2, dz.data(), dh2.data());
+      for (int o = 0; o < H; ++o) dh2[o] = a2[o] > 0.0f ? dh2[o] : 0.0f;
+      backward(L2, a1, dh2.data(), dh1.data());
+      for (int o = 0; o < H; ++o) dh1[o] = a1[o] > 0.0f ? dh1[o] : 0.0f;
+      backward(L1, xb, dh1.data(), nullptr);
+    }
+    for (Layer* L : {&L1, &L2, &L3}) {
+      adam(L->w, L->gw, L->mw, L->vw, cfg, t);
+      adam(L->b, L->gb, L->mb, L->vb, cfg, t);
+    }
+    if (t % 10 == 0 || t == 1) {
+      log.step.push_back(t);
+      log.loss.push_back(loss);
+      log.accuracy.push_back(static_cast<float>(correct) / B);
+    }
+    if (next_snap < cfg.snapshot_steps.size() && cfg.snapshot_steps[next_snap] == t) {
+      AdamSnapshot s;
+      s.step = t;
+      s.names = {"W1", "b1", "W2", "b2", "W3", "b3"};
+      s.m = {L1.mw, L1.mb, L2.mw, L2.mb, L3.mw, L3.mb};
+      s.v = {L1.vw, L1.vb, L2.vw, L2.vb, L3.vw, L3.vb};
+      snaps.push_back(std::move(s));
+      ++next_snap;
+    }
+  }
+  return snaps;
+}
+
+}  // namespace exmy::reports
