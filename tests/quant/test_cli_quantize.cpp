@@ -1,0 +1,136 @@
+// exmy quantize / dequantize round trips through the CLI (EXMY_CLI is set by ctest), compared
+// with the library calls, and its input errors (exit code 2, no output file).
+#include <catch2/catch.hpp>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <string>
+
+#include "sim/io/npy.hpp"
+#include "sim/quant/quantize.hpp"
+#include "tests/quant/quant_test_util.hpp"
+
+using namespace exmy;
+
+namespace {
+
+std::string cli() {
+  const char* p = std::getenv("EXMY_CLI");
+  return p ? p : "";
+}
+
+int run(const std::string& args) {
+  const std::string cmd = cli() + " " + args + " >/dev/null 2>&1";
+  const int st = std::system(cmd.c_str());
+  return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+std::filesystem::path tmpdir() {
+  auto d = std::filesystem::temp_directory_path() / ("exmy_quant_cli_" + std::to_string(getpid()));
+  std::filesystem::create_directories(d);
+  return d;
+}
+
+}  // namespace
+
+TEST_CASE("CLI quantize -> dequantize round trip equals the library", "[quant][cli]") {
+  if (cli().empty()) {
+    WARN("EXMY_CLI not set (run through ctest): CLI round trip not exercised");
+    return;
+  }
+  const auto dir = tmpdir();
+  std::mt19937_64 rng(5150);
+  const auto x = quant_test::random_floats(rng, 6 * 50);
+  const std::string xin = (dir / "x.npy").string();
+  io::write_npy(xin, io::make_npy(x, {6, 50}));
+  struct Case {
+    const char* scheme;
+    const char* target;
+    const char* extra;
+  };
+  const Case cases[] = {{"rowwise", "int8", ""},
+                        {"colwise", "int8", "--order recip-mul"},
+                        {"tensor", "int8", "--transpose --round sr:8 --seed 9"},
+                        {"block:32", "e4m3fn", "--variant absmax"},
+                        {"tensor", "e5m2", "--variant te --margin 1"},
+                        {"rowwise", "e4m3fn", "--variant torchao"},
+                        {"mx", "e2m1fn", ""},
+                        {"block:64", "dynamic", "--norm div"}};
+  for (const Case& c : cases) {
+    INFO(c.scheme << " " << c.target << " " << c.extra);
+    const std::string q = (dir / "q.npy").string(), s = (dir / "s.npy").string(),
+                      xh = (dir / "xh.npy").string();
+    REQUIRE(run(std::string("quantize --scheme ") + c.scheme + " --to " + c.target + " " + c.extra +
+                " --in " + xin + " --out " + q + " --state-out " + s) == 0);
+    REQUIRE(run(std::string("dequantize --scheme ") + c.scheme + " --from " + c.target + " " +
+                c.extra + " --in " + q + " --state " + s + " --out " + xh) == 0);
+    // The same through the library.
+    quant::Options o;
+    o.scheme = quant::parse_scheme(c.scheme);
+    o.target = quant::parse_target(c.target);
+    const std::string extra = c.extra;
+    if (extra.find("recip-mul") != std::string::npos) o.order = native::ScaleOrder::recip_mul;
+    if (extra.find("--transpose") != std::string::npos) o.transpose = true;
+    if (extra.find("sr:8") != std::string::npos) {
+      o.mode = RoundMode::sr;
+      o.sr_bits = 8;
+      o.seed = 9;
+    }
+    if (extra.find("te") != std::string::npos) {
+      o.variant = native::CastVariant::te;
+      o.te_margin = 1;
+    }
+    if (extra.find("torchao") != std::string::npos) o.variant = native::CastVariant::torchao;
+    if (extra.find("div") != std::string::npos) o.norm = native::NormOrder::div;
+    const quant::Quantized want = quant::quantize(x, {6, 50}, o);
+    const io::NpyArray qa = io::read_npy(q);
+    CHECK(qa.shape == want.shape);
+    CHECK(qa.data == want.codes);
+    const io::NpyArray sa = io::read_npy(s);
+    if (o.scheme.kind == quant::Granularity::mx) {
+      CHECK(io::as_u8(sa, s) == want.mx_scales);
+    } else {
+      CHECK(io::as_f32(sa, s) == want.state);
+    }
+    const auto back = io::as_f32(io::read_npy(xh), xh);
+    const auto want_back = quant::dequantize(want, o);
+    REQUIRE(back.size() == want_back.size());
+    bool same = true;
+    for (std::size_t i = 0; i < back.size(); ++i) {
+      same &= native::bits_of(back[i]) == native::bits_of(want_back[i]);
+    }
+    CHECK(same);
+  }
+  std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("CLI quantize input errors exit 2 and write nothing", "[quant][cli]") {
+  if (cli().empty()) {
+    WARN("EXMY_CLI not set (run through ctest): CLI errors not exercised");
+    return;
+  }
+  const auto dir = tmpdir();
+  const std::string xin = (dir / "x.npy").string(), q = (dir / "q.npy").string(),
+                    s = (dir / "s.npy").string();
+  io::write_npy(xin, io::make_npy(std::vector<float>{1, 2, 3, 4, 5, 6}, {2, 3}));
+  const std::string io_args = " --in " + xin + " --out " + q + " --state-out " + s;
+  CHECK(run("quantize --scheme block:16 --to int8" + io_args) == 2);
+  CHECK(run("quantize --scheme tensor --to int4" + io_args) == 2);
+  CHECK(run("quantize --scheme mx --to int8" + io_args) == 2);
+  CHECK(run("quantize --scheme tensor --to int8 --variant te" + io_args) == 2);
+  CHECK(run("quantize --scheme tensor --to int8 --round sr:0" + io_args) == 2);
+  CHECK(run("quantize --scheme tensor --to int8" + io_args + " --bogus") == 2);
+  CHECK(run("quantize --scheme tensor --to int8 --in-format bf16" + io_args) == 2);
+  CHECK_FALSE(std::filesystem::exists(q));
+  CHECK_FALSE(std::filesystem::exists(s));
+  // A 3-d tensor cannot be quantized with --transpose.
+  io::write_npy(xin, io::make_npy(std::vector<float>{1, 2, 3, 4, 5, 6, 7, 8}, {2, 2, 2}));
+  CHECK(run("quantize --scheme tensor --to int8 --transpose" + io_args) == 2);
+  // State of the wrong length for dequantize.
+  io::write_npy(xin, io::make_npy(std::vector<float>{1, 2, 3, 4, 5, 6}, {2, 3}));
+  REQUIRE(run("quantize --scheme rowwise --to int8" + io_args) == 0);
+  CHECK(run("dequantize --scheme colwise --from int8 --in " + q + " --state " + s + " --out " +
+            (dir / "xh.npy").string()) == 2);
+  CHECK_FALSE(std::filesystem::exists(dir / "xh.npy"));
+  std::filesystem::remove_all(dir);
+}
