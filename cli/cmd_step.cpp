@@ -310,6 +310,17 @@ int run_step(const Args& args) {
       }
       sp.hi = load_typed<std::uint16_t>(d + "hi.npy", n, io::as_u16);
       sp.extra = load_typed<std::uint32_t>(d + "extra.npy", sp.extra.size(), io::as_u32);
+      // The split state is authoritative; --params must be its joined values (params.npy of
+      // the run that wrote the state).
+      const std::vector<float> joined = optim::join_tensor(sp);
+      for (std::size_t i = 0; i < n; ++i) {
+        if (native::f32_bits(joined[i]) != native::f32_bits(p[i]) &&
+            !(std::isnan(joined[i]) && std::isnan(p[i]))) {
+          throw InputError(o.params + ": element " + std::to_string(i) +
+                           " differs from the split state in " + o.state +
+                           " (pass that run's params.npy)");
+        }
+      }
     }
   }
 

@@ -1,0 +1,167 @@
+// GPU optimizer-step throughput (Google Benchmark, CUDA-event manual time). Effective bandwidth
+// counts the bytes each step must move per parameter (torch fused AdamW: 28 B = p, m, v read and
+// written + g read). The anchor, torch.optim.AdamW(fused=True) on the same device and size, is
+// timed by a separate torch script in the same device session (bench/results/*-optim.md).
+#include <benchmark/benchmark.h>
+#include <cuda_runtime.h>
+
+#include <cstdint>
+#include <cstdlib>
+#include <vector>
+
+#include "gpu/optim.hpp"
+#include "sim/optim/optim.hpp"
+
+namespace {
+
+using namespace exmy;
+
+void check(cudaError_t e) {
+  if (e != cudaSuccess) {
+    std::fprintf(stderr, "CUDA: %s\n", cudaGetErrorString(e));
+    std::exit(1);
+  }
+}
+
+struct Buf {
+  void* p = nullptr;
+  explicit Buf(std::size_t bytes) {
+    check(cudaMalloc(&p, bytes));
+    check(cudaMemset(p, 0, bytes));
+  }
+  ~Buf() { cudaFree(p); }
+  template <class T>
+  T* as() const {
+    return static_cast<T*>(p);
+  }
+};
+
+// Parameters near 1, gradients ~1e-3, so no step meets inf/NaN.
+void fill(float* d, std::size_t n, float base, float scale) {
+  std::vector<float> h(n);
+  std::uint32_t x = 12345;
+  for (auto& v : h) {
+    x = x * 1664525u + 1013904223u;
+    v = base + scale * (static_cast<float>(x >> 8) / 16777216.0f - 0.5f);
+  }
+  check(cudaMemcpy(d, h.data(), n * 4, cudaMemcpyHostToDevice));
+}
+
+template <class F>
+void timed(benchmark::State& state, double bytes_per_param, std::size_t n, F step) {
+  cudaEvent_t a, b;
+  check(cudaEventCreate(&a));
+  check(cudaEventCreate(&b));
+  step(1);  // warm-up (also the codebook upload)
+  check(cudaDeviceSynchronize());
+  long t = 2;
+  for (auto _ : state) {
+    check(cudaEventRecord(a));
+    step(t++);
+    check(cudaEventRecord(b));
+    check(cudaEventSynchronize(b));
+    float ms = 0;
+    check(cudaEventElapsedTime(&ms, a, b));
+    state.SetIterationTime(ms / 1e3);
+  }
+  state.counters["TB/s"] = benchmark::Counter(bytes_per_param * n * 1e-12,
+                                              benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["B/param"] = bytes_per_param;
+  cudaEventDestroy(a);
+  cudaEventDestroy(b);
+}
+
+std::size_t size_of(const benchmark::State& s) {
+  return static_cast<std::size_t>(s.range(0));
+}
+
+void BM_adamw_torch_default(benchmark::State& state) {
+  const std::size_t n = size_of(state);
+  Buf p(n * 4), g(n * 4), m(n * 4), v(n * 4);
+  fill(p.as<float>(), n, 1.0f, 0.5f);
+  fill(g.as<float>(), n, 0.0f, 2e-3f);
+  optim::AdamHyper h{1e-3, 0.9, 0.999, 1e-8, 0.01};
+  timed(state, 28, n, [&](long t) {
+    gpu::adam_step(h, true, false, t, p.as<float>(), g.as<float>(), m.as<float>(), v.as<float>(),
+                   n);
+  });
+}
+
+void BM_adamw_torch_fused_variant(benchmark::State& state) {
+  const std::size_t n = size_of(state);
+  Buf p(n * 4), g(n * 4), m(n * 4), v(n * 4);
+  fill(p.as<float>(), n, 1.0f, 0.5f);
+  fill(g.as<float>(), n, 0.0f, 2e-3f);
+  optim::AdamHyper h{1e-3, 0.9, 0.999, 1e-8, 0.01};
+  timed(state, 28, n, [&](long t) {
+    gpu::adam_step(h, true, true, t, p.as<float>(), g.as<float>(), m.as<float>(), v.as<float>(), n);
+  });
+}
+
+void BM_adamw8bit(benchmark::State& state) {
+  const std::size_t n = size_of(state);
+  const int block = static_cast<int>(state.range(1));
+  const std::size_t blocks = (n + block - 1) / block;
+  Buf p(n * 4), g(n * 4), q1(n), q2(n), a1(blocks * 4), a2(blocks * 4);
+  fill(p.as<float>(), n, 1.0f, 0.5f);
+  fill(g.as<float>(), n, 0.0f, 2e-3f);
+  gpu::Bnb8DeviceState st;
+  st.block = block;
+  st.q1 = q1.as<std::uint8_t>();
+  st.q2 = q2.as<std::uint8_t>();
+  st.absmax1 = a1.as<float>();
+  st.absmax2 = a2.as<float>();
+  optim::AdamHyper h{1e-3, 0.9, 0.999, 1e-8, 0.01};
+  // p r/w 8 + g 4 + two codes r/w 4 + absmax 2 * 8 / block
+  timed(state, 16.0 + 16.0 / block, n, [&](long t) {
+    gpu::bnb_adam8_step(optim::bnb8_scalars(h, t, false), p.as<float>(), g.as<float>(), st, n);
+  });
+}
+
+void BM_stableadamw(benchmark::State& state) {
+  const std::size_t n = size_of(state);
+  Buf p(n * 4), g(n * 4), v(n * 4), u(n * 4);
+  fill(p.as<float>(), n, 1.0f, 0.5f);
+  fill(g.as<float>(), n, 0.0f, 2e-3f);
+  optim::AdamHyper h{1e-3, 0.9, 0.99, 1e-6, 0.01};
+  // pass 1: g r, v r/w, u r/w (20 B); pass 2: p r/w, v r, u r (16 B)
+  timed(state, 36, n, [&](long t) {
+    gpu::stable_adamw_step(h, t, p.as<float>(), g.as<float>(), v.as<float>(), u.as<float>(), n);
+  });
+}
+
+void BM_split_adamw(benchmark::State& state) {
+  const std::size_t n = size_of(state);
+  native::SplitFormat f{native::Storage::bf16, static_cast<int>(state.range(1)), false};
+  const int w = native::split_field_bits(f);
+  const std::size_t words = native::split_words(n, w);
+  Buf hi(n * 2), ex(words * 4 + 4), g(n * 4), m(n * 4), v(n * 4);
+  check(cudaMemset(hi.p, 0x3F, n * 2));  // bf16 0x3F3F ~ 0.75
+  fill(g.as<float>(), n, 0.0f, 2e-3f);
+  optim::AdamHyper h{1e-3, 0.9, 0.999, 1e-8, 0.01};
+  // hi r/w 4 + extra r/w 2w/8 + g 4 + m, v r/w 16
+  timed(state, 24.0 + w / 4.0, n, [&](long t) {
+    gpu::split_adam_step(h, true, t, 0, f, hi.as<std::uint16_t>(), ex.as<std::uint32_t>(),
+                         g.as<float>(), m.as<float>(), v.as<float>(), n);
+  });
+}
+
+constexpr std::int64_t kN = std::int64_t{1} << 26;  // 64M parameters
+
+BENCHMARK(BM_adamw_torch_default)->Arg(kN)->UseManualTime()->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_adamw_torch_fused_variant)->Arg(kN)->UseManualTime()->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_adamw8bit)
+    ->Args({kN, 256})
+    ->Args({kN, 2048})
+    ->UseManualTime()
+    ->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_stableadamw)->Arg(kN)->UseManualTime()->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_split_adamw)
+    ->Args({kN, 8})
+    ->Args({kN, 16})
+    ->UseManualTime()
+    ->Unit(benchmark::kMicrosecond);
+
+}  // namespace
+
+BENCHMARK_MAIN();
