@@ -1,0 +1,244 @@
+// GPU cast and quantization throughput against device-to-device copy bandwidth measured in the
+// same process. Every benchmark reports bytes_per_second over the bytes it must move (each input
+// read once, each output written once: copy counts read + write), and its `vs_copy` ratio is
+// filled in by bench/gpu_quant_report.py from the JSON. Times are CUDA-event times of `kReps`
+// back-to-back launches per iteration on 256M-element tensors of random (non-zero) data.
+#include <benchmark/benchmark.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+
+#include <cstdint>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "gpu/cast.hpp"
+#include "gpu/hw_cast.hpp"
+#include "gpu/quantize.hpp"
+#include "gpu/runtime.hpp"
+#include "sim/quant/quantize.hpp"
+
+namespace {
+
+using namespace exmy;
+using namespace exmy::gpu;
+
+constexpr std::size_t kN = std::size_t{1} << 28;  // 256M elements
+constexpr int kReps = 5;
+
+void check(cudaError_t e, const char* what) {
+  if (e != cudaSuccess) {
+    std::fprintf(stderr, "%s: %s\n", what, cudaGetErrorString(e));
+    std::exit(1);
+  }
+}
+
+// Random values: sign, exponent spread over 2^-20 .. 2^12, random mantissa (a hash of the index;
+// never zeros, which could run faster than real data).
+__global__ void fill_fp32(float* x, std::size_t n, std::uint32_t salt) {
+  for (std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x; i < n;
+       i += static_cast<std::size_t>(gridDim.x) * blockDim.x) {
+    std::uint32_t h = static_cast<std::uint32_t>(i) * 2654435761u ^ salt;
+    h ^= h >> 15;
+    h *= 2246822519u;
+    h ^= h >> 13;
+    const std::uint32_t e = 107 + (h >> 27);
+    x[i] = __uint_as_float((h & 0x80000000u) | (e << 23) | (h & 0x7FFFFFu));
+  }
+}
+__global__ void to_half(const float* x, std::uint16_t* y, std::size_t n, bool bf16) {
+  for (std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x; i < n;
+       i += static_cast<std::size_t>(gridDim.x) * blockDim.x) {
+    y[i] = bf16 ? static_cast<std::uint16_t>(__float_as_uint(x[i]) >> 16)
+                : __half_as_ushort(__float2half_rn(x[i]));
+  }
+}
+
+struct Buffers {
+  float* x32 = nullptr;
+  std::uint16_t* x16 = nullptr;   // fp16 copy of x32
+  std::uint16_t* xb16 = nullptr;  // bf16 copy of x32
+  void* out = nullptr;            // up to 4 bytes per element
+  float* state = nullptr;
+  std::uint8_t* scales = nullptr;
+  Buffers() {
+    check(cudaMalloc(&x32, kN * 4), "malloc");
+    check(cudaMalloc(&x16, kN * 2), "malloc");
+    check(cudaMalloc(&xb16, kN * 2), "malloc");
+    check(cudaMalloc(&out, kN * 4), "malloc");
+    check(cudaMalloc(&state, kN / 16 * 4), "malloc");
+    check(cudaMalloc(&scales, kN / 16), "malloc");
+    fill_fp32<<<4096, 256>>>(x32, kN, 12345u);
+    to_half<<<4096, 256>>>(x32, x16, kN, false);
+    to_half<<<4096, 256>>>(x32, xb16, kN, true);
+    check(cudaDeviceSynchronize(), "fill");
+  }
+};
+
+Buffers& buffers() {
+  static Buffers b;
+  return b;
+}
+
+// Times `fn` (kReps launches) with events; bytes = bytes moved per launch.
+template <class Fn>
+void timed(benchmark::State& state, double bytes, Fn fn) {
+  cudaEvent_t a, b;
+  check(cudaEventCreate(&a), "event");
+  check(cudaEventCreate(&b), "event");
+  fn();  // warm-up
+  check(cudaDeviceSynchronize(), "warm-up");
+  for (auto _ : state) {
+    check(cudaEventRecord(a), "record");
+    for (int r = 0; r < kReps; ++r) fn();
+    check(cudaEventRecord(b), "record");
+    check(cudaEventSynchronize(b), "sync");
+    float ms = 0;
+    check(cudaEventElapsedTime(&ms, a, b), "elapsed");
+    state.SetIterationTime(ms / 1e3 / kReps);
+  }
+  check(cudaGetLastError(), "kernel");
+  state.SetBytesProcessed(static_cast<std::int64_t>(bytes * state.iterations()));
+  state.counters["elements"] = static_cast<double>(kN);
+  cudaEventDestroy(a);
+  cudaEventDestroy(b);
+}
+
+void BM_copy(benchmark::State& s) {
+  Buffers& b = buffers();
+  timed(s, 8.0 * kN, [&] {
+    check(cudaMemcpyAsync(b.out, b.x32, kN * 4, cudaMemcpyDeviceToDevice), "copy");
+  });
+}
+
+void cast_bench(benchmark::State& s, CastInput in, FloatFormat to, Rounding r, bool fake,
+                CastPath path = CastPath::automatic) {
+  Buffers& b = buffers();
+  const void* x = in == CastInput::fp32 ? static_cast<const void*>(b.x32)
+                  : in == CastInput::fp16 ? static_cast<const void*>(b.x16)
+                                          : static_cast<const void*>(b.xb16);
+  CastParams p;
+  p.to = to;
+  p.rounding = r;
+  p.seed = 7;
+  p.path = path;
+  const double bytes = static_cast<double>(kN) * (input_bytes(in) + (fake ? 4 : code_bytes(to)));
+  timed(s, bytes, [&] {
+    if (fake) {
+      cast_fake_quant(x, in, kN, static_cast<float*>(b.out), p);
+    } else {
+      cast_codes(x, in, kN, b.out, p);
+    }
+  });
+}
+
+void quant_bench(benchmark::State& s, CastInput in, std::size_t cols, const char* scheme,
+                 const char* target, RoundMode mode, int sr_bits, double counted_bytes_per_elem) {
+  Buffers& b = buffers();
+  const void* x = in == CastInput::fp32 ? static_cast<const void*>(b.x32)
+                  : in == CastInput::fp16 ? static_cast<const void*>(b.x16)
+                                          : static_cast<const void*>(b.xb16);
+  quant::Options o;
+  o.scheme = quant::parse_scheme(scheme);
+  o.target = quant::parse_target(target);
+  o.mode = mode;
+  o.sr_bits = sr_bits;
+  QuantizedOut q{static_cast<std::uint8_t*>(b.out), b.state, b.scales};
+  const std::size_t rows = kN / cols;
+  s.counters["single_pass"] = quantize_is_single_pass(rows, cols, o) ? 1 : 0;
+  timed(s, counted_bytes_per_elem * kN, [&] { quantize(x, in, rows, cols, o, q); });
+}
+
+const Rounding kRne{RoundMode::rne};
+const Rounding kRtz{RoundMode::rtz};
+const Rounding kSr8{RoundMode::sr, 8};
+
+void register_all() {
+  auto reg = [](const std::string& name, auto fn) {
+    benchmark::RegisterBenchmark(name.c_str(), fn)->UseManualTime()->Unit(benchmark::kMicrosecond);
+  };
+  reg("copy/fp32", BM_copy);
+  const struct {
+    const char* name;
+    FloatFormat f;
+  } fmts[] = {{"e4m3fn", formats::e4m3fn}, {"e5m2", formats::e5m2},   {"e4m3fnuz", formats::e4m3fnuz},
+              {"e2m1fn", formats::e2m1fn}, {"e8m0fnu", formats::e8m0fnu}, {"bf16", formats::bf16},
+              {"fp16", formats::fp16}};
+  for (const auto& f : fmts) {
+    const FloatFormat ff = f.f;
+    reg(std::string("cast/fp32/") + f.name + "/rne",
+        [ff](benchmark::State& s) { cast_bench(s, CastInput::fp32, ff, kRne, false); });
+    reg(std::string("cast/fp32/") + f.name + "/sr8",
+        [ff](benchmark::State& s) { cast_bench(s, CastInput::fp32, ff, kSr8, false); });
+  }
+  reg("cast/fp32/e4m3fn/rtz",
+      [](benchmark::State& s) { cast_bench(s, CastInput::fp32, formats::e4m3fn, kRtz, false); });
+  reg("cast/bf16/e4m3fn/rne",
+      [](benchmark::State& s) { cast_bench(s, CastInput::bf16, formats::e4m3fn, kRne, false); });
+  reg("cast/fp16/e4m3fn/rne",
+      [](benchmark::State& s) { cast_bench(s, CastInput::fp16, formats::e4m3fn, kRne, false); });
+  reg("cast/bf16/e4m3fn/sr8",
+      [](benchmark::State& s) { cast_bench(s, CastInput::bf16, formats::e4m3fn, kSr8, false); });
+  reg("fakequant/fp32/e4m3fn/rne",
+      [](benchmark::State& s) { cast_bench(s, CastInput::fp32, formats::e4m3fn, kRne, true); });
+  reg("cast-generic/fp32/e4m3fn/rne", [](benchmark::State& s) {
+    cast_bench(s, CastInput::fp32, formats::e4m3fn, kRne, false, CastPath::generic);
+  });
+  if (hw_fp8_available()) {
+    reg("hw/fp32/e4m3/rne-satfinite", [](benchmark::State& s) {
+      Buffers& b = buffers();
+      timed(s, 5.0 * kN, [&] {
+        hw_cast_fp32_to_fp8(b.x32, kN, static_cast<std::uint8_t*>(b.out), HwFp8::e4m3);
+      });
+    });
+  }
+  // Tensor-wise amax + scale + cast, counted as 5 B/elem (4 in, 1 out), as torch's anchor.
+  reg("quant/tensor/fp32/e4m3fn/rne", [](benchmark::State& s) {
+    quant_bench(s, CastInput::fp32, 4096, "tensor", "e4m3fn", RoundMode::rne, 0, 5.0);
+  });
+  reg("quant/tensor/fp32/e4m3fn/sr8", [](benchmark::State& s) {
+    quant_bench(s, CastInput::fp32, 4096, "tensor", "e4m3fn", RoundMode::sr, 8, 5.0);
+  });
+  // Row-wise int8 of fp16 rows of 4096, 3 B/elem (2 in, 1 out; the per-row state is 1/4096 B).
+  reg("quant/rowwise/fp16/int8/rne", [](benchmark::State& s) {
+    quant_bench(s, CastInput::fp16, 4096, "rowwise", "int8", RoundMode::rne, 0, 3.0);
+  });
+  reg("quant/colwise/fp16/int8/rne", [](benchmark::State& s) {
+    quant_bench(s, CastInput::fp16, 4096, "colwise", "int8", RoundMode::rne, 0, 3.0);
+  });
+  // Block-wise codebook (bitsandbytes dynamic map), fp32 in: 5 B/elem.
+  reg("quant/block4096/fp32/dynamic", [](benchmark::State& s) {
+    quant_bench(s, CastInput::fp32, 4096, "block:4096", "dynamic", RoundMode::rne, 0, 5.0);
+  });
+  reg("quant/block256/fp32/dynamic", [](benchmark::State& s) {
+    quant_bench(s, CastInput::fp32, 4096, "block:256", "dynamic", RoundMode::rne, 0, 5.0);
+  });
+  reg("quant/mx/fp32/e4m3fn/rne", [](benchmark::State& s) {
+    quant_bench(s, CastInput::fp32, 4096, "mx", "e4m3fn", RoundMode::rne, 0, 5.0 + 1.0 / 32);
+  });
+  reg("quant/transpose-rowwise/fp16/int8/rne", [](benchmark::State& s) {
+    Buffers& b = buffers();
+    quant::Options o;
+    o.scheme = quant::parse_scheme("rowwise");
+    o.target = quant::parse_target("int8");
+    o.transpose = true;
+    QuantizedOut q{static_cast<std::uint8_t*>(b.out), b.state, b.scales};
+    timed(s, 3.0 * kN, [&] { quantize(b.x16, CastInput::fp16, kN / 4096, 4096, o, q); });
+  });
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (device_count() == 0) {
+    std::fprintf(stderr, "no CUDA device\n");
+    return 77;
+  }
+  benchmark::AddCustomContext("device", device_name());
+  benchmark::AddCustomContext("elements", std::to_string(kN));
+  register_all();
+  benchmark::Initialize(&argc, argv);
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}
