@@ -106,15 +106,14 @@ void timed(benchmark::State& state, double bytes, Fn fn) {
 
 void BM_copy(benchmark::State& s) {
   Buffers& b = buffers();
-  timed(s, 8.0 * kN, [&] {
-    check(cudaMemcpyAsync(b.out, b.x32, kN * 4, cudaMemcpyDeviceToDevice), "copy");
-  });
+  timed(s, 8.0 * kN,
+        [&] { check(cudaMemcpyAsync(b.out, b.x32, kN * 4, cudaMemcpyDeviceToDevice), "copy"); });
 }
 
 void cast_bench(benchmark::State& s, CastInput in, FloatFormat to, Rounding r, bool fake,
                 CastPath path = CastPath::automatic) {
   Buffers& b = buffers();
-  const void* x = in == CastInput::fp32 ? static_cast<const void*>(b.x32)
+  const void* x = in == CastInput::fp32   ? static_cast<const void*>(b.x32)
                   : in == CastInput::fp16 ? static_cast<const void*>(b.x16)
                                           : static_cast<const void*>(b.xb16);
   CastParams p;
@@ -135,7 +134,7 @@ void cast_bench(benchmark::State& s, CastInput in, FloatFormat to, Rounding r, b
 void quant_bench(benchmark::State& s, CastInput in, std::size_t cols, const char* scheme,
                  const char* target, RoundMode mode, int sr_bits, double counted_bytes_per_elem) {
   Buffers& b = buffers();
-  const void* x = in == CastInput::fp32 ? static_cast<const void*>(b.x32)
+  const void* x = in == CastInput::fp32   ? static_cast<const void*>(b.x32)
                   : in == CastInput::fp16 ? static_cast<const void*>(b.x16)
                                           : static_cast<const void*>(b.xb16);
   quant::Options o;
@@ -161,8 +160,9 @@ void register_all() {
   const struct {
     const char* name;
     FloatFormat f;
-  } fmts[] = {{"e4m3fn", formats::e4m3fn}, {"e5m2", formats::e5m2},   {"e4m3fnuz", formats::e4m3fnuz},
-              {"e2m1fn", formats::e2m1fn}, {"e8m0fnu", formats::e8m0fnu}, {"bf16", formats::bf16},
+  } fmts[] = {{"e4m3fn", formats::e4m3fn},     {"e5m2", formats::e5m2},
+              {"e4m3fnuz", formats::e4m3fnuz}, {"e2m1fn", formats::e2m1fn},
+              {"e8m0fnu", formats::e8m0fnu},   {"bf16", formats::bf16},
               {"fp16", formats::fp16}};
   for (const auto& f : fmts) {
     const FloatFormat ff = f.f;

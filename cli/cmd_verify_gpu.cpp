@@ -74,7 +74,8 @@ int run_verify_cuda(const Args& args) {
     if (a == "--campaign") {
       campaign = option_value(args, i);
       if (campaign != "all" && campaign != "casts" && campaign != "hw") {
-        throw InputError("--campaign '" + campaign + "': with --device cuda expected all, casts "
+        throw InputError("--campaign '" + campaign +
+                         "': with --device cuda expected all, casts "
                          "or hw");
       }
     } else if (a == "--depth") {
@@ -92,7 +93,8 @@ int run_verify_cuda(const Args& args) {
         o.formats.push_back(*f);
       }
     } else if (a == "--modes") {
-      for (const auto& m : split_commas(option_value(args, i))) o.roundings.push_back(parse_rounding(m));
+      for (const auto& m : split_commas(option_value(args, i)))
+        o.roundings.push_back(parse_rounding(m));
     } else if (a == "--seed") {
       o.seed = parse_uint(option_value(args, i), "--seed", ~std::uint64_t{0});
     } else if (a == "--path") {
@@ -138,8 +140,8 @@ int run_verify_cuda(const Args& args) {
   o.hardware = campaign != "casts";
   // Formats of 9..16 bits are not exhaustively swept by default but may be asked for.
   const auto cases = gpu::run_cast_campaign(o);
-  std::string text = "# exmy GPU cast campaign on " + gpu::device_name() + "\n\n" +
-                     gpu::campaign_markdown(cases);
+  std::string text =
+      "# exmy GPU cast campaign on " + gpu::device_name() + "\n\n" + gpu::campaign_markdown(cases);
   if (!out_path.empty()) write_file(out_path, text);
   std::fputs(json ? cases_json(cases).c_str() : text.c_str(), stdout);
   for (const auto& c : cases) {
