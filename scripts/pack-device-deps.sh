@@ -18,4 +18,6 @@ cp -a /usr/lib/x86_64-linux-gnu/libmpfr.a /usr/lib/x86_64-linux-gnu/libgmp.a \
 cp -r /usr/lib/x86_64-linux-gnu/cmake/rapidcheck /usr/lib/x86_64-linux-gnu/cmake/benchmark \
   "$d/lib/x86_64-linux-gnu/cmake/"
 cp -r /usr/lib/cmake/Catch2 "$d/lib/cmake/"
+# Catch2Targets.cmake checks that its imported library exists (at <prefix>/lib).
+cp -a /usr/lib/libCatch2WithMain.a "$d/lib/"
 du -sh .devdeps
