@@ -10,6 +10,7 @@
 
 #include "gpu/cuda_check.hpp"
 #include "gpu/optim.hpp"
+#include "sim/common/error.hpp"
 #include "sim/format/codebook.hpp"
 
 namespace exmy::gpu {

@@ -1,0 +1,128 @@
+#!/usr/bin/env python3
+"""Cross-check `exmy step` against PyTorch on the device machine, and time the torch anchor.
+
+usage: torch_crosscheck.py EXMY_BINARY OUT_DIR
+Prints, per case, how many elements of the parameter and of each state differ in any bit from
+torch (NaN-free data), the largest difference in ulps, and torch.optim.AdamW(fused=True)'s step
+time on 64M fp32 parameters (the benchmark anchor, 28 bytes moved per parameter).
+"""
+import os
+import subprocess
+import sys
+
+import numpy as np
+import torch
+
+EXMY, OUT = sys.argv[1], sys.argv[2]
+WORK = os.path.join(OUT, "crosscheck")
+os.makedirs(WORK, exist_ok=True)
+rng = np.random.default_rng(20261121)
+N, K = 10007, 5
+
+
+def bf16_values(a):
+    t = torch.tensor(a, dtype=torch.float32).to(torch.bfloat16)
+    return t.float().numpy()
+
+
+def ulps(a, b):
+    ia = a.astype(np.float32).view(np.int32).astype(np.int64)
+    ib = b.astype(np.float32).view(np.int32).astype(np.int64)
+    ia = np.where(ia < 0, -(ia & 0x7FFFFFFF), ia)
+    ib = np.where(ib < 0, -(ib & 0x7FFFFFFF), ib)
+    return np.abs(ia - ib)
+
+
+def compare(name, ours, theirs):
+    d = ulps(ours, theirs)
+    print(f"{name:42s} differ={int((d != 0).sum()):6d}/{d.size}  max_ulp={int(d.max())}")
+
+
+def torch_run(make_opt, device, dtype, p0, grads):
+    p = torch.nn.Parameter(torch.tensor(p0, dtype=torch.float32, device=device).to(dtype))
+    opt = make_opt([p])
+    for g in grads:
+        p.grad = torch.tensor(g, dtype=torch.float32, device=device).to(dtype)
+        opt.step()
+    st = opt.state[p]
+    return p.detach().float().cpu().numpy(), {k: v.float().cpu().numpy() for k, v in st.items()
+                                               if torch.is_tensor(v) and v.numel() > 1}
+
+
+def exmy_run(tag, p0, grads, args):
+    d = os.path.join(WORK, tag)
+    os.makedirs(d, exist_ok=True)
+    np.save(os.path.join(d, "p.npy"), p0.astype(np.float32))
+    np.save(os.path.join(d, "g.npy"), np.stack(grads).astype(np.float32))
+    cmd = [EXMY, "step", "--params", os.path.join(d, "p.npy"), "--grads",
+           os.path.join(d, "g.npy"), "--steps", str(len(grads)), "--out", os.path.join(d, "out")]
+    subprocess.run(cmd + args, check=True, capture_output=True)
+    load = lambda f: np.load(os.path.join(d, "out", f))
+    return load("params.npy"), load("state1.npy"), load("state2.npy") if "sgd" not in args[1] else None
+
+
+def main():
+    print("torch", torch.__version__, "cuda", torch.version.cuda,
+          torch.cuda.get_device_name(0) if torch.cuda.is_available() else "no GPU")
+    p0 = rng.standard_normal(N).astype(np.float32)
+    grads = [(rng.standard_normal(N) * 1e-2).astype(np.float32) for _ in range(K)]
+    cases = [
+        ("AdamW cpu (single-tensor) vs default", "adamw", "cpu",
+         lambda ps: torch.optim.AdamW(ps, lr=1e-3, weight_decay=0.01, foreach=False),
+         ["--optimizer", "adamw", "--lr", "0.001", "--wd", "0.01"], torch.float32),
+        ("Adam L2 cpu (single-tensor) vs default", "adam", "cpu",
+         lambda ps: torch.optim.Adam(ps, lr=1e-3, weight_decay=0.01, foreach=False),
+         ["--optimizer", "adam", "--lr", "0.001", "--wd", "0.01"], torch.float32),
+        ("SGD momentum cpu vs default", "sgd", "cpu",
+         lambda ps: torch.optim.SGD(ps, lr=1e-2, momentum=0.9, weight_decay=1e-4, foreach=False),
+         ["--optimizer", "sgd", "--lr", "0.01", "--momentum", "0.9", "--wd", "0.0001"],
+         torch.float32),
+        ("AdamW bf16 cpu vs --param-dtype bf16", "adamw_bf16", "cpu",
+         lambda ps: torch.optim.AdamW(ps, lr=1e-3, weight_decay=0.01, foreach=False),
+         ["--optimizer", "adamw", "--lr", "0.001", "--wd", "0.01", "--param-dtype", "bf16"],
+         torch.bfloat16),
+    ]
+    if torch.cuda.is_available():
+        cases += [
+            ("AdamW cuda fused vs --variant torch-fused", "adamw_fused", "cuda",
+             lambda ps: torch.optim.AdamW(ps, lr=1e-3, weight_decay=0.01, fused=True),
+             ["--optimizer", "adamw", "--lr", "0.001", "--wd", "0.01", "--variant",
+              "torch-fused"], torch.float32),
+            ("AdamW cuda foreach vs default (info)", "adamw_foreach", "cuda",
+             lambda ps: torch.optim.AdamW(ps, lr=1e-3, weight_decay=0.01, foreach=True),
+             ["--optimizer", "adamw", "--lr", "0.001", "--wd", "0.01"], torch.float32),
+        ]
+    for name, tag, dev, make, args, dtype in cases:
+        pp = bf16_values(p0) if dtype == torch.bfloat16 else p0
+        gg = [bf16_values(g) for g in grads] if dtype == torch.bfloat16 else grads
+        tp, tst = torch_run(make, dev, dtype, pp, gg)
+        ep, e1, e2 = exmy_run(tag, pp, gg, args)
+        compare(name + " params", ep, tp)
+        if "exp_avg" in tst:
+            compare(name + " exp_avg", e1, tst["exp_avg"])
+            compare(name + " exp_avg_sq", e2, tst["exp_avg_sq"])
+        if "momentum_buffer" in tst:
+            compare(name + " momentum_buffer", e1, tst["momentum_buffer"])
+
+    if torch.cuda.is_available():
+        n = 1 << 26
+        for label, kw in (("fused", dict(fused=True)), ("foreach", dict(foreach=True))):
+            p = torch.nn.Parameter(torch.rand(n, device="cuda") + 0.5)
+            p.grad = torch.randn(n, device="cuda") * 1e-3
+            opt = torch.optim.AdamW([p], lr=1e-3, weight_decay=0.01, **kw)
+            for _ in range(5):
+                opt.step()
+            torch.cuda.synchronize()
+            a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            iters = 50
+            a.record()
+            for _ in range(iters):
+                opt.step()
+            b.record()
+            torch.cuda.synchronize()
+            ms = a.elapsed_time(b) / iters
+            print(f"ANCHOR torch AdamW {label} n={n}: {ms * 1e3:.1f} us/step, "
+                  f"{28 * n / (ms * 1e-3) / 1e12:.3f} TB/s at 28 B/param")
+
+
+main()
