@@ -31,16 +31,21 @@ std::uint32_t to_bits(float x) {
 }
 
 // Mostly normal-range gradients of mixed scale, some zeros, rare inf/NaN (weighted).
+rc::Gen<float> gen_normal_grad() {
+  return rc::gen::map(rc::gen::pair(rc::gen::inRange(-30, 10), rc::gen::arbitrary<std::uint32_t>()),
+                      [](std::pair<int, std::uint32_t> e) {
+                        const float m =
+                            1.0f + static_cast<float>(e.second & 0xFFFFFF) / 16777216.0f;
+                        return std::ldexp((e.second >> 31) ? -m : m, e.first);
+                      });
+}
 rc::Gen<float> gen_grad(bool specials) {
-  return rc::gen::weightedOneOf<float>(
-      {{20,
-        rc::gen::map(rc::gen::pair(rc::gen::inRange(-30, 10), rc::gen::arbitrary<std::uint32_t>()),
-                     [](std::pair<int, std::uint32_t> e) {
-                       const float m = 1.0f + static_cast<float>(e.second & 0xFFFFFF) / 16777216.0f;
-                       return std::ldexp((e.second >> 31) ? -m : m, e.first);
-                     })},
-       {2, rc::gen::just(0.0f)},
-       {specials ? 1 : 0, rc::gen::element(NAN, INFINITY, -INFINITY)}});
+  if (!specials) {
+    return rc::gen::weightedOneOf<float>({{20, gen_normal_grad()}, {2, rc::gen::just(0.0f)}});
+  }
+  return rc::gen::weightedOneOf<float>({{20, gen_normal_grad()},
+                                        {2, rc::gen::just(0.0f)},
+                                        {1, rc::gen::element(NAN, INFINITY, -INFINITY)}});
 }
 
 std::size_t gen_size() {
