@@ -47,16 +47,24 @@ struct Options {
   std::vector<std::string> values;
 };
 
+// Case-insensitive prefix test ("-Inf", "-NaN", "-infinity" are values, not options).
+bool starts_with_word(const std::string& s, const char* word) {
+  for (std::size_t i = 0; word[i] != '\0'; ++i) {
+    if (i >= s.size() || std::tolower(static_cast<unsigned char>(s[i])) != word[i]) return false;
+  }
+  return true;
+}
+
 Options parse_args(const Args& args) {
   Options o;
   bool values_only = false;
   for (std::size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
     // Negative numbers ("-1.5", "-inf", "-0x1p-3") are values, not options.
-    const bool looks_numeric = a.size() > 1 && a[0] == '-' &&
-                               (std::isdigit(static_cast<unsigned char>(a[1])) || a[1] == '.' ||
-                                a == "-inf" || a == "-infinity" || a == "-nan" || a == "-INF" ||
-                                a == "-NAN" || a == "-Inf" || a == "-NaN");
+    const bool looks_numeric =
+        a.size() > 1 && a[0] == '-' &&
+        (std::isdigit(static_cast<unsigned char>(a[1])) || a[1] == '.' ||
+         starts_with_word(a.substr(1), "inf") || starts_with_word(a.substr(1), "nan"));
     if (values_only || a.empty() || a[0] != '-' || a == "-" || looks_numeric) {
       if (o.format.empty()) {
         o.format = a;
