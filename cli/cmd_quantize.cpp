@@ -5,7 +5,8 @@
 //               --in X.npy [--in-format bf16] --out Q.npy --state-out S.npy [--transpose]
 //               [--variant absmax|te|torchao] [--order div-mul|recip-mul|mul-recip]
 //               [--nan propagate|ignore] [--round MODE] [--seed N] [--margin M]
-//               [--prev-scale F] [--norm recip-mul|div] [--tie even|lower|bnb-cpu]
+//               [--prev-scale F] [--scale F] [--pow2-scale] [--fp16-clamp]
+//               [--norm recip-mul|div] [--tie even|lower|bnb-cpu]
 // exmy dequantize --scheme S --from T --in Q.npy --state S.npy --out X.npy [same switches]
 #include <cstdint>
 #include <cstdio>
@@ -27,7 +28,8 @@ constexpr const char* kQuantizeUsage =
     "usage: exmy quantize --scheme tensor|rowwise|colwise|block:B|mx --to TARGET --in X.npy "
     "[--in-format bf16] --out Q.npy --state-out S.npy [--transpose] [--variant absmax|te|torchao] "
     "[--order div-mul|recip-mul|mul-recip] [--nan propagate|ignore] [--round MODE] [--seed N] "
-    "[--margin M] [--prev-scale F] [--norm recip-mul|div] [--tie even|lower|bnb-cpu]";
+    "[--margin M] [--prev-scale F] [--scale F] [--pow2-scale] [--fp16-clamp] "
+    "[--norm recip-mul|div] [--tie even|lower|bnb-cpu]";
 constexpr const char* kDequantizeUsage =
     "usage: exmy dequantize --scheme S --from TARGET --in Q.npy --state S.npy --out X.npy "
     "[--transpose] [the quantize switches that name the variant]";
@@ -117,6 +119,12 @@ CliOptions parse(const Args& args, const std::string& target_flag, const std::st
       o.q.te_margin = neg ? -m : m;
     } else if (a == "--prev-scale") {
       o.q.te_prev_scale = parse_float_arg(option_value(args, i), "--prev-scale");
+    } else if (a == "--scale") {
+      o.q.given_scale = parse_float_arg(option_value(args, i), "--scale");
+    } else if (a == "--pow2-scale") {
+      o.q.pow2_scale = true;
+    } else if (a == "--fp16-clamp") {
+      o.q.torchao_fp16_source = true;
     } else if (a == "--norm") {
       const std::string& v = option_value(args, i);
       if (v == "recip-mul")
@@ -146,7 +154,7 @@ void require_c_order(const io::NpyArray& a, const std::string& path) {
 }
 
 // The input as fp32 values: fp32 as is, fp16 and bf16 (bit patterns, --in-format bf16) widened
-// exactly. Sets the torchao fp16-source clamp for fp16 inputs, as torchao does.
+// exactly.
 std::vector<float> read_values(CliOptions& o, io::NpyArray& a) {
   a = io::read_npy(o.in);
   require_c_order(a, o.in);
@@ -168,7 +176,6 @@ std::vector<float> read_values(CliOptions& o, io::NpyArray& a) {
     x = io::as_f32(a, o.in);
   } else if (a.descr == io::kDescrF16) {
     widen(formats::fp16);
-    o.q.torchao_fp16_source = true;
   } else {
     throw InputError(o.in + ": dtype '" + a.descr +
                      "', expected '<f4' or '<f2' (or '<u2' with --in-format bf16)");

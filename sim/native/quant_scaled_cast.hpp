@@ -7,7 +7,7 @@
 //          s = RN32(RN32(fmax / amax) / 2^margin), or the previous scale when amax is 0 or not
 //          finite; code = convert(RN32(x * s), satfinite); x^ = RN32(v * RN32(1 / s))
 //   torchao (float8 training): state s = scale;
-//          s = RN32(fmax / max(amax, RN32(1e-12))) [clamped to <= 65504 for fp16 sources];
+//          s = RN32(RN64(fmax / max(amax, 1e-12))) [switches: fp16 clamp, power-of-two];
 //          code = convert(clamp(RN32(x * s), -fmax, fmax)); x^ = RN32(v / s)
 #pragma once
 
@@ -45,15 +45,33 @@ EXMY_HD float te_scale(float amax, float fmax, int margin, float prev_scale) {
   return rn32_div(rn32_div(fmax, amax), pow2);
 }
 
-// torchao.float8 amax_to_scale: fmax / clamp(amax, min=EPS) in fp32, EPS = 1e-12 as an fp32
-// constant (torch.clamp converts the Python float to the tensor's dtype), then clamped to fp16's
-// max when the source tensor is fp16. clamp(NaN) is NaN (torch semantics): a NaN amax gives NaN.
-inline constexpr float kTorchaoEps = 1e-12f;
-EXMY_HD float torchao_scale(float amax, float fmax, bool fp16_source) {
-  float a = amax;
-  if (!is_nan32(a) && a < kTorchaoEps) a = kTorchaoEps;
-  float s = rn32_div(fmax, a);
-  if (fp16_source && !is_nan32(s) && s > 65504.0f) s = 65504.0f;
+// torchao.float8 amax_to_scale (torchao >= 0.8): amax is upcast to fp64, clamped to
+// EPS = 1e-12 (an fp64 constant), res = fmax / amax in fp64, then rounded to fp32:
+//   s = RN32(RN64(fmax / max(amax, 1e-12))).
+// For amax >= 1e-12 (an fp32 value) the double rounding is innocuous, s = RN32(fmax / amax); below,
+// s is the constant RN32(RN64(fmax / 1e-12)). A NaN amax gives NaN (torch.clamp keeps NaN).
+// Switches: `fp16_clamp` (torchao <= 0.5 for fp16 sources: s = min(s, 65504)); `pow2`
+// (round_scales_to_power_of_2: s = 2^floor(log2 s), taken exactly from s's exponent field).
+inline constexpr double kTorchaoEps = 1e-12;
+EXMY_HD float torchao_scale(float amax, float fmax, bool fp16_clamp, bool pow2 = false) {
+  if (is_nan32(amax)) return amax;
+  float s;
+  if (static_cast<double>(amax) < kTorchaoEps) {
+    s = static_cast<float>(static_cast<double>(fmax) / kTorchaoEps);
+  } else {
+    s = rn32_div(fmax, amax);
+  }
+  if (fp16_clamp && s > 65504.0f) s = 65504.0f;
+  if (pow2 && is_finite32(s) && s > 0.0f) {
+    // Clear the mantissa of a normal s; a subnormal s keeps only its leading bit.
+    std::uint32_t b = bits_of(s);
+    if ((b >> 23) != 0) {
+      b &= 0xFF800000u;
+    } else {
+      b = std::uint32_t{1} << (31 - static_cast<int>(clz64(std::uint64_t{b}) - 32));
+    }
+    s = float_of(b);
+  }
   return s;
 }
 

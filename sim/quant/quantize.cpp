@@ -113,6 +113,7 @@ Quantized quantize(const std::vector<float>& x, const std::vector<std::size_t>& 
 
   const float fmax = t.kind == TargetKind::float_format ? native::format_max32(t.fmt) : 0.0f;
   // The per-group state: absmax, or the scale factor of te / torchao.
+  const bool given = opt.given_scale == opt.given_scale;
   if (s.kind == Granularity::mx) {
     q.mx_scales.resize(amax.size());
     for (std::size_t g = 0; g < amax.size(); ++g)
@@ -120,12 +121,15 @@ Quantized quantize(const std::vector<float>& x, const std::vector<std::size_t>& 
   } else if (opt.variant == native::CastVariant::te) {
     q.state.resize(amax.size());
     for (std::size_t g = 0; g < amax.size(); ++g) {
-      q.state[g] = native::te_scale(amax[g], fmax, opt.te_margin, opt.te_prev_scale);
+      q.state[g] = given ? opt.given_scale
+                         : native::te_scale(amax[g], fmax, opt.te_margin, opt.te_prev_scale);
     }
   } else if (opt.variant == native::CastVariant::torchao) {
     q.state.resize(amax.size());
     for (std::size_t g = 0; g < amax.size(); ++g) {
-      q.state[g] = native::torchao_scale(amax[g], fmax, opt.torchao_fp16_source);
+      q.state[g] =
+          given ? opt.given_scale
+                : native::torchao_scale(amax[g], fmax, opt.torchao_fp16_source, opt.pow2_scale);
     }
   } else {
     q.state = amax;

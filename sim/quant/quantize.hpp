@@ -56,7 +56,11 @@ struct Options {
   std::uint64_t seed = 0;
   int te_margin = 0;                 // te: scale = fmax / amax / 2^margin
   float te_prev_scale = 1.0f;        // te: scale kept when amax is 0 or not finite
-  bool torchao_fp16_source = false;  // torchao: clamp the scale to 65504
+  bool torchao_fp16_source = false;  // torchao <= 0.5 with fp16 sources: scale <= 65504
+  bool pow2_scale = false;           // torchao round_scales_to_power_of_2
+  // te / torchao: use this scale for every group instead of the one computed from the amax
+  // (delayed scaling: the scale of an earlier step). NaN = not given.
+  float given_scale = __builtin_nanf("");
   native::NormOrder norm = native::NormOrder::recip_mul;  // codebook normalization
   TieRule tie = TieRule::even_index;                      // codebook nearest-code ties
   bool transpose = false;  // fused quantize + transpose (2-d views only): codes are Q(x)^T

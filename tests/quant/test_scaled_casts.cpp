@@ -52,7 +52,7 @@ TEST_CASE("scaled casts match the fp64 emulation + brute-force rounding", "[quan
         // The state.
         double s = a;
         if (v == native::CastVariant::te) s = rn32(rn32(fmax / a) / 1.0);
-        if (v == native::CastVariant::torchao) s = rn32(fmax / std::max(a, double(1e-12f)));
+        if (v == native::CastVariant::torchao) s = rn32(fmax / std::max(a, 1e-12));
         INFO(fname << " variant " << static_cast<int>(v) << " t=" << t);
         CHECK(q.state[0] == static_cast<float>(s));
         const auto d = dequantize(q, o);
@@ -91,7 +91,7 @@ TEST_CASE("scaled casts: absmax maps to +-max; zeros, NaN, inf; te margin", "[qu
     CHECK(q.codes[0] == (f.sign_bit() | f.max_code()));
   }
   // All-zero group: absmax variant casts the signed zeros themselves; te keeps the previous
-  // scale (1.0 by default); torchao clamps amax to 1e-12 (scale 448e12 in fp32).
+  // scale (1.0 by default); torchao clamps amax to 1e-12 in fp64 (scale RN32(448e12)).
   {
     const std::vector<float> x = {0.0f, -0.0f};
     const Quantized qa =
@@ -103,7 +103,7 @@ TEST_CASE("scaled casts: absmax maps to +-max; zeros, NaN, inf; te margin", "[qu
     CHECK(quantize(x, {2}, ote).state[0] == 2.0f);
     const Quantized qt =
         quantize(x, {2}, cast_opts("tensor", "e4m3fn", native::CastVariant::torchao));
-    CHECK(qt.state[0] == static_cast<float>(448.0 / double(1e-12f)));
+    CHECK(qt.state[0] == static_cast<float>(448.0 / 1e-12));
   }
   // te margin: scale = 448 / amax / 2^margin; amax 7 -> 64 / 2^2 = 16.
   {
@@ -153,4 +153,24 @@ TEST_CASE("scaled casts with sr are unbiased after dequantization (fixed seed)",
   // <= 2^-6 / sqrt(n); 6 sd.
   INFO("mean " << mean);
   CHECK(std::fabs(mean - 0.3) < 6 * 0x1p-6 / std::sqrt(double(n)) + 1e-6);
+}
+
+TEST_CASE("torchao switches: power-of-two scale, fp16 clamp; given (delayed) scale",
+          "[quant][fp8]") {
+  // 448 / 3 = 149.33: power-of-two rounding down gives 128; the fp16 clamp only bites for
+  // scales above 65504 (amax < 448 / 65504).
+  CHECK(native::torchao_scale(3.0f, 448.0f, false, true) == 128.0f);
+  CHECK(native::torchao_scale(1e-3f, 448.0f, true, false) == 65504.0f);
+  CHECK(native::torchao_scale(1e-3f, 448.0f, false, false) ==
+        quant_test::rn32(448.0 / double(1e-3f)));
+  CHECK(native::torchao_scale(0x1p-140f, 448.0f, false, false) ==
+        static_cast<float>(448.0 / 1e-12));
+  // A subnormal-range scale (huge amax) keeps its leading bit only.
+  const float tiny = native::torchao_scale(3e38f, 1.0f, false, true);
+  CHECK(tiny == std::exp2(std::floor(std::log2(static_cast<double>(1.0f / 3e38f)))));
+  Options o = cast_opts("rowwise", "e4m3fn", native::CastVariant::te);
+  o.given_scale = 4.0f;
+  const Quantized q = quantize({1.0f, 200.0f, -0.5f, 3.0f}, {2, 2}, o);
+  CHECK(q.state == std::vector<float>{4.0f, 4.0f});
+  CHECK(q.codes[1] == 0x7E);  // 800 saturates to 448
 }
