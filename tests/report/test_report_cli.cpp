@@ -1,0 +1,156 @@
+// `exmy report` end to end through the CLI binary ($EXMY_CLI, set by ctest): output layout,
+// figures skipped without matplotlib, figures drawn with it, bad input, and Ctrl-C.
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+extern char** environ;
+
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string cli() {
+  const char* p = std::getenv("EXMY_CLI");
+  return p ? p : "";
+}
+
+// Runs the CLI with extra environment entries; returns the exit status (or -signal).
+int run_cli(const std::vector<std::string>& args, const std::vector<std::string>& env = {},
+            int interrupt_after_ms = -1) {
+  std::vector<std::string> all{cli()};
+  all.insert(all.end(), args.begin(), args.end());
+  std::vector<char*> argv;
+  for (auto& a : all) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  std::vector<std::string> envs(env);
+  for (char** e = environ; *e != nullptr; ++e) envs.push_back(*e);
+  std::vector<char*> envp;
+  for (auto& e : envs) envp.push_back(e.data());
+  envp.push_back(nullptr);
+  pid_t pid = 0;
+  if (posix_spawn(&pid, all[0].c_str(), nullptr, nullptr, argv.data(), envp.data()) != 0) {
+    return -1000;
+  }
+  if (interrupt_after_ms >= 0) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(interrupt_after_ms));
+    kill(pid, SIGINT);
+  }
+  int status = 0;
+  waitpid(pid, &status, 0);
+  if (WIFEXITED(status)) return WEXITSTATUS(status);
+  return -WTERMSIG(status);
+}
+
+std::string slurp(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+fs::path fresh_dir(const std::string& tag) {
+  const fs::path d =
+      fs::temp_directory_path() / ("exmy_test_cli_" + tag + "_" + std::to_string(::getpid()));
+  fs::remove_all(d);
+  return d;
+}
+
+bool has_temp_files(const fs::path& d) {
+  if (!fs::exists(d)) return false;
+  for (const auto& e : fs::recursive_directory_iterator(d)) {
+    if (e.path().filename().string().find(".tmp-") != std::string::npos) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+TEST_CASE("exmy report all (test size) writes every section and a top index", "[cli]") {
+  if (cli().empty()) {
+    WARN("EXMY_CLI not set (run through ctest): skipped");
+    return;
+  }
+  const fs::path d = fresh_dir("all");
+  // No usable Python: figures are skipped, status 0, and index.md says so.
+  REQUIRE(run_cli({"report", "all", "--out", d.string(), "--tiny", "--threads", "2"},
+                  {"EXMY_PYTHON=/nonexistent/python3"}) == 0);
+  for (const char* f :
+       {"index.md", "variance/index.md", "variance/variance.csv", "variance/slopes.csv",
+        "variance/d3_model.csv", "adam-heatmap/index.md", "adam-heatmap/summary.csv",
+        "formats/index.md", "formats/limits.csv", "formats/sr.csv", "formats/profile.csv"}) {
+    INFO(f);
+    REQUIRE(fs::exists(d / f));
+  }
+  const std::string top = slurp(d / "index.md");
+  REQUIRE(top.find("(variance/index.md)") != std::string::npos);
+  REQUIRE(top.find("(adam-heatmap/index.md)") != std::string::npos);
+  REQUIRE(top.find("(formats/index.md)") != std::string::npos);
+  REQUIRE(top.find("figures skipped") != std::string::npos);
+  REQUIRE(top.find("git SHA") != std::string::npos);
+  REQUIRE(slurp(d / "variance/index.md").find("figures skipped") != std::string::npos);
+  REQUIRE_FALSE(has_temp_files(d));
+  // Same seed again: identical CSV bytes (the thread count differs too).
+  const fs::path d2 = fresh_dir("all2");
+  REQUIRE(run_cli({"report", "all", "--out", d2.string(), "--tiny", "--threads", "1"},
+                  {"EXMY_PYTHON=/nonexistent/python3"}) == 0);
+  for (const char* f : {"variance/variance.csv", "adam-heatmap/summary.csv", "formats/sr.csv",
+                        "formats/profile.csv"}) {
+    INFO(f);
+    REQUIRE(slurp(d / f) == slurp(d2 / f));
+  }
+  fs::remove_all(d);
+  fs::remove_all(d2);
+}
+
+TEST_CASE("exmy report formats draws PNG and SVG figures when matplotlib is present", "[cli]") {
+  if (cli().empty()) return;
+  if (access("/usr/bin/python3", X_OK) != 0 ||
+      std::system("/usr/bin/python3 -c 'import matplotlib' 2>/dev/null") != 0) {
+    WARN("no matplotlib for /usr/bin/python3: figure drawing not tested");
+    return;
+  }
+  const fs::path d = fresh_dir("fig");
+  REQUIRE(run_cli({"report", "formats", "--out", d.string(), "--tiny"}) == 0);
+  for (const char* f : {"range_vs_precision", "relative_error_profile", "sr_bias"}) {
+    INFO(f);
+    REQUIRE(fs::file_size(d / "formats" / (std::string(f) + ".png")) > 1000);
+    REQUIRE(fs::file_size(d / "formats" / (std::string(f) + ".svg")) > 1000);
+  }
+  REQUIRE(slurp(d / "formats/index.md").find("![") != std::string::npos);
+  REQUIRE_FALSE(has_temp_files(d));
+  fs::remove_all(d);
+}
+
+TEST_CASE("exmy report: bad input exits 2", "[cli]") {
+  if (cli().empty()) return;
+  REQUIRE(run_cli({"report", "everything", "--out", "/tmp/x"}) == 2);
+  REQUIRE(run_cli({"report", "variance"}) == 2);
+  REQUIRE(run_cli({"report", "--out", "/tmp/x", "--threads", "0"}) == 2);
+  REQUIRE(run_cli({"report", "--out", "/tmp/x", "--seed", "-3"}) == 2);
+  REQUIRE(run_cli({"report", "--out", "/tmp/x", "--bogus"}) == 2);
+}
+
+// Guards the Ctrl-C contract: status 130 and no partial or temporary file left behind.
+TEST_CASE("exmy report: SIGINT stops cleanly with status 130", "[cli]") {
+  if (cli().empty()) return;
+  const fs::path d = fresh_dir("int");
+  const int rc = run_cli({"report", "variance", "--out", d.string(), "--quick", "--threads", "2"},
+                         {"EXMY_PYTHON=/nonexistent/python3"}, 1500);
+  REQUIRE(rc == 130);
+  REQUIRE_FALSE(has_temp_files(d));
+  REQUIRE_FALSE(fs::exists(d / "variance/index.md"));
+  REQUIRE_FALSE(fs::exists(d / "variance/variance.csv"));
+  fs::remove_all(d);
+}

@@ -1,0 +1,146 @@
+// Section 1 (variance vs inner dimension): closed forms (D.3 ratios, eq. 12 bookkeeping, the
+// k-law) and determinism across thread counts, on the tiny test configuration.
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include "reports/report_context.hpp"
+#include "reports/sections.hpp"
+#include "reports/variance_experiment.hpp"
+
+using namespace exmy::reports;
+
+namespace {
+
+std::string slurp(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+ReportOptions tiny_options(const std::string& dir, std::uint64_t seed, int threads) {
+  ReportOptions o;
+  o.out_dir = dir;
+  o.seed = seed;
+  o.threads = threads;
+  o.tiny = 1;
+  o.figures = false;
+  return o;
+}
+
+std::string temp_dir(const std::string& tag) {
+  const auto d = std::filesystem::temp_directory_path() /
+                 ("exmy_test_report_" + tag + "_" + std::to_string(::getpid()));
+  std::filesystem::remove_all(d);
+  return d.string();
+}
+
+}  // namespace
+
+TEST_CASE("D.3 ratios from the inner dimensions: 12.8x-51.2x, 4x-16x, 2x", "[variance]") {
+  const auto mm = d3_matmuls();
+  REQUIRE(mm.size() == 6);
+  auto k_of = [&](const std::string& model, const std::string& prefix) {
+    for (const auto& m : mm) {
+      if (m.model == model && m.matmul.rfind(prefix, 0) == 0) return static_cast<double>(m.k);
+    }
+    return 0.0;
+  };
+  // CLIP ViT-Huge: 256 images x (224/14)^2 = 65536 patches per GPU; weights 1280 x 5120.
+  REQUIRE(k_of("CLIP ViT-Huge", "weight") == 256.0 * (224 / 14) * (224 / 14));
+  REQUIRE(k_of("CLIP ViT-Huge", "weight") / k_of("CLIP ViT-Huge", "input") == 12.8);
+  REQUIRE(k_of("CLIP ViT-Huge", "weight") / k_of("CLIP ViT-Huge", "forward") == 51.2);
+  // LLaMA-65B: 4M tokens over 2048 GPUs = 2048 tokens per GPU.
+  REQUIRE(k_of("LLaMA-65B", "weight") == 4194304.0 / 2048);
+  REQUIRE(k_of("LLaMA-65B", "input") / k_of("LLaMA-65B", "weight") == 4.0);
+  REQUIRE(k_of("LLaMA-65B", "forward") / k_of("LLaMA-65B", "weight") == 16.0);
+  REQUIRE(k_of("CLIP ViT-Huge", "weight") / k_of("LLaMA-65B", "forward") == 2.0);
+}
+
+TEST_CASE("loglog_slope recovers exact power laws", "[variance]") {
+  std::vector<double> x{16, 64, 256, 1024}, y1, y2;
+  for (double k : x) {
+    y1.push_back(3.0 * k);
+    y2.push_back(0.5 * std::pow(k, 1.5));
+  }
+  REQUIRE(loglog_slope(x, y1) == Approx(1.0).epsilon(1e-12));
+  REQUIRE(loglog_slope(x, y2) == Approx(1.5).epsilon(1e-12));
+}
+
+TEST_CASE("variance experiment: eq. 12 bookkeeping and the k-law on the tiny config",
+          "[variance]") {
+  const std::uint64_t seed = 12345;
+  INFO("seed " << seed);
+  ReportContext ctx(tiny_options(temp_dir("exp"), seed, 2));
+  const VarianceConfig cfg = variance_config(false, 1);
+  const VarianceResults r = run_variance_experiment(ctx, cfg);
+  REQUIRE(r.cells.size() == cfg.dists.size() * cfg.ks.size() * cfg.schemes.size());
+  for (const auto& c : r.cells) {
+    const double expect =
+        c.k * (c.sigma_qu2 * c.sigma_v2 + c.sigma_qv2 * c.sigma_u2 + c.sigma_qu2 * c.sigma_qv2);
+    REQUIRE(c.predicted == expect);
+    REQUIRE(c.samples == static_cast<long long>(cfg.trials) * cfg.rows * cfg.rows);
+    REQUIRE(c.var_d > 0);
+  }
+  // Gaussian inputs have unit variance: the measured s_u^2 is close to 1.
+  const VarianceCell* g = r.find(InputDist::gaussian, "e8m3_rne", 1024);
+  REQUIRE(g != nullptr);
+  REQUIRE(g->sigma_u2 == Approx(1.0).epsilon(0.05));
+  // Signal variance of <u, v> is k s_u^2 s_v^2 (up to sampling error of 96 draws).
+  REQUIRE(g->var_uv == Approx(1024.0).epsilon(0.35));
+  // Zero-mean errors independent of the inputs (rne, no scaling) follow eq. 12; sampling error
+  // of a variance from 96 correlated samples stays well inside a factor 2.
+  for (const char* s : {"e8m3_rne", "e8m5_rne", "e8m3_sr"}) {
+    for (int k : cfg.ks) {
+      const VarianceCell* c = r.find(InputDist::gaussian, s, k);
+      INFO(s << " k=" << k);
+      REQUIRE(c->var_d / c->predicted > 0.5);
+      REQUIRE(c->var_d / c->predicted < 2.0);
+    }
+  }
+  // Without scaling, s_q^2 does not depend on k, so Var(d) grows like k: slope near 1.
+  std::vector<double> ks, vs;
+  for (int k : cfg.ks) {
+    ks.push_back(k);
+    vs.push_back(r.find(InputDist::gaussian, "e8m3_rne", k)->var_d);
+  }
+  REQUIRE(loglog_slope(ks, vs) == Approx(1.0).margin(0.2));
+  // Absmax scaling: s_q^2 grows with k (the absmax of k normals grows like sqrt(2 ln k)).
+  const VarianceCell* lo = r.find(InputDist::gaussian, "int8_row", cfg.ks.front());
+  const VarianceCell* hi = r.find(InputDist::gaussian, "int8_row", cfg.ks.back());
+  REQUIRE(hi->sigma_qu2 > 1.5 * lo->sigma_qu2);
+  // Masking truncates toward zero: the element error has the opposite sign of the input, so
+  // its mean is ~0 over symmetric inputs but it is correlated with u; rne's mean is ~0 too.
+  REQUIRE(std::fabs(r.find(InputDist::gaussian, "e8m3_rne", 1024)->mean_qu) < 1e-3);
+}
+
+TEST_CASE("variance section: same seed, any thread count -> identical CSV bytes", "[variance]") {
+  const std::string d1 = temp_dir("t1"), d2 = temp_dir("t2"), d3 = temp_dir("s2");
+  run_variance_section(ReportContext(tiny_options(d1, 7, 1)));
+  run_variance_section(ReportContext(tiny_options(d2, 7, 3)));
+  run_variance_section(ReportContext(tiny_options(d3, 8, 2)));
+  for (const char* f : {"variance.csv", "slopes.csv", "d3_model.csv", "d3_measured.csv"}) {
+    INFO(f);
+    const std::string a = slurp(d1 + "/variance/" + f);
+    REQUIRE(!a.empty());
+    REQUIRE(a == slurp(d2 + "/variance/" + f));
+  }
+  REQUIRE(slurp(d1 + "/variance/variance.csv") != slurp(d3 + "/variance/variance.csv"));
+  // The model ratios are in d3_model.csv as computed numbers.
+  const std::string d3m = slurp(d1 + "/variance/d3_model.csv");
+  REQUIRE(d3m.find("CLIP ViT-Huge,forward X W^T,1280,1280,51.2") != std::string::npos);
+  REQUIRE(d3m.find("CLIP ViT-Huge,input grad dY W,5120,5120,12.8") != std::string::npos);
+  REQUIRE(d3m.find("LLaMA-65B,forward X W^T,32768,32768,0.0625") != std::string::npos);
+  REQUIRE(d3m.find("LLaMA-65B,input grad dY W,8192,8192,0.25") != std::string::npos);
+  const std::string md = slurp(d1 + "/variance/index.md");
+  REQUIRE(md.find("12.8x-51.2x") != std::string::npos);
+  REQUIRE(md.find("4x-16x") != std::string::npos);
+  REQUIRE(md.find("## Provenance") != std::string::npos);
+  for (const auto& d : {d1, d2, d3}) std::filesystem::remove_all(d);
+}
