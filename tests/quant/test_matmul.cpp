@@ -57,7 +57,10 @@ TEST_CASE("int8 matmul is exact and the epilogue follows SwitchBack's order", "[
   CHECK_THROWS_AS(matmul_int8_nt(a, b, M, N, K + 1), InputError);
 }
 
-TEST_CASE("int8 dot product: the extreme K without wrap, and the wrap beyond", "[quant][matmul]") {
+// Regression: the no-wrap bound was first written as K <= 133143 with a wrong product; the exact
+// bound is floor((2^31 - 1) / 127^2) = 133144.
+TEST_CASE("regression: int8 dot product exact up to K = 133144, wraps beyond",
+          "[quant][matmul][regression]") {
   // 133144 * 127^2 = 2147479576 <= 2^31 - 1: exact; one more term of 127*127 wraps (two's
   // complement) to 2147495705 - 2^32.
   const std::size_t K = 133144;

@@ -96,3 +96,19 @@ TEST_CASE("mx boundary table: NaN/inf blocks, zero blocks, bad targets", "[quant
   bad.target = parse_target("int8");
   CHECK_THROWS_AS(quantize(y, {32}, bad), InputError);
 }
+
+// Regression: floor(log2 a) of an fp32 subnormal amax was first computed one too low (the leading
+// bit position of the mantissa field is offset by 149, not 150).
+TEST_CASE("regression: mx scale of subnormal amax", "[quant][mx][regression]") {
+  const FloatFormat f = formats::e4m3fn;  // emax_elem 8
+  for (int k = -149; k <= -127; ++k) {
+    const float a = std::ldexp(1.0f, k);        // 2^k, subnormal for k < -126
+    const int want = std::max(0, k - 8 + 127);  // clamped at the E8M0 minimum
+    INFO("k=" << k);
+    CHECK(native::mx_scale_code(a, f) == want);
+    CHECK(native::mx_scale_code(std::nextafter(2 * a, 0.0f), f) == std::max(0, k - 8 + 127));
+  }
+  // e2m1fn (emax 2): amax 2^-130 -> X = -132 -> clamped to -127 (code 0).
+  CHECK(native::mx_scale_code(std::ldexp(1.0f, -130), formats::e2m1fn) == 0);
+  CHECK(native::mx_scale_code(std::ldexp(1.0f, -120), formats::e2m1fn) == 5);
+}
