@@ -60,7 +60,7 @@ struct Result {
 // conversion, conversion to fp32 and fp64, and the format's derived limits.
 Result run_decode(const Options& o);
 // The formats of campaign (a): the presets with <= 16 bits, then for every E in 1..11 and
-// M <= 15 - E the variants ieee (E >= 2, M >= 1: with M = 0 it has no NaN code), fn, fnuz and fnu,
+// M <= 15 - E the variants ieee (E >= 2; with M = 0 it has inf but no NaN code), fn, fnuz and fnu,
 // each with its default bias, bias 0 and bias 3 * default + 2 (values far below fp64's range).
 std::vector<FloatFormat> sweep_formats_16bit();
 

@@ -3,6 +3,7 @@
 #include <catch2/catch.hpp>
 #include <limits>
 
+#include "sim/format/float_names.hpp"
 #include "sim/native/convert.hpp"
 #include "sim/oracle/exact_text.hpp"
 #include "sim/oracle/mpfr_engine.hpp"
@@ -154,4 +155,22 @@ TEST_CASE("regression: carry at max into overflow", "[oracle][regression]") {
   // sr: a word that carries at max overflows like rne would.
   CHECK(both_f64(57344.0 + 4096.0, formats::e5m2, {RoundMode::sr, 8, Overflow::none}, 0x80).code ==
         0x7C);
+}
+
+// Guards NaN into an IEEE-style format without mantissa bits (e5m0): it has inf but no code with
+// e all ones and m != 0, so NaN is "a format without NaN" (+0, invalid). The native engine used
+// to return the canonical NaN code, which for M = 0 is the inf code: NaN silently became inf.
+TEST_CASE("regression: NaN into an ieee format with M = 0 is +0, not inf", "[oracle][regression]") {
+  const FloatFormat e5m0 = *parse_float_format("e5m0");
+  for (std::uint64_t c = 0; c < 64; ++c) CHECK(oracle::classify(e5m0, c) != ValueClass::nan);
+  const float qnan = std::numeric_limits<float>::quiet_NaN();
+  for (const float nan : {qnan, -qnan}) {
+    const Encoded e = both_f32(nan, e5m0);
+    CHECK(e.code == 0x00);
+    CHECK(e.flags == flag::invalid);
+  }
+  CHECK(both_f32(std::numeric_limits<float>::infinity(), e5m0).code == 0x1F);
+  CHECK(both_f32(-std::numeric_limits<float>::infinity(), e5m0).code == 0x3F);
+  CHECK(both_f32(0x1p17f, e5m0).code == 0x1F);  // overflow under rne: inf, which it has
+  CHECK(both_f32(0x1p15f, e5m0).code == 0x1E);  // max = 2^15
 }
