@@ -11,32 +11,46 @@
 
 namespace exmy::native {
 
+// A NaN result is the canonical +NaN 0x7FC00000 on both sides: the hardware NaNs differ (x86
+// keeps a NaN operand's sign and payload and makes 0*inf the negative 0xFFC00000; NVIDIA GPUs give
+// 0x7FFFFFFF), and codes cast from them keep the sign, so CPU and GPU would disagree otherwise.
+EXMY_HD float rn32_canonical(float r) {
+  if (r != r) {
+#if defined(__CUDA_ARCH__)
+    return __uint_as_float(0x7FC00000u);
+#else
+    return __builtin_nanf("");  // 0x7FC00000
+#endif
+  }
+  return r;
+}
+
 EXMY_HD float rn32_mul(float a, float b) {
 #if defined(__CUDA_ARCH__)
-  return __fmul_rn(a, b);
+  return rn32_canonical(__fmul_rn(a, b));
 #else
-  return a * b;
+  return rn32_canonical(a * b);
 #endif
 }
 EXMY_HD float rn32_div(float a, float b) {
 #if defined(__CUDA_ARCH__)
-  return __fdiv_rn(a, b);
+  return rn32_canonical(__fdiv_rn(a, b));
 #else
-  return a / b;
+  return rn32_canonical(a / b);
 #endif
 }
 EXMY_HD float rn32_add(float a, float b) {
 #if defined(__CUDA_ARCH__)
-  return __fadd_rn(a, b);
+  return rn32_canonical(__fadd_rn(a, b));
 #else
-  return a + b;
+  return rn32_canonical(a + b);
 #endif
 }
 EXMY_HD float rn32_sub(float a, float b) {
 #if defined(__CUDA_ARCH__)
-  return __fsub_rn(a, b);
+  return rn32_canonical(__fsub_rn(a, b));
 #else
-  return a - b;
+  return rn32_canonical(a - b);
 #endif
 }
 // int32 -> fp32, round to nearest even (exact for |v| <= 2^24).
