@@ -260,6 +260,7 @@ TEST_CASE("int8 quantize -> dequantize error bound", "[quant][int8]") {
   // |x^ - x| <= a / 127 * (1/2 + 2^-20) + |x| * 2^-21 (dequantization's three roundings).
   std::mt19937_64 rng(4242);
   const auto x = quant_test::random_floats(rng, 40 * 50, 3.0f);
+  std::size_t checked = 0;
   for (const char* s : {"tensor", "rowwise", "colwise", "block:64"}) {
     const Options o = int8_opts(s, native::ScaleOrder::div_mul);
     const Quantized q = quantize(x, {40, 50}, o);
@@ -272,9 +273,11 @@ TEST_CASE("int8 quantize -> dequantize error bound", "[quant][int8]") {
         if (!(std::fabs(d[r * 50 + c] - xv) <= bound)) {
           FAIL("x=" << xv << " x^=" << d[r * 50 + c] << " a=" << a);
         }
+        ++checked;
       }
     }
   }
+  CHECK(checked == 4 * 40 * 50);
 }
 
 TEST_CASE("scheme and target names", "[quant]") {

@@ -117,3 +117,37 @@ TEST_CASE("masked matmul (seed 003): masked inputs, fp32 accumulation", "[quant]
                                    native::AccumOrder::sequential),
                   InputError);
 }
+
+TEST_CASE("SwitchBack forward (eq. 2): int8 product approximates X W^T", "[quant][matmul]") {
+  // X row-wise, W tensor-wise (recip-mul, SwitchBack quantize_global), int8 matmul, mixed
+  // dequantization. Each code errs by <= 1/2 of a/127, so per term
+  // |x w - x^ w^| <= |x| aw/254 + |w| ax/254 + ax aw/127^2/4; summed over K plus fp32 roundings.
+  std::mt19937_64 rng(1001);
+  const std::size_t M = 5, N = 6, K = 300;
+  const auto x = quant_test::random_floats(rng, M * K);
+  const auto w = quant_test::random_floats(rng, N * K);
+  Options ox, ow;
+  ox.scheme = parse_scheme("rowwise");
+  ox.target = ow.target = parse_target("int8");
+  ow.scheme = parse_scheme("tensor");
+  ow.order = native::ScaleOrder::recip_mul;
+  const Quantized qx = quantize(x, {M, K}, ox), qw = quantize(w, {N, K}, ow);
+  const auto acc =
+      matmul_int8_nt(std::vector<std::int8_t>(qx.codes.begin(), qx.codes.end()),
+                     std::vector<std::int8_t>(qw.codes.begin(), qw.codes.end()), M, N, K);
+  const auto out =
+      dequantize_product(acc, M, N, qx.state, qw.state, native::DequantOrder::switchback);
+  for (std::size_t m = 0; m < M; ++m) {
+    for (std::size_t n = 0; n < N; ++n) {
+      double exact = 0, bound = 0;
+      const double ax = qx.state[m], aw = qw.state[0];
+      for (std::size_t k = 0; k < K; ++k) {
+        exact += double(x[m * K + k]) * w[n * K + k];
+        bound += std::fabs(x[m * K + k]) * aw / 254 + std::fabs(w[n * K + k]) * ax / 254 +
+                 ax * aw / (127.0 * 127.0 * 4);
+      }
+      bound += std::fabs(exact) * 0x1p-20 + ax * aw * K * 0x1p-20;
+      CHECK(std::fabs(out[m * N + n] - exact) <= bound);
+    }
+  }
+}

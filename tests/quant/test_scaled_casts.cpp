@@ -174,3 +174,46 @@ TEST_CASE("torchao switches: power-of-two scale, fp16 clamp; given (delayed) sca
   CHECK(q.state == std::vector<float>{4.0f, 4.0f});
   CHECK(q.codes[1] == 0x7E);  // 800 saturates to 448
 }
+
+TEST_CASE("float scaled casts and MX: quantize -> dequantize error bound", "[quant][fp8][mx]") {
+  // Where y does not saturate, the element rounding (rne) errs by at most half a quantum of y:
+  // max(|y| 2^-(M+1), 2^(emin-M-1)); dividing by the scale factor k (fmax/a, s or 2^-X) and the
+  // fp32 roundings of the scale and the dequantization (a few 2^-24 relative) bound |x^ - x|.
+  std::mt19937_64 rng(606);
+  const auto x = quant_test::random_floats(rng, 64 * 8, 5.0f);
+  std::size_t checked = 0;
+  for (const char* fname : {"e4m3fn", "e5m2", "e2m1fn"}) {
+    const FloatFormat f = *parse_float_format(fname);
+    const double fmax = native::to_double(f, f.max_code());
+    const double qmin = std::ldexp(1.0, f.emin() - f.man_bits);  // subnormal quantum
+    for (const char* scheme : {"tensor", "rowwise", "block:32", "mx"}) {
+      for (const auto v :
+           {native::CastVariant::absmax, native::CastVariant::te, native::CastVariant::torchao}) {
+        if (std::string(scheme) == "mx" && v != native::CastVariant::absmax) continue;
+        const Options o = cast_opts(scheme, fname, v);
+        const Quantized q = quantize(x, {8, 64}, o);
+        const auto d = dequantize(q, o);
+        for (std::size_t i = 0; i < x.size(); ++i) {
+          const std::size_t g = group_of(o.scheme, 8, 64, i / 64, i % 64);
+          double k;  // y = k x
+          if (o.scheme.kind == Granularity::mx)
+            k = std::ldexp(1.0, 127 - q.mx_scales[g]);
+          else if (v == native::CastVariant::absmax)
+            k = fmax / q.state[g];
+          else
+            k = q.state[g];
+          const double y = k * x[i];
+          if (std::fabs(y) > fmax) continue;  // saturated (MX blocks can exceed fmax)
+          const double half_q = std::max(std::fabs(y) * std::ldexp(1.0, -f.man_bits - 1), qmin / 2);
+          const double bound = half_q / k * (1 + 0x1p-20) + std::fabs(x[i]) * 0x1p-20;
+          if (!(std::fabs(d[i] - x[i]) <= bound)) {
+            FAIL(fname << " " << scheme << " variant " << static_cast<int>(v) << " x=" << x[i]
+                       << " x^=" << d[i] << " bound " << bound);
+          }
+          ++checked;
+        }
+      }
+    }
+  }
+  CHECK(checked > 10000);  // most elements do not saturate
+}
