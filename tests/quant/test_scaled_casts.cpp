@@ -217,3 +217,17 @@ TEST_CASE("float scaled casts and MX: quantize -> dequantize error bound", "[qua
   }
   CHECK(checked > 10000);  // most elements do not saturate
 }
+
+// Regression (found by the GPU tests): x86 makes 0 * inf the negative NaN 0xFFC00000 and NVIDIA
+// GPUs 0x7FFFFFFF, so the cast code's sign differed between CPU and GPU. The fp32 steps return
+// the canonical +NaN, whose e5m2 code is 0x7E.
+TEST_CASE("regression: a NaN from the scaling step casts to the positive NaN code",
+          "[quant][fp8][regression]") {
+  Options o = cast_opts("tensor", "e5m2", native::CastVariant::absmax);
+  o.order = native::ScaleOrder::mul_recip;  // RN32(fmax / 1e-38) = inf; 0 * inf = NaN
+  const Quantized q = quantize({1e-38f, 0.0f, -0.0f}, {3}, o);
+  CHECK(q.codes[1] == 0x7E);
+  CHECK(q.codes[2] == 0x7E);
+  CHECK(native::bits_of(native::rn32_mul(0.0f, INFINITY)) == 0x7FC00000u);
+  CHECK(native::bits_of(native::rn32_div(-0.0f, 0.0f)) == 0x7FC00000u);
+}
