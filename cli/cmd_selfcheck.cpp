@@ -61,8 +61,8 @@ std::string format_line(const NamedFloatFormat& p) {
   }
   char buf[512];
   std::snprintf(buf, sizeof buf,
-                "%-12s %2d bits  bias %4d  max %-28s  min normal %-28s  "
-                "min subnormal %-28s  inf %-3s  NaN %-8s  -0 %s\n",
+                "%-12s %2d bits  bias %4d  max %-38s  min normal %-26s  "
+                "min subnormal %-26s  inf %-3s  NaN %-8s  -0 %s\n",
                 p.name, f.total_bits(), f.bias, max.c_str(), min_normal.c_str(), min_sub.c_str(),
                 f.has_inf ? "yes" : "no", nan_convention(f),
                 oracle::has_negative_zero(f) ? "yes" : "no");
