@@ -1,0 +1,97 @@
+// `exmy verify` / `exmy selfcheck` end to end: exit codes, JSON summary, interruption. Uses the
+// binary named by EXMY_CLI (set by ctest); skipped when it is not set.
+#include <fcntl.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <array>
+#include <catch2/catch.hpp>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+extern char** environ;
+
+namespace {
+
+const char* cli() {
+  return std::getenv("EXMY_CLI");
+}
+
+struct Run {
+  int status = -1;
+  std::string out;
+};
+
+// Runs the CLI with `args`, stdout captured, stderr discarded; after `interrupt_after_ms` (if
+// nonnegative) sends SIGINT.
+Run run_cli(const std::vector<std::string>& args, int interrupt_after_ms = -1) {
+  int fds[2];
+  REQUIRE(pipe(fds) == 0);
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_adddup2(&actions, fds[1], 1);
+  posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0);
+  posix_spawn_file_actions_addclose(&actions, fds[0]);
+  std::vector<std::string> argv_s = {cli()};
+  argv_s.insert(argv_s.end(), args.begin(), args.end());
+  std::vector<char*> argv;
+  for (auto& a : argv_s) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  pid_t pid = 0;
+  REQUIRE(posix_spawn(&pid, cli(), &actions, nullptr, argv.data(), environ) == 0);
+  posix_spawn_file_actions_destroy(&actions);
+  close(fds[1]);
+  if (interrupt_after_ms >= 0) {
+    usleep(static_cast<useconds_t>(interrupt_after_ms) * 1000);
+    kill(pid, SIGINT);
+  }
+  Run r;
+  std::array<char, 4096> buf;
+  ssize_t n;
+  while ((n = read(fds[0], buf.data(), buf.size())) > 0)
+    r.out.append(buf.data(), static_cast<std::size_t>(n));
+  close(fds[0]);
+  int st = 0;
+  waitpid(pid, &st, 0);
+  r.status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+  return r;
+}
+
+}  // namespace
+
+TEST_CASE("exmy verify: JSON summary and exit status", "[oracle][cli]") {
+  if (cli() == nullptr) {
+    WARN("EXMY_CLI not set: skipped");
+    return;
+  }
+  const Run ok =
+      run_cli({"verify", "--campaign", "fp32-sample", "--depth", "ci", "--json", "--threads", "2"});
+  CHECK(ok.status == 0);
+  CHECK(ok.out.find("\"ok\": true") != std::string::npos);
+  CHECK(ok.out.find("\"name\": \"fp32-sample\"") != std::string::npos);
+  CHECK(ok.out.find("\"mismatches\": 0") != std::string::npos);
+  for (const std::vector<std::string>& bad :
+       {std::vector<std::string>{"verify", "--campaign", "fp8"},
+        std::vector<std::string>{"verify", "--threads", "0"},
+        std::vector<std::string>{"verify", "--depth", "half"},
+        std::vector<std::string>{"verify", "--bogus"},
+        std::vector<std::string>{"selfcheck", "--threads"}}) {
+    INFO(bad[1]);
+    CHECK(run_cli(bad).status == 2);
+  }
+}
+
+TEST_CASE("exmy verify: SIGINT stops early with status 130", "[oracle][cli]") {
+  if (cli() == nullptr) {
+    WARN("EXMY_CLI not set: skipped");
+    return;
+  }
+  const Run r = run_cli({"verify", "--campaign", "all", "--threads", "1"}, 1500);
+  CHECK(r.status == 130);
+  CHECK(r.out.find("INTERRUPTED") != std::string::npos);
+  CHECK(r.out.find("FAIL") != std::string::npos);
+}
