@@ -99,6 +99,18 @@ TEST_CASE("cast: modes, overflow policies, hex input, stochastic words", "[cli]"
         std::string::npos);
 }
 
+// Regression: "-Inf" and "-NaN" (any case) were taken for unknown options instead of values.
+TEST_CASE("cast: negative specials in any spelling are values", "[cli]") {
+  const Run r = run_exmy("cast e5m2 --json -Inf -NaN -infinity -.5");
+  REQUIRE(r.rc == 0);
+  CHECK(r.out ==
+        "[\n{\"input\": \"-Inf\", \"code\": 252, \"class\": \"inf\", \"value\": \"-inf\", "
+        "\"flags\": []},\n{\"input\": \"-NaN\", \"code\": 254, \"class\": \"nan\", \"value\": "
+        "\"-nan\", \"flags\": []},\n{\"input\": \"-infinity\", \"code\": 252, \"class\": \"inf\", "
+        "\"value\": \"-inf\", \"flags\": []},\n{\"input\": \"-.5\", \"code\": 184, \"class\": "
+        "\"normal\", \"value\": \"-0x1p-1\", \"flags\": []}\n]\n");
+}
+
 TEST_CASE("table e2m1fn --json in full", "[cli]") {
   const Run r = run_exmy("table e2m1fn --json");
   REQUIRE(r.rc == 0);
