@@ -17,6 +17,9 @@ namespace exmy::gpu {
 namespace {
 
 constexpr int kThreads = 256;
+// CTAs of the 8-bit kernels: enough to fill an H100/H200 (132 SMs x 8 resident), each looping
+// over quantization blocks so that the codebooks are loaded once per CTA.
+constexpr std::size_t kMaxCtas = 132 * 8;
 
 bool aligned16(const void* a, const void* b, const void* c = nullptr, const void* d = nullptr) {
   const auto bad = [](const void* x) { return (reinterpret_cast<std::uintptr_t>(x) & 15u) != 0; };
@@ -99,90 +102,101 @@ const float* device_codes() {
   return d;
 }
 
-// Block maximum of non-NaN values (f32_fmax never returns NaN here: every input is already a
-// f32_fmax with -FLT_MAX). Order-free, so any reduction shape gives the reference's value.
+// Block maximum of non-NaN, non-negative values (|s| folded from -FLT_MAX): fmaxf is exact and
+// order-free here, so any reduction shape gives the reference's value.
 __device__ float block_max(float x, float* smem) {
-  for (int o = 16; o > 0; o >>= 1) x = native::f32_fmax(x, __shfl_xor_sync(0xFFFFFFFFu, x, o));
+  for (int o = 16; o > 0; o >>= 1) x = fmaxf(x, __shfl_xor_sync(0xFFFFFFFFu, x, o));
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
   __syncthreads();
   if (lane == 0) smem[warp] = x;
   __syncthreads();
   float r = smem[0];
-  for (int w = 1; w < kThreads / 32; ++w) r = native::f32_fmax(r, smem[w]);
+  for (int w = 1; w < kThreads / 32; ++w) r = fmaxf(r, smem[w]);
   return r;
+}
+
+// Codebook and its fp32 midpoints in shared memory, once per CTA (CTAs loop over many blocks).
+__device__ void load_code(const float* codes, float* c, float* mids) {
+  c[threadIdx.x] = codes[threadIdx.x];
+  __syncthreads();
+  if (threadIdx.x < 255) mids[threadIdx.x] = native::bnb_midpoint(c, threadIdx.x);
+  __syncthreads();
 }
 
 template <int E>  // elements per thread: block = 256 * E
 __global__ void __launch_bounds__(kThreads)
     k_bnb_adam8(native::Bnb8Scalars s, float* p, const float* g, std::uint8_t* q1, std::uint8_t* q2,
-                float* absmax1, float* absmax2, std::size_t n, const float* codes) {
-  __shared__ float c1[256], c2[256], red[kThreads / 32];
-  c1[threadIdx.x] = codes[threadIdx.x];
-  c2[threadIdx.x] = codes[256 + threadIdx.x];
-  __syncthreads();
+                float* absmax1, float* absmax2, std::size_t n, std::size_t nblocks,
+                const float* codes) {
+  __shared__ float c1[256], c2[256], mids1[256], mids2[256], red[kThreads / 32];
+  load_code(codes, c1, mids1);
+  load_code(codes + 256, c2, mids2);
   constexpr std::size_t B = static_cast<std::size_t>(kThreads) * E;
-  const std::size_t lo = blockIdx.x * B;
-  const float a1 = absmax1[blockIdx.x], a2 = absmax2[blockIdx.x];
-  float s1[E], s2[E];
-  bool ok[E];
-  float m1 = -FLT_MAX, m2 = -FLT_MAX;
+  for (std::size_t qb = blockIdx.x; qb < nblocks; qb += gridDim.x) {
+    const std::size_t lo = qb * B;
+    const float a1 = absmax1[qb], a2 = absmax2[qb];
+    float s1[E], s2[E];
+    bool ok[E];
+    float m1 = -FLT_MAX, m2 = -FLT_MAX;
 #pragma unroll
-  for (int e = 0; e < E; ++e) {
-    const std::size_t i = lo + e * kThreads + threadIdx.x;
-    if (i < n) {
-      s1[e] = native::bnb_dequant(c1, q1[i], a1);
-      s2[e] = native::bnb_dequant(c2, q2[i], a2);
-      ok[e] = native::bnb_adam8_states(s, g[i], s1[e], s2[e]);
-    } else {  // a padding lane of the last, partial block
-      native::bnb_adam8_padding(s, c1, c2, a1, a2, s1[e], s2[e]);
-      ok[e] = false;
+    for (int e = 0; e < E; ++e) {
+      const std::size_t i = lo + e * kThreads + threadIdx.x;
+      if (i < n) {
+        s1[e] = native::bnb_dequant(c1, q1[i], a1);
+        s2[e] = native::bnb_dequant(c2, q2[i], a2);
+        ok[e] = native::bnb_adam8_states(s, g[i], s1[e], s2[e]);
+      } else {  // a padding lane of the last, partial block
+        native::bnb_adam8_padding(s, c1, c2, a1, a2, s1[e], s2[e]);
+        ok[e] = false;
+      }
+      m1 = fmaxf(m1, native::f32_abs(s1[e]));
+      m2 = fmaxf(m2, native::f32_abs(s2[e]));
     }
-    m1 = native::f32_fmax(m1, native::f32_abs(s1[e]));
-    m2 = native::f32_fmax(m2, native::f32_abs(s2[e]));
-  }
-  m1 = block_max(m1, red);
-  m2 = block_max(m2, red);
-  if (threadIdx.x == 0) {
-    absmax1[blockIdx.x] = m1;
-    absmax2[blockIdx.x] = m2;
-  }
+    m1 = block_max(m1, red);
+    m2 = block_max(m2, red);
+    if (threadIdx.x == 0) {
+      absmax1[qb] = m1;
+      absmax2[qb] = m2;
+    }
 #pragma unroll
-  for (int e = 0; e < E; ++e) {
-    const std::size_t i = lo + e * kThreads + threadIdx.x;
-    if (i >= n) continue;
-    if (ok[e]) p[i] = native::bnb_adam8_param(s, native::Storage::f32, p[i], s1[e], s2[e]);
-    q1[i] = native::bnb_quant_signed(c1, s1[e], m1);
-    q2[i] = native::bnb_quant_unsigned(c2, s2[e], m2);
+    for (int e = 0; e < E; ++e) {
+      const std::size_t i = lo + e * kThreads + threadIdx.x;
+      if (i >= n) continue;
+      if (ok[e]) p[i] = native::bnb_adam8_param(s, native::Storage::f32, p[i], s1[e], s2[e]);
+      q1[i] = native::bnb_quant_signed(c1, mids1, s1[e], m1);
+      q2[i] = native::bnb_quant_unsigned(mids2, s2[e], m2);
+    }
   }
 }
 
 template <int E>
 __global__ void __launch_bounds__(kThreads)
     k_bnb_momentum8(native::Bnb8Scalars s, float* p, const float* g, std::uint8_t* q1,
-                    float* absmax1, std::size_t n, const float* codes) {
-  __shared__ float c1[256], red[kThreads / 32];
-  c1[threadIdx.x] = codes[threadIdx.x];
-  __syncthreads();
+                    float* absmax1, std::size_t n, std::size_t nblocks, const float* codes) {
+  __shared__ float c1[256], mids1[256], red[kThreads / 32];
+  load_code(codes, c1, mids1);
   constexpr std::size_t B = static_cast<std::size_t>(kThreads) * E;
-  const std::size_t lo = blockIdx.x * B;
-  const float a1 = absmax1[blockIdx.x];
-  float s1[E];
-  float m1 = -FLT_MAX;
+  for (std::size_t qb = blockIdx.x; qb < nblocks; qb += gridDim.x) {
+    const std::size_t lo = qb * B;
+    const float a1 = absmax1[qb];
+    float s1[E];
+    float m1 = -FLT_MAX;
 #pragma unroll
-  for (int e = 0; e < E; ++e) {
-    const std::size_t i = lo + e * kThreads + threadIdx.x;
-    s1[e] = i < n ? native::bnb_momentum8_state(s, p[i], g[i], native::bnb_dequant(c1, q1[i], a1))
-                  : native::bnb_momentum8_padding(s, c1, a1);
-    m1 = native::f32_fmax(m1, native::f32_abs(s1[e]));
-  }
-  m1 = block_max(m1, red);
-  if (threadIdx.x == 0) absmax1[blockIdx.x] = m1;
+    for (int e = 0; e < E; ++e) {
+      const std::size_t i = lo + e * kThreads + threadIdx.x;
+      s1[e] = i < n ? native::bnb_momentum8_state(s, p[i], g[i], native::bnb_dequant(c1, q1[i], a1))
+                    : native::bnb_momentum8_padding(s, c1, a1);
+      m1 = fmaxf(m1, native::f32_abs(s1[e]));
+    }
+    m1 = block_max(m1, red);
+    if (threadIdx.x == 0) absmax1[qb] = m1;
 #pragma unroll
-  for (int e = 0; e < E; ++e) {
-    const std::size_t i = lo + e * kThreads + threadIdx.x;
-    if (i >= n) continue;
-    p[i] = native::bnb_momentum8_param(s, native::Storage::f32, p[i], s1[e]);
-    q1[i] = native::bnb_quant_signed(c1, s1[e], m1);
+    for (int e = 0; e < E; ++e) {
+      const std::size_t i = lo + e * kThreads + threadIdx.x;
+      if (i >= n) continue;
+      p[i] = native::bnb_momentum8_param(s, native::Storage::f32, p[i], s1[e]);
+      q1[i] = native::bnb_quant_signed(c1, mids1, s1[e], m1);
+    }
   }
 }
 
@@ -297,25 +311,27 @@ __global__ void k_stable_param(native::StableAdamWScalars s, float eta, float et
 
 // ---- split formats ------------------------------------------------------------------------------
 // One warp per group of 32 elements (w words): lane l owns element l. Fields are read from the
-// group's words (1-2 per lane); the new words are assembled by lane j < w with one shuffle per
-// bit position, so no word is written by two lanes.
+// group's words (1-2 per lane). Lane j < w assembles word j from the fields that overlap it
+// (elements floor(32j/w) .. floor((32j+31)/w), at most 32/w + 2 of them) by shuffles, so no word
+// is written by two lanes.
 __device__ void split_store_words(std::uint32_t* words, std::uint32_t field, int w) {
   const int lane = threadIdx.x & 31;
-  int e = 0, b = 0;
-  if (lane < w) {
-    e = (32 * lane) / w;
-    b = (32 * lane) % w;
-  }
-  std::uint32_t word = 0;
-  for (int t = 0; t < 32; ++t) {
-    const std::uint32_t src = __shfl_sync(0xFFFFFFFFu, field, e & 31);
-    word |= ((src >> b) & 1u) << t;
-    if (++b == w) {
-      b = 0;
-      ++e;
+  const int e0 = lane < w ? (32 * lane) / w : 0;
+  const int count = 32 / w + 2;
+  std::uint64_t acc = 0;
+  for (int c = 0; c < count; ++c) {
+    const int e = e0 + c;
+    const std::uint32_t v = __shfl_sync(0xFFFFFFFFu, field, e & 31);
+    const int shift = e * w - 32 * lane;  // element e's first bit, relative to word `lane`
+    if (lane < w && e < 32) {
+      if (shift < 0) {
+        acc |= static_cast<std::uint64_t>(v >> (-shift));
+      } else if (shift < 32) {
+        acc |= static_cast<std::uint64_t>(v) << shift;
+      }
     }
   }
-  if (lane < w) words[lane] = word;
+  if (lane < w) words[lane] = static_cast<std::uint32_t>(acc);
 }
 
 template <bool kAdam>
@@ -381,13 +397,14 @@ void bnb_adam8_step(const native::Bnb8Scalars& s, float* p, const float* g,
   if (!st.is_8bit) {
     k_bnb_adam32<<<grid_for(n, kThreads * 4), kThreads, 0, stream>>>(s, p, g, st.s1, st.s2, n);
   } else {
-    const unsigned blocks = static_cast<unsigned>((n + st.block - 1) / st.block);
+    const std::size_t nb = (n + st.block - 1) / st.block;
+    const unsigned blocks = static_cast<unsigned>(nb < kMaxCtas ? nb : kMaxCtas);
     if (st.block == 256) {
       k_bnb_adam8<1><<<blocks, kThreads, 0, stream>>>(s, p, g, st.q1, st.q2, st.absmax1, st.absmax2,
-                                                      n, device_codes());
+                                                      n, nb, device_codes());
     } else if (st.block == 2048) {
       k_bnb_adam8<8><<<blocks, kThreads, 0, stream>>>(s, p, g, st.q1, st.q2, st.absmax1, st.absmax2,
-                                                      n, device_codes());
+                                                      n, nb, device_codes());
     } else {
       throw InputError("bnb_adam8_step: block must be 256 or 2048");
     }
@@ -401,13 +418,14 @@ void bnb_momentum8_step(const native::Bnb8Scalars& s, float* p, const float* g,
   if (!st.is_8bit) {
     k_bnb_momentum32<<<grid_for(n, kThreads * 4), kThreads, 0, stream>>>(s, p, g, st.s1, n);
   } else {
-    const unsigned blocks = static_cast<unsigned>((n + st.block - 1) / st.block);
+    const std::size_t nb = (n + st.block - 1) / st.block;
+    const unsigned blocks = static_cast<unsigned>(nb < kMaxCtas ? nb : kMaxCtas);
     if (st.block == 256) {
       k_bnb_momentum8<1>
-          <<<blocks, kThreads, 0, stream>>>(s, p, g, st.q1, st.absmax1, n, device_codes());
+          <<<blocks, kThreads, 0, stream>>>(s, p, g, st.q1, st.absmax1, n, nb, device_codes());
     } else if (st.block == 2048) {
       k_bnb_momentum8<8>
-          <<<blocks, kThreads, 0, stream>>>(s, p, g, st.q1, st.absmax1, n, device_codes());
+          <<<blocks, kThreads, 0, stream>>>(s, p, g, st.q1, st.absmax1, n, nb, device_codes());
     } else {
       throw InputError("bnb_momentum8_step: block must be 256 or 2048");
     }

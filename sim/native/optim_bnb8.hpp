@@ -37,18 +37,40 @@ EXMY_HD float bnb_dequant(const float* code, std::uint8_t c, float absmax) {
   return rn_mul(code[c], absmax);
 }
 
+// Decision thresholds of a 256-entry ascending codebook: mids[k] = RN32(c_k + c_{k+1}) * 0.5f,
+// k = 0..254, the fp32 midpoints of bitsandbytes' search (sim/native/codebook_lookup.hpp).
+EXMY_HD float bnb_midpoint(const float* code, int k) {
+  return rn_mul(rn_add(code[k], code[k + 1]), 0.5f);
+}
+inline void bnb_midpoints(const float* code, float* mids) {
+  for (int k = 0; k < 255; ++k) mids[k] = bnb_midpoint(code, k);
+}
+
+// codebook_nearest(code, x, TieRule::even_index) with the thresholds precomputed: the number of
+// midpoints strictly below x (binary lifting, 8 probes; NaN compares false and gives 0), moved to
+// the even index when x is exactly a midpoint.
+EXMY_HD std::uint8_t bnb_nearest(const float* mids, float x) {
+  int lo = 0;
+  for (int step = 128; step > 0; step >>= 1) {
+    const int probe = lo + step - 1;
+    if (probe < 255 && mids[probe] < x) lo += step;
+  }
+  if (lo < 255 && mids[lo] == x && (lo & 1) != 0) ++lo;
+  return static_cast<std::uint8_t>(lo);
+}
+
 // Requantization of state 1 (signed map): nearest code of RN32(s / absmax), ties to the even
 // index (bitsandbytes' binary search), then the kernel's sign guard: if the chosen code's sign
 // bit differs from the state's, step one code toward the state's sign (uint8 arithmetic).
-EXMY_HD std::uint8_t bnb_quant_signed(const float* code, float s, float absmax) {
-  std::uint8_t c = codebook_nearest(code, rn_div(s, absmax), TieRule::even_index);
+EXMY_HD std::uint8_t bnb_quant_signed(const float* code, const float* mids, float s, float absmax) {
+  std::uint8_t c = bnb_nearest(mids, rn_div(s, absmax));
   if (f32_signbit(code[c]) != f32_signbit(s)) {
     c = static_cast<std::uint8_t>(s > 0.0f ? c + 1 : c - 1);
   }
   return c;
 }
-EXMY_HD std::uint8_t bnb_quant_unsigned(const float* code, float s, float absmax) {
-  return codebook_nearest(code, rn_div(s, absmax), TieRule::even_index);
+EXMY_HD std::uint8_t bnb_quant_unsigned(const float* mids, float s, float absmax) {
+  return bnb_nearest(mids, rn_div(s, absmax));
 }
 
 // ---- Adam / AdamW, 8-bit states ----------------------------------------------------------------

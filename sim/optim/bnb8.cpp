@@ -83,6 +83,9 @@ void bnb_adam8_step(const native::Bnb8Scalars& s, Storage st, std::span<float> p
   check(n, S.q1.size(), "state1");
   const float* c1 = dynamic_codebook(true).values.data();
   const float* c2 = dynamic_codebook(false).values.data();
+  float mids1[255], mids2[255];
+  native::bnb_midpoints(c1, mids1);
+  native::bnb_midpoints(c2, mids2);
   const std::size_t B = static_cast<std::size_t>(S.block);
   std::vector<float> s1(B), s2(B);
   std::vector<char> ok(B);
@@ -107,8 +110,8 @@ void bnb_adam8_step(const native::Bnb8Scalars& s, Storage st, std::span<float> p
     S.absmax2[b] = m2;
     for (std::size_t j = 0; j < cnt; ++j) {
       if (ok[j]) p[lo + j] = native::bnb_adam8_param(s, st, p[lo + j], s1[j], s2[j]);
-      S.q1[lo + j] = native::bnb_quant_signed(c1, s1[j], m1);
-      S.q2[lo + j] = native::bnb_quant_unsigned(c2, s2[j], m2);
+      S.q1[lo + j] = native::bnb_quant_signed(c1, mids1, s1[j], m1);
+      S.q2[lo + j] = native::bnb_quant_unsigned(mids2, s2[j], m2);
     }
   }
 }
@@ -124,6 +127,8 @@ void bnb_momentum8_step(const native::Bnb8Scalars& s, Storage st, std::span<floa
   }
   check(n, S.q1.size(), "state1");
   const float* c1 = dynamic_codebook(true).values.data();
+  float mids1[255];
+  native::bnb_midpoints(c1, mids1);
   const std::size_t B = static_cast<std::size_t>(S.block);
   std::vector<float> s1(B);
   for (std::size_t lo = 0, b = 0; lo < n; lo += B, ++b) {
@@ -140,7 +145,7 @@ void bnb_momentum8_step(const native::Bnb8Scalars& s, Storage st, std::span<floa
     S.absmax1[b] = m1;
     for (std::size_t j = 0; j < cnt; ++j) {
       p[lo + j] = native::bnb_momentum8_param(s, st, p[lo + j], s1[j]);
-      S.q1[lo + j] = native::bnb_quant_signed(c1, s1[j], m1);
+      S.q1[lo + j] = native::bnb_quant_signed(c1, mids1, s1[j], m1);
     }
   }
 }

@@ -50,12 +50,14 @@ TEST_CASE("8-bit requantization equals bitsandbytes' quantize_2D search", "[opti
     }
     for (float x : optim_test::normal_values(20000, 3, 0.3f))
       xs.push_back(std::clamp(x, -1.0f, 1.0f));
+    float mids[255];
+    native::bnb_midpoints(code, mids);
     std::size_t bad = 0;
     for (float x : xs) {
       if (!is_signed && x < 0.0f) continue;  // state 2 is never negative
       const int want = quantize_2d(code, x, is_signed);
-      const int got = codebook_nearest(code, x, TieRule::even_index);
-      bad += want != got;
+      bad += want != codebook_nearest(code, x, TieRule::even_index);
+      bad += want != native::bnb_nearest(mids, x);
     }
     INFO("signed=" << is_signed);
     CHECK(bad == 0);
@@ -64,13 +66,15 @@ TEST_CASE("8-bit requantization equals bitsandbytes' quantize_2D search", "[opti
 
 TEST_CASE("8-bit state: sign guard keeps the first moment's sign", "[optim][bnb8]") {
   const float* code = dynamic_codebook(true).values.data();
+  float mids[255];
+  native::bnb_midpoints(code, mids);
   // A tiny positive state rounds to the zero code (index 127, +0.0): same sign bit, kept.
-  CHECK(native::bnb_quant_signed(code, 1e-9f, 1.0f) == 127);
+  CHECK(native::bnb_quant_signed(code, mids, 1e-9f, 1.0f) == 127);
   // A tiny negative one rounds to +0.0 too; the guard steps to 126, the smallest negative code.
-  CHECK(native::bnb_quant_signed(code, -1e-9f, 1.0f) == 126);
+  CHECK(native::bnb_quant_signed(code, mids, -1e-9f, 1.0f) == 126);
   CHECK(code[126] < 0.0f);
   // -0.0 has the sign bit: it also moves to 126 (the kernel compares sign bits).
-  CHECK(native::bnb_quant_signed(code, -0.0f, 1.0f) == 126);
+  CHECK(native::bnb_quant_signed(code, mids, -0.0f, 1.0f) == 126);
 }
 
 TEST_CASE("8-bit Adam: zero gradients in a zero state stay zero (full and partial blocks)",
