@@ -3,7 +3,7 @@
 //
 // exmy quantize --scheme tensor|rowwise|colwise|block:B|mx --to int8|FORMAT|dynamic|...
 //               --in X.npy [--in-format bf16] --out Q.npy --state-out S.npy [--transpose]
-//               [--variant absmax|te|torchao] [--order div-mul|recip-mul|mul-recip]
+//               [--variant absmax|te|te-current|torchao] [--order div-mul|recip-mul|mul-recip]
 //               [--nan propagate|ignore] [--round MODE] [--seed N] [--margin M]
 //               [--prev-scale F] [--scale F] [--pow2-scale] [--fp16-clamp]
 //               [--norm recip-mul|div] [--tie even|lower|bnb-cpu]
@@ -26,9 +26,10 @@ namespace {
 
 constexpr const char* kQuantizeUsage =
     "usage: exmy quantize --scheme tensor|rowwise|colwise|block:B|mx --to TARGET --in X.npy "
-    "[--in-format bf16] --out Q.npy --state-out S.npy [--transpose] [--variant absmax|te|torchao] "
+    "[--in-format bf16] --out Q.npy --state-out S.npy [--transpose] [--variant "
+    "absmax|te|te-current|torchao] "
     "[--order div-mul|recip-mul|mul-recip] [--nan propagate|ignore] [--round MODE] [--seed N] "
-    "[--margin M] [--prev-scale F] [--scale F] [--pow2-scale] [--fp16-clamp] "
+    "[--margin M] [--prev-scale F] [--scale F] [--amax-epsilon F] [--pow2-scale] [--fp16-clamp] "
     "[--norm recip-mul|div] [--tie even|lower|bnb-cpu]";
 constexpr const char* kDequantizeUsage =
     "usage: exmy dequantize --scheme S --from TARGET --in Q.npy --state S.npy --out X.npy "
@@ -121,6 +122,8 @@ CliOptions parse(const Args& args, const std::string& target_flag, const std::st
       o.q.te_prev_scale = parse_float_arg(option_value(args, i), "--prev-scale");
     } else if (a == "--scale") {
       o.q.given_scale = parse_float_arg(option_value(args, i), "--scale");
+    } else if (a == "--amax-epsilon") {
+      o.q.te_amax_epsilon = parse_float_arg(option_value(args, i), "--amax-epsilon");
     } else if (a == "--pow2-scale") {
       o.q.pow2_scale = true;
     } else if (a == "--fp16-clamp") {

@@ -8,6 +8,8 @@
 //          finite; code = convert(RN32(x * s), satfinite); x^ = RN32(v * RN32(1 / s))
 //   torchao (float8 training): state s = scale;
 //          s = RN32(RN64(fmax / max(amax, 1e-12))) [switches: fp16 clamp, power-of-two];
+//   te_current (TransformerEngine 2.x current scaling): s = te_current_scale(amax); cast and
+//          dequantization as te
 //          code = convert(clamp(RN32(x * s), -fmax, fmax)); x^ = RN32(v / s)
 #pragma once
 
@@ -22,7 +24,12 @@
 
 namespace exmy::native {
 
-enum class CastVariant : std::uint8_t { absmax, te, torchao };
+enum class CastVariant : std::uint8_t {
+  absmax,      // SwitchBack float8cast
+  te,          // TransformerEngine _default_sf_compute (delayed-scaling formula)
+  torchao,     // torchao.float8
+  te_current,  // TransformerEngine 2.x current scaling (compute_scale_from_amax)
+};
 
 // The target format's largest finite value as fp32 (448 for e4m3fn, 57344 for e5m2). Formats
 // wider than fp32's range are not scaled-cast targets.
@@ -43,6 +50,20 @@ EXMY_HD float te_scale(float amax, float fmax, int margin, float prev_scale) {
   // 2^-margin as an exact fp32 power of two (margin in [-126, 126]).
   const float pow2 = float_of(static_cast<std::uint32_t>(127 + margin) << 23);
   return rn32_div(rn32_div(fmax, amax), pow2);
+}
+
+// TransformerEngine 2.x current scaling, recipe_common.cuh compute_scale_from_amax: amax below
+// `epsilon` (amax_epsilon, default 0) is raised to it; amax inf, NaN or 0 gives scale 1;
+// otherwise s = RN32(fmax / amax) (__fdiv_rn), an infinite s becomes FLT_MAX, and with `pow2`
+// (force_pow_2_scales) the mantissa bits are cleared (s is never subnormal here: that would need
+// amax > fmax * 2^126 > FLT_MAX for every FP8 format).
+EXMY_HD float te_current_scale(float amax, float fmax, bool pow2, float epsilon) {
+  if (amax < epsilon) amax = epsilon;
+  if (!is_finite32(amax) || amax == 0.0f) return 1.0f;
+  float s = rn32_div(fmax, amax);
+  if (!is_finite32(s)) s = float_of(0x7F7FFFFFu);  // FLT_MAX
+  if (pow2) s = float_of(bits_of(s) & 0xFF800000u);
+  return s;
 }
 
 // torchao.float8 amax_to_scale (torchao >= 0.8): amax is upcast to fp64, clamped to

@@ -124,6 +124,13 @@ Quantized quantize(const std::vector<float>& x, const std::vector<std::size_t>& 
       q.state[g] = given ? opt.given_scale
                          : native::te_scale(amax[g], fmax, opt.te_margin, opt.te_prev_scale);
     }
+  } else if (opt.variant == native::CastVariant::te_current) {
+    q.state.resize(amax.size());
+    for (std::size_t g = 0; g < amax.size(); ++g) {
+      q.state[g] =
+          given ? opt.given_scale
+                : native::te_current_scale(amax[g], fmax, opt.pow2_scale, opt.te_amax_epsilon);
+    }
   } else if (opt.variant == native::CastVariant::torchao) {
     q.state.resize(amax.size());
     for (std::size_t g = 0; g < amax.size(); ++g) {
@@ -169,6 +176,7 @@ Quantized quantize(const std::vector<float>& x, const std::vector<std::size_t>& 
             break;
           }
           case native::CastVariant::te:
+          case native::CastVariant::te_current:
           case native::CastVariant::torchao:
             e = native::scaled_cast_mul(t.fmt, xi, q.state[g], opt.mode, opt.sr_bits,
                                         cast_word(opt, i));
@@ -234,6 +242,7 @@ std::vector<float> dequantize(const Quantized& q, const Options& opt) {
           case native::CastVariant::absmax:
             v = native::dequant_absmax(cv, q.state[g], fmax);
             break;
+          case native::CastVariant::te_current:
           case native::CastVariant::te:
             v = native::dequant_te(cv, q.state[g]);
             break;

@@ -57,7 +57,8 @@ struct Options {
   int te_margin = 0;                 // te: scale = fmax / amax / 2^margin
   float te_prev_scale = 1.0f;        // te: scale kept when amax is 0 or not finite
   bool torchao_fp16_source = false;  // torchao <= 0.5 with fp16 sources: scale <= 65504
-  bool pow2_scale = false;           // torchao round_scales_to_power_of_2
+  bool pow2_scale = false;  // torchao round_scales_to_power_of_2, te_current force_pow_2_scales
+  float te_amax_epsilon = 0.0f;  // te_current amax_epsilon
   // te / torchao: use this scale for every group instead of the one computed from the amax
   // (delayed scaling: the scale of an earlier step). NaN = not given.
   float given_scale = __builtin_nanf("");

@@ -2,6 +2,7 @@
 // torchao variants, against an independent fp64 emulation of their fp32 op sequences and a
 // brute-force nearest-code search.
 #include <catch2/catch.hpp>
+#include <cfloat>
 #include <cmath>
 #include <cstdio>
 
@@ -45,13 +46,15 @@ TEST_CASE("scaled casts match the fp64 emulation + brute-force rounding", "[quan
       auto x = quant_test::random_floats(rng, 97, t == 5 ? 1e-30f : 1.0f);
       if (t == 4) x[3] = 0.0f;
       const double a = group_amax(x);
-      for (const auto v :
-           {native::CastVariant::absmax, native::CastVariant::te, native::CastVariant::torchao}) {
+      for (const auto v : {native::CastVariant::absmax, native::CastVariant::te,
+                           native::CastVariant::torchao, native::CastVariant::te_current}) {
         const Options o = cast_opts("tensor", fname, v);
         const Quantized q = quantize(x, {x.size()}, o);
         // The state.
         double s = a;
-        if (v == native::CastVariant::te) s = rn32(rn32(fmax / a) / 1.0);
+        if (v == native::CastVariant::te || v == native::CastVariant::te_current) {
+          s = rn32(rn32(fmax / a) / 1.0);
+        }
         if (v == native::CastVariant::torchao) s = rn32(fmax / std::max(a, 1e-12));
         INFO(fname << " variant " << static_cast<int>(v) << " t=" << t);
         CHECK(q.state[0] == static_cast<float>(s));
@@ -70,7 +73,7 @@ TEST_CASE("scaled casts match the fp64 emulation + brute-force rounding", "[quan
           double back;
           if (v == native::CastVariant::absmax)
             back = rn32(rn32(s * cv) * rn32(1.0 / fmax));
-          else if (v == native::CastVariant::te)
+          else if (v != native::CastVariant::torchao)
             back = rn32(cv * rn32(1.0 / s));
           else
             back = rn32(cv / s);
@@ -187,8 +190,8 @@ TEST_CASE("float scaled casts and MX: quantize -> dequantize error bound", "[qua
     const double fmax = native::to_double(f, f.max_code());
     const double qmin = std::ldexp(1.0, f.emin() - f.man_bits);  // subnormal quantum
     for (const char* scheme : {"tensor", "rowwise", "block:32", "mx"}) {
-      for (const auto v :
-           {native::CastVariant::absmax, native::CastVariant::te, native::CastVariant::torchao}) {
+      for (const auto v : {native::CastVariant::absmax, native::CastVariant::te,
+                           native::CastVariant::torchao, native::CastVariant::te_current}) {
         if (std::string(scheme) == "mx" && v != native::CastVariant::absmax) continue;
         const Options o = cast_opts(scheme, fname, v);
         const Quantized q = quantize(x, {8, 64}, o);
@@ -230,4 +233,22 @@ TEST_CASE("regression: a NaN from the scaling step casts to the positive NaN cod
   CHECK(q.codes[2] == 0x7E);
   CHECK(native::bits_of(native::rn32_mul(0.0f, INFINITY)) == 0x7FC00000u);
   CHECK(native::bits_of(native::rn32_div(-0.0f, 0.0f)) == 0x7FC00000u);
+}
+
+TEST_CASE("te-current (TransformerEngine 2.x compute_scale_from_amax) boundary table",
+          "[quant][fp8]") {
+  using native::te_current_scale;
+  CHECK(te_current_scale(0.0f, 448.0f, false, 0.0f) == 1.0f);
+  CHECK(te_current_scale(NAN, 448.0f, false, 0.0f) == 1.0f);
+  CHECK(te_current_scale(INFINITY, 448.0f, false, 0.0f) == 1.0f);
+  CHECK(te_current_scale(7.0f, 448.0f, false, 0.0f) == 64.0f);
+  CHECK(te_current_scale(3.0f, 448.0f, true, 0.0f) == 128.0f);      // 149.33 -> 2^7
+  CHECK(te_current_scale(1e-40f, 448.0f, false, 0.0f) == FLT_MAX);  // 448 / 1e-40 overflows
+  CHECK(te_current_scale(1e-40f, 448.0f, false, 1e-3f) == quant_test::rn32(448.0 / double(1e-3f)));
+  CHECK(te_current_scale(0.0f, 448.0f, false, 2.0f) == 224.0f);  // epsilon lifts a zero amax
+  // The tensor path: an all-zero tensor keeps scale 1 and casts to zeros.
+  const Quantized q =
+      quantize({0.0f, -0.0f}, {2}, cast_opts("tensor", "e4m3fn", native::CastVariant::te_current));
+  CHECK(q.state[0] == 1.0f);
+  CHECK(q.codes[1] == 0x80);
 }
