@@ -119,7 +119,7 @@ __device__ float block_max(float x, float* smem) {
 __device__ void load_code(const float* codes, float* c, float* mids) {
   c[threadIdx.x] = codes[threadIdx.x];
   __syncthreads();
-  if (threadIdx.x < 255) mids[threadIdx.x] = native::bnb_midpoint(c, threadIdx.x);
+  mids[threadIdx.x] = native::bnb_midpoint(c, threadIdx.x);
   __syncthreads();
 }
 
@@ -165,6 +165,93 @@ __global__ void __launch_bounds__(kThreads)
       if (ok[e]) p[i] = native::bnb_adam8_param(s, native::Storage::f32, p[i], s1[e], s2[e]);
       q1[i] = native::bnb_quant_signed(c1, mids1, s1[e], m1);
       q2[i] = native::bnb_quant_unsigned(mids2, s2[e], m2);
+    }
+  }
+}
+
+// B = 256: one warp per quantization block, 8 elements per lane (element lo + 32e + lane), so the
+// block maximum is a warp reduction and needs no CTA barrier. Same per-element calls as above.
+constexpr int kWarpE = 8;
+__device__ float warp_max(float x) {
+  for (int o = 16; o > 0; o >>= 1) x = fmaxf(x, __shfl_xor_sync(0xFFFFFFFFu, x, o));
+  return x;
+}
+
+__global__ void __launch_bounds__(kThreads)
+    k_bnb_adam8_warp(native::Bnb8Scalars s, float* p, const float* g, std::uint8_t* q1,
+                     std::uint8_t* q2, float* absmax1, float* absmax2, std::size_t n,
+                     std::size_t nblocks, const float* codes) {
+  __shared__ float c1[256], c2[256], mids1[256], mids2[256];
+  load_code(codes, c1, mids1);
+  load_code(codes + 256, c2, mids2);
+  const int lane = threadIdx.x & 31;
+  const std::size_t warps = static_cast<std::size_t>(gridDim.x) * (kThreads / 32);
+  for (std::size_t qb = (blockIdx.x * static_cast<std::size_t>(kThreads) + threadIdx.x) / 32;
+       qb < nblocks; qb += warps) {
+    const std::size_t lo = qb * 256;
+    const float a1 = absmax1[qb], a2 = absmax2[qb];
+    float s1[kWarpE], s2[kWarpE];
+    bool ok[kWarpE];
+    float m1 = -FLT_MAX, m2 = -FLT_MAX;
+#pragma unroll
+    for (int e = 0; e < kWarpE; ++e) {
+      const std::size_t i = lo + e * 32 + lane;
+      if (i < n) {
+        s1[e] = native::bnb_dequant(c1, q1[i], a1);
+        s2[e] = native::bnb_dequant(c2, q2[i], a2);
+        ok[e] = native::bnb_adam8_states(s, g[i], s1[e], s2[e]);
+      } else {
+        native::bnb_adam8_padding(s, c1, c2, a1, a2, s1[e], s2[e]);
+        ok[e] = false;
+      }
+      m1 = fmaxf(m1, native::f32_abs(s1[e]));
+      m2 = fmaxf(m2, native::f32_abs(s2[e]));
+    }
+    m1 = warp_max(m1);
+    m2 = warp_max(m2);
+    if (lane == 0) {
+      absmax1[qb] = m1;
+      absmax2[qb] = m2;
+    }
+#pragma unroll
+    for (int e = 0; e < kWarpE; ++e) {
+      const std::size_t i = lo + e * 32 + lane;
+      if (i >= n) continue;
+      if (ok[e]) p[i] = native::bnb_adam8_param(s, native::Storage::f32, p[i], s1[e], s2[e]);
+      q1[i] = native::bnb_quant_signed(c1, mids1, s1[e], m1);
+      q2[i] = native::bnb_quant_unsigned(mids2, s2[e], m2);
+    }
+  }
+}
+
+__global__ void __launch_bounds__(kThreads)
+    k_bnb_momentum8_warp(native::Bnb8Scalars s, float* p, const float* g, std::uint8_t* q1,
+                         float* absmax1, std::size_t n, std::size_t nblocks, const float* codes) {
+  __shared__ float c1[256], mids1[256];
+  load_code(codes, c1, mids1);
+  const int lane = threadIdx.x & 31;
+  const std::size_t warps = static_cast<std::size_t>(gridDim.x) * (kThreads / 32);
+  for (std::size_t qb = (blockIdx.x * static_cast<std::size_t>(kThreads) + threadIdx.x) / 32;
+       qb < nblocks; qb += warps) {
+    const std::size_t lo = qb * 256;
+    const float a1 = absmax1[qb];
+    float s1[kWarpE];
+    float m1 = -FLT_MAX;
+#pragma unroll
+    for (int e = 0; e < kWarpE; ++e) {
+      const std::size_t i = lo + e * 32 + lane;
+      s1[e] = i < n ? native::bnb_momentum8_state(s, p[i], g[i], native::bnb_dequant(c1, q1[i], a1))
+                    : native::bnb_momentum8_padding(s, c1, a1);
+      m1 = fmaxf(m1, native::f32_abs(s1[e]));
+    }
+    m1 = warp_max(m1);
+    if (lane == 0) absmax1[qb] = m1;
+#pragma unroll
+    for (int e = 0; e < kWarpE; ++e) {
+      const std::size_t i = lo + e * 32 + lane;
+      if (i >= n) continue;
+      p[i] = native::bnb_momentum8_param(s, native::Storage::f32, p[i], s1[e]);
+      q1[i] = native::bnb_quant_signed(c1, mids1, s1[e], m1);
     }
   }
 }
@@ -400,8 +487,10 @@ void bnb_adam8_step(const native::Bnb8Scalars& s, float* p, const float* g,
     const std::size_t nb = (n + st.block - 1) / st.block;
     const unsigned blocks = static_cast<unsigned>(nb < kMaxCtas ? nb : kMaxCtas);
     if (st.block == 256) {
-      k_bnb_adam8<1><<<blocks, kThreads, 0, stream>>>(s, p, g, st.q1, st.q2, st.absmax1, st.absmax2,
-                                                      n, nb, device_codes());
+      const std::size_t ctas = (nb + 7) / 8;
+      k_bnb_adam8_warp<<<static_cast<unsigned>(ctas < kMaxCtas ? ctas : kMaxCtas), kThreads, 0,
+                         stream>>>(s, p, g, st.q1, st.q2, st.absmax1, st.absmax2, n, nb,
+                                   device_codes());
     } else if (st.block == 2048) {
       k_bnb_adam8<8><<<blocks, kThreads, 0, stream>>>(s, p, g, st.q1, st.q2, st.absmax1, st.absmax2,
                                                       n, nb, device_codes());
@@ -421,8 +510,9 @@ void bnb_momentum8_step(const native::Bnb8Scalars& s, float* p, const float* g,
     const std::size_t nb = (n + st.block - 1) / st.block;
     const unsigned blocks = static_cast<unsigned>(nb < kMaxCtas ? nb : kMaxCtas);
     if (st.block == 256) {
-      k_bnb_momentum8<1>
-          <<<blocks, kThreads, 0, stream>>>(s, p, g, st.q1, st.absmax1, n, nb, device_codes());
+      const std::size_t ctas = (nb + 7) / 8;
+      k_bnb_momentum8_warp<<<static_cast<unsigned>(ctas < kMaxCtas ? ctas : kMaxCtas), kThreads, 0,
+                             stream>>>(s, p, g, st.q1, st.absmax1, n, nb, device_codes());
     } else if (st.block == 2048) {
       k_bnb_momentum8<8>
           <<<blocks, kThreads, 0, stream>>>(s, p, g, st.q1, st.absmax1, n, nb, device_codes());

@@ -38,24 +38,27 @@ EXMY_HD float bnb_dequant(const float* code, std::uint8_t c, float absmax) {
 }
 
 // Decision thresholds of a 256-entry ascending codebook: mids[k] = RN32(c_k + c_{k+1}) * 0.5f,
-// k = 0..254, the fp32 midpoints of bitsandbytes' search (sim/native/codebook_lookup.hpp).
+// k = 0..254, the fp32 midpoints of bitsandbytes' search (sim/native/codebook_lookup.hpp), and a
+// +inf sentinel mids[255] so that the search below needs no bounds check.
 EXMY_HD float bnb_midpoint(const float* code, int k) {
-  return rn_mul(rn_add(code[k], code[k + 1]), 0.5f);
+  return k < 255 ? rn_mul(rn_add(code[k], code[k + 1]), 0.5f) : f32_from_bits(0x7F800000u);
 }
-inline void bnb_midpoints(const float* code, float* mids) {
-  for (int k = 0; k < 255; ++k) mids[k] = bnb_midpoint(code, k);
+inline void bnb_midpoints(const float* code, float* mids256) {
+  for (int k = 0; k < 256; ++k) mids256[k] = bnb_midpoint(code, k);
 }
 
 // codebook_nearest(code, x, TieRule::even_index) with the thresholds precomputed: the number of
 // midpoints strictly below x (binary lifting, 8 probes; NaN compares false and gives 0), moved to
 // the even index when x is exactly a midpoint.
-EXMY_HD std::uint8_t bnb_nearest(const float* mids, float x) {
+EXMY_HD std::uint8_t bnb_nearest(const float* mids256, float x) {
   int lo = 0;
+#if defined(__CUDA_ARCH__)
+#pragma unroll
+#endif
   for (int step = 128; step > 0; step >>= 1) {
-    const int probe = lo + step - 1;
-    if (probe < 255 && mids[probe] < x) lo += step;
+    if (mids256[lo + step - 1] < x) lo += step;
   }
-  if (lo < 255 && mids[lo] == x && (lo & 1) != 0) ++lo;
+  if (lo < 255 && mids256[lo] == x && (lo & 1) != 0) ++lo;
   return static_cast<std::uint8_t>(lo);
 }
 

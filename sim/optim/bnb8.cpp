@@ -83,7 +83,7 @@ void bnb_adam8_step(const native::Bnb8Scalars& s, Storage st, std::span<float> p
   check(n, S.q1.size(), "state1");
   const float* c1 = dynamic_codebook(true).values.data();
   const float* c2 = dynamic_codebook(false).values.data();
-  float mids1[255], mids2[255];
+  float mids1[256], mids2[256];
   native::bnb_midpoints(c1, mids1);
   native::bnb_midpoints(c2, mids2);
   const std::size_t B = static_cast<std::size_t>(S.block);
@@ -127,7 +127,7 @@ void bnb_momentum8_step(const native::Bnb8Scalars& s, Storage st, std::span<floa
   }
   check(n, S.q1.size(), "state1");
   const float* c1 = dynamic_codebook(true).values.data();
-  float mids1[255];
+  float mids1[256];
   native::bnb_midpoints(c1, mids1);
   const std::size_t B = static_cast<std::size_t>(S.block);
   std::vector<float> s1(B);

@@ -50,7 +50,7 @@ TEST_CASE("8-bit requantization equals bitsandbytes' quantize_2D search", "[opti
     }
     for (float x : optim_test::normal_values(20000, 3, 0.3f))
       xs.push_back(std::clamp(x, -1.0f, 1.0f));
-    float mids[255];
+    float mids[256];
     native::bnb_midpoints(code, mids);
     std::size_t bad = 0;
     for (float x : xs) {
@@ -66,7 +66,7 @@ TEST_CASE("8-bit requantization equals bitsandbytes' quantize_2D search", "[opti
 
 TEST_CASE("8-bit state: sign guard keeps the first moment's sign", "[optim][bnb8]") {
   const float* code = dynamic_codebook(true).values.data();
-  float mids[255];
+  float mids[256];
   native::bnb_midpoints(code, mids);
   // A tiny positive state rounds to the zero code (index 127, +0.0): same sign bit, kept.
   CHECK(native::bnb_quant_signed(code, mids, 1e-9f, 1.0f) == 127);
