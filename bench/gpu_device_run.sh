@@ -39,13 +39,13 @@ for step in "$@"; do
       ;;
     tests)
       stamp tests
-      $B/tests/exmy_test_gpu 2>&1 | tail -40 | tee "$OUT/tests.log"
+      $B/tests/exmy_test_gpu > "$OUT/tests.log" 2>&1; grep -B3 -A12 "FAILED" "$OUT/tests.log" | head -120; tail -4 "$OUT/tests.log"
       stamp properties
       $B/properties/exmy_test_properties_gpu 2>&1 | tail -40 | tee "$OUT/properties.log"
       ;;
     bench)
       stamp bench
-      $B/bench/bench_gpu_quant --benchmark_repetitions=3 --benchmark_min_time=0.2s \
+      $B/bench/bench_gpu_quant --benchmark_repetitions=3 --benchmark_min_time=0.02s \
         --benchmark_out="$OUT/bench.json" --benchmark_out_format=json > "$OUT/bench.txt" 2>&1 ||
         tail -20 "$OUT/bench.txt"
       stamp torch
@@ -74,3 +74,6 @@ for step in "$@"; do
   esac
 done
 stamp done
+# At most 8 files come back: keep the summaries, pack the rest.
+cd "$OUT" && ls | grep -v -E '^(run.log|quant.md|bench.json|torch.json|tests.log|campaign-full.md|campaign-ci.md|logs.tgz)$' |
+  xargs -r tar czf logs-$(date +%H%M%S).tgz --remove-files 2>/dev/null

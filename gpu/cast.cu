@@ -49,6 +49,12 @@ struct InputTraits<CastInput::fp16> {
   static __device__ __forceinline__ std::uint32_t widen(std::uint32_t x) { return widen_fp16(x); }
 };
 
+// The generic path, one out-of-line call per element (see EXMY_GPU_COLD).
+__device__ __noinline__ std::uint32_t generic_convert(FloatFormat from, FloatFormat to, Rounding r,
+                                                      std::uint32_t x, std::uint32_t rand) {
+  return static_cast<std::uint32_t>(native::convert(from, to, r, x, rand).code);
+}
+
 // The code of one element.
 template <CastInput In, bool Fast>
 __device__ __forceinline__ std::uint32_t cast_one(const CastArgs& a, std::uint32_t x,
@@ -56,7 +62,7 @@ __device__ __forceinline__ std::uint32_t cast_one(const CastArgs& a, std::uint32
   if constexpr (Fast) {
     return fast_cast_fp32(a.plan, a.r, InputTraits<In>::widen(x), rand);
   } else {
-    return static_cast<std::uint32_t>(native::convert(a.from, a.to, a.r, x, rand).code);
+    return generic_convert(a.from, a.to, a.r, x, rand);
   }
 }
 
@@ -65,7 +71,7 @@ __device__ __forceinline__ float decode_one(const CastArgs& a, std::uint32_t cod
   if constexpr (Fast) {
     return fast_decode_fp32(a.plan, code);
   } else {
-    return native::to_float(a.to, code);
+    return cold_to_float(a.to, code);
   }
 }
 

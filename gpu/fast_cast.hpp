@@ -26,7 +26,29 @@
 #include "sim/native/hd.hpp"
 #include "sim/native/rounding.hpp"
 
+// Rare paths (special inputs, overflow, non-normal decodes) are out-of-line calls in device code:
+// inlined into a kernel's 16 unrolled elements they made it ~150 KB of code and the instruction
+// cache, not memory, bounded the throughput.
+#if defined(__CUDACC__)
+#define EXMY_GPU_COLD __host__ __device__ __noinline__
+#else
+#define EXMY_GPU_COLD inline
+#endif
+
 namespace exmy::gpu {
+
+// native::convert of an fp32 code, out of line.
+EXMY_GPU_COLD std::uint32_t cold_convert_fp32(FloatFormat to, Rounding r, std::uint32_t u,
+                                              std::uint32_t rand) {
+  constexpr FloatFormat kFp32 = formats::fp32;
+  return static_cast<std::uint32_t>(native::convert(kFp32, to, r, u, rand).code);
+}
+EXMY_GPU_COLD std::uint32_t cold_overflow(FloatFormat to, Rounding r, bool neg) {
+  return static_cast<std::uint32_t>(native::overflow_result(to, r, neg).code);
+}
+EXMY_GPU_COLD float cold_to_float(FloatFormat f, std::uint32_t c) {
+  return native::to_float(f, c);
+}
 
 // The format-dependent constants of the fast path, derived once on the host.
 struct FastCastPlan {
@@ -63,8 +85,7 @@ EXMY_HD std::uint32_t fast_cast_fp32(const FastCastPlan& p, const Rounding& r, s
                                      std::uint32_t rand) {
   const std::uint32_t a = u & 0x7FFFFFFFu;
   if (a == 0 || a >= 0x7F800000u) {  // zero, inf, NaN: the engine's own special-value rules
-    constexpr FloatFormat kFp32 = formats::fp32;
-    return static_cast<std::uint32_t>(native::convert(kFp32, p.f, r, u, rand).code);
+    return cold_convert_fp32(p.f, r, u, rand);
   }
   const bool neg = (u >> 31) != 0;
   const std::uint32_t e32 = a >> 23;
@@ -114,7 +135,7 @@ EXMY_HD std::uint32_t fast_cast_fp32(const FastCastPlan& p, const Rounding& r, s
   t += up ? 1u : 0u;
   const std::uint32_t sign = neg ? p.sign_bit : 0u;
   if (t == 0) return p.neg_zero ? sign : 0u;
-  if (t > p.max_code) return static_cast<std::uint32_t>(native::overflow_result(p.f, r, neg).code);
+  if (t > p.max_code) return cold_overflow(p.f, r, neg);
   return sign | t;
 }
 
@@ -123,7 +144,7 @@ EXMY_HD std::uint32_t fast_cast_fp32(const FastCastPlan& p, const Rounding& r, s
 // the engine.
 EXMY_HD float fast_decode_fp32(const FastCastPlan& p, std::uint32_t c) {
   const FloatFormat& f = p.f;
-  if (f.classify(c) != ValueClass::normal) return native::to_float(f, c);
+  if (f.classify(c) != ValueClass::normal) return cold_to_float(f, c);
   const std::uint32_t mag = c & static_cast<std::uint32_t>(f.magnitude_mask());
   const std::uint32_t sign = (c & p.sign_bit) != 0 ? 0x80000000u : 0u;
   return native::float_of(sign | ((mag << p.normal_shift) + p.rebias));

@@ -16,6 +16,7 @@
 
 #include "gpu/cuda_check.hpp"
 #include "gpu/fast_cast.hpp"
+#include "gpu/fast_int8.hpp"
 #include "gpu/quantize.hpp"
 #include "gpu/widen.hpp"
 #include "sim/common/error.hpp"
@@ -57,6 +58,10 @@ struct QArgs {
   int te_margin;
   float te_prev;
   bool fp16src;
+  bool pow2;     // torchao / te_current power-of-two scales
+  float te_eps;  // te_current amax epsilon
+  bool given;    // te / te_current / torchao: given_scale replaces the computed scale
+  float given_scale;
   native::NormOrder norm;
   TieRule tie;
   float cb[256];
@@ -111,13 +116,37 @@ __device__ __forceinline__ std::uint32_t abs_bits(float x, native::NanPolicy p) 
 
 // The per-group state (SEMANTICS 7; quant::quantize's state loop).
 __device__ __forceinline__ float state_of(const QArgs& a, float amax) {
-  if (a.kind == Kind::flt && a.variant == native::CastVariant::te) {
-    return native::te_scale(amax, a.fmax, a.te_margin, a.te_prev);
+  if (a.kind != Kind::flt) return amax;
+  switch (a.variant) {
+    case native::CastVariant::te:
+      return a.given ? a.given_scale : native::te_scale(amax, a.fmax, a.te_margin, a.te_prev);
+    case native::CastVariant::te_current:
+      return a.given ? a.given_scale : native::te_current_scale(amax, a.fmax, a.pow2, a.te_eps);
+    case native::CastVariant::torchao:
+      return a.given ? a.given_scale : native::torchao_scale(amax, a.fmax, a.fp16src, a.pow2);
+    default:
+      return amax;
   }
-  if (a.kind == Kind::flt && a.variant == native::CastVariant::torchao) {
-    return native::torchao_scale(amax, a.fmax, a.fp16src);
-  }
-  return amax;
+}
+
+// Out-of-line calls for the heavy native paths (see EXMY_GPU_COLD in gpu/fast_cast.hpp).
+__device__ __noinline__ std::uint8_t cold_mx_element(FloatFormat f, float x, std::uint8_t scale,
+                                                     RoundMode mode, int sr_bits,
+                                                     std::uint32_t rand) {
+  return static_cast<std::uint8_t>(native::mx_element(f, x, scale, mode, sr_bits, rand).code);
+}
+__device__ __noinline__ std::uint8_t cold_cast_fp32(FloatFormat f, float y, Rounding r,
+                                                    std::uint32_t rand) {
+  return static_cast<std::uint8_t>(native::cast_fp32(f, y, r, rand).code);
+}
+__device__ __noinline__ std::uint8_t cold_scaled_cast_mul(FloatFormat f, float x, float s,
+                                                          RoundMode mode, int sr_bits,
+                                                          std::uint32_t rand) {
+  return static_cast<std::uint8_t>(native::scaled_cast_mul(f, x, s, mode, sr_bits, rand).code);
+}
+__device__ __noinline__ float cold_mx_dequant(FloatFormat f, std::uint8_t code,
+                                              std::uint8_t scale) {
+  return native::mx_dequant(f, code, scale);
 }
 
 __device__ __forceinline__ std::uint32_t stream_of(const QArgs& a) {
@@ -125,45 +154,41 @@ __device__ __forceinline__ std::uint32_t stream_of(const QArgs& a) {
 }
 
 // The code of element i (flat input index) given its group's state; `word` is the element's
-// 32-bit Philox word of stream_of(a) (unused unless a.mode is sr). quant::quantize's loop body.
+// 32-bit Philox word of stream_of(a) (unused unless a.mode is sr). quant::quantize's loop body,
+// for the target kind K.
+template <Kind K>
 __device__ __forceinline__ std::uint8_t quant_one(const QArgs& a, const float* cb, float x,
                                                   float st, std::uint8_t mxs, std::uint32_t word) {
   const bool sr = a.mode == RoundMode::sr;
   const std::uint32_t rand = sr ? native::sr_word(word, a.sr_bits) : 0u;
-  switch (a.kind) {
-    case Kind::mx:
+  if constexpr (K == Kind::mx) {
+    return cold_mx_element(a.fmt, x, mxs, a.mode, a.sr_bits, rand);
+  } else if constexpr (K == Kind::int8) {
+    if (st == 0.0f) return 0;
+    if (int8_fast_mode(a.mode)) {
       return static_cast<std::uint8_t>(
-          native::mx_element(a.fmt, x, mxs, a.mode, a.sr_bits, rand).code);
-    case Kind::int8: {
-      if (st == 0.0f) return 0;
-      const Rounding r{a.mode, a.sr_bits};
-      return static_cast<std::uint8_t>(
-          native::round_to_int8(native::absmax_scale(x, st, 127.0f, a.order), r, rand).code);
+          fast_round_to_int8(native::absmax_scale(x, st, 127.0f, a.order), a.mode));
     }
-    case Kind::flt: {
-      const Rounding r{a.mode, a.sr_bits, Overflow::satfinite};
-      float y;
-      if (a.variant == native::CastVariant::absmax) {
-        y = st == 0.0f ? x : native::absmax_scale(x, st, a.fmax, a.order);
-      } else {
-        // scaled_cast_mul(fmt, x, s, ...) is cast_fp32(fmt, RN32(x * s), satfinite).
-        if (!a.fast) {
-          return static_cast<std::uint8_t>(
-              native::scaled_cast_mul(a.fmt, x, st, a.mode, a.sr_bits, rand).code);
-        }
-        y = native::rn32_mul(x, st);
-      }
-      if (a.fast)
-        return static_cast<std::uint8_t>(fast_cast_fp32(a.plan, r, native::bits_of(y), rand));
-      return static_cast<std::uint8_t>(native::cast_fp32(a.fmt, y, r, rand).code);
+    const Rounding r{a.mode, a.sr_bits};
+    return static_cast<std::uint8_t>(
+        native::round_to_int8(native::absmax_scale(x, st, 127.0f, a.order), r, rand).code);
+  } else if constexpr (K == Kind::flt) {
+    const Rounding r{a.mode, a.sr_bits, Overflow::satfinite};
+    float y;
+    if (a.variant == native::CastVariant::absmax) {
+      y = st == 0.0f ? x : native::absmax_scale(x, st, a.fmax, a.order);
+      if (!a.fast) return cold_cast_fp32(a.fmt, y, r, rand);
+    } else {
+      // native::scaled_cast_mul(fmt, x, s, ...) is cast_fp32(fmt, RN32(x * s), satfinite).
+      if (!a.fast) return cold_scaled_cast_mul(a.fmt, x, st, a.mode, a.sr_bits, rand);
+      y = native::rn32_mul(x, st);
     }
-    case Kind::codebook: {
-      const float nv = native::codebook_normalize(x, st, a.norm);
-      if (sr) return codebook_stochastic(cb, nv, uniform_from_word(word));
-      return codebook_nearest(cb, nv, a.tie);
-    }
+    return static_cast<std::uint8_t>(fast_cast_fp32(a.plan, r, native::bits_of(y), rand));
+  } else {
+    const float nv = native::codebook_normalize(x, st, a.norm);
+    if (sr) return codebook_stochastic(cb, nv, uniform_from_word(word));
+    return codebook_nearest(cb, nv, a.tie);
   }
-  return 0;
 }
 
 __device__ __forceinline__ void words_for_run(const QArgs& a, std::uint64_t base,
@@ -200,7 +225,7 @@ __device__ __forceinline__ void load_codebook(const QArgs& a, float* sm) {
 }
 
 // ---- single pass: contiguous groups of G = 16 * S elements, S = 2^k <= 256 threads ----
-template <CastInput In>
+template <CastInput In, Kind K>
 __global__ void __launch_bounds__(kThreads)
     fused_group_kernel(const void* __restrict__ x_, std::uint8_t* __restrict__ codes,
                        float* __restrict__ state, std::uint8_t* __restrict__ mx_scales, bool vec,
@@ -253,7 +278,7 @@ __global__ void __launch_bounds__(kThreads)
       std::uint8_t c[kRun];
 #pragma unroll
       for (int k = 0; k < kRun; ++k) {
-        c[k] = quant_one(a, cb, v[k], st, mxs, a.mode == RoundMode::sr ? w[k] : 0u);
+        c[k] = quant_one<K>(a, cb, v[k], st, mxs, a.mode == RoundMode::sr ? w[k] : 0u);
       }
       store_run(codes, base, a.n, vec, c);
     }
@@ -343,7 +368,7 @@ __device__ __forceinline__ std::uint64_t group_of_elem(const QArgs& a, std::uint
   return a.col ? i % a.cols : i / a.G;
 }
 
-template <CastInput In>
+template <CastInput In, Kind K>
 __global__ void __launch_bounds__(kThreads)
     element_kernel(const void* __restrict__ x_, std::uint8_t* __restrict__ codes,
                    const float* __restrict__ state, const std::uint8_t* __restrict__ mx_scales,
@@ -367,7 +392,7 @@ __global__ void __launch_bounds__(kThreads)
         const std::uint64_t g = group_of_elem(a, i);
         const float st = a.kind == Kind::mx ? 0.0f : state[g];
         const std::uint8_t mxs = a.kind == Kind::mx ? mx_scales[g] : 0;
-        c[k] = quant_one(a, cb, v[k], st, mxs, a.mode == RoundMode::sr ? w[k] : 0u);
+        c[k] = quant_one<K>(a, cb, v[k], st, mxs, a.mode == RoundMode::sr ? w[k] : 0u);
       }
     }
     store_run(codes, base, a.n, vec, c);
@@ -375,7 +400,7 @@ __global__ void __launch_bounds__(kThreads)
 }
 
 // Fused quantize + transpose: 32 x 32 tiles through shared memory; codes are cols x rows.
-template <CastInput In>
+template <CastInput In, Kind K>
 __global__ void __launch_bounds__(kThreads)
     transpose_kernel(const void* __restrict__ x_, std::uint8_t* __restrict__ codes,
                      const float* __restrict__ state, const std::uint8_t* __restrict__ mx_scales,
@@ -395,8 +420,8 @@ __global__ void __launch_bounds__(kThreads)
       const std::uint64_t g = group_of_elem(a, i);
       const std::uint32_t w =
           a.mode == RoundMode::sr ? native::philox_word(a.seed, stream_of(a), i) : 0u;
-      code = quant_one(a, cb, In_<In>::get(x[i]), a.kind == Kind::mx ? 0.0f : state[g],
-                       a.kind == Kind::mx ? mx_scales[g] : 0, w);
+      code = quant_one<K>(a, cb, In_<In>::get(x[i]), a.kind == Kind::mx ? 0.0f : state[g],
+                          a.kind == Kind::mx ? mx_scales[g] : 0, w);
     }
     tile[ty + 8 * k][tx] = code;
   }
@@ -421,19 +446,20 @@ __global__ void __launch_bounds__(kThreads)
     float v;
     switch (a.kind) {
       case Kind::mx:
-        v = native::mx_dequant(a.fmt, code, mx_scales[g]);
+        v = cold_mx_dequant(a.fmt, code, mx_scales[g]);
         break;
       case Kind::int8:
         v = native::dequant_absmax(static_cast<float>(static_cast<std::int8_t>(code)), state[g],
                                    127.0f);
         break;
       case Kind::flt: {
-        const float cv = a.fast ? fast_decode_fp32(a.plan, code) : native::to_float(a.fmt, code);
+        const float cv = a.fast ? fast_decode_fp32(a.plan, code) : cold_to_float(a.fmt, code);
         switch (a.variant) {
           case native::CastVariant::absmax:
             v = native::dequant_absmax(cv, state[g], a.fmax);
             break;
           case native::CastVariant::te:
+          case native::CastVariant::te_current:
             v = native::dequant_te(cv, state[g]);
             break;
           default:
@@ -512,6 +538,10 @@ QArgs make_args(std::size_t rows, std::size_t cols, const quant::Options& opt) {
   a.te_margin = opt.te_margin;
   a.te_prev = opt.te_prev_scale;
   a.fp16src = opt.torchao_fp16_source;
+  a.pow2 = opt.pow2_scale;
+  a.te_eps = opt.te_amax_epsilon;
+  a.given = opt.given_scale == opt.given_scale;  // not NaN
+  a.given_scale = opt.given_scale;
   a.norm = opt.norm;
   a.tie = opt.tie;
   if (opt.target.kind == TargetKind::codebook) {
@@ -560,14 +590,14 @@ void run_amax(const void* x, std::uint32_t* amax_bits, const QArgs& a, cudaStrea
   cuda_check_launch("absmax kernel launch");
 }
 
-template <CastInput In>
+template <CastInput In, Kind K>
 void run_quantize(const void* x, const QArgs& a, const quant::Options& opt, const QuantizedOut& o,
                   cudaStream_t s) {
   if (a.n == 0) return;
   const bool vec = aligned16(x) && aligned16(o.codes);
   const std::uint64_t tiles = (a.n + kTile - 1) / kTile;
   if (single_pass(a, opt)) {
-    fused_group_kernel<In>
+    fused_group_kernel<In, K>
         <<<blocks_for(tiles), kThreads, 0, s>>>(x, o.codes, o.state, o.mx_scales, vec, a);
     cuda_check_launch("quantize kernel launch");
     return;
@@ -586,13 +616,32 @@ void run_quantize(const void* x, const QArgs& a, const quant::Options& opt, cons
   if (a.transpose) {
     const dim3 grid(static_cast<unsigned>((a.cols + 31) / 32),
                     static_cast<unsigned>((a.rows + 31) / 32));
-    transpose_kernel<In><<<grid, kThreads, 0, s>>>(x, o.codes, o.state, o.mx_scales, a);
+    transpose_kernel<In, K><<<grid, kThreads, 0, s>>>(x, o.codes, o.state, o.mx_scales, a);
   } else {
-    element_kernel<In>
+    element_kernel<In, K>
         <<<blocks_for(tiles), kThreads, 0, s>>>(x, o.codes, o.state, o.mx_scales, vec, a);
   }
   cuda_check_launch("quantize kernel launch");
   if (scratch != nullptr) cuda_check(cudaFreeAsync(scratch, s), "cudaFreeAsync");
+}
+
+template <CastInput In>
+void run_kind(const void* x, const QArgs& a, const quant::Options& opt, const QuantizedOut& o,
+              cudaStream_t s) {
+  switch (a.kind) {
+    case Kind::int8:
+      run_quantize<In, Kind::int8>(x, a, opt, o, s);
+      break;
+    case Kind::flt:
+      run_quantize<In, Kind::flt>(x, a, opt, o, s);
+      break;
+    case Kind::codebook:
+      run_quantize<In, Kind::codebook>(x, a, opt, o, s);
+      break;
+    case Kind::mx:
+      run_quantize<In, Kind::mx>(x, a, opt, o, s);
+      break;
+  }
 }
 
 }  // namespace
@@ -611,13 +660,13 @@ void quantize(const void* x, CastInput in_type, std::size_t rows, std::size_t co
   const QArgs a = make_args(rows, cols, opt);
   switch (in_type) {
     case CastInput::fp32:
-      run_quantize<CastInput::fp32>(x, a, opt, out, stream);
+      run_kind<CastInput::fp32>(x, a, opt, out, stream);
       break;
     case CastInput::bf16:
-      run_quantize<CastInput::bf16>(x, a, opt, out, stream);
+      run_kind<CastInput::bf16>(x, a, opt, out, stream);
       break;
     case CastInput::fp16:
-      run_quantize<CastInput::fp16>(x, a, opt, out, stream);
+      run_kind<CastInput::fp16>(x, a, opt, out, stream);
       break;
   }
 }

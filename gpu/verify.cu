@@ -13,6 +13,7 @@
 #include "gpu/cast.hpp"
 #include "gpu/cast_reference.hpp"
 #include "gpu/cuda_check.hpp"
+#include "gpu/fast_int8.hpp"
 #include "gpu/hw_cast.hpp"
 #include "gpu/verify.hpp"
 #include "sim/common/error.hpp"
@@ -250,7 +251,31 @@ void report_progress(const CampaignCase& c, std::size_t k, std::size_t total) {
                static_cast<unsigned long long>(c.mismatches), c.seconds);
 }
 
+__global__ void int8_rounding_kernel(RoundMode mode, unsigned long long* mismatches) {
+  unsigned long long bad = 0;
+  const std::uint64_t stride = static_cast<std::uint64_t>(gridDim.x) * blockDim.x;
+  for (std::uint64_t u = static_cast<std::uint64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+       u < (std::uint64_t{1} << 32); u += stride) {
+    const float y = __uint_as_float(static_cast<std::uint32_t>(u));
+    const std::int8_t want = native::round_to_int8(y, Rounding{mode}).code;
+    if (fast_round_to_int8(y, mode) != want) ++bad;
+  }
+  if (bad != 0) atomicAdd(mismatches, bad);
+}
+
 }  // namespace
+
+std::uint64_t verify_int8_rounding_exhaustive(RoundMode mode) {
+  unsigned long long* d = nullptr;
+  cuda_check(cudaMalloc(&d, sizeof *d), "cudaMalloc");
+  cuda_check(cudaMemset(d, 0, sizeof *d), "cudaMemset");
+  int8_rounding_kernel<<<4096, 256>>>(mode, d);
+  cuda_check_launch("int8 rounding check launch");
+  unsigned long long h = 0;
+  cuda_check(cudaMemcpy(&h, d, sizeof h, cudaMemcpyDeviceToHost), "cudaMemcpy");
+  cudaFree(d);
+  return h;
+}
 
 std::string rounding_name(const Rounding& r) {
   static const char* const names[] = {"rne", "rna", "rtz", "rup", "rdn", "rto", "sr"};

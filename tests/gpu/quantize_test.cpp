@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "gpu/quantize.hpp"
+#include "gpu/verify.hpp"
 #include "sim/common/error.hpp"
 #include "sim/quant/quantize.hpp"
 #include "tests/gpu/gpu_test_util.hpp"
@@ -154,6 +155,30 @@ TEST_CASE("GPU absmax: all-zero groups, NaN policies, -0", "[gpu][quant]") {
       o.nan = nan;
       INFO(sch << " nan policy " << static_cast<int>(nan));
       REQUIRE(exmy::gpu::testing::compare_quantize(CastInput::fp32, xs, 4, 64, o) == "");
+    }
+  }
+}
+
+TEST_CASE("GPU int8 hardware-rounding fast path equals native::round_to_int8 for all 2^32 y",
+          "[gpu][quant]") {
+  for (RoundMode m : {RoundMode::rne, RoundMode::rtz, RoundMode::rup, RoundMode::rdn}) {
+    INFO("mode " << static_cast<int>(m));
+    REQUIRE(verify_int8_rounding_exhaustive(m) == 0);
+  }
+}
+
+TEST_CASE("GPU te_current, power-of-two and given scales equal the CPU reference", "[gpu][quant]") {
+  const auto xs = data(32 * 128, 9, true);
+  for (const char* sch : {"tensor", "rowwise", "block:64"}) {
+    for (auto variant : {native::CastVariant::te_current, native::CastVariant::torchao}) {
+      quant::Options o = options(sch, "e4m3fn");
+      o.variant = variant;
+      o.pow2_scale = true;
+      o.te_amax_epsilon = 1e-3f;
+      INFO(sch << " variant " << static_cast<int>(variant));
+      REQUIRE(exmy::gpu::testing::compare_quantize(CastInput::fp32, xs, 32, 128, o) == "");
+      o.given_scale = 3.5f;
+      REQUIRE(exmy::gpu::testing::compare_quantize(CastInput::fp32, xs, 32, 128, o) == "");
     }
   }
 }
