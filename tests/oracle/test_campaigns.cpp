@@ -11,6 +11,7 @@
 #include "sim/common/error.hpp"
 #include "sim/native/float_format.hpp"
 #include "sim/verify/campaign.hpp"
+#include "sim/verify/summary.hpp"
 
 using namespace exmy;
 
@@ -62,4 +63,25 @@ TEST_CASE("campaign (c): fp32 and fp64 boundary samples into every narrower pres
 
 TEST_CASE("unknown campaign names are an input error", "[oracle][campaign]") {
   CHECK_THROWS_AS(verify::run_campaigns("fp8", test_options(verify::Depth::ci)), InputError);
+}
+
+TEST_CASE("summaries report mismatches and interruption", "[oracle][campaign]") {
+  verify::Result r;
+  r.name = "bf16";
+  r.checks = 10;
+  r.mismatches = 1;
+  r.first.push_back(
+      {"convert", "bf16", "e4m3fn", "rne", 0x3f80, 0, {0x38, 0}, {0x39, 1}, "why \"x\""});
+  const std::string text = verify::summary_text({r});
+  CHECK(text.find("MISMATCH convert bf16 -> e4m3fn [rne] input 0x3f80") != std::string::npos);
+  CHECK(text.find("FAIL: 10 checks, 1 mismatches") != std::string::npos);
+  const std::string json = verify::summary_json({r});
+  CHECK(json.find("\"ok\": false") != std::string::npos);
+  CHECK(json.find("\"native\": {\"code\": \"0x38\", \"flags\": 0}") != std::string::npos);
+  CHECK(json.find("\"detail\": \"why \\\"x\\\"\"") != std::string::npos);
+  r.mismatches = 0;
+  r.first.clear();
+  r.interrupted = true;
+  CHECK(verify::summary_text({r}).find("(interrupted)") != std::string::npos);
+  CHECK(verify::summary_json({r}).find("\"ok\": false") != std::string::npos);
 }
