@@ -124,6 +124,18 @@ TEST_CASE("decimal text rounds once into every format and mode", "[oracle][text]
   CHECK(oracle::encode(formats::e4m3fn, {}, parsed).code == 0x7E);
 }
 
+// Hex-float text longer than 256 bits is held rounded to odd too: 1 + 2^-300 is above 1.
+TEST_CASE("hex-float text beyond 256 bits keeps its sticky bit", "[oracle][text]") {
+  const std::string text = "0x1." + std::string(74, '0') + "1p0";  // 1 + 2^-300
+  MpfrValue v;
+  CHECK_FALSE(oracle::parse_exact(text, v));
+  CHECK(mpfr_cmp_ui(v, 1) > 0);
+  CHECK(oracle::encode(formats::fp64, {RoundMode::rup, 0, Overflow::none}, v).code ==
+        0x3FF0000000000001ull);
+  CHECK(oracle::encode(formats::fp64, {}, v).code == 0x3FF0000000000000ull);
+  CHECK(oracle::encode(formats::fp64, {}, v).flags == flag::inexact);
+}
+
 TEST_CASE("exact parse reports exactness", "[oracle][text]") {
   MpfrValue v;
   CHECK(oracle::parse_exact("0.5", v));
