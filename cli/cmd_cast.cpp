@@ -210,8 +210,7 @@ struct InputCodes {
   std::vector<std::uint64_t> codes;
 };
 
-InputCodes read_input(const Options& o) {
-  const io::NpyArray a = io::read_npy(o.in);
+InputCodes read_input(const Options& o, const io::NpyArray& a) {
   if (a.fortran_order && a.shape.size() > 1) {
     throw InputError(o.in + ": Fortran-order arrays are not supported (expected C order)");
   }
@@ -309,7 +308,7 @@ int run_arrays(const Options& o, const Format& f) {
     throw InputError("codebook arrays support --round rne or sr:R only");
   }
   const io::NpyArray header = io::read_npy(o.in);
-  const InputCodes in = read_input(o);
+  const InputCodes in = read_input(o, header);
   const std::size_t n = in.codes.size();
   std::vector<std::uint64_t> codes(n);
   std::vector<float> values(o.decoded ? n : 0);

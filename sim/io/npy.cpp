@@ -5,7 +5,6 @@
 #include <cstdio>
 #include <cstring>
 #include <fstream>
-#include <iterator>
 #include <string_view>
 
 #include "sim/common/error.hpp"
@@ -97,10 +96,16 @@ std::size_t NpyArray::item_size() const {
 }
 
 NpyArray read_npy(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
+  std::ifstream in(path, std::ios::binary | std::ios::ate);
   if (!in) fail(path, "cannot open for reading (expected a .npy file)");
-  const std::vector<unsigned char> bytes((std::istreambuf_iterator<char>(in)),
-                                         std::istreambuf_iterator<char>());
+  const std::streamoff size = in.tellg();
+  if (size < 0) fail(path, "cannot read (expected a .npy file)");
+  std::vector<unsigned char> bytes(static_cast<std::size_t>(size));
+  in.seekg(0);
+  if (!bytes.empty() &&
+      !in.read(reinterpret_cast<char*>(bytes.data()), static_cast<std::streamsize>(size))) {
+    fail(path, "read error (expected a .npy file)");
+  }
   if (bytes.size() < kMagicLen + 4 || std::memcmp(bytes.data(), kMagic, kMagicLen) != 0) {
     fail(path, "not a .npy file (missing \\x93NUMPY magic)");
   }
