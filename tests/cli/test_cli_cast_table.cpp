@@ -148,6 +148,28 @@ TEST_CASE("table: every kind of format, one row per code", "[cli]") {
   CHECK(t.out.find("127\n") != std::string::npos);
 }
 
+TEST_CASE("table and cast on a user codebook table:PATH", "[cli]") {
+  std::filesystem::create_directories(kDir);
+  const std::string path = (kDir / "cb.npy").string();
+  std::vector<float> v(256);
+  for (int i = 0; i < 256; ++i) v[static_cast<std::size_t>(i)] = (i - 128) / 128.0f;
+  io::write_npy(path, io::make_npy(v));
+  const Run t = run_exmy("table table:" + path + " --json");
+  REQUIRE(t.rc == 0);
+  CHECK(t.out.find("{\"code\": 0, \"class\": \"normal\", \"value\": \"-0x1p+0\"}") !=
+        std::string::npos);
+  CHECK(t.out.find("{\"code\": 128, \"class\": \"zero\", \"value\": \"0x0p+0\"}") !=
+        std::string::npos);
+  // 1/256 is the exact midpoint of codes 128 and 129: the even code wins, or the lower one.
+  CHECK(run_exmy("cast table:" + path + " --json 0x1p-8").out.find("\"code\": 128") !=
+        std::string::npos);
+  CHECK(run_exmy("cast table:" + path + " --json 0x1.8p-7").out.find("\"code\": 130") !=
+        std::string::npos);
+  CHECK(run_exmy("cast table:" + path + " --tie lower --json 0x1.8p-7").out.find("\"code\": 129") !=
+        std::string::npos);
+  std::filesystem::remove_all(kDir);
+}
+
 TEST_CASE("every error path: exit code 2 and a one-line message naming the input", "[cli]") {
   struct Case {
     const char* args;
