@@ -7,6 +7,7 @@
 #include <cstdio>
 
 #include "sim/common/error.hpp"
+#include "sim/native/philox.hpp"
 #include "sim/quant/quantize.hpp"
 #include "tests/quant/quant_test_util.hpp"
 
@@ -253,6 +254,44 @@ TEST_CASE("fused quantize+transpose gives the transpose of the codes", "[quant][
   Options o = int8_opts("tensor", native::ScaleOrder::div_mul);
   o.transpose = true;
   CHECK_THROWS_AS(quantize(x, {rows * cols}, o), InputError);
+}
+
+TEST_CASE("sr random words follow the input index, also under --transpose", "[quant][int8][sr]") {
+  std::mt19937_64 rng(12);
+  const std::size_t rows = 7, cols = 9;
+  const auto x = quant_test::random_floats(rng, rows * cols);
+  Options o = int8_opts("rowwise", native::ScaleOrder::div_mul);
+  o.mode = RoundMode::sr;
+  o.sr_bits = 5;
+  o.seed = 31;
+  const Quantized plain = quantize(x, {rows, cols}, o);
+  o.transpose = true;
+  const Quantized t = quantize(x, {rows, cols}, o);
+  for (std::size_t r = 0; r < rows; ++r) {
+    for (std::size_t c = 0; c < cols; ++c) {
+      const std::size_t i = r * cols + c;
+      CHECK(t.codes[c * rows + r] == plain.codes[i]);
+      // The word itself: Philox(seed 31, stream 16, i), top 5 bits.
+      const std::uint32_t w = native::sr_word(native::philox_word(31, kStreamQuantCast, i), 5);
+      const float y = native::absmax_scale(x[i], plain.state[r], 127.0f, o.order);
+      CHECK(static_cast<std::int8_t>(plain.codes[i]) ==
+            native::round_to_int8(y, {RoundMode::sr, 5, Overflow::none}, w).code);
+    }
+  }
+}
+
+TEST_CASE("N-d tensors: rows are all leading dimensions", "[quant][int8]") {
+  std::mt19937_64 rng(13);
+  const auto x = quant_test::random_floats(rng, 2 * 3 * 5);
+  const Options o = int8_opts("rowwise", native::ScaleOrder::div_mul);
+  const Quantized a = quantize(x, {2, 3, 5}, o);
+  const Quantized b = quantize(x, {6, 5}, o);
+  CHECK(a.codes == b.codes);
+  CHECK(a.state == b.state);
+  CHECK(a.shape == std::vector<std::size_t>{2, 3, 5});
+  const Quantized s0 = quantize({-4.0f}, {}, o);  // 0-d: one element, one row
+  CHECK(s0.state == std::vector<float>{4.0f});
+  CHECK(static_cast<std::int8_t>(s0.codes[0]) == -127);
 }
 
 TEST_CASE("int8 quantize -> dequantize error bound", "[quant][int8]") {
