@@ -32,6 +32,11 @@ struct Format {
   std::shared_ptr<const Codebook> cb;  // kind == codebook
 
   int code_bits() const;
+  // Number of codes, 2^code_bits (codes are 0 .. code_count() - 1, ascending; 0 for 64-bit fp64,
+  // whose count does not fit).
+  std::uint64_t code_count() const {
+    return code_bits() >= 64 ? 0 : std::uint64_t{1} << code_bits();
+  }
   bool is_signed() const;
   bool has_nan() const;
   ValueClass classify(std::uint64_t code) const;
