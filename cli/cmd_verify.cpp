@@ -1,5 +1,6 @@
 // exmy verify: the native engine (and the host fast path) against the MPFR oracle.
-//   exmy verify [--campaign decode|bf16|fp16|fp32-sample|all] [--threads N] [--depth full|ci]
+//   exmy verify [--campaign decode|bf16|fp16|fp32-sample|fp32-top16|all] [--threads N] [--depth
+//   full|ci]
 //               [--json] [--quiet] [--device cpu|cuda]
 // Exit status: 0 all agree, 1 any mismatch, 130 interrupted (SIGINT), 2 bad arguments.
 #include <csignal>
@@ -103,8 +104,8 @@ int run_verify(const Args& args) {
 
 }  // namespace
 
-EXMY_COMMAND(
-    "verify", run_verify,
-    "native engine vs MPFR oracle campaigns (--campaign decode|bf16|fp16|fp32-sample|all)");
+EXMY_COMMAND("verify", run_verify,
+             "native engine vs MPFR oracle campaigns (--campaign "
+             "decode|bf16|fp16|fp32-sample|fp32-top16|all)");
 
 }  // namespace exmy::cli

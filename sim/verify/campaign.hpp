@@ -69,8 +69,11 @@ std::vector<FloatFormat> sweep_formats_16bit();
 Result run_exhaustive16(const FloatFormat& input, const std::string& name, const Options& o);
 // (c) Boundary x pattern samples of fp32 and fp64 inputs into every narrower preset.
 Result run_sample(const Options& o);
+// (d) fp32 inputs with every top half and nonzero low halves into every <= 8-bit preset in the
+// deterministic modes: with (b) bf16, equivalent to all 2^32 fp32 inputs (campaign_fp32_top16.cpp).
+Result run_fp32_top16(const Options& o);
 
-// The campaigns by name: decode, bf16, fp16, fp32-sample; "all" runs every one.
+// The campaigns by name: decode, bf16, fp16, fp32-sample, fp32-top16; "all" runs every one.
 std::vector<std::string> campaign_names();
 std::vector<Result> run_campaigns(const std::string& which, const Options& o);
 

@@ -93,7 +93,7 @@ std::string describe(const Mismatch& m) {
 }
 
 std::vector<std::string> campaign_names() {
-  return {"decode", "bf16", "fp16", "fp32-sample"};
+  return {"decode", "bf16", "fp16", "fp32-sample", "fp32-top16"};
 }
 
 std::vector<Result> run_campaigns(const std::string& which, const Options& o) {
@@ -103,7 +103,7 @@ std::vector<Result> run_campaigns(const std::string& which, const Options& o) {
   for (const auto& n : campaign_names()) known = known || n == which;
   if (!known) {
     throw InputError("unknown campaign '" + which +
-                     "' (expected decode, bf16, fp16, fp32-sample or all)");
+                     "' (expected decode, bf16, fp16, fp32-sample, fp32-top16 or all)");
   }
   if (all || which == "decode") out.push_back(run_decode(o));
   if (stop_requested()) return out;
@@ -112,6 +112,8 @@ std::vector<Result> run_campaigns(const std::string& which, const Options& o) {
   if (all || which == "fp16") out.push_back(run_exhaustive16(formats::fp16, "fp16", o));
   if (stop_requested()) return out;
   if (all || which == "fp32-sample") out.push_back(run_sample(o));
+  if (stop_requested()) return out;
+  if (all || which == "fp32-top16") out.push_back(run_fp32_top16(o));
   return out;
 }
 

@@ -4,7 +4,8 @@
 //       deterministic mode x every overflow policy; sr:1/3/8/32 with a Philox and an all-ones
 //       word; sr:8 under satfinite/sat). `exmy verify` runs Depth::full (all words of sr:1..3,
 //       nine R values, four words each);
-//   (c) boundary x pattern fp32/fp64 samples at Depth::ci.
+//   (c) boundary x pattern fp32/fp64 samples at Depth::ci;
+//   (d) fp32 top halves x low half 0x0001 in the deterministic modes (Depth::ci).
 // Measured on 2 busy cores: (a) ~14 core-seconds, (b) ~9, (c) ~3.
 #include <catch2/catch.hpp>
 
@@ -59,6 +60,13 @@ TEST_CASE("campaign (c): fp32 and fp64 boundary samples into every narrower pres
   CHECK(r.by_input_class[static_cast<int>(ValueClass::inf)] > 0);
   CHECK(r.by_outcome[static_cast<int>(verify::Outcome::overflow)] > 0);
   CHECK(r.by_outcome[static_cast<int>(verify::Outcome::underflow)] > 0);
+}
+
+TEST_CASE("campaign (d): fp32 top halves with a sticky low half, deterministic modes",
+          "[oracle][campaign]") {
+  const auto r = verify::run_fp32_top16(test_options(verify::Depth::ci));
+  require_clean(r, 11 * 18 * 65536);  // one convert check per input, plus the table checks
+  CHECK(r.configurations == 11 * 18);
 }
 
 TEST_CASE("unknown campaign names are an input error", "[oracle][campaign]") {
