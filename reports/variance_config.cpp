@@ -41,7 +41,7 @@ std::vector<VarScheme> all_schemes() {
   s.push_back(
       {"e5m2_tensor_sr", SchemeKind::fp8_absmax, formats::e5m2, false, false, RoundMode::sr, R});
   for (int m = 3; m <= 7; ++m) {
-    s.push_back({"e8m" + std::to_string(m) + "_mask", SchemeKind::elementwise, e8m(m), false, false,
+    s.push_back({"e8m" + std::to_string(m) + "_mask", SchemeKind::mask, e8m(m), false, false,
                  RoundMode::rtz, 0});
   }
   for (int m : {3, 5}) {

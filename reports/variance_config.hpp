@@ -22,7 +22,8 @@ const char* dist_name(InputDist d);
 enum class SchemeKind : std::uint8_t {
   int8_absmax,  // SwitchBack int8: round(127 x / absmax), per row or per tensor
   fp8_absmax,   // SwitchBack float8cast: cast(fmax x / absmax), per row or per tensor
-  elementwise,  // no scaling: one conversion fp32 -> ExMy (masking = rtz)
+  elementwise,  // no scaling: one conversion fp32 -> ExMy (rne or sr)
+  mask,         // no scaling: seed 003 masking (sim/native/mask.hpp; E = 8, clamp, min)
 };
 
 struct VarScheme {

@@ -5,6 +5,7 @@
 #include "reports/exact_dot.hpp"
 #include "reports/random_normal.hpp"
 #include "sim/native/convert.hpp"
+#include "sim/native/mask.hpp"
 #include "sim/native/philox.hpp"
 #include "sim/quant/quantize.hpp"
 
@@ -59,6 +60,15 @@ void draw_operand(std::uint64_t seed, InputDist dist, int di, int kidx, int oper
 // x^ for one operand under one scheme.
 void quantize_operand(const VarScheme& s, bool rowwise, std::uint64_t sr_seed, int rows, int k,
                       const std::vector<float>& x, std::vector<float>& xhat) {
+  if (s.kind == SchemeKind::mask) {
+    // Seed 003 thresholds to the ExMy limits and bit-masks the mantissa (SEMANTICS 2.1).
+    xhat.resize(x.size());
+    for (std::size_t i = 0; i < x.size(); ++i) {
+      xhat[i] = native::float_of(mask_fp32(native::bits_of(x[i]), s.fmt.exp_bits, s.fmt.man_bits,
+                                           MaskOuter::clamp, MaskInner::min));
+    }
+    return;
+  }
   if (s.kind == SchemeKind::elementwise) {
     xhat.resize(x.size());
     const Rounding r{s.mode, s.sr_bits, Overflow::none};
@@ -90,7 +100,7 @@ void quantize_operand(const VarScheme& s, bool rowwise, std::uint64_t sr_seed, i
 
 struct SchemeTrial {
   std::vector<double> d;  // rows^2 errors
-  double sum_eu2 = 0, sum_ev2 = 0, sum_eu = 0;
+  double sum_eu2 = 0, sum_ev2 = 0, sum_eu = 0, sum_ev = 0, sum_euu = 0, sum_evv = 0;
 };
 struct Trial {
   std::vector<double> uv;  // rows^2 exact <u, v>, rounded once
@@ -143,10 +153,13 @@ Trial run_trial(const VarianceConfig& cfg, std::uint64_t seed, int di, int kidx,
       const double e = static_cast<double>(uh[i]) - u[i];
       st.sum_eu2 += e * e;
       st.sum_eu += e;
+      st.sum_euu += e * u[i];
     }
     for (std::size_t i = 0; i < v.size(); ++i) {
       const double e = static_cast<double>(vh[i]) - v[i];
       st.sum_ev2 += e * e;
+      st.sum_ev += e;
+      st.sum_evv += e * v[i];
     }
     t.schemes.push_back(std::move(st));
   }
@@ -212,12 +225,15 @@ VarianceResults run_variance_experiment(const ReportContext& ctx, const Variance
         c.scheme = static_cast<int>(si);
         c.k = k;
         c.samples = static_cast<long long>(n_d);
-        double md = 0, eu2 = 0, ev2 = 0, eu = 0;
+        double md = 0, eu2 = 0, ev2 = 0, eu = 0, ev = 0, euu = 0, evv = 0;
         for (const auto& t : trials) {
           for (double x : t.schemes[si].d) md += x;
           eu2 += t.schemes[si].sum_eu2;
           ev2 += t.schemes[si].sum_ev2;
           eu += t.schemes[si].sum_eu;
+          ev += t.schemes[si].sum_ev;
+          euu += t.schemes[si].sum_euu;
+          evv += t.schemes[si].sum_evv;
         }
         md /= n_d;
         double vd = 0;
@@ -232,8 +248,14 @@ VarianceResults run_variance_experiment(const ReportContext& ctx, const Variance
         c.sigma_qu2 = eu2 / n_elem;
         c.sigma_qv2 = ev2 / n_elem;
         c.mean_qu = eu / n_elem;
+        c.mean_qv = ev / n_elem;
+        c.cov_qu = euu / n_elem;
+        c.cov_qv = evv / n_elem;
         c.predicted =
             k * (c.sigma_qu2 * c.sigma_v2 + c.sigma_qv2 * c.sigma_u2 + c.sigma_qu2 * c.sigma_qv2);
+        c.predicted_corr = c.predicted + k * (2 * c.cov_qu * c.cov_qv + 2 * c.sigma_qu2 * c.cov_qv +
+                                              2 * c.sigma_qv2 * c.cov_qu -
+                                              (c.mean_qu * c.mean_qv) * (c.mean_qu * c.mean_qv));
         res.cells.push_back(c);
       }
     }

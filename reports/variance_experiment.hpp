@@ -25,10 +25,19 @@ struct VarianceCell {
   double sigma_qu2 = 0;  // mean (u^_i - u_i)^2: the per-element quantization error variance
   double sigma_qv2 = 0;
   double mean_qu = 0;  // mean (u^_i - u_i): bias of the element error
+  double mean_qv = 0;
+  double cov_qu = 0;  // mean (u^_i - u_i) u_i: error-input correlation (0 in eq. 12)
+  double cov_qv = 0;
   // k (s_qu^2 s_v^2 + s_qv^2 s_u^2 + s_qu^2 s_qv^2): appendix D's eq. 12 with the two operands'
   // error variances kept apart; with s_qu = s_qv = s_q it is the paper's k s_q^2 (s_u^2 + s_v^2
   // + s_q^2).
   double predicted = 0;
+  // The same expectation without eq. 12's assumption that errors are uncorrelated with their
+  // inputs (still independent across elements and operands): per element
+  //   E[(e v + x u + e x)^2] - E[e x]^2 = s_qu^2 s_v^2 + s_qv^2 s_u^2 + s_qu^2 s_qv^2
+  //     + 2 c_u c_v + 2 s_qu^2 c_v + 2 s_qv^2 c_u - (m_u m_v)^2,
+  // c = E[e u] (cov_q*), m = E[e] (mean_q*); times k.
+  double predicted_corr = 0;
 };
 
 struct VarianceResults {
