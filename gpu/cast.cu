@@ -49,9 +49,10 @@ struct InputTraits<CastInput::fp16> {
   static __device__ __forceinline__ std::uint32_t widen(std::uint32_t x) { return widen_fp16(x); }
 };
 
-// The generic path, one out-of-line call per element (see EXMY_GPU_COLD).
-__device__ __noinline__ std::uint32_t generic_convert(FloatFormat from, FloatFormat to, Rounding r,
-                                                      std::uint32_t x, std::uint32_t rand) {
+// The generic path: the native engine with the runtime descriptor.
+__device__ __forceinline__ std::uint32_t generic_convert(FloatFormat from, FloatFormat to,
+                                                         Rounding r, std::uint32_t x,
+                                                         std::uint32_t rand) {
   return static_cast<std::uint32_t>(native::convert(from, to, r, x, rand).code);
 }
 
@@ -71,7 +72,7 @@ __device__ __forceinline__ float decode_one(const CastArgs& a, std::uint32_t cod
   if constexpr (Fast) {
     return fast_decode_fp32(a.plan, code);
   } else {
-    return cold_to_float(a.to, code);
+    return native::to_float(a.to, code);
   }
 }
 
@@ -179,7 +180,7 @@ bool use_fast(const CastParams& p) {
 CastArgs make_args(const CastParams& p, CastInput in_type, bool vector_ok) {
   CastArgs a{};
   const bool fast = use_fast(p);
-  a.plan = fast ? make_fast_cast_plan(p.to) : FastCastPlan{};
+  a.plan = fast ? make_fast_cast_plan(p.to, p.rounding) : FastCastPlan{};
   a.from = in_type == CastInput::fp32   ? formats::fp32
            : in_type == CastInput::bf16 ? formats::bf16
                                         : formats::fp16;

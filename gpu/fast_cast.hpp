@@ -26,31 +26,12 @@
 #include "sim/native/hd.hpp"
 #include "sim/native/rounding.hpp"
 
-// Rare paths (special inputs, overflow, non-normal decodes) are out-of-line calls in device code:
-// inlined into a kernel's 16 unrolled elements they made it ~150 KB of code and the instruction
-// cache, not memory, bounded the throughput.
-#if defined(__CUDACC__)
-#define EXMY_GPU_COLD __host__ __device__ __noinline__
-#else
-#define EXMY_GPU_COLD inline
-#endif
-
 namespace exmy::gpu {
 
-// native::convert of an fp32 code, out of line.
-EXMY_GPU_COLD std::uint32_t cold_convert_fp32(FloatFormat to, Rounding r, std::uint32_t u,
-                                              std::uint32_t rand) {
-  constexpr FloatFormat kFp32 = formats::fp32;
-  return static_cast<std::uint32_t>(native::convert(kFp32, to, r, u, rand).code);
-}
-EXMY_GPU_COLD std::uint32_t cold_overflow(FloatFormat to, Rounding r, bool neg) {
-  return static_cast<std::uint32_t>(native::overflow_result(to, r, neg).code);
-}
-EXMY_GPU_COLD float cold_to_float(FloatFormat f, std::uint32_t c) {
-  return native::to_float(f, c);
-}
-
-// The format-dependent constants of the fast path, derived once on the host.
+// The constants of the fast path for one format and rounding, derived once on the host. The
+// results of special inputs and of overflow depend only on the sign (and the rounding), so they
+// are taken from the native engine here, on the host, instead of being recomputed per element:
+// that keeps the device hot path to a few integer operations with no calls.
 struct FastCastPlan {
   FloatFormat f;
   int normal_shift = 0;        // d in the normal range: 23 - M
@@ -59,6 +40,10 @@ struct FastCastPlan {
   std::uint32_t max_code = 0;  // largest finite magnitude code
   std::uint32_t sign_bit = 0;  // f's sign bit
   bool neg_zero = false;       // f has a negative zero
+  int sub_shift = 0;           // emin - M + 149: a subnormal code's fp32 subnormal shift
+  // native::convert(fp32 -> f, r) of +-0, +-inf, +-NaN, and native::overflow_result(f, r, +-):
+  // index 0 positive, 1 negative.
+  std::uint32_t zero[2] = {0, 0}, inf[2] = {0, 0}, nan[2] = {0, 0}, overflow[2] = {0, 0};
 };
 
 // Signed, subnormals, 1 <= M <= 22 (at most 16 bits in all), emin >= -126 (so every fp32
@@ -68,7 +53,8 @@ EXMY_HD constexpr bool fast_cast_supported(const FloatFormat& f) {
          f.emin() >= -126 && f.emax() <= 127;
 }
 
-constexpr FastCastPlan make_fast_cast_plan(const FloatFormat& f) {
+// The plan of format f under rounding r (the rounding the plan is then used with).
+inline FastCastPlan make_fast_cast_plan(const FloatFormat& f, const Rounding& r) {
   FastCastPlan p;
   p.f = f;
   p.normal_shift = 23 - f.man_bits;
@@ -77,17 +63,28 @@ constexpr FastCastPlan make_fast_cast_plan(const FloatFormat& f) {
   p.max_code = static_cast<std::uint32_t>(f.max_code());
   p.sign_bit = static_cast<std::uint32_t>(f.sign_bit());
   p.neg_zero = f.has_neg_zero();
+  p.sub_shift = f.emin() - f.man_bits + 149;
+  for (int s = 0; s < 2; ++s) {
+    const std::uint32_t sign = s ? 0x80000000u : 0u;
+    const auto conv = [&](std::uint32_t u) {
+      return static_cast<std::uint32_t>(native::convert(formats::fp32, f, r, u).code);
+    };
+    p.zero[s] = conv(sign);
+    p.inf[s] = conv(sign | 0x7F800000u);
+    p.nan[s] = conv(sign | 0x7FC00000u);
+    p.overflow[s] = static_cast<std::uint32_t>(native::overflow_result(f, r, s != 0).code);
+  }
   return p;
 }
 
-// The code of fp32 `u` in p.f; `rand` holds the R random bits of sr:R in its low bits.
+// The code of fp32 `u` in p.f under r (the plan's rounding); `rand` holds the R random bits of
+// sr:R in its low bits.
 EXMY_HD std::uint32_t fast_cast_fp32(const FastCastPlan& p, const Rounding& r, std::uint32_t u,
                                      std::uint32_t rand) {
   const std::uint32_t a = u & 0x7FFFFFFFu;
-  if (a == 0 || a >= 0x7F800000u) {  // zero, inf, NaN: the engine's own special-value rules
-    return cold_convert_fp32(p.f, r, u, rand);
-  }
   const bool neg = (u >> 31) != 0;
+  if (a == 0) return p.zero[neg];
+  if (a >= 0x7F800000u) return a == 0x7F800000u ? p.inf[neg] : p.nan[neg];
   const std::uint32_t e32 = a >> 23;
   std::uint32_t x;
   int d;
@@ -135,19 +132,38 @@ EXMY_HD std::uint32_t fast_cast_fp32(const FastCastPlan& p, const Rounding& r, s
   t += up ? 1u : 0u;
   const std::uint32_t sign = neg ? p.sign_bit : 0u;
   if (t == 0) return p.neg_zero ? sign : 0u;
-  if (t > p.max_code) return cold_overflow(p.f, r, neg);
+  if (t > p.max_code) return p.overflow[neg];
   return sign | t;
 }
 
-// The fp32 value of code c of p.f, equal to native::to_float(p.f, c): normal codes are rebuilt
-// by moving the fields (exact, since f's range lies inside fp32's); the other classes go through
-// the engine.
+// The fp32 value of code c of p.f, equal to native::to_float(p.f, c) (checked for every code of
+// every fast preset in tests/gpu). Every value of f is an fp32 value (range inside fp32's), so
+// decoding is moving fields: normal codes rebias the exponent; subnormal m * 2^(emin - M) is
+// normalised by its top bit, or becomes the fp32 subnormal m << (emin - M + 149); NaN gives the
+// fp32 canonical NaN with the code's sign, as native::convert does.
 EXMY_HD float fast_decode_fp32(const FastCastPlan& p, std::uint32_t c) {
   const FloatFormat& f = p.f;
-  if (f.classify(c) != ValueClass::normal) return cold_to_float(f, c);
-  const std::uint32_t mag = c & static_cast<std::uint32_t>(f.magnitude_mask());
   const std::uint32_t sign = (c & p.sign_bit) != 0 ? 0x80000000u : 0u;
-  return native::float_of(sign | ((mag << p.normal_shift) + p.rebias));
+  const std::uint32_t mag = c & static_cast<std::uint32_t>(f.magnitude_mask());
+  switch (f.classify(c)) {
+    case ValueClass::normal:
+      return native::float_of(sign | ((mag << p.normal_shift) + p.rebias));
+    case ValueClass::zero:
+      return native::float_of(sign);
+    case ValueClass::inf:
+      return native::float_of(sign | 0x7F800000u);
+    case ValueClass::nan:
+      return native::float_of(sign | 0x7FC00000u);
+    default:
+      break;
+  }
+  const int top = 63 - native::clz64(mag);  // subnormal: mag is the mantissa m, top < M
+  const int e = top + static_cast<int>(p.e0) - f.man_bits;  // fp32 biased exponent of m*2^(emin-M)
+  if (e >= 1) {
+    return native::float_of(sign | (static_cast<std::uint32_t>(e) << 23) |
+                            ((mag << (23 - top)) & 0x007FFFFFu));
+  }
+  return native::float_of(sign | (mag << p.sub_shift));
 }
 
 }  // namespace exmy::gpu

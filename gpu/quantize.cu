@@ -129,23 +129,23 @@ __device__ __forceinline__ float state_of(const QArgs& a, float amax) {
   }
 }
 
-// Out-of-line calls for the heavy native paths (see EXMY_GPU_COLD in gpu/fast_cast.hpp).
-__device__ __noinline__ std::uint8_t cold_mx_element(FloatFormat f, float x, std::uint8_t scale,
-                                                     RoundMode mode, int sr_bits,
-                                                     std::uint32_t rand) {
+// The heavy native paths, by name (mx elements, generic casts).
+__device__ __forceinline__ std::uint8_t cold_mx_element(FloatFormat f, float x, std::uint8_t scale,
+                                                        RoundMode mode, int sr_bits,
+                                                        std::uint32_t rand) {
   return static_cast<std::uint8_t>(native::mx_element(f, x, scale, mode, sr_bits, rand).code);
 }
-__device__ __noinline__ std::uint8_t cold_cast_fp32(FloatFormat f, float y, Rounding r,
-                                                    std::uint32_t rand) {
+__device__ __forceinline__ std::uint8_t cold_cast_fp32(FloatFormat f, float y, Rounding r,
+                                                       std::uint32_t rand) {
   return static_cast<std::uint8_t>(native::cast_fp32(f, y, r, rand).code);
 }
-__device__ __noinline__ std::uint8_t cold_scaled_cast_mul(FloatFormat f, float x, float s,
-                                                          RoundMode mode, int sr_bits,
-                                                          std::uint32_t rand) {
+__device__ __forceinline__ std::uint8_t cold_scaled_cast_mul(FloatFormat f, float x, float s,
+                                                             RoundMode mode, int sr_bits,
+                                                             std::uint32_t rand) {
   return static_cast<std::uint8_t>(native::scaled_cast_mul(f, x, s, mode, sr_bits, rand).code);
 }
-__device__ __noinline__ float cold_mx_dequant(FloatFormat f, std::uint8_t code,
-                                              std::uint8_t scale) {
+__device__ __forceinline__ float cold_mx_dequant(FloatFormat f, std::uint8_t code,
+                                                 std::uint8_t scale) {
   return native::mx_dequant(f, code, scale);
 }
 
@@ -453,7 +453,7 @@ __global__ void __launch_bounds__(kThreads)
                                    127.0f);
         break;
       case Kind::flt: {
-        const float cv = a.fast ? fast_decode_fp32(a.plan, code) : cold_to_float(a.fmt, code);
+        const float cv = a.fast ? fast_decode_fp32(a.plan, code) : native::to_float(a.fmt, code);
         switch (a.variant) {
           case native::CastVariant::absmax:
             v = native::dequant_absmax(cv, state[g], a.fmax);
@@ -527,7 +527,8 @@ QArgs make_args(std::size_t rows, std::size_t cols, const quant::Options& opt) {
     a.fmt = opt.target.fmt;
     a.fmax = native::format_max32(a.fmt);
     a.fast = a.kind == Kind::flt && fast_cast_supported(a.fmt);
-    if (a.fast) a.plan = make_fast_cast_plan(a.fmt);
+    if (a.fast)
+      a.plan = make_fast_cast_plan(a.fmt, Rounding{opt.mode, opt.sr_bits, Overflow::satfinite});
   }
   a.variant = opt.variant;
   a.order = opt.order;

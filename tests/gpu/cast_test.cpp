@@ -102,7 +102,7 @@ TEST_CASE("fast decode equals native::to_float for every code of every fast pres
           "[gpu][cast]") {
   for (const auto& p : targets()) {
     if (!fast_cast_supported(p.format)) continue;
-    const FastCastPlan plan = make_fast_cast_plan(p.format);
+    const FastCastPlan plan = make_fast_cast_plan(p.format, Rounding{});
     const std::uint32_t codes = 1u << p.format.total_bits();
     for (std::uint32_t c = 0; c < codes; ++c) {
       INFO(p.name << " code " << c);
@@ -118,8 +118,14 @@ TEST_CASE("fast path (host) equals native::convert on a stride of fp32 inputs", 
   constexpr std::uint32_t kStride = 65521u * 97u;  // odd, so the walk visits distinct codes
   for (const auto& p : targets()) {
     if (!fast_cast_supported(p.format)) continue;
-    const FastCastPlan plan = make_fast_cast_plan(p.format);
     for (const Rounding& r : all_roundings()) {
+      const FastCastPlan plan = make_fast_cast_plan(p.format, r);
+      for (std::uint32_t pick = 0; pick < 64; ++pick) {  // the specials, exactly and perturbed
+        const std::uint32_t x = exmy::gpu::testing::special_fp32(pick, pick / 32);
+        const auto want = native::convert(formats::fp32, p.format, r, x, 0x5A5A5A5Au >> 1).code;
+        INFO(p.name << " mode " << static_cast<int>(r.mode) << " special " << x);
+        REQUIRE(fast_cast_fp32(plan, r, x, 0x5A5A5A5Au >> 1) == want);
+      }
       std::uint32_t x = 0;
       for (int k = 0; k < 20000; ++k, x += kStride) {
         const std::uint32_t rand =
