@@ -19,7 +19,7 @@ void plain_adamw(const AdamHyper& h, long t, float& p, float g, float& m, float&
   const float w = static_cast<float>(1.0 - h.beta1);
   m = std::fma(w, g - m, m);
   v = v * static_cast<float>(h.beta2);
-  v = v + static_cast<float>(1.0 - h.beta2) * g * g;
+  v = std::fma(static_cast<float>(1.0 - h.beta2) * g, g, v);  // addcmul, GCC-contracted
   const double bc1 = 1.0 - std::pow(h.beta1, static_cast<double>(t));
   const double bc2 = 1.0 - std::pow(h.beta2, static_cast<double>(t));
   const float step_size = static_cast<float>(-(h.lr / bc1));
