@@ -46,7 +46,7 @@ void forward(const Layer& L, const float* x, float* y, bool relu) {
   for (int o = 0; o < L.out; ++o) y[o] = L.b[o];
   for (int j = 0; j < L.in; ++j) {
     const float xj = x[j];
-    if (xj == 0.0f) continue;  // exact: adding +-0 products changes nothing but -0 sums
+    if (xj == 0.0f) continue;  // a +-0 product changes y only in the sign of a zero sum
     const float* wr = &L.w[static_cast<std::size_t>(j) * L.out];
     for (int o = 0; o < L.out; ++o) y[o] += wr[o] * xj;
   }

@@ -3,7 +3,7 @@
 // thread count.
 //
 // Box–Muller: block b = philox_block(seed, stream, b) gives four words w0..w3;
-//   U1 = (2^21 * (w0 >> 11) + (w1 >> 11) ... ) see uniform53 below, in (0, 1),
+//   U1 = uniform53(w0, w1) in (0, 1) (53 random bits, see below),
 //   U2 likewise from w2, w3,
 //   r = sqrt(-2 ln U1), z0 = r cos(2 pi U2), z1 = r sin(2 pi U2)   (fp64, libm),
 // normal number j of the stream is z_(j mod 2) of block j / 2. The report rounds each variate to
@@ -19,7 +19,7 @@
 
 namespace exmy::reports {
 
-// A uniform in (0, 1) with 53 random bits: (2^26 * (a >> 6) + (b >> 5) ... ) + 0.5) * 2^-53.
+// A uniform in (0, 1) with 53 random bits: (2^27 * (a >> 6) + (b >> 5) + 1/2) * 2^-53.
 inline double uniform53(std::uint32_t a, std::uint32_t b) {
   const std::uint64_t bits = (static_cast<std::uint64_t>(a >> 6) << 27) | (b >> 5);  // 53 bits
   return (static_cast<double>(bits) + 0.5) * 0x1p-53;
