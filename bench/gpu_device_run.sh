@@ -55,13 +55,13 @@ for step in "$@"; do
       ;;
     campaign-ci)
       stamp campaign-ci
-      [ -x $B/cli/exmy ] && $B/cli/exmy verify --device cuda --depth ci --out "$OUT/campaign-ci.md" > /dev/null
+      [ -x $B/cli/exmy ] && $B/cli/exmy verify-cuda --depth ci --out "$OUT/campaign-ci.md" > /dev/null
       echo "exit $?"; cat "$OUT/campaign-ci.md"
       ;;
     campaign-full)
       stamp campaign-full
       if [ -x $B/cli/exmy ]; then
-        $B/cli/exmy verify --device cuda --depth full --out "$OUT/campaign-full.md" > /dev/null \
+        $B/cli/exmy verify-cuda --depth full --out "$OUT/campaign-full.md" > /dev/null \
           2> "$OUT/campaign-full.progress"
         echo "exit $?"
       else

@@ -90,8 +90,17 @@ std::size_t compare_cast(CastInput t, const std::vector<std::uint32_t>& xs, cons
 }  // namespace
 
 TEST_CASE("fp16 and bf16 widening equals the native engine for all 2^16 codes", "[gpu][cast]") {
+    // The engine canonicalises NaN payloads; widening keeps them (a NaN stays a NaN of the same
+  // sign, which is all a later rounding looks at). Regression: the first device run expected the
+  // canonical payload from widen_fp16 too.
   for (std::uint32_t h = 0; h < 65536; ++h) {
-    REQUIRE(widen_fp16(h) == native::convert(formats::fp16, formats::fp32, Rounding{}, h).code);
+    const auto fp = native::convert(formats::fp16, formats::fp32, Rounding{}, h).code;
+    if (formats::fp16.classify(h) == ValueClass::nan) {
+      REQUIRE(formats::fp32.classify(widen_fp16(h)) == ValueClass::nan);
+      REQUIRE((widen_fp16(h) >> 31) == (fp >> 31));
+    } else {
+      REQUIRE(widen_fp16(h) == fp);
+    }
     const auto bf = native::convert(formats::bf16, formats::fp32, Rounding{}, h).code;
     // bf16 -> fp32 is exact, but the engine canonicalises NaN payloads; widening keeps them.
     if (formats::bf16.classify(h) != ValueClass::nan) REQUIRE(widen_bf16(h) == bf);
