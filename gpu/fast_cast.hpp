@@ -24,6 +24,7 @@
 #include "sim/native/convert.hpp"
 #include "sim/native/float_format.hpp"
 #include "sim/native/hd.hpp"
+#include "sim/native/round_step.hpp"
 #include "sim/native/rounding.hpp"
 
 namespace exmy::gpu {
@@ -102,34 +103,7 @@ EXMY_HD std::uint32_t fast_cast_fp32(const FastCastPlan& p, const Rounding& r, s
   // The discarded fraction of one quantum as 0.64 fixed point, as in round_pack (d >= 9 here:
   // at most 16 bits in all leaves M <= 14).
   const std::uint64_t rem = static_cast<std::uint64_t>(x) << (64 - d);
-  const bool inexact = rem != 0;
-  bool up = false;
-  switch (r.mode) {
-    case RoundMode::rne:
-      up = (rem >> 63) != 0 && ((rem << 1) != 0 || (t & 1u) != 0);
-      break;
-    case RoundMode::rna:
-      up = (rem >> 63) != 0;
-      break;
-    case RoundMode::rtz:
-      break;
-    case RoundMode::rup:
-      up = !neg && inexact;
-      break;
-    case RoundMode::rdn:
-      up = neg && inexact;
-      break;
-    case RoundMode::rto:
-      if (inexact) t |= 1u;
-      break;
-    case RoundMode::sr: {
-      const int R = r.sr_bits;
-      const std::uint64_t frac = rem >> (64 - R);
-      up = frac + (rand & low_mask(R)) >= (std::uint64_t{1} << R);
-      break;
-    }
-  }
-  t += up ? 1u : 0u;
+  t = static_cast<std::uint32_t>(native::round_quantum({t, rem, false}, neg, r, rand));
   const std::uint32_t sign = neg ? p.sign_bit : 0u;
   if (t == 0) return p.neg_zero ? sign : 0u;
   if (t > p.max_code) return p.overflow[neg];

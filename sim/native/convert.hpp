@@ -11,6 +11,7 @@
 
 #include "sim/native/float_format.hpp"
 #include "sim/native/hd.hpp"
+#include "sim/native/round_step.hpp"
 #include "sim/native/rounding.hpp"
 
 namespace exmy::native {
@@ -84,46 +85,9 @@ EXMY_HD Encoded round_pack(const FloatFormat& f, const Rounding& r, bool neg, in
   // the subnormal quantum; one without keeps only 0 and 2^emin, so its quantum is 2^emin.
   int q = !tiny ? exp - M : (f.subnormals ? emin - M : emin);
   const int s = 63 + q - exp;  // bits of sig below the quantum; >= 11 since M <= 52
-  std::uint64_t t, rem;
-  bool st = sticky;
-  if (s < 64) {
-    t = sig >> s;
-    rem = sig << (64 - s);
-  } else if (s == 64) {
-    t = 0;
-    rem = sig;
-  } else if (s < 128) {
-    t = 0;
-    rem = sig >> (s - 64);
-    st = st || (sig << (128 - s)) != 0;
-  } else {
-    t = 0;
-    rem = 0;
-    st = st || sig != 0;
-  }
-  // rem is the discarded fraction of one quantum as 0.64 fixed point; st marks bits below it.
-  const bool inexact = rem != 0 || st;
-  bool up = false;
-  switch (r.mode) {
-    case RoundMode::rne:
-      up = (rem >> 63) != 0 && ((rem << 1) != 0 || st || (t & 1) != 0);
-      break;
-    case RoundMode::rna: up = (rem >> 63) != 0; break;
-    case RoundMode::rtz: break;
-    case RoundMode::rup: up = !neg && inexact; break;
-    case RoundMode::rdn: up = neg && inexact; break;
-    case RoundMode::rto:
-      if (inexact) t |= 1;
-      break;
-    case RoundMode::sr: {
-      // Truncate the residual to R fractional bits, add the R-bit word; a carry rounds away.
-      const int R = r.sr_bits;
-      const std::uint64_t frac = rem >> (64 - R);
-      up = frac + (rand & low_mask(R)) >= (std::uint64_t{1} << R);
-      break;
-    }
-  }
-  t += up ? 1 : 0;
+  const QuantumSplit split = split_at_quantum(sig, s, sticky);
+  const bool inexact = split_inexact(split);
+  std::uint64_t t = round_quantum(split, neg, r, rand);
   if ((t >> (M + 1)) != 0) {  // carry out of the significand: next binade
     t >>= 1;
     ++q;

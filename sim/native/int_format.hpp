@@ -8,6 +8,7 @@
 #include "sim/native/convert.hpp"
 #include "sim/native/float_format.hpp"
 #include "sim/native/hd.hpp"
+#include "sim/native/round_step.hpp"
 #include "sim/native/rounding.hpp"
 
 namespace exmy {
@@ -70,51 +71,9 @@ EXMY_HD Encoded int_round_pack(const IntFormat& f, const Rounding& r, bool neg, 
   // |x| >= 2^33 exceeds every limit (<= 2^32 - 1) whatever the mode; no rounding can bring it back.
   if (exp >= 33) return int_saturate(f, neg);
   const int s = 63 - exp;  // fraction bits of sig; >= 31
-  std::uint64_t t, rem;
-  bool st = sticky;
-  if (s < 64) {
-    t = sig >> s;
-    rem = sig << (64 - s);
-  } else if (s == 64) {
-    t = 0;
-    rem = sig;
-  } else if (s < 128) {
-    t = 0;
-    rem = sig >> (s - 64);
-    st = st || (sig << (128 - s)) != 0;
-  } else {
-    t = 0;
-    rem = 0;
-    st = st || sig != 0;
-  }
-  const bool inexact = rem != 0 || st;
-  bool up = false;
-  switch (r.mode) {
-    case RoundMode::rne:
-      up = (rem >> 63) != 0 && ((rem << 1) != 0 || st || (t & 1) != 0);
-      break;
-    case RoundMode::rna:
-      up = (rem >> 63) != 0;
-      break;
-    case RoundMode::rtz:
-      break;
-    case RoundMode::rup:
-      up = !neg && inexact;
-      break;
-    case RoundMode::rdn:
-      up = neg && inexact;
-      break;
-    case RoundMode::rto:
-      if (inexact) t |= 1;
-      break;
-    case RoundMode::sr: {
-      const int R = r.sr_bits;
-      const std::uint64_t frac = rem >> (64 - R);
-      up = frac + (rand & low_mask(R)) >= (std::uint64_t{1} << R);
-      break;
-    }
-  }
-  t += up ? 1 : 0;
+  const QuantumSplit split = split_at_quantum(sig, s, sticky);
+  const bool inexact = split_inexact(split);
+  const std::uint64_t t = round_quantum(split, neg, r, rand);
   const std::uint32_t flags = inexact ? flag::inexact : 0;
   if (t == 0) return {0, flags};  // integers have no -0
   const std::uint64_t limit = static_cast<std::uint64_t>(neg ? -f.min_value() : f.max_value());

@@ -7,6 +7,7 @@
 
 #include <cstdint>
 
+#include "sim/native/fp32_ops.hpp"
 #include "sim/native/hd.hpp"
 
 namespace exmy::native {
@@ -25,34 +26,12 @@ EXMY_HD float rn32_canonical(float r) {
   return r;
 }
 
-EXMY_HD float rn32_mul(float a, float b) {
-#if defined(__CUDA_ARCH__)
-  return rn32_canonical(__fmul_rn(a, b));
-#else
-  return rn32_canonical(a * b);
-#endif
-}
-EXMY_HD float rn32_div(float a, float b) {
-#if defined(__CUDA_ARCH__)
-  return rn32_canonical(__fdiv_rn(a, b));
-#else
-  return rn32_canonical(a / b);
-#endif
-}
-EXMY_HD float rn32_add(float a, float b) {
-#if defined(__CUDA_ARCH__)
-  return rn32_canonical(__fadd_rn(a, b));
-#else
-  return rn32_canonical(a + b);
-#endif
-}
-EXMY_HD float rn32_sub(float a, float b) {
-#if defined(__CUDA_ARCH__)
-  return rn32_canonical(__fsub_rn(a, b));
-#else
-  return rn32_canonical(a - b);
-#endif
-}
+// The quantizers' RN32 operations: the shared correctly rounded ones (fp32_ops.hpp) with the
+// NaN result made canonical.
+EXMY_HD float rn32_mul(float a, float b) { return rn32_canonical(rn_mul(a, b)); }
+EXMY_HD float rn32_div(float a, float b) { return rn32_canonical(rn_div(a, b)); }
+EXMY_HD float rn32_add(float a, float b) { return rn32_canonical(rn_add(a, b)); }
+EXMY_HD float rn32_sub(float a, float b) { return rn32_canonical(rn_sub(a, b)); }
 // int32 -> fp32, round to nearest even (exact for |v| <= 2^24).
 EXMY_HD float rn32_from_i32(std::int32_t v) {
 #if defined(__CUDA_ARCH__)
@@ -62,18 +41,8 @@ EXMY_HD float rn32_from_i32(std::int32_t v) {
 #endif
 }
 
-EXMY_HD bool is_nan32(float x) {
-  return x != x;
-}
-EXMY_HD float abs32(float x) {  // clears the sign bit; exact, NaN stays NaN
-#if defined(__CUDA_ARCH__)
-  return fabsf(x);
-#else
-  return __builtin_fabsf(x);
-#endif
-}
-EXMY_HD bool is_finite32(float x) {
-  return abs32(x) <= 3.4028234663852886e38f;
-}
+EXMY_HD bool is_nan32(float x) { return f32_is_nan(x); }
+EXMY_HD float abs32(float x) { return f32_abs(x); }  // clears the sign bit; NaN stays NaN
+EXMY_HD bool is_finite32(float x) { return f32_is_finite(x); }
 
 }  // namespace exmy::native

@@ -8,6 +8,7 @@
 #include "sim/native/convert.hpp"
 #include "sim/native/hd.hpp"
 #include "sim/native/quant_fp32.hpp"
+#include "sim/native/round_step.hpp"
 #include "sim/native/rounding.hpp"
 
 namespace exmy::native {
@@ -62,50 +63,9 @@ EXMY_HD Int8Encoded round_to_int8(float y, const Rounding& r, std::uint32_t rand
   const Unpacked u = unpack(kFp32, b);          // refer to the host preset object
   // Integer part t and the discarded fraction rem (0.64 fixed point) plus sticky below it.
   const int s = 63 - u.exp;  // bits of sig below the units bit; >= 56 since |y| < 2^8
-  std::uint64_t t, rem;
-  bool st = false;
-  if (s < 64) {
-    t = u.sig >> s;
-    rem = u.sig << (64 - s);
-  } else if (s == 64) {
-    t = 0;
-    rem = u.sig;
-  } else if (s < 128) {
-    t = 0;
-    rem = u.sig >> (s - 64);
-    st = (u.sig << (128 - s)) != 0;
-  } else {
-    t = 0;
-    rem = 0;
-    st = true;
-  }
-  const bool inexact = rem != 0 || st;
-  bool up = false;
-  switch (r.mode) {
-    case RoundMode::rne:
-      up = (rem >> 63) != 0 && ((rem << 1) != 0 || st || (t & 1) != 0);
-      break;
-    case RoundMode::rna:
-      up = (rem >> 63) != 0;
-      break;
-    case RoundMode::rtz:
-      break;
-    case RoundMode::rup:
-      up = !neg && inexact;
-      break;
-    case RoundMode::rdn:
-      up = neg && inexact;
-      break;
-    case RoundMode::rto:
-      if (inexact) t |= 1;
-      break;
-    case RoundMode::sr: {
-      const int R = r.sr_bits;
-      up = (rem >> (64 - R)) + (rand & low_mask(R)) >= (std::uint64_t{1} << R);
-      break;
-    }
-  }
-  t += up ? 1 : 0;
+  const QuantumSplit split = split_at_quantum(u.sig, s, false);
+  const bool inexact = split_inexact(split);
+  std::uint64_t t = round_quantum(split, neg, r, rand);
   std::uint32_t flags = inexact ? flag::inexact : 0;
   if (t > static_cast<std::uint64_t>(kInt8Max)) {
     t = kInt8Max;
