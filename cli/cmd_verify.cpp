@@ -33,7 +33,34 @@ int parse_threads(const std::string& text) {
   return n;
 }
 
+// `--device cuda` hands every other argument to the device campaign (the hidden command
+// "verify-cuda", cli/cmd_verify_gpu.cpp), which has options of its own (--formats, --modes,
+// --out, ...); so it is decided before the CPU options are parsed.
+int forward_to_device(const Args& args) {
+#if EXMY_HAVE_CUDA
+  const auto it = commands().find("verify-cuda");
+  if (it == commands().end()) {
+    throw InputError("--device cuda: this build has no device verification campaign");
+  }
+  Args rest;
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    if (args[i] == "--device") {
+      ++i;
+      continue;
+    }
+    rest.push_back(args[i]);
+  }
+  return it->second.run(rest);
+#else
+  (void)args;
+  throw InputError("--device cuda: this build has no CUDA (configure with EXMY_CUDA=ON and nvcc)");
+#endif
+}
+
 int run_verify(const Args& args) {
+  for (std::size_t i = 0; i + 1 < args.size(); ++i) {
+    if (args[i] == "--device" && args[i + 1] == "cuda") return forward_to_device(args);
+  }
   std::string campaign = "all", device = "cpu";
   verify::Options opts;
   bool json = false;
@@ -69,28 +96,6 @@ int run_verify(const Args& args) {
       throw InputError("unknown argument '" + a +
                        "' (expected --campaign, --threads, --depth, --json, --quiet, --device)");
     }
-  }
-  if (device == "cuda") {
-#if EXMY_HAVE_CUDA
-    // The device campaign registers itself as the hidden command "verify-cuda" (a file
-    // cli/cmd_verify_gpu.cpp): it receives the same arguments without --device.
-    const auto it = commands().find("verify-cuda");
-    if (it != commands().end()) {
-      Args rest;
-      for (std::size_t i = 0; i < args.size(); ++i) {
-        if (args[i] == "--device") {
-          ++i;
-          continue;
-        }
-        rest.push_back(args[i]);
-      }
-      return it->second.run(rest);
-    }
-    throw InputError("--device cuda: this build has no device verification campaign");
-#else
-    throw InputError(
-        "--device cuda: this build has no CUDA (configure with EXMY_CUDA=ON and nvcc)");
-#endif
   }
   verify::clear_stop();
   std::signal(SIGINT, verify_on_sigint);

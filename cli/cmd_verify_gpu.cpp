@@ -6,7 +6,7 @@
 // --depth full sweeps all 2^32 fp32 inputs; ci the 2^26 inputs below and through the top binade
 // (large normals, inf, NaN). Exit status: 0 when the software casts agree with the CPU engine
 // everywhere (hardware differences are findings, printed but not failures), 1 otherwise,
-// 2 bad arguments. cli/cmd_verify.cpp forwards only the options it knows itself (--campaign,
+// 2 bad arguments. cli/cmd_verify.cpp forwards every argument but --device here.
 // --threads, --depth, --json, --quiet); the others need `exmy verify-cuda` directly.
 #if EXMY_HAVE_CUDA
 #include <cstdio>

@@ -46,12 +46,6 @@ EXMY_HD Unpacked unpack(const FloatFormat& f, std::uint64_t code) {
   return u;
 }
 
-// Whether a NaN code exists (docs/SEMANTICS.md 1): an ieee-style format with M = 0 has no code
-// with e all ones and m != 0, so it has no NaN although its convention is ieee.
-EXMY_HD constexpr bool has_nan_code(const FloatFormat& f) {
-  return f.has_nan() && !(f.nan == NanEncoding::ieee && f.man_bits == 0);
-}
-
 // Overflow: the rounded magnitude exceeds the largest finite. Which way it goes (docs 4.2).
 EXMY_HD Encoded overflow_result(const FloatFormat& f, const Rounding& r, bool neg) {
   bool to_inf;
@@ -70,7 +64,7 @@ EXMY_HD Encoded overflow_result(const FloatFormat& f, const Rounding& r, bool ne
   const std::uint64_t s = neg ? f.sign_bit() : 0;
   const std::uint32_t fl = flag::overflow | flag::inexact;
   if (to_inf && f.has_inf) return {f.inf_code(neg), fl};
-  if (to_inf && has_nan_code(f)) return {f.nan_code(neg), fl};
+  if (to_inf && f.has_nan()) return {f.nan_code(neg), fl};
   return {s | f.max_code(), fl};
 }
 
@@ -116,12 +110,12 @@ EXMY_HD Encoded encode(const FloatFormat& f, const Rounding& r, const Unpacked& 
                        std::uint32_t rand = 0) {
   const bool neg = u.negative;
   const auto invalid_nan = [&]() -> Encoded {
-    if (has_nan_code(f)) return {f.nan_code(neg), flag::invalid};
+    if (f.has_nan()) return {f.nan_code(neg), flag::invalid};
     return {0, flag::invalid};  // NaN where there is none: +0 and the invalid flag
   };
   switch (u.cls) {
     case ValueClass::nan:
-      if (has_nan_code(f)) return {f.nan_code(neg), 0};
+      if (f.has_nan()) return {f.nan_code(neg), 0};
       return {0, flag::invalid};
     case ValueClass::inf:
       if (!f.is_signed && neg) return invalid_nan();
@@ -129,7 +123,7 @@ EXMY_HD Encoded encode(const FloatFormat& f, const Rounding& r, const Unpacked& 
         return {(neg ? f.sign_bit() : 0) | f.max_code(), flag::overflow | flag::inexact};
       }
       if (f.has_inf) return {f.inf_code(neg), 0};
-      if (has_nan_code(f)) return {f.nan_code(neg), flag::invalid};
+      if (f.has_nan()) return {f.nan_code(neg), flag::invalid};
       return {(neg ? f.sign_bit() : 0) | f.max_code(), flag::overflow | flag::inexact};
     case ValueClass::zero:
       if (!f.has_zero()) return invalid_nan();

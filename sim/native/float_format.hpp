@@ -54,7 +54,11 @@ struct FloatFormat {
   EXMY_HD constexpr std::uint64_t man_mask() const { return low_mask(man_bits); }
   EXMY_HD constexpr std::uint64_t exp_all_ones() const { return low_mask(exp_bits); }
   EXMY_HD constexpr bool has_zero() const { return subnormals; }
-  EXMY_HD constexpr bool has_nan() const { return nan != NanEncoding::none; }
+  // Whether a NaN code exists: an ieee-style format with M = 0 has no code with e all ones and
+  // m != 0, so it has no NaN although its convention is ieee (e5m0: only +-inf up there).
+  EXMY_HD constexpr bool has_nan() const {
+    return nan != NanEncoding::none && !(nan == NanEncoding::ieee && man_bits == 0);
+  }
   // fnuz formats give their negative-zero code to NaN; unsigned formats have no sign at all.
   EXMY_HD constexpr bool has_neg_zero() const {
     return is_signed && subnormals && nan != NanEncoding::neg_zero;
