@@ -22,7 +22,7 @@ TEST_CASE("GPU fast cast equals the native engine (run on the host)", "[native][
     if (!gpu::fast_cast_supported(p.format)) continue;
     for (const Rounding& r : roundings) {
       const gpu::FastCastPlan plan = gpu::make_fast_cast_plan(p.format, r);
-      const std::uint32_t words[] = {0u, low_mask(r.sr_bits) & 0xFFFFFFFFu,
+      const std::uint32_t words[] = {0u, static_cast<std::uint32_t>(low_mask(r.sr_bits)),
                                      r.sr_bits > 0 ? 1u << (r.sr_bits - 1) : 0u};
       for (std::uint32_t top = 0; top < (1u << 16); ++top) {
         for (std::uint32_t low : lows) {
