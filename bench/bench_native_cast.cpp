@@ -10,6 +10,7 @@
 #include "sim/fast/fp32_cast_table.hpp"
 #include "sim/native/convert.hpp"
 #include "sim/native/philox.hpp"
+#include "sim/oracle/mpfr_engine.hpp"
 
 using namespace exmy;
 
@@ -117,6 +118,38 @@ void BM_fp32_to_e4m3fn_sr8(benchmark::State& state) {
   state.SetItemsProcessed(state.iterations() * kN);
 }
 BENCHMARK(BM_fp32_to_e4m3fn_sr8);
+
+// The MPFR oracle on the same inputs: the denominator of the "native vs oracle" ratio.
+void BM_oracle_fp32_to_e4m3fn_rne(benchmark::State& state) {
+  const auto& in = inputs();
+  std::vector<std::uint8_t> out(kN);
+  const Rounding r{RoundMode::rne, 0, Overflow::none};
+  constexpr std::size_t kSubset = 1 << 14;  // the oracle is ~300x slower; a subset suffices
+  for (auto _ : state) {
+    for (std::size_t i = 0; i < kSubset; ++i) {
+      out[i] = static_cast<std::uint8_t>(oracle::encode_f32(in[i], formats::e4m3fn, r).code);
+    }
+    benchmark::DoNotOptimize(out.data());
+  }
+  state.SetItemsProcessed(state.iterations() * kSubset);
+}
+BENCHMARK(BM_oracle_fp32_to_e4m3fn_rne);
+
+void BM_oracle_fp32_to_e4m3fn_sr8(benchmark::State& state) {
+  const auto& in = inputs();
+  std::vector<std::uint8_t> out(kN);
+  const Rounding r{RoundMode::sr, 8, Overflow::none};
+  constexpr std::size_t kSubset = 1 << 14;
+  for (auto _ : state) {
+    for (std::size_t i = 0; i < kSubset; ++i) {
+      const auto w = native::sr_word(native::philox_word(1234, 0, i), 8);
+      out[i] = static_cast<std::uint8_t>(oracle::encode_f32(in[i], formats::e4m3fn, r, w).code);
+    }
+    benchmark::DoNotOptimize(out.data());
+  }
+  state.SetItemsProcessed(state.iterations() * kSubset);
+}
+BENCHMARK(BM_oracle_fp32_to_e4m3fn_sr8);
 
 }  // namespace
 
