@@ -481,18 +481,7 @@ __global__ void __launch_bounds__(kThreads)
 void check_options(std::size_t rows, std::size_t cols, const quant::Options& opt) {
   using quant::Granularity;
   using quant::TargetKind;
-  if (opt.scheme.kind == Granularity::mx && opt.target.kind != TargetKind::float_format) {
-    throw InputError("scheme mx: expected a float element format (e4m3fn, e5m2, e2m1fn, ...)");
-  }
-  if (opt.scheme.kind == Granularity::mx && opt.variant != native::CastVariant::absmax) {
-    throw InputError("scheme mx: its power-of-two scale is fixed; --variant does not apply");
-  }
-  if (opt.target.kind != TargetKind::float_format && opt.variant != native::CastVariant::absmax) {
-    throw InputError("--variant te/torchao: expected a float target format");
-  }
-  if (opt.mode == RoundMode::sr && (opt.sr_bits < 1 || opt.sr_bits > 32)) {
-    throw InputError("rounding sr:R: expected R in 1..32");
-  }
+  quant::validate_options(opt);  // the checks the CPU path makes, then the GPU path's own
   if ((opt.scheme.kind == Granularity::block || opt.scheme.kind == Granularity::mx) &&
       opt.scheme.block == 0) {
     throw InputError("scheme block: expected a block size B >= 1");

@@ -53,13 +53,7 @@ std::size_t group_of(const Scheme& s, std::size_t /*rows*/, std::size_t cols, st
   return 0;
 }
 
-namespace {
-
-void check_options(const std::vector<std::size_t>& shape, const Options& opt) {
-  if (opt.transpose && shape.size() != 2) {
-    throw InputError("--transpose: expected a 2-d tensor, got " + std::to_string(shape.size()) +
-                     " dimensions");
-  }
+void validate_options(const Options& opt) {
   if (opt.scheme.kind == Granularity::mx && opt.target.kind != TargetKind::float_format) {
     throw InputError("scheme mx: expected a float element format (e4m3fn, e5m2, e2m1fn, ...)");
   }
@@ -72,6 +66,16 @@ void check_options(const std::vector<std::size_t>& shape, const Options& opt) {
   if (opt.mode == RoundMode::sr && (opt.sr_bits < 1 || opt.sr_bits > 32)) {
     throw InputError("rounding sr:R: expected R in 1..32");
   }
+}
+
+namespace {
+
+void check_options(const std::vector<std::size_t>& shape, const Options& opt) {
+  if (opt.transpose && shape.size() != 2) {
+    throw InputError("--transpose: expected a 2-d tensor, got " + std::to_string(shape.size()) +
+                     " dimensions");
+  }
+  validate_options(opt);
 }
 
 // The random word of element i (flat input index) for the element casts.

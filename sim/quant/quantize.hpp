@@ -83,6 +83,8 @@ struct Quantized {
 };
 
 // The per-group state shape and the group of element (r, c) (used by the GPU tests too).
+// The shape-independent option checks shared by the CPU and GPU paths (InputError on misuse).
+void validate_options(const Options& opt);
 std::size_t group_count(const Scheme& s, std::size_t rows, std::size_t cols);
 std::size_t group_of(const Scheme& s, std::size_t rows, std::size_t cols, std::size_t r,
                      std::size_t c);
