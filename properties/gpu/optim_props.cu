@@ -19,11 +19,6 @@ using exmy::gpu::testing::DeviceBytes;
 
 namespace {
 
-float from_bits(std::uint32_t u) {
-  float x;
-  std::memcpy(&x, &u, 4);
-  return x;
-}
 std::uint32_t to_bits(float x) {
   std::uint32_t u;
   std::memcpy(&u, &x, 4);
