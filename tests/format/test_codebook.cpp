@@ -12,11 +12,14 @@
 
 #include "sim/common/error.hpp"
 #include "sim/format/codebook.hpp"
+#include "tests/support/bnb_transcriptions.hpp"
 #include "sim/io/npy.hpp"
 #include "sim/native/codebook_lookup.hpp"
 #include "sim/native/convert.hpp"
 
 using namespace exmy;
+using bnb_ref::bnb_cpu_quantize;
+using bnb_ref::bnb_cuda_dquantize;
 
 namespace {
 
@@ -27,58 +30,6 @@ std::vector<const Codebook*> builtins() {
           &linear_codebook(false)};
 }
 
-// bitsandbytes csrc/kernels.cu dQuantize<STOCHASTIC>, transcribed as the reference (pivot 127,
-// steps 64..1, strict comparisons, midpoints (a + b) * 0.5f).
-std::uint8_t bnb_cuda_dquantize(const float* code, float rand, float x, bool stochastic) {
-  int pivot = 127, upper_pivot = 255, lower_pivot = 0;
-  float lower = -1.0f, upper = 1.0f;
-  float val = code[pivot];
-  for (int i = 64; i > 0; i >>= 1) {
-    if (x > val) {
-      lower_pivot = pivot;
-      lower = val;
-      pivot += i;
-    } else {
-      upper_pivot = pivot;
-      upper = val;
-      pivot -= i;
-    }
-    val = code[pivot];
-  }
-  if (upper_pivot == 255) upper = code[upper_pivot];
-  if (lower_pivot == 0) lower = code[lower_pivot];
-  if (!stochastic) {
-    if (x > val) {
-      const float midpoint = (upper + val) * 0.5f;
-      return static_cast<std::uint8_t>(x > midpoint ? upper_pivot : pivot);
-    }
-    const float midpoint = (lower + val) * 0.5f;
-    return static_cast<std::uint8_t>(x < midpoint ? lower_pivot : pivot);
-  }
-  if (x > val) {
-    const float dist_to_upper = std::fabs(upper - x);
-    const float dist_full = upper - val;
-    return static_cast<std::uint8_t>(rand >= dist_to_upper / dist_full ? upper_pivot : pivot);
-  }
-  const float dist_to_lower = std::fabs(lower - x);
-  const float dist_full = val - lower;
-  return static_cast<std::uint8_t>(rand >= dist_to_lower / dist_full ? lower_pivot : pivot);
-}
-
-// bitsandbytes csrc/common.cpp quantize_block's per-value step: a linear scan stands in for the
-// BinSearch "last code <= x" (0 below code[0]), then the rounded-distance comparison.
-std::uint8_t bnb_cpu_quantize(const float* code, float x) {
-  int idx = 0;
-  for (int i = 0; i < 256; ++i) {
-    if (code[i] <= x) idx = i;
-  }
-  if (idx < 255) {
-    const float dist_left = std::fabs(x - code[idx]);
-    const float dist_right = std::fabs(x - code[idx + 1]);
-    if (dist_right < dist_left) idx += 1;
-  }
-  return static_cast<std::uint8_t>(idx);
-}
 
 // Nearest by exact distance (double holds fp32 differences exactly here); ties -> both allowed.
 bool is_a_nearest(const float* code, float x, int got) {

@@ -7,33 +7,13 @@
 #include "optim_test_util.hpp"
 #include "sim/common/error.hpp"
 #include "sim/format/codebook.hpp"
+#include "tests/support/bnb_transcriptions.hpp"
 #include "sim/optim/optim.hpp"
 
 using namespace exmy;
 using namespace exmy::optim;
+using bnb_ref::quantize_2d;
 using optim_test::bits;
-
-namespace {
-// bitsandbytes quantize_2D<SIGNED> transcribed (pivot 127, steps 64..1, fp32 midpoints).
-int quantize_2d(const float* code, float x, bool is_signed) {
-  int pivot = 127, upper_pivot = 255, lower_pivot = 0;
-  float lower = is_signed ? -1.0f : 0.0f, upper = 1.0f, val = code[127];
-  for (int i = 64; i > 0; i >>= 1) {
-    if (x > val) {
-      lower_pivot = pivot;
-      lower = val;
-      pivot += i;
-    } else {
-      upper_pivot = pivot;
-      upper = val;
-      pivot -= i;
-    }
-    val = code[pivot];
-  }
-  if (x > val) return x > (upper + val) * 0.5f ? upper_pivot : pivot;
-  return x < (lower + val) * 0.5f ? lower_pivot : pivot;
-}
-}  // namespace
 
 TEST_CASE("8-bit requantization equals bitsandbytes' quantize_2D search", "[optim][bnb8]") {
   for (bool is_signed : {true, false}) {
