@@ -1,9 +1,10 @@
 // Optimizer steps on the GPU (docs/SEMANTICS.md 9): the same per-element functions as the host
 // reference (sim/native/optim_*.hpp), so K GPU steps equal K reference steps bit for bit in the
-// parameters and every state word. Pointers are device pointers, n elements, fp32 parameters
-// (split formats: 16-bit codes plus packed extra bits). Calls are asynchronous on `stream`
+// parameters and every state word. Pointers are device pointers, n elements; fp32 parameters,
+// bf16/fp16 parameters (Adam/AdamW/SGD: 16-bit codes) or split formats (16-bit codes plus packed
+// extra bits). Calls are asynchronous on `stream`
 // except stable_adamw_step, which reads RMS_t back. Throws gpu::CudaError when a CUDA call fails.
-// Defined only in CUDA builds (gpu/optim_kernels.cu).
+// Defined only in CUDA builds (gpu/optim_kernels.cu, gpu/optim_torch16.cu).
 #pragma once
 
 #include <cstddef>
@@ -20,6 +21,16 @@ void adam_step(const optim::AdamHyper& h, bool decoupled, bool fused, long step,
                const float* g, float* m, float* v, std::size_t n, CUstream_st* stream = nullptr);
 void sgd_step(const optim::SgdHyper& h, long step, float* p, const float* g, float* buf,
               std::size_t n, CUstream_st* stream = nullptr);
+
+// bf16/fp16 parameters (`st` = Storage::bf16 or f16, else InputError): as PyTorch, the gradient
+// and the states have the parameter's dtype, so p, g, m, v (buf) are all 16-bit codes of `st`.
+// Bit for bit optim::adam_step / sgd_step with the same storage on the decoded values.
+void adam_step(const optim::AdamHyper& h, bool decoupled, native::Storage st, long step,
+               std::uint16_t* p, const std::uint16_t* g, std::uint16_t* m, std::uint16_t* v,
+               std::size_t n, CUstream_st* stream = nullptr);
+void sgd_step(const optim::SgdHyper& h, native::Storage st, long step, std::uint16_t* p,
+              const std::uint16_t* g, std::uint16_t* buf, std::size_t n,
+              CUstream_st* stream = nullptr);
 
 // bitsandbytes 8-bit states in device memory (the layout of optim::Bnb8State).
 struct Bnb8DeviceState {

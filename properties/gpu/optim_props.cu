@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <random>
 #include <vector>
 
 #include "gpu/optim.hpp"
@@ -25,27 +26,78 @@ std::uint32_t to_bits(float x) {
   return u;
 }
 
-// Mostly normal-range gradients of mixed scale, some zeros, rare inf/NaN (weighted).
+// Mostly normal-range gradients of mixed scale, some zeros, rare inf/NaN (weighted), and rare
+// huge/tiny magnitudes (2^-149 .. 2^100, subnormals included) mixed into the same tensor.
+rc::Gen<float> gen_scaled(int lo_exp, int hi_exp) {
+  return rc::gen::map(
+      rc::gen::pair(rc::gen::inRange(lo_exp, hi_exp), rc::gen::arbitrary<std::uint32_t>()),
+      [](std::pair<int, std::uint32_t> e) {
+        const float m = 1.0f + static_cast<float>(e.second & 0xFFFFFF) / 16777216.0f;
+        return std::ldexp((e.second >> 31) ? -m : m, e.first);
+      });
+}
 rc::Gen<float> gen_normal_grad() {
-  return rc::gen::map(rc::gen::pair(rc::gen::inRange(-30, 10), rc::gen::arbitrary<std::uint32_t>()),
-                      [](std::pair<int, std::uint32_t> e) {
-                        const float m =
-                            1.0f + static_cast<float>(e.second & 0xFFFFFF) / 16777216.0f;
-                        return std::ldexp((e.second >> 31) ? -m : m, e.first);
-                      });
+  return gen_scaled(-30, 10);
 }
 rc::Gen<float> gen_grad(bool specials) {
   if (!specials) {
-    return rc::gen::weightedOneOf<float>({{20, gen_normal_grad()}, {2, rc::gen::just(0.0f)}});
+    return rc::gen::weightedOneOf<float>(
+        {{20, gen_normal_grad()}, {2, rc::gen::just(0.0f)}, {1, gen_scaled(-149, 100)}});
   }
   return rc::gen::weightedOneOf<float>({{20, gen_normal_grad()},
                                         {2, rc::gen::just(0.0f)},
+                                        {1, gen_scaled(-149, 100)},
                                         {1, rc::gen::element(NAN, INFINITY, -INFINITY)}});
 }
 
+// The same mixture drawn from a seeded std::mt19937_64, for tensors too large for RapidCheck's
+// element-wise generators (shrinking then works on the seed).
+float fast_grad(std::mt19937_64& r, bool specials) {
+  const std::uint64_t u = r();
+  const unsigned pick = static_cast<unsigned>(u % (specials ? 24 : 23));
+  const std::uint32_t bits = static_cast<std::uint32_t>(u >> 32);
+  const float m = 1.0f + static_cast<float>(bits & 0xFFFFFF) / 16777216.0f;
+  const float sm = (bits >> 31) ? -m : m;
+  if (pick < 20) return std::ldexp(sm, static_cast<int>((u >> 8) % 41) - 30);
+  if (pick < 22) return 0.0f;
+  if (pick < 23) return std::ldexp(sm, static_cast<int>((u >> 8) % 250) - 149);
+  const float sp[] = {NAN, INFINITY, -INFINITY};
+  return sp[(u >> 8) % 3];
+}
+
+// Zero runs of 256 aligned elements (whole 8-bit blocks at B = 256) in about a third of tensors.
+void zero_blocks(std::vector<float>& g) {
+  if (g.size() < 256 || *rc::gen::inRange(0, 3) != 0) return;
+  const std::size_t blocks = g.size() / 256;
+  const int count = *rc::gen::inRange(1, 4);
+  for (int c = 0; c < count; ++c) {
+    const std::size_t b = *rc::gen::inRange<std::size_t>(0, blocks);
+    std::fill(g.begin() + b * 256, g.begin() + b * 256 + 256, 0.0f);
+  }
+}
+
+constexpr std::size_t kLargeTensor = 20000;
+
+std::vector<float> grads(std::size_t n, bool specials) {
+  std::vector<float> g;
+  if (n <= kLargeTensor) {
+    g = *rc::gen::container<std::vector<float>>(n, gen_grad(specials));
+  } else {
+    std::mt19937_64 r(*rc::gen::arbitrary<std::uint64_t>());
+    g.resize(n);
+    for (auto& x : g) x = fast_grad(r, specials);
+  }
+  zero_blocks(g);
+  return g;
+}
+
+// 1, small odd sizes, partial 8-bit blocks and 32-element groups, and rarely up to 3M elements.
 std::size_t gen_size() {
-  return *rc::gen::oneOf(rc::gen::just<std::size_t>(1), rc::gen::inRange<std::size_t>(1, 100),
-                         rc::gen::inRange<std::size_t>(4000, 9000));
+  return *rc::gen::weightedOneOf<std::size_t>(
+      {{4, rc::gen::just<std::size_t>(1)},
+       {30, rc::gen::inRange<std::size_t>(1, 100)},
+       {30, rc::gen::inRange<std::size_t>(4000, 9000)},
+       {2, rc::gen::inRange<std::size_t>(100000, 3000000)}});
 }
 
 template <class T>
@@ -68,6 +120,12 @@ bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
 }
 
 std::vector<float> params(std::size_t n) {
+  if (n > kLargeTensor) {
+    std::mt19937_64 r(*rc::gen::arbitrary<std::uint64_t>());
+    std::vector<float> p(n);
+    for (auto& x : p) x = static_cast<float>(static_cast<int>(r() % 2000001) - 1000000) / 524288.0f;
+    return p;
+  }
   return *rc::gen::container<std::vector<float>>(
       n, rc::gen::map(rc::gen::inRange(-1000000, 1000000),
                       [](int k) { return static_cast<float>(k) / 524288.0f; }));
@@ -103,7 +161,7 @@ TEST_CASE("GPU Adam/AdamW/SGD steps equal the reference", "[gpu][optim][prop]") 
     dps.upload(ps);
     optim::SgdHyper sh{h.lr, *rc::gen::element(0.9, 0.0), 0.0, h.wd, *rc::gen::arbitrary<bool>()};
     for (int t = 1; t <= K; ++t) {
-      const auto g = *rc::gen::container<std::vector<float>>(n, gen_grad(true));
+      const auto g = grads(n, true);
       dg.upload(g);
       gpu::adam_step(h, decoupled, fused, t, static_cast<float*>(dp.get()),
                      static_cast<const float*>(dg.get()), static_cast<float*>(dm.get()),
@@ -160,7 +218,7 @@ TEST_CASE("GPU 8-bit Adam/Momentum steps equal the reference", "[gpu][optim][pro
     ds.s1 = static_cast<float*>(ds1.get());
     ds.s2 = static_cast<float*>(ds2.get());
     for (int t = 1; t <= K; ++t) {
-      const auto g = *rc::gen::container<std::vector<float>>(n, gen_grad(!momentum));
+      const auto g = grads(n, !momentum);
       dg.upload(g);
       const auto sc = optim::bnb8_scalars(h, t, torch_order);
       if (momentum) {
@@ -201,7 +259,7 @@ TEST_CASE("GPU StableAdamW steps and RMS equal the reference", "[gpu][optim][pro
     dv.upload(v);
     du.upload(u);
     for (int t = 1; t <= K; ++t) {
-      const auto g = *rc::gen::container<std::vector<float>>(n, gen_grad(false));
+      const auto g = grads(n, false);
       dg.upload(g);
       const float rg = gpu::stable_adamw_step(
           h, t, static_cast<float*>(dp.get()), static_cast<const float*>(dg.get()),
@@ -236,7 +294,7 @@ TEST_CASE("GPU split-format Adam/SGD steps equal the reference", "[gpu][optim][p
     dv.upload(v);
     optim::SgdHyper sh{h.lr, 0.9, 0.0, h.wd, false};
     for (int t = 1; t <= K; ++t) {
-      const auto g = *rc::gen::container<std::vector<float>>(n, gen_grad(false));
+      const auto g = grads(n, false);
       dg.upload(g);
       if (sgd) {
         gpu::split_sgd_step(sh, t, seed, f, static_cast<std::uint16_t*>(dh.get()),
@@ -255,5 +313,80 @@ TEST_CASE("GPU split-format Adam/SGD steps equal the reference", "[gpu][optim][p
     if (words) RC_ASSERT(same_bits(dl<std::uint32_t>(dx, words), sp.extra));
     RC_ASSERT(same_bits(dl<float>(dm, n), m));
     if (!sgd) RC_ASSERT(same_bits(dl<float>(dv, n), v));
+  });
+}
+
+namespace {
+
+// 16-bit codes of `st` (RN from the fp32 draws), and their exact fp32 values for the reference.
+std::vector<std::uint16_t> to_codes(const std::vector<float>& x, native::Storage st) {
+  std::vector<std::uint16_t> c(x.size());
+  for (std::size_t i = 0; i < x.size(); ++i) {
+    c[i] = st == native::Storage::bf16 ? native::bf16_from_f32(x[i]) : native::f16_from_f32(x[i]);
+  }
+  return c;
+}
+std::vector<float> from_codes(const std::vector<std::uint16_t>& c, native::Storage st) {
+  std::vector<float> x(c.size());
+  for (std::size_t i = 0; i < c.size(); ++i) {
+    x[i] = st == native::Storage::bf16 ? native::f32_from_bf16(c[i]) : native::f32_from_f16(c[i]);
+  }
+  return x;
+}
+// Codes equal, except that any two NaNs are equal (payload and sign unspecified, 9.1).
+bool same_codes(const std::vector<std::uint16_t>& gpu, const std::vector<float>& ref,
+                native::Storage st) {
+  const auto want = to_codes(ref, st);
+  if (gpu.size() != want.size()) return false;
+  const std::uint16_t exp_mask = st == native::Storage::bf16 ? 0x7F80u : 0x7C00u;
+  const auto is_nan = [&](std::uint16_t c) {
+    return (c & exp_mask) == exp_mask && (c & ~exp_mask & 0x7FFFu) != 0;
+  };
+  for (std::size_t i = 0; i < gpu.size(); ++i) {
+    if (gpu[i] != want[i] && !(is_nan(gpu[i]) && is_nan(want[i]))) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+TEST_CASE("GPU Adam/AdamW/SGD on bf16/fp16 parameters equal the reference", "[gpu][optim][prop]") {
+  rc::prop("torch adam(w), sgd; 16-bit p, g and states", []() {
+    const native::Storage st = *rc::gen::element(native::Storage::bf16, native::Storage::f16);
+    const std::size_t n = gen_size();
+    const int K = *rc::gen::inRange(1, 4);
+    const auto h = gen_adam();
+    const bool decoupled = *rc::gen::arbitrary<bool>();
+    optim::SgdHyper sh{h.lr, *rc::gen::element(0.9, 0.0), *rc::gen::element(0.0, 0.1), h.wd,
+                       *rc::gen::arbitrary<bool>()};
+    if (sh.nesterov) sh.dampening = 0.0;
+    const auto pc = to_codes(params(n), st);
+    auto p = from_codes(pc, st), ps = p;
+    std::vector<float> m(n, 0.0f), v(n, 0.0f), buf(n, 0.0f);
+    const std::vector<std::uint16_t> zeros(n, 0);
+    // Odd offsets of 2 bytes test the scalar (unaligned) path.
+    const std::size_t pad = *rc::gen::element<std::size_t>(0, 2);
+    DeviceBytes dp(n * 2, pad), dg(n * 2, pad), dm(n * 2, pad), dv(n * 2, pad), dps(n * 2, pad),
+        db(n * 2, pad);
+    dp.upload(pc);
+    dps.upload(pc);
+    dm.upload(zeros);
+    dv.upload(zeros);
+    db.upload(zeros);
+    const auto u16 = [](const DeviceBytes& d) { return static_cast<std::uint16_t*>(d.get()); };
+    for (int t = 1; t <= K; ++t) {
+      const auto gc = to_codes(grads(n, true), st);
+      const auto g = from_codes(gc, st);
+      dg.upload(gc);
+      gpu::adam_step(h, decoupled, st, t, u16(dp), u16(dg), u16(dm), u16(dv), n);
+      gpu::sgd_step(sh, st, t, u16(dps), u16(dg), u16(db), n);
+      optim::adam_step(h, decoupled, st, t, p, g, m, v);
+      optim::sgd_step(sh, st, t, ps, g, buf);
+    }
+    RC_ASSERT(same_codes(dl<std::uint16_t>(dp, n), p, st));
+    RC_ASSERT(same_codes(dl<std::uint16_t>(dm, n), m, st));
+    RC_ASSERT(same_codes(dl<std::uint16_t>(dv, n), v, st));
+    RC_ASSERT(same_codes(dl<std::uint16_t>(dps, n), ps, st));
+    if (sh.momentum != 0.0) RC_ASSERT(same_codes(dl<std::uint16_t>(db, n), buf, st));
   });
 }

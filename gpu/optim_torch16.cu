@@ -1,0 +1,152 @@
+// torch.optim.Adam/AdamW/SGD on bf16/fp16 parameters (docs/SEMANTICS.md 9.1-9.3). PyTorch keeps
+// the gradient and the states in the parameter's dtype (zeros_like(param)), so every tensor here
+// is 16-bit codes; each element is decoded exactly to fp32, run through the same per-element
+// function as the host reference (whose to_storage rounds every tensor-op result), and encoded
+// back (exact: the value is already representable).
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+#include "gpu/cuda_check.hpp"
+#include "gpu/optim.hpp"
+#include "sim/common/error.hpp"
+
+namespace exmy::gpu {
+namespace {
+
+using native::Storage;
+
+constexpr int kThreads = 256;
+constexpr int kPerThread = 4;  // one 8-byte ushort4 per tensor per thread
+
+template <Storage ST>
+__device__ float decode16(std::uint16_t c) {
+  return ST == Storage::bf16 ? native::f32_from_bf16(c) : native::f32_from_f16(c);
+}
+template <Storage ST>
+__device__ std::uint16_t encode16(float x) {
+  return ST == Storage::bf16 ? native::bf16_from_f32(x) : native::f16_from_f32(x);
+}
+
+template <Storage ST>
+__device__ void adam16_one(const native::TorchAdamScalars& s, std::uint16_t& p, std::uint16_t g,
+                           std::uint16_t& m, std::uint16_t& v) {
+  float pf = decode16<ST>(p), mf = decode16<ST>(m), vf = decode16<ST>(v);
+  native::torch_adam_element(s, ST, pf, decode16<ST>(g), mf, vf);
+  p = encode16<ST>(pf);
+  m = encode16<ST>(mf);
+  v = encode16<ST>(vf);
+}
+
+template <Storage ST>
+__device__ void sgd16_one(const native::TorchSgdScalars& s, bool first, std::uint16_t& p,
+                          std::uint16_t g, std::uint16_t& b) {
+  float pf = decode16<ST>(p), bf = decode16<ST>(b);
+  native::torch_sgd_element(s, ST, pf, decode16<ST>(g), bf, first);
+  p = encode16<ST>(pf);
+  b = encode16<ST>(bf);
+}
+
+// Grid-stride over groups of four (ushort4 where all pointers are 8-byte aligned), scalar tail.
+template <Storage ST>
+__global__ void __launch_bounds__(kThreads)
+    k_adam16(native::TorchAdamScalars s, bool vec, std::uint16_t* p, const std::uint16_t* g,
+             std::uint16_t* m, std::uint16_t* v, std::size_t n) {
+  const std::size_t tid = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x;
+  const std::size_t stride = static_cast<std::size_t>(gridDim.x) * blockDim.x;
+  const std::size_t n4 = vec ? n / kPerThread : 0;
+  for (std::size_t k = tid; k < n4; k += stride) {
+    ushort4 P = reinterpret_cast<ushort4*>(p)[k], M = reinterpret_cast<ushort4*>(m)[k];
+    ushort4 V = reinterpret_cast<ushort4*>(v)[k];
+    const ushort4 G = reinterpret_cast<const ushort4*>(g)[k];
+    adam16_one<ST>(s, P.x, G.x, M.x, V.x);
+    adam16_one<ST>(s, P.y, G.y, M.y, V.y);
+    adam16_one<ST>(s, P.z, G.z, M.z, V.z);
+    adam16_one<ST>(s, P.w, G.w, M.w, V.w);
+    reinterpret_cast<ushort4*>(p)[k] = P;
+    reinterpret_cast<ushort4*>(m)[k] = M;
+    reinterpret_cast<ushort4*>(v)[k] = V;
+  }
+  for (std::size_t i = n4 * kPerThread + tid; i < n; i += stride) {
+    std::uint16_t pi = p[i], mi = m[i], vi = v[i];
+    adam16_one<ST>(s, pi, g[i], mi, vi);
+    p[i] = pi;
+    m[i] = mi;
+    v[i] = vi;
+  }
+}
+
+template <Storage ST>
+__global__ void __launch_bounds__(kThreads)
+    k_sgd16(native::TorchSgdScalars s, bool first, bool vec, std::uint16_t* p,
+            const std::uint16_t* g, std::uint16_t* buf, std::size_t n) {
+  const std::size_t tid = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x;
+  const std::size_t stride = static_cast<std::size_t>(gridDim.x) * blockDim.x;
+  const std::size_t n4 = vec ? n / kPerThread : 0;
+  for (std::size_t k = tid; k < n4; k += stride) {
+    ushort4 P = reinterpret_cast<ushort4*>(p)[k], B = reinterpret_cast<ushort4*>(buf)[k];
+    const ushort4 G = reinterpret_cast<const ushort4*>(g)[k];
+    sgd16_one<ST>(s, first, P.x, G.x, B.x);
+    sgd16_one<ST>(s, first, P.y, G.y, B.y);
+    sgd16_one<ST>(s, first, P.z, G.z, B.z);
+    sgd16_one<ST>(s, first, P.w, G.w, B.w);
+    reinterpret_cast<ushort4*>(p)[k] = P;
+    reinterpret_cast<ushort4*>(buf)[k] = B;
+  }
+  for (std::size_t i = n4 * kPerThread + tid; i < n; i += stride) {
+    std::uint16_t pi = p[i], bi = buf[i];
+    sgd16_one<ST>(s, first, pi, g[i], bi);
+    p[i] = pi;
+    buf[i] = bi;
+  }
+}
+
+bool aligned8(const void* a, const void* b, const void* c, const void* d = nullptr) {
+  const auto bad = [](const void* x) { return (reinterpret_cast<std::uintptr_t>(x) & 7u) != 0; };
+  return !bad(a) && !bad(b) && !bad(c) && !bad(d);
+}
+
+unsigned grid16(std::size_t n) {
+  const std::size_t per = static_cast<std::size_t>(kThreads) * kPerThread;
+  const std::size_t b = (n + per - 1) / per;
+  return static_cast<unsigned>(b < 1 ? 1 : (b > (1u << 20) ? (1u << 20) : b));
+}
+
+void check_storage16(Storage st, const char* what) {
+  if (st != Storage::bf16 && st != Storage::f16) {
+    throw InputError(std::string(what) + ": storage must be bf16 or fp16 for 16-bit parameters");
+  }
+}
+
+}  // namespace
+
+void adam_step(const optim::AdamHyper& h, bool decoupled, Storage st, long step, std::uint16_t* p,
+               const std::uint16_t* g, std::uint16_t* m, std::uint16_t* v, std::size_t n,
+               CUstream_st* stream) {
+  check_storage16(st, "adam_step");
+  if (n == 0) return;
+  const native::TorchAdamScalars s = optim::torch_adam_scalars(h, step, decoupled);
+  const bool vec = aligned8(p, g, m, v);
+  if (st == Storage::bf16) {
+    k_adam16<Storage::bf16><<<grid16(n), kThreads, 0, stream>>>(s, vec, p, g, m, v, n);
+  } else {
+    k_adam16<Storage::f16><<<grid16(n), kThreads, 0, stream>>>(s, vec, p, g, m, v, n);
+  }
+  cuda_check_launch("adam_step (16-bit)");
+}
+
+void sgd_step(const optim::SgdHyper& h, Storage st, long step, std::uint16_t* p,
+              const std::uint16_t* g, std::uint16_t* buf, std::size_t n, CUstream_st* stream) {
+  check_storage16(st, "sgd_step");
+  if (n == 0) return;
+  const native::TorchSgdScalars s = optim::torch_sgd_scalars(h);
+  const bool vec = aligned8(p, g, buf);
+  if (st == Storage::bf16) {
+    k_sgd16<Storage::bf16><<<grid16(n), kThreads, 0, stream>>>(s, step == 1, vec, p, g, buf, n);
+  } else {
+    k_sgd16<Storage::f16><<<grid16(n), kThreads, 0, stream>>>(s, step == 1, vec, p, g, buf, n);
+  }
+  cuda_check_launch("sgd_step (16-bit)");
+}
+
+}  // namespace exmy::gpu
