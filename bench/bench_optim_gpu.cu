@@ -98,6 +98,26 @@ void BM_adamw_torch_fused_variant(benchmark::State& state) {
   });
 }
 
+// bf16/fp16 parameters: p, g, m, v all 16-bit (PyTorch's dtype rule), 14 B per parameter.
+void BM_adamw_16bit(benchmark::State& state) {
+  const std::size_t n = size_of(state);
+  const auto st = state.range(1) == 0 ? native::Storage::bf16 : native::Storage::f16;
+  Buf p(n * 2), g(n * 2), m(n * 2), v(n * 2);
+  // 0x3C00 is 1.0 in fp16, 0x3F80 in bf16; gradients: the code of ~1e-3 with varied low bits.
+  check(cudaMemset(p.p, st == native::Storage::bf16 ? 0x3F : 0x3C, n * 2));
+  std::vector<std::uint16_t> hg(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    hg[i] =
+        static_cast<std::uint16_t>((st == native::Storage::bf16 ? 0x3A80u : 0x1400u) + (i & 63));
+  }
+  check(cudaMemcpy(g.p, hg.data(), n * 2, cudaMemcpyHostToDevice));
+  optim::AdamHyper h{1e-3, 0.9, 0.999, 1e-8, 0.01};
+  timed(state, 14, n, [&](long t) {
+    gpu::adam_step(h, true, st, t, p.as<std::uint16_t>(), g.as<std::uint16_t>(),
+                   m.as<std::uint16_t>(), v.as<std::uint16_t>(), n);
+  });
+}
+
 void BM_adamw8bit(benchmark::State& state) {
   const std::size_t n = size_of(state);
   const int block = static_cast<int>(state.range(1));
@@ -150,6 +170,11 @@ constexpr std::int64_t kN = std::int64_t{1} << 26;  // 64M parameters
 
 BENCHMARK(BM_adamw_torch_default)->Arg(kN)->UseManualTime()->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_adamw_torch_fused_variant)->Arg(kN)->UseManualTime()->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_adamw_16bit)
+    ->Args({kN, 0})
+    ->Args({kN, 1})
+    ->UseManualTime()
+    ->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_adamw8bit)
     ->Args({kN, 256})
     ->Args({kN, 2048})

@@ -12,6 +12,7 @@
 #include "gpu/optim.hpp"
 #include "sim/common/error.hpp"
 #include "sim/format/codebook.hpp"
+#include "sim/native/optim_bnb8_search.hpp"
 
 namespace exmy::gpu {
 namespace {
@@ -287,6 +288,141 @@ __global__ void __launch_bounds__(kThreads)
   }
 }
 
+// ---- 8-bit Adam, fast path (full blocks, aligned pointers)
+// --------------------------------------- Both maps with their midpoints (+inf sentinels) and
+// bucket tables (sim/native/optim_bnb8_search.hpp), one copy in device memory and one per CTA in
+// shared memory.
+struct Bnb8Tables {
+  float code[2][256];  // [0] signed (state 1), [1] unsigned (state 2)
+  float mids[2][260];  // kBucketMids used, padded to a multiple of 4
+  std::uint8_t start[2][native::kBucketTable];
+};
+static_assert(sizeof(Bnb8Tables) % 4 == 0, "copied as 32-bit words");
+
+const Bnb8Tables* device_tables() {
+  static Bnb8Tables* d = nullptr;
+  static std::once_flag once;
+  std::call_once(once, [] {
+    static Bnb8Tables h;
+    for (int map = 0; map < 2; ++map) {
+      const auto& values = dynamic_codebook(map == 0).values;
+      float mids256[256];
+      for (int i = 0; i < 256; ++i) h.code[map][i] = values[i];
+      native::bnb_midpoints(h.code[map], mids256);
+      for (int k = 0; k < 260; ++k) h.mids[map][k] = k < 255 ? mids256[k] : mids256[255];
+      // The bucketed search equals bnb_nearest only with a spread of at most 1 (fixed maps: a
+      // failure here is a bug in the table parameters, not bad input).
+      if (native::bnb_bucket_build(mids256, h.start[map]) > 1) {
+        throw CudaError("8-bit tables: bucket spread above 1");
+      }
+    }
+    cuda_check(cudaMalloc(&d, sizeof h), "cudaMalloc 8-bit tables");
+    cuda_check(cudaMemcpy(d, &h, sizeof h, cudaMemcpyHostToDevice), "copy 8-bit tables");
+  });
+  return d;
+}
+
+__device__ void load_tables(const Bnb8Tables* src, Bnb8Tables* dst) {
+  const auto* s = reinterpret_cast<const std::uint32_t*>(src);
+  auto* d = reinterpret_cast<std::uint32_t*>(dst);
+  for (int i = threadIdx.x; i < static_cast<int>(sizeof(Bnb8Tables) / 4); i += kThreads)
+    d[i] = s[i];
+  __syncthreads();
+}
+
+// One quantization block of B = 8G elements per G threads (G = 32: a warp per block of 256, no
+// barrier; G = 256: the CTA per block of 2048). Thread `lane` of its group owns the two float4
+// runs at 4*lane and 4*G + 4*lane, so every load/store is a coalesced 16-byte (p, g) or 4-byte
+// (codes) access. The block maximum is order-free (docs/SEMANTICS.md 10), so this assignment of
+// elements to threads gives the reference's absmax.
+template <int G>
+__global__ void __launch_bounds__(kThreads)
+    k_bnb_adam8_fast(native::Bnb8Scalars s, float* __restrict__ p, const float* __restrict__ g,
+                     std::uint8_t* __restrict__ q1, std::uint8_t* __restrict__ q2,
+                     float* __restrict__ absmax1, float* __restrict__ absmax2, std::size_t nblocks,
+                     const Bnb8Tables* tables) {
+  __shared__ Bnb8Tables t;
+  __shared__ float red[kThreads / 32];
+  load_tables(tables, &t);
+  constexpr int kGroups = kThreads / G;
+  const int lane = threadIdx.x % G;
+  for (std::size_t qb = blockIdx.x * static_cast<std::size_t>(kGroups) + threadIdx.x / G;
+       qb < nblocks; qb += static_cast<std::size_t>(gridDim.x) * kGroups) {
+    const std::size_t base4 = qb * (2 * G) + lane;  // float4 index of the first run
+    float4 P[2];
+    float s1[8], s2[8];
+    unsigned ok = 0;
+    const float a1 = absmax1[qb], a2 = absmax2[qb];
+    float m1 = -FLT_MAX, m2 = -FLT_MAX;
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+      const std::size_t k = base4 + r * G;
+      P[r] = reinterpret_cast<const float4*>(p)[k];
+      const float4 G4 = reinterpret_cast<const float4*>(g)[k];
+      const std::uint32_t c1 = reinterpret_cast<const std::uint32_t*>(q1)[k];
+      const std::uint32_t c2 = reinterpret_cast<const std::uint32_t*>(q2)[k];
+      const float gs[4] = {G4.x, G4.y, G4.z, G4.w};
+#pragma unroll
+      for (int j = 0; j < 4; ++j) {
+        const int e = 4 * r + j;
+        s1[e] = native::bnb_dequant(t.code[0], static_cast<std::uint8_t>(c1 >> (8 * j)), a1);
+        s2[e] = native::bnb_dequant(t.code[1], static_cast<std::uint8_t>(c2 >> (8 * j)), a2);
+        if (native::bnb_adam8_states(s, gs[j], s1[e], s2[e])) ok |= 1u << e;
+        m1 = fmaxf(m1, native::f32_abs(s1[e]));
+        m2 = fmaxf(m2, native::f32_abs(s2[e]));
+      }
+    }
+    if (G == 32) {
+      m1 = warp_max(m1);
+      m2 = warp_max(m2);
+    } else {
+      m1 = block_max(m1, red);
+      m2 = block_max(m2, red);
+    }
+    if (lane == 0) {
+      absmax1[qb] = m1;
+      absmax2[qb] = m2;
+    }
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+      const std::size_t k = base4 + r * G;
+      float ps[4] = {P[r].x, P[r].y, P[r].z, P[r].w};
+      std::uint32_t c1 = 0, c2 = 0;
+#pragma unroll
+      for (int j = 0; j < 4; ++j) {
+        const int e = 4 * r + j;
+        if (ok & (1u << e))
+          ps[j] = native::bnb_adam8_param(s, native::Storage::f32, ps[j], s1[e], s2[e]);
+        c1 |= std::uint32_t{native::bnb_quant_signed_bucketed(t.code[0], t.mids[0], t.start[0],
+                                                              s1[e], m1)}
+              << (8 * j);
+        c2 |= std::uint32_t{native::bnb_quant_unsigned_bucketed(t.mids[1], t.start[1], s2[e], m2)}
+              << (8 * j);
+      }
+      reinterpret_cast<float4*>(p)[k] = make_float4(ps[0], ps[1], ps[2], ps[3]);
+      reinterpret_cast<std::uint32_t*>(q1)[k] = c1;
+      reinterpret_cast<std::uint32_t*>(q2)[k] = c2;
+    }
+  }
+}
+
+template <int G>
+unsigned fast_grid(std::size_t nblocks) {
+  static int per_sm = 0, sms = 0;
+  if (per_sm == 0) {
+    int dev = 0;
+    cuda_check(cudaGetDevice(&dev), "cudaGetDevice");
+    cuda_check(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev), "SM count");
+    cuda_check(
+        cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, k_bnb_adam8_fast<G>, kThreads, 0),
+        "occupancy");
+    if (per_sm < 1) per_sm = 1;
+  }
+  const std::size_t want = (nblocks + kThreads / G - 1) / (kThreads / G);
+  const std::size_t cap = static_cast<std::size_t>(per_sm) * sms;
+  return static_cast<unsigned>(want < cap ? want : cap);
+}
+
 __global__ void k_bnb_adam32(native::Bnb8Scalars s, float* p, const float* g, float* s1, float* s2,
                              std::size_t n) {
   for (std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x; i < n;
@@ -455,6 +591,90 @@ __global__ void k_split(native::TorchAdamScalars sa, native::TorchSgdScalars ss,
   }
 }
 
+// k = 8 or 16 without sr: element i's field is byte (halfword) i of the little-endian word stream
+// (bits [i*w, i*w + w) of word i*w/32 start at byte i*w/8), so the packing needs no assembly across
+// lanes. Four elements per thread with 16-byte (g, m, v), 8-byte (hi) and 4/8-byte (fields)
+// accesses where every pointer is aligned, then a scalar tail. Same per-element call as k_split.
+template <class T>
+struct Vec4;
+template <>
+struct Vec4<std::uint8_t> {
+  using type = uchar4;
+};
+template <>
+struct Vec4<std::uint16_t> {
+  using type = ushort4;
+};
+
+template <bool kAdam, class FieldT>
+__device__ void split_bytes_one(const native::TorchAdamScalars& sa,
+                                const native::TorchSgdScalars& ss, const native::SplitFormat& f,
+                                bool first, std::uint16_t& h, FieldT& field, float g, float& m,
+                                float& v) {
+  std::uint32_t fw = field;
+  if (kAdam) {
+    native::split_adam_element(sa, f, h, fw, g, m, v, 0u);
+  } else {
+    native::split_sgd_element(ss, f, h, fw, g, m, first, 0u);
+  }
+  field = static_cast<FieldT>(fw);
+}
+
+template <bool kAdam, class FieldT>
+__global__ void __launch_bounds__(kThreads)
+    k_split_bytes(native::TorchAdamScalars sa, native::TorchSgdScalars ss, native::SplitFormat f,
+                  bool first, bool vec, std::uint16_t* __restrict__ hi, FieldT* __restrict__ extra,
+                  const float* __restrict__ g, float* __restrict__ m, float* __restrict__ v,
+                  std::size_t n) {
+  using F4 = typename Vec4<FieldT>::type;
+  const std::size_t tid = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x;
+  const std::size_t stride = static_cast<std::size_t>(gridDim.x) * blockDim.x;
+  const std::size_t n4 = vec ? n / 4 : 0;
+  for (std::size_t k = tid; k < n4; k += stride) {
+    ushort4 H = reinterpret_cast<ushort4*>(hi)[k];
+    F4 X = reinterpret_cast<F4*>(extra)[k];
+    const float4 G = reinterpret_cast<const float4*>(g)[k];
+    float4 M = reinterpret_cast<float4*>(m)[k];
+    float4 V = kAdam ? reinterpret_cast<float4*>(v)[k] : float4{};
+    split_bytes_one<kAdam>(sa, ss, f, first, H.x, X.x, G.x, M.x, V.x);
+    split_bytes_one<kAdam>(sa, ss, f, first, H.y, X.y, G.y, M.y, V.y);
+    split_bytes_one<kAdam>(sa, ss, f, first, H.z, X.z, G.z, M.z, V.z);
+    split_bytes_one<kAdam>(sa, ss, f, first, H.w, X.w, G.w, M.w, V.w);
+    reinterpret_cast<ushort4*>(hi)[k] = H;
+    reinterpret_cast<F4*>(extra)[k] = X;
+    reinterpret_cast<float4*>(m)[k] = M;
+    if (kAdam) reinterpret_cast<float4*>(v)[k] = V;
+  }
+  for (std::size_t i = n4 * 4 + tid; i < n; i += stride) {
+    float mi = m[i], vi = kAdam ? v[i] : 0.0f;
+    split_bytes_one<kAdam>(sa, ss, f, first, hi[i], extra[i], g[i], mi, vi);
+    m[i] = mi;
+    if (kAdam) v[i] = vi;
+  }
+}
+
+// Launches the byte/halfword-field kernel when the format allows it; false otherwise.
+template <bool kAdam>
+bool launch_split_bytes(const native::TorchAdamScalars& sa, const native::TorchSgdScalars& ss,
+                        const native::SplitFormat& f, long step, std::uint16_t* hi,
+                        std::uint32_t* extra, const float* g, float* m, float* v, std::size_t n,
+                        cudaStream_t stream) {
+  if (f.sr || (f.k != 8 && f.k != 16)) return false;
+  const auto a = [](const void* x, unsigned mask) {
+    return x == nullptr || (reinterpret_cast<std::uintptr_t>(x) & mask) == 0;
+  };
+  const bool vec = a(hi, 7) && a(extra, f.k == 8 ? 3 : 7) && a(g, 15) && a(m, 15) && a(v, 15);
+  const unsigned grid = static_cast<unsigned>(grid_for(n, kThreads * 4));
+  if (f.k == 8) {
+    k_split_bytes<kAdam, std::uint8_t><<<grid, kThreads, 0, stream>>>(
+        sa, ss, f, step == 1, vec, hi, reinterpret_cast<std::uint8_t*>(extra), g, m, v, n);
+  } else {
+    k_split_bytes<kAdam, std::uint16_t><<<grid, kThreads, 0, stream>>>(
+        sa, ss, f, step == 1, vec, hi, reinterpret_cast<std::uint16_t*>(extra), g, m, v, n);
+  }
+  return true;
+}
+
 }  // namespace
 
 void adam_step(const optim::AdamHyper& h, bool decoupled, bool fused, long step, float* p,
@@ -484,18 +704,43 @@ void bnb_adam8_step(const native::Bnb8Scalars& s, float* p, const float* g,
   if (!st.is_8bit) {
     k_bnb_adam32<<<grid_for(n, kThreads * 4), kThreads, 0, stream>>>(s, p, g, st.s1, st.s2, n);
   } else {
-    const std::size_t nb = (n + st.block - 1) / st.block;
-    const unsigned blocks = static_cast<unsigned>(nb < kMaxCtas ? nb : kMaxCtas);
-    if (st.block == 256) {
-      const std::size_t ctas = (nb + 7) / 8;
-      k_bnb_adam8_warp<<<static_cast<unsigned>(ctas < kMaxCtas ? ctas : kMaxCtas), kThreads, 0,
-                         stream>>>(s, p, g, st.q1, st.q2, st.absmax1, st.absmax2, n, nb,
-                                   device_codes());
-    } else if (st.block == 2048) {
-      k_bnb_adam8<8><<<blocks, kThreads, 0, stream>>>(s, p, g, st.q1, st.q2, st.absmax1, st.absmax2,
-                                                      n, nb, device_codes());
-    } else {
+    if (st.block != 256 && st.block != 2048) {
       throw InputError("bnb_adam8_step: block must be 256 or 2048");
+    }
+    // Full blocks with aligned pointers take the vectorised kernel; the last partial block (and
+    // everything when a pointer is misaligned) the element-wise one. Same per-element functions.
+    const std::size_t B = static_cast<std::size_t>(st.block);
+    const bool vec =
+        aligned16(p, g) &&
+        ((reinterpret_cast<std::uintptr_t>(st.q1) | reinterpret_cast<std::uintptr_t>(st.q2)) &
+         3u) == 0;
+    const std::size_t full = vec ? n / B : 0;
+    if (full > 0) {
+      if (st.block == 256) {
+        k_bnb_adam8_fast<32><<<fast_grid<32>(full), kThreads, 0, stream>>>(
+            s, p, g, st.q1, st.q2, st.absmax1, st.absmax2, full, device_tables());
+      } else {
+        k_bnb_adam8_fast<256><<<fast_grid<256>(full), kThreads, 0, stream>>>(
+            s, p, g, st.q1, st.q2, st.absmax1, st.absmax2, full, device_tables());
+      }
+      cuda_check_launch("bnb_adam8_step (full blocks)");
+    }
+    const std::size_t done = full * B, rest = n - done;
+    if (rest > 0) {
+      const std::size_t nb = (rest + B - 1) / B;
+      float* pr = p + done;
+      const float* gr = g + done;
+      std::uint8_t *q1r = st.q1 + done, *q2r = st.q2 + done;
+      float *a1r = st.absmax1 + full, *a2r = st.absmax2 + full;
+      if (st.block == 256) {
+        const std::size_t ctas = (nb + 7) / 8;
+        k_bnb_adam8_warp<<<static_cast<unsigned>(ctas < kMaxCtas ? ctas : kMaxCtas), kThreads, 0,
+                           stream>>>(s, pr, gr, q1r, q2r, a1r, a2r, rest, nb, device_codes());
+      } else {
+        k_bnb_adam8<8>
+            <<<static_cast<unsigned>(nb < kMaxCtas ? nb : kMaxCtas), kThreads, 0, stream>>>(
+                s, pr, gr, q1r, q2r, a1r, a2r, rest, nb, device_codes());
+      }
     }
   }
   cuda_check_launch("bnb_adam8_step");
@@ -569,9 +814,13 @@ void split_adam_step(const optim::AdamHyper& h, bool decoupled, long step, std::
                      const native::SplitFormat& f, std::uint16_t* hi, std::uint32_t* extra,
                      const float* g, float* m, float* v, std::size_t n, CUstream_st* stream) {
   if (n == 0) return;
-  k_split<true><<<grid_for((n + 31) / 32, kThreads / 32), kThreads, 0, stream>>>(
-      optim::torch_adam_scalars(h, step, decoupled), native::TorchSgdScalars{}, f,
-      static_cast<std::uint64_t>(step), seed, hi, extra, g, m, v, n);
+  const native::TorchAdamScalars sa = optim::torch_adam_scalars(h, step, decoupled);
+  if (!launch_split_bytes<true>(sa, native::TorchSgdScalars{}, f, step, hi, extra, g, m, v, n,
+                                stream)) {
+    k_split<true><<<grid_for((n + 31) / 32, kThreads / 32), kThreads, 0, stream>>>(
+        sa, native::TorchSgdScalars{}, f, static_cast<std::uint64_t>(step), seed, hi, extra, g, m,
+        v, n);
+  }
   cuda_check_launch("split_adam_step");
 }
 
@@ -579,9 +828,13 @@ void split_sgd_step(const optim::SgdHyper& h, long step, std::uint64_t seed,
                     const native::SplitFormat& f, std::uint16_t* hi, std::uint32_t* extra,
                     const float* g, float* buf, std::size_t n, CUstream_st* stream) {
   if (n == 0) return;
-  k_split<false><<<grid_for((n + 31) / 32, kThreads / 32), kThreads, 0, stream>>>(
-      native::TorchAdamScalars{}, optim::torch_sgd_scalars(h), f, static_cast<std::uint64_t>(step),
-      seed, hi, extra, g, buf, nullptr, n);
+  const native::TorchSgdScalars ss = optim::torch_sgd_scalars(h);
+  if (!launch_split_bytes<false>(native::TorchAdamScalars{}, ss, f, step, hi, extra, g, buf,
+                                 nullptr, n, stream)) {
+    k_split<false><<<grid_for((n + 31) / 32, kThreads / 32), kThreads, 0, stream>>>(
+        native::TorchAdamScalars{}, ss, f, static_cast<std::uint64_t>(step), seed, hi, extra, g,
+        buf, nullptr, n);
+  }
   cuda_check_launch("split_sgd_step");
 }
 

@@ -32,6 +32,14 @@ TEST_CASE("torch cross-check driver", "[.torch-crosscheck]") {
       optim::adam_step(h, false, optim::Storage::f32, t, p, g, s1, s2);
     } else if (c == "adamw_bf16") {
       optim::adam_step(h, true, optim::Storage::bf16, t, p, g, s1, s2);
+    } else if (c == "adamw_f16") {
+      optim::adam_step(h, true, optim::Storage::f16, t, p, g, s1, s2);
+    } else if (c == "adam_bf16") {
+      optim::adam_step(h, false, optim::Storage::bf16, t, p, g, s1, s2);
+    } else if (c == "sgd_bf16") {
+      optim::sgd_step(sh, optim::Storage::bf16, t, p, g, s1);
+    } else if (c == "sgd_f16") {
+      optim::sgd_step(sh, optim::Storage::f16, t, p, g, s1);
     } else if (c == "adamw_fused") {
       optim::adam_fused_step(h, true, t, p, g, s1, s2);
     } else if (c == "sgd") {

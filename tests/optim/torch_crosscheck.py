@@ -22,9 +22,8 @@ rng = np.random.default_rng(20261121)
 N, K = 10007, 5
 
 
-def bf16_values(a):
-    t = torch.tensor(a, dtype=torch.float32).to(torch.bfloat16)
-    return t.float().numpy()
+def rounded_values(a, dtype):
+    return torch.tensor(a, dtype=torch.float32).to(dtype).float().numpy()
 
 
 def ulps(a, b):
@@ -82,6 +81,20 @@ def main():
          lambda ps: torch.optim.AdamW(ps, lr=1e-3, weight_decay=0.01, foreach=False),
          ["--optimizer", "adamw", "--lr", "0.001", "--wd", "0.01", "--param-dtype", "bf16"],
          torch.bfloat16),
+        ("AdamW fp16 cpu vs --param-dtype fp16", "adamw_f16", "cpu",
+         lambda ps: torch.optim.AdamW(ps, lr=1e-3, weight_decay=0.01, foreach=False),
+         ["--optimizer", "adamw", "--lr", "0.001", "--wd", "0.01", "--param-dtype", "fp16"],
+         torch.float16),
+        ("Adam L2 bf16 cpu vs --param-dtype bf16", "adam_bf16", "cpu",
+         lambda ps: torch.optim.Adam(ps, lr=1e-3, weight_decay=0.01, foreach=False),
+         ["--optimizer", "adam", "--lr", "0.001", "--wd", "0.01", "--param-dtype", "bf16"],
+         torch.bfloat16),
+        ("SGD momentum bf16 cpu vs --param-dtype bf16", "sgd_bf16", "cpu",
+         lambda ps: torch.optim.SGD(ps, lr=1e-2, momentum=0.9, weight_decay=1e-4, foreach=False),
+         ["--optimizer", "sgd", "--param-dtype", "bf16"], torch.bfloat16),
+        ("SGD momentum fp16 cpu vs --param-dtype fp16", "sgd_f16", "cpu",
+         lambda ps: torch.optim.SGD(ps, lr=1e-2, momentum=0.9, weight_decay=1e-4, foreach=False),
+         ["--optimizer", "sgd", "--param-dtype", "fp16"], torch.float16),
     ]
     if torch.cuda.is_available():
         cases += [
@@ -94,9 +107,13 @@ def main():
              ["--optimizer", "adamw", "--lr", "0.001", "--wd", "0.01"], torch.float32),
         ]
     for name, tag, dev, make, args, dtype in cases:
-        pp = bf16_values(p0) if dtype == torch.bfloat16 else p0
-        gg = [bf16_values(g) for g in grads] if dtype == torch.bfloat16 else grads
-        tp, tst = torch_run(make, dev, dtype, pp, gg)
+        pp = rounded_values(p0, dtype) if dtype != torch.float32 else p0
+        gg = [rounded_values(g, dtype) for g in grads] if dtype != torch.float32 else grads
+        try:
+            tp, tst = torch_run(make, dev, dtype, pp, gg)
+        except RuntimeError as e:  # e.g. a dtype this torch build has no CPU kernel for
+            print(f"{name:42s} torch failed: {str(e).splitlines()[0]}")
+            continue
         ep, e1, e2 = exmy_run(tag, pp, gg, args)
         compare(name + " params", ep, tp)
         if "exp_avg" in tst:
