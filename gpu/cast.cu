@@ -56,12 +56,12 @@ __device__ __forceinline__ std::uint32_t generic_convert(FloatFormat from, Float
   return static_cast<std::uint32_t>(native::convert(from, to, r, x, rand).code);
 }
 
-// The code of one element.
-template <CastInput In, bool Fast>
+// The code of one element: the fast path specialised for Mode, or the native engine.
+template <CastInput In, bool Fast, FastMode Mode>
 __device__ __forceinline__ std::uint32_t cast_one(const CastArgs& a, std::uint32_t x,
                                                   std::uint32_t rand) {
   if constexpr (Fast) {
-    return fast_cast_fp32(a.plan, a.r, InputTraits<In>::widen(x), rand);
+    return fast_cast_fp32_as<Mode>(a.plan, a.r, InputTraits<In>::widen(x), rand);
   } else {
     return generic_convert(a.from, a.to, a.r, x, rand);
   }
@@ -70,7 +70,7 @@ __device__ __forceinline__ std::uint32_t cast_one(const CastArgs& a, std::uint32
 template <bool Fast>
 __device__ __forceinline__ float decode_one(const CastArgs& a, std::uint32_t code) {
   if constexpr (Fast) {
-    return fast_decode_fp32(a.plan, code);
+    return fast_decode_fp32_finite(a.plan, code);
   } else {
     return native::to_float(a.to, code);
   }
@@ -93,12 +93,12 @@ __device__ __forceinline__ void random_words(const CastArgs& a, std::uint64_t id
 }
 
 // Out: uint8_t / uint16_t codes, or float for fake quantization.
-template <CastInput In, typename Out, bool Fast>
+template <CastInput In, typename Out, bool Fast, FastMode Mode>
 __global__ void __launch_bounds__(kThreads)
     cast_kernel(const void* __restrict__ in_, std::size_t n, Out* __restrict__ out, CastArgs a) {
   using T = typename InputTraits<In>::T;
   const T* in = static_cast<const T*>(in_);
-  const bool sr = a.r.mode == RoundMode::sr;
+  const bool sr = Mode == FastMode::sr || (Mode == FastMode::any && a.r.mode == RoundMode::sr);
   const std::size_t stride = static_cast<std::size_t>(gridDim.x) * blockDim.x * kPerThread;
   for (std::size_t base =
            (static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x) * kPerThread;
@@ -117,7 +117,7 @@ __global__ void __launch_bounds__(kThreads)
         if (sr) random_words(a, base + g, w);
 #pragma unroll
         for (int k = 0; k < 4; ++k) {
-          const std::uint32_t code = cast_one<In, Fast>(a, x[g + k], w[k]);
+          const std::uint32_t code = cast_one<In, Fast, Mode>(a, x[g + k], w[k]);
           if constexpr (std::is_same_v<Out, float>) {
             res[g + k] = decode_one<Fast>(a, code);
           } else {
@@ -137,7 +137,7 @@ __global__ void __launch_bounds__(kThreads)
         if (sr) {
           rand = native::sr_word(native::philox_word(a.seed, a.stream, a.offset + i), a.r.sr_bits);
         }
-        const std::uint32_t code = cast_one<In, Fast>(a, in[i], rand);
+        const std::uint32_t code = cast_one<In, Fast, Mode>(a, in[i], rand);
         if constexpr (std::is_same_v<Out, float>) {
           out[i] = decode_one<Fast>(a, code);
         } else {
@@ -209,10 +209,23 @@ template <CastInput In, typename Out>
 void launch_cast(const void* in, std::size_t n, Out* out, const CastArgs& a, bool fast,
                  cudaStream_t s) {
   const unsigned grid = grid_for(n, kPerThread);
-  if (fast) {
-    cast_kernel<In, Out, true><<<grid, kThreads, 0, s>>>(in, n, out, a);
+  if (!fast) {
+    cast_kernel<In, Out, false, FastMode::any><<<grid, kThreads, 0, s>>>(in, n, out, a);
   } else {
-    cast_kernel<In, Out, false><<<grid, kThreads, 0, s>>>(in, n, out, a);
+    switch (fast_mode_for(a.plan, a.r)) {
+      case FastMode::rne:
+        cast_kernel<In, Out, true, FastMode::rne><<<grid, kThreads, 0, s>>>(in, n, out, a);
+        break;
+      case FastMode::rtz:
+        cast_kernel<In, Out, true, FastMode::rtz><<<grid, kThreads, 0, s>>>(in, n, out, a);
+        break;
+      case FastMode::sr:
+        cast_kernel<In, Out, true, FastMode::sr><<<grid, kThreads, 0, s>>>(in, n, out, a);
+        break;
+      case FastMode::any:
+        cast_kernel<In, Out, true, FastMode::any><<<grid, kThreads, 0, s>>>(in, n, out, a);
+        break;
+    }
   }
   cuda_check_launch("cast kernel launch");
 }

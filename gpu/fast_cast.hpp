@@ -42,6 +42,11 @@ struct FastCastPlan {
   std::uint32_t sign_bit = 0;  // f's sign bit
   bool neg_zero = false;       // f has a negative zero
   int sub_shift = 0;           // emin - M + 149: a subnormal code's fp32 subnormal shift
+  std::uint32_t norm_min = 0;  // e0 << 23: the smallest fp32 magnitude in f's normal range
+  // Decoding (fast_decode_fp32_finite): magnitudes at or above special_mag are inf or NaN codes
+  // (f's NaN/inf encoding); fnuz formats have their NaN at the negative-zero code instead.
+  std::uint32_t special_mag = 0;
+  std::uint32_t sub_magic = 0;  // fp32 bits of 2^(emin - M + 23): its ulp is f's quantum
   // native::convert(fp32 -> f, r) of +-0, +-inf, +-NaN, and native::overflow_result(f, r, +-):
   // index 0 positive, 1 negative.
   std::uint32_t zero[2] = {0, 0}, inf[2] = {0, 0}, nan[2] = {0, 0}, overflow[2] = {0, 0};
@@ -65,6 +70,11 @@ inline FastCastPlan make_fast_cast_plan(const FloatFormat& f, const Rounding& r)
   p.sign_bit = static_cast<std::uint32_t>(f.sign_bit());
   p.neg_zero = f.has_neg_zero();
   p.sub_shift = f.emin() - f.man_bits + 149;
+  p.norm_min = p.e0 << 23;
+  // The smallest magnitude code that does not decode to a finite value (past max_code when
+  // the format has neither inf nor NaN magnitudes).
+  p.special_mag = p.max_code + 1;
+  p.sub_magic = static_cast<std::uint32_t>(f.emin() - f.man_bits + 23 + 127) << 23;
   for (int s = 0; s < 2; ++s) {
     const std::uint32_t sign = s ? 0x80000000u : 0u;
     const auto conv = [&](std::uint32_t u) {
@@ -138,6 +148,101 @@ EXMY_HD float fast_decode_fp32(const FastCastPlan& p, std::uint32_t c) {
                             ((mag << (23 - top)) & 0x007FFFFFu));
   }
   return native::float_of(sign | (mag << p.sub_shift));
+}
+
+// The roundings with a specialised fast path; `any` dispatches on the Rounding at run time.
+enum class FastMode { rne, rtz, sr, any };
+
+// The FastMode that runs rounding r on plan p: sr:R needs R <= 23 - M (the discarded fraction
+// of every fp32 input has at least R bits, so the random word lines up inside 32 bits).
+inline FastMode fast_mode_for(const FastCastPlan& p, const Rounding& r) {
+  switch (r.mode) {
+    case RoundMode::rne:
+      return FastMode::rne;
+    case RoundMode::rtz:
+      return FastMode::rtz;
+    case RoundMode::sr:
+      return r.sr_bits >= 1 && r.sr_bits <= p.normal_shift ? FastMode::sr : FastMode::any;
+    default:
+      return FastMode::any;
+  }
+}
+
+// fast_cast_fp32 for one of rne, rtz, sr:R (R <= 23 - M) with only 32-bit operations and no
+// branches in the common case, for GPU hot loops; equal to fast_cast_fp32 (and so to
+// native::convert) for every fp32 input: checked on all 2^32 inputs by the device campaign and
+// on the host by tests/native/test_gpu_fast_cast_on_host.cpp.
+//
+// Both ranges use one integer x and a right shift d (see the top of this file): in f's normal
+// range x = |u| - rebias, d = 23 - M; below it x is the fp32 significand, obtained as
+// |u| - ((max(e32, 1) - 1) << 23), and d = 23 - M + e0 - max(e32, 1). The roundings on x >> d:
+//   rtz  x >> d;
+//   rne  (x + 2^(d-1) - 1 + ((x >> d) & 1)) >> d: the half-minus-one plus the kept parity
+//        carries exactly when the fraction exceeds one half, or equals it with T odd;
+//   sr:R ((x >> (d - R)) + rand) >> R: the top R fraction bits plus the R-bit word carry
+//        exactly when frac_R + rand >= 2^R (section 3).
+// Below the normal range x < 2^24, so a shift of 31 already yields what any longer shift
+// yields (0 for rtz/sr, and rne cannot reach one half): d and d - R are clamped there to keep
+// the shifts defined. In the normal range x < 2^31 and every sum stays below 2^32.
+template <FastMode Mode>
+EXMY_HD std::uint32_t fast_cast_fp32_fixed(const FastCastPlan& p, std::uint32_t u,
+                                           std::uint32_t rand, int R) {
+  static_assert(Mode != FastMode::any, "use fast_cast_fp32 for the other roundings");
+  const std::uint32_t a = u & 0x7FFFFFFFu;
+  const bool sub = a < p.norm_min;
+  const std::uint32_t e32 = a >> 23;
+  const std::uint32_t em = e32 > 1u ? e32 : 1u;
+  const std::uint32_t x = sub ? a - ((em - 1u) << 23) : a - p.rebias;
+  const int d = sub ? p.normal_shift + static_cast<int>(p.e0 - em) : p.normal_shift;
+  std::uint32_t t;
+  if constexpr (Mode == FastMode::rtz) {
+    t = x >> (d < 31 ? d : 31);
+  } else if constexpr (Mode == FastMode::rne) {
+    const int s = d < 31 ? d : 31;
+    t = (x + ((1u << (s - 1)) - 1u) + ((x >> s) & 1u)) >> s;
+  } else {
+    const int s = d - R < 31 ? d - R : 31;
+    t = ((x >> s) + (rand & static_cast<std::uint32_t>(low_mask(R)))) >> R;
+  }
+  const bool neg = (u >> 31) != 0;
+  std::uint32_t res = t | (neg ? p.sign_bit : 0u);
+  if (t == 0 && !p.neg_zero) res = 0;
+  if (t > p.max_code) res = neg ? p.overflow[1] : p.overflow[0];
+  if (a >= 0x7F800000u) {
+    res = a == 0x7F800000u ? (neg ? p.inf[1] : p.inf[0]) : (neg ? p.nan[1] : p.nan[0]);
+  }
+  return res;
+}
+
+// The code of fp32 u under rounding r through the specialised path Mode (any: fast_cast_fp32).
+template <FastMode Mode>
+EXMY_HD std::uint32_t fast_cast_fp32_as(const FastCastPlan& p, const Rounding& r, std::uint32_t u,
+                                        std::uint32_t rand) {
+  if constexpr (Mode == FastMode::any) {
+    return fast_cast_fp32(p, r, u, rand);
+  } else {
+    return fast_cast_fp32_fixed<Mode>(p, u, rand, r.sr_bits);
+  }
+}
+
+// fast_decode_fp32 with the finite codes decoded by field moves and one exact fp32 subtraction,
+// the rest (inf, NaN) delegated: a subnormal magnitude m (< 2^M) is m * q with q = 2^(emin - M),
+// and the fp32 number whose bits are sub_magic + m is 2^(emin - M + 23) + m * q (m < 2^23 stays
+// inside that binade, whose ulp is q), so subtracting 2^(emin - M + 23) leaves m * q exactly.
+EXMY_HD float fast_decode_fp32_finite(const FastCastPlan& p, std::uint32_t c) {
+  const std::uint32_t mag = c & static_cast<std::uint32_t>(p.f.magnitude_mask());
+  const bool fnuz_nan = !p.neg_zero && c == p.sign_bit;
+  if (mag >= p.special_mag || fnuz_nan) return fast_decode_fp32(p, c);
+  const std::uint32_t sign = (c & p.sign_bit) != 0 ? 0x80000000u : 0u;
+  const std::uint32_t min_normal = 1u << p.f.man_bits;
+  float v;
+  if (mag >= min_normal) {
+    v = native::float_of((mag << p.normal_shift) + p.rebias);
+  } else {
+    const float magic = native::float_of(p.sub_magic);
+    v = native::float_of(p.sub_magic + mag) - magic;
+  }
+  return native::float_of(native::bits_of(v) | sign);
 }
 
 }  // namespace exmy::gpu

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 
+#include "sim/native/convert.hpp"
 #include "sim/native/hd.hpp"
 
 namespace exmy::gpu {
@@ -13,18 +14,26 @@ EXMY_HD std::uint32_t widen_bf16(std::uint32_t h) {
   return h << 16;
 }
 
-// fp16 e5m10 bias 15 -> fp32 e8m23 bias 127: the exponent moves by 127 - 15 = 112 and the
-// mantissa by 23 - 10 = 13 bits; a subnormal m * 2^-24 with top bit p becomes
-// 1.f * 2^(p - 24), biased exponent p + 103.
+// fp16 e5m10 bias 15 -> fp32 e8m23 bias 127, branch-free: with the magnitude's fields moved up
+// by 23 - 10 = 13 bits, a normal needs its exponent rebiased by 127 - 15 = 112, and inf/NaN
+// (exponent 31 -> 255) by 255 - 31 = 224, which keeps NaN payloads. A subnormal m * 2^-24 is
+// taken from fp32 arithmetic: the fp32 number with bits (113 << 23) + (m << 13) is
+// 2^-14 * (1 + m / 2^10), and subtracting 2^-14 leaves m * 2^-24 exactly (a difference of two
+// fp32 numbers of one binade is exact), so no normalisation loop or count-leading-zeros.
 EXMY_HD std::uint32_t widen_fp16(std::uint32_t h) {
-  const std::uint32_t s = (h & 0x8000u) << 16;
-  const std::uint32_t e = (h >> 10) & 0x1Fu;
-  const std::uint32_t m = h & 0x3FFu;
-  if (e == 0x1F) return s | 0x7F800000u | (m << 13);
-  if (e != 0) return s | ((e + 112) << 23) | (m << 13);
-  if (m == 0) return s;
-  const int p = 63 - native::clz64(m);  // position of the top set bit, 0..9
-  return s | (static_cast<std::uint32_t>(p + 103) << 23) | ((m << (23 - p)) & 0x007FFFFFu);
+  const std::uint32_t sign = (h & 0x8000u) << 16;
+  const std::uint32_t mag = h & 0x7FFFu;
+  const std::uint32_t moved = mag << 13;
+  std::uint32_t r;
+  if (mag >= 0x7C00u) {
+    r = moved + (224u << 23);
+  } else if (mag >= 0x0400u) {
+    r = moved + (112u << 23);
+  } else {
+    const float two_m14 = native::float_of(113u << 23);
+    r = native::bits_of(native::float_of(moved + (113u << 23)) - two_m14);
+  }
+  return sign | r;
 }
 
 }  // namespace exmy::gpu

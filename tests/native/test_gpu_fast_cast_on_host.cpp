@@ -4,10 +4,31 @@
 #include <catch2/catch.hpp>
 
 #include "gpu/fast_cast.hpp"
+#include "gpu/widen.hpp"
 #include "sim/format/float_names.hpp"
 #include "sim/native/convert.hpp"
 
 using namespace exmy;
+
+namespace {
+
+// The mode-specialised path (gpu::fast_cast_fp32_fixed) where the plan has one for r.
+std::uint32_t fixed_path(const gpu::FastCastPlan& plan, const Rounding& r, std::uint32_t u,
+                         std::uint32_t w) {
+  switch (gpu::fast_mode_for(plan, r)) {
+    case gpu::FastMode::rne:
+      return gpu::fast_cast_fp32_as<gpu::FastMode::rne>(plan, r, u, w);
+    case gpu::FastMode::rtz:
+      return gpu::fast_cast_fp32_as<gpu::FastMode::rtz>(plan, r, u, w);
+    case gpu::FastMode::sr:
+      return gpu::fast_cast_fp32_as<gpu::FastMode::sr>(plan, r, u, w);
+    case gpu::FastMode::any:
+      break;
+  }
+  return gpu::fast_cast_fp32_as<gpu::FastMode::any>(plan, r, u, w);
+}
+
+}  // namespace
 
 TEST_CASE("GPU fast cast equals the native engine (run on the host)", "[native][gpu-fast]") {
   const Rounding roundings[] = {
@@ -15,7 +36,9 @@ TEST_CASE("GPU fast cast equals the native engine (run on the host)", "[native][
       {RoundMode::rtz, 0, Overflow::none},      {RoundMode::rup, 0, Overflow::none},
       {RoundMode::rdn, 0, Overflow::satfinite}, {RoundMode::rto, 0, Overflow::none},
       {RoundMode::rne, 0, Overflow::satfinite}, {RoundMode::sr, 8, Overflow::none},
-      {RoundMode::sr, 1, Overflow::satfinite},  {RoundMode::sr, 32, Overflow::none}};
+      {RoundMode::sr, 1, Overflow::satfinite},  {RoundMode::sr, 32, Overflow::none},
+      {RoundMode::rtz, 0, Overflow::satfinite}, {RoundMode::sr, 9, Overflow::sat},
+      {RoundMode::sr, 13, Overflow::none}};
   const std::uint32_t lows[] = {0u, 1u, 0x8000u, 0xFFFFu, 0x5A5Au};
   std::size_t checked = 0, bad = 0;
   for (const auto& p : float_presets()) {
@@ -30,9 +53,11 @@ TEST_CASE("GPU fast cast equals the native engine (run on the host)", "[native][
           for (std::uint32_t w : words) {
             const auto want = native::convert(formats::fp32, p.format, r, u, w).code;
             const auto got = gpu::fast_cast_fp32(plan, r, u, w);
-            if (got != want && bad++ < 5) {
-              UNSCOPED_INFO(p.name << " u=0x" << std::hex << u << " w=" << w << " got " << got
-                                   << " want " << want);
+            const auto got_fixed = fixed_path(plan, r, u, w);
+            if ((got != want || got_fixed != want) && bad++ < 5) {
+              UNSCOPED_INFO(p.name << " " << static_cast<int>(r.mode) << ":" << r.sr_bits << " u=0x"
+                                   << std::hex << u << " w=" << w << " got " << got << " fixed "
+                                   << got_fixed << " want " << want);
             }
             ++checked;
             if (r.mode != RoundMode::sr) break;  // the word only matters for sr
@@ -43,4 +68,43 @@ TEST_CASE("GPU fast cast equals the native engine (run on the host)", "[native][
   }
   CHECK(checked > 10'000'000);
   CHECK(bad == 0);
+}
+
+TEST_CASE("GPU fast decoders equal native::to_float for every code (run on the host)",
+          "[native][gpu-fast]") {
+  std::size_t checked = 0;
+  for (const auto& p : float_presets()) {
+    if (!gpu::fast_cast_supported(p.format)) continue;
+    const gpu::FastCastPlan plan = gpu::make_fast_cast_plan(p.format, Rounding{});
+    const std::uint32_t codes = 1u << p.format.total_bits();
+    for (std::uint32_t c = 0; c < codes; ++c) {
+      const std::uint32_t want = native::bits_of(native::to_float(p.format, c));
+      INFO(p.name << " code 0x" << std::hex << c);
+      REQUIRE(native::bits_of(gpu::fast_decode_fp32(plan, c)) == want);
+      REQUIRE(native::bits_of(gpu::fast_decode_fp32_finite(plan, c)) == want);
+      ++checked;
+    }
+  }
+  CHECK(checked > 100'000);
+}
+
+// Guards the branch-free fp16 widening (fp32 subtraction for subnormals): every fp16 code must
+// widen exactly, NaN payloads and signs kept, the same on the host as on the device.
+TEST_CASE("GPU widening of every bf16 and fp16 code is exact (run on the host)",
+          "[native][gpu-fast]") {
+  for (std::uint32_t h = 0; h < (1u << 16); ++h) {
+    INFO("code 0x" << std::hex << h);
+    const std::uint32_t e = (h >> 10) & 0x1Fu, m = h & 0x3FFu;
+    if (e == 0x1F && m != 0) {  // NaN: quiet/signalling payload and sign moved up unchanged
+      REQUIRE(gpu::widen_fp16(h) == (((h & 0x8000u) << 16) | 0x7F800000u | (m << 13)));
+    } else {
+      REQUIRE(gpu::widen_fp16(h) ==
+              native::convert(formats::fp16, formats::fp32, Rounding{}, h).code);
+    }
+    REQUIRE(gpu::widen_bf16(h) == h << 16);
+    if (formats::bf16.classify(h) != ValueClass::nan) {
+      REQUIRE(gpu::widen_bf16(h) ==
+              native::convert(formats::bf16, formats::fp32, Rounding{}, h).code);
+    }
+  }
 }
