@@ -56,6 +56,10 @@ def main():
         lines.append(f"| block-wise codebook >= 80% of copy | {r:.2f} | {'yes' if r >= 0.8 else 'no'} |")
     if torch:
         tc = torch["copy_fp32"]["tbps"]
+        c = rows.get("cast/fp32/e4m3fn/rne")
+        if c and "cast_fp32_e4m3fn" in torch:
+            s = tb(c) / torch["cast_fp32_e4m3fn"]["tbps"]
+            lines.append(f"| fp32 -> e4m3fn rne cast vs torch .to(float8_e4m3fn) ({torch['cast_fp32_e4m3fn']['tbps']:.3f} TB/s) | {s:.2f}x | (anchor) |")
         t = rows.get("quant/tensor/fp32/e4m3fn/rne")
         if t:
             s = tb(t) / torch["tensorwise_fp8"]["tbps"]
