@@ -294,8 +294,9 @@ __global__ void __launch_bounds__(kThreads)
 // shared memory.
 struct Bnb8Tables {
   float code[2][256];  // [0] signed (state 1), [1] unsigned (state 2)
-  float mids[2][260];  // kBucketMids used, padded to a multiple of 4
+  float t[2][260];     // thresholds (kBucketMids used), padded to a multiple of 4
   std::uint8_t start[2][native::kBucketTable];
+  int z;  // the signed map's negative codes are 0..z-1
 };
 static_assert(sizeof(Bnb8Tables) % 4 == 0, "copied as 32-bit words");
 
@@ -309,13 +310,16 @@ const Bnb8Tables* device_tables() {
       float mids256[256];
       for (int i = 0; i < 256; ++i) h.code[map][i] = values[i];
       native::bnb_midpoints(h.code[map], mids256);
-      for (int k = 0; k < 260; ++k) h.mids[map][k] = k < 255 ? mids256[k] : mids256[255];
-      // The bucketed search equals bnb_nearest only with a spread of at most 1 (fixed maps: a
-      // failure here is a bug in the table parameters, not bad input).
-      if (native::bnb_bucket_build(mids256, h.start[map]) > 1) {
-        throw CudaError("8-bit tables: bucket spread above 1");
+      // The bucketed search equals bnb_nearest only for strictly increasing midpoints and a
+      // spread of at most 1 (fixed maps: a failure is a bug in the table parameters).
+      if (!native::bnb_thresholds(mids256, h.t[map]) ||
+          native::bnb_bucket_build(h.t[map], h.start[map]) > 1) {
+        throw CudaError("8-bit tables: the bucketed search does not apply to this map");
       }
+      for (int k = native::kBucketMids; k < 260; ++k) h.t[map][k] = h.t[map][255];
     }
+    h.z = native::bnb_negative_prefix(h.code[0]);
+    if (h.z < 0) throw CudaError("8-bit tables: negative codes are not a prefix");
     cuda_check(cudaMalloc(&d, sizeof h), "cudaMalloc 8-bit tables");
     cuda_check(cudaMemcpy(d, &h, sizeof h, cudaMemcpyHostToDevice), "copy 8-bit tables");
   });
@@ -335,15 +339,24 @@ __device__ void load_tables(const Bnb8Tables* src, Bnb8Tables* dst) {
 // runs at 4*lane and 4*G + 4*lane, so every load/store is a coalesced 16-byte (p, g) or 4-byte
 // (codes) access. The block maximum is order-free (docs/SEMANTICS.md 10), so this assignment of
 // elements to threads gives the reference's absmax.
-template <int G>
-__global__ void __launch_bounds__(kThreads)
-    k_bnb_adam8_fast(native::Bnb8Scalars s, float* __restrict__ p, const float* __restrict__ g,
+// Resident CTAs per SM the register allocation must allow (4: <= 64 registers, what the kernel
+// needs without spilling). The benchmark build also measures 5 (<= 48 registers, small spills).
+#ifndef EXMY_BNB8_FAST_MIN_CTAS
+#define EXMY_BNB8_FAST_MIN_CTAS 4
+#endif
+constexpr int kFastMinCtas = EXMY_BNB8_FAST_MIN_CTAS;
+template <int G, bool kTorchOrder>
+__global__ void __launch_bounds__(kThreads, kFastMinCtas)
+    k_bnb_adam8_fast(native::Bnb8Scalars sp, float* __restrict__ p, const float* __restrict__ g,
                      std::uint8_t* __restrict__ q1, std::uint8_t* __restrict__ q2,
                      float* __restrict__ absmax1, float* __restrict__ absmax2, std::size_t nblocks,
                      const Bnb8Tables* tables) {
   __shared__ Bnb8Tables t;
   __shared__ float red[kThreads / 32];
   load_tables(tables, &t);
+  native::Bnb8Scalars s = sp;
+  s.torch_order = kTorchOrder;  // a compile-time branch in bnb_adam8_param
+  const int z = t.z;
   constexpr int kGroups = kThreads / G;
   const int lane = threadIdx.x % G;
   for (std::size_t qb = blockIdx.x * static_cast<std::size_t>(kGroups) + threadIdx.x / G;
@@ -393,10 +406,9 @@ __global__ void __launch_bounds__(kThreads)
         const int e = 4 * r + j;
         if (ok & (1u << e))
           ps[j] = native::bnb_adam8_param(s, native::Storage::f32, ps[j], s1[e], s2[e]);
-        c1 |= std::uint32_t{native::bnb_quant_signed_bucketed(t.code[0], t.mids[0], t.start[0],
-                                                              s1[e], m1)}
+        c1 |= std::uint32_t{native::bnb_quant_signed_bucketed(z, t.t[0], t.start[0], s1[e], m1)}
               << (8 * j);
-        c2 |= std::uint32_t{native::bnb_quant_unsigned_bucketed(t.mids[1], t.start[1], s2[e], m2)}
+        c2 |= std::uint32_t{native::bnb_quant_unsigned_bucketed(t.t[1], t.start[1], s2[e], m2)}
               << (8 * j);
       }
       reinterpret_cast<float4*>(p)[k] = make_float4(ps[0], ps[1], ps[2], ps[3]);
@@ -406,21 +418,28 @@ __global__ void __launch_bounds__(kThreads)
   }
 }
 
-template <int G>
+template <int G, bool kTorchOrder>
 unsigned fast_grid(std::size_t nblocks) {
   static int per_sm = 0, sms = 0;
   if (per_sm == 0) {
     int dev = 0;
     cuda_check(cudaGetDevice(&dev), "cudaGetDevice");
     cuda_check(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev), "SM count");
-    cuda_check(
-        cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, k_bnb_adam8_fast<G>, kThreads, 0),
-        "occupancy");
+    cuda_check(cudaOccupancyMaxActiveBlocksPerMultiprocessor(
+                   &per_sm, k_bnb_adam8_fast<G, kTorchOrder>, kThreads, 0),
+               "occupancy");
     if (per_sm < 1) per_sm = 1;
   }
   const std::size_t want = (nblocks + kThreads / G - 1) / (kThreads / G);
   const std::size_t cap = static_cast<std::size_t>(per_sm) * sms;
   return static_cast<unsigned>(want < cap ? want : cap);
+}
+
+template <int G, bool kTorchOrder>
+void launch_adam8_fast(const native::Bnb8Scalars& s, float* p, const float* g,
+                       const Bnb8DeviceState& st, std::size_t full, cudaStream_t stream) {
+  k_bnb_adam8_fast<G, kTorchOrder><<<fast_grid<G, kTorchOrder>(full), kThreads, 0, stream>>>(
+      s, p, g, st.q1, st.q2, st.absmax1, st.absmax2, full, device_tables());
 }
 
 __global__ void k_bnb_adam32(native::Bnb8Scalars s, float* p, const float* g, float* s1, float* s2,
@@ -717,11 +736,11 @@ void bnb_adam8_step(const native::Bnb8Scalars& s, float* p, const float* g,
     const std::size_t full = vec ? n / B : 0;
     if (full > 0) {
       if (st.block == 256) {
-        k_bnb_adam8_fast<32><<<fast_grid<32>(full), kThreads, 0, stream>>>(
-            s, p, g, st.q1, st.q2, st.absmax1, st.absmax2, full, device_tables());
+        s.torch_order ? launch_adam8_fast<32, true>(s, p, g, st, full, stream)
+                      : launch_adam8_fast<32, false>(s, p, g, st, full, stream);
       } else {
-        k_bnb_adam8_fast<256><<<fast_grid<256>(full), kThreads, 0, stream>>>(
-            s, p, g, st.q1, st.q2, st.absmax1, st.absmax2, full, device_tables());
+        s.torch_order ? launch_adam8_fast<256, true>(s, p, g, st, full, stream)
+                      : launch_adam8_fast<256, false>(s, p, g, st, full, stream);
       }
       cuda_check_launch("bnb_adam8_step (full blocks)");
     }

@@ -268,7 +268,8 @@ TEST_CASE("GPU StableAdamW steps and RMS equal the reference", "[gpu][optim][pro
           h, t, static_cast<float*>(dp.get()), static_cast<const float*>(dg.get()),
           static_cast<float*>(dv.get()), static_cast<float*>(du.get()), n);
       const float rr = optim::stable_adamw_step(h, t, p, g, v, u);
-      RC_ASSERT(to_bits(rg) == to_bits(rr));
+      // NaN RMS (inf/NaN or overflowing squares among the gradients): payload unspecified.
+      RC_ASSERT(to_bits(rg) == to_bits(rr) || (std::isnan(rg) && std::isnan(rr)));
     }
     RC_ASSERT(same_bits(dl<float>(dp, n), p));
     RC_ASSERT(same_bits(dl<float>(dv, n), v));

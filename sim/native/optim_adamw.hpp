@@ -26,6 +26,15 @@ struct TorchAdamScalars {
   float eps = 1e-8f;      // RN32(eps)
 };
 
+// Scalars reach the ATen CPU kernels in two ways (docs/SEMANTICS.md 9.1): mul/div/lerp/addcmul/
+// addcdiv take them in opmath (fp32); the `alpha` of add and a Python-number operand of add are
+// the tensor's dtype (the ufunc CPU kernel binds `alpha.to<scalar_t>()`, and TensorIterator casts
+// the wrapped number to the common dtype), i.e. RN to bf16/fp16 of the fp32 value for 16-bit
+// tensors. Identity for fp32.
+EXMY_HD float add_scalar(float x, Storage st) {
+  return to_storage(x, st);
+}
+
 // One element. p, m, v hold values of storage type `st` (exact in fp32); g is the gradient value.
 EXMY_HD void torch_adam_element(const TorchAdamScalars& s, Storage st, float& p, float g, float& m,
                                 float& v) {
@@ -33,7 +42,8 @@ EXMY_HD void torch_adam_element(const TorchAdamScalars& s, Storage st, float& p,
     if (s.decoupled) {
       p = to_storage(rn_mul(p, s.decay), st);  // param.mul_(1 - lr*wd)
     } else {
-      g = to_storage(rn_fma(p, s.wd, g), st);  // grad.add(param, alpha=wd): vec::fmadd
+      // grad.add(param, alpha=wd): vec::fmadd
+      g = to_storage(rn_fma(p, add_scalar(s.wd, st), g), st);
     }
   }
   // exp_avg.lerp_(grad, 1 - beta1): ATen's lerp_vec, one FMA on either branch of |w| < 0.5.
@@ -48,7 +58,7 @@ EXMY_HD void torch_adam_element(const TorchAdamScalars& s, Storage st, float& p,
   // denom = (exp_avg_sq.sqrt() / bias_correction2_sqrt).add_(eps): three tensor ops.
   float den = to_storage(rn_sqrt(v), st);
   den = to_storage(rn_div(den, s.bc2_sqrt), st);
-  den = to_storage(rn_add(den, s.eps), st);
+  den = to_storage(rn_add(den, add_scalar(s.eps, st)), st);
   // param.addcdiv_(exp_avg, denom, value=-step_size): self + value*t1/t2.
   p = to_storage(rn_add(p, rn_div(rn_mul(s.neg_step, m), den)), st);
 }
@@ -97,17 +107,20 @@ struct TorchSgdScalars {
 // `first` is true on the step that creates the momentum buffer (buf = grad.clone()).
 EXMY_HD void torch_sgd_element(const TorchSgdScalars& s, Storage st, float& p, float g, float& buf,
                                bool first) {
-  if (s.has_wd) g = to_storage(rn_fma(p, s.wd, g), st);  // grad.add(param, alpha=wd)
+  // grad.add(param, alpha=wd)
+  if (s.has_wd) g = to_storage(rn_fma(p, add_scalar(s.wd, st), g), st);
   if (s.has_momentum) {
     if (first) {
       buf = g;
     } else {
-      buf = to_storage(rn_mul(buf, s.momentum), st);                // buf.mul_(momentum)
-      buf = to_storage(rn_fma(g, s.one_minus_dampening, buf), st);  // .add_(grad, alpha=1-d)
+      buf = to_storage(rn_mul(buf, s.momentum), st);  // buf.mul_(momentum): fp32 scalar
+      // .add_(grad, alpha=1-dampening)
+      buf = to_storage(rn_fma(g, add_scalar(s.one_minus_dampening, st), buf), st);
     }
-    g = s.nesterov ? to_storage(rn_fma(buf, s.momentum, g), st) : buf;
+    // nesterov: grad.add(buf, alpha=momentum)
+    g = s.nesterov ? to_storage(rn_fma(buf, add_scalar(s.momentum, st), g), st) : buf;
   }
-  p = to_storage(rn_fma(g, s.neg_lr, p), st);  // param.add_(grad, alpha=-lr)
+  p = to_storage(rn_fma(g, add_scalar(s.neg_lr, st), p), st);  // param.add_(grad, alpha=-lr)
 }
 
 }  // namespace exmy::native

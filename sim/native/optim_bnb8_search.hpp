@@ -1,16 +1,26 @@
 // Bucketed form of bnb_nearest (sim/native/optim_bnb8.hpp) for the 8-bit optimizer kernels: one
-// table load and one midpoint compare instead of an 8-probe binary search. The result is the
-// same function of x for every fp32 input; tests/optim/test_bnb8_search_exhaustive.cpp checks
-// that over all 2^32 bit patterns for both dynamic maps (docs/SEMANTICS.md 9.4).
+// table load and one threshold compare instead of an 8-probe binary search and a tie test. The
+// result is the same function of x for every fp32 input;
+// tests/optim/test_bnb8_search_exhaustive.cpp checks that over all 2^32 bit patterns for both
+// dynamic maps (docs/SEMANTICS.md 9.4).
+//
+// Ties folded into thresholds: bnb_nearest counts the midpoints m_k < x and moves an exact
+// midpoint x == m_k to the even index, i.e. for odd k the midpoint counts when m_k <= x. For a
+// float x that is pred(m_k) < x (no float lies between pred(m_k) and m_k), so with thresholds
+// t_k = m_k (k even) and pred(m_k) (k odd) the code is #{k < 255 : t_k < x} for every non-NaN x
+// (NaN: 0). The t_k stay nondecreasing because the midpoints increase strictly.
 //
 // Buckets partition the fp32 line by the bit pattern, which orders magnitudes: per sign, bucket 0
 // holds |x| < 2^(kBucketExpLo-127) (zeros, subnormals, tiny normals), the last bucket |x| >= 1
 // (including inf and NaN patterns), and bucket 1 + j between them the |x| whose pattern shifted
 // right by 23 - kBucketMantBits is (kBucketExpLo << kBucketMantBits) + j, i.e. the binade split
-// into 2^kBucketMantBits equal slices. start[b] = count of midpoints strictly below the smallest
+// into 2^kBucketMantBits equal slices. start[b] = count of thresholds strictly below the smallest
 // value of bucket b. Because that count is monotone in x, it is exact for every x of the bucket
 // once the count at the bucket's largest value exceeds start[b] by at most 1 (the "spread",
-// checked when the table is built): the count is start + (mids[start] < x).
+// checked when the table is built): the code is start + (t[start] < x).
+//
+// Sign guard without a code lookup: in an ascending map the codes with the sign bit set are a
+// prefix 0..z-1 (checked when built), so signbit(code[c]) is c < z.
 #pragma once
 
 #include <cstdint>
@@ -23,7 +33,7 @@ inline constexpr int kBucketMantBits = 7;      // spread <= 1 for both dynamic m
 inline constexpr int kBucketExpLo = 127 - 24;  // |x| < 2^-24 shares one bucket per sign
 inline constexpr int kBucketsPerSign = 2 + (127 - kBucketExpLo) * (1 << kBucketMantBits);
 inline constexpr int kBucketTable = 2 * kBucketsPerSign;  // entries: positive half, then negative
-inline constexpr int kBucketMids = 257;  // 255 midpoints, +inf at 255 and 256 (start + 1 <= 256)
+inline constexpr int kBucketMids = 257;  // 255 thresholds, +inf at 255 and 256 (start + 1 <= 256)
 
 // Bucket of x (any pattern; NaN patterns fall in the last bucket of their sign).
 EXMY_HD int bnb_bucket(std::uint32_t u) {
@@ -55,53 +65,78 @@ inline void bnb_bucket_range(int idx, float& lo, float& hi) {
   hi = neg ? f32_from_bits(lo_mag | 0x80000000u) : f32_from_bits(hi_mag);
 }
 
-// Count of the midpoints m_0..m_254 strictly below x (NaN: 0).
-inline int bnb_count_below(const float* mids, float x) {
+// The next float below m (finite m; -0 and +0 both go to the negative subnormal -2^-149).
+inline float bnb_pred(float m) {
+  const std::uint32_t u = f32_bits(m);
+  if ((u & 0x7FFFFFFFu) == 0) return f32_from_bits(0x80000001u);
+  return f32_from_bits((u >> 31) != 0 ? u + 1 : u - 1);
+}
+
+// Thresholds t[kBucketMids] from the midpoint table of bnb_midpoints (mids256[255] = +inf); false
+// when the midpoints do not increase strictly (the tie folding needs it).
+inline bool bnb_thresholds(const float* mids256, float* t) {
+  for (int k = 0; k < kBucketMids; ++k) {
+    if (k >= 255) {
+      t[k] = mids256[255];
+    } else {
+      if (k > 0 && !(mids256[k - 1] < mids256[k])) return false;
+      t[k] = (k & 1) != 0 ? bnb_pred(mids256[k]) : mids256[k];
+    }
+  }
+  return true;
+}
+
+// Count of the thresholds t_0..t_254 strictly below x (NaN: 0).
+inline int bnb_count_below(const float* t, float x) {
   int c = 0;
-  for (int k = 0; k < 255; ++k) c += mids[k] < x ? 1 : 0;
+  for (int k = 0; k < 255; ++k) c += t[k] < x ? 1 : 0;
   return c;
 }
 
-// Builds start[kBucketTable] from the midpoint table of bnb_midpoints (mids[255] = +inf) and
-// returns the largest spread (the search below is exact iff it is <= 1).
-inline int bnb_bucket_build(const float* mids256, std::uint8_t* start) {
+// Builds start[kBucketTable] from the thresholds and returns the largest spread (the search
+// below is exact iff it is <= 1).
+inline int bnb_bucket_build(const float* t, std::uint8_t* start) {
   int worst = 0;
   for (int idx = 0; idx < kBucketTable; ++idx) {
     float lo, hi;
     bnb_bucket_range(idx, lo, hi);
-    const int c_lo = bnb_count_below(mids256, lo);
-    const int spread = bnb_count_below(mids256, hi) - c_lo;
+    const int c_lo = bnb_count_below(t, lo);
+    const int spread = bnb_count_below(t, hi) - c_lo;
     worst = spread > worst ? spread : worst;
     start[idx] = static_cast<std::uint8_t>(c_lo);
   }
   return worst;
 }
 
-// bnb_nearest(mids, x): mids has kBucketMids entries (the last two +inf), start is the table of
-// bnb_bucket_build. NaN gives 0; an exact midpoint goes to the even index.
-EXMY_HD std::uint8_t bnb_nearest_bucketed(const float* mids, const std::uint8_t* start, float x) {
-  const std::uint32_t u = f32_bits(x);
-  if ((u & 0x7FFFFFFFu) > 0x7F800000u) return 0;
-  const int c = start[bnb_bucket(u)];
-  const float m0 = mids[c], m1 = mids[c + 1];
-  int lo = c + (m0 < x ? 1 : 0);
-  const float at = m0 < x ? m1 : m0;  // mids[lo]
-  if (lo < 255 && at == x && (lo & 1) != 0) ++lo;
-  return static_cast<std::uint8_t>(lo);
+// z such that exactly the codes 0..z-1 have the sign bit set, or -1 if they are not a prefix.
+inline int bnb_negative_prefix(const float* code) {
+  int z = 0;
+  while (z < 256 && f32_signbit(code[z])) ++z;
+  for (int k = z; k < 256; ++k) {
+    if (f32_signbit(code[k])) return -1;
+  }
+  return z;
 }
 
-// bnb_quant_signed / bnb_quant_unsigned with the bucketed search (same results).
-EXMY_HD std::uint8_t bnb_quant_signed_bucketed(const float* code, const float* mids,
-                                               const std::uint8_t* start, float s, float absmax) {
-  std::uint8_t c = bnb_nearest_bucketed(mids, start, rn_div(s, absmax));
-  if (f32_signbit(code[c]) != f32_signbit(s)) {
-    c = static_cast<std::uint8_t>(s > 0.0f ? c + 1 : c - 1);
-  }
+// bnb_nearest(mids, x), given t (kBucketMids thresholds) and start from the builders above.
+EXMY_HD std::uint8_t bnb_nearest_bucketed(const float* t, const std::uint8_t* start, float x) {
+  const std::uint32_t u = f32_bits(x);
+  const int c = start[bnb_bucket(u)];
+  const int code = c + (t[c] < x ? 1 : 0);
+  return static_cast<std::uint8_t>((u & 0x7FFFFFFFu) > 0x7F800000u ? 0 : code);
+}
+
+// bnb_quant_signed / bnb_quant_unsigned with the bucketed search (same results); z from
+// bnb_negative_prefix of the signed map.
+EXMY_HD std::uint8_t bnb_quant_signed_bucketed(int z, const float* t, const std::uint8_t* start,
+                                               float s, float absmax) {
+  std::uint8_t c = bnb_nearest_bucketed(t, start, rn_div(s, absmax));
+  if ((c < z) != f32_signbit(s)) c = static_cast<std::uint8_t>(s > 0.0f ? c + 1 : c - 1);
   return c;
 }
-EXMY_HD std::uint8_t bnb_quant_unsigned_bucketed(const float* mids, const std::uint8_t* start,
-                                                 float s, float absmax) {
-  return bnb_nearest_bucketed(mids, start, rn_div(s, absmax));
+EXMY_HD std::uint8_t bnb_quant_unsigned_bucketed(const float* t, const std::uint8_t* start, float s,
+                                                 float absmax) {
+  return bnb_nearest_bucketed(t, start, rn_div(s, absmax));
 }
 
 }  // namespace exmy::native

@@ -15,18 +15,20 @@ using namespace exmy;
 namespace {
 
 struct Tables {
+  const float* code;
   float mids256[256];
-  float mids[native::kBucketMids];
+  float t[native::kBucketMids];
   std::uint8_t start[native::kBucketTable];
+  bool strictly_increasing = false;
   int spread = 0;
-  explicit Tables(bool is_signed) {
-    native::bnb_midpoints(dynamic_codebook(is_signed).values.data(), mids256);
-    for (int k = 0; k < native::kBucketMids; ++k) mids[k] = k < 255 ? mids256[k] : mids256[255];
-    spread = native::bnb_bucket_build(mids256, start);
+  explicit Tables(bool is_signed) : code(dynamic_codebook(is_signed).values.data()) {
+    native::bnb_midpoints(code, mids256);
+    strictly_increasing = native::bnb_thresholds(mids256, t);
+    spread = native::bnb_bucket_build(t, start);
   }
   bool agrees(std::uint32_t u) const {
     const float x = native::f32_from_bits(u);
-    return native::bnb_nearest(mids256, x) == native::bnb_nearest_bucketed(mids, start, x);
+    return native::bnb_nearest(mids256, x) == native::bnb_nearest_bucketed(t, start, x);
   }
 };
 
@@ -47,6 +49,7 @@ TEST_CASE("bucketed 8-bit search: spread <= 1 and bucket boundaries agree", "[op
   for (const bool is_signed : {true, false}) {
     const Tables t(is_signed);
     INFO("signed map " << is_signed);
+    REQUIRE(t.strictly_increasing);
     REQUIRE(t.spread <= 1);
     std::uint64_t bad = 0, checked = 0;
     for (int idx = 0; idx < native::kBucketTable; ++idx) {
@@ -62,7 +65,7 @@ TEST_CASE("bucketed 8-bit search: spread <= 1 and bucket boundaries agree", "[op
         }
       }
     }
-    // Midpoints themselves and their neighbours: the tie rule.
+    // Midpoints themselves and their neighbours: the tie rule (folded into the thresholds).
     for (int k = 0; k < 255; ++k) {
       const std::uint32_t u = native::f32_bits(t.mids256[k]);
       for (std::uint32_t d = 0; d <= 2; ++d) {
@@ -76,6 +79,27 @@ TEST_CASE("bucketed 8-bit search: spread <= 1 and bucket boundaries agree", "[op
                 static_cast<unsigned long long>(checked), static_cast<unsigned long long>(bad));
     CHECK(bad == 0);
   }
+}
+
+TEST_CASE("8-bit sign guard: the negative codes of the signed map are a prefix", "[optim][bnb8]") {
+  const float* code = dynamic_codebook(true).values.data();
+  const int z = native::bnb_negative_prefix(code);
+  REQUIRE(z > 0);
+  for (int c = 0; c < 256; ++c) CHECK((c < z) == native::f32_signbit(code[c]));
+  // Both guards on every code and state sign: the shortcut equals the lookup.
+  float mids[256], t[native::kBucketMids];
+  std::uint8_t start[native::kBucketTable];
+  native::bnb_midpoints(code, mids);
+  REQUIRE(native::bnb_thresholds(mids, t));
+  native::bnb_bucket_build(t, start);
+  int bad = 0;
+  for (int c = 0; c < 256; ++c) {
+    for (const float s : {code[c], -code[c], 0.0f, -0.0f, code[c] * 0.999f, NAN}) {
+      bad += native::bnb_quant_signed(code, mids, s, 1.0f) !=
+             native::bnb_quant_signed_bucketed(z, t, start, s, 1.0f);
+    }
+  }
+  CHECK(bad == 0);
 }
 
 TEST_CASE("bucketed 8-bit search: strided sweep of all fp32 patterns", "[optim][bnb8]") {

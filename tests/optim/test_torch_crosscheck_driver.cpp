@@ -30,9 +30,9 @@ TEST_CASE("torch cross-check driver", "[.torch-crosscheck]") {
       optim::adam_step(h, true, optim::Storage::f32, t, p, g, s1, s2);
     } else if (c == "adam") {
       optim::adam_step(h, false, optim::Storage::f32, t, p, g, s1, s2);
-    } else if (c == "adamw_bf16") {
+    } else if (c == "adamw_bf16" || c == "adamw_bf16_tiny") {
       optim::adam_step(h, true, optim::Storage::bf16, t, p, g, s1, s2);
-    } else if (c == "adamw_f16") {
+    } else if (c == "adamw_f16" || c == "adamw_f16_tiny") {
       optim::adam_step(h, true, optim::Storage::f16, t, p, g, s1, s2);
     } else if (c == "adam_bf16") {
       optim::adam_step(h, false, optim::Storage::bf16, t, p, g, s1, s2);
