@@ -216,6 +216,20 @@ void register_all() {
   reg("quant/mx/fp32/e4m3fn/rne", [](benchmark::State& s) {
     quant_bench(s, CastInput::fp32, 4096, "mx", "e4m3fn", RoundMode::rne, 0, 5.0 + 1.0 / 32);
   });
+  // The tensor-wise absmax pass alone (4 B/elem read): the bound of the two-pass schemes.
+  reg("quant/amax/fp32/tensor", [](benchmark::State& s) {
+    Buffers& b = buffers();
+    timed(s, 4.0 * kN, [&] {
+      group_absmax(b.x32, CastInput::fp32, kN / 4096, 4096, quant::parse_scheme("tensor"),
+                   native::NanPolicy::propagate, b.state);
+    });
+  });
+  reg("quant/tensor/fp32/int8/rne", [](benchmark::State& s) {
+    quant_bench(s, CastInput::fp32, 4096, "tensor", "int8", RoundMode::rne, 0, 5.0);
+  });
+  reg("quant/mx/bf16/e4m3fn/rne", [](benchmark::State& s) {
+    quant_bench(s, CastInput::bf16, 4096, "mx", "e4m3fn", RoundMode::rne, 0, 3.0 + 1.0 / 32);
+  });
   reg("quant/transpose-rowwise/fp16/int8/rne", [](benchmark::State& s) {
     Buffers& b = buffers();
     quant::Options o;

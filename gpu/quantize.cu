@@ -5,11 +5,23 @@
 //     block-wise, MX): a thread holds 16 consecutive elements in registers, the group's absmax is
 //     a shuffle / shared-memory max over the group's 2^k threads, then codes are written;
 //   - otherwise: absmax kernel (atomicMax on |x| bit patterns), a per-group state kernel, then an
-//     element kernel (or the tiled transpose kernel).
+//     element kernel (uniform state for tensor-wise, a 2-d kernel for column-wise, the general
+//     one otherwise) or the tiled transpose kernel.
 // absmax as the max of |x| bit patterns: for non-negative fp32 values the unsigned order of the
 // codes is the numeric order, +0 and -0 both map to 0, and a NaN maps to 0x7FC00000 (propagate:
 // above +inf 0x7F800000, and every NaN maps to the same code) or to 0 (ignore, the identity).
 // So the max over any order or tree equals the fold of native::absmax_combine, bit for bit.
+// bf16 / fp16 magnitudes are maxed as 16-bit patterns before widening: the exact widening is
+// strictly increasing on non-NaN magnitudes (and maps 0 to 0), so it commutes with max.
+//
+// Fast paths (chosen on the host per call; every other case runs the generic element function
+// quant_one, the reference loop body): int8 and float targets under rne (integer rounding by one
+// cvt, gpu/fast_int8.hpp; float casts by gpu/fast_cast.hpp with the mode fixed at compile time),
+// codebooks under the midpoint tie rules (one table read, gpu/quantize_codebook_table.hpp), MX
+// elements under rne for fast-cast formats (the exact 2^-X scaling is an exponent-field shift).
+// Where a fast path skips the canonical-NaN step of the reference (native::rn32_*), the element's
+// code does not depend on a NaN's bits: int8 rounding and codebook lookup send every NaN to 0.
+#include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
 #include <string>
@@ -18,6 +30,7 @@
 #include "gpu/fast_cast.hpp"
 #include "gpu/fast_int8.hpp"
 #include "gpu/quantize.hpp"
+#include "gpu/quantize_codebook_table.hpp"
 #include "gpu/widen.hpp"
 #include "sim/common/error.hpp"
 #include "sim/native/codebook_lookup.hpp"
@@ -37,6 +50,7 @@ constexpr int kThreads = 256;
 constexpr int kRun = 16;                // consecutive elements per thread
 constexpr int kTile = kThreads * kRun;  // 4096 elements per block per step
 constexpr std::uint32_t kNanAbsBits = 0x7FC00000u;
+constexpr int kColRun = 8;  // columns per thread in the 2-d column-wise kernels
 
 enum class Kind : std::uint8_t { int8, flt, codebook, mx };
 
@@ -46,7 +60,7 @@ struct QArgs {
   bool transpose;
   std::uint64_t rows, cols, n, G, groups;
   FloatFormat fmt;
-  FastCastPlan plan;  // for flt targets where fast_cast_supported(fmt)
+  FastCastPlan plan;  // for flt / mx targets where fast_cast_supported(fmt)
   bool fast;
   float fmax;
   native::CastVariant variant;
@@ -66,6 +80,127 @@ struct QArgs {
   TieRule tie;
   float cb[256];
 };
+
+// ---- input runs: kRun consecutive elements as 32-bit words (fp32: one element per word;
+// bf16 / fp16: two, the lower index in the low half) ----
+template <CastInput In>
+struct InT {
+  using T = std::uint16_t;
+  static constexpr int kWords = kRun / 2;
+};
+template <>
+struct InT<CastInput::fp32> {
+  using T = std::uint32_t;
+  static constexpr int kWords = kRun;
+};
+
+template <CastInput In>
+__device__ __forceinline__ void load_words(const void* x_, std::uint64_t base, std::uint64_t n,
+                                           bool vec, std::uint32_t* w) {
+  using T = typename InT<In>::T;
+  const T* x = static_cast<const T*>(x_);
+  if (vec && base + kRun <= n) {
+    const uint4* q = reinterpret_cast<const uint4*>(x + base);
+#pragma unroll
+    for (int k = 0; k < InT<In>::kWords / 4; ++k) {
+      const uint4 r = q[k];
+      w[4 * k] = r.x;
+      w[4 * k + 1] = r.y;
+      w[4 * k + 2] = r.z;
+      w[4 * k + 3] = r.w;
+    }
+  } else {
+#pragma unroll
+    for (int k = 0; k < kRun; ++k) {
+      const std::uint32_t e = base + k < n ? static_cast<std::uint32_t>(x[base + k]) : 0u;
+      if constexpr (sizeof(T) == 4) {
+        w[k] = e;
+      } else if (k & 1) {
+        w[k >> 1] |= e << 16;
+      } else {
+        w[k >> 1] = e;
+      }
+    }
+  }
+}
+
+template <CastInput In>
+__device__ __forceinline__ std::uint32_t half_at(const std::uint32_t* w, int k) {
+  return (k & 1) ? w[k >> 1] >> 16 : w[k >> 1] & 0xFFFFu;
+}
+
+// Element k as fp32 bits, widened exactly (NaN sign and payload kept).
+template <CastInput In>
+__device__ __forceinline__ std::uint32_t exact_bits(const std::uint32_t* w, int k) {
+  if constexpr (In == CastInput::fp32) {
+    return w[k];
+  } else if constexpr (In == CastInput::bf16) {
+    return widen_bf16(half_at<In>(w, k));
+  } else {
+    return widen_fp16(half_at<In>(w, k));
+  }
+}
+
+// Element k as an fp32 value whose NaN bits may differ from the exact widening (only for targets
+// whose code ignores a NaN's bits): fp16 goes through the hardware cvt.f32.f16, exact for every
+// non-NaN fp16 (subnormals included; no flush without .ftz).
+template <CastInput In>
+__device__ __forceinline__ float value_nan_free(const std::uint32_t* w, int k) {
+  if constexpr (In == CastInput::fp16) {
+    return __half2float(__ushort_as_half(static_cast<unsigned short>(half_at<In>(w, k))));
+  } else {
+    return native::float_of(exact_bits<In>(w, k));
+  }
+}
+
+// ---- absmax of words, in the input's own bit domain ----
+// fp32: the max of |x| bits (NaN above +inf: canonicalized by absmax_finish); bf16 / fp16: two
+// 16-bit magnitude maxima per word. Ignore drops NaN magnitudes (above the format's inf).
+template <CastInput In, bool Ignore>
+__device__ __forceinline__ std::uint32_t absmax_word(std::uint32_t acc, std::uint32_t w) {
+  if constexpr (In == CastInput::fp32) {
+    std::uint32_t b = w & 0x7FFFFFFFu;
+    if (Ignore) b = b > 0x7F800000u ? 0u : b;
+    return max(acc, b);
+  } else {
+    constexpr std::uint32_t kInf2 = In == CastInput::bf16 ? 0x7F807F80u : 0x7C007C00u;
+    std::uint32_t p = w & 0x7FFF7FFFu;
+    if (Ignore) p &= ~__vcmpgtu2(p, kInf2);
+    return __vmaxu2(acc, p);
+  }
+}
+
+// A magnitude of the input format (fp32 bits, or a 16-bit pattern) -> absmax bits of fp32.
+template <CastInput In>
+__device__ __forceinline__ std::uint32_t absmax_finish(std::uint32_t m) {
+  if constexpr (In == CastInput::fp32) {
+    return m > 0x7F800000u ? kNanAbsBits : m;
+  } else if constexpr (In == CastInput::bf16) {
+    return m > 0x7F80u ? kNanAbsBits : widen_bf16(m);
+  } else {
+    return m > 0x7C00u ? kNanAbsBits : widen_fp16(m);
+  }
+}
+
+// Absmax bits of one run under the NaN policy.
+template <CastInput In, bool Ignore>
+__device__ __forceinline__ std::uint32_t run_absmax_as(const std::uint32_t* w) {
+  std::uint32_t acc = 0;
+#pragma unroll
+  for (int k = 0; k < InT<In>::kWords; ++k) acc = absmax_word<In, Ignore>(acc, w[k]);
+  if constexpr (In != CastInput::fp32) acc = max(acc & 0xFFFFu, acc >> 16);
+  return absmax_finish<In>(acc);
+}
+template <CastInput In>
+__device__ __forceinline__ std::uint32_t run_absmax(const std::uint32_t* w, native::NanPolicy p) {
+  return p == native::NanPolicy::ignore ? run_absmax_as<In, true>(w) : run_absmax_as<In, false>(w);
+}
+
+__device__ __forceinline__ std::uint32_t abs_bits(float x, native::NanPolicy p) {
+  const std::uint32_t b = native::bits_of(x) & 0x7FFFFFFFu;
+  if (b > 0x7F800000u) return p == native::NanPolicy::propagate ? kNanAbsBits : 0u;
+  return b;
+}
 
 template <CastInput In>
 struct In_;
@@ -88,31 +223,6 @@ struct In_<CastInput::fp16> {
     return native::float_of(widen_fp16(x));
   }
 };
-
-// 16 consecutive elements starting at base, with 16-byte loads when possible.
-template <CastInput In>
-__device__ __forceinline__ void load_run(const typename In_<In>::T* x, std::uint64_t base,
-                                         std::uint64_t n, bool vec, float v[kRun]) {
-  using T = typename In_<In>::T;
-  if (vec && base + kRun <= n) {
-    constexpr int kVec = kRun * sizeof(T) / 16;
-    uint4 raw[kVec];
-#pragma unroll
-    for (int k = 0; k < kVec; ++k) raw[k] = reinterpret_cast<const uint4*>(x + base)[k];
-    const T* e = reinterpret_cast<const T*>(raw);
-#pragma unroll
-    for (int k = 0; k < kRun; ++k) v[k] = In_<In>::get(e[k]);
-  } else {
-#pragma unroll
-    for (int k = 0; k < kRun; ++k) v[k] = base + k < n ? In_<In>::get(x[base + k]) : 0.0f;
-  }
-}
-
-__device__ __forceinline__ std::uint32_t abs_bits(float x, native::NanPolicy p) {
-  const std::uint32_t b = native::bits_of(x) & 0x7FFFFFFFu;
-  if (b > 0x7F800000u) return p == native::NanPolicy::propagate ? kNanAbsBits : 0u;
-  return b;
-}
 
 // The per-group state (SEMANTICS 7; quant::quantize's state loop).
 __device__ __forceinline__ float state_of(const QArgs& a, float amax) {
@@ -143,6 +253,9 @@ __device__ __forceinline__ std::uint8_t cold_scaled_cast_mul(FloatFormat f, floa
                                                              RoundMode mode, int sr_bits,
                                                              std::uint32_t rand) {
   return static_cast<std::uint8_t>(native::scaled_cast_mul(f, x, s, mode, sr_bits, rand).code);
+}
+__device__ __noinline__ std::uint8_t cold_codebook_nearest(const float* cb, float n, TieRule tie) {
+  return codebook_nearest(cb, n, tie);
 }
 __device__ __forceinline__ float cold_mx_dequant(FloatFormat f, std::uint8_t code,
                                                  std::uint8_t scale) {
@@ -191,6 +304,7 @@ __device__ __forceinline__ std::uint8_t quant_one(const QArgs& a, const float* c
   }
 }
 
+// The 32-bit Philox words of stream_of(a) for elements base .. base + kRun - 1.
 __device__ __forceinline__ void words_for_run(const QArgs& a, std::uint64_t base,
                                               std::uint32_t w[kRun]) {
   const std::uint32_t s = stream_of(a);
@@ -207,10 +321,168 @@ __device__ __forceinline__ void words_for_run(const QArgs& a, std::uint64_t base
   }
 }
 
+// ---- fast element paths ----
+// Per-group values hoisted out of the element loop: the state, and the reciprocal-like operand of
+// the scaling order (RN32(1 / a) or RN32(Q / a)), exactly as native::absmax_scale and
+// native::codebook_normalize compute them per element.
+struct GroupState {
+  float st = 0.0f;
+  float aux = 0.0f;
+  int mx_exp = 0;  // mx: the scale's unbiased exponent X (scale code != 0xFF)
+  std::uint8_t mxs = 0;
+};
+
+template <Kind K>
+__device__ __forceinline__ GroupState group_state(const QArgs& a, float st, std::uint8_t mxs) {
+  GroupState g;
+  g.st = st;
+  g.mxs = mxs;
+  if constexpr (K == Kind::int8 || K == Kind::flt) {
+    const float Q = K == Kind::int8 ? 127.0f : a.fmax;
+    g.aux = a.order == native::ScaleOrder::mul_recip ? native::rn32_div(Q, st)
+                                                     : native::rn32_div(1.0f, st);
+  } else if constexpr (K == Kind::codebook) {
+    g.aux = native::rn32_div(1.0f, st);
+  } else if constexpr (K == Kind::mx) {
+    g.mx_exp = native::mx_scale_exp(mxs);
+  }
+  return g;
+}
+
+// int8, rne: y as native::absmax_scale without the canonical-NaN steps (a NaN y gives code 0
+// either way), then one cvt.rni and the clamp.
+__device__ __forceinline__ std::uint8_t fast_int8(const QArgs& a, const GroupState& g, float x) {
+  float y;
+  switch (a.order) {
+    case native::ScaleOrder::div_mul:
+      y = native::rn_mul(127.0f, native::rn_div(x, g.st));
+      break;
+    case native::ScaleOrder::recip_mul:
+      y = native::rn_mul(127.0f, native::rn_mul(x, g.aux));
+      break;
+    default:
+      y = native::rn_mul(x, g.aux);
+      break;
+  }
+  const std::uint8_t c = static_cast<std::uint8_t>(fast_round_to_int8<RoundMode::rne>(y));
+  return g.st == 0.0f ? std::uint8_t{0} : c;
+}
+
+// Float targets, rne or sr:R (R <= 23 - M): quant_one's y (canonical NaNs kept: the cast keeps a
+// NaN's sign), then the mode-specialised fast cast (gpu/fast_cast.hpp), equal to fast_cast_fp32.
+__device__ __forceinline__ std::uint8_t fast_flt(const QArgs& a, const GroupState& g,
+                                                 std::uint32_t xb, std::uint32_t word) {
+  const float x = native::float_of(xb);
+  float y;
+  if (a.variant == native::CastVariant::absmax) {
+    switch (a.order) {
+      case native::ScaleOrder::div_mul:
+        y = native::rn32_mul(a.fmax, native::rn32_div(x, g.st));
+        break;
+      case native::ScaleOrder::recip_mul:
+        y = native::rn32_mul(a.fmax, native::rn32_mul(x, g.aux));
+        break;
+      default:
+        y = native::rn32_mul(x, g.aux);
+        break;
+    }
+    if (g.st == 0.0f) y = x;
+  } else {
+    y = native::rn32_mul(x, g.st);
+  }
+  const std::uint32_t yb = native::bits_of(y);
+  if (a.mode == RoundMode::sr) {
+    return static_cast<std::uint8_t>(fast_cast_fp32_fixed<FastMode::sr>(
+        a.plan, yb, native::sr_word(word, a.sr_bits), a.sr_bits));
+  }
+  return static_cast<std::uint8_t>(fast_cast_fp32_fixed<FastMode::rne>(a.plan, yb, 0u, 0));
+}
+
+// Codebook: native::codebook_normalize without the canonical-NaN step (a NaN n is in the last,
+// always slow, bucket and codebook_nearest gives it 0).
+__device__ __forceinline__ float fast_normalize(const QArgs& a, const GroupState& g, float x) {
+  const float n =
+      a.norm == native::NormOrder::div ? native::rn_div(x, g.st) : native::rn_mul(x, g.aux);
+  return g.st == 0.0f ? 0.0f : n;
+}
+
+// MX element, rne, fast-cast format: x * 2^-X is an fp32 number when x is normal and the
+// shifted exponent stays in [1, 254] (or x is +-0), and then the cast of that fp32 value is
+// native::mx_element's encode of the same Unpacked value. Other elements take the native path.
+__device__ __forceinline__ std::uint8_t fast_mx(const QArgs& a, const GroupState& g,
+                                                std::uint32_t xb) {
+  const std::uint32_t mag = xb & 0x7FFFFFFFu;
+  const int e = static_cast<int>(mag >> 23);
+  const int es = e - g.mx_exp;
+  if (g.mxs != native::kE8m0Nan && (mag == 0 || (e >= 1 && e <= 254 && es >= 1 && es <= 254))) {
+    const std::uint32_t u = mag == 0 ? xb : xb - (static_cast<std::uint32_t>(g.mx_exp) << 23);
+    return static_cast<std::uint8_t>(fast_cast_fp32_fixed<FastMode::rne>(a.plan, u, 0u, 0));
+  }
+  return cold_mx_element(a.fmt, native::float_of(xb), g.mxs, a.mode, a.sr_bits, 0u);
+}
+
+// Codes of one run of kRun elements (words w) sharing group state g, on the fast path of K.
+template <CastInput In, Kind K>
+__device__ __forceinline__ void fast_run(const QArgs& a, const float* cb, const std::uint32_t* tab,
+                                         const GroupState& g, std::uint64_t base,
+                                         const std::uint32_t* w, std::uint8_t* c) {
+  if constexpr (K == Kind::int8) {
+#pragma unroll
+    for (int k = 0; k < kRun; ++k) c[k] = fast_int8(a, g, value_nan_free<In>(w, k));
+  } else if constexpr (K == Kind::flt) {
+    std::uint32_t rw[kRun];
+    if (a.mode == RoundMode::sr) words_for_run(a, base, rw);
+#pragma unroll
+    for (int k = 0; k < kRun; ++k) {
+      c[k] = fast_flt(a, g, exact_bits<In>(w, k), a.mode == RoundMode::sr ? rw[k] : 0u);
+    }
+  } else if constexpr (K == Kind::mx) {
+#pragma unroll
+    for (int k = 0; k < kRun; ++k) c[k] = fast_mx(a, g, exact_bits<In>(w, k));
+  } else {
+    std::uint32_t flags = 0;
+#pragma unroll
+    for (int k = 0; k < kRun; ++k) {
+      const std::uint32_t nb = native::bits_of(fast_normalize(a, g, value_nan_free<In>(w, k)));
+      const std::uint32_t e = tab[codebook_table_index(nb)];
+      flags |= e;
+      c[k] = static_cast<std::uint8_t>(codebook_code_from_entry(e, nb));
+    }
+    if (flags & kCbSlow) {  // rare: a bucket the table does not resolve (inf, NaN, crowded)
+#pragma unroll
+      for (int k = 0; k < kRun; ++k) {
+        const float n = fast_normalize(a, g, value_nan_free<In>(w, k));
+        if (tab[codebook_table_index(native::bits_of(n))] & kCbSlow) {
+          c[k] = cold_codebook_nearest(cb, n, a.tie);
+        }
+      }
+    }
+  }
+}
+
+// Codes of one run sharing state (st, mxs) on the generic path (quant_one).
+template <CastInput In, Kind K>
+__device__ __forceinline__ void generic_run(const QArgs& a, const float* cb, float st,
+                                            std::uint8_t mxs, std::uint64_t base,
+                                            const std::uint32_t* w, std::uint8_t* c) {
+  std::uint32_t rw[kRun];
+  if (a.mode == RoundMode::sr) words_for_run(a, base, rw);
+#pragma unroll
+  for (int k = 0; k < kRun; ++k) {
+    c[k] = quant_one<K>(a, cb, native::float_of(exact_bits<In>(w, k)), st, mxs,
+                        a.mode == RoundMode::sr ? rw[k] : 0u);
+  }
+}
+
 __device__ __forceinline__ void store_run(std::uint8_t* out, std::uint64_t base, std::uint64_t n,
                                           bool vec, const std::uint8_t c[kRun]) {
   if (vec && base + kRun <= n) {
-    *reinterpret_cast<uint4*>(out + base) = *reinterpret_cast<const uint4*>(c);
+    uint4 v;
+    v.x = c[0] | (c[1] << 8) | (c[2] << 16) | (static_cast<std::uint32_t>(c[3]) << 24);
+    v.y = c[4] | (c[5] << 8) | (c[6] << 16) | (static_cast<std::uint32_t>(c[7]) << 24);
+    v.z = c[8] | (c[9] << 8) | (c[10] << 16) | (static_cast<std::uint32_t>(c[11]) << 24);
+    v.w = c[12] | (c[13] << 8) | (c[14] << 16) | (static_cast<std::uint32_t>(c[15]) << 24);
+    *reinterpret_cast<uint4*>(out + base) = v;
   } else {
     for (int k = 0; k < kRun; ++k) {
       if (base + k < n) out[base + k] = c[k];
@@ -218,34 +490,60 @@ __device__ __forceinline__ void store_run(std::uint8_t* out, std::uint64_t base,
   }
 }
 
-__device__ __forceinline__ void load_codebook(const QArgs& a, float* sm) {
-  if (a.kind != Kind::codebook) return;
-  for (int k = threadIdx.x; k < 256; k += blockDim.x) sm[k] = a.cb[k];
+// Shared-memory tables: the codebook values (generic path and the table's slow buckets) and, for
+// the fast codebook path, the bucket table built by cb_table_kernel.
+template <Kind K, bool Fast>
+struct SharedTables {
+  static constexpr int kTab = K == Kind::codebook && Fast ? kCbEntries : 1;
+  float cb[K == Kind::codebook ? 256 : 1];
+  std::uint32_t tab[kTab];
+};
+
+template <Kind K, bool Fast>
+__device__ __forceinline__ void load_tables(const QArgs& a, const std::uint32_t* tab_g,
+                                            SharedTables<K, Fast>& t) {
+  if constexpr (K == Kind::codebook) {
+    for (int k = threadIdx.x; k < 256; k += blockDim.x) t.cb[k] = a.cb[k];
+    if constexpr (Fast) {
+      const uint4* src = reinterpret_cast<const uint4*>(tab_g);
+      uint4* dst = reinterpret_cast<uint4*>(t.tab);
+      for (int k = threadIdx.x; k < kCbEntries / 4; k += blockDim.x) dst[k] = src[k];
+    }
+    __syncthreads();
+  }
+}
+
+// The codebook's bucket table (gpu/quantize_codebook_table.hpp), one entry per thread.
+__global__ void __launch_bounds__(kThreads)
+    cb_table_kernel(std::uint32_t* __restrict__ table, const __grid_constant__ QArgs a) {
+  __shared__ float cb[256];
+  __shared__ float mids[255];
+  for (int k = threadIdx.x; k < 256; k += blockDim.x) cb[k] = a.cb[k];
   __syncthreads();
+  for (int k = threadIdx.x; k < 255; k += blockDim.x) mids[k] = native::codebook_midpoint(cb, k);
+  __syncthreads();
+  const int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < kCbEntries) table[i] = codebook_table_entry(mids, a.tie, i);
 }
 
 // ---- single pass: contiguous groups of G = 16 * S elements, S = 2^k <= 256 threads ----
-template <CastInput In, Kind K>
+template <CastInput In, Kind K, bool Fast>
 __global__ void __launch_bounds__(kThreads)
-    fused_group_kernel(const void* __restrict__ x_, std::uint8_t* __restrict__ codes,
-                       float* __restrict__ state, std::uint8_t* __restrict__ mx_scales, bool vec,
+    fused_group_kernel(const void* __restrict__ x, std::uint8_t* __restrict__ codes,
+                       float* __restrict__ state, std::uint8_t* __restrict__ mx_scales,
+                       const std::uint32_t* __restrict__ tab_g, bool vec,
                        const __grid_constant__ QArgs a) {
-  __shared__ float cb[256];
+  __shared__ SharedTables<K, Fast> t;
   __shared__ std::uint32_t warp_max[kThreads / 32];
-  load_codebook(a, cb);
-  const auto* x = static_cast<const typename In_<In>::T*>(x_);
+  load_tables<K, Fast>(a, tab_g, t);
   const int S = static_cast<int>(a.G / kRun);
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   for (std::uint64_t tile = static_cast<std::uint64_t>(blockIdx.x) * kTile; tile < a.n;
        tile += static_cast<std::uint64_t>(gridDim.x) * kTile) {
     const std::uint64_t base = tile + static_cast<std::uint64_t>(threadIdx.x) * kRun;
-    float v[kRun];
-    load_run<In>(x, base, a.n, vec, v);
-    std::uint32_t acc = 0;
-#pragma unroll
-    for (int k = 0; k < kRun; ++k) {
-      if (base + k < a.n) acc = max(acc, abs_bits(v[k], a.nan));
-    }
+    std::uint32_t w[InT<In>::kWords];
+    load_words<In>(x, base, a.n, vec, w);
+    std::uint32_t acc = run_absmax<In>(w, a.nan);
     for (int off = 1; off < S && off < 32; off <<= 1) {
       acc = max(acc, __shfl_xor_sync(0xFFFFFFFFu, acc, off));
     }
@@ -253,32 +551,33 @@ __global__ void __launch_bounds__(kThreads)
       if (lane == 0) warp_max[warp] = acc;
       __syncthreads();
       const int w0 = warp & ~(S / 32 - 1);
-      for (int w = w0; w < w0 + S / 32; ++w) acc = max(acc, warp_max[w]);
+      for (int v = w0; v < w0 + S / 32; ++v) acc = max(acc, warp_max[v]);
       __syncthreads();
     }
-    const std::uint64_t g = base / a.G;
     const float amax = native::float_of(acc);
     float st = 0.0f;
     std::uint8_t mxs = 0;
-    if (a.kind == Kind::mx) {
+    if constexpr (K == Kind::mx) {
       mxs = native::mx_scale_code(amax, a.fmt);
-    } else {
+    } else if constexpr (K == Kind::flt) {
       st = state_of(a, amax);
+    } else {
+      st = amax;
     }
     if (base < a.n && (threadIdx.x & (S - 1)) == 0) {
-      if (a.kind == Kind::mx) {
+      const std::uint64_t g = base / a.G;
+      if constexpr (K == Kind::mx) {
         mx_scales[g] = mxs;
       } else {
         state[g] = st;
       }
     }
     if (base < a.n) {
-      std::uint32_t w[kRun];
-      if (a.mode == RoundMode::sr) words_for_run(a, base, w);
       std::uint8_t c[kRun];
-#pragma unroll
-      for (int k = 0; k < kRun; ++k) {
-        c[k] = quant_one<K>(a, cb, v[k], st, mxs, a.mode == RoundMode::sr ? w[k] : 0u);
+      if constexpr (Fast) {
+        fast_run<In, K>(a, t.cb, t.tab, group_state<K>(a, st, mxs), base, w, c);
+      } else {
+        generic_run<In, K>(a, t.cb, st, mxs, base, w, c);
       }
       store_run(codes, base, a.n, vec, c);
     }
@@ -286,55 +585,67 @@ __global__ void __launch_bounds__(kThreads)
 }
 
 // ---- two-pass path ----
+// Tensor-wise absmax: runs of kRun elements with 16-byte loads, a max in the input's bit domain,
+// a warp reduction and one atomicMax per block.
+template <CastInput In, bool Ignore>
+__global__ void __launch_bounds__(kThreads)
+    amax_tensor_kernel(const void* __restrict__ x, std::uint32_t* __restrict__ amax,
+                       std::uint64_t n, bool vec) {
+  __shared__ std::uint32_t red[kThreads / 32];
+  std::uint32_t acc = 0;
+  for (std::uint64_t base =
+           (static_cast<std::uint64_t>(blockIdx.x) * kThreads + threadIdx.x) * kRun;
+       base < n; base += static_cast<std::uint64_t>(gridDim.x) * kTile) {
+    std::uint32_t w[InT<In>::kWords];
+    load_words<In>(x, base, n, vec, w);
+#pragma unroll
+    for (int k = 0; k < InT<In>::kWords; ++k) acc = absmax_word<In, Ignore>(acc, w[k]);
+  }
+  if constexpr (In != CastInput::fp32) acc = max(acc & 0xFFFFu, acc >> 16);
+  acc = __reduce_max_sync(0xFFFFFFFFu, absmax_finish<In>(acc));
+  if ((threadIdx.x & 31) == 0) red[threadIdx.x >> 5] = acc;
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    for (int v = 1; v < kThreads / 32; ++v) acc = max(acc, red[v]);
+    if (acc != 0) atomicMax(amax, acc);
+  }
+}
+
 // absmax of contiguous groups of G: each block owns a contiguous span of whole tiles; a thread
-// carries (group, max) along its runs and flushes with atomicMax when the group changes; the last
-// flush is one atomic per block when the whole block ends in one group (tensor-wise).
+// carries (group, max) along its runs and flushes with atomicMax when the group changes.
 template <CastInput In>
 __global__ void __launch_bounds__(kThreads)
     amax_contig_kernel(const void* __restrict__ x_, std::uint32_t* __restrict__ amax, bool vec,
                        std::uint64_t tiles_per_block, const __grid_constant__ QArgs a) {
-  __shared__ std::uint32_t red[kThreads];
-  __shared__ unsigned long long lead_g;
-  const auto* x = static_cast<const typename In_<In>::T*>(x_);
   std::uint64_t cur = ~std::uint64_t{0};
   std::uint32_t acc = 0;
   const std::uint64_t t0 = static_cast<std::uint64_t>(blockIdx.x) * tiles_per_block;
   for (std::uint64_t t = t0; t < t0 + tiles_per_block; ++t) {
     const std::uint64_t base = t * kTile + static_cast<std::uint64_t>(threadIdx.x) * kRun;
     if (base >= a.n) break;
-    float v[kRun];
-    load_run<In>(x, base, a.n, vec, v);
-    std::uint64_t g = base / a.G, next = (g + 1) * a.G;
-    for (int k = 0; k < kRun && base + k < a.n; ++k) {
-      if (base + k == next) {
+    std::uint32_t w[InT<In>::kWords];
+    load_words<In>(x_, base, a.n, vec, w);
+    std::uint64_t g = base / a.G, r = base - g * a.G;
+#pragma unroll
+    for (int k = 0; k < kRun; ++k) {
+      if (base + k < a.n) {
+        if (g != cur) {
+          if (acc != 0) atomicMax(amax + cur, acc);
+          cur = g;
+          acc = 0;
+        }
+        acc = max(acc, abs_bits(native::float_of(exact_bits<In>(w, k)), a.nan));
+      }
+      if (++r == a.G) {
+        r = 0;
         ++g;
-        next += a.G;
       }
-      if (g != cur) {
-        if (acc != 0) atomicMax(amax + cur, acc);
-        cur = g;
-        acc = 0;
-      }
-      acc = max(acc, abs_bits(v[k], a.nan));
     }
   }
-  if (threadIdx.x == 0) lead_g = cur;
-  __syncthreads();
-  const bool same = __syncthreads_and(cur == lead_g || acc == 0);
-  if (same && lead_g != ~0ull) {
-    red[threadIdx.x] = acc;
-    __syncthreads();
-    for (int s = kThreads / 2; s > 0; s >>= 1) {
-      if (threadIdx.x < s) red[threadIdx.x] = max(red[threadIdx.x], red[threadIdx.x + s]);
-      __syncthreads();
-    }
-    if (threadIdx.x == 0 && red[0] != 0) atomicMax(amax + lead_g, red[0]);
-  } else if (acc != 0) {
-    atomicMax(amax + cur, acc);
-  }
+  if (acc != 0) atomicMax(amax + cur, acc);
 }
 
-// absmax per column: thread = column, each block a strip of rows.
+// absmax per column, scalar: thread = column, each block a strip of rows.
 template <CastInput In>
 __global__ void __launch_bounds__(kThreads)
     amax_col_kernel(const void* __restrict__ x_, std::uint32_t* __restrict__ amax,
@@ -351,6 +662,52 @@ __global__ void __launch_bounds__(kThreads)
   if (acc != 0) atomicMax(amax + c, acc);
 }
 
+// ---- 2-d column-wise kernels: a thread owns kColRun consecutive columns (one or two 16-byte
+// loads per row) over a strip of rows; needs cols % kColRun == 0 and 16-byte aligned rows ----
+template <CastInput In>
+struct ColT {
+  static constexpr int kWords = kColRun * sizeof(typename InT<In>::T) / 4;
+};
+
+template <CastInput In>
+__device__ __forceinline__ void load_col_words(const void* x_, std::uint64_t off,
+                                               std::uint32_t* w) {
+  using T = typename InT<In>::T;
+  const uint4* q = reinterpret_cast<const uint4*>(static_cast<const T*>(x_) + off);
+#pragma unroll
+  for (int k = 0; k < ColT<In>::kWords / 4; ++k) {
+    const uint4 r = q[k];
+    w[4 * k] = r.x;
+    w[4 * k + 1] = r.y;
+    w[4 * k + 2] = r.z;
+    w[4 * k + 3] = r.w;
+  }
+}
+
+template <CastInput In, bool Ignore>
+__global__ void __launch_bounds__(kThreads)
+    amax_col_vec_kernel(const void* __restrict__ x, std::uint32_t* __restrict__ amax,
+                        std::uint64_t rows, std::uint64_t cols, std::uint64_t rows_per_block) {
+  const std::uint64_t c0 =
+      (static_cast<std::uint64_t>(blockIdx.x) * kThreads + threadIdx.x) * kColRun;
+  if (c0 >= cols) return;
+  const std::uint64_t r0 = static_cast<std::uint64_t>(blockIdx.y) * rows_per_block;
+  const std::uint64_t r1 = r0 + rows_per_block < rows ? r0 + rows_per_block : rows;
+  std::uint32_t acc[ColT<In>::kWords] = {};
+  for (std::uint64_t r = r0; r < r1; ++r) {
+    std::uint32_t w[ColT<In>::kWords];
+    load_col_words<In>(x, r * cols + c0, w);
+#pragma unroll
+    for (int k = 0; k < ColT<In>::kWords; ++k) acc[k] = absmax_word<In, Ignore>(acc[k], w[k]);
+  }
+#pragma unroll
+  for (int k = 0; k < kColRun; ++k) {
+    const std::uint32_t m = In == CastInput::fp32 ? acc[k] : half_at<In>(acc, k);
+    const std::uint32_t b = absmax_finish<In>(m);
+    if (b != 0) atomicMax(amax + c0 + k, b);
+  }
+}
+
 // amax (as bits, in place) -> state / MX scale code.
 __global__ void state_kernel(std::uint32_t* amax_bits, float* state, std::uint8_t* mx_scales,
                              const __grid_constant__ QArgs a) {
@@ -364,39 +721,208 @@ __global__ void state_kernel(std::uint32_t* amax_bits, float* state, std::uint8_
   }
 }
 
-__device__ __forceinline__ std::uint64_t group_of_elem(const QArgs& a, std::uint64_t i) {
-  return a.col ? i % a.cols : i / a.G;
+// Codes of one group-uniform run, fast or generic.
+template <CastInput In, Kind K, bool Fast>
+__device__ __forceinline__ void uniform_run(const QArgs& a, const SharedTables<K, Fast>& t,
+                                            const GroupState& g, std::uint64_t base,
+                                            const std::uint32_t* w, std::uint8_t* c) {
+  if constexpr (Fast) {
+    fast_run<In, K>(a, t.cb, t.tab, g, base, w, c);
+  } else {
+    generic_run<In, K>(a, t.cb, g.st, g.mxs, base, w, c);
+  }
 }
 
-template <CastInput In, Kind K>
+// Tensor-wise codes: one state for every element.
+template <CastInput In, Kind K, bool Fast>
 __global__ void __launch_bounds__(kThreads)
-    element_kernel(const void* __restrict__ x_, std::uint8_t* __restrict__ codes,
-                   const float* __restrict__ state, const std::uint8_t* __restrict__ mx_scales,
-                   bool vec, const __grid_constant__ QArgs a) {
-  __shared__ float cb[256];
-  load_codebook(a, cb);
-  const auto* x = static_cast<const typename In_<In>::T*>(x_);
+    tensor_element_kernel(const void* __restrict__ x, std::uint8_t* __restrict__ codes,
+                          const float* __restrict__ state, const std::uint32_t* __restrict__ tab_g,
+                          bool vec, const __grid_constant__ QArgs a) {
+  __shared__ SharedTables<K, Fast> t;
+  load_tables<K, Fast>(a, tab_g, t);
+  const GroupState g = group_state<K>(a, state[0], 0);
   for (std::uint64_t base =
            (static_cast<std::uint64_t>(blockIdx.x) * kThreads + threadIdx.x) * kRun;
        base < a.n; base += static_cast<std::uint64_t>(gridDim.x) * kTile) {
-    float v[kRun];
-    load_run<In>(x, base, a.n, vec, v);
-    std::uint32_t w[kRun];
-    if (a.mode == RoundMode::sr) words_for_run(a, base, w);
+    std::uint32_t w[InT<In>::kWords];
+    load_words<In>(x, base, a.n, vec, w);
+    std::uint8_t c[kRun];
+    uniform_run<In, K, Fast>(a, t, g, base, w, c);
+    store_run(codes, base, a.n, vec, c);
+  }
+}
+
+// Codes of kColRun consecutive elements starting at flat index i0 (a multiple of kColRun), fast
+// path, each with its own group state gs[k], packed little-endian into 8 bytes.
+template <CastInput In, Kind K>
+__device__ __forceinline__ uint2 fast_codes8(const QArgs& a, const SharedTables<K, true>& t,
+                                             const GroupState* gs, std::uint64_t i0,
+                                             const std::uint32_t* w) {
+  std::uint32_t rw[kColRun] = {};
+  if (K == Kind::flt && a.mode == RoundMode::sr) {
+    // i0 is a multiple of kColRun = 8: two whole Philox blocks.
+#pragma unroll
+    for (int q = 0; q < kColRun / 4; ++q) {
+      const native::Philox4 b =
+          native::philox_block(a.seed, quant::kStreamQuantCast, (i0 >> 2) + q);
+#pragma unroll
+      for (int k = 0; k < 4; ++k) rw[4 * q + k] = b.w[k];
+    }
+  }
+  std::uint32_t lo = 0, hi = 0;
+#pragma unroll
+  for (int k = 0; k < kColRun; ++k) {
+    std::uint32_t c;
+    if constexpr (K == Kind::int8) {
+      c = fast_int8(a, gs[k], value_nan_free<In>(w, k));
+    } else if constexpr (K == Kind::flt) {
+      c = fast_flt(a, gs[k], exact_bits<In>(w, k), rw[k]);
+    } else {
+      const float n = fast_normalize(a, gs[k], value_nan_free<In>(w, k));
+      const std::uint32_t e = t.tab[codebook_table_index(native::bits_of(n))];
+      c = (e & kCbSlow) ? cold_codebook_nearest(t.cb, n, a.tie)
+                        : codebook_code_from_entry(e, native::bits_of(n)) & 0xFFu;
+    }
+    if (k < 4) {
+      lo |= c << (8 * k);
+    } else {
+      hi |= c << (8 * (k - 4));
+    }
+  }
+  return make_uint2(lo, hi);
+}
+
+// Column-wise codes, fast path: the thread's kColRun column states stay in registers.
+template <CastInput In, Kind K>
+__global__ void __launch_bounds__(kThreads)
+    col_element_kernel(const void* __restrict__ x, std::uint8_t* __restrict__ codes,
+                       const float* __restrict__ state, const std::uint32_t* __restrict__ tab_g,
+                       std::uint64_t rows_per_block, const __grid_constant__ QArgs a) {
+  __shared__ SharedTables<K, true> t;
+  load_tables<K, true>(a, tab_g, t);
+  const std::uint64_t c0 =
+      (static_cast<std::uint64_t>(blockIdx.x) * kThreads + threadIdx.x) * kColRun;
+  if (c0 >= a.cols) return;
+  GroupState gs[kColRun];
+#pragma unroll
+  for (int k = 0; k < kColRun; ++k) gs[k] = group_state<K>(a, state[c0 + k], 0);
+  const std::uint64_t r0 = static_cast<std::uint64_t>(blockIdx.y) * rows_per_block;
+  const std::uint64_t r1 = r0 + rows_per_block < a.rows ? r0 + rows_per_block : a.rows;
+  for (std::uint64_t r = r0; r < r1; ++r) {
+    std::uint32_t w[ColT<In>::kWords];
+    load_col_words<In>(x, r * a.cols + c0, w);
+    *reinterpret_cast<uint2*>(codes + r * a.cols + c0) =
+        fast_codes8<In, K>(a, t, gs, r * a.cols + c0, w);
+  }
+}
+
+// Fused quantize + transpose, fast path, for tensor-, row- and column-wise groups with
+// cols % 8 == 0, rows % 16 == 0 and 16-byte aligned x and codes: 64 x 64 tiles; a thread
+// quantizes 8 consecutive elements of a row (one or two 16-byte loads), the codes go into
+// shared memory already transposed, and each output row segment of 16 codes leaves as one
+// 16-byte store.
+constexpr int kTT = 64;
+constexpr int kTTStride = kTT / 4 + 1;  // words per transposed tile row (17: fewer bank conflicts)
+
+template <CastInput In, Kind K>
+__global__ void __launch_bounds__(kThreads)
+    transpose_fast_kernel(const void* __restrict__ x, std::uint8_t* __restrict__ codes,
+                          const float* __restrict__ state, const std::uint32_t* __restrict__ tab_g,
+                          const __grid_constant__ QArgs a) {
+  __shared__ SharedTables<K, true> t;
+  __shared__ std::uint32_t tileT[kTT * kTTStride];  // tileT bytes [c][r] at c * 68 + r
+  load_tables<K, true>(a, tab_g, t);
+  const std::uint64_t r0 = static_cast<std::uint64_t>(blockIdx.y) * kTT;
+  const std::uint64_t c0 = static_cast<std::uint64_t>(blockIdx.x) * kTT;
+  const int cc = (threadIdx.x & 7) * kColRun;
+  const std::uint64_t c = c0 + cc;
+  auto* tb = reinterpret_cast<std::uint8_t*>(tileT);
+  if (c < a.cols) {
+    GroupState gs[kColRun];
+    if (a.col) {
+#pragma unroll
+      for (int k = 0; k < kColRun; ++k) gs[k] = group_state<K>(a, state[c + k], 0);
+    } else if (a.groups == 1) {
+      const GroupState g = group_state<K>(a, state[0], 0);
+#pragma unroll
+      for (int k = 0; k < kColRun; ++k) gs[k] = g;
+    }
+#pragma unroll
+    for (int p = 0; p < kTT / 32; ++p) {
+      const int rr = p * 32 + (threadIdx.x >> 3);
+      const std::uint64_t r = r0 + rr;
+      if (r < a.rows) {
+        if (!a.col && a.groups != 1) {  // row-wise: one state for the 8 elements
+          const GroupState g = group_state<K>(a, state[r], 0);
+#pragma unroll
+          for (int k = 0; k < kColRun; ++k) gs[k] = g;
+        }
+        std::uint32_t w[ColT<In>::kWords];
+        load_col_words<In>(x, r * a.cols + c, w);
+        const uint2 v = fast_codes8<In, K>(a, t, gs, r * a.cols + c, w);
+#pragma unroll
+        for (int k = 0; k < kColRun; ++k) {
+          tb[(cc + k) * (4 * kTTStride) + rr] =
+              static_cast<std::uint8_t>((k < 4 ? v.x : v.y) >> (8 * (k & 3)));
+        }
+      }
+    }
+  }
+  __syncthreads();
+  const int j = threadIdx.x >> 2, seg = (threadIdx.x & 3) * 16;
+  const std::uint64_t oc = c0 + j, orow = r0 + seg;
+  if (oc < a.cols && orow < a.rows) {
+    const std::uint32_t* src = tileT + j * kTTStride + seg / 4;
+    *reinterpret_cast<uint4*>(codes + oc * a.rows + orow) =
+        make_uint4(src[0], src[1], src[2], src[3]);
+  }
+}
+
+// General codes: any contiguous G or column-wise groups, the state read per element. The group
+// of the run's first element costs one division; later elements step (group, position).
+template <CastInput In, Kind K>
+__global__ void __launch_bounds__(kThreads)
+    element_kernel(const void* __restrict__ x, std::uint8_t* __restrict__ codes,
+                   const float* __restrict__ state, const std::uint8_t* __restrict__ mx_scales,
+                   bool vec, const __grid_constant__ QArgs a) {
+  __shared__ SharedTables<K, false> t;
+  load_tables<K, false>(a, nullptr, t);
+  const std::uint64_t P = a.col ? a.cols : a.G;  // the period of the group pattern
+  for (std::uint64_t base =
+           (static_cast<std::uint64_t>(blockIdx.x) * kThreads + threadIdx.x) * kRun;
+       base < a.n; base += static_cast<std::uint64_t>(gridDim.x) * kTile) {
+    std::uint32_t w[InT<In>::kWords];
+    load_words<In>(x, base, a.n, vec, w);
+    std::uint32_t rw[kRun];
+    if (a.mode == RoundMode::sr) words_for_run(a, base, rw);
+    std::uint64_t q = base / P, r = base - q * P;
     std::uint8_t c[kRun];
 #pragma unroll
     for (int k = 0; k < kRun; ++k) {
-      const std::uint64_t i = base + k;
       c[k] = 0;
-      if (i < a.n) {
-        const std::uint64_t g = group_of_elem(a, i);
-        const float st = a.kind == Kind::mx ? 0.0f : state[g];
-        const std::uint8_t mxs = a.kind == Kind::mx ? mx_scales[g] : 0;
-        c[k] = quant_one<K>(a, cb, v[k], st, mxs, a.mode == RoundMode::sr ? w[k] : 0u);
+      if (base + k < a.n) {
+        const std::uint64_t g = a.col ? r : q;
+        const float st = K == Kind::mx ? 0.0f : state[g];
+        const std::uint8_t mxs = K == Kind::mx ? mx_scales[g] : 0;
+        c[k] = quant_one<K>(a, t.cb, native::float_of(exact_bits<In>(w, k)), st, mxs,
+                            a.mode == RoundMode::sr ? rw[k] : 0u);
+      }
+      if (++r == P) {
+        r = 0;
+        ++q;
       }
     }
     store_run(codes, base, a.n, vec, c);
   }
+}
+
+__device__ __forceinline__ std::uint64_t group_of_rc(const QArgs& a, std::uint64_t r,
+                                                     std::uint64_t c, std::uint64_t i) {
+  if (a.col) return c;
+  if (a.groups == 1) return 0;
+  if (a.G == a.cols) return r;
+  return i / a.G;
 }
 
 // Fused quantize + transpose: 32 x 32 tiles through shared memory; codes are cols x rows.
@@ -405,9 +931,9 @@ __global__ void __launch_bounds__(kThreads)
     transpose_kernel(const void* __restrict__ x_, std::uint8_t* __restrict__ codes,
                      const float* __restrict__ state, const std::uint8_t* __restrict__ mx_scales,
                      const __grid_constant__ QArgs a) {
-  __shared__ float cb[256];
+  __shared__ SharedTables<K, false> t;
   __shared__ std::uint8_t tile[32][33];
-  load_codebook(a, cb);
+  load_tables<K, false>(a, nullptr, t);
   const auto* x = static_cast<const typename In_<In>::T*>(x_);
   const std::uint64_t r0 = static_cast<std::uint64_t>(blockIdx.y) * 32;
   const std::uint64_t c0 = static_cast<std::uint64_t>(blockIdx.x) * 32;
@@ -417,11 +943,11 @@ __global__ void __launch_bounds__(kThreads)
     std::uint8_t code = 0;
     if (r < a.rows && c < a.cols) {
       const std::uint64_t i = r * a.cols + c;
-      const std::uint64_t g = group_of_elem(a, i);
+      const std::uint64_t g = group_of_rc(a, r, c, i);
       const std::uint32_t w =
           a.mode == RoundMode::sr ? native::philox_word(a.seed, stream_of(a), i) : 0u;
-      code = quant_one<K>(a, cb, In_<In>::get(x[i]), a.kind == Kind::mx ? 0.0f : state[g],
-                          a.kind == Kind::mx ? mx_scales[g] : 0, w);
+      code = quant_one<K>(a, t.cb, In_<In>::get(x[i]), K == Kind::mx ? 0.0f : state[g],
+                          K == Kind::mx ? mx_scales[g] : 0, w);
     }
     tile[ty + 8 * k][tx] = code;
   }
@@ -437,12 +963,16 @@ __global__ void __launch_bounds__(kThreads)
                    const std::uint8_t* __restrict__ mx_scales, float* __restrict__ out,
                    const __grid_constant__ QArgs a) {
   __shared__ float cb[256];
-  load_codebook(a, cb);
+  if (a.kind == Kind::codebook) {
+    for (int k = threadIdx.x; k < 256; k += blockDim.x) cb[k] = a.cb[k];
+    __syncthreads();
+  }
+  const std::uint64_t P = a.col ? a.cols : a.G;
   for (std::uint64_t i = static_cast<std::uint64_t>(blockIdx.x) * kThreads + threadIdx.x; i < a.n;
        i += static_cast<std::uint64_t>(gridDim.x) * kThreads) {
     const std::uint64_t r = i / a.cols, c = i % a.cols;
     const std::uint8_t code = codes[a.transpose ? c * a.rows + r : i];
-    const std::uint64_t g = group_of_elem(a, i);
+    const std::uint64_t g = a.col ? c : i / P;
     float v;
     switch (a.kind) {
       case Kind::mx:
@@ -516,8 +1046,9 @@ QArgs make_args(std::size_t rows, std::size_t cols, const quant::Options& opt) {
     a.fmt = opt.target.fmt;
     a.fmax = native::format_max32(a.fmt);
     a.fast = a.kind == Kind::flt && fast_cast_supported(a.fmt);
-    if (a.fast)
+    if (fast_cast_supported(a.fmt)) {
       a.plan = make_fast_cast_plan(a.fmt, Rounding{opt.mode, opt.sr_bits, Overflow::satfinite});
+    }
   }
   a.variant = opt.variant;
   a.order = opt.order;
@@ -540,6 +1071,23 @@ QArgs make_args(std::size_t rows, std::size_t cols, const quant::Options& opt) {
   return a;
 }
 
+// Whether the element work of K runs on its fast path (see the file comment).
+bool fast_path(const QArgs& a) {
+  switch (a.kind) {
+    case Kind::int8:
+      return a.mode == RoundMode::rne;
+    case Kind::flt:
+      return a.fast && (a.mode == RoundMode::rne ||
+                        fast_mode_for(a.plan, Rounding{a.mode, a.sr_bits, Overflow::satfinite}) ==
+                            FastMode::sr);
+    case Kind::codebook:
+      return a.mode != RoundMode::sr && codebook_table_supports(a.tie);
+    case Kind::mx:
+      return fast_cast_supported(a.fmt) && a.mode == RoundMode::rne;
+  }
+  return false;
+}
+
 bool aligned16(const void* p) {
   return (reinterpret_cast<std::uintptr_t>(p) & 15u) == 0;
 }
@@ -560,17 +1108,84 @@ unsigned blocks_for(std::uint64_t tiles) {
   return static_cast<unsigned>(tiles == 0 ? 1 : (tiles < cap ? tiles : cap));
 }
 
+int sm_count() {
+  static int cached[64] = {};
+  int dev = 0;
+  cuda_check(cudaGetDevice(&dev), "cudaGetDevice");
+  if (dev < 0 || dev >= 64) dev = 0;
+  if (cached[dev] == 0) {
+    int v = 0;
+    cuda_check(cudaDeviceGetAttribute(&v, cudaDevAttrMultiProcessorCount, dev), "SM count");
+    cached[dev] = v > 0 ? v : 1;
+  }
+  return cached[dev];
+}
+
+// A grid-stride grid of one wave: as many blocks of `kernel` as are resident at once (kernels
+// whose blocks carry set-up work, or that reduce per block), at most one per tile.
+template <class Kernel>
+unsigned persistent_blocks(Kernel kernel, std::uint64_t tiles) {
+  static int per_sm = 0;  // one cache per kernel instantiation
+  if (per_sm == 0) {
+    int v = 0;
+    cuda_check(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&v, kernel, kThreads, 0), "occupancy");
+    per_sm = v > 0 ? v : 1;
+  }
+  const std::uint64_t cap = static_cast<std::uint64_t>(sm_count()) * per_sm;
+  return static_cast<unsigned>(tiles == 0 ? 1 : (tiles < cap ? tiles : cap));
+}
+
+bool col_vec_ok(const QArgs& a, const void* x) {
+  return a.col && a.cols % kColRun == 0 && aligned16(x) && (a.cols * (a.rows > 0 ? 1 : 0)) > 0;
+}
+
+// The tiled fast transpose: tensor-, row- or column-wise groups, whole 8-column chunks and
+// 16-row output segments, 16-byte aligned input and codes.
+bool transpose_fast_ok(const QArgs& a, const void* x, const void* codes) {
+  const bool groups_ok = a.col || a.groups == 1 || a.G == a.cols;
+  return groups_ok && a.cols % kColRun == 0 && a.rows % 16 == 0 && aligned16(x) && aligned16(codes);
+}
+
+std::uint64_t col_rows_per_block(const QArgs& a) {
+  const std::uint64_t col_blocks = (a.cols / kColRun + kThreads - 1) / kThreads;
+  // Enough blocks to fill the device several times over, each a strip of >= 16 rows.
+  const std::uint64_t want = static_cast<std::uint64_t>(sm_count()) * 16;
+  std::uint64_t strips = (want + col_blocks - 1) / col_blocks;
+  std::uint64_t rpb = (a.rows + strips - 1) / (strips > 0 ? strips : 1);
+  return rpb < 16 ? 16 : rpb;
+}
+
 template <CastInput In>
 void run_amax(const void* x, std::uint32_t* amax_bits, const QArgs& a, cudaStream_t s) {
   cuda_check(cudaMemsetAsync(amax_bits, 0, a.groups * 4, s), "cudaMemsetAsync");
   if (a.n == 0) return;
-  if (a.col) {
+  const bool ignore = a.nan == native::NanPolicy::ignore;
+  const std::uint64_t tiles = (a.n + kTile - 1) / kTile;
+  if (a.col && col_vec_ok(a, x)) {
+    const std::uint64_t rpb = col_rows_per_block(a);
+    const dim3 grid(static_cast<unsigned>((a.cols / kColRun + kThreads - 1) / kThreads),
+                    static_cast<unsigned>((a.rows + rpb - 1) / rpb));
+    if (ignore) {
+      amax_col_vec_kernel<In, true><<<grid, kThreads, 0, s>>>(x, amax_bits, a.rows, a.cols, rpb);
+    } else {
+      amax_col_vec_kernel<In, false><<<grid, kThreads, 0, s>>>(x, amax_bits, a.rows, a.cols, rpb);
+    }
+  } else if (a.col) {
     const std::uint64_t rows_per_block = 64;
     const dim3 grid(static_cast<unsigned>((a.cols + kThreads - 1) / kThreads),
                     static_cast<unsigned>((a.rows + rows_per_block - 1) / rows_per_block));
     amax_col_kernel<In><<<grid, kThreads, 0, s>>>(x, amax_bits, rows_per_block, a);
+  } else if (a.groups == 1) {
+    if (ignore) {
+      amax_tensor_kernel<In, true>
+          <<<persistent_blocks(amax_tensor_kernel<In, true>, tiles), kThreads, 0, s>>>(
+              x, amax_bits, a.n, aligned16(x));
+    } else {
+      amax_tensor_kernel<In, false>
+          <<<persistent_blocks(amax_tensor_kernel<In, false>, tiles), kThreads, 0, s>>>(
+              x, amax_bits, a.n, aligned16(x));
+    }
   } else {
-    const std::uint64_t tiles = (a.n + kTile - 1) / kTile;
     // About 8 tiles (32K elements) per block: few atomics for big groups, enough blocks to fill
     // the GPU.
     const std::uint64_t per = 8;
@@ -580,16 +1195,54 @@ void run_amax(const void* x, std::uint32_t* amax_bits, const QArgs& a, cudaStrea
   cuda_check_launch("absmax kernel launch");
 }
 
+// Builds the codebook bucket table into scratch (freed by the caller, stream-ordered).
+std::uint32_t* build_cb_table(const QArgs& a, cudaStream_t s) {
+  void* p = nullptr;
+  cuda_check(cudaMallocAsync(&p, kCbEntries * sizeof(std::uint32_t), s), "cudaMallocAsync");
+  auto* table = static_cast<std::uint32_t*>(p);
+  cb_table_kernel<<<kCbEntries / kThreads, kThreads, 0, s>>>(table, a);
+  cuda_check_launch("codebook table kernel launch");
+  return table;
+}
+
+template <CastInput In, Kind K, bool Fast>
+void run_fused(const void* x, const QArgs& a, const QuantizedOut& o, const std::uint32_t* tab,
+               bool vec, cudaStream_t s) {
+  const std::uint64_t tiles = (a.n + kTile - 1) / kTile;
+  // Blocks that copy the 32 KiB codebook table first run persistently; the others one per tile.
+  const unsigned grid = K == Kind::codebook && Fast
+                            ? persistent_blocks(fused_group_kernel<In, K, Fast>, tiles)
+                            : blocks_for(tiles);
+  fused_group_kernel<In, K, Fast>
+      <<<grid, kThreads, 0, s>>>(x, o.codes, o.state, o.mx_scales, tab, vec, a);
+}
+
+template <CastInput In, Kind K, bool Fast>
+void run_tensor_codes(const void* x, const QArgs& a, const QuantizedOut& o,
+                      const std::uint32_t* tab, bool vec, cudaStream_t s) {
+  const std::uint64_t tiles = (a.n + kTile - 1) / kTile;
+  tensor_element_kernel<In, K, Fast>
+      <<<persistent_blocks(tensor_element_kernel<In, K, Fast>, tiles), kThreads, 0, s>>>(
+          x, o.codes, o.state, tab, vec, a);
+}
+
 template <CastInput In, Kind K>
 void run_quantize(const void* x, const QArgs& a, const quant::Options& opt, const QuantizedOut& o,
                   cudaStream_t s) {
   if (a.n == 0) return;
   const bool vec = aligned16(x) && aligned16(o.codes);
+  const bool fast = fast_path(a);
   const std::uint64_t tiles = (a.n + kTile - 1) / kTile;
+  std::uint32_t* tab = nullptr;
+  if (K == Kind::codebook && fast) tab = build_cb_table(a, s);
   if (single_pass(a, opt)) {
-    fused_group_kernel<In, K>
-        <<<blocks_for(tiles), kThreads, 0, s>>>(x, o.codes, o.state, o.mx_scales, vec, a);
+    if (fast) {
+      run_fused<In, K, true>(x, a, o, tab, vec, s);
+    } else {
+      run_fused<In, K, false>(x, a, o, tab, vec, s);
+    }
     cuda_check_launch("quantize kernel launch");
+    if (tab != nullptr) cuda_check(cudaFreeAsync(tab, s), "cudaFreeAsync");
     return;
   }
   // amax into the state array (as bits), or into scratch for mx.
@@ -604,14 +1257,39 @@ void run_quantize(const void* x, const QArgs& a, const quant::Options& opt, cons
       amax, o.state, o.mx_scales, a);
   cuda_check_launch("state kernel launch");
   if (a.transpose) {
+    if constexpr (K != Kind::mx) {
+      if (fast && transpose_fast_ok(a, x, o.codes)) {
+        const dim3 grid(static_cast<unsigned>((a.cols + kTT - 1) / kTT),
+                        static_cast<unsigned>((a.rows + kTT - 1) / kTT));
+        transpose_fast_kernel<In, K><<<grid, kThreads, 0, s>>>(x, o.codes, o.state, tab, a);
+        cuda_check_launch("quantize kernel launch");
+        if (tab != nullptr) cuda_check(cudaFreeAsync(tab, s), "cudaFreeAsync");
+        return;
+      }
+    }
     const dim3 grid(static_cast<unsigned>((a.cols + 31) / 32),
                     static_cast<unsigned>((a.rows + 31) / 32));
     transpose_kernel<In, K><<<grid, kThreads, 0, s>>>(x, o.codes, o.state, o.mx_scales, a);
-  } else {
-    element_kernel<In, K>
-        <<<blocks_for(tiles), kThreads, 0, s>>>(x, o.codes, o.state, o.mx_scales, vec, a);
+  } else if constexpr (K != Kind::mx) {  // mx without transpose is always single pass
+    if (a.groups == 1) {
+      if (fast) {
+        run_tensor_codes<In, K, true>(x, a, o, tab, vec, s);
+      } else {
+        run_tensor_codes<In, K, false>(x, a, o, tab, vec, s);
+      }
+    } else if (a.col && fast && col_vec_ok(a, x) &&
+               (reinterpret_cast<std::uintptr_t>(o.codes) & 7u) == 0) {
+      const std::uint64_t rpb = col_rows_per_block(a);
+      const dim3 grid(static_cast<unsigned>((a.cols / kColRun + kThreads - 1) / kThreads),
+                      static_cast<unsigned>((a.rows + rpb - 1) / rpb));
+      col_element_kernel<In, K><<<grid, kThreads, 0, s>>>(x, o.codes, o.state, tab, rpb, a);
+    } else {
+      element_kernel<In, K>
+          <<<blocks_for(tiles), kThreads, 0, s>>>(x, o.codes, o.state, o.mx_scales, vec, a);
+    }
   }
   cuda_check_launch("quantize kernel launch");
+  if (tab != nullptr) cuda_check(cudaFreeAsync(tab, s), "cudaFreeAsync");
   if (scratch != nullptr) cuda_check(cudaFreeAsync(scratch, s), "cudaFreeAsync");
 }
 

@@ -183,6 +183,109 @@ TEST_CASE("GPU te_current, power-of-two and given scales equal the CPU reference
   }
 }
 
+TEST_CASE("GPU fast paths on every fp16 and bf16 code", "[gpu][quant]") {
+  // Guards the hardware fp16 widening (int8 / codebook paths), the 16-bit absmax before
+  // widening, and the rne fast paths: all 2^16 codes as a 16 x 4096 tensor, every scheme that
+  // takes a fast path (single pass, tensor-wise, 2-d column-wise).
+  std::vector<std::uint32_t> xs(1u << 16);
+  for (std::uint32_t c = 0; c < xs.size(); ++c) xs[c] = c;
+  for (CastInput in : {CastInput::fp16, CastInput::bf16}) {
+    for (const char* sch : {"rowwise", "tensor", "colwise", "block:256", "block:64"}) {
+      for (const char* tgt : {"int8", "e4m3fn", "e2m1fn", "dynamic", "dynamic-unsigned"}) {
+        for (auto nan : {native::NanPolicy::propagate, native::NanPolicy::ignore}) {
+          quant::Options o = options(sch, tgt);
+          o.nan = nan;
+          INFO(sch << " " << tgt << " input " << static_cast<int>(in) << " nan "
+                   << static_cast<int>(nan));
+          REQUIRE(exmy::gpu::testing::compare_quantize(in, xs, 16, 4096, o) == "");
+        }
+      }
+    }
+    quant::Options o = options("mx", "e4m3fn");
+    REQUIRE(exmy::gpu::testing::compare_quantize(in, xs, 16, 4096, o) == "");
+  }
+}
+
+TEST_CASE("GPU tensor-wise and column-wise fast paths over many blocks", "[gpu][quant]") {
+  // Guards the one-wave tensor-wise absmax (one atomicMax per block) and the 2-d column kernels
+  // on shapes that need many blocks and row strips, under every int8 order and both NaN policies.
+  const auto xs = data(600 * 1024, 21, true);
+  const auto clean = data(600 * 1024, 22, false);
+  for (const char* sch : {"tensor", "colwise"}) {
+    for (auto order : {native::ScaleOrder::div_mul, native::ScaleOrder::recip_mul,
+                       native::ScaleOrder::mul_recip}) {
+      for (const char* tgt : {"int8", "e4m3fn", "e5m2"}) {
+        quant::Options o = options(sch, tgt);
+        o.order = order;
+        INFO(sch << " " << tgt << " order " << static_cast<int>(order));
+        REQUIRE(exmy::gpu::testing::compare_quantize(CastInput::fp32, clean, 600, 1024, o) == "");
+        o.nan = native::NanPolicy::ignore;
+        REQUIRE(exmy::gpu::testing::compare_quantize(CastInput::fp32, xs, 600, 1024, o) == "");
+      }
+    }
+    for (auto norm : {native::NormOrder::recip_mul, native::NormOrder::div}) {
+      quant::Options o = options(sch, "dynamic");
+      o.norm = norm;
+      o.nan = native::NanPolicy::ignore;
+      INFO(sch << " dynamic norm " << static_cast<int>(norm));
+      REQUIRE(exmy::gpu::testing::compare_quantize(CastInput::fp32, xs, 600, 1024, o) == "");
+    }
+  }
+}
+
+TEST_CASE("GPU MX fast path at the scale boundaries", "[gpu][quant]") {
+  // Guards the exponent-shift fast path of MX elements: blocks whose absmax sits at every 8th
+  // binade from 2^-149 to 2^127, with elements at every binade below it (so the shifted exponent
+  // leaves [1, 254] and the native path must take over), fp32 subnormals, zeros, and, in some
+  // blocks, inf / NaN (NaN scale) under both NaN policies.
+  std::vector<std::uint32_t> xs;
+  std::uint32_t h = 12345;
+  for (int top = 0; top < 255; top += 8) {
+    std::vector<std::uint32_t> blk(32);
+    blk[0] = (static_cast<std::uint32_t>(top) << 23) | 0x2AAAAAu;  // the absmax (or subnormal)
+    for (int k = 1; k < 32; ++k) {
+      h = h * 1664525u + 1013904223u;
+      const int e = top - static_cast<int>(h >> 27) * 8;
+      const std::uint32_t sign = h & 0x80000000u;
+      blk[k] = e > 0 ? sign | (static_cast<std::uint32_t>(e) << 23) | ((h >> 3) & 0x7FFFFFu)
+                     : sign | ((h >> 9) & 0x7FFFFFu);
+    }
+    xs.insert(xs.end(), blk.begin(), blk.end());
+  }
+  std::vector<std::uint32_t> specials = xs;
+  for (std::size_t i = 0; i < specials.size(); i += 97)
+    specials[i] = i % 2 ? 0x7FC00000u : 0xFF800000u;
+  for (const char* tgt : {"e4m3fn", "e5m2", "e2m1fn", "e3m2fn", "e2m3fn"}) {
+    for (auto nan : {native::NanPolicy::propagate, native::NanPolicy::ignore}) {
+      quant::Options o = options("mx", tgt);
+      o.nan = nan;
+      INFO(tgt << " nan " << static_cast<int>(nan));
+      REQUIRE(exmy::gpu::testing::compare_quantize(CastInput::fp32, xs, xs.size() / 64, 64, o) ==
+              "");
+      REQUIRE(exmy::gpu::testing::compare_quantize(CastInput::fp32, specials, xs.size() / 64, 64,
+                                                   o) == "");
+    }
+  }
+}
+
+TEST_CASE("GPU codebook lookup with a crowded user table uses the exact search", "[gpu][quant]") {
+  // Guards the table's slow buckets on the device: a table whose midpoints crowd into single
+  // buckets (and one at 0 in the clamped bucket) must still give codebook_nearest's codes.
+  quant::Options o = options("block:256", "dynamic");
+  // Ascending: 127 values from -0.5 in steps of 2^-12, then -+2^-40, then 127 from 0.25.
+  for (int k = 0; k < 256; ++k) {
+    o.target.codebook.values[k] = k < 127    ? -0.5f + static_cast<float>(k) * 0x1p-12f
+                                  : k == 127 ? -0x1p-40f
+                                  : k == 128 ? 0x1p-40f
+                                             : 0.25f + static_cast<float>(k - 129) * 0x1p-12f;
+  }
+  const auto xs = data(32 * 256, 31, true);
+  for (auto tie : {TieRule::even_index, TieRule::lower_index}) {
+    o.tie = tie;
+    REQUIRE(exmy::gpu::testing::compare_quantize(CastInput::fp32, xs, 32, 256, o) == "");
+  }
+}
+
 TEST_CASE("GPU quantize rejects bad option combinations", "[gpu][quant]") {
   exmy::gpu::testing::DeviceBytes d(256);
   QuantizedOut out{static_cast<std::uint8_t*>(d.get()), static_cast<float*>(d.get()),
