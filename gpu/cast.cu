@@ -1,7 +1,8 @@
-// Element-wise cast kernels (gpu/cast.hpp). Each thread handles 16 consecutive elements with
-// 16-byte loads and stores where the pointers allow it, so that the cast moves bytes at close to
-// copy bandwidth; the arithmetic is native::convert (generic path) or its proven-equal 32-bit
-// specialisation gpu/fast_cast.hpp (fast path).
+// Element-wise cast kernels (gpu/cast.hpp). A thread handles kGroups vectors of 16 input bytes
+// (4 fp32 or 8 bf16/fp16 elements each); the lanes of a warp take consecutive vectors, so each
+// load and store instruction of a warp covers one contiguous span (coalesced), and all of a
+// thread's loads are issued before its arithmetic. The arithmetic is native::convert (generic
+// path) or its proven-equal 32-bit specialisation gpu/fast_cast.hpp (fast path).
 #include <cuda_runtime.h>
 
 #include <string>
@@ -18,7 +19,7 @@ namespace exmy::gpu {
 namespace {
 
 constexpr int kThreads = 256;
-constexpr int kPerThread = 16;  // elements per thread: 64 B of fp32 in, 16 B of uint8 out
+constexpr int kGroups = 4;  // 16-byte input vectors per thread and grid-stride step
 
 struct CastArgs {
   FastCastPlan plan;  // valid on the fast path
@@ -92,56 +93,80 @@ __device__ __forceinline__ void random_words(const CastArgs& a, std::uint64_t id
   }
 }
 
+// Stores the G results of one input vector: G * sizeof(Out) bytes (4 to 32) at an address
+// aligned to that size.
+template <typename Out, int G>
+__device__ __forceinline__ void store_group(Out* dst, const Out (&res)[G]) {
+  constexpr int kBytes = G * static_cast<int>(sizeof(Out));
+  if constexpr (kBytes == 4) {
+    *reinterpret_cast<std::uint32_t*>(dst) = *reinterpret_cast<const std::uint32_t*>(res);
+  } else if constexpr (kBytes == 8) {
+    *reinterpret_cast<uint2*>(dst) = *reinterpret_cast<const uint2*>(res);
+  } else {
+#pragma unroll
+    for (int v = 0; v < kBytes / 16; ++v) {
+      reinterpret_cast<uint4*>(dst)[v] = reinterpret_cast<const uint4*>(res)[v];
+    }
+  }
+}
+
 // Out: uint8_t / uint16_t codes, or float for fake quantization.
 template <CastInput In, typename Out, bool Fast, FastMode Mode>
 __global__ void __launch_bounds__(kThreads)
     cast_kernel(const void* __restrict__ in_, std::size_t n, Out* __restrict__ out, CastArgs a) {
   using T = typename InputTraits<In>::T;
+  constexpr int G = 16 / sizeof(T);  // elements per 16-byte input vector
   const T* in = static_cast<const T*>(in_);
   const bool sr = Mode == FastMode::sr || (Mode == FastMode::any && a.r.mode == RoundMode::sr);
-  const std::size_t stride = static_cast<std::size_t>(gridDim.x) * blockDim.x * kPerThread;
+  constexpr std::size_t kWarpSpan = 32 * kGroups * G;  // elements per warp and step
+  const std::size_t lane = threadIdx.x % 32;
+  const std::size_t tile = static_cast<std::size_t>(kThreads) * kGroups * G;
   for (std::size_t base =
-           (static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x) * kPerThread;
-       base < n; base += stride) {
-    if (a.vector_ok && base + kPerThread <= n) {
-      // 16-byte vectors: kPerThread * sizeof(T) bytes in.
-      constexpr int kInVec = kPerThread * sizeof(T) / 16;
-      uint4 raw[kInVec];
+           static_cast<std::size_t>(blockIdx.x) * tile + threadIdx.x / 32 * kWarpSpan;
+       base < n; base += static_cast<std::size_t>(gridDim.x) * tile) {
+    uint4 raw[kGroups];
+    bool full[kGroups];
 #pragma unroll
-      for (int v = 0; v < kInVec; ++v) raw[v] = reinterpret_cast<const uint4*>(in + base)[v];
-      const T* x = reinterpret_cast<const T*>(raw);
-      Out res[kPerThread];
+    for (int u = 0; u < kGroups; ++u) {
+      const std::size_t idx = base + (u * 32 + lane) * G;
+      full[u] = a.vector_ok && idx + G <= n;
+      if (full[u]) raw[u] = *reinterpret_cast<const uint4*>(in + idx);
+    }
 #pragma unroll
-      for (int g = 0; g < kPerThread; g += 4) {
-        std::uint32_t w[4] = {0, 0, 0, 0};
-        if (sr) random_words(a, base + g, w);
+    for (int u = 0; u < kGroups; ++u) {
+      const std::size_t idx = base + (u * 32 + lane) * G;
+      if (full[u]) {
+        const T* x = reinterpret_cast<const T*>(&raw[u]);
+        Out res[G];
 #pragma unroll
-        for (int k = 0; k < 4; ++k) {
-          const std::uint32_t code = cast_one<In, Fast, Mode>(a, x[g + k], w[k]);
-          if constexpr (std::is_same_v<Out, float>) {
-            res[g + k] = decode_one<Fast>(a, code);
-          } else {
-            res[g + k] = static_cast<Out>(code);
+        for (int g = 0; g < G; g += 4) {
+          std::uint32_t w[4] = {0, 0, 0, 0};
+          if (sr) random_words(a, idx + g, w);
+#pragma unroll
+          for (int k = 0; k < 4; ++k) {
+            const std::uint32_t code = cast_one<In, Fast, Mode>(a, x[g + k], w[k]);
+            if constexpr (std::is_same_v<Out, float>) {
+              res[g + k] = decode_one<Fast>(a, code);
+            } else {
+              res[g + k] = static_cast<Out>(code);
+            }
           }
         }
-      }
-      constexpr int kOutVec = kPerThread * sizeof(Out) / 16;
-#pragma unroll
-      for (int v = 0; v < kOutVec; ++v) {
-        reinterpret_cast<uint4*>(out + base)[v] = reinterpret_cast<const uint4*>(res)[v];
-      }
-    } else {
-      const std::size_t end = base + kPerThread < n ? base + kPerThread : n;
-      for (std::size_t i = base; i < end; ++i) {
-        std::uint32_t rand = 0;
-        if (sr) {
-          rand = native::sr_word(native::philox_word(a.seed, a.stream, a.offset + i), a.r.sr_bits);
-        }
-        const std::uint32_t code = cast_one<In, Fast, Mode>(a, in[i], rand);
-        if constexpr (std::is_same_v<Out, float>) {
-          out[i] = decode_one<Fast>(a, code);
-        } else {
-          out[i] = static_cast<Out>(code);
+        store_group(out + idx, res);
+      } else {
+        const std::size_t end = idx + G < n ? idx + G : n;
+        for (std::size_t i = idx; i < end; ++i) {
+          std::uint32_t rand = 0;
+          if (sr) {
+            rand =
+                native::sr_word(native::philox_word(a.seed, a.stream, a.offset + i), a.r.sr_bits);
+          }
+          const std::uint32_t code = cast_one<In, Fast, Mode>(a, in[i], rand);
+          if constexpr (std::is_same_v<Out, float>) {
+            out[i] = decode_one<Fast>(a, code);
+          } else {
+            out[i] = static_cast<Out>(code);
+          }
         }
       }
     }
@@ -208,7 +233,7 @@ bool aligned16(const void* p) {
 template <CastInput In, typename Out>
 void launch_cast(const void* in, std::size_t n, Out* out, const CastArgs& a, bool fast,
                  cudaStream_t s) {
-  const unsigned grid = grid_for(n, kPerThread);
+  const unsigned grid = grid_for(n, kGroups * 16 / sizeof(typename InputTraits<In>::T));
   if (!fast) {
     cast_kernel<In, Out, false, FastMode::any><<<grid, kThreads, 0, s>>>(in, n, out, a);
   } else {

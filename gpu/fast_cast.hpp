@@ -47,6 +47,8 @@ struct FastCastPlan {
   // (f's NaN/inf encoding); fnuz formats have their NaN at the negative-zero code instead.
   std::uint32_t special_mag = 0;
   std::uint32_t sub_magic = 0;  // fp32 bits of 2^(emin - M + 23): its ulp is f's quantum
+  std::uint32_t half_m1 = 0;    // 2^(d - 1) - 1 for the normal-range d = 23 - M
+  int sign_shift = 0;           // 32 - total bits: moves the fp32 sign onto f's sign bit
   // native::convert(fp32 -> f, r) of +-0, +-inf, +-NaN, and native::overflow_result(f, r, +-):
   // index 0 positive, 1 negative.
   std::uint32_t zero[2] = {0, 0}, inf[2] = {0, 0}, nan[2] = {0, 0}, overflow[2] = {0, 0};
@@ -75,6 +77,8 @@ inline FastCastPlan make_fast_cast_plan(const FloatFormat& f, const Rounding& r)
   // the format has neither inf nor NaN magnitudes).
   p.special_mag = p.max_code + 1;
   p.sub_magic = static_cast<std::uint32_t>(f.emin() - f.man_bits + 23 + 127) << 23;
+  p.half_m1 = (1u << (p.normal_shift - 1)) - 1u;
+  p.sign_shift = 32 - f.total_bits();
   for (int s = 0; s < 2; ++s) {
     const std::uint32_t sign = s ? 0x80000000u : 0u;
     const auto conv = [&](std::uint32_t u) {
@@ -168,44 +172,67 @@ inline FastMode fast_mode_for(const FastCastPlan& p, const Rounding& r) {
   }
 }
 
+// The rne / rtz rounding of a magnitude below f's normal range, |v| < 2^emin, to a multiple
+// of f's quantum q = 2^(emin - M), by fp32 hardware: C = 2^(emin - M + 23) exceeds |v| and the
+// ulp of [C, 2C) is q, so the fp32 sum C + |v| rounded in the mode is C + (|v| rounded to a
+// multiple of q) (no sum reaches 2C), and its code minus C's code is that multiple T (a carry
+// to T = 2^M is the smallest normal's code, as step 4 wants). Ties go to the even multiple of
+// q, which is T even. On the host, rtz comes from the rne sum: the sum minus C is exact (both
+// lie in [C, 2C]), and where it exceeds |v| the sum was rounded up by one ulp.
+template <FastMode Mode>
+EXMY_HD std::uint32_t round_below_normal(const FastCastPlan& p, std::uint32_t a) {
+  const float v = native::float_of(a);
+  const float c = native::float_of(p.sub_magic);
+#if defined(__CUDA_ARCH__)
+  const float sum = Mode == FastMode::rne ? __fadd_rn(v, c) : __fadd_rz(v, c);
+  return native::bits_of(sum) - p.sub_magic;
+#else
+  const float sum = v + c;
+  const std::uint32_t t = native::bits_of(sum) - p.sub_magic;
+  if constexpr (Mode == FastMode::rtz) return t - (sum - c > v ? 1u : 0u);
+  return t;
+#endif
+}
+
 // fast_cast_fp32 for one of rne, rtz, sr:R (R <= 23 - M) with only 32-bit operations and no
 // branches in the common case, for GPU hot loops; equal to fast_cast_fp32 (and so to
 // native::convert) for every fp32 input: checked on all 2^32 inputs by the device campaign and
 // on the host by tests/native/test_gpu_fast_cast_on_host.cpp.
 //
-// Both ranges use one integer x and a right shift d (see the top of this file): in f's normal
-// range x = |u| - rebias, d = 23 - M; below it x is the fp32 significand, obtained as
-// |u| - ((max(e32, 1) - 1) << 23), and d = 23 - M + e0 - max(e32, 1). The roundings on x >> d:
+// In f's normal range x = |u| - rebias is rounded by a right shift by d = 23 - M (see the top
+// of this file):
 //   rtz  x >> d;
 //   rne  (x + 2^(d-1) - 1 + ((x >> d) & 1)) >> d: the half-minus-one plus the kept parity
 //        carries exactly when the fraction exceeds one half, or equals it with T odd;
 //   sr:R ((x >> (d - R)) + rand) >> R: the top R fraction bits plus the R-bit word carry
 //        exactly when frac_R + rand >= 2^R (section 3).
-// Below the normal range x < 2^24, so a shift of 31 already yields what any longer shift
-// yields (0 for rtz/sr, and rne cannot reach one half): d and d - R are clamped there to keep
-// the shifts defined. In the normal range x < 2^31 and every sum stays below 2^32.
+// x < 2^31 there, so every sum stays below 2^32. Below the normal range rne and rtz take
+// round_below_normal; sr:R shifts the fp32 significand x = |u| - ((max(e32, 1) - 1) << 23)
+// (x < 2^24) by d - R with d = 23 - M + e0 - max(e32, 1), clamped at 31, where the shift
+// already yields 0 as any longer one would.
 template <FastMode Mode>
 EXMY_HD std::uint32_t fast_cast_fp32_fixed(const FastCastPlan& p, std::uint32_t u,
                                            std::uint32_t rand, int R) {
   static_assert(Mode != FastMode::any, "use fast_cast_fp32 for the other roundings");
   const std::uint32_t a = u & 0x7FFFFFFFu;
   const bool sub = a < p.norm_min;
-  const std::uint32_t e32 = a >> 23;
-  const std::uint32_t em = e32 > 1u ? e32 : 1u;
-  const std::uint32_t x = sub ? a - ((em - 1u) << 23) : a - p.rebias;
-  const int d = sub ? p.normal_shift + static_cast<int>(p.e0 - em) : p.normal_shift;
+  const std::uint32_t xn = a - p.rebias;  // wraps below the normal range: not used there
   std::uint32_t t;
   if constexpr (Mode == FastMode::rtz) {
-    t = x >> (d < 31 ? d : 31);
+    t = sub ? round_below_normal<Mode>(p, a) : xn >> p.normal_shift;
   } else if constexpr (Mode == FastMode::rne) {
-    const int s = d < 31 ? d : 31;
-    t = (x + ((1u << (s - 1)) - 1u) + ((x >> s) & 1u)) >> s;
+    const std::uint32_t tn = (xn + p.half_m1 + ((xn >> p.normal_shift) & 1u)) >> p.normal_shift;
+    t = sub ? round_below_normal<Mode>(p, a) : tn;
   } else {
+    const std::uint32_t e32 = a >> 23;
+    const std::uint32_t em = e32 > 1u ? e32 : 1u;
+    const std::uint32_t x = sub ? a - ((em - 1u) << 23) : xn;
+    const int d = sub ? p.normal_shift + static_cast<int>(p.e0 - em) : p.normal_shift;
     const int s = d - R < 31 ? d - R : 31;
     t = ((x >> s) + (rand & static_cast<std::uint32_t>(low_mask(R)))) >> R;
   }
-  const bool neg = (u >> 31) != 0;
-  std::uint32_t res = t | (neg ? p.sign_bit : 0u);
+  const bool neg = static_cast<std::int32_t>(u) < 0;
+  std::uint32_t res = t | ((u >> p.sign_shift) & p.sign_bit);
   if (t == 0 && !p.neg_zero) res = 0;
   if (t > p.max_code) res = neg ? p.overflow[1] : p.overflow[0];
   if (a >= 0x7F800000u) {
