@@ -57,20 +57,25 @@ __device__ __forceinline__ std::uint32_t generic_convert(FloatFormat from, Float
   return static_cast<std::uint32_t>(native::convert(from, to, r, x, rand).code);
 }
 
-// The code of one element: the fast path specialised for Mode, or the native engine.
-template <CastInput In, bool Fast, FastMode Mode>
+// Which arithmetic a kernel runs: the native engine, the fast path, or the e8m0 path.
+enum class Path { generic, fast, e8m0 };
+
+// The code of one element under path P specialised for Mode.
+template <CastInput In, Path P, FastMode Mode>
 __device__ __forceinline__ std::uint32_t cast_one(const CastArgs& a, std::uint32_t x,
                                                   std::uint32_t rand) {
-  if constexpr (Fast) {
+  if constexpr (P == Path::fast) {
     return fast_cast_fp32_as<Mode>(a.plan, a.r, InputTraits<In>::widen(x), rand);
+  } else if constexpr (P == Path::e8m0) {
+    return fast_cast_fp32_e8m0<Mode>(a.plan, a.r, InputTraits<In>::widen(x), rand);
   } else {
     return generic_convert(a.from, a.to, a.r, x, rand);
   }
 }
 
-template <bool Fast>
+template <Path P>
 __device__ __forceinline__ float decode_one(const CastArgs& a, std::uint32_t code) {
-  if constexpr (Fast) {
+  if constexpr (P == Path::fast) {
     return fast_decode_fp32_finite(a.plan, code);
   } else {
     return native::to_float(a.to, code);
@@ -111,7 +116,7 @@ __device__ __forceinline__ void store_group(Out* dst, const Out (&res)[G]) {
 }
 
 // Out: uint8_t / uint16_t codes, or float for fake quantization.
-template <CastInput In, typename Out, bool Fast, FastMode Mode>
+template <CastInput In, typename Out, Path P, FastMode Mode>
 __global__ void __launch_bounds__(kThreads)
     cast_kernel(const void* __restrict__ in_, std::size_t n, Out* __restrict__ out, CastArgs a) {
   using T = typename InputTraits<In>::T;
@@ -144,9 +149,9 @@ __global__ void __launch_bounds__(kThreads)
           if (sr) random_words(a, idx + g, w);
 #pragma unroll
           for (int k = 0; k < 4; ++k) {
-            const std::uint32_t code = cast_one<In, Fast, Mode>(a, x[g + k], w[k]);
+            const std::uint32_t code = cast_one<In, P, Mode>(a, x[g + k], w[k]);
             if constexpr (std::is_same_v<Out, float>) {
-              res[g + k] = decode_one<Fast>(a, code);
+              res[g + k] = decode_one<P>(a, code);
             } else {
               res[g + k] = static_cast<Out>(code);
             }
@@ -161,9 +166,9 @@ __global__ void __launch_bounds__(kThreads)
             rand =
                 native::sr_word(native::philox_word(a.seed, a.stream, a.offset + i), a.r.sr_bits);
           }
-          const std::uint32_t code = cast_one<In, Fast, Mode>(a, in[i], rand);
+          const std::uint32_t code = cast_one<In, P, Mode>(a, in[i], rand);
           if constexpr (std::is_same_v<Out, float>) {
-            out[i] = decode_one<Fast>(a, code);
+            out[i] = decode_one<P>(a, code);
           } else {
             out[i] = static_cast<Out>(code);
           }
@@ -173,14 +178,14 @@ __global__ void __launch_bounds__(kThreads)
   }
 }
 
-template <typename Code, bool Fast>
+template <typename Code, Path P>
 __global__ void __launch_bounds__(kThreads)
     decode_kernel(const Code* __restrict__ codes, std::size_t n, float* __restrict__ out,
                   CastArgs a) {
   const std::size_t stride = static_cast<std::size_t>(gridDim.x) * blockDim.x;
   for (std::size_t i = static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
        i += stride) {
-    out[i] = decode_one<Fast>(a, codes[i]);
+    out[i] = decode_one<P>(a, codes[i]);
   }
 }
 
@@ -191,21 +196,33 @@ void check_params(const CastParams& p) {
                      std::to_string(r.sr_bits));
   }
   code_bytes(p.to);
-  if (p.path == CastPath::fast && !fast_cast_supported(p.to)) {
+  const bool e8m0_fast =
+      fast_e8m0_supported(p.to) && fast_e8m0_mode_for(p.rounding) != FastMode::any;
+  if (p.path == CastPath::fast && !fast_cast_supported(p.to) && !e8m0_fast) {
     throw InputError(
         "cast: the fast path needs a signed format with subnormals, 1..14 mantissa bits and a "
-        "range inside fp32's");
+        "range inside fp32's, or e8m0fnu under rne, rtz or sr:1..23");
   }
 }
 
+// The arithmetic of a cast: the fast path where the format has one, the e8m0 path for
+// e8m0fnu under rne / rtz / sr:R (R <= 23), else (or when asked) the native engine.
+Path choose_path(const CastParams& p) {
+  if (p.path == CastPath::generic) return Path::generic;
+  if (fast_cast_supported(p.to)) return Path::fast;
+  if (fast_e8m0_supported(p.to) && fast_e8m0_mode_for(p.rounding) != FastMode::any) {
+    return Path::e8m0;
+  }
+  return Path::generic;
+}
+
 bool use_fast(const CastParams& p) {
-  return p.path != CastPath::generic && fast_cast_supported(p.to);
+  return choose_path(p) == Path::fast;
 }
 
 CastArgs make_args(const CastParams& p, CastInput in_type, bool vector_ok) {
   CastArgs a{};
-  const bool fast = use_fast(p);
-  a.plan = fast ? make_fast_cast_plan(p.to, p.rounding) : FastCastPlan{};
+  a.plan = choose_path(p) != Path::generic ? make_fast_cast_plan(p.to, p.rounding) : FastCastPlan{};
   a.from = in_type == CastInput::fp32   ? formats::fp32
            : in_type == CastInput::bf16 ? formats::bf16
                                         : formats::fp16;
@@ -231,24 +248,39 @@ bool aligned16(const void* p) {
 }
 
 template <CastInput In, typename Out>
-void launch_cast(const void* in, std::size_t n, Out* out, const CastArgs& a, bool fast,
+void launch_cast(const void* in, std::size_t n, Out* out, const CastArgs& a, Path path,
                  cudaStream_t s) {
   const unsigned grid = grid_for(n, kGroups * 16 / sizeof(typename InputTraits<In>::T));
-  if (!fast) {
-    cast_kernel<In, Out, false, FastMode::any><<<grid, kThreads, 0, s>>>(in, n, out, a);
+  if (path == Path::e8m0) {
+    // e8m0fnu codes are one byte: only uint8 codes and fake-quantized floats reach here.
+    if constexpr (sizeof(Out) != 2) {
+      switch (fast_e8m0_mode_for(a.r)) {
+        case FastMode::rne:
+          cast_kernel<In, Out, Path::e8m0, FastMode::rne><<<grid, kThreads, 0, s>>>(in, n, out, a);
+          break;
+        case FastMode::rtz:
+          cast_kernel<In, Out, Path::e8m0, FastMode::rtz><<<grid, kThreads, 0, s>>>(in, n, out, a);
+          break;
+        default:
+          cast_kernel<In, Out, Path::e8m0, FastMode::sr><<<grid, kThreads, 0, s>>>(in, n, out, a);
+          break;
+      }
+    }
+  } else if (path == Path::generic) {
+    cast_kernel<In, Out, Path::generic, FastMode::any><<<grid, kThreads, 0, s>>>(in, n, out, a);
   } else {
     switch (fast_mode_for(a.plan, a.r)) {
       case FastMode::rne:
-        cast_kernel<In, Out, true, FastMode::rne><<<grid, kThreads, 0, s>>>(in, n, out, a);
+        cast_kernel<In, Out, Path::fast, FastMode::rne><<<grid, kThreads, 0, s>>>(in, n, out, a);
         break;
       case FastMode::rtz:
-        cast_kernel<In, Out, true, FastMode::rtz><<<grid, kThreads, 0, s>>>(in, n, out, a);
+        cast_kernel<In, Out, Path::fast, FastMode::rtz><<<grid, kThreads, 0, s>>>(in, n, out, a);
         break;
       case FastMode::sr:
-        cast_kernel<In, Out, true, FastMode::sr><<<grid, kThreads, 0, s>>>(in, n, out, a);
+        cast_kernel<In, Out, Path::fast, FastMode::sr><<<grid, kThreads, 0, s>>>(in, n, out, a);
         break;
       case FastMode::any:
-        cast_kernel<In, Out, true, FastMode::any><<<grid, kThreads, 0, s>>>(in, n, out, a);
+        cast_kernel<In, Out, Path::fast, FastMode::any><<<grid, kThreads, 0, s>>>(in, n, out, a);
         break;
     }
   }
@@ -257,16 +289,16 @@ void launch_cast(const void* in, std::size_t n, Out* out, const CastArgs& a, boo
 
 template <typename Out>
 void dispatch_input(const void* in, CastInput t, std::size_t n, Out* out, const CastArgs& a,
-                    bool fast, cudaStream_t s) {
+                    Path path, cudaStream_t s) {
   switch (t) {
     case CastInput::fp32:
-      launch_cast<CastInput::fp32>(in, n, out, a, fast, s);
+      launch_cast<CastInput::fp32>(in, n, out, a, path, s);
       break;
     case CastInput::bf16:
-      launch_cast<CastInput::bf16>(in, n, out, a, fast, s);
+      launch_cast<CastInput::bf16>(in, n, out, a, path, s);
       break;
     case CastInput::fp16:
-      launch_cast<CastInput::fp16>(in, n, out, a, fast, s);
+      launch_cast<CastInput::fp16>(in, n, out, a, path, s);
       break;
   }
 }
@@ -286,19 +318,19 @@ std::size_t input_bytes(CastInput t) {
 }
 
 bool cast_uses_fast_path(const CastParams& p) {
-  return use_fast(p);
+  return choose_path(p) != Path::generic;
 }
 
 void cast_codes(const void* in, CastInput in_type, std::size_t n, void* codes,
                 const CastParams& params, CUstream_st* stream) {
   check_params(params);
   if (n == 0) return;
-  const bool fast = use_fast(params);
+  const Path path = choose_path(params);
   const CastArgs a = make_args(params, in_type, aligned16(in) && aligned16(codes));
   if (code_bytes(params.to) == 1) {
-    dispatch_input(in, in_type, n, static_cast<std::uint8_t*>(codes), a, fast, stream);
+    dispatch_input(in, in_type, n, static_cast<std::uint8_t*>(codes), a, path, stream);
   } else {
-    dispatch_input(in, in_type, n, static_cast<std::uint16_t*>(codes), a, fast, stream);
+    dispatch_input(in, in_type, n, static_cast<std::uint16_t*>(codes), a, path, stream);
   }
 }
 
@@ -306,9 +338,8 @@ void cast_fake_quant(const void* in, CastInput in_type, std::size_t n, float* ou
                      const CastParams& params, CUstream_st* stream) {
   check_params(params);
   if (n == 0) return;
-  const bool fast = use_fast(params);
   const CastArgs a = make_args(params, in_type, aligned16(in) && aligned16(out));
-  dispatch_input(in, in_type, n, out, a, fast, stream);
+  dispatch_input(in, in_type, n, out, a, choose_path(params), stream);
 }
 
 void decode_codes(const void* codes, const FloatFormat& f, std::size_t n, float* out,
@@ -323,16 +354,16 @@ void decode_codes(const void* codes, const FloatFormat& f, std::size_t n, float*
   if (bytes == 1) {
     const auto* c = static_cast<const std::uint8_t*>(codes);
     if (fast) {
-      decode_kernel<std::uint8_t, true><<<grid, kThreads, 0, stream>>>(c, n, out, a);
+      decode_kernel<std::uint8_t, Path::fast><<<grid, kThreads, 0, stream>>>(c, n, out, a);
     } else {
-      decode_kernel<std::uint8_t, false><<<grid, kThreads, 0, stream>>>(c, n, out, a);
+      decode_kernel<std::uint8_t, Path::generic><<<grid, kThreads, 0, stream>>>(c, n, out, a);
     }
   } else {
     const auto* c = static_cast<const std::uint16_t*>(codes);
     if (fast) {
-      decode_kernel<std::uint16_t, true><<<grid, kThreads, 0, stream>>>(c, n, out, a);
+      decode_kernel<std::uint16_t, Path::fast><<<grid, kThreads, 0, stream>>>(c, n, out, a);
     } else {
-      decode_kernel<std::uint16_t, false><<<grid, kThreads, 0, stream>>>(c, n, out, a);
+      decode_kernel<std::uint16_t, Path::generic><<<grid, kThreads, 0, stream>>>(c, n, out, a);
     }
   }
   cuda_check_launch("decode kernel launch");

@@ -272,4 +272,41 @@ EXMY_HD float fast_decode_fp32_finite(const FastCastPlan& p, std::uint32_t c) {
   return native::float_of(native::bits_of(v) | sign);
 }
 
+// e8m0fnu (and any format with its fields: 8 exponent bits, no mantissa, bias 127, unsigned,
+// no subnormals): its biased exponent is fp32's, so a positive normal fp32 input 1.m * 2^e
+// rounds between the codes e32 and e32 + 1 by its mantissa alone: the kept significand is
+// T = 1 (odd), so rne goes up at m >= 2^22 (a tie goes to the even T = 2), rtz never, sr:R when
+// the top R mantissa bits plus the word carry. A carry past the largest finite code is
+// overflow. Every other input (signs, zeros, fp32 subnormals, inf, NaN) takes the native engine.
+EXMY_HD constexpr bool fast_e8m0_supported(const FloatFormat& f) {
+  return f.exp_bits == 8 && f.man_bits == 0 && f.bias == 127 && !f.is_signed && !f.subnormals;
+}
+
+template <FastMode Mode>
+EXMY_HD std::uint32_t fast_cast_fp32_e8m0(const FastCastPlan& p, const Rounding& r, std::uint32_t u,
+                                          std::uint32_t rand) {
+  static_assert(Mode != FastMode::any, "use native::convert for the other roundings");
+  if (u - 0x00800000u >= 0x7F000000u) {  // outside [2^-126, inf) with the sign clear
+    return static_cast<std::uint32_t>(native::convert(formats::fp32, p.f, r, u, rand).code);
+  }
+  const std::uint32_t m = u & 0x007FFFFFu;
+  std::uint32_t up = 0;
+  if constexpr (Mode == FastMode::rne) {
+    up = m >= 0x00400000u ? 1u : 0u;
+  } else if constexpr (Mode == FastMode::sr) {
+    const int R = r.sr_bits;
+    up = ((m >> (23 - R)) + (rand & static_cast<std::uint32_t>(low_mask(R)))) >> R;
+  }
+  const std::uint32_t code = (u >> 23) + up;
+  return code > p.max_code ? p.overflow[0] : code;
+}
+
+// The FastMode of the e8m0 path for rounding r (any: the generic path).
+inline FastMode fast_e8m0_mode_for(const Rounding& r) {
+  if (r.mode == RoundMode::rne) return FastMode::rne;
+  if (r.mode == RoundMode::rtz) return FastMode::rtz;
+  if (r.mode == RoundMode::sr && r.sr_bits >= 1 && r.sr_bits <= 23) return FastMode::sr;
+  return FastMode::any;
+}
+
 }  // namespace exmy::gpu

@@ -90,7 +90,7 @@ std::size_t compare_cast(CastInput t, const std::vector<std::uint32_t>& xs, cons
 }  // namespace
 
 TEST_CASE("fp16 and bf16 widening equals the native engine for all 2^16 codes", "[gpu][cast]") {
-    // The engine canonicalises NaN payloads; widening keeps them (a NaN stays a NaN of the same
+  // The engine canonicalises NaN payloads; widening keeps them (a NaN stays a NaN of the same
   // sign, which is all a later rounding looks at). Regression: the first device run expected the
   // canonical payload from widen_fp16 too.
   for (std::uint32_t h = 0; h < 65536; ++h) {
@@ -222,11 +222,17 @@ TEST_CASE("GPU cast rejects bad arguments with InputError", "[gpu][cast]") {
   p.rounding = {};
   p.to = formats::fp32;  // 32-bit codes are not produced
   CHECK_THROWS_AS(cast_codes(d.get(), CastInput::fp32, 4, d.get(), p), InputError);
-  p.to = formats::e8m0fnu;  // unsigned, no subnormals: no fast path
+  p.to = formats::e8m0fnu;  // its fast path covers rne, rtz and sr only
+  p.rounding = {RoundMode::rna};
   p.path = CastPath::fast;
   CHECK_THROWS_AS(cast_codes(d.get(), CastInput::fp32, 4, d.get(), p), InputError);
   p.path = CastPath::automatic;
   CHECK_FALSE(cast_uses_fast_path(p));
+  p.rounding = {RoundMode::rne};
+  CHECK(cast_uses_fast_path(p));
+  p.path = CastPath::generic;
+  CHECK_FALSE(cast_uses_fast_path(p));
+  p.path = CastPath::automatic;
   p.to = formats::e4m3fn;
   CHECK(cast_uses_fast_path(p));
 }

@@ -108,3 +108,48 @@ TEST_CASE("GPU widening of every bf16 and fp16 code is exact (run on the host)",
     }
   }
 }
+
+// The e8m0fnu fast path (gpu::fast_cast_fp32_e8m0) against the native engine: every fp32
+// exponent and sign with mantissas at and around the rounding points, and sr words at the edges.
+TEST_CASE("GPU e8m0fnu fast cast equals the native engine (run on the host)",
+          "[native][gpu-fast]") {
+  const FloatFormat f = formats::e8m0fnu;
+  REQUIRE(gpu::fast_e8m0_supported(f));
+  const Rounding roundings[] = {
+      {RoundMode::rne, 0, Overflow::none}, {RoundMode::rne, 0, Overflow::satfinite},
+      {RoundMode::rtz, 0, Overflow::none}, {RoundMode::sr, 8, Overflow::none},
+      {RoundMode::sr, 23, Overflow::sat},  {RoundMode::sr, 1, Overflow::none}};
+  const std::uint32_t mants[] = {0u,        1u,        0x3FFFFFu, 0x400000u, 0x400001u,
+                                 0x5A5A5Au, 0x7FFFFEu, 0x7FFFFFu, 0x200000u, 0x600000u};
+  std::size_t bad = 0, checked = 0;
+  for (const Rounding& r : roundings) {
+    const gpu::FastCastPlan plan = gpu::make_fast_cast_plan(f, r);
+    const gpu::FastMode mode = gpu::fast_e8m0_mode_for(r);
+    REQUIRE(mode != gpu::FastMode::any);
+    const std::uint32_t words[] = {0u, static_cast<std::uint32_t>(low_mask(r.sr_bits)),
+                                   r.sr_bits > 0 ? 1u << (r.sr_bits - 1) : 0u, 0x12345u};
+    for (std::uint32_t se = 0; se < 512; ++se) {
+      for (std::uint32_t m : mants) {
+        const std::uint32_t u = (se << 23) | m;
+        for (std::uint32_t w0 : words) {
+          const std::uint32_t w = w0 & static_cast<std::uint32_t>(low_mask(r.sr_bits));
+          const auto want = native::convert(formats::fp32, f, r, u, w).code;
+          const std::uint32_t got =
+              mode == gpu::FastMode::rne
+                  ? gpu::fast_cast_fp32_e8m0<gpu::FastMode::rne>(plan, r, u, w)
+              : mode == gpu::FastMode::rtz
+                  ? gpu::fast_cast_fp32_e8m0<gpu::FastMode::rtz>(plan, r, u, w)
+                  : gpu::fast_cast_fp32_e8m0<gpu::FastMode::sr>(plan, r, u, w);
+          if (got != want && bad++ < 5) {
+            UNSCOPED_INFO("mode " << static_cast<int>(r.mode) << ":" << r.sr_bits << " u=0x"
+                                  << std::hex << u << " w=" << w << " got " << got << " want "
+                                  << want);
+          }
+          ++checked;
+        }
+      }
+    }
+  }
+  CHECK(checked > 100'000);
+  CHECK(bad == 0);
+}
