@@ -4,7 +4,6 @@
 // StableAdamW sum (the fixed 256-leaf halving tree of docs/SEMANTICS.md 10, in shared memory).
 #include <cuda_runtime.h>
 
-#include <algorithm>
 #include <cfloat>
 #include <cstdint>
 #include <mutex>
@@ -289,19 +288,12 @@ __global__ void __launch_bounds__(kThreads)
   }
 }
 
-// ---- 8-bit Adam, fast path (full blocks, aligned pointers)
-// --------------------------------------- Both maps with their midpoints (+inf sentinels) and
-// bucket tables (sim/native/optim_bnb8_search.hpp), one copy in device memory and one per CTA in
-// shared memory.
-// kRep interleaved copies of the codes and thresholds (entry k of copy r at k * kRep + r): lane l
-// reads copy l % kRep, so lanes looking up different entries of one bank row collide less.
-#ifndef EXMY_BNB8_TABLE_COPIES
-#define EXMY_BNB8_TABLE_COPIES 1
-#endif
-constexpr int kRep = EXMY_BNB8_TABLE_COPIES;
+// ---- 8-bit Adam, fast path (full blocks, aligned pointers) ----------------------------------
+// Both maps with their thresholds (+inf sentinels) and bucket tables
+// (sim/native/optim_bnb8_search.hpp), one copy in device memory and one per CTA in shared memory.
 struct Bnb8Tables {
-  float code[2][256 * kRep];  // [0] signed (state 1), [1] unsigned (state 2)
-  float t[2][260 * kRep];     // thresholds (kBucketMids used), padded to a multiple of 4
+  float code[2][256];  // [0] signed (state 1), [1] unsigned (state 2)
+  float t[2][260];     // thresholds (kBucketMids used), padded to a multiple of 4
   std::uint8_t start[2][native::kBucketTable];
   int z;  // the signed map's negative codes are 0..z-1
 };
@@ -312,25 +304,20 @@ const Bnb8Tables* device_tables() {
   static std::once_flag once;
   std::call_once(once, [] {
     static Bnb8Tables h;
-    float code0[256];
     for (int map = 0; map < 2; ++map) {
       const auto& values = dynamic_codebook(map == 0).values;
-      float code[256], mids256[256], t[260];
-      for (int i = 0; i < 256; ++i) code[i] = values[i];
-      native::bnb_midpoints(code, mids256);
+      float mids256[256];
+      for (int i = 0; i < 256; ++i) h.code[map][i] = values[i];
+      native::bnb_midpoints(h.code[map], mids256);
       // The bucketed search equals bnb_nearest only for strictly increasing midpoints and a
       // spread of at most 1 (fixed maps: a failure is a bug in the table parameters).
-      if (!native::bnb_thresholds(mids256, t) || native::bnb_bucket_build(t, h.start[map]) > 1) {
+      if (!native::bnb_thresholds(mids256, h.t[map]) ||
+          native::bnb_bucket_build(h.t[map], h.start[map]) > 1) {
         throw CudaError("8-bit tables: the bucketed search does not apply to this map");
       }
-      for (int k = native::kBucketMids; k < 260; ++k) t[k] = t[255];
-      for (int r = 0; r < kRep; ++r) {
-        for (int k = 0; k < 256; ++k) h.code[map][k * kRep + r] = code[k];
-        for (int k = 0; k < 260; ++k) h.t[map][k * kRep + r] = t[k];
-      }
-      if (map == 0) std::copy(code, code + 256, code0);
+      for (int k = native::kBucketMids; k < 260; ++k) h.t[map][k] = h.t[map][255];
     }
-    h.z = native::bnb_negative_prefix(code0);
+    h.z = native::bnb_negative_prefix(h.code[0]);
     if (h.z < 0) throw CudaError("8-bit tables: negative codes are not a prefix");
     cuda_check(cudaMalloc(&d, sizeof h), "cudaMalloc 8-bit tables");
     cuda_check(cudaMemcpy(d, &h, sizeof h, cudaMemcpyHostToDevice), "copy 8-bit tables");
@@ -341,8 +328,9 @@ const Bnb8Tables* device_tables() {
 __device__ void load_tables(const Bnb8Tables* src, Bnb8Tables* dst) {
   const auto* s = reinterpret_cast<const std::uint32_t*>(src);
   auto* d = reinterpret_cast<std::uint32_t*>(dst);
-  for (int i = threadIdx.x; i < static_cast<int>(sizeof(Bnb8Tables) / 4); i += kThreads)
+  for (int i = threadIdx.x; i < static_cast<int>(sizeof(Bnb8Tables) / 4); i += kThreads) {
     d[i] = s[i];
+  }
   __syncthreads();
 }
 
@@ -350,17 +338,11 @@ __device__ void load_tables(const Bnb8Tables* src, Bnb8Tables* dst) {
 // barrier; G = 256: the CTA per block of 2048). Thread `lane` of its group owns the two float4
 // runs at 4*lane and 4*G + 4*lane, so every load/store is a coalesced 16-byte (p, g) or 4-byte
 // (codes) access. The block maximum is order-free (docs/SEMANTICS.md 10), so this assignment of
-// elements to threads gives the reference's absmax.
-// Resident CTAs per SM the register allocation must allow (4: <= 64 registers, what the kernel
-// needs without spilling). The benchmark build also measures 5 (<= 48 registers, small spills).
-#ifndef EXMY_BNB8_FAST_MIN_CTAS
-#define EXMY_BNB8_FAST_MIN_CTAS 4
-#endif
-constexpr int kFastMinCtas = EXMY_BNB8_FAST_MIN_CTAS;
-#ifndef EXMY_BNB8_PREFETCH
-#define EXMY_BNB8_PREFETCH 0
-#endif
-constexpr bool kPrefetch = EXMY_BNB8_PREFETCH != 0;
+// elements to threads gives the reference's absmax. At most 64 registers (4 resident CTAs per
+// SM): what the kernel needs without spilling. Measured on the H200 and not kept (no gain,
+// bench/results/2026-11-22-h200-optim.md): 5 CTAs with spills, prefetching the next block's g and
+// codes, and 4 interleaved copies of the tables against bank conflicts.
+constexpr int kFastMinCtas = 4;
 template <int G, bool kTorchOrder>
 __global__ void __launch_bounds__(kThreads, kFastMinCtas)
     k_bnb_adam8_fast(native::Bnb8Scalars sp, float* __restrict__ p, const float* __restrict__ g,
@@ -373,51 +355,34 @@ __global__ void __launch_bounds__(kThreads, kFastMinCtas)
   native::Bnb8Scalars s = sp;
   s.torch_order = kTorchOrder;  // a compile-time branch in bnb_adam8_param
   const int z = t.z;
-  const int rep = static_cast<int>(threadIdx.x % kRep);
   constexpr int kGroups = kThreads / G;
   const int lane = threadIdx.x % G;
-  const std::size_t stride = static_cast<std::size_t>(gridDim.x) * kGroups;
-  std::size_t qb = blockIdx.x * static_cast<std::size_t>(kGroups) + threadIdx.x / G;
-  // Gradient, codes and absmax of a block, fetched one block ahead with EXMY_BNB8_PREFETCH so that
-  // their latency overlaps the current block's arithmetic (more registers per thread).
-  float4 Gn[2];
-  std::uint32_t C1n[2], C2n[2];
-  float a1n = 0.0f, a2n = 0.0f;
-  const auto fetch = [&](std::size_t b) {
+  for (std::size_t qb = blockIdx.x * static_cast<std::size_t>(kGroups) + threadIdx.x / G;
+       qb < nblocks; qb += static_cast<std::size_t>(gridDim.x) * kGroups) {
+    const std::size_t base4 = qb * (2 * G) + lane;  // float4 index of the first run
+    float4 P[2], Gv[2];
+    std::uint32_t C1[2], C2[2];
+    const float a1 = absmax1[qb], a2 = absmax2[qb];
 #pragma unroll
     for (int r = 0; r < 2; ++r) {
-      const std::size_t k = b * (2 * G) + lane + r * G;
-      Gn[r] = reinterpret_cast<const float4*>(g)[k];
-      C1n[r] = reinterpret_cast<const std::uint32_t*>(q1)[k];
-      C2n[r] = reinterpret_cast<const std::uint32_t*>(q2)[k];
+      const std::size_t k = base4 + r * G;
+      Gv[r] = reinterpret_cast<const float4*>(g)[k];
+      C1[r] = reinterpret_cast<const std::uint32_t*>(q1)[k];
+      C2[r] = reinterpret_cast<const std::uint32_t*>(q2)[k];
     }
-    a1n = absmax1[b];
-    a2n = absmax2[b];
-  };
-  if (kPrefetch && qb < nblocks) fetch(qb);
-  for (; qb < nblocks; qb += stride) {
-    const std::size_t base4 = qb * (2 * G) + lane;  // float4 index of the first run
-    if (!kPrefetch) fetch(qb);
-    const float4 Gc[2] = {Gn[0], Gn[1]};
-    const std::uint32_t C1c[2] = {C1n[0], C1n[1]}, C2c[2] = {C2n[0], C2n[1]};
-    const float a1 = a1n, a2 = a2n;
-    if (kPrefetch && qb + stride < nblocks) fetch(qb + stride);
-    float4 P[2];
+#pragma unroll
+    for (int r = 0; r < 2; ++r) P[r] = reinterpret_cast<const float4*>(p)[base4 + r * G];
     float s1[8], s2[8];
     unsigned ok = 0;
     float m1 = -FLT_MAX, m2 = -FLT_MAX;
 #pragma unroll
-    for (int r = 0; r < 2; ++r) P[r] = reinterpret_cast<const float4*>(p)[base4 + r * G];
-#pragma unroll
     for (int r = 0; r < 2; ++r) {
-      const float gs[4] = {Gc[r].x, Gc[r].y, Gc[r].z, Gc[r].w};
+      const float gs[4] = {Gv[r].x, Gv[r].y, Gv[r].z, Gv[r].w};
 #pragma unroll
       for (int j = 0; j < 4; ++j) {
         const int e = 4 * r + j;
-        s1[e] = native::bnb_dequant_strided<kRep>(t.code[0] + rep,
-                                                  static_cast<std::uint8_t>(C1c[r] >> (8 * j)), a1);
-        s2[e] = native::bnb_dequant_strided<kRep>(t.code[1] + rep,
-                                                  static_cast<std::uint8_t>(C2c[r] >> (8 * j)), a2);
+        s1[e] = native::bnb_dequant(t.code[0], static_cast<std::uint8_t>(C1[r] >> (8 * j)), a1);
+        s2[e] = native::bnb_dequant(t.code[1], static_cast<std::uint8_t>(C2[r] >> (8 * j)), a2);
         if (native::bnb_adam8_states(s, gs[j], s1[e], s2[e])) ok |= 1u << e;
         m1 = fmaxf(m1, native::f32_abs(s1[e]));
         m2 = fmaxf(m2, native::f32_abs(s2[e]));
@@ -442,13 +407,12 @@ __global__ void __launch_bounds__(kThreads, kFastMinCtas)
 #pragma unroll
       for (int j = 0; j < 4; ++j) {
         const int e = 4 * r + j;
-        if (ok & (1u << e))
+        if (ok & (1u << e)) {
           ps[j] = native::bnb_adam8_param(s, native::Storage::f32, ps[j], s1[e], s2[e]);
-        c1 |= std::uint32_t{native::bnb_quant_signed_bucketed<kRep>(z, t.t[0] + rep, t.start[0],
-                                                                    s1[e], m1)}
+        }
+        c1 |= std::uint32_t{native::bnb_quant_signed_bucketed(z, t.t[0], t.start[0], s1[e], m1)}
               << (8 * j);
-        c2 |= std::uint32_t{native::bnb_quant_unsigned_bucketed<kRep>(t.t[1] + rep, t.start[1],
-                                                                      s2[e], m2)}
+        c2 |= std::uint32_t{native::bnb_quant_unsigned_bucketed(t.t[1], t.start[1], s2[e], m2)}
               << (8 * j);
       }
       reinterpret_cast<float4*>(p)[k] = make_float4(ps[0], ps[1], ps[2], ps[3]);

@@ -119,35 +119,24 @@ inline int bnb_negative_prefix(const float* code) {
 }
 
 // bnb_nearest(mids, x), given t (kBucketMids thresholds) and start from the builders above.
-// kStride > 1 reads t[c * kStride]: a table stored as kStride interleaved copies (t pointing at
-// copy r), which GPU lanes use to spread their lookups over more shared-memory banks.
-template <int kStride = 1>
 EXMY_HD std::uint8_t bnb_nearest_bucketed(const float* t, const std::uint8_t* start, float x) {
   const std::uint32_t u = f32_bits(x);
   const int c = start[bnb_bucket(u)];
-  const int code = c + (t[c * kStride] < x ? 1 : 0);
+  const int code = c + (t[c] < x ? 1 : 0);
   return static_cast<std::uint8_t>((u & 0x7FFFFFFFu) > 0x7F800000u ? 0 : code);
 }
 
 // bnb_quant_signed / bnb_quant_unsigned with the bucketed search (same results); z from
 // bnb_negative_prefix of the signed map.
-template <int kStride = 1>
 EXMY_HD std::uint8_t bnb_quant_signed_bucketed(int z, const float* t, const std::uint8_t* start,
                                                float s, float absmax) {
-  std::uint8_t c = bnb_nearest_bucketed<kStride>(t, start, rn_div(s, absmax));
+  std::uint8_t c = bnb_nearest_bucketed(t, start, rn_div(s, absmax));
   if ((c < z) != f32_signbit(s)) c = static_cast<std::uint8_t>(s > 0.0f ? c + 1 : c - 1);
   return c;
 }
-template <int kStride = 1>
 EXMY_HD std::uint8_t bnb_quant_unsigned_bucketed(const float* t, const std::uint8_t* start, float s,
                                                  float absmax) {
-  return bnb_nearest_bucketed<kStride>(t, start, rn_div(s, absmax));
-}
-
-// bnb_dequant on a codebook stored as kStride interleaved copies (code pointing at copy r).
-template <int kStride>
-EXMY_HD float bnb_dequant_strided(const float* code, std::uint8_t c, float absmax) {
-  return rn_mul(code[c * kStride], absmax);
+  return bnb_nearest_bucketed(t, start, rn_div(s, absmax));
 }
 
 }  // namespace exmy::native

@@ -40,8 +40,6 @@ for f in $kern gpu/runtime.cu properties/gpu/optim_props.cu tests/gpu/optim16_te
          bench/bench_optim_gpu.cu; do
   stale "$(obj $f)" "$f" && spawn nvcc $nv $inc $defs -DEXMY_HAVE_CUDA=1 -c "$f" -o "$(obj $f)"
 done
-f=gpu/optim_kernels.cu
-stale "$(obj $f _occ5)" "$f" && spawn nvcc $nv $inc $defs -DEXMY_HAVE_CUDA=1 -DEXMY_BNB8_FAST_MIN_CTAS=5 -c "$f" -o "$(obj $f _occ5)"
 wait
 simo=$(for f in $sim; do echo -n "$(obj $f) "; done)
 kobj=$(for f in $kern gpu/runtime.cu; do echo -n "$(obj $f) "; done)
@@ -52,11 +50,8 @@ nvcc -arch=sm_90 -o "$out/optim_gpu_test" "$(obj tests/gpu/optim16_test.cu)" $ko
   "$(obj tests/main.cpp)" $simo $lib -lrapidcheck
 nvcc -arch=sm_90 -o "$out/bench_optim_gpu" "$(obj bench/bench_optim_gpu.cu)" $kobj $simo $lib \
   -lbenchmark -lpthread
-# The same benchmark with the 8-bit fast kernel's register cap for 5 resident CTAs per SM.
-nvcc -arch=sm_90 -o "$out/bench_optim_gpu_occ5" "$(obj bench/bench_optim_gpu.cu)" "$(obj gpu/optim_kernels.cu _occ5)" \
-  "$(obj gpu/optim_torch16.cu)" "$(obj gpu/runtime.cu)" $simo $lib -lbenchmark -lpthread
 g++ -o "$out/optim_xcheck" "$(obj tests/optim/test_torch_crosscheck_driver.cpp)" "$(obj tests/main.cpp _cpu)" \
   "$(obj gpu/runtime_nocuda.cpp)" $simo $lib -lrapidcheck
 g++ -fopenmp -o "$out/bnb8_search_exhaustive" "$(obj tests/optim/test_bnb8_search_exhaustive.cpp)" \
   "$(obj tests/main.cpp _cpu)" "$(obj gpu/runtime_nocuda.cpp)" $simo $lib -lrapidcheck
-echo "built $out/{optim_props_gpu,optim_gpu_test,bench_optim_gpu,bench_optim_gpu_occ5,optim_xcheck,bnb8_search_exhaustive}"
+echo "built $out/{optim_props_gpu,optim_gpu_test,bench_optim_gpu,optim_xcheck,bnb8_search_exhaustive}"
