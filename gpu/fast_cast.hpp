@@ -278,6 +278,21 @@ EXMY_HD float fast_decode_fp32_finite(const FastCastPlan& p, std::uint32_t c) {
 // T = 1 (odd), so rne goes up at m >= 2^22 (a tie goes to the even T = 2), rtz never, sr:R when
 // the top R mantissa bits plus the word carry. A carry past the largest finite code is
 // overflow. Every other input (signs, zeros, fp32 subnormals, inf, NaN) takes the native engine.
+// native::convert from fp32, as one out-of-line function: the special-input branch of every
+// e8m0 kernel calls it instead of inlining the whole engine (which multiplies compile time).
+// A template so that the header may define it in every translation unit.
+#if defined(__CUDACC__)
+#define EXMY_OUT_OF_LINE __host__ __device__ __noinline__
+#else
+#define EXMY_OUT_OF_LINE __attribute__((noinline))
+#endif
+template <int>
+EXMY_OUT_OF_LINE std::uint32_t convert_fp32_out_of_line(const FloatFormat& f, const Rounding& r,
+                                                        std::uint32_t u, std::uint32_t rand) {
+  constexpr FloatFormat kFp32 = formats::fp32;  // a value: device code cannot bind the global
+  return static_cast<std::uint32_t>(native::convert(kFp32, f, r, u, rand).code);
+}
+
 EXMY_HD constexpr bool fast_e8m0_supported(const FloatFormat& f) {
   return f.exp_bits == 8 && f.man_bits == 0 && f.bias == 127 && !f.is_signed && !f.subnormals;
 }
@@ -287,7 +302,7 @@ EXMY_HD std::uint32_t fast_cast_fp32_e8m0(const FastCastPlan& p, const Rounding&
                                           std::uint32_t rand) {
   static_assert(Mode != FastMode::any, "use native::convert for the other roundings");
   if (u - 0x00800000u >= 0x7F000000u) {  // outside [2^-126, inf) with the sign clear
-    return static_cast<std::uint32_t>(native::convert(formats::fp32, p.f, r, u, rand).code);
+    return convert_fp32_out_of_line<0>(p.f, r, u, rand);
   }
   const std::uint32_t m = u & 0x007FFFFFu;
   std::uint32_t up = 0;
