@@ -286,6 +286,22 @@ TEST_CASE("GPU codebook lookup with a crowded user table uses the exact search",
   }
 }
 
+TEST_CASE("GPU one-wave kernels with several tiles per block equal the CPU reference",
+          "[gpu][quant]") {
+  // Guards the prefetching loops (tensor-wise codes, the fast codebook single pass) and the
+  // alternating group-max slots of the single pass: 4M elements exceed one wave of blocks of
+  // 4096-element tiles on any current GPU.
+  const auto big = data(1024 * 4096, 43, true);
+  for (const char* sch : {"rowwise", "tensor", "block:256", "block:4096"}) {
+    for (const char* tgt : {"int8", "e4m3fn", "dynamic"}) {
+      quant::Options o = options(sch, tgt);
+      o.nan = native::NanPolicy::ignore;
+      INFO(sch << " " << tgt);
+      CHECK(exmy::gpu::testing::compare_quantize(CastInput::fp32, big, 1024, 4096, o) == "");
+    }
+  }
+}
+
 TEST_CASE("GPU quantize rejects bad option combinations", "[gpu][quant]") {
   exmy::gpu::testing::DeviceBytes d(256);
   QuantizedOut out{static_cast<std::uint8_t*>(d.get()), static_cast<float*>(d.get()),
