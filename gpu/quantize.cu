@@ -378,26 +378,37 @@ __device__ __forceinline__ std::uint8_t fast_int8(const QArgs& a, const GroupSta
 // Float targets, rne or sr:R (R <= 23 - M): quant_one's y, then the mode-specialised fast cast
 // (gpu/fast_cast.hpp), equal to fast_cast_fp32. y keeps quant_one's canonical NaN (the cast keeps
 // a NaN's sign); an inner product or quotient feeding fmax * (.) needs no canonical step of its
-// own: a NaN there makes the outer product NaN, which is then made canonical.
-template <FastMode M>
+// own: a NaN there makes the outer product NaN, which is then made canonical. The form of y is a
+// per-group choice, taken once per run.
+enum class YForm : std::uint8_t { div_mul, recip_mul, mul_recip, unscaled, scale_mul };
+
+__device__ __forceinline__ YForm yform_of(const QArgs& a, const GroupState& g) {
+  if (a.variant != native::CastVariant::absmax) return YForm::scale_mul;
+  if (g.st == 0.0f) return YForm::unscaled;  // absmax variant, all-zero group: y = x
+  switch (a.order) {
+    case native::ScaleOrder::div_mul:
+      return YForm::div_mul;
+    case native::ScaleOrder::recip_mul:
+      return YForm::recip_mul;
+    default:
+      return YForm::mul_recip;
+  }
+}
+
+template <FastMode M, YForm Y>
 __device__ __forceinline__ std::uint8_t fast_flt(const QArgs& a, const FastCastPlan& p,
                                                  const GroupState& g, std::uint32_t xb,
                                                  std::uint32_t word) {
   const float x = native::float_of(xb);
   float y;
-  if (a.variant == native::CastVariant::absmax) {
-    switch (a.order) {
-      case native::ScaleOrder::div_mul:
-        y = native::rn32_mul(a.fmax, native::rn_div(x, g.st));
-        break;
-      case native::ScaleOrder::recip_mul:
-        y = native::rn32_mul(a.fmax, native::rn_mul(x, g.aux));
-        break;
-      default:
-        y = native::rn32_mul(x, g.aux);
-        break;
-    }
-    if (g.st == 0.0f) y = x;
+  if constexpr (Y == YForm::div_mul) {
+    y = native::rn32_mul(a.fmax, native::rn_div(x, g.st));
+  } else if constexpr (Y == YForm::recip_mul) {
+    y = native::rn32_mul(a.fmax, native::rn_mul(x, g.aux));
+  } else if constexpr (Y == YForm::mul_recip) {
+    y = native::rn32_mul(x, g.aux);
+  } else if constexpr (Y == YForm::unscaled) {
+    y = x;
   } else {
     y = native::rn32_mul(x, g.st);
   }
@@ -407,6 +418,25 @@ __device__ __forceinline__ std::uint8_t fast_flt(const QArgs& a, const FastCastP
         fast_cast_fp32_fixed<FastMode::sr>(p, yb, native::sr_word(word, a.sr_bits), a.sr_bits));
   } else {
     return static_cast<std::uint8_t>(fast_cast_fp32_fixed<FastMode::rne>(p, yb, 0u, 0));
+  }
+}
+
+// The same with the form chosen per element (kernels whose elements have different groups).
+template <FastMode M>
+__device__ __forceinline__ std::uint8_t fast_flt(const QArgs& a, const FastCastPlan& p,
+                                                 const GroupState& g, std::uint32_t xb,
+                                                 std::uint32_t word) {
+  switch (yform_of(a, g)) {
+    case YForm::div_mul:
+      return fast_flt<M, YForm::div_mul>(a, p, g, xb, word);
+    case YForm::recip_mul:
+      return fast_flt<M, YForm::recip_mul>(a, p, g, xb, word);
+    case YForm::mul_recip:
+      return fast_flt<M, YForm::mul_recip>(a, p, g, xb, word);
+    case YForm::unscaled:
+      return fast_flt<M, YForm::unscaled>(a, p, g, xb, word);
+    default:
+      return fast_flt<M, YForm::scale_mul>(a, p, g, xb, word);
   }
 }
 
@@ -444,6 +474,16 @@ __device__ __forceinline__ void fast_int8_run(const GroupState& g, const std::ui
                                               std::uint8_t* c) {
 #pragma unroll
   for (int k = 0; k < kRun; ++k) c[k] = fast_int8<O>(g, value_nan_free<In>(w, k));
+}
+
+template <CastInput In, YForm Y>
+__device__ __forceinline__ void flt_rne_run(const QArgs& a, const FastCastPlan& p,
+                                            const GroupState& g, const std::uint32_t* w,
+                                            std::uint8_t* c) {
+#pragma unroll
+  for (int k = 0; k < kRun; ++k) {
+    c[k] = fast_flt<FastMode::rne, Y>(a, p, g, exact_bits<In>(w, k), 0u);
+  }
 }
 
 template <CastInput In, native::NormOrder O>
@@ -494,9 +534,23 @@ __device__ __forceinline__ void fast_run(const QArgs& a, const FastCastPlan& p, 
       for (int k = 0; k < kRun; ++k)
         c[k] = fast_flt<FastMode::sr>(a, p, g, exact_bits<In>(w, k), rw[k]);
     } else {
-#pragma unroll
-      for (int k = 0; k < kRun; ++k)
-        c[k] = fast_flt<FastMode::rne>(a, p, g, exact_bits<In>(w, k), 0u);
+      switch (yform_of(a, g)) {
+        case YForm::div_mul:
+          flt_rne_run<In, YForm::div_mul>(a, p, g, w, c);
+          break;
+        case YForm::recip_mul:
+          flt_rne_run<In, YForm::recip_mul>(a, p, g, w, c);
+          break;
+        case YForm::mul_recip:
+          flt_rne_run<In, YForm::mul_recip>(a, p, g, w, c);
+          break;
+        case YForm::unscaled:
+          flt_rne_run<In, YForm::unscaled>(a, p, g, w, c);
+          break;
+        default:
+          flt_rne_run<In, YForm::scale_mul>(a, p, g, w, c);
+          break;
+      }
     }
   } else if constexpr (K == Kind::mx) {
 #pragma unroll

@@ -53,8 +53,11 @@ inline constexpr std::uint32_t kCbNoMid = 1u << kCbLowBits;
 
 // Bucket of a magnitude (bits of |n|), clamped to [0, kCbBuckets).
 EXMY_HD int codebook_bucket(std::uint32_t mag) {
-  const std::int32_t j = static_cast<std::int32_t>(mag >> kCbLowBits) - kCbBucketOffset;
-  return j < 0 ? 0 : (j >= kCbBuckets ? kCbBuckets - 1 : j);
+  // Clamping the magnitude below first keeps the index non-negative (max, shift, min).
+  constexpr std::uint32_t kLowest = static_cast<std::uint32_t>(kCbBucketOffset) << kCbLowBits;
+  const std::uint32_t m = mag > kLowest ? mag : kLowest;
+  const int j = static_cast<int>(m >> kCbLowBits) - kCbBucketOffset;
+  return j < kCbBuckets ? j : kCbBuckets - 1;
 }
 
 // The comparison key of a magnitude within its bucket: the low bits, complemented for negative
