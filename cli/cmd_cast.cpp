@@ -1,6 +1,7 @@
 // exmy cast FORMAT [--round MODE] [--overflow none|satfinite|sat] [--seed N] [--rand WORD]
 //                  [--tie even|lower|bnb-cpu] [--json] [--] VALUE...
-// exmy cast FORMAT --in X.npy --out Y.npy [--in-format bf16] [--decoded] [options as above]
+// exmy cast FORMAT --in X.npy --out Y.npy [--in-format bf16] [--decoded] [--device cpu|cuda]
+//                  [options as above]
 //
 // Scalars are exact (decimal, hex-float, inf, nan) and go through the MPFR oracle; arrays go
 // through the native engine. docs/SEMANTICS.md section 11 is the contract.
@@ -11,8 +12,10 @@
 #include <string>
 #include <vector>
 
+#include "cli/cli_device.hpp"
 #include "cli/cli_util.hpp"
 #include "cli/command.hpp"
+#include "gpu/host_arrays.hpp"
 #include "sim/common/error.hpp"
 #include "sim/format/registry.hpp"
 #include "sim/io/npy.hpp"
@@ -31,7 +34,7 @@ constexpr const char* kUsage =
     "usage: exmy cast FORMAT [--round rne|rna|rtz|rup|rdn|rto|sr:R|mask[:outer=clamp|keep,"
     "inner=min|zero|keep]] [--overflow none|satfinite|sat] [--seed N] [--rand WORD] "
     "[--tie even|lower|bnb-cpu] [--json] [--] VALUE...  |  exmy cast FORMAT --in X.npy --out "
-    "Y.npy [--in-format bf16] [--decoded] [options]";
+    "Y.npy [--in-format bf16] [--decoded] [--device cpu|cuda] [options]";
 constexpr std::uint32_t kCastStream = 0;  // SEMANTICS 3.2: stream 0 = element-wise casts
 
 struct Options {
@@ -44,6 +47,7 @@ struct Options {
   TieRule tie = TieRule::even_index;
   std::string in, out, in_format;
   bool decoded = false;
+  Device device = Device::cpu;
   std::vector<std::string> values;
 };
 
@@ -88,6 +92,8 @@ Options parse_args(const Args& args) {
       o.have_rand = true;
     } else if (a == "--tie") {
       o.tie = parse_tie(option_value(args, i));
+    } else if (a == "--device") {
+      o.device = parse_device(option_value(args, i));
     } else if (a == "--in") {
       o.in = option_value(args, i);
     } else if (a == "--out") {
@@ -298,11 +304,54 @@ io::NpyArray codes_array(const std::vector<std::uint64_t>& codes,
   return io::make_npy(v, shape);
 }
 
+// The array on the GPU (gpu/cast.hpp): float formats of at most 16 bits, the Philox words of
+// --seed; the same codes and decoded values as the CPU path.
+int run_arrays_cuda([[maybe_unused]] const Options& o, [[maybe_unused]] const Format& f) {
+#if EXMY_HAVE_CUDA
+  if (f.kind != FormatKind::floating || f.fp.total_bits() > 16) {
+    throw InputError("--device cuda: expected a float format of at most 16 bits, not '" + f.name +
+                     "'");
+  }
+  if (o.round.mask || o.have_rand) {
+    throw InputError("--device cuda: --round mask and --rand run on the CPU only");
+  }
+  const io::NpyArray a = io::read_npy(o.in);
+  if (a.fortran_order && a.shape.size() > 1) {
+    throw InputError(o.in + ": Fortran-order arrays are not supported (expected C order)");
+  }
+  const gpu::CastInput type = gpu_input_type(a, o.in, o.in_format == "bf16");
+  gpu::CastParams p;
+  p.to = f.fp;
+  p.rounding = o.round.rounding;
+  p.seed = o.seed;
+  p.stream = kCastStream;
+  const std::size_t n = a.count();
+  io::NpyArray out;
+  if (o.decoded) {
+    out = io::make_npy(gpu::cast_fake_quant_host(a.data.data(), type, n, p), a.shape);
+  } else {
+    const std::vector<std::uint8_t> bytes = gpu::cast_codes_host(a.data.data(), type, n, p);
+    if (gpu::code_bytes(f.fp) == 1) {
+      out = io::make_npy(bytes, a.shape);
+    } else {
+      std::vector<std::uint16_t> codes(n);
+      std::memcpy(codes.data(), bytes.data(), n * 2);
+      out = io::make_npy(codes, a.shape);
+    }
+  }
+  io::write_npy(o.out, out);
+  return 0;
+#else
+  throw InputError("--device cuda: this exmy was built without CUDA");
+#endif
+}
+
 int run_arrays(const Options& o, const Format& f) {
   if (o.in.empty() || o.out.empty()) {
     throw InputError("--in and --out go together (" + std::string(kUsage) + ")");
   }
   if (!o.values.empty()) throw InputError("VALUE arguments cannot be combined with --in");
+  if (o.device == Device::cuda) return run_arrays_cuda(o, f);
   const RoundMode mode = o.round.rounding.mode;
   if (f.kind == FormatKind::codebook && mode != RoundMode::rne && mode != RoundMode::sr) {
     throw InputError("codebook arrays support --round rne or sr:R only");
@@ -369,6 +418,7 @@ int run_cast(const Args& args) {
   const Format f = parse_format(o.format);
   if (o.round.mask) check_mask_format(f);
   if (!o.in.empty() || !o.out.empty()) return run_arrays(o, f);
+  if (o.device == Device::cuda) throw InputError("--device cuda: needs --in and --out arrays");
   return run_scalars(o, f);
 }
 

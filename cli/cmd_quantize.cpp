@@ -6,16 +6,21 @@
 //               [--variant absmax|te|te-current|torchao] [--order div-mul|recip-mul|mul-recip]
 //               [--nan propagate|ignore] [--round MODE] [--seed N] [--margin M]
 //               [--prev-scale F] [--scale F] [--pow2-scale] [--fp16-clamp]
-//               [--norm recip-mul|div] [--tie even|lower|bnb-cpu]
+//               [--norm recip-mul|div] [--tie even|lower|bnb-cpu] [--device cpu|cuda]
 // exmy dequantize --scheme S --from T --in Q.npy --state S.npy --out X.npy [same switches]
+//
+// --device cuda runs the GPU kernels (gpu/quantize.hpp) on the same arrays: the same bits as the
+// CPU reference; the element-wise exception flags are not collected there.
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
 #include <string>
 #include <vector>
 
+#include "cli/cli_device.hpp"
 #include "cli/cli_util.hpp"
 #include "cli/command.hpp"
+#include "gpu/host_arrays.hpp"
 #include "sim/common/error.hpp"
 #include "sim/io/npy.hpp"
 #include "sim/native/convert.hpp"
@@ -30,15 +35,16 @@ constexpr const char* kQuantizeUsage =
     "absmax|te|te-current|torchao] "
     "[--order div-mul|recip-mul|mul-recip] [--nan propagate|ignore] [--round MODE] [--seed N] "
     "[--margin M] [--prev-scale F] [--scale F] [--amax-epsilon F] [--pow2-scale] [--fp16-clamp] "
-    "[--norm recip-mul|div] [--tie even|lower|bnb-cpu]";
+    "[--norm recip-mul|div] [--tie even|lower|bnb-cpu] [--device cpu|cuda]";
 constexpr const char* kDequantizeUsage =
     "usage: exmy dequantize --scheme S --from TARGET --in Q.npy --state S.npy --out X.npy "
-    "[--transpose] [the quantize switches that name the variant]";
+    "[--transpose] [--device cpu|cuda] [the quantize switches that name the variant]";
 
 struct CliOptions {
   quant::Options q;
   bool have_scheme = false, have_target = false;
   std::string in, in_format, out, state;
+  Device device = Device::cpu;
 };
 
 float parse_float_arg(const std::string& text, const std::string& what) {
@@ -138,6 +144,8 @@ CliOptions parse(const Args& args, const std::string& target_flag, const std::st
         throw InputError("--norm '" + v + "': expected recip-mul or div");
     } else if (a == "--tie") {
       o.q.tie = parse_tie(option_value(args, i));
+    } else if (a == "--device") {
+      o.device = parse_device(option_value(args, i));
     } else {
       throw InputError("unknown argument '" + a + "' (" + usage + ")");
     }
@@ -186,27 +194,77 @@ std::vector<float> read_values(CliOptions& o, io::NpyArray& a) {
   return x;
 }
 
+// The codes and state arrays of a quantization, complete before either file is written (each
+// write is atomic).
+void write_quantized(const CliOptions& o, const std::vector<std::uint8_t>& codes,
+                     const std::vector<std::size_t>& shape, const std::vector<float>& state,
+                     const std::vector<std::uint8_t>& mx_scales,
+                     const std::vector<std::size_t>& state_shape) {
+  const io::NpyArray c =
+      o.q.target.kind == quant::TargetKind::int8
+          ? io::make_npy(std::vector<std::int8_t>(codes.begin(), codes.end()), shape)
+          : io::make_npy(codes, shape);
+  const io::NpyArray st = o.q.scheme.kind == quant::Granularity::mx
+                              ? io::make_npy(mx_scales, state_shape)
+                              : io::make_npy(state, state_shape);
+  io::write_npy(o.out, c);
+  io::write_npy(o.state, st);
+}
+
+// The transposed 2-d shape, or the shape itself.
+std::vector<std::size_t> codes_shape(const std::vector<std::size_t>& shape, bool transpose) {
+  if (!transpose) return shape;
+  if (shape.size() != 2) {
+    throw InputError("--transpose: expected a 2-d tensor, got " + std::to_string(shape.size()) +
+                     " dimensions");
+  }
+  return {shape[1], shape[0]};
+}
+
+int run_quantize_cuda([[maybe_unused]] const CliOptions& o) {
+#if EXMY_HAVE_CUDA
+  const io::NpyArray a = io::read_npy(o.in);
+  require_c_order(a, o.in);
+  const gpu::CastInput type = gpu_input_type(a, o.in, o.in_format == "bf16");
+  const std::vector<std::size_t> shape = codes_shape(a.shape, o.q.transpose);
+  std::size_t rows, cols;
+  quant::matrix_view(a.shape, rows, cols);
+  const gpu::HostQuantized q = gpu::quantize_host(a.data.data(), type, rows, cols, o.q);
+  const std::size_t groups = quant::group_count(o.q.scheme, rows, cols);
+  write_quantized(o, q.codes, shape, q.state, q.mx_scales, {groups});
+  std::printf("%zu codes, %zu states, scheme %s, device cuda\n", q.codes.size(), groups,
+              quant::scheme_name(o.q.scheme).c_str());
+  return 0;
+#else
+  throw InputError("--device cuda: this exmy was built without CUDA");
+#endif
+}
+
 int run_quantize(const Args& args) {
   CliOptions o = parse(args, "--to", "--state-out", kQuantizeUsage);
+  if (o.device == Device::cuda) return run_quantize_cuda(o);
   io::NpyArray in;
   const std::vector<float> x = read_values(o, in);
   const quant::Quantized q = quant::quantize(x, in.shape, o.q);
-  io::NpyArray codes;
-  if (o.q.target.kind == quant::TargetKind::int8) {
-    codes = io::make_npy(std::vector<std::int8_t>(q.codes.begin(), q.codes.end()), q.shape);
-  } else {
-    codes = io::make_npy(q.codes, q.shape);
-  }
-  const io::NpyArray state = o.q.scheme.kind == quant::Granularity::mx
-                                 ? io::make_npy(q.mx_scales, q.state_shape)
-                                 : io::make_npy(q.state, q.state_shape);
-  // Both arrays are complete before either file is written; each write is atomic.
-  io::write_npy(o.out, codes);
-  io::write_npy(o.state, state);
+  write_quantized(o, q.codes, q.shape, q.state, q.mx_scales, q.state_shape);
   std::printf("%zu codes, %zu states, scheme %s, flags %s\n", q.codes.size(),
               q.state_shape.empty() ? 0 : q.state_shape[0], quant::scheme_name(o.q.scheme).c_str(),
               flags_text(q.flags).c_str());
   return 0;
+}
+
+std::vector<float> dequantize_cuda([[maybe_unused]] const quant::Quantized& q,
+                                   [[maybe_unused]] const std::vector<std::size_t>& in_shape,
+                                   [[maybe_unused]] const CliOptions& o) {
+#if EXMY_HAVE_CUDA
+  if (o.q.transpose && q.shape.size() != 2) throw InputError("--transpose: expected 2-d codes");
+  std::size_t rows, cols;
+  quant::matrix_view(in_shape, rows, cols);
+  gpu::HostQuantized h{q.codes, q.state, q.mx_scales};
+  return gpu::dequantize_host(h, rows, cols, o.q);
+#else
+  throw InputError("--device cuda: this exmy was built without CUDA");
+#endif
 }
 
 int run_dequantize(const Args& args) {
@@ -229,7 +287,8 @@ int run_dequantize(const Args& args) {
   }
   std::vector<std::size_t> in_shape = q.shape;
   if (o.q.transpose && q.shape.size() == 2) in_shape = {q.shape[1], q.shape[0]};
-  const std::vector<float> x = quant::dequantize(q, o.q);
+  const std::vector<float> x =
+      o.device == Device::cuda ? dequantize_cuda(q, in_shape, o) : quant::dequantize(q, o.q);
   io::write_npy(o.out, io::make_npy(x, in_shape));
   std::printf("%zu values, scheme %s\n", x.size(), quant::scheme_name(o.q.scheme).c_str());
   return 0;

@@ -1,0 +1,36 @@
+// Host-array entry points to the GPU kernels, for the CLI's `--device cuda` and for callers that
+// hold their tensors in host memory: each call uploads its inputs, runs the device-pointer API
+// (gpu/cast.hpp, gpu/quantize.hpp) on the default stream, and downloads the results
+// (synchronous). Bits are those of the device-pointer API, which equal the CPU reference's.
+// Defined only in CUDA builds (gpu/host_arrays.cu); throws gpu::CudaError on CUDA failures.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "gpu/cast.hpp"
+#include "sim/quant/quantize.hpp"
+
+namespace exmy::gpu {
+
+// n elements of `in_type` at `in` -> n codes of code_bytes(params.to) bytes each.
+std::vector<std::uint8_t> cast_codes_host(const void* in, CastInput in_type, std::size_t n,
+                                          const CastParams& params);
+// n elements -> n fake-quantized fp32 values.
+std::vector<float> cast_fake_quant_host(const void* in, CastInput in_type, std::size_t n,
+                                        const CastParams& params);
+
+struct HostQuantized {
+  std::vector<std::uint8_t> codes;      // rows * cols bytes (cols x rows when transposed)
+  std::vector<float> state;             // quant::group_count floats (empty for mx)
+  std::vector<std::uint8_t> mx_scales;  // mx only
+};
+// The rows x cols matrix at x (row-major) quantized under opt.
+HostQuantized quantize_host(const void* x, CastInput in_type, std::size_t rows, std::size_t cols,
+                            const quant::Options& opt);
+// The inverse: rows x cols fp32 values in the input layout.
+std::vector<float> dequantize_host(const HostQuantized& q, std::size_t rows, std::size_t cols,
+                                   const quant::Options& opt);
+
+}  // namespace exmy::gpu
