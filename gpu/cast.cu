@@ -29,7 +29,7 @@ struct CastArgs {
   std::uint64_t seed;
   std::uint64_t offset;
   std::uint32_t stream;
-  bool vector_ok;  // pointers are 16-byte aligned
+  bool vector_ok;  // 16-byte aligned pointers and index offset % 4 == 0 (see vector_ok())
 };
 
 template <CastInput In>
@@ -82,22 +82,6 @@ __device__ __forceinline__ float decode_one(const CastArgs& a, std::uint32_t cod
   }
 }
 
-// The sr:R words of elements [idx, idx + 4) of the tensor (idx relative to the chunk).
-__device__ __forceinline__ void random_words(const CastArgs& a, std::uint64_t idx,
-                                             std::uint32_t w[4]) {
-  const std::uint64_t g = a.offset + idx;
-  if ((g & 3u) == 0) {  // one Philox block serves the four elements
-    const native::Philox4 b = native::philox_block(a.seed, a.stream, g >> 2);
-#pragma unroll
-    for (int k = 0; k < 4; ++k) w[k] = native::sr_word(b.w[k], a.r.sr_bits);
-  } else {
-#pragma unroll
-    for (int k = 0; k < 4; ++k) {
-      w[k] = native::sr_word(native::philox_word(a.seed, a.stream, g + k), a.r.sr_bits);
-    }
-  }
-}
-
 // Stores the G results of one input vector: G * sizeof(Out) bytes (4 to 32) at an address
 // aligned to that size.
 template <typename Out, int G>
@@ -129,27 +113,27 @@ __global__ void __launch_bounds__(kThreads)
   for (std::size_t base =
            static_cast<std::size_t>(blockIdx.x) * tile + threadIdx.x / 32 * kWarpSpan;
        base < n; base += static_cast<std::size_t>(gridDim.x) * tile) {
-    uint4 raw[kGroups];
-    bool full[kGroups];
+    if (a.vector_ok && base + kWarpSpan <= n) {
+      // The warp's whole span is in range: every group is one 16-byte load and one store.
+      uint4 raw[kGroups];
 #pragma unroll
-    for (int u = 0; u < kGroups; ++u) {
-      const std::size_t idx = base + (u * 32 + lane) * G;
-      full[u] = a.vector_ok && idx + G <= n;
-      if (full[u]) raw[u] = *reinterpret_cast<const uint4*>(in + idx);
-    }
+      for (int u = 0; u < kGroups; ++u) {
+        raw[u] = *reinterpret_cast<const uint4*>(in + base + (u * 32 + lane) * G);
+      }
 #pragma unroll
-    for (int u = 0; u < kGroups; ++u) {
-      const std::size_t idx = base + (u * 32 + lane) * G;
-      if (full[u]) {
+      for (int u = 0; u < kGroups; ++u) {
+        const std::size_t idx = base + (u * 32 + lane) * G;
         const T* x = reinterpret_cast<const T*>(&raw[u]);
         Out res[G];
 #pragma unroll
         for (int g = 0; g < G; g += 4) {
-          std::uint32_t w[4] = {0, 0, 0, 0};
-          if (sr) random_words(a, idx + g, w);
+          // vector_ok includes offset % 4 == 0: elements idx + g .. + 3 are one Philox block.
+          native::Philox4 b{};
+          if (sr) b = native::philox_block(a.seed, a.stream, (a.offset + idx + g) >> 2);
 #pragma unroll
           for (int k = 0; k < 4; ++k) {
-            const std::uint32_t code = cast_one<In, P, Mode>(a, x[g + k], w[k]);
+            const std::uint32_t rand = sr ? native::sr_word(b.w[k], a.r.sr_bits) : 0u;
+            const std::uint32_t code = cast_one<In, P, Mode>(a, x[g + k], rand);
             if constexpr (std::is_same_v<Out, float>) {
               res[g + k] = decode_one<P>(a, code);
             } else {
@@ -158,20 +142,22 @@ __global__ void __launch_bounds__(kThreads)
           }
         }
         store_group(out + idx, res);
-      } else {
-        const std::size_t end = idx + G < n ? idx + G : n;
-        for (std::size_t i = idx; i < end; ++i) {
-          std::uint32_t rand = 0;
-          if (sr) {
-            rand =
-                native::sr_word(native::philox_word(a.seed, a.stream, a.offset + i), a.r.sr_bits);
-          }
-          const std::uint32_t code = cast_one<In, P, Mode>(a, in[i], rand);
-          if constexpr (std::is_same_v<Out, float>) {
-            out[i] = decode_one<P>(a, code);
-          } else {
-            out[i] = static_cast<Out>(code);
-          }
+      }
+    } else {
+      // The ragged end (or unaligned pointers / offset): element by element, one copy of the
+      // code so that the hot loop above stays small.
+      const std::size_t end = base + kWarpSpan < n ? base + kWarpSpan : n;
+#pragma unroll 1
+      for (std::size_t i = base + lane; i < end; i += 32) {
+        std::uint32_t rand = 0;
+        if (sr) {
+          rand = native::sr_word(native::philox_word(a.seed, a.stream, a.offset + i), a.r.sr_bits);
+        }
+        const std::uint32_t code = cast_one<In, P, Mode>(a, in[i], rand);
+        if constexpr (std::is_same_v<Out, float>) {
+          out[i] = decode_one<P>(a, code);
+        } else {
+          out[i] = static_cast<Out>(code);
         }
       }
     }
@@ -245,6 +231,12 @@ unsigned grid_for(std::size_t n, std::size_t per_thread) {
 
 bool aligned16(const void* p) {
   return (reinterpret_cast<std::uintptr_t>(p) & 15u) == 0;
+}
+
+// The vector path's preconditions: 16-byte aligned pointers, and an index offset that keeps
+// each group of 4 elements on one Philox block.
+bool vector_ok(const void* in, const void* out, const CastParams& p) {
+  return aligned16(in) && aligned16(out) && p.index_offset % 4 == 0;
 }
 
 template <CastInput In, typename Out>
@@ -326,7 +318,7 @@ void cast_codes(const void* in, CastInput in_type, std::size_t n, void* codes,
   check_params(params);
   if (n == 0) return;
   const Path path = choose_path(params);
-  const CastArgs a = make_args(params, in_type, aligned16(in) && aligned16(codes));
+  const CastArgs a = make_args(params, in_type, vector_ok(in, codes, params));
   if (code_bytes(params.to) == 1) {
     dispatch_input(in, in_type, n, static_cast<std::uint8_t*>(codes), a, path, stream);
   } else {
@@ -338,7 +330,7 @@ void cast_fake_quant(const void* in, CastInput in_type, std::size_t n, float* ou
                      const CastParams& params, CUstream_st* stream) {
   check_params(params);
   if (n == 0) return;
-  const CastArgs a = make_args(params, in_type, aligned16(in) && aligned16(out));
+  const CastArgs a = make_args(params, in_type, vector_ok(in, out, params));
   dispatch_input(in, in_type, n, out, a, choose_path(params), stream);
 }
 
