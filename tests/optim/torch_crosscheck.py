@@ -14,6 +14,7 @@ import sys
 
 import numpy as np
 import torch
+from torch_adamw_anchor import anchor_line
 
 EXMY, OUT = sys.argv[1], sys.argv[2]
 WORK = os.path.join(OUT, "crosscheck")
@@ -148,22 +149,7 @@ def main():
     if torch.cuda.is_available():
         n = 1 << 26
         for label, kw in (("fused", dict(fused=True)), ("foreach", dict(foreach=True))):
-            p = torch.nn.Parameter(torch.rand(n, device="cuda") + 0.5)
-            p.grad = torch.randn(n, device="cuda") * 1e-3
-            opt = torch.optim.AdamW([p], lr=1e-3, weight_decay=0.01, **kw)
-            for _ in range(5):
-                opt.step()
-            torch.cuda.synchronize()
-            a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            iters = 50
-            a.record()
-            for _ in range(iters):
-                opt.step()
-            b.record()
-            torch.cuda.synchronize()
-            ms = a.elapsed_time(b) / iters
-            print(f"ANCHOR torch AdamW {label} n={n}: {ms * 1e3:.1f} us/step, "
-                  f"{28 * n / (ms * 1e-3) / 1e12:.3f} TB/s at 28 B/param")
+            print(anchor_line(label, n, **kw))
 
 
 main()
