@@ -7,6 +7,7 @@
 #include <tuple>
 
 #include "sim/native/convert.hpp"
+#include "sim/native/fast_cast.hpp"
 #include "sim/native/philox.hpp"
 
 namespace exmy::fast {
@@ -54,13 +55,55 @@ struct Runtime {
   FloatFormat operator()() const { return f; }
 };
 
+// sr:R through the 32-bit mode-fixed fast cast (sim/native/fast_cast.hpp, the GPU kernels' own
+// arithmetic): Cast(plan, u, word) is one of its sr entry points; one Philox block per four
+// consecutive element indices, as in arith_cast_with.
+template <typename Cast>
+void fixed_sr_cast(const float* in, std::uint8_t* out, std::size_t n, int R, std::uint64_t seed,
+                   std::uint32_t stream, std::uint64_t first_index, Cast cast) {
+  std::size_t i = 0;
+  while (i < n) {
+    const std::uint64_t g = first_index + i;
+    const native::Philox4 block = native::philox_block(seed, stream, g >> 2);
+    for (std::uint64_t j = g & 3; j < 4 && i < n; ++j, ++i) {
+      std::uint32_t b;
+      std::memcpy(&b, in + i, 4);
+      out[i] = static_cast<std::uint8_t>(cast(b, native::sr_word(block.w[j], R)));
+    }
+  }
+}
+
+// True (and the cast done) when sr:R has a mode-fixed fast path for f.
+bool try_fixed_sr(const float* in, std::uint8_t* out, std::size_t n, const FloatFormat& f,
+                  const Rounding& r, std::uint64_t seed, std::uint32_t stream,
+                  std::uint64_t first_index) {
+  if (r.mode != RoundMode::sr) return false;
+  const int R = r.sr_bits;
+  if (native::fast_cast_supported(f)) {
+    const native::FastCastPlan plan = native::make_fast_cast_plan(f, r);
+    if (native::fast_mode_for(plan, r) != native::FastMode::sr) return false;
+    fixed_sr_cast(in, out, n, R, seed, stream, first_index, [&](std::uint32_t u, std::uint32_t w) {
+      return native::fast_cast_fp32_fixed<native::FastMode::sr>(plan, u, w, R);
+    });
+    return true;
+  }
+  if (native::fast_e8m0_supported(f) && native::fast_e8m0_mode_for(r) == native::FastMode::sr) {
+    const native::FastCastPlan plan = native::make_fast_cast_plan(f, r);
+    fixed_sr_cast(in, out, n, R, seed, stream, first_index, [&](std::uint32_t u, std::uint32_t w) {
+      return native::fast_cast_fp32_e8m0<native::FastMode::sr>(plan, r, u, w);
+    });
+    return true;
+  }
+  return false;
+}
+
 void arith_cast(const float* in, std::uint8_t* out, std::size_t n, const FloatFormat& f,
                 const Rounding& r, std::uint64_t seed, std::uint32_t stream,
                 std::uint64_t first_index) {
-#define EXMY_FIXED(P)                                                                \
-  if (f == formats::P) {                                                             \
+#define EXMY_FIXED(P)                                                               \
+  if (f == formats::P) {                                                            \
     arith_cast_with(in, out, n, Fixed<formats::P>{}, r, seed, stream, first_index); \
-    return;                                                                          \
+    return;                                                                         \
   }
   EXMY_FIXED(e4m3fn)
   EXMY_FIXED(e5m2)
@@ -87,7 +130,8 @@ Fp32CastTable::Fp32CastTable(const FloatFormat& f, const Rounding& r) : table_(1
   for (std::uint32_t top = 0; top < (1u << 16); ++top) {
     // Representatives: low bits all zero, and low bits nonzero (any nonzero pattern will do,
     // since only the sticky bit can matter; the test sweeps others).
-    table_[top << 1] = static_cast<std::uint8_t>(native::convert(formats::fp32, f, r, top << 16).code);
+    table_[top << 1] =
+        static_cast<std::uint8_t>(native::convert(formats::fp32, f, r, top << 16).code);
     table_[(top << 1) | 1] =
         static_cast<std::uint8_t>(native::convert(formats::fp32, f, r, (top << 16) | 1u).code);
   }
@@ -98,8 +142,15 @@ const Fp32CastTable& Fp32CastTable::cached(const FloatFormat& f, const Rounding&
   using Key = std::tuple<int, int, int, bool, bool, int, bool, int, int>;
   static std::mutex mu;
   static std::map<Key, std::unique_ptr<Fp32CastTable>> cache;
-  const Key k{f.exp_bits, f.man_bits, f.bias, f.is_signed, f.has_inf, static_cast<int>(f.nan),
-              f.subnormals, static_cast<int>(r.mode), static_cast<int>(r.overflow)};
+  const Key k{f.exp_bits,
+              f.man_bits,
+              f.bias,
+              f.is_signed,
+              f.has_inf,
+              static_cast<int>(f.nan),
+              f.subnormals,
+              static_cast<int>(r.mode),
+              static_cast<int>(r.overflow)};
   std::lock_guard<std::mutex> lock(mu);
   auto& slot = cache[k];
   if (!slot) slot = std::make_unique<Fp32CastTable>(f, r);
@@ -118,6 +169,7 @@ void cast_fp32_to_u8(const float* in, std::uint8_t* out, std::size_t n, const Fl
     }
     return;
   }
+  if (try_fixed_sr(in, out, n, f, r, seed, stream, first_index)) return;
   arith_cast(in, out, n, f, r, seed, stream, first_index);
 }
 

@@ -1,0 +1,327 @@
+// A 32-bit specialisation of native::round_pack for fp32 inputs (bf16 and fp16 widen to fp32
+// exactly first) into signed formats with subnormals whose range lies inside fp32's. It computes
+// the same function as native::convert(fp32, f, r, code, rand) (docs/SEMANTICS.md 2-4) with fewer
+// and narrower operations; special inputs and overflow results are delegated to the native engine
+// itself. Equality with the native engine is checked exhaustively over all 2^32 fp32 inputs
+// (gpu/verify.hpp) and on random words by properties/gpu.
+//
+// Why it is the same function: for an fp32 input with biased exponent e32 and target quantum q
+// (section 2 step 1), the bits below q are the low d bits of an integer x, where
+//   - in the target's normal range (e32 >= emin + 127) x = |code| - ((127 - bias) << 23) is the
+//     target's biased exponent field followed by the 23 fp32 mantissa bits, d = 23 - M: shifting
+//     x right by d gives the target code (exponent field and M mantissa bits), and an increment
+//     that carries out of the mantissa moves into the exponent field, which is step 4;
+//   - below it, x is the fp32 significand (implicit bit included) and d = 23 - M + (emin + 127 -
+//     max(e32, 1)); the kept part is the subnormal mantissa, and a carry into bit M yields the
+//     code of the smallest normal, again step 4.
+// The lowest kept bit of the packed code equals the lowest bit of T for M >= 1 (that is why
+// M = 0 formats are excluded: there T = 1 is always odd but the packed exponent field is not).
+// Codes compare as magnitudes, so "T * 2^q exceeds the largest finite" is "code > max_code".
+#pragma once
+
+#include <cstdint>
+
+#include "sim/native/convert.hpp"
+#include "sim/native/float_format.hpp"
+#include "sim/native/hd.hpp"
+#include "sim/native/round_step.hpp"
+#include "sim/native/rounding.hpp"
+
+namespace exmy::native {
+
+// The constants of the fast path for one format and rounding, derived once on the host. The
+// results of special inputs and of overflow depend only on the sign (and the rounding), so they
+// are taken from the native engine here, on the host, instead of being recomputed per element:
+// that keeps the device hot path to a few integer operations with no calls.
+struct FastCastPlan {
+  FloatFormat f;
+  int normal_shift = 0;        // d in the normal range: 23 - M
+  std::uint32_t e0 = 0;        // smallest fp32 biased exponent in f's normal range: emin + 127
+  std::uint32_t rebias = 0;    // (127 - bias) << 23
+  std::uint32_t max_code = 0;  // largest finite magnitude code
+  std::uint32_t sign_bit = 0;  // f's sign bit
+  bool neg_zero = false;       // f has a negative zero
+  int sub_shift = 0;           // emin - M + 149: a subnormal code's fp32 subnormal shift
+  std::uint32_t norm_min = 0;  // e0 << 23: the smallest fp32 magnitude in f's normal range
+  // Decoding (fast_decode_fp32_finite): magnitudes at or above special_mag are inf or NaN codes
+  // (f's NaN/inf encoding); fnuz formats have their NaN at the negative-zero code instead.
+  std::uint32_t special_mag = 0;
+  std::uint32_t sub_magic = 0;  // fp32 bits of 2^(emin - M + 23): its ulp is f's quantum
+  std::uint32_t half_m1 = 0;    // 2^(d - 1) - 1 for the normal-range d = 23 - M
+  int sign_shift = 0;           // 32 - total bits: moves the fp32 sign onto f's sign bit
+  // native::convert(fp32 -> f, r) of +-0, +-inf, +-NaN, and native::overflow_result(f, r, +-):
+  // index 0 positive, 1 negative.
+  std::uint32_t zero[2] = {0, 0}, inf[2] = {0, 0}, nan[2] = {0, 0}, overflow[2] = {0, 0};
+};
+
+// Signed, subnormals, 1 <= M <= 22 (at most 16 bits in all), emin >= -126 (so every fp32
+// subnormal lies in f's subnormal range and e0 >= 1) and emax <= 127 (codes decode into fp32).
+EXMY_HD constexpr bool fast_cast_supported(const FloatFormat& f) {
+  return f.is_signed && f.subnormals && f.man_bits >= 1 && f.total_bits() <= 16 &&
+         f.emin() >= -126 && f.emax() <= 127;
+}
+
+// The plan of format f under rounding r (the rounding the plan is then used with).
+inline FastCastPlan make_fast_cast_plan(const FloatFormat& f, const Rounding& r) {
+  FastCastPlan p;
+  p.f = f;
+  p.normal_shift = 23 - f.man_bits;
+  p.e0 = static_cast<std::uint32_t>(f.emin() + 127);
+  p.rebias = static_cast<std::uint32_t>(127 - f.bias) << 23;
+  p.max_code = static_cast<std::uint32_t>(f.max_code());
+  p.sign_bit = static_cast<std::uint32_t>(f.sign_bit());
+  p.neg_zero = f.has_neg_zero();
+  p.sub_shift = f.emin() - f.man_bits + 149;
+  p.norm_min = p.e0 << 23;
+  // The smallest magnitude code that does not decode to a finite value (past max_code when
+  // the format has neither inf nor NaN magnitudes).
+  p.special_mag = p.max_code + 1;
+  p.sub_magic = static_cast<std::uint32_t>(f.emin() - f.man_bits + 23 + 127) << 23;
+  p.half_m1 = (1u << (p.normal_shift - 1)) - 1u;
+  p.sign_shift = 32 - f.total_bits();
+  for (int s = 0; s < 2; ++s) {
+    const std::uint32_t sign = s ? 0x80000000u : 0u;
+    const auto conv = [&](std::uint32_t u) {
+      return static_cast<std::uint32_t>(native::convert(formats::fp32, f, r, u).code);
+    };
+    p.zero[s] = conv(sign);
+    p.inf[s] = conv(sign | 0x7F800000u);
+    p.nan[s] = conv(sign | 0x7FC00000u);
+    p.overflow[s] = static_cast<std::uint32_t>(native::overflow_result(f, r, s != 0).code);
+  }
+  return p;
+}
+
+// The code of fp32 `u` in p.f under r (the plan's rounding); `rand` holds the R random bits of
+// sr:R in its low bits.
+EXMY_HD std::uint32_t fast_cast_fp32(const FastCastPlan& p, const Rounding& r, std::uint32_t u,
+                                     std::uint32_t rand) {
+  const std::uint32_t a = u & 0x7FFFFFFFu;
+  const bool neg = (u >> 31) != 0;
+  if (a == 0) return p.zero[neg];
+  if (a >= 0x7F800000u) return a == 0x7F800000u ? p.inf[neg] : p.nan[neg];
+  const std::uint32_t e32 = a >> 23;
+  std::uint32_t x;
+  int d;
+  if (e32 >= p.e0) {
+    x = a - p.rebias;
+    d = p.normal_shift;
+  } else {
+    x = (a & 0x007FFFFFu) | (e32 != 0 ? 0x00800000u : 0u);
+    d = p.normal_shift + static_cast<int>(p.e0 - (e32 != 0 ? e32 : 1u));
+    // x < 2^24 here, so for d >= 56 the fraction is below 2^-32: every mode (sr:32 included)
+    // decides exactly as at d = 56, which keeps the shifts below 64.
+    if (d > 56) d = 56;
+  }
+  std::uint32_t t = static_cast<std::uint32_t>(static_cast<std::uint64_t>(x) >> d);
+  // The discarded fraction of one quantum as 0.64 fixed point, as in round_pack (d >= 9 here:
+  // at most 16 bits in all leaves M <= 14).
+  const std::uint64_t rem = static_cast<std::uint64_t>(x) << (64 - d);
+  t = static_cast<std::uint32_t>(native::round_quantum({t, rem, false}, neg, r, rand));
+  const std::uint32_t sign = neg ? p.sign_bit : 0u;
+  if (t == 0) return p.neg_zero ? sign : 0u;
+  if (t > p.max_code) return p.overflow[neg];
+  return sign | t;
+}
+
+// The fp32 value of code c of p.f, equal to native::to_float(p.f, c) (checked for every code of
+// every fast preset in tests/gpu). Every value of f is an fp32 value (range inside fp32's), so
+// decoding is moving fields: normal codes rebias the exponent; subnormal m * 2^(emin - M) is
+// normalised by its top bit, or becomes the fp32 subnormal m << (emin - M + 149); NaN gives the
+// fp32 canonical NaN with the code's sign, as native::convert does.
+EXMY_HD float fast_decode_fp32(const FastCastPlan& p, std::uint32_t c) {
+  const FloatFormat& f = p.f;
+  const std::uint32_t sign = (c & p.sign_bit) != 0 ? 0x80000000u : 0u;
+  const std::uint32_t mag = c & static_cast<std::uint32_t>(f.magnitude_mask());
+  switch (f.classify(c)) {
+    case ValueClass::normal:
+      return native::float_of(sign | ((mag << p.normal_shift) + p.rebias));
+    case ValueClass::zero:
+      return native::float_of(sign);
+    case ValueClass::inf:
+      return native::float_of(sign | 0x7F800000u);
+    case ValueClass::nan:
+      return native::float_of(sign | 0x7FC00000u);
+    default:
+      break;
+  }
+  const int top = 63 - native::clz64(mag);  // subnormal: mag is the mantissa m, top < M
+  const int e = top + static_cast<int>(p.e0) - f.man_bits;  // fp32 biased exponent of m*2^(emin-M)
+  if (e >= 1) {
+    return native::float_of(sign | (static_cast<std::uint32_t>(e) << 23) |
+                            ((mag << (23 - top)) & 0x007FFFFFu));
+  }
+  return native::float_of(sign | (mag << p.sub_shift));
+}
+
+// The roundings with a specialised fast path; `any` dispatches on the Rounding at run time.
+enum class FastMode { rne, rtz, sr, any };
+
+// The FastMode that runs rounding r on plan p: sr:R needs R <= 23 - M (the discarded fraction
+// of every fp32 input has at least R bits, so the random word lines up inside 32 bits).
+inline FastMode fast_mode_for(const FastCastPlan& p, const Rounding& r) {
+  switch (r.mode) {
+    case RoundMode::rne:
+      return FastMode::rne;
+    case RoundMode::rtz:
+      return FastMode::rtz;
+    case RoundMode::sr:
+      return r.sr_bits >= 1 && r.sr_bits <= p.normal_shift ? FastMode::sr : FastMode::any;
+    default:
+      return FastMode::any;
+  }
+}
+
+// The rne / rtz rounding of a magnitude below f's normal range, |v| < 2^emin, to a multiple
+// of f's quantum q = 2^(emin - M), by fp32 hardware: C = 2^(emin - M + 23) exceeds |v| and the
+// ulp of [C, 2C) is q, so the fp32 sum C + |v| rounded in the mode is C + (|v| rounded to a
+// multiple of q) (no sum reaches 2C), and its code minus C's code is that multiple T (a carry
+// to T = 2^M is the smallest normal's code, as step 4 wants). Ties go to the even multiple of
+// q, which is T even. On the host, rtz comes from the rne sum: the sum minus C is exact (both
+// lie in [C, 2C]), and where it exceeds |v| the sum was rounded up by one ulp.
+template <FastMode Mode>
+EXMY_HD std::uint32_t round_below_normal(const FastCastPlan& p, std::uint32_t a) {
+  const float v = native::float_of(a);
+  const float c = native::float_of(p.sub_magic);
+#if defined(__CUDA_ARCH__)
+  const float sum = Mode == FastMode::rne ? __fadd_rn(v, c) : __fadd_rz(v, c);
+  return native::bits_of(sum) - p.sub_magic;
+#else
+  const float sum = v + c;
+  const std::uint32_t t = native::bits_of(sum) - p.sub_magic;
+  if constexpr (Mode == FastMode::rtz) return t - (sum - c > v ? 1u : 0u);
+  return t;
+#endif
+}
+
+// fast_cast_fp32 for one of rne, rtz, sr:R (R <= 23 - M) with only 32-bit operations and no
+// branches in the common case, for hot loops (the GPU cast kernels, the host fast path's sr); equal
+// to fast_cast_fp32 (and so to native::convert) for every fp32 input: checked on all 2^32 inputs by
+// the device campaign and on the host by tests/native/test_gpu_fast_cast_on_host.cpp.
+//
+// In f's normal range x = |u| - rebias is rounded by a right shift by d = 23 - M (see the top
+// of this file):
+//   rtz  x >> d;
+//   rne  (x + 2^(d-1) - 1 + ((x >> d) & 1)) >> d: the half-minus-one plus the kept parity
+//        carries exactly when the fraction exceeds one half, or equals it with T odd;
+//   sr:R ((x >> (d - R)) + rand) >> R: the top R fraction bits plus the R-bit word carry
+//        exactly when frac_R + rand >= 2^R (section 3).
+// x < 2^31 there, so every sum stays below 2^32. Below the normal range rne and rtz take
+// round_below_normal; sr:R shifts the fp32 significand x = |u| - ((max(e32, 1) - 1) << 23)
+// (x < 2^24) by d - R with d = 23 - M + e0 - max(e32, 1), clamped at 31, where the shift
+// already yields 0 as any longer one would.
+template <FastMode Mode>
+EXMY_HD std::uint32_t fast_cast_fp32_fixed(const FastCastPlan& p, std::uint32_t u,
+                                           std::uint32_t rand, int R) {
+  static_assert(Mode != FastMode::any, "use fast_cast_fp32 for the other roundings");
+  const std::uint32_t a = u & 0x7FFFFFFFu;
+  const bool sub = a < p.norm_min;
+  const std::uint32_t xn = a - p.rebias;  // wraps below the normal range: not used there
+  std::uint32_t t;
+  if constexpr (Mode == FastMode::rtz) {
+    t = sub ? round_below_normal<Mode>(p, a) : xn >> p.normal_shift;
+  } else if constexpr (Mode == FastMode::rne) {
+    const std::uint32_t tn = (xn + p.half_m1 + ((xn >> p.normal_shift) & 1u)) >> p.normal_shift;
+    t = sub ? round_below_normal<Mode>(p, a) : tn;
+  } else {
+    const std::uint32_t e32 = a >> 23;
+    const std::uint32_t em = e32 > 1u ? e32 : 1u;
+    const std::uint32_t x = sub ? a - ((em - 1u) << 23) : xn;
+    const int d = sub ? p.normal_shift + static_cast<int>(p.e0 - em) : p.normal_shift;
+    const int s = d - R < 31 ? d - R : 31;
+    t = ((x >> s) + (rand & static_cast<std::uint32_t>(low_mask(R)))) >> R;
+  }
+  const bool neg = static_cast<std::int32_t>(u) < 0;
+  std::uint32_t res = t | ((u >> p.sign_shift) & p.sign_bit);
+  if (t == 0 && !p.neg_zero) res = 0;
+  if (t > p.max_code) res = neg ? p.overflow[1] : p.overflow[0];
+  if (a >= 0x7F800000u) {
+    res = a == 0x7F800000u ? (neg ? p.inf[1] : p.inf[0]) : (neg ? p.nan[1] : p.nan[0]);
+  }
+  return res;
+}
+
+// The code of fp32 u under rounding r through the specialised path Mode (any: fast_cast_fp32).
+template <FastMode Mode>
+EXMY_HD std::uint32_t fast_cast_fp32_as(const FastCastPlan& p, const Rounding& r, std::uint32_t u,
+                                        std::uint32_t rand) {
+  if constexpr (Mode == FastMode::any) {
+    return fast_cast_fp32(p, r, u, rand);
+  } else {
+    return fast_cast_fp32_fixed<Mode>(p, u, rand, r.sr_bits);
+  }
+}
+
+// fast_decode_fp32 with the finite codes decoded by field moves and one exact fp32 subtraction,
+// the rest (inf, NaN) delegated: a subnormal magnitude m (< 2^M) is m * q with q = 2^(emin - M),
+// and the fp32 number whose bits are sub_magic + m is 2^(emin - M + 23) + m * q (m < 2^23 stays
+// inside that binade, whose ulp is q), so subtracting 2^(emin - M + 23) leaves m * q exactly.
+EXMY_HD float fast_decode_fp32_finite(const FastCastPlan& p, std::uint32_t c) {
+  const std::uint32_t mag = c & static_cast<std::uint32_t>(p.f.magnitude_mask());
+  const bool fnuz_nan = !p.neg_zero && c == p.sign_bit;
+  if (mag >= p.special_mag || fnuz_nan) return fast_decode_fp32(p, c);
+  const std::uint32_t sign = (c & p.sign_bit) != 0 ? 0x80000000u : 0u;
+  const std::uint32_t min_normal = 1u << p.f.man_bits;
+  float v;
+  if (mag >= min_normal) {
+    v = native::float_of((mag << p.normal_shift) + p.rebias);
+  } else {
+    const float magic = native::float_of(p.sub_magic);
+    v = native::float_of(p.sub_magic + mag) - magic;
+  }
+  return native::float_of(native::bits_of(v) | sign);
+}
+
+// e8m0fnu (and any format with its fields: 8 exponent bits, no mantissa, bias 127, unsigned,
+// no subnormals): its biased exponent is fp32's, so a positive normal fp32 input 1.m * 2^e
+// rounds between the codes e32 and e32 + 1 by its mantissa alone: the kept significand is
+// T = 1 (odd), so rne goes up at m >= 2^22 (a tie goes to the even T = 2), rtz never, sr:R when
+// the top R mantissa bits plus the word carry. A carry past the largest finite code is
+// overflow. Every other input (signs, zeros, fp32 subnormals, inf, NaN) takes the native engine.
+// native::convert from fp32, as one out-of-line function: the special-input branch of every
+// e8m0 kernel calls it instead of inlining the whole engine (which multiplies compile time).
+// A template so that the header may define it in every translation unit.
+#if defined(__CUDACC__)
+#define EXMY_OUT_OF_LINE __host__ __device__ __noinline__
+#else
+#define EXMY_OUT_OF_LINE __attribute__((noinline))
+#endif
+template <int>
+EXMY_OUT_OF_LINE std::uint32_t convert_fp32_out_of_line(const FloatFormat& f, const Rounding& r,
+                                                        std::uint32_t u, std::uint32_t rand) {
+  constexpr FloatFormat kFp32 = formats::fp32;  // a value: device code cannot bind the global
+  return static_cast<std::uint32_t>(native::convert(kFp32, f, r, u, rand).code);
+}
+
+EXMY_HD constexpr bool fast_e8m0_supported(const FloatFormat& f) {
+  return f.exp_bits == 8 && f.man_bits == 0 && f.bias == 127 && !f.is_signed && !f.subnormals;
+}
+
+template <FastMode Mode>
+EXMY_HD std::uint32_t fast_cast_fp32_e8m0(const FastCastPlan& p, const Rounding& r, std::uint32_t u,
+                                          std::uint32_t rand) {
+  static_assert(Mode != FastMode::any, "use native::convert for the other roundings");
+  if (u - 0x00800000u >= 0x7F000000u) {  // outside [2^-126, inf) with the sign clear
+    return convert_fp32_out_of_line<0>(p.f, r, u, rand);
+  }
+  const std::uint32_t m = u & 0x007FFFFFu;
+  std::uint32_t up = 0;
+  if constexpr (Mode == FastMode::rne) {
+    up = m >= 0x00400000u ? 1u : 0u;
+  } else if constexpr (Mode == FastMode::sr) {
+    const int R = r.sr_bits;
+    up = ((m >> (23 - R)) + (rand & static_cast<std::uint32_t>(low_mask(R)))) >> R;
+  }
+  const std::uint32_t code = (u >> 23) + up;
+  return code > p.max_code ? p.overflow[0] : code;
+}
+
+// The FastMode of the e8m0 path for rounding r (any: the generic path).
+inline FastMode fast_e8m0_mode_for(const Rounding& r) {
+  if (r.mode == RoundMode::rne) return FastMode::rne;
+  if (r.mode == RoundMode::rtz) return FastMode::rtz;
+  if (r.mode == RoundMode::sr && r.sr_bits >= 1 && r.sr_bits <= 23) return FastMode::sr;
+  return FastMode::any;
+}
+
+}  // namespace exmy::native
