@@ -15,6 +15,7 @@
 #include "sim/fast/fp32_cast_table.hpp"
 #include "sim/format/float_names.hpp"
 #include "sim/native/convert.hpp"
+#include "sim/native/fast_cast.hpp"
 #include "sim/oracle/mpfr_engine.hpp"
 #include "sim/verify/campaign.hpp"
 #include "sim/verify/campaign_detail.hpp"
@@ -47,6 +48,23 @@ Result run_fp32_top16(const Options& o) {
     const fast::Fp32CastTable* tab = fast::Fp32CastTable::eligible(target.format, rc.r)
                                          ? &fast::Fp32CastTable::cached(target.format, rc.r)
                                          : nullptr;
+    // The 32-bit fast cast of the GPU kernels and the host sr path (sim/native/fast_cast.hpp),
+    // in its mode-fixed form where it has one, against the oracle directly.
+    const bool has_fast = native::fast_cast_supported(target.format);
+    const native::FastCastPlan plan =
+        has_fast ? native::make_fast_cast_plan(target.format, rc.r) : native::FastCastPlan{};
+    const native::FastMode fmode =
+        has_fast ? native::fast_mode_for(plan, rc.r) : native::FastMode::any;
+    const auto fast_code = [&](std::uint32_t code) -> std::uint64_t {
+      switch (fmode) {
+        case native::FastMode::rne:
+          return native::fast_cast_fp32_fixed<native::FastMode::rne>(plan, code, 0, 0);
+        case native::FastMode::rtz:
+          return native::fast_cast_fp32_fixed<native::FastMode::rtz>(plan, code, 0, 0);
+        default:
+          return native::fast_cast_fp32(plan, rc.r, code, 0);
+      }
+    };
     const std::uint32_t begin = static_cast<std::uint32_t>(job % kChunks) * kChunk;
     for (std::uint32_t top = begin; top < begin + kChunk; ++top) {
       for (const std::uint32_t low : lows) {
@@ -57,6 +75,13 @@ Result run_fp32_top16(const Options& o) {
         if (!t.add(cls, expect, got)) {
           t.keep({"convert", "fp32", target.name, rc.label, code, 0, got, expect, ""},
                  o.max_reported);
+        }
+        if (has_fast) {
+          const Encoded fast_got{fast_code(code), expect.flags};
+          if (!t.add(cls, expect, fast_got)) {
+            t.keep({"fast-cast", "fp32", target.name, rc.label, code, 0, fast_got, expect, ""},
+                   o.max_reported);
+          }
         }
         if (tab != nullptr) {
           const Encoded fast_got{(*tab)(code), expect.flags};
