@@ -252,6 +252,23 @@ EXMY_HD std::uint32_t fast_cast_fp32_as(const FastCastPlan& p, const Rounding& r
   }
 }
 
+// The code of fp32 u under r through the mode-fixed path where r has one, chosen at run time:
+// for host loops and checks (kernels choose Mode at compile time instead).
+inline std::uint32_t fast_cast_fp32_dispatch(const FastCastPlan& p, const Rounding& r,
+                                             std::uint32_t u, std::uint32_t rand) {
+  switch (fast_mode_for(p, r)) {
+    case FastMode::rne:
+      return fast_cast_fp32_as<FastMode::rne>(p, r, u, rand);
+    case FastMode::rtz:
+      return fast_cast_fp32_as<FastMode::rtz>(p, r, u, rand);
+    case FastMode::sr:
+      return fast_cast_fp32_as<FastMode::sr>(p, r, u, rand);
+    case FastMode::any:
+      break;
+  }
+  return fast_cast_fp32(p, r, u, rand);
+}
+
 // fast_decode_fp32 with the finite codes decoded by field moves and one exact fp32 subtraction,
 // the rest (inf, NaN) delegated: a subnormal magnitude m (< 2^M) is m * q with q = 2^(emin - M),
 // and the fp32 number whose bits are sub_magic + m is 2^(emin - M + 23) + m * q (m < 2^23 stays

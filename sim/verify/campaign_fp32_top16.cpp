@@ -53,18 +53,6 @@ Result run_fp32_top16(const Options& o) {
     const bool has_fast = native::fast_cast_supported(target.format);
     const native::FastCastPlan plan =
         has_fast ? native::make_fast_cast_plan(target.format, rc.r) : native::FastCastPlan{};
-    const native::FastMode fmode =
-        has_fast ? native::fast_mode_for(plan, rc.r) : native::FastMode::any;
-    const auto fast_code = [&](std::uint32_t code) -> std::uint64_t {
-      switch (fmode) {
-        case native::FastMode::rne:
-          return native::fast_cast_fp32_fixed<native::FastMode::rne>(plan, code, 0, 0);
-        case native::FastMode::rtz:
-          return native::fast_cast_fp32_fixed<native::FastMode::rtz>(plan, code, 0, 0);
-        default:
-          return native::fast_cast_fp32(plan, rc.r, code, 0);
-      }
-    };
     const std::uint32_t begin = static_cast<std::uint32_t>(job % kChunks) * kChunk;
     for (std::uint32_t top = begin; top < begin + kChunk; ++top) {
       for (const std::uint32_t low : lows) {
@@ -77,7 +65,8 @@ Result run_fp32_top16(const Options& o) {
                  o.max_reported);
         }
         if (has_fast) {
-          const Encoded fast_got{fast_code(code), expect.flags};
+          const Encoded fast_got{native::fast_cast_fp32_dispatch(plan, rc.r, code, 0),
+                                 expect.flags};
           if (!t.add(cls, expect, fast_got)) {
             t.keep({"fast-cast", "fp32", target.name, rc.label, code, 0, fast_got, expect, ""},
                    o.max_reported);

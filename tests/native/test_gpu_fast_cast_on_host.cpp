@@ -10,26 +10,6 @@
 
 using namespace exmy;
 
-namespace {
-
-// The mode-specialised path (gpu::fast_cast_fp32_fixed) where the plan has one for r.
-std::uint32_t fixed_path(const gpu::FastCastPlan& plan, const Rounding& r, std::uint32_t u,
-                         std::uint32_t w) {
-  switch (gpu::fast_mode_for(plan, r)) {
-    case gpu::FastMode::rne:
-      return gpu::fast_cast_fp32_as<gpu::FastMode::rne>(plan, r, u, w);
-    case gpu::FastMode::rtz:
-      return gpu::fast_cast_fp32_as<gpu::FastMode::rtz>(plan, r, u, w);
-    case gpu::FastMode::sr:
-      return gpu::fast_cast_fp32_as<gpu::FastMode::sr>(plan, r, u, w);
-    case gpu::FastMode::any:
-      break;
-  }
-  return gpu::fast_cast_fp32_as<gpu::FastMode::any>(plan, r, u, w);
-}
-
-}  // namespace
-
 TEST_CASE("GPU fast cast equals the native engine (run on the host)", "[native][gpu-fast]") {
   const Rounding roundings[] = {
       {RoundMode::rne, 0, Overflow::none},      {RoundMode::rna, 0, Overflow::sat},
@@ -53,7 +33,7 @@ TEST_CASE("GPU fast cast equals the native engine (run on the host)", "[native][
           for (std::uint32_t w : words) {
             const auto want = native::convert(formats::fp32, p.format, r, u, w).code;
             const auto got = gpu::fast_cast_fp32(plan, r, u, w);
-            const auto got_fixed = fixed_path(plan, r, u, w);
+            const auto got_fixed = native::fast_cast_fp32_dispatch(plan, r, u, w);
             if ((got != want || got_fixed != want) && bad++ < 5) {
               UNSCOPED_INFO(p.name << " " << static_cast<int>(r.mode) << ":" << r.sr_bits << " u=0x"
                                    << std::hex << u << " w=" << w << " got " << got << " fixed "
