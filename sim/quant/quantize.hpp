@@ -82,12 +82,15 @@ struct Quantized {
   std::uint32_t flags = 0;               // OR of the element conversions' exmy::flag bits
 };
 
-// The per-group state shape and the group of element (r, c) (used by the GPU tests too).
 // The shape-independent option checks shared by the CPU and GPU paths (InputError on misuse).
 void validate_options(const Options& opt);
+// The per-group state shape and the group of element (r, c) (used by the GPU tests too).
 std::size_t group_count(const Scheme& s, std::size_t rows, std::size_t cols);
 std::size_t group_of(const Scheme& s, std::size_t rows, std::size_t cols, std::size_t r,
                      std::size_t c);
+// The codes' shape: the input's, or its transpose (2-d only; InputError otherwise) when
+// opt.transpose.
+std::vector<std::size_t> codes_shape(const std::vector<std::size_t>& shape, const Options& opt);
 // rows/cols of the matrix view of a shape.
 void matrix_view(const std::vector<std::size_t>& shape, std::size_t& rows, std::size_t& cols);
 
