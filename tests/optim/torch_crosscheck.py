@@ -57,7 +57,7 @@ def torch_run(make_opt, device, dtype, p0, grads):
                                                if torch.is_tensor(v) and v.numel() > 1}
 
 
-def exmy_run(tag, p0, grads, args):
+def exmy_run(tag, p0, grads):
     d = os.path.join(WORK, tag)
     os.makedirs(d, exist_ok=True)
     np.save(os.path.join(d, "p.npy"), p0.astype(np.float32))
@@ -73,45 +73,43 @@ def main():
           torch.cuda.get_device_name(0) if torch.cuda.is_available() else "no GPU")
     p0 = rng.standard_normal(N).astype(np.float32)
     grads = [(rng.standard_normal(N) * 1e-2).astype(np.float32) for _ in range(K)]
+    # (name, driver case, torch device, torch optimizer, dtype). The driver
+    # (test_torch_crosscheck_driver.cpp) runs the reference with the same hyperparameters, keyed by
+    # the case name.
     cases = [
         ("AdamW cpu (single-tensor) vs default", "adamw", "cpu",
          lambda ps: torch.optim.AdamW(ps, lr=1e-3, weight_decay=0.01, foreach=False),
-         ["--optimizer", "adamw", "--lr", "0.001", "--wd", "0.01"], torch.float32),
+         torch.float32),
         ("Adam L2 cpu (single-tensor) vs default", "adam", "cpu",
          lambda ps: torch.optim.Adam(ps, lr=1e-3, weight_decay=0.01, foreach=False),
-         ["--optimizer", "adam", "--lr", "0.001", "--wd", "0.01"], torch.float32),
+         torch.float32),
         ("SGD momentum cpu vs default", "sgd", "cpu",
          lambda ps: torch.optim.SGD(ps, lr=1e-2, momentum=0.9, weight_decay=1e-4, foreach=False),
-         ["--optimizer", "sgd", "--lr", "0.01", "--momentum", "0.9", "--wd", "0.0001"],
          torch.float32),
         ("AdamW bf16 cpu vs --param-dtype bf16", "adamw_bf16", "cpu",
          lambda ps: torch.optim.AdamW(ps, lr=1e-3, weight_decay=0.01, foreach=False),
-         ["--optimizer", "adamw", "--lr", "0.001", "--wd", "0.01", "--param-dtype", "bf16"],
          torch.bfloat16),
         ("AdamW fp16 cpu vs --param-dtype fp16", "adamw_f16", "cpu",
          lambda ps: torch.optim.AdamW(ps, lr=1e-3, weight_decay=0.01, foreach=False),
-         ["--optimizer", "adamw", "--lr", "0.001", "--wd", "0.01", "--param-dtype", "fp16"],
          torch.float16),
         ("Adam L2 bf16 cpu vs --param-dtype bf16", "adam_bf16", "cpu",
          lambda ps: torch.optim.Adam(ps, lr=1e-3, weight_decay=0.01, foreach=False),
-         ["--optimizer", "adam", "--lr", "0.001", "--wd", "0.01", "--param-dtype", "bf16"],
          torch.bfloat16),
         ("SGD momentum bf16 cpu vs --param-dtype bf16", "sgd_bf16", "cpu",
          lambda ps: torch.optim.SGD(ps, lr=1e-2, momentum=0.9, weight_decay=1e-4, foreach=False),
-         ["--optimizer", "sgd", "--param-dtype", "bf16"], torch.bfloat16),
+         torch.bfloat16),
         ("SGD momentum fp16 cpu vs --param-dtype fp16", "sgd_f16", "cpu",
          lambda ps: torch.optim.SGD(ps, lr=1e-2, momentum=0.9, weight_decay=1e-4, foreach=False),
-         ["--optimizer", "sgd", "--param-dtype", "fp16"], torch.float16),
+         torch.float16),
     ]
     if torch.cuda.is_available():
         cases += [
             ("AdamW cuda fused vs --variant torch-fused", "adamw_fused", "cuda",
              lambda ps: torch.optim.AdamW(ps, lr=1e-3, weight_decay=0.01, fused=True),
-             ["--optimizer", "adamw", "--lr", "0.001", "--wd", "0.01", "--variant",
-              "torch-fused"], torch.float32),
+             torch.float32),
             ("AdamW cuda foreach vs default (info)", "adamw_foreach", "cuda",
              lambda ps: torch.optim.AdamW(ps, lr=1e-3, weight_decay=0.01, foreach=True),
-             ["--optimizer", "adamw", "--lr", "0.001", "--wd", "0.01"], torch.float32),
+             torch.float32),
         ]
     # Tiny gradients: sqrt(v)/c is then comparable to eps, so the dtype of `add_(eps)` shows.
     tiny = [(g * 1e-6).astype(np.float32) for g in grads]
@@ -125,12 +123,12 @@ def main():
         except RuntimeError as e:
             print(f"{name:42s} torch failed: {str(e).splitlines()[0]}")
             continue
-        ep, e1, e2 = exmy_run(tag, pp, gg, [])
+        ep, e1, e2 = exmy_run(tag, pp, gg)
         compare(name + " params", ep, tp)
         compare(name + " exp_avg", e1, tst["exp_avg"])
         compare(name + " exp_avg_sq", e2, tst["exp_avg_sq"])
 
-    for name, tag, dev, make, args, dtype in cases:
+    for name, tag, dev, make, dtype in cases:
         pp = rounded_values(p0, dtype) if dtype != torch.float32 else p0
         gg = [rounded_values(g, dtype) for g in grads] if dtype != torch.float32 else grads
         try:
@@ -138,7 +136,7 @@ def main():
         except RuntimeError as e:  # e.g. a dtype this torch build has no CPU kernel for
             print(f"{name:42s} torch failed: {str(e).splitlines()[0]}")
             continue
-        ep, e1, e2 = exmy_run(tag, pp, gg, args)
+        ep, e1, e2 = exmy_run(tag, pp, gg)
         compare(name + " params", ep, tp)
         if "exp_avg" in tst:
             compare(name + " exp_avg", e1, tst["exp_avg"])
