@@ -61,7 +61,7 @@ EXMY_HD Int8Encoded round_to_int8(float y, const Rounding& r, std::uint32_t rand
   // |y| = sig * 2^(exp - 63) with sig normalised, as the native engine's Unpacked.
   constexpr FloatFormat kFp32 = formats::fp32;  // a local copy: device code may not
   const Unpacked u = unpack(kFp32, b);          // refer to the host preset object
-  // Integer part t and the discarded fraction rem (0.64 fixed point) plus sticky below it.
+  // sig split at the units bit (round_step.hpp), then rounded to the integer t.
   const int s = 63 - u.exp;  // bits of sig below the units bit; >= 56 since |y| < 2^8
   const QuantumSplit split = split_at_quantum(u.sig, s, false);
   const bool inexact = split_inexact(split);
