@@ -211,22 +211,12 @@ void write_quantized(const CliOptions& o, const std::vector<std::uint8_t>& codes
   io::write_npy(o.state, st);
 }
 
-// The transposed 2-d shape, or the shape itself.
-std::vector<std::size_t> codes_shape(const std::vector<std::size_t>& shape, bool transpose) {
-  if (!transpose) return shape;
-  if (shape.size() != 2) {
-    throw InputError("--transpose: expected a 2-d tensor, got " + std::to_string(shape.size()) +
-                     " dimensions");
-  }
-  return {shape[1], shape[0]};
-}
-
 int run_quantize_cuda([[maybe_unused]] const CliOptions& o) {
 #if EXMY_HAVE_CUDA
   const io::NpyArray a = io::read_npy(o.in);
   require_c_order(a, o.in);
   const gpu::CastInput type = gpu_input_type(a, o.in, o.in_format == "bf16");
-  const std::vector<std::size_t> shape = codes_shape(a.shape, o.q.transpose);
+  const std::vector<std::size_t> shape = quant::codes_shape(a.shape, o.q);
   std::size_t rows, cols;
   quant::matrix_view(a.shape, rows, cols);
   const gpu::HostQuantized q = gpu::quantize_host(a.data.data(), type, rows, cols, o.q);

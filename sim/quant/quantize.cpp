@@ -70,14 +70,6 @@ void validate_options(const Options& opt) {
 
 namespace {
 
-void check_options(const std::vector<std::size_t>& shape, const Options& opt) {
-  if (opt.transpose && shape.size() != 2) {
-    throw InputError("--transpose: expected a 2-d tensor, got " + std::to_string(shape.size()) +
-                     " dimensions");
-  }
-  validate_options(opt);
-}
-
 // The random word of element i (flat input index) for the element casts.
 std::uint32_t cast_word(const Options& opt, std::size_t i) {
   if (opt.mode != RoundMode::sr) return 0;
@@ -98,9 +90,19 @@ std::vector<float> group_absmax(const std::vector<float>& x, const Scheme& s, st
 
 }  // namespace
 
+std::vector<std::size_t> codes_shape(const std::vector<std::size_t>& shape, const Options& opt) {
+  if (!opt.transpose) return shape;
+  if (shape.size() != 2) {
+    throw InputError("--transpose: expected a 2-d tensor, got " + std::to_string(shape.size()) +
+                     " dimensions");
+  }
+  return {shape[1], shape[0]};
+}
+
 Quantized quantize(const std::vector<float>& x, const std::vector<std::size_t>& shape,
                    const Options& opt) {
-  check_options(shape, opt);
+  const std::vector<std::size_t> out_shape = codes_shape(shape, opt);
+  validate_options(opt);
   std::size_t rows, cols;
   matrix_view(shape, rows, cols);
   if (rows * cols != x.size()) {
@@ -110,7 +112,7 @@ Quantized quantize(const std::vector<float>& x, const std::vector<std::size_t>& 
   const Scheme& s = opt.scheme;
   const Target& t = opt.target;
   Quantized q;
-  q.shape = opt.transpose ? std::vector<std::size_t>{cols, rows} : shape;
+  q.shape = out_shape;
   q.codes.assign(x.size(), 0);
   q.state_shape = {group_count(s, rows, cols)};
   const std::vector<float> amax = group_absmax(x, s, rows, cols, opt.nan);
