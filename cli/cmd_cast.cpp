@@ -217,9 +217,7 @@ struct InputCodes {
 };
 
 InputCodes read_input(const Options& o, const io::NpyArray& a) {
-  if (a.fortran_order && a.shape.size() > 1) {
-    throw InputError(o.in + ": Fortran-order arrays are not supported (expected C order)");
-  }
+  io::require_c_order(a, o.in);
   InputCodes in;
   const std::size_t n = a.count();
   in.codes.resize(n);
@@ -316,9 +314,7 @@ int run_arrays_cuda([[maybe_unused]] const Options& o, [[maybe_unused]] const Fo
     throw InputError("--device cuda: --round mask and --rand run on the CPU only");
   }
   const io::NpyArray a = io::read_npy(o.in);
-  if (a.fortran_order && a.shape.size() > 1) {
-    throw InputError(o.in + ": Fortran-order arrays are not supported (expected C order)");
-  }
+  io::require_c_order(a, o.in);
   const gpu::CastInput type = gpu_input_type(a, o.in, o.in_format == "bf16");
   gpu::CastParams p;
   p.to = f.fp;

@@ -158,17 +158,11 @@ CliOptions parse(const Args& args, const std::string& target_flag, const std::st
   return o;
 }
 
-void require_c_order(const io::NpyArray& a, const std::string& path) {
-  if (a.fortran_order && a.shape.size() > 1) {
-    throw InputError(path + ": Fortran-order arrays are not supported (expected C order)");
-  }
-}
-
 // The input as fp32 values: fp32 as is, fp16 and bf16 (bit patterns, --in-format bf16) widened
 // exactly.
 std::vector<float> read_values(CliOptions& o, io::NpyArray& a) {
   a = io::read_npy(o.in);
-  require_c_order(a, o.in);
+  io::require_c_order(a, o.in);
   const std::size_t n = a.count();
   std::vector<float> x(n);
   const auto widen = [&](const FloatFormat& f) {
@@ -214,7 +208,7 @@ void write_quantized(const CliOptions& o, const std::vector<std::uint8_t>& codes
 int run_quantize_cuda([[maybe_unused]] const CliOptions& o) {
 #if EXMY_HAVE_CUDA
   const io::NpyArray a = io::read_npy(o.in);
-  require_c_order(a, o.in);
+  io::require_c_order(a, o.in);
   const gpu::CastInput type = gpu_input_type(a, o.in, o.in_format == "bf16");
   const std::vector<std::size_t> shape = quant::codes_shape(a.shape, o.q);
   std::size_t rows, cols;
@@ -260,7 +254,7 @@ std::vector<float> dequantize_cuda([[maybe_unused]] const quant::Quantized& q,
 int run_dequantize(const Args& args) {
   CliOptions o = parse(args, "--from", "--state", kDequantizeUsage);
   const io::NpyArray codes = io::read_npy(o.in);
-  require_c_order(codes, o.in);
+  io::require_c_order(codes, o.in);
   const io::NpyArray state = io::read_npy(o.state);
   quant::Quantized q;
   q.shape = codes.shape;

@@ -268,6 +268,12 @@ NpyArray make_npy(const std::vector<std::int32_t>& v, std::vector<std::size_t> s
   return make_typed(v, std::move(s), kDescrI32);
 }
 
+void require_c_order(const NpyArray& a, const std::string& what) {
+  if (a.fortran_order && a.shape.size() > 1) {
+    throw InputError(what + ": Fortran-order arrays are not supported (expected C order)");
+  }
+}
+
 std::vector<float> as_f32(const NpyArray& a, const std::string& w) {
   return typed<float>(a, w, kDescrF32);
 }

@@ -41,6 +41,10 @@ NpyArray make_npy(const std::vector<std::int8_t>& v, std::vector<std::size_t> sh
 NpyArray make_npy(const std::vector<std::int32_t>& v, std::vector<std::size_t> shape = {});
 // An empty shape means 1-d of v.size().
 
+// InputError naming `what` for a Fortran-order array of rank > 1: element order is C order
+// everywhere in exmy (rank 0 and 1 are the same either way).
+void require_c_order(const NpyArray& a, const std::string& what);
+
 // Typed views. Each checks the descr (and throws InputError naming `what`, e.g. the file, and the
 // dtype expected) and copies the elements out in storage order.
 std::vector<float> as_f32(const NpyArray& a, const std::string& what);

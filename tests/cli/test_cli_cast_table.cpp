@@ -267,5 +267,13 @@ TEST_CASE("cast --in/--out: codes, decoded values, bf16 bits, and truncated file
   const Run w = run_exmy("cast e4m3fn --in " + bin + " --out " + out);
   CHECK(w.rc == 2);
   CHECK(w.err.find("dtype '<i4'") != std::string::npos);
+  // A 2-d Fortran-order array (io::require_c_order): refused by name, nothing written.
+  io::NpyArray f = io::make_npy(std::vector<float>{1, 2, 3, 4, 5, 6}, {2, 3});
+  f.fortran_order = true;
+  io::write_npy(bin, f);
+  const Run fo = run_exmy("cast e4m3fn --in " + bin + " --out " + never);
+  CHECK(fo.rc == 2);
+  CHECK(fo.err.find("b.npy: Fortran-order arrays are not supported") != std::string::npos);
+  CHECK_FALSE(std::filesystem::exists(never));
   std::filesystem::remove_all(kDir);
 }
