@@ -51,6 +51,8 @@ constexpr int kRun = 16;                // consecutive elements per thread
 constexpr int kTile = kThreads * kRun;  // 4096 elements per block per step
 constexpr std::uint32_t kNanAbsBits = 0x7FC00000u;
 constexpr int kColRun = 8;  // columns per thread in the 2-d column-wise kernels
+// The int8 absmax target Q (y = Q x / a): the largest int8 code, as fp32 (exact).
+constexpr float kInt8Q = static_cast<float>(native::kInt8Max);
 
 enum class Kind : std::uint8_t { int8, flt, codebook, mx };
 
@@ -280,11 +282,11 @@ __device__ __forceinline__ std::uint8_t quant_one(const QArgs& a, const float* c
     if (st == 0.0f) return 0;
     if (int8_fast_mode(a.mode)) {
       return static_cast<std::uint8_t>(
-          fast_round_to_int8(native::absmax_scale(x, st, 127.0f, a.order), a.mode));
+          fast_round_to_int8(native::absmax_scale(x, st, kInt8Q, a.order), a.mode));
     }
     const Rounding r{a.mode, a.sr_bits};
     return static_cast<std::uint8_t>(
-        native::round_to_int8(native::absmax_scale(x, st, 127.0f, a.order), r, rand).code);
+        native::round_to_int8(native::absmax_scale(x, st, kInt8Q, a.order), r, rand).code);
   } else if constexpr (K == Kind::flt) {
     const Rounding r{a.mode, a.sr_bits, Overflow::satfinite};
     float y;
@@ -338,7 +340,7 @@ __device__ __forceinline__ GroupState group_state(const QArgs& a, float st, std:
   g.st = st;
   g.mxs = mxs;
   if constexpr (K == Kind::int8 || K == Kind::flt) {
-    const float Q = K == Kind::int8 ? 127.0f : a.fmax;
+    const float Q = K == Kind::int8 ? kInt8Q : a.fmax;
     g.aux = a.order == native::ScaleOrder::mul_recip ? native::rn32_div(Q, st)
                                                      : native::rn32_div(1.0f, st);
   } else if constexpr (K == Kind::codebook) {
@@ -355,9 +357,9 @@ template <native::ScaleOrder O>
 __device__ __forceinline__ std::uint8_t fast_int8(const GroupState& g, float x) {
   float y;
   if constexpr (O == native::ScaleOrder::div_mul) {
-    y = native::rn_mul(127.0f, native::rn_div(x, g.st));
+    y = native::rn_mul(kInt8Q, native::rn_div(x, g.st));
   } else if constexpr (O == native::ScaleOrder::recip_mul) {
-    y = native::rn_mul(127.0f, native::rn_mul(x, g.aux));
+    y = native::rn_mul(kInt8Q, native::rn_mul(x, g.aux));
   } else {
     y = native::rn_mul(x, g.aux);
   }
@@ -1101,7 +1103,7 @@ __global__ void __launch_bounds__(kThreads)
         break;
       case Kind::int8:
         v = native::dequant_absmax(static_cast<float>(static_cast<std::int8_t>(code)), state[g],
-                                   127.0f);
+                                   kInt8Q);
         break;
       case Kind::flt: {
         const float cv = a.fast ? fast_decode_fp32(a.plan, code) : native::to_float(a.fmt, code);
