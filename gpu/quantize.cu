@@ -1226,6 +1226,11 @@ bool single_pass(const QArgs& a, const quant::Options& opt) {
   return (S & (S - 1)) == 0;
 }
 
+// The number of kTile-element tiles covering the tensor.
+std::uint64_t tile_count(const QArgs& a) {
+  return (a.n + kTile - 1) / kTile;
+}
+
 unsigned blocks_for(std::uint64_t tiles) {
   const std::uint64_t cap = std::uint64_t{1} << 20;
   return static_cast<unsigned>(tiles == 0 ? 1 : (tiles < cap ? tiles : cap));
@@ -1269,8 +1274,13 @@ bool transpose_fast_ok(const QArgs& a, const void* x, const void* codes) {
   return groups_ok && a.cols % kColRun == 0 && a.rows % 16 == 0 && aligned16(x) && aligned16(codes);
 }
 
+// Blocks across the columns of the vectorized column kernels: one thread per kColRun columns.
+std::uint64_t col_vec_blocks(const QArgs& a) {
+  return (a.cols / kColRun + kThreads - 1) / kThreads;
+}
+
 std::uint64_t col_rows_per_block(const QArgs& a) {
-  const std::uint64_t col_blocks = (a.cols / kColRun + kThreads - 1) / kThreads;
+  const std::uint64_t col_blocks = col_vec_blocks(a);
   // Enough blocks to fill the device several times over, each a strip of >= 16 rows.
   const std::uint64_t want = static_cast<std::uint64_t>(sm_count()) * 16;
   std::uint64_t strips = (want + col_blocks - 1) / col_blocks;
@@ -1278,16 +1288,21 @@ std::uint64_t col_rows_per_block(const QArgs& a) {
   return rpb < 16 ? 16 : rpb;
 }
 
+// The grid of the vectorized column kernels: column blocks by strips of rpb rows.
+dim3 col_vec_grid(const QArgs& a, std::uint64_t rpb) {
+  return dim3(static_cast<unsigned>(col_vec_blocks(a)),
+              static_cast<unsigned>((a.rows + rpb - 1) / rpb));
+}
+
 template <CastInput In>
 void run_amax(const void* x, std::uint32_t* amax_bits, const QArgs& a, cudaStream_t s) {
   cuda_check(cudaMemsetAsync(amax_bits, 0, a.groups * 4, s), "cudaMemsetAsync");
   if (a.n == 0) return;
   const bool ignore = a.nan == native::NanPolicy::ignore;
-  const std::uint64_t tiles = (a.n + kTile - 1) / kTile;
+  const std::uint64_t tiles = tile_count(a);
   if (a.col && col_vec_ok(a, x)) {
     const std::uint64_t rpb = col_rows_per_block(a);
-    const dim3 grid(static_cast<unsigned>((a.cols / kColRun + kThreads - 1) / kThreads),
-                    static_cast<unsigned>((a.rows + rpb - 1) / rpb));
+    const dim3 grid = col_vec_grid(a, rpb);
     if (ignore) {
       amax_col_vec_kernel<In, true><<<grid, kThreads, 0, s>>>(x, amax_bits, a.rows, a.cols, rpb);
     } else {
@@ -1334,7 +1349,7 @@ std::uint32_t* build_cb_table(const QArgs& a, cudaStream_t s) {
 template <CastInput In, Kind K, bool Fast>
 void run_fused(const void* x, const QArgs& a, const QuantizedOut& o, const std::uint32_t* tab,
                bool vec, cudaStream_t s) {
-  const std::uint64_t tiles = (a.n + kTile - 1) / kTile;
+  const std::uint64_t tiles = tile_count(a);
   if constexpr (K == Kind::codebook && Fast) {
     fused_group_kernel<In, K, Fast, true>
         <<<persistent_blocks(fused_group_kernel<In, K, Fast, true>, tiles), kThreads, 0, s>>>(
@@ -1349,7 +1364,7 @@ void run_fused(const void* x, const QArgs& a, const QuantizedOut& o, const std::
 template <CastInput In, Kind K, bool Fast>
 void run_tensor_codes(const void* x, const QArgs& a, const QuantizedOut& o,
                       const std::uint32_t* tab, bool vec, cudaStream_t s) {
-  const std::uint64_t tiles = (a.n + kTile - 1) / kTile;
+  const std::uint64_t tiles = tile_count(a);
   tensor_element_kernel<In, K, Fast>
       <<<persistent_blocks(tensor_element_kernel<In, K, Fast>, tiles), kThreads, 0, s>>>(
           x, o.codes, o.state, tab, vec, a);
@@ -1361,7 +1376,7 @@ void run_quantize(const void* x, const QArgs& a, const quant::Options& opt, cons
   if (a.n == 0) return;
   const bool vec = aligned16(x) && aligned16(o.codes);
   const bool fast = fast_path(a);
-  const std::uint64_t tiles = (a.n + kTile - 1) / kTile;
+  const std::uint64_t tiles = tile_count(a);
   std::uint32_t* tab = nullptr;
   if (K == Kind::codebook && fast) tab = build_cb_table(a, s);
   if (single_pass(a, opt)) {
@@ -1409,8 +1424,7 @@ void run_quantize(const void* x, const QArgs& a, const quant::Options& opt, cons
     } else if (a.col && fast && col_vec_ok(a, x) &&
                (reinterpret_cast<std::uintptr_t>(o.codes) & 7u) == 0) {
       const std::uint64_t rpb = col_rows_per_block(a);
-      const dim3 grid(static_cast<unsigned>((a.cols / kColRun + kThreads - 1) / kThreads),
-                      static_cast<unsigned>((a.rows + rpb - 1) / rpb));
+      const dim3 grid = col_vec_grid(a, rpb);
       col_element_kernel<In, K><<<grid, kThreads, 0, s>>>(x, o.codes, o.state, tab, rpb, a);
     } else {
       element_kernel<In, K>
