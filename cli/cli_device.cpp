@@ -21,7 +21,7 @@ Device parse_device(std::string_view text) {
 #endif
 }
 
-gpu::CastInput gpu_input_type(const io::NpyArray& a, const std::string& path, bool bf16) {
+gpu::CastInput input_type(const io::NpyArray& a, const std::string& path, bool bf16) {
   if (bf16) {
     if (a.descr != io::kDescrU16) {
       throw InputError(path + ": dtype '" + a.descr + "', expected '<u2' (bf16 bit patterns)");
@@ -31,7 +31,7 @@ gpu::CastInput gpu_input_type(const io::NpyArray& a, const std::string& path, bo
   if (a.descr == io::kDescrF32) return gpu::CastInput::fp32;
   if (a.descr == io::kDescrF16) return gpu::CastInput::fp16;
   throw InputError(path + ": dtype '" + a.descr +
-                   "', expected '<f4' or '<f2' (or '<u2' with --in-format bf16) for --device cuda");
+                   "', expected '<f4' or '<f2' (or '<u2' with --in-format bf16)");
 }
 
 }  // namespace exmy::cli

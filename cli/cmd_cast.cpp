@@ -315,7 +315,7 @@ int run_arrays_cuda([[maybe_unused]] const Options& o, [[maybe_unused]] const Fo
   }
   const io::NpyArray a = io::read_npy(o.in);
   io::require_c_order(a, o.in);
-  const gpu::CastInput type = gpu_input_type(a, o.in, o.in_format == "bf16");
+  const gpu::CastInput type = input_type(a, o.in, o.in_format == "bf16");
   gpu::CastParams p;
   p.to = f.fp;
   p.rounding = o.round.rounding;

@@ -172,18 +172,16 @@ std::vector<float> read_values(CliOptions& o, io::NpyArray& a) {
       x[i] = native::to_float(f, u);
     }
   };
-  if (o.in_format == "bf16") {
-    if (a.descr != io::kDescrU16) {
-      throw InputError(o.in + ": dtype '" + a.descr + "', expected '<u2' (bf16 bit patterns)");
-    }
-    widen(formats::bf16);
-  } else if (a.descr == io::kDescrF32) {
-    x = io::as_f32(a, o.in);
-  } else if (a.descr == io::kDescrF16) {
-    widen(formats::fp16);
-  } else {
-    throw InputError(o.in + ": dtype '" + a.descr +
-                     "', expected '<f4' or '<f2' (or '<u2' with --in-format bf16)");
+  switch (input_type(a, o.in, o.in_format == "bf16")) {
+    case gpu::CastInput::fp32:
+      x = io::as_f32(a, o.in);
+      break;
+    case gpu::CastInput::bf16:
+      widen(formats::bf16);
+      break;
+    case gpu::CastInput::fp16:
+      widen(formats::fp16);
+      break;
   }
   return x;
 }
@@ -209,7 +207,7 @@ int run_quantize_cuda([[maybe_unused]] const CliOptions& o) {
 #if EXMY_HAVE_CUDA
   const io::NpyArray a = io::read_npy(o.in);
   io::require_c_order(a, o.in);
-  const gpu::CastInput type = gpu_input_type(a, o.in, o.in_format == "bf16");
+  const gpu::CastInput type = input_type(a, o.in, o.in_format == "bf16");
   const std::vector<std::size_t> shape = quant::codes_shape(a.shape, o.q);
   std::size_t rows, cols;
   quant::matrix_view(a.shape, rows, cols);
