@@ -8,9 +8,9 @@
 //          finite; code = convert(RN32(x * s), satfinite); x^ = RN32(v * RN32(1 / s))
 //   torchao (float8 training): state s = scale;
 //          s = RN32(RN64(fmax / max(amax, 1e-12))) [switches: fp16 clamp, power-of-two];
+//          code = convert(clamp(RN32(x * s), -fmax, fmax)); x^ = RN32(v / s)
 //   te_current (TransformerEngine 2.x current scaling): s = te_current_scale(amax); cast and
 //          dequantization as te
-//          code = convert(clamp(RN32(x * s), -fmax, fmax)); x^ = RN32(v / s)
 #pragma once
 
 #include <cstdint>
