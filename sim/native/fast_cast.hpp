@@ -2,8 +2,13 @@
 // exactly first) into signed formats with subnormals whose range lies inside fp32's. It computes
 // the same function as native::convert(fp32, f, r, code, rand) (docs/SEMANTICS.md 2-4) with fewer
 // and narrower operations; special inputs and overflow results are delegated to the native engine
-// itself. Equality with the native engine is checked exhaustively over all 2^32 fp32 inputs
-// (gpu/verify.hpp) and on random words by properties/gpu.
+// itself. What checks it: on the GPU, all 2^32 fp32 inputs for every <= 8-bit preset under rne,
+// rtz and sr:8 (`exmy verify-cuda --depth full`, gpu/verify.hpp; bench/results), and random words
+// for every preset and mode (properties/gpu); on the host, against the MPFR oracle for every fp32
+// top half x 3 low halves, <= 8-bit presets, deterministic modes (`exmy verify --campaign
+// fp32-top16`) and
+// against the native engine in tests/native/test_gpu_fast_cast_on_host.cpp. 16-bit targets and the
+// other modes have no all-2^32 sweep.
 //
 // Why it is the same function: for an fp32 input with biased exponent e32 and target quantum q
 // (section 2 step 1), the bits below q are the low d bits of an integer x, where
@@ -196,8 +201,8 @@ EXMY_HD std::uint32_t round_below_normal(const FastCastPlan& p, std::uint32_t a)
 
 // fast_cast_fp32 for one of rne, rtz, sr:R (R <= 23 - M) with only 32-bit operations and no
 // branches in the common case, for hot loops (the GPU cast kernels, the host fast path's sr); equal
-// to fast_cast_fp32 (and so to native::convert) for every fp32 input: checked on all 2^32 inputs by
-// the device campaign and on the host by tests/native/test_gpu_fast_cast_on_host.cpp.
+// to fast_cast_fp32 (and so to native::convert) for every fp32 input; checked as the top of this
+// file lists (all 2^32 inputs on the GPU for the <= 8-bit presets).
 //
 // In f's normal range x = |u| - rebias is rounded by a right shift by d = 23 - M (see the top
 // of this file):
