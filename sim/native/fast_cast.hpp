@@ -6,9 +6,8 @@
 // rtz and sr:8 (`exmy verify-cuda --depth full`, gpu/verify.hpp; bench/results), and random words
 // for every preset and mode (properties/gpu); on the host, against the MPFR oracle for every fp32
 // top half x 3 low halves, <= 8-bit presets, deterministic modes (`exmy verify --campaign
-// fp32-top16`) and
-// against the native engine in tests/native/test_gpu_fast_cast_on_host.cpp. 16-bit targets and the
-// other modes have no all-2^32 sweep.
+// fp32-top16`), and against the native engine in tests/native/test_gpu_fast_cast_on_host.cpp.
+// 16-bit targets and the other modes have no all-2^32 sweep.
 //
 // Why it is the same function: for an fp32 input with biased exponent e32 and target quantum q
 // (section 2 step 1), the bits below q are the low d bits of an integer x, where
