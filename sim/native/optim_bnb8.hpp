@@ -37,11 +37,11 @@ EXMY_HD float bnb_dequant(const float* code, std::uint8_t c, float absmax) {
   return rn_mul(code[c], absmax);
 }
 
-// Decision thresholds of a 256-entry ascending codebook: mids[k] = RN32(c_k + c_{k+1}) * 0.5f,
+// Decision thresholds of a 256-entry ascending codebook: mids[k] = codebook_midpoint(code, k),
 // k = 0..254, the fp32 midpoints of bitsandbytes' search (sim/native/codebook_lookup.hpp), and a
 // +inf sentinel mids[255] so that the search below needs no bounds check.
 EXMY_HD float bnb_midpoint(const float* code, int k) {
-  return k < 255 ? rn_mul(rn_add(code[k], code[k + 1]), 0.5f) : f32_from_bits(0x7F800000u);
+  return k < 255 ? codebook_midpoint(code, k) : f32_from_bits(0x7F800000u);
 }
 inline void bnb_midpoints(const float* code, float* mids256) {
   for (int k = 0; k < 256; ++k) mids256[k] = bnb_midpoint(code, k);
