@@ -235,8 +235,8 @@ __global__ void __launch_bounds__(kThreads)
 // Both maps with their thresholds (+inf sentinels) and bucket tables
 // (sim/native/optim_bnb8_search.hpp), one copy in device memory and one per CTA in shared memory.
 struct Bnb8Tables {
-  float code[2][256];  // [0] signed (state 1), [1] unsigned (state 2)
-  float t[2][260];     // thresholds (kBucketMids used), padded to a multiple of 4
+  float code[2][256];               // [0] signed (state 1), [1] unsigned (state 2)
+  float t[2][native::kBucketMids];  // thresholds
   std::uint8_t start[2][native::kBucketTable];
   int z;  // the signed map's negative codes are 0..z-1
 };
@@ -258,7 +258,6 @@ const Bnb8Tables* device_tables() {
           native::bnb_bucket_build(h.t[map], h.start[map]) > 1) {
         throw CudaError("8-bit tables: the bucketed search does not apply to this map");
       }
-      for (int k = native::kBucketMids; k < 260; ++k) h.t[map][k] = h.t[map][255];
     }
     h.z = native::bnb_negative_prefix(h.code[0]);
     if (h.z < 0) throw CudaError("8-bit tables: negative codes are not a prefix");

@@ -33,7 +33,9 @@ inline constexpr int kBucketMantBits = 7;      // spread <= 1 for both dynamic m
 inline constexpr int kBucketExpLo = 127 - 24;  // |x| < 2^-24 shares one bucket per sign
 inline constexpr int kBucketsPerSign = 2 + (127 - kBucketExpLo) * (1 << kBucketMantBits);
 inline constexpr int kBucketTable = 2 * kBucketsPerSign;  // entries: positive half, then negative
-inline constexpr int kBucketMids = 257;  // 255 thresholds, +inf at 255 and 256 (start + 1 <= 256)
+// 255 thresholds and a +inf sentinel at 255: start <= 255 (a count of 255 thresholds), and the
+// search reads only t[start].
+inline constexpr int kBucketMids = 256;
 
 // Bucket of x (any pattern; NaN patterns fall in the last bucket of their sign).
 EXMY_HD int bnb_bucket(std::uint32_t u) {
