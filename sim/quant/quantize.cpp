@@ -70,6 +70,18 @@ void validate_options(const Options& opt) {
 
 namespace {
 
+// The scale factor of a te / te_current / torchao group from its amax.
+float variant_scale(const Options& opt, float amax, float fmax) {
+  switch (opt.variant) {
+    case native::CastVariant::te:
+      return native::te_scale(amax, fmax, opt.te_margin, opt.te_prev_scale);
+    case native::CastVariant::te_current:
+      return native::te_current_scale(amax, fmax, opt.pow2_scale, opt.te_amax_epsilon);
+    default:  // torchao
+      return native::torchao_scale(amax, fmax, opt.torchao_fp16_source, opt.pow2_scale);
+  }
+}
+
 // The random word of element i (flat input index) for the element casts.
 std::uint32_t cast_word(const Options& opt, std::size_t i) {
   if (opt.mode != RoundMode::sr) return 0;
@@ -118,34 +130,19 @@ Quantized quantize(const std::vector<float>& x, const std::vector<std::size_t>& 
   const std::vector<float> amax = group_absmax(x, s, rows, cols, opt.nan);
 
   const float fmax = t.kind == TargetKind::float_format ? native::format_max32(t.fmt) : 0.0f;
-  // The per-group state: absmax, or the scale factor of te / torchao.
+  // The per-group state: absmax, or the scale factor of te / te_current / torchao.
   const bool given = opt.given_scale == opt.given_scale;
   if (s.kind == Granularity::mx) {
     q.mx_scales.resize(amax.size());
     for (std::size_t g = 0; g < amax.size(); ++g)
       q.mx_scales[g] = native::mx_scale_code(amax[g], t.fmt);
-  } else if (opt.variant == native::CastVariant::te) {
-    q.state.resize(amax.size());
-    for (std::size_t g = 0; g < amax.size(); ++g) {
-      q.state[g] = given ? opt.given_scale
-                         : native::te_scale(amax[g], fmax, opt.te_margin, opt.te_prev_scale);
-    }
-  } else if (opt.variant == native::CastVariant::te_current) {
-    q.state.resize(amax.size());
-    for (std::size_t g = 0; g < amax.size(); ++g) {
-      q.state[g] =
-          given ? opt.given_scale
-                : native::te_current_scale(amax[g], fmax, opt.pow2_scale, opt.te_amax_epsilon);
-    }
-  } else if (opt.variant == native::CastVariant::torchao) {
-    q.state.resize(amax.size());
-    for (std::size_t g = 0; g < amax.size(); ++g) {
-      q.state[g] =
-          given ? opt.given_scale
-                : native::torchao_scale(amax[g], fmax, opt.torchao_fp16_source, opt.pow2_scale);
-    }
-  } else {
+  } else if (opt.variant == native::CastVariant::absmax) {
     q.state = amax;
+  } else {
+    q.state.resize(amax.size());
+    for (std::size_t g = 0; g < amax.size(); ++g) {
+      q.state[g] = given ? opt.given_scale : variant_scale(opt, amax[g], fmax);
+    }
   }
 
   const Rounding cast_rounding{opt.mode, opt.sr_bits, Overflow::satfinite};
