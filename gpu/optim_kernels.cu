@@ -5,6 +5,7 @@
 #include <cuda_runtime.h>
 
 #include <cfloat>
+#include <cstddef>
 #include <cstdint>
 #include <mutex>
 
@@ -85,24 +86,6 @@ __global__ void k_torch_sgd(native::TorchSgdScalars s, bool first, float* p, con
 }
 
 // ---- bitsandbytes 8-bit -------------------------------------------------------------------------
-// Device copies of the two dynamic maps (signed, unsigned), made once.
-const float* device_codes() {
-  static float* d = nullptr;
-  static std::once_flag once;
-  std::call_once(once, [] {
-    float host[512];
-    const auto& s = dynamic_codebook(true).values;
-    const auto& u = dynamic_codebook(false).values;
-    for (int i = 0; i < 256; ++i) {
-      host[i] = s[i];
-      host[256 + i] = u[i];
-    }
-    cuda_check(cudaMalloc(&d, sizeof host), "cudaMalloc codebooks");
-    cuda_check(cudaMemcpy(d, host, sizeof host, cudaMemcpyHostToDevice), "copy codebooks");
-  });
-  return d;
-}
-
 // Maximum over a warp / the CTA of non-NaN, non-negative values (|s| folded from -FLT_MAX):
 // fmaxf is exact and order-free here, so any reduction shape gives the reference's value.
 __device__ float warp_max(float x) {
@@ -265,6 +248,13 @@ const Bnb8Tables* device_tables() {
     cuda_check(cudaMemcpy(d, &h, sizeof h, cudaMemcpyHostToDevice), "copy 8-bit tables");
   });
   return d;
+}
+
+// The two dynamic maps (signed, then unsigned, 256 values each) for the element-wise kernels: the
+// first member of the device tables.
+static_assert(offsetof(Bnb8Tables, code) == 0, "codes at the start of the tables");
+const float* device_codes() {
+  return reinterpret_cast<const float*>(device_tables());
 }
 
 __device__ void load_tables(const Bnb8Tables* src, Bnb8Tables* dst) {
