@@ -5,7 +5,6 @@
 #include <cuda_runtime.h>
 
 #include <cfloat>
-#include <cstddef>
 #include <cstdint>
 #include <mutex>
 
@@ -86,14 +85,28 @@ __global__ void k_torch_sgd(native::TorchSgdScalars s, bool first, float* p, con
 }
 
 // ---- bitsandbytes 8-bit -------------------------------------------------------------------------
-// Maximum over a warp / the CTA of non-NaN, non-negative values (|s| folded from -FLT_MAX):
-// fmaxf is exact and order-free here, so any reduction shape gives the reference's value.
-__device__ float warp_max(float x) {
-  for (int o = 16; o > 0; o >>= 1) x = fmaxf(x, __shfl_xor_sync(0xFFFFFFFFu, x, o));
-  return x;
+// Device copies of the two dynamic maps (signed, unsigned), made once.
+const float* device_codes() {
+  static float* d = nullptr;
+  static std::once_flag once;
+  std::call_once(once, [] {
+    float host[512];
+    const auto& s = dynamic_codebook(true).values;
+    const auto& u = dynamic_codebook(false).values;
+    for (int i = 0; i < 256; ++i) {
+      host[i] = s[i];
+      host[256 + i] = u[i];
+    }
+    cuda_check(cudaMalloc(&d, sizeof host), "cudaMalloc codebooks");
+    cuda_check(cudaMemcpy(d, host, sizeof host, cudaMemcpyHostToDevice), "copy codebooks");
+  });
+  return d;
 }
+
+// Block maximum of non-NaN, non-negative values (|s| folded from -FLT_MAX): fmaxf is exact and
+// order-free here, so any reduction shape gives the reference's value.
 __device__ float block_max(float x, float* smem) {
-  x = warp_max(x);
+  for (int o = 16; o > 0; o >>= 1) x = fmaxf(x, __shfl_xor_sync(0xFFFFFFFFu, x, o));
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
   __syncthreads();
   if (lane == 0) smem[warp] = x;
@@ -101,15 +114,6 @@ __device__ float block_max(float x, float* smem) {
   float r = smem[0];
   for (int w = 1; w < kThreads / 32; ++w) r = fmaxf(r, smem[w]);
   return r;
-}
-// Maximum over the G threads of one quantization block (G = 32: a warp, no barrier; G = 256).
-template <int G>
-__device__ float group_max(float x, float* smem) {
-  if constexpr (G == 32) {
-    return warp_max(x);
-  } else {
-    return block_max(x, smem);
-  }
 }
 
 // Codebook and its fp32 midpoints in shared memory, once per CTA (CTAs loop over many blocks).
@@ -120,18 +124,7 @@ __device__ void load_code(const float* codes, float* c, float* mids) {
   __syncthreads();
 }
 
-// Element-wise 8-bit kernels: one quantization block of B = kBnbE * G elements per G threads
-// (G = 32: a warp per block of 256; G = 256: the CTA per block of 2048); thread `lane` of its
-// group owns elements lo + G*e + lane. Padding lanes of the last, partial block take the
-// reference's padding values.
-constexpr int kBnbE = 8;
-template <int G>
-unsigned bnb_grid(std::size_t nblocks) {
-  const std::size_t ctas = (nblocks + kThreads / G - 1) / (kThreads / G);
-  return static_cast<unsigned>(ctas < kMaxCtas ? ctas : kMaxCtas);
-}
-
-template <int G>
+template <int E>  // elements per thread: block = 256 * E
 __global__ void __launch_bounds__(kThreads)
     k_bnb_adam8(native::Bnb8Scalars s, float* p, const float* g, std::uint8_t* q1, std::uint8_t* q2,
                 float* absmax1, float* absmax2, std::size_t n, std::size_t nblocks,
@@ -139,19 +132,71 @@ __global__ void __launch_bounds__(kThreads)
   __shared__ float c1[256], c2[256], mids1[256], mids2[256], red[kThreads / 32];
   load_code(codes, c1, mids1);
   load_code(codes + 256, c2, mids2);
-  constexpr std::size_t B = static_cast<std::size_t>(G) * kBnbE;
-  constexpr int kGroups = kThreads / G;
-  const int lane = threadIdx.x % G;
-  for (std::size_t qb = blockIdx.x * static_cast<std::size_t>(kGroups) + threadIdx.x / G;
-       qb < nblocks; qb += static_cast<std::size_t>(gridDim.x) * kGroups) {
+  constexpr std::size_t B = static_cast<std::size_t>(kThreads) * E;
+  for (std::size_t qb = blockIdx.x; qb < nblocks; qb += gridDim.x) {
     const std::size_t lo = qb * B;
     const float a1 = absmax1[qb], a2 = absmax2[qb];
-    float s1[kBnbE], s2[kBnbE];
-    bool ok[kBnbE];
+    float s1[E], s2[E];
+    bool ok[E];
     float m1 = -FLT_MAX, m2 = -FLT_MAX;
 #pragma unroll
-    for (int e = 0; e < kBnbE; ++e) {
-      const std::size_t i = lo + e * G + lane;
+    for (int e = 0; e < E; ++e) {
+      const std::size_t i = lo + e * kThreads + threadIdx.x;
+      if (i < n) {
+        s1[e] = native::bnb_dequant(c1, q1[i], a1);
+        s2[e] = native::bnb_dequant(c2, q2[i], a2);
+        ok[e] = native::bnb_adam8_states(s, g[i], s1[e], s2[e]);
+      } else {  // a padding lane of the last, partial block
+        native::bnb_adam8_padding(s, c1, c2, a1, a2, s1[e], s2[e]);
+        ok[e] = false;
+      }
+      m1 = fmaxf(m1, native::f32_abs(s1[e]));
+      m2 = fmaxf(m2, native::f32_abs(s2[e]));
+    }
+    m1 = block_max(m1, red);
+    m2 = block_max(m2, red);
+    if (threadIdx.x == 0) {
+      absmax1[qb] = m1;
+      absmax2[qb] = m2;
+    }
+#pragma unroll
+    for (int e = 0; e < E; ++e) {
+      const std::size_t i = lo + e * kThreads + threadIdx.x;
+      if (i >= n) continue;
+      if (ok[e]) p[i] = native::bnb_adam8_param(s, native::Storage::f32, p[i], s1[e], s2[e]);
+      q1[i] = native::bnb_quant_signed(c1, mids1, s1[e], m1);
+      q2[i] = native::bnb_quant_unsigned(mids2, s2[e], m2);
+    }
+  }
+}
+
+// B = 256: one warp per quantization block, 8 elements per lane (element lo + 32e + lane), so the
+// block maximum is a warp reduction and needs no CTA barrier. Same per-element calls as above.
+constexpr int kWarpE = 8;
+__device__ float warp_max(float x) {
+  for (int o = 16; o > 0; o >>= 1) x = fmaxf(x, __shfl_xor_sync(0xFFFFFFFFu, x, o));
+  return x;
+}
+
+__global__ void __launch_bounds__(kThreads)
+    k_bnb_adam8_warp(native::Bnb8Scalars s, float* p, const float* g, std::uint8_t* q1,
+                     std::uint8_t* q2, float* absmax1, float* absmax2, std::size_t n,
+                     std::size_t nblocks, const float* codes) {
+  __shared__ float c1[256], c2[256], mids1[256], mids2[256];
+  load_code(codes, c1, mids1);
+  load_code(codes + 256, c2, mids2);
+  const int lane = threadIdx.x & 31;
+  const std::size_t warps = static_cast<std::size_t>(gridDim.x) * (kThreads / 32);
+  for (std::size_t qb = (blockIdx.x * static_cast<std::size_t>(kThreads) + threadIdx.x) / 32;
+       qb < nblocks; qb += warps) {
+    const std::size_t lo = qb * 256;
+    const float a1 = absmax1[qb], a2 = absmax2[qb];
+    float s1[kWarpE], s2[kWarpE];
+    bool ok[kWarpE];
+    float m1 = -FLT_MAX, m2 = -FLT_MAX;
+#pragma unroll
+    for (int e = 0; e < kWarpE; ++e) {
+      const std::size_t i = lo + e * 32 + lane;
       if (i < n) {
         s1[e] = native::bnb_dequant(c1, q1[i], a1);
         s2[e] = native::bnb_dequant(c2, q2[i], a2);
@@ -163,15 +208,15 @@ __global__ void __launch_bounds__(kThreads)
       m1 = fmaxf(m1, native::f32_abs(s1[e]));
       m2 = fmaxf(m2, native::f32_abs(s2[e]));
     }
-    m1 = group_max<G>(m1, red);
-    m2 = group_max<G>(m2, red);
+    m1 = warp_max(m1);
+    m2 = warp_max(m2);
     if (lane == 0) {
       absmax1[qb] = m1;
       absmax2[qb] = m2;
     }
 #pragma unroll
-    for (int e = 0; e < kBnbE; ++e) {
-      const std::size_t i = lo + e * G + lane;
+    for (int e = 0; e < kWarpE; ++e) {
+      const std::size_t i = lo + e * 32 + lane;
       if (i >= n) continue;
       if (ok[e]) p[i] = native::bnb_adam8_param(s, native::Storage::f32, p[i], s1[e], s2[e]);
       q1[i] = native::bnb_quant_signed(c1, mids1, s1[e], m1);
@@ -180,33 +225,62 @@ __global__ void __launch_bounds__(kThreads)
   }
 }
 
-template <int G>
+__global__ void __launch_bounds__(kThreads)
+    k_bnb_momentum8_warp(native::Bnb8Scalars s, float* p, const float* g, std::uint8_t* q1,
+                         float* absmax1, std::size_t n, std::size_t nblocks, const float* codes) {
+  __shared__ float c1[256], mids1[256];
+  load_code(codes, c1, mids1);
+  const int lane = threadIdx.x & 31;
+  const std::size_t warps = static_cast<std::size_t>(gridDim.x) * (kThreads / 32);
+  for (std::size_t qb = (blockIdx.x * static_cast<std::size_t>(kThreads) + threadIdx.x) / 32;
+       qb < nblocks; qb += warps) {
+    const std::size_t lo = qb * 256;
+    const float a1 = absmax1[qb];
+    float s1[kWarpE];
+    float m1 = -FLT_MAX;
+#pragma unroll
+    for (int e = 0; e < kWarpE; ++e) {
+      const std::size_t i = lo + e * 32 + lane;
+      s1[e] = i < n ? native::bnb_momentum8_state(s, p[i], g[i], native::bnb_dequant(c1, q1[i], a1))
+                    : native::bnb_momentum8_padding(s, c1, a1);
+      m1 = fmaxf(m1, native::f32_abs(s1[e]));
+    }
+    m1 = warp_max(m1);
+    if (lane == 0) absmax1[qb] = m1;
+#pragma unroll
+    for (int e = 0; e < kWarpE; ++e) {
+      const std::size_t i = lo + e * 32 + lane;
+      if (i >= n) continue;
+      p[i] = native::bnb_momentum8_param(s, native::Storage::f32, p[i], s1[e]);
+      q1[i] = native::bnb_quant_signed(c1, mids1, s1[e], m1);
+    }
+  }
+}
+
+template <int E>
 __global__ void __launch_bounds__(kThreads)
     k_bnb_momentum8(native::Bnb8Scalars s, float* p, const float* g, std::uint8_t* q1,
                     float* absmax1, std::size_t n, std::size_t nblocks, const float* codes) {
   __shared__ float c1[256], mids1[256], red[kThreads / 32];
   load_code(codes, c1, mids1);
-  constexpr std::size_t B = static_cast<std::size_t>(G) * kBnbE;
-  constexpr int kGroups = kThreads / G;
-  const int lane = threadIdx.x % G;
-  for (std::size_t qb = blockIdx.x * static_cast<std::size_t>(kGroups) + threadIdx.x / G;
-       qb < nblocks; qb += static_cast<std::size_t>(gridDim.x) * kGroups) {
+  constexpr std::size_t B = static_cast<std::size_t>(kThreads) * E;
+  for (std::size_t qb = blockIdx.x; qb < nblocks; qb += gridDim.x) {
     const std::size_t lo = qb * B;
     const float a1 = absmax1[qb];
-    float s1[kBnbE];
+    float s1[E];
     float m1 = -FLT_MAX;
 #pragma unroll
-    for (int e = 0; e < kBnbE; ++e) {
-      const std::size_t i = lo + e * G + lane;
+    for (int e = 0; e < E; ++e) {
+      const std::size_t i = lo + e * kThreads + threadIdx.x;
       s1[e] = i < n ? native::bnb_momentum8_state(s, p[i], g[i], native::bnb_dequant(c1, q1[i], a1))
                     : native::bnb_momentum8_padding(s, c1, a1);
       m1 = fmaxf(m1, native::f32_abs(s1[e]));
     }
-    m1 = group_max<G>(m1, red);
-    if (lane == 0) absmax1[qb] = m1;
+    m1 = block_max(m1, red);
+    if (threadIdx.x == 0) absmax1[qb] = m1;
 #pragma unroll
-    for (int e = 0; e < kBnbE; ++e) {
-      const std::size_t i = lo + e * G + lane;
+    for (int e = 0; e < E; ++e) {
+      const std::size_t i = lo + e * kThreads + threadIdx.x;
       if (i >= n) continue;
       p[i] = native::bnb_momentum8_param(s, native::Storage::f32, p[i], s1[e]);
       q1[i] = native::bnb_quant_signed(c1, mids1, s1[e], m1);
@@ -248,13 +322,6 @@ const Bnb8Tables* device_tables() {
     cuda_check(cudaMemcpy(d, &h, sizeof h, cudaMemcpyHostToDevice), "copy 8-bit tables");
   });
   return d;
-}
-
-// The two dynamic maps (signed, then unsigned, 256 values each) for the element-wise kernels: the
-// first member of the device tables.
-static_assert(offsetof(Bnb8Tables, code) == 0, "codes at the start of the tables");
-const float* device_codes() {
-  return reinterpret_cast<const float*>(device_tables());
 }
 
 __device__ void load_tables(const Bnb8Tables* src, Bnb8Tables* dst) {
@@ -320,8 +387,13 @@ __global__ void __launch_bounds__(kThreads, kFastMinCtas)
         m2 = fmaxf(m2, native::f32_abs(s2[e]));
       }
     }
-    m1 = group_max<G>(m1, red);
-    m2 = group_max<G>(m2, red);
+    if (G == 32) {
+      m1 = warp_max(m1);
+      m2 = warp_max(m2);
+    } else {
+      m1 = block_max(m1, red);
+      m2 = block_max(m2, red);
+    }
     if (lane == 0) {
       absmax1[qb] = m1;
       absmax2[qb] = m2;
@@ -683,11 +755,13 @@ void bnb_adam8_step(const native::Bnb8Scalars& s, float* p, const float* g,
       std::uint8_t *q1r = st.q1 + done, *q2r = st.q2 + done;
       float *a1r = st.absmax1 + full, *a2r = st.absmax2 + full;
       if (st.block == 256) {
-        k_bnb_adam8<32><<<bnb_grid<32>(nb), kThreads, 0, stream>>>(s, pr, gr, q1r, q2r, a1r, a2r,
-                                                                   rest, nb, device_codes());
+        const std::size_t ctas = (nb + 7) / 8;
+        k_bnb_adam8_warp<<<static_cast<unsigned>(ctas < kMaxCtas ? ctas : kMaxCtas), kThreads, 0,
+                           stream>>>(s, pr, gr, q1r, q2r, a1r, a2r, rest, nb, device_codes());
       } else {
-        k_bnb_adam8<256><<<bnb_grid<256>(nb), kThreads, 0, stream>>>(s, pr, gr, q1r, q2r, a1r, a2r,
-                                                                     rest, nb, device_codes());
+        k_bnb_adam8<8>
+            <<<static_cast<unsigned>(nb < kMaxCtas ? nb : kMaxCtas), kThreads, 0, stream>>>(
+                s, pr, gr, q1r, q2r, a1r, a2r, rest, nb, device_codes());
       }
     }
   }
@@ -701,12 +775,14 @@ void bnb_momentum8_step(const native::Bnb8Scalars& s, float* p, const float* g,
     k_bnb_momentum32<<<grid_for(n, kThreads * 4), kThreads, 0, stream>>>(s, p, g, st.s1, n);
   } else {
     const std::size_t nb = (n + st.block - 1) / st.block;
+    const unsigned blocks = static_cast<unsigned>(nb < kMaxCtas ? nb : kMaxCtas);
     if (st.block == 256) {
-      k_bnb_momentum8<32><<<bnb_grid<32>(nb), kThreads, 0, stream>>>(s, p, g, st.q1, st.absmax1, n,
-                                                                     nb, device_codes());
+      const std::size_t ctas = (nb + 7) / 8;
+      k_bnb_momentum8_warp<<<static_cast<unsigned>(ctas < kMaxCtas ? ctas : kMaxCtas), kThreads, 0,
+                             stream>>>(s, p, g, st.q1, st.absmax1, n, nb, device_codes());
     } else if (st.block == 2048) {
-      k_bnb_momentum8<256><<<bnb_grid<256>(nb), kThreads, 0, stream>>>(s, p, g, st.q1, st.absmax1,
-                                                                       n, nb, device_codes());
+      k_bnb_momentum8<8>
+          <<<blocks, kThreads, 0, stream>>>(s, p, g, st.q1, st.absmax1, n, nb, device_codes());
     } else {
       throw InputError("bnb_momentum8_step: block must be 256 or 2048");
     }
