@@ -1,13 +1,6 @@
 // exmy quantize / exmy dequantize: tensor quantization schemes on .npy arrays
-// (docs/SEMANTICS.md 7 and 11).
-//
-// exmy quantize --scheme tensor|rowwise|colwise|block:B|mx --to int8|FORMAT|dynamic|...
-//               --in X.npy [--in-format bf16] --out Q.npy --state-out S.npy [--transpose]
-//               [--variant absmax|te|te-current|torchao] [--order div-mul|recip-mul|mul-recip]
-//               [--nan propagate|ignore] [--round MODE] [--seed N] [--margin M]
-//               [--prev-scale F] [--scale F] [--pow2-scale] [--fp16-clamp]
-//               [--norm recip-mul|div] [--tie even|lower|bnb-cpu] [--device cpu|cuda]
-// exmy dequantize --scheme S --from T --in Q.npy --state S.npy --out X.npy [same switches]
+// (docs/SEMANTICS.md 7 and 11). Parse -> quant::Options -> run on a backend (cpu: sim/quant;
+// cuda: gpu/quantize through gpu/host_arrays); both produce a quant::Quantized, written here.
 //
 // --device cuda runs the GPU kernels (gpu/quantize.hpp) on the same arrays: the same bits as the
 // CPU reference; the element-wise exception flags are not collected there.
@@ -24,26 +17,30 @@
 #include "sim/common/error.hpp"
 #include "sim/io/npy.hpp"
 #include "sim/native/convert.hpp"
+#include "sim/native/pack4.hpp"
 #include "sim/quant/quantize.hpp"
 
 namespace exmy::cli {
 namespace {
 
 constexpr const char* kQuantizeUsage =
-    "usage: exmy quantize --scheme tensor|rowwise|colwise|block:B|mx --to TARGET --in X.npy "
+    "usage: exmy quantize --scheme tensor|rowwise|colwise|block:B|mx|nvfp4 --to TARGET --in X.npy "
     "[--in-format bf16] --out Q.npy --state-out S.npy [--transpose] [--variant "
-    "absmax|te|te-current|torchao] "
+    "absmax|te|te-current|torchao|ocp] [--scale-mode floor|ceil|even|rceil] [--two-level] "
+    "[--tensor-amax F] [--tensor-scale F] [--tensor-scale-out T.npy] [--pack] "
     "[--order div-mul|recip-mul|mul-recip] [--nan propagate|ignore] [--round MODE] [--seed N] "
     "[--margin M] [--prev-scale F] [--scale F] [--amax-epsilon F] [--pow2-scale] [--fp16-clamp] "
     "[--norm recip-mul|div] [--tie even|lower|bnb-cpu] [--device cpu|cuda]";
 constexpr const char* kDequantizeUsage =
     "usage: exmy dequantize --scheme S --from TARGET --in Q.npy --state S.npy --out X.npy "
-    "[--transpose] [--device cpu|cuda] [the quantize switches that name the variant]";
+    "[--tensor-scale-in T.npy] [--transpose] [--pack] [--device cpu|cuda] [the quantize "
+    "switches that name the variant]";
 
 struct CliOptions {
   quant::Options q;
   bool have_scheme = false, have_target = false;
-  std::string in, in_format, out, state;
+  std::string in, in_format, out, state, tensor_state;
+  bool pack = false;  // codes of <= 4-bit formats two per byte (always for nvfp4)
   Device device = Device::cpu;
 };
 
@@ -87,14 +84,22 @@ CliOptions parse(const Args& args, const std::string& target_flag, const std::st
       o.q.transpose = true;
     } else if (a == "--variant") {
       const std::string& v = option_value(args, i);
-      if (v == "absmax" || v == "switchback")
-        o.q.variant = native::CastVariant::absmax;
-      else if (v == "te")
-        o.q.variant = native::CastVariant::te;
-      else if (v == "torchao")
-        o.q.variant = native::CastVariant::torchao;
-      else
-        throw InputError("--variant '" + v + "': expected absmax, te or torchao");
+      o.q.variant = v == "switchback" ? native::CastVariant::absmax : quant::parse_variant(v);
+    } else if (a == "--scale-mode") {
+      o.q.scale_mode = quant::parse_scale_mode(option_value(args, i));
+    } else if (a == "--two-level") {
+      o.q.two_level = true;
+    } else if (a == "--tensor-amax") {
+      o.q.tensor_amax = parse_float_arg(option_value(args, i), "--tensor-amax");
+    } else if (a == "--tensor-scale") {
+      o.q.tensor_scale = parse_float_arg(option_value(args, i), "--tensor-scale");
+    } else if (a == "--tensor-scale-out" || a == "--tensor-scale-in") {
+      if (a != (state_flag == "--state-out" ? "--tensor-scale-out" : "--tensor-scale-in")) {
+        throw InputError("unknown argument '" + a + "' (" + usage + ")");
+      }
+      o.tensor_state = option_value(args, i);
+    } else if (a == "--pack") {
+      o.pack = true;
     } else if (a == "--order") {
       const std::string& v = option_value(args, i);
       if (v == "div-mul")
@@ -155,6 +160,31 @@ CliOptions parse(const Args& args, const std::string& target_flag, const std::st
   if (o.in.empty() || o.out.empty() || o.state.empty()) {
     throw InputError("--in, --out and " + state_flag + " are required");
   }
+  quant::validate_options(o.q);
+  const std::string tflag = state_flag == "--state-out" ? "--tensor-scale-out" : "--tensor-scale-in";
+  if (o.q.two_level && o.tensor_state.empty()) {
+    throw InputError("--two-level: " + tflag + " T.npy is required (the per-tensor scale)");
+  }
+  if (!o.q.two_level && !o.tensor_state.empty()) {
+    throw InputError(tflag + ": expected --two-level");
+  }
+  if (o.q.scheme.kind == quant::Granularity::nvfp4) o.pack = true;
+  if (o.pack) {
+    const bool narrow = o.q.target.kind == FormatKind::floating && o.q.target.fp.total_bits() <= 4;
+    if (!narrow) {
+      throw InputError("--pack: expected a format of at most 4 bits, got '" + o.q.target.name +
+                       "'");
+    }
+  }
+  // Outputs must be distinct files: one would silently replace the other.
+  const std::vector<std::string> outs{o.out, o.state, o.tensor_state};
+  for (std::size_t a = 0; a < outs.size(); ++a) {
+    for (std::size_t b = a + 1; b < outs.size(); ++b) {
+      if (!outs[a].empty() && outs[a] == outs[b]) {
+        throw InputError("'" + outs[a] + "' is named twice: expected distinct files");
+      }
+    }
+  }
   return o;
 }
 
@@ -186,37 +216,51 @@ std::vector<float> read_values(CliOptions& o, io::NpyArray& a) {
   return x;
 }
 
-// The codes and state arrays of a quantization, complete before either file is written (each
-// write is atomic).
-void write_quantized(const CliOptions& o, const std::vector<std::uint8_t>& codes,
-                     const std::vector<std::size_t>& shape, const std::vector<float>& state,
-                     const std::vector<std::uint8_t>& mx_scales,
-                     const std::vector<std::size_t>& state_shape) {
-  const io::NpyArray c =
-      o.q.target.kind == quant::TargetKind::int8
-          ? io::make_npy(std::vector<std::int8_t>(codes.begin(), codes.end()), shape)
-          : io::make_npy(codes, shape);
-  const io::NpyArray st = o.q.scheme.kind == quant::Granularity::mx
-                              ? io::make_npy(mx_scales, state_shape)
-                              : io::make_npy(state, state_shape);
-  io::write_npy(o.out, c);
-  io::write_npy(o.state, st);
+// The codes of a shape packed two per byte along the last dimension (sim/native/pack4.hpp).
+std::vector<std::size_t> packed_shape(std::vector<std::size_t> shape, const std::string& what) {
+  if (shape.empty()) shape = {1};
+  if (shape.back() % 2 != 0) {
+    throw InputError(what + ": --pack needs an even last dimension, got " +
+                     std::to_string(shape.back()));
+  }
+  shape.back() /= 2;
+  return shape;
 }
 
-int run_quantize_cuda([[maybe_unused]] const CliOptions& o) {
+// Every array of a quantization, complete before any file is written (each write is atomic).
+void write_quantized(const CliOptions& o, const quant::Quantized& q) {
+  io::NpyArray c;
+  if (o.pack) {
+    std::vector<std::uint8_t> packed(native::packed4_bytes(q.codes.size()));
+    native::pack4(q.codes.data(), q.codes.size(), packed.data());
+    c = io::make_npy(packed, packed_shape(q.shape, o.in));
+  } else if (o.q.target.kind == FormatKind::integer) {
+    c = io::make_npy(std::vector<std::int8_t>(q.codes.begin(), q.codes.end()), q.shape);
+  } else {
+    c = io::make_npy(q.codes, q.shape);
+  }
+  const io::NpyArray st = q.state.empty() && !q.scale_codes.empty()
+                              ? io::make_npy(q.scale_codes, q.state_shape)
+                              : io::make_npy(q.state, q.state_shape);
+  io::NpyArray ts;
+  if (o.q.two_level) ts = io::make_npy(std::vector<float>{q.tensor_scale}, {1});
+  io::write_npy(o.out, c);
+  io::write_npy(o.state, st);
+  if (o.q.two_level) io::write_npy(o.tensor_state, ts);
+}
+
+quant::Quantized quantize_cuda([[maybe_unused]] const CliOptions& o) {
 #if EXMY_HAVE_CUDA
   const io::NpyArray a = io::read_npy(o.in);
   io::require_c_order(a, o.in);
   const gpu::CastInput type = input_type(a, o.in, o.in_format == "bf16");
-  const std::vector<std::size_t> shape = quant::codes_shape(a.shape, o.q);
+  quant::check_shape(o.q, a.shape);
   std::size_t rows, cols;
   quant::matrix_view(a.shape, rows, cols);
-  const gpu::HostQuantized q = gpu::quantize_host(a.data.data(), type, rows, cols, o.q);
-  const std::size_t groups = quant::group_count(o.q.scheme, rows, cols);
-  write_quantized(o, q.codes, shape, q.state, q.mx_scales, {groups});
-  std::printf("%zu codes, %zu states, scheme %s, device cuda\n", q.codes.size(), groups,
-              quant::scheme_name(o.q.scheme).c_str());
-  return 0;
+  quant::Quantized q = gpu::quantize_host(a.data.data(), type, rows, cols, o.q);
+  q.shape = quant::codes_shape(a.shape, o.q);
+  q.state_shape = quant::state_shape(o.q.scheme, a.shape);
+  return q;
 #else
   throw InputError("--device cuda: this exmy was built without CUDA");
 #endif
@@ -224,14 +268,19 @@ int run_quantize_cuda([[maybe_unused]] const CliOptions& o) {
 
 int run_quantize(const Args& args) {
   CliOptions o = parse(args, "--to", "--state-out", kQuantizeUsage);
-  if (o.device == Device::cuda) return run_quantize_cuda(o);
-  io::NpyArray in;
-  const std::vector<float> x = read_values(o, in);
-  const quant::Quantized q = quant::quantize(x, in.shape, o.q);
-  write_quantized(o, q.codes, q.shape, q.state, q.mx_scales, q.state_shape);
-  std::printf("%zu codes, %zu states, scheme %s, flags %s\n", q.codes.size(),
-              q.state_shape.empty() ? 0 : q.state_shape[0], quant::scheme_name(o.q.scheme).c_str(),
-              flags_text(q.flags).c_str());
+  quant::Quantized q;
+  if (o.device == Device::cuda) {
+    q = quantize_cuda(o);
+  } else {
+    io::NpyArray in;
+    const std::vector<float> x = read_values(o, in);
+    q = quant::quantize(x, in.shape, o.q);
+  }
+  write_quantized(o, q);
+  std::printf("%zu codes, %zu states, scheme %s, device %s, flags %s\n", q.codes.size(),
+              q.state.empty() ? q.scale_codes.size() : q.state.size(),
+              quant::scheme_name(o.q.scheme).c_str(), o.device == Device::cuda ? "cuda" : "cpu",
+              o.device == Device::cuda ? "(not collected)" : flags_text(q.flags).c_str());
   return 0;
 }
 
@@ -239,11 +288,9 @@ std::vector<float> dequantize_cuda([[maybe_unused]] const quant::Quantized& q,
                                    [[maybe_unused]] const std::vector<std::size_t>& in_shape,
                                    [[maybe_unused]] const CliOptions& o) {
 #if EXMY_HAVE_CUDA
-  if (o.q.transpose && q.shape.size() != 2) throw InputError("--transpose: expected 2-d codes");
   std::size_t rows, cols;
   quant::matrix_view(in_shape, rows, cols);
-  gpu::HostQuantized h{q.codes, q.state, q.mx_scales};
-  return gpu::dequantize_host(h, rows, cols, o.q);
+  return gpu::dequantize_host(q, rows, cols, o.q);
 #else
   throw InputError("--device cuda: this exmy was built without CUDA");
 #endif
@@ -254,21 +301,48 @@ int run_dequantize(const Args& args) {
   const io::NpyArray codes = io::read_npy(o.in);
   io::require_c_order(codes, o.in);
   const io::NpyArray state = io::read_npy(o.state);
+  io::require_c_order(state, o.state);
   quant::Quantized q;
   q.shape = codes.shape;
-  if (o.q.target.kind == quant::TargetKind::int8) {
+  if (o.pack) {
+    if (q.shape.empty()) q.shape = {1};
+    q.shape.back() *= 2;
+    const std::vector<std::uint8_t> packed = io::as_u8(codes, o.in);
+    q.codes.resize(packed.size() * 2);
+    native::unpack4(packed.data(), q.codes.size(), q.codes.data());
+  } else if (o.q.target.kind == FormatKind::integer) {
     const auto v = io::as_i8(codes, o.in);
     q.codes.assign(v.begin(), v.end());
   } else {
     q.codes = io::as_u8(codes, o.in);
   }
-  if (o.q.scheme.kind == quant::Granularity::mx) {
-    q.mx_scales = io::as_u8(state, o.state);
+  std::vector<std::size_t> in_shape = q.shape;
+  if (o.q.transpose) {
+    if (q.shape.size() != 2) throw InputError(o.in + ": --transpose expects 2-d codes");
+    in_shape = {q.shape[1], q.shape[0]};
+  }
+  quant::check_shape(o.q, in_shape);
+  const std::vector<std::size_t> want = quant::state_shape(o.q.scheme, in_shape);
+  if (state.shape != want) {
+    std::string w = "(";
+    for (std::size_t k = 0; k < want.size(); ++k) w += (k ? ", " : "") + std::to_string(want[k]);
+    throw InputError(o.state + ": expected a state of shape " + w + (want.size() == 1 ? ",)" : ")") +
+                     " for scheme " + quant::scheme_name(o.q.scheme));
+  }
+  if (quant::make_plan(o.q).byte_scales()) {
+    q.scale_codes = io::as_u8(state, o.state);
   } else {
     q.state = io::as_f32(state, o.state);
   }
-  std::vector<std::size_t> in_shape = q.shape;
-  if (o.q.transpose && q.shape.size() == 2) in_shape = {q.shape[1], q.shape[0]};
+  if (o.q.two_level) {
+    const io::NpyArray t = io::read_npy(o.tensor_state);
+    const std::vector<float> tv = io::as_f32(t, o.tensor_state);
+    if (tv.size() != 1) {
+      throw InputError(o.tensor_state + ": expected one fp32 tensor scale, got " +
+                       std::to_string(tv.size()) + " values");
+    }
+    q.tensor_scale = tv[0];
+  }
   const std::vector<float> x =
       o.device == Device::cuda ? dequantize_cuda(q, in_shape, o) : quant::dequantize(q, o.q);
   io::write_npy(o.out, io::make_npy(x, in_shape));
@@ -279,7 +353,7 @@ int run_dequantize(const Args& args) {
 }  // namespace
 
 EXMY_COMMAND("quantize", run_quantize,
-             "tensor quantization (int8 / FP8 / codebook / MX) of an .npy array, with its state");
+             "tensor quantization (int8 / FP8 / codebook / MX / NVFP4) of an .npy array, with its state");
 EXMY_COMMAND("dequantize", run_dequantize, "dequantize codes + state back to fp32 .npy");
 
 }  // namespace exmy::cli

@@ -84,9 +84,8 @@ void quantize_operand(const VarScheme& s, bool rowwise, std::uint64_t sr_seed, i
   }
   quant::Options o;
   o.scheme.kind = rowwise ? quant::Granularity::row : quant::Granularity::tensor;
-  o.target.kind =
-      s.kind == SchemeKind::int8_absmax ? quant::TargetKind::int8 : quant::TargetKind::float_format;
-  o.target.fmt = s.fmt;
+  o.target = s.kind == SchemeKind::int8_absmax ? quant::parse_target("int8")
+                                               : quant::float_target(s.fmt);
   o.variant = native::CastVariant::absmax;
   // SwitchBack: quantize_rowwise divides then multiplies; quantize_global multiplies by the
   // reciprocal of the absmax.

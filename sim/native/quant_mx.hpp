@@ -22,21 +22,67 @@ EXMY_HD int mx_emax_elem(const FloatFormat& elem) {
   return elem.emax();
 }
 
-// The E8M0 scale code of a block with absmax `amax` (fp32, from absmax_combine with propagate):
-// NaN or inf amax -> 0xFF (NaN scale: the whole block dequantizes to NaN); amax == 0 -> the
-// code 0 (2^-127; every element is then +-0); else the biased exponent
-// floor(log2(amax)) - emax_elem + 127, clamped to [0, 254].
-EXMY_HD std::uint8_t mx_scale_code(float amax, const FloatFormat& elem) {
+// How the block's power-of-two scale is chosen from its absmax (torchao's ScaleCalculationMode;
+// SEMANTICS 7.6). X is the unbiased scale exponent, code X + 127.
+enum class MxScaleMode : std::uint8_t {
+  floor,  // X = floor(log2 amax) - emax_elem (OCP MX v1.0; the default)
+  ceil,   // X = ceil(log2 amax) - emax_elem
+  even,   // amax rounded to the element's mantissa width (ties up) first, then floor
+  rceil,  // X = ceil(log2(amax / fmax)) (cuBLAS / TransformerEngine)
+};
+
+// The exponent field range of E8M0: X in [-127, 127], code X + 127 in [0, 254] (0xFF is NaN).
+EXMY_HD int mx_clamp_exp(int x) { return x < -127 ? -127 : (x > 127 ? 127 : x); }
+
+// A positive finite nonzero fp32 v as sig * 2^(lg - 23) with sig in [2^23, 2^24) (subnormals
+// normalised): lg = floor(log2 v) exactly.
+struct Fp32Norm {
+  int lg;
+  std::uint32_t sig;
+};
+EXMY_HD Fp32Norm fp32_norm(float v) {
+  const std::uint32_t b = bits_of(v) & 0x7FFFFFFFu;
+  const int efield = static_cast<int>(b >> 23);
+  if (efield != 0) return {efield - 127, (b & 0x7FFFFFu) | 0x800000u};
+  const int lz = static_cast<int>(clz64(std::uint64_t{b})) - 40;  // leading zeros in 24 bits
+  return {-126 - lz, b << lz};
+}
+
+// The E8M0 scale code of a block with absmax `amax` (fp32, from absmax_combine), exact
+// arithmetic (OCP MX v1.0 section 6.3 for floor): NaN or inf amax -> 0xFF (NaN scale: the whole
+// block dequantizes to NaN); amax == 0 -> 0 (2^-127; every element is then +-0); else X by the
+// mode from the exact value of amax, clamped to [-127, 127].
+EXMY_HD std::uint8_t mx_scale_code(float amax, const FloatFormat& elem,
+                                   MxScaleMode mode = MxScaleMode::floor) {
   if (!is_finite32(amax)) return kE8m0Nan;
   if (amax == 0.0f) return 0;
-  const std::uint32_t b = bits_of(amax);
-  const int efield = static_cast<int>(b >> 23);
-  // floor(log2(amax)): the unbiased exponent, for subnormals from the leading mantissa bit.
-  const int lg = efield != 0 ? efield - 127 : -86 - clz64(std::uint64_t{b & 0x7FFFFFu});
-  int e = lg - mx_emax_elem(elem) + 127;
-  if (e < 0) e = 0;
-  if (e > 254) e = 254;
-  return static_cast<std::uint8_t>(e);
+  const Fp32Norm a = fp32_norm(amax);
+  const bool pow2 = a.sig == 0x800000u;
+  int x = 0;
+  switch (mode) {
+    case MxScaleMode::floor:
+      x = a.lg - mx_emax_elem(elem);
+      break;
+    case MxScaleMode::ceil:
+      x = a.lg + (pow2 ? 0 : 1) - mx_emax_elem(elem);
+      break;
+    case MxScaleMode::even: {
+      // Round the significand to M fraction bits, ties up: it reaches 2 iff its top M + 1
+      // fraction bits are all ones.
+      const int drop = 23 - elem.man_bits;
+      const std::uint32_t up = (a.sig + (std::uint32_t{1} << (drop - 1))) >> 24;
+      x = a.lg + static_cast<int>(up) - mx_emax_elem(elem);
+      break;
+    }
+    case MxScaleMode::rceil: {
+      // amax / fmax = (sa / sf) * 2^(la - lf) with both significands in [2^23, 2^24): the
+      // quotient's ceil(log2) is la - lf, plus one when sa > sf.
+      const Fp32Norm f = fp32_norm(to_float(elem, elem.max_code()));
+      x = a.lg - f.lg + (a.sig > f.sig ? 1 : 0);
+      break;
+    }
+  }
+  return static_cast<std::uint8_t>(mx_clamp_exp(x) + 127);
 }
 
 // Unbiased scale exponent of a (non-NaN) scale code.

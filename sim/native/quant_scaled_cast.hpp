@@ -29,6 +29,7 @@ enum class CastVariant : std::uint8_t {
   te,          // TransformerEngine _default_sf_compute (delayed-scaling formula)
   torchao,     // torchao.float8
   te_current,  // TransformerEngine 2.x current scaling (compute_scale_from_amax)
+  ocp,         // MX: the OCP Microscaling v1.0 arithmetic (exact scaling)
 };
 
 // The target format's largest finite value as fp32 (448 for e4m3fn, 57344 for e5m2). Formats

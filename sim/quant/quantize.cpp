@@ -8,7 +8,7 @@
 #include "sim/common/error.hpp"
 #include "sim/native/convert.hpp"
 #include "sim/native/philox.hpp"
-#include "sim/native/quant_mx.hpp"
+#include "sim/native/quant_plan.hpp"
 
 namespace exmy::quant {
 
@@ -32,6 +32,7 @@ std::size_t group_count(const Scheme& s, std::size_t rows, std::size_t cols) {
       return cols;
     case Granularity::block:
     case Granularity::mx:
+    case Granularity::nvfp4:
       return (rows * cols + s.block - 1) / s.block;
   }
   return 0;
@@ -48,45 +49,203 @@ std::size_t group_of(const Scheme& s, std::size_t /*rows*/, std::size_t cols, st
       return c;
     case Granularity::block:
     case Granularity::mx:
+    case Granularity::nvfp4:
       return (r * cols + c) / s.block;
   }
   return 0;
 }
 
+namespace {
+bool is_float(const Target& t) { return t.kind == FormatKind::floating; }
+
+// The MX element formats of OCP MX v1.0 (and torchao's to_mx).
+bool mx_element_format(const FloatFormat& f) {
+  return f == formats::e4m3fn || f == formats::e5m2 || f == formats::e2m3fn ||
+         f == formats::e3m2fn || f == formats::e2m1fn;
+}
+
+bool given(float v) { return v == v; }
+}  // namespace
+
 void validate_options(const Options& opt) {
-  if (opt.scheme.kind == Granularity::mx && opt.target.kind != TargetKind::float_format) {
-    throw InputError("scheme mx: expected a float element format (e4m3fn, e5m2, e2m1fn, ...)");
+  using native::CastVariant;
+  const Granularity k = opt.scheme.kind;
+  const CastVariant v = opt.variant;
+  if (k == Granularity::mx) {
+    if (!is_float(opt.target)) {
+      throw InputError("scheme mx: expected a float element format (e4m3fn, e5m2, e2m1fn, ...)");
+    }
+    if (v != CastVariant::absmax && v != CastVariant::ocp && v != CastVariant::torchao) {
+      throw InputError("scheme mx: --variant expected ocp or torchao");
+    }
+    if (v == CastVariant::torchao && !mx_element_format(opt.target.fp)) {
+      throw InputError("scheme mx --variant torchao: expected an element format of torchao's "
+                       "to_mx (e4m3fn, e5m2, e2m3fn, e3m2fn, e2m1fn), got '" + opt.target.name +
+                       "'");
+    }
+    if (opt.transpose) throw InputError("scheme mx: --transpose does not apply");
+  } else if (k == Granularity::nvfp4) {
+    if (!(is_float(opt.target) && opt.target.fp == formats::e2m1fn)) {
+      throw InputError("scheme nvfp4: expected --to e2m1fn, got '" + opt.target.name + "'");
+    }
+    if (v != CastVariant::absmax && v != CastVariant::torchao && v != CastVariant::te) {
+      throw InputError("scheme nvfp4: --variant expected torchao or te");
+    }
+    if (opt.mode != RoundMode::rne) {
+      throw InputError("scheme nvfp4: its element cast rounds to nearest even; --round does not "
+                       "apply");
+    }
+    if (opt.transpose) throw InputError("scheme nvfp4: --transpose does not apply");
+    if (v == CastVariant::te && !opt.two_level) {
+      throw InputError("scheme nvfp4 --variant te: TransformerEngine's NVFP4 always has a "
+                       "per-tensor scale; add --two-level");
+    }
+  } else {
+    if (v == CastVariant::ocp) throw InputError("--variant ocp: expected --scheme mx");
+    if (!is_float(opt.target) && v != CastVariant::absmax) {
+      throw InputError("--variant te/te-current/torchao: expected a float target format");
+    }
   }
-  if (opt.scheme.kind == Granularity::mx && opt.variant != native::CastVariant::absmax) {
-    throw InputError("scheme mx: its power-of-two scale is fixed; --variant does not apply");
+  if (k != Granularity::mx && opt.scale_mode != native::MxScaleMode::floor) {
+    throw InputError("--scale-mode: expected --scheme mx");
   }
-  if (opt.target.kind != TargetKind::float_format && opt.variant != native::CastVariant::absmax) {
-    throw InputError("--variant te/torchao: expected a float target format");
+  if (k == Granularity::mx && opt.mode != RoundMode::rne && v == CastVariant::torchao) {
+    throw InputError("scheme mx --variant torchao: torch's element casts round to nearest even; "
+                     "--round does not apply");
+  }
+  const bool level_given = given(opt.tensor_amax) || given(opt.tensor_scale);
+  if (k != Granularity::nvfp4 && (opt.two_level || level_given)) {
+    throw InputError("--two-level / --tensor-amax / --tensor-scale: expected --scheme nvfp4");
+  }
+  if (level_given && !opt.two_level) {
+    throw InputError("--tensor-amax / --tensor-scale: expected --two-level");
+  }
+  if (given(opt.tensor_amax) && given(opt.tensor_scale)) {
+    throw InputError("--tensor-amax and --tensor-scale: give one of them");
+  }
+  if (given(opt.tensor_amax) && !(opt.tensor_amax > 0.0f && native::is_finite32(opt.tensor_amax))) {
+    throw InputError("--tensor-amax: expected a finite value > 0");
+  }
+  if (given(opt.tensor_scale)) {
+    if (!(opt.tensor_scale > 0.0f && native::is_finite32(opt.tensor_scale))) {
+      throw InputError("--tensor-scale: expected a finite value > 0");
+    }
+    if (v == CastVariant::te) {
+      throw InputError("--tensor-scale: TransformerEngine's reference takes the tensor amax; use "
+                       "--tensor-amax with --variant te");
+    }
   }
   if (opt.mode == RoundMode::sr && (opt.sr_bits < 1 || opt.sr_bits > 32)) {
     throw InputError("rounding sr:R: expected R in 1..32");
   }
 }
 
-namespace {
+native::Nvfp4Tensor nvfp4_tensor_level(const Options& opt, float tensor_amax) {
+  if (!opt.two_level) return {};
+  const float amax = given(opt.tensor_amax) ? opt.tensor_amax : tensor_amax;
+  if (opt.variant == native::CastVariant::te) return native::nvfp4_te_tensor(amax);
+  native::Nvfp4Tensor t;
+  t.two_level = true;
+  t.per_tensor_scale =
+      given(opt.tensor_scale) ? opt.tensor_scale : native::nvfp4_torchao_tensor_scale(amax);
+  return t;
+}
 
-// The scale factor of a te / te_current / torchao group from its amax.
-float variant_scale(const Options& opt, float amax, float fmax) {
-  switch (opt.variant) {
-    case native::CastVariant::te:
-      return native::te_scale(amax, fmax, opt.te_margin, opt.te_prev_scale);
-    case native::CastVariant::te_current:
-      return native::te_current_scale(amax, fmax, opt.pow2_scale, opt.te_amax_epsilon);
-    default:  // torchao
-      return native::torchao_scale(amax, fmax, opt.torchao_fp16_source, opt.pow2_scale);
+float nvfp4_stored_scale(const Options& opt, const native::Nvfp4Tensor& t) {
+  return opt.variant == native::CastVariant::te ? t.global_decode : t.per_tensor_scale;
+}
+
+native::Nvfp4Tensor nvfp4_tensor_from_scale(const Options& opt, float tensor_scale) {
+  native::Nvfp4Tensor t;
+  if (!opt.two_level) return t;
+  t.two_level = true;
+  if (opt.variant == native::CastVariant::te) {
+    t.global_decode = tensor_scale;  // dequantization reads only the decode side
+  } else {
+    t.per_tensor_scale = tensor_scale;
   }
+  return t;
 }
 
-// The random word of element i (flat input index) for the element casts.
-std::uint32_t cast_word(const Options& opt, std::size_t i) {
-  if (opt.mode != RoundMode::sr) return 0;
-  return native::sr_word(native::philox_word(opt.seed, kStreamQuantCast, i), opt.sr_bits);
+native::QuantPlan make_plan(const Options& opt, const native::Nvfp4Tensor& tensor) {
+  using native::CastVariant;
+  using native::ScaleRule;
+  native::QuantPlan p;
+  const Scheme& s = opt.scheme;
+  switch (s.kind) {
+    case Granularity::tensor:
+      p.groups = native::GroupShape::tensor;
+      break;
+    case Granularity::row:
+      p.groups = native::GroupShape::row;
+      break;
+    case Granularity::col:
+      p.groups = native::GroupShape::col;
+      break;
+    case Granularity::block:
+    case Granularity::mx:
+    case Granularity::nvfp4:
+      p.groups = native::GroupShape::block;
+      break;
+  }
+  p.block = static_cast<std::uint32_t>(s.block);
+  const Target& t = opt.target;
+  switch (t.kind) {
+    case FormatKind::integer:
+      p.element = native::ElementKind::int8;
+      break;
+    case FormatKind::floating:
+      p.element = native::ElementKind::float_format;
+      p.fmt = t.fp;
+      p.fmax = native::format_max32(t.fp);
+      break;
+    case FormatKind::codebook:
+      p.element = native::ElementKind::codebook;
+      for (int k = 0; k < 256; ++k) p.codebook[k] = t.cb->values[k];
+      break;
+  }
+  if (s.kind == Granularity::mx) {
+    p.rule = opt.variant == CastVariant::torchao ? ScaleRule::mx_torchao : ScaleRule::mx;
+  } else if (s.kind == Granularity::nvfp4) {
+    p.rule = opt.variant == CastVariant::te ? ScaleRule::nvfp4_te : ScaleRule::nvfp4_torchao;
+  } else if (t.kind == FormatKind::floating) {
+    switch (opt.variant) {
+      case CastVariant::te:
+        p.rule = ScaleRule::te;
+        break;
+      case CastVariant::te_current:
+        p.rule = ScaleRule::te_current;
+        break;
+      case CastVariant::torchao:
+        p.rule = ScaleRule::torchao;
+        break;
+      default:
+        p.rule = ScaleRule::absmax;
+        break;
+    }
+  } else {
+    p.rule = ScaleRule::absmax;
+  }
+  p.mx_mode = opt.scale_mode;
+  p.order = opt.order;
+  p.nan = opt.nan;
+  p.te_margin = opt.te_margin;
+  p.te_prev_scale = opt.te_prev_scale;
+  p.torchao_fp16_source = opt.torchao_fp16_source;
+  p.pow2_scale = opt.pow2_scale;
+  p.te_amax_epsilon = opt.te_amax_epsilon;
+  p.given = given(opt.given_scale) && !p.byte_scales() && p.rule != ScaleRule::absmax;
+  p.given_scale = opt.given_scale;
+  p.tensor = tensor;
+  p.mode = opt.mode;
+  p.sr_bits = opt.sr_bits;
+  p.seed = opt.seed;
+  p.norm = opt.norm;
+  p.tie = opt.tie;
+  return p;
 }
+
+namespace {
 
 std::vector<float> group_absmax(const std::vector<float>& x, const Scheme& s, std::size_t rows,
                                 std::size_t cols, native::NanPolicy nan) {
@@ -102,6 +261,26 @@ std::vector<float> group_absmax(const std::vector<float>& x, const Scheme& s, st
 
 }  // namespace
 
+std::vector<std::size_t> state_shape(const Scheme& s, const std::vector<std::size_t>& shape) {
+  if (s.kind == Granularity::nvfp4) {
+    std::vector<std::size_t> st = shape.empty() ? std::vector<std::size_t>{1} : shape;
+    st.back() /= s.block;
+    return st;
+  }
+  std::size_t rows, cols;
+  matrix_view(shape, rows, cols);
+  return {group_count(s, rows, cols)};
+}
+
+void check_shape(const Options& opt, const std::vector<std::size_t>& shape) {
+  if (opt.scheme.kind != Granularity::nvfp4) return;
+  const std::size_t last = shape.empty() ? 1 : shape.back();
+  if (last % opt.scheme.block != 0) {
+    throw InputError("scheme nvfp4: expected a last dimension divisible by 16, got " +
+                     std::to_string(last));
+  }
+}
+
 std::vector<std::size_t> codes_shape(const std::vector<std::size_t>& shape, const Options& opt) {
   if (!opt.transpose) return shape;
   if (shape.size() != 2) {
@@ -115,6 +294,7 @@ Quantized quantize(const std::vector<float>& x, const std::vector<std::size_t>& 
                    const Options& opt) {
   const std::vector<std::size_t> out_shape = codes_shape(shape, opt);
   validate_options(opt);
+  check_shape(opt, shape);
   std::size_t rows, cols;
   matrix_view(shape, rows, cols);
   if (rows * cols != x.size()) {
@@ -122,141 +302,85 @@ Quantized quantize(const std::vector<float>& x, const std::vector<std::size_t>& 
                      std::to_string(x.size()) + " values were given");
   }
   const Scheme& s = opt.scheme;
-  const Target& t = opt.target;
+  const std::vector<float> amax = group_absmax(x, s, rows, cols, opt.nan);
+  // The NVFP4 tensor level: the absmax of the whole tensor is the max over its groups' absmax
+  // (absmax_combine is associative and commutative).
+  float tensor_amax = native::kAbsmaxInit;
+  for (const float a : amax) tensor_amax = native::absmax_combine(tensor_amax, a, opt.nan);
+  const native::Nvfp4Tensor level = nvfp4_tensor_level(opt, tensor_amax);
+  const native::QuantPlan plan = make_plan(opt, level);
+
   Quantized q;
   q.shape = out_shape;
   q.codes.assign(x.size(), 0);
-  q.state_shape = {group_count(s, rows, cols)};
-  const std::vector<float> amax = group_absmax(x, s, rows, cols, opt.nan);
-
-  const float fmax = t.kind == TargetKind::float_format ? native::format_max32(t.fmt) : 0.0f;
-  // The per-group state: absmax, or the scale factor of te / te_current / torchao.
-  const bool given = opt.given_scale == opt.given_scale;
-  if (s.kind == Granularity::mx) {
-    q.mx_scales.resize(amax.size());
-    for (std::size_t g = 0; g < amax.size(); ++g)
-      q.mx_scales[g] = native::mx_scale_code(amax[g], t.fmt);
-  } else if (opt.variant == native::CastVariant::absmax) {
-    q.state = amax;
+  q.state_shape = state_shape(s, shape);
+  q.tensor_scale = nvfp4_stored_scale(opt, level);
+  std::vector<std::uint32_t> state(amax.size());
+  for (std::size_t g = 0; g < amax.size(); ++g) state[g] = native::group_state(plan, amax[g]);
+  if (plan.byte_scales()) {
+    q.scale_codes.assign(state.begin(), state.end());
   } else {
-    q.state.resize(amax.size());
-    for (std::size_t g = 0; g < amax.size(); ++g) {
-      q.state[g] = given ? opt.given_scale : variant_scale(opt, amax[g], fmax);
-    }
+    q.state.resize(state.size());
+    for (std::size_t g = 0; g < state.size(); ++g) q.state[g] = native::float_of(state[g]);
   }
 
-  const Rounding cast_rounding{opt.mode, opt.sr_bits, Overflow::satfinite};
-  const bool codebook_sr = t.kind == TargetKind::codebook && opt.mode == RoundMode::sr;
+  const bool sr = opt.mode == RoundMode::sr;
   for (std::size_t r = 0; r < rows; ++r) {
     for (std::size_t c = 0; c < cols; ++c) {
       const std::size_t i = r * cols + c;
-      const std::size_t g = group_of(s, rows, cols, r, c);
-      const float xi = x[i];
-      std::uint8_t code = 0;
-      std::uint32_t flags = 0;
-      if (s.kind == Granularity::mx) {
-        const Encoded e =
-            native::mx_element(t.fmt, xi, q.mx_scales[g], opt.mode, opt.sr_bits, cast_word(opt, i));
-        code = static_cast<std::uint8_t>(e.code);
-        flags = e.flags;
-      } else if (t.kind == TargetKind::int8) {
-        const float a = q.state[g];
-        if (a != 0.0f) {
-          const native::Int8Encoded e =
-              native::round_to_int8(native::absmax_scale(xi, a, 127.0f, opt.order),
-                                    {opt.mode, opt.sr_bits}, cast_word(opt, i));
-          code = static_cast<std::uint8_t>(e.code);
-          flags = e.flags;
-        }
-      } else if (t.kind == TargetKind::float_format) {
-        Encoded e;
-        switch (opt.variant) {
-          case native::CastVariant::absmax: {
-            const float a = q.state[g];
-            // All-zero group: no scaling, the signed zero itself is cast.
-            const float y = a == 0.0f ? xi : native::absmax_scale(xi, a, fmax, opt.order);
-            e = native::cast_fp32(t.fmt, y, cast_rounding, cast_word(opt, i));
-            break;
-          }
-          case native::CastVariant::te:
-          case native::CastVariant::te_current:
-          case native::CastVariant::torchao:
-            e = native::scaled_cast_mul(t.fmt, xi, q.state[g], opt.mode, opt.sr_bits,
-                                        cast_word(opt, i));
-            break;
-        }
-        code = static_cast<std::uint8_t>(e.code);
-        flags = e.flags;
-      } else {  // codebook
-        const float n = native::codebook_normalize(xi, q.state[g], opt.norm);
-        const float* v = t.codebook.values.data();
-        if (codebook_sr) {
-          const float u = uniform_from_word(native::philox_word(opt.seed, kStreamQuantCodebook, i));
-          code = codebook_stochastic(v, n, u);
-        } else {
-          code = codebook_nearest(v, n, opt.tie);
-        }
-      }
-      q.flags |= flags;
-      q.codes[opt.transpose ? c * rows + r : i] = code;
+      const std::uint32_t word = sr ? native::philox_word(opt.seed, plan.stream(), i) : 0u;
+      const Encoded e =
+          native::quant_element(plan, x[i], state[group_of(s, rows, cols, r, c)], word);
+      q.flags |= e.flags;
+      q.codes[opt.transpose ? c * rows + r : i] = static_cast<std::uint8_t>(e.code);
     }
   }
   return q;
 }
 
 std::vector<float> dequantize(const Quantized& q, const Options& opt) {
+  validate_options(opt);
   const Scheme& s = opt.scheme;
-  const Target& t = opt.target;
   // The input layout: undo the transpose of the codes' shape.
   std::vector<std::size_t> in_shape = q.shape;
   if (opt.transpose) {
     if (q.shape.size() != 2) throw InputError("--transpose: expected 2-d codes");
     in_shape = {q.shape[1], q.shape[0]};
   }
+  check_shape(opt, in_shape);
   std::size_t rows, cols;
   matrix_view(in_shape, rows, cols);
   if (q.codes.size() != rows * cols) {
     throw InputError("codes: shape has " + std::to_string(rows * cols) + " elements but " +
                      std::to_string(q.codes.size()) + " codes were given");
   }
+  const native::QuantPlan plan = make_plan(opt, nvfp4_tensor_from_scale(opt, q.tensor_scale));
   const std::size_t groups = group_count(s, rows, cols);
-  const std::size_t have = s.kind == Granularity::mx ? q.mx_scales.size() : q.state.size();
+  const std::size_t have = plan.byte_scales() ? q.scale_codes.size() : q.state.size();
   if (have != groups) {
     throw InputError("state: scheme " + scheme_name(s) + " on " + std::to_string(rows) + "x" +
                      std::to_string(cols) + " expects " + std::to_string(groups) +
                      " entries, got " + std::to_string(have));
   }
-  const float fmax = t.kind == TargetKind::float_format ? native::format_max32(t.fmt) : 0.0f;
+  if (plan.element == native::ElementKind::float_format && plan.fmt.total_bits() < 8) {
+    const std::uint32_t limit = 1u << plan.fmt.total_bits();
+    for (std::size_t i = 0; i < q.codes.size(); ++i) {
+      if (q.codes[i] >= limit) {
+        throw InputError("codes: element " + std::to_string(i) + " holds " +
+                         std::to_string(q.codes[i]) + ", expected a code of " +
+                         std::to_string(plan.fmt.total_bits()) + " bits (< " +
+                         std::to_string(limit) + ")");
+      }
+    }
+  }
   std::vector<float> out(rows * cols);
   for (std::size_t r = 0; r < rows; ++r) {
     for (std::size_t c = 0; c < cols; ++c) {
       const std::size_t i = r * cols + c;
       const std::size_t g = group_of(s, rows, cols, r, c);
-      const std::uint8_t code = q.codes[opt.transpose ? c * rows + r : i];
-      float v = 0.0f;
-      if (s.kind == Granularity::mx) {
-        v = native::mx_dequant(t.fmt, code, q.mx_scales[g]);
-      } else if (t.kind == TargetKind::int8) {
-        const float qv = static_cast<float>(static_cast<std::int8_t>(code));
-        v = native::dequant_absmax(qv, q.state[g], 127.0f);
-      } else if (t.kind == TargetKind::float_format) {
-        const float cv = native::to_float(t.fmt, code);
-        switch (opt.variant) {
-          case native::CastVariant::absmax:
-            v = native::dequant_absmax(cv, q.state[g], fmax);
-            break;
-          case native::CastVariant::te_current:
-          case native::CastVariant::te:
-            v = native::dequant_te(cv, q.state[g]);
-            break;
-          case native::CastVariant::torchao:
-            v = native::dequant_torchao(cv, q.state[g]);
-            break;
-        }
-      } else {
-        v = native::codebook_dequant(t.codebook.values.data(), code, q.state[g]);
-      }
-      out[i] = v;
+      const std::uint32_t st =
+          plan.byte_scales() ? q.scale_codes[g] : native::bits_of(q.state[g]);
+      out[i] = native::dequant_element(plan, q.codes[opt.transpose ? c * rows + r : i], st);
     }
   }
   return out;

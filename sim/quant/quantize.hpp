@@ -10,11 +10,13 @@
 #include <vector>
 
 #include "sim/format/codebook.hpp"
+#include "sim/format/registry.hpp"
 #include "sim/native/codebook_lookup.hpp"
 #include "sim/native/float_format.hpp"
 #include "sim/native/quant_absmax.hpp"
 #include "sim/native/quant_codebook.hpp"
 #include "sim/native/quant_int8.hpp"
+#include "sim/native/quant_plan.hpp"
 #include "sim/native/quant_scaled_cast.hpp"
 #include "sim/native/rounding.hpp"
 
@@ -22,33 +24,43 @@ namespace exmy::quant {
 
 // Scaling granularity. A tensor of shape (d0, ..., dn-1) is viewed as a matrix of
 // rows = d0*...*dn-2 and cols = dn-1 (a 1-d tensor is one row, a 0-d tensor one element).
-enum class Granularity : std::uint8_t { tensor, row, col, block, mx };
+// mx: blocks of 32 with an E8M0 scale; nvfp4: blocks of 16 along the last dimension with an
+// E4M3 scale (cols % 16 == 0).
+enum class Granularity : std::uint8_t { tensor, row, col, block, mx, nvfp4 };
 
 struct Scheme {
   Granularity kind = Granularity::tensor;
-  std::size_t block = 0;  // block: B in [32, 4096]; mx: 32
+  std::size_t block = 0;  // block: B in [32, 4096]; mx: 32; nvfp4: 16
 };
 
-// "tensor", "rowwise", "colwise", "block:B", "mx" (InputError otherwise, B in 32..4096).
+// "tensor", "rowwise", "colwise", "block:B", "mx", "nvfp4" (InputError otherwise, B in 32..4096).
 Scheme parse_scheme(std::string_view s);
 std::string scheme_name(const Scheme& s);
 
-enum class TargetKind : std::uint8_t { int8, float_format, codebook };
-
-struct Target {
-  TargetKind kind = TargetKind::int8;
-  FloatFormat fmt{};    // float_format: the element format
-  Codebook codebook{};  // codebook: the 256-entry table
-};
-
-// "int8", a float format name (e4m3fn, e5m2, ...), "dynamic" / "dynamic-unsigned" / "linear" /
-// "linear-unsigned" (bitsandbytes maps) or "codebook:PATH" (a user table). InputError otherwise.
+// The element target is a format of the one registry (sim/format/registry.hpp): int8 (the
+// symmetric integer format), a float format of at most 8 bits, or a codebook (dynamic,
+// dynamic-unsigned, linear, linear-unsigned, table:PATH; codebook:PATH is the same as table:).
+using Target = Format;
+// parse_format plus the quantizer's own limits (InputError otherwise).
 Target parse_target(std::string_view s);
+// The target of a float format descriptor (for callers that hold one rather than a name).
+Target float_target(const FloatFormat& f);
+
+// "floor", "ceil", "even", "rceil" (InputError otherwise).
+native::MxScaleMode parse_scale_mode(std::string_view s);
+// "absmax", "te", "te-current", "torchao", "ocp" (InputError otherwise; the scheme decides which
+// apply, validate_options).
+native::CastVariant parse_variant(std::string_view s);
+// Every name parse_variant accepts, in the order of the usage texts.
+inline constexpr const char* kVariantNames[] = {"absmax", "te", "te-current", "torchao", "ocp"};
+inline constexpr const char* kScaleModeNames[] = {"floor", "ceil", "even", "rceil"};
 
 struct Options {
   Scheme scheme;
-  Target target;
-  native::CastVariant variant = native::CastVariant::absmax;  // float targets
+  Target target = parse_target("int8");
+  // Float targets: absmax (default), te, te-current, torchao. mx: ocp (default; absmax means the
+  // same) or torchao. nvfp4: torchao (default; absmax means the same) or te.
+  native::CastVariant variant = native::CastVariant::absmax;
   native::ScaleOrder order = native::ScaleOrder::div_mul;     // absmax variant (int8 and float)
   native::NanPolicy nan = native::NanPolicy::propagate;
   RoundMode mode = RoundMode::rne;
@@ -62,25 +74,41 @@ struct Options {
   // te / torchao: use this scale for every group instead of the one computed from the amax
   // (delayed scaling: the scale of an earlier step). NaN = not given.
   float given_scale = __builtin_nanf("");
+  native::MxScaleMode scale_mode = native::MxScaleMode::floor;  // mx
+  bool two_level = false;  // nvfp4: a per-tensor fp32 scale above the block scales
+  // nvfp4 two-level: the tensor amax to use instead of the input's (calibration); NaN = not given.
+  float tensor_amax = __builtin_nanf("");
+  // nvfp4 two-level, torchao: the per_tensor_scale itself; NaN = not given.
+  float tensor_scale = __builtin_nanf("");
   native::NormOrder norm = native::NormOrder::recip_mul;  // codebook normalization
   TieRule tie = TieRule::even_index;                      // codebook nearest-code ties
   bool transpose = false;  // fused quantize + transpose (2-d views only): codes are Q(x)^T
 };
 
-// Random streams (SEMANTICS 3.2): element casts of tensor quantization (int8, float, MX) draw
-// from this stream at the element's flat row-major index in the *input* tensor; the codebook
-// stochastic lookup from the next one.
-inline constexpr std::uint32_t kStreamQuantCast = 16;
-inline constexpr std::uint32_t kStreamQuantCodebook = 17;
+// Random streams (SEMANTICS 3.2), as the plan defines them.
+inline constexpr std::uint32_t kStreamQuantCast = native::kStreamQuantCast;
+inline constexpr std::uint32_t kStreamQuantCodebook = native::kStreamQuantCodebook;
 
 struct Quantized {
   std::vector<std::size_t> shape;        // codes' shape (the input's; transposed 2-d when asked)
   std::vector<std::uint8_t> codes;       // one byte per element: int8 as two's complement bits
-  std::vector<float> state;              // fp32 absmax or scale per group (not for mx)
-  std::vector<std::uint8_t> mx_scales;   // mx: one E8M0 code per block of 32
-  std::vector<std::size_t> state_shape;  // tensor {1}; row {rows}; col {cols}; block/mx {nblocks}
-  std::uint32_t flags = 0;               // OR of the element conversions' exmy::flag bits
+  std::vector<float> state;              // fp32 absmax or scale per group (fp32 scale rules)
+  std::vector<std::uint8_t> scale_codes;  // mx: E8M0 codes; nvfp4: E4M3 codes (one per group)
+  std::vector<std::size_t> state_shape;  // tensor {1}; row {rows}; col {cols}; block/mx {nblocks};
+                                         // nvfp4 the input's shape with the last dim / 16
+  float tensor_scale = 1.0f;  // nvfp4 two-level: the per-tensor factor dequantization applies
+  std::uint32_t flags = 0;    // OR of the element conversions' exmy::flag bits
 };
+
+// The plan of a quantization (sim/native/quant_plan.hpp) from validated options. `tensor` is
+// the NVFP4 per-tensor level (ignored by other schemes).
+native::QuantPlan make_plan(const Options& opt, const native::Nvfp4Tensor& tensor = {});
+// The NVFP4 per-tensor level of a two-level plan from the tensor's absmax (or the options'
+// given amax / scale), and back from a stored tensor scale (dequantization).
+native::Nvfp4Tensor nvfp4_tensor_level(const Options& opt, float tensor_amax);
+native::Nvfp4Tensor nvfp4_tensor_from_scale(const Options& opt, float tensor_scale);
+// The stored tensor scale of a level (the factor dequantization applies).
+float nvfp4_stored_scale(const Options& opt, const native::Nvfp4Tensor& t);
 
 // The shape-independent option checks shared by the CPU and GPU paths (InputError on misuse).
 void validate_options(const Options& opt);
@@ -91,6 +119,12 @@ std::size_t group_of(const Scheme& s, std::size_t rows, std::size_t cols, std::s
 // The codes' shape: the input's, or its transpose (2-d only; InputError otherwise) when
 // opt.transpose.
 std::vector<std::size_t> codes_shape(const std::vector<std::size_t>& shape, const Options& opt);
+// The state array's shape for an input of `shape` (nvfp4: the shape with its last dimension / 16;
+// otherwise {group_count}).
+std::vector<std::size_t> state_shape(const Scheme& s, const std::vector<std::size_t>& shape);
+// NVFP4's shape rule: a last dimension divisible by 16 (InputError otherwise; no-op for other
+// schemes).
+void check_shape(const Options& opt, const std::vector<std::size_t>& shape);
 // rows/cols of the matrix view of a shape.
 void matrix_view(const std::vector<std::size_t>& shape, std::size_t& rows, std::size_t& cols);
 

@@ -21,6 +21,7 @@ Scheme parse_scheme(std::string_view s) {
   if (s == "rowwise" || s == "row") return {Granularity::row, 0};
   if (s == "colwise" || s == "col" || s == "columnwise") return {Granularity::col, 0};
   if (s == "mx") return {Granularity::mx, static_cast<std::size_t>(native::kMxBlock)};
+  if (s == "nvfp4") return {Granularity::nvfp4, static_cast<std::size_t>(native::kNvfp4Block)};
   if (s.substr(0, 6) == "block:") {
     const std::string_view num = s.substr(6);
     std::size_t b = 0;
@@ -30,7 +31,7 @@ Scheme parse_scheme(std::string_view s) {
     }
   }
   throw InputError("scheme '" + std::string(s) +
-                   "': expected tensor, rowwise, colwise, block:B (B in 32..4096) or mx");
+                   "': expected tensor, rowwise, colwise, block:B (B in 32..4096), mx or nvfp4");
 }
 
 std::string scheme_name(const Scheme& s) {
@@ -45,40 +46,72 @@ std::string scheme_name(const Scheme& s) {
       return "block:" + std::to_string(s.block);
     case Granularity::mx:
       return "mx";
+    case Granularity::nvfp4:
+      return "nvfp4";
   }
   return "?";
 }
 
 Target parse_target(std::string_view s) {
-  Target t;
-  if (s == "int8") {
-    t.kind = TargetKind::int8;
-    return t;
+  constexpr const char* kExpected =
+      "expected int8, a float format of <= 8 bits (e4m3fn, e5m2, e2m1fn, ...), dynamic, "
+      "dynamic-unsigned, linear, linear-unsigned or table:PATH (codebook:PATH)";
+  // codebook:PATH is the quantizer's older spelling of the registry's table:PATH.
+  const std::string name = s.substr(0, 9) == "codebook:" ? "table:" + std::string(s.substr(9))
+                                                         : std::string(s);
+  Format f;
+  try {
+    f = parse_format(name);
+  } catch (const InputError&) {
+    throw InputError("target '" + std::string(s) + "': " + kExpected);
   }
-  if (s == "dynamic" || s == "dynamic-unsigned" || s == "linear" || s == "linear-unsigned") {
-    t.kind = TargetKind::codebook;
-    const bool is_signed = s.find("unsigned") == std::string_view::npos;
-    t.codebook =
-        s.substr(0, 7) == "dynamic" ? dynamic_codebook(is_signed) : linear_codebook(is_signed);
-    return t;
+  f.name = std::string(s);
+  switch (f.kind) {
+    case FormatKind::integer:
+      if (!(f.in.bits == 8 && f.in.is_signed && f.in.symmetric)) {
+        throw InputError("target '" + std::string(s) +
+                         "': the quantizers' integer target is int8 (symmetric, [-127, 127])");
+      }
+      break;
+    case FormatKind::floating:
+      if (f.fp.total_bits() > 8) {
+        throw InputError("target '" + std::string(s) +
+                         "': scaled casts store one byte per code; expected a format of <= 8 bits");
+      }
+      break;
+    case FormatKind::codebook:
+      break;
   }
-  if (s.substr(0, 9) == "codebook:") {
-    t.kind = TargetKind::codebook;
-    t.codebook = load_codebook(std::string(s.substr(9)));
-    return t;
+  return f;
+}
+
+Target float_target(const FloatFormat& f) {
+  if (f.total_bits() > 8) {
+    throw InputError("target '" + float_format_name(f) + "': expected a format of <= 8 bits");
   }
-  if (const auto f = parse_float_format(s)) {
-    if (f->total_bits() > 8) {
-      throw InputError("target '" + std::string(s) +
-                       "': scaled casts store one byte per code; expected a format of <= 8 bits");
-    }
-    t.kind = TargetKind::float_format;
-    t.fmt = *f;
-    return t;
-  }
-  throw InputError("target '" + std::string(s) +
-                   "': expected int8, a float format of <= 8 bits (e4m3fn, e5m2, ...), dynamic, "
-                   "dynamic-unsigned, linear, linear-unsigned or codebook:PATH");
+  Format t;
+  t.name = float_format_name(f);
+  t.kind = FormatKind::floating;
+  t.fp = f;
+  return t;
+}
+
+native::MxScaleMode parse_scale_mode(std::string_view s) {
+  if (s == "floor") return native::MxScaleMode::floor;
+  if (s == "ceil") return native::MxScaleMode::ceil;
+  if (s == "even") return native::MxScaleMode::even;
+  if (s == "rceil") return native::MxScaleMode::rceil;
+  throw InputError("--scale-mode '" + std::string(s) + "': expected floor, ceil, even or rceil");
+}
+
+native::CastVariant parse_variant(std::string_view s) {
+  if (s == "absmax") return native::CastVariant::absmax;
+  if (s == "te") return native::CastVariant::te;
+  if (s == "te-current") return native::CastVariant::te_current;
+  if (s == "torchao") return native::CastVariant::torchao;
+  if (s == "ocp") return native::CastVariant::ocp;
+  throw InputError("--variant '" + std::string(s) +
+                   "': expected absmax, te, te-current, torchao or ocp");
 }
 
 }  // namespace exmy::quant

@@ -43,9 +43,9 @@ inline std::string compare_quantize(CastInput in_type, const std::vector<std::ui
   QuantizedOut out;
   out.codes = static_cast<std::uint8_t*>(dcodes.get());
   out.state = static_cast<float*>(dstate.get());
-  out.mx_scales = static_cast<std::uint8_t*>(dmx.get());
+  out.scale_codes = static_cast<std::uint8_t*>(dmx.get());
   quantize(dx.get(), in_type, rows, cols, opt, out);
-  dequantize(out.codes, out.state, out.mx_scales, rows, cols, opt, static_cast<float*>(ddeq.get()));
+  dequantize(out.codes, out.state, out.scale_codes, rows, cols, opt, static_cast<float*>(ddeq.get()));
   const auto codes = dcodes.download<std::uint8_t>(n);
   const auto state = dstate.download<std::uint32_t>(groups);
   const auto scales = dmx.download<std::uint8_t>(groups);
@@ -54,9 +54,9 @@ inline std::string compare_quantize(CastInput in_type, const std::vector<std::ui
   std::ostringstream s;
   s << std::hex;
   for (std::size_t g = 0; g < groups; ++g) {
-    if (mx && scales[g] != ref.mx_scales[g]) {
+    if (mx && scales[g] != ref.scale_codes[g]) {
       s << "mx scale of group " << std::dec << g << std::hex << ": gpu 0x" << unsigned(scales[g])
-        << " cpu 0x" << unsigned(ref.mx_scales[g]);
+        << " cpu 0x" << unsigned(ref.scale_codes[g]);
       return s.str();
     }
     if (!mx && state[g] != native::bits_of(ref.state[g])) {

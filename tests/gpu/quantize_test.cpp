@@ -65,7 +65,7 @@ TEST_CASE("GPU quantize/dequantize equals the CPU reference for every scheme", "
     for (const auto& tgt : targets) {
       quant::Options o = options(sch, tgt);
       if (o.scheme.kind == quant::Granularity::mx &&
-          o.target.kind != quant::TargetKind::float_format) {
+          o.target.kind != FormatKind::floating) {
         continue;
       }
       for (const Shape& sh : shapes) {
@@ -273,12 +273,14 @@ TEST_CASE("GPU codebook lookup with a crowded user table uses the exact search",
   // buckets (and one at 0 in the clamped bucket) must still give codebook_nearest's codes.
   quant::Options o = options("block:256", "dynamic");
   // Ascending: 127 values from -0.5 in steps of 2^-12, then -+2^-40, then 127 from 0.25.
+  Codebook crowded = *o.target.cb;
   for (int k = 0; k < 256; ++k) {
-    o.target.codebook.values[k] = k < 127    ? -0.5f + static_cast<float>(k) * 0x1p-12f
-                                  : k == 127 ? -0x1p-40f
-                                  : k == 128 ? 0x1p-40f
-                                             : 0.25f + static_cast<float>(k - 129) * 0x1p-12f;
+    crowded.values[k] = k < 127    ? -0.5f + static_cast<float>(k) * 0x1p-12f
+                        : k == 127 ? -0x1p-40f
+                        : k == 128 ? 0x1p-40f
+                                   : 0.25f + static_cast<float>(k - 129) * 0x1p-12f;
   }
+  o.target.cb = std::make_shared<const Codebook>(crowded);
   const auto xs = data(32 * 256, 31, true);
   for (auto tie : {TieRule::even_index, TieRule::lower_index}) {
     o.tie = tie;

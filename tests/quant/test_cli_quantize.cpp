@@ -96,7 +96,7 @@ TEST_CASE("CLI quantize -> dequantize round trip equals the library", "[quant][c
     CHECK(qa.data == want.codes);
     const io::NpyArray sa = io::read_npy(s);
     if (o.scheme.kind == quant::Granularity::mx) {
-      CHECK(io::as_u8(sa, s) == want.mx_scales);
+      CHECK(io::as_u8(sa, s) == want.scale_codes);
     } else {
       CHECK(io::as_f32(sa, s) == want.state);
     }

@@ -62,9 +62,9 @@ TEST_CASE("codebook block-wise quantization matches the linear midpoint scan",
           if (q.state[g] != static_cast<float>(amax)) ++bad;
           const float n =
               norm == native::NormOrder::div ? rn32(x[i] / amax) : rn32(x[i] * rn32(1.0 / amax));
-          const int want = nearest_linear(o.target.codebook.values, n);
+          const int want = nearest_linear(o.target.cb->values, n);
           if (q.codes[i] != want) ++bad;
-          if (d[i] != rn32(double(o.target.codebook.values[want]) * amax)) ++bad;
+          if (d[i] != rn32(double(o.target.cb->values[want]) * amax)) ++bad;
         }
         INFO(table << " " << scheme << " norm " << static_cast<int>(norm));
         CHECK(bad == 0);
@@ -81,12 +81,12 @@ TEST_CASE("codebook boundary table: zero blocks, NaN, partial block", "[quant][c
   const Quantized q = quantize(x, {40}, o);
   REQUIRE(q.state.size() == 2);
   CHECK(q.state[0] == 0.0f);
-  const float zero_code_value = o.target.codebook.values[q.codes[0]];
+  const float zero_code_value = o.target.cb->values[q.codes[0]];
   CHECK(zero_code_value == 0.0f);  // the all-zero block maps to the code of 0
   CHECK(q.codes[35] == 0);         // -1 is below the signed dynamic map's first entry (-0.99297...)
   const auto d = dequantize(q, o);
   CHECK(d[0] == 0.0f);
-  CHECK(d[35] == rn32(double(o.target.codebook.values[0]) * 2.0));
+  CHECK(d[35] == rn32(double(o.target.cb->values[0]) * 2.0));
   // NaN: propagate gives a NaN state (the block dequantizes to NaN); ignore keeps the absmax of
   // the rest and the NaN element takes code 0 (bitsandbytes' search ends there).
   x[3] = NAN;

@@ -327,7 +327,7 @@ TEST_CASE("scheme and target names", "[quant]") {
   CHECK_THROWS_AS(parse_scheme("block:4097"), InputError);
   CHECK_THROWS_AS(parse_scheme("block:12x"), InputError);
   CHECK_THROWS_AS(parse_scheme("rows"), InputError);
-  CHECK(parse_target("e4m3fn").kind == TargetKind::float_format);
+  CHECK(parse_target("e4m3fn").kind == FormatKind::floating);
   CHECK_THROWS_AS(parse_target("bf16"), InputError);
   CHECK_THROWS_AS(parse_target("int4"), InputError);
   // Shape / state mismatches are input errors, never out-of-bounds reads.

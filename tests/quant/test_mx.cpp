@@ -56,11 +56,11 @@ TEST_CASE("mx elements are the satfinite rne cast of x / 2^scale", "[quant][mx]"
     auto x = quant_test::random_floats(rng, n);
     const Options o = mx_opts(fname);
     const Quantized q = quantize(x, {n}, o);
-    REQUIRE(q.mx_scales.size() == 6);
+    REQUIRE(q.scale_codes.size() == 6);
     const auto d = dequantize(q, o);
     std::size_t bad = 0;
     for (std::size_t i = 0; i < n; ++i) {
-      const int se = q.mx_scales[i / 32] - 127;
+      const int se = q.scale_codes[i / 32] - 127;
       const double y = std::ldexp(static_cast<double>(x[i]), -se);  // exact
       const auto want = quant_test::nearest_code_satfinite(f, y);
       if (q.codes[i] != want) ++bad;
@@ -78,8 +78,8 @@ TEST_CASE("mx boundary table: NaN/inf blocks, zero blocks, bad targets", "[quant
   x[40] = -0.0f;
   const Options o = mx_opts("e4m3fn");
   const Quantized q = quantize(x, {64}, o);
-  CHECK(q.mx_scales[0] == 0xFF);
-  CHECK(q.mx_scales[1] == 0);
+  CHECK(q.scale_codes[0] == 0xFF);
+  CHECK(q.scale_codes[1] == 0);
   CHECK(q.codes[0] == 0x7F);  // NaN scale: element codes NaN
   CHECK(q.codes[40] == 0x80);
   const auto d = dequantize(q, o);

@@ -200,7 +200,7 @@ TEST_CASE("float scaled casts and MX: quantize -> dequantize error bound", "[qua
           const std::size_t g = group_of(o.scheme, 8, 64, i / 64, i % 64);
           double k;  // y = k x
           if (o.scheme.kind == Granularity::mx)
-            k = std::ldexp(1.0, 127 - q.mx_scales[g]);
+            k = std::ldexp(1.0, 127 - q.scale_codes[g]);
           else if (v == native::CastVariant::absmax)
             k = fmax / q.state[g];
           else
