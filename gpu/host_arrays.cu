@@ -66,45 +66,50 @@ std::vector<float> cast_fake_quant_host(const void* in, CastInput in_type, std::
   return out.download<float>(n);
 }
 
-HostQuantized quantize_host(const void* x, CastInput in_type, std::size_t rows, std::size_t cols,
-                            const quant::Options& opt) {
+quant::Quantized quantize_host(const void* x, CastInput in_type, std::size_t rows,
+                               std::size_t cols, const quant::Options& opt) {
   const std::size_t n = rows * cols;
   const std::size_t groups = quant::group_count(opt.scheme, rows, cols);
-  const bool mx = opt.scheme.kind == quant::Granularity::mx;
+  const bool bytes = quant::make_plan(opt).byte_scales();
   const DeviceBuffer dx(x, n * input_bytes(in_type));
   const DeviceBuffer codes(n);
-  const DeviceBuffer state(mx ? 0 : groups * sizeof(float));
-  const DeviceBuffer scales(mx ? groups : 0);
+  const DeviceBuffer state(bytes ? 0 : groups * sizeof(float));
+  const DeviceBuffer scales(bytes ? groups : 0);
+  const DeviceBuffer tensor(opt.two_level ? sizeof(float) : 0);
   quantize(dx.as<void>(), in_type, rows, cols, opt,
-           QuantizedOut{codes.as<std::uint8_t>(), state.as<float>(), scales.as<std::uint8_t>()});
+           QuantizedOut{codes.as<std::uint8_t>(), state.as<float>(), scales.as<std::uint8_t>(),
+                        tensor.as<float>()});
   finish("quantize kernels");
-  HostQuantized q;
+  quant::Quantized q;
+  q.shape = {rows, cols};
+  q.state_shape = {groups};
   q.codes = codes.download<std::uint8_t>(n);
-  if (mx) {
-    q.mx_scales = scales.download<std::uint8_t>(groups);
+  if (bytes) {
+    q.scale_codes = scales.download<std::uint8_t>(groups);
   } else {
     q.state = state.download<float>(groups);
   }
+  if (opt.two_level) q.tensor_scale = tensor.download<float>(1)[0];
   return q;
 }
 
-std::vector<float> dequantize_host(const HostQuantized& q, std::size_t rows, std::size_t cols,
+std::vector<float> dequantize_host(const quant::Quantized& q, std::size_t rows, std::size_t cols,
                                    const quant::Options& opt) {
   const std::size_t n = rows * cols;
   const std::size_t groups = quant::group_count(opt.scheme, rows, cols);
-  const bool mx = opt.scheme.kind == quant::Granularity::mx;
-  if (q.codes.size() != n || (mx ? q.mx_scales.size() : q.state.size()) != groups) {
+  const bool bytes = quant::make_plan(opt).byte_scales();
+  const std::size_t have = bytes ? q.scale_codes.size() : q.state.size();
+  if (q.codes.size() != n || have != groups) {
     throw InputError("dequantize: expected " + std::to_string(n) + " codes and " +
-                     std::to_string(groups) + (mx ? " mx scales" : " states") + ", got " +
-                     std::to_string(q.codes.size()) + " and " +
-                     std::to_string(mx ? q.mx_scales.size() : q.state.size()));
+                     std::to_string(groups) + (bytes ? " scale codes" : " states") + ", got " +
+                     std::to_string(q.codes.size()) + " and " + std::to_string(have));
   }
   const DeviceBuffer codes(q.codes.data(), n);
-  const DeviceBuffer state(q.state.data(), mx ? 0 : groups * sizeof(float));
-  const DeviceBuffer scales(q.mx_scales.data(), mx ? groups : 0);
+  const DeviceBuffer state(q.state.data(), bytes ? 0 : groups * sizeof(float));
+  const DeviceBuffer scales(q.scale_codes.data(), bytes ? groups : 0);
   const DeviceBuffer out(n * sizeof(float));
   dequantize(codes.as<std::uint8_t>(), state.as<float>(), scales.as<std::uint8_t>(), rows, cols,
-             opt, out.as<float>());
+             opt, out.as<float>(), nullptr, q.tensor_scale);
   finish("dequantize kernel");
   return out.download<float>(n);
 }

@@ -21,16 +21,12 @@ std::vector<std::uint8_t> cast_codes_host(const void* in, CastInput in_type, std
 std::vector<float> cast_fake_quant_host(const void* in, CastInput in_type, std::size_t n,
                                         const CastParams& params);
 
-struct HostQuantized {
-  std::vector<std::uint8_t> codes;      // rows * cols bytes (cols x rows when transposed)
-  std::vector<float> state;             // quant::group_count floats (empty for mx)
-  std::vector<std::uint8_t> mx_scales;  // mx only
-};
-// The rows x cols matrix at x (row-major) quantized under opt.
-HostQuantized quantize_host(const void* x, CastInput in_type, std::size_t rows, std::size_t cols,
-                            const quant::Options& opt);
+// The rows x cols matrix at x (row-major) quantized under opt (shape and state_shape are the
+// matrix view's; the caller sets the tensor's own). Codes one per byte (unpacked).
+quant::Quantized quantize_host(const void* x, CastInput in_type, std::size_t rows,
+                               std::size_t cols, const quant::Options& opt);
 // The inverse: rows x cols fp32 values in the input layout.
-std::vector<float> dequantize_host(const HostQuantized& q, std::size_t rows, std::size_t cols,
+std::vector<float> dequantize_host(const quant::Quantized& q, std::size_t rows, std::size_t cols,
                                    const quant::Options& opt);
 
 }  // namespace exmy::gpu

@@ -56,31 +56,15 @@ constexpr float kInt8Q = static_cast<float>(native::kInt8Max);
 
 enum class Kind : std::uint8_t { int8, flt, codebook, mx };
 
+// The plan (sim/native/quant_plan.hpp) and what the launch needs beside it.
 struct QArgs {
+  native::QuantPlan p;
   Kind kind;
   bool col;  // column-wise groups (g = c); otherwise contiguous groups of G
   bool transpose;
   std::uint64_t rows, cols, n, G, groups;
-  FloatFormat fmt;
   FastCastPlan plan;  // for flt / mx targets where fast_cast_supported(fmt)
   bool fast;
-  float fmax;
-  native::CastVariant variant;
-  native::ScaleOrder order;
-  native::NanPolicy nan;
-  RoundMode mode;
-  int sr_bits;
-  std::uint64_t seed;
-  int te_margin;
-  float te_prev;
-  bool fp16src;
-  bool pow2;     // torchao / te_current power-of-two scales
-  float te_eps;  // te_current amax epsilon
-  bool given;    // te / te_current / torchao: given_scale replaces the computed scale
-  float given_scale;
-  native::NormOrder norm;
-  TieRule tie;
-  float cb[256];
 };
 
 // ---- input runs: kRun consecutive elements as 32-bit words (fp32: one element per word;
@@ -226,19 +210,13 @@ struct In_<CastInput::fp16> {
   }
 };
 
-// The per-group state (SEMANTICS 7; quant::quantize's state loop).
+// The per-group state (native::group_state): fp32 for int8 / flt / codebook, a byte code for the
+// block-scaled rules (Kind::mx: MX and NVFP4).
 __device__ __forceinline__ float state_of(const QArgs& a, float amax) {
-  if (a.kind != Kind::flt) return amax;
-  switch (a.variant) {
-    case native::CastVariant::te:
-      return a.given ? a.given_scale : native::te_scale(amax, a.fmax, a.te_margin, a.te_prev);
-    case native::CastVariant::te_current:
-      return a.given ? a.given_scale : native::te_current_scale(amax, a.fmax, a.pow2, a.te_eps);
-    case native::CastVariant::torchao:
-      return a.given ? a.given_scale : native::torchao_scale(amax, a.fmax, a.fp16src, a.pow2);
-    default:
-      return amax;
-  }
+  return native::float_of(native::group_state(a.p, amax));
+}
+__device__ __forceinline__ std::uint8_t scale_code_of(const QArgs& a, float amax) {
+  return static_cast<std::uint8_t>(native::group_state(a.p, amax));
 }
 
 // The heavy native paths, by name (mx elements, generic casts).
@@ -247,63 +225,29 @@ __device__ __forceinline__ std::uint8_t cold_mx_element(FloatFormat f, float x, 
                                                         std::uint32_t rand) {
   return static_cast<std::uint8_t>(native::mx_element(f, x, scale, mode, sr_bits, rand).code);
 }
-__device__ __forceinline__ std::uint8_t cold_cast_fp32(FloatFormat f, float y, Rounding r,
-                                                       std::uint32_t rand) {
-  return static_cast<std::uint8_t>(native::cast_fp32(f, y, r, rand).code);
-}
-__device__ __forceinline__ std::uint8_t cold_scaled_cast_mul(FloatFormat f, float x, float s,
-                                                             RoundMode mode, int sr_bits,
-                                                             std::uint32_t rand) {
-  return static_cast<std::uint8_t>(native::scaled_cast_mul(f, x, s, mode, sr_bits, rand).code);
-}
 __device__ __noinline__ std::uint8_t cold_codebook_nearest(const float* cb, float n, TieRule tie) {
   return codebook_nearest(cb, n, tie);
 }
-__device__ __forceinline__ float cold_mx_dequant(FloatFormat f, std::uint8_t code,
-                                                 std::uint8_t scale) {
-  return native::mx_dequant(f, code, scale);
-}
 
-__device__ __forceinline__ std::uint32_t stream_of(const QArgs& a) {
-  return a.kind == Kind::codebook ? quant::kStreamQuantCodebook : quant::kStreamQuantCast;
-}
+__device__ __forceinline__ std::uint32_t stream_of(const QArgs& a) { return a.p.stream(); }
 
 // The code of element i (flat input index) given its group's state; `word` is the element's
-// 32-bit Philox word of stream_of(a) (unused unless a.mode is sr). quant::quantize's loop body,
+// 32-bit Philox word of stream_of(a) (unused unless a.p.mode is sr). quant::quantize's loop body,
 // for the target kind K.
 template <Kind K>
 __device__ __forceinline__ std::uint8_t quant_one(const QArgs& a, const float* cb, float x,
                                                   float st, std::uint8_t mxs, std::uint32_t word) {
-  const bool sr = a.mode == RoundMode::sr;
-  const std::uint32_t rand = sr ? native::sr_word(word, a.sr_bits) : 0u;
-  if constexpr (K == Kind::mx) {
-    return cold_mx_element(a.fmt, x, mxs, a.mode, a.sr_bits, rand);
-  } else if constexpr (K == Kind::int8) {
+  (void)cb;
+  if constexpr (K == Kind::int8) {
+    // The integer rounding of native::round_to_int8 by one cvt (gpu/fast_int8.hpp).
     if (st == 0.0f) return 0;
-    if (int8_fast_mode(a.mode)) {
+    if (int8_fast_mode(a.p.mode)) {
       return static_cast<std::uint8_t>(
-          fast_round_to_int8(native::absmax_scale(x, st, kInt8Q, a.order), a.mode));
+          fast_round_to_int8(native::absmax_scale(x, st, kInt8Q, a.p.order), a.p.mode));
     }
-    const Rounding r{a.mode, a.sr_bits};
-    return static_cast<std::uint8_t>(
-        native::round_to_int8(native::absmax_scale(x, st, kInt8Q, a.order), r, rand).code);
-  } else if constexpr (K == Kind::flt) {
-    const Rounding r{a.mode, a.sr_bits, Overflow::satfinite};
-    float y;
-    if (a.variant == native::CastVariant::absmax) {
-      y = st == 0.0f ? x : native::absmax_scale(x, st, a.fmax, a.order);
-      if (!a.fast) return cold_cast_fp32(a.fmt, y, r, rand);
-    } else {
-      // native::scaled_cast_mul(fmt, x, s, ...) is cast_fp32(fmt, RN32(x * s), satfinite).
-      if (!a.fast) return cold_scaled_cast_mul(a.fmt, x, st, a.mode, a.sr_bits, rand);
-      y = native::rn32_mul(x, st);
-    }
-    return static_cast<std::uint8_t>(fast_cast_fp32(a.plan, r, native::bits_of(y), rand));
-  } else {
-    const float nv = native::codebook_normalize(x, st, a.norm);
-    if (sr) return codebook_stochastic(cb, nv, uniform_from_word(word));
-    return codebook_nearest(cb, nv, a.tie);
   }
+  const std::uint32_t state = K == Kind::mx ? std::uint32_t{mxs} : native::bits_of(st);
+  return static_cast<std::uint8_t>(native::quant_element(a.p, x, state, word).code);
 }
 
 // The 32-bit Philox words of stream_of(a) for elements base .. base + kRun - 1.
@@ -313,13 +257,13 @@ __device__ __forceinline__ void words_for_run(const QArgs& a, std::uint64_t base
   if ((base & 3u) == 0) {
 #pragma unroll
     for (int q = 0; q < kRun / 4; ++q) {
-      const native::Philox4 b = native::philox_block(a.seed, s, (base >> 2) + q);
+      const native::Philox4 b = native::philox_block(a.p.seed, s, (base >> 2) + q);
 #pragma unroll
       for (int k = 0; k < 4; ++k) w[4 * q + k] = b.w[k];
     }
   } else {
 #pragma unroll
-    for (int k = 0; k < kRun; ++k) w[k] = native::philox_word(a.seed, s, base + k);
+    for (int k = 0; k < kRun; ++k) w[k] = native::philox_word(a.p.seed, s, base + k);
   }
 }
 
@@ -340,8 +284,8 @@ __device__ __forceinline__ GroupState group_state(const QArgs& a, float st, std:
   g.st = st;
   g.mxs = mxs;
   if constexpr (K == Kind::int8 || K == Kind::flt) {
-    const float Q = K == Kind::int8 ? kInt8Q : a.fmax;
-    g.aux = a.order == native::ScaleOrder::mul_recip ? native::rn32_div(Q, st)
+    const float Q = K == Kind::int8 ? kInt8Q : a.p.fmax;
+    g.aux = a.p.order == native::ScaleOrder::mul_recip ? native::rn32_div(Q, st)
                                                      : native::rn32_div(1.0f, st);
   } else if constexpr (K == Kind::codebook) {
     g.aux = native::rn32_div(1.0f, st);
@@ -367,7 +311,7 @@ __device__ __forceinline__ std::uint8_t fast_int8(const GroupState& g, float x) 
   return g.st == 0.0f ? std::uint8_t{0} : c;
 }
 __device__ __forceinline__ std::uint8_t fast_int8(const QArgs& a, const GroupState& g, float x) {
-  switch (a.order) {
+  switch (a.p.order) {
     case native::ScaleOrder::div_mul:
       return fast_int8<native::ScaleOrder::div_mul>(g, x);
     case native::ScaleOrder::recip_mul:
@@ -385,9 +329,9 @@ __device__ __forceinline__ std::uint8_t fast_int8(const QArgs& a, const GroupSta
 enum class YForm : std::uint8_t { div_mul, recip_mul, mul_recip, unscaled, scale_mul };
 
 __device__ __forceinline__ YForm yform_of(const QArgs& a, const GroupState& g) {
-  if (a.variant != native::CastVariant::absmax) return YForm::scale_mul;
+  if (a.p.rule != native::ScaleRule::absmax) return YForm::scale_mul;
   if (g.st == 0.0f) return YForm::unscaled;  // absmax variant, all-zero group: y = x
-  switch (a.order) {
+  switch (a.p.order) {
     case native::ScaleOrder::div_mul:
       return YForm::div_mul;
     case native::ScaleOrder::recip_mul:
@@ -404,9 +348,9 @@ __device__ __forceinline__ std::uint8_t fast_flt(const QArgs& a, const FastCastP
   const float x = native::float_of(xb);
   float y;
   if constexpr (Y == YForm::div_mul) {
-    y = native::rn32_mul(a.fmax, native::rn_div(x, g.st));
+    y = native::rn32_mul(a.p.fmax, native::rn_div(x, g.st));
   } else if constexpr (Y == YForm::recip_mul) {
-    y = native::rn32_mul(a.fmax, native::rn_mul(x, g.aux));
+    y = native::rn32_mul(a.p.fmax, native::rn_mul(x, g.aux));
   } else if constexpr (Y == YForm::mul_recip) {
     y = native::rn32_mul(x, g.aux);
   } else if constexpr (Y == YForm::unscaled) {
@@ -417,7 +361,7 @@ __device__ __forceinline__ std::uint8_t fast_flt(const QArgs& a, const FastCastP
   const std::uint32_t yb = native::bits_of(y);
   if constexpr (M == FastMode::sr) {
     return static_cast<std::uint8_t>(
-        fast_cast_fp32_fixed<FastMode::sr>(p, yb, native::sr_word(word, a.sr_bits), a.sr_bits));
+        fast_cast_fp32_fixed<FastMode::sr>(p, yb, native::sr_word(word, a.p.sr_bits), a.p.sr_bits));
   } else {
     return static_cast<std::uint8_t>(fast_cast_fp32_fixed<FastMode::rne>(p, yb, 0u, 0));
   }
@@ -450,7 +394,7 @@ __device__ __forceinline__ float fast_normalize(const GroupState& g, float x) {
   return g.st == 0.0f ? 0.0f : n;
 }
 __device__ __forceinline__ float fast_normalize(const QArgs& a, const GroupState& g, float x) {
-  return a.norm == native::NormOrder::div ? fast_normalize<native::NormOrder::div>(g, x)
+  return a.p.norm == native::NormOrder::div ? fast_normalize<native::NormOrder::div>(g, x)
                                           : fast_normalize<native::NormOrder::recip_mul>(g, x);
 }
 
@@ -466,7 +410,7 @@ __device__ __forceinline__ std::uint8_t fast_mx(const QArgs& a, const FastCastPl
     const std::uint32_t u = mag == 0 ? xb : xb - (static_cast<std::uint32_t>(g.mx_exp) << 23);
     return static_cast<std::uint8_t>(fast_cast_fp32_fixed<FastMode::rne>(p, u, 0u, 0));
   }
-  return cold_mx_element(a.fmt, native::float_of(xb), g.mxs, a.mode, a.sr_bits, 0u);
+  return cold_mx_element(a.p.fmt, native::float_of(xb), g.mxs, a.p.mode, a.p.sr_bits, 0u);
 }
 
 // Codes of one run of kRun elements (words w) sharing group state g, on the fast path of K; the
@@ -505,7 +449,7 @@ __device__ __forceinline__ void codebook_run(const QArgs& a, const float* cb,
     for (int k = 0; k < kRun; ++k) {
       const float n = fast_normalize<O>(g, value_nan_free<In>(w, k));
       if (tab[codebook_table_index(native::bits_of(n))] & kCbSlow) {
-        c[k] = cold_codebook_nearest(cb, n, a.tie);
+        c[k] = cold_codebook_nearest(cb, n, a.p.tie);
       }
     }
   }
@@ -517,7 +461,7 @@ __device__ __forceinline__ void fast_run(const QArgs& a, const FastCastPlan& p, 
                                          std::uint64_t base, const std::uint32_t* w,
                                          std::uint8_t* c) {
   if constexpr (K == Kind::int8) {
-    switch (a.order) {
+    switch (a.p.order) {
       case native::ScaleOrder::div_mul:
         fast_int8_run<In, native::ScaleOrder::div_mul>(g, w, c);
         break;
@@ -529,7 +473,7 @@ __device__ __forceinline__ void fast_run(const QArgs& a, const FastCastPlan& p, 
         break;
     }
   } else if constexpr (K == Kind::flt) {
-    if (a.mode == RoundMode::sr) {
+    if (a.p.mode == RoundMode::sr) {
       std::uint32_t rw[kRun];
       words_for_run(a, base, rw);
 #pragma unroll
@@ -558,7 +502,7 @@ __device__ __forceinline__ void fast_run(const QArgs& a, const FastCastPlan& p, 
 #pragma unroll
     for (int k = 0; k < kRun; ++k) c[k] = fast_mx(a, p, g, exact_bits<In>(w, k));
   } else {
-    if (a.norm == native::NormOrder::div) {
+    if (a.p.norm == native::NormOrder::div) {
       codebook_run<In, native::NormOrder::div>(a, cb, tab, g, w, c);
     } else {
       codebook_run<In, native::NormOrder::recip_mul>(a, cb, tab, g, w, c);
@@ -572,11 +516,11 @@ __device__ __forceinline__ void generic_run(const QArgs& a, const float* cb, flo
                                             std::uint8_t mxs, std::uint64_t base,
                                             const std::uint32_t* w, std::uint8_t* c) {
   std::uint32_t rw[kRun];
-  if (a.mode == RoundMode::sr) words_for_run(a, base, rw);
+  if (a.p.mode == RoundMode::sr) words_for_run(a, base, rw);
 #pragma unroll
   for (int k = 0; k < kRun; ++k) {
     c[k] = quant_one<K>(a, cb, native::float_of(exact_bits<In>(w, k)), st, mxs,
-                        a.mode == RoundMode::sr ? rw[k] : 0u);
+                        a.p.mode == RoundMode::sr ? rw[k] : 0u);
   }
 }
 
@@ -609,7 +553,7 @@ template <Kind K, bool Fast>
 __device__ __forceinline__ void load_tables(const QArgs& a, const std::uint32_t* tab_g,
                                             SharedTables<K, Fast>& t) {
   if constexpr (K == Kind::codebook) {
-    for (int k = threadIdx.x; k < 256; k += blockDim.x) t.cb[k] = a.cb[k];
+    for (int k = threadIdx.x; k < 256; k += blockDim.x) t.cb[k] = a.p.codebook[k];
     if constexpr (Fast) {
       const uint4* src = reinterpret_cast<const uint4*>(tab_g);
       uint4* dst = reinterpret_cast<uint4*>(t.tab);
@@ -624,12 +568,12 @@ __global__ void __launch_bounds__(kThreads)
     cb_table_kernel(std::uint32_t* __restrict__ table, const __grid_constant__ QArgs a) {
   __shared__ float cb[256];
   __shared__ float mids[255];
-  for (int k = threadIdx.x; k < 256; k += blockDim.x) cb[k] = a.cb[k];
+  for (int k = threadIdx.x; k < 256; k += blockDim.x) cb[k] = a.p.codebook[k];
   __syncthreads();
   for (int k = threadIdx.x; k < 255; k += blockDim.x) mids[k] = native::codebook_midpoint(cb, k);
   __syncthreads();
   const int i = blockIdx.x * blockDim.x + threadIdx.x;
-  if (i < kCbEntries) table[i] = codebook_table_entry(mids, a.tie, i);
+  if (i < kCbEntries) table[i] = codebook_table_entry(mids, a.p.tie, i);
 }
 
 // ---- single pass: contiguous groups of G = 16 * S elements, S = 2^k <= 256 threads ----
@@ -663,7 +607,7 @@ __global__ void __launch_bounds__(kThreads)
     } else {
       load_words<In>(x, base, a.n, vec, w);
     }
-    std::uint32_t acc = run_absmax<In>(w, a.nan);
+    std::uint32_t acc = run_absmax<In>(w, a.p.nan);
     for (int off = 1; off < S && off < 32; off <<= 1) {
       acc = max(acc, __shfl_xor_sync(0xFFFFFFFFu, acc, off));
     }
@@ -681,7 +625,7 @@ __global__ void __launch_bounds__(kThreads)
     float st = 0.0f;
     std::uint8_t mxs = 0;
     if constexpr (K == Kind::mx) {
-      mxs = native::mx_scale_code(amax, a.fmt);
+      mxs = scale_code_of(a, amax);
     } else if constexpr (K == Kind::flt) {
       st = state_of(a, amax);
     } else {
@@ -757,7 +701,7 @@ __global__ void __launch_bounds__(kThreads)
           cur = g;
           acc = 0;
         }
-        acc = max(acc, abs_bits(native::float_of(exact_bits<In>(w, k)), a.nan));
+        acc = max(acc, abs_bits(native::float_of(exact_bits<In>(w, k)), a.p.nan));
       }
       if (++r == a.G) {
         r = 0;
@@ -780,7 +724,7 @@ __global__ void __launch_bounds__(kThreads)
   const std::uint64_t r1 = r0 + rows_per_block < a.rows ? r0 + rows_per_block : a.rows;
   std::uint32_t acc = 0;
   for (std::uint64_t r = r0; r < r1; ++r) {
-    acc = max(acc, abs_bits(In_<In>::get(x[r * a.cols + c]), a.nan));
+    acc = max(acc, abs_bits(In_<In>::get(x[r * a.cols + c]), a.p.nan));
   }
   if (acc != 0) atomicMax(amax + c, acc);
 }
@@ -838,7 +782,7 @@ __global__ void state_kernel(std::uint32_t* amax_bits, float* state, std::uint8_
   if (g >= a.groups) return;
   const float amax = native::float_of(amax_bits[g]);
   if (a.kind == Kind::mx) {
-    mx_scales[g] = native::mx_scale_code(amax, a.fmt);
+    mx_scales[g] = scale_code_of(a, amax);
   } else {
     state[g] = state_of(a, amax);
   }
@@ -880,12 +824,12 @@ __device__ __forceinline__ uint2 fast_codes8(const QArgs& a, const FastCastPlan&
                                              const SharedTables<K, true>& t, const GroupState* gs,
                                              std::uint64_t i0, const std::uint32_t* w) {
   std::uint32_t rw[kColRun] = {};
-  if (K == Kind::flt && a.mode == RoundMode::sr) {
+  if (K == Kind::flt && a.p.mode == RoundMode::sr) {
     // i0 is a multiple of kColRun = 8: two whole Philox blocks.
 #pragma unroll
     for (int q = 0; q < kColRun / 4; ++q) {
       const native::Philox4 b =
-          native::philox_block(a.seed, quant::kStreamQuantCast, (i0 >> 2) + q);
+          native::philox_block(a.p.seed, quant::kStreamQuantCast, (i0 >> 2) + q);
 #pragma unroll
       for (int k = 0; k < 4; ++k) rw[4 * q + k] = b.w[k];
     }
@@ -897,12 +841,12 @@ __device__ __forceinline__ uint2 fast_codes8(const QArgs& a, const FastCastPlan&
     if constexpr (K == Kind::int8) {
       c = fast_int8(a, gs[k], value_nan_free<In>(w, k));
     } else if constexpr (K == Kind::flt) {
-      c = a.mode == RoundMode::sr ? fast_flt<FastMode::sr>(a, p, gs[k], exact_bits<In>(w, k), rw[k])
+      c = a.p.mode == RoundMode::sr ? fast_flt<FastMode::sr>(a, p, gs[k], exact_bits<In>(w, k), rw[k])
                                   : fast_flt<FastMode::rne>(a, p, gs[k], exact_bits<In>(w, k), 0u);
     } else {
       const float n = fast_normalize(a, gs[k], value_nan_free<In>(w, k));
       const std::uint32_t e = t.tab[codebook_table_index(native::bits_of(n))];
-      c = (e & kCbSlow) ? cold_codebook_nearest(t.cb, n, a.tie)
+      c = (e & kCbSlow) ? cold_codebook_nearest(t.cb, n, a.p.tie)
                         : codebook_code_from_entry(e, native::bits_of(n)) & 0xFFu;
     }
     if (k < 4) {
@@ -1018,7 +962,7 @@ __global__ void __launch_bounds__(kThreads)
     std::uint32_t w[InT<In>::kWords];
     load_words<In>(x, base, a.n, vec, w);
     std::uint32_t rw[kRun];
-    if (a.mode == RoundMode::sr) words_for_run(a, base, rw);
+    if (a.p.mode == RoundMode::sr) words_for_run(a, base, rw);
     std::uint64_t q = base / P, r = base - q * P;
     std::uint8_t c[kRun];
 #pragma unroll
@@ -1029,7 +973,7 @@ __global__ void __launch_bounds__(kThreads)
         const float st = K == Kind::mx ? 0.0f : state[g];
         const std::uint8_t mxs = K == Kind::mx ? mx_scales[g] : 0;
         c[k] = quant_one<K>(a, t.cb, native::float_of(exact_bits<In>(w, k)), st, mxs,
-                            a.mode == RoundMode::sr ? rw[k] : 0u);
+                            a.p.mode == RoundMode::sr ? rw[k] : 0u);
       }
       if (++r == P) {
         r = 0;
@@ -1068,7 +1012,7 @@ __global__ void __launch_bounds__(kThreads)
       const std::uint64_t i = r * a.cols + c;
       const std::uint64_t g = group_of_rc(a, r, c, i);
       const std::uint32_t w =
-          a.mode == RoundMode::sr ? native::philox_word(a.seed, stream_of(a), i) : 0u;
+          a.p.mode == RoundMode::sr ? native::philox_word(a.p.seed, stream_of(a), i) : 0u;
       code = quant_one<K>(a, t.cb, In_<In>::get(x[i]), K == Kind::mx ? 0.0f : state[g],
                           K == Kind::mx ? mx_scales[g] : 0, w);
     }
@@ -1087,7 +1031,7 @@ __global__ void __launch_bounds__(kThreads)
                    const __grid_constant__ QArgs a) {
   __shared__ float cb[256];
   if (a.kind == Kind::codebook) {
-    for (int k = threadIdx.x; k < 256; k += blockDim.x) cb[k] = a.cb[k];
+    for (int k = threadIdx.x; k < 256; k += blockDim.x) cb[k] = a.p.codebook[k];
     __syncthreads();
   }
   const std::uint64_t P = a.col ? a.cols : a.G;
@@ -1096,35 +1040,11 @@ __global__ void __launch_bounds__(kThreads)
     const std::uint64_t r = i / a.cols, c = i % a.cols;
     const std::uint8_t code = codes[a.transpose ? c * a.rows + r : i];
     const std::uint64_t g = a.col ? c : i / P;
-    float v;
-    switch (a.kind) {
-      case Kind::mx:
-        v = cold_mx_dequant(a.fmt, code, mx_scales[g]);
-        break;
-      case Kind::int8:
-        v = native::dequant_absmax(static_cast<float>(static_cast<std::int8_t>(code)), state[g],
-                                   kInt8Q);
-        break;
-      case Kind::flt: {
-        const float cv = a.fast ? fast_decode_fp32(a.plan, code) : native::to_float(a.fmt, code);
-        switch (a.variant) {
-          case native::CastVariant::absmax:
-            v = native::dequant_absmax(cv, state[g], a.fmax);
-            break;
-          case native::CastVariant::te:
-          case native::CastVariant::te_current:
-            v = native::dequant_te(cv, state[g]);
-            break;
-          default:
-            v = native::dequant_torchao(cv, state[g]);
-            break;
-        }
-        break;
-      }
-      default:
-        v = native::codebook_dequant(cb, code, state[g]);
-        break;
-    }
+    // native::dequant_element, except that codebook values are read from shared memory.
+    const float v =
+        a.kind == Kind::codebook ? native::codebook_dequant(cb, code, state[g])
+        : a.kind == Kind::mx     ? native::dequant_element(a.p, code, mx_scales[g])
+                                 : native::dequant_element(a.p, code, native::bits_of(state[g]));
     out[i] = v;
   }
 }
@@ -1133,28 +1053,29 @@ __global__ void __launch_bounds__(kThreads)
 
 void check_options(std::size_t rows, std::size_t cols, const quant::Options& opt) {
   using quant::Granularity;
-  using quant::TargetKind;
   quant::validate_options(opt);  // the checks the CPU path makes, then the GPU path's own
-  if ((opt.scheme.kind == Granularity::block || opt.scheme.kind == Granularity::mx) &&
+  const auto k = opt.scheme.kind;
+  if ((k == Granularity::block || k == Granularity::mx || k == Granularity::nvfp4) &&
       opt.scheme.block == 0) {
     throw InputError("scheme block: expected a block size B >= 1");
   }
-  if (opt.target.kind == TargetKind::float_format && opt.target.fmt.total_bits() > 8) {
-    throw InputError("target format: expected at most 8 bits (codes are bytes)");
+  if (k == Granularity::nvfp4 && cols % opt.scheme.block != 0) {
+    throw InputError("scheme nvfp4: expected a last dimension divisible by 16, got " +
+                     std::to_string(cols));
   }
   (void)rows;
-  (void)cols;
 }
 
-QArgs make_args(std::size_t rows, std::size_t cols, const quant::Options& opt) {
+QArgs make_args(std::size_t rows, std::size_t cols, const quant::Options& opt,
+               const native::Nvfp4Tensor& level = {}) {
   using quant::Granularity;
-  using quant::TargetKind;
   QArgs a{};
+  a.p = quant::make_plan(opt, level);
   const quant::Scheme& s = opt.scheme;
-  a.kind = s.kind == Granularity::mx                     ? Kind::mx
-           : opt.target.kind == TargetKind::int8         ? Kind::int8
-           : opt.target.kind == TargetKind::float_format ? Kind::flt
-                                                         : Kind::codebook;
+  a.kind = a.p.byte_scales()                                    ? Kind::mx
+           : a.p.element == native::ElementKind::int8         ? Kind::int8
+           : a.p.element == native::ElementKind::float_format ? Kind::flt
+                                                                : Kind::codebook;
   a.col = s.kind == Granularity::col;
   a.transpose = opt.transpose;
   a.rows = rows;
@@ -1165,31 +1086,11 @@ QArgs make_args(std::size_t rows, std::size_t cols, const quant::Options& opt) {
         : s.kind == Granularity::col  ? 1
                                       : s.block;
   a.groups = quant::group_count(s, rows, cols);
-  if (opt.target.kind == TargetKind::float_format) {
-    a.fmt = opt.target.fmt;
-    a.fmax = native::format_max32(a.fmt);
-    a.fast = a.kind == Kind::flt && fast_cast_supported(a.fmt);
-    if (fast_cast_supported(a.fmt)) {
-      a.plan = make_fast_cast_plan(a.fmt, Rounding{opt.mode, opt.sr_bits, Overflow::satfinite});
+  if (a.p.element == native::ElementKind::float_format) {
+    a.fast = a.kind == Kind::flt && fast_cast_supported(a.p.fmt);
+    if (fast_cast_supported(a.p.fmt)) {
+      a.plan = make_fast_cast_plan(a.p.fmt, Rounding{opt.mode, opt.sr_bits, Overflow::satfinite});
     }
-  }
-  a.variant = opt.variant;
-  a.order = opt.order;
-  a.nan = opt.nan;
-  a.mode = opt.mode;
-  a.sr_bits = opt.sr_bits;
-  a.seed = opt.seed;
-  a.te_margin = opt.te_margin;
-  a.te_prev = opt.te_prev_scale;
-  a.fp16src = opt.torchao_fp16_source;
-  a.pow2 = opt.pow2_scale;
-  a.te_eps = opt.te_amax_epsilon;
-  a.given = opt.given_scale == opt.given_scale;  // not NaN
-  a.given_scale = opt.given_scale;
-  a.norm = opt.norm;
-  a.tie = opt.tie;
-  if (opt.target.kind == TargetKind::codebook) {
-    for (int k = 0; k < 256; ++k) a.cb[k] = opt.target.codebook.values[k];
   }
   return a;
 }
@@ -1198,15 +1099,16 @@ QArgs make_args(std::size_t rows, std::size_t cols, const quant::Options& opt) {
 bool fast_path(const QArgs& a) {
   switch (a.kind) {
     case Kind::int8:
-      return a.mode == RoundMode::rne;
+      return a.p.mode == RoundMode::rne;
     case Kind::flt:
-      return a.fast && (a.mode == RoundMode::rne ||
-                        fast_mode_for(a.plan, Rounding{a.mode, a.sr_bits, Overflow::satfinite}) ==
+      return a.fast && (a.p.mode == RoundMode::rne ||
+                        fast_mode_for(a.plan, Rounding{a.p.mode, a.p.sr_bits, Overflow::satfinite}) ==
                             FastMode::sr);
     case Kind::codebook:
-      return a.mode != RoundMode::sr && codebook_table_supports(a.tie);
-    case Kind::mx:
-      return fast_cast_supported(a.fmt) && a.mode == RoundMode::rne;
+      return a.p.mode != RoundMode::sr && codebook_table_supports(a.p.tie);
+    case Kind::mx:  // fast_mx is the OCP element arithmetic (ScaleRule::mx)
+      return a.p.rule == native::ScaleRule::mx && fast_cast_supported(a.p.fmt) &&
+             a.p.mode == RoundMode::rne;
   }
   return false;
 }
@@ -1219,7 +1121,10 @@ bool single_pass(const QArgs& a, const quant::Options& opt) {
   using quant::Granularity;
   const auto k = opt.scheme.kind;
   if (a.transpose || a.n == 0) return false;
-  if (k != Granularity::row && k != Granularity::block && k != Granularity::mx) return false;
+  if (k != Granularity::row && k != Granularity::block && k != Granularity::mx &&
+      k != Granularity::nvfp4) {
+    return false;
+  }
   const std::uint64_t G = a.G;
   if (G < kRun || G > kTile || G % kRun != 0) return false;
   const std::uint64_t S = G / kRun;
@@ -1298,7 +1203,7 @@ template <CastInput In>
 void run_amax(const void* x, std::uint32_t* amax_bits, const QArgs& a, cudaStream_t s) {
   cuda_check(cudaMemsetAsync(amax_bits, 0, a.groups * 4, s), "cudaMemsetAsync");
   if (a.n == 0) return;
-  const bool ignore = a.nan == native::NanPolicy::ignore;
+  const bool ignore = a.p.nan == native::NanPolicy::ignore;
   const std::uint64_t tiles = tile_count(a);
   if (a.col && col_vec_ok(a, x)) {
     const std::uint64_t rpb = col_rows_per_block(a);
@@ -1353,10 +1258,10 @@ void run_fused(const void* x, const QArgs& a, const QuantizedOut& o, const std::
   if constexpr (K == Kind::codebook && Fast) {
     fused_group_kernel<In, K, Fast, true>
         <<<persistent_blocks(fused_group_kernel<In, K, Fast, true>, tiles), kThreads, 0, s>>>(
-            x, o.codes, o.state, o.mx_scales, tab, vec, a);
+            x, o.codes, o.state, o.scale_codes, tab, vec, a);
   } else {
     fused_group_kernel<In, K, Fast, false>
-        <<<blocks_for(tiles), kThreads, 0, s>>>(x, o.codes, o.state, o.mx_scales, tab, vec, a);
+        <<<blocks_for(tiles), kThreads, 0, s>>>(x, o.codes, o.state, o.scale_codes, tab, vec, a);
   }
 }
 
@@ -1398,7 +1303,7 @@ void run_quantize(const void* x, const QArgs& a, const quant::Options& opt, cons
   }
   run_amax<In>(x, amax, a, s);
   state_kernel<<<static_cast<unsigned>((a.groups + kThreads - 1) / kThreads), kThreads, 0, s>>>(
-      amax, o.state, o.mx_scales, a);
+      amax, o.state, o.scale_codes, a);
   cuda_check_launch("state kernel launch");
   if (a.transpose) {
     if constexpr (K != Kind::mx) {
@@ -1413,7 +1318,7 @@ void run_quantize(const void* x, const QArgs& a, const quant::Options& opt, cons
     }
     const dim3 grid(static_cast<unsigned>((a.cols + 31) / 32),
                     static_cast<unsigned>((a.rows + 31) / 32));
-    transpose_kernel<In, K><<<grid, kThreads, 0, s>>>(x, o.codes, o.state, o.mx_scales, a);
+    transpose_kernel<In, K><<<grid, kThreads, 0, s>>>(x, o.codes, o.state, o.scale_codes, a);
   } else if constexpr (K != Kind::mx) {  // mx without transpose is always single pass
     if (a.groups == 1) {
       if (fast) {
@@ -1428,7 +1333,7 @@ void run_quantize(const void* x, const QArgs& a, const quant::Options& opt, cons
       col_element_kernel<In, K><<<grid, kThreads, 0, s>>>(x, o.codes, o.state, tab, rpb, a);
     } else {
       element_kernel<In, K>
-          <<<blocks_for(tiles), kThreads, 0, s>>>(x, o.codes, o.state, o.mx_scales, vec, a);
+          <<<blocks_for(tiles), kThreads, 0, s>>>(x, o.codes, o.state, o.scale_codes, vec, a);
     }
   }
   cuda_check_launch("quantize kernel launch");
@@ -1464,11 +1369,34 @@ bool quantize_is_single_pass(std::size_t rows, std::size_t cols, const quant::Op
 void quantize(const void* x, CastInput in_type, std::size_t rows, std::size_t cols,
               const quant::Options& opt, const QuantizedOut& out, CUstream_st* stream) {
   check_options(rows, cols, opt);
-  if (out.codes == nullptr || (opt.scheme.kind == quant::Granularity::mx ? out.mx_scales == nullptr
-                                                                         : out.state == nullptr)) {
-    throw InputError("quantize: output pointers for codes and state (or mx_scales) are required");
+  const bool bytes = quant::make_plan(opt).byte_scales();
+  if (out.codes == nullptr || (bytes ? out.scale_codes == nullptr : out.state == nullptr) ||
+      (opt.two_level && out.tensor_scale == nullptr)) {
+    throw InputError("quantize: output pointers for codes and state (scale codes, tensor scale) "
+                     "are required");
   }
-  const QArgs a = make_args(rows, cols, opt);
+  // NVFP4 two-level: the per-tensor level from the tensor's absmax, read back to the host (the
+  // plan is built there), unless the options give it.
+  native::Nvfp4Tensor level;
+  if (opt.two_level) {
+    float tensor_amax = native::kAbsmaxInit;
+    if (opt.tensor_amax != opt.tensor_amax && opt.tensor_scale != opt.tensor_scale) {
+      void* scratch = nullptr;
+      cuda_check(cudaMallocAsync(&scratch, sizeof(float), stream), "cudaMallocAsync");
+      group_absmax(x, in_type, rows, cols, quant::Scheme{quant::Granularity::tensor, 0}, opt.nan,
+                   static_cast<float*>(scratch), stream);
+      cuda_check(cudaMemcpyAsync(&tensor_amax, scratch, sizeof(float), cudaMemcpyDeviceToHost,
+                                 stream),
+                 "cudaMemcpyAsync");
+      cuda_check(cudaFreeAsync(scratch, stream), "cudaFreeAsync");
+      cuda_check(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
+    }
+    level = quant::nvfp4_tensor_level(opt, tensor_amax);
+    const float stored = quant::nvfp4_stored_scale(opt, level);
+    cuda_check(cudaMemcpy(out.tensor_scale, &stored, sizeof(float), cudaMemcpyHostToDevice),
+               "cudaMemcpy");
+  }
+  const QArgs a = make_args(rows, cols, opt, level);
   switch (in_type) {
     case CastInput::fp32:
       run_kind<CastInput::fp32>(x, a, opt, out, stream);
@@ -1484,9 +1412,9 @@ void quantize(const void* x, CastInput in_type, std::size_t rows, std::size_t co
 
 void dequantize(const std::uint8_t* codes, const float* state, const std::uint8_t* mx_scales,
                 std::size_t rows, std::size_t cols, const quant::Options& opt, float* out,
-                CUstream_st* stream) {
+                CUstream_st* stream, float tensor_scale) {
   check_options(rows, cols, opt);
-  const QArgs a = make_args(rows, cols, opt);
+  const QArgs a = make_args(rows, cols, opt, quant::nvfp4_tensor_from_scale(opt, tensor_scale));
   if (a.n == 0) return;
   const std::uint64_t blocks = (a.n + kThreads - 1) / kThreads;
   dequant_kernel<<<blocks_for(blocks), kThreads, 0, stream>>>(codes, state, mx_scales, out, a);

@@ -19,23 +19,27 @@ struct CUstream_st;
 
 namespace exmy::gpu {
 
-// Where quantize writes. codes: rows*cols bytes (int8 as two's complement), in the input layout,
-// or cols x rows when opt.transpose. state: quant::group_count floats (absmax, or the te/torchao
-// scale); unused (may be null) for mx. mx_scales: group_count E8M0 codes, mx only.
+// Where quantize writes. codes: rows*cols bytes (int8 as two's complement; 4-bit codes one per
+// byte), in the input layout, or cols x rows when opt.transpose. state: quant::group_count floats
+// (absmax, or the te/torchao scale); unused (may be null) for the byte-scale schemes.
+// scale_codes: group_count E8M0 (mx) or E4M3 (nvfp4) codes. tensor_scale: one float, the NVFP4
+// two-level per-tensor scale (quant::nvfp4_stored_scale), only with opt.two_level.
 struct QuantizedOut {
   std::uint8_t* codes = nullptr;
   float* state = nullptr;
-  std::uint8_t* mx_scales = nullptr;
+  std::uint8_t* scale_codes = nullptr;
+  float* tensor_scale = nullptr;
 };
 
 // x is the row-major matrix view (rows x cols) of the tensor, as quant::matrix_view gives.
 void quantize(const void* x, CastInput in_type, std::size_t rows, std::size_t cols,
               const quant::Options& opt, const QuantizedOut& out, CUstream_st* stream = nullptr);
 
-// out (rows x cols fp32, the input layout) = dequantize of codes/state/mx_scales under opt.
-void dequantize(const std::uint8_t* codes, const float* state, const std::uint8_t* mx_scales,
+// out (rows x cols fp32, the input layout) = dequantize of codes/state/scale_codes under opt;
+// tensor_scale is the NVFP4 two-level per-tensor scale (a host value).
+void dequantize(const std::uint8_t* codes, const float* state, const std::uint8_t* scale_codes,
                 std::size_t rows, std::size_t cols, const quant::Options& opt, float* out,
-                CUstream_st* stream = nullptr);
+                CUstream_st* stream = nullptr, float tensor_scale = 1.0f);
 
 // amax[g] = the absmax of group g (the fold of native::absmax_combine from kAbsmaxInit).
 void group_absmax(const void* x, CastInput in_type, std::size_t rows, std::size_t cols,

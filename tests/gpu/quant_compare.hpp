@@ -35,17 +35,26 @@ inline std::string compare_quantize(CastInput in_type, const std::vector<std::ui
   const quant::Quantized ref = quant::quantize(xf, {rows, cols}, opt);
   const std::vector<float> ref_deq = quant::dequantize(ref, opt);
   const std::size_t groups = quant::group_count(opt.scheme, rows, cols);
-  const bool mx = opt.scheme.kind == quant::Granularity::mx;
+  const bool mx = quant::make_plan(opt).byte_scales();  // MX and NVFP4: byte scale codes
 
   DeviceBytes dx(raw.size() + 1), dcodes(n + 1), dstate(groups * 4 + 4), dmx(groups + 1),
-      ddeq(n * 4 + 4);
+      ddeq(n * 4 + 4), dtensor(8);
   dx.upload(raw);
   QuantizedOut out;
   out.codes = static_cast<std::uint8_t*>(dcodes.get());
   out.state = static_cast<float*>(dstate.get());
   out.scale_codes = static_cast<std::uint8_t*>(dmx.get());
+  out.tensor_scale = static_cast<float*>(dtensor.get());
   quantize(dx.get(), in_type, rows, cols, opt, out);
-  dequantize(out.codes, out.state, out.scale_codes, rows, cols, opt, static_cast<float*>(ddeq.get()));
+  const float tensor_scale = opt.two_level ? dtensor.download<float>(1)[0] : 1.0f;
+  if (opt.two_level && native::bits_of(tensor_scale) != native::bits_of(ref.tensor_scale)) {
+    std::ostringstream t;
+    t << std::hex << "tensor scale: gpu 0x" << native::bits_of(tensor_scale) << " cpu 0x"
+      << native::bits_of(ref.tensor_scale);
+    return t.str();
+  }
+  dequantize(out.codes, out.state, out.scale_codes, rows, cols, opt, static_cast<float*>(ddeq.get()),
+             nullptr, tensor_scale);
   const auto codes = dcodes.download<std::uint8_t>(n);
   const auto state = dstate.download<std::uint32_t>(groups);
   const auto scales = dmx.download<std::uint8_t>(groups);

@@ -321,3 +321,42 @@ TEST_CASE("GPU quantize rejects bad option combinations", "[gpu][quant]") {
 }
 
 #endif  // EXMY_HAVE_CUDA
+
+TEST_CASE("GPU MX scale modes and variants equal the CPU reference", "[gpu][quant]") {
+  // Every scale mode under both the OCP and torchao arithmetic, every MX element format, random
+  // data with specials (NaN, inf, zeros, subnormals) spread over several binades per block.
+  const auto xs = data(64 * 96, 41, true);
+  for (const char* fmt : {"e4m3fn", "e5m2", "e2m3fn", "e3m2fn", "e2m1fn"}) {
+    for (const char* mode : quant::kScaleModeNames) {
+      for (const char* variant : {"ocp", "torchao"}) {
+        quant::Options o = options("mx", fmt);
+        o.scale_mode = quant::parse_scale_mode(mode);
+        o.variant = quant::parse_variant(variant);
+        INFO(fmt << " " << mode << " " << variant);
+        for (auto in : {CastInput::fp32, CastInput::bf16}) {
+          REQUIRE(exmy::gpu::testing::compare_quantize(in, xs, 64, 96, o) == "");
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("GPU NVFP4 (torchao and te, one and two levels) equals the CPU reference",
+          "[gpu][quant]") {
+  const auto xs = data(48 * 128, 43, true);
+  for (const char* variant : {"torchao", "te"}) {
+    for (const bool two : {false, true}) {
+      if (std::string(variant) == "te" && !two) continue;  // TE always has a tensor scale
+      quant::Options o = options("nvfp4", "e2m1fn");
+      o.variant = quant::parse_variant(variant);
+      o.two_level = two;
+      INFO(variant << " two_level " << two);
+      for (auto in : {CastInput::fp32, CastInput::bf16, CastInput::fp16}) {
+        REQUIRE(exmy::gpu::testing::compare_quantize(in, xs, 48, 128, o) == "");
+      }
+      // Without specials too: the tensor scale is then finite and every block has a scale.
+      const auto clean = data(48 * 128, 44, false);
+      REQUIRE(exmy::gpu::testing::compare_quantize(CastInput::fp32, clean, 48, 128, o) == "");
+    }
+  }
+}
