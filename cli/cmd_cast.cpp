@@ -1,12 +1,15 @@
 // exmy cast FORMAT [--round MODE] [--overflow none|satfinite|sat] [--seed N] [--rand WORD]
 //                  [--tie even|lower|bnb-cpu] [--json] [--] VALUE...
-// exmy cast FORMAT --in X.npy --out Y.npy [--in-format bf16] [--decoded] [--device cpu|cuda]
-//                  [options as above]
+// exmy cast FORMAT --in X.npy --out Y.npy [--in-format bf16] [--decoded | --pack]
+//                  [--device cpu|cuda] [options as above]
+// --compat NAME (torch, ml_dtypes) replaces the rounding by another library's rule where the
+// profile covers the format (sim/format/compat.hpp).
 //
 // Scalars are exact (decimal, hex-float, inf, nan) and go through the MPFR oracle; arrays go
 // through the native engine. docs/SEMANTICS.md section 11 is the contract.
 #include <cctype>
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
 #include <cstring>
 #include <string>
@@ -17,11 +20,15 @@
 #include "cli/command.hpp"
 #include "gpu/host_arrays.hpp"
 #include "sim/common/error.hpp"
+#include "sim/fast/array_cast.hpp"
+#include "sim/format/compat.hpp"
 #include "sim/format/registry.hpp"
 #include "sim/io/npy.hpp"
+#include "sim/native/compat_e8m0.hpp"
 #include "sim/native/convert.hpp"
 #include "sim/native/int_format.hpp"
 #include "sim/native/mask.hpp"
+#include "sim/native/pack4.hpp"
 #include "sim/native/philox.hpp"
 #include "sim/oracle/exact_text.hpp"
 #include "sim/oracle/mpfr_engine.hpp"
@@ -33,8 +40,8 @@ namespace {
 constexpr const char* kUsage =
     "usage: exmy cast FORMAT [--round rne|rna|rtz|rup|rdn|rto|sr:R|mask[:outer=clamp|keep,"
     "inner=min|zero|keep]] [--overflow none|satfinite|sat] [--seed N] [--rand WORD] "
-    "[--tie even|lower|bnb-cpu] [--json] [--] VALUE...  |  exmy cast FORMAT --in X.npy --out "
-    "Y.npy [--in-format bf16] [--decoded] [--device cpu|cuda] [options]";
+    "[--tie even|lower|bnb-cpu] [--compat NAME] [--json] [--] VALUE...  |  exmy cast FORMAT --in "
+    "X.npy --out Y.npy [--in-format bf16] [--decoded | --pack] [--device cpu|cuda] [options]";
 constexpr std::uint32_t kCastStream = 0;  // SEMANTICS 3.2: stream 0 = element-wise casts
 
 struct Options {
@@ -47,6 +54,9 @@ struct Options {
   TieRule tie = TieRule::even_index;
   std::string in, out, in_format;
   bool decoded = false;
+  bool pack = false;
+  std::string compat;  // --compat NAME (sim/format/compat.hpp)
+  native::CompatCast compat_cast{};  // its rule for FORMAT, when compat is set
   Device device = Device::cpu;
   std::vector<std::string> values;
 };
@@ -81,6 +91,10 @@ Options parse_args(const Args& args) {
       o.json = true;
     } else if (a == "--decoded") {
       o.decoded = true;
+    } else if (a == "--pack") {
+      o.pack = true;
+    } else if (a == "--compat") {
+      o.compat = option_value(args, i);
     } else if (a == "--round") {
       o.round = parse_round_spec(option_value(args, i));
     } else if (a == "--overflow") {
@@ -119,6 +133,15 @@ Options parse_args(const Args& args) {
                        ")");
     }
   }
+  if (!o.compat.empty()) {
+    compat_profile(o.compat);  // an unknown name fails first, listing the known ones
+    if (!(r == Rounding{}) || o.round.mask || o.have_rand) {
+      throw InputError("--compat " + o.compat +
+                       " fixes the rounding: it cannot be combined with --round, --overflow or "
+                       "--rand");
+    }
+  }
+  if (o.pack && o.decoded) throw InputError("--pack and --decoded cannot be combined");
   return o;
 }
 
@@ -151,6 +174,20 @@ ScalarResult cast_scalar(const Options& o, const Format& f, const std::string& t
   oracle::parse_exact(text, x);
   if (mpfr_nan_p(x) && !f.has_nan()) {
     throw InputError("input '" + text + "': format " + f.name + " has no NaN");
+  }
+  if (!o.compat.empty()) {
+    // Compat rules are defined on fp32 inputs: the exact input is rounded to fp32 (rne) first.
+    const Encoded c32 = oracle::encode(formats::fp32, Rounding{}, x);
+    const std::uint32_t u = static_cast<std::uint32_t>(c32.code);
+    const std::uint32_t code = native::compat_cast_fp32(o.compat_cast, u);
+    const float got = native::to_float(f.fp, code), want = native::float_of(u);
+    std::uint32_t flags = c32.flags;
+    if (std::isnan(got) && !std::isnan(want)) {
+      flags |= flag::invalid;
+    } else if (!std::isnan(got) && got != want) {
+      flags |= flag::inexact;
+    }
+    return {code, flags};
   }
   if (!f.is_signed() && mpfr_signbit(x) && !mpfr_zero_p(x) && !mpfr_nan_p(x) &&
       f.kind != FormatKind::codebook) {
@@ -210,48 +247,42 @@ int run_scalars(const Options& o, const Format& f) {
 
 // ---- arrays ----------------------------------------------------------------------------------
 
-// The input array as codes of a float format (fp32, fp64, fp16, or bf16 bit patterns).
-struct InputCodes {
+// The input array's element type: a float format, its width, and the fast engine's input type
+// where it has one (fp32, fp16, bf16; fp64 takes the native engine).
+struct ArrayInput {
   FloatFormat format;
-  std::vector<std::uint64_t> codes;
+  std::size_t bytes = 4;
+  bool fast = true;
+  fast::ArrayInput type = fast::ArrayInput::fp32;
 };
 
-InputCodes read_input(const Options& o, const io::NpyArray& a) {
-  io::require_c_order(a, o.in);
-  InputCodes in;
-  const std::size_t n = a.count();
-  in.codes.resize(n);
-  const auto load = [&](auto tag, const FloatFormat& f) {
-    using T = decltype(tag);
-    in.format = f;
-    for (std::size_t i = 0; i < n; ++i) {
-      T u;
-      std::memcpy(&u, a.data.data() + i * sizeof(T), sizeof(T));
-      in.codes[i] = u;
-    }
-  };
+ArrayInput input_of(const Options& o, const io::NpyHeader& h) {
+  io::require_c_order(h, o.in);
   if (o.in_format == "bf16") {
-    if (a.descr != io::kDescrU16) {
-      throw InputError(o.in + ": dtype '" + a.descr + "', expected '<u2' (bf16 bit patterns)");
+    if (h.descr != io::kDescrU16) {
+      throw InputError(o.in + ": dtype '" + h.descr + "', expected '<u2' (bf16 bit patterns)");
     }
-    load(std::uint16_t{}, formats::bf16);
-  } else if (a.descr == io::kDescrF32) {
-    load(std::uint32_t{}, formats::fp32);
-  } else if (a.descr == io::kDescrF64) {
-    load(std::uint64_t{}, formats::fp64);
-  } else if (a.descr == io::kDescrF16) {
-    load(std::uint16_t{}, formats::fp16);
-  } else {
-    throw InputError(o.in + ": dtype '" + a.descr +
-                     "', expected '<f4', '<f8' or '<f2' (or '<u2' with --in-format bf16)");
+    return {formats::bf16, 2, true, fast::ArrayInput::bf16};
   }
-  return in;
+  if (h.descr == io::kDescrF32) return {formats::fp32, 4, true, fast::ArrayInput::fp32};
+  if (h.descr == io::kDescrF64) return {formats::fp64, 8, false, fast::ArrayInput::fp32};
+  if (h.descr == io::kDescrF16) return {formats::fp16, 2, true, fast::ArrayInput::fp16};
+  throw InputError(o.in + ": dtype '" + h.descr +
+                   "', expected '<f4', '<f8' or '<f2' (or '<u2' with --in-format bf16)");
+}
+
+// Element i of the input as a code of its format.
+std::uint64_t input_code(const std::uint8_t* data, const ArrayInput& in, std::size_t i) {
+  std::uint64_t c = 0;
+  std::memcpy(&c, data + i * in.bytes, in.bytes);  // little-endian host
+  return c;
 }
 
 // One element through the native engine: its code and, for --decoded, its fp32 value.
 struct NativeResult {
   std::uint64_t code;
   float value;
+  std::uint32_t flags;  // the final conversion's flags (mask: non-zero = not representable)
 };
 
 NativeResult cast_native(const Options& o, const Format& f, const FloatFormat& from,
@@ -263,16 +294,16 @@ NativeResult cast_native(const Options& o, const Format& f, const FloatFormat& f
     const std::uint32_t m =
         mask_fp32(x32, f.fp.exp_bits, f.fp.man_bits, o.round.outer, o.round.inner);
     const Encoded e = native::convert(formats::fp32, f.fp, Rounding{}, m);
-    return {e.code, native::float_of(m)};
+    return {e.code, native::float_of(m), e.flags};
   }
   switch (f.kind) {
     case FormatKind::floating: {
       const Encoded e = native::convert(from, f.fp, r, x, rand);
-      return {e.code, native::to_float(f.fp, e.code)};
+      return {e.code, native::to_float(f.fp, e.code), 0};
     }
     case FormatKind::integer: {
       const Encoded e = native::int_convert(from, f.in, r, x, rand);
-      return {e.code, static_cast<float>(f.in.value_of(e.code))};
+      return {e.code, static_cast<float>(f.in.value_of(e.code)), 0};
     }
     case FormatKind::codebook: {
       // Codebook lookups work on fp32 (bitsandbytes' kernels do): other inputs are rounded to
@@ -288,22 +319,130 @@ NativeResult cast_native(const Options& o, const Format& f, const FloatFormat& f
       } else {
         c = codebook_nearest(v, x32, o.tie);  // rne (run_arrays refuses other modes)
       }
-      return {c, v[c]};
+      return {c, v[c], 0};
     }
   }
-  return {0, 0.0f};
+  return {0, 0.0f, 0};
 }
 
-template <typename T>
-io::NpyArray codes_array(const std::vector<std::uint64_t>& codes,
-                         const std::vector<std::size_t>& shape) {
-  std::vector<T> v(codes.size());
-  for (std::size_t i = 0; i < codes.size(); ++i) v[i] = static_cast<T>(codes[i]);
-  return io::make_npy(v, shape);
+// How the elements of an array are computed: the compat rule, the fast engine
+// (sim/fast/array_cast.hpp), or the native engine element by element. All three give, element
+// by element, what cast_scalar's definition gives (the fast engine is native::convert).
+enum class Engine { compat, fast, native };
+
+// The output file: dtype and shape (SEMANTICS 11.4).
+struct OutputLayout {
+  std::string descr;
+  std::vector<std::size_t> shape;
+  std::size_t code_bytes = 1;  // bytes per code in memory before packing
+};
+
+OutputLayout output_layout(const Options& o, const Format& f, const std::vector<std::size_t>& shape) {
+  OutputLayout l;
+  l.shape = shape;
+  const int bits = f.code_bits();
+  l.code_bytes = bits <= 8 ? 1 : bits <= 16 ? 2 : bits <= 32 ? 4 : 8;
+  if (o.decoded) {
+    l.descr = io::kDescrF32;
+  } else if (o.pack) {
+    if (bits > 4) {
+      throw InputError("--pack: format " + f.name + " has " + std::to_string(bits) +
+                       "-bit codes, expected at most 4");
+    }
+    if (shape.empty()) throw InputError("--pack: " + o.in + " is 0-d, expected at least 1 dimension");
+    if (shape.back() % 2 != 0) {
+      throw InputError("--pack: " + o.in + " has an odd last dimension " +
+                       std::to_string(shape.back()) + ", expected an even one");
+    }
+    l.descr = io::kDescrU8;
+    l.shape.back() /= 2;
+  } else {
+    l.descr = l.code_bytes == 1   ? io::kDescrU8
+              : l.code_bytes == 2 ? io::kDescrU16
+              : l.code_bytes == 4 ? io::kDescrU32
+                                  : io::kDescrU64;
+  }
+  return l;
 }
 
-// The array on the GPU (gpu/cast.hpp): float formats of at most 16 bits, the Philox words of
-// --seed; the same codes and decoded values as the CPU path.
+// Writes one piece of codes (n of them, l.code_bytes each) or decoded values: packed two per
+// byte with --pack (n even), as they are otherwise.
+void write_codes(io::NpyFileWriter& w, const Options& o, const OutputLayout& l,
+                 const std::uint8_t* codes, std::size_t n, std::vector<std::uint8_t>& scratch) {
+  if (o.pack) {
+    scratch.resize(native::packed4_bytes(n));
+    native::pack4(codes, n, scratch.data());
+    w.write(scratch.data(), scratch.size());
+  } else {
+    w.write(codes, n * l.code_bytes);
+  }
+}
+
+// Elements [first, first + n) of the array: codes into `codes` (code_bytes each) or, for
+// --decoded, values into `values`. Returns the index of the first element whose masked value the
+// format cannot hold (mask without --decoded), or SIZE_MAX.
+std::size_t cast_block(const Options& o, const Format& f, const ArrayInput& in, Engine engine,
+                       const std::uint8_t* data, std::size_t first, std::size_t n,
+                       std::size_t code_bytes, std::uint8_t* codes, float* values) {
+  std::size_t bad = SIZE_MAX;
+  if (engine == Engine::compat) {
+    for (std::size_t i = 0; i < n; ++i) {
+      const std::uint32_t u = fast::widen_to_fp32(data, in.type, first + i);
+      const auto c = static_cast<std::uint8_t>(native::compat_cast_fp32(o.compat_cast, u));
+      if (values) {
+        values[i] = native::to_float(f.fp, c);
+      } else {
+        codes[i] = c;
+      }
+    }
+    return bad;
+  }
+  if (engine == Engine::fast) {
+    const void* src = data + first * in.bytes;
+    if (!values) {
+      fast::cast_to_codes(src, in.type, n, codes, f.fp, o.round.rounding, o.seed, kCastStream,
+                          first);
+      return bad;
+    }
+    // Decoded: codes a piece at a time, then the format's decode table.
+    const std::vector<float>& table = fast::decode_table(f.fp);
+    constexpr std::size_t kPiece = 1024;
+    std::uint16_t piece[kPiece];
+    const std::size_t cb = f.fp.total_bits() <= 8 ? 1 : 2;
+    for (std::size_t at = 0; at < n; at += kPiece) {
+      const std::size_t m = n - at < kPiece ? n - at : kPiece;
+      fast::cast_to_codes(data + (first + at) * in.bytes, in.type, m, piece, f.fp,
+                          o.round.rounding, o.seed, kCastStream, first + at);
+      const auto* p8 = reinterpret_cast<const std::uint8_t*>(piece);
+      for (std::size_t i = 0; i < m; ++i) values[at + i] = table[cb == 1 ? p8[i] : piece[i]];
+    }
+    return bad;
+  }
+  for (std::size_t i = 0; i < n; ++i) {
+    const std::size_t g = first + i;
+    const NativeResult r =
+        cast_native(o, f, in.format, input_code(data, in, g), random_word(o, g));
+    if (values) {
+      values[i] = r.value;
+    } else {
+      std::memcpy(codes + i * code_bytes, &r.code, code_bytes);  // little-endian host
+      if (o.round.mask && r.flags != 0 && bad == SIZE_MAX) bad = g;
+    }
+  }
+  return bad;
+}
+
+#if EXMY_HAVE_CUDA
+gpu::CastInput gpu_input(const Options& o, const io::NpyHeader& h) {
+  io::NpyArray a;  // input_type reads the dtype only
+  a.descr = h.descr;
+  return input_type(a, o.in, o.in_format == "bf16");
+}
+#endif
+
+// The array on the GPU (gpu/cast.hpp, gpu/cast_compat.hpp): float formats of at most 16 bits,
+// the Philox words of --seed, the compat rules; --pack packs the GPU's codes on the host. The
+// same codes and decoded values as the CPU path, written by the same writer.
 int run_arrays_cuda([[maybe_unused]] const Options& o, [[maybe_unused]] const Format& f) {
 #if EXMY_HAVE_CUDA
   if (f.kind != FormatKind::floating || f.fp.total_bits() > 16) {
@@ -313,29 +452,42 @@ int run_arrays_cuda([[maybe_unused]] const Options& o, [[maybe_unused]] const Fo
   if (o.round.mask || o.have_rand) {
     throw InputError("--device cuda: --round mask and --rand run on the CPU only");
   }
-  const io::NpyArray a = io::read_npy(o.in);
-  io::require_c_order(a, o.in);
-  const gpu::CastInput type = input_type(a, o.in, o.in_format == "bf16");
+  const io::NpyMappedFile file(o.in);
+  const io::NpyHeader& h = file.header();
+  io::require_c_order(h, o.in);
+  const gpu::CastInput type = gpu_input(o, h);
+  const OutputLayout l = output_layout(o, f, h.shape);
+  const std::size_t n = h.count();
+  io::NpyFileWriter w(o.out, l.descr, l.shape);
+  if (!o.compat.empty()) {
+    const std::vector<std::uint8_t> codes =
+        gpu::cast_compat_codes_host(file.data(), type, n, o.compat_cast);
+    if (o.decoded) {
+      const std::vector<float>& table = fast::decode_table(f.fp);
+      std::vector<float> values(n);
+      for (std::size_t i = 0; i < n; ++i) values[i] = table[codes[i]];
+      w.write(values.data(), n * sizeof(float));
+    } else {
+      std::vector<std::uint8_t> scratch;
+      write_codes(w, o, l, codes.data(), n, scratch);
+    }
+    w.commit();
+    return 0;
+  }
   gpu::CastParams p;
   p.to = f.fp;
   p.rounding = o.round.rounding;
   p.seed = o.seed;
   p.stream = kCastStream;
-  const std::size_t n = a.count();
-  io::NpyArray out;
   if (o.decoded) {
-    out = io::make_npy(gpu::cast_fake_quant_host(a.data.data(), type, n, p), a.shape);
+    const std::vector<float> values = gpu::cast_fake_quant_host(file.data(), type, n, p);
+    w.write(values.data(), n * sizeof(float));
   } else {
-    const std::vector<std::uint8_t> bytes = gpu::cast_codes_host(a.data.data(), type, n, p);
-    if (gpu::code_bytes(f.fp) == 1) {
-      out = io::make_npy(bytes, a.shape);
-    } else {
-      std::vector<std::uint16_t> codes(n);
-      std::memcpy(codes.data(), bytes.data(), n * 2);
-      out = io::make_npy(codes, a.shape);
-    }
+    const std::vector<std::uint8_t> codes = gpu::cast_codes_host(file.data(), type, n, p);
+    std::vector<std::uint8_t> scratch;
+    write_codes(w, o, l, codes.data(), n, scratch);
   }
-  io::write_npy(o.out, out);
+  w.commit();
   return 0;
 #else
   throw InputError("--device cuda: this exmy was built without CUDA");
@@ -352,54 +504,56 @@ int run_arrays(const Options& o, const Format& f) {
   if (f.kind == FormatKind::codebook && mode != RoundMode::rne && mode != RoundMode::sr) {
     throw InputError("codebook arrays support --round rne or sr:R only");
   }
-  const io::NpyArray header = io::read_npy(o.in);
-  const InputCodes in = read_input(o, header);
-  const std::size_t n = in.codes.size();
-  std::vector<std::uint64_t> codes(n);
-  std::vector<float> values(o.decoded ? n : 0);
-  bool mask_inexact = false;
-  std::size_t first_bad = 0;
-#pragma omp parallel for schedule(static)
-  for (std::ptrdiff_t s = 0; s < static_cast<std::ptrdiff_t>(n); ++s) {
-    const std::size_t i = static_cast<std::size_t>(s);
-    const NativeResult r = cast_native(o, f, in.format, in.codes[i], random_word(o, i));
-    codes[i] = r.code;
-    if (o.decoded) values[i] = r.value;
+  const io::NpyMappedFile file(o.in);
+  const io::NpyHeader& h = file.header();
+  const ArrayInput in = input_of(o, h);
+  if (!o.compat.empty() && !in.fast) {
+    throw InputError(o.in + ": --compat " + o.compat + " casts '<f4', '<f2' or bf16 '<u2' arrays, not '" +
+                     h.descr + "'");
   }
-  if (o.round.mask && !o.decoded) {
-    // Codes only where the masked value is representable in the format.
-    for (std::size_t i = 0; i < n && !mask_inexact; ++i) {
-      const std::uint32_t x32 = static_cast<std::uint32_t>(
-          native::convert(in.format, formats::fp32, Rounding{}, in.codes[i]).code);
-      const std::uint32_t m =
-          mask_fp32(x32, f.fp.exp_bits, f.fp.man_bits, o.round.outer, o.round.inner);
-      if (native::convert(formats::fp32, f.fp, Rounding{}, m).flags != 0) {
-        mask_inexact = true;
-        first_bad = i;
-      }
+  const OutputLayout l = output_layout(o, f, h.shape);
+  const Engine engine = !o.compat.empty() ? Engine::compat
+                        : in.fast && f.kind == FormatKind::floating && !o.round.mask &&
+                                !o.have_rand && fast::array_cast_supported(f.fp)
+                            ? Engine::fast
+                            : Engine::native;
+  const std::size_t n = h.count();
+  io::NpyFileWriter w(o.out, l.descr, l.shape);
+  // Pieces of kChunk elements (even, for --pack) are computed in parallel, kBlock elements per
+  // task, and written in order; every element's result depends only on its index (the Philox
+  // word of sr:R included), so the file does not depend on the number of threads.
+  constexpr std::size_t kChunk = std::size_t{1} << 22;
+  constexpr std::size_t kBlock = std::size_t{1} << 14;
+  const std::size_t cap = n < kChunk ? n : kChunk;
+  std::vector<std::uint8_t> codes(o.decoded ? 0 : cap * l.code_bytes);
+  std::vector<float> values(o.decoded ? cap : 0);
+  std::vector<std::uint8_t> scratch;
+  for (std::size_t c0 = 0; c0 < n; c0 += kChunk) {
+    const std::size_t cn = n - c0 < kChunk ? n - c0 : kChunk;
+    const auto blocks = static_cast<std::ptrdiff_t>((cn + kBlock - 1) / kBlock);
+    std::size_t bad = SIZE_MAX;
+#pragma omp parallel for schedule(static) reduction(min : bad)
+    for (std::ptrdiff_t b = 0; b < blocks; ++b) {
+      const std::size_t s = static_cast<std::size_t>(b) * kBlock;
+      const std::size_t m = cn - s < kBlock ? cn - s : kBlock;
+      const std::size_t r =
+          cast_block(o, f, in, engine, file.data(), c0 + s, m, l.code_bytes,
+                     o.decoded ? nullptr : codes.data() + s * l.code_bytes,
+                     o.decoded ? values.data() + s : nullptr);
+      bad = r < bad ? r : bad;
     }
-    if (mask_inexact) {
-      throw InputError(o.in + ": element " + std::to_string(first_bad) +
+    if (bad != SIZE_MAX) {
+      throw InputError(o.in + ": element " + std::to_string(bad) +
                        " masks to a value not representable in " + f.name +
                        " (use --decoded for the masked fp32 values)");
     }
-  }
-  io::NpyArray out;
-  if (o.decoded) {
-    out = io::make_npy(values, header.shape);
-  } else {
-    const int bits = f.code_bits();
-    if (bits <= 8) {
-      out = codes_array<std::uint8_t>(codes, header.shape);
-    } else if (bits <= 16) {
-      out = codes_array<std::uint16_t>(codes, header.shape);
-    } else if (bits <= 32) {
-      out = codes_array<std::uint32_t>(codes, header.shape);
+    if (o.decoded) {
+      w.write(values.data(), cn * sizeof(float));
     } else {
-      out = codes_array<std::uint64_t>(codes, header.shape);
+      write_codes(w, o, l, codes.data(), cn, scratch);
     }
   }
-  io::write_npy(o.out, out);
+  w.commit();
   return 0;
 }
 
@@ -410,11 +564,13 @@ int run_cast(const Args& args) {
       return 0;
     }
   }
-  const Options o = parse_args(args);
+  Options o = parse_args(args);
   const Format f = parse_format(o.format);
   if (o.round.mask) check_mask_format(f);
+  if (!o.compat.empty()) o.compat_cast = compat_rule(compat_profile(o.compat), CompatOp::cast, f);
   if (!o.in.empty() || !o.out.empty()) return run_arrays(o, f);
   if (o.device == Device::cuda) throw InputError("--device cuda: needs --in and --out arrays");
+  if (o.pack) throw InputError("--pack needs --in and --out arrays");
   return run_scalars(o, f);
 }
 

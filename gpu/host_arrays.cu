@@ -66,6 +66,15 @@ std::vector<float> cast_fake_quant_host(const void* in, CastInput in_type, std::
   return out.download<float>(n);
 }
 
+std::vector<std::uint8_t> cast_compat_codes_host(const void* in, CastInput in_type, std::size_t n,
+                                                 native::CompatCast rule) {
+  const DeviceBuffer x(in, n * input_bytes(in_type));
+  const DeviceBuffer codes(n);
+  cast_compat_codes(x.as<void>(), in_type, n, codes.as<std::uint8_t>(), rule);
+  finish("compat cast kernel");
+  return codes.download<std::uint8_t>(n);
+}
+
 quant::Quantized quantize_host(const void* x, CastInput in_type, std::size_t rows,
                                std::size_t cols, const quant::Options& opt) {
   const std::size_t n = rows * cols;

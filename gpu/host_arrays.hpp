@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "gpu/cast.hpp"
+#include "gpu/cast_compat.hpp"
 #include "sim/quant/quantize.hpp"
 
 namespace exmy::gpu {
@@ -20,6 +21,10 @@ std::vector<std::uint8_t> cast_codes_host(const void* in, CastInput in_type, std
 // n elements -> n fake-quantized fp32 values.
 std::vector<float> cast_fake_quant_host(const void* in, CastInput in_type, std::size_t n,
                                         const CastParams& params);
+
+// n elements -> n one-byte codes of the compat rule (gpu/cast_compat.hpp).
+std::vector<std::uint8_t> cast_compat_codes_host(const void* in, CastInput in_type, std::size_t n,
+                                                 native::CompatCast rule);
 
 // The rows x cols matrix at x (row-major) quantized under opt (shape and state_shape are the
 // matrix view's; the caller sets the tensor's own). Codes one per byte (unpacked).

@@ -1,7 +1,11 @@
 #include "sim/io/npy.hpp"
 
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include <cstdint>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
@@ -95,18 +99,11 @@ std::size_t NpyArray::item_size() const {
   return descr_item_size(descr);
 }
 
-NpyArray read_npy(const std::string& path) {
-  std::ifstream in(path, std::ios::binary | std::ios::ate);
-  if (!in) fail(path, "cannot open for reading (expected a .npy file)");
-  const std::streamoff size = in.tellg();
-  if (size < 0) fail(path, "cannot read (expected a .npy file)");
-  std::vector<unsigned char> bytes(static_cast<std::size_t>(size));
-  in.seekg(0);
-  if (!bytes.empty() &&
-      !in.read(reinterpret_cast<char*>(bytes.data()), static_cast<std::streamsize>(size))) {
-    fail(path, "read error (expected a .npy file)");
-  }
-  if (bytes.size() < kMagicLen + 4 || std::memcmp(bytes.data(), kMagic, kMagicLen) != 0) {
+namespace {
+
+// The header of the .npy bytes [0, size) of `path`, validated, with the data size checked.
+NpyHeader parse_header(const unsigned char* bytes, std::size_t size, const std::string& path) {
+  if (size < kMagicLen + 4 || std::memcmp(bytes, kMagic, kMagicLen) != 0) {
     fail(path, "not a .npy file (missing \\x93NUMPY magic)");
   }
   const int major = bytes[6];
@@ -115,71 +112,73 @@ NpyArray read_npy(const std::string& path) {
     header_len = read_le(&bytes[8], 2);
     header_at = 10;
   } else if (major == 2 || major == 3) {
-    if (bytes.size() < 12) fail(path, "truncated .npy header");
+    if (size < 12) fail(path, "truncated .npy header");
     header_len = read_le(&bytes[8], 4);
     header_at = 12;
   } else {
     fail(path, "unsupported .npy version " + std::to_string(major) + " (expected 1, 2 or 3)");
   }
-  if (bytes.size() < header_at + header_len) fail(path, "truncated .npy header");
-  const std::string header(bytes.begin() + static_cast<std::ptrdiff_t>(header_at),
-                           bytes.begin() + static_cast<std::ptrdiff_t>(header_at + header_len));
+  if (size < header_at + header_len) fail(path, "truncated .npy header");
+  const std::string header(reinterpret_cast<const char*>(bytes) + header_at, header_len);
   if (header.find('{') == std::string::npos || header.find('}') == std::string::npos) {
     fail(path, "malformed .npy header (expected a dict)");
   }
-  NpyArray a;
+  NpyHeader h;
   std::string descr = dict_value(header, "descr", path);
   if (descr.size() < 2 || (descr.front() != '\'' && descr.front() != '"')) {
     fail(path, "unsupported dtype " + descr + " (expected a plain numeric dtype such as '<f4')");
   }
-  a.descr = descr.substr(1, descr.size() - 2);
-  if (a.descr.size() >= 1 && a.descr[0] == '>' && descr_item_size(a.descr) > 1) {
-    fail(path, "big-endian dtype '" + a.descr + "' is not supported (expected little-endian)");
+  h.descr = descr.substr(1, descr.size() - 2);
+  if (h.descr.size() >= 1 && h.descr[0] == '>' && descr_item_size(h.descr) > 1) {
+    fail(path, "big-endian dtype '" + h.descr + "' is not supported (expected little-endian)");
   }
-  if (descr_item_size(a.descr) == 0) {
+  if (descr_item_size(h.descr) == 0) {
     fail(path,
-         "unsupported dtype '" + a.descr + "' (expected a plain numeric dtype such as '<f4')");
+         "unsupported dtype '" + h.descr + "' (expected a plain numeric dtype such as '<f4')");
   }
   // One-byte types carry no byte order; canonicalise '<u1' / '=u1' to NumPy's '|u1'.
-  if (descr_item_size(a.descr) == 1) a.descr[0] = '|';
-  if (a.descr[0] == '=') a.descr[0] = '<';  // native order: this library is little-endian only
+  if (descr_item_size(h.descr) == 1) h.descr[0] = '|';
+  if (h.descr[0] == '=') h.descr[0] = '<';  // native order: this library is little-endian only
   const std::string fo = dict_value(header, "fortran_order", path);
   if (fo == "True") {
-    a.fortran_order = true;
+    h.fortran_order = true;
   } else if (fo == "False") {
-    a.fortran_order = false;
+    h.fortran_order = false;
   } else {
     fail(path, "malformed .npy header: fortran_order is " + fo);
   }
   const std::string shape = dict_value(header, "shape", path);
   if (shape.empty() || shape[0] != '(') fail(path, "malformed .npy header: shape is " + shape);
-  a.shape = parse_shape(shape, path);
-  const std::size_t need = a.count() * a.item_size();
-  const std::size_t have = bytes.size() - header_at - header_len;
+  h.shape = parse_shape(shape, path);
+  h.data_offset = header_at + header_len;
+  std::size_t elems = 1;
+  for (std::size_t d : h.shape) {
+    if (d != 0 && elems > SIZE_MAX / d / h.item_size()) {
+      fail(path, "malformed .npy header: shape " + shape + " is too large");
+    }
+    elems *= d;
+  }
+  const std::size_t need = h.count() * h.item_size();
+  const std::size_t have = size - h.data_offset;
   if (have < need) {
     fail(path, "truncated .npy data: expected " + std::to_string(need) + " bytes, found " +
                    std::to_string(have));
   }
-  a.data.assign(bytes.begin() + static_cast<std::ptrdiff_t>(header_at + header_len),
-                bytes.begin() + static_cast<std::ptrdiff_t>(header_at + header_len + need));
-  return a;
+  return h;
 }
 
-void write_npy(const std::string& path, const NpyArray& a) {
-  if (a.item_size() == 0) throw InputError(path + ": cannot write dtype '" + a.descr + "'");
-  if (a.data.size() != a.count() * a.item_size()) {
-    throw InputError(path + ": array data has " + std::to_string(a.data.size()) +
-                     " bytes, shape needs " + std::to_string(a.count() * a.item_size()));
-  }
-  std::string dict = "{'descr': '" + a.descr +
-                     "', 'fortran_order': " + (a.fortran_order ? "True" : "False") + ", 'shape': (";
-  for (std::size_t i = 0; i < a.shape.size(); ++i) {
-    dict += std::to_string(a.shape[i]);
-    if (a.shape.size() == 1 || i + 1 < a.shape.size()) dict += ",";
-    if (i + 1 < a.shape.size()) dict += " ";
+// The header bytes of a .npy file (version 1.0, or 2.0 if the dict needs it), padded so that the
+// data starts on a 64-byte boundary (NEP 1).
+std::string header_bytes(const std::string& descr, bool fortran_order,
+                         const std::vector<std::size_t>& shape) {
+  std::string dict = "{'descr': '" + descr +
+                     "', 'fortran_order': " + (fortran_order ? "True" : "False") + ", 'shape': (";
+  for (std::size_t i = 0; i < shape.size(); ++i) {
+    dict += std::to_string(shape[i]);
+    if (shape.size() == 1 || i + 1 < shape.size()) dict += ",";
+    if (i + 1 < shape.size()) dict += " ";
   }
   dict += "), }";
-  // Pad with spaces and a newline so that the data starts on a 64-byte boundary (NEP 1).
   const bool v2 = dict.size() + 1 + 10 > 65535;
   const std::size_t prefix = v2 ? 12 : 10;
   std::size_t total = prefix + dict.size() + 1;
@@ -193,25 +192,140 @@ void write_npy(const std::string& path, const NpyArray& a) {
   const int nlen = v2 ? 4 : 2;
   for (int i = 0; i < nlen; ++i) head += static_cast<char>((hlen >> (8 * i)) & 0xFF);
   head += dict;
+  return head;
+}
 
-  const std::string tmp = path + ".tmp." + std::to_string(::getpid());
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out) throw InputError(path + ": cannot open for writing");
-    out.write(head.data(), static_cast<std::streamsize>(head.size()));
-    out.write(reinterpret_cast<const char*>(a.data.data()),
-              static_cast<std::streamsize>(a.data.size()));
-    out.flush();
-    if (!out) {
-      out.close();
-      std::remove(tmp.c_str());
-      throw InputError(path + ": write failed");
+std::size_t shape_count(const std::vector<std::size_t>& shape) {
+  std::size_t n = 1;
+  for (std::size_t d : shape) n *= d;
+  return n;
+}
+
+}  // namespace
+
+std::size_t NpyHeader::count() const {
+  return shape_count(shape);
+}
+
+std::size_t NpyHeader::item_size() const {
+  return descr_item_size(descr);
+}
+
+NpyArray read_npy(const std::string& path) {
+  std::ifstream in(path, std::ios::binary | std::ios::ate);
+  if (!in) fail(path, "cannot open for reading (expected a .npy file)");
+  const std::streamoff size = in.tellg();
+  if (size < 0) fail(path, "cannot read (expected a .npy file)");
+  std::vector<unsigned char> bytes(static_cast<std::size_t>(size));
+  in.seekg(0);
+  if (!bytes.empty() &&
+      !in.read(reinterpret_cast<char*>(bytes.data()), static_cast<std::streamsize>(size))) {
+    fail(path, "read error (expected a .npy file)");
+  }
+  const NpyHeader h = parse_header(bytes.data(), bytes.size(), path);
+  NpyArray a;
+  a.descr = h.descr;
+  a.shape = h.shape;
+  a.fortran_order = h.fortran_order;
+  const auto at = bytes.begin() + static_cast<std::ptrdiff_t>(h.data_offset);
+  a.data.assign(at, at + static_cast<std::ptrdiff_t>(h.count() * h.item_size()));
+  return a;
+}
+
+NpyMappedFile::NpyMappedFile(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY);
+  if (fd < 0) fail(path, "cannot open for reading (expected a .npy file)");
+  struct stat st {};
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    ::close(fd);
+    fail(path, "cannot read (expected a regular .npy file)");
+  }
+  size_ = static_cast<std::size_t>(st.st_size);
+  if (size_ > 0) {
+    // MAP_POPULATE reads the file in up front (one pass in the kernel) instead of one page
+    // fault per 4 KiB while the cast runs.
+    void* p = ::mmap(nullptr, size_, PROT_READ, MAP_PRIVATE | MAP_POPULATE, fd, 0);
+    if (p == MAP_FAILED) {
+      ::close(fd);
+      fail(path, "cannot map for reading (expected a .npy file)");
     }
+    base_ = static_cast<const std::uint8_t*>(p);
   }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    std::remove(tmp.c_str());
-    throw InputError(path + ": cannot rename temporary file into place");
+  ::close(fd);
+  try {
+    static const unsigned char kEmpty[1] = {0};
+    header_ = parse_header(base_ ? base_ : kEmpty, size_, path);
+  } catch (...) {
+    if (base_) ::munmap(const_cast<std::uint8_t*>(base_), size_);
+    throw;
   }
+}
+
+NpyMappedFile::~NpyMappedFile() {
+  if (base_) ::munmap(const_cast<std::uint8_t*>(base_), size_);
+}
+
+NpyFileWriter::NpyFileWriter(const std::string& path, const std::string& descr,
+                             const std::vector<std::size_t>& shape, bool fortran_order)
+    : path_(path), tmp_(path + ".tmp." + std::to_string(::getpid())) {
+  if (descr_item_size(descr) == 0) throw InputError(path + ": cannot write dtype '" + descr + "'");
+  expected_ = shape_count(shape) * descr_item_size(descr);
+  file_ = std::fopen(tmp_.c_str(), "wb");
+  if (!file_) throw InputError(path + ": cannot open for writing");
+  const std::string head = header_bytes(descr, fortran_order, shape);
+  if (std::fwrite(head.data(), 1, head.size(), file_) != head.size()) {
+    std::fclose(file_);
+    file_ = nullptr;
+    std::remove(tmp_.c_str());
+    throw InputError(path + ": write failed");
+  }
+}
+
+NpyFileWriter::~NpyFileWriter() {
+  if (file_) {
+    std::fclose(file_);
+    std::remove(tmp_.c_str());
+  }
+}
+
+void NpyFileWriter::write(const void* bytes, std::size_t n) {
+  if (!file_) throw InputError(path_ + ": write after commit");
+  if (written_ + n > expected_) {
+    throw InputError(path_ + ": array data exceeds the " + std::to_string(expected_) +
+                     " bytes its shape needs");
+  }
+  if (n > 0 && std::fwrite(bytes, 1, n, file_) != n) throw InputError(path_ + ": write failed");
+  written_ += n;
+}
+
+void NpyFileWriter::commit() {
+  if (!file_) throw InputError(path_ + ": commit twice");
+  if (written_ != expected_) {
+    throw InputError(path_ + ": array data has " + std::to_string(written_) +
+                     " bytes, shape needs " + std::to_string(expected_));
+  }
+  const bool ok = std::fflush(file_) == 0;
+  const bool closed = std::fclose(file_) == 0;
+  file_ = nullptr;
+  if (!ok || !closed) {
+    std::remove(tmp_.c_str());
+    throw InputError(path_ + ": write failed");
+  }
+  if (std::rename(tmp_.c_str(), path_.c_str()) != 0) {
+    std::remove(tmp_.c_str());
+    throw InputError(path_ + ": cannot rename temporary file into place");
+  }
+}
+
+void write_npy(const std::string& path, const NpyArray& a) {
+  if (a.item_size() == 0) throw InputError(path + ": cannot write dtype '" + a.descr + "'");
+  if (a.data.size() != a.count() * a.item_size()) {
+    throw InputError(path + ": array data has " + std::to_string(a.data.size()) +
+                     " bytes, shape needs " + std::to_string(a.count() * a.item_size()));
+  }
+  NpyFileWriter w(path, a.descr, a.shape, a.fortran_order);
+  w.write(a.data.data(), a.data.size());
+  w.commit();
 }
 
 namespace {
@@ -270,6 +384,12 @@ NpyArray make_npy(const std::vector<std::int32_t>& v, std::vector<std::size_t> s
 
 void require_c_order(const NpyArray& a, const std::string& what) {
   if (a.fortran_order && a.shape.size() > 1) {
+    throw InputError(what + ": Fortran-order arrays are not supported (expected C order)");
+  }
+}
+
+void require_c_order(const NpyHeader& h, const std::string& what) {
+  if (h.fortran_order && h.shape.size() > 1) {
     throw InputError(what + ": Fortran-order arrays are not supported (expected C order)");
   }
 }

@@ -5,6 +5,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstdio>
 #include <string>
 #include <vector>
 
@@ -30,6 +31,62 @@ NpyArray read_npy(const std::string& path);
 // to a temporary file in the same directory, which is renamed over `path` only when complete.
 void write_npy(const std::string& path, const NpyArray& a);
 
+// Streaming access for large arrays (the CLI's array casts): the input is memory-mapped after its
+// header is validated, and the output is written in pieces to a temporary file that is renamed
+// into place only by commit(). Same header rules and errors as read_npy / write_npy.
+
+// The header of a .npy file: dtype (canonicalised as by read_npy), shape, order, and the offset of
+// the data in the file.
+struct NpyHeader {
+  std::string descr;
+  std::vector<std::size_t> shape;
+  bool fortran_order = false;
+  std::size_t data_offset = 0;
+
+  std::size_t count() const;
+  std::size_t item_size() const;
+};
+
+// A .npy file mapped read-only. The constructor validates the header and that the file holds
+// count() * item_size() data bytes (InputError otherwise, as read_npy).
+class NpyMappedFile {
+ public:
+  explicit NpyMappedFile(const std::string& path);
+  ~NpyMappedFile();
+  NpyMappedFile(const NpyMappedFile&) = delete;
+  NpyMappedFile& operator=(const NpyMappedFile&) = delete;
+
+  const NpyHeader& header() const { return header_; }
+  // The first data byte (count() * item_size() bytes; nullptr for an empty array).
+  const std::uint8_t* data() const { return base_ ? base_ + header_.data_offset : nullptr; }
+
+ private:
+  NpyHeader header_;
+  const std::uint8_t* base_ = nullptr;
+  std::size_t size_ = 0;
+};
+
+// A .npy file written in pieces: the header at construction, the data by write() in order, and
+// commit() renames the temporary file over `path` after checking that exactly
+// count(shape) * item_size(descr) bytes were written. Destroyed without commit() (an exception
+// on the way), it removes the temporary file, so no partial output is ever left.
+class NpyFileWriter {
+ public:
+  NpyFileWriter(const std::string& path, const std::string& descr,
+                const std::vector<std::size_t>& shape, bool fortran_order = false);
+  ~NpyFileWriter();
+  NpyFileWriter(const NpyFileWriter&) = delete;
+  NpyFileWriter& operator=(const NpyFileWriter&) = delete;
+
+  void write(const void* bytes, std::size_t n);
+  void commit();
+
+ private:
+  std::string path_, tmp_;
+  std::FILE* file_ = nullptr;
+  std::size_t expected_ = 0, written_ = 0;
+};
+
 // Arrays from typed data (C order).
 NpyArray make_npy(const std::vector<float>& v, std::vector<std::size_t> shape = {});
 NpyArray make_npy(const std::vector<double>& v, std::vector<std::size_t> shape = {});
@@ -44,6 +101,7 @@ NpyArray make_npy(const std::vector<std::int32_t>& v, std::vector<std::size_t> s
 // InputError naming `what` for a Fortran-order array of rank > 1: element order is C order
 // everywhere in exmy (rank 0 and 1 are the same either way).
 void require_c_order(const NpyArray& a, const std::string& what);
+void require_c_order(const NpyHeader& h, const std::string& what);
 
 // Typed views. Each checks the descr (and throws InputError naming `what`, e.g. the file, and the
 // dtype expected) and copies the elements out in storage order.

@@ -37,10 +37,13 @@ EXMY_HD constexpr std::uint32_t mask_min_normal_bits(int E) {
 }  // namespace native
 
 // mask(x; E, M, outer, inner) on an fp32 bit pattern. Order: NaN is returned unchanged (a mask
-// could otherwise clear a payload into inf); the low 23 - M mantissa bits are cleared (rtz at M
-// bits, the "mantissa bitmask"; for fp32 subnormal inputs this clears the same field bits);
-// then the outer and inner rules apply to the magnitude. The order does not matter: truncation
-// never moves a value across max or min_normal, both of which have at most M mantissa bits.
+// could otherwise clear a payload into inf); a magnitude 0 < |x| < min_normal takes the inner rule
+// on its value as given (min: +-min_normal; zero: +-0; keep: its mantissa truncated); any other
+// magnitude has its low 23 - M mantissa bits cleared (rtz at M bits, the "mantissa bitmask") and
+// then the outer rule. The inner test must come before truncation: an fp32 subnormal can truncate
+// to 0 (2^-140 at M = 2), and 0 is not in 0 < |x| < min_normal (regression test in
+// tests/format/test_mask.cpp). For |x| >= min_normal the order does not matter: truncation never
+// moves a value across max or min_normal, both of which have at most M mantissa bits.
 EXMY_HD std::uint32_t mask_fp32(std::uint32_t bits, int E, int M, MaskOuter outer,
                                 MaskInner inner) {
   const std::uint32_t sign = bits & 0x80000000u;
@@ -51,10 +54,11 @@ EXMY_HD std::uint32_t mask_fp32(std::uint32_t bits, int E, int M, MaskOuter oute
   const std::uint32_t max_bits = native::mask_max_bits(E, M);
   const std::uint32_t min_bits = native::mask_min_normal_bits(E);
   // Magnitudes of non-negative fp32 order like their bit patterns.
-  if (outer == MaskOuter::clamp && t > max_bits) t = max_bits;
-  if (t != 0 && t < min_bits) {
+  if (mag != 0 && mag < min_bits) {
     if (inner == MaskInner::min) t = min_bits;
     if (inner == MaskInner::zero) t = 0;
+  } else if (outer == MaskOuter::clamp && t > max_bits) {
+    t = max_bits;
   }
   return sign | t;
 }

@@ -11,27 +11,35 @@ using namespace exmy;
 
 namespace {
 
+// Written from the text of SEMANTICS 2.1, one clause at a time, on doubles: NaN stays NaN;
+// inner acts on 0 < |x| < min_normal (min -> min_normal, zero -> 0, keep -> the truncated
+// mantissa); outer = clamp maps |x| > max (inf included) to max; everything else keeps M
+// mantissa bits (rtz; an fp32 subnormal keeps the top M bits of its field).
+double truncate_to_m_bits(double a, int M) {
+  if (!std::isfinite(a) || a == 0.0) return a;
+  double q;
+  if (a >= 0x1p-126) {  // fp32 normal: keep M bits after the leading one
+    int e;
+    std::frexp(a, &e);  // a = f * 2^e, f in [0.5, 1)
+    q = std::ldexp(1.0, e - 1 - M);
+  } else {  // fp32 subnormal: clear the low 23 - M bits of the field (quantum 2^(-149 + 23 - M))
+    q = std::ldexp(1.0, -149 + 23 - M);
+  }
+  return std::floor(a / q) * q;
+}
+
 float reference_mask(float x, int E, int M, MaskOuter outer, MaskInner inner) {
   if (std::isnan(x)) return x;
   const double maxv = (2.0 - std::ldexp(1.0, -M)) * std::ldexp(1.0, (1 << (E - 1)) - 1);
   const double minn = std::ldexp(1.0, 2 - (1 << (E - 1)));
   const double a = std::fabs(static_cast<double>(x));
-  double t = a;
-  if (std::isfinite(a) && a != 0.0) {
-    if (a >= 0x1p-126) {  // fp32 normal: keep M bits after the leading one
-      int e;
-      std::frexp(a, &e);  // a = f * 2^e, f in [0.5, 1)
-      const double q = std::ldexp(1.0, e - 1 - M);
-      t = std::floor(a / q) * q;
-    } else {  // fp32 subnormal: clear the low 23 - M bits of the field (quantum 2^(-149 + 23 - M))
-      const double q = std::ldexp(1.0, -149 + 23 - M);
-      t = std::floor(a / q) * q;
-    }
-  }
-  if (outer == MaskOuter::clamp && t > maxv) t = maxv;
-  if (t != 0.0 && t < minn) {
-    if (inner == MaskInner::min) t = minn;
-    if (inner == MaskInner::zero) t = 0.0;
+  double t;
+  if (a > 0.0 && a < minn) {
+    t = inner == MaskInner::min ? minn : inner == MaskInner::zero ? 0.0 : truncate_to_m_bits(a, M);
+  } else if (outer == MaskOuter::clamp && a > maxv) {
+    t = maxv;
+  } else {
+    t = truncate_to_m_bits(a, M);
   }
   return std::copysign(static_cast<float>(t), x);
 }
@@ -120,5 +128,22 @@ TEST_CASE("mask_bf16 is mask_fp32 on the top half", "[format][mask]") {
       REQUIRE((full & 0xFFFFu) == 0);
       REQUIRE(got == (full >> 16));
     }
+  }
+}
+
+// Regression (exmy issue 9): mask_fp32 truncated first, so an fp32 subnormal whose top M field
+// bits are zero became 0 and escaped inner = min: `exmy cast e5m2 --round mask 0x1p-140` gave 0
+// while 0x1p-127 gave 2^-14. SEMANTICS 2.1 maps every 0 < |x| < min_normal to min_normal.
+TEST_CASE("mask inner=min: fp32 subnormals that truncate to 0 still go to min_normal",
+          "[format][mask][regression]") {
+  for (const float x : {0x1p-140f, 0x1p-127f, 0x1p-149f, -0x1p-140f}) {
+    INFO(x);
+    CHECK(native::float_of(mask_fp32(native::bits_of(x), 5, 2, MaskOuter::clamp,
+                                     MaskInner::min)) == std::copysign(0x1p-14f, x));
+    CHECK(native::float_of(mask_fp32(native::bits_of(x), 5, 2, MaskOuter::clamp,
+                                     MaskInner::zero)) == std::copysign(0.0f, x));
+    CHECK(std::signbit(native::float_of(
+              mask_fp32(native::bits_of(x), 5, 2, MaskOuter::clamp, MaskInner::zero))) ==
+          std::signbit(x));
   }
 }

@@ -1,0 +1,55 @@
+// The compat cast kernel (gpu/cast_compat.hpp): one element per thread and grid-stride step;
+// inputs widen exactly to fp32 (gpu/widen.hpp) and take the host's rule function.
+#include <cuda_runtime.h>
+
+#include "gpu/cast_compat.hpp"
+#include "gpu/cuda_check.hpp"
+#include "gpu/widen.hpp"
+
+namespace exmy::gpu {
+namespace {
+
+constexpr int kThreads = 256;
+
+template <CastInput In>
+__global__ void __launch_bounds__(kThreads)
+    compat_kernel(const void* __restrict__ in, std::size_t n, std::uint8_t* __restrict__ codes,
+                  native::CompatCast rule) {
+  const std::size_t stride = static_cast<std::size_t>(gridDim.x) * blockDim.x;
+  for (std::size_t i = static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
+       i += stride) {
+    std::uint32_t u;
+    if constexpr (In == CastInput::fp32) {
+      u = static_cast<const std::uint32_t*>(in)[i];
+    } else if constexpr (In == CastInput::bf16) {
+      u = widen_bf16(static_cast<const std::uint16_t*>(in)[i]);
+    } else {
+      u = widen_fp16(static_cast<const std::uint16_t*>(in)[i]);
+    }
+    codes[i] = static_cast<std::uint8_t>(native::compat_cast_fp32(rule, u));
+  }
+}
+
+}  // namespace
+
+void cast_compat_codes(const void* in, CastInput in_type, std::size_t n, std::uint8_t* codes,
+                       native::CompatCast rule, CUstream_st* stream) {
+  if (n == 0) return;
+  std::size_t blocks = (n + kThreads - 1) / kThreads;
+  if (blocks > (std::size_t{1} << 20)) blocks = std::size_t{1} << 20;  // grid-stride beyond
+  const unsigned grid = static_cast<unsigned>(blocks);
+  switch (in_type) {
+    case CastInput::fp32:
+      compat_kernel<CastInput::fp32><<<grid, kThreads, 0, stream>>>(in, n, codes, rule);
+      break;
+    case CastInput::bf16:
+      compat_kernel<CastInput::bf16><<<grid, kThreads, 0, stream>>>(in, n, codes, rule);
+      break;
+    case CastInput::fp16:
+      compat_kernel<CastInput::fp16><<<grid, kThreads, 0, stream>>>(in, n, codes, rule);
+      break;
+  }
+  cuda_check_launch("compat cast kernel launch");
+}
+
+}  // namespace exmy::gpu

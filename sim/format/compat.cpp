@@ -1,0 +1,59 @@
+#include "sim/format/compat.hpp"
+
+#include "sim/common/error.hpp"
+
+namespace exmy {
+
+const char* compat_op_name(CompatOp op) {
+  switch (op) {
+    case CompatOp::cast: return "cast";
+  }
+  return "?";
+}
+
+const std::vector<CompatProfile>& compat_profiles() {
+  // Add a profile here, with its rules in sim/native/compat_*.hpp, a golden table in tests/cli
+  // and a row in docs/SEMANTICS.md section 12.
+  static const std::vector<CompatProfile> profiles = {
+      {"torch",
+       "PyTorch 2.11 c10::detail::fp8e8m0fnu_from_fp32_value (c10/util/Float8_e8m0fnu.h)",
+       {{CompatOp::cast, "e8m0fnu", native::CompatCast::e8m0_torch}}},
+      {"ml_dtypes",
+       "ml_dtypes 0.6 ConvertImpl<float, float8_e8m0fnu> (ml_dtypes/include/float8.h)",
+       {{CompatOp::cast, "e8m0fnu", native::CompatCast::e8m0_ml_dtypes}}},
+  };
+  return profiles;
+}
+
+namespace {
+
+std::string known_names() {
+  std::string names;
+  for (const CompatProfile& p : compat_profiles()) names += (names.empty() ? "" : ", ") + std::string(p.name);
+  return names;
+}
+
+}  // namespace
+
+const CompatProfile& compat_profile(std::string_view name) {
+  for (const CompatProfile& p : compat_profiles()) {
+    if (name == p.name) return p;
+  }
+  throw InputError("--compat '" + std::string(name) + "': unknown profile (known: " +
+                   known_names() + ")");
+}
+
+native::CompatCast compat_rule(const CompatProfile& p, CompatOp op, const Format& f) {
+  std::string covers;
+  for (const CompatEntry& e : p.entries) {
+    const Format g = parse_format(e.format);
+    if (e.op == op && f.kind == g.kind && f.kind == FormatKind::floating && f.fp == g.fp) {
+      return e.rule;
+    }
+    covers += (covers.empty() ? "" : ", ") + std::string(compat_op_name(e.op)) + " " + e.format;
+  }
+  throw InputError("--compat " + std::string(p.name) + " does not cover " + compat_op_name(op) +
+                   " to " + f.name + " (it covers: " + covers + ")");
+}
+
+}  // namespace exmy
