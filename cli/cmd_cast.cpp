@@ -302,7 +302,7 @@ io::NpyArray codes_array(const std::vector<std::uint64_t>& codes,
   return io::make_npy(v, shape);
 }
 
-// The array on the GPU (gpu/cast.hpp): float formats of at most 16 bits, the Philox words of
+// The array on the GPU (gpu/cast/cast.hpp): float formats of at most 16 bits, the Philox words of
 // --seed; the same codes and decoded values as the CPU path.
 int run_arrays_cuda([[maybe_unused]] const Options& o, [[maybe_unused]] const Format& f) {
 #if EXMY_HAVE_CUDA

@@ -3,7 +3,7 @@
 
 #include <string>
 
-#include "gpu/cuda_check.hpp"
+#include "gpu/common/cuda_check.hpp"
 #include "gpu/host_arrays.hpp"
 #include "gpu/quantize.hpp"
 #include "sim/common/error.hpp"

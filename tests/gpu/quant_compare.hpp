@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "gpu/quantize.hpp"
-#include "gpu/widen.hpp"
+#include "gpu/cast/widen.hpp"
 #include "sim/native/convert.hpp"
 #include "sim/quant/quantize.hpp"
 #include "tests/gpu/gpu_test_util.hpp"

@@ -1,9 +1,9 @@
-// Inline PTX for the hardware fp8 conversions (gpu/hw_cast.hpp). Builds for architectures below
+// Inline PTX for the hardware fp8 conversions (gpu/cast/hw_cast.hpp). Builds for architectures below
 // sm_89 compile the kernels to a trap; the host checks the device before launching.
 #include <cuda_runtime.h>
 
-#include "gpu/cuda_check.hpp"
-#include "gpu/hw_cast.hpp"
+#include "gpu/common/cuda_check.hpp"
+#include "gpu/cast/hw_cast.hpp"
 
 namespace exmy::gpu {
 namespace {

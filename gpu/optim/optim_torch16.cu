@@ -7,8 +7,8 @@
 
 #include <cstdint>
 
-#include "gpu/cuda_check.hpp"
-#include "gpu/optim.hpp"
+#include "gpu/common/cuda_check.hpp"
+#include "gpu/optim/optim.hpp"
 #include "sim/common/error.hpp"
 
 namespace exmy::gpu {

@@ -1,4 +1,4 @@
-// The exhaustive cast campaign (gpu/verify.hpp). The GPU generates each chunk of inputs itself
+// The exhaustive cast campaign (gpu/verify/verify.hpp). The GPU generates each chunk of inputs itself
 // (input = first + index), casts it and copies the codes to pinned host memory; the host's cores
 // recompute every code with native::convert and count mismatches by input class. Two host
 // buffers let the GPU work on chunk k+1 while the CPU checks chunk k.
@@ -10,12 +10,12 @@
 #include <sstream>
 #include <thread>
 
-#include "gpu/cast.hpp"
-#include "gpu/cast_reference.hpp"
-#include "gpu/cuda_check.hpp"
+#include "gpu/cast/cast.hpp"
+#include "gpu/cast/cast_reference.hpp"
+#include "gpu/common/cuda_check.hpp"
 #include "gpu/fast_int8.hpp"
-#include "gpu/hw_cast.hpp"
-#include "gpu/verify.hpp"
+#include "gpu/cast/hw_cast.hpp"
+#include "gpu/verify/verify.hpp"
 #include "sim/common/error.hpp"
 #include "sim/format/float_names.hpp"
 #include "sim/native/convert.hpp"

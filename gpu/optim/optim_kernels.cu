@@ -8,8 +8,8 @@
 #include <cstdint>
 #include <mutex>
 
-#include "gpu/cuda_check.hpp"
-#include "gpu/optim.hpp"
+#include "gpu/common/cuda_check.hpp"
+#include "gpu/optim/optim.hpp"
 #include "sim/common/error.hpp"
 #include "sim/format/codebook.hpp"
 #include "sim/native/optim_bnb8_search.hpp"

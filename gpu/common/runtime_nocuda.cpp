@@ -1,5 +1,5 @@
 // Built instead of the kernels when nvcc is absent: every entry point says so.
-#include "gpu/runtime.hpp"
+#include "gpu/common/runtime.hpp"
 
 namespace exmy::gpu {
 

@@ -1,16 +1,16 @@
-// Element-wise cast kernels (gpu/cast.hpp). A thread handles kGroups vectors of 16 input bytes
+// Element-wise cast kernels (gpu/cast/cast.hpp). A thread handles kGroups vectors of 16 input bytes
 // (4 fp32 or 8 bf16/fp16 elements each); the lanes of a warp take consecutive vectors, so each
 // load and store instruction of a warp covers one contiguous span (coalesced), and all of a
 // thread's loads are issued before its arithmetic. The arithmetic is native::convert (generic
-// path) or its proven-equal 32-bit specialisation gpu/fast_cast.hpp (fast path).
+// path) or its proven-equal 32-bit specialisation gpu/cast/fast_cast.hpp (fast path).
 #include <cuda_runtime.h>
 
 #include <string>
 
-#include "gpu/cast.hpp"
-#include "gpu/cuda_check.hpp"
-#include "gpu/fast_cast.hpp"
-#include "gpu/widen.hpp"
+#include "gpu/cast/cast.hpp"
+#include "gpu/common/cuda_check.hpp"
+#include "gpu/cast/fast_cast.hpp"
+#include "gpu/cast/widen.hpp"
 #include "sim/common/error.hpp"
 #include "sim/native/convert.hpp"
 #include "sim/native/philox.hpp"

@@ -5,7 +5,7 @@
 
 #include <string>
 
-#include "gpu/cast.hpp"
+#include "gpu/cast/cast.hpp"
 
 namespace exmy::gpu {
 
