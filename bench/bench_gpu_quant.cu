@@ -14,8 +14,8 @@
 
 #include "gpu/cast/cast.hpp"
 #include "gpu/cast/hw_cast.hpp"
-#include "gpu/quantize.hpp"
 #include "gpu/common/runtime.hpp"
+#include "gpu/quantize.hpp"
 #include "sim/quant/quantize.hpp"
 
 namespace {

@@ -1,5 +1,5 @@
-// The CPU reference of gpu/cast/cast.hpp, element by element: native::convert with the Philox word of
-// the element's flat index (docs/SEMANTICS.md 3.2). Tests, properties and the exhaustive
+// The CPU reference of gpu/cast/cast.hpp, element by element: native::convert with the Philox word
+// of the element's flat index (docs/SEMANTICS.md 3.2). Tests, properties and the exhaustive
 // campaign compare the kernels with this. Header-only, host code.
 #pragma once
 

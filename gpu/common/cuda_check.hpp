@@ -1,4 +1,5 @@
-// Internal to gpu/**/*.cu: every CUDA call's status is checked and turned into exmy::gpu::CudaError.
+// Internal to gpu/**/*.cu: every CUDA call's status is checked and turned into
+// exmy::gpu::CudaError.
 #pragma once
 
 #include <cuda_runtime.h>

@@ -3,7 +3,11 @@
 
 namespace exmy::gpu {
 
-int device_count() { return 0; }
-std::string device_name() { return "none (built without CUDA)"; }
+int device_count() {
+  return 0;
+}
+std::string device_name() {
+  return "none (built without CUDA)";
+}
 
 }  // namespace exmy::gpu
