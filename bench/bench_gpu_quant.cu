@@ -12,10 +12,10 @@
 #include <string>
 #include <vector>
 
-#include "gpu/cast.hpp"
-#include "gpu/hw_cast.hpp"
+#include "gpu/cast/cast.hpp"
+#include "gpu/cast/hw_cast.hpp"
+#include "gpu/common/runtime.hpp"
 #include "gpu/quantize.hpp"
-#include "gpu/runtime.hpp"
 #include "sim/quant/quantize.hpp"
 
 namespace {

@@ -9,7 +9,7 @@
 #include <cstdlib>
 #include <vector>
 
-#include "gpu/optim.hpp"
+#include "gpu/optim/optim.hpp"
 #include "sim/optim/optim.hpp"
 
 namespace {

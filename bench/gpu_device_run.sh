@@ -27,9 +27,9 @@ for step in "$@"; do
         # that is not ours aside (in this throwaway copy only) and build again.
         grep -B2 -A6 -m6 "error" "$OUT/build.log" | tee "$OUT/build-first-errors.log"
         mkdir -p /tmp/aside
-        for f in gpu/*.cu tests/gpu/*.cu properties/gpu/*.cu bench/*.cu; do
+        for f in gpu/*.cu gpu/*/*.cu tests/gpu/*.cu properties/gpu/*.cu bench/*.cu; do
           case $f in
-            gpu/cast.cu|gpu/hw_cast.cu|gpu/verify.cu|gpu/quantize.cu|gpu/runtime.cu|bench/bench_gpu_quant.cu) ;;
+            gpu/cast/cast.cu|gpu/cast/hw_cast.cu|gpu/verify/verify.cu|gpu/quantize.cu|gpu/common/runtime.cu|bench/bench_gpu_quant.cu) ;;
             *) [ -e "$f" ] && mv "$f" /tmp/aside/ && echo "set aside $f" | tee -a "$OUT/steps.log" ;;
           esac
         done

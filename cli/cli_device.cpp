@@ -1,7 +1,7 @@
 // `--device` parsing and the GPU input type of an array (cli/cli_device.hpp).
 #include "cli/cli_device.hpp"
 
-#include "gpu/runtime.hpp"
+#include "gpu/common/runtime.hpp"
 #include "sim/common/error.hpp"
 
 namespace exmy::cli {

@@ -6,7 +6,7 @@
 #include <string>
 #include <string_view>
 
-#include "gpu/cast.hpp"
+#include "gpu/cast/cast.hpp"
 #include "sim/io/npy.hpp"
 
 namespace exmy::cli {

@@ -1,5 +1,5 @@
 // exmy verify --device cuda (the hidden command "verify-cuda" that cli/cmd_verify.cpp forwards
-// to): the exhaustive GPU cast campaign of gpu/verify.hpp.
+// to): the exhaustive GPU cast campaign of gpu/verify/verify.hpp.
 //   exmy verify --device cuda [--campaign all|casts|hw] [--depth full|ci] [--threads N]
 //        [--formats a,b,...] [--modes rne,rtz,sr:8,...] [--seed N] [--path auto|generic|fast]
 //        [--first N --count N] [--out FILE.md] [--json] [--quiet]
@@ -17,8 +17,8 @@
 
 #include "cli/cli_util.hpp"
 #include "cli/command.hpp"
-#include "gpu/runtime.hpp"
-#include "gpu/verify.hpp"
+#include "gpu/common/runtime.hpp"
+#include "gpu/verify/verify.hpp"
 #include "sim/common/error.hpp"
 #include "sim/format/float_names.hpp"
 

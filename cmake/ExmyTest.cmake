@@ -1,19 +1,19 @@
-# exmy_add_test_dir(NAME DIR [LABELS ...]): one test executable from every .cpp/.cu in DIR,
-# linked with the shared Catch2 main (tests/main.cpp). Skipped silently if DIR has no sources.
-function(exmy_add_test_dir NAME DIR)
-  cmake_parse_arguments(ARG "" "" "LABELS" ${ARGN})
-  file(GLOB SRCS CONFIGURE_DEPENDS ${DIR}/*.cpp)
+# exmy_add_test(NAME SOURCES src... [CUDA_SOURCES src.cu...] [LABELS ...]): one test executable
+# exmy_test_NAME from the listed sources (paths relative to the calling CMakeLists.txt; the .cu
+# files only in CUDA builds), linked with the shared Catch2 main (tests/main.cpp). Tests mirror
+# the source tree: tests/<folder>/test_<name>.cpp, listed by name in tests/CMakeLists.txt.
+exmy_include_tree(tests tests)
+function(exmy_add_test NAME)
+  cmake_parse_arguments(ARG "" "" "SOURCES;CUDA_SOURCES;LABELS" ${ARGN})
+  set(srcs ${ARG_SOURCES})
   if(EXMY_HAVE_CUDA)
-    file(GLOB CU_SRCS CONFIGURE_DEPENDS ${DIR}/*.cu)
-    list(APPEND SRCS ${CU_SRCS})
-  endif()
-  if(NOT SRCS)
-    return()
+    list(APPEND srcs ${ARG_CUDA_SOURCES})
   endif()
   set(target exmy_test_${NAME})
-  add_executable(${target} ${SRCS} ${PROJECT_SOURCE_DIR}/tests/main.cpp)
-  target_link_libraries(${target} PRIVATE exmy_gpu exmy_sim Catch2::Catch2 rapidcheck)
-  target_include_directories(${target} PRIVATE ${PROJECT_SOURCE_DIR})
+  add_executable(${target} ${srcs} ${PROJECT_SOURCE_DIR}/tests/main.cpp)
+  target_link_libraries(${target} PRIVATE exmy::gpu exmy::sim Catch2::Catch2 rapidcheck)
+  # tests/support, tests/gpu and tests/quant helpers are included as "tests/...".
+  target_include_directories(${target} PRIVATE ${EXMY_TREE_tests})
   if(EXMY_HAVE_CUDA)
     target_compile_options(${target} PRIVATE $<$<COMPILE_LANGUAGE:CUDA>:--fmad=false
                            --expt-relaxed-constexpr>)

@@ -1,6 +1,6 @@
 // Host-array entry points to the GPU kernels, for the CLI's `--device cuda` and for callers that
 // hold their tensors in host memory: each call uploads its inputs, runs the device-pointer API
-// (gpu/cast.hpp, gpu/quantize.hpp) on the default stream, and downloads the results
+// (gpu/cast/cast.hpp, gpu/quantize.hpp) on the default stream, and downloads the results
 // (synchronous). Bits are those of the device-pointer API, which equal the CPU reference's.
 // Defined only in CUDA builds (gpu/host_arrays.cu); throws gpu::CudaError on CUDA failures.
 #pragma once
@@ -9,8 +9,8 @@
 #include <cstdint>
 #include <vector>
 
-#include "gpu/cast.hpp"
-#include "gpu/cast_compat.hpp"
+#include "gpu/cast/cast.hpp"
+#include "gpu/cast/cast_compat.hpp"
 #include "sim/quant/quantize.hpp"
 
 namespace exmy::gpu {
@@ -22,7 +22,7 @@ std::vector<std::uint8_t> cast_codes_host(const void* in, CastInput in_type, std
 std::vector<float> cast_fake_quant_host(const void* in, CastInput in_type, std::size_t n,
                                         const CastParams& params);
 
-// n elements -> n one-byte codes of the compat rule (gpu/cast_compat.hpp).
+// n elements -> n one-byte codes of the compat rule (gpu/cast/cast_compat.hpp).
 std::vector<std::uint8_t> cast_compat_codes_host(const void* in, CastInput in_type, std::size_t n,
                                                  native::CompatCast rule);
 

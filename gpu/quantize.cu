@@ -26,12 +26,12 @@
 
 #include <string>
 
-#include "gpu/cuda_check.hpp"
-#include "gpu/fast_cast.hpp"
+#include "gpu/common/cuda_check.hpp"
+#include "gpu/cast/fast_cast.hpp"
 #include "gpu/fast_int8.hpp"
 #include "gpu/quantize.hpp"
 #include "gpu/quantize_codebook_table.hpp"
-#include "gpu/widen.hpp"
+#include "gpu/cast/widen.hpp"
 #include "sim/common/error.hpp"
 #include "sim/native/codebook_lookup.hpp"
 #include "sim/native/philox.hpp"

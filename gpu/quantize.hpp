@@ -12,7 +12,7 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "gpu/cast.hpp"
+#include "gpu/cast/cast.hpp"
 #include "sim/quant/quantize.hpp"
 
 struct CUstream_st;

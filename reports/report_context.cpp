@@ -7,7 +7,7 @@
 #include <mutex>
 #include <thread>
 
-#include "gpu/runtime.hpp"
+#include "gpu/common/runtime.hpp"
 
 namespace exmy::reports {
 

@@ -5,7 +5,7 @@
 #include <cstdio>
 #include <cstdlib>
 
-#include "gpu/runtime.hpp"
+#include "gpu/common/runtime.hpp"
 
 int main(int argc, char** argv) {
   if (std::getenv("RC_PARAMS") == nullptr) {

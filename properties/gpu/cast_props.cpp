@@ -13,9 +13,9 @@
 #include <sstream>
 #include <vector>
 
-#include "gpu/cast.hpp"
-#include "gpu/cast_reference.hpp"
-#include "gpu/hw_cast.hpp"
+#include "gpu/cast/cast.hpp"
+#include "gpu/cast/cast_reference.hpp"
+#include "gpu/cast/hw_cast.hpp"
 #include "sim/format/float_names.hpp"
 #include "sim/native/convert.hpp"
 #include "tests/gpu/gpu_test_util.hpp"

@@ -11,7 +11,7 @@
 #include <random>
 #include <vector>
 
-#include "gpu/optim.hpp"
+#include "gpu/optim/optim.hpp"
 #include "sim/optim/optim.hpp"
 #include "tests/gpu/gpu_test_util.hpp"
 

@@ -3,9 +3,9 @@
 // the same function as native::convert(fp32, f, r, code, rand) (docs/SEMANTICS.md 2-4) with fewer
 // and narrower operations; special inputs and overflow results are delegated to the native engine
 // itself. What checks it: on the GPU, all 2^32 fp32 inputs for every <= 8-bit preset under rne,
-// rtz and sr:8 (`exmy verify-cuda --depth full`, gpu/verify.hpp; bench/results), and random words
-// for every preset and mode (properties/gpu); on the host, against the MPFR oracle for every fp32
-// top half x 3 low halves, <= 8-bit presets, deterministic modes (`exmy verify --campaign
+// rtz and sr:8 (`exmy verify-cuda --depth full`, gpu/verify/verify.hpp; bench/results), and random
+// words for every preset and mode (properties/gpu); on the host, against the MPFR oracle for every
+// fp32 top half x 3 low halves, <= 8-bit presets, deterministic modes (`exmy verify --campaign
 // fp32-top16`), and against the native engine in tests/native/test_gpu_fast_cast_on_host.cpp.
 // 16-bit targets and the other modes have no all-2^32 sweep.
 //

@@ -1,7 +1,7 @@
-// The exhaustive cast campaign (gpu/verify.hpp) as tests: a slice over the top binades (large
-// normals, inf, NaN) and the subnormal/zero region in the default run, and the full 2^32 sweep as
-// the hidden test "[.campaign]" (the same as `exmy verify --device cuda --depth full`), which
-// writes its table to $EXMY_CAMPAIGN_OUT when set.
+// The exhaustive cast campaign (gpu/verify/verify.hpp) as tests: a slice over the top binades
+// (large normals, inf, NaN) and the subnormal/zero region in the default run, and the full 2^32
+// sweep as the hidden test "[.campaign]" (the same as `exmy verify --device cuda --depth full`),
+// which writes its table to $EXMY_CAMPAIGN_OUT when set.
 #include <catch2/catch.hpp>
 
 #if EXMY_HAVE_CUDA
@@ -9,8 +9,8 @@
 #include <cstdlib>
 #include <fstream>
 
-#include "gpu/runtime.hpp"
-#include "gpu/verify.hpp"
+#include "gpu/common/runtime.hpp"
+#include "gpu/verify/verify.hpp"
 
 using namespace exmy;
 using namespace exmy::gpu;

@@ -9,10 +9,10 @@
 #include <cstdio>
 #include <vector>
 
-#include "gpu/cast.hpp"
-#include "gpu/cast_reference.hpp"
-#include "gpu/fast_cast.hpp"
-#include "gpu/widen.hpp"
+#include "gpu/cast/cast.hpp"
+#include "gpu/cast/cast_reference.hpp"
+#include "gpu/cast/fast_cast.hpp"
+#include "gpu/cast/widen.hpp"
 #include "sim/common/error.hpp"
 #include "sim/format/float_names.hpp"
 #include "sim/native/convert.hpp"
@@ -123,7 +123,7 @@ TEST_CASE("fast decode equals native::to_float for every code of every fast pres
 
 TEST_CASE("fast path (host) equals native::convert on a stride of fp32 inputs", "[gpu][cast]") {
   // A stride coprime to 2^32 that walks every exponent and mantissa pattern class; the full
-  // 2^32 sweep runs on the GPU in the exhaustive campaign (gpu/verify.hpp).
+  // 2^32 sweep runs on the GPU in the exhaustive campaign (gpu/verify/verify.hpp).
   constexpr std::uint32_t kStride = 65521u * 97u;  // odd, so the walk visits distinct codes
   for (const auto& p : targets()) {
     if (!fast_cast_supported(p.format)) continue;

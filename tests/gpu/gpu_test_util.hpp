@@ -11,19 +11,20 @@
 #include <string>
 #include <vector>
 
+#include "gpu/common/cuda_check.hpp"
+
 namespace exmy::gpu::testing {
 
-inline void check(cudaError_t e, const char* what) {
-  if (e != cudaSuccess) throw std::runtime_error(std::string(what) + ": " + cudaGetErrorString(e));
-}
+// CUDA failures throw gpu::CudaError (gpu/common/cuda_check.hpp), as in the library.
+using exmy::gpu::cuda_check;
 
 // A device allocation of `bytes` (+ `pad` bytes before the returned pointer, to test unaligned
 // pointers), filled with 0xA5 so that unwritten outputs show.
 class DeviceBytes {
  public:
   explicit DeviceBytes(std::size_t bytes, std::size_t pad = 0) : bytes_(bytes), pad_(pad) {
-    check(cudaMalloc(&base_, bytes + pad + 16), "cudaMalloc");
-    check(cudaMemset(base_, 0xA5, bytes + pad + 16), "cudaMemset");
+    cuda_check(cudaMalloc(&base_, bytes + pad + 16), "cudaMalloc");
+    cuda_check(cudaMemset(base_, 0xA5, bytes + pad + 16), "cudaMemset");
   }
   ~DeviceBytes() { cudaFree(base_); }
   DeviceBytes(const DeviceBytes&) = delete;
@@ -31,13 +32,13 @@ class DeviceBytes {
   void* get() const { return static_cast<char*>(base_) + pad_; }
   template <class T>
   void upload(const std::vector<T>& v) {
-    check(cudaMemcpy(get(), v.data(), v.size() * sizeof(T), cudaMemcpyHostToDevice), "upload");
+    cuda_check(cudaMemcpy(get(), v.data(), v.size() * sizeof(T), cudaMemcpyHostToDevice), "upload");
   }
   template <class T>
   std::vector<T> download(std::size_t n) const {
-    check(cudaDeviceSynchronize(), "kernel");
+    cuda_check(cudaDeviceSynchronize(), "kernel");
     std::vector<T> v(n);
-    check(cudaMemcpy(v.data(), get(), n * sizeof(T), cudaMemcpyDeviceToHost), "download");
+    cuda_check(cudaMemcpy(v.data(), get(), n * sizeof(T), cudaMemcpyDeviceToHost), "download");
     return v;
   }
 

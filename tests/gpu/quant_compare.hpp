@@ -8,8 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "gpu/cast/widen.hpp"
 #include "gpu/quantize.hpp"
-#include "gpu/widen.hpp"
 #include "sim/native/convert.hpp"
 #include "sim/quant/quantize.hpp"
 #include "tests/gpu/gpu_test_util.hpp"

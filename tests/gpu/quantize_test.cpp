@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "gpu/quantize.hpp"
-#include "gpu/verify.hpp"
+#include "gpu/verify/verify.hpp"
 #include "sim/common/error.hpp"
 #include "sim/quant/quantize.hpp"
 #include "tests/gpu/gpu_test_util.hpp"

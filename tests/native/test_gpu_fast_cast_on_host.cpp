@@ -1,10 +1,10 @@
-// The GPU fast cast (gpu/fast_cast.hpp) is __host__ __device__ code; running it on the host lets CI
-// check it against the native engine without a GPU: every fp32 top-16-bit pattern with a sweep
-// of low halves, every fast-path preset, every mode and policy, and sr:R words at the edges.
+// The GPU fast cast (gpu/cast/fast_cast.hpp) is __host__ __device__ code; running it on the host
+// lets CI check it against the native engine without a GPU: every fp32 top-16-bit pattern with a
+// sweep of low halves, every fast-path preset, every mode and policy, and sr:R words at the edges.
 #include <catch2/catch.hpp>
 
-#include "gpu/fast_cast.hpp"
-#include "gpu/widen.hpp"
+#include "gpu/cast/fast_cast.hpp"
+#include "gpu/cast/widen.hpp"
 #include "sim/format/float_names.hpp"
 #include "sim/native/convert.hpp"
 

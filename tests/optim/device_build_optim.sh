@@ -32,17 +32,17 @@ for f in $sim tests/main.cpp; do
 done
 stale "$(obj tests/main.cpp _cpu)" tests/main.cpp && spawn g++ $cxx $inc $defs -c tests/main.cpp -o "$(obj tests/main.cpp _cpu)"
 for f in tests/optim/test_torch_crosscheck_driver.cpp tests/optim/test_bnb8_search_exhaustive.cpp \
-         gpu/runtime_nocuda.cpp; do
+         gpu/common/runtime_nocuda.cpp; do
   stale "$(obj $f)" "$f" && spawn g++ $cxx -fopenmp $inc $defs -c "$f" -o "$(obj $f)"
 done
-kern="gpu/optim_kernels.cu gpu/optim_torch16.cu"
-for f in $kern gpu/runtime.cu properties/gpu/optim_props.cu tests/gpu/optim16_test.cu \
+kern="gpu/optim/optim_kernels.cu gpu/optim/optim_torch16.cu"
+for f in $kern gpu/common/runtime.cu properties/gpu/optim_props.cu tests/gpu/optim16_test.cu \
          bench/bench_optim_gpu.cu; do
   stale "$(obj $f)" "$f" && spawn nvcc $nv $inc $defs -DEXMY_HAVE_CUDA=1 -c "$f" -o "$(obj $f)"
 done
 wait
 simo=$(for f in $sim; do echo -n "$(obj $f) "; done)
-kobj=$(for f in $kern gpu/runtime.cu; do echo -n "$(obj $f) "; done)
+kobj=$(for f in $kern gpu/common/runtime.cu; do echo -n "$(obj $f) "; done)
 lib="-L$deps/lib/x86_64-linux-gnu"
 nvcc -arch=sm_90 -o "$out/optim_props_gpu" "$(obj properties/gpu/optim_props.cu)" $kobj \
   "$(obj tests/main.cpp)" $simo $lib -lrapidcheck
@@ -51,7 +51,7 @@ nvcc -arch=sm_90 -o "$out/optim_gpu_test" "$(obj tests/gpu/optim16_test.cu)" $ko
 nvcc -arch=sm_90 -o "$out/bench_optim_gpu" "$(obj bench/bench_optim_gpu.cu)" $kobj $simo $lib \
   -lbenchmark -lpthread
 g++ -o "$out/optim_xcheck" "$(obj tests/optim/test_torch_crosscheck_driver.cpp)" "$(obj tests/main.cpp _cpu)" \
-  "$(obj gpu/runtime_nocuda.cpp)" $simo $lib -lrapidcheck
+  "$(obj gpu/common/runtime_nocuda.cpp)" $simo $lib -lrapidcheck
 g++ -fopenmp -o "$out/bnb8_search_exhaustive" "$(obj tests/optim/test_bnb8_search_exhaustive.cpp)" \
-  "$(obj tests/main.cpp _cpu)" "$(obj gpu/runtime_nocuda.cpp)" $simo $lib -lrapidcheck
+  "$(obj tests/main.cpp _cpu)" "$(obj gpu/common/runtime_nocuda.cpp)" $simo $lib -lrapidcheck
 echo "built $out/{optim_props_gpu,optim_gpu_test,bench_optim_gpu,optim_xcheck,bnb8_search_exhaustive}"

@@ -1,6 +1,6 @@
 #include <cuda_runtime.h>
 
-#include "gpu/runtime.hpp"
+#include "gpu/common/runtime.hpp"
 
 namespace exmy::gpu {
 

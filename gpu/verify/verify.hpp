@@ -1,8 +1,8 @@
 // Device verification: the exhaustive cast campaign. Every fp32 input (or a slice of them) is
 // cast on the GPU and compared bit for bit with the CPU native engine (computed on the host's
 // cores, chunk by chunk, while the GPU prepares the next chunk). Backends:
-//   "cast"  gpu/cast.hpp (fast or generic path), against native::convert in the same rounding;
-//   "hw"    PTX cvt.rn.satfinite (gpu/hw_cast.hpp), against native::convert under rne with
+//   "cast"  gpu/cast/cast.hpp (fast or generic path), against native::convert in the same rounding;
+//   "hw"    PTX cvt.rn.satfinite (gpu/cast/hw_cast.hpp), against native::convert under rne with
 //           Overflow::satfinite; differences are the hardware's and are reported as findings.
 // Entry point for `exmy verify --device cuda` (cli/cmd_verify_gpu.cpp). Needs EXMY_HAVE_CUDA.
 #pragma once
@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "gpu/cast.hpp"
+#include "gpu/cast/cast.hpp"
 #include "sim/native/float_format.hpp"
 #include "sim/native/rounding.hpp"
 

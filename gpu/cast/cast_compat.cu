@@ -1,10 +1,10 @@
-// The compat cast kernel (gpu/cast_compat.hpp): one element per thread and grid-stride step;
+// The compat cast kernel (gpu/cast/cast_compat.hpp): one element per thread and grid-stride step;
 // inputs widen exactly to fp32 (gpu/widen.hpp) and take the host's rule function.
 #include <cuda_runtime.h>
 
-#include "gpu/cast_compat.hpp"
-#include "gpu/cuda_check.hpp"
-#include "gpu/widen.hpp"
+#include "gpu/cast/cast_compat.hpp"
+#include "gpu/common/cuda_check.hpp"
+#include "gpu/cast/widen.hpp"
 
 namespace exmy::gpu {
 namespace {

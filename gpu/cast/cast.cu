@@ -1,16 +1,16 @@
-// Element-wise cast kernels (gpu/cast.hpp). A thread handles kGroups vectors of 16 input bytes
+// Element-wise cast kernels (gpu/cast/cast.hpp). A thread handles kGroups vectors of 16 input bytes
 // (4 fp32 or 8 bf16/fp16 elements each); the lanes of a warp take consecutive vectors, so each
 // load and store instruction of a warp covers one contiguous span (coalesced), and all of a
 // thread's loads are issued before its arithmetic. The arithmetic is native::convert (generic
-// path) or its proven-equal 32-bit specialisation gpu/fast_cast.hpp (fast path).
+// path) or its proven-equal 32-bit specialisation gpu/cast/fast_cast.hpp (fast path).
 #include <cuda_runtime.h>
 
 #include <string>
 
-#include "gpu/cast.hpp"
-#include "gpu/cuda_check.hpp"
-#include "gpu/fast_cast.hpp"
-#include "gpu/widen.hpp"
+#include "gpu/cast/cast.hpp"
+#include "gpu/cast/fast_cast.hpp"
+#include "gpu/cast/widen.hpp"
+#include "gpu/common/launch.hpp"
 #include "sim/common/error.hpp"
 #include "sim/native/convert.hpp"
 #include "sim/native/philox.hpp"
@@ -18,7 +18,6 @@
 namespace exmy::gpu {
 namespace {
 
-constexpr int kThreads = 256;
 constexpr int kGroups = 4;  // 16-byte input vectors per thread and grid-stride step
 
 struct CastArgs {
@@ -221,22 +220,10 @@ CastArgs make_args(const CastParams& p, CastInput in_type, bool vector_ok) {
   return a;
 }
 
-unsigned grid_for(std::size_t n, std::size_t per_thread) {
-  const std::size_t threads = (n + per_thread - 1) / per_thread;
-  std::size_t blocks = (threads + kThreads - 1) / kThreads;
-  // Grid-stride beyond this; 2^20 blocks of 256 threads cover 4G elements in one pass.
-  if (blocks > (std::size_t{1} << 20)) blocks = std::size_t{1} << 20;
-  return static_cast<unsigned>(blocks < 1 ? 1 : blocks);
-}
-
-bool aligned16(const void* p) {
-  return (reinterpret_cast<std::uintptr_t>(p) & 15u) == 0;
-}
-
 // The vector path's preconditions: 16-byte aligned pointers, and an index offset that keeps
 // each group of 4 elements on one Philox block.
 bool vector_ok(const void* in, const void* out, const CastParams& p) {
-  return aligned16(in) && aligned16(out) && p.index_offset % 4 == 0;
+  return aligned16(in, out) && p.index_offset % 4 == 0;
 }
 
 template <CastInput In, typename Out>

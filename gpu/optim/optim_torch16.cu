@@ -7,8 +7,8 @@
 
 #include <cstdint>
 
-#include "gpu/cuda_check.hpp"
-#include "gpu/optim.hpp"
+#include "gpu/common/launch.hpp"
+#include "gpu/optim/optim.hpp"
 #include "sim/common/error.hpp"
 
 namespace exmy::gpu {
@@ -16,7 +16,6 @@ namespace {
 
 using native::Storage;
 
-constexpr int kThreads = 256;
 constexpr int kPerThread = 4;  // one 8-byte ushort4 per tensor per thread
 
 template <Storage ST>
@@ -101,17 +100,6 @@ __global__ void __launch_bounds__(kThreads)
   }
 }
 
-bool aligned8(const void* a, const void* b, const void* c, const void* d = nullptr) {
-  const auto bad = [](const void* x) { return (reinterpret_cast<std::uintptr_t>(x) & 7u) != 0; };
-  return !bad(a) && !bad(b) && !bad(c) && !bad(d);
-}
-
-unsigned grid16(std::size_t n) {
-  const std::size_t per = static_cast<std::size_t>(kThreads) * kPerThread;
-  const std::size_t b = (n + per - 1) / per;
-  return static_cast<unsigned>(b < 1 ? 1 : (b > (1u << 20) ? (1u << 20) : b));
-}
-
 void check_storage16(Storage st, const char* what) {
   if (st != Storage::bf16 && st != Storage::f16) {
     throw InputError(std::string(what) + ": storage must be bf16 or fp16 for 16-bit parameters");
@@ -128,9 +116,10 @@ void adam_step(const optim::AdamHyper& h, bool decoupled, Storage st, long step,
   const native::TorchAdamScalars s = optim::torch_adam_scalars(h, step, decoupled);
   const bool vec = aligned8(p, g, m, v);
   if (st == Storage::bf16) {
-    k_adam16<Storage::bf16><<<grid16(n), kThreads, 0, stream>>>(s, vec, p, g, m, v, n);
+    k_adam16<Storage::bf16>
+        <<<grid_for(n, kPerThread), kThreads, 0, stream>>>(s, vec, p, g, m, v, n);
   } else {
-    k_adam16<Storage::f16><<<grid16(n), kThreads, 0, stream>>>(s, vec, p, g, m, v, n);
+    k_adam16<Storage::f16><<<grid_for(n, kPerThread), kThreads, 0, stream>>>(s, vec, p, g, m, v, n);
   }
   cuda_check_launch("adam_step (16-bit)");
 }
@@ -142,9 +131,11 @@ void sgd_step(const optim::SgdHyper& h, Storage st, long step, std::uint16_t* p,
   const native::TorchSgdScalars s = optim::torch_sgd_scalars(h);
   const bool vec = aligned8(p, g, buf);
   if (st == Storage::bf16) {
-    k_sgd16<Storage::bf16><<<grid16(n), kThreads, 0, stream>>>(s, step == 1, vec, p, g, buf, n);
+    k_sgd16<Storage::bf16>
+        <<<grid_for(n, kPerThread), kThreads, 0, stream>>>(s, step == 1, vec, p, g, buf, n);
   } else {
-    k_sgd16<Storage::f16><<<grid16(n), kThreads, 0, stream>>>(s, step == 1, vec, p, g, buf, n);
+    k_sgd16<Storage::f16>
+        <<<grid_for(n, kPerThread), kThreads, 0, stream>>>(s, step == 1, vec, p, g, buf, n);
   }
   cuda_check_launch("sgd_step (16-bit)");
 }

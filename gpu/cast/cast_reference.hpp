@@ -1,11 +1,11 @@
-// The CPU reference of gpu/cast.hpp, element by element: native::convert with the Philox word of
-// the element's flat index (docs/SEMANTICS.md 3.2). Tests, properties and the exhaustive
+// The CPU reference of gpu/cast/cast.hpp, element by element: native::convert with the Philox word
+// of the element's flat index (docs/SEMANTICS.md 3.2). Tests, properties and the exhaustive
 // campaign compare the kernels with this. Header-only, host code.
 #pragma once
 
 #include <cstdint>
 
-#include "gpu/cast.hpp"
+#include "gpu/cast/cast.hpp"
 #include "sim/native/convert.hpp"
 #include "sim/native/philox.hpp"
 

@@ -4,7 +4,7 @@
 // bf16/fp16 parameters (Adam/AdamW/SGD: 16-bit codes) or split formats (16-bit codes plus packed
 // extra bits). Calls are asynchronous on `stream`
 // except stable_adamw_step, which reads RMS_t back. Throws gpu::CudaError when a CUDA call fails.
-// Defined only in CUDA builds (gpu/optim_kernels.cu, gpu/optim_torch16.cu).
+// Defined only in CUDA builds (gpu/optim/optim_kernels.cu, gpu/optim/optim_torch16.cu).
 #pragma once
 
 #include <cstddef>

@@ -4,32 +4,26 @@
 // StableAdamW sum (the fixed 256-leaf halving tree of docs/SEMANTICS.md 10, in shared memory).
 #include <cuda_runtime.h>
 
+#include <array>
 #include <cfloat>
 #include <cstdint>
 #include <mutex>
 
-#include "gpu/cuda_check.hpp"
-#include "gpu/optim.hpp"
+#include "gpu/common/launch.hpp"
+#include "gpu/optim/optim.hpp"
 #include "sim/common/error.hpp"
-#include "sim/format/codebook.hpp"
+#include "sim/native/bnb_dynamic_map.hpp"
 #include "sim/native/optim_bnb8_search.hpp"
 
 namespace exmy::gpu {
 namespace {
 
-constexpr int kThreads = 256;
-// CTAs of the 8-bit kernels: enough to fill an H100/H200 (132 SMs x 8 resident), each looping
-// over quantization blocks so that the codebooks are loaded once per CTA.
-constexpr std::size_t kMaxCtas = 132 * 8;
-
-bool aligned16(const void* a, const void* b, const void* c = nullptr, const void* d = nullptr) {
-  const auto bad = [](const void* x) { return (reinterpret_cast<std::uintptr_t>(x) & 15u) != 0; };
-  return !bad(a) && !bad(b) && !bad(c) && !bad(d);
-}
-
-int grid_for(std::size_t n, int per_block) {
-  const std::size_t b = (n + per_block - 1) / per_block;
-  return static_cast<int>(b < 1 ? 1 : (b > (1u << 20) ? (1u << 20) : b));
+// CTAs of the 8-bit kernels: enough to fill the device (8 resident per SM), each looping over
+// quantization blocks so that the codebooks are loaded once per CTA. Every block's result is
+// independent of which CTA computes it, so the count changes only the speed.
+unsigned ctas_8bit(std::size_t want) {
+  const std::size_t cap = static_cast<std::size_t>(sm_count()) * 8;
+  return static_cast<unsigned>(want < cap ? want : cap);
 }
 
 // ---- PyTorch Adam / SGD
@@ -85,14 +79,26 @@ __global__ void k_torch_sgd(native::TorchSgdScalars s, bool first, float* p, con
 }
 
 // ---- bitsandbytes 8-bit -------------------------------------------------------------------------
+// bitsandbytes' two dynamic maps on the host, built once (the function sim/format's
+// dynamic_codebook also names).
+const std::array<float, 256>& dynamic_map(bool is_signed) {
+  static const std::array<std::array<float, 256>, 2> maps = [] {
+    std::array<std::array<float, 256>, 2> m{};
+    native::bnb_dynamic_map(true, m[0]);
+    native::bnb_dynamic_map(false, m[1]);
+    return m;
+  }();
+  return maps[is_signed ? 0 : 1];
+}
+
 // Device copies of the two dynamic maps (signed, unsigned), made once.
 const float* device_codes() {
   static float* d = nullptr;
   static std::once_flag once;
   std::call_once(once, [] {
     float host[512];
-    const auto& s = dynamic_codebook(true).values;
-    const auto& u = dynamic_codebook(false).values;
+    const auto& s = dynamic_map(true);
+    const auto& u = dynamic_map(false);
     for (int i = 0; i < 256; ++i) {
       host[i] = s[i];
       host[256 + i] = u[i];
@@ -305,7 +311,7 @@ const Bnb8Tables* device_tables() {
   std::call_once(once, [] {
     static Bnb8Tables h;
     for (int map = 0; map < 2; ++map) {
-      const auto& values = dynamic_codebook(map == 0).values;
+      const auto& values = dynamic_map(map == 0);
       float mids256[256];
       for (int i = 0; i < 256; ++i) h.code[map][i] = values[i];
       native::bnb_midpoints(h.code[map], mids256);
@@ -423,18 +429,18 @@ __global__ void __launch_bounds__(kThreads, kFastMinCtas)
 
 template <int G, bool kTorchOrder>
 unsigned fast_grid(std::size_t nblocks) {
-  static int per_sm = 0, sms = 0;
-  if (per_sm == 0) {
-    int dev = 0;
-    cuda_check(cudaGetDevice(&dev), "cudaGetDevice");
-    cuda_check(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev), "SM count");
-    cuda_check(cudaOccupancyMaxActiveBlocksPerMultiprocessor(
-                   &per_sm, k_bnb_adam8_fast<G, kTorchOrder>, kThreads, 0),
+  // Resident CTAs per SM of this instantiation, per device (the occupancy query reads the
+  // current device).
+  static PerDeviceValue resident;
+  const int per_sm = resident.get([](int) {
+    int r = 0;
+    cuda_check(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&r, k_bnb_adam8_fast<G, kTorchOrder>,
+                                                             kThreads, 0),
                "occupancy");
-    if (per_sm < 1) per_sm = 1;
-  }
+    return r < 1 ? 1 : r;
+  });
   const std::size_t want = (nblocks + kThreads / G - 1) / (kThreads / G);
-  const std::size_t cap = static_cast<std::size_t>(per_sm) * sms;
+  const std::size_t cap = static_cast<std::size_t>(per_sm) * sm_count();
   return static_cast<unsigned>(want < cap ? want : cap);
 }
 
@@ -686,7 +692,7 @@ bool launch_split_bytes(const native::TorchAdamScalars& sa, const native::TorchS
     return x == nullptr || (reinterpret_cast<std::uintptr_t>(x) & mask) == 0;
   };
   const bool vec = a(hi, 7) && a(extra, f.k == 8 ? 3 : 7) && a(g, 15) && a(m, 15) && a(v, 15);
-  const unsigned grid = static_cast<unsigned>(grid_for(n, kThreads * 4));
+  const unsigned grid = grid_for(n, 4);
   if (f.k == 8) {
     k_split_bytes<kAdam, std::uint8_t><<<grid, kThreads, 0, stream>>>(
         sa, ss, f, step == 1, vec, hi, reinterpret_cast<std::uint8_t*>(extra), g, m, v, n);
@@ -703,10 +709,10 @@ void adam_step(const optim::AdamHyper& h, bool decoupled, bool fused, long step,
                const float* g, float* m, float* v, std::size_t n, CUstream_st* stream) {
   if (n == 0) return;
   if (fused) {
-    k_torch_fused_adam<<<grid_for(n, kThreads * 4), kThreads, 0, stream>>>(
+    k_torch_fused_adam<<<grid_for(n, 4), kThreads, 0, stream>>>(
         optim::torch_fused_adam_scalars(h, step, decoupled), p, g, m, v, n);
   } else {
-    k_torch_adam<<<grid_for(n, kThreads * 4), kThreads, 0, stream>>>(
+    k_torch_adam<<<grid_for(n, 4), kThreads, 0, stream>>>(
         optim::torch_adam_scalars(h, step, decoupled), aligned16(p, g, m, v), p, g, m, v, n);
   }
   cuda_check_launch("adam_step");
@@ -715,8 +721,8 @@ void adam_step(const optim::AdamHyper& h, bool decoupled, bool fused, long step,
 void sgd_step(const optim::SgdHyper& h, long step, float* p, const float* g, float* buf,
               std::size_t n, CUstream_st* stream) {
   if (n == 0) return;
-  k_torch_sgd<<<grid_for(n, kThreads * 4), kThreads, 0, stream>>>(optim::torch_sgd_scalars(h),
-                                                                  step == 1, p, g, buf, n);
+  k_torch_sgd<<<grid_for(n, 4), kThreads, 0, stream>>>(optim::torch_sgd_scalars(h), step == 1, p, g,
+                                                       buf, n);
   cuda_check_launch("sgd_step");
 }
 
@@ -724,7 +730,7 @@ void bnb_adam8_step(const native::Bnb8Scalars& s, float* p, const float* g,
                     const Bnb8DeviceState& st, std::size_t n, CUstream_st* stream) {
   if (n == 0) return;
   if (!st.is_8bit) {
-    k_bnb_adam32<<<grid_for(n, kThreads * 4), kThreads, 0, stream>>>(s, p, g, st.s1, st.s2, n);
+    k_bnb_adam32<<<grid_for(n, 4), kThreads, 0, stream>>>(s, p, g, st.s1, st.s2, n);
   } else {
     if (st.block != 256 && st.block != 2048) {
       throw InputError("bnb_adam8_step: block must be 256 or 2048");
@@ -756,12 +762,11 @@ void bnb_adam8_step(const native::Bnb8Scalars& s, float* p, const float* g,
       float *a1r = st.absmax1 + full, *a2r = st.absmax2 + full;
       if (st.block == 256) {
         const std::size_t ctas = (nb + 7) / 8;
-        k_bnb_adam8_warp<<<static_cast<unsigned>(ctas < kMaxCtas ? ctas : kMaxCtas), kThreads, 0,
-                           stream>>>(s, pr, gr, q1r, q2r, a1r, a2r, rest, nb, device_codes());
+        k_bnb_adam8_warp<<<ctas_8bit(ctas), kThreads, 0, stream>>>(s, pr, gr, q1r, q2r, a1r, a2r,
+                                                                   rest, nb, device_codes());
       } else {
-        k_bnb_adam8<8>
-            <<<static_cast<unsigned>(nb < kMaxCtas ? nb : kMaxCtas), kThreads, 0, stream>>>(
-                s, pr, gr, q1r, q2r, a1r, a2r, rest, nb, device_codes());
+        k_bnb_adam8<8><<<ctas_8bit(nb), kThreads, 0, stream>>>(s, pr, gr, q1r, q2r, a1r, a2r, rest,
+                                                               nb, device_codes());
       }
     }
   }
@@ -772,14 +777,14 @@ void bnb_momentum8_step(const native::Bnb8Scalars& s, float* p, const float* g,
                         const Bnb8DeviceState& st, std::size_t n, CUstream_st* stream) {
   if (n == 0) return;
   if (!st.is_8bit) {
-    k_bnb_momentum32<<<grid_for(n, kThreads * 4), kThreads, 0, stream>>>(s, p, g, st.s1, n);
+    k_bnb_momentum32<<<grid_for(n, 4), kThreads, 0, stream>>>(s, p, g, st.s1, n);
   } else {
     const std::size_t nb = (n + st.block - 1) / st.block;
-    const unsigned blocks = static_cast<unsigned>(nb < kMaxCtas ? nb : kMaxCtas);
+    const unsigned blocks = ctas_8bit(nb);
     if (st.block == 256) {
       const std::size_t ctas = (nb + 7) / 8;
-      k_bnb_momentum8_warp<<<static_cast<unsigned>(ctas < kMaxCtas ? ctas : kMaxCtas), kThreads, 0,
-                             stream>>>(s, p, g, st.q1, st.absmax1, n, nb, device_codes());
+      k_bnb_momentum8_warp<<<ctas_8bit(ctas), kThreads, 0, stream>>>(s, p, g, st.q1, st.absmax1, n,
+                                                                     nb, device_codes());
     } else if (st.block == 2048) {
       k_bnb_momentum8<8>
           <<<blocks, kThreads, 0, stream>>>(s, p, g, st.q1, st.absmax1, n, nb, device_codes());
@@ -825,8 +830,8 @@ float stable_adamw_step(const optim::AdamHyper& h, long step, float* p, const fl
   const float eta = optim::stable_eta(h.lr, rms);
   const float eta_lambda = eta * static_cast<float>(h.wd);
   if (n > 0) {
-    k_stable_param<<<grid_for(n, kThreads * 4), kThreads, 0, stream>>>(
-        s, eta, eta_lambda, aligned16(p, v, u), p, v, u, n);
+    k_stable_param<<<grid_for(n, 4), kThreads, 0, stream>>>(s, eta, eta_lambda, aligned16(p, v, u),
+                                                            p, v, u, n);
     cuda_check_launch("stable_adamw param");
   }
   return rms;
@@ -839,7 +844,7 @@ void split_adam_step(const optim::AdamHyper& h, bool decoupled, long step, std::
   const native::TorchAdamScalars sa = optim::torch_adam_scalars(h, step, decoupled);
   if (!launch_split_bytes<true>(sa, native::TorchSgdScalars{}, f, step, hi, extra, g, m, v, n,
                                 stream)) {
-    k_split<true><<<grid_for((n + 31) / 32, kThreads / 32), kThreads, 0, stream>>>(
+    k_split<true><<<blocks_for((n + 31) / 32, kThreads / 32), kThreads, 0, stream>>>(
         sa, native::TorchSgdScalars{}, f, static_cast<std::uint64_t>(step), seed, hi, extra, g, m,
         v, n);
   }
@@ -853,7 +858,7 @@ void split_sgd_step(const optim::SgdHyper& h, long step, std::uint64_t seed,
   const native::TorchSgdScalars ss = optim::torch_sgd_scalars(h);
   if (!launch_split_bytes<false>(native::TorchAdamScalars{}, ss, f, step, hi, extra, g, buf,
                                  nullptr, n, stream)) {
-    k_split<false><<<grid_for((n + 31) / 32, kThreads / 32), kThreads, 0, stream>>>(
+    k_split<false><<<blocks_for((n + 31) / 32, kThreads / 32), kThreads, 0, stream>>>(
         native::TorchAdamScalars{}, ss, f, static_cast<std::uint64_t>(step), seed, hi, extra, g,
         buf, nullptr, n);
   }

@@ -26,7 +26,7 @@ struct CudaError : std::runtime_error {
 enum class CastInput : std::uint8_t { fp32, bf16, fp16 };
 
 // Which kernel computes the cast. Both compute the same function; `automatic` takes the fast
-// path (gpu/fast_cast.hpp) where the target format allows it, `generic` always calls
+// path (gpu/cast/fast_cast.hpp) where the target format allows it, `generic` always calls
 // native::convert with the runtime descriptor.
 enum class CastPath : std::uint8_t { automatic, generic, fast };
 

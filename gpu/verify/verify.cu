@@ -1,6 +1,6 @@
-// The exhaustive cast campaign (gpu/verify.hpp). The GPU generates each chunk of inputs itself
-// (input = first + index), casts it and copies the codes to pinned host memory; the host's cores
-// recompute every code with native::convert and count mismatches by input class. Two host
+// The exhaustive cast campaign (gpu/verify/verify.hpp). The GPU generates each chunk of inputs
+// itself (input = first + index), casts it and copies the codes to pinned host memory; the host's
+// cores recompute every code with native::convert and count mismatches by input class. Two host
 // buffers let the GPU work on chunk k+1 while the CPU checks chunk k.
 #include <cuda_runtime.h>
 
@@ -10,12 +10,12 @@
 #include <sstream>
 #include <thread>
 
-#include "gpu/cast.hpp"
-#include "gpu/cast_reference.hpp"
-#include "gpu/cuda_check.hpp"
+#include "gpu/cast/cast.hpp"
+#include "gpu/cast/cast_reference.hpp"
+#include "gpu/cast/hw_cast.hpp"
+#include "gpu/common/launch.hpp"
 #include "gpu/fast_int8.hpp"
-#include "gpu/hw_cast.hpp"
-#include "gpu/verify.hpp"
+#include "gpu/verify/verify.hpp"
 #include "sim/common/error.hpp"
 #include "sim/format/float_names.hpp"
 #include "sim/native/convert.hpp"
@@ -33,13 +33,6 @@ __global__ void iota_kernel(std::uint32_t* out, std::size_t n, std::uint64_t fir
   }
 }
 
-struct DeviceBuffer {
-  void* p = nullptr;
-  explicit DeviceBuffer(std::size_t bytes) { cuda_check(cudaMalloc(&p, bytes), "cudaMalloc"); }
-  ~DeviceBuffer() { cudaFree(p); }
-  DeviceBuffer(const DeviceBuffer&) = delete;
-  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
-};
 struct PinnedBuffer {
   void* p = nullptr;
   explicit PinnedBuffer(std::size_t bytes) {
@@ -127,12 +120,13 @@ void run_job(const Job& job, std::uint64_t first, std::uint64_t count, int threa
   auto submit = [&](std::uint64_t k) {
     const std::uint64_t start = first + k * chunk;
     const std::size_t n = static_cast<std::size_t>(std::min(chunk, first + count - start));
-    auto* din = static_cast<std::uint32_t*>(in.p);
-    iota_kernel<<<4096, 256, 0, s>>>(din, n, start);
+    auto* din = static_cast<std::uint32_t*>(in.get());
+    iota_kernel<<<4096, kThreads, 0, s>>>(din, n, start);
     cuda_check_launch("iota launch");
-    job.gpu(job.ctx, din, n, start, out.p, s);
-    cuda_check(cudaMemcpyAsync(hosts[k & 1], out.p, n * job.out_bytes, cudaMemcpyDeviceToHost, s),
-               "cudaMemcpyAsync");
+    job.gpu(job.ctx, din, n, start, out.get(), s);
+    cuda_check(
+        cudaMemcpyAsync(hosts[k & 1], out.get(), n * job.out_bytes, cudaMemcpyDeviceToHost, s),
+        "cudaMemcpyAsync");
     cuda_check(cudaEventRecord(done[k & 1], s), "cudaEventRecord");
   };
   submit(0);
@@ -207,15 +201,15 @@ CampaignCase hw_small_case(HwFp8 t, bool decode, std::size_t max_examples) {
   }
   DeviceBuffer din(n * 2), dout(n * 2);
   if (decode) {
-    cuda_check(cudaMemcpy(din.p, in8.data(), n, cudaMemcpyHostToDevice), "copy");
-    hw_decode_fp8_to_fp16(static_cast<const std::uint8_t*>(din.p), n,
-                          static_cast<std::uint16_t*>(dout.p), t);
-    cuda_check(cudaMemcpy(hout.data(), dout.p, n * 2, cudaMemcpyDeviceToHost), "copy");
+    cuda_check(cudaMemcpy(din.get(), in8.data(), n, cudaMemcpyHostToDevice), "copy");
+    hw_decode_fp8_to_fp16(static_cast<const std::uint8_t*>(din.get()), n,
+                          static_cast<std::uint16_t*>(dout.get()), t);
+    cuda_check(cudaMemcpy(hout.data(), dout.get(), n * 2, cudaMemcpyDeviceToHost), "copy");
   } else {
-    cuda_check(cudaMemcpy(din.p, hin.data(), n * 2, cudaMemcpyHostToDevice), "copy");
-    hw_cast_fp16_to_fp8(static_cast<const std::uint16_t*>(din.p), n,
-                        static_cast<std::uint8_t*>(dout.p), t);
-    cuda_check(cudaMemcpy(out8.data(), dout.p, n, cudaMemcpyDeviceToHost), "copy");
+    cuda_check(cudaMemcpy(din.get(), hin.data(), n * 2, cudaMemcpyHostToDevice), "copy");
+    hw_cast_fp16_to_fp8(static_cast<const std::uint16_t*>(din.get()), n,
+                        static_cast<std::uint8_t*>(dout.get()), t);
+    cuda_check(cudaMemcpy(out8.data(), dout.get(), n, cudaMemcpyDeviceToHost), "copy");
   }
   const FloatFormat f8 = hw_format(t);
   for (std::size_t i = 0; i < n; ++i) {
@@ -266,15 +260,12 @@ __global__ void int8_rounding_kernel(RoundMode mode, unsigned long long* mismatc
 }  // namespace
 
 std::uint64_t verify_int8_rounding_exhaustive(RoundMode mode) {
-  unsigned long long* d = nullptr;
-  cuda_check(cudaMalloc(&d, sizeof *d), "cudaMalloc");
+  const DeviceBuffer count(sizeof(unsigned long long));
+  auto* d = count.as<unsigned long long>();
   cuda_check(cudaMemset(d, 0, sizeof *d), "cudaMemset");
-  int8_rounding_kernel<<<4096, 256>>>(mode, d);
+  int8_rounding_kernel<<<4096, kThreads>>>(mode, d);
   cuda_check_launch("int8 rounding check launch");
-  unsigned long long h = 0;
-  cuda_check(cudaMemcpy(&h, d, sizeof h, cudaMemcpyDeviceToHost), "cudaMemcpy");
-  cudaFree(d);
-  return h;
+  return count.download<unsigned long long>(1)[0];
 }
 
 std::string rounding_name(const Rounding& r) {

@@ -8,7 +8,7 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "gpu/cast.hpp"
+#include "gpu/cast/cast.hpp"
 #include "sim/native/compat_e8m0.hpp"
 
 namespace exmy::gpu {

@@ -1,7 +1,7 @@
 // The NVIDIA hardware conversion backend ("hw"): PTX cvt.rn.satfinite.{e4m3x2,e5m2x2}.f32 and
 // .f16x2 (sm_89 and newer), and the reverse cvt.rn.f16x2.{e4m3x2,e5m2x2}. It is not our engine:
 // it exists so that its bits can be compared with the software cast under Overflow::satfinite
-// (gpu/verify.hpp); differences are reported, not hidden. sm_90 has no bf16x2 source variant
+// (gpu/verify/verify.hpp); differences are reported, not hidden. sm_90 has no bf16x2 source variant
 // (PTX lists only f32 and f16x2 sources for fp8 targets), so bf16 is not offered here.
 #pragma once
 

@@ -1,14 +1,12 @@
-// Inline PTX for the hardware fp8 conversions (gpu/hw_cast.hpp). Builds for architectures below
-// sm_89 compile the kernels to a trap; the host checks the device before launching.
+// Inline PTX for the hardware fp8 conversions (gpu/cast/hw_cast.hpp). Builds for architectures
+// below sm_89 compile the kernels to a trap; the host checks the device before launching.
 #include <cuda_runtime.h>
 
-#include "gpu/cuda_check.hpp"
-#include "gpu/hw_cast.hpp"
+#include "gpu/cast/hw_cast.hpp"
+#include "gpu/common/launch.hpp"
 
 namespace exmy::gpu {
 namespace {
-
-constexpr int kThreads = 256;
 
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 890
 #define EXMY_HW_FP8 1
@@ -114,12 +112,6 @@ __global__ void __launch_bounds__(kThreads)
        i += stride) {
     out[i] = static_cast<std::uint16_t>(cvt_to_f16x2<T>(in[i]) & 0xFFFFu);
   }
-}
-
-unsigned grid_for(std::size_t n, std::size_t per_thread) {
-  std::size_t blocks = ((n + per_thread - 1) / per_thread + kThreads - 1) / kThreads;
-  if (blocks > (std::size_t{1} << 20)) blocks = std::size_t{1} << 20;
-  return static_cast<unsigned>(blocks < 1 ? 1 : blocks);
 }
 
 void require_hw() {

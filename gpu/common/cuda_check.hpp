@@ -1,11 +1,12 @@
-// Internal to gpu/*.cu: every CUDA call's status is checked and turned into exmy::gpu::CudaError.
+// Internal to gpu/**/*.cu: every CUDA call's status is checked and turned into
+// exmy::gpu::CudaError.
 #pragma once
 
 #include <cuda_runtime.h>
 
 #include <string>
 
-#include "gpu/cast.hpp"
+#include "gpu/cast/cast.hpp"
 
 namespace exmy::gpu {
 

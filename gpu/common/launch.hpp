@@ -1,0 +1,122 @@
+// Launch helpers shared by every gpu/**/*.cu (internal; needs the CUDA headers): the block size,
+// grid sizing, pointer alignment tests, an owning device buffer, and the SM count of the current
+// device, queried once per device. Defined here once so that no kernel file restates them.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "gpu/common/cuda_check.hpp"
+
+namespace exmy::gpu {
+
+// Threads per block of every kernel launched by gpu/: 8 warps. The block reductions of the optim
+// kernels (shared arrays of kThreads / 32 warp results, the 256-leaf tree) are written for it.
+inline constexpr int kThreads = 256;
+
+// Grid-stride kernels cover any n; beyond 2^20 blocks (4G elements of 256 threads at one element
+// each) more blocks buy nothing.
+inline constexpr std::size_t kMaxBlocks = std::size_t{1} << 20;
+
+// Blocks for n items at `per_block` items per block, clamped to [1, kMaxBlocks].
+inline unsigned blocks_for(std::size_t n, std::size_t per_block) {
+  const std::size_t b = (n + per_block - 1) / per_block;
+  return static_cast<unsigned>(b < 1 ? 1 : (b > kMaxBlocks ? kMaxBlocks : b));
+}
+
+// Blocks of kThreads threads for n items at `per_thread` items per thread
+// (ceil(ceil(n / per_thread) / kThreads) = ceil(n / (per_thread * kThreads))).
+inline unsigned grid_for(std::size_t n, std::size_t per_thread) {
+  return blocks_for(n, per_thread * static_cast<std::size_t>(kThreads));
+}
+
+inline bool is_aligned(const void* p, std::uintptr_t bytes) {
+  return (reinterpret_cast<std::uintptr_t>(p) & (bytes - 1)) == 0;
+}
+// Every pointer 16-byte (float4 / uint4 access) or 8-byte (4 x 16-bit access) aligned; a null
+// pointer counts as aligned, so optional operands may be passed as nullptr.
+template <class... P>
+bool aligned16(P... p) {
+  return (is_aligned(p, 16) && ...);
+}
+template <class... P>
+bool aligned8(P... p) {
+  return (is_aligned(p, 8) && ...);
+}
+
+// One device allocation, freed on every exit path (a throwing check included). Zero bytes
+// allocate nothing (get() is then nullptr).
+class DeviceBuffer {
+ public:
+  explicit DeviceBuffer(std::size_t bytes) {
+    if (bytes > 0) cuda_check(cudaMalloc(&p_, bytes), "cudaMalloc");
+  }
+  // Allocates and uploads `bytes` from host memory.
+  DeviceBuffer(const void* host, std::size_t bytes) : DeviceBuffer(bytes) {
+    if (bytes > 0) cuda_check(cudaMemcpy(p_, host, bytes, cudaMemcpyHostToDevice), "upload");
+  }
+  DeviceBuffer(const DeviceBuffer&) = delete;
+  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
+  ~DeviceBuffer() { cudaFree(p_); }
+  void* get() const { return p_; }
+  template <typename T>
+  T* as() const {
+    return static_cast<T*>(p_);
+  }
+  // The first `count` elements, copied to the host (synchronous).
+  template <typename T>
+  std::vector<T> download(std::size_t count) const {
+    std::vector<T> v(count);
+    if (count > 0) {
+      cuda_check(cudaMemcpy(v.data(), p_, count * sizeof(T), cudaMemcpyDeviceToHost), "download");
+    }
+    return v;
+  }
+
+ private:
+  void* p_ = nullptr;
+};
+
+inline int current_device() {
+  int dev = 0;
+  cuda_check(cudaGetDevice(&dev), "cudaGetDevice");
+  return dev;
+}
+
+// A positive int computed once per device (an attribute, an occupancy) and then read without a
+// lock. Thread-safe: threads that race on the first use of a device each compute the same value
+// and store it; devices past the table are computed on every call.
+class PerDeviceValue {
+ public:
+  template <class Compute>
+  int get(Compute&& compute) {
+    const int dev = current_device();
+    if (dev < 0 || dev >= kSlots) return compute(dev);
+    int v = slot_[dev].load(std::memory_order_acquire);
+    if (v <= 0) {
+      v = compute(dev);
+      slot_[dev].store(v, std::memory_order_release);
+    }
+    return v;
+  }
+
+ private:
+  static constexpr int kSlots = 64;
+  std::atomic<int> slot_[kSlots] = {};
+};
+
+// Streaming multiprocessors of the current device (132 on an H100 SXM / H200), queried.
+inline int sm_count() {
+  static PerDeviceValue cache;
+  return cache.get([](int dev) {
+    int n = 0;
+    cuda_check(cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, dev), "SM count");
+    return n < 1 ? 1 : n;
+  });
+}
+
+}  // namespace exmy::gpu
