@@ -212,11 +212,25 @@ struct In_<CastInput::fp16> {
 
 // The per-group state (native::group_state): fp32 for int8 / flt / codebook, a byte code for the
 // block-scaled rules (Kind::mx: MX and NVFP4).
+// The plan's functions out of line: every kernel instantiation calls the same one body (the
+// generic paths are the cold ones; inlining the whole dispatch into each template instance
+// multiplied the compile time and the register pressure of the fast paths).
+__device__ __noinline__ std::uint32_t cold_group_state(const native::QuantPlan& p, float amax) {
+  return native::group_state(p, amax);
+}
+__device__ __noinline__ std::uint8_t cold_quant_element(const native::QuantPlan& p, float x,
+                                                        std::uint32_t state, std::uint32_t word) {
+  return static_cast<std::uint8_t>(native::quant_element(p, x, state, word).code);
+}
+__device__ __noinline__ float cold_dequant_element(const native::QuantPlan& p, std::uint32_t code,
+                                                  std::uint32_t state) {
+  return native::dequant_element(p, code, state);
+}
 __device__ __forceinline__ float state_of(const QArgs& a, float amax) {
-  return native::float_of(native::group_state(a.p, amax));
+  return native::float_of(cold_group_state(a.p, amax));
 }
 __device__ __forceinline__ std::uint8_t scale_code_of(const QArgs& a, float amax) {
-  return static_cast<std::uint8_t>(native::group_state(a.p, amax));
+  return static_cast<std::uint8_t>(cold_group_state(a.p, amax));
 }
 
 // The heavy native paths, by name (mx elements, generic casts).
@@ -247,7 +261,7 @@ __device__ __forceinline__ std::uint8_t quant_one(const QArgs& a, const float* c
     }
   }
   const std::uint32_t state = K == Kind::mx ? std::uint32_t{mxs} : native::bits_of(st);
-  return static_cast<std::uint8_t>(native::quant_element(a.p, x, state, word).code);
+  return cold_quant_element(a.p, x, state, word);
 }
 
 // The 32-bit Philox words of stream_of(a) for elements base .. base + kRun - 1.
@@ -1043,8 +1057,8 @@ __global__ void __launch_bounds__(kThreads)
     // native::dequant_element, except that codebook values are read from shared memory.
     const float v =
         a.kind == Kind::codebook ? native::codebook_dequant(cb, code, state[g])
-        : a.kind == Kind::mx     ? native::dequant_element(a.p, code, mx_scales[g])
-                                 : native::dequant_element(a.p, code, native::bits_of(state[g]));
+        : a.kind == Kind::mx     ? cold_dequant_element(a.p, code, mx_scales[g])
+                                 : cold_dequant_element(a.p, code, native::bits_of(state[g]));
     out[i] = v;
   }
 }
