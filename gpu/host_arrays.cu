@@ -4,41 +4,13 @@
 #include <string>
 
 #include "gpu/cuda_check.hpp"
+#include "gpu/device_buffer.hpp"
 #include "gpu/host_arrays.hpp"
 #include "gpu/quantize.hpp"
 #include "sim/common/error.hpp"
 
 namespace exmy::gpu {
 namespace {
-
-// One device allocation, freed on every exit path (a throwing kernel check included).
-class DeviceBuffer {
- public:
-  explicit DeviceBuffer(std::size_t bytes) {
-    if (bytes > 0) cuda_check(cudaMalloc(&p_, bytes), "cudaMalloc (host-array wrapper)");
-  }
-  DeviceBuffer(const void* host, std::size_t bytes) : DeviceBuffer(bytes) {
-    if (bytes > 0) cuda_check(cudaMemcpy(p_, host, bytes, cudaMemcpyHostToDevice), "upload");
-  }
-  DeviceBuffer(const DeviceBuffer&) = delete;
-  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
-  ~DeviceBuffer() { cudaFree(p_); }
-  template <typename T>
-  T* as() const {
-    return static_cast<T*>(p_);
-  }
-  template <typename T>
-  std::vector<T> download(std::size_t count) const {
-    std::vector<T> v(count);
-    if (count > 0) {
-      cuda_check(cudaMemcpy(v.data(), p_, count * sizeof(T), cudaMemcpyDeviceToHost), "download");
-    }
-    return v;
-  }
-
- private:
-  void* p_ = nullptr;
-};
 
 void finish(const char* what) {
   cuda_check(cudaGetLastError(), what);

@@ -1,9 +1,20 @@
 // Built instead of the kernels when nvcc is absent: every entry point says so.
+#include "gpu/optim_host.hpp"
 #include "gpu/runtime.hpp"
+#include "sim/common/error.hpp"
 
 namespace exmy::gpu {
 
-int device_count() { return 0; }
-std::string device_name() { return "none (built without CUDA)"; }
+int device_count() {
+  return 0;
+}
+std::string device_name() {
+  return "none (built without CUDA)";
+}
+
+std::unique_ptr<optim::Stepper> optim_stepper(const optim::Config&, std::span<float>,
+                                              optim::State&) {
+  throw InputError("--device cuda: this exmy was built without CUDA (configure with nvcc present)");
+}
 
 }  // namespace exmy::gpu
