@@ -53,14 +53,14 @@ struct Entry {
   // The name as typed. A split entry (`split`) is a family of names: its name ends in "-FMT",
   // written `<prefix>FMT` with FMT a split format of section 6 ("adamw-bf16+8:sr").
   std::string_view name;
-  bool split;
+  bool split = false;
   Family family;
-  bool decoupled;             // decoupled weight decay (AdamW); false: Adam's L2 / coupled
-  Hyper defaults;             // the library defaults (section 9.9)
-  std::string_view variants;  // named variants besides "default" (section 12), "" if none
-  double state_bytes;         // section 9.8: optimizer-state bytes per parameter
-  int absmax_states;          // 8-bit states, each with one fp32 absmax per block
-  bool reports_rms;           // the step returns RMS_t (StableAdamW), reported in state.json
+  bool decoupled = false;          // decoupled weight decay (AdamW); false: Adam's L2 / coupled
+  Hyper defaults;                  // the library defaults (section 9.9)
+  std::string_view variants = "";  // named variant besides "default" (section 12), "" if none
+  double state_bytes;              // section 9.8: optimizer-state bytes per parameter
+  int absmax_states = 0;           // 8-bit states, each with one fp32 absmax per block
+  bool reports_rms = false;        // the step returns RMS_t (StableAdamW), reported in state.json
   // Parameter dtypes (indexed by Storage: fp32, bf16, fp16) for which gpu/optim.hpp has a kernel;
   // gpu/optim_host.cu runs it (a pointer cannot live here: sim/ does not link gpu/).
   std::array<bool, 3> gpu;
