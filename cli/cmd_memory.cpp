@@ -1,7 +1,9 @@
 // exmy memory --params N --optimizer NAME[,NAME...] [--weights fp32|bf16|fp16] [--master]
 //             [--extra-bits K [--sr]] [--grads fp32|bf16|fp16] [--fused-backward] [--block B]
 //             [--json]
-// Bytes per parameter and totals of each configuration (docs/SEMANTICS.md 9.8).
+// Bytes per parameter and totals of each configuration (docs/SEMANTICS.md 9.8). NAME is an
+// optimizer of the registry (sim/optim/registry.hpp; a split name such as adamw-bf16+8 fixes the
+// weights) or none (no optimizer state). Every NAME is checked before anything is printed.
 #include <cstdio>
 #include <cstdlib>
 #include <string>
@@ -65,16 +67,23 @@ int run_memory(const Args& args) {
       throw InputError("unknown option '" + a +
                        "' (usage: exmy memory --params N --optimizer "
                        "NAME[,NAME...] [--weights fp32|bf16|fp16] [--master] [--extra-bits K "
-                       "[--sr]] [--grads DTYPE] [--fused-backward] [--block B] [--json])");
+                       "[--sr]] [--grads DTYPE] [--fused-backward] [--block B] [--json]; NAME: " +
+                       optim::memory_optimizer_names() + ")");
     }
   }
   if (!have_params) throw InputError("--params is required (e.g. --params 1.5e9)");
   if (optimizers.empty()) throw InputError("--optimizer is required (e.g. --optimizer adamw)");
+  std::vector<std::vector<optim::MemoryRow>> all;
+  for (const std::string& name : optimizers) {
+    optim::MemoryConfig c = base;
+    c.optimizer = name;
+    all.push_back(optim::memory_breakdown(c));
+  }
   if (json) std::printf("[");
   for (std::size_t k = 0; k < optimizers.size(); ++k) {
     optim::MemoryConfig c = base;
     c.optimizer = optimizers[k];
-    const auto rows = optim::memory_breakdown(c);
+    const auto& rows = all[k];
     const double per = optim::memory_total_per_param(rows);
     if (json) {
       std::printf("%s{\"optimizer\":%s,\"params\":%.17g,\"rows\":[", k ? "," : "",

@@ -2,7 +2,11 @@
 //           [--lr X --beta1 X --beta2 X --eps X --wd X --momentum X --dampening X --nesterov]
 //           [--block 256|2048] [--no-small-fallback] [--variant default|torch-fused|torch-order]
 //           [--param-dtype fp32|bf16|fp16] [--seed S] [--loss-scale none|dynamic|fixed:S]
-// Runs N optimizer steps on one tensor (docs/SEMANTICS.md 9, 11). G.npy has P's shape (the same
+//           [--device cpu|cuda]
+// Runs N optimizer steps on one tensor (docs/SEMANTICS.md 9, 11.5). NAME is an entry of the
+// optimizer registry (sim/optim/registry.hpp), which also gives its defaults, its state files and
+// its CPU step; --device cuda runs the GPU kernels of gpu/optim.hpp (gpu/optim_host.hpp), states
+// staying on the device between steps, and writes the same bytes. G.npy has P's shape (the same
 // gradient every step) or [N, *shape] (one per step). The state is saved in DIR as .npy files and
 // state.json (written last), and reloads without loss with --state DIR.
 #include <sys/stat.h>
@@ -11,35 +15,36 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <memory>
 #include <sstream>
 #include <string>
 #include <vector>
 
+#include "cli/cli_device.hpp"
 #include "cli/cli_util.hpp"
 #include "cli/command.hpp"
+#include "gpu/optim/optim_host.hpp"
 #include "sim/common/error.hpp"
 #include "sim/io/npy.hpp"
 #include "sim/optim/optim.hpp"
+#include "sim/optim/registry.hpp"
 
 namespace exmy::cli {
 namespace {
 
 using optim::Storage;
 
-enum class Kind { adam, sgd, bnb_adam, bnb_momentum, stable, split_adam, split_sgd };
-
 struct Options {
   std::string optimizer, params, grads, state, out;
   long steps = 1;
-  optim::AdamHyper adam;
-  optim::SgdHyper sgd;
-  bool have_lr = false, have_wd = false, have_beta1 = false;
+  optim::HyperOptions hyper;
   int block = 256;
   bool small_fallback = true;
   std::string variant = "default";
   Storage st = Storage::f32;
   std::uint64_t seed = 0;
   std::string loss_scale = "none";
+  Device device = Device::cpu;
 };
 
 double parse_double(const std::string& v, const std::string& what) {
@@ -68,24 +73,21 @@ Options parse(const Args& args) {
     } else if (a == "--steps") {
       o.steps = static_cast<long>(parse_uint(option_value(args, i), "--steps", 1u << 30));
     } else if (a == "--lr") {
-      o.adam.lr = o.sgd.lr = parse_double(option_value(args, i), "--lr");
-      o.have_lr = true;
+      o.hyper.lr = parse_double(option_value(args, i), "--lr");
     } else if (a == "--beta1") {
-      o.adam.beta1 = parse_double(option_value(args, i), "--beta1");
-      o.have_beta1 = true;
+      o.hyper.beta1 = parse_double(option_value(args, i), "--beta1");
     } else if (a == "--beta2") {
-      o.adam.beta2 = parse_double(option_value(args, i), "--beta2");
+      o.hyper.beta2 = parse_double(option_value(args, i), "--beta2");
     } else if (a == "--eps") {
-      o.adam.eps = parse_double(option_value(args, i), "--eps");
+      o.hyper.eps = parse_double(option_value(args, i), "--eps");
     } else if (a == "--wd") {
-      o.adam.wd = o.sgd.wd = parse_double(option_value(args, i), "--wd");
-      o.have_wd = true;
+      o.hyper.wd = parse_double(option_value(args, i), "--wd");
     } else if (a == "--momentum") {
-      o.sgd.momentum = parse_double(option_value(args, i), "--momentum");
+      o.hyper.momentum = parse_double(option_value(args, i), "--momentum");
     } else if (a == "--dampening") {
-      o.sgd.dampening = parse_double(option_value(args, i), "--dampening");
+      o.hyper.dampening = parse_double(option_value(args, i), "--dampening");
     } else if (a == "--nesterov") {
-      o.sgd.nesterov = true;
+      o.hyper.nesterov = true;
     } else if (a == "--block") {
       o.block = static_cast<int>(parse_uint(option_value(args, i), "--block", 1u << 20));
     } else if (a == "--no-small-fallback") {
@@ -107,39 +109,19 @@ Options parse(const Args& args) {
       o.seed = parse_uint(option_value(args, i), "--seed", ~std::uint64_t{0});
     } else if (a == "--loss-scale") {
       o.loss_scale = option_value(args, i);
+    } else if (a == "--device") {
+      o.device = parse_device(option_value(args, i));
     } else {
       throw InputError("unknown option '" + a + "' (see the header of exmy step --help)");
     }
   }
-  if (o.optimizer.empty()) throw InputError("--optimizer is required");
+  if (o.optimizer.empty()) {
+    throw InputError("--optimizer is required (one of: " + optim::optimizer_names() + ")");
+  }
   if (o.params.empty()) throw InputError("--params is required");
   if (o.grads.empty()) throw InputError("--grads is required");
   if (o.out.empty()) throw InputError("--out is required");
   return o;
-}
-
-Kind kind_of(const std::string& name, optim::SplitFormat& split, bool& decoupled) {
-  decoupled = true;
-  if (name == "adamw") return Kind::adam;
-  if (name == "adam") {
-    decoupled = false;
-    return Kind::adam;
-  }
-  if (name == "sgd") return Kind::sgd;
-  if (name == "adamw8bit" || name == "adam8bit") return Kind::bnb_adam;
-  if (name == "momentum8bit") return Kind::bnb_momentum;
-  if (name == "stableadamw") return Kind::stable;
-  for (const char* pre : {"adamw-", "adam-", "sgd-"}) {
-    const std::string p = pre;
-    if (name.compare(0, p.size(), p) == 0) {
-      split = optim::parse_split_format(name.substr(p.size()));
-      decoupled = p != "adam-";
-      return p == "sgd-" ? Kind::split_sgd : Kind::split_adam;
-    }
-  }
-  throw InputError("--optimizer '" + name +
-                   "': expected adamw, adam, sgd, adamw8bit, adam8bit, momentum8bit, stableadamw, "
-                   "adamw-bf16+K, adamw-fp16+K, sgd-bf16+K or sgd-fp16+K (K extra bits, :sr)");
 }
 
 // ---- state.json: a flat object written and read by this file only ------------------------------
@@ -172,48 +154,17 @@ void write_text_atomic(const std::string& path, const std::string& text) {
   if (std::rename(tmp.c_str(), path.c_str()) != 0) throw InputError(path + ": cannot rename");
 }
 
-std::vector<float> load_f32(const std::string& path, std::size_t n) {
-  const io::NpyArray a = io::read_npy(path);
-  auto v = io::as_f32(a, path);
-  if (v.size() != n) {
-    throw InputError(path + ": expected " + std::to_string(n) + " elements, got " +
-                     std::to_string(v.size()));
-  }
-  return v;
-}
-template <typename T, typename Conv>
-std::vector<T> load_typed(const std::string& path, std::size_t n, Conv conv) {
-  auto v = conv(io::read_npy(path), path);
-  if (v.size() != n) {
-    throw InputError(path + ": expected " + std::to_string(n) + " elements, got " +
-                     std::to_string(v.size()));
-  }
-  return v;
-}
-
 int run_step(const Args& args) {
-  Options o = parse(args);
-  optim::SplitFormat split;
-  bool decoupled = true;
-  const Kind kind = kind_of(o.optimizer, split, decoupled);
-  if (o.variant != "default" && !(o.variant == "torch-fused" && kind == Kind::adam) &&
-      !(o.variant == "torch-order" && kind == Kind::bnb_adam)) {
-    throw InputError("--variant '" + o.variant +
-                     "': expected default, torch-fused (adam/adamw) or torch-order (8-bit Adam)");
-  }
-  if (o.variant == "torch-fused" && o.st != Storage::f32) {
-    throw InputError("--variant torch-fused: fp32 parameters only");
-  }
-  // Defaults that differ per optimizer, as the libraries set them.
-  if (!o.have_lr) o.adam.lr = o.sgd.lr = 1e-3;
-  if (!o.have_wd) {
-    o.adam.wd = (o.optimizer == "adamw" || o.optimizer == "adamw8bit") ? 1e-2 : 0.0;
-    if (kind == Kind::split_adam && decoupled) o.adam.wd = 1e-2;
-    o.sgd.wd = 0.0;
-  }
-  if (kind == Kind::stable && !o.have_wd) o.adam.wd = 0.0;
-  if (kind == Kind::bnb_momentum && o.have_beta1) o.sgd.momentum = o.adam.beta1;
-  if (kind == Kind::bnb_momentum && !o.have_beta1) o.adam.beta1 = o.sgd.momentum;
+  const Options o = parse(args);
+  optim::Config c;
+  c.opt = optim::find_optimizer(o.optimizer);
+  const optim::Entry& e = *c.opt.entry;
+  c.hyper = optim::resolve_hyper(e, o.hyper);
+  c.st = o.st;
+  c.block = o.block;
+  c.small_fallback = o.small_fallback;
+  c.variant = o.variant;
+  c.seed = o.seed;
 
   // Parameters and gradients.
   const io::NpyArray pa = io::read_npy(o.params);
@@ -222,14 +173,16 @@ int run_step(const Args& args) {
     const auto u = io::as_u16(io::NpyArray{io::kDescrU16, pa.shape, false, pa.data}, o.params);
     p.resize(u.size());
     for (std::size_t i = 0; i < u.size(); ++i) p[i] = native::f32_from_f16(u[i]);
-    o.st = Storage::f16;
+    c.st = Storage::f16;
   } else {
     p = io::as_f32(pa, o.params);
   }
+  optim::check_variant(c);
+  if (o.device == Device::cuda) optim::require_gpu_kernel(c);
   const std::size_t n = p.size();
-  if (kind != Kind::split_adam && kind != Kind::split_sgd) {
+  if (!e.split) {
     for (std::size_t i = 0; i < n; ++i) {
-      if (native::f32_bits(native::to_storage(p[i], o.st)) != native::f32_bits(p[i]) &&
+      if (native::f32_bits(native::to_storage(p[i], c.st)) != native::f32_bits(p[i]) &&
           !std::isnan(p[i])) {
         throw InputError(o.params + ": element " + std::to_string(i) +
                          " is not a value of --param-dtype (round it with exmy cast first)");
@@ -249,15 +202,7 @@ int run_step(const Args& args) {
   // State: fresh, or reloaded from --state.
   long t0 = 0;
   optim::DynamicScaler scaler;
-  std::vector<float> s1(n, 0.0f), s2(n, 0.0f);
-  optim::Bnb8State bnb;
-  optim::SplitTensor sp;
-  const bool two = kind == Kind::bnb_adam;
-  if (kind == Kind::bnb_adam || kind == Kind::bnb_momentum) {
-    bnb = optim::bnb8_init(n, two, o.block, o.small_fallback);
-  }
-  if (kind == Kind::split_adam || kind == Kind::split_sgd)
-    sp = optim::split_tensor(p, split, o.seed);
+  optim::State state = optim::init_state(c, p);
   std::string js;
   if (!o.state.empty()) js = read_text(o.state + "/state.json");
   if (!js.empty()) {
@@ -273,55 +218,15 @@ int run_step(const Args& args) {
     t0 = std::stol(json_field(js, "step", sf));
     scaler.scale = std::stof(json_field(js, "scale", sf));
     scaler.growth_tracker = std::stoi(json_field(js, "growth_tracker", sf));
-    const std::string d = o.state + "/";
-    switch (kind) {
-      case Kind::adam:
-      case Kind::stable:
-      case Kind::split_adam:
-        s1 = load_f32(d + "state1.npy", n);
-        s2 = load_f32(d + "state2.npy", n);
-        break;
-      case Kind::sgd:
-      case Kind::split_sgd:
-        s1 = load_f32(d + "state1.npy", n);
-        break;
-      case Kind::bnb_adam:
-      case Kind::bnb_momentum:
-        if (std::stoi(json_field(js, "block", sf)) != o.block ||
-            (json_field(js, "is_8bit", sf) == "true") != bnb.is_8bit) {
-          throw InputError(sf + ": block size or 8-bit/32-bit layout differs from the options");
-        }
-        if (bnb.is_8bit) {
-          bnb.q1 = load_typed<std::uint8_t>(d + "state1.npy", n, io::as_u8);
-          bnb.absmax1 = load_f32(d + "absmax1.npy", bnb.absmax1.size());
-          if (two) {
-            bnb.q2 = load_typed<std::uint8_t>(d + "state2.npy", n, io::as_u8);
-            bnb.absmax2 = load_f32(d + "absmax2.npy", bnb.absmax2.size());
-          }
-        } else {
-          bnb.s1 = load_f32(d + "state1.npy", n);
-          if (two) bnb.s2 = load_f32(d + "state2.npy", n);
-        }
-        break;
+    if (optim::is_blockwise(e) &&
+        (std::stoi(json_field(js, "block", sf)) != o.block ||
+         (json_field(js, "is_8bit", sf) == "true") != state.bnb.is_8bit)) {
+      throw InputError(sf + ": block size or 8-bit/32-bit layout differs from the options");
     }
-    if (kind == Kind::split_adam || kind == Kind::split_sgd) {
-      if (json_field(js, "split_format", sf) != optim::split_format_name(split)) {
-        throw InputError(sf + ": split format differs from --optimizer");
-      }
-      sp.hi = load_typed<std::uint16_t>(d + "hi.npy", n, io::as_u16);
-      sp.extra = load_typed<std::uint32_t>(d + "extra.npy", sp.extra.size(), io::as_u32);
-      // The split state is authoritative; --params must be its joined values (params.npy of
-      // the run that wrote the state).
-      const std::vector<float> joined = optim::join_tensor(sp);
-      for (std::size_t i = 0; i < n; ++i) {
-        if (native::f32_bits(joined[i]) != native::f32_bits(p[i]) &&
-            !(std::isnan(joined[i]) && std::isnan(p[i]))) {
-          throw InputError(o.params + ": element " + std::to_string(i) +
-                           " differs from the split state in " + o.state +
-                           " (pass that run's params.npy)");
-        }
-      }
+    if (e.split && json_field(js, "split_format", sf) != optim::split_format_name(c.opt.split)) {
+      throw InputError(sf + ": split format differs from --optimizer");
     }
+    optim::load_state(c, o.state, p, o.params, state);
   }
 
   // Loss scaling.
@@ -336,6 +241,9 @@ int run_step(const Args& args) {
     throw InputError("--loss-scale '" + o.loss_scale + "': expected none, dynamic or fixed:S");
   }
 
+  // The steps, on the engine of --device; gradients are unscaled on the host either way.
+  const std::unique_ptr<optim::Stepper> engine =
+      o.device == Device::cuda ? gpu::optim_stepper(c, p, state) : optim::cpu_stepper(c, p, state);
   long t = t0;
   std::string rms_list, skipped_list;
   for (long k = 0; k < o.steps; ++k) {
@@ -356,40 +264,15 @@ int run_step(const Args& args) {
       }
     }
     ++t;
-    switch (kind) {
-      case Kind::adam:
-        if (o.variant == "torch-fused") {
-          optim::adam_fused_step(o.adam, decoupled, t, p, g, s1, s2);
-        } else {
-          optim::adam_step(o.adam, decoupled, o.st, t, p, g, s1, s2);
-        }
-        break;
-      case Kind::sgd:
-        optim::sgd_step(o.sgd, o.st, t, p, g, s1);
-        break;
-      case Kind::bnb_adam:
-        optim::bnb_adam8_step(optim::bnb8_scalars(o.adam, t, o.variant == "torch-order"), o.st, p,
-                              g, bnb);
-        break;
-      case Kind::bnb_momentum:
-        optim::bnb_momentum8_step(optim::bnb8_scalars(o.adam, t, false), o.st, p, g, bnb);
-        break;
-      case Kind::stable: {
-        const float rms = optim::stable_adamw_step(o.adam, t, p, g, s1, s2);
-        char buf[64];
-        std::snprintf(buf, sizeof buf, "%.9g", rms);
-        rms_list += (rms_list.empty() ? "" : ",") + std::string(buf);
-        break;
-      }
-      case Kind::split_adam:
-        optim::split_adam_step(o.adam, decoupled, t, o.seed, sp, g, s1, s2);
-        break;
-      case Kind::split_sgd:
-        optim::split_sgd_step(o.sgd, t, o.seed, sp, g, s1);
-        break;
+    const float rms = engine->step(t, g);
+    if (e.reports_rms) {
+      char buf[64];
+      std::snprintf(buf, sizeof buf, "%.9g", rms);
+      rms_list += (rms_list.empty() ? "" : ",") + std::string(buf);
     }
   }
-  if (kind == Kind::split_adam || kind == Kind::split_sgd) p = optim::join_tensor(sp);
+  engine->finish();
+  optim::final_params(c, state, p);
 
   // Output: arrays first (each atomic), state.json last.
   mkdir(o.out.c_str(), 0777);
@@ -397,51 +280,20 @@ int run_step(const Args& args) {
   if (stat(o.out.c_str(), &sb) != 0 || !S_ISDIR(sb.st_mode)) {
     throw InputError("--out '" + o.out + "': cannot create the directory");
   }
-  const std::string d = o.out + "/";
-  io::write_npy(d + "params.npy", io::make_npy(p, pa.shape));
-  switch (kind) {
-    case Kind::adam:
-    case Kind::stable:
-    case Kind::split_adam:
-      io::write_npy(d + "state1.npy", io::make_npy(s1, pa.shape));
-      io::write_npy(d + "state2.npy", io::make_npy(s2, pa.shape));
-      break;
-    case Kind::sgd:
-    case Kind::split_sgd:
-      io::write_npy(d + "state1.npy", io::make_npy(s1, pa.shape));
-      break;
-    case Kind::bnb_adam:
-    case Kind::bnb_momentum:
-      if (bnb.is_8bit) {
-        io::write_npy(d + "state1.npy", io::make_npy(bnb.q1, pa.shape));
-        io::write_npy(d + "absmax1.npy", io::make_npy(bnb.absmax1));
-        if (two) {
-          io::write_npy(d + "state2.npy", io::make_npy(bnb.q2, pa.shape));
-          io::write_npy(d + "absmax2.npy", io::make_npy(bnb.absmax2));
-        }
-      } else {
-        io::write_npy(d + "state1.npy", io::make_npy(bnb.s1, pa.shape));
-        if (two) io::write_npy(d + "state2.npy", io::make_npy(bnb.s2, pa.shape));
-      }
-      break;
-  }
-  if (kind == Kind::split_adam || kind == Kind::split_sgd) {
-    io::write_npy(d + "hi.npy", io::make_npy(sp.hi, pa.shape));
-    io::write_npy(d + "extra.npy", io::make_npy(sp.extra));
-  }
+  io::write_npy(o.out + "/params.npy", io::make_npy(p, pa.shape));
+  optim::save_state(c, o.out, pa.shape, state);
   char sc[64];
   std::snprintf(sc, sizeof sc, "%.9g", static_cast<double>(scaler.scale));
-  std::string json = "{\"optimizer\":" + json_string(o.optimizer) + ",\"n\":" + std::to_string(n) +
-                     ",\"step\":" + std::to_string(t) + ",\"block\":" + std::to_string(o.block) +
-                     ",\"is_8bit\":" + (bnb.is_8bit ? "true" : "false") + ",\"split_format\":" +
-                     json_string((kind == Kind::split_adam || kind == Kind::split_sgd)
-                                     ? optim::split_format_name(split)
-                                     : "") +
-                     ",\"seed\":" + std::to_string(o.seed) + ",\"scale\":" + sc +
-                     ",\"growth_tracker\":" + std::to_string(scaler.growth_tracker) +
-                     ",\"variant\":" + json_string(o.variant) + ",\"rms\":[" + rms_list +
-                     "],\"skipped\":[" + skipped_list + "]}\n";
-  write_text_atomic(d + "state.json", json);
+  std::string json =
+      "{\"optimizer\":" + json_string(o.optimizer) + ",\"n\":" + std::to_string(n) +
+      ",\"step\":" + std::to_string(t) + ",\"block\":" + std::to_string(o.block) +
+      ",\"is_8bit\":" + (state.bnb.is_8bit ? "true" : "false") +
+      ",\"split_format\":" + json_string(e.split ? optim::split_format_name(c.opt.split) : "") +
+      ",\"seed\":" + std::to_string(o.seed) + ",\"scale\":" + sc +
+      ",\"growth_tracker\":" + std::to_string(scaler.growth_tracker) +
+      ",\"variant\":" + json_string(o.variant) + ",\"rms\":[" + rms_list + "],\"skipped\":[" +
+      skipped_list + "]}\n";
+  write_text_atomic(o.out + "/state.json", json);
   std::printf("%s", json.c_str());
   return 0;
 }

@@ -62,6 +62,13 @@ class DeviceBuffer {
   DeviceBuffer(const DeviceBuffer&) = delete;
   DeviceBuffer& operator=(const DeviceBuffer&) = delete;
   ~DeviceBuffer() { cudaFree(p_); }
+  // Copies `bytes` from host memory into the buffer / from the buffer into host memory.
+  void upload(const void* host, std::size_t bytes) {
+    if (bytes > 0) cuda_check(cudaMemcpy(p_, host, bytes, cudaMemcpyHostToDevice), "upload");
+  }
+  void download(void* host, std::size_t bytes) const {
+    if (bytes > 0) cuda_check(cudaMemcpy(host, p_, bytes, cudaMemcpyDeviceToHost), "download");
+  }
   void* get() const { return p_; }
   template <typename T>
   T* as() const {

@@ -1,13 +1,42 @@
 #include "sim/optim/memory.hpp"
 
 #include "sim/common/error.hpp"
+#include "sim/optim/registry.hpp"
 
 namespace exmy::optim {
 
-std::vector<MemoryRow> memory_breakdown(const MemoryConfig& c) {
-  if (c.weight_bytes != 2 && c.weight_bytes != 4) {
+std::string memory_optimizer_names() {
+  return optimizer_names() + ", or " + std::string(kNoOptimizer) + " (no optimizer state)";
+}
+
+std::vector<MemoryRow> memory_breakdown(const MemoryConfig& config) {
+  MemoryConfig c = config;
+  std::optional<Selected> opt;
+  if (c.optimizer != kNoOptimizer) {
+    opt = lookup_optimizer(c.optimizer);
+    if (!opt) {
+      throw InputError("--optimizer '" + c.optimizer +
+                       "': expected one of: " + memory_optimizer_names());
+    }
+  }
+  if (c.weight_bytes != 0 && c.weight_bytes != 2 && c.weight_bytes != 4) {
     throw InputError("--weights: expected fp32, bf16 or fp16");
   }
+  if (opt && opt->entry->split) {
+    // A split optimizer's name fixes the weights: 16-bit codes plus the format's extra bits
+    // (section 6); the flags may repeat them but not contradict them.
+    const SplitFormat& f = opt->split;
+    if (c.weight_bytes == 4 || (c.extra_bits >= 0 && c.extra_bits != f.k) || (c.sr && !f.sr)) {
+      throw InputError("--optimizer '" + c.optimizer +
+                       "': its split format fixes 16-bit weights with " + std::to_string(f.k) +
+                       " extra bits" + (f.sr ? " and :sr" : "") +
+                       "; drop the contradicting --weights/--extra-bits/--sr");
+    }
+    c.weight_bytes = 2;
+    c.extra_bits = f.k;
+    c.sr = f.sr;
+  }
+  if (c.weight_bytes == 0) c.weight_bytes = 4;
   if (c.extra_bits > 16 || c.extra_bits < -1) throw InputError("--extra-bits: expected 0..16");
   if (c.extra_bits >= 0 && c.weight_bytes != 2) {
     throw InputError("--extra-bits needs 16-bit weights (--weights bf16|fp16)");
@@ -26,30 +55,10 @@ std::vector<MemoryRow> memory_breakdown(const MemoryConfig& c) {
   if (g < 0) g = (c.weight_bytes == 4 || master) ? 4 : 2;
   rows.push_back({c.fused_backward ? "gradients (fused backward: not stored)" : "gradients",
                   c.fused_backward ? 0.0 : static_cast<double>(g)});
-  const std::string& o = c.optimizer;
-  double state = 0.0;
-  int quant_states = 0;
-  if (o == "adamw" || o == "adam" || o == "stableadamw") {
-    state = 8.0;  // two fp32 moments
-  } else if (o == "sgd" || o == "momentum") {
-    state = 4.0;  // one fp32 momentum buffer
-  } else if (o == "adamw8bit" || o == "adam8bit") {
-    state = 2.0;  // two 8-bit codes
-    quant_states = 2;
-  } else if (o == "momentum8bit") {
-    state = 1.0;
-    quant_states = 1;
-  } else if (o == "none") {
-    state = 0.0;
-  } else {
-    throw InputError("--optimizer '" + o +
-                     "': expected adamw, adam, stableadamw, sgd, adamw8bit, adam8bit, "
-                     "momentum8bit or none");
-  }
-  rows.push_back({"optimizer state", state});
-  if (quant_states > 0) {
+  rows.push_back({"optimizer state", opt ? opt->entry->state_bytes : 0.0});
+  if (opt && opt->entry->absmax_states > 0) {
     rows.push_back({"block absmax (fp32 per " + std::to_string(c.block) + " per state)",
-                    quant_states * 4.0 / c.block});
+                    opt->entry->absmax_states * 4.0 / c.block});
   }
   return rows;
 }

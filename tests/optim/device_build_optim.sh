@@ -16,7 +16,8 @@ defs="-DEXMY_VERSION=\"0.1.0\" -DEXMY_GIT_SHA=\"$(git rev-parse --short=12 HEAD 
 cxx="-std=c++20 -O2 -ffp-contract=off -fno-fast-math"
 nv="-std=c++20 -O3 -arch=sm_90 --fmad=false --expt-relaxed-constexpr -Xcompiler=-ffp-contract=off"
 sim="sim/optim/torch_adam_sgd.cpp sim/optim/bnb8.cpp sim/optim/stable_adamw.cpp sim/optim/split_step.cpp
-     sim/optim/loss_scale.cpp sim/optim/memory.cpp sim/format/codebook.cpp sim/io/npy.cpp"
+     sim/optim/loss_scale.cpp sim/optim/memory.cpp sim/optim/registry.cpp sim/format/codebook.cpp
+     sim/io/npy.cpp"
 stale() {  # object $1 of source $2
   [[ ! -f $1 || $2 -nt $1 ]] || find sim gpu tests -name '*.hpp' -newer "$1" | grep -q .
 }

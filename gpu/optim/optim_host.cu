@@ -1,0 +1,223 @@
+// The GPU stepper of gpu/optim_host.hpp: the registry entry's state arrays live in device buffers
+// for the whole run; each step uploads the gradient and runs the family's kernel of gpu/optim.hpp.
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cmath>
+#include <memory>
+#include <string>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include "gpu/common/launch.hpp"
+
+#include "gpu/optim/optim.hpp"
+#include "gpu/optim/optim_host.hpp"
+#include "sim/common/error.hpp"
+
+namespace exmy::gpu {
+namespace {
+
+using native::Storage;
+using optim::Family;
+
+// The 16-bit code of a value of storage st: RN, which is the CPU's to_storage on the way in.
+std::uint16_t encode16(Storage st, float x) {
+  return st == Storage::bf16 ? native::bf16_from_f32(x) : native::f16_from_f32(x);
+}
+float decode16(Storage st, std::uint16_t c) {
+  return st == Storage::bf16 ? native::f32_from_bf16(c) : native::f32_from_f16(c);
+}
+
+class DeviceStepper final : public optim::Stepper {
+ public:
+  DeviceStepper(const optim::Config& c, std::span<float> p, optim::State& s)
+      : c_(c), p_(p), s_(s), n_(p.size()) {
+    optim::require_gpu_kernel(c);
+    const Family f = c.opt.entry->family;
+    codes16_ = (f == Family::adam || f == Family::sgd) && c.st != Storage::f32;
+    const std::size_t elem = codes16_ ? 2 : 4;
+    if (codes16_) scratch16_.resize(n_);
+    // Split entries keep their parameters in the state (hi, extra): p is not uploaded.
+    if (!c.opt.entry->split) {
+      p_dev_ = std::make_unique<DeviceBuffer>(n_ * elem);
+      upload_floats(*p_dev_, p, "--params");
+    }
+    g_dev_ = std::make_unique<DeviceBuffer>(n_ * elem);
+    for (const optim::StateArray& a : c.opt.entry->arrays(c, s)) {
+      std::visit(
+          [&](auto* v) {
+            using T = typename std::remove_reference_t<decltype(*v)>::value_type;
+            const std::size_t bytes = std::is_same_v<T, float> && codes16_ ? 2 : sizeof(T);
+            auto buf = std::make_unique<DeviceBuffer>(v->size() * bytes);
+            if constexpr (std::is_same_v<T, float>) {
+              upload_floats(*buf, *v, std::string(a.file) + ".npy");
+            } else {
+              buf->upload(v->data(), v->size() * sizeof(T));
+            }
+            arrays_.emplace_back(a.file, std::move(buf));
+          },
+          a.data);
+    }
+  }
+
+  float step(long t, std::span<const float> g) override {
+    if (g.size() != n_) {
+      throw InputError("gradient: expected " + std::to_string(n_) + " elements, got " +
+                       std::to_string(g.size()));
+    }
+    if (codes16_) {
+      // The CPU step rounds the gradient to the parameters' dtype first (to_storage).
+      for (std::size_t i = 0; i < n_; ++i) scratch16_[i] = encode16(c_.st, g[i]);
+      g_dev_->upload(scratch16_.data(), n_ * 2);
+    } else {
+      g_dev_->upload(g.data(), n_ * 4);
+    }
+    stepped_ = true;
+    const optim::Config& c = c_;
+    const optim::Hyper& h = c.hyper;
+    const bool decoupled = c.opt.entry->decoupled;
+    float rms = 0.0f;
+    switch (c.opt.entry->family) {
+      case Family::adam:
+        if (codes16_) {
+          adam_step(h.adam, decoupled, c.st, t, p_dev_->as<std::uint16_t>(),
+                    g_dev_->as<std::uint16_t>(), u16("state1"), u16("state2"), n_);
+        } else {
+          adam_step(h.adam, decoupled, c.variant == "torch-fused", t, p_dev_->as<float>(),
+                    g_dev_->as<float>(), f32("state1"), f32("state2"), n_);
+        }
+        break;
+      case Family::sgd:
+        if (codes16_) {
+          sgd_step(h.sgd, c.st, t, p_dev_->as<std::uint16_t>(), g_dev_->as<std::uint16_t>(),
+                   u16("state1"), n_);
+        } else {
+          sgd_step(h.sgd, t, p_dev_->as<float>(), g_dev_->as<float>(), f32("state1"), n_);
+        }
+        break;
+      case Family::adam8:
+        bnb_adam8_step(optim::bnb8_scalars(h.adam, t, c.variant == "torch-order"),
+                       p_dev_->as<float>(), g_dev_->as<float>(), bnb_state(), n_);
+        break;
+      case Family::momentum8:
+        bnb_momentum8_step(optim::bnb8_scalars(h.adam, t, false), p_dev_->as<float>(),
+                           g_dev_->as<float>(), bnb_state(), n_);
+        break;
+      case Family::stable:
+        rms = stable_adamw_step(h.adam, t, p_dev_->as<float>(), g_dev_->as<float>(), f32("state1"),
+                                f32("state2"), n_);
+        break;
+      case Family::split_adam:
+        split_adam_step(h.adam, decoupled, t, c.seed, c.opt.split, array("hi").as<std::uint16_t>(),
+                        array("extra").as<std::uint32_t>(), g_dev_->as<float>(), f32("state1"),
+                        f32("state2"), n_);
+        break;
+      case Family::split_sgd:
+        split_sgd_step(h.sgd, t, c.seed, c.opt.split, array("hi").as<std::uint16_t>(),
+                       array("extra").as<std::uint32_t>(), g_dev_->as<float>(), f32("state1"), n_);
+        break;
+    }
+    cuda_check_launch("optimizer step");
+    return rms;
+  }
+
+  void finish() override {
+    // No step ran (every gradient skipped by the loss scaler): the host arrays are the result
+    // as they stand (no 16-bit round trip of NaN payloads).
+    if (!stepped_) return;
+    cuda_check(cudaDeviceSynchronize(), "optimizer steps");
+    if (p_dev_) download_floats(*p_dev_, p_);
+    std::size_t k = 0;
+    for (const optim::StateArray& a : c_.opt.entry->arrays(c_, s_)) {
+      const DeviceBuffer& buf = *arrays_[k++].second;
+      std::visit(
+          [&](auto* v) {
+            using T = typename std::remove_reference_t<decltype(*v)>::value_type;
+            if constexpr (std::is_same_v<T, float>) {
+              download_floats(buf, *v);
+            } else {
+              buf.download(v->data(), v->size() * sizeof(T));
+            }
+          },
+          a.data);
+    }
+  }
+
+ private:
+  // fp32 arrays go up as they are, or as 16-bit codes; a value that is not a code of the
+  // parameters' dtype (a hand-edited state) would change on the way: refused, naming it.
+  void upload_floats(DeviceBuffer& buf, std::span<const float> v, const std::string& what) {
+    if (!codes16_) {
+      buf.upload(v.data(), v.size() * 4);
+      return;
+    }
+    if (scratch16_.size() < v.size()) scratch16_.resize(v.size());
+    for (std::size_t i = 0; i < v.size(); ++i) {
+      scratch16_[i] = encode16(c_.st, v[i]);
+      if (native::f32_bits(decode16(c_.st, scratch16_[i])) != native::f32_bits(v[i]) &&
+          !std::isnan(v[i])) {
+        throw InputError(what + ": element " + std::to_string(i) + " is not a " +
+                         std::string(optim::dtype_name(c_.st)) +
+                         " value (--device cuda holds 16-bit tensors as codes)");
+      }
+    }
+    buf.upload(scratch16_.data(), v.size() * 2);
+  }
+  void download_floats(const DeviceBuffer& buf, std::span<float> v) {
+    if (!codes16_) {
+      buf.download(v.data(), v.size() * 4);
+      return;
+    }
+    const std::vector<std::uint16_t> codes = buf.download<std::uint16_t>(v.size());
+    for (std::size_t i = 0; i < v.size(); ++i) v[i] = decode16(c_.st, codes[i]);
+  }
+
+  const DeviceBuffer& array(const char* file) const {
+    for (const auto& [name, buf] : arrays_) {
+      if (name == file) return *buf;
+    }
+    throw InputError(std::string("optimizer state: no array '") + file + "'");
+  }
+  float* f32(const char* file) const { return array(file).as<float>(); }
+  std::uint16_t* u16(const char* file) const { return array(file).as<std::uint16_t>(); }
+
+  Bnb8DeviceState bnb_state() const {
+    const optim::Bnb8State& b = s_.bnb;
+    Bnb8DeviceState d;
+    d.block = b.block;
+    d.is_8bit = b.is_8bit;
+    if (b.is_8bit) {
+      d.q1 = array("state1").as<std::uint8_t>();
+      d.absmax1 = f32("absmax1");
+      if (b.two_states) {
+        d.q2 = array("state2").as<std::uint8_t>();
+        d.absmax2 = f32("absmax2");
+      }
+    } else {
+      d.s1 = f32("state1");
+      if (b.two_states) d.s2 = f32("state2");
+    }
+    return d;
+  }
+
+  const optim::Config& c_;
+  std::span<float> p_;
+  optim::State& s_;
+  std::size_t n_;
+  bool codes16_ = false;
+  bool stepped_ = false;
+  std::unique_ptr<DeviceBuffer> p_dev_, g_dev_;
+  std::vector<std::pair<std::string, std::unique_ptr<DeviceBuffer>>> arrays_;
+  std::vector<std::uint16_t> scratch16_;
+};
+
+}  // namespace
+
+std::unique_ptr<optim::Stepper> optim_stepper(const optim::Config& c, std::span<float> p,
+                                              optim::State& s) {
+  return std::make_unique<DeviceStepper>(c, p, s);
+}
+
+}  // namespace exmy::gpu

@@ -1,0 +1,407 @@
+// The optimizer registry (sim/optim/registry.hpp, docs/SEMANTICS.md 9.9).
+#include "sim/optim/registry.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <type_traits>
+
+#include "sim/common/error.hpp"
+#include "sim/io/npy.hpp"
+
+namespace exmy::optim {
+namespace {
+
+// ---- per family: zero state, saved arrays, CPU step --------------------------------------------
+
+void init_two(const Config&, std::span<const float> p, State& s) {
+  s.s1.assign(p.size(), 0.0f);
+  s.s2.assign(p.size(), 0.0f);
+}
+void init_one(const Config&, std::span<const float> p, State& s) {
+  s.s1.assign(p.size(), 0.0f);
+}
+void init_adam8(const Config& c, std::span<const float> p, State& s) {
+  s.bnb = bnb8_init(p.size(), true, c.block, c.small_fallback);
+}
+void init_momentum8(const Config& c, std::span<const float> p, State& s) {
+  s.bnb = bnb8_init(p.size(), false, c.block, c.small_fallback);
+}
+void init_split_two(const Config& c, std::span<const float> p, State& s) {
+  init_two(c, p, s);
+  s.split = split_tensor(p, c.opt.split, c.seed);
+}
+void init_split_one(const Config& c, std::span<const float> p, State& s) {
+  init_one(c, p, s);
+  s.split = split_tensor(p, c.opt.split, c.seed);
+}
+
+std::vector<StateArray> arrays_two(const Config&, State& s) {
+  return {{"state1", &s.s1, true}, {"state2", &s.s2, true}};
+}
+std::vector<StateArray> arrays_one(const Config&, State& s) {
+  return {{"state1", &s.s1, true}};
+}
+std::vector<StateArray> arrays_bnb(const Config&, State& s) {
+  Bnb8State& b = s.bnb;
+  if (!b.is_8bit) {
+    if (!b.two_states) return {{"state1", &b.s1, true}};
+    return {{"state1", &b.s1, true}, {"state2", &b.s2, true}};
+  }
+  if (!b.two_states) return {{"state1", &b.q1, true}, {"absmax1", &b.absmax1, false}};
+  return {{"state1", &b.q1, true},
+          {"absmax1", &b.absmax1, false},
+          {"state2", &b.q2, true},
+          {"absmax2", &b.absmax2, false}};
+}
+std::vector<StateArray> arrays_split_two(const Config& c, State& s) {
+  auto a = arrays_two(c, s);
+  a.push_back({"hi", &s.split.hi, true});
+  a.push_back({"extra", &s.split.extra, false});
+  return a;
+}
+std::vector<StateArray> arrays_split_one(const Config& c, State& s) {
+  auto a = arrays_one(c, s);
+  a.push_back({"hi", &s.split.hi, true});
+  a.push_back({"extra", &s.split.extra, false});
+  return a;
+}
+
+float step_adam(const Config& c, long t, std::span<float> p, std::span<const float> g, State& s) {
+  if (c.variant == "torch-fused") {
+    adam_fused_step(c.hyper.adam, c.opt.entry->decoupled, t, p, g, s.s1, s.s2);
+  } else {
+    adam_step(c.hyper.adam, c.opt.entry->decoupled, c.st, t, p, g, s.s1, s.s2);
+  }
+  return 0.0f;
+}
+float step_sgd(const Config& c, long t, std::span<float> p, std::span<const float> g, State& s) {
+  sgd_step(c.hyper.sgd, c.st, t, p, g, s.s1);
+  return 0.0f;
+}
+float step_adam8(const Config& c, long t, std::span<float> p, std::span<const float> g, State& s) {
+  bnb_adam8_step(bnb8_scalars(c.hyper.adam, t, c.variant == "torch-order"), c.st, p, g, s.bnb);
+  return 0.0f;
+}
+float step_momentum8(const Config& c, long t, std::span<float> p, std::span<const float> g,
+                     State& s) {
+  bnb_momentum8_step(bnb8_scalars(c.hyper.adam, t, false), c.st, p, g, s.bnb);
+  return 0.0f;
+}
+float step_stable(const Config& c, long t, std::span<float> p, std::span<const float> g, State& s) {
+  return stable_adamw_step(c.hyper.adam, t, p, g, s.s1, s.s2);
+}
+float step_split_adam(const Config& c, long t, std::span<float>, std::span<const float> g,
+                      State& s) {
+  split_adam_step(c.hyper.adam, c.opt.entry->decoupled, t, c.seed, s.split, g, s.s1, s.s2);
+  return 0.0f;
+}
+float step_split_sgd(const Config& c, long t, std::span<float>, std::span<const float> g,
+                     State& s) {
+  split_sgd_step(c.hyper.sgd, t, c.seed, s.split, g, s.s1);
+  return 0.0f;
+}
+
+// ---- library defaults ------------------------------------------------------------------------
+// torch.optim.Adam/AdamW: lr 1e-3, betas (0.9, 0.999), eps 1e-8, weight_decay 0 (Adam) or 1e-2
+// (AdamW); bitsandbytes Adam8bit/AdamW8bit the same. SGD: exmy's lr 1e-3 and momentum 0.9
+// (torch.optim.SGD has no lr default and momentum 0); bitsandbytes' 8-bit Momentum reads the
+// momentum as beta1.
+constexpr Hyper kHyper{};
+constexpr Hyper with_wd(double wd) {
+  Hyper h{};
+  h.adam.wd = wd;
+  return h;
+}
+
+constexpr std::array<bool, 3> kGpuAll{true, true, true};
+constexpr std::array<bool, 3> kGpuF32{true, false, false};
+
+const Entry kTable[] = {
+    {.name = "adamw",
+     .family = Family::adam,
+     .decoupled = true,
+     .defaults = with_wd(1e-2),
+     .variants = "torch-fused",
+     .state_bytes = 8.0,
+     .gpu = kGpuAll,
+     .example = "adamw",
+     .init = init_two,
+     .arrays = arrays_two,
+     .cpu_step = step_adam},
+    {.name = "adam",
+     .family = Family::adam,
+     .defaults = kHyper,
+     .variants = "torch-fused",
+     .state_bytes = 8.0,
+     .gpu = kGpuAll,
+     .example = "adam",
+     .init = init_two,
+     .arrays = arrays_two,
+     .cpu_step = step_adam},
+    {.name = "sgd",
+     .family = Family::sgd,
+     .defaults = kHyper,
+     .state_bytes = 4.0,
+     .gpu = kGpuAll,
+     .example = "sgd",
+     .init = init_one,
+     .arrays = arrays_one,
+     .cpu_step = step_sgd},
+    {.name = "adamw8bit",
+     .family = Family::adam8,
+     .decoupled = true,
+     .defaults = with_wd(1e-2),
+     .variants = "torch-order",
+     .state_bytes = 2.0,
+     .absmax_states = 2,
+     .gpu = kGpuF32,
+     .example = "adamw8bit",
+     .init = init_adam8,
+     .arrays = arrays_bnb,
+     .cpu_step = step_adam8},
+    // bitsandbytes' Adam8bit is the AdamW kernel with weight decay 0.
+    {.name = "adam8bit",
+     .family = Family::adam8,
+     .decoupled = true,
+     .defaults = kHyper,
+     .variants = "torch-order",
+     .state_bytes = 2.0,
+     .absmax_states = 2,
+     .gpu = kGpuF32,
+     .example = "adam8bit",
+     .init = init_adam8,
+     .arrays = arrays_bnb,
+     .cpu_step = step_adam8},
+    {.name = "momentum8bit",
+     .family = Family::momentum8,
+     .defaults = kHyper,
+     .state_bytes = 1.0,
+     .absmax_states = 1,
+     .gpu = kGpuF32,
+     .example = "momentum8bit",
+     .init = init_momentum8,
+     .arrays = arrays_bnb,
+     .cpu_step = step_momentum8},
+    {.name = "stableadamw",
+     .family = Family::stable,
+     .decoupled = true,
+     .defaults = kHyper,
+     .state_bytes = 8.0,
+     .reports_rms = true,
+     .gpu = kGpuF32,
+     .example = "stableadamw",
+     .init = init_two,
+     .arrays = arrays_two,
+     .cpu_step = step_stable},
+    {.name = "adamw-FMT",
+     .split = true,
+     .family = Family::split_adam,
+     .decoupled = true,
+     .defaults = with_wd(1e-2),
+     .state_bytes = 8.0,
+     .gpu = kGpuAll,
+     .example = "adamw-bf16+8",
+     .init = init_split_two,
+     .arrays = arrays_split_two,
+     .cpu_step = step_split_adam},
+    {.name = "adam-FMT",
+     .split = true,
+     .family = Family::split_adam,
+     .defaults = kHyper,
+     .state_bytes = 8.0,
+     .gpu = kGpuAll,
+     .example = "adam-fp16+5:sr",
+     .init = init_split_two,
+     .arrays = arrays_split_two,
+     .cpu_step = step_split_adam},
+    {.name = "sgd-FMT",
+     .split = true,
+     .family = Family::split_sgd,
+     .defaults = kHyper,
+     .state_bytes = 4.0,
+     .gpu = kGpuAll,
+     .example = "sgd-fp16+13",
+     .init = init_split_one,
+     .arrays = arrays_split_one,
+     .cpu_step = step_split_sgd},
+};
+
+constexpr std::string_view kFmt = "FMT";
+
+std::string_view split_prefix(const Entry& e) {
+  return e.name.substr(0, e.name.size() - kFmt.size());
+}
+
+template <typename T>
+void load_array(const std::string& path, std::vector<T>& v,
+                std::vector<T> (*conv)(const io::NpyArray&, const std::string&)) {
+  std::vector<T> got = conv(io::read_npy(path), path);
+  if (got.size() != v.size()) {
+    throw InputError(path + ": expected " + std::to_string(v.size()) + " elements, got " +
+                     std::to_string(got.size()));
+  }
+  v = std::move(got);
+}
+
+class HostStepper final : public Stepper {
+ public:
+  HostStepper(const Config& c, std::span<float> p, State& s) : c_(c), p_(p), s_(s) {}
+  float step(long t, std::span<const float> g) override {
+    return c_.opt.entry->cpu_step(c_, t, p_, g, s_);
+  }
+  void finish() override {}
+
+ private:
+  const Config& c_;
+  std::span<float> p_;
+  State& s_;
+};
+
+}  // namespace
+
+std::span<const Entry> optimizers() {
+  return kTable;
+}
+
+std::string optimizer_names() {
+  std::string out;
+  for (const Entry& e : kTable) {
+    if (!out.empty()) out += ", ";
+    out += e.name;
+  }
+  return out +
+         " (FMT: bf16+K with K 0..16 or fp16+K with K 0..13 extra bits, :sr appended for "
+         "stochastic rounding)";
+}
+
+std::optional<Selected> lookup_optimizer(std::string_view name) {
+  for (const Entry& e : kTable) {
+    if (!e.split) {
+      if (name == e.name) return Selected{&e, std::string(name), {}};
+      continue;
+    }
+    const std::string_view pre = split_prefix(e);
+    if (name.size() > pre.size() && name.substr(0, pre.size()) == pre) {
+      return Selected{&e, std::string(name),
+                      parse_split_format(std::string(name.substr(pre.size())))};
+    }
+  }
+  return std::nullopt;
+}
+
+Selected find_optimizer(std::string_view name) {
+  if (auto s = lookup_optimizer(name)) return *s;
+  throw InputError("--optimizer '" + std::string(name) +
+                   "': expected one of: " + optimizer_names());
+}
+
+bool is_blockwise(const Entry& e) {
+  return e.family == Family::adam8 || e.family == Family::momentum8;
+}
+
+Hyper resolve_hyper(const Entry& e, const HyperOptions& o) {
+  Hyper h = e.defaults;
+  if (o.lr) h.adam.lr = h.sgd.lr = *o.lr;
+  if (o.wd) h.adam.wd = h.sgd.wd = *o.wd;
+  if (o.beta1) h.adam.beta1 = *o.beta1;
+  if (o.beta2) h.adam.beta2 = *o.beta2;
+  if (o.eps) h.adam.eps = *o.eps;
+  if (o.momentum) h.sgd.momentum = *o.momentum;
+  if (o.dampening) h.sgd.dampening = *o.dampening;
+  h.sgd.nesterov = o.nesterov;
+  // bitsandbytes' Momentum keeps its momentum in beta1: --beta1, else --momentum, else 0.9.
+  if (e.family == Family::momentum8) {
+    h.adam.beta1 = h.sgd.momentum = o.beta1 ? *o.beta1 : h.sgd.momentum;
+  }
+  return h;
+}
+
+void check_variant(const Config& c) {
+  const Entry& e = *c.opt.entry;
+  if (c.variant != "default" && c.variant != e.variants) {
+    throw InputError("--variant '" + c.variant + "' for " + c.opt.name + ": expected default" +
+                     (e.variants.empty() ? "" : " or " + std::string(e.variants)));
+  }
+  if (c.variant == "torch-fused" && c.st != Storage::f32) {
+    throw InputError("--variant torch-fused: fp32 parameters only");
+  }
+}
+
+std::string_view dtype_name(Storage st) {
+  return st == Storage::f32 ? "fp32" : st == Storage::bf16 ? "bf16" : "fp16";
+}
+
+void require_gpu_kernel(const Config& c) {
+  const Entry& e = *c.opt.entry;
+  if (e.gpu[static_cast<int>(c.st)]) return;
+  std::string have;
+  for (Storage st : {Storage::f32, Storage::bf16, Storage::f16}) {
+    if (!e.gpu[static_cast<int>(st)]) continue;
+    have += (have.empty() ? "" : ", ") + std::string(dtype_name(st));
+  }
+  throw InputError("--device cuda: no GPU kernel for " + c.opt.name + " with " +
+                   std::string(dtype_name(c.st)) + " parameters (the GPU runs it on " + have +
+                   " parameters; use --device cpu)");
+}
+
+State init_state(const Config& c, std::span<const float> p) {
+  State s;
+  c.opt.entry->init(c, p, s);
+  return s;
+}
+
+void load_state(const Config& c, const std::string& dir, std::span<const float> p,
+                const std::string& params_path, State& s) {
+  for (const StateArray& a : c.opt.entry->arrays(c, s)) {
+    const std::string path = dir + "/" + a.file + ".npy";
+    std::visit(
+        [&](auto* v) {
+          using T = typename std::remove_reference_t<decltype(*v)>::value_type;
+          if constexpr (std::is_same_v<T, float>) {
+            load_array<T>(path, *v, io::as_f32);
+          } else if constexpr (std::is_same_v<T, std::uint8_t>) {
+            load_array<T>(path, *v, io::as_u8);
+          } else if constexpr (std::is_same_v<T, std::uint16_t>) {
+            load_array<T>(path, *v, io::as_u16);
+          } else {
+            load_array<T>(path, *v, io::as_u32);
+          }
+        },
+        a.data);
+  }
+  if (!c.opt.entry->split) return;
+  // The split state is authoritative; --params must be its joined values (params.npy of the run
+  // that wrote the state).
+  const std::vector<float> joined = join_tensor(s.split);
+  for (std::size_t i = 0; i < p.size(); ++i) {
+    if (native::f32_bits(joined[i]) != native::f32_bits(p[i]) &&
+        !(std::isnan(joined[i]) && std::isnan(p[i]))) {
+      throw InputError(params_path + ": element " + std::to_string(i) +
+                       " differs from the split state in " + dir + " (pass that run's params.npy)");
+    }
+  }
+}
+
+void save_state(const Config& c, const std::string& dir, const std::vector<std::size_t>& shape,
+                State& s) {
+  for (const StateArray& a : c.opt.entry->arrays(c, s)) {
+    std::visit(
+        [&](auto* v) {
+          io::write_npy(dir + "/" + a.file + ".npy",
+                        io::make_npy(*v, a.param_shaped ? shape : std::vector<std::size_t>{}));
+        },
+        a.data);
+  }
+}
+
+void final_params(const Config& c, const State& s, std::span<float> p) {
+  if (!c.opt.entry->split) return;
+  const std::vector<float> joined = join_tensor(s.split);
+  std::copy(joined.begin(), joined.end(), p.begin());
+}
+
+std::unique_ptr<Stepper> cpu_stepper(const Config& c, std::span<float> p, State& s) {
+  return std::make_unique<HostStepper>(c, p, s);
+}
+
+}  // namespace exmy::optim

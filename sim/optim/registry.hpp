@@ -1,0 +1,148 @@
+// The optimizer registry (docs/SEMANTICS.md 9.9): one table entry per optimizer name that
+// `exmy step` and `exmy memory` accept, holding its library defaults, its saved state arrays, its
+// memory per parameter, its CPU step and which parameter dtypes have a GPU kernel. `exmy step`,
+// `exmy memory`, the GPU host wrappers (gpu/optim_host.hpp) and the tests read this table only;
+// the names in usage and error texts are generated from it.
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <variant>
+#include <vector>
+
+#include "sim/optim/optim.hpp"
+
+namespace exmy::optim {
+
+// What a step does to one tensor; entries of one family share their step and state layout.
+enum class Family { adam, sgd, adam8, momentum8, stable, split_adam, split_sgd };
+
+// Hyperparameters of one run: the union of what the families read (Adam-style: lr, betas, eps,
+// wd; SGD-style: lr, momentum, dampening, nesterov, wd).
+struct Hyper {
+  AdamHyper adam;
+  SgdHyper sgd;
+};
+
+// Hyperparameters given on the command line; the rest take the entry's defaults.
+struct HyperOptions {
+  std::optional<double> lr, beta1, beta2, eps, wd, momentum, dampening;
+  bool nesterov = false;
+};
+
+struct Config;
+struct State;
+
+// One saved state array: `<file>.npy`, a view of the host vector that holds it, and whether it is
+// saved with the parameters' shape (else 1-d: per-block absmax, packed extra-bit words).
+struct StateArray {
+  const char* file;
+  std::variant<std::vector<float>*, std::vector<std::uint8_t>*, std::vector<std::uint16_t>*,
+               std::vector<std::uint32_t>*>
+      data;
+  bool param_shaped;
+};
+
+struct Entry {
+  // The name as typed. A split entry (`split`) is a family of names: its name ends in "-FMT",
+  // written `<prefix>FMT` with FMT a split format of section 6 ("adamw-bf16+8:sr").
+  std::string_view name;
+  bool split = false;
+  Family family;
+  bool decoupled = false;          // decoupled weight decay (AdamW); false: Adam's L2 / coupled
+  Hyper defaults;                  // the library defaults (section 9.9)
+  std::string_view variants = "";  // named variant besides "default" (section 12), "" if none
+  double state_bytes;              // section 9.8: optimizer-state bytes per parameter
+  int absmax_states = 0;           // 8-bit states, each with one fp32 absmax per block
+  bool reports_rms = false;        // the step returns RMS_t (StableAdamW), reported in state.json
+  // Parameter dtypes (indexed by Storage: fp32, bf16, fp16) for which gpu/optim.hpp has a kernel;
+  // gpu/optim_host.cu runs it (a pointer cannot live here: sim/ does not link gpu/).
+  std::array<bool, 3> gpu;
+  std::string_view example;  // one full name (split entries: a concrete format)
+  // Zero state as the library creates it, for n parameters p.
+  void (*init)(const Config& c, std::span<const float> p, State& s);
+  // The arrays saved for this state, in file order.
+  std::vector<StateArray> (*arrays)(const Config& c, State& s);
+  // One step t (1-based) on the host; returns RMS_t where reports_rms, else 0.
+  float (*cpu_step)(const Config& c, long t, std::span<float> p, std::span<const float> g,
+                    State& s);
+};
+
+// The table, in the order usage texts list it.
+std::span<const Entry> optimizers();
+// "adamw, adam, ..., adamw-FMT, adam-FMT, sgd-FMT (FMT: bf16+K or fp16+K, K extra bits, :sr for
+// stochastic rounding)": the names of every entry, for usage and error texts.
+std::string optimizer_names();
+
+struct Selected {
+  const Entry* entry = nullptr;
+  std::string name;   // as typed
+  SplitFormat split;  // split entries only
+};
+// The entry of `name`, or none; a split entry's name with a malformed FMT is an InputError.
+std::optional<Selected> lookup_optimizer(std::string_view name);
+// The entry of `name`; InputError naming it and listing optimizer_names() if none matches.
+Selected find_optimizer(std::string_view name);
+
+// Whether the entry's family keeps 8-bit block-wise states (block size and fallback apply).
+bool is_blockwise(const Entry& e);
+
+// The settings of one run after defaults, as the step reads them.
+struct Config {
+  Selected opt;
+  Hyper hyper;
+  Storage st = Storage::f32;  // the parameters' dtype (not used by split entries)
+  int block = 256;
+  bool small_fallback = true;
+  std::string variant = "default";
+  std::uint64_t seed = 0;
+};
+// "fp32", "bf16", "fp16": the --param-dtype spelling.
+std::string_view dtype_name(Storage st);
+// InputError naming the optimizer and dtype unless the entry has a GPU kernel for c.st.
+void require_gpu_kernel(const Config& c);
+// The entry's defaults overridden by `given` (8-bit Momentum's beta1 is its momentum).
+Hyper resolve_hyper(const Entry& e, const HyperOptions& given);
+// InputError unless `c.variant` is "default" or one of the entry's, and the variant's storage
+// rule holds (torch-fused: fp32 parameters).
+void check_variant(const Config& c);
+
+// The tensor state of one optimizer; each family uses the members its `arrays` lists.
+struct State {
+  std::vector<float> s1, s2;  // fp32 moments: Adam m, v; SGD buf; StableAdamW v, u
+  Bnb8State bnb;              // 8-bit states (or their 32-bit fallback)
+  SplitTensor split;          // split-format parameters (hi codes, extra words)
+};
+
+// Zero state for p (split entries: p split into the format with c.seed).
+State init_state(const Config& c, std::span<const float> p);
+// Reads every array of `arrays` from dir/<file>.npy; each must have the fresh state's length.
+// Split entries: `p` (read from `params_path`) must equal the joined loaded parameters (the state
+// is authoritative).
+void load_state(const Config& c, const std::string& dir, std::span<const float> p,
+                const std::string& params_path, State& s);
+// Writes every array to dir/<file>.npy (each atomically), param-shaped ones with `shape`.
+void save_state(const Config& c, const std::string& dir, const std::vector<std::size_t>& shape,
+                State& s);
+// The parameters after the steps: p itself, or the joined split tensor.
+void final_params(const Config& c, const State& s, std::span<float> p);
+
+// Runs the steps of one run on one engine (CPU: the entry's cpu_step; GPU: gpu/optim_host.hpp).
+class Stepper {
+ public:
+  virtual ~Stepper() = default;
+  // Step t (1-based) with gradient g; returns RMS_t where the entry reports it, else 0.
+  virtual float step(long t, std::span<const float> g) = 0;
+  // Brings the parameters and the state back into the host arrays given at construction.
+  virtual void finish() = 0;
+};
+// The CPU engine on host arrays p and s (held by reference until finish).
+std::unique_ptr<Stepper> cpu_stepper(const Config& c, std::span<float> p, State& s);
+
+}  // namespace exmy::optim

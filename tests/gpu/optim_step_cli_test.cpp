@@ -1,0 +1,209 @@
+// `exmy step --device cuda` against `--device cpu` (docs/SEMANTICS.md 9.9, 11.5): for every
+// registry entry and every parameter dtype its GPU column names, several steps with per-step
+// gradients, partial last 8-bit blocks (n = 70001; n = 1000 < 4096 both as the 32-bit fallback
+// and with --no-small-fallback), the named variants, loss scaling with a skipped step, and a run
+// continued from a saved state: every output file must be byte-identical. A dtype the GPU does
+// not support exits 2 and writes nothing. Finite data only (NaN payloads may differ, 9.1).
+#include <dirent.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "sim/io/npy.hpp"
+#include "sim/optim/registry.hpp"
+
+using namespace exmy;
+
+namespace {
+
+bool exists(const std::string& p) {
+  struct stat sb {};
+  return stat(p.c_str(), &sb) == 0;
+}
+
+// The exmy executable: $EXMY_CLI (ctest sets it), else beside this binary (the packed device
+// binaries of scripts/pack-device-binaries.sh) or in the build tree's cli/.
+std::string cli() {
+  if (const char* c = std::getenv("EXMY_CLI")) return c;
+  char self[4096];
+  const ssize_t len = readlink("/proc/self/exe", self, sizeof self - 1);
+  if (len <= 0) return "";
+  std::string dir(self, static_cast<std::size_t>(len));
+  dir.resize(dir.rfind('/'));
+  for (const std::string& c : {dir + "/exmy", dir + "/../cli/exmy"}) {
+    if (exists(c)) return c;
+  }
+  return "";
+}
+
+int run(const std::string& args) {
+  const std::string cmd = cli() + " " + args + " > /dev/null 2>&1";
+  const int rc = std::system(cmd.c_str());
+  return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
+}
+
+std::vector<std::uint8_t> file_bytes(const std::string& path) {
+  std::vector<std::uint8_t> out;
+  FILE* f = std::fopen(path.c_str(), "rb");
+  if (!f) return out;
+  int c;
+  while ((c = std::fgetc(f)) != EOF) out.push_back(static_cast<std::uint8_t>(c));
+  std::fclose(f);
+  return out;
+}
+
+std::set<std::string> files_in(const std::string& dir) {
+  std::set<std::string> out;
+  if (DIR* d = opendir(dir.c_str())) {
+    while (const dirent* e = readdir(d)) {
+      const std::string n = e->d_name;
+      if (n != "." && n != "..") out.insert(n);
+    }
+    closedir(d);
+  }
+  return out;
+}
+
+// Deterministic finite values of magnitude ~scale, rounded to the parameter dtype.
+std::vector<float> values(std::size_t n, std::uint32_t seed, float scale, optim::Storage st) {
+  std::vector<float> v(n);
+  std::uint32_t x = seed * 2654435761u + 12345u;
+  for (auto& y : v) {
+    x ^= x << 13;
+    x ^= x >> 17;
+    x ^= x << 5;
+    const float u = static_cast<float>(x >> 8) / 16777216.0f - 0.5f;  // [-0.5, 0.5)
+    y = native::to_storage(u * scale * 4.0f, st);
+  }
+  return v;
+}
+
+// Runs `args` on the CPU and on the GPU and compares every output file byte for byte.
+void same_files(const std::string& d, const std::string& label, const std::string& args) {
+  INFO(label << ": " << args);
+  const std::string cpu = d + "/cpu_" + label, gpu = d + "/gpu_" + label;
+  REQUIRE(run("step " + args + " --device cpu --out " + cpu) == 0);
+  REQUIRE(run("step " + args + " --device cuda --out " + gpu) == 0);
+  const std::set<std::string> fc = files_in(cpu), fg = files_in(gpu);
+  CHECK(fc == fg);
+  CHECK(fc.count("params.npy") == 1);
+  CHECK(fc.count("state.json") == 1);
+  for (const std::string& f : fc) {
+    INFO(f);
+    const bool same = file_bytes(cpu + "/" + f) == file_bytes(gpu + "/" + f);
+    CHECK(same);
+  }
+}
+
+}  // namespace
+
+TEST_CASE("exmy step --device cuda writes the CPU's bytes for every optimizer and dtype",
+          "[gpu][optim][cli]") {
+  if (cli().empty()) FAIL("exmy not found: set EXMY_CLI to the exmy executable");
+  char tmpl[] = "/tmp/exmy_gpu_step_XXXXXX";
+  REQUIRE(mkdtemp(tmpl) != nullptr);
+  const std::string d = tmpl;
+  const std::size_t steps = 3;
+  int label = 0;
+  for (const auto& e : optim::optimizers()) {
+    // Split entries: the example plus formats covering bf16/fp16, k = 0, 8, 16 and :sr.
+    std::vector<std::string> names{std::string(e.example)};
+    if (e.split) {
+      const std::string pre(e.name.substr(0, e.name.size() - 3));
+      for (const char* f : {"bf16+16", "bf16+0", "bf16+8:sr", "fp16+13", "fp16+8"}) {
+        names.push_back(pre + f);
+      }
+    }
+    for (const auto st : {optim::Storage::f32, optim::Storage::bf16, optim::Storage::f16}) {
+      const std::string dt(optim::dtype_name(st));
+      const bool blockwise = optim::is_blockwise(e);
+      std::vector<std::size_t> sizes{70001, 1000};
+      for (const std::size_t n : sizes) {
+        const std::string base = d + "/" + dt + "_" + std::to_string(n);
+        if (!exists(base + "_p.npy")) {
+          io::write_npy(base + "_p.npy", io::make_npy(values(n, 1 + n, 1.0f, st)));
+          io::write_npy(
+              base + "_g.npy",
+              io::make_npy(values(n * steps, 2 + n, 1e-2f, optim::Storage::f32), {steps, n}));
+        }
+        for (const std::string& name : names) {
+          const std::string common = "--optimizer " + name + " --param-dtype " + dt + " --params " +
+                                     base + "_p.npy --grads " + base + "_g.npy --steps " +
+                                     std::to_string(steps) + " --lr 0.01 --seed 5";
+          if (!e.gpu[static_cast<int>(st)]) {
+            // Not on the GPU: exit 2, nothing written.
+            const std::string out = d + "/refused" + std::to_string(label++);
+            CHECK(run("step " + common + " --device cuda --out " + out) == 2);
+            CHECK_FALSE(exists(out));
+            continue;
+          }
+          same_files(d, std::to_string(label++), common);
+          if (blockwise) {
+            same_files(d, std::to_string(label++), common + " --block 2048");
+            same_files(d, std::to_string(label++), common + " --no-small-fallback");
+            same_files(d, std::to_string(label++), common + " --no-small-fallback --block 2048");
+          }
+          if (e.variants.size() > 0 && st == optim::Storage::f32) {
+            same_files(d, std::to_string(label++),
+                       common + " --variant " + std::string(e.variants));
+          }
+          if (!e.split && e.family != optim::Family::stable) {
+            same_files(d, std::to_string(label++), common + " --wd 0.1 --momentum 0.5 --nesterov");
+          }
+        }
+      }
+    }
+  }
+  std::system(("rm -rf " + d).c_str());
+}
+
+TEST_CASE("exmy step --device cuda: saved states, loss scaling, skipped steps",
+          "[gpu][optim][cli]") {
+  if (cli().empty()) FAIL("exmy not found: set EXMY_CLI to the exmy executable");
+  char tmpl[] = "/tmp/exmy_gpu_step_XXXXXX";
+  REQUIRE(mkdtemp(tmpl) != nullptr);
+  const std::string d = tmpl;
+  const std::size_t n = 5000, steps = 4;
+  io::write_npy(d + "/p.npy", io::make_npy(values(n, 3, 1.0f, optim::Storage::bf16)));
+  // Step 2 of 4 has an inf gradient: the dynamic scaler skips it (and backs off).
+  std::vector<float> g = values(n * steps, 4, 1e-2f, optim::Storage::f32);
+  g[n * 1 + 17] = INFINITY;
+  io::write_npy(d + "/g.npy", io::make_npy(g, {steps, n}));
+  io::write_npy(d + "/g1.npy", io::make_npy(values(n, 5, 1e-2f, optim::Storage::f32)));
+  std::vector<float> ginf = values(n, 6, 1e-2f, optim::Storage::f32);
+  ginf[n - 1] = -INFINITY;
+  io::write_npy(d + "/ginf.npy", io::make_npy(ginf));
+  int label = 0;
+  for (const auto& e : optim::optimizers()) {
+    const std::string name(e.example);
+    for (const char* dt : {"fp32", "bf16"}) {
+      const auto st = std::string(dt) == "bf16" ? optim::Storage::bf16 : optim::Storage::f32;
+      if (!e.gpu[static_cast<int>(st)]) continue;
+      const std::string common = "--optimizer " + name + " --param-dtype " + dt + " --seed 9";
+      for (const char* ls : {"dynamic", "fixed:1024"}) {
+        same_files(d, "ls" + std::to_string(label++),
+                   common + " --params " + d + "/p.npy --grads " + d + "/g.npy --steps 4" +
+                       " --loss-scale " + ls);
+      }
+      // Every step skipped: the files are the inputs, on both engines.
+      same_files(d, "skip" + std::to_string(label++),
+                 common + " --params " + d + "/p.npy --grads " + d + "/ginf.npy --steps 2" +
+                     " --loss-scale fixed:8");
+      // Continue a CPU-saved state on either engine.
+      const std::string first = d + "/first" + std::to_string(label++);
+      REQUIRE(run("step " + common + " --params " + d + "/p.npy --grads " + d +
+                  "/g.npy --steps 4 --out " + first) == 0);
+      same_files(d, "cont" + std::to_string(label++),
+                 common + " --params " + first + "/params.npy --state " + first + " --grads " + d +
+                     "/g1.npy --steps 2");
+    }
+  }
+  std::system(("rm -rf " + d).c_str());
+}
