@@ -218,13 +218,16 @@ struct In_<CastInput::fp16> {
 __device__ __noinline__ std::uint32_t cold_group_state(const native::QuantPlan& p, float amax) {
   return native::group_state(p, amax);
 }
-__device__ __noinline__ std::uint8_t cold_quant_element(const native::QuantPlan& p, float x,
-                                                        std::uint32_t state, std::uint32_t word) {
-  return static_cast<std::uint8_t>(native::quant_element(p, x, state, word).code);
+// `cb` is the codebook in shared memory (kernels with codebook targets copy it there): reading
+// the plan's own copy in parameter space with divergent indices would serialize.
+__device__ __noinline__ std::uint8_t cold_quant_element(const native::QuantPlan& p, const float* cb,
+                                                        float x, std::uint32_t state,
+                                                        std::uint32_t word) {
+  return static_cast<std::uint8_t>(native::quant_element(p, cb, x, state, word).code);
 }
-__device__ __noinline__ float cold_dequant_element(const native::QuantPlan& p, std::uint32_t code,
-                                                  std::uint32_t state) {
-  return native::dequant_element(p, code, state);
+__device__ __noinline__ float cold_dequant_element(const native::QuantPlan& p, const float* cb,
+                                                  std::uint32_t code, std::uint32_t state) {
+  return native::dequant_element(p, cb, code, state);
 }
 __device__ __forceinline__ float state_of(const QArgs& a, float amax) {
   return native::float_of(cold_group_state(a.p, amax));
@@ -251,7 +254,6 @@ __device__ __forceinline__ std::uint32_t stream_of(const QArgs& a) { return a.p.
 template <Kind K>
 __device__ __forceinline__ std::uint8_t quant_one(const QArgs& a, const float* cb, float x,
                                                   float st, std::uint8_t mxs, std::uint32_t word) {
-  (void)cb;
   if constexpr (K == Kind::int8) {
     // The integer rounding of native::round_to_int8 by one cvt (gpu/fast_int8.hpp).
     if (st == 0.0f) return 0;
@@ -261,7 +263,7 @@ __device__ __forceinline__ std::uint8_t quant_one(const QArgs& a, const float* c
     }
   }
   const std::uint32_t state = K == Kind::mx ? std::uint32_t{mxs} : native::bits_of(st);
-  return cold_quant_element(a.p, x, state, word);
+  return cold_quant_element(a.p, cb, x, state, word);
 }
 
 // The 32-bit Philox words of stream_of(a) for elements base .. base + kRun - 1.
@@ -1054,11 +1056,9 @@ __global__ void __launch_bounds__(kThreads)
     const std::uint64_t r = i / a.cols, c = i % a.cols;
     const std::uint8_t code = codes[a.transpose ? c * a.rows + r : i];
     const std::uint64_t g = a.col ? c : i / P;
-    // native::dequant_element, except that codebook values are read from shared memory.
-    const float v =
-        a.kind == Kind::codebook ? native::codebook_dequant(cb, code, state[g])
-        : a.kind == Kind::mx     ? cold_dequant_element(a.p, code, mx_scales[g])
-                                 : cold_dequant_element(a.p, code, native::bits_of(state[g]));
+    const float v = a.kind == Kind::mx
+                        ? cold_dequant_element(a.p, cb, code, mx_scales[g])
+                        : cold_dequant_element(a.p, cb, code, native::bits_of(state[g]));
     out[i] = v;
   }
 }

@@ -12,8 +12,8 @@
 //      which multiplies by 1.0, and code 255, which multiplies by NaN;
 //   4. the element cast is torch's / torchao's (torch_casts.hpp) of the fp32 quotient, after a
 //      clamp to [-fmax, fmax] (fp8 elements under floor/ceil/even; every element under rceil).
-// Dequantization is torchao's to_dtype: RN32(value(code) * 2^(scale - 127)), NaN for 0xFF, the
-// same as mx_dequant.
+// Dequantization is torchao's to_dtype: RN32(value(code) * 2^(scale - 127)), NaN for 0xFF, which
+// is mx_dequant (the plan calls it for both rules).
 #pragma once
 
 #include <cstdint>
@@ -92,9 +92,5 @@ EXMY_HD Encoded mx_torchao_element(const FloatFormat& elem, float x, std::uint8_
   return {torchao_element_cast(elem, bits_of(y)), 0};
 }
 
-EXMY_HD float mx_torchao_dequant(const FloatFormat& elem, std::uint64_t code,
-                                 std::uint8_t scale_code) {
-  return mx_dequant(elem, code, scale_code);
-}
 
 }  // namespace exmy::native

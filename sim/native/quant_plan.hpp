@@ -133,8 +133,9 @@ EXMY_HD std::uint32_t group_state(const QuantPlan& p, float amax) {
 }
 
 // The code of element x (fp32) of a group with state word `state`. `word` is the element's
-// 32-bit Philox word of p.stream() at its flat input index (read only under sr).
-EXMY_HD Encoded quant_element(const QuantPlan& p, float x, std::uint32_t state,
+// 32-bit Philox word of p.stream() at its flat input index (read only under sr). `table` holds
+// p.codebook's 256 values wherever the caller keeps them (kernels: shared memory).
+EXMY_HD Encoded quant_element(const QuantPlan& p, const float* table, float x, std::uint32_t state,
                               std::uint32_t word) {
   const bool sr = p.mode == RoundMode::sr;
   const std::uint32_t rand = sr ? sr_word(word, p.sr_bits) : 0u;
@@ -167,20 +168,24 @@ EXMY_HD Encoded quant_element(const QuantPlan& p, float x, std::uint32_t state,
     }
     case ElementKind::codebook: {
       const float n = codebook_normalize(x, s, p.norm);
-      if (sr) return {codebook_stochastic(p.codebook, n, uniform_from_word(word)), 0};
-      return {codebook_nearest(p.codebook, n, p.tie), 0};
+      if (sr) return {codebook_stochastic(table, n, uniform_from_word(word)), 0};
+      return {codebook_nearest(table, n, p.tie), 0};
     }
   }
   return {0, 0};
 }
+EXMY_HD Encoded quant_element(const QuantPlan& p, float x, std::uint32_t state,
+                              std::uint32_t word) {
+  return quant_element(p, p.codebook, x, state, word);
+}
 
-// The fp32 value of `code` in a group with state word `state`.
-EXMY_HD float dequant_element(const QuantPlan& p, std::uint32_t code, std::uint32_t state) {
+// The fp32 value of `code` in a group with state word `state` (`table` as for quant_element).
+EXMY_HD float dequant_element(const QuantPlan& p, const float* table, std::uint32_t code,
+                              std::uint32_t state) {
   switch (p.rule) {
     case ScaleRule::mx:
+    case ScaleRule::mx_torchao:  // torchao's to_dtype is the OCP dequantization
       return mx_dequant(p.fmt, code, static_cast<std::uint8_t>(state));
-    case ScaleRule::mx_torchao:
-      return mx_torchao_dequant(p.fmt, code, static_cast<std::uint8_t>(state));
     case ScaleRule::nvfp4_torchao:
       return nvfp4_torchao_dequant(code, static_cast<std::uint8_t>(state), p.tensor);
     case ScaleRule::nvfp4_te:
@@ -205,9 +210,12 @@ EXMY_HD float dequant_element(const QuantPlan& p, std::uint32_t code, std::uint3
       }
     }
     case ElementKind::codebook:
-      return codebook_dequant(p.codebook, static_cast<std::uint8_t>(code), s);
+      return codebook_dequant(table, static_cast<std::uint8_t>(code), s);
   }
   return 0.0f;
+}
+EXMY_HD float dequant_element(const QuantPlan& p, std::uint32_t code, std::uint32_t state) {
+  return dequant_element(p, p.codebook, code, state);
 }
 
 }  // namespace exmy::native
