@@ -84,6 +84,7 @@ std::vector<float> dequantize_host(const quant::Quantized& q, std::size_t rows, 
                      std::to_string(groups) + (bytes ? " scale codes" : " states") + ", got " +
                      std::to_string(q.codes.size()) + " and " + std::to_string(have));
   }
+  quant::check_codes(q.codes, opt);
   const DeviceBuffer codes(q.codes.data(), n);
   const DeviceBuffer state(q.state.data(), bytes ? 0 : groups * sizeof(float));
   const DeviceBuffer scales(q.scale_codes.data(), bytes ? groups : 0);

@@ -272,6 +272,19 @@ std::vector<std::size_t> state_shape(const Scheme& s, const std::vector<std::siz
   return {group_count(s, rows, cols)};
 }
 
+void check_codes(const std::vector<std::uint8_t>& codes, const Options& opt) {
+  if (opt.target.kind != FormatKind::floating || opt.target.fp.total_bits() >= 8) return;
+  const std::uint32_t limit = 1u << opt.target.fp.total_bits();
+  for (std::size_t i = 0; i < codes.size(); ++i) {
+    if (codes[i] >= limit) {
+      throw InputError("codes: element " + std::to_string(i) + " holds " +
+                       std::to_string(codes[i]) + ", expected a code of " +
+                       std::to_string(opt.target.fp.total_bits()) + " bits (< " +
+                       std::to_string(limit) + ")");
+    }
+  }
+}
+
 void check_shape(const Options& opt, const std::vector<std::size_t>& shape) {
   if (opt.scheme.kind != Granularity::nvfp4) return;
   const std::size_t last = shape.empty() ? 1 : shape.back();
@@ -362,17 +375,7 @@ std::vector<float> dequantize(const Quantized& q, const Options& opt) {
                      std::to_string(cols) + " expects " + std::to_string(groups) +
                      " entries, got " + std::to_string(have));
   }
-  if (plan.element == native::ElementKind::float_format && plan.fmt.total_bits() < 8) {
-    const std::uint32_t limit = 1u << plan.fmt.total_bits();
-    for (std::size_t i = 0; i < q.codes.size(); ++i) {
-      if (q.codes[i] >= limit) {
-        throw InputError("codes: element " + std::to_string(i) + " holds " +
-                         std::to_string(q.codes[i]) + ", expected a code of " +
-                         std::to_string(plan.fmt.total_bits()) + " bits (< " +
-                         std::to_string(limit) + ")");
-      }
-    }
-  }
+  check_codes(q.codes, opt);
   std::vector<float> out(rows * cols);
   for (std::size_t r = 0; r < rows; ++r) {
     for (std::size_t c = 0; c < cols; ++c) {

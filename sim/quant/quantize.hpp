@@ -125,6 +125,9 @@ std::vector<std::size_t> state_shape(const Scheme& s, const std::vector<std::siz
 // NVFP4's shape rule: a last dimension divisible by 16 (InputError otherwise; no-op for other
 // schemes).
 void check_shape(const Options& opt, const std::vector<std::size_t>& shape);
+// Codes of a format narrower than 8 bits must fit it (InputError naming the first that does not);
+// the CPU and GPU dequantizers both check.
+void check_codes(const std::vector<std::uint8_t>& codes, const Options& opt);
 // rows/cols of the matrix view of a shape.
 void matrix_view(const std::vector<std::size_t>& shape, std::size_t& rows, std::size_t& cols);
 
