@@ -12,27 +12,20 @@
 
 #include "sim/io/npy.hpp"
 #include "sim/quant/quantize.hpp"
+#include "tests/support/cli_run.hpp"
 #include "tests/quant/quant_test_util.hpp"
 
 using namespace exmy;
 
 namespace {
 
+// Only $EXMY_CLI: these tests are skipped when ctest did not name the executable.
 std::string cli() {
   const char* p = std::getenv("EXMY_CLI");
   return p ? p : "";
 }
-
-int run(const std::string& args) {
-  const std::string cmd = cli() + " " + args + " >/dev/null 2>&1";
-  const int st = std::system(cmd.c_str());
-  return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-}
-
-std::string slurp_file(const std::filesystem::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-}
+using testing::run;
+using testing::slurp;
 
 std::filesystem::path tmpdir() {
   auto d = std::filesystem::temp_directory_path() / ("exmy_quant_cli_" + std::to_string(getpid()));
@@ -211,8 +204,8 @@ TEST_CASE("CLI --device cuda equals --device cpu, or fails cleanly without a GPU
       CHECK_FALSE(std::filesystem::exists(dir / "o_cuda.npy"));
       continue;
     }
-    CHECK(slurp_file(dir / "o_cpu.npy") == slurp_file(dir / "o_cuda.npy"));
-    if (!is_cast) CHECK(slurp_file(dir / "s_cpu.npy") == slurp_file(dir / "s_cuda.npy"));
+    CHECK(slurp(dir / "o_cpu.npy") == slurp(dir / "o_cuda.npy"));
+    if (!is_cast) CHECK(slurp(dir / "s_cpu.npy") == slurp(dir / "s_cuda.npy"));
     if (std::string(c).find("quantize") == 0) {  // and back, on each device
       const std::string deq = std::string("dequantize ") + (std::string(c).substr(9)) + " --in ";
       const std::string from = std::regex_replace(deq, std::regex("--to "), "--from ");
@@ -220,7 +213,7 @@ TEST_CASE("CLI --device cuda equals --device cpu, or fails cleanly without a GPU
                   " --out " + (dir / "d_cpu.npy").string()) == 0);
       REQUIRE(run(from + (dir / "o_cpu.npy").string() + " --state " + (dir / "s_cpu.npy").string() +
                   " --device cuda --out " + (dir / "d_cuda.npy").string()) == 0);
-      CHECK(slurp_file(dir / "d_cpu.npy") == slurp_file(dir / "d_cuda.npy"));
+      CHECK(slurp(dir / "d_cpu.npy") == slurp(dir / "d_cuda.npy"));
     }
   }
 }
@@ -272,4 +265,19 @@ TEST_CASE("every --variant and --scale-mode named in the usage text parses (te-c
             (d / "x.npy").string() + " --out " + (d / "q.npy").string() + " --state-out " +
             (d / "s.npy").string()) == 0);
   CHECK(io::as_f32(io::read_npy((d / "s.npy").string()), "s")[0] == 224.0f);  // 448 / max(2, 1)
+}
+
+TEST_CASE("dequantize refuses codes wider than the format (e2m1 code 16)", "[quant][regression]") {
+  // A 4-bit format's codes are 0..15; a byte of 16 or more is corrupt input, not a code.
+  quant::Options o;
+  o.scheme = quant::parse_scheme("tensor");
+  o.target = quant::parse_target("e2m1fn");
+  quant::Quantized q;
+  q.shape = {4};
+  q.codes = {0, 15, 16, 1};
+  q.state = {1.0f};
+  q.state_shape = {1};
+  CHECK_THROWS_WITH(quant::dequantize(q, o), Catch::Contains("element 2 holds 16"));
+  q.codes[2] = 7;
+  CHECK_NOTHROW(quant::dequantize(q, o));
 }
