@@ -20,6 +20,7 @@
 #include "sim/native/int_format.hpp"
 #include "sim/native/pack4.hpp"
 #include "sim/native/philox.hpp"
+#include "tests/support/cli_run.hpp"
 
 using namespace exmy;
 
@@ -33,21 +34,15 @@ struct Run {
   std::string err;
 };
 
-std::string slurp(const std::filesystem::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-}
+using testing::slurp;
 
 // `env exmy args`, stdout discarded, stderr kept.
 Run run_exmy(const std::string& args, const std::string& env = "") {
-  const char* cli = std::getenv("EXMY_CLI");
-  REQUIRE(cli != nullptr);
+  REQUIRE(std::getenv("EXMY_CLI") != nullptr);
   std::filesystem::create_directories(kDir);
   const auto err = kDir / "stderr.txt";
-  const std::string cmd =
-      env + " '" + cli + "' " + args + " >/dev/null 2>'" + err.string() + "'";
-  const int status = std::system(cmd.c_str());
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, slurp(err)};
+  const int rc = testing::run(args, err.string(), env);
+  return {rc, slurp(err)};
 }
 
 // fp32 bit patterns: every class and boundary of the small formats (zeros, fp32 subnormals

@@ -15,6 +15,7 @@
 #include "sim/format/float_names.hpp"
 #include "sim/io/npy.hpp"
 #include "sim/native/convert.hpp"
+#include "tests/support/cli_run.hpp"
 
 using namespace exmy;
 
@@ -22,17 +23,11 @@ namespace {
 
 const std::filesystem::path kDir = std::filesystem::temp_directory_path() / "exmy_gpu_cli_cast";
 
-std::string slurp(const std::filesystem::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-}
+using testing::slurp;
 
 int run_exmy(const std::string& args) {
-  const char* cli = std::getenv("EXMY_CLI");
-  REQUIRE(cli != nullptr);
-  const std::string cmd = std::string("'") + cli + "' " + args + " >/dev/null 2>&1";
-  const int status = std::system(cmd.c_str());
-  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  REQUIRE(!testing::cli().empty());
+  return testing::run(args);
 }
 
 // CPU and CUDA runs of `cast ARGS --in IN`; true when both wrote the same bytes, or the CUDA run

@@ -18,46 +18,17 @@
 
 #include "sim/io/npy.hpp"
 #include "sim/optim/registry.hpp"
+#include "tests/support/cli_run.hpp"
 
 using namespace exmy;
 
 namespace {
 
-bool exists(const std::string& p) {
-  struct stat sb {};
-  return stat(p.c_str(), &sb) == 0;
-}
+using testing::cli;
+using testing::exists;
+using testing::file_bytes;
 
-// The exmy executable: $EXMY_CLI (ctest sets it), else beside this binary (the packed device
-// binaries of scripts/pack-device-binaries.sh) or in the build tree's cli/.
-std::string cli() {
-  if (const char* c = std::getenv("EXMY_CLI")) return c;
-  char self[4096];
-  const ssize_t len = readlink("/proc/self/exe", self, sizeof self - 1);
-  if (len <= 0) return "";
-  std::string dir(self, static_cast<std::size_t>(len));
-  dir.resize(dir.rfind('/'));
-  for (const std::string& c : {dir + "/exmy", dir + "/../cli/exmy"}) {
-    if (exists(c)) return c;
-  }
-  return "";
-}
-
-int run(const std::string& args) {
-  const std::string cmd = cli() + " " + args + " > /dev/null 2>&1";
-  const int rc = std::system(cmd.c_str());
-  return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
-}
-
-std::vector<std::uint8_t> file_bytes(const std::string& path) {
-  std::vector<std::uint8_t> out;
-  FILE* f = std::fopen(path.c_str(), "rb");
-  if (!f) return out;
-  int c;
-  while ((c = std::fgetc(f)) != EOF) out.push_back(static_cast<std::uint8_t>(c));
-  std::fclose(f);
-  return out;
-}
+using testing::run;
 
 std::set<std::string> files_in(const std::string& dir) {
   std::set<std::string> out;

@@ -13,6 +13,7 @@
 #include "optim_test_util.hpp"
 #include "sim/common/error.hpp"
 #include "sim/io/npy.hpp"
+#include "tests/support/cli_run.hpp"
 #include "sim/optim/memory.hpp"
 #include "sim/optim/optim.hpp"
 
@@ -20,38 +21,17 @@ using namespace exmy;
 
 namespace {
 
-std::string cli() {
-  const char* c = std::getenv("EXMY_CLI");
-  return c ? c : "";
-}
+using testing::cli;
+using testing::exists;
+using testing::file_bytes;
+using testing::run;
 
 std::string tmpdir() {
-  char tmpl[] = "/tmp/exmy_optim_XXXXXX";
-  const char* d = mkdtemp(tmpl);
-  REQUIRE(d != nullptr);
+  const std::string d = testing::make_tmpdir("exmy_optim");
+  REQUIRE(!d.empty());
   return d;
 }
 
-int run(const std::string& args) {
-  const std::string cmd = cli() + " " + args + " > /dev/null 2>&1";
-  const int rc = std::system(cmd.c_str());
-  return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
-}
-
-std::vector<std::uint8_t> file_bytes(const std::string& path) {
-  std::vector<std::uint8_t> out;
-  FILE* f = std::fopen(path.c_str(), "rb");
-  if (!f) return out;
-  int c;
-  while ((c = std::fgetc(f)) != EOF) out.push_back(static_cast<std::uint8_t>(c));
-  std::fclose(f);
-  return out;
-}
-
-bool exists(const std::string& p) {
-  struct stat sb {};
-  return stat(p.c_str(), &sb) == 0;
-}
 
 }  // namespace
 

@@ -19,41 +19,23 @@
 #include "sim/io/npy.hpp"
 #include "sim/optim/memory.hpp"
 #include "sim/optim/registry.hpp"
+#include "tests/support/cli_run.hpp"
 
 using namespace exmy;
 
 namespace {
 
-std::string cli() {
-  const char* c = std::getenv("EXMY_CLI");
-  return c ? c : "";
-}
+using testing::cli;
+using testing::exists;
+using testing::run;
 
 std::string tmpdir() {
-  char tmpl[] = "/tmp/exmy_registry_XXXXXX";
-  const char* d = mkdtemp(tmpl);
-  REQUIRE(d != nullptr);
+  const std::string d = testing::make_tmpdir("exmy_registry");
+  REQUIRE(!d.empty());
   return d;
 }
 
-// Exit status of `exmy ARGS`; its stderr goes to `err` when given.
-int run(const std::string& args, const std::string& err = "/dev/null") {
-  const std::string cmd = cli() + " " + args + " > /dev/null 2> " + err;
-  const int rc = std::system(cmd.c_str());
-  return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
-}
-
-std::string read_text(const std::string& path) {
-  std::ifstream f(path);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
-}
-
-bool exists(const std::string& p) {
-  struct stat sb {};
-  return stat(p.c_str(), &sb) == 0;
-}
+std::string read_text(const std::string& path) { return testing::slurp(path); }
 
 // The comma-separated names after `lead` up to `stop` in `text`.
 std::set<std::string> listed(const std::string& text, const std::string& lead,
