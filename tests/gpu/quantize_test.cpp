@@ -320,8 +320,6 @@ TEST_CASE("GPU quantize rejects bad option combinations", "[gpu][quant]") {
   CHECK_FALSE(quantize_is_single_pass(64, 4095, o));
 }
 
-#endif  // EXMY_HAVE_CUDA
-
 TEST_CASE("GPU MX scale modes and variants equal the CPU reference", "[gpu][quant]") {
   // Every scale mode under both the OCP and torchao arithmetic, every MX element format, random
   // data with specials (NaN, inf, zeros, subnormals) spread over several binades per block.
@@ -360,3 +358,5 @@ TEST_CASE("GPU NVFP4 (torchao and te, one and two levels) equals the CPU referen
     }
   }
 }
+
+#endif  // EXMY_HAVE_CUDA
