@@ -29,8 +29,7 @@ const std::uint32_t* fp16_widen_table() {
 }
 
 // Calls emit(i, fp32 bits of element i, R-bit word of element first + i) for i in [0, n); the
-// words are 0 unless Sr. One Philox block serves four consecutive element indices
-// (docs/SEMANTICS.md 3.2), as in sim/fast/fp32_cast_table.cpp.
+// words are 0 unless Sr (native::for_each_philox_word, docs/SEMANTICS.md 3.2).
 template <bool Sr, typename Emit>
 void for_each_fp32(const float* in, std::size_t n, int R, std::uint64_t seed, std::uint32_t stream,
                    std::uint64_t first, Emit emit) {
@@ -42,14 +41,9 @@ void for_each_fp32(const float* in, std::size_t n, int R, std::uint64_t seed, st
   if constexpr (!Sr) {
     for (std::size_t i = 0; i < n; ++i) emit(i, bits(i), 0u);
   } else {
-    std::size_t i = 0;
-    while (i < n) {
-      const std::uint64_t g = first + i;
-      const native::Philox4 block = native::philox_block(seed, stream, g >> 2);
-      for (std::uint64_t j = g & 3; j < 4 && i < n; ++j, ++i) {
-        emit(i, bits(i), native::sr_word(block.w[j], R));
-      }
-    }
+    native::for_each_philox_word(seed, stream, first, n, [&](std::size_t i, std::uint32_t w) {
+      emit(i, bits(i), native::sr_word(w, R));
+    });
   }
 }
 

@@ -37,13 +37,7 @@ void arith_cast_with(const float* in, std::uint8_t* out, std::size_t n, const Fm
     const std::uint32_t w = native::sr_word(word, sr.sr_bits);
     out[i] = static_cast<std::uint8_t>(native::convert(formats::fp32, f, sr, b, w).code);
   };
-  // One Philox block serves four consecutive element indices (docs/SEMANTICS.md 3.2).
-  std::size_t i = 0;
-  while (i < n) {
-    const std::uint64_t g = first_index + i;
-    const native::Philox4 block = native::philox_block(seed, stream, g >> 2);
-    for (std::uint64_t j = g & 3; j < 4 && i < n; ++j, ++i) one(i, block.w[j]);
-  }
+  native::for_each_philox_word(seed, stream, first_index, n, one);
 }
 
 template <const FloatFormat& F>
@@ -56,21 +50,15 @@ struct Runtime {
 };
 
 // sr:R through the 32-bit mode-fixed fast cast (sim/native/fast_cast.hpp, the GPU kernels' own
-// arithmetic): Cast(plan, u, word) is one of its sr entry points; one Philox block per four
-// consecutive element indices, as in arith_cast_with.
+// arithmetic): Cast(plan, u, word) is one of its sr entry points.
 template <typename Cast>
 void fixed_sr_cast(const float* in, std::uint8_t* out, std::size_t n, int R, std::uint64_t seed,
                    std::uint32_t stream, std::uint64_t first_index, Cast cast) {
-  std::size_t i = 0;
-  while (i < n) {
-    const std::uint64_t g = first_index + i;
-    const native::Philox4 block = native::philox_block(seed, stream, g >> 2);
-    for (std::uint64_t j = g & 3; j < 4 && i < n; ++j, ++i) {
-      std::uint32_t b;
-      std::memcpy(&b, in + i, 4);
-      out[i] = static_cast<std::uint8_t>(cast(b, native::sr_word(block.w[j], R)));
-    }
-  }
+  native::for_each_philox_word(seed, stream, first_index, n, [&](std::size_t i, std::uint32_t w) {
+    std::uint32_t b;
+    std::memcpy(&b, in + i, 4);
+    out[i] = static_cast<std::uint8_t>(cast(b, native::sr_word(w, R)));
+  });
 }
 
 // True (and the cast done) when sr:R has a mode-fixed fast path for f.

@@ -6,6 +6,7 @@
 // key = (lo32(seed), hi32(seed)); element i takes word i%4 of that block.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 
 #include "sim/native/hd.hpp"
@@ -51,6 +52,20 @@ EXMY_HD Philox4 philox_block(std::uint64_t seed, std::uint32_t stream, std::uint
 // The 32-bit random word of element i.
 EXMY_HD std::uint32_t philox_word(std::uint64_t seed, std::uint32_t stream, std::uint64_t i) {
   return philox_block(seed, stream, i >> 2).w[i & 3];
+}
+
+// fn(k, word of element first + k) for k in [0, n): one Philox block serves four consecutive
+// element indices (a run may start and end anywhere inside a block). The host loops of stochastic
+// rounding over arrays use this; kernels draw per vector instead.
+template <typename Fn>
+EXMY_HD void for_each_philox_word(std::uint64_t seed, std::uint32_t stream, std::uint64_t first,
+                                  std::size_t n, Fn fn) {
+  std::size_t k = 0;
+  while (k < n) {
+    const std::uint64_t g = first + k;
+    const Philox4 block = philox_block(seed, stream, g >> 2);
+    for (std::uint64_t j = g & 3; j < 4 && k < n; ++j, ++k) fn(k, block.w[j]);
+  }
 }
 
 // The R-bit word that stochastic rounding adds: the top R bits of element i's word.
