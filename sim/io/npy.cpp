@@ -211,24 +211,17 @@ std::size_t NpyHeader::item_size() const {
   return descr_item_size(descr);
 }
 
+// Through the mapped file: the data is copied once, from the page cache into the array (reading
+// the whole file into a buffer first copied it twice).
 NpyArray read_npy(const std::string& path) {
-  std::ifstream in(path, std::ios::binary | std::ios::ate);
-  if (!in) fail(path, "cannot open for reading (expected a .npy file)");
-  const std::streamoff size = in.tellg();
-  if (size < 0) fail(path, "cannot read (expected a .npy file)");
-  std::vector<unsigned char> bytes(static_cast<std::size_t>(size));
-  in.seekg(0);
-  if (!bytes.empty() &&
-      !in.read(reinterpret_cast<char*>(bytes.data()), static_cast<std::streamsize>(size))) {
-    fail(path, "read error (expected a .npy file)");
-  }
-  const NpyHeader h = parse_header(bytes.data(), bytes.size(), path);
+  const NpyMappedFile f(path);
+  const NpyHeader& h = f.header();
   NpyArray a;
   a.descr = h.descr;
   a.shape = h.shape;
   a.fortran_order = h.fortran_order;
-  const auto at = bytes.begin() + static_cast<std::ptrdiff_t>(h.data_offset);
-  a.data.assign(at, at + static_cast<std::ptrdiff_t>(h.count() * h.item_size()));
+  const std::size_t n = h.count() * h.item_size();
+  if (n > 0) a.data.assign(f.data(), f.data() + n);
   return a;
 }
 
