@@ -1,15 +1,14 @@
 // The compat cast kernel (gpu/cast/cast_compat.hpp): one element per thread and grid-stride step;
-// inputs widen exactly to fp32 (gpu/widen.hpp) and take the host's rule function.
+// inputs widen exactly to fp32 (gpu/cast/widen.hpp) and take the host's rule function.
 #include <cuda_runtime.h>
 
 #include "gpu/cast/cast_compat.hpp"
-#include "gpu/common/cuda_check.hpp"
 #include "gpu/cast/widen.hpp"
+#include "gpu/common/cuda_check.hpp"
+#include "gpu/common/launch.hpp"
 
 namespace exmy::gpu {
 namespace {
-
-constexpr int kThreads = 256;
 
 template <CastInput In>
 __global__ void __launch_bounds__(kThreads)
@@ -35,9 +34,7 @@ __global__ void __launch_bounds__(kThreads)
 void cast_compat_codes(const void* in, CastInput in_type, std::size_t n, std::uint8_t* codes,
                        native::CompatCast rule, CUstream_st* stream) {
   if (n == 0) return;
-  std::size_t blocks = (n + kThreads - 1) / kThreads;
-  if (blocks > (std::size_t{1} << 20)) blocks = std::size_t{1} << 20;  // grid-stride beyond
-  const unsigned grid = static_cast<unsigned>(blocks);
+  const unsigned grid = grid_for(n, 1);  // grid-stride beyond its cap
   switch (in_type) {
     case CastInput::fp32:
       compat_kernel<CastInput::fp32><<<grid, kThreads, 0, stream>>>(in, n, codes, rule);
