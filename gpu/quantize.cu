@@ -26,12 +26,13 @@
 
 #include <string>
 
-#include "gpu/common/cuda_check.hpp"
 #include "gpu/cast/fast_cast.hpp"
+#include "gpu/cast/widen.hpp"
+#include "gpu/common/cuda_check.hpp"
+#include "gpu/common/launch.hpp"
 #include "gpu/fast_int8.hpp"
 #include "gpu/quantize.hpp"
 #include "gpu/quantize_codebook_table.hpp"
-#include "gpu/cast/widen.hpp"
 #include "sim/common/error.hpp"
 #include "sim/native/codebook_lookup.hpp"
 #include "sim/native/philox.hpp"
@@ -46,7 +47,6 @@ namespace {
 
 static_assert(native::kAbsmaxInit == 0.0f, "absmax identity must be +0 (bit pattern 0)");
 
-constexpr int kThreads = 256;
 constexpr int kRun = 16;                // consecutive elements per thread
 constexpr int kTile = kThreads * kRun;  // 4096 elements per block per step
 constexpr std::uint32_t kNanAbsBits = 0x7FC00000u;
@@ -286,13 +286,18 @@ __device__ __forceinline__ void words_for_run(const QArgs& a, std::uint64_t base
 // ---- fast element paths ----
 // Per-group values hoisted out of the element loop: the state, and the reciprocal-like operand of
 // the scaling order (RN32(1 / a) or RN32(Q / a)), exactly as native::absmax_scale and
-// native::codebook_normalize compute them per element.
+// native::codebook_normalize compute them per element; for NVFP4 the element factor
+// (native::nvfp4_element_scale).
 struct GroupState {
   float st = 0.0f;
   float aux = 0.0f;
   int mx_exp = 0;  // mx: the scale's unbiased exponent X (scale code != 0xFF)
   std::uint8_t mxs = 0;
 };
+
+__host__ __device__ __forceinline__ bool nvfp4_rule(const QArgs& a) {
+  return a.p.rule == native::ScaleRule::nvfp4_torchao || a.p.rule == native::ScaleRule::nvfp4_te;
+}
 
 template <Kind K>
 __device__ __forceinline__ GroupState group_state(const QArgs& a, float st, std::uint8_t mxs) {
@@ -306,7 +311,11 @@ __device__ __forceinline__ GroupState group_state(const QArgs& a, float st, std:
   } else if constexpr (K == Kind::codebook) {
     g.aux = native::rn32_div(1.0f, st);
   } else if constexpr (K == Kind::mx) {
-    g.mx_exp = native::mx_scale_exp(mxs);
+    if (nvfp4_rule(a)) {
+      g.aux = native::nvfp4_element_scale(a.p, mxs);
+    } else {
+      g.mx_exp = native::mx_scale_exp(mxs);
+    }
   }
   return g;
 }
@@ -515,8 +524,17 @@ __device__ __forceinline__ void fast_run(const QArgs& a, const FastCastPlan& p, 
       }
     }
   } else if constexpr (K == Kind::mx) {
+    if (nvfp4_rule(a)) {
+      // NVFP4: the group's element factor once (GroupState::aux), then multiply, clamp, encode.
 #pragma unroll
-    for (int k = 0; k < kRun; ++k) c[k] = fast_mx(a, p, g, exact_bits<In>(w, k));
+      for (int k = 0; k < kRun; ++k) {
+        c[k] = static_cast<std::uint8_t>(
+            native::nvfp4_element_scaled(a.p, native::float_of(exact_bits<In>(w, k)), g.aux).code);
+      }
+    } else {
+#pragma unroll
+      for (int k = 0; k < kRun; ++k) c[k] = fast_mx(a, p, g, exact_bits<In>(w, k));
+    }
   } else {
     if (a.p.norm == native::NormOrder::div) {
       codebook_run<In, native::NormOrder::div>(a, cb, tab, g, w, c);
@@ -1120,15 +1138,11 @@ bool fast_path(const QArgs& a) {
                             FastMode::sr);
     case Kind::codebook:
       return a.p.mode != RoundMode::sr && codebook_table_supports(a.p.tie);
-    case Kind::mx:  // fast_mx is the OCP element arithmetic (ScaleRule::mx)
-      return a.p.rule == native::ScaleRule::mx && fast_cast_supported(a.p.fmt) &&
-             a.p.mode == RoundMode::rne;
+    case Kind::mx:  // fast_mx is the OCP element arithmetic (ScaleRule::mx); NVFP4 per group
+      return nvfp4_rule(a) || (a.p.rule == native::ScaleRule::mx &&
+                               fast_cast_supported(a.p.fmt) && a.p.mode == RoundMode::rne);
   }
   return false;
-}
-
-bool aligned16(const void* p) {
-  return (reinterpret_cast<std::uintptr_t>(p) & 15u) == 0;
 }
 
 bool single_pass(const QArgs& a, const quant::Options& opt) {
@@ -1150,23 +1164,7 @@ std::uint64_t tile_count(const QArgs& a) {
   return (a.n + kTile - 1) / kTile;
 }
 
-unsigned blocks_for(std::uint64_t tiles) {
-  const std::uint64_t cap = std::uint64_t{1} << 20;
-  return static_cast<unsigned>(tiles == 0 ? 1 : (tiles < cap ? tiles : cap));
-}
 
-int sm_count() {
-  static int cached[64] = {};
-  int dev = 0;
-  cuda_check(cudaGetDevice(&dev), "cudaGetDevice");
-  if (dev < 0 || dev >= 64) dev = 0;
-  if (cached[dev] == 0) {
-    int v = 0;
-    cuda_check(cudaDeviceGetAttribute(&v, cudaDevAttrMultiProcessorCount, dev), "SM count");
-    cached[dev] = v > 0 ? v : 1;
-  }
-  return cached[dev];
-}
 
 // A grid-stride grid of one wave: as many blocks of `kernel` as are resident at once (kernels
 // whose blocks carry set-up work, or that reduce per block), at most one per tile.
@@ -1275,7 +1273,7 @@ void run_fused(const void* x, const QArgs& a, const QuantizedOut& o, const std::
             x, o.codes, o.state, o.scale_codes, tab, vec, a);
   } else {
     fused_group_kernel<In, K, Fast, false>
-        <<<blocks_for(tiles), kThreads, 0, s>>>(x, o.codes, o.state, o.scale_codes, tab, vec, a);
+        <<<blocks_for(tiles, 1), kThreads, 0, s>>>(x, o.codes, o.state, o.scale_codes, tab, vec, a);
   }
 }
 
@@ -1347,7 +1345,7 @@ void run_quantize(const void* x, const QArgs& a, const quant::Options& opt, cons
       col_element_kernel<In, K><<<grid, kThreads, 0, s>>>(x, o.codes, o.state, tab, rpb, a);
     } else {
       element_kernel<In, K>
-          <<<blocks_for(tiles), kThreads, 0, s>>>(x, o.codes, o.state, o.scale_codes, vec, a);
+          <<<blocks_for(tiles, 1), kThreads, 0, s>>>(x, o.codes, o.state, o.scale_codes, vec, a);
     }
   }
   cuda_check_launch("quantize kernel launch");
@@ -1431,7 +1429,7 @@ void dequantize(const std::uint8_t* codes, const float* state, const std::uint8_
   const QArgs a = make_args(rows, cols, opt, quant::nvfp4_tensor_from_scale(opt, tensor_scale));
   if (a.n == 0) return;
   const std::uint64_t blocks = (a.n + kThreads - 1) / kThreads;
-  dequant_kernel<<<blocks_for(blocks), kThreads, 0, stream>>>(codes, state, mx_scales, out, a);
+  dequant_kernel<<<blocks_for(blocks, 1), kThreads, 0, stream>>>(codes, state, mx_scales, out, a);
   cuda_check_launch("dequantize kernel launch");
 }
 

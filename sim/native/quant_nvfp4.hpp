@@ -72,10 +72,9 @@ EXMY_HD float nvfp4_torchao_element_scale(std::uint8_t code, const Nvfp4Tensor& 
   return cuda_nan_result(rn_div(num, s));
 }
 
-// data_scaled = x * r; clamp to [-6, 6]; f32_to_f4_unpacked.
-EXMY_HD Encoded nvfp4_torchao_element(float x, std::uint8_t code, const Nvfp4Tensor& t) {
-  const float y = torch_clamp(cuda_nan_result(rn_mul(x, nvfp4_torchao_element_scale(code, t))),
-                              kE2m1Max);
+// data_scaled = x * r; clamp to [-6, 6]; f32_to_f4_unpacked. r is the group's element scale.
+EXMY_HD Encoded nvfp4_torchao_scaled(float x, float r) {
+  const float y = torch_clamp(cuda_nan_result(rn_mul(x, r)), kE2m1Max);
   return {torchao_f32_to_fx_unpacked(bits_of(y), 2, 1), 0};
 }
 
@@ -130,9 +129,9 @@ EXMY_HD std::uint8_t te_cast_to_fp4(float y) {
       convert(kFp32, kE2m1, Rounding{RoundMode::rne, 0, Overflow::satfinite}, bits_of(y), 0).code);
 }
 
-// q = clamp(RN32(x * encode_scale), -6, 6), then cast_to_fp4x2.
-EXMY_HD Encoded nvfp4_te_element(float x, std::uint8_t code, const Nvfp4Tensor& t) {
-  const float y = torch_clamp(cuda_nan_result(rn_mul(x, nvfp4_te_element_scale(code, t))), kE2m1Max);
+// q = clamp(RN32(x * encode_scale), -6, 6), then cast_to_fp4x2. es is the group's encode scale.
+EXMY_HD Encoded nvfp4_te_scaled(float x, float es) {
+  const float y = torch_clamp(cuda_nan_result(rn_mul(x, es)), kE2m1Max);
   return {te_cast_to_fp4(y), 0};
 }
 

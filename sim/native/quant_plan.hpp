@@ -132,6 +132,19 @@ EXMY_HD std::uint32_t group_state(const QuantPlan& p, float amax) {
   return 0;
 }
 
+// NVFP4 elements are x times a per-group factor (torchao: RN32(1/S) or RN32(RN32(1/pts)/S); te:
+// the encode scale), then clamped and encoded: the factor of a group with scale code `state`, and
+// the element given the factor. Kernels take the factor once per group.
+EXMY_HD float nvfp4_element_scale(const QuantPlan& p, std::uint32_t state) {
+  const auto code = static_cast<std::uint8_t>(state);
+  return p.rule == ScaleRule::nvfp4_te ? nvfp4_te_element_scale(code, p.tensor)
+                                       : nvfp4_torchao_element_scale(code, p.tensor);
+}
+EXMY_HD Encoded nvfp4_element_scaled(const QuantPlan& p, float x, float factor) {
+  return p.rule == ScaleRule::nvfp4_te ? nvfp4_te_scaled(x, factor)
+                                       : nvfp4_torchao_scaled(x, factor);
+}
+
 // The code of element x (fp32) of a group with state word `state`. `word` is the element's
 // 32-bit Philox word of p.stream() at its flat input index (read only under sr). `table` holds
 // p.codebook's 256 values wherever the caller keeps them (kernels: shared memory).
@@ -145,9 +158,8 @@ EXMY_HD Encoded quant_element(const QuantPlan& p, const float* table, float x, s
     case ScaleRule::mx_torchao:
       return mx_torchao_element(p.fmt, x, static_cast<std::uint8_t>(state), p.mx_mode);
     case ScaleRule::nvfp4_torchao:
-      return nvfp4_torchao_element(x, static_cast<std::uint8_t>(state), p.tensor);
     case ScaleRule::nvfp4_te:
-      return nvfp4_te_element(x, static_cast<std::uint8_t>(state), p.tensor);
+      return nvfp4_element_scaled(p, x, nvfp4_element_scale(p, state));
     default:
       break;
   }
