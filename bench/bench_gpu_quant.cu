@@ -132,7 +132,8 @@ void cast_bench(benchmark::State& s, CastInput in, FloatFormat to, Rounding r, b
 }
 
 void quant_bench(benchmark::State& s, CastInput in, std::size_t cols, const char* scheme,
-                 const char* target, RoundMode mode, int sr_bits, double counted_bytes_per_elem) {
+                 const char* target, RoundMode mode, int sr_bits, double counted_bytes_per_elem,
+                 void (*tune)(quant::Options&) = nullptr) {
   Buffers& b = buffers();
   const void* x = in == CastInput::fp32   ? static_cast<const void*>(b.x32)
                   : in == CastInput::fp16 ? static_cast<const void*>(b.x16)
@@ -142,7 +143,9 @@ void quant_bench(benchmark::State& s, CastInput in, std::size_t cols, const char
   o.target = quant::parse_target(target);
   o.mode = mode;
   o.sr_bits = sr_bits;
-  QuantizedOut q{static_cast<std::uint8_t*>(b.out), b.state, b.scales};
+  if (tune != nullptr) tune(o);
+  // The tensor scale of two-level NVFP4 goes to the state buffer (unused by byte-scale schemes).
+  QuantizedOut q{static_cast<std::uint8_t*>(b.out), b.state, b.scales, b.state};
   const std::size_t rows = kN / cols;
   s.counters["single_pass"] = quantize_is_single_pass(rows, cols, o) ? 1 : 0;
   timed(s, counted_bytes_per_elem * kN, [&] { quantize(x, in, rows, cols, o, q); });
@@ -226,6 +229,41 @@ void register_all() {
   });
   reg("quant/tensor/fp32/int8/rne", [](benchmark::State& s) {
     quant_bench(s, CastInput::fp32, 4096, "tensor", "int8", RoundMode::rne, 0, 5.0);
+  });
+  // MX scale modes and the torchao arithmetic, and NVFP4: counted as the packed formats' bytes
+  // (MX e4m3fn 4 + 1 + 1/32; NVFP4 4 in + 1/2 out + 1/16 scale), the copy-equivalent traffic.
+  reg("quant/mx/fp32/e4m3fn/rne/ceil", [](benchmark::State& s) {
+    quant_bench(s, CastInput::fp32, 4096, "mx", "e4m3fn", RoundMode::rne, 0, 5.0 + 1.0 / 32,
+                [](quant::Options& o) { o.scale_mode = native::MxScaleMode::ceil; });
+  });
+  reg("quant/mx/fp32/e4m3fn/rne/rceil", [](benchmark::State& s) {
+    quant_bench(s, CastInput::fp32, 4096, "mx", "e4m3fn", RoundMode::rne, 0, 5.0 + 1.0 / 32,
+                [](quant::Options& o) { o.scale_mode = native::MxScaleMode::rceil; });
+  });
+  reg("quant/mx-torchao/fp32/e4m3fn/floor", [](benchmark::State& s) {
+    quant_bench(s, CastInput::fp32, 4096, "mx", "e4m3fn", RoundMode::rne, 0, 5.0 + 1.0 / 32,
+                [](quant::Options& o) { o.variant = native::CastVariant::torchao; });
+  });
+  reg("quant/mx-torchao/fp32/e4m3fn/rceil", [](benchmark::State& s) {
+    quant_bench(s, CastInput::fp32, 4096, "mx", "e4m3fn", RoundMode::rne, 0, 5.0 + 1.0 / 32,
+                [](quant::Options& o) {
+                  o.variant = native::CastVariant::torchao;
+                  o.scale_mode = native::MxScaleMode::rceil;
+                });
+  });
+  reg("quant/nvfp4-torchao/fp32", [](benchmark::State& s) {
+    quant_bench(s, CastInput::fp32, 4096, "nvfp4", "e2m1fn", RoundMode::rne, 0, 4.5625);
+  });
+  reg("quant/nvfp4-torchao-2level/fp32", [](benchmark::State& s) {
+    quant_bench(s, CastInput::fp32, 4096, "nvfp4", "e2m1fn", RoundMode::rne, 0, 4.5625,
+                [](quant::Options& o) { o.two_level = true; });
+  });
+  reg("quant/nvfp4-te-2level/fp32", [](benchmark::State& s) {
+    quant_bench(s, CastInput::fp32, 4096, "nvfp4", "e2m1fn", RoundMode::rne, 0, 4.5625,
+                [](quant::Options& o) {
+                  o.variant = native::CastVariant::te;
+                  o.two_level = true;
+                });
   });
   reg("quant/mx/bf16/e4m3fn/rne", [](benchmark::State& s) {
     quant_bench(s, CastInput::bf16, 4096, "mx", "e4m3fn", RoundMode::rne, 0, 3.0 + 1.0 / 32);

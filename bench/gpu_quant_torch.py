@@ -61,6 +61,29 @@ def main():
 
     ms = median_ms(rowwise)
     out["rowwise_int8_fp16"] = {"ms": ms, "bytes_per_elem": 3, "tbps": 3 * N / ms / 1e9}
+
+    # torchao 0.18 (carried as a wheel), eager: MX to_mx and NVFP4 nvfp4_quantize on the same
+    # fp32 data viewed as rows of 4096; the anchors of exmy's mx / nvfp4 schemes.
+    try:
+        import torchao
+        from torchao.prototype.mx_formats.config import ScaleCalculationMode
+        from torchao.prototype.mx_formats.mx_tensor import to_mx
+        from torchao.prototype.mx_formats.nvfp4_tensor import (nvfp4_quantize,
+                                                               per_tensor_amax_to_scale)
+        out["torchao"] = torchao.__version__
+        xm = x.view(N // COLS, COLS)
+        for mode in ("FLOOR", "RCEIL"):
+            m = getattr(ScaleCalculationMode, mode)
+            ms = median_ms(lambda: to_mx(xm, torch.float8_e4m3fn, 32, m))
+            out[f"torchao_mx_e4m3fn_{mode.lower()}"] = {"ms": ms, "bytes_per_elem": 5 + 1 / 32,
+                                                        "tbps": (5 + 1 / 32) * N / ms / 1e9}
+        ms = median_ms(lambda: nvfp4_quantize(xm, 16, None))
+        out["torchao_nvfp4"] = {"ms": ms, "bytes_per_elem": 4.5625, "tbps": 4.5625 * N / ms / 1e9}
+        ms = median_ms(lambda: nvfp4_quantize(xm, 16, per_tensor_amax_to_scale(xm.abs().max())))
+        out["torchao_nvfp4_2level"] = {"ms": ms, "bytes_per_elem": 4.5625,
+                                       "tbps": 4.5625 * N / ms / 1e9}
+    except Exception as e:  # torchao not carried: the other anchors stand
+        out["torchao_error"] = repr(e)
     json.dump(out, sys.stdout, indent=1)
 
 
