@@ -12,6 +12,7 @@
 
 #include "sim/native/convert.hpp"
 #include "sim/native/split_float.hpp"
+#include "tests/support/rc_classify.hpp"
 
 using namespace exmy;
 using namespace exmy::native;
@@ -48,6 +49,9 @@ TEST_CASE("split formats: join(split(x)) == rtz to the extended format", "[optim
       RC_ASSERT((std::isnan(y) && std::isnan(z)) || std::memcmp(&y, &z, 4) == 0);
       RC_ASSERT(h2 == hi || h2 == hi + 1);
     }
+    exmy::testing::CaseLabels labels;
+    labels.add_conversion(formats::fp32, ext, u);
+    labels.emit();
   });
 }
 

@@ -19,6 +19,7 @@
 #include "sim/oracle/mpfr_engine.hpp"
 #include "sim/oracle/mpfr_value.hpp"
 #include "sim/verify/campaign.hpp"
+#include "tests/support/rc_classify.hpp"
 
 using namespace exmy;
 
@@ -182,6 +183,9 @@ void agreement_properties(const NamedFloatFormat& from) {
       const std::uint32_t word = *rc::gen::arbitrary<std::uint32_t>();
       const std::uint32_t w = R >= 32 ? word : word & ((1u << R) - 1);
       check_all_roundings(from, to, bits, R, w);
+      exmy::testing::CaseLabels labels;
+      labels.add_conversion(from.format, to.format, bits);
+      labels.emit();
     });
   }
 }

@@ -19,6 +19,7 @@
 #include "sim/format/float_names.hpp"
 #include "sim/native/convert.hpp"
 #include "tests/gpu/gpu_test_util.hpp"
+#include "tests/support/rc_classify.hpp"
 
 using namespace exmy;
 using namespace exmy::gpu;
@@ -100,6 +101,9 @@ TEST_CASE("GPU casts equal the CPU engine bit for bit", "[gpu][cast][prop]") {
         RC_FAIL(s.str());
       }
     }
+    exmy::testing::CaseLabels labels;
+    for (std::size_t i = 0; i < n; ++i) labels.add_conversion(input_format(t), p.to, xs[i]);
+    labels.emit();
   });
 }
 
@@ -127,6 +131,9 @@ TEST_CASE("hardware fp8 cvt differs from the software satfinite cast only on NaN
         RC_FAIL(s.str());
       }
     }
+    exmy::testing::CaseLabels labels;
+    for (std::size_t i = 0; i < n; ++i) labels.add_conversion(formats::fp32, hw_format(t), xs[i]);
+    labels.emit();
   });
 }
 

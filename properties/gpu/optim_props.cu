@@ -14,6 +14,7 @@
 #include "gpu/optim/optim.hpp"
 #include "sim/optim/optim.hpp"
 #include "tests/gpu/gpu_test_util.hpp"
+#include "tests/support/rc_classify.hpp"
 
 using namespace exmy;
 using exmy::gpu::testing::DeviceBytes;
@@ -145,6 +146,7 @@ optim::AdamHyper gen_adam() {
 
 TEST_CASE("GPU Adam/AdamW/SGD steps equal the reference", "[gpu][optim][prop]") {
   rc::prop("torch adam(w) default and fused, sgd", []() {
+    exmy::testing::CaseLabels labels;
     const std::size_t n = gen_size();
     const int K = *rc::gen::inRange(1, 4);
     const auto h = gen_adam();
@@ -162,6 +164,7 @@ TEST_CASE("GPU Adam/AdamW/SGD steps equal the reference", "[gpu][optim][prop]") 
     optim::SgdHyper sh{h.lr, *rc::gen::element(0.9, 0.0), 0.0, h.wd, *rc::gen::arbitrary<bool>()};
     for (int t = 1; t <= K; ++t) {
       const auto g = grads(n, true);
+      labels.add_fp32(g.data(), g.size());
       dg.upload(g);
       gpu::adam_step(h, decoupled, fused, t, static_cast<float*>(dp.get()),
                      static_cast<const float*>(dg.get()), static_cast<float*>(dm.get()),
@@ -175,6 +178,7 @@ TEST_CASE("GPU Adam/AdamW/SGD steps equal the reference", "[gpu][optim][prop]") 
       }
       optim::sgd_step(sh, optim::Storage::f32, t, ps, g, buf);
     }
+    labels.emit();
     RC_ASSERT(same_bits(dl<float>(dp, n), p));
     RC_ASSERT(same_bits(dl<float>(dm, n), m));
     RC_ASSERT(same_bits(dl<float>(dv, n), v));
@@ -185,6 +189,7 @@ TEST_CASE("GPU Adam/AdamW/SGD steps equal the reference", "[gpu][optim][prop]") 
 
 TEST_CASE("GPU 8-bit Adam/Momentum steps equal the reference", "[gpu][optim][prop]") {
   rc::prop("bnb 8-bit blockwise and 32-bit fallback", []() {
+    exmy::testing::CaseLabels labels;
     const std::size_t n = gen_size();
     const int K = *rc::gen::inRange(1, 4);
     const auto h = gen_adam();
@@ -222,6 +227,8 @@ TEST_CASE("GPU 8-bit Adam/Momentum steps equal the reference", "[gpu][optim][pro
     ds.s2 = static_cast<float*>(ds2.get());
     for (int t = 1; t <= K; ++t) {
       const auto g = grads(n, !momentum);
+      labels.add_fp32(g.data(), g.size());
+      labels.add_zero_groups(g.data(), g.size(), static_cast<std::size_t>(block));
       dg.upload(g);
       const auto sc = optim::bnb8_scalars(h, t, torch_order);
       if (momentum) {
@@ -234,6 +241,7 @@ TEST_CASE("GPU 8-bit Adam/Momentum steps equal the reference", "[gpu][optim][pro
         optim::bnb_adam8_step(sc, optim::Storage::f32, p, g, st);
       }
     }
+    labels.emit();
     RC_ASSERT(same_bits(dl<float>(dp, n), p));
     if (st.is_8bit) {
       RC_ASSERT(same_bits(dl<std::uint8_t>(dq1, n), st.q1));
@@ -251,6 +259,7 @@ TEST_CASE("GPU 8-bit Adam/Momentum steps equal the reference", "[gpu][optim][pro
 
 TEST_CASE("GPU StableAdamW steps and RMS equal the reference", "[gpu][optim][prop]") {
   rc::prop("stableadamw", []() {
+    exmy::testing::CaseLabels labels;
     const std::size_t n = *rc::gen::oneOf(rc::gen::inRange<std::size_t>(1, 300),
                                           rc::gen::inRange<std::size_t>(60000, 70000));
     const int K = *rc::gen::inRange(1, 4);
@@ -263,6 +272,7 @@ TEST_CASE("GPU StableAdamW steps and RMS equal the reference", "[gpu][optim][pro
     du.upload(u);
     for (int t = 1; t <= K; ++t) {
       const auto g = grads(n, false);
+      labels.add_fp32(g.data(), g.size());
       dg.upload(g);
       const float rg = gpu::stable_adamw_step(
           h, t, static_cast<float*>(dp.get()), static_cast<const float*>(dg.get()),
@@ -271,6 +281,7 @@ TEST_CASE("GPU StableAdamW steps and RMS equal the reference", "[gpu][optim][pro
       // NaN RMS (inf/NaN or overflowing squares among the gradients): payload unspecified.
       RC_ASSERT(to_bits(rg) == to_bits(rr) || (std::isnan(rg) && std::isnan(rr)));
     }
+    labels.emit();
     RC_ASSERT(same_bits(dl<float>(dp, n), p));
     RC_ASSERT(same_bits(dl<float>(dv, n), v));
     RC_ASSERT(same_bits(dl<float>(du, n), u));
@@ -279,6 +290,7 @@ TEST_CASE("GPU StableAdamW steps and RMS equal the reference", "[gpu][optim][pro
 
 TEST_CASE("GPU split-format Adam/SGD steps equal the reference", "[gpu][optim][prop]") {
   rc::prop("bf16+k / fp16+k, truncation and sr", []() {
+    exmy::testing::CaseLabels labels;
     const std::size_t n = gen_size();
     const int K = *rc::gen::inRange(1, 4);
     const auto h = gen_adam();
@@ -304,6 +316,7 @@ TEST_CASE("GPU split-format Adam/SGD steps equal the reference", "[gpu][optim][p
     optim::SgdHyper sh{h.lr, 0.9, 0.0, h.wd, false};
     for (int t = 1; t <= K; ++t) {
       const auto g = grads(n, false);
+      labels.add_fp32(g.data(), g.size());
       dg.upload(g);
       if (sgd) {
         gpu::split_sgd_step(sh, t, seed, f, static_cast<std::uint16_t*>(dh.get()),
@@ -318,6 +331,7 @@ TEST_CASE("GPU split-format Adam/SGD steps equal the reference", "[gpu][optim][p
         optim::split_adam_step(h, true, t, seed, sp, g, m, v);
       }
     }
+    labels.emit();
     RC_ASSERT(same_bits(dl<std::uint16_t>(dh, n), sp.hi));
     if (words) RC_ASSERT(same_bits(dl<std::uint32_t>(dx, words), sp.extra));
     RC_ASSERT(same_bits(dl<float>(dm, n), m));
@@ -361,6 +375,7 @@ bool same_codes(const std::vector<std::uint16_t>& gpu, const std::vector<float>&
 
 TEST_CASE("GPU Adam/AdamW/SGD on bf16/fp16 parameters equal the reference", "[gpu][optim][prop]") {
   rc::prop("torch adam(w), sgd; 16-bit p, g and states", []() {
+    exmy::testing::CaseLabels labels;
     const native::Storage st = *rc::gen::element(native::Storage::bf16, native::Storage::f16);
     const std::size_t n = gen_size();
     const int K = *rc::gen::inRange(1, 4);
@@ -386,12 +401,14 @@ TEST_CASE("GPU Adam/AdamW/SGD on bf16/fp16 parameters equal the reference", "[gp
     for (int t = 1; t <= K; ++t) {
       const auto gc = to_codes(grads(n, true), st);
       const auto g = from_codes(gc, st);
+      labels.add_fp32(g.data(), g.size());
       dg.upload(gc);
       gpu::adam_step(h, decoupled, st, t, u16(dp), u16(dg), u16(dm), u16(dv), n);
       gpu::sgd_step(sh, st, t, u16(dps), u16(dg), u16(db), n);
       optim::adam_step(h, decoupled, st, t, p, g, m, v);
       optim::sgd_step(sh, st, t, ps, g, buf);
     }
+    labels.emit();
     RC_ASSERT(same_codes(dl<std::uint16_t>(dp, n), p, st));
     RC_ASSERT(same_codes(dl<std::uint16_t>(dm, n), m, st));
     RC_ASSERT(same_codes(dl<std::uint16_t>(dv, n), v, st));

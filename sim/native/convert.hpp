@@ -7,12 +7,12 @@
 #pragma once
 
 #include <cstdint>
-#include <cstring>
 
 #include "sim/native/float_format.hpp"
 #include "sim/native/hd.hpp"
 #include "sim/native/round_step.hpp"
 #include "sim/native/rounding.hpp"
+#include "sim/native/specialize/platform.hpp"
 
 namespace exmy::native {
 
@@ -142,40 +142,16 @@ EXMY_HD Encoded convert(const FloatFormat& from, const FloatFormat& to, const Ro
 
 // Bit casts between the host/device float types and their codes.
 EXMY_HD std::uint32_t bits_of(float x) {
-#if defined(__CUDA_ARCH__)
-  return __float_as_uint(x);
-#else
-  std::uint32_t u;
-  std::memcpy(&u, &x, sizeof u);
-  return u;
-#endif
+  return f32_bits(x);
 }
 EXMY_HD float float_of(std::uint32_t u) {
-#if defined(__CUDA_ARCH__)
-  return __uint_as_float(u);
-#else
-  float x;
-  std::memcpy(&x, &u, sizeof x);
-  return x;
-#endif
+  return f32_from_bits(u);
 }
 EXMY_HD std::uint64_t bits_of(double x) {
-#if defined(__CUDA_ARCH__)
-  return static_cast<std::uint64_t>(__double_as_longlong(x));
-#else
-  std::uint64_t u;
-  std::memcpy(&u, &x, sizeof u);
-  return u;
-#endif
+  return f64_bits(x);
 }
 EXMY_HD double double_of(std::uint64_t u) {
-#if defined(__CUDA_ARCH__)
-  return __longlong_as_double(static_cast<long long>(u));
-#else
-  double x;
-  std::memcpy(&x, &u, sizeof x);
-  return x;
-#endif
+  return f64_from_bits(u);
 }
 
 // Exact decode to fp64 (every preset with <= 52 mantissa bits and exponents within fp64's range

@@ -187,15 +187,8 @@ template <FastMode Mode>
 EXMY_HD std::uint32_t round_below_normal(const FastCastPlan& p, std::uint32_t a) {
   const float v = native::float_of(a);
   const float c = native::float_of(p.sub_magic);
-#if defined(__CUDA_ARCH__)
-  const float sum = Mode == FastMode::rne ? __fadd_rn(v, c) : __fadd_rz(v, c);
+  const float sum = Mode == FastMode::rne ? rn_add(v, c) : rz_add_in_binade(v, c);
   return native::bits_of(sum) - p.sub_magic;
-#else
-  const float sum = v + c;
-  const std::uint32_t t = native::bits_of(sum) - p.sub_magic;
-  if constexpr (Mode == FastMode::rtz) return t - (sum - c > v ? 1u : 0u);
-  return t;
-#endif
 }
 
 // fast_cast_fp32 for one of rne, rtz, sr:R (R <= 23 - M) with only 32-bit operations and no

@@ -10,17 +10,5 @@
 #define EXMY_HD_NOINLINE inline
 #endif
 
-#include <cstdint>
-
-namespace exmy::native {
-
-// Count leading zeros of a nonzero 64-bit word; the two platforms spell it differently.
-EXMY_HD int clz64(std::uint64_t x) {
-#if defined(__CUDA_ARCH__)
-  return __clzll(static_cast<long long>(x));
-#else
-  return __builtin_clzll(x);
-#endif
-}
-
-}  // namespace exmy::native
+// Primitives whose implementation differs per platform (clz, bit casts, correctly rounded
+// arithmetic, ...) live in sim/native/specialize/platform.hpp, not here.

@@ -52,9 +52,7 @@ inline void bnb_midpoints(const float* code, float* mids256) {
 // the even index when x is exactly a midpoint.
 EXMY_HD std::uint8_t bnb_nearest(const float* mids256, float x) {
   int lo = 0;
-#if defined(__CUDA_ARCH__)
-#pragma unroll
-#endif
+  EXMY_UNROLL
   for (int step = 128; step > 0; step >>= 1) {
     if (mids256[lo + step - 1] < x) lo += step;
   }

@@ -6,10 +6,6 @@
 
 #include <cstdint>
 
-#if defined(__CUDACC__)
-#include <cuda_fp16.h>
-#endif
-
 #include "sim/native/convert.hpp"
 #include "sim/native/fp32_ops.hpp"
 
@@ -42,17 +38,15 @@ EXMY_HD float f32_from_bf16(std::uint16_t h) {
 EXMY_HD std::uint16_t f16_from_f32(float x) {
   constexpr FloatFormat kF32{8, 23, 127, true, true, NanEncoding::ieee, true};
   constexpr FloatFormat kF16{5, 10, 15, true, true, NanEncoding::ieee, true};
-#if defined(__CUDA_ARCH__)
-  if (!f32_is_nan(x)) return __half_as_ushort(__float2half_rn(x));
-#endif
+  std::uint16_t hw;
+  if (!f32_is_nan(x) && hw_f16_from_f32(x, hw)) return hw;  // the device's cvt (platform.hpp)
   return static_cast<std::uint16_t>(convert(kF32, kF16, Rounding{}, f32_bits(x)).code);
 }
 EXMY_HD float f32_from_f16(std::uint16_t h) {
   constexpr FloatFormat kF32{8, 23, 127, true, true, NanEncoding::ieee, true};
   constexpr FloatFormat kF16{5, 10, 15, true, true, NanEncoding::ieee, true};
-#if defined(__CUDA_ARCH__)
-  if ((h & 0x7C00u) != 0x7C00u || (h & 0x03FFu) == 0) return __half2float(__ushort_as_half(h));
-#endif
+  float hw;
+  if (((h & 0x7C00u) != 0x7C00u || (h & 0x03FFu) == 0) && hw_f32_from_f16(h, hw)) return hw;
   return f32_from_bits(static_cast<std::uint32_t>(convert(kF16, kF32, Rounding{}, h).code));
 }
 

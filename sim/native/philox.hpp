@@ -10,6 +10,7 @@
 #include <cstdint>
 
 #include "sim/native/hd.hpp"
+#include "sim/native/specialize/platform.hpp"
 
 namespace exmy::native {
 
@@ -27,9 +28,7 @@ EXMY_HD void mul_hilo32(std::uint32_t a, std::uint32_t b, std::uint32_t& hi, std
 EXMY_HD Philox4 philox4x32_10(Philox4 ctr, std::uint32_t k0, std::uint32_t k1) {
   constexpr std::uint32_t kMul0 = 0xD2511F53u, kMul1 = 0xCD9E8D57u;
   constexpr std::uint32_t kWeyl0 = 0x9E3779B9u, kWeyl1 = 0xBB67AE85u;
-#if defined(__CUDA_ARCH__)
-#pragma unroll
-#endif
+  EXMY_UNROLL
   for (int round = 0; round < 10; ++round) {
     std::uint32_t hi0, lo0, hi1, lo1;
     mul_hilo32(kMul0, ctr.w[0], hi0, lo0);

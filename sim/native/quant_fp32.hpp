@@ -16,13 +16,7 @@ namespace exmy::native {
 // keeps a NaN operand's sign and payload and makes 0*inf the negative 0xFFC00000; NVIDIA GPUs give
 // 0x7FFFFFFF), and codes cast from them keep the sign, so CPU and GPU would disagree otherwise.
 EXMY_HD float rn32_canonical(float r) {
-  if (r != r) {
-#if defined(__CUDA_ARCH__)
-    return __uint_as_float(0x7FC00000u);
-#else
-    return __builtin_nanf("");  // 0x7FC00000
-#endif
-  }
+  if (r != r) return canonical_nan32();  // 0x7FC00000
   return r;
 }
 
@@ -34,11 +28,7 @@ EXMY_HD float rn32_add(float a, float b) { return rn32_canonical(rn_add(a, b)); 
 EXMY_HD float rn32_sub(float a, float b) { return rn32_canonical(rn_sub(a, b)); }
 // int32 -> fp32, round to nearest even (exact for |v| <= 2^24).
 EXMY_HD float rn32_from_i32(std::int32_t v) {
-#if defined(__CUDA_ARCH__)
-  return __int2float_rn(v);
-#else
-  return static_cast<float>(v);  // IEEE conversion in the default (nearest-even) mode
-#endif
+  return rn_f32_from_i32(v);
 }
 
 EXMY_HD bool is_nan32(float x) { return f32_is_nan(x); }

@@ -1,0 +1,207 @@
+// The hardware specialisation seam (the idea of Berkeley SoftFloat's specialize/ folders): every
+// primitive whose implementation differs between the platforms lives here, and nowhere else in
+// the engine branches on the platform. The two implementations stand side by side below, one
+// block per platform; each primitive has one meaning, stated once, that both blocks implement
+// bit for bit (docs/SEMANTICS.md, "Where platform behaviour lives"):
+//   - correctly rounded fp32/fp64 arithmetic (nearest-even; fma rounded once): host operators
+//     (built with -ffp-contract=off and no fast-math, SSE arithmetic and sqrtss/sqrtsd are IEEE
+//     correctly rounded) against the CUDA _rn intrinsics (which nvcc can neither contract nor
+//     approximate);
+//   - conversions: fp64 -> fp32 and int32 -> fp32 (nearest-even), fp32 <-> fp16 by the
+//     hardware where it has one (the caller keeps a portable path for the host and for NaNs);
+//   - bit casts between float/double and their codes; the canonical quiet NaN 0x7FC00000;
+//   - count leading zeros; the fp32 sum rounded toward zero where the device has the mode;
+//   - loop unrolling hints (EXMY_UNROLL; no effect on results).
+// A compatibility profile of a hardware quirk (a platform that flushes subnormals, returns a
+// different NaN, rounds a conversion differently) is a third block here, not a branch in the
+// engine's headers.
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+
+#if defined(__CUDACC__)
+#include <cuda_fp16.h>
+#endif
+
+#include "sim/native/hd.hpp"
+
+#if defined(__CUDA_ARCH__)
+#define EXMY_UNROLL _Pragma("unroll")
+#else
+#define EXMY_UNROLL
+#endif
+
+namespace exmy::native {
+
+#if defined(__CUDA_ARCH__)
+// ---- CUDA device code ---------------------------------------------------------------------------
+
+EXMY_HD int clz64(std::uint64_t x) {  // x nonzero
+  return __clzll(static_cast<long long>(x));
+}
+
+EXMY_HD std::uint32_t f32_bits(float x) {
+  return __float_as_uint(x);
+}
+EXMY_HD float f32_from_bits(std::uint32_t u) {
+  return __uint_as_float(u);
+}
+EXMY_HD std::uint64_t f64_bits(double x) {
+  return static_cast<std::uint64_t>(__double_as_longlong(x));
+}
+EXMY_HD double f64_from_bits(std::uint64_t u) {
+  return __longlong_as_double(static_cast<long long>(u));
+}
+EXMY_HD float canonical_nan32() {  // 0x7FC00000
+  return __uint_as_float(0x7FC00000u);
+}
+
+EXMY_HD float rn_add(float a, float b) {
+  return __fadd_rn(a, b);
+}
+EXMY_HD float rn_sub(float a, float b) {
+  return __fsub_rn(a, b);
+}
+EXMY_HD float rn_mul(float a, float b) {
+  return __fmul_rn(a, b);
+}
+EXMY_HD float rn_div(float a, float b) {
+  return __fdiv_rn(a, b);
+}
+EXMY_HD float rn_sqrt(float a) {
+  return __fsqrt_rn(a);
+}
+EXMY_HD float rn_fma(float a, float b, float c) {  // a*b + c rounded once
+  return __fmaf_rn(a, b, c);
+}
+EXMY_HD double rn_add64(double a, double b) {
+  return __dadd_rn(a, b);
+}
+EXMY_HD double rn_sub64(double a, double b) {
+  return __dsub_rn(a, b);
+}
+EXMY_HD double rn_mul64(double a, double b) {
+  return __dmul_rn(a, b);
+}
+EXMY_HD double rn_div64(double a, double b) {
+  return __ddiv_rn(a, b);
+}
+EXMY_HD double rn_sqrt64(double a) {
+  return __dsqrt_rn(a);
+}
+EXMY_HD float rn_f32(double a) {  // fp64 -> fp32 (overflow to inf, NaN stays NaN)
+  return __double2float_rn(a);
+}
+EXMY_HD float rn_f32_from_i32(std::int32_t v) {  // exact for |v| <= 2^24
+  return __int2float_rn(v);
+}
+
+// c + v rounded toward zero, for 0 <= v and c + v in [c, 2c] (one binade): the device has the
+// rounding mode.
+EXMY_HD float rz_add_in_binade(float v, float c) {
+  return __fadd_rz(v, c);
+}
+
+// fp32 -> fp16 / fp16 -> fp32 by the hardware conversion (cvt.rn.f16.f32, IEEE nearest-even,
+// overflow to inf, gradual underflow; the widening is exact). True when the platform has it and
+// `out` was written; callers still send NaNs through the portable path (its NaN pattern).
+EXMY_HD bool hw_f16_from_f32(float x, std::uint16_t& out) {
+  out = __half_as_ushort(__float2half_rn(x));
+  return true;
+}
+EXMY_HD bool hw_f32_from_f16(std::uint16_t h, float& out) {
+  out = __half2float(__ushort_as_half(h));
+  return true;
+}
+
+#else
+// ---- host ---------------------------------------------------------------------------------------
+
+EXMY_HD int clz64(std::uint64_t x) {  // x nonzero
+  return __builtin_clzll(x);
+}
+
+EXMY_HD std::uint32_t f32_bits(float x) {
+  std::uint32_t u;
+  std::memcpy(&u, &x, sizeof u);
+  return u;
+}
+EXMY_HD float f32_from_bits(std::uint32_t u) {
+  float x;
+  std::memcpy(&x, &u, sizeof x);
+  return x;
+}
+EXMY_HD std::uint64_t f64_bits(double x) {
+  std::uint64_t u;
+  std::memcpy(&u, &x, sizeof u);
+  return u;
+}
+EXMY_HD double f64_from_bits(std::uint64_t u) {
+  double x;
+  std::memcpy(&x, &u, sizeof x);
+  return x;
+}
+EXMY_HD float canonical_nan32() {
+  return __builtin_nanf("");  // 0x7FC00000
+}
+
+EXMY_HD float rn_add(float a, float b) {
+  return a + b;
+}
+EXMY_HD float rn_sub(float a, float b) {
+  return a - b;
+}
+EXMY_HD float rn_mul(float a, float b) {
+  return a * b;
+}
+EXMY_HD float rn_div(float a, float b) {
+  return a / b;
+}
+EXMY_HD float rn_sqrt(float a) {
+  return std::sqrt(a);
+}
+EXMY_HD float rn_fma(float a, float b, float c) {
+  return std::fma(a, b, c);
+}
+EXMY_HD double rn_add64(double a, double b) {
+  return a + b;
+}
+EXMY_HD double rn_sub64(double a, double b) {
+  return a - b;
+}
+EXMY_HD double rn_mul64(double a, double b) {
+  return a * b;
+}
+EXMY_HD double rn_div64(double a, double b) {
+  return a / b;
+}
+EXMY_HD double rn_sqrt64(double a) {
+  return std::sqrt(a);
+}
+EXMY_HD float rn_f32(double a) {
+  return static_cast<float>(a);
+}
+EXMY_HD float rn_f32_from_i32(std::int32_t v) {
+  return static_cast<float>(v);  // IEEE conversion in the default (nearest-even) mode
+}
+
+// No rounding-mode control without fesetround: the rne sum s lies in [c, 2c] with c, so s - c is
+// exact, and where it exceeds v the sum was rounded up by one ulp; one ulp down (code - 1, s > 0)
+// is then the sum rounded toward zero.
+EXMY_HD float rz_add_in_binade(float v, float c) {
+  const float s = v + c;
+  return s - c > v ? f32_from_bits(f32_bits(s) - 1u) : s;
+}
+
+EXMY_HD bool hw_f16_from_f32(float, std::uint16_t&) {
+  return false;
+}
+EXMY_HD bool hw_f32_from_f16(std::uint16_t, float&) {
+  return false;
+}
+
+#endif
+
+}  // namespace exmy::native
