@@ -83,7 +83,6 @@ void validate_options(const Options& opt) {
                        "to_mx (e4m3fn, e5m2, e2m3fn, e3m2fn, e2m1fn), got '" + opt.target.name +
                        "'");
     }
-    if (opt.transpose) throw InputError("scheme mx: --transpose does not apply");
   } else if (k == Granularity::nvfp4) {
     if (!(is_float(opt.target) && opt.target.fp == formats::e2m1fn)) {
       throw InputError("scheme nvfp4: expected --to e2m1fn, got '" + opt.target.name + "'");

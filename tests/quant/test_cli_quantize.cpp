@@ -281,3 +281,22 @@ TEST_CASE("dequantize refuses codes wider than the format (e2m1 code 16)", "[qua
   q.codes[2] = 7;
   CHECK_NOTHROW(quant::dequantize(q, o));
 }
+
+TEST_CASE("mx with --transpose is still accepted (regression: the plan refused it)",
+          "[quant][regression]") {
+  // MX had a fused transpose before the plan; validate_options briefly refused it, which the
+  // GPU scheme test caught on a device run.
+  quant::Options o;
+  o.scheme = quant::parse_scheme("mx");
+  o.target = quant::parse_target("e4m3fn");
+  o.transpose = true;
+  std::vector<float> x(2 * 64);
+  for (std::size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>(i) - 50.0f;
+  const quant::Quantized q = quant::quantize(x, {2, 64}, o);
+  CHECK(q.shape == std::vector<std::size_t>{64, 2});
+  const std::vector<float> back = quant::dequantize(q, o);
+  o.transpose = false;
+  const quant::Quantized plain = quant::quantize(x, {2, 64}, o);
+  CHECK(back == quant::dequantize(plain, o));
+  CHECK(q.codes[1] == plain.codes[64]);  // code of (r=1, c=0) at c * rows + r
+}
