@@ -167,13 +167,15 @@ TEST_CASE("exmy step --device cuda: saved states, loss scaling, skipped steps",
       same_files(d, "skip" + std::to_string(label++),
                  common + " --params " + d + "/p.npy --grads " + d + "/ginf.npy --steps 2" +
                      " --loss-scale fixed:8");
-      // Continue a CPU-saved state on either engine.
+      // Continuing a saved state on the GPU is refused (it wrote other bytes than the CPU on an
+      // H100, 2026-11-23): exit 2 and nothing written.
       const std::string first = d + "/first" + std::to_string(label++);
       REQUIRE(run("step " + common + " --params " + d + "/p.npy --grads " + d +
                   "/g.npy --steps 4 --out " + first) == 0);
-      same_files(d, "cont" + std::to_string(label++),
-                 common + " --params " + first + "/params.npy --state " + first + " --grads " + d +
-                     "/g1.npy --steps 2");
+      const std::string cont = d + "/cont" + std::to_string(label++);
+      CHECK(run("step " + common + " --params " + first + "/params.npy --state " + first +
+                " --grads " + d + "/g1.npy --steps 2 --device cuda --out " + cont) == 2);
+      CHECK(!exists(cont));
     }
   }
   std::system(("rm -rf " + d).c_str());
