@@ -45,7 +45,7 @@ for step in "$@"; do
       ;;
     bench)
       stamp bench
-      $B/bench/bench_gpu_quant --benchmark_repetitions=3 --benchmark_min_time=0.02s \
+      $B/bench/bench_gpu_quant --benchmark_repetitions=3 --benchmark_min_time=0.02 \
         --benchmark_out="$OUT/bench.json" --benchmark_out_format=json > "$OUT/bench.txt" 2>&1 ||
         tail -20 "$OUT/bench.txt"
       stamp torch
