@@ -239,7 +239,7 @@ void write_quantized(const CliOptions& o, const quant::Quantized& q) {
   } else {
     c = io::make_npy(q.codes, q.shape);
   }
-  const io::NpyArray st = q.state.empty() && !q.scale_codes.empty()
+  const io::NpyArray st = quant::make_plan(o.q).byte_scales()
                               ? io::make_npy(q.scale_codes, q.state_shape)
                               : io::make_npy(q.state, q.state_shape);
   io::NpyArray ts;
