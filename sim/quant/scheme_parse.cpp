@@ -62,7 +62,9 @@ Target parse_target(std::string_view s) {
   Format f;
   try {
     f = parse_format(name);
-  } catch (const InputError&) {
+  } catch (const InputError& e) {
+    // A table's own error (unreadable file, bad length) says more than the list of targets.
+    if (name.substr(0, 6) == "table:") throw;
     throw InputError("target '" + std::string(s) + "': " + kExpected);
   }
   f.name = std::string(s);

@@ -10,6 +10,7 @@
 #include <regex>
 #include <string>
 
+#include "sim/common/error.hpp"
 #include "sim/io/npy.hpp"
 #include "sim/quant/quantize.hpp"
 #include "tests/support/cli_run.hpp"
@@ -299,4 +300,21 @@ TEST_CASE("mx with --transpose is still accepted (regression: the plan refused i
   const quant::Quantized plain = quant::quantize(x, {2, 64}, o);
   CHECK(back == quant::dequantize(plain, o));
   CHECK(q.codes[1] == plain.codes[64]);  // code of (r=1, c=0) at c * rows + r
+}
+
+TEST_CASE("a user codebook that cannot be read is named by its own error", "[quant][regression]") {
+  // parse_target once replaced every registry error by the list of targets, hiding why a
+  // table:PATH / codebook:PATH failed.
+  for (const char* spelling : {"codebook:", "table:"}) {
+    const std::string name = std::string(spelling) + "/nonexistent/exmy_table.bin";
+    INFO(name);
+    try {
+      (void)quant::parse_target(name);
+      FAIL("accepted an unreadable codebook");
+    } catch (const InputError& e) {
+      CHECK_THAT(e.what(), Catch::Contains("/nonexistent/exmy_table.bin"));
+      CHECK_THAT(e.what(), !Catch::Contains("expected int8"));
+    }
+  }
+  CHECK_THROWS_WITH(quant::parse_target("bogus"), Catch::Contains("expected int8"));
 }
