@@ -56,9 +56,7 @@ class DeviceBuffer {
     if (bytes > 0) cuda_check(cudaMalloc(&p_, bytes), "cudaMalloc");
   }
   // Allocates and uploads `bytes` from host memory.
-  DeviceBuffer(const void* host, std::size_t bytes) : DeviceBuffer(bytes) {
-    if (bytes > 0) cuda_check(cudaMemcpy(p_, host, bytes, cudaMemcpyHostToDevice), "upload");
-  }
+  DeviceBuffer(const void* host, std::size_t bytes) : DeviceBuffer(bytes) { upload(host, bytes); }
   DeviceBuffer(const DeviceBuffer&) = delete;
   DeviceBuffer& operator=(const DeviceBuffer&) = delete;
   ~DeviceBuffer() { cudaFree(p_); }
@@ -78,9 +76,7 @@ class DeviceBuffer {
   template <typename T>
   std::vector<T> download(std::size_t count) const {
     std::vector<T> v(count);
-    if (count > 0) {
-      cuda_check(cudaMemcpy(v.data(), p_, count * sizeof(T), cudaMemcpyDeviceToHost), "download");
-    }
+    download(v.data(), count * sizeof(T));
     return v;
   }
 
