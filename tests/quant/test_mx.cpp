@@ -3,10 +3,14 @@
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <cstdio>
+#include <limits>
+#include <random>
+#include <vector>
 
 #include "sim/common/error.hpp"
 #include "sim/format/float_names.hpp"
 #include "sim/native/quant_mx.hpp"
+#include "sim/native/quant_mx_torchao.hpp"
 #include "sim/quant/quantize.hpp"
 #include "tests/quant/quant_test_util.hpp"
 
@@ -111,4 +115,93 @@ TEST_CASE("regression: mx scale of subnormal amax", "[quant][mx][regression]") {
   // e2m1fn (emax 2): amax 2^-130 -> X = -132 -> clamped to -127 (code 0).
   CHECK(native::mx_scale_code(std::ldexp(1.0f, -130), formats::e2m1fn) == 0);
   CHECK(native::mx_scale_code(std::ldexp(1.0f, -120), formats::e2m1fn) == 5);
+}
+
+namespace {
+// SEMANTICS 7.6's scale exponent X of each mode, from the exact value of a (finite, > 0) by
+// double arithmetic (every fp32 and every fmax * 2^X is exact in double), then the clamp.
+int reference_mx_exp(double a, const FloatFormat& elem, native::MxScaleMode mode) {
+  int e2 = 0;
+  const double m = std::frexp(a, &e2);  // a = m * 2^e2, m in [0.5, 1)
+  const int fl = e2 - 1;                // floor(log2 a)
+  const int emax = elem.emax();
+  int x = 0;
+  switch (mode) {
+    case native::MxScaleMode::floor:
+      x = fl - emax;
+      break;
+    case native::MxScaleMode::ceil:
+      x = (m == 0.5 ? fl : fl + 1) - emax;
+      break;
+    case native::MxScaleMode::even: {
+      // the significand 2m in [1, 2) rounded to M fraction bits, ties up.
+      const double q = std::ldexp(1.0, elem.man_bits);
+      const double r = std::floor(2.0 * m * q + 0.5) / q;
+      x = (r >= 2.0 ? fl + 1 : fl) - emax;
+      break;
+    }
+    case native::MxScaleMode::rceil: {
+      // the smallest X with a <= fmax * 2^X
+      const double fmax = native::to_float(elem, elem.max_code());
+      x = fl - emax - 2;
+      while (a > std::ldexp(fmax, x)) ++x;
+      break;
+    }
+  }
+  return x < -127 ? -127 : (x > 127 ? 127 : x);
+}
+}  // namespace
+
+TEST_CASE("mx scale modes (ocp) = the exact definitions of SEMANTICS 7.6", "[quant][mx]") {
+  std::mt19937_64 rng(77);
+  std::printf("mx scale modes seed 77\n");
+  for (const char* fname : {"e4m3fn", "e5m2", "e3m2fn", "e2m3fn", "e2m1fn"}) {
+    const FloatFormat f = *parse_float_format(fname);
+    const double fmax = native::to_float(f, f.max_code());
+    for (const auto mode : {native::MxScaleMode::floor, native::MxScaleMode::ceil,
+                            native::MxScaleMode::even, native::MxScaleMode::rceil}) {
+      std::vector<float> as;
+      // powers of two, their neighbours, fmax multiples and their neighbours, rounding points of
+      // the even mode, subnormals, the extremes; then random bit patterns.
+      for (int k = -149; k <= 127; ++k) {
+        const float p = std::ldexp(1.0f, k);
+        as.insert(as.end(), {p, std::nextafter(p, 0.0f), std::nextafter(p, INFINITY)});
+        const float fm = static_cast<float>(std::ldexp(fmax, k));
+        if (std::isfinite(fm) && fm > 0.0f) {
+          as.insert(as.end(), {fm, std::nextafter(fm, 0.0f), std::nextafter(fm, INFINITY)});
+        }
+        const float ev = static_cast<float>(std::ldexp(2.0 - std::ldexp(1.0, -f.man_bits - 1), k));
+        if (std::isfinite(ev) && ev > 0.0f) {
+          as.insert(as.end(), {ev, std::nextafter(ev, 0.0f), std::nextafter(ev, INFINITY)});
+        }
+      }
+      as.push_back(std::numeric_limits<float>::max());
+      for (int t = 0; t < 20000; ++t) {
+        const std::uint32_t b = static_cast<std::uint32_t>(rng()) & 0x7F7FFFFFu;
+        as.push_back(native::float_of(b == 0 ? 1u : b));
+      }
+      for (const float a : as) {
+        if (!(a > 0.0f) || !std::isfinite(a)) continue;
+        INFO(fname << " mode " << int(mode) << " a " << std::hexfloat << a);
+        REQUIRE(native::mx_scale_code(a, f, mode) == reference_mx_exp(a, f, mode) + 127);
+      }
+    }
+  }
+}
+
+TEST_CASE("torchao's FLOOR field read equals exact floor(log2) for every subnormal amax",
+          "[quant][mx]") {
+  // SEMANTICS 7.6 claims the exponent-field read of torchao FLOOR needs no switch: for every MX
+  // element format both clamp every fp32-subnormal amax to the code 0. All 2^23 subnormals.
+  for (const char* fname : {"e4m3fn", "e5m2", "e3m2fn", "e2m3fn", "e2m1fn"}) {
+    const FloatFormat f = *parse_float_format(fname);
+    std::uint64_t bad = 0;
+    for (std::uint32_t b = 1; b < 0x800000u; ++b) {
+      const float a = native::float_of(b);
+      bad += native::mx_scale_code(a, f, native::MxScaleMode::floor) !=
+             native::mx_torchao_scale_code(a, f, native::MxScaleMode::floor);
+    }
+    INFO(fname);
+    CHECK(bad == 0);
+  }
 }
