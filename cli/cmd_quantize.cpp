@@ -89,10 +89,13 @@ CliOptions parse(const Args& args, const std::string& target_flag, const std::st
       o.q.scale_mode = quant::parse_scale_mode(option_value(args, i));
     } else if (a == "--two-level") {
       o.q.two_level = true;
-    } else if (a == "--tensor-amax") {
-      o.q.tensor_amax = parse_float_arg(option_value(args, i), "--tensor-amax");
-    } else if (a == "--tensor-scale") {
-      o.q.tensor_scale = parse_float_arg(option_value(args, i), "--tensor-scale");
+    } else if (a == "--tensor-amax" || a == "--tensor-scale") {
+      // NaN is the options' "not given": a NaN (or inf) on the command line is refused here.
+      const float v = parse_float_arg(option_value(args, i), a);
+      if (!(v > 0.0f && native::is_finite32(v))) {
+        throw InputError(a + " '" + args[i] + "': expected a finite value > 0");
+      }
+      (a == "--tensor-amax" ? o.q.tensor_amax : o.q.tensor_scale) = v;
     } else if (a == "--tensor-scale-out" || a == "--tensor-scale-in") {
       if (a != (state_flag == "--state-out" ? "--tensor-scale-out" : "--tensor-scale-in")) {
         throw InputError("unknown argument '" + a + "' (" + usage + ")");

@@ -318,3 +318,31 @@ TEST_CASE("a user codebook that cannot be read is named by its own error", "[qua
   }
   CHECK_THROWS_WITH(quant::parse_target("bogus"), Catch::Contains("expected int8"));
 }
+
+TEST_CASE("CLI nvfp4: a tensor scale or amax of 0, NaN or inf is refused, nothing written",
+          "[quant][cli][nvfp4]") {
+  if (cli().empty()) {
+    WARN("EXMY_CLI not set (run through ctest): not exercised");
+    return;
+  }
+  const auto d = tmpdir();
+  io::write_npy((d / "x.npy").string(), io::make_npy(std::vector<float>(32, 1.5f), {2, 16}));
+  for (const char* flag : {"--tensor-scale", "--tensor-amax"}) {
+    for (const char* v : {"0", "nan", "inf", "-2"}) {
+      INFO(flag << " " << v);
+      const auto q = d / "q_bad.npy";
+      CHECK(run(std::string("quantize --scheme nvfp4 --to e2m1fn --two-level ") + flag + " " + v +
+                " --in " + (d / "x.npy").string() + " --out " + q.string() + " --state-out " +
+                (d / "s_bad.npy").string() + " --tensor-scale-out " + (d / "t_bad.npy").string()) ==
+            2);
+      CHECK(!std::filesystem::exists(q));
+    }
+  }
+  // Two-level without --tensor-scale-out, and an odd last dimension: refused too.
+  CHECK(run("quantize --scheme nvfp4 --to e2m1fn --two-level --in " + (d / "x.npy").string() +
+            " --out " + (d / "q2.npy").string() + " --state-out " + (d / "s2.npy").string()) == 2);
+  io::write_npy((d / "odd.npy").string(), io::make_npy(std::vector<float>(24, 1.0f), {24}));
+  CHECK(run("quantize --scheme nvfp4 --to e2m1fn --in " + (d / "odd.npy").string() + " --out " +
+            (d / "q3.npy").string() + " --state-out " + (d / "s3.npy").string()) == 2);
+  CHECK(!std::filesystem::exists(d / "q3.npy"));
+}
