@@ -11,22 +11,11 @@
 #include "sim/native/convert.hpp"
 #include "sim/native/fast_cast.hpp"
 #include "sim/native/philox.hpp"
+#include "sim/native/widen.hpp"
 
 namespace exmy::fast {
 
 namespace {
-
-// fp32 bits of every fp16 code (exact widening by the native engine), built once.
-const std::uint32_t* fp16_widen_table() {
-  static const std::vector<std::uint32_t> table = [] {
-    std::vector<std::uint32_t> t(65536);
-    for (std::uint32_t h = 0; h < 65536; ++h) {
-      t[h] = static_cast<std::uint32_t>(native::convert(formats::fp16, formats::fp32, Rounding{}, h).code);
-    }
-    return t;
-  }();
-  return table.data();
-}
 
 // Calls emit(i, fp32 bits of element i, R-bit word of element first + i) for i in [0, n); the
 // words are 0 unless Sr (native::for_each_philox_word, docs/SEMANTICS.md 3.2).
@@ -122,7 +111,7 @@ std::uint32_t widen_to_fp32(const void* in, ArrayInput t, std::size_t i) {
   }
   std::uint16_t h;
   std::memcpy(&h, p + 2 * i, 2);
-  return t == ArrayInput::bf16 ? static_cast<std::uint32_t>(h) << 16 : fp16_widen_table()[h];
+  return t == ArrayInput::bf16 ? native::widen_bf16(h) : native::widen_fp16(h);
 }
 
 bool array_cast_supported(const FloatFormat& f) {

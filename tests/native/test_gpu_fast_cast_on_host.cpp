@@ -4,7 +4,7 @@
 #include <catch2/catch.hpp>
 
 #include "gpu/cast/fast_cast.hpp"
-#include "gpu/cast/widen.hpp"
+#include "sim/native/widen.hpp"
 #include "sim/format/float_names.hpp"
 #include "sim/native/convert.hpp"
 
@@ -76,14 +76,14 @@ TEST_CASE("GPU widening of every bf16 and fp16 code is exact (run on the host)",
     INFO("code 0x" << std::hex << h);
     const std::uint32_t e = (h >> 10) & 0x1Fu, m = h & 0x3FFu;
     if (e == 0x1F && m != 0) {  // NaN: quiet/signalling payload and sign moved up unchanged
-      REQUIRE(gpu::widen_fp16(h) == (((h & 0x8000u) << 16) | 0x7F800000u | (m << 13)));
+      REQUIRE(native::widen_fp16(h) == (((h & 0x8000u) << 16) | 0x7F800000u | (m << 13)));
     } else {
-      REQUIRE(gpu::widen_fp16(h) ==
+      REQUIRE(native::widen_fp16(h) ==
               native::convert(formats::fp16, formats::fp32, Rounding{}, h).code);
     }
-    REQUIRE(gpu::widen_bf16(h) == h << 16);
+    REQUIRE(native::widen_bf16(h) == h << 16);
     if (formats::bf16.classify(h) != ValueClass::nan) {
-      REQUIRE(gpu::widen_bf16(h) ==
+      REQUIRE(native::widen_bf16(h) ==
               native::convert(formats::bf16, formats::fp32, Rounding{}, h).code);
     }
   }
