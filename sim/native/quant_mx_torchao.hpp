@@ -64,33 +64,46 @@ EXMY_HD std::uint8_t mx_torchao_scale_code(float amax, const FloatFormat& elem, 
   return static_cast<std::uint8_t>(x + 127);
 }
 
-// One element x of a block with scale code `code`.
-EXMY_HD Encoded mx_torchao_element(const FloatFormat& elem, float x, std::uint8_t code,
-                                   MxScaleMode mode) {
-  const float fmax = format_max32(elem);
-  float y;
-  bool clamp;
+// What the elements of a block with scale code `code` are multiplied by.
+//   rceil: rcp = descale (NaN) for code 255, 2^-127 for 254, 1.0 for 0, else exp2(127 - code),
+//     exact (torchao multiplies by it);
+//   floor / ceil / even: torchao divides by scale_fp32 = (code << 23) viewed as fp32 (code 0: +0,
+//     code 255: +inf) clamped below to 2^-126. That S is a power of two in [2^-126, 2^127] or
+//     +inf, so 1/S is exact (2^-127 is an fp32 subnormal; 1/inf = 0) and RN32(x * (1/S)) =
+//     RN32(x / S) for every x: the exact values are equal and are rounded once; inf * 0 and
+//     inf / inf are both NaN. The kernels take this factor once per block.
+EXMY_HD float mx_torchao_factor(std::uint8_t code, MxScaleMode mode) {
   if (mode == MxScaleMode::rceil) {
-    // rcp = descale (NaN) for code 255, 2^-127 for 254, 1.0 for 0, else exp2(127 - code), exact.
     const int k = 127 - static_cast<int>(code);
-    const float d = code == kE8m0Nan ? float_of(kCudaNan)
-                    : code == 0      ? 1.0f
-                    : k >= -126      ? float_of(static_cast<std::uint32_t>(k + 127) << 23)
-                                     : float_of(std::uint32_t{1} << (k + 149));
-    y = rn_mul(x, d);
-    clamp = true;
-  } else {
-    // scale_fp32 = (code << 23) viewed as fp32 (code 0: +0, code 255: +inf), clamped below to
-    // 2^-126; data_lp = data_hp / scale_fp32.
-    float s = float_of(static_cast<std::uint32_t>(code) << 23);
-    if (s < float_of(0x00800000u)) s = float_of(0x00800000u);
-    y = rn_div(x, s);
-    clamp = elem.total_bits() == 8;  // fp8 only: fp6 / fp4 saturate in their own cast
+    return code == kE8m0Nan ? float_of(kCudaNan)
+           : code == 0      ? 1.0f
+           : k >= -126      ? float_of(static_cast<std::uint32_t>(k + 127) << 23)
+                            : float_of(std::uint32_t{1} << (k + 149));
   }
-  y = cuda_nan_result(y);
-  if (clamp) y = torch_clamp(y, fmax);
+  if (code == kE8m0Nan) return 0.0f;       // 1 / +inf
+  if (code <= 1) return float_of(0x7E800000u);  // 1 / 2^-126 (code 0 is clamped up to it)
+  const int k = 127 - static_cast<int>(code);   // 1 / 2^(code - 127) = 2^k, k in [-127, 125]
+  return k >= -126 ? float_of(static_cast<std::uint32_t>(k + 127) << 23)
+                   : float_of(std::uint32_t{1} << (k + 149));
+}
+
+// Whether torchao clamps the scaled elements to [-fmax, fmax] before the cast: every element
+// under rceil; fp8 elements only under floor / ceil / even (fp6 / fp4 saturate in their cast).
+EXMY_HD bool mx_torchao_clamps(const FloatFormat& elem, MxScaleMode mode) {
+  return mode == MxScaleMode::rceil || elem.total_bits() == 8;
+}
+
+// One element given its block's factor: y = RN32(x * factor) (CUDA's NaN), the clamp, the cast.
+EXMY_HD Encoded mx_torchao_scaled(const FloatFormat& elem, float x, float factor, bool clamp) {
+  float y = cuda_nan_result(rn_mul(x, factor));
+  if (clamp) y = torch_clamp(y, format_max32(elem));
   return {torchao_element_cast(elem, bits_of(y)), 0};
 }
 
+// One element x of a block with scale code `code`.
+EXMY_HD Encoded mx_torchao_element(const FloatFormat& elem, float x, std::uint8_t code,
+                                   MxScaleMode mode) {
+  return mx_torchao_scaled(elem, x, mx_torchao_factor(code, mode), mx_torchao_clamps(elem, mode));
+}
 
 }  // namespace exmy::native

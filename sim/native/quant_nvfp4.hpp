@@ -120,13 +120,12 @@ EXMY_HD float nvfp4_te_element_scale(std::uint8_t code, const Nvfp4Tensor& t) {
 
 // cast_to_fp4x2: comparisons against the e2m1 midpoints, ties to the even code, saturating; every
 // comparison is false for NaN and -0.0 >= 0.0 holds, so NaN and -0 give code 0; a negative value
-// that rounds to zero gives 8 (-0).
+// that rounds to zero gives 8 (-0). For every other fp32 that is torchao's encoder (RNE,
+// saturating, sign kept), which is integer arithmetic (tests/quant/test_nvfp4.cpp checks the two
+// against TE's comparison table).
 EXMY_HD std::uint8_t te_cast_to_fp4(float y) {
   if (is_nan32(y) || y == 0.0f) return 0;
-  constexpr FloatFormat kE2m1 = formats::e2m1fn;
-  constexpr FloatFormat kFp32 = formats::fp32;
-  return static_cast<std::uint8_t>(
-      convert(kFp32, kE2m1, Rounding{RoundMode::rne, 0, Overflow::satfinite}, bits_of(y), 0).code);
+  return torchao_f32_to_fx_unpacked(bits_of(y), 2, 1);
 }
 
 // q = clamp(RN32(x * encode_scale), -6, 6), then cast_to_fp4x2. es is the group's encode scale.

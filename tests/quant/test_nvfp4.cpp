@@ -113,3 +113,53 @@ TEST_CASE("nvfp4 bad input: last dimension, target, rounding", "[quant][nvfp4]")
   o.mode = RoundMode::rtz;
   CHECK_THROWS_AS(quantize(std::vector<float>(16, 1.0f), {16}, o), InputError);
 }
+
+namespace {
+// TransformerEngine's cast_to_fp4x2 (quantization_ref_nvfp4.py), one element, as its comparison
+// table reads (SEMANTICS 7.11).
+std::uint8_t te_table(float x) {
+  std::uint8_t r = 0;  // torch.zeros_like: NaN matches no row
+  if (x >= 0.0f && x <= 0.25f) r = 0;
+  if (x > 0.25f && x < 0.75f) r = 1;
+  if (x >= 0.75f && x <= 1.25f) r = 2;
+  if (x > 1.25f && x < 1.75f) r = 3;
+  if (x >= 1.75f && x <= 2.5f) r = 4;
+  if (x > 2.5f && x < 3.5f) r = 5;
+  if (x >= 3.5f && x <= 5.0f) r = 6;
+  if (x > 5.0f) r = 7;
+  if (x >= -0.25f && x < -0.0f) r = 8;
+  if (x < -0.25f && x > -0.75f) r = 9;
+  if (x <= -0.75f && x >= -1.25f) r = 10;
+  if (x < -1.25f && x > -1.75f) r = 11;
+  if (x <= -1.75f && x >= -2.5f) r = 12;
+  if (x < -2.5f && x > -3.5f) r = 13;
+  if (x <= -3.5f && x >= -5.0f) r = 14;
+  if (x < -5.0f) r = 15;
+  return r;
+}
+}  // namespace
+
+TEST_CASE("te_cast_to_fp4 equals TE's comparison table", "[quant][nvfp4]") {
+  // Every fp32 in steps of 61 over all bit patterns, plus every pattern within 2^12 ulps of each
+  // threshold (both signs), zeros and NaNs.
+  std::uint64_t bad = 0, n = 0;
+  const auto check = [&](std::uint32_t b) {
+    const float y = native::float_of(b);
+    bad += native::te_cast_to_fp4(y) != te_table(y);
+    ++n;
+  };
+  for (std::uint64_t b = 0; b <= 0xFFFFFFFFull; b += 61) check(static_cast<std::uint32_t>(b));
+  for (const float t : {0.25f, 0.75f, 1.25f, 1.75f, 2.5f, 3.5f, 5.0f, 6.0f}) {
+    for (const float s : {t, -t}) {
+      const std::uint32_t c = native::bits_of(s);
+      for (std::uint32_t d = 0; d < 4096; ++d) {
+        check(c + d);
+        check(c - d);
+      }
+    }
+  }
+  for (const std::uint32_t b : {0x00000000u, 0x80000000u, 0x7FC00000u, 0xFFFFFFFFu, 0x7F800001u})
+    check(b);
+  INFO(n << " inputs");
+  CHECK(bad == 0);
+}
