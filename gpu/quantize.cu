@@ -313,6 +313,8 @@ __device__ __forceinline__ GroupState group_state(const QArgs& a, float st, std:
   } else if constexpr (K == Kind::mx) {
     if (nvfp4_rule(a)) {
       g.aux = native::nvfp4_element_scale(a.p, mxs);
+    } else if (a.p.rule == native::ScaleRule::mx_torchao) {
+      g.aux = native::mx_torchao_factor(mxs, a.p.mx_mode);
     } else {
       g.mx_exp = native::mx_scale_exp(mxs);
     }
@@ -438,6 +440,21 @@ __device__ __forceinline__ std::uint8_t fast_mx(const QArgs& a, const FastCastPl
   return cold_mx_element(a.p.fmt, native::float_of(xb), g.mxs, a.p.mode, a.p.sr_bits, 0u);
 }
 
+// MX under torchao's arithmetic (native::mx_torchao_scaled with the block's factor in g.aux): the
+// fp8 cast of a clamped, non-NaN y is the mode-fixed fast cast (rne, satfinite), equal to
+// native::convert there; NaN is torch's 0x7F | sign; fp6 / fp4 take torchao's integer encoder.
+__device__ __forceinline__ std::uint8_t fast_mx_torchao(const QArgs& a, const FastCastPlan& p,
+                                                        const GroupState& g, std::uint32_t xb) {
+  float y = native::cuda_nan_result(native::rn_mul(native::float_of(xb), g.aux));
+  if (native::mx_torchao_clamps(a.p.fmt, a.p.mx_mode)) y = native::torch_clamp(y, a.p.fmax);
+  const std::uint32_t yb = native::bits_of(y);
+  if (a.p.fmt.total_bits() != 8) {
+    return native::torchao_f32_to_fx_unpacked(yb, a.p.fmt.exp_bits, a.p.fmt.man_bits);
+  }
+  if ((yb & 0x7FFFFFFFu) > 0x7F800000u) return static_cast<std::uint8_t>(0x7Fu | ((yb >> 24) & 0x80u));
+  return static_cast<std::uint8_t>(fast_cast_fp32_fixed<FastMode::rne>(p, yb, 0u, 0));
+}
+
 // Codes of one run of kRun elements (words w) sharing group state g, on the fast path of K; the
 // per-group choices (order, mode) are taken once per run.
 template <CastInput In, native::ScaleOrder O>
@@ -531,6 +548,9 @@ __device__ __forceinline__ void fast_run(const QArgs& a, const FastCastPlan& p, 
         c[k] = static_cast<std::uint8_t>(
             native::nvfp4_element_scaled(a.p, native::float_of(exact_bits<In>(w, k)), g.aux).code);
       }
+    } else if (a.p.rule == native::ScaleRule::mx_torchao) {
+#pragma unroll
+      for (int k = 0; k < kRun; ++k) c[k] = fast_mx_torchao(a, p, g, exact_bits<In>(w, k));
     } else {
 #pragma unroll
       for (int k = 0; k < kRun; ++k) c[k] = fast_mx(a, p, g, exact_bits<In>(w, k));
@@ -1138,9 +1158,10 @@ bool fast_path(const QArgs& a) {
                             FastMode::sr);
     case Kind::codebook:
       return a.p.mode != RoundMode::sr && codebook_table_supports(a.p.tie);
-    case Kind::mx:  // fast_mx is the OCP element arithmetic (ScaleRule::mx); NVFP4 per group
-      return nvfp4_rule(a) || (a.p.rule == native::ScaleRule::mx &&
-                               fast_cast_supported(a.p.fmt) && a.p.mode == RoundMode::rne);
+    case Kind::mx:  // fast_mx: OCP (ScaleRule::mx); fast_mx_torchao; NVFP4 per group
+      return nvfp4_rule(a) ||
+             ((a.p.rule == native::ScaleRule::mx || a.p.rule == native::ScaleRule::mx_torchao) &&
+              fast_cast_supported(a.p.fmt) && a.p.mode == RoundMode::rne);
   }
   return false;
 }
