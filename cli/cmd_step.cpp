@@ -180,13 +180,6 @@ int run_step(const Args& args) {
   optim::check_variant(c);
   if (o.device == Device::cuda) {
     optim::require_gpu_kernel(c);
-    // Resuming a saved state on the GPU wrote other bytes than the CPU for every optimizer on an
-    // H100 (tests/gpu/optim_step_cli_test.cpp, 2026-11-23; not yet diagnosed): refused until it
-    // is, rather than written differently.
-    if (!o.state.empty()) {
-      throw InputError("--device cuda with --state: resuming a saved state on the GPU is not yet "
-                       "byte-identical to the CPU; use --device cpu");
-    }
   }
   const std::size_t n = p.size();
   if (!e.split) {
@@ -282,6 +275,7 @@ int run_step(const Args& args) {
   }
   engine->finish();
   optim::final_params(c, state, p);
+  optim::canonical_nans(c, state, p);
 
   // Output: arrays first (each atomic), state.json last.
   mkdir(o.out.c_str(), 0777);

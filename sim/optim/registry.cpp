@@ -115,10 +115,6 @@ constexpr Hyper with_wd(double wd) {
 
 constexpr std::array<bool, 3> kGpuAll{true, true, true};
 constexpr std::array<bool, 3> kGpuF32{true, false, false};
-// Adam/AdamW with fp16 parameters: the kernel exists, but `exmy step --device cuda` wrote other
-// parameter bytes than the CPU on an H100 (tests/gpu/optim_step_cli_test.cpp, 2026-11-23; not
-// yet diagnosed), so the GPU refuses it rather than write different bits.
-constexpr std::array<bool, 3> kGpuF32Bf16{true, true, false};
 
 const Entry kTable[] = {
     {.name = "adamw",
@@ -127,7 +123,7 @@ const Entry kTable[] = {
      .defaults = with_wd(1e-2),
      .variants = "torch-fused",
      .state_bytes = 8.0,
-     .gpu = kGpuF32Bf16,
+     .gpu = kGpuAll,
      .example = "adamw",
      .init = init_two,
      .arrays = arrays_two,
@@ -137,7 +133,7 @@ const Entry kTable[] = {
      .defaults = kHyper,
      .variants = "torch-fused",
      .state_bytes = 8.0,
-     .gpu = kGpuF32Bf16,
+     .gpu = kGpuAll,
      .example = "adam",
      .init = init_two,
      .arrays = arrays_two,
@@ -402,6 +398,35 @@ void final_params(const Config& c, const State& s, std::span<float> p) {
   if (!c.opt.entry->split) return;
   const std::vector<float> joined = join_tensor(s.split);
   std::copy(joined.begin(), joined.end(), p.begin());
+}
+
+// x86-64's default NaN (quiet, sign set, zero payload) in each storage width: fp32 0xFFC00000,
+// its bf16 upper half 0xFFC0, and the fp16 with the same fields 0xFE00 (sign, all-ones exponent,
+// quiet bit). It is what torch CPU on x86-64 writes for a NaN its step creates (0*inf, inf-inf).
+constexpr std::uint32_t kStepNan32 = 0xFFC00000u;
+constexpr std::uint16_t kStepNanBf16 = 0xFFC0u;
+constexpr std::uint16_t kStepNanF16 = 0xFE00u;
+
+void canonical_nans(const Config& c, State& s, std::span<float> p) {
+  const float nan32 = native::f32_from_bits(kStepNan32);
+  const auto fix = [&](std::span<float> v) {
+    for (float& x : v) {
+      if (std::isnan(x)) x = nan32;
+    }
+  };
+  fix(p);
+  for (const StateArray& a : c.opt.entry->arrays(c, s)) {
+    if (auto* const* f = std::get_if<std::vector<float>*>(&a.data)) fix(**f);
+  }
+  if (!c.opt.entry->split) return;
+  // Split parameters: the 16-bit part is a bf16/fp16 code; a NaN keeps its extra bits (they are
+  // below the 16-bit part and carry no sign).
+  const bool bf16 = s.split.fmt.hi == Storage::bf16;
+  for (std::uint16_t& h : s.split.hi) {
+    const bool nan = bf16 ? (h & 0x7F80u) == 0x7F80u && (h & 0x007Fu) != 0
+                          : (h & 0x7C00u) == 0x7C00u && (h & 0x03FFu) != 0;
+    if (nan) h = bf16 ? kStepNanBf16 : kStepNanF16;
+  }
 }
 
 std::unique_ptr<Stepper> cpu_stepper(const Config& c, std::span<float> p, State& s) {

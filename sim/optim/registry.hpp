@@ -133,6 +133,12 @@ void save_state(const Config& c, const std::string& dir, const std::vector<std::
 // The parameters after the steps: p itself, or the joined split tensor.
 void final_params(const Config& c, const State& s, std::span<float> p);
 
+// Every NaN the run writes (parameters, fp32 state arrays, the 16-bit part of split parameters)
+// made x86-64's default NaN, 0xFFC00000 / bf16 0xFFC0 / fp16 0xFE00 (docs/SEMANTICS.md 9.1): the
+// engines agree on which elements are NaN but not on their bits (CUDA's NaN is 0x7FFFFFFF, and a
+// non-x86 host has its own), so the files of `exmy step` are the same on every engine and host.
+void canonical_nans(const Config& c, State& s, std::span<float> p);
+
 // Runs the steps of one run on one engine (CPU: the entry's cpu_step; GPU: gpu/optim_host.hpp).
 class Stepper {
  public:

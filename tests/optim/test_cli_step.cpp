@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -13,9 +14,9 @@
 #include "optim_test_util.hpp"
 #include "sim/common/error.hpp"
 #include "sim/io/npy.hpp"
-#include "tests/support/cli_run.hpp"
 #include "sim/optim/memory.hpp"
 #include "sim/optim/optim.hpp"
+#include "tests/support/cli_run.hpp"
 
 using namespace exmy;
 
@@ -31,7 +32,6 @@ std::string tmpdir() {
   REQUIRE(!d.empty());
   return d;
 }
-
 
 }  // namespace
 
@@ -116,6 +116,57 @@ TEST_CASE("exmy step equals the API; bad input exits 2 and writes nothing", "[op
   CHECK(run("memory --params 1.5e9 --optimizer adamw,adamw8bit --weights bf16 --extra-bits 8 "
             "--fused-backward") == 0);
   CHECK(run("memory --params 1.5e9 --optimizer adafactor") == 2);
+  std::system(("rm -rf " + d).c_str());
+}
+
+// Regression (H100, 2026-11-23): `--device cuda` wrote 0x7FFFFFFF where the CPU wrote
+// 0xFFC00000 for every NaN a step made, so the two devices' files differed. SEMANTICS 9.1 now
+// fixes what a run writes: x86-64's default NaN in each width. Checked here on the CPU for a NaN
+// the step creates (fp16 Adam: eps = 1e-8 rounds to 0 in fp16, so v = 0 gives 0/0), a NaN
+// carried in from the parameters with another sign and payload, and a split parameter's
+// 16-bit part.
+TEST_CASE("exmy step writes every NaN as x86's default NaN (canonical_nans)", "[optim][cli]") {
+  if (cli().empty()) {
+    WARN("EXMY_CLI not set (run through ctest): skipped");
+    return;
+  }
+  const std::string d = tmpdir();
+  const auto bits = [](float x) {
+    std::uint32_t u;
+    std::memcpy(&u, &x, 4);
+    return u;
+  };
+  const auto from = [](std::uint32_t u) {
+    float x;
+    std::memcpy(&x, &u, 4);
+    return x;
+  };
+  // Parameters: fp16 values, element 1 a positive NaN with a payload (Adam's L2 term carries it
+  // into the gradient and both states); parameter and gradient 0 at element 0 (m = v = 0: 0/0 in
+  // the update).
+  const std::vector<float> p{0.0f, from(0x7FC00001u), -0.25f, 1.0f};
+  const std::vector<float> g{0.0f, 1e-2f, -1e-2f, 3e-3f};
+  io::write_npy(d + "/p.npy", io::make_npy(p));
+  io::write_npy(d + "/g.npy", io::make_npy(g));
+  REQUIRE(run("step --optimizer adam --wd 0.1 --param-dtype fp16 --params " + d +
+              "/p.npy --grads " + d + "/g.npy --steps 2 --out " + d + "/a") == 0);
+  const std::vector<float> pa = io::as_f32(io::read_npy(d + "/a/params.npy"), "params");
+  REQUIRE(pa.size() == 4);
+  CHECK(bits(pa[0]) == 0xFFC00000u);  // created by 0/0
+  CHECK(bits(pa[1]) == 0xFFC00000u);  // carried in as 0x7FC00001
+  CHECK_FALSE(std::isnan(pa[2]));
+  const std::vector<float> m = io::as_f32(io::read_npy(d + "/a/state1.npy"), "state1");
+  const std::vector<float> v = io::as_f32(io::read_npy(d + "/a/state2.npy"), "state2");
+  CHECK(bits(m[1]) == 0xFFC00000u);
+  CHECK(bits(v[1]) == 0xFFC00000u);
+  // Split parameters (bf16 + 8 extra bits): the NaN's 16-bit part is 0xFFC0.
+  REQUIRE(run("step --optimizer adamw-bf16+8 --params " + d + "/p.npy --grads " + d +
+              "/g.npy --steps 1 --out " + d + "/s") == 0);
+  const io::NpyArray hi = io::read_npy(d + "/s/hi.npy");
+  const std::vector<std::uint16_t> h = io::as_u16(hi, "hi");
+  CHECK(h[1] == 0xFFC0u);
+  const std::vector<float> ps = io::as_f32(io::read_npy(d + "/s/params.npy"), "params");
+  CHECK(bits(ps[1]) == 0xFFC00000u);
   std::system(("rm -rf " + d).c_str());
 }
 
