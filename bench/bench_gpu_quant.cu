@@ -146,6 +146,8 @@ void quant_bench(benchmark::State& s, CastInput in, std::size_t cols, const char
   if (tune != nullptr) tune(o);
   // The tensor scale of two-level NVFP4 goes to the state buffer (unused by byte-scale schemes).
   QuantizedOut q{static_cast<std::uint8_t*>(b.out), b.state, b.scales, b.state};
+  // NVFP4 codes are stored packed, two per byte (the format's layout, as the CLI writes it).
+  q.packed4 = o.scheme.kind == quant::Granularity::nvfp4;
   const std::size_t rows = kN / cols;
   s.counters["single_pass"] = quantize_is_single_pass(rows, cols, o) ? 1 : 0;
   timed(s, counted_bytes_per_elem * kN, [&] { quantize(x, in, rows, cols, o, q); });
@@ -239,6 +241,30 @@ void register_all() {
   reg("quant/mx/fp32/e4m3fn/rne/rceil", [](benchmark::State& s) {
     quant_bench(s, CastInput::fp32, 4096, "mx", "e4m3fn", RoundMode::rne, 0, 5.0 + 1.0 / 32,
                 [](quant::Options& o) { o.scale_mode = native::MxScaleMode::rceil; });
+  });
+  reg("quant/mx/fp32/e4m3fn/rne/even", [](benchmark::State& s) {
+    quant_bench(s, CastInput::fp32, 4096, "mx", "e4m3fn", RoundMode::rne, 0, 5.0 + 1.0 / 32,
+                [](quant::Options& o) { o.scale_mode = native::MxScaleMode::even; });
+  });
+  reg("quant/mx-torchao/fp32/e4m3fn/ceil", [](benchmark::State& s) {
+    quant_bench(s, CastInput::fp32, 4096, "mx", "e4m3fn", RoundMode::rne, 0, 5.0 + 1.0 / 32,
+                [](quant::Options& o) {
+                  o.variant = native::CastVariant::torchao;
+                  o.scale_mode = native::MxScaleMode::ceil;
+                });
+  });
+  reg("quant/mx-torchao/fp32/e4m3fn/even", [](benchmark::State& s) {
+    quant_bench(s, CastInput::fp32, 4096, "mx", "e4m3fn", RoundMode::rne, 0, 5.0 + 1.0 / 32,
+                [](quant::Options& o) {
+                  o.variant = native::CastVariant::torchao;
+                  o.scale_mode = native::MxScaleMode::even;
+                });
+  });
+  reg("quant/mx/fp32/e5m2/rne", [](benchmark::State& s) {
+    quant_bench(s, CastInput::fp32, 4096, "mx", "e5m2", RoundMode::rne, 0, 5.0 + 1.0 / 32);
+  });
+  reg("quant/mx/fp32/e2m1fn/rne", [](benchmark::State& s) {
+    quant_bench(s, CastInput::fp32, 4096, "mx", "e2m1fn", RoundMode::rne, 0, 5.0 + 1.0 / 32);
   });
   reg("quant/mx-torchao/fp32/e4m3fn/floor", [](benchmark::State& s) {
     quant_bench(s, CastInput::fp32, 4096, "mx", "e4m3fn", RoundMode::rne, 0, 5.0 + 1.0 / 32,

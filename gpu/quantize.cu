@@ -27,6 +27,7 @@
 #include <string>
 
 #include "gpu/cast/fast_cast.hpp"
+#include "gpu/cast/hw_cvt.hpp"
 #include "gpu/cast/widen.hpp"
 #include "gpu/common/cuda_check.hpp"
 #include "gpu/common/launch.hpp"
@@ -35,6 +36,7 @@
 #include "gpu/quantize_codebook_table.hpp"
 #include "sim/common/error.hpp"
 #include "sim/native/codebook_lookup.hpp"
+#include "sim/native/pack4.hpp"
 #include "sim/native/philox.hpp"
 #include "sim/native/quant_absmax.hpp"
 #include "sim/native/quant_codebook.hpp"
@@ -63,8 +65,14 @@ struct QArgs {
   bool col;  // column-wise groups (g = c); otherwise contiguous groups of G
   bool transpose;
   std::uint64_t rows, cols, n, G, groups;
+  int G_shift = 0;    // log2(G) where G is a power of two (every single-pass geometry), else 0
   FastCastPlan plan;  // for flt / mx targets where fast_cast_supported(fmt)
   bool fast;
+  // MX elements whose fp8 cast may be the hardware instruction (gpu/cast/hw_cvt.hpp): e4m3fn or
+  // e5m2 under rne, on sm_89+ (the device code checks the architecture at compile time).
+  bool hw_e4m3 = false, hw_e5m2 = false;
+  // The fused kernel writes 4-bit codes two per byte (sim/native/pack4.hpp's layout).
+  bool packed4 = false;
 };
 
 // ---- input runs: kRun consecutive elements as 32-bit words (fp32: one element per word;
@@ -226,13 +234,44 @@ __device__ __noinline__ std::uint8_t cold_quant_element(const native::QuantPlan&
   return static_cast<std::uint8_t>(native::quant_element(p, cb, x, state, word).code);
 }
 __device__ __noinline__ float cold_dequant_element(const native::QuantPlan& p, const float* cb,
-                                                  std::uint32_t code, std::uint32_t state) {
+                                                   std::uint32_t code, std::uint32_t state) {
   return native::dequant_element(p, cb, code, state);
 }
 __device__ __forceinline__ float state_of(const QArgs& a, float amax) {
   return native::float_of(cold_group_state(a.p, amax));
 }
+__host__ __device__ __forceinline__ bool nvfp4_rule(const QArgs& a) {
+  return a.p.rule == native::ScaleRule::nvfp4_torchao || a.p.rule == native::ScaleRule::nvfp4_te;
+}
+
+// NVFP4 block scales with the fp8 instructions (gpu/cast/hw_cvt.hpp), sm_89+: the code is the
+// instruction's e4m3 cast of the native scale value (a non-NaN value in [-448, 448] casts as
+// e4m3_from_clamped does; the value's only NaN is CUDA's 0x7FFFFFFF, whose torch code 0x7F is the
+// instruction's), and the element factor is the native factor of the instruction's decode of the
+// code (exact for every non-NaN code; a NaN scale gives CUDA's NaN factor whatever the NaN's bits).
+__device__ __forceinline__ std::uint8_t nvfp4_scale_code(const QArgs& a, float amax) {
+#if defined(EXMY_HW_FP8)
+  const float v = a.p.rule == native::ScaleRule::nvfp4_te
+                      ? native::nvfp4_te_scale_value(amax, a.p.tensor)
+                      : native::nvfp4_torchao_scale_value(amax, a.p.tensor);
+  return static_cast<std::uint8_t>(cvt_f32x2<HwFp8::e4m3>(v, 0.0f));
+#else
+  return static_cast<std::uint8_t>(cold_group_state(a.p, amax));
+#endif
+}
+__device__ __forceinline__ float nvfp4_factor(const QArgs& a, std::uint8_t code) {
+#if defined(EXMY_HW_FP8)
+  const std::uint16_t h = static_cast<std::uint16_t>(cvt_to_f16x2<HwFp8::e4m3>(code));
+  const float s = __half2float(__ushort_as_half(h));
+  return a.p.rule == native::ScaleRule::nvfp4_te ? native::nvfp4_te_factor(s, a.p.tensor)
+                                                 : native::nvfp4_torchao_factor(s, a.p.tensor);
+#else
+  return native::nvfp4_element_scale(a.p, code);
+#endif
+}
+
 __device__ __forceinline__ std::uint8_t scale_code_of(const QArgs& a, float amax) {
+  if (nvfp4_rule(a)) return nvfp4_scale_code(a, amax);
   return static_cast<std::uint8_t>(cold_group_state(a.p, amax));
 }
 
@@ -246,7 +285,9 @@ __device__ __noinline__ std::uint8_t cold_codebook_nearest(const float* cb, floa
   return codebook_nearest(cb, n, tie);
 }
 
-__device__ __forceinline__ std::uint32_t stream_of(const QArgs& a) { return a.p.stream(); }
+__device__ __forceinline__ std::uint32_t stream_of(const QArgs& a) {
+  return a.p.stream();
+}
 
 // The code of element i (flat input index) given its group's state; `word` is the element's
 // 32-bit Philox word of stream_of(a) (unused unless a.p.mode is sr). quant::quantize's loop body,
@@ -295,10 +336,6 @@ struct GroupState {
   std::uint8_t mxs = 0;
 };
 
-__host__ __device__ __forceinline__ bool nvfp4_rule(const QArgs& a) {
-  return a.p.rule == native::ScaleRule::nvfp4_torchao || a.p.rule == native::ScaleRule::nvfp4_te;
-}
-
 template <Kind K>
 __device__ __forceinline__ GroupState group_state(const QArgs& a, float st, std::uint8_t mxs) {
   GroupState g;
@@ -307,12 +344,12 @@ __device__ __forceinline__ GroupState group_state(const QArgs& a, float st, std:
   if constexpr (K == Kind::int8 || K == Kind::flt) {
     const float Q = K == Kind::int8 ? kInt8Q : a.p.fmax;
     g.aux = a.p.order == native::ScaleOrder::mul_recip ? native::rn32_div(Q, st)
-                                                     : native::rn32_div(1.0f, st);
+                                                       : native::rn32_div(1.0f, st);
   } else if constexpr (K == Kind::codebook) {
     g.aux = native::rn32_div(1.0f, st);
   } else if constexpr (K == Kind::mx) {
     if (nvfp4_rule(a)) {
-      g.aux = native::nvfp4_element_scale(a.p, mxs);
+      g.aux = nvfp4_factor(a, mxs);
     } else if (a.p.rule == native::ScaleRule::mx_torchao) {
       g.aux = native::mx_torchao_factor(mxs, a.p.mx_mode);
     } else {
@@ -422,7 +459,7 @@ __device__ __forceinline__ float fast_normalize(const GroupState& g, float x) {
 }
 __device__ __forceinline__ float fast_normalize(const QArgs& a, const GroupState& g, float x) {
   return a.p.norm == native::NormOrder::div ? fast_normalize<native::NormOrder::div>(g, x)
-                                          : fast_normalize<native::NormOrder::recip_mul>(g, x);
+                                            : fast_normalize<native::NormOrder::recip_mul>(g, x);
 }
 
 // MX element, rne, fast-cast format: x * 2^-X is an fp32 number when x is normal and the
@@ -451,8 +488,81 @@ __device__ __forceinline__ std::uint8_t fast_mx_torchao(const QArgs& a, const Fa
   if (a.p.fmt.total_bits() != 8) {
     return native::torchao_f32_to_fx_unpacked(yb, a.p.fmt.exp_bits, a.p.fmt.man_bits);
   }
-  if ((yb & 0x7FFFFFFFu) > 0x7F800000u) return static_cast<std::uint8_t>(0x7Fu | ((yb >> 24) & 0x80u));
+  if ((yb & 0x7FFFFFFFu) > 0x7F800000u)
+    return static_cast<std::uint8_t>(0x7Fu | ((yb >> 24) & 0x80u));
   return static_cast<std::uint8_t>(fast_cast_fp32_fixed<FastMode::rne>(p, yb, 0u, 0));
+}
+
+// The codes of a run from its kRun fp32 values y by the fp8 instruction (pairs), where every y
+// is a non-NaN value whose software cast (fast_cast_fp32_fixed<rne>, satfinite) is the code.
+template <HwFp8 T>
+__device__ __forceinline__ void hw_fp8_run(const float* y, std::uint8_t* c) {
+#pragma unroll
+  for (int k = 0; k < kRun; k += 2) {
+    const std::uint16_t pair = cvt_f32x2<T>(y[k], y[k + 1]);
+    c[k] = static_cast<std::uint8_t>(pair);
+    c[k + 1] = static_cast<std::uint8_t>(pair >> 8);
+  }
+}
+
+// OCP MX elements of a run (fast_mx) with the cast by the instruction: the scaled values are
+// exponent shifts, the elements fast_mx sends to the native path (a NaN scale; zero or
+// out-of-range exponents) are recomputed there after the instruction ran on all of them.
+template <CastInput In, HwFp8 T>
+__device__ __forceinline__ void mx_hw_run(const QArgs& a, const GroupState& g,
+                                          const std::uint32_t* w, std::uint8_t* c) {
+  float y[kRun];
+  std::uint32_t cold = g.mxs == native::kE8m0Nan ? 0xFFFFu : 0u;
+  const std::uint32_t shift = static_cast<std::uint32_t>(g.mx_exp) << 23;
+#pragma unroll
+  for (int k = 0; k < kRun; ++k) {
+    const std::uint32_t xb = exact_bits<In>(w, k);
+    const std::uint32_t mag = xb & 0x7FFFFFFFu;
+    const std::uint32_t e = mag >> 23;
+    const std::uint32_t es = e - static_cast<std::uint32_t>(g.mx_exp);
+    // fast_mx's condition: mag == 0, or e and e - X both in [1, 254].
+    const bool ok = mag == 0 || (e - 1u < 254u && es - 1u < 254u);
+    y[k] = native::float_of(mag == 0 ? xb : xb - shift);
+    cold |= ok ? 0u : (1u << k);
+  }
+  hw_fp8_run<T>(y, c);
+  if (cold != 0) {
+#pragma unroll
+    for (int k = 0; k < kRun; ++k) {
+      if ((cold >> k) & 1u) {
+        c[k] = cold_mx_element(a.p.fmt, native::float_of(exact_bits<In>(w, k)), g.mxs, a.p.mode,
+                               a.p.sr_bits, 0u);
+      }
+    }
+  }
+}
+
+// MX under torchao's arithmetic, fp8 elements (fast_mx_torchao) with the cast by the instruction:
+// y is non-NaN or CUDA's NaN 0x7FFFFFFF, whose code 0x7F | sign is 0x7F, the instruction's NaN.
+template <CastInput In, HwFp8 T>
+__device__ __forceinline__ void mx_torchao_hw_run(const QArgs& a, const GroupState& g,
+                                                  const std::uint32_t* w, std::uint8_t* c) {
+  float y[kRun];
+  const bool clamps = native::mx_torchao_clamps(a.p.fmt, a.p.mx_mode);
+#pragma unroll
+  for (int k = 0; k < kRun; ++k) {
+    y[k] = native::cuda_nan_result(native::rn_mul(native::float_of(exact_bits<In>(w, k)), g.aux));
+    if (clamps) y[k] = native::torch_clamp(y[k], a.p.fmax);
+  }
+  hw_fp8_run<T>(y, c);
+}
+
+// NVFP4 elements of a run under one variant (the rule is per call; the factor per group).
+template <CastInput In, native::ScaleRule R>
+__device__ __forceinline__ void nvfp4_run(const GroupState& g, const std::uint32_t* w,
+                                          std::uint8_t* c) {
+#pragma unroll
+  for (int k = 0; k < kRun; ++k) {
+    const float x = native::float_of(exact_bits<In>(w, k));
+    c[k] = static_cast<std::uint8_t>(R == native::ScaleRule::nvfp4_te
+                                         ? native::nvfp4_te_scaled(x, g.aux).code
+                                         : native::nvfp4_torchao_scaled(x, g.aux).code);
+  }
 }
 
 // Codes of one run of kRun elements (words w) sharing group state g, on the fast path of K; the
@@ -543,12 +653,27 @@ __device__ __forceinline__ void fast_run(const QArgs& a, const FastCastPlan& p, 
   } else if constexpr (K == Kind::mx) {
     if (nvfp4_rule(a)) {
       // NVFP4: the group's element factor once (GroupState::aux), then multiply, clamp, encode.
-#pragma unroll
-      for (int k = 0; k < kRun; ++k) {
-        c[k] = static_cast<std::uint8_t>(
-            native::nvfp4_element_scaled(a.p, native::float_of(exact_bits<In>(w, k)), g.aux).code);
+      if (a.p.rule == native::ScaleRule::nvfp4_te) {
+        nvfp4_run<In, native::ScaleRule::nvfp4_te>(g, w, c);
+      } else {
+        nvfp4_run<In, native::ScaleRule::nvfp4_torchao>(g, w, c);
       }
-    } else if (a.p.rule == native::ScaleRule::mx_torchao) {
+      return;
+    }
+#if defined(EXMY_HW_FP8)
+    if (a.hw_e4m3 || a.hw_e5m2) {
+      const bool torchao = a.p.rule == native::ScaleRule::mx_torchao;
+      if (a.hw_e4m3) {
+        torchao ? mx_torchao_hw_run<In, HwFp8::e4m3>(a, g, w, c)
+                : mx_hw_run<In, HwFp8::e4m3>(a, g, w, c);
+      } else {
+        torchao ? mx_torchao_hw_run<In, HwFp8::e5m2>(a, g, w, c)
+                : mx_hw_run<In, HwFp8::e5m2>(a, g, w, c);
+      }
+      return;
+    }
+#endif
+    if (a.p.rule == native::ScaleRule::mx_torchao) {
 #pragma unroll
       for (int k = 0; k < kRun; ++k) c[k] = fast_mx_torchao(a, p, g, exact_bits<In>(w, k));
     } else {
@@ -575,6 +700,30 @@ __device__ __forceinline__ void generic_run(const QArgs& a, const float* cb, flo
   for (int k = 0; k < kRun; ++k) {
     c[k] = quant_one<K>(a, cb, native::float_of(exact_bits<In>(w, k)), st, mxs,
                         a.p.mode == RoundMode::sr ? rw[k] : 0u);
+  }
+}
+
+// Packed 4-bit codes of a run at element base (even): 8 bytes, element 2i in the low nibble.
+__device__ __forceinline__ void store_run_packed4(std::uint8_t* out, std::uint64_t base,
+                                                  std::uint64_t n, bool vec,
+                                                  const std::uint8_t c[kRun]) {
+  if (vec && base + kRun <= n) {
+    uint2 v;
+    v.x = 0;
+    v.y = 0;
+#pragma unroll
+    for (int k = 0; k < kRun / 2; ++k) v.x |= static_cast<std::uint32_t>(c[k] & 0xFu) << (4 * k);
+#pragma unroll
+    for (int k = 0; k < kRun / 2; ++k) {
+      v.y |= static_cast<std::uint32_t>(c[kRun / 2 + k] & 0xFu) << (4 * k);
+    }
+    *reinterpret_cast<uint2*>(out + base / 2) = v;
+  } else {
+    for (int k = 0; k < kRun; k += 2) {
+      if (base + k < n) {
+        out[(base + k) / 2] = native::pack4_pair(c[k], base + k + 1 < n ? c[k + 1] : 0);
+      }
+    }
   }
 }
 
@@ -686,7 +835,7 @@ __global__ void __launch_bounds__(kThreads)
       st = amax;
     }
     if (base < a.n && (threadIdx.x & (S - 1)) == 0) {
-      const std::uint64_t g = base / a.G;
+      const std::uint64_t g = base >> a.G_shift;  // single pass: G = 16 * 2^k
       if constexpr (K == Kind::mx) {
         mx_scales[g] = mxs;
       } else {
@@ -700,7 +849,11 @@ __global__ void __launch_bounds__(kThreads)
       } else {
         generic_run<In, K>(a, t.cb, st, mxs, base, w, c);
       }
-      store_run(codes, base, a.n, vec, c);
+      if (a.packed4) {
+        store_run_packed4(codes, base, a.n, vec, c);
+      } else {
+        store_run(codes, base, a.n, vec, c);
+      }
     }
   }
 }
@@ -895,8 +1048,9 @@ __device__ __forceinline__ uint2 fast_codes8(const QArgs& a, const FastCastPlan&
     if constexpr (K == Kind::int8) {
       c = fast_int8(a, gs[k], value_nan_free<In>(w, k));
     } else if constexpr (K == Kind::flt) {
-      c = a.p.mode == RoundMode::sr ? fast_flt<FastMode::sr>(a, p, gs[k], exact_bits<In>(w, k), rw[k])
-                                  : fast_flt<FastMode::rne>(a, p, gs[k], exact_bits<In>(w, k), 0u);
+      c = a.p.mode == RoundMode::sr
+              ? fast_flt<FastMode::sr>(a, p, gs[k], exact_bits<In>(w, k), rw[k])
+              : fast_flt<FastMode::rne>(a, p, gs[k], exact_bits<In>(w, k), 0u);
     } else {
       const float n = fast_normalize(a, gs[k], value_nan_free<In>(w, k));
       const std::uint32_t e = t.tab[codebook_table_index(native::bits_of(n))];
@@ -1101,6 +1255,18 @@ __global__ void __launch_bounds__(kThreads)
   }
 }
 
+// packed[j] = codes 2j (low nibble) and 2j + 1 (high), sim/native/pack4.hpp's layout.
+__global__ void __launch_bounds__(kThreads)
+    pack4_kernel(const std::uint8_t* __restrict__ codes, std::uint64_t n,
+                 std::uint8_t* __restrict__ packed) {
+  const std::uint64_t pairs = (n + 1) / 2;
+  const std::uint64_t stride = static_cast<std::uint64_t>(gridDim.x) * blockDim.x;
+  for (std::uint64_t j = blockIdx.x * static_cast<std::uint64_t>(blockDim.x) + threadIdx.x;
+       j < pairs; j += stride) {
+    packed[j] = native::pack4_pair(codes[2 * j], 2 * j + 1 < n ? codes[2 * j + 1] : 0);
+  }
+}
+
 // ---- host side ----
 
 void check_options(std::size_t rows, std::size_t cols, const quant::Options& opt) {
@@ -1119,15 +1285,15 @@ void check_options(std::size_t rows, std::size_t cols, const quant::Options& opt
 }
 
 QArgs make_args(std::size_t rows, std::size_t cols, const quant::Options& opt,
-               const native::Nvfp4Tensor& level = {}) {
+                const native::Nvfp4Tensor& level = {}) {
   using quant::Granularity;
   QArgs a{};
   a.p = quant::make_plan(opt, level);
   const quant::Scheme& s = opt.scheme;
-  a.kind = a.p.byte_scales()                                    ? Kind::mx
+  a.kind = a.p.byte_scales()                                  ? Kind::mx
            : a.p.element == native::ElementKind::int8         ? Kind::int8
            : a.p.element == native::ElementKind::float_format ? Kind::flt
-                                                                : Kind::codebook;
+                                                              : Kind::codebook;
   a.col = s.kind == Granularity::col;
   a.transpose = opt.transpose;
   a.rows = rows;
@@ -1138,12 +1304,21 @@ QArgs make_args(std::size_t rows, std::size_t cols, const quant::Options& opt,
         : s.kind == Granularity::col  ? 1
                                       : s.block;
   a.groups = quant::group_count(s, rows, cols);
+  while (a.G_shift < 63 && (std::uint64_t{1} << (a.G_shift + 1)) <= a.G) ++a.G_shift;
+  if ((std::uint64_t{1} << a.G_shift) != a.G) a.G_shift = 0;
   if (a.p.element == native::ElementKind::float_format) {
     a.fast = a.kind == Kind::flt && fast_cast_supported(a.p.fmt);
     if (fast_cast_supported(a.p.fmt)) {
       a.plan = make_fast_cast_plan(a.p.fmt, Rounding{opt.mode, opt.sr_bits, Overflow::satfinite});
     }
   }
+  // The fp8 instruction where the MX fast paths cast with fast_cast_fp32_fixed<rne> under
+  // satfinite into e4m3fn / e5m2 (kernels compiled for sm_89+ only; others keep the software cast).
+  const bool mx_fp8_rne =
+      a.kind == Kind::mx && a.p.mode == RoundMode::rne &&
+      (a.p.rule == native::ScaleRule::mx || a.p.rule == native::ScaleRule::mx_torchao);
+  a.hw_e4m3 = mx_fp8_rne && a.p.fmt == formats::e4m3fn;
+  a.hw_e5m2 = mx_fp8_rne && a.p.fmt == formats::e5m2;
   return a;
 }
 
@@ -1154,8 +1329,8 @@ bool fast_path(const QArgs& a) {
       return a.p.mode == RoundMode::rne;
     case Kind::flt:
       return a.fast && (a.p.mode == RoundMode::rne ||
-                        fast_mode_for(a.plan, Rounding{a.p.mode, a.p.sr_bits, Overflow::satfinite}) ==
-                            FastMode::sr);
+                        fast_mode_for(a.plan, Rounding{a.p.mode, a.p.sr_bits,
+                                                       Overflow::satfinite}) == FastMode::sr);
     case Kind::codebook:
       return a.p.mode != RoundMode::sr && codebook_table_supports(a.p.tie);
     case Kind::mx:  // fast_mx: OCP (ScaleRule::mx); fast_mx_torchao; NVFP4 per group
@@ -1184,8 +1359,6 @@ bool single_pass(const QArgs& a, const quant::Options& opt) {
 std::uint64_t tile_count(const QArgs& a) {
   return (a.n + kTile - 1) / kTile;
 }
-
-
 
 // A grid-stride grid of one wave: as many blocks of `kernel` as are resident at once (kernels
 // whose blocks carry set-up work, or that reduce per block), at most one per tile.
@@ -1405,8 +1578,9 @@ void quantize(const void* x, CastInput in_type, std::size_t rows, std::size_t co
   const bool bytes = quant::make_plan(opt).byte_scales();
   if (out.codes == nullptr || (bytes ? out.scale_codes == nullptr : out.state == nullptr) ||
       (opt.two_level && out.tensor_scale == nullptr)) {
-    throw InputError("quantize: output pointers for codes and state (scale codes, tensor scale) "
-                     "are required");
+    throw InputError(
+        "quantize: output pointers for codes and state (scale codes, tensor scale) "
+        "are required");
   }
   // NVFP4 two-level: the per-tensor level from the tensor's absmax, read back to the host (the
   // plan is built there), unless the options give it.
@@ -1418,9 +1592,9 @@ void quantize(const void* x, CastInput in_type, std::size_t rows, std::size_t co
       cuda_check(cudaMallocAsync(&scratch, sizeof(float), stream), "cudaMallocAsync");
       group_absmax(x, in_type, rows, cols, quant::Scheme{quant::Granularity::tensor, 0}, opt.nan,
                    static_cast<float*>(scratch), stream);
-      cuda_check(cudaMemcpyAsync(&tensor_amax, scratch, sizeof(float), cudaMemcpyDeviceToHost,
-                                 stream),
-                 "cudaMemcpyAsync");
+      cuda_check(
+          cudaMemcpyAsync(&tensor_amax, scratch, sizeof(float), cudaMemcpyDeviceToHost, stream),
+          "cudaMemcpyAsync");
       cuda_check(cudaFreeAsync(scratch, stream), "cudaFreeAsync");
       cuda_check(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
     }
@@ -1429,17 +1603,38 @@ void quantize(const void* x, CastInput in_type, std::size_t rows, std::size_t co
     cuda_check(cudaMemcpy(out.tensor_scale, &stored, sizeof(float), cudaMemcpyHostToDevice),
                "cudaMemcpy");
   }
-  const QArgs a = make_args(rows, cols, opt, level);
+  QArgs a = make_args(rows, cols, opt, level);
+  QuantizedOut o = out;
+  void* scratch = nullptr;
+  if (out.packed4) {
+    if (a.p.element != native::ElementKind::float_format || a.p.fmt.total_bits() > 4) {
+      throw InputError("quantize: packed codes need an element format of at most 4 bits, got '" +
+                       opt.target.name + "'");
+    }
+    // The single-pass kernel packs as it stores; the other paths write bytes to scratch, which
+    // one more kernel packs.
+    a.packed4 = single_pass(a, opt);
+    if (!a.packed4 && a.n > 0) {
+      cuda_check(cudaMallocAsync(&scratch, a.n, stream), "cudaMallocAsync");
+      o.codes = static_cast<std::uint8_t*>(scratch);
+    }
+  }
   switch (in_type) {
     case CastInput::fp32:
-      run_kind<CastInput::fp32>(x, a, opt, out, stream);
+      run_kind<CastInput::fp32>(x, a, opt, o, stream);
       break;
     case CastInput::bf16:
-      run_kind<CastInput::bf16>(x, a, opt, out, stream);
+      run_kind<CastInput::bf16>(x, a, opt, o, stream);
       break;
     case CastInput::fp16:
-      run_kind<CastInput::fp16>(x, a, opt, out, stream);
+      run_kind<CastInput::fp16>(x, a, opt, o, stream);
       break;
+  }
+  if (scratch != nullptr) {
+    const std::uint64_t pairs = (a.n + 1) / 2;
+    pack4_kernel<<<grid_for(pairs, 1), kThreads, 0, stream>>>(o.codes, a.n, out.codes);
+    cuda_check_launch("pack kernel launch");
+    cuda_check(cudaFreeAsync(scratch, stream), "cudaFreeAsync");
   }
 }
 

@@ -29,6 +29,9 @@ struct QuantizedOut {
   float* state = nullptr;
   std::uint8_t* scale_codes = nullptr;
   float* tensor_scale = nullptr;
+  // Codes of a format of at most 4 bits two per byte (element 2i in the low nibble; the layout of
+  // sim/native/pack4.hpp, PyTorch's float4_e2m1fn_x2): codes then holds (n + 1) / 2 bytes.
+  bool packed4 = false;
 };
 
 // x is the row-major matrix view (rows x cols) of the tensor, as quant::matrix_view gives.

@@ -3,65 +3,11 @@
 #include <cuda_runtime.h>
 
 #include "gpu/cast/hw_cast.hpp"
+#include "gpu/cast/hw_cvt.hpp"
 #include "gpu/common/launch.hpp"
 
 namespace exmy::gpu {
 namespace {
-
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 890
-#define EXMY_HW_FP8 1
-#endif
-
-// Two fp32 -> two fp8 codes; the instruction puts its first source in the upper byte, so the
-// element with the lower address goes second.
-template <HwFp8 T>
-__device__ __forceinline__ std::uint16_t cvt_f32x2(float lo, float hi) {
-#if defined(EXMY_HW_FP8)
-  std::uint16_t d;
-  if constexpr (T == HwFp8::e4m3) {
-    asm("cvt.rn.satfinite.e4m3x2.f32 %0, %1, %2;" : "=h"(d) : "f"(hi), "f"(lo));
-  } else {
-    asm("cvt.rn.satfinite.e5m2x2.f32 %0, %1, %2;" : "=h"(d) : "f"(hi), "f"(lo));
-  }
-  return d;
-#else
-  __trap();
-  return 0;
-#endif
-}
-
-// Two fp16 codes packed lo | hi << 16 -> two fp8 codes, lo in the low byte.
-template <HwFp8 T>
-__device__ __forceinline__ std::uint16_t cvt_f16x2(std::uint32_t pair) {
-#if defined(EXMY_HW_FP8)
-  std::uint16_t d;
-  if constexpr (T == HwFp8::e4m3) {
-    asm("cvt.rn.satfinite.e4m3x2.f16x2 %0, %1;" : "=h"(d) : "r"(pair));
-  } else {
-    asm("cvt.rn.satfinite.e5m2x2.f16x2 %0, %1;" : "=h"(d) : "r"(pair));
-  }
-  return d;
-#else
-  __trap();
-  return 0;
-#endif
-}
-
-template <HwFp8 T>
-__device__ __forceinline__ std::uint32_t cvt_to_f16x2(std::uint16_t pair) {
-#if defined(EXMY_HW_FP8)
-  std::uint32_t d;
-  if constexpr (T == HwFp8::e4m3) {
-    asm("cvt.rn.f16x2.e4m3x2 %0, %1;" : "=r"(d) : "h"(pair));
-  } else {
-    asm("cvt.rn.f16x2.e5m2x2 %0, %1;" : "=r"(d) : "h"(pair));
-  }
-  return d;
-#else
-  __trap();
-  return 0;
-#endif
-}
 
 // 16 elements per thread: four 16-byte loads, one 16-byte store.
 template <HwFp8 T>

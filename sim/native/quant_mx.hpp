@@ -32,7 +32,9 @@ enum class MxScaleMode : std::uint8_t {
 };
 
 // The exponent field range of E8M0: X in [-127, 127], code X + 127 in [0, 254] (0xFF is NaN).
-EXMY_HD int mx_clamp_exp(int x) { return x < -127 ? -127 : (x > 127 ? 127 : x); }
+EXMY_HD int mx_clamp_exp(int x) {
+  return x < -127 ? -127 : (x > 127 ? 127 : x);
+}
 
 // A positive finite nonzero fp32 v as sig * 2^(lg - 23) with sig in [2^23, 2^24) (subnormals
 // normalised): lg = floor(log2 v) exactly.
@@ -52,8 +54,10 @@ EXMY_HD Fp32Norm fp32_norm(float v) {
 // arithmetic (OCP MX v1.0 section 6.3 for floor): NaN or inf amax -> 0xFF (NaN scale: the whole
 // block dequantizes to NaN); amax == 0 -> 0 (2^-127; every element is then +-0); else X by the
 // mode from the exact value of amax, clamped to [-127, 127].
-EXMY_HD std::uint8_t mx_scale_code(float amax, const FloatFormat& elem,
-                                   MxScaleMode mode = MxScaleMode::floor) {
+// fmax is elem's largest finite value as fp32 (to_float of its max code), which only rceil
+// reads: plans pass theirs, so that a kernel does not decode it per block.
+EXMY_HD std::uint8_t mx_scale_code(float amax, const FloatFormat& elem, MxScaleMode mode,
+                                   float fmax) {
   if (!is_finite32(amax)) return kE8m0Nan;
   if (amax == 0.0f) return 0;
   const Fp32Norm a = fp32_norm(amax);
@@ -77,12 +81,17 @@ EXMY_HD std::uint8_t mx_scale_code(float amax, const FloatFormat& elem,
     case MxScaleMode::rceil: {
       // amax / fmax = (sa / sf) * 2^(la - lf) with both significands in [2^23, 2^24): the
       // quotient's ceil(log2) is la - lf, plus one when sa > sf.
-      const Fp32Norm f = fp32_norm(to_float(elem, elem.max_code()));
+      const Fp32Norm f = fp32_norm(fmax);
       x = a.lg - f.lg + (a.sig > f.sig ? 1 : 0);
       break;
     }
   }
   return static_cast<std::uint8_t>(mx_clamp_exp(x) + 127);
+}
+
+EXMY_HD std::uint8_t mx_scale_code(float amax, const FloatFormat& elem,
+                                   MxScaleMode mode = MxScaleMode::floor) {
+  return mx_scale_code(amax, elem, mode, to_float(elem, elem.max_code()));
 }
 
 // Unbiased scale exponent of a (non-NaN) scale code.

@@ -29,19 +29,21 @@
 namespace exmy::native {
 
 // RCEIL's descale = RN32(amax * RN32(1 / max_pos)) (torch's CUDA division by a Python float).
-EXMY_HD float mx_torchao_descale(float amax, const FloatFormat& elem) {
-  return cuda_nan_result(rn_mul(amax, rn_div(1.0f, format_max32(elem))));
+// fmax is elem's largest finite value (format_max32); plans pass theirs (see mx_scale_code).
+EXMY_HD float mx_torchao_descale(float amax, float fmax) {
+  return cuda_nan_result(rn_mul(amax, rn_div(1.0f, fmax)));
 }
 
 // The E8M0 code of a block with absmax `amax` (fp32 from absmax_combine with propagate).
-EXMY_HD std::uint8_t mx_torchao_scale_code(float amax, const FloatFormat& elem, MxScaleMode mode) {
+EXMY_HD std::uint8_t mx_torchao_scale_code(float amax, const FloatFormat& elem, MxScaleMode mode,
+                                           float fmax) {
   if (is_nan32(amax)) return kE8m0Nan;
   if (mode == MxScaleMode::rceil) {
     // descale = amax / max_pos, on CUDA a multiply by RN32(1 / max_pos) (a Python-float divisor);
     // exponent = 255 for NaN, 254 for inf, else clamp(ceil(log2(descale)), -127, 127) + 127
     // (log2(0) = -inf gives 0). ceil(log2) is taken exactly (SEMANTICS 7.6 names where CUDA's
     // log2f may round it down).
-    const float d = mx_torchao_descale(amax, elem);
+    const float d = mx_torchao_descale(amax, fmax);
     if (!is_finite32(d)) return is_nan32(d) ? kE8m0Nan : 254;
     if (d == 0.0f) return 0;
     const Fp32Norm n = fp32_norm(d);
@@ -64,6 +66,10 @@ EXMY_HD std::uint8_t mx_torchao_scale_code(float amax, const FloatFormat& elem, 
   return static_cast<std::uint8_t>(x + 127);
 }
 
+EXMY_HD std::uint8_t mx_torchao_scale_code(float amax, const FloatFormat& elem, MxScaleMode mode) {
+  return mx_torchao_scale_code(amax, elem, mode, format_max32(elem));
+}
+
 // What the elements of a block with scale code `code` are multiplied by.
 //   rceil: rcp = descale (NaN) for code 255, 2^-127 for 254, 1.0 for 0, else exp2(127 - code),
 //     exact (torchao multiplies by it);
@@ -80,7 +86,7 @@ EXMY_HD float mx_torchao_factor(std::uint8_t code, MxScaleMode mode) {
            : k >= -126      ? float_of(static_cast<std::uint32_t>(k + 127) << 23)
                             : float_of(std::uint32_t{1} << (k + 149));
   }
-  if (code == kE8m0Nan) return 0.0f;       // 1 / +inf
+  if (code == kE8m0Nan) return 0.0f;            // 1 / +inf
   if (code <= 1) return float_of(0x7E800000u);  // 1 / 2^-126 (code 0 is clamped up to it)
   const int k = 127 - static_cast<int>(code);   // 1 / 2^(code - 127) = 2^k, k in [-127, 125]
   return k >= -126 ? float_of(static_cast<std::uint32_t>(k + 127) << 23)

@@ -19,14 +19,14 @@
 #include "sim/native/convert.hpp"
 #include "sim/native/float_format.hpp"
 #include "sim/native/hd.hpp"
-#include "sim/native/quant_absmax.hpp"
 #include "sim/native/philox.hpp"
-#include "sim/native/quant_mx_torchao.hpp"
-#include "sim/native/quant_nvfp4.hpp"
+#include "sim/native/quant_absmax.hpp"
 #include "sim/native/quant_codebook.hpp"
 #include "sim/native/quant_fp32.hpp"
 #include "sim/native/quant_int8.hpp"
 #include "sim/native/quant_mx.hpp"
+#include "sim/native/quant_mx_torchao.hpp"
+#include "sim/native/quant_nvfp4.hpp"
 #include "sim/native/quant_scaled_cast.hpp"
 #include "sim/native/rounding.hpp"
 
@@ -121,9 +121,9 @@ EXMY_HD std::uint32_t group_state(const QuantPlan& p, float amax) {
     case ScaleRule::torchao:
       return scale(torchao_scale(amax, p.fmax, p.torchao_fp16_source, p.pow2_scale));
     case ScaleRule::mx:
-      return mx_scale_code(amax, p.fmt, p.mx_mode);
+      return mx_scale_code(amax, p.fmt, p.mx_mode, p.fmax);
     case ScaleRule::mx_torchao:
-      return mx_torchao_scale_code(amax, p.fmt, p.mx_mode);
+      return mx_torchao_scale_code(amax, p.fmt, p.mx_mode, p.fmax);
     case ScaleRule::nvfp4_torchao:
       return nvfp4_torchao_scale_code(amax, p.tensor);
     case ScaleRule::nvfp4_te:
@@ -167,9 +167,8 @@ EXMY_HD Encoded quant_element(const QuantPlan& p, const float* table, float x, s
   switch (p.element) {
     case ElementKind::int8: {
       if (s == 0.0f) return {0, 0};  // all-zero group: codes 0, no division
-      const Int8Encoded e =
-          round_to_int8(absmax_scale(x, s, static_cast<float>(kInt8Max), p.order),
-                        Rounding{p.mode, p.sr_bits}, rand);
+      const Int8Encoded e = round_to_int8(absmax_scale(x, s, static_cast<float>(kInt8Max), p.order),
+                                          Rounding{p.mode, p.sr_bits}, rand);
       return {static_cast<std::uint8_t>(e.code), e.flags};
     }
     case ElementKind::float_format: {

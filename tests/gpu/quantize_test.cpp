@@ -5,12 +5,14 @@
 
 #if EXMY_HAVE_CUDA
 #include <cstdint>
+#include <cstring>
 #include <string>
 #include <vector>
 
 #include "gpu/quantize.hpp"
 #include "gpu/verify/verify.hpp"
 #include "sim/common/error.hpp"
+#include "sim/native/pack4.hpp"
 #include "sim/quant/quantize.hpp"
 #include "tests/gpu/gpu_test_util.hpp"
 #include "tests/gpu/quant_compare.hpp"
@@ -64,8 +66,7 @@ TEST_CASE("GPU quantize/dequantize equals the CPU reference for every scheme", "
   for (const auto& sch : schemes) {
     for (const auto& tgt : targets) {
       quant::Options o = options(sch, tgt);
-      if (o.scheme.kind == quant::Granularity::mx &&
-          o.target.kind != FormatKind::floating) {
+      if (o.scheme.kind == quant::Granularity::mx && o.target.kind != FormatKind::floating) {
         continue;
       }
       for (const Shape& sh : shapes) {
@@ -357,6 +358,59 @@ TEST_CASE("GPU NVFP4 (torchao and te, one and two levels) equals the CPU referen
       REQUIRE(exmy::gpu::testing::compare_quantize(CastInput::fp32, clean, 48, 128, o) == "");
     }
   }
+}
+
+// Packed 4-bit codes (QuantizedOut::packed4): the single-pass kernel packs as it stores (NVFP4,
+// MX e2m1fn), the other paths (tensor-, row-wise over odd rows, transpose) pack a scratch copy;
+// both must equal sim/native/pack4.hpp's layout of the CPU codes, including an odd element count.
+TEST_CASE("GPU packed 4-bit codes equal pack4 of the CPU codes", "[gpu][quant]") {
+  struct Case {
+    const char* scheme;
+    const char* variant;
+    std::size_t rows, cols;
+    bool single;
+  };
+  const Case cases[] = {{"nvfp4", "torchao", 48, 128, true}, {"nvfp4", "te", 16, 64, true},
+                        {"mx", "ocp", 40, 96, true},         {"tensor", "", 33, 35, false},
+                        {"rowwise", "", 7, 33, false},       {"tensor", "", 1, 1, false}};
+  for (const Case& c : cases) {
+    const std::size_t n = c.rows * c.cols;
+    const auto xs = data(n, 61, true);
+    quant::Options o = options(c.scheme, "e2m1fn");
+    if (*c.variant) o.variant = quant::parse_variant(c.variant);
+    if (std::string(c.variant) == "te") o.two_level = true;
+    INFO(c.scheme << " " << c.variant << " " << c.rows << "x" << c.cols);
+    CHECK(quantize_is_single_pass(c.rows, c.cols, o) == c.single);
+    std::vector<float> xf(n);
+    for (std::size_t i = 0; i < n; ++i) xf[i] = native::float_of(xs[i]);
+    const quant::Quantized ref = quant::quantize(xf, {c.rows, c.cols}, o);
+    std::vector<std::uint8_t> want(native::packed4_bytes(n));
+    native::pack4(ref.codes.data(), n, want.data());
+    const std::size_t groups = quant::group_count(o.scheme, c.rows, c.cols);
+    exmy::gpu::testing::DeviceBytes dx(n * 4), dcodes(want.size() + 16), dstate(groups * 4 + 4),
+        dmx(groups + 1), dtensor(8);
+    std::vector<std::uint8_t> raw(n * 4);
+    std::memcpy(raw.data(), xs.data(), n * 4);
+    dx.upload(raw);
+    QuantizedOut out;
+    out.codes = static_cast<std::uint8_t*>(dcodes.get());
+    out.state = static_cast<float*>(dstate.get());
+    out.scale_codes = static_cast<std::uint8_t*>(dmx.get());
+    out.tensor_scale = static_cast<float*>(dtensor.get());
+    out.packed4 = true;
+    quantize(dx.get(), CastInput::fp32, c.rows, c.cols, o, out);
+    const auto got = dcodes.download<std::uint8_t>(want.size());
+    std::size_t bad = 0;
+    for (std::size_t j = 0; j < want.size(); ++j) bad += got[j] != want[j];
+    CHECK(bad == 0);
+  }
+  // A format wider than 4 bits cannot be packed: a named error, nothing launched.
+  quant::Options wide = options("mx", "e4m3fn");
+  QuantizedOut out;
+  exmy::gpu::testing::DeviceBytes dx(64 * 4), d(64 * 4);
+  out.codes = out.scale_codes = static_cast<std::uint8_t*>(d.get());
+  out.packed4 = true;
+  CHECK_THROWS_AS(quantize(dx.get(), CastInput::fp32, 1, 64, wide, out), InputError);
 }
 
 #endif  // EXMY_HAVE_CUDA

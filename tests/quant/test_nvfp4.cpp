@@ -95,8 +95,8 @@ TEST_CASE("nvfp4 te: global scale rules, no lower clamp, -0 and NaN give code 0"
   CHECK(native::bits_of(z.tensor_scale) == 0x00200000u);
   CHECK(z.scale_codes == std::vector<std::uint8_t>{0, 0});
   // G = inf: 2688 / inf = 0 is replaced by 1, so gds = 1.
-  const Quantized i = quantize(row({std::numeric_limits<float>::infinity(), 1.0f}), {16},
-                               nvfp4("te", true));
+  const Quantized i =
+      quantize(row({std::numeric_limits<float>::infinity(), 1.0f}), {16}, nvfp4("te", true));
   CHECK(i.tensor_scale == 1.0f);
   CHECK(i.codes[0] == 0x7);  // inf * es clamps to 6
   // TE has no single level.
@@ -162,4 +162,59 @@ TEST_CASE("te_cast_to_fp4 equals TE's comparison table", "[quant][nvfp4]") {
     check(b);
   INFO(n << " inputs");
   CHECK(bad == 0);
+}
+
+// The kernels' branch-free e2m1 encoder against torchao's encoder as written (both native), on
+// every fp32 with |y| <= 6 of either sign (the clamped domain), every 97th NaN pattern and the
+// NaN that CUDA arithmetic produces; and the clamping forms of both variants (torchao, TE) against
+// their definitions with torch_clamp on every 7th fp32 pattern and every pattern near ±6, ±inf.
+TEST_CASE("e2m1_code_clamped equals torchao's encoder on every |y| <= 6 and NaN",
+          "[quant][nvfp4]") {
+  std::uint64_t bad = 0, n = 0;
+  const auto check = [&](std::uint32_t b) {
+    bad += native::e2m1_code_clamped(b) != native::torchao_f32_to_fx_unpacked(b, 2, 1);
+    ++n;
+  };
+  constexpr std::uint32_t kSix = 0x40C00000u;  // bits of 6.0f
+  for (std::uint32_t m = 0; m <= kSix; ++m) {
+    check(m);
+    check(m | 0x80000000u);
+  }
+  for (std::uint64_t m = 0x7F800001u; m <= 0x7FFFFFFFu; m += 97) {
+    check(static_cast<std::uint32_t>(m));
+    check(static_cast<std::uint32_t>(m) | 0x80000000u);
+  }
+  check(native::kCudaNan);
+  INFO(n << " inputs");
+  CHECK(n > 2 * std::uint64_t{kSix});
+  CHECK(bad == 0);
+
+  std::uint64_t bad_ao = 0, bad_te = 0, m = 0;
+  const auto check_clamp = [&](std::uint32_t b) {
+    const float p = native::float_of(b);
+    const float y = native::torch_clamp(native::cuda_nan_result(p), native::kE2m1Max);
+    bad_ao +=
+        native::e2m1_code_clamp6(p) != native::torchao_f32_to_fx_unpacked(native::bits_of(y), 2, 1);
+    bad_te += native::te_cast_to_fp4_clamp6(p) != native::te_cast_to_fp4(y);
+    ++m;
+  };
+  for (std::uint64_t b = 0; b <= 0xFFFFFFFFull; b += 7) check_clamp(static_cast<std::uint32_t>(b));
+  for (const std::uint32_t c : {kSix, 0x7F800000u, 0u}) {
+    for (std::uint32_t d = 0; d < 65536; ++d) {
+      for (const std::uint32_t s : {0u, 0x80000000u}) {
+        check_clamp((c + d) | s);
+        check_clamp((c - d) | s);
+      }
+    }
+  }
+  INFO(m << " products");
+  CHECK(bad_ao == 0);
+  CHECK(bad_te == 0);
+}
+
+TEST_CASE("kRcpE2m1Max is RN32(1/6)", "[quant][nvfp4]") {
+  CHECK(native::bits_of(native::kRcpE2m1Max) == 0x3E2AAAABu);
+  CHECK(native::bits_of(native::rn_div(1.0f, 6.0f)) == 0x3E2AAAABu);
+  CHECK(native::bits_of(native::cuda_div_by_6(3.0f)) ==
+        native::bits_of(native::cuda_div_const(3.0f, 6.0f)));
 }
