@@ -849,7 +849,8 @@ __global__ void __launch_bounds__(kThreads)
       } else {
         generic_run<In, K>(a, t.cb, st, mxs, base, w, c);
       }
-      if (a.packed4) {
+      // Packed codes are 4-bit element formats: MX / NVFP4 (K == mx) or float targets.
+      if ((K == Kind::mx || K == Kind::flt) && a.packed4) {
         store_run_packed4(codes, base, a.n, vec, c);
       } else {
         store_run(codes, base, a.n, vec, c);
