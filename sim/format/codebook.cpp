@@ -8,6 +8,8 @@
 #include <vector>
 
 #include "sim/common/error.hpp"
+#include "sim/common/number.hpp"
+#include "sim/io/files.hpp"
 #include "sim/io/npy.hpp"
 #include "sim/native/bnb_dynamic_map.hpp"
 
@@ -93,9 +95,12 @@ Codebook load_codebook(const std::string& path) {
     }
     std::copy(v.begin(), v.end(), cb.values.begin());
   } else {
-    std::ifstream in(path);
-    if (!in) throw InputError(path + ": cannot open codebook (expected 256 numbers or a .npy)");
+    // Bounded before anything is read: /dev/zero or a huge file is refused by name, not read
+    // until memory runs out (256 numbers with comments fit in far less than 1 MiB).
+    const std::string text =
+        io::read_small_file(path, std::size_t{1} << 20, "a codebook of 256 numbers or a .npy");
     std::vector<float> v;
+    std::istringstream in(text);
     std::string line;
     while (std::getline(in, line)) {
       const std::size_t hash = line.find('#');
@@ -104,13 +109,11 @@ Codebook load_codebook(const std::string& path) {
       std::istringstream ls(line);
       std::string tok;
       while (ls >> tok) {
-        char* end = nullptr;
-        // strtof rounds the decimal text to the nearest float32 once (no double step).
-        const float x = std::strtof(tok.c_str(), &end);
-        if (end == tok.c_str() || *end != '\0') {
-          throw InputError(path + ": '" + tok + "' is not a number (expected 256 numbers)");
+        if (v.size() == 256) {
+          throw InputError(path + ": codebook has more than 256 entries, expected 256");
         }
-        v.push_back(x);
+        // The one number parser: the decimal rounded to the nearest float32 once.
+        v.push_back(number::parse_f32(tok, path + ": entry " + std::to_string(v.size())));
       }
     }
     if (v.size() != 256) {
