@@ -4,6 +4,7 @@
 //
 // --device cuda runs the GPU kernels (gpu/quantize.hpp) on the same arrays: the same bits as the
 // CPU reference; the element-wise exception flags are not collected there.
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -187,11 +188,29 @@ CliOptions parse(const Args& args, const std::string& target_flag, const std::st
   return o;
 }
 
+// An empty array is accepted only when its 2-d view (quant::matrix_view) is at most 1 x 1 (shape
+// (0,), (1, 0), ...): the quantizer loops over rows and keeps a state per row or column, so a
+// (2^40, 0) array would run 2^40 iterations and a (0, 2^40) one ask for 2^40 column scales, for
+// no data. Work and memory stay bounded by the file (docs/SEMANTICS.md 11.0).
+void check_empty_bounded(const std::vector<std::size_t>& shape, const std::string& what) {
+  std::size_t count = 1;
+  for (const std::size_t d : shape) count *= d;
+  if (count != 0) return;
+  std::size_t rows, cols;
+  quant::matrix_view(shape, rows, cols);
+  if (rows > 1 || cols > 1) {
+    throw InputError(what + ": an empty array viewed as " + std::to_string(rows) + " x " +
+                     std::to_string(cols) + " (expected a non-empty array, or an empty one of "
+                     "shape (0,))");
+  }
+}
+
 // The input as fp32 values: fp32 as is, fp16 and bf16 (bit patterns, --in-format bf16) widened
 // exactly.
 std::vector<float> read_values(CliOptions& o, io::NpyArray& a) {
   a = io::read_npy(o.in);
   io::require_c_order(a, o.in);
+  check_empty_bounded(a.shape, o.in);
   const std::size_t n = a.count();
   std::vector<float> x(n);
   const auto widen = [&](const FloatFormat& f) {
@@ -257,6 +276,7 @@ quant::Quantized quantize_cuda([[maybe_unused]] const CliOptions& o) {
   const io::NpyArray a = io::read_npy(o.in);
   io::require_c_order(a, o.in);
   const gpu::CastInput type = input_type(a, o.in, o.in_format == "bf16");
+  check_empty_bounded(a.shape, o.in);
   quant::check_shape(o.q, a.shape);
   std::size_t rows, cols;
   quant::matrix_view(a.shape, rows, cols);
@@ -324,6 +344,7 @@ int run_dequantize(const Args& args) {
     if (q.shape.size() != 2) throw InputError(o.in + ": --transpose expects 2-d codes");
     in_shape = {q.shape[1], q.shape[0]};
   }
+  check_empty_bounded(in_shape, o.in);
   quant::check_shape(o.q, in_shape);
   const std::vector<std::size_t> want = quant::state_shape(o.q.scheme, in_shape);
   if (state.shape != want) {

@@ -95,6 +95,28 @@ TEST_CASE("npy_shape_wrap0: quantize, dequantize and cast refuse wrapping shapes
   CHECK_FALSE(testing::exists(d / "y.npy"));
 }
 
+TEST_CASE("quantize_empty_huge_view: empty (2^40, 0) / (0, 2^40) inputs are refused",
+          "[cli][hostile]") {
+  // The quantizer loops over rows and keeps a scale per row or column: 2^40 iterations or 2^40
+  // scales for an empty array (this hung the first version of this test).
+  if (!have_cli()) return;
+  const Dir d;
+  const std::string rows = raw_npy(d / "r.npy", f32_dict("(1099511627776, 0)"), "");
+  const std::string cols = raw_npy(d / "c.npy", f32_dict("(0, 1099511627776)"), "");
+  const std::string empty = raw_npy(d / "e.npy", f32_dict("(0,)"), "");
+  const std::string out = " --out " + (d / "q.npy") + " --state-out " + (d / "s.npy");
+  for (const char* scheme : {"tensor", "rowwise", "colwise", "block:32"}) {
+    refused(d, std::string("quantize --to int8 --scheme ") + scheme + " --in " + rows + out,
+            "1099511627776 x 0");
+    refused(d, std::string("quantize --to int8 --scheme ") + scheme + " --in " + cols + out,
+            "0 x 1099511627776");
+  }
+  refused(d, "dequantize --from int8 --scheme tensor --in " + raw_npy(d / "rc.npy", "{'descr': '|i1', 'fortran_order': False, 'shape': (1099511627776, 0), }", "") +
+                 " --state " + x4(d) + " --out " + (d / "y.npy"),
+          "1099511627776 x 0");
+  CHECK(run_exmy(d, "quantize --scheme tensor --to int8 --in " + empty + out).rc == 0);
+}
+
 TEST_CASE("npy_header_trailing_garbage: cast refuses it", "[cli][hostile]") {
   if (!have_cli()) return;
   const Dir d;
