@@ -322,7 +322,7 @@ int run_step(const Args& args) {
     if (e.split && js.str("split_format") != optim::split_format_name(c.opt.split)) {
       throw InputError(sf + ": split format differs from --optimizer");
     }
-    optim::load_state(c, o.state, p, o.params, state);
+    optim::load_state(c, o.state, p, o.params, pa.shape, state);
   }
 
   // Loss scaling.

@@ -298,6 +298,21 @@ TEST_CASE("step_grads_shape_mismatch: a gradient of another shape with the same 
   CHECK(run_exmy(d, base + " --grads " + g3 + " --steps 3").rc == 0);
 }
 
+TEST_CASE("step_state_array_shape: a state array of another shape with the same count",
+          "[cli][hostile]") {
+  if (!have_cli()) return;
+  const Dir d;
+  const std::string p = d / "p.npy";
+  io::write_npy(p, io::make_npy(std::vector<float>(6, 1.0f), {2, 3}));
+  const std::string base = "step --optimizer adamw --grads " + p;
+  REQUIRE(run_exmy(d, base + " --params " + p + " --out " + (d / "s")).rc == 0);
+  io::write_npy(d / "s/state1.npy", io::make_npy(std::vector<float>(6, 0.0f), {3, 2}));
+  refused(d, base + " --params " + (d / "s/params.npy") + " --state " + (d / "s") + " --out " +
+                 (d / "o"),
+          "state1.npy: expected shape (2, 3)");
+  CHECK_FALSE(testing::exists(d / "o/state.json"));
+}
+
 TEST_CASE("step_no_partial_output: the outputs appear together, state.json last",
           "[cli][hostile]") {
   if (!have_cli()) return;
