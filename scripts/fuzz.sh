@@ -11,6 +11,10 @@ secs="${1:-60}"
 build="${2:-build-fuzz}"
 targets="${FUZZ_TARGETS:-npy_header format_name number rounding state_json codebook}"
 jobs="${JOBS:-2}"
+if ! command -v clang++ >/dev/null; then
+  echo "fuzz.sh: clang++ not found (libFuzzer needs clang; Debian: apt-get install clang)" >&2
+  exit 2
+fi
 launcher=()
 if command -v ccache >/dev/null; then
   launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_C_COMPILER_LAUNCHER=ccache)
