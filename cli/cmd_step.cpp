@@ -188,13 +188,20 @@ std::string json_float(float v) {
 }
 
 // Progress of a long run on stderr: steps done, rate and the time left, at most once a second
-// and only after the first two seconds (short runs print nothing).
+// and only after the first two seconds (short runs print nothing). EXMY_PROGRESS_SECONDS=S sets
+// both delays to S seconds (tests use 0: a line per step).
 class Progress {
  public:
-  explicit Progress(long total) : total_(total), start_(Clock::now()), last_(start_) {}
+  explicit Progress(long total) : total_(total), start_(Clock::now()), last_(start_) {
+    if (const char* e = std::getenv("EXMY_PROGRESS_SECONDS")) {
+      const double s = number::parse_f64(e, "EXMY_PROGRESS_SECONDS");
+      number::require_range(s, e, "EXMY_PROGRESS_SECONDS", 0.0, false, 1e6, false);
+      first_ = every_ = std::chrono::duration<double>(s);
+    }
+  }
   void update(long done) {
     const auto now = Clock::now();
-    if (now - last_ < std::chrono::seconds(1) || now - start_ < std::chrono::seconds(2)) return;
+    if (done == 0 || now - last_ < every_ || now - start_ < first_) return;
     last_ = now;
     printed_ = true;
     const double secs = std::chrono::duration<double>(now - start_).count();
@@ -225,6 +232,7 @@ class Progress {
   }
   long total_;
   Clock::time_point start_, last_;
+  std::chrono::duration<double> first_{2.0}, every_{1.0};
   bool printed_ = false;
 };
 
