@@ -251,6 +251,9 @@ int run_step(const Args& args) {
 
   // Parameters and gradients.
   const io::NpyArray pa = io::read_npy(o.params);
+  // Element order is C order everywhere: a Fortran-order file would be stepped element by element
+  // and written back transposed.
+  io::require_c_order(pa, o.params);
   std::vector<float> p;
   if (pa.descr == io::kDescrF16) {
     const auto u = io::as_u16(io::NpyArray{io::kDescrU16, pa.shape, false, pa.data}, o.params);
@@ -282,6 +285,7 @@ int run_step(const Args& args) {
     }
   }
   const io::NpyArray ga = io::read_npy(o.grads);
+  io::require_c_order(ga, o.grads);
   const std::vector<float> gall = io::as_f32(ga, o.grads);
   // The gradient's shape, not only its element count: a [3, 2] gradient for [2, 3] parameters
   // would otherwise be taken element by element in another layout.

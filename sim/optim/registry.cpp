@@ -242,6 +242,7 @@ template <typename T>
 void load_array(const std::string& path, std::vector<T>& v, const std::vector<std::size_t>& shape,
                 std::vector<T> (*conv)(const io::NpyArray&, const std::string&)) {
   const io::NpyArray a = io::read_npy(path);
+  io::require_c_order(a, path);
   std::vector<T> got = conv(a, path);
   if (got.size() != v.size()) {
     throw InputError(path + ": expected " + std::to_string(v.size()) + " elements, got " +

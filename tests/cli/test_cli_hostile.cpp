@@ -313,6 +313,22 @@ TEST_CASE("step_state_array_shape: a state array of another shape with the same 
   CHECK_FALSE(testing::exists(d / "o/state.json"));
 }
 
+TEST_CASE("step_fortran_order: Fortran-order params or grads are refused, not transposed",
+          "[cli][hostile]") {
+  if (!have_cli()) return;
+  const Dir d;
+  const std::string f = raw_npy(d / "f.npy",
+                                "{'descr': '<f4', 'fortran_order': True, 'shape': (2, 3), }",
+                                std::string(24, '\0'));
+  const std::string c = d / "c.npy";
+  io::write_npy(c, io::make_npy(std::vector<float>(6, 1.0f), {2, 3}));
+  refused(d, "step --optimizer adamw --params " + f + " --grads " + c + " --out " + (d / "o"),
+          "Fortran-order");
+  refused(d, "step --optimizer adamw --params " + c + " --grads " + f + " --out " + (d / "o"),
+          "Fortran-order");
+  CHECK_FALSE(testing::exists(d / "o/state.json"));
+}
+
 TEST_CASE("step_no_partial_output: the outputs appear together, state.json last",
           "[cli][hostile]") {
   if (!have_cli()) return;
