@@ -128,7 +128,8 @@ CliOptions parse(const Args& args, const std::string& target_flag, const std::st
     } else if (a == "--seed") {
       o.q.seed = parse_uint(option_value(args, i), "--seed", UINT64_MAX);
     } else if (a == "--margin") {
-      o.q.te_margin = static_cast<int>(number::parse_i64(option_value(args, i), "--margin", -126, 126));
+      o.q.te_margin =
+          static_cast<int>(number::parse_i64(option_value(args, i), "--margin", -126, 126));
     } else if (a == "--prev-scale") {
       o.q.te_prev_scale = float_option(option_value(args, i), "--prev-scale");
     } else if (a == "--scale") {
@@ -200,7 +201,8 @@ void check_empty_bounded(const std::vector<std::size_t>& shape, const std::strin
   quant::matrix_view(shape, rows, cols);
   if (rows > 1 || cols > 1) {
     throw InputError(what + ": an empty array viewed as " + std::to_string(rows) + " x " +
-                     std::to_string(cols) + " (expected a non-empty array, or an empty one of "
+                     std::to_string(cols) +
+                     " (expected a non-empty array, or an empty one of "
                      "shape (0,))");
   }
 }

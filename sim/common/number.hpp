@@ -8,9 +8,9 @@
 #pragma once
 
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
-#include <cstdint>
 #include <limits>
 #include <string>
 #include <string_view>
@@ -60,8 +60,8 @@ T parse_real(std::string_view text, std::string_view what) {
                              : static_cast<T>(std::strtod(s.c_str(), nullptr));
   // Overflow gives inf; an underflow gives the correctly rounded subnormal or zero, a value.
   if (!std::isfinite(v)) {
-    bad(what, text, std::string("a number within the range of ") +
-                        (sizeof(T) == 4 ? "float32" : "float64"));
+    bad(what, text,
+        std::string("a number within the range of ") + (sizeof(T) == 4 ? "float32" : "float64"));
   }
   return v;
 }
@@ -88,7 +88,8 @@ inline double require_range(double v, std::string_view text, std::string_view wh
     std::snprintf(buf, sizeof buf, "%.17g", x);
     return std::string(buf);
   };
-  std::string dom = std::string(lo_open ? "(" : "[") + num(lo) + ", " + num(hi) + (hi_open ? ")" : "]");
+  std::string dom =
+      std::string(lo_open ? "(" : "[") + num(lo) + ", " + num(hi) + (hi_open ? ")" : "]");
   detail::bad(what, text, "a number in " + dom);
 }
 
@@ -141,9 +142,9 @@ inline std::int64_t parse_i64(std::string_view text, std::string_view what, std:
     m = m * 10 + d;
   }
   if (!neg && m == lim) detail::bad(what, text, expected);
-  const std::int64_t v = neg ? (m == lim ? std::numeric_limits<std::int64_t>::min()
-                                         : -static_cast<std::int64_t>(m))
-                             : static_cast<std::int64_t>(m);
+  const std::int64_t v =
+      neg ? (m == lim ? std::numeric_limits<std::int64_t>::min() : -static_cast<std::int64_t>(m))
+          : static_cast<std::int64_t>(m);
   if (v < lo || v > hi) detail::bad(what, text, expected);
   return v;
 }

@@ -3,8 +3,8 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
-#include <string_view>
 #include <sstream>
+#include <string_view>
 #include <vector>
 
 #include "sim/common/error.hpp"

@@ -126,8 +126,9 @@ void OutputSet::commit() {
 StagingDir::StagingDir(const std::string& parent)
     : path_(parent + "/.exmy-stage." + unique_suffix()) {
   if (::mkdir(path_.c_str(), 0700) != 0) {
-    throw InputError(parent + ": cannot create a temporary directory (expected a writable "
-                              "directory)");
+    throw InputError(parent +
+                     ": cannot create a temporary directory (expected a writable "
+                     "directory)");
   }
 }
 

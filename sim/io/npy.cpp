@@ -126,7 +126,8 @@ class HeaderDict {
   }
   std::string word() {
     const std::size_t from = i_;
-    while (i_ < s_.size() && ((s_[i_] >= 'A' && s_[i_] <= 'Z') || (s_[i_] >= 'a' && s_[i_] <= 'z'))) {
+    while (i_ < s_.size() &&
+           ((s_[i_] >= 'A' && s_[i_] <= 'Z') || (s_[i_] >= 'a' && s_[i_] <= 'z'))) {
       ++i_;
     }
     return std::string(s_.substr(from, i_ - from));
@@ -139,7 +140,8 @@ class HeaderDict {
     bool comma_after_last = false;
     while (!at(')')) {
       if (!dims.empty() && !comma_after_last) bad("expected ',' between shape dimensions");
-      if (dims.size() >= kMaxRank) bad("shape has more than " + std::to_string(kMaxRank) + " dimensions");
+      if (dims.size() >= kMaxRank)
+        bad("shape has more than " + std::to_string(kMaxRank) + " dimensions");
       const std::size_t from = i_;
       std::uint64_t v = 0;
       while (i_ < s_.size() && s_[i_] >= '0' && s_[i_] <= '9') {
@@ -208,8 +210,8 @@ std::size_t npy_prefix_size(const unsigned char* bytes, std::size_t size, const 
   if (size < header_at) fail(path, "truncated .npy header");
   const std::size_t header_len = read_le(&bytes[8], major == 1 ? 2 : 4);
   if (header_len > kMaxHeaderLen) {
-    fail(path, "malformed .npy header: header length " + std::to_string(header_len) +
-                   " exceeds " + std::to_string(kMaxHeaderLen) + " bytes");
+    fail(path, "malformed .npy header: header length " + std::to_string(header_len) + " exceeds " +
+                   std::to_string(kMaxHeaderLen) + " bytes");
   }
   return header_at + header_len;
 }

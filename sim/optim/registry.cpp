@@ -365,8 +365,7 @@ State init_state(const Config& c, std::span<const float> p) {
 }
 
 void load_state(const Config& c, const std::string& dir, std::span<const float> p,
-                const std::string& params_path, const std::vector<std::size_t>& shape,
-                State& s) {
+                const std::string& params_path, const std::vector<std::size_t>& shape, State& s) {
   for (const StateArray& a : c.opt.entry->arrays(c, s)) {
     const std::string path = dir + "/" + a.file + ".npy";
     std::visit(

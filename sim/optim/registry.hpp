@@ -127,8 +127,7 @@ State init_state(const Config& c, std::span<const float> p);
 // Split entries: `p` (read from `params_path`) must equal the joined loaded parameters (the state
 // is authoritative).
 void load_state(const Config& c, const std::string& dir, std::span<const float> p,
-                const std::string& params_path, const std::vector<std::size_t>& shape,
-                State& s);
+                const std::string& params_path, const std::vector<std::size_t>& shape, State& s);
 // Writes every array to dir/<file>.npy (each atomically), param-shaped ones with `shape`.
 void save_state(const Config& c, const std::string& dir, const std::vector<std::size_t>& shape,
                 State& s);

@@ -31,7 +31,8 @@ SplitFormat parse_split_format(const std::string& name) {
   // K through the one number parser: digits only (strtol took " 8", "+8" and "-0").
   const int kmax = f.hi == Storage::bf16 ? 16 : 13;
   const std::string_view kt = std::string_view(s).substr(plus + 1);
-  const bool digits = kt.size() <= 2 && kt.find_first_not_of("0123456789") == std::string_view::npos;
+  const bool digits =
+      kt.size() <= 2 && kt.find_first_not_of("0123456789") == std::string_view::npos;
   const long k = digits ? static_cast<long>(number::parse_u64(kt, "K", 99, false)) : -1;
   if (k < 0 || k > kmax) {
     throw InputError("split format '" + name + "': K must be an integer 0.." +

@@ -86,8 +86,9 @@ TEST_CASE("npy_shape_wrap0: quantize, dequantize and cast refuse wrapping shapes
   for (const std::string& in : {wrap0, rc, w4}) {
     refused(d, "quantize --scheme tensor --to e4m3fn --in " + in + out, in + ": ");
     refused(d, "quantize --scheme block:32 --to int8 --in " + in + out, "too large");
-    refused(d, "dequantize --scheme tensor --from e4m3fn --in " + in + " --state " + x4(d) +
-                   " --out " + (d / "y.npy"),
+    refused(d,
+            "dequantize --scheme tensor --from e4m3fn --in " + in + " --state " + x4(d) +
+                " --out " + (d / "y.npy"),
             "too large");
     refused(d, "cast e4m3fn --in " + in + " --out " + (d / "y.npy"), "too large");
   }
@@ -111,17 +112,20 @@ TEST_CASE("quantize_empty_huge_view: empty (2^40, 0) / (0, 2^40) inputs are refu
     refused(d, std::string("quantize --to int8 --scheme ") + scheme + " --in " + cols + out,
             "0 x 1099511627776");
   }
-  refused(d, "dequantize --from int8 --scheme tensor --in " + raw_npy(d / "rc.npy", "{'descr': '|i1', 'fortran_order': False, 'shape': (1099511627776, 0), }", "") +
-                 " --state " + x4(d) + " --out " + (d / "y.npy"),
-          "1099511627776 x 0");
+  refused(
+      d,
+      "dequantize --from int8 --scheme tensor --in " +
+          raw_npy(d / "rc.npy",
+                  "{'descr': '|i1', 'fortran_order': False, 'shape': (1099511627776, 0), }", "") +
+          " --state " + x4(d) + " --out " + (d / "y.npy"),
+      "1099511627776 x 0");
   CHECK(run_exmy(d, "quantize --scheme tensor --to int8 --in " + empty + out).rc == 0);
 }
 
 TEST_CASE("npy_header_trailing_garbage: cast refuses it", "[cli][hostile]") {
   if (!have_cli()) return;
   const Dir d;
-  const std::string in =
-      raw_npy(d / "t.npy", f32_dict("(1,)") + "garbage", std::string(4, '\0'));
+  const std::string in = raw_npy(d / "t.npy", f32_dict("(1,)") + "garbage", std::string(4, '\0'));
   refused(d, "cast e4m3fn --in " + in + " --out " + (d / "y.npy"), "trailing characters");
   CHECK_FALSE(testing::exists(d / "y.npy"));
 }
@@ -174,15 +178,15 @@ TEST_CASE("quantize_scale_not_finite: --scale nan|inf|1e999 and other float opti
   CHECK(run_exmy(d, base + " --scale 1e-40").rc == 0);  // a float32 subnormal: a value
 }
 
-TEST_CASE("quantize_out_equals_state_out: one file named twice, however spelt",
-          "[cli][hostile]") {
+TEST_CASE("quantize_out_equals_state_out: one file named twice, however spelt", "[cli][hostile]") {
   if (!have_cli()) return;
   const Dir d;
   const std::string base = "quantize --scheme tensor --to e4m3fn --in " + x4(d);
   refused(d, base + " --out " + (d / "q.npy") + " --state-out " + (d / "q.npy"), "same file");
   refused(d, base + " --out " + (d / "q.npy") + " --state-out " + (d / "./q.npy"), "same file");
-  refused(d, base + " --out " + (d / "q.npy") + " --state-out " + d.path + "/../" +
-                 fs::path(d.path).filename().string() + "/q.npy",
+  refused(d,
+          base + " --out " + (d / "q.npy") + " --state-out " + d.path + "/../" +
+              fs::path(d.path).filename().string() + "/q.npy",
           "same file");
   CHECK_FALSE(testing::exists(d / "q.npy"));
 }
@@ -191,8 +195,8 @@ TEST_CASE("quantize_no_partial_output: an unwritable --state-out leaves no Q.npy
           "[cli][hostile]") {
   if (!have_cli()) return;
   const Dir d;
-  const std::string base = "quantize --scheme tensor --to e4m3fn --in " + x4(d) + " --out " +
-                           (d / "q.npy");
+  const std::string base =
+      "quantize --scheme tensor --to e4m3fn --in " + x4(d) + " --out " + (d / "q.npy");
   refused(d, base + " --state-out " + (d / "missing/s.npy"), "missing/s.npy");
   CHECK_FALSE(testing::exists(d / "q.npy"));
   // A previous Q.npy is left as it was, and a directory squatting on the state's name is found
@@ -213,7 +217,8 @@ TEST_CASE("step_hyper_out_of_domain: PyTorch's hyperparameter checks", "[cli][ho
   const std::string base = "step --params " + p + " --grads " + p + " --out " + (d / "o");
   for (const char* h : {"--lr -1", "--beta1 1", "--beta1 1.5", "--beta1 -0.1", "--beta2 1",
                         "--eps -1", "--wd -1", "--lr nan", "--lr 1e999"}) {
-    refused(d, base + " --optimizer adamw " + h, std::string(h).substr(0, std::string(h).find(' ')));
+    refused(d, base + " --optimizer adamw " + h,
+            std::string(h).substr(0, std::string(h).find(' ')));
   }
   refused(d, base + " --optimizer sgd --momentum -1", "--momentum");
   refused(d, base + " --optimizer sgd --nesterov --momentum 0", "--nesterov");
@@ -242,8 +247,9 @@ TEST_CASE("step_state_json_fields: malformed state.json fields are named", "[cli
   if (!have_cli()) return;
   const Dir d;
   const std::string p = x4(d);
-  REQUIRE(run_exmy(d, "step --optimizer adamw --params " + p + " --grads " + p + " --out " + (d / "s"))
-              .rc == 0);
+  REQUIRE(
+      run_exmy(d, "step --optimizer adamw --params " + p + " --grads " + p + " --out " + (d / "s"))
+          .rc == 0);
   const std::string good = testing::slurp(d / "s/state.json");
   const auto with = [&](const std::string& from, const std::string& to) {
     std::string j = good;
@@ -307,9 +313,10 @@ TEST_CASE("step_state_array_shape: a state array of another shape with the same 
   const std::string base = "step --optimizer adamw --grads " + p;
   REQUIRE(run_exmy(d, base + " --params " + p + " --out " + (d / "s")).rc == 0);
   io::write_npy(d / "s/state1.npy", io::make_npy(std::vector<float>(6, 0.0f), {3, 2}));
-  refused(d, base + " --params " + (d / "s/params.npy") + " --state " + (d / "s") + " --out " +
-                 (d / "o"),
-          "state1.npy: expected shape (2, 3)");
+  refused(
+      d,
+      base + " --params " + (d / "s/params.npy") + " --state " + (d / "s") + " --out " + (d / "o"),
+      "state1.npy: expected shape (2, 3)");
   CHECK_FALSE(testing::exists(d / "o/state.json"));
 }
 
@@ -317,9 +324,9 @@ TEST_CASE("step_fortran_order: Fortran-order params or grads are refused, not tr
           "[cli][hostile]") {
   if (!have_cli()) return;
   const Dir d;
-  const std::string f = raw_npy(d / "f.npy",
-                                "{'descr': '<f4', 'fortran_order': True, 'shape': (2, 3), }",
-                                std::string(24, '\0'));
+  const std::string f =
+      raw_npy(d / "f.npy", "{'descr': '<f4', 'fortran_order': True, 'shape': (2, 3), }",
+              std::string(24, '\0'));
   const std::string c = d / "c.npy";
   io::write_npy(c, io::make_npy(std::vector<float>(6, 1.0f), {2, 3}));
   refused(d, "step --optimizer adamw --params " + f + " --grads " + c + " --out " + (d / "o"),
@@ -378,8 +385,8 @@ TEST_CASE("help_on_every_subcommand: --help and -h print usage and exit 0", "[cl
     for (const char* h : {"--help", "-h"}) {
       INFO(c << " " << h);
       const std::string out = d / "out.txt";
-      const int rc = std::system(("'" + testing::cli() + "' " + c + " " + h + " >'" + out +
-                                  "' 2>/dev/null").c_str());
+      const int rc = std::system(
+          ("'" + testing::cli() + "' " + c + " " + h + " >'" + out + "' 2>/dev/null").c_str());
       CHECK(rc == 0);
       CHECK(testing::slurp(out).find("usage: exmy") != std::string::npos);
     }

@@ -189,7 +189,8 @@ TEST_CASE("user codebook tables: text and npy, with validation", "[format][codeb
                     Catch::Contains("entry 7 'nan'") && Catch::Contains("decimal number"));
   // codebook_dev_zero (issue 16): /dev/zero, a directory or an oversized table is refused by
   // name before it is read (it was read line by line until memory ran out).
-  CHECK_THROWS_WITH(load_codebook("/dev/zero"), Catch::Contains("/dev/zero: is not a regular file"));
+  CHECK_THROWS_WITH(load_codebook("/dev/zero"),
+                    Catch::Contains("/dev/zero: is not a regular file"));
   CHECK_THROWS_WITH(load_codebook("/tmp"), Catch::Contains("/tmp: is a directory"));
   {
     const std::string p = write_text("huge.txt", {std::string(2u << 20, ' ')});

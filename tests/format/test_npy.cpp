@@ -183,11 +183,11 @@ TEST_CASE("npy_header_trailing_garbage and other dict faults are refused",
       "'descr' given twice");
   bad("extra.npy", "{'descr': '<f4', 'fortran_order': False, 'shape': (1,), 'x': 1}",
       "unexpected key 'x'");
-  bad("nocomma.npy", "{'descr': '<f4', 'fortran_order': False, 'shape': (1)}",
-      "needs its comma");
+  bad("nocomma.npy", "{'descr': '<f4', 'fortran_order': False, 'shape': (1)}", "needs its comma");
   bad("negdim.npy", "{'descr': '<f4', 'fortran_order': False, 'shape': (-1,)}",
       "non-negative integer");
-  bad("fo.npy", "{'descr': '<f4', 'fortran_order': 0, 'shape': (1,)}", "fortran_order is not True or False");
+  bad("fo.npy", "{'descr': '<f4', 'fortran_order': 0, 'shape': (1,)}",
+      "fortran_order is not True or False");
   bad("nobrace.npy", "'descr': '<f4', 'fortran_order': False, 'shape': (1,)", "dict opening");
   bad("open.npy", "{'descr': '<f4', 'fortran_order': False, 'shape': (1,)", "expected");
   bad("f3.npy", "{'descr': '<f3', 'fortran_order': False, 'shape': (1,)}", "unsupported dtype");
@@ -201,9 +201,9 @@ TEST_CASE("npy_header_trailing_garbage and other dict faults are refused",
 }
 
 TEST_CASE("npy_version_and_header_length are checked", "[format][npy][hostile]") {
-  const std::string p = raw_file("v11.npy", 1,
-                                 "{'descr': '<f4', 'fortran_order': False, 'shape': (1,)}",
-                                 std::string(4, '\0'));
+  const std::string p =
+      raw_file("v11.npy", 1, "{'descr': '<f4', 'fortran_order': False, 'shape': (1,)}",
+               std::string(4, '\0'));
   {
     std::fstream f(p, std::ios::in | std::ios::out | std::ios::binary);
     f.seekp(7);
@@ -221,7 +221,7 @@ TEST_CASE("npy_version_and_header_length are checked", "[format][npy][hostile]")
 TEST_CASE("npy_input_not_a_file: directories and devices are named", "[format][npy][hostile]") {
   std::filesystem::create_directories(kDir / "adir");
   CHECK_THROWS_WITH(read_npy((kDir / "adir").string()), Catch::Contains("is a directory"));
-  CHECK_THROWS_WITH(read_npy("/dev/zero"), Catch::Contains("/dev/zero") &&
-                                               Catch::Contains("not a regular file"));
+  CHECK_THROWS_WITH(read_npy("/dev/zero"),
+                    Catch::Contains("/dev/zero") && Catch::Contains("not a regular file"));
   std::filesystem::remove_all(kDir);
 }

@@ -64,10 +64,8 @@ TEST_CASE("number: integers, bounds and domains", "[number]") {
   CHECK_THROWS_AS(number::parse_u64("-1", "n", 255), InputError);
   CHECK_THROWS_AS(number::parse_u64("0x", "n", 255), InputError);
   CHECK(number::parse_i64("-9223372036854775808", "n", INT64_MIN, INT64_MAX) == INT64_MIN);
-  CHECK_THROWS_AS(number::parse_i64("9223372036854775808", "n", INT64_MIN, INT64_MAX),
-                  InputError);
-  CHECK_THROWS_AS(number::parse_i64("-9223372036854775809", "n", INT64_MIN, INT64_MAX),
-                  InputError);
+  CHECK_THROWS_AS(number::parse_i64("9223372036854775808", "n", INT64_MIN, INT64_MAX), InputError);
+  CHECK_THROWS_AS(number::parse_i64("-9223372036854775809", "n", INT64_MIN, INT64_MAX), InputError);
   CHECK_THROWS_WITH(number::parse_i64("-3", "step", 0, 10),
                     Catch::Contains("step '-3': expected an integer in [0, 10]"));
   CHECK_THROWS_AS(number::parse_i64("-", "n", -5, 5), InputError);
@@ -93,10 +91,10 @@ TEST_CASE("flat_json: strict objects and typed fields", "[io][json]") {
   CHECK_THROWS_WITH(j.str("n"), Catch::Contains("s.json: \"n\" is not a string"));
   CHECK_THROWS_WITH(j.u64("f", 100), Catch::Contains("\"f\" '-1.5e3'"));
   CHECK_THROWS_WITH(j.str("missing"), Catch::Contains("s.json: missing \"missing\""));
-  for (const char* bad : {"", "{", "{}x", "{\"a\":1,}", "{\"a\":1 \"b\":2}", "{\"a\":01}",
-                          "{\"a\":1.}", "{\"a\":-}", "{\"a\":+1}", "{\"a\":{}}", "{\"a\":[1,]}",
-                          "{\"a\":\"\\x\"}", "{\"a\":\"\\ud800\"}", "{\"a\":1,\"a\":2}",
-                          "{\"a\":tru}", "{\"a\":\"x\n\"}", "{a:1}", "[1]", "{\"a\":NaN}"}) {
+  for (const char* bad :
+       {"", "{", "{}x", "{\"a\":1,}", "{\"a\":1 \"b\":2}", "{\"a\":01}", "{\"a\":1.}", "{\"a\":-}",
+        "{\"a\":+1}", "{\"a\":{}}", "{\"a\":[1,]}", "{\"a\":\"\\x\"}", "{\"a\":\"\\ud800\"}",
+        "{\"a\":1,\"a\":2}", "{\"a\":tru}", "{\"a\":\"x\n\"}", "{a:1}", "[1]", "{\"a\":NaN}"}) {
     INFO(bad);
     CHECK_THROWS_WITH(io::FlatJson(bad, "s.json"), Catch::Contains("s.json: malformed JSON"));
   }
