@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
+#include <cstring>
 #include <sstream>
 #include <string_view>
 #include <vector>
@@ -122,12 +123,17 @@ Codebook load_codebook(const std::string& path) {
   }
   Codebook cb;
   cb.name = "table:" + path;
-  const io::NpyArray a = io::read_npy(path);
-  const std::vector<float> v = io::as_f32(a, path);
-  if (v.size() != 256) {
-    throw InputError(path + ": codebook has " + std::to_string(v.size()) +
+  // The header first: a valid .npy of gigabytes is refused by its count, not read.
+  const io::NpyMappedFile f(path);
+  if (f.header().descr != io::kDescrF32) {
+    throw InputError(path + ": dtype '" + f.header().descr + "', expected '" + io::kDescrF32 + "'");
+  }
+  if (f.header().count() != 256) {
+    throw InputError(path + ": codebook has " + std::to_string(f.header().count()) +
                      " entries, expected 256 float32");
   }
+  std::vector<float> v(256);
+  std::memcpy(v.data(), f.data(), 256 * sizeof(float));
   std::copy(v.begin(), v.end(), cb.values.begin());
   validate_codebook(cb, path);
   return cb;

@@ -212,5 +212,10 @@ TEST_CASE("user codebook tables: text and npy, with validation", "[format][codeb
   CHECK_THROWS_AS(load_codebook((dir / "missing.txt").string()), InputError);
   io::write_npy((dir / "u8.npy").string(), io::make_npy(std::vector<std::uint8_t>(256)));
   CHECK_THROWS_WITH(load_codebook((dir / "u8.npy").string()), Catch::Contains("expected '<f4'"));
+  // codebook_npy_huge (issue 16): a .npy table is refused by its header's count, before its data
+  // is read (a valid 64 MiB array is not loaded to find it has too many entries).
+  io::write_npy((dir / "big.npy").string(), io::make_npy(std::vector<float>(1 << 24, 0.0f)));
+  CHECK_THROWS_WITH(load_codebook((dir / "big.npy").string()),
+                    Catch::Contains("16777216 entries, expected 256 float32"));
   std::filesystem::remove_all(dir);
 }
