@@ -3,6 +3,7 @@
 #include <cstdio>
 
 #include "sim/common/error.hpp"
+#include "sim/common/number.hpp"
 
 namespace exmy::cli {
 
@@ -26,7 +27,7 @@ Rounding parse_rounding(std::string_view mode) {
     if (bits.empty() || bits.size() > 2 || bits.find_first_not_of("0123456789") != bits.npos) {
       throw InputError("rounding mode '" + std::string(mode) + "': expected sr:R with R = 1..32");
     }
-    r.sr_bits = std::stoi(std::string(bits));
+    r.sr_bits = static_cast<int>(number::parse_u64(bits, "rounding mode sr:R", 99, false));
     if (r.sr_bits < 1 || r.sr_bits > 32) {
       throw InputError("rounding mode '" + std::string(mode) + "': expected sr:R with R = 1..32");
     }
@@ -51,6 +52,8 @@ RoundSpec parse_round_spec(std::string_view text) {
                           "': expected mask[:outer=clamp|keep][,inner=min|zero|keep]";
   if (rest[0] != ':') throw InputError(bad);
   rest.remove_prefix(1);
+  // "mask:" with nothing after the colon is a typo, not the defaults (those are plain "mask").
+  if (rest.empty()) throw InputError(bad);
   while (!rest.empty()) {
     const std::size_t comma = rest.find(',');
     const std::string_view item = rest.substr(0, comma);
@@ -89,34 +92,7 @@ TieRule parse_tie(std::string_view text) {
 }
 
 std::uint64_t parse_uint(std::string_view text, const std::string& what, std::uint64_t max) {
-  const std::string bad =
-      what + " '" + std::string(text) + "': expected an unsigned integer <= " + std::to_string(max);
-  std::string_view digits = text;
-  int base = 10;
-  if (digits.substr(0, 2) == "0x" || digits.substr(0, 2) == "0X") {
-    base = 16;
-    digits.remove_prefix(2);
-  }
-  if (digits.empty() || digits.size() > 20) throw InputError(bad);
-  std::uint64_t v = 0;
-  for (const char c : digits) {
-    int d;
-    if (c >= '0' && c <= '9') {
-      d = c - '0';
-    } else if (base == 16 && c >= 'a' && c <= 'f') {
-      d = c - 'a' + 10;
-    } else if (base == 16 && c >= 'A' && c <= 'F') {
-      d = c - 'A' + 10;
-    } else {
-      throw InputError(bad);
-    }
-    if (d >= base) throw InputError(bad);
-    if (v > (max - static_cast<std::uint64_t>(d)) / static_cast<std::uint64_t>(base)) {
-      throw InputError(bad);
-    }
-    v = v * static_cast<std::uint64_t>(base) + static_cast<std::uint64_t>(d);
-  }
-  return v;
+  return number::parse_u64(text, what, max);
 }
 
 namespace {

@@ -4,6 +4,7 @@
 // Bytes per parameter and totals of each configuration (docs/SEMANTICS.md 9.8). NAME is an
 // optimizer of the registry (sim/optim/registry.hpp; a split name such as adamw-bf16+8 fixes the
 // weights) or none (no optimizer state). Every NAME is checked before anything is printed.
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
@@ -12,10 +13,16 @@
 #include "cli/cli_util.hpp"
 #include "cli/command.hpp"
 #include "sim/common/error.hpp"
+#include "sim/common/number.hpp"
 #include "sim/optim/memory.hpp"
 
 namespace exmy::cli {
 namespace {
+
+constexpr const char* kUsage =
+    "usage: exmy memory --params N --optimizer NAME[,NAME...] [--weights fp32|bf16|fp16] "
+    "[--master] [--extra-bits K [--sr]] [--grads fp32|bf16|fp16] [--fused-backward] [--block B] "
+    "[--json]";
 
 int dtype_bytes(const std::string& s, const char* what) {
   if (s == "fp32") return 4;
@@ -29,12 +36,18 @@ int run_memory(const Args& args) {
   bool json = false, have_params = false;
   for (std::size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
-    if (a == "--params") {
+    if (a == "--help" || a == "-h") {
+      std::printf("%s\n", kUsage);
+      return 0;
+    } else if (a == "--params") {
+      // A count of parameters: a positive whole number (1.5e9 is one), at most 2^53 so that
+      // every count is exact in the double the byte totals are computed in.
       const std::string& v = option_value(args, i);
-      char* end = nullptr;
-      base.params = std::strtod(v.c_str(), &end);
-      if (*end != '\0' || !(base.params > 0)) {
-        throw InputError("--params '" + v + "': expected a positive number (e.g. 1.5e9)");
+      base.params = number::parse_f64(v, "--params");
+      if (!(base.params >= 1 && base.params <= 9007199254740992.0 &&
+            std::floor(base.params) == base.params)) {
+        throw InputError("--params '" + v +
+                         "': expected a whole number of parameters in [1, 2^53] (e.g. 1.5e9)");
       }
       have_params = true;
     } else if (a == "--optimizer") {
@@ -64,11 +77,8 @@ int run_memory(const Args& args) {
     } else if (a == "--json") {
       json = true;
     } else {
-      throw InputError("unknown option '" + a +
-                       "' (usage: exmy memory --params N --optimizer "
-                       "NAME[,NAME...] [--weights fp32|bf16|fp16] [--master] [--extra-bits K "
-                       "[--sr]] [--grads DTYPE] [--fused-backward] [--block B] [--json]; NAME: " +
-                       optim::memory_optimizer_names() + ")");
+      throw InputError("unknown option '" + a + "' (" + kUsage +
+                       "; NAME: " + optim::memory_optimizer_names() + ")");
     }
   }
   if (!have_params) throw InputError("--params is required (e.g. --params 1.5e9)");

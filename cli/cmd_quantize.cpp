@@ -4,6 +4,8 @@
 //
 // --device cuda runs the GPU kernels (gpu/quantize.hpp) on the same arrays: the same bits as the
 // CPU reference; the element-wise exception flags are not collected there.
+#include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
@@ -15,6 +17,8 @@
 #include "cli/command.hpp"
 #include "gpu/host_arrays.hpp"
 #include "sim/common/error.hpp"
+#include "sim/common/number.hpp"
+#include "sim/io/files.hpp"
 #include "sim/io/npy.hpp"
 #include "sim/native/convert.hpp"
 #include "sim/native/pack4.hpp"
@@ -44,12 +48,12 @@ struct CliOptions {
   Device device = Device::cpu;
 };
 
-float parse_float_arg(const std::string& text, const std::string& what) {
-  char* end = nullptr;
-  const float v = std::strtof(text.c_str(), &end);
-  if (text.empty() || end != text.c_str() + text.size()) {
-    throw InputError(what + " '" + text + "': expected a number");
-  }
+// A float option through the CLI's one number parser (sim/common/number.hpp): finite, one
+// rounding to fp32, and > 0 (or >= 0 when zero_ok). NaN is the options' "not given", so a NaN,
+// an inf or an overflowing 1e999 is refused here rather than silently ignored.
+float float_option(const std::string& text, const std::string& what, bool zero_ok = false) {
+  const float v = number::parse_f32(text, what);
+  number::require_range(v, text, what, 0.0, !zero_ok, HUGE_VAL, true);
   return v;
 }
 
@@ -90,12 +94,8 @@ CliOptions parse(const Args& args, const std::string& target_flag, const std::st
     } else if (a == "--two-level") {
       o.q.two_level = true;
     } else if (a == "--tensor-amax" || a == "--tensor-scale") {
-      // NaN is the options' "not given": a NaN (or inf) on the command line is refused here.
-      const float v = parse_float_arg(option_value(args, i), a);
-      if (!(v > 0.0f && native::is_finite32(v))) {
-        throw InputError(a + " '" + args[i] + "': expected a finite value > 0");
-      }
-      (a == "--tensor-amax" ? o.q.tensor_amax : o.q.tensor_scale) = v;
+      (a == "--tensor-amax" ? o.q.tensor_amax : o.q.tensor_scale) =
+          float_option(option_value(args, i), a);
     } else if (a == "--tensor-scale-out" || a == "--tensor-scale-in") {
       if (a != (state_flag == "--state-out" ? "--tensor-scale-out" : "--tensor-scale-in")) {
         throw InputError("unknown argument '" + a + "' (" + usage + ")");
@@ -128,16 +128,14 @@ CliOptions parse(const Args& args, const std::string& target_flag, const std::st
     } else if (a == "--seed") {
       o.q.seed = parse_uint(option_value(args, i), "--seed", UINT64_MAX);
     } else if (a == "--margin") {
-      const std::string& v = option_value(args, i);
-      const bool neg = !v.empty() && v[0] == '-';
-      const auto m = static_cast<int>(parse_uint(neg ? v.substr(1) : v, "--margin", 126));
-      o.q.te_margin = neg ? -m : m;
+      o.q.te_margin =
+          static_cast<int>(number::parse_i64(option_value(args, i), "--margin", -126, 126));
     } else if (a == "--prev-scale") {
-      o.q.te_prev_scale = parse_float_arg(option_value(args, i), "--prev-scale");
+      o.q.te_prev_scale = float_option(option_value(args, i), "--prev-scale");
     } else if (a == "--scale") {
-      o.q.given_scale = parse_float_arg(option_value(args, i), "--scale");
+      o.q.given_scale = float_option(option_value(args, i), "--scale");
     } else if (a == "--amax-epsilon") {
-      o.q.te_amax_epsilon = parse_float_arg(option_value(args, i), "--amax-epsilon");
+      o.q.te_amax_epsilon = float_option(option_value(args, i), "--amax-epsilon", true);
     } else if (a == "--pow2-scale") {
       o.q.pow2_scale = true;
     } else if (a == "--fp16-clamp") {
@@ -179,16 +177,34 @@ CliOptions parse(const Args& args, const std::string& target_flag, const std::st
                        "'");
     }
   }
-  // Outputs must be distinct files: one would silently replace the other.
-  const std::vector<std::string> outs{o.out, o.state, o.tensor_state};
-  for (std::size_t a = 0; a < outs.size(); ++a) {
-    for (std::size_t b = a + 1; b < outs.size(); ++b) {
-      if (!outs[a].empty() && outs[a] == outs[b]) {
-        throw InputError("'" + outs[a] + "' is named twice: expected distinct files");
-      }
+  // Outputs must be distinct files (one would silently replace the other), however spelt
+  // (q.npy and ./q.npy are one file): checked before any work by staging them in a set that is
+  // never committed.
+  if (state_flag == "--state-out") {
+    io::OutputSet names;
+    for (const std::string& p : {o.out, o.state, o.tensor_state}) {
+      if (!p.empty()) names.stage(p);
     }
   }
   return o;
+}
+
+// An empty array is accepted only when its 2-d view (quant::matrix_view) is at most 1 x 1 (shape
+// (0,), (1, 0), ...): the quantizer loops over rows and keeps a state per row or column, so a
+// (2^40, 0) array would run 2^40 iterations and a (0, 2^40) one ask for 2^40 column scales, for
+// no data. Work and memory stay bounded by the file (docs/SEMANTICS.md 11.0).
+void check_empty_bounded(const std::vector<std::size_t>& shape, const std::string& what) {
+  std::size_t count = 1;
+  for (const std::size_t d : shape) count *= d;
+  if (count != 0) return;
+  std::size_t rows, cols;
+  quant::matrix_view(shape, rows, cols);
+  if (rows > 1 || cols > 1) {
+    throw InputError(what + ": an empty array viewed as " + std::to_string(rows) + " x " +
+                     std::to_string(cols) +
+                     " (expected a non-empty array, or an empty one of "
+                     "shape (0,))");
+  }
 }
 
 // The input as fp32 values: fp32 as is, fp16 and bf16 (bit patterns, --in-format bf16) widened
@@ -196,6 +212,7 @@ CliOptions parse(const Args& args, const std::string& target_flag, const std::st
 std::vector<float> read_values(CliOptions& o, io::NpyArray& a) {
   a = io::read_npy(o.in);
   io::require_c_order(a, o.in);
+  check_empty_bounded(a.shape, o.in);
   const std::size_t n = a.count();
   std::vector<float> x(n);
   const auto widen = [&](const FloatFormat& f) {
@@ -230,7 +247,8 @@ std::vector<std::size_t> packed_shape(std::vector<std::size_t> shape, const std:
   return shape;
 }
 
-// Every array of a quantization, complete before any file is written (each write is atomic).
+// Every array of a quantization, complete before any file is written; the files appear together
+// (io::OutputSet).
 void write_quantized(const CliOptions& o, const quant::Quantized& q) {
   io::NpyArray c;
   if (o.pack) {
@@ -247,9 +265,12 @@ void write_quantized(const CliOptions& o, const quant::Quantized& q) {
                               : io::make_npy(q.state, q.state_shape);
   io::NpyArray ts;
   if (o.q.two_level) ts = io::make_npy(std::vector<float>{q.tensor_scale}, {1});
-  io::write_npy(o.out, c);
-  io::write_npy(o.state, st);
-  if (o.q.two_level) io::write_npy(o.tensor_state, ts);
+  // Together or not at all: a failure on the state file leaves no new Q.npy behind.
+  io::OutputSet outs;
+  io::write_npy(outs.stage(o.out), c);
+  io::write_npy(outs.stage(o.state), st);
+  if (o.q.two_level) io::write_npy(outs.stage(o.tensor_state), ts);
+  outs.commit();
 }
 
 quant::Quantized quantize_cuda([[maybe_unused]] const CliOptions& o) {
@@ -257,6 +278,7 @@ quant::Quantized quantize_cuda([[maybe_unused]] const CliOptions& o) {
   const io::NpyArray a = io::read_npy(o.in);
   io::require_c_order(a, o.in);
   const gpu::CastInput type = input_type(a, o.in, o.in_format == "bf16");
+  check_empty_bounded(a.shape, o.in);
   quant::check_shape(o.q, a.shape);
   std::size_t rows, cols;
   quant::matrix_view(a.shape, rows, cols);
@@ -324,6 +346,7 @@ int run_dequantize(const Args& args) {
     if (q.shape.size() != 2) throw InputError(o.in + ": --transpose expects 2-d codes");
     in_shape = {q.shape[1], q.shape[0]};
   }
+  check_empty_bounded(in_shape, o.in);
   quant::check_shape(o.q, in_shape);
   const std::vector<std::size_t> want = quant::state_shape(o.q.scheme, in_shape);
   if (state.shape != want) {

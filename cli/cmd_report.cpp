@@ -14,6 +14,7 @@
 #include "reports/report_context.hpp"
 #include "reports/sections.hpp"
 #include "sim/common/error.hpp"
+#include "sim/common/number.hpp"
 
 namespace {
 
@@ -22,17 +23,7 @@ namespace rep = exmy::reports;
 
 unsigned long long parse_unsigned(const std::string& flag, const std::string& v,
                                   unsigned long long max) {
-  if (v.empty() || v.find_first_not_of("0123456789") != std::string::npos || v.size() > 20) {
-    throw InputError(flag + " '" + v + "': expected a non-negative integer");
-  }
-  unsigned long long x = 0;
-  try {
-    x = std::stoull(v);
-  } catch (...) {
-    throw InputError(flag + " '" + v + "': expected an integer <= " + std::to_string(max));
-  }
-  if (x > max) throw InputError(flag + " '" + v + "': expected at most " + std::to_string(max));
-  return x;
+  return exmy::number::parse_u64(v, flag, max, false);
 }
 
 const char* kUsage =

@@ -8,6 +8,7 @@
 
 #include "cli/command.hpp"
 #include "sim/common/error.hpp"
+#include "sim/common/number.hpp"
 #include "sim/format/float_names.hpp"
 #include "sim/oracle/exact_text.hpp"
 #include "sim/oracle/mpfr_engine.hpp"
@@ -77,12 +78,14 @@ int run_selfcheck(const Args& args) {
       if (i + 1 >= args.size()) throw InputError("option " + a + " needs a value");
       return args[++i];
     };
-    if (a == "--threads") {
+    if (a == "--help" || a == "-h") {
+      std::printf("usage: exmy selfcheck [--threads N] [--depth full|ci] [--quiet]\n");
+      return 0;
+    } else if (a == "--threads") {
       const std::string& t = value();
-      int n = 0;
-      for (const char c : t) n = (c >= '0' && c <= '9' && n < 4096) ? n * 10 + (c - '0') : -1;
-      if (t.empty() || n < 1) throw InputError("--threads '" + t + "': expected 1 to 4096");
-      opts.threads = n;
+      const std::uint64_t n = number::parse_u64(t, "--threads", 4096, false);
+      if (n < 1) throw InputError("--threads '" + t + "': expected 1 to 4096");
+      opts.threads = static_cast<int>(n);
     } else if (a == "--depth") {
       const std::string& d = value();
       if (d != "full" && d != "ci") throw InputError("--depth '" + d + "': expected full or ci");

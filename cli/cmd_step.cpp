@@ -11,12 +11,12 @@
 // state.json (written last), and reloads without loss with --state DIR.
 #include <sys/stat.h>
 
+#include <chrono>
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
-#include <fstream>
 #include <memory>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -25,6 +25,9 @@
 #include "cli/command.hpp"
 #include "gpu/optim/optim_host.hpp"
 #include "sim/common/error.hpp"
+#include "sim/common/number.hpp"
+#include "sim/io/files.hpp"
+#include "sim/io/flat_json.hpp"
 #include "sim/io/npy.hpp"
 #include "sim/optim/optim.hpp"
 #include "sim/optim/registry.hpp"
@@ -47,20 +50,21 @@ struct Options {
   Device device = Device::cpu;
 };
 
-double parse_double(const std::string& v, const std::string& what) {
-  char* end = nullptr;
-  const double d = std::strtod(v.c_str(), &end);
-  if (v.empty() || *end != '\0' || !std::isfinite(d)) {
-    throw InputError(what + " '" + v + "': expected a finite number");
-  }
-  return d;
-}
+constexpr const char* kUsage =
+    "usage: exmy step --optimizer NAME --params P.npy --grads G.npy [--state DIR] --steps N --out "
+    "DIR [--lr X --beta1 X --beta2 X --eps X --wd X --momentum X --dampening X --nesterov] "
+    "[--block 256|2048] [--no-small-fallback] [--variant default|torch-fused|torch-order] "
+    "[--param-dtype fp32|bf16|fp16] [--seed S] [--loss-scale none|dynamic|fixed:S] "
+    "[--device cpu|cuda]";
 
 Options parse(const Args& args) {
   Options o;
   for (std::size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
-    if (a == "--optimizer") {
+    if (a == "--help" || a == "-h") {
+      std::printf("%s\n", kUsage);
+      std::exit(0);
+    } else if (a == "--optimizer") {
       o.optimizer = option_value(args, i);
     } else if (a == "--params") {
       o.params = option_value(args, i);
@@ -73,19 +77,19 @@ Options parse(const Args& args) {
     } else if (a == "--steps") {
       o.steps = static_cast<long>(parse_uint(option_value(args, i), "--steps", 1u << 30));
     } else if (a == "--lr") {
-      o.hyper.lr = parse_double(option_value(args, i), "--lr");
+      o.hyper.lr = number::parse_f64(option_value(args, i), "--lr");
     } else if (a == "--beta1") {
-      o.hyper.beta1 = parse_double(option_value(args, i), "--beta1");
+      o.hyper.beta1 = number::parse_f64(option_value(args, i), "--beta1");
     } else if (a == "--beta2") {
-      o.hyper.beta2 = parse_double(option_value(args, i), "--beta2");
+      o.hyper.beta2 = number::parse_f64(option_value(args, i), "--beta2");
     } else if (a == "--eps") {
-      o.hyper.eps = parse_double(option_value(args, i), "--eps");
+      o.hyper.eps = number::parse_f64(option_value(args, i), "--eps");
     } else if (a == "--wd") {
-      o.hyper.wd = parse_double(option_value(args, i), "--wd");
+      o.hyper.wd = number::parse_f64(option_value(args, i), "--wd");
     } else if (a == "--momentum") {
-      o.hyper.momentum = parse_double(option_value(args, i), "--momentum");
+      o.hyper.momentum = number::parse_f64(option_value(args, i), "--momentum");
     } else if (a == "--dampening") {
-      o.hyper.dampening = parse_double(option_value(args, i), "--dampening");
+      o.hyper.dampening = number::parse_f64(option_value(args, i), "--dampening");
     } else if (a == "--nesterov") {
       o.hyper.nesterov = true;
     } else if (a == "--block") {
@@ -112,7 +116,7 @@ Options parse(const Args& args) {
     } else if (a == "--device") {
       o.device = parse_device(option_value(args, i));
     } else {
-      throw InputError("unknown option '" + a + "' (see the header of exmy step --help)");
+      throw InputError("unknown option '" + a + "' (" + kUsage + ")");
     }
   }
   if (o.optimizer.empty()) {
@@ -124,35 +128,113 @@ Options parse(const Args& args) {
   return o;
 }
 
-// ---- state.json: a flat object written and read by this file only ------------------------------
-std::string read_text(const std::string& path) {
-  std::ifstream f(path);
-  if (!f) return {};
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
-}
-std::string json_field(const std::string& js, const std::string& key, const std::string& file) {
-  const std::string k = "\"" + key + "\":";
-  const auto pos = js.find(k);
-  if (pos == std::string::npos) throw InputError(file + ": missing \"" + key + "\"");
-  std::size_t b = pos + k.size(), e = b;
-  if (js[b] == '"') {
-    e = js.find('"', b + 1);
-    return js.substr(b + 1, e - b - 1);
+// The hyperparameter domains PyTorch's constructors enforce (torch.optim.Adam / AdamW / SGD:
+// "Invalid learning rate", "Invalid beta parameter at index 0", ...; bitsandbytes and optimi
+// check the same ones): a value outside is refused by name rather than run (docs/SEMANTICS.md
+// 9.9). Only the hyperparameters the optimizer's family reads are checked.
+void check_hyper_domains(const optim::Entry& e, const optim::Hyper& h) {
+  using optim::Family;
+  const auto check = [](double v, const char* what, double lo, double hi, bool hi_open) {
+    // The shortest decimal that reads back as v: the text the user typed, for typed values.
+    char text[40];
+    for (int digits = 1; digits <= 17; ++digits) {
+      std::snprintf(text, sizeof text, "%.*g", digits, v);
+      if (std::strtod(text, nullptr) == v) break;
+    }
+    number::require_range(v, text, what, lo, false, hi, hi_open);
+  };
+  const double inf = HUGE_VAL;
+  switch (e.family) {
+    case Family::sgd:
+    case Family::split_sgd:
+      check(h.sgd.lr, "--lr", 0.0, inf, true);
+      check(h.sgd.momentum, "--momentum", 0.0, inf, true);
+      check(h.sgd.wd, "--wd", 0.0, inf, true);
+      if (h.sgd.nesterov && (h.sgd.momentum <= 0.0 || h.sgd.dampening != 0.0)) {
+        throw InputError("--nesterov: expected --momentum > 0 and --dampening 0 (PyTorch's rule)");
+      }
+      return;
+    case Family::momentum8:
+      check(h.adam.lr, "--lr", 0.0, inf, true);
+      check(h.adam.beta1, "--momentum / --beta1", 0.0, 1.0, true);
+      check(h.adam.wd, "--wd", 0.0, inf, true);
+      return;
+    case Family::adam:
+    case Family::adam8:
+    case Family::stable:
+    case Family::split_adam:
+      check(h.adam.lr, "--lr", 0.0, inf, true);
+      check(h.adam.eps, "--eps", 0.0, inf, true);
+      check(h.adam.beta1, "--beta1", 0.0, 1.0, true);
+      check(h.adam.beta2, "--beta2", 0.0, 1.0, true);
+      check(h.adam.wd, "--wd", 0.0, inf, true);
+      return;
   }
-  while (e < js.size() && js[e] != ',' && js[e] != '}') ++e;
-  return js.substr(b, e - b);
 }
-void write_text_atomic(const std::string& path, const std::string& text) {
-  const std::string tmp = path + ".tmp";
-  {
-    std::ofstream f(tmp, std::ios::trunc);
-    f << text;
-    if (!f) throw InputError(path + ": cannot write");
+
+std::string shape_text(const std::vector<std::size_t>& shape) {
+  std::string t = "(";
+  for (std::size_t k = 0; k < shape.size(); ++k) t += (k ? ", " : "") + std::to_string(shape[k]);
+  return t + (shape.size() == 1 ? ",)" : ")");
+}
+
+// A shortest round-trip decimal of a float for state.json, or null where JSON has no number
+// (a NaN or inf rms of a diverged run).
+std::string json_float(float v) {
+  if (!std::isfinite(v)) return "null";
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.9g", static_cast<double>(v));
+  return buf;
+}
+
+// Progress of a long run on stderr: steps done, rate and the time left, at most once a second
+// and only after the first two seconds (short runs print nothing). EXMY_PROGRESS_SECONDS=S sets
+// both delays to S seconds (tests use 0: a line per step).
+class Progress {
+ public:
+  explicit Progress(long total) : total_(total), start_(Clock::now()), last_(start_) {
+    if (const char* e = std::getenv("EXMY_PROGRESS_SECONDS")) {
+      const double s = number::parse_f64(e, "EXMY_PROGRESS_SECONDS");
+      number::require_range(s, e, "EXMY_PROGRESS_SECONDS", 0.0, false, 1e6, false);
+      first_ = every_ = std::chrono::duration<double>(s);
+    }
   }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) throw InputError(path + ": cannot rename");
-}
+  void update(long done) {
+    const auto now = Clock::now();
+    if (done == 0 || now - last_ < every_ || now - start_ < first_) return;
+    last_ = now;
+    printed_ = true;
+    const double secs = std::chrono::duration<double>(now - start_).count();
+    const double rate = done / secs;
+    const double left = rate > 0 ? (total_ - done) / rate : 0.0;
+    std::fprintf(stderr, "exmy step: %ld/%ld steps (%.1f%%), %.3g steps/s, ETA %s\n", done, total_,
+                 100.0 * done / total_, rate, duration(left).c_str());
+  }
+  void finish(long done) {
+    if (!printed_) return;
+    const double secs = std::chrono::duration<double>(Clock::now() - start_).count();
+    std::fprintf(stderr, "exmy step: %ld/%ld steps in %s\n", done, total_, duration(secs).c_str());
+  }
+
+ private:
+  using Clock = std::chrono::steady_clock;
+  static std::string duration(double s) {
+    char buf[64];
+    const auto t = static_cast<long long>(s + 0.5);
+    if (t >= 3600) {
+      std::snprintf(buf, sizeof buf, "%lldh%02lldm%02llds", t / 3600, t / 60 % 60, t % 60);
+    } else if (t >= 60) {
+      std::snprintf(buf, sizeof buf, "%lldm%02llds", t / 60, t % 60);
+    } else {
+      std::snprintf(buf, sizeof buf, "%llds", t);
+    }
+    return buf;
+  }
+  long total_;
+  Clock::time_point start_, last_;
+  std::chrono::duration<double> first_{2.0}, every_{1.0};
+  bool printed_ = false;
+};
 
 int run_step(const Args& args) {
   const Options o = parse(args);
@@ -160,6 +242,7 @@ int run_step(const Args& args) {
   c.opt = optim::find_optimizer(o.optimizer);
   const optim::Entry& e = *c.opt.entry;
   c.hyper = optim::resolve_hyper(e, o.hyper);
+  check_hyper_domains(e, c.hyper);
   c.st = o.st;
   c.block = o.block;
   c.small_fallback = o.small_fallback;
@@ -168,6 +251,9 @@ int run_step(const Args& args) {
 
   // Parameters and gradients.
   const io::NpyArray pa = io::read_npy(o.params);
+  // Element order is C order everywhere: a Fortran-order file would be stepped element by element
+  // and written back transposed.
+  io::require_c_order(pa, o.params);
   std::vector<float> p;
   if (pa.descr == io::kDescrF16) {
     const auto u = io::as_u16(io::NpyArray{io::kDescrU16, pa.shape, false, pa.data}, o.params);
@@ -192,43 +278,56 @@ int run_step(const Args& args) {
     }
   }
   const io::NpyArray ga = io::read_npy(o.grads);
+  io::require_c_order(ga, o.grads);
   const std::vector<float> gall = io::as_f32(ga, o.grads);
-  const bool per_step = gall.size() == n * static_cast<std::size_t>(o.steps) && o.steps > 1 &&
-                        ga.shape.size() == pa.shape.size() + 1;
-  if (gall.size() != n && !per_step) {
-    throw InputError(o.grads + ": expected the parameters' shape or [steps, *shape] (" +
-                     std::to_string(n) + " or " + std::to_string(n * o.steps) + " elements), got " +
-                     std::to_string(gall.size()));
+  // The gradient's shape, not only its element count: a [3, 2] gradient for [2, 3] parameters
+  // would otherwise be taken element by element in another layout.
+  std::vector<std::size_t> per_step_shape{static_cast<std::size_t>(o.steps)};
+  per_step_shape.insert(per_step_shape.end(), pa.shape.begin(), pa.shape.end());
+  const bool per_step = o.steps > 1 && ga.shape == per_step_shape;
+  if (ga.shape != pa.shape && !per_step) {
+    throw InputError(o.grads + ": shape " + shape_text(ga.shape) + ", expected the parameters' " +
+                     shape_text(pa.shape) + " or [steps, *shape] " + shape_text(per_step_shape));
   }
 
-  // State: fresh, or reloaded from --state.
+  // State: fresh, or reloaded from --state, which must be a state directory written by exmy
+  // step (a missing one is an error, not a fresh start that would silently lose the history).
   long t0 = 0;
   optim::DynamicScaler scaler;
   optim::State state = optim::init_state(c, p);
-  std::string js;
-  if (!o.state.empty()) js = read_text(o.state + "/state.json");
-  if (!js.empty()) {
+  if (!o.state.empty()) {
     const std::string sf = o.state + "/state.json";
-    if (json_field(js, "optimizer", sf) != o.optimizer) {
-      throw InputError(sf + ": state of optimizer '" + json_field(js, "optimizer", sf) +
-                       "', not '" + o.optimizer + "'");
+    struct stat sd {};
+    if (stat(o.state.c_str(), &sd) != 0 || !S_ISDIR(sd.st_mode)) {
+      throw InputError("--state '" + o.state +
+                       "': not a directory (expected the --out directory of an earlier exmy step)");
     }
-    if (std::stoull(json_field(js, "n", sf)) != n) {
-      throw InputError(sf + ": state for " + json_field(js, "n", sf) + " elements, params have " +
+    const io::FlatJson js(io::read_small_file(sf, 1u << 26, "the state.json of exmy step"), sf);
+    if (js.str("optimizer") != o.optimizer) {
+      throw InputError(sf + ": state of optimizer '" + js.str("optimizer") + "', not '" +
+                       o.optimizer + "'");
+    }
+    const std::uint64_t sn = js.u64("n", UINT64_MAX);
+    if (sn != n) {
+      throw InputError(sf + ": state for " + std::to_string(sn) + " elements, params have " +
                        std::to_string(n));
     }
-    t0 = std::stol(json_field(js, "step", sf));
-    scaler.scale = std::stof(json_field(js, "scale", sf));
-    scaler.growth_tracker = std::stoi(json_field(js, "growth_tracker", sf));
+    // The step count continues from here: at most what --steps can add keeps it in a long.
+    t0 = static_cast<long>(js.i64("step", 0, INT64_MAX / 2));
+    scaler.scale = js.f32("scale");
+    if (!(scaler.scale > 0.0f)) {
+      throw InputError(sf + ": \"scale\" is " + js.value("scale").text +
+                       ", expected a loss scale > 0");
+    }
+    scaler.growth_tracker = static_cast<int>(js.i64("growth_tracker", 0, INT32_MAX));
     if (optim::is_blockwise(e) &&
-        (std::stoi(json_field(js, "block", sf)) != o.block ||
-         (json_field(js, "is_8bit", sf) == "true") != state.bnb.is_8bit)) {
+        (js.i64("block", 1, INT32_MAX) != o.block || js.boolean("is_8bit") != state.bnb.is_8bit)) {
       throw InputError(sf + ": block size or 8-bit/32-bit layout differs from the options");
     }
-    if (e.split && json_field(js, "split_format", sf) != optim::split_format_name(c.opt.split)) {
+    if (e.split && js.str("split_format") != optim::split_format_name(c.opt.split)) {
       throw InputError(sf + ": split format differs from --optimizer");
     }
-    optim::load_state(c, o.state, p, o.params, state);
+    optim::load_state(c, o.state, p, o.params, pa.shape, state);
   }
 
   // Loss scaling.
@@ -238,7 +337,9 @@ int run_step(const Args& args) {
     scale_mode = Scale::dynamic;
   } else if (o.loss_scale.compare(0, 6, "fixed:") == 0) {
     scale_mode = Scale::fixed;
-    fixed_scale = static_cast<float>(parse_double(o.loss_scale.substr(6), "--loss-scale fixed:S"));
+    const std::string text = o.loss_scale.substr(6);
+    fixed_scale = number::parse_f32(text, "--loss-scale fixed:S");
+    number::require_range(fixed_scale, text, "--loss-scale fixed:S", 0.0, true, HUGE_VAL, true);
   } else if (o.loss_scale != "none") {
     throw InputError("--loss-scale '" + o.loss_scale + "': expected none, dynamic or fixed:S");
   }
@@ -248,7 +349,9 @@ int run_step(const Args& args) {
       o.device == Device::cuda ? gpu::optim_stepper(c, p, state) : optim::cpu_stepper(c, p, state);
   long t = t0;
   std::string rms_list, skipped_list;
+  Progress progress(o.steps);
   for (long k = 0; k < o.steps; ++k) {
+    progress.update(k);
     std::vector<float> g(gall.begin() + static_cast<long>(per_step ? k * n : 0),
                          gall.begin() + static_cast<long>(per_step ? (k + 1) * n : n));
     if (scale_mode == Scale::dynamic) {
@@ -267,36 +370,42 @@ int run_step(const Args& args) {
     }
     ++t;
     const float rms = engine->step(t, g);
-    if (e.reports_rms) {
-      char buf[64];
-      std::snprintf(buf, sizeof buf, "%.9g", rms);
-      rms_list += (rms_list.empty() ? "" : ",") + std::string(buf);
-    }
+    if (e.reports_rms) rms_list += (rms_list.empty() ? "" : ",") + json_float(rms);
   }
   engine->finish();
+  progress.finish(o.steps);
   optim::final_params(c, state, p);
   optim::canonical_nans(c, state, p);
 
-  // Output: arrays first (each atomic), state.json last.
+  // Output: every file written into a staging directory inside --out, then renamed into place
+  // together, state.json last (io::OutputSet): a failure on any file leaves the previous
+  // contents of --out as they were, and a state.json is never newer than its arrays.
   mkdir(o.out.c_str(), 0777);
   struct stat sb {};
   if (stat(o.out.c_str(), &sb) != 0 || !S_ISDIR(sb.st_mode)) {
     throw InputError("--out '" + o.out + "': cannot create the directory");
   }
-  io::write_npy(o.out + "/params.npy", io::make_npy(p, pa.shape));
-  optim::save_state(c, o.out, pa.shape, state);
-  char sc[64];
-  std::snprintf(sc, sizeof sc, "%.9g", static_cast<double>(scaler.scale));
-  std::string json =
+  const io::StagingDir stage(o.out);
+  io::OutputSet outs;
+  io::write_npy(stage.path() + "/params.npy", io::make_npy(p, pa.shape));
+  outs.adopt(stage.path() + "/params.npy", o.out + "/params.npy");
+  optim::save_state(c, stage.path(), pa.shape, state);
+  for (const optim::StateArray& a : e.arrays(c, state)) {
+    const std::string f = std::string("/") + a.file + ".npy";
+    outs.adopt(stage.path() + f, o.out + f);
+  }
+  const std::string json =
       "{\"optimizer\":" + json_string(o.optimizer) + ",\"n\":" + std::to_string(n) +
       ",\"step\":" + std::to_string(t) + ",\"block\":" + std::to_string(o.block) +
       ",\"is_8bit\":" + (state.bnb.is_8bit ? "true" : "false") +
       ",\"split_format\":" + json_string(e.split ? optim::split_format_name(c.opt.split) : "") +
-      ",\"seed\":" + std::to_string(o.seed) + ",\"scale\":" + sc +
+      ",\"seed\":" + std::to_string(o.seed) + ",\"scale\":" + json_float(scaler.scale) +
       ",\"growth_tracker\":" + std::to_string(scaler.growth_tracker) +
       ",\"variant\":" + json_string(o.variant) + ",\"rms\":[" + rms_list + "],\"skipped\":[" +
       skipped_list + "]}\n";
-  write_text_atomic(o.out + "/state.json", json);
+  io::write_text_atomic(stage.path() + "/state.json", json);
+  outs.adopt(stage.path() + "/state.json", o.out + "/state.json");
+  outs.commit();
   std::printf("%s", json.c_str());
   return 0;
 }

@@ -4,11 +4,13 @@
 //               [--json] [--quiet] [--device cpu|cuda]
 // Exit status: 0 all agree, 1 any mismatch, 130 interrupted (SIGINT), 2 bad arguments.
 #include <csignal>
+#include <cstdint>
 #include <cstdio>
 #include <string>
 
 #include "cli/command.hpp"
 #include "sim/common/error.hpp"
+#include "sim/common/number.hpp"
 #include "sim/verify/campaign.hpp"
 #include "sim/verify/summary.hpp"
 
@@ -21,16 +23,14 @@ extern "C" void verify_on_sigint(int) {
   std::signal(SIGINT, SIG_DFL);
 }
 
+constexpr const char* kUsage =
+    "usage: exmy verify [--campaign decode|bf16|fp16|fp32-sample|fp32-top16|all] [--threads N] "
+    "[--depth full|ci] [--json] [--quiet] [--device cpu|cuda]";
+
 int parse_threads(const std::string& text) {
-  int n = 0;
-  for (const char c : text) {
-    if (c < '0' || c > '9' || n > 4096)
-      throw InputError("--threads '" + text + "': expected 1 to 4096");
-    n = n * 10 + (c - '0');
-  }
-  if (text.empty() || n < 1 || n > 4096)
-    throw InputError("--threads '" + text + "': expected 1 to 4096");
-  return n;
+  const std::uint64_t n = number::parse_u64(text, "--threads", 4096, false);
+  if (n < 1) throw InputError("--threads '" + text + "': expected 1 to 4096");
+  return static_cast<int>(n);
 }
 
 // `--device cuda` hands every other argument to the device campaign (the hidden command
@@ -58,6 +58,12 @@ int forward_to_device(const Args& args) {
 }
 
 int run_verify(const Args& args) {
+  for (const std::string& a : args) {
+    if (a == "--help" || a == "-h") {
+      std::printf("%s\n", kUsage);
+      return 0;
+    }
+  }
   for (std::size_t i = 0; i + 1 < args.size(); ++i) {
     if (args[i] == "--device" && args[i + 1] == "cuda") return forward_to_device(args);
   }
@@ -93,8 +99,7 @@ int run_verify(const Args& args) {
         throw InputError("--device '" + device + "': expected cpu or cuda");
       }
     } else {
-      throw InputError("unknown argument '" + a +
-                       "' (expected --campaign, --threads, --depth, --json, --quiet, --device)");
+      throw InputError("unknown argument '" + a + "' (" + kUsage + ")");
     }
   }
   verify::clear_stop();

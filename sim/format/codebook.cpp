@@ -3,11 +3,14 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
-#include <fstream>
+#include <cstring>
 #include <sstream>
+#include <string_view>
 #include <vector>
 
 #include "sim/common/error.hpp"
+#include "sim/common/number.hpp"
+#include "sim/io/files.hpp"
 #include "sim/io/npy.hpp"
 #include "sim/native/bnb_dynamic_map.hpp"
 
@@ -81,44 +84,57 @@ void validate_codebook(const Codebook& cb, const std::string& what) {
   }
 }
 
-Codebook load_codebook(const std::string& path) {
+Codebook codebook_from_text(std::string_view text, const std::string& path) {
   Codebook cb;
   cb.name = "table:" + path;
-  if (ends_with(path, ".npy")) {
-    const io::NpyArray a = io::read_npy(path);
-    const std::vector<float> v = io::as_f32(a, path);
-    if (v.size() != 256) {
-      throw InputError(path + ": codebook has " + std::to_string(v.size()) +
-                       " entries, expected 256 float32");
-    }
-    std::copy(v.begin(), v.end(), cb.values.begin());
-  } else {
-    std::ifstream in(path);
-    if (!in) throw InputError(path + ": cannot open codebook (expected 256 numbers or a .npy)");
-    std::vector<float> v;
-    std::string line;
-    while (std::getline(in, line)) {
-      const std::size_t hash = line.find('#');
-      if (hash != std::string::npos) line.resize(hash);
-      std::replace(line.begin(), line.end(), ',', ' ');
-      std::istringstream ls(line);
-      std::string tok;
-      while (ls >> tok) {
-        char* end = nullptr;
-        // strtof rounds the decimal text to the nearest float32 once (no double step).
-        const float x = std::strtof(tok.c_str(), &end);
-        if (end == tok.c_str() || *end != '\0') {
-          throw InputError(path + ": '" + tok + "' is not a number (expected 256 numbers)");
-        }
-        v.push_back(x);
+  std::vector<float> v;
+  std::istringstream in{std::string(text)};
+  std::string line;
+  while (std::getline(in, line)) {
+    const std::size_t hash = line.find('#');
+    if (hash != std::string::npos) line.resize(hash);
+    std::replace(line.begin(), line.end(), ',', ' ');
+    std::istringstream ls(line);
+    std::string tok;
+    while (ls >> tok) {
+      if (v.size() == 256) {
+        throw InputError(path + ": codebook has more than 256 entries, expected 256");
       }
+      // The one number parser: the decimal rounded to the nearest float32 once.
+      v.push_back(number::parse_f32(tok, path + ": entry " + std::to_string(v.size())));
     }
-    if (v.size() != 256) {
-      throw InputError(path + ": codebook has " + std::to_string(v.size()) +
-                       " entries, expected 256");
-    }
-    std::copy(v.begin(), v.end(), cb.values.begin());
   }
+  if (v.size() != 256) {
+    throw InputError(path + ": codebook has " + std::to_string(v.size()) +
+                     " entries, expected 256");
+  }
+  std::copy(v.begin(), v.end(), cb.values.begin());
+  validate_codebook(cb, path);
+  return cb;
+}
+
+Codebook load_codebook(const std::string& path) {
+  if (!ends_with(path, ".npy")) {
+    // Bounded before anything is read: /dev/zero or a huge file is refused by name, not read
+    // until memory runs out (256 numbers with comments fit in far less than 1 MiB).
+    return codebook_from_text(
+        io::read_small_file(path, std::size_t{1} << 20, "a codebook of 256 numbers or a .npy"),
+        path);
+  }
+  Codebook cb;
+  cb.name = "table:" + path;
+  // The header first: a valid .npy of gigabytes is refused by its count, not read.
+  const io::NpyMappedFile f(path);
+  if (f.header().descr != io::kDescrF32) {
+    throw InputError(path + ": dtype '" + f.header().descr + "', expected '" + io::kDescrF32 + "'");
+  }
+  if (f.header().count() != 256) {
+    throw InputError(path + ": codebook has " + std::to_string(f.header().count()) +
+                     " entries, expected 256 float32");
+  }
+  std::vector<float> v(256);
+  std::memcpy(v.data(), f.data(), 256 * sizeof(float));
+  std::copy(v.begin(), v.end(), cb.values.begin());
   validate_codebook(cb, path);
   return cb;
 }

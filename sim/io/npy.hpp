@@ -47,8 +47,20 @@ struct NpyHeader {
   std::size_t item_size() const;
 };
 
-// A .npy file mapped read-only. The constructor validates the header and that the file holds
-// count() * item_size() data bytes (InputError otherwise, as read_npy).
+// The one validator of .npy headers (read_npy, NpyMappedFile and the fuzz target all go through
+// it; docs/SEMANTICS.md 11.0). npy_prefix_size checks the magic, the version (1.0, 2.0 or 3.0)
+// and the header length (at most 1 MiB) in the first bytes[0, size) of a file and returns where
+// the data starts; parse_npy_header then checks the dict (exactly the keys descr, fortran_order
+// and shape, nothing after it but padding), the dtype, every shape dimension and the byte count
+// (no 64-bit wrap; at most 2^63 bytes, as NumPy) against file_size, which must be exactly the
+// data offset plus the data. `bytes` holds at least the header. InputError naming `path` and
+// the fault otherwise; nothing is allocated from the header's numbers before they are checked.
+std::size_t npy_prefix_size(const unsigned char* bytes, std::size_t size, const std::string& path);
+NpyHeader parse_npy_header(const unsigned char* bytes, std::size_t size, std::uint64_t file_size,
+                           const std::string& path);
+
+// A .npy file mapped read-only. The constructor validates the header (parse_npy_header) before
+// mapping; directories, devices and pipes are refused by name.
 class NpyMappedFile {
  public:
   explicit NpyMappedFile(const std::string& path);

@@ -232,13 +232,23 @@ std::string_view split_prefix(const Entry& e) {
   return e.name.substr(0, e.name.size() - kFmt.size());
 }
 
+// One state array, which must have exactly the shape save_state writes for it (the same element
+// count in another shape is a different layout, not the saved state).
 template <typename T>
-void load_array(const std::string& path, std::vector<T>& v,
+void load_array(const std::string& path, std::vector<T>& v, const std::vector<std::size_t>& shape,
                 std::vector<T> (*conv)(const io::NpyArray&, const std::string&)) {
-  std::vector<T> got = conv(io::read_npy(path), path);
+  const io::NpyArray a = io::read_npy(path);
+  io::require_c_order(a, path);
+  std::vector<T> got = conv(a, path);
   if (got.size() != v.size()) {
     throw InputError(path + ": expected " + std::to_string(v.size()) + " elements, got " +
                      std::to_string(got.size()));
+  }
+  if (a.shape != shape) {
+    std::string want;
+    for (const std::size_t d : shape) want += (want.empty() ? "" : ", ") + std::to_string(d);
+    throw InputError(path + ": expected shape (" + want + (shape.size() == 1 ? ",)" : ")") +
+                     " as saved by exmy step");
   }
   v = std::move(got);
 }
@@ -351,20 +361,22 @@ State init_state(const Config& c, std::span<const float> p) {
 }
 
 void load_state(const Config& c, const std::string& dir, std::span<const float> p,
-                const std::string& params_path, State& s) {
+                const std::string& params_path, const std::vector<std::size_t>& shape, State& s) {
   for (const StateArray& a : c.opt.entry->arrays(c, s)) {
     const std::string path = dir + "/" + a.file + ".npy";
     std::visit(
         [&](auto* v) {
           using T = typename std::remove_reference_t<decltype(*v)>::value_type;
+          const std::vector<std::size_t> want =
+              a.param_shaped ? shape : std::vector<std::size_t>{v->size()};
           if constexpr (std::is_same_v<T, float>) {
-            load_array<T>(path, *v, io::as_f32);
+            load_array<T>(path, *v, want, io::as_f32);
           } else if constexpr (std::is_same_v<T, std::uint8_t>) {
-            load_array<T>(path, *v, io::as_u8);
+            load_array<T>(path, *v, want, io::as_u8);
           } else if constexpr (std::is_same_v<T, std::uint16_t>) {
-            load_array<T>(path, *v, io::as_u16);
+            load_array<T>(path, *v, want, io::as_u16);
           } else {
-            load_array<T>(path, *v, io::as_u32);
+            load_array<T>(path, *v, want, io::as_u32);
           }
         },
         a.data);

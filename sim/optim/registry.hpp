@@ -122,11 +122,12 @@ struct State {
 
 // Zero state for p (split entries: p split into the format with c.seed).
 State init_state(const Config& c, std::span<const float> p);
-// Reads every array of `arrays` from dir/<file>.npy; each must have the fresh state's length.
+// Reads every array of `arrays` from dir/<file>.npy; each must have the fresh state's length and
+// the shape save_state gives it (`shape`, the parameters', for param-shaped arrays; else 1-d).
 // Split entries: `p` (read from `params_path`) must equal the joined loaded parameters (the state
 // is authoritative).
 void load_state(const Config& c, const std::string& dir, std::span<const float> p,
-                const std::string& params_path, State& s);
+                const std::string& params_path, const std::vector<std::size_t>& shape, State& s);
 // Writes every array to dir/<file>.npy (each atomically), param-shaped ones with `shape`.
 void save_state(const Config& c, const std::string& dir, const std::vector<std::size_t>& shape,
                 State& s);

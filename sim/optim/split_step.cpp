@@ -1,7 +1,9 @@
 // Split-format tensors and the Adam/SGD steps on them (docs/SEMANTICS.md 6, 9.6).
 #include <cstdlib>
+#include <string_view>
 
 #include "sim/common/error.hpp"
+#include "sim/common/number.hpp"
 #include "sim/optim/optim.hpp"
 
 namespace exmy::optim {
@@ -26,10 +28,13 @@ SplitFormat parse_split_format(const std::string& name) {
   if (plus == std::string::npos || plus + 1 >= s.size()) {
     throw InputError("split format '" + name + "': missing +K (extra bits)");
   }
-  char* end = nullptr;
-  const long k = std::strtol(s.c_str() + plus + 1, &end, 10);
+  // K through the one number parser: digits only (strtol took " 8", "+8" and "-0").
   const int kmax = f.hi == Storage::bf16 ? 16 : 13;
-  if (*end != '\0' || k < 0 || k > kmax) {
+  const std::string_view kt = std::string_view(s).substr(plus + 1);
+  const bool digits =
+      kt.size() <= 2 && kt.find_first_not_of("0123456789") == std::string_view::npos;
+  const long k = digits ? static_cast<long>(number::parse_u64(kt, "K", 99, false)) : -1;
+  if (k < 0 || k > kmax) {
     throw InputError("split format '" + name + "': K must be an integer 0.." +
                      std::to_string(kmax) + " (fp32 holds " + std::to_string(kmax) +
                      " bits beyond the 16-bit mantissa)");

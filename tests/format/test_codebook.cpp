@@ -183,7 +183,23 @@ TEST_CASE("user codebook tables: text and npy, with validation", "[format][codeb
   CHECK_THROWS_WITH(load_codebook(write_text("few.txt", few)), Catch::Contains("255 entries"));
   auto nan = items;
   nan[7] = "nan";
-  CHECK_THROWS_WITH(load_codebook(write_text("nan.txt", nan)), Catch::Contains("entry 7 is NaN"));
+  // Text tables go through the one number parser, which takes no nan (a .npy NaN is still
+  // named by validate_codebook).
+  CHECK_THROWS_WITH(load_codebook(write_text("nan.txt", nan)),
+                    Catch::Contains("entry 7 'nan'") && Catch::Contains("decimal number"));
+  // codebook_dev_zero (issue 16): /dev/zero, a directory or an oversized table is refused by
+  // name before it is read (it was read line by line until memory ran out).
+  CHECK_THROWS_WITH(load_codebook("/dev/zero"),
+                    Catch::Contains("/dev/zero: is not a regular file"));
+  CHECK_THROWS_WITH(load_codebook("/tmp"), Catch::Contains("/tmp: is a directory"));
+  {
+    const std::string p = write_text("huge.txt", {std::string(2u << 20, ' ')});
+    CHECK_THROWS_WITH(load_codebook(p), Catch::Contains("more than the 1048576"));
+  }
+  auto more = items;
+  more.push_back("0");
+  CHECK_THROWS_WITH(load_codebook(write_text("more.txt", more)),
+                    Catch::Contains("more than 256 entries"));
   auto big = items;
   big[255] = "1.5";
   CHECK_THROWS_WITH(load_codebook(write_text("big.txt", big)), Catch::Contains("outside [-1, 1]"));
@@ -196,5 +212,10 @@ TEST_CASE("user codebook tables: text and npy, with validation", "[format][codeb
   CHECK_THROWS_AS(load_codebook((dir / "missing.txt").string()), InputError);
   io::write_npy((dir / "u8.npy").string(), io::make_npy(std::vector<std::uint8_t>(256)));
   CHECK_THROWS_WITH(load_codebook((dir / "u8.npy").string()), Catch::Contains("expected '<f4'"));
+  // codebook_npy_huge (issue 16): a .npy table is refused by its header's count, before its data
+  // is read (a valid 64 MiB array is not loaded to find it has too many entries).
+  io::write_npy((dir / "big.npy").string(), io::make_npy(std::vector<float>(1 << 24, 0.0f)));
+  CHECK_THROWS_WITH(load_codebook((dir / "big.npy").string()),
+                    Catch::Contains("16777216 entries, expected 256 float32"));
   std::filesystem::remove_all(dir);
 }

@@ -142,3 +142,86 @@ TEST_CASE("npy errors name the file and what was expected", "[format][npy]") {
   CHECK_THROWS_AS(make_npy(std::vector<float>(3), {2, 2}), InputError);
   std::filesystem::remove_all(kDir);
 }
+
+// Issue 16: hostile headers. Each is refused with an InputError naming the file and the fault,
+// before anything sized by the header is allocated (the shapes below would need exabytes).
+TEST_CASE("npy_shape_wrap0: shapes whose element or byte product wraps are refused",
+          "[format][npy][hostile]") {
+  const auto hdr = [](const std::string& shape) {
+    return "{'descr': '<f4', 'fortran_order': False, 'shape': " + shape + ", }";
+  };
+  // 2**63 x 2 elements is 0 mod 2**64: it passed the size check of an empty file and crashed
+  // exmy quantize / dequantize.
+  CHECK_THROWS_WITH(read_npy(raw_file("wrap0.npy", 1, hdr("(9223372036854775808, 2)"), "")),
+                    Catch::Contains("wrap0.npy") && Catch::Contains("too large"));
+  CHECK_THROWS_WITH(read_npy(raw_file("wrap_rc.npy", 1, hdr("(8589934592, 2147483648)"), "")),
+                    Catch::Contains("too large"));
+  CHECK_THROWS_WITH(read_npy(raw_file("wrap4.npy", 1, hdr("(65536, 65536, 65536, 65536)"), "")),
+                    Catch::Contains("too large"));
+  // Bytes (not elements) wrap: 2**62 float32 elements.
+  CHECK_THROWS_WITH(read_npy(raw_file("wrapb.npy", 1, hdr("(4611686018427387904,)"), "")),
+                    Catch::Contains("too large"));
+  CHECK_THROWS_WITH(read_npy(raw_file("dim65.npy", 1, hdr("(18446744073709551616,)"), "")),
+                    Catch::Contains("does not fit in 64 bits"));
+  // With a zero dimension the array is empty, but the other dimensions still must fit (NumPy).
+  CHECK_THROWS_WITH(read_npy(raw_file("wrapz.npy", 1, hdr("(0, 9223372036854775807, 2)"), "")),
+                    Catch::Contains("too large"));
+  CHECK(read_npy(raw_file("empty2.npy", 1, hdr("(0, 1000000)"), "")).count() == 0);
+}
+
+TEST_CASE("npy_header_trailing_garbage and other dict faults are refused",
+          "[format][npy][hostile]") {
+  const std::string f4(4, '\0');
+  const auto bad = [&](const std::string& name, const std::string& dict, const char* what) {
+    INFO(dict);
+    CHECK_THROWS_WITH(read_npy(raw_file(name, 1, dict, f4)),
+                      Catch::Contains(name) && Catch::Contains(what));
+  };
+  bad("trail.npy", "{'descr': '<f4', 'fortran_order': False, 'shape': (1,), }garbage",
+      "trailing characters after the header dict");
+  bad("dup.npy", "{'descr': '<f4', 'descr': '<f4', 'fortran_order': False, 'shape': (1,)}",
+      "'descr' given twice");
+  bad("extra.npy", "{'descr': '<f4', 'fortran_order': False, 'shape': (1,), 'x': 1}",
+      "unexpected key 'x'");
+  bad("nocomma.npy", "{'descr': '<f4', 'fortran_order': False, 'shape': (1)}", "needs its comma");
+  bad("negdim.npy", "{'descr': '<f4', 'fortran_order': False, 'shape': (-1,)}",
+      "non-negative integer");
+  bad("fo.npy", "{'descr': '<f4', 'fortran_order': 0, 'shape': (1,)}",
+      "fortran_order is not True or False");
+  bad("nobrace.npy", "'descr': '<f4', 'fortran_order': False, 'shape': (1,)", "dict opening");
+  bad("open.npy", "{'descr': '<f4', 'fortran_order': False, 'shape': (1,)", "expected");
+  bad("f3.npy", "{'descr': '<f3', 'fortran_order': False, 'shape': (1,)}", "unsupported dtype");
+  bad("pipef4.npy", "{'descr': '|f4', 'fortran_order': False, 'shape': (1,)}", "no byte order");
+  bad("sep.npy", "{'descr': '<f4', 'fortran_order': False, 'shape': (1 1,)}", "','");
+  // Data beyond the shape's bytes: a concatenated or corrupt file, not silently ignored.
+  CHECK_THROWS_WITH(
+      read_npy(raw_file("long.npy", 1, "{'descr': '<f4', 'fortran_order': False, 'shape': (1,)}",
+                        std::string(5, '\0'))),
+      Catch::Contains("trailing bytes after the .npy data: expected 4 bytes, found 5"));
+}
+
+TEST_CASE("npy_version_and_header_length are checked", "[format][npy][hostile]") {
+  const std::string p =
+      raw_file("v11.npy", 1, "{'descr': '<f4', 'fortran_order': False, 'shape': (1,)}",
+               std::string(4, '\0'));
+  {
+    std::fstream f(p, std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(7);
+    f.put(1);
+  }
+  CHECK_THROWS_WITH(read_npy(p), Catch::Contains("unsupported .npy version 1.1"));
+  // A version 2 header claiming 4 GiB: refused by its length, before any read of that size.
+  std::string huge("\x93NUMPY\x02\x00\xff\xff\xff\xff", 12);
+  std::ofstream(path_of("hlen.npy"), std::ios::binary) << huge;
+  CHECK_THROWS_WITH(read_npy(path_of("hlen.npy")), Catch::Contains("header length"));
+  std::ofstream(path_of("short.npy"), std::ios::binary) << std::string("\x93NUMPY\x01", 7);
+  CHECK_THROWS_WITH(read_npy(path_of("short.npy")), Catch::Contains("magic"));
+}
+
+TEST_CASE("npy_input_not_a_file: directories and devices are named", "[format][npy][hostile]") {
+  std::filesystem::create_directories(kDir / "adir");
+  CHECK_THROWS_WITH(read_npy((kDir / "adir").string()), Catch::Contains("is a directory"));
+  CHECK_THROWS_WITH(read_npy("/dev/zero"),
+                    Catch::Contains("/dev/zero") && Catch::Contains("not a regular file"));
+  std::filesystem::remove_all(kDir);
+}

@@ -216,3 +216,24 @@ TEST_CASE("memory: seed 002 and seed 004 arithmetic", "[optim][memory]") {
   bad.extra_bits = 8;  // with fp32 weights
   CHECK_THROWS_AS(optim::memory_breakdown(bad), InputError);
 }
+
+TEST_CASE("step_progress_eta: a long run reports progress and ETA on stderr", "[optim][cli]") {
+  if (cli().empty()) {
+    WARN("EXMY_CLI not set (run through ctest): skipped");
+    return;
+  }
+  const std::string d = tmpdir();
+  io::write_npy(d + "/p.npy", io::make_npy(std::vector<float>{1.0f}));
+  const std::string args = "step --optimizer sgd --lr 0 --params " + d + "/p.npy --grads " + d +
+                           "/p.npy --steps 50 --out " + d + "/o";
+  // Delays of 0 s: a progress line for every step, then the closing line.
+  REQUIRE(run(args, d + "/err", "EXMY_PROGRESS_SECONDS=0") == 0);
+  const std::string err = testing::slurp(d + "/err");
+  CHECK(err.find("exmy step: 1/50 steps (2.0%)") != std::string::npos);
+  CHECK(err.find("ETA") != std::string::npos);
+  CHECK(err.find("exmy step: 50/50 steps in") != std::string::npos);
+  // Default delays: a short run prints nothing.
+  REQUIRE(run(args, d + "/err2") == 0);
+  CHECK(testing::slurp(d + "/err2").empty());
+  std::system(("rm -rf " + d).c_str());
+}

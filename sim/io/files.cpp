@@ -1,0 +1,140 @@
+#include "sim/io/files.hpp"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <cstdio>
+#include <filesystem>
+#include <system_error>
+
+#include "sim/common/error.hpp"
+
+namespace exmy::io {
+
+namespace {
+
+// A process-unique suffix: PID and a counter, so that two staged files never collide.
+std::string unique_suffix() {
+  static std::atomic<unsigned> counter{0};
+  return std::to_string(::getpid()) + "." + std::to_string(counter++);
+}
+
+std::string dir_of(const std::string& path) {
+  const std::size_t slash = path.rfind('/');
+  if (slash == std::string::npos) return ".";
+  return slash == 0 ? "/" : path.substr(0, slash);
+}
+
+// The path as one spelling: x.npy, ./x.npy and d/../x.npy are one file.
+std::string canonical_name(const std::string& path) {
+  std::error_code ec;
+  const auto c = std::filesystem::weakly_canonical(std::filesystem::absolute(path, ec), ec);
+  return ec ? path : c.string();
+}
+
+}  // namespace
+
+std::string read_small_file(const std::string& path, std::size_t max_bytes,
+                            const std::string& expected) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) throw InputError(path + ": cannot open for reading (expected " + expected + ")");
+  struct Closer {
+    int fd;
+    ~Closer() { ::close(fd); }
+  } closer{fd};
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) throw InputError(path + ": cannot read (expected " + expected + ")");
+  if (S_ISDIR(st.st_mode)) throw InputError(path + ": is a directory (expected " + expected + ")");
+  if (!S_ISREG(st.st_mode)) {
+    throw InputError(path + ": is not a regular file (expected " + expected + ")");
+  }
+  const auto size = static_cast<std::size_t>(st.st_size);
+  if (size > max_bytes) {
+    throw InputError(path + ": " + std::to_string(size) + " bytes, more than the " +
+                     std::to_string(max_bytes) + " expected of " + expected);
+  }
+  std::string text(size, '\0');
+  std::size_t got = 0;
+  while (got < size) {
+    const ssize_t r = ::read(fd, text.data() + got, size - got);
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0) break;
+    got += static_cast<std::size_t>(r);
+  }
+  text.resize(got);  // a file that shrank while read: what is there
+  return text;
+}
+
+void write_text_atomic(const std::string& path, const std::string& text) {
+  OutputSet out;
+  const std::string tmp = out.stage(path);
+  std::FILE* f = std::fopen(tmp.c_str(), "wb");
+  if (!f) throw InputError(path + ": cannot open for writing");
+  const bool ok = std::fwrite(text.data(), 1, text.size(), f) == text.size();
+  if (std::fclose(f) != 0 || !ok) throw InputError(path + ": write failed");
+  out.commit();
+}
+
+OutputSet::~OutputSet() {
+  for (std::size_t i = committed_; i < entries_.size(); ++i) std::remove(entries_[i].tmp.c_str());
+}
+
+std::string OutputSet::stage(const std::string& final_path) {
+  // The directory must exist: the temporary goes there, and its error would name the temporary.
+  struct stat st {};
+  const std::string dir = dir_of(final_path);
+  if (::stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
+    throw InputError(final_path + ": cannot write (directory '" + dir + "' does not exist)");
+  }
+  const std::string tmp = dir_of(final_path) + "/.exmy-tmp." + unique_suffix();
+  adopt(tmp, final_path);
+  return tmp;
+}
+
+void OutputSet::adopt(const std::string& tmp, const std::string& final_path) {
+  if (committed_ != 0) throw InputError(final_path + ": staged after commit");
+  const std::string name = canonical_name(final_path);
+  for (const Entry& e : entries_) {
+    if (canonical_name(e.final_path) == name) {
+      throw InputError("'" + final_path + "' and '" + e.final_path +
+                       "' name the same file: expected distinct outputs");
+    }
+  }
+  entries_.push_back({tmp, final_path});
+}
+
+void OutputSet::commit() {
+  // Before the first rename, what can be checked is: a directory squatting on an output's name
+  // would make its rename fail after the earlier files were already replaced.
+  for (std::size_t i = committed_; i < entries_.size(); ++i) {
+    struct stat st {};
+    if (::stat(entries_[i].final_path.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) {
+      throw InputError(entries_[i].final_path + ": is a directory (expected a file to replace)");
+    }
+  }
+  for (; committed_ < entries_.size(); ++committed_) {
+    const Entry& e = entries_[committed_];
+    if (std::rename(e.tmp.c_str(), e.final_path.c_str()) != 0) {
+      throw InputError(e.final_path + ": cannot rename the temporary file into place");
+    }
+  }
+}
+
+StagingDir::StagingDir(const std::string& parent)
+    : path_(parent + "/.exmy-stage." + unique_suffix()) {
+  if (::mkdir(path_.c_str(), 0700) != 0) {
+    throw InputError(parent +
+                     ": cannot create a temporary directory (expected a writable "
+                     "directory)");
+  }
+}
+
+StagingDir::~StagingDir() {
+  std::error_code ec;
+  std::filesystem::remove_all(path_, ec);
+}
+
+}  // namespace exmy::io
