@@ -1,7 +1,7 @@
 // exmy verify: the native engine (and the host fast path) against the MPFR oracle.
-//   exmy verify [--campaign decode|bf16|fp16|fp32-sample|fp32-top16|all] [--threads N] [--depth
-//   full|ci]
-//               [--json] [--quiet] [--device cpu|cuda]
+//   exmy verify [--campaign decode|bf16|fp16|fp32-sample|fp32-top16|steps|all] [--op NAME]
+//               [--threads N] [--depth full|ci] [--json] [--quiet] [--device cpu|cuda]
+// --op NAME runs one op of the steps campaign (its names: verify::step_op_names()).
 // Exit status: 0 all agree, 1 any mismatch, 130 interrupted (SIGINT), 2 bad arguments.
 #include <csignal>
 #include <cstdio>
@@ -83,6 +83,8 @@ int run_verify(const Args& args) {
       } else {
         throw InputError("--depth '" + d + "': expected full or ci");
       }
+    } else if (a == "--op") {
+      opts.op = value();
     } else if (a == "--json") {
       json = true;
     } else if (a == "--quiet") {
@@ -93,8 +95,9 @@ int run_verify(const Args& args) {
         throw InputError("--device '" + device + "': expected cpu or cuda");
       }
     } else {
-      throw InputError("unknown argument '" + a +
-                       "' (expected --campaign, --threads, --depth, --json, --quiet, --device)");
+      throw InputError(
+          "unknown argument '" + a +
+          "' (expected --campaign, --op, --threads, --depth, --json, --quiet, --device)");
     }
   }
   verify::clear_stop();
@@ -111,6 +114,6 @@ int run_verify(const Args& args) {
 
 EXMY_COMMAND("verify", run_verify,
              "native engine vs MPFR oracle campaigns (--campaign "
-             "decode|bf16|fp16|fp32-sample|fp32-top16|all)");
+             "decode|bf16|fp16|fp32-sample|fp32-top16|steps|all)");
 
 }  // namespace exmy::cli
