@@ -1,7 +1,7 @@
 // exmy verify: the native engine (and the host fast path) against the MPFR oracle.
-//   exmy verify [--campaign decode|bf16|fp16|fp32-sample|fp32-top16|all] [--threads N] [--depth
-//   full|ci]
-//               [--json] [--quiet] [--device cpu|cuda]
+//   exmy verify [--campaign decode|bf16|fp16|fp32-sample|fp32-top16|steps|all] [--op NAME]
+//               [--threads N] [--depth full|ci] [--json] [--quiet] [--device cpu|cuda]
+// --op NAME runs one op of the steps campaign (its names: verify::step_op_names()).
 // Exit status: 0 all agree, 1 any mismatch, 130 interrupted (SIGINT), 2 bad arguments.
 #include <csignal>
 #include <cstdint>
@@ -24,8 +24,8 @@ extern "C" void verify_on_sigint(int) {
 }
 
 constexpr const char* kUsage =
-    "usage: exmy verify [--campaign decode|bf16|fp16|fp32-sample|fp32-top16|all] [--threads N] "
-    "[--depth full|ci] [--json] [--quiet] [--device cpu|cuda]";
+    "usage: exmy verify [--campaign decode|bf16|fp16|fp32-sample|fp32-top16|steps|all] "
+    "[--op NAME] [--threads N] [--depth full|ci] [--json] [--quiet] [--device cpu|cuda]";
 
 int parse_threads(const std::string& text) {
   const std::uint64_t n = number::parse_u64(text, "--threads", 4096, false);
@@ -89,6 +89,8 @@ int run_verify(const Args& args) {
       } else {
         throw InputError("--depth '" + d + "': expected full or ci");
       }
+    } else if (a == "--op") {
+      opts.op = value();
     } else if (a == "--json") {
       json = true;
     } else if (a == "--quiet") {
@@ -116,6 +118,6 @@ int run_verify(const Args& args) {
 
 EXMY_COMMAND("verify", run_verify,
              "native engine vs MPFR oracle campaigns (--campaign "
-             "decode|bf16|fp16|fp32-sample|fp32-top16|all)");
+             "decode|bf16|fp16|fp32-sample|fp32-top16|steps|all)");
 
 }  // namespace exmy::cli

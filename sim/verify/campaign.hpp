@@ -23,6 +23,7 @@ struct Options {
   bool progress = true;
   std::size_t max_reported = 20;  // mismatches kept per campaign
   Depth depth = Depth::full;
+  std::string op;  // steps campaign: run only this op ("" = every op)
 };
 
 // One disagreement, with everything needed to reproduce it.
@@ -43,6 +44,12 @@ inline constexpr int kOutcomes = 5;
 inline constexpr int kClasses = 5;  // ValueClass values
 const char* outcome_name(Outcome o);
 
+// Checks and mismatches under a named input class (the steps campaign's classes).
+struct LabelCount {
+  std::string label;
+  std::uint64_t checks = 0, mismatches = 0;
+};
+
 struct Result {
   std::string name;
   std::uint64_t checks = 0;
@@ -50,6 +57,7 @@ struct Result {
   std::array<std::uint64_t, kClasses> by_input_class{};  // checks per ValueClass of the input
   std::array<std::uint64_t, kOutcomes> by_outcome{};     // checks per Outcome
   std::vector<Mismatch> first;                           // the first max_reported mismatches
+  std::vector<LabelCount> by_label;                      // per named input class (steps)
   std::uint64_t configurations = 0;                      // (format, rounding) pairs swept
   bool interrupted = false;
   double seconds = 0;
@@ -73,7 +81,13 @@ Result run_sample(const Options& o);
 // deterministic modes: with (b) bf16, equivalent to all 2^32 fp32 inputs (campaign_fp32_top16.cpp).
 Result run_fp32_top16(const Options& o);
 
-// The campaigns by name: decode, bf16, fp16, fp32-sample, fp32-top16; "all" runs every one.
+// (e) Optimizer steps: the native engine (sim/optim on sim/native) against the step oracle
+// (sim/oracle/steps), one Result per op (campaign_steps.cpp). `o.op` picks one op.
+std::vector<Result> run_steps(const Options& o);
+std::vector<std::string> step_op_names();
+
+// The campaigns by name: decode, bf16, fp16, fp32-sample, fp32-top16, steps; "all" runs every
+// one but steps (which `exmy verify --campaign steps` runs).
 std::vector<std::string> campaign_names();
 std::vector<Result> run_campaigns(const std::string& which, const Options& o);
 

@@ -1,6 +1,7 @@
 // Campaign plumbing: labels, rounding cases, tallies, progress, stop flag, dispatch by name.
 #include <unistd.h>
 
+#include <algorithm>
 #include <cinttypes>
 #include <cstdio>
 
@@ -93,7 +94,7 @@ std::string describe(const Mismatch& m) {
 }
 
 std::vector<std::string> campaign_names() {
-  return {"decode", "bf16", "fp16", "fp32-sample", "fp32-top16"};
+  return {"decode", "bf16", "fp16", "fp32-sample", "fp32-top16", "steps"};
 }
 
 std::vector<Result> run_campaigns(const std::string& which, const Options& o) {
@@ -103,8 +104,9 @@ std::vector<Result> run_campaigns(const std::string& which, const Options& o) {
   for (const auto& n : campaign_names()) known = known || n == which;
   if (!known) {
     throw InputError("unknown campaign '" + which +
-                     "' (expected decode, bf16, fp16, fp32-sample, fp32-top16 or all)");
+                     "' (expected decode, bf16, fp16, fp32-sample, fp32-top16, steps or all)");
   }
+  if (which == "steps") return run_steps(o);
   if (all || which == "decode") out.push_back(run_decode(o));
   if (stop_requested()) return out;
   if (all || which == "bf16") out.push_back(run_exhaustive16(formats::bf16, "bf16", o));
@@ -185,6 +187,17 @@ void merge(Result& into, const Tally& t, std::size_t max_reported) {
   for (const auto& m : t.first) {
     if (into.first.size() < max_reported) into.first.push_back(m);
   }
+  for (const auto& l : t.by_label) {
+    bool found = false;
+    for (auto& k : into.by_label) {
+      if (k.label == l.label) {
+        k.checks += l.checks;
+        k.mismatches += l.mismatches;
+        found = true;
+      }
+    }
+    if (!found) into.by_label.push_back(l);
+  }
 }
 
 Progress::Progress(std::string label, std::uint64_t total_units, bool enabled)
@@ -205,8 +218,13 @@ void Progress::add(std::uint64_t units) {
   std::int64_t last = last_print_ms_.load();
   if (now_ms - last < period || !last_print_ms_.compare_exchange_strong(last, now_ms)) return;
   const double pct = total_ ? 100.0 * static_cast<double>(done) / static_cast<double>(total_) : 0;
-  std::fprintf(stderr, "%s[verify %s] %5.1f%%  %.0fs%s", tty_ ? "\r" : "", label_.c_str(), pct,
-               now_ms / 1000.0, tty_ ? "" : "\n");
+  // ETA from the rate so far (work units are roughly uniform in cost within a campaign).
+  const double eta = done ? (now_ms / 1000.0) *
+                                static_cast<double>(total_ - std::min(done, total_)) /
+                                static_cast<double>(done)
+                          : 0.0;
+  std::fprintf(stderr, "%s[verify %s] %5.1f%%  %.0fs  ETA %.0fs%s", tty_ ? "\r" : "",
+               label_.c_str(), pct, now_ms / 1000.0, eta, tty_ ? "" : "\n");
   std::fflush(stderr);
 }
 

@@ -40,6 +40,7 @@ struct Tally {
   std::uint64_t by_class[kClasses] = {};
   std::uint64_t by_outcome[kOutcomes] = {};
   std::vector<Mismatch> first;
+  std::vector<LabelCount> by_label;
 
   // One check: the oracle's verdict `expected` against `got`; returns whether they agree.
   bool add(ValueClass input, const Encoded& expected, const Encoded& got) {
@@ -58,6 +59,17 @@ struct Tally {
     if (ok) return true;
     ++mismatches;
     return false;
+  }
+  // Counts a check under a named input class too (after add or add_check).
+  void label(const std::string& name, bool ok) {
+    for (auto& l : by_label) {
+      if (l.label == name) {
+        ++l.checks;
+        l.mismatches += ok ? 0 : 1;
+        return;
+      }
+    }
+    by_label.push_back({name, 1, ok ? 0u : 1u});
   }
   void keep(Mismatch m, std::size_t max) {
     if (first.size() < max) first.push_back(std::move(m));

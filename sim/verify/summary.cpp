@@ -63,6 +63,25 @@ std::string summary_text(const std::vector<Result>& results) {
                   r.name.c_str(), r.checks, r.mismatches, r.configurations, r.seconds,
                   r.interrupted ? "  INTERRUPTED" : "");
     out += buf;
+    if (!r.by_label.empty()) {
+      // Campaigns with named input classes (steps): checks/mismatches per class, and the class
+      // of the oracle's output value.
+      out += "    input class:";
+      for (const auto& l : r.by_label) {
+        std::snprintf(buf, sizeof buf, " %s %" PRIu64 "/%" PRIu64, l.label.c_str(), l.checks,
+                      l.mismatches);
+        out += buf;
+      }
+      out += "\n    output value:";
+      for (int c = 0; c < kClasses; ++c) {
+        std::snprintf(buf, sizeof buf, " %s %" PRIu64, class_name(static_cast<ValueClass>(c)),
+                      r.by_input_class[c]);
+        out += buf;
+      }
+      out += "\n";
+      for (const auto& m : r.first) out += "    MISMATCH " + describe(m) + "\n";
+      continue;
+    }
     out += "    input class:";
     for (int c = 0; c < kClasses; ++c) {
       std::snprintf(buf, sizeof buf, " %s %" PRIu64, class_name(static_cast<ValueClass>(c)),
@@ -115,6 +134,13 @@ std::string summary_json(const std::vector<Result>& results) {
       if (o) out += ", ";
       out += json_string(outcome_name(static_cast<Outcome>(o))) + ": " +
              std::to_string(r.by_outcome[o]);
+    }
+    out += "}, \"by_label\": {";
+    for (std::size_t k = 0; k < r.by_label.size(); ++k) {
+      if (k) out += ", ";
+      out += json_string(r.by_label[k].label) +
+             ": {\"checks\": " + std::to_string(r.by_label[k].checks) +
+             ", \"mismatches\": " + std::to_string(r.by_label[k].mismatches) + "}";
     }
     out += "}, \"first_mismatches\": [";
     for (std::size_t k = 0; k < r.first.size(); ++k) {

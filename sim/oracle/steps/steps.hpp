@@ -1,0 +1,119 @@
+// The step oracle: docs/SEMANTICS.md section 9 (optimizer steps), written from the document as
+// sequences of exactly-rounded operations on exact values (real.hpp). It shares no code with
+// sim/native or sim/optim: the campaign `exmy verify --campaign steps` (sim/verify) runs both and
+// compares every parameter and state bit. Each function names the paragraph it implements; the
+// notation follows the document: ⊕ ⊗ ⊘ √ are RN32 (`add(F32, …)`), `fma` is rounded once,
+// `⊕₆₄` is RN64 (`add(F64, …)`), T(·) rounds to the storage format T (bf16, fp16 or fp32).
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "sim/oracle/steps/real.hpp"
+
+namespace exmy::oracle::steps {
+
+using Tensor = std::vector<Real>;
+
+// Hyperparameters as the user gives them (Python floats).
+struct AdamHyper {
+  double lr = 1e-3, beta1 = 0.9, beta2 = 0.999, eps = 1e-8, wd = 0.0;
+};
+struct SgdHyper {
+  double lr = 1e-3, momentum = 0.9, dampening = 0.0, wd = 0.0;
+  bool nesterov = false;
+};
+
+// ---- 9.2 torch.optim.Adam / AdamW (_single_tensor_adam) -----------------------------------
+struct TorchAdamScalars {
+  bool has_wd = false, decoupled = true;
+  Real decay, lambda, w1, w1m1, b2, w2, ns, c, e;
+};
+TorchAdamScalars torch_adam_scalars(const AdamHyper& h, long t, bool decoupled);
+// One element at step t; p, m, v and g are values of T.
+void torch_adam_element(const TorchAdamScalars& s, const FloatFormat& T, Real& p, Real g, Real& m,
+                        Real& v);
+void torch_adam_step(const AdamHyper& h, bool decoupled, const FloatFormat& T, long t, Tensor& p,
+                     const Tensor& g, Tensor& m, Tensor& v);
+
+// ---- 9.3 torch.optim.SGD (_single_tensor_sgd) ---------------------------------------------
+void torch_sgd_element(const SgdHyper& h, const FloatFormat& T, long t, Real& p, Real g, Real& buf);
+void torch_sgd_step(const SgdHyper& h, const FloatFormat& T, long t, Tensor& p, const Tensor& g,
+                    Tensor& buf);
+
+// ---- 5.3 nearest code, 9.4 bitsandbytes 8-bit ----------------------------------------------
+// A 256-entry codebook (the table is data: the fp32 values of sim/format/codebook.cpp, passed
+// in by the caller) with its fp32 midpoints m_k = RN32(c_k + c_{k+1}) ⊗ 0.5.
+struct Codebook {
+  Tensor c, mid;
+};
+Codebook make_codebook(std::span<const float> values);
+// 5.3 with TieRule::even_index: #{k : m_k < x}, an exact midpoint goes to the even index of
+// k, k+1; NaN → 0.
+std::uint8_t nearest_even(const Codebook& cb, const Real& x);
+
+// 9.4 step 4 for state 1: nearest code of s ⊘ absmax, then the sign guard (uint8 wrap).
+// `nan_state` is set when s is NaN: the guard then reads a NaN's sign bit, which 9.1 leaves
+// unspecified, so the code is 0 (sign bit 1) or 255 (sign bit 0).
+std::uint8_t requantize_signed(const Codebook& cb, const Real& s, const Real& absmax,
+                               std::uint8_t& nan_state);
+
+struct Bnb8State {
+  int block = 256;
+  bool is_8bit = true;
+  std::vector<std::uint8_t> q1, q2;
+  Tensor a1, a2;  // per-block absmax
+  Tensor s1, s2;  // fp32 states of the < 4096 fallback
+  // Elements whose state 1 was NaN at requantization: the sign guard reads the NaN's sign bit,
+  // which section 9.1 leaves unspecified, so q1 is one of two codes (see the campaign).
+  std::vector<std::uint8_t> q1_nan;
+};
+// Zero state as bitsandbytes creates it; n < 4096 keeps fp32 states unless !small_fallback.
+Bnb8State bnb8_init(std::size_t n, bool two_states, int block, bool small_fallback);
+void bnb_adam8_step(const AdamHyper& h, long t, const FloatFormat& T, const Codebook& code1,
+                    const Codebook& code2, Tensor& p, const Tensor& g, Bnb8State& st);
+// Momentum: h.beta1 is the momentum (9.9).
+void bnb_momentum8_step(const AdamHyper& h, long t, const FloatFormat& T, const Codebook& code1,
+                        Tensor& p, const Tensor& g, Bnb8State& st);
+
+// ---- 9.5 StableAdamW, 10 the fixed sum tree -------------------------------------------------
+// Section 10's fp64 sum of fp32 terms.
+Real tree_sum(const Tensor& terms);
+// One step; returns RMS_t.
+Real stable_adamw_step(const AdamHyper& h, long t, Tensor& p, const Tensor& g, Tensor& v,
+                       Tensor& u);
+
+// ---- 6 split formats, 9.6 -----------------------------------------------------------------
+struct SplitFmt {
+  bool bf16 = true;  // else fp16
+  int k = 8;
+  bool sr = false;
+};
+struct SplitElem {
+  std::uint16_t hi = 0;
+  std::uint32_t field = 0;  // the k extra bits, the rounded-up bit above them under :sr
+};
+// split(x) of an fp32 value; `word` is the element's 32-bit Philox word (used under :sr).
+SplitElem split(const Real& x, const SplitFmt& f, std::uint32_t word);
+Real join(const SplitElem& e, const SplitFmt& f);
+// The random word of element i at step t (stream 9, key seed + t).
+std::uint32_t split_word(std::uint64_t seed, long t, std::uint64_t i);
+// Section 6's packing of the fields into little-endian 32-bit words.
+std::vector<std::uint32_t> pack_fields(const std::vector<SplitElem>& e, const SplitFmt& f);
+void split_adam_step(const AdamHyper& h, bool decoupled, const SplitFmt& f, long t,
+                     std::uint64_t seed, std::vector<SplitElem>& p, const Tensor& g, Tensor& m,
+                     Tensor& v);
+void split_sgd_step(const SgdHyper& h, const SplitFmt& f, long t, std::uint64_t seed,
+                    std::vector<SplitElem>& p, const Tensor& g, Tensor& buf);
+
+// ---- 9.7 loss scaling ---------------------------------------------------------------------
+struct DynamicScaler {
+  Real scale = Real::of_double(65536.0);
+  int growth_interval = 2000, tracker = 0;
+};
+// found_inf on the scaled gradient; g ← g ⊗ RN32(1/scale) (fp64 reciprocal) unless that is 1.
+bool unscale(Tensor& g, const Real& scale);
+void update_scale(DynamicScaler& s, bool found_inf);
+
+}  // namespace exmy::oracle::steps

@@ -1,0 +1,112 @@
+// docs/SEMANTICS.md 9.1-9.3 on exact values: torch.optim.Adam/AdamW and SGD, single-tensor CPU
+// path, storage T = fp32, bf16 or fp16 (every tensor op computes in fp32 and rounds to T).
+#include <stdexcept>
+
+#include "sim/oracle/steps/steps.hpp"
+
+namespace exmy::oracle::steps {
+namespace {
+
+const Real& one() {
+  static const Real r = Real::of_double(1.0);
+  return r;
+}
+const Real& half() {
+  static const Real r = Real::of_double(0.5);
+  return r;
+}
+Real py(double x) {
+  return Real::of_double(x);
+}
+void check(std::size_t n, std::size_t a) {
+  if (a != n) throw std::logic_error("step oracle: tensor sizes differ");
+}
+
+}  // namespace
+
+// 9.2 host scalars: CPython doubles (each Python operation RN64; pow correctly rounded here, the
+// C library's in CPython), then RN32 where the tensor op receives them.
+TorchAdamScalars torch_adam_scalars(const AdamHyper& h, long t, bool decoupled) {
+  TorchAdamScalars s;
+  s.has_wd = h.wd != 0.0;
+  s.decoupled = decoupled;
+  const Real lr = py(h.lr), b1 = py(h.beta1), b2 = py(h.beta2), wd = py(h.wd);
+  const Real tt = py(static_cast<double>(t));
+  s.decay = round(F32, sub(F64, one(), mul(F64, lr, wd)));  // RN32(1 − lr·wd)
+  s.w1 = round(F32, sub(F64, one(), b1));                   // RN32(1 − β1)
+  s.w1m1 = sub(F32, s.w1, one());                           // RN32(w1 − 1)
+  s.w2 = round(F32, sub(F64, one(), b2));                   // RN32(1 − β2)
+  s.b2 = round(F32, b2);                                    // RN32(β2)
+  const Real bc1 = sub(F64, one(), pow(F64, b1, tt));       // 1 − β1^t
+  s.ns = round(F32, neg(div(F64, lr, bc1)));                // RN32(−(lr / bc1))
+  const Real bc2 = sub(F64, one(), pow(F64, b2, tt));       // 1 − β2^t
+  s.c = round(F32, pow(F64, bc2, half()));                  // RN32(bc2 ** 0.5)
+  s.e = round(F32, py(h.eps));                              // RN32(eps)
+  s.lambda = round(F32, wd);                                // RN32(wd)
+  return s;
+}
+
+void torch_adam_element(const TorchAdamScalars& s, const FloatFormat& T, Real& p, Real g, Real& m,
+                        Real& v) {
+  // 1. weight decay
+  if (s.has_wd) {
+    if (s.decoupled) {
+      p = round(T, mul(F32, p, s.decay));  // p ← p ⊗ decay
+    } else {
+      g = round(T, fma(F32, p, round(T, s.lambda), g));  // g ← fma(p, T(λ), g)
+    }
+  }
+  // 2. m ← lerp(m, g, w1): fma(w1, g ⊖ m, m) if |w1| < 0.5, else fma(w1 − 1, g ⊖ m, g)
+  const Real d = sub(F32, g, m);
+  if (lt(abs(s.w1), half())) {
+    m = round(T, fma(F32, s.w1, d, m));
+  } else {
+    m = round(T, fma(F32, s.w1m1, d, g));
+  }
+  // 3. v ← v ⊗ b2; v ← fma(w2 ⊗ g, g, v)
+  v = round(T, mul(F32, v, s.b2));
+  v = round(T, fma(F32, mul(F32, s.w2, g), g, v));
+  // 4. d ← ((√v) ⊘ c) ⊕ T(e), three tensor ops
+  Real den = round(T, sqrt(F32, v));
+  den = round(T, div(F32, den, s.c));
+  den = round(T, add(F32, den, round(T, s.e)));
+  // 5. p ← p ⊕ ((ns ⊗ m) ⊘ d), addcdiv unfused
+  p = round(T, add(F32, p, div(F32, mul(F32, s.ns, m), den)));
+}
+
+void torch_adam_step(const AdamHyper& h, bool decoupled, const FloatFormat& T, long t, Tensor& p,
+                     const Tensor& g, Tensor& m, Tensor& v) {
+  check(p.size(), g.size());
+  check(p.size(), m.size());
+  check(p.size(), v.size());
+  const TorchAdamScalars s = torch_adam_scalars(h, t, decoupled);
+  for (std::size_t i = 0; i < p.size(); ++i) torch_adam_element(s, T, p[i], g[i], m[i], v[i]);
+}
+
+// 9.3. The `T(·)` scalars are the alphas of add (9.1): RN32 of the Python double, then T.
+void torch_sgd_element(const SgdHyper& h, const FloatFormat& T, long t, Real& p, Real g,
+                       Real& buf) {
+  const Real mu = round(F32, py(h.momentum));
+  if (h.wd != 0.0) g = round(T, fma(F32, p, round(T, round(F32, py(h.wd))), g));
+  if (h.momentum != 0.0) {
+    if (t == 1) {
+      buf = g;
+    } else {
+      buf = round(T, mul(F32, buf, mu));
+      const Real omd = round(F32, sub(F64, one(), py(h.dampening)));  // RN32(1 − dampening)
+      buf = round(T, fma(F32, g, round(T, omd), buf));
+    }
+    g = h.nesterov ? round(T, fma(F32, buf, round(T, mu), g)) : buf;
+  }
+  const Real neg_lr = round(F32, neg(py(h.lr)));  // RN32(−lr)
+  p = round(T, fma(F32, g, round(T, neg_lr), p));
+}
+
+void torch_sgd_step(const SgdHyper& h, const FloatFormat& T, long t, Tensor& p, const Tensor& g,
+                    Tensor& buf) {
+  check(p.size(), g.size());
+  check(p.size(), buf.size());
+  for (std::size_t i = 0; i < p.size(); ++i) torch_sgd_element(h, T, t, p[i], g[i], buf[i]);
+}
+
+}  // namespace exmy::oracle::steps
