@@ -359,7 +359,7 @@ struct Sizes {
 };
 Sizes sizes(Depth d) {
   // ci: under a minute on 2 cores; full: about 4·10^8 checks, sized for 16 cores.
-  return d == Depth::ci ? Sizes{384, 4096 + 300, 300, 5, 1}
+  return d == Depth::ci ? Sizes{1024, 4096 + 300, 300, 5, 1}
                         : Sizes{8192, 4096 * 3 + 777, 3000, 10, 8};
 }
 

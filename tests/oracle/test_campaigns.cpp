@@ -93,3 +93,22 @@ TEST_CASE("summaries report mismatches and interruption", "[oracle][campaign]") 
   CHECK(verify::summary_text({r}).find("(interrupted)") != std::string::npos);
   CHECK(verify::summary_json({r}).find("\"ok\": false") != std::string::npos);
 }
+
+TEST_CASE("campaign (e): optimizer steps, native engine against the step oracle",
+          "[oracle][campaign][steps]") {
+  // A few ops here (the whole ci depth is the ctest verify_steps_ci): torch AdamW on bf16, the
+  // 8-bit requantization on every midpoint, a split format with :sr.
+  for (const char* op : {"adamw-bf16", "bnb8-requantize", "adamw-fp16+8:sr", "stableadamw"}) {
+    verify::Options o = test_options(verify::Depth::ci);
+    o.op = op;
+    const auto rs = verify::run_steps(o);
+    REQUIRE(rs.size() == 1);
+    INFO(op);
+    require_clean(rs[0], 10000);
+    CHECK(rs[0].by_label.size() >= 1);
+  }
+  verify::Options bad = test_options(verify::Depth::ci);
+  bad.op = "adamw-fp8";
+  CHECK_THROWS_AS(verify::run_steps(bad), InputError);
+  CHECK(verify::step_op_names().size() >= 30);
+}
