@@ -8,6 +8,8 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <cstdlib>
+#include <mutex>
 #include <vector>
 
 #include "gpu/common/cuda_check.hpp"
@@ -110,6 +112,74 @@ class PerDeviceValue {
  private:
   static constexpr int kSlots = 64;
   std::atomic<int> slot_[kSlots] = {};
+};
+
+// A device buffer kept for the life of the process, one per device (constant tables, grown
+// workspaces). Per device, because a pointer from one device is not valid on another (a process
+// may step on several GPUs). Every buffer lives in one registry that is never destroyed, so the
+// order of static destructors cannot matter; an atexit hook, registered after the CUDA runtime's
+// own (the runtime is initialised before the first allocation), frees them, so leak checkers
+// (compute-sanitizer --leak-check full) see a clean process. Thread-safe.
+class PerDeviceBuffer {
+ public:
+  // This device's buffer of at least `bytes`. On the first use on a device, or when it must grow
+  // (the old contents are then dropped), it is (re)allocated and `fill(ptr)` runs once on it; a
+  // fill that throws frees the new allocation.
+  template <class Fill>
+  void* get(std::size_t bytes, Fill&& fill) {
+    const int dev = current_device();
+    Registry& r = registry();
+    std::lock_guard<std::mutex> lock(r.mutex);
+    for (const Slot& s : r.slots) {
+      if (s.owner == this && s.dev == dev && s.bytes >= bytes) return s.p;
+    }
+    void* p = nullptr;
+    cuda_check(cudaMalloc(&p, bytes), "cudaMalloc (per-device buffer)");
+    try {
+      fill(p);
+    } catch (...) {
+      cudaFree(p);
+      throw;
+    }
+    for (Slot& s : r.slots) {
+      if (s.owner == this && s.dev == dev) {
+        cudaFree(s.p);
+        s.p = p;
+        s.bytes = bytes;
+        return p;
+      }
+    }
+    r.slots.push_back({this, dev, p, bytes});
+    return p;
+  }
+
+ private:
+  struct Slot {
+    const PerDeviceBuffer* owner;  // identity only, never dereferenced
+    int dev;
+    void* p;
+    std::size_t bytes;
+  };
+  struct Registry {
+    std::mutex mutex;
+    std::vector<Slot> slots;
+    Registry() { std::atexit(free_all); }
+  };
+  static Registry& registry() {
+    static Registry* r = new Registry;  // deliberately never destroyed (see above)
+    return *r;
+  }
+  static void free_all() {
+    Registry& r = registry();
+    std::lock_guard<std::mutex> lock(r.mutex);
+    int prev = 0;
+    const bool have_prev = cudaGetDevice(&prev) == cudaSuccess;
+    for (const Slot& s : r.slots) {
+      if (cudaSetDevice(s.dev) == cudaSuccess) cudaFree(s.p);
+    }
+    r.slots.clear();
+    if (have_prev) cudaSetDevice(prev);
+  }
 };
 
 // Streaming multiprocessors of the current device (132 on an H100 SXM / H200), queried.

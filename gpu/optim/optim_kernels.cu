@@ -93,9 +93,9 @@ const std::array<float, 256>& dynamic_map(bool is_signed) {
 
 // Device copies of the two dynamic maps (signed, unsigned), made once.
 const float* device_codes() {
-  static float* d = nullptr;
-  static std::once_flag once;
-  std::call_once(once, [] {
+  // One copy per device (a pointer is valid on its own device only).
+  static PerDeviceBuffer buf;
+  return static_cast<const float*>(buf.get(512 * sizeof(float), [](void* d) {
     float host[512];
     const auto& s = dynamic_map(true);
     const auto& u = dynamic_map(false);
@@ -103,10 +103,8 @@ const float* device_codes() {
       host[i] = s[i];
       host[256 + i] = u[i];
     }
-    cuda_check(cudaMalloc(&d, sizeof host), "cudaMalloc codebooks");
     cuda_check(cudaMemcpy(d, host, sizeof host, cudaMemcpyHostToDevice), "copy codebooks");
-  });
-  return d;
+  }));
 }
 
 // Block maximum of non-NaN, non-negative values (|s| folded from -FLT_MAX): fmaxf is exact and
@@ -306,10 +304,9 @@ struct Bnb8Tables {
 static_assert(sizeof(Bnb8Tables) % 4 == 0, "copied as 32-bit words");
 
 const Bnb8Tables* device_tables() {
-  static Bnb8Tables* d = nullptr;
-  static std::once_flag once;
-  std::call_once(once, [] {
-    static Bnb8Tables h;
+  // Built once on the host, copied once to each device that uses them.
+  static const Bnb8Tables host = [] {
+    Bnb8Tables h;
     for (int map = 0; map < 2; ++map) {
       const auto& values = dynamic_map(map == 0);
       float mids256[256];
@@ -324,10 +321,12 @@ const Bnb8Tables* device_tables() {
     }
     h.z = native::bnb_negative_prefix(h.code[0]);
     if (h.z < 0) throw CudaError("8-bit tables: negative codes are not a prefix");
-    cuda_check(cudaMalloc(&d, sizeof h), "cudaMalloc 8-bit tables");
-    cuda_check(cudaMemcpy(d, &h, sizeof h, cudaMemcpyHostToDevice), "copy 8-bit tables");
-  });
-  return d;
+    return h;
+  }();
+  static PerDeviceBuffer buf;
+  return static_cast<const Bnb8Tables*>(buf.get(sizeof host, [](void* d) {
+    cuda_check(cudaMemcpy(d, &host, sizeof host, cudaMemcpyHostToDevice), "copy 8-bit tables");
+  }));
 }
 
 __device__ void load_tables(const Bnb8Tables* src, Bnb8Tables* dst) {
@@ -800,16 +799,12 @@ float stable_adamw_step(const optim::AdamHyper& h, long step, float* p, const fl
   const native::StableAdamWScalars s = optim::stable_adamw_scalars(h, step);
   double sum = 0.0;
   if (n > 0) {
-    // Workspace: two levels of partial sums, grown as needed (single-threaded host use).
-    static double* ws = nullptr;
-    static std::size_t ws_len = 0;
+    // Workspace: two levels of partial sums, per device, grown as needed. (Steps on one device
+    // from several host threads at once would share it: exmy steps one tensor at a time.)
+    static PerDeviceBuffer workspace;
     const std::size_t c0 = (n + kThreads - 1) / kThreads;
     const std::size_t need = c0 + (c0 + kThreads - 1) / kThreads + 1;
-    if (need > ws_len) {
-      if (ws) cudaFree(ws);
-      cuda_check(cudaMalloc(&ws, need * sizeof(double)), "cudaMalloc stableadamw workspace");
-      ws_len = need;
-    }
+    double* ws = static_cast<double*>(workspace.get(need * sizeof(double), [](void*) {}));
     double* a = ws;
     double* b = ws + c0;
     const unsigned blocks = static_cast<unsigned>((c0 + kChunksPerBlock - 1) / kChunksPerBlock);
