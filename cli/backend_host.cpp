@@ -1,0 +1,249 @@
+// The backend child process (see backend_host.hpp).
+#include "cli/backend_host.hpp"
+
+#include <dlfcn.h>
+#include <signal.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "cli/cli_util.hpp"
+#include "exmy/backend.h"
+#include "sim/common/error.hpp"
+#include "sim/format/float_names.hpp"
+
+namespace exmy::cli {
+
+Rounding parse_backend_rounding(std::string_view text, std::string_view what) {
+  const std::size_t plus = text.find('+');
+  try {
+    Rounding r = parse_rounding(text.substr(0, plus));
+    if (plus != std::string_view::npos) r.overflow = parse_overflow(text.substr(plus + 1));
+    return r;
+  } catch (const InputError& e) {
+    throw InputError(std::string(what) + " '" + std::string(text) +
+                     "': expected MODE or MODE+POLICY, MODE rne|rna|rtz|rup|rdn|rto|sr:R (R = "
+                     "1..32), POLICY none|satfinite|sat");
+  }
+}
+
+std::string backend_rounding_text(const Rounding& r) {
+  static const char* const modes[] = {"rne", "rna", "rtz", "rup", "rdn", "rto", "sr"};
+  std::string s = modes[static_cast<int>(r.mode)];
+  if (r.mode == RoundMode::sr) s += ":" + std::to_string(r.sr_bits);
+  if (r.overflow == Overflow::satfinite) s += "+satfinite";
+  if (r.overflow == Overflow::sat) s += "+sat";
+  return s;
+}
+
+FloatFormat parse_backend_format(std::string_view name) {
+  const auto f = parse_float_format(name);
+  if (!f || f->total_bits() > 16) {
+    throw InputError("--format '" + std::string(name) +
+                     "': expected a float format of at most 16 bits (e4m3fn, e5m2, bf16, ...)");
+  }
+  return *f;
+}
+
+namespace {
+
+// Child -> parent after loading: status 0 and an empty message, or 2 and the reason.
+struct Hello {
+  std::int32_t status;
+  char message[480];
+};
+struct Request {
+  std::uint64_t n, seed;
+};
+struct Reply {
+  std::int32_t rc;
+};
+
+// Whole reads and writes over a pipe; false at end of file or on error.
+bool read_all(int fd, void* p, std::size_t n) {
+  auto* b = static_cast<char*>(p);
+  while (n > 0) {
+    const ssize_t k = read(fd, b, n);
+    if (k < 0 && errno == EINTR) continue;
+    if (k <= 0) return false;
+    b += k;
+    n -= static_cast<std::size_t>(k);
+  }
+  return true;
+}
+bool write_all(int fd, const void* p, std::size_t n) {
+  const auto* b = static_cast<const char*>(p);
+  while (n > 0) {
+    const ssize_t k = write(fd, b, n);
+    if (k < 0 && errno == EINTR) continue;
+    if (k <= 0) return false;
+    b += k;
+    n -= static_cast<std::size_t>(k);
+  }
+  return true;
+}
+
+std::string describe_status(int st) {
+  if (WIFSIGNALED(st)) {
+    const int sig = WTERMSIG(st);
+    const char* name = strsignal(sig);
+    return "signal " + std::to_string(sig) + " (" + (name ? name : "?") + ")";
+  }
+  if (WIFEXITED(st)) return "exit status " + std::to_string(WEXITSTATUS(st));
+  return "unknown status";
+}
+
+using CastFn = int (*)(const char*, const char*, unsigned long long, const float*, void*,
+                       unsigned long long);
+using VersionFn = unsigned (*)();
+
+// The child: load, report, serve. Never returns; _exit skips the parent's atexit handlers and
+// static destructors, which are not ours to run twice.
+[[noreturn]] void serve(const std::string& library, const std::string& format,
+                        const std::string& rounding, float* x, void* codes, int in, int out) {
+  // Ctrl-C reaches the whole process group: exmy handles it and ends the child by closing the
+  // pipe, so the child must not die of it (that would read as a crash).
+  signal(SIGINT, SIG_IGN);
+  Hello hello{};
+  const auto fail = [&](const std::string& why) {
+    hello.status = 2;
+    std::snprintf(hello.message, sizeof hello.message, "%s", why.c_str());
+    write_all(out, &hello, sizeof hello);
+    _exit(0);
+  };
+  void* lib = dlopen(library.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (lib == nullptr) {
+    const char* e = dlerror();
+    fail(std::string("cannot load: ") + (e ? e : "?"));
+  }
+  const auto version = reinterpret_cast<VersionFn>(dlsym(lib, "exmy_backend_abi_version"));
+  if (version == nullptr) fail("no entry point exmy_backend_abi_version (include/exmy/backend.h)");
+  const unsigned v = version();
+  if (v != EXMY_BACKEND_ABI_VERSION) {
+    fail("ABI version " + std::to_string(v) + ", this exmy implements ABI version " +
+         std::to_string(EXMY_BACKEND_ABI_VERSION) + " (include/exmy/backend.h)");
+  }
+  const auto cast = reinterpret_cast<CastFn>(dlsym(lib, "exmy_backend_cast_f32"));
+  if (cast == nullptr) fail("no entry point exmy_backend_cast_f32 (include/exmy/backend.h)");
+  hello.status = 0;
+  if (!write_all(out, &hello, sizeof hello)) _exit(0);
+  Request req;
+  while (read_all(in, &req, sizeof req)) {
+    Reply rep{cast(format.c_str(), rounding.c_str(), req.seed, x, codes, req.n)};
+    if (!write_all(out, &rep, sizeof rep)) break;
+  }
+  _exit(0);
+}
+
+}  // namespace
+
+BackendProcess::BackendProcess(std::string library, std::string format, std::string rounding,
+                               std::size_t capacity)
+    : library_(std::move(library)),
+      format_(std::move(format)),
+      rounding_(std::move(rounding)),
+      capacity_(capacity == 0 ? 1 : capacity) {
+  struct stat sb {};
+  if (stat(library_.c_str(), &sb) != 0) {
+    throw InputError("--backend '" + library_ + "': no such file");
+  }
+  if (!S_ISREG(sb.st_mode)) {
+    throw InputError("--backend '" + library_ + "': not a regular file (expected a shared library)");
+  }
+  // dlopen searches the library path for a name without a slash; the user named a file.
+  if (library_.find('/') == std::string::npos) library_ = "./" + library_;
+  code_bytes_ = parse_backend_format(format_).total_bits() <= 8 ? 1 : 2;
+  map_bytes_ = capacity_ * (sizeof(float) + code_bytes_);
+  map_ = mmap(nullptr, map_bytes_, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+  if (map_ == MAP_FAILED) {
+    map_ = nullptr;
+    throw InputError("--backend: cannot map " + std::to_string(map_bytes_) + " bytes of shared memory");
+  }
+  x_ = static_cast<float*>(map_);
+  codes_ = static_cast<std::uint8_t*>(map_) + capacity_ * sizeof(float);
+  // A child that dies while we write to it must not kill exmy with SIGPIPE.
+  signal(SIGPIPE, SIG_IGN);
+  start();
+}
+
+BackendProcess::~BackendProcess() {
+  stop();
+  if (map_ != nullptr) munmap(map_, map_bytes_);
+}
+
+void BackendProcess::start() {
+  int down[2], up[2];
+  if (pipe(down) != 0) throw InputError("--backend: cannot create a pipe");
+  if (pipe(up) != 0) {
+    close(down[0]);
+    close(down[1]);
+    throw InputError("--backend: cannot create a pipe");
+  }
+  std::fflush(nullptr);  // nothing buffered may be written twice
+  const pid_t pid = fork();
+  if (pid < 0) throw InputError("--backend: cannot start the backend process");
+  if (pid == 0) {
+    close(down[1]);
+    close(up[0]);
+    serve(library_, format_, rounding_, x_, codes_, down[0], up[1]);
+  }
+  close(down[0]);
+  close(up[1]);
+  pid_ = pid;
+  to_child_ = down[1];
+  from_child_ = up[0];
+  Hello hello{};
+  if (!read_all(from_child_, &hello, sizeof hello)) {
+    int st = 0;
+    waitpid(pid_, &st, 0);
+    pid_ = -1;
+    stop();
+    throw InputError("--backend '" + library_ + "': the library crashed while loading (" +
+                     describe_status(st) + ")");
+  }
+  if (hello.status != 0) {
+    hello.message[sizeof hello.message - 1] = '\0';
+    stop();
+    throw InputError("--backend '" + library_ + "': " + hello.message);
+  }
+}
+
+void BackendProcess::stop() {
+  if (to_child_ >= 0) close(to_child_);
+  if (from_child_ >= 0) close(from_child_);
+  to_child_ = from_child_ = -1;
+  if (pid_ > 0) {
+    int st = 0;
+    waitpid(pid_, &st, 0);  // the child leaves its loop when the pipe closes
+  }
+  pid_ = -1;
+}
+
+BackendCall BackendProcess::call(std::size_t n, std::uint64_t seed) {
+  if (n > capacity_) throw std::logic_error("BackendProcess::call: n above capacity");
+  if (pid_ < 0) start();
+  BackendCall result;
+  const Request req{n, seed};
+  Reply rep{};
+  if (write_all(to_child_, &req, sizeof req) && read_all(from_child_, &rep, sizeof rep)) {
+    if (rep.rc != 0) {
+      result.status = BackendCall::Status::returned_nonzero;
+      result.rc = rep.rc;
+    }
+    return result;
+  }
+  // The child ended in the middle of the call: that call crashed it.
+  int st = 0;
+  waitpid(pid_, &st, 0);
+  pid_ = -1;
+  stop();
+  result.status = BackendCall::Status::crashed;
+  result.crash = describe_status(st);
+  return result;
+}
+
+}  // namespace exmy::cli
