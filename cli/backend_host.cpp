@@ -152,7 +152,8 @@ BackendProcess::BackendProcess(std::string library, std::string format, std::str
     throw InputError("--backend '" + library_ + "': no such file");
   }
   if (!S_ISREG(sb.st_mode)) {
-    throw InputError("--backend '" + library_ + "': not a regular file (expected a shared library)");
+    throw InputError("--backend '" + library_ +
+                     "': not a regular file (expected a shared library)");
   }
   // dlopen searches the library path for a name without a slash; the user named a file.
   if (library_.find('/') == std::string::npos) library_ = "./" + library_;
@@ -161,7 +162,8 @@ BackendProcess::BackendProcess(std::string library, std::string format, std::str
   map_ = mmap(nullptr, map_bytes_, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
   if (map_ == MAP_FAILED) {
     map_ = nullptr;
-    throw InputError("--backend: cannot map " + std::to_string(map_bytes_) + " bytes of shared memory");
+    throw InputError("--backend: cannot map " + std::to_string(map_bytes_) +
+                     " bytes of shared memory");
   }
   x_ = static_cast<float*>(map_);
   codes_ = static_cast<std::uint8_t*>(map_) + capacity_ * sizeof(float);

@@ -26,8 +26,8 @@ FloatFormat parse_backend_format(std::string_view name);
 
 struct BackendCall {
   enum class Status { ok, returned_nonzero, crashed } status = Status::ok;
-  int rc = 0;          // the entry point's return value (returned_nonzero)
-  std::string crash;   // how the child ended ("signal 11 (Segmentation fault)", ...)
+  int rc = 0;         // the entry point's return value (returned_nonzero)
+  std::string crash;  // how the child ended ("signal 11 (Segmentation fault)", ...)
 };
 
 class BackendProcess {
@@ -41,7 +41,7 @@ class BackendProcess {
   BackendProcess(const BackendProcess&) = delete;
   BackendProcess& operator=(const BackendProcess&) = delete;
 
-  float* x() { return x_; }                    // inputs of the next call (shared memory)
+  float* x() { return x_; }                             // inputs of the next call (shared memory)
   const std::uint8_t* codes() const { return codes_; }  // its outputs
   std::size_t capacity() const { return capacity_; }
   std::size_t code_bytes() const { return code_bytes_; }  // 1 or 2 per element

@@ -47,7 +47,9 @@ std::uint32_t step_ulps(std::uint32_t mag, int k) {
 }
 
 // 0, +1, -1, +2, -2, ...: offsets that shrink toward the exact point.
-int offset_of(int k) { return k % 2 ? (k + 1) / 2 : -(k / 2); }
+int offset_of(int k) {
+  return k % 2 ? (k + 1) / 2 : -(k / 2);
+}
 
 // The boundary points of a target format, as fp32 magnitudes.
 struct Boundaries {
@@ -93,15 +95,14 @@ rc::Gen<std::uint32_t> input_gen(const Boundaries& b) {
   using rc::Gen;
   namespace gen = rc::gen;
   const auto near = [](const std::vector<std::uint32_t>& points, int spread) {
-    return gen::apply(
-        [points](std::size_t i, int k) { return step_ulps(points[i], offset_of(k)); },
-        gen::inRange<std::size_t>(0, points.size()), gen::inRange(0, 2 * spread + 1));
+    return gen::apply([points](std::size_t i, int k) { return step_ulps(points[i], offset_of(k)); },
+                      gen::inRange<std::size_t>(0, points.size()), gen::inRange(0, 2 * spread + 1));
   };
   const std::vector<std::uint32_t> overflow = {b.threshold, b.beyond, b.max};
   const Gen<std::uint32_t> magnitude = gen::weightedOneOf<std::uint32_t>({
-      {30, near(b.ties, 2)},       // exact ties (offset 0) and their neighbours
-      {15, near(b.values, 2)},     // representable values and their neighbours
-      {15, near(overflow, 3)},     // the overflow threshold +- ulps
+      {30, near(b.ties, 2)},    // exact ties (offset 0) and their neighbours
+      {15, near(b.values, 2)},  // representable values and their neighbours
+      {15, near(overflow, 3)},  // the overflow threshold +- ulps
       {8, gen::map(gen::inRange<std::uint32_t>(0, 0x00800000u),  // fp32 zero and subnormals
                    [](std::uint32_t m) { return m; })},
       {8, gen::element<std::uint32_t>(0u, 0x7F800000u, 0x7FC00000u, 0x7F800001u, 0x7FFFFFFFu,
@@ -114,7 +115,7 @@ rc::Gen<std::uint32_t> input_gen(const Boundaries& b) {
                     [](std::uint32_t u) { return u & 0x7FFFFFFFu; })},
   });
   return gen::apply([](std::uint32_t mag, bool neg) { return mag | (neg ? 0x80000000u : 0u); },
-                    magnitude, gen::element(false, true));
+                    magnitude, gen::arbitrary<bool>());
 }
 
 // What the last failing case was; RapidCheck's shrinking runs the property on ever simpler
@@ -172,8 +173,8 @@ int run_fuzz(const Args& args) {
     }
   }
   if (library.empty() || op.empty() || format_name.empty() || round_text.empty()) {
-    throw InputError(std::string("--backend, --op, --format and --round are required (") +
-                     kUsage + ")");
+    throw InputError(std::string("--backend, --op, --format and --round are required (") + kUsage +
+                     ")");
   }
   if (op != "cast") {
     throw InputError("--op '" + op + "': expected cast (ABI 1 fuzzes exmy_backend_cast_f32)");
@@ -246,12 +247,11 @@ int run_fuzz(const Args& args) {
   QuietListener listener;
   // The overload with an explicit (empty) reproduce map does not read RC_PARAMS, which would
   // print its configuration and could change the run; --seed and --cases alone decide it.
-  const auto result = rc::detail::checkProperty(rc::detail::toProperty(property), meta, params,
-                                                listener, {});
+  const auto result =
+      rc::detail::checkProperty(rc::detail::toProperty(property), meta, params, listener, {});
 
   if (result.template is<rc::detail::SuccessResult>() && !last.any) {
-    std::printf("PASS: %" PRIu64 " cases, backend %s agrees with exmy on %s (--seed %" PRIu64
-                ")\n",
+    std::printf("PASS: %" PRIu64 " cases, backend %s agrees with exmy on %s (--seed %" PRIu64 ")\n",
                 cases, library.c_str(), what.c_str(), seed);
     return 0;
   }
@@ -266,9 +266,12 @@ int run_fuzz(const Args& args) {
     throw std::runtime_error(why);
   }
   const int digits = backend.code_bytes() == 1 ? 2 : 4;
-  std::printf("FAIL: backend %s disagrees with exmy on %s (--seed %" PRIu64
+  const char* verdict = last.call.status == BackendCall::Status::ok        ? "disagrees with exmy"
+                        : last.call.status == BackendCall::Status::crashed ? "crashed"
+                                                                           : "failed";
+  std::printf("FAIL: backend %s %s on %s (--seed %" PRIu64
               "); minimal counterexample after %d shrinks:\n",
-              library.c_str(), what.c_str(), seed, listener.shrinks);
+              library.c_str(), verdict, what.c_str(), seed, listener.shrinks);
   std::string context;
   if (last.xs.size() > 1) {
     context += "  index=" + std::to_string(last.index) + " of n=" + std::to_string(last.xs.size());
@@ -276,8 +279,7 @@ int run_fuzz(const Args& args) {
   if (stochastic) context += "  seed=" + hex(last.seed, 1);
   if (last.call.status == BackendCall::Status::ok) {
     std::printf("x=%s  expected=%s  got=%s%s\n", hex(last.xs[last.index], 8).c_str(),
-                hex(last.expected, digits).c_str(), hex(last.got, digits).c_str(),
-                context.c_str());
+                hex(last.expected, digits).c_str(), hex(last.got, digits).c_str(), context.c_str());
     return 1;
   }
   std::string inputs;

@@ -64,9 +64,10 @@ int run_verify(const Args& args) {
   }
   for (const std::string& a : args) {
     if (a == "--help" || a == "-h") {
-      std::printf("%s\n       exmy verify --backend LIB.so --op cast --format F --round MODE "
-                  "[--depth full|ci] [--shard i/N] ...\n",
-                  kUsage);
+      std::printf(
+          "%s\n       exmy verify --backend LIB.so --op cast --format F --round MODE "
+          "[--depth full|ci] [--shard i/N] ...\n",
+          kUsage);
       return 0;
     }
   }

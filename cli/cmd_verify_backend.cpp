@@ -13,8 +13,8 @@
 // not support the request.
 #include <algorithm>
 #include <chrono>
-#include <cmath>
 #include <cinttypes>
+#include <cmath>
 #include <csignal>
 #include <cstdio>
 #include <cstring>
@@ -80,9 +80,10 @@ std::vector<std::uint64_t> ci_chunks(const FloatFormat& f) {
       const std::uint32_t u = bits(v) | sign;
       chunks.push_back(u >> kChunkBits);
       // The overflow threshold lies just above max, possibly in the next chunk.
-      if (v == max) chunks.push_back(((u & 0x7FFFFFFFu) + (1u << 20) < 0x7F800000u
-                                          ? (u + (1u << 20)) >> kChunkBits
-                                          : u >> kChunkBits));
+      if (v == max)
+        chunks.push_back(((u & 0x7FFFFFFFu) + (1u << 20) < 0x7F800000u
+                              ? (u + (1u << 20)) >> kChunkBits
+                              : u >> kChunkBits));
     }
   }
   std::sort(chunks.begin(), chunks.end());
@@ -132,8 +133,8 @@ int run_verify_backend(const Args& args) {
     }
   }
   if (library.empty() || op.empty() || format_name.empty() || round_text.empty()) {
-    throw InputError(std::string("--backend, --op, --format and --round are required (") +
-                     kUsage + ")");
+    throw InputError(std::string("--backend, --op, --format and --round are required (") + kUsage +
+                     ")");
   }
   if (op != "cast") {
     throw InputError("--op '" + op + "': expected cast (ABI 1 sweeps exmy_backend_cast_f32)");
@@ -209,7 +210,8 @@ int run_verify_backend(const Args& args) {
     }
     if (call.status != BackendCall::Status::ok) {
       char buf[160];
-      std::snprintf(buf, sizeof buf, "inputs 0x%08" PRIx64 "..0x%08" PRIx64 " (%" PRIu64
+      std::snprintf(buf, sizeof buf,
+                    "inputs 0x%08" PRIx64 "..0x%08" PRIx64 " (%" PRIu64
                     " elements, index = input - 0x%08" PRIx64 ")",
                     base, base + kChunk - 1, kChunk, base);
       failure = call.status == BackendCall::Status::crashed
@@ -261,8 +263,7 @@ int run_verify_backend(const Args& args) {
     meter.add(1);
   }
   std::signal(SIGINT, SIG_DFL);
-  res.seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  res.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   meter.finish(res);
   const std::vector<verify::Result> results{res};
   std::fputs((json ? verify::summary_json(results) : verify::summary_text(results)).c_str(),

@@ -84,7 +84,9 @@ unsigned long long g_room = 0;
 
 extern "C" {
 
-EXMY_BACKEND_EXPORT unsigned exmy_backend_abi_version(void) { return EXMY_BACKEND_ABI_VERSION; }
+EXMY_BACKEND_EXPORT unsigned exmy_backend_abi_version(void) {
+  return EXMY_BACKEND_ABI_VERSION;
+}
 
 EXMY_BACKEND_EXPORT int exmy_backend_cast_f32_device(const char* format, const char* rounding,
                                                      unsigned long long seed, const float* x,
@@ -97,8 +99,8 @@ EXMY_BACKEND_EXPORT int exmy_backend_cast_f32_device(const char* format, const c
 }
 
 EXMY_BACKEND_EXPORT int exmy_backend_cast_f32(const char* format, const char* rounding,
-                                              unsigned long long seed, const float* x,
-                                              void* codes, unsigned long long n) {
+                                              unsigned long long seed, const float* x, void* codes,
+                                              unsigned long long n) {
   (void)seed;
   const int which = target_of(format, rounding);
   if (which < 0) return 1;

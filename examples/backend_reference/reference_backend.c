@@ -24,8 +24,8 @@ struct fmt {
 };
 
 /* SEMANTICS 1: the naming grammar's table (signed formats, default bias). */
-static int parse_format(const char *s, struct fmt *f) {
-  char *end;
+static int parse_format(const char* s, struct fmt* f) {
+  char* end;
   long X, Y;
   if (strcmp(s, "fp16") == 0) s = "e5m10";
   if (strcmp(s, "bf16") == 0) s = "e8m7";
@@ -56,22 +56,31 @@ static int parse_format(const char *s, struct fmt *f) {
   return 1;
 }
 
-static int parse_rounding(const char *s, enum mode *m, int *R, enum policy *p) {
-  const char *plus = strchr(s, '+');
+static int parse_rounding(const char* s, enum mode* m, int* R, enum policy* p) {
+  const char* plus = strchr(s, '+');
   size_t len = plus ? (size_t)(plus - s) : strlen(s);
   *R = 0;
   *p = POL_NONE;
   if (plus) {
-    if (strcmp(plus + 1, "satfinite") == 0) *p = POL_SATFINITE;
-    else if (strcmp(plus + 1, "sat") == 0) *p = POL_SAT;
-    else if (strcmp(plus + 1, "none") != 0) return 0;
+    if (strcmp(plus + 1, "satfinite") == 0)
+      *p = POL_SATFINITE;
+    else if (strcmp(plus + 1, "sat") == 0)
+      *p = POL_SAT;
+    else if (strcmp(plus + 1, "none") != 0)
+      return 0;
   }
-  if (len == 3 && strncmp(s, "rne", 3) == 0) *m = RNE;
-  else if (len == 3 && strncmp(s, "rna", 3) == 0) *m = RNA;
-  else if (len == 3 && strncmp(s, "rtz", 3) == 0) *m = RTZ;
-  else if (len == 3 && strncmp(s, "rup", 3) == 0) *m = RUP;
-  else if (len == 3 && strncmp(s, "rdn", 3) == 0) *m = RDN;
-  else if (len == 3 && strncmp(s, "rto", 3) == 0) *m = RTO;
+  if (len == 3 && strncmp(s, "rne", 3) == 0)
+    *m = RNE;
+  else if (len == 3 && strncmp(s, "rna", 3) == 0)
+    *m = RNA;
+  else if (len == 3 && strncmp(s, "rtz", 3) == 0)
+    *m = RTZ;
+  else if (len == 3 && strncmp(s, "rup", 3) == 0)
+    *m = RUP;
+  else if (len == 3 && strncmp(s, "rdn", 3) == 0)
+    *m = RDN;
+  else if (len == 3 && strncmp(s, "rto", 3) == 0)
+    *m = RTO;
   else if (len >= 4 && len <= 5 && strncmp(s, "sr:", 3) == 0) {
     size_t k;
     *m = SR;
@@ -108,32 +117,42 @@ static uint32_t philox_word(uint64_t seed, uint64_t i) {
   return c[i & 3];
 }
 
-static uint32_t sign_bit(const struct fmt *f) { return 1u << (f->E + f->M); }
-static uint32_t exp_ones(const struct fmt *f) { return (1u << f->E) - 1; }
+static uint32_t sign_bit(const struct fmt* f) {
+  return 1u << (f->E + f->M);
+}
+static uint32_t exp_ones(const struct fmt* f) {
+  return (1u << f->E) - 1;
+}
 
 /* SEMANTICS 1: the largest finite magnitude and the NaN code for a given sign. */
-static uint32_t max_code(const struct fmt *f) {
+static uint32_t max_code(const struct fmt* f) {
   uint32_t man_ones = (1u << f->M) - 1;
   if (f->nan == NAN_IEEE || (f->has_inf && f->nan == NAN_NONE))
     return ((exp_ones(f) - 1) << f->M) | man_ones;
   if (f->nan == NAN_ALL_ONES) return ((exp_ones(f) << f->M) | man_ones) - 1;
   return (exp_ones(f) << f->M) | man_ones;
 }
-static uint32_t inf_code(const struct fmt *f) { return exp_ones(f) << f->M; }
+static uint32_t inf_code(const struct fmt* f) {
+  return exp_ones(f) << f->M;
+}
 
 /* SEMANTICS 4.1; -1 when the format has no NaN. */
-static long nan_code(const struct fmt *f, int neg) {
+static long nan_code(const struct fmt* f, int neg) {
   uint32_t s = neg ? sign_bit(f) : 0;
   switch (f->nan) {
-    case NAN_IEEE: return (long)(s | inf_code(f) | (1u << (f->M - 1)));
-    case NAN_ALL_ONES: return (long)(s | (exp_ones(f) << f->M) | ((1u << f->M) - 1));
-    case NAN_NEG_ZERO: return (long)sign_bit(f);
-    default: return -1;
+    case NAN_IEEE:
+      return (long)(s | inf_code(f) | (1u << (f->M - 1)));
+    case NAN_ALL_ONES:
+      return (long)(s | (exp_ones(f) << f->M) | ((1u << f->M) - 1));
+    case NAN_NEG_ZERO:
+      return (long)sign_bit(f);
+    default:
+      return -1;
   }
 }
 
 /* "inf" of SEMANTICS 4.2: inf where the format has it, else NaN, else max. */
-static uint32_t inf_like(const struct fmt *f, int neg) {
+static uint32_t inf_like(const struct fmt* f, int neg) {
   uint32_t s = neg ? sign_bit(f) : 0;
   if (f->has_inf) return s | inf_code(f);
   if (f->nan != NAN_NONE) return (uint32_t)nan_code(f, neg);
@@ -141,19 +160,23 @@ static uint32_t inf_like(const struct fmt *f, int neg) {
 }
 
 /* SEMANTICS 4.2, finite overflow. */
-static uint32_t overflow_code(const struct fmt *f, enum mode m, enum policy p, int neg) {
+static uint32_t overflow_code(const struct fmt* f, enum mode m, enum policy p, int neg) {
   uint32_t s = neg ? sign_bit(f) : 0;
   if (p != POL_NONE) return s | max_code(f);
   switch (m) {
     case RTZ:
-    case RTO: return s | max_code(f);
-    case RUP: return neg ? (s | max_code(f)) : inf_like(f, 0);
-    case RDN: return neg ? inf_like(f, 1) : max_code(f);
-    default: return inf_like(f, neg);
+    case RTO:
+      return s | max_code(f);
+    case RUP:
+      return neg ? (s | max_code(f)) : inf_like(f, 0);
+    case RDN:
+      return neg ? inf_like(f, 1) : max_code(f);
+    default:
+      return inf_like(f, neg);
   }
 }
 
-static uint32_t cast_one(const struct fmt *f, enum mode m, int R, enum policy p, uint32_t u,
+static uint32_t cast_one(const struct fmt* f, enum mode m, int R, enum policy p, uint32_t u,
                          uint64_t seed, uint64_t index) {
   int neg = (int)(u >> 31), e32 = (int)((u >> 23) & 0xFF), q, shift, ex, emin = 1 - f->bias;
   uint64_t sig = u & 0x7FFFFFu, T, rem, half, up = 0;
@@ -214,10 +237,17 @@ static uint32_t cast_one(const struct fmt *f, enum mode m, int R, enum policy p,
       up = rem > half || (rem == half && (T & 1));
 #endif
       break;
-    case RNA: up = rem >= half; break;
-    case RTZ: break;
-    case RUP: up = rem > 0 && !neg; break;
-    case RDN: up = rem > 0 && neg; break;
+    case RNA:
+      up = rem >= half;
+      break;
+    case RTZ:
+      break;
+    case RUP:
+      up = rem > 0 && !neg;
+      break;
+    case RDN:
+      up = rem > 0 && neg;
+      break;
     case RTO:
       if (rem > 0) T |= 1;
       break;
@@ -236,7 +266,7 @@ static uint32_t cast_one(const struct fmt *f, enum mode m, int R, enum policy p,
     T >>= 1;
     ++q;
   }
-  if (T == 0) return f->nan == NAN_NEG_ZERO ? 0 : s; /* step 5 */
+  if (T == 0) return f->nan == NAN_NEG_ZERO ? 0 : s;     /* step 5 */
   if (T < ((uint64_t)1 << f->M)) return s | (uint32_t)T; /* subnormal: e = 0 */
   /* Normal: the biased exponent of T * 2^q; step 6 decides overflow after rounding. */
   {
@@ -251,11 +281,13 @@ static uint32_t cast_one(const struct fmt *f, enum mode m, int R, enum policy p,
   return s | (field << f->M) | man;
 }
 
-EXMY_BACKEND_EXPORT unsigned exmy_backend_abi_version(void) { return EXMY_BACKEND_ABI_VERSION; }
+EXMY_BACKEND_EXPORT unsigned exmy_backend_abi_version(void) {
+  return EXMY_BACKEND_ABI_VERSION;
+}
 
-EXMY_BACKEND_EXPORT int exmy_backend_cast_f32(const char *format, const char *rounding,
-                                              unsigned long long seed, const float *x,
-                                              void *codes, unsigned long long n) {
+EXMY_BACKEND_EXPORT int exmy_backend_cast_f32(const char* format, const char* rounding,
+                                              unsigned long long seed, const float* x, void* codes,
+                                              unsigned long long n) {
   struct fmt f;
   enum mode m;
   enum policy p;
@@ -267,10 +299,10 @@ EXMY_BACKEND_EXPORT int exmy_backend_cast_f32(const char *format, const char *ro
     memcpy(&u, x + i, 4);
     c = cast_one(&f, m, R, p, u, seed, i);
     if (1 + f.E + f.M <= 8) {
-      ((unsigned char *)codes)[i] = (unsigned char)c;
+      ((unsigned char*)codes)[i] = (unsigned char)c;
     } else {
-      ((unsigned char *)codes)[2 * i] = (unsigned char)c;
-      ((unsigned char *)codes)[2 * i + 1] = (unsigned char)(c >> 8);
+      ((unsigned char*)codes)[2 * i] = (unsigned char)c;
+      ((unsigned char*)codes)[2 * i + 1] = (unsigned char)(c >> 8);
     }
   }
   return 0;

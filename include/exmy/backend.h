@@ -40,6 +40,7 @@
  * that stream and may still be running when the call returns, so the caller synchronizes the
  * stream before reading codes. Both variants have the same semantics bit for bit.
  */
+/* clang-format off: the signatures keep the C spelling of the issue and of C headers. */
 #ifndef EXMY_BACKEND_H
 #define EXMY_BACKEND_H
 
@@ -120,4 +121,5 @@ EXMY_BACKEND_EXPORT int exmy_backend_gemm(const char *model, const char *a_forma
 } /* extern "C" */
 #endif
 
+/* clang-format on */
 #endif /* EXMY_BACKEND_H */

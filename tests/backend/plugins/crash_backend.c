@@ -4,11 +4,13 @@
 
 #include "exmy/backend.h"
 
-EXMY_BACKEND_EXPORT unsigned exmy_backend_abi_version(void) { return EXMY_BACKEND_ABI_VERSION; }
+EXMY_BACKEND_EXPORT unsigned exmy_backend_abi_version(void) {
+  return EXMY_BACKEND_ABI_VERSION;
+}
 
-EXMY_BACKEND_EXPORT int exmy_backend_cast_f32(const char *format, const char *rounding,
-                                              unsigned long long seed, const float *x,
-                                              void *codes, unsigned long long n) {
+EXMY_BACKEND_EXPORT int exmy_backend_cast_f32(const char* format, const char* rounding,
+                                              unsigned long long seed, const float* x, void* codes,
+                                              unsigned long long n) {
   unsigned long long i;
   (void)seed;
   if (strcmp(format, "e4m3fn") != 0 || strcmp(rounding, "rtz") != 0) return 1;
@@ -16,7 +18,7 @@ EXMY_BACKEND_EXPORT int exmy_backend_cast_f32(const char *format, const char *ro
     unsigned u, mag;
     memcpy(&u, x + i, 4);
     mag = u & 0x7FFFFFFFu;
-    if (mag > 0x7F800000u) *(volatile int *)0 = 1; /* the planted crash */
+    if (mag > 0x7F800000u) *(volatile int*)0 = 1; /* the planted crash */
     /* e4m3fn under rtz, enough for non-NaN inputs: truncate, saturate at 448. */
     {
       unsigned s = (u >> 24) & 0x80u, c;
@@ -35,7 +37,7 @@ EXMY_BACKEND_EXPORT int exmy_backend_cast_f32(const char *format, const char *ro
         v = (xf < 0 ? -xf : xf) * 512.0;
         c = (unsigned)v;
       }
-      ((unsigned char *)codes)[i] = (unsigned char)(s | c);
+      ((unsigned char*)codes)[i] = (unsigned char)(s | c);
     }
   }
   return 0;
