@@ -1,7 +1,8 @@
 /* exmy backend ABI: what a shared library implements so that `exmy fuzz --backend LIB.so` and
  * `exmy verify --backend LIB.so` can check it against exmy's reference (docs/SEMANTICS.md 13.5).
  *
- * C89, no exmy headers, no C++ types: any compiler (C, C++, CUDA, Fortran through
+ * C89 (save `unsigned long long`, which C99 and C++11 have and C89 compilers accept as an
+ * extension), no exmy headers, no C++ types: any compiler (C, C++, CUDA, Fortran through
  * ISO_C_BINDING) can implement it. A backend exports exmy_backend_abi_version and
  * exmy_backend_cast_f32; every other entry point is optional.
  *

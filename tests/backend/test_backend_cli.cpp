@@ -4,6 +4,9 @@
 // crashing plugin is reported with its input while exmy survives, unloadable plugins are exit 2,
 // and shards of a sweep partition it exactly (docs/SEMANTICS.md 13.4, 13.5).
 #include <algorithm>
+#include <signal.h>
+#include <unistd.h>
+
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <cstdint>
@@ -241,4 +244,32 @@ TEST_CASE("verify --backend: ci depth, and shards that partition the sweep", "[b
   }
   CHECK(sum_checks == bad_checks);
   CHECK(sum_mismatches == bad_mismatches);
+}
+
+TEST_CASE("verify --backend: SIGINT stops the sweep and reports what was checked",
+          "[backend][cli]") {
+  const std::string dir = exmy::testing::make_tmpdir("exmy_backend_sigint");
+  const std::string out = dir + "/out";
+  const pid_t pid = fork();
+  REQUIRE(pid >= 0);
+  if (pid == 0) {
+    // A full sweep takes minutes here; it is interrupted long before the end.
+    const std::string cmd = "exec '" + cli() + "' " +
+                            sweep(kReference, "--format e4m3fn --round rne --depth full") +
+                            " >'" + out + "' 2>/dev/null";
+    execl("/bin/sh", "sh", "-c", cmd.c_str(), static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  usleep(1500 * 1000);
+  kill(pid, SIGINT);
+  int st = 0;
+  waitpid(pid, &st, 0);
+  REQUIRE(WIFEXITED(st));
+  CHECK(WEXITSTATUS(st) == 130);
+  const std::string json = slurp(out);
+  CHECK(json.find("\"interrupted\": true") != std::string::npos);
+  CHECK(json_count(json, "mismatches") == 0);
+  const std::uint64_t checks = json_count(json, "checks");
+  CHECK(checks > 0);
+  CHECK(checks < (std::uint64_t{1} << 32));
 }
