@@ -19,6 +19,7 @@
 #include <cstdio>
 #include <cstring>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "cli/backend_host.hpp"
@@ -89,6 +90,32 @@ std::vector<std::uint64_t> ci_chunks(const FloatFormat& f) {
   std::sort(chunks.begin(), chunks.end());
   chunks.erase(std::unique(chunks.begin(), chunks.end()), chunks.end());
   return chunks;
+}
+
+// The smallest run [lo, hi) of the chunk at `base` found by halving that still crashes the
+// backend when called alone (each try in a fresh child): one input unless the crash needs
+// several together.
+std::pair<std::uint64_t, std::uint64_t> narrow_crash(BackendProcess& backend, std::uint64_t base,
+                                                     std::uint64_t seed) {
+  const auto crashes = [&](std::uint64_t a, std::uint64_t b) {
+    for (std::uint64_t i = a; i < b; ++i) {
+      const std::uint32_t u = static_cast<std::uint32_t>(base + i);
+      std::memcpy(&backend.x()[i - a], &u, 4);
+    }
+    return backend.call(b - a, seed).status == BackendCall::Status::crashed;
+  };
+  std::uint64_t lo = 0, hi = kChunk;
+  while (hi - lo > 1) {
+    const std::uint64_t mid = lo + (hi - lo) / 2;
+    if (crashes(lo, mid)) {
+      hi = mid;
+    } else if (crashes(mid, hi)) {
+      lo = mid;
+    } else {
+      break;
+    }
+  }
+  return {lo, hi};
 }
 
 int run_verify_backend(const Args& args) {
@@ -163,6 +190,11 @@ int run_verify_backend(const Args& args) {
                      " under " + rounding + " (returned " + std::to_string(probe.rc) + ")");
   }
 
+  // The R-bit word of element i of a call (SEMANTICS 3.2), 0 for deterministic modes.
+  const auto word_of = [&](std::int64_t i) -> std::uint32_t {
+    if (r.mode != RoundMode::sr) return 0;
+    return native::sr_word(native::philox_word(seed, 0, static_cast<std::uint64_t>(i)), r.sr_bits);
+  };
   verify::Result res;
   res.name = "backend cast " + format_name + " " + rounding;
   res.configurations = 1;
@@ -217,12 +249,28 @@ int run_verify_backend(const Args& args) {
       failure = call.status == BackendCall::Status::crashed
                     ? "backend crashed (" + call.crash + ") on the call with " + buf
                     : "backend returned " + std::to_string(call.rc) + " on the call with " + buf;
+      std::uint64_t culprit = base;
+      if (call.status == BackendCall::Status::crashed) {
+        const auto [lo, hi] = narrow_crash(backend, base, seed);
+        culprit = base + lo;
+        char alone[128];
+        if (hi - lo == 1) {
+          std::snprintf(alone, sizeof alone, "; called alone, input 0x%08" PRIx64 " crashes it",
+                        base + lo);
+        } else {
+          std::snprintf(alone, sizeof alone,
+                        "; the inputs 0x%08" PRIx64 "..0x%08" PRIx64
+                        " crash it together, neither half alone",
+                        base + lo, base + hi - 1);
+        }
+        failure += alone;
+      }
       verify::Mismatch m;
       m.check = call.status == BackendCall::Status::crashed ? "crash" : "returned-nonzero";
       m.from = "fp32";
       m.to = format_name;
       m.rounding = verify::rounding_label(r);
-      m.input = base;
+      m.input = culprit;
       m.detail = failure;
       res.first.push_back(m);
       ++res.mismatches;
@@ -230,17 +278,23 @@ int run_verify_backend(const Args& args) {
     }
     const std::uint8_t* got = backend.codes();
     std::uint64_t bad = 0;
-    std::uint64_t by_class[verify::kClasses] = {};
+    std::uint64_t by_class[verify::kClasses] = {}, by_outcome[verify::kOutcomes] = {};
 #if defined(_OPENMP)
-#pragma omp parallel for reduction(+ : bad) reduction(+ : by_class[:verify::kClasses])
+#pragma omp parallel for reduction(+ : bad) reduction(+ : by_class[:verify::kClasses]) \
+    reduction(+ : by_outcome[:verify::kOutcomes])
 #endif
     for (std::int64_t i = 0; i < static_cast<std::int64_t>(kChunk); ++i) {
-      ++by_class[static_cast<int>(fp32.classify(base + static_cast<std::uint64_t>(i)))];
+      const std::uint64_t u = base + static_cast<std::uint64_t>(i);
+      ++by_class[static_cast<int>(fp32.classify(u))];
+      // The outcome (flags) of exmy's conversion, for the summary's outcome counts.
+      ++by_outcome[static_cast<int>(
+          verify::detail::outcome_of(native::convert(fp32, f, r, u, word_of(i)).flags))];
       bad += std::memcmp(expected.data() + i * cb, got + i * cb, cb) != 0;
     }
     res.checks += kChunk;
     res.mismatches += bad;
     for (int k = 0; k < verify::kClasses; ++k) res.by_input_class[k] += by_class[k];
+    for (int k = 0; k < verify::kOutcomes; ++k) res.by_outcome[k] += by_outcome[k];
     for (std::uint64_t i = 0; bad != 0 && i < kChunk && res.first.size() < max_reported; ++i) {
       if (std::memcmp(expected.data() + i * cb, got + i * cb, cb) == 0) continue;
       const auto code = [cb](const std::uint8_t* p) -> std::uint64_t {
@@ -252,11 +306,10 @@ int run_verify_backend(const Args& args) {
       m.to = format_name;
       m.rounding = verify::rounding_label(r);
       m.input = base + i;
-      if (r.mode == RoundMode::sr) {
-        m.rand = native::sr_word(native::philox_word(seed, 0, i), r.sr_bits);
-      }
+      m.rand = word_of(static_cast<std::int64_t>(i));
       m.native = {code(got + i * cb), 0};
-      m.oracle = {code(expected.data() + i * cb), 0};
+      m.oracle = {code(expected.data() + i * cb),
+                  native::convert(fp32, f, r, base + i, m.rand).flags};
       m.detail = "native = backend, oracle = exmy; element index " + std::to_string(i);
       res.first.push_back(m);
     }
