@@ -275,3 +275,12 @@ TEST_CASE("verify --backend: SIGINT stops the sweep and reports what was checked
   CHECK(checks > 0);
   CHECK(checks < (std::uint64_t{1} << 32));
 }
+
+TEST_CASE("fuzz and verify --backend: --help prints usage", "[backend][cli]") {
+  for (const char* args : {"fuzz --help", "fuzz -h", "verify --backend x --help"}) {
+    INFO(args);
+    const Output o = exmy_run(args);
+    CHECK(o.status == 0);
+    CHECK(o.out.find("usage: exmy") != std::string::npos);
+  }
+}
