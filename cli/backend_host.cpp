@@ -2,6 +2,7 @@
 #include "cli/backend_host.hpp"
 
 #include <dlfcn.h>
+#include <poll.h>
 #include <signal.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -199,6 +200,17 @@ void BackendProcess::start() {
   to_child_ = down[1];
   from_child_ = up[0];
   Hello hello{};
+  pollfd p{from_child_, POLLIN, 0};
+  int ready;
+  do {
+    ready = poll(&p, 1, timeout_s_ * 1000);
+  } while (ready < 0 && errno == EINTR);
+  if (ready == 0) {
+    kill(pid_, SIGKILL);
+    stop();
+    throw InputError("--backend '" + library_ + "': the library did not finish loading within " +
+                     std::to_string(timeout_s_) + " s");
+  }
   if (!read_all(from_child_, &hello, sizeof hello)) {
     int st = 0;
     waitpid(pid_, &st, 0);
@@ -231,20 +243,34 @@ BackendCall BackendProcess::call(std::size_t n, std::uint64_t seed) {
   BackendCall result;
   const Request req{n, seed};
   Reply rep{};
-  if (write_all(to_child_, &req, sizeof req) && read_all(from_child_, &rep, sizeof rep)) {
-    if (rep.rc != 0) {
-      result.status = BackendCall::Status::returned_nonzero;
-      result.rc = rep.rc;
+  bool hung = false;
+  if (write_all(to_child_, &req, sizeof req)) {
+    // Wait for the reply at most timeout_s_ seconds: a backend that never returns is killed and
+    // reported like one that crashed.
+    pollfd p{from_child_, POLLIN, 0};
+    int ready;
+    do {
+      ready = poll(&p, 1, timeout_s_ * 1000);
+    } while (ready < 0 && errno == EINTR);
+    if (ready == 0) {
+      hung = true;
+      kill(pid_, SIGKILL);
+    } else if (read_all(from_child_, &rep, sizeof rep)) {
+      if (rep.rc != 0) {
+        result.status = BackendCall::Status::returned_nonzero;
+        result.rc = rep.rc;
+      }
+      return result;
     }
-    return result;
   }
-  // The child ended in the middle of the call: that call crashed it.
+  // The child ended (or was ended) in the middle of the call: that call crashed it.
   int st = 0;
   waitpid(pid_, &st, 0);
   pid_ = -1;
   stop();
   result.status = BackendCall::Status::crashed;
-  result.crash = describe_status(st);
+  result.crash = hung ? "no reply within " + std::to_string(timeout_s_) + " s, killed"
+                      : describe_status(st);
   return result;
 }
 

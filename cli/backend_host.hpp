@@ -47,8 +47,10 @@ class BackendProcess {
   std::size_t code_bytes() const { return code_bytes_; }  // 1 or 2 per element
 
   // Runs exmy_backend_cast_f32(format, rounding, seed, x(), codes(), n) in the child. After a
-  // crash the next call starts a fresh child first.
+  // crash the next call starts a fresh child first. A call without a reply within the timeout
+  // is killed and counts as a crash.
   BackendCall call(std::size_t n, std::uint64_t seed);
+  void set_timeout(int seconds) { timeout_s_ = seconds; }
 
  private:
   void start();
@@ -60,6 +62,7 @@ class BackendProcess {
   std::uint8_t* codes_ = nullptr;
   pid_t pid_ = -1;
   int to_child_ = -1, from_child_ = -1;
+  int timeout_s_ = 600;
 };
 
 }  // namespace exmy::cli

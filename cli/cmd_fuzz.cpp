@@ -31,7 +31,7 @@ namespace {
 
 constexpr const char* kUsage =
     "usage: exmy fuzz --backend LIB.so --op cast --format F --round MODE[+POLICY] "
-    "[--overflow none|satfinite|sat] [--cases N] [--seed S]";
+    "[--overflow none|satfinite|sat] [--cases N] [--seed S] [--timeout SECONDS]";
 
 std::uint32_t bits(float v) {
   std::uint32_t u;
@@ -147,6 +147,7 @@ std::string hex(std::uint64_t v, int digits) {
 
 int run_fuzz(const Args& args) {
   std::string library, op, format_name, round_text, overflow_text;
+  int timeout = 600;  // seconds one backend call may take
   std::uint64_t cases = 10000, seed = 0;
   for (std::size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
@@ -166,6 +167,9 @@ int run_fuzz(const Args& args) {
     } else if (a == "--cases") {
       cases = parse_uint(option_value(args, i), "--cases", 100000000);
       if (cases == 0) throw InputError("--cases '0': expected 1 to 100000000");
+    } else if (a == "--timeout") {
+      timeout = static_cast<int>(parse_uint(option_value(args, i), "--timeout", 86400));
+      if (timeout < 1) throw InputError("--timeout '0': expected 1 to 86400 seconds");
     } else if (a == "--seed") {
       seed = parse_uint(option_value(args, i), "--seed", ~std::uint64_t{0});
     } else {
@@ -191,6 +195,7 @@ int run_fuzz(const Args& args) {
 
   // One element that every backend of the request supports: a nonzero return here means the
   // request itself is unsupported (exit 2), not a wrong answer.
+  backend.set_timeout(timeout);
   backend.x()[0] = 1.0f;
   const BackendCall probe = backend.call(1, 0);
   if (probe.status == BackendCall::Status::returned_nonzero) {

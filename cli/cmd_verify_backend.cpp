@@ -45,7 +45,7 @@ namespace {
 constexpr const char* kUsage =
     "usage: exmy verify --backend LIB.so --op cast --format F --round MODE[+POLICY] "
     "[--overflow none|satfinite|sat] [--depth full|ci] [--shard i/N] [--seed S] [--threads N] "
-    "[--json] [--quiet]";
+    "[--timeout SECONDS] [--json] [--quiet]";
 
 constexpr int kChunkBits = 20;
 constexpr std::uint64_t kChunk = std::uint64_t{1} << kChunkBits;
@@ -120,6 +120,7 @@ std::pair<std::uint64_t, std::uint64_t> narrow_crash(BackendProcess& backend, st
 
 int run_verify_backend(const Args& args) {
   std::string library, op, format_name, round_text, overflow_text;
+  int timeout = 600;  // seconds one backend call may take
   verify::Depth depth = verify::Depth::full;
   Shard shard;
   std::uint64_t seed = 0;
@@ -146,6 +147,9 @@ int run_verify_backend(const Args& args) {
       depth = d == "full" ? verify::Depth::full : verify::Depth::ci;
     } else if (a == "--shard") {
       shard = parse_shard(option_value(args, i));
+    } else if (a == "--timeout") {
+      timeout = static_cast<int>(parse_uint(option_value(args, i), "--timeout", 86400));
+      if (timeout < 1) throw InputError("--timeout '0': expected 1 to 86400 seconds");
     } else if (a == "--seed") {
       seed = parse_uint(option_value(args, i), "--seed", ~std::uint64_t{0});
     } else if (a == "--threads") {
@@ -183,6 +187,7 @@ int run_verify_backend(const Args& args) {
   const std::uint64_t first = shard.begin(items.size()), last = shard.end(items.size());
 
   BackendProcess backend(library, format_name, rounding, kChunk);
+  backend.set_timeout(timeout);
   backend.x()[0] = 1.0f;
   const BackendCall probe = backend.call(1, seed);
   if (probe.status == BackendCall::Status::returned_nonzero) {

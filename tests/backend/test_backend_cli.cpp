@@ -48,6 +48,7 @@ const std::string kReference = EXMY_PLUGIN_REFERENCE;
 const std::string kWrongTie = EXMY_PLUGIN_WRONG_TIE;
 const std::string kOverflowBug = EXMY_PLUGIN_OVERFLOW_BUG;
 const std::string kCrash = EXMY_PLUGIN_CRASH;
+const std::string kHang = EXMY_PLUGIN_HANG;
 const std::string kAbiMismatch = EXMY_PLUGIN_ABI_MISMATCH;
 const std::string kMissingCast = EXMY_PLUGIN_MISSING_CAST;
 
@@ -189,6 +190,15 @@ TEST_CASE("fuzz and verify: a crashing plugin is reported with its input", "[bac
   CHECK(v.err.find("backend crashed (signal 11") != std::string::npos);
   // Narrowed by halving to the first NaN of the chunk (0x7f800000 is inf, which is fine).
   CHECK(v.err.find("called alone, input 0x7f800001 crashes it") != std::string::npos);
+}
+
+TEST_CASE("fuzz: a plugin that never returns is killed after --timeout", "[backend][cli]") {
+  const Output o = exmy_run(fuzz(kHang, "--format e4m3fn --round rtz --timeout 1"));
+  REQUIRE(o.status == 1);
+  static const std::regex line(R"(\nx=0x([0-9a-f]{8})  crashed: no reply within 1 s, killed)");
+  std::smatch m;
+  REQUIRE(std::regex_search(o.out, m, line));
+  CHECK(std::isnan(value_of(static_cast<std::uint32_t>(std::stoul(m[1].str(), nullptr, 16)))));
 }
 
 TEST_CASE("fuzz and verify: unusable plugins and bad requests are exit 2", "[backend][cli]") {

@@ -1,6 +1,9 @@
 /* Test-only backend that dereferences NULL when it meets a NaN input (and is right otherwise):
- * exmy must report the crash with the input, and survive (tests/backend/test_backend_cli.cpp). */
+ * exmy must report the crash with the input, and survive (tests/backend/test_backend_cli.cpp).
+ * With EXMY_TEST_HANG (hang_backend.c) it never returns instead. */
+#define _POSIX_C_SOURCE 200809L
 #include <string.h>
+#include <unistd.h>
 
 #include "exmy/backend.h"
 
@@ -18,7 +21,13 @@ EXMY_BACKEND_EXPORT int exmy_backend_cast_f32(const char* format, const char* ro
     unsigned u, mag;
     memcpy(&u, x + i, 4);
     mag = u & 0x7FFFFFFFu;
-    if (mag > 0x7F800000u) *(volatile int*)0 = 1; /* the planted crash */
+    if (mag > 0x7F800000u) {
+#ifdef EXMY_TEST_HANG
+      for (;;) pause(); /* the planted hang */
+#else
+      *(volatile int*)0 = 1; /* the planted crash */
+#endif
+    }
     /* e4m3fn under rtz, enough for non-NaN inputs: truncate, saturate at 448. */
     {
       unsigned s = (u >> 24) & 0x80u, c;
