@@ -4,6 +4,7 @@
 #include <cuda_runtime.h>
 #include <dlfcn.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <catch2/catch.hpp>
 #include <cstdint>
@@ -16,7 +17,18 @@
 
 namespace {
 
-const std::string kCvt = EXMY_PLUGIN_CVT;
+// The plugin: $EXMY_PLUGIN_CVT, else the build tree's, else beside this binary (the packed
+// device binaries of scripts/pack-device-binaries.sh).
+std::string cvt_plugin() {
+  if (const char* p = std::getenv("EXMY_PLUGIN_CVT")) return p;
+  if (exmy::testing::exists(EXMY_PLUGIN_CVT)) return EXMY_PLUGIN_CVT;
+  char self[4096];
+  const ssize_t len = readlink("/proc/self/exe", self, sizeof self - 1);
+  if (len <= 0) return EXMY_PLUGIN_CVT;
+  std::string dir(self, static_cast<std::size_t>(len));
+  return dir.substr(0, dir.rfind('/')) + "/libexmy_backend_cvt_cuda.so";
+}
+const std::string kCvt = cvt_plugin();
 
 int exmy_status(const std::string& args) {
   const std::string cmd = "'" + exmy::testing::cli() + "' " + args + " >/dev/null";
