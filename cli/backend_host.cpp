@@ -269,8 +269,8 @@ BackendCall BackendProcess::call(std::size_t n, std::uint64_t seed) {
   pid_ = -1;
   stop();
   result.status = BackendCall::Status::crashed;
-  result.crash = hung ? "no reply within " + std::to_string(timeout_s_) + " s, killed"
-                      : describe_status(st);
+  result.crash =
+      hung ? "no reply within " + std::to_string(timeout_s_) + " s, killed" : describe_status(st);
   return result;
 }
 

@@ -3,10 +3,10 @@
 // planted tie bug and an off-by-one overflow threshold are found and shrunk to one input, a
 // crashing plugin is reported with its input while exmy survives, unloadable plugins are exit 2,
 // and shards of a sweep partition it exactly (docs/SEMANTICS.md 13.4, 13.5).
-#include <algorithm>
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <cstdint>
@@ -267,8 +267,8 @@ TEST_CASE("verify --backend: SIGINT stops the sweep and reports what was checked
   if (pid == 0) {
     // A full sweep takes minutes here; it is interrupted long before the end.
     const std::string cmd = "exec '" + cli() + "' " +
-                            sweep(kReference, "--format e4m3fn --round rne --depth full") +
-                            " >'" + out + "' 2>/dev/null";
+                            sweep(kReference, "--format e4m3fn --round rne --depth full") + " >'" +
+                            out + "' 2>/dev/null";
     execl("/bin/sh", "sh", "-c", cmd.c_str(), static_cast<char*>(nullptr));
     _exit(127);
   }
