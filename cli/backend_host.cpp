@@ -109,6 +109,8 @@ using VersionFn = unsigned (*)();
   // Ctrl-C reaches the whole process group: exmy handles it and ends the child by closing the
   // pipe, so the child must not die of it (that would read as a crash).
   signal(SIGINT, SIG_IGN);
+  // What a backend prints goes to stderr: exmy's stdout carries its own report (--json).
+  dup2(2, 1);
   Hello hello{};
   const auto fail = [&](const std::string& why) {
     hello.status = 2;
