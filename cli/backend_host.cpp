@@ -12,6 +12,10 @@
 #include <cerrno>
 #include <cstring>
 
+#if EXMY_HAVE_CUDA
+#include <cuda_runtime.h>
+#endif
+
 #include "cli/cli_util.hpp"
 #include "exmy/backend.h"
 #include "sim/common/error.hpp"
@@ -62,6 +66,8 @@ struct Request {
 };
 struct Reply {
   std::int32_t rc;
+  std::int32_t device_error;  // --entry device: a CUDA error after the call (the child then ends)
+  char device_error_name[64];
 };
 
 // Whole reads and writes over a pipe; false at end of file or on error.
@@ -100,12 +106,24 @@ std::string describe_status(int st) {
 
 using CastFn = int (*)(const char*, const char*, unsigned long long, const float*, void*,
                        unsigned long long);
+using DeviceCastFn = int (*)(const char*, const char*, unsigned long long, const float*, void*,
+                             unsigned long long, void*);
 using VersionFn = unsigned (*)();
+
+// What the child needs besides the library: the request's strings, the shared buffers and, for
+// the device entry point, their sizes.
+struct ServeConfig {
+  const std::string &library, &format, &rounding;
+  float* x;
+  std::uint8_t* codes;
+  std::size_t capacity, code_bytes;
+  bool device;
+};
 
 // The child: load, report, serve. Never returns; _exit skips the parent's atexit handlers and
 // static destructors, which are not ours to run twice.
-[[noreturn]] void serve(const std::string& library, const std::string& format,
-                        const std::string& rounding, float* x, void* codes, int in, int out) {
+[[noreturn]] void serve(const ServeConfig& c, int in, int out) {
+  const std::string &library = c.library, &format = c.format, &rounding = c.rounding;
   // Ctrl-C reaches the whole process group: exmy handles it and ends the child by closing the
   // pipe, so the child must not die of it (that would read as a crash).
   signal(SIGINT, SIG_IGN);
@@ -132,24 +150,70 @@ using VersionFn = unsigned (*)();
   }
   const auto cast = reinterpret_cast<CastFn>(dlsym(lib, "exmy_backend_cast_f32"));
   if (cast == nullptr) fail("no entry point exmy_backend_cast_f32 (include/exmy/backend.h)");
+  if (!c.device) {
+    hello.status = 0;
+    if (!write_all(out, &hello, sizeof hello)) _exit(0);
+    Request req;
+    while (read_all(in, &req, sizeof req)) {
+      Reply rep{cast(format.c_str(), rounding.c_str(), req.seed, c.x, c.codes, req.n), 0, {}};
+      if (!write_all(out, &rep, sizeof rep)) break;
+    }
+    _exit(0);
+  }
+#if EXMY_HAVE_CUDA
+  // --entry device: exmy copies to the device, calls the device entry point on the default
+  // stream, synchronizes and copies back (include/exmy/backend.h).
+  const auto device = reinterpret_cast<DeviceCastFn>(dlsym(lib, "exmy_backend_cast_f32_device"));
+  if (device == nullptr) {
+    fail("no entry point exmy_backend_cast_f32_device (optional; needed by --entry device)");
+  }
+  float* dx = nullptr;
+  void* dc = nullptr;
+  if (cudaMalloc(&dx, c.capacity * sizeof(float)) != cudaSuccess ||
+      cudaMalloc(&dc, c.capacity * c.code_bytes) != cudaSuccess) {
+    fail("--entry device: cannot allocate device memory (is there a CUDA device?)");
+  }
   hello.status = 0;
   if (!write_all(out, &hello, sizeof hello)) _exit(0);
   Request req;
   while (read_all(in, &req, sizeof req)) {
-    Reply rep{cast(format.c_str(), rounding.c_str(), req.seed, x, codes, req.n)};
+    Reply rep{0, 0, {}};
+    cudaError_t e = cudaMemcpy(dx, c.x, req.n * sizeof(float), cudaMemcpyHostToDevice);
+    if (e == cudaSuccess) {
+      rep.rc = device(format.c_str(), rounding.c_str(), req.seed, dx, dc, req.n, nullptr);
+      e = cudaStreamSynchronize(nullptr);
+    }
+    if (e == cudaSuccess && rep.rc == 0) {
+      e = cudaMemcpy(c.codes, dc, req.n * c.code_bytes, cudaMemcpyDeviceToHost);
+    }
+    if (e != cudaSuccess) {
+      // A fault in the backend's kernel leaves the context unusable: report it and end, so that
+      // the next call gets a fresh process.
+      rep.device_error = static_cast<std::int32_t>(e);
+      std::snprintf(rep.device_error_name, sizeof rep.device_error_name, "%s", cudaGetErrorName(e));
+      write_all(out, &rep, sizeof rep);
+      _exit(0);
+    }
     if (!write_all(out, &rep, sizeof rep)) break;
   }
   _exit(0);
+#else
+  fail("--entry device: this exmy build has no CUDA");
+#endif
 }
 
 }  // namespace
 
 BackendProcess::BackendProcess(std::string library, std::string format, std::string rounding,
-                               std::size_t capacity)
-    : library_(std::move(library)),
+                               std::size_t capacity, bool device)
+    : device_(device),
+      library_(std::move(library)),
       format_(std::move(format)),
       rounding_(std::move(rounding)),
       capacity_(capacity == 0 ? 1 : capacity) {
+#if !EXMY_HAVE_CUDA
+  if (device_) throw InputError("--entry device: this exmy build has no CUDA");
+#endif
   struct stat sb {};
   if (stat(library_.c_str(), &sb) != 0) {
     throw InputError("--backend '" + library_ + "': no such file");
@@ -194,7 +258,8 @@ void BackendProcess::start() {
   if (pid == 0) {
     close(down[1]);
     close(up[0]);
-    serve(library_, format_, rounding_, x_, codes_, down[0], up[1]);
+    serve(ServeConfig{library_, format_, rounding_, x_, codes_, capacity_, code_bytes_, device_},
+          down[0], up[1]);
   }
   close(down[0]);
   close(up[1]);
@@ -258,6 +323,17 @@ BackendCall BackendProcess::call(std::size_t n, std::uint64_t seed) {
       hung = true;
       kill(pid_, SIGKILL);
     } else if (read_all(from_child_, &rep, sizeof rep)) {
+      if (rep.device_error != 0) {
+        rep.device_error_name[sizeof rep.device_error_name - 1] = '\0';
+        int st = 0;
+        waitpid(pid_, &st, 0);  // the child ends after a device error
+        pid_ = -1;
+        stop();
+        result.status = BackendCall::Status::crashed;
+        result.crash = std::string("CUDA error ") + rep.device_error_name + " (" +
+                       std::to_string(rep.device_error) + ") during or after the call";
+        return result;
+      }
       if (rep.rc != 0) {
         result.status = BackendCall::Status::returned_nonzero;
         result.rc = rep.rc;

@@ -34,9 +34,10 @@ class BackendProcess {
  public:
   // Starts the child and loads `library` there. InputError (exit 2) when the file is missing or
   // not loadable, an entry point is missing, the ABI version differs, or the child dies while
-  // loading. `capacity` is the most elements one call may have.
+  // loading. `capacity` is the most elements one call may have. `device`: call
+  // exmy_backend_cast_f32_device on device copies of the buffers instead (CUDA builds).
   BackendProcess(std::string library, std::string format, std::string rounding,
-                 std::size_t capacity);
+                 std::size_t capacity, bool device = false);
   ~BackendProcess();
   BackendProcess(const BackendProcess&) = delete;
   BackendProcess& operator=(const BackendProcess&) = delete;
@@ -55,6 +56,7 @@ class BackendProcess {
  private:
   void start();
   void stop();
+  bool device_ = false;
   std::string library_, format_, rounding_;
   std::size_t capacity_ = 0, code_bytes_ = 1, map_bytes_ = 0;
   void* map_ = nullptr;

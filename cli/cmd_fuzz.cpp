@@ -31,7 +31,8 @@ namespace {
 
 constexpr const char* kUsage =
     "usage: exmy fuzz --backend LIB.so --op cast --format F --round MODE[+POLICY] "
-    "[--overflow none|satfinite|sat] [--cases N] [--seed S] [--timeout SECONDS]";
+    "[--overflow none|satfinite|sat] [--cases N] [--seed S] [--entry host|device] [--timeout "
+    "SECONDS]";
 
 std::uint32_t bits(float v) {
   std::uint32_t u;
@@ -147,7 +148,8 @@ std::string hex(std::uint64_t v, int digits) {
 
 int run_fuzz(const Args& args) {
   std::string library, op, format_name, round_text, overflow_text;
-  int timeout = 600;  // seconds one backend call may take
+  int timeout = 600;          // seconds one backend call may take
+  bool device_entry = false;  // --entry device: exmy_backend_cast_f32_device
   std::uint64_t cases = 10000, seed = 0;
   for (std::size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
@@ -167,6 +169,11 @@ int run_fuzz(const Args& args) {
     } else if (a == "--cases") {
       cases = parse_uint(option_value(args, i), "--cases", 100000000);
       if (cases == 0) throw InputError("--cases '0': expected 1 to 100000000");
+    } else if (a == "--entry") {
+      const std::string& e = option_value(args, i);
+      if (e != "host" && e != "device")
+        throw InputError("--entry '" + e + "': expected host or device");
+      device_entry = e == "device";
     } else if (a == "--timeout") {
       timeout = static_cast<int>(parse_uint(option_value(args, i), "--timeout", 86400));
       if (timeout < 1) throw InputError("--timeout '0': expected 1 to 86400 seconds");
@@ -190,7 +197,7 @@ int run_fuzz(const Args& args) {
   const bool stochastic = r.mode == RoundMode::sr;
 
   constexpr std::size_t kMaxElements = 128;  // RapidCheck's containers stay below size 100
-  BackendProcess backend(library, format_name, rounding, kMaxElements);
+  BackendProcess backend(library, format_name, rounding, kMaxElements, device_entry);
   const std::string what = "cast fp32 -> " + format_name + " under " + rounding;
 
   // One element that every backend of the request supports: a nonzero return here means the

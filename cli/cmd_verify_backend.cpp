@@ -45,7 +45,7 @@ namespace {
 constexpr const char* kUsage =
     "usage: exmy verify --backend LIB.so --op cast --format F --round MODE[+POLICY] "
     "[--overflow none|satfinite|sat] [--depth full|ci] [--shard i/N] [--seed S] [--threads N] "
-    "[--timeout SECONDS] [--json] [--quiet]";
+    "[--entry host|device] [--timeout SECONDS] [--json] [--quiet]";
 
 constexpr int kChunkBits = 20;
 constexpr std::uint64_t kChunk = std::uint64_t{1} << kChunkBits;
@@ -120,7 +120,8 @@ std::pair<std::uint64_t, std::uint64_t> narrow_crash(BackendProcess& backend, st
 
 int run_verify_backend(const Args& args) {
   std::string library, op, format_name, round_text, overflow_text;
-  int timeout = 600;  // seconds one backend call may take
+  int timeout = 600;          // seconds one backend call may take
+  bool device_entry = false;  // --entry device: exmy_backend_cast_f32_device
   verify::Depth depth = verify::Depth::full;
   Shard shard;
   std::uint64_t seed = 0;
@@ -147,6 +148,11 @@ int run_verify_backend(const Args& args) {
       depth = d == "full" ? verify::Depth::full : verify::Depth::ci;
     } else if (a == "--shard") {
       shard = parse_shard(option_value(args, i));
+    } else if (a == "--entry") {
+      const std::string& e = option_value(args, i);
+      if (e != "host" && e != "device")
+        throw InputError("--entry '" + e + "': expected host or device");
+      device_entry = e == "device";
     } else if (a == "--timeout") {
       timeout = static_cast<int>(parse_uint(option_value(args, i), "--timeout", 86400));
       if (timeout < 1) throw InputError("--timeout '0': expected 1 to 86400 seconds");
@@ -186,7 +192,7 @@ int run_verify_backend(const Args& args) {
   }
   const std::uint64_t first = shard.begin(items.size()), last = shard.end(items.size());
 
-  BackendProcess backend(library, format_name, rounding, kChunk);
+  BackendProcess backend(library, format_name, rounding, kChunk, device_entry);
   backend.set_timeout(timeout);
   backend.x()[0] = 1.0f;
   const BackendCall probe = backend.call(1, seed);

@@ -215,6 +215,7 @@ TEST_CASE("fuzz and verify: unusable plugins and bad requests are exit 2", "[bac
            Bad{"fuzz --backend '" + kReference + "' --op gemm --format e4m3fn --round rne",
                "--op 'gemm'"},
            Bad{sweep(kAbiMismatch, "--format e4m3fn --round rne --depth ci"), "ABI version"},
+           Bad{fuzz(kReference, "--format e4m3fn --round rne --entry gpu"), "--entry 'gpu'"},
            Bad{sweep(kReference, "--format e4m3fn --round rne --shard 3/2"), "--shard '3/2'"},
        }) {
     INFO(b.args);

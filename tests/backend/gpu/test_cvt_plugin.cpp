@@ -57,6 +57,10 @@ TEST_CASE("cvt plugin: ci sweep and fuzz agree with exmy", "[gpu][backend]") {
     const std::string req = std::string(" --op cast --format ") + f + " --round rne+satfinite";
     CHECK(exmy_status("verify --backend '" + kCvt + "'" + req + " --depth ci --quiet") == 0);
     CHECK(exmy_status("fuzz --backend '" + kCvt + "'" + req) == 0);
+    // The device entry point, driven by exmy (device copies, default stream).
+    CHECK(exmy_status("verify --backend '" + kCvt + "'" + req +
+                      " --depth ci --quiet --entry device") == 0);
+    CHECK(exmy_status("fuzz --backend '" + kCvt + "'" + req + " --entry device") == 0);
     // Not what the instruction does: refused (exit 2), not mismatched.
     CHECK(exmy_status("fuzz --backend '" + kCvt + "' --op cast --format " + f + " --round rne") ==
           2);
