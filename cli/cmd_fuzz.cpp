@@ -213,14 +213,12 @@ int run_fuzz(const Args& args) {
   const Boundaries b = boundaries_of(f);
   const rc::Gen<std::uint32_t> element = input_gen(b);
   Failure last;
-  std::uint64_t ran = 0;
   std::vector<std::uint8_t> expected(kMaxElements * 2);
   const auto property = [&] {
     const auto xs = *rc::gen::resize(
         std::min<int>(100, kMaxElements),
         rc::gen::nonEmpty(rc::gen::container<std::vector<std::uint32_t>>(element)));
     const std::uint64_t word_seed = stochastic ? *rc::gen::arbitrary<std::uint64_t>() : 0;
-    ++ran;
     const std::size_t n = std::min(xs.size(), kMaxElements);
     std::memcpy(backend.x(), xs.data(), n * 4);
     Failure now;
@@ -269,12 +267,10 @@ int run_fuzz(const Args& args) {
   }
   if (!last.any) {
     std::string why = "RapidCheck gave up";
-    rc::detail::FailureResult fr;
     rc::detail::GaveUpResult gu;
     rc::detail::Error er;
     if (result.match(gu)) why += ": " + gu.description;
     if (result.match(er)) why += ": " + er.description;
-    (void)fr;
     throw std::runtime_error(why);
   }
   const int digits = backend.code_bytes() == 1 ? 2 : 4;
