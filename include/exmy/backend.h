@@ -15,7 +15,9 @@
  *
  * Conventions for every entry point:
  * - Return 0 on success, nonzero when the request (format, rounding, scheme, ...) is not
- *   supported or fails; exmy then reports the request as unsupported and checks nothing.
+ *   supported or fails. exmy first calls with the single input 1.0f: nonzero there means
+ *   "unsupported" (exit status 2, nothing checked); nonzero on a later call is a failure of
+ *   that call (exit status 1, reported with its inputs).
  * - Strings are exmy's own names, NUL-terminated ASCII:
  *   format: a float format of at most 16 bits as `exmy table` names it (SEMANTICS 1:
  *     "e4m3fn", "e5m2", "bf16", "e3m2fn", "e5m2fnuz", "e4m3b11fnuz", any e<X>m<Y>[fn|fnuz|fnu]);
@@ -40,6 +42,7 @@
  * (cudaStream_t passed as void *, NULL for the legacy default stream); the work is enqueued on
  * that stream and may still be running when the call returns, so the caller synchronizes the
  * stream before reading codes. Both variants have the same semantics bit for bit.
+ * `exmy fuzz|verify --backend LIB --entry device` checks the device variant.
  */
 /* clang-format off: the signatures keep the C spelling of the issue and of C headers. */
 #ifndef EXMY_BACKEND_H
