@@ -58,9 +58,16 @@ int forward_to_device(const Args& args) {
 }
 
 int run_verify(const Args& args) {
+  // --backend LIB.so sweeps a backend plugin instead (cli/cmd_verify_backend.cpp).
+  for (const std::string& a : args) {
+    if (a == "--backend") return commands().at("verify-backend").run(args);
+  }
   for (const std::string& a : args) {
     if (a == "--help" || a == "-h") {
-      std::printf("%s\n", kUsage);
+      std::printf(
+          "%s\n       exmy verify --backend LIB.so --op cast --format F --round MODE "
+          "[--depth full|ci] [--shard i/N] ...\n",
+          kUsage);
       return 0;
     }
   }
