@@ -26,6 +26,7 @@
 #include "gpu/optim/optim_host.hpp"
 #include "sim/common/error.hpp"
 #include "sim/common/number.hpp"
+#include "sim/format/compat.hpp"
 #include "sim/io/files.hpp"
 #include "sim/io/flat_json.hpp"
 #include "sim/io/npy.hpp"
@@ -44,6 +45,7 @@ struct Options {
   int block = 256;
   bool small_fallback = true;
   std::string variant = "default";
+  std::string compat;  // --compat NAME, "" = the optimizer's default (torch-cpu for adam/adamw/sgd)
   Storage st = Storage::f32;
   std::uint64_t seed = 0;
   std::string loss_scale = "none";
@@ -54,7 +56,7 @@ constexpr const char* kUsage =
     "usage: exmy step --optimizer NAME --params P.npy --grads G.npy [--state DIR] --steps N --out "
     "DIR [--lr X --beta1 X --beta2 X --eps X --wd X --momentum X --dampening X --nesterov] "
     "[--block 256|2048] [--no-small-fallback] [--variant default|torch-fused|torch-order] "
-    "[--param-dtype fp32|bf16|fp16] [--seed S] [--loss-scale none|dynamic|fixed:S] "
+    "[--compat torch-cpu|torch-cuda|torch-cuda-foreach] [--param-dtype fp32|bf16|fp16] [--seed S] [--loss-scale none|dynamic|fixed:S] "
     "[--device cpu|cuda]";
 
 Options parse(const Args& args) {
@@ -98,6 +100,8 @@ Options parse(const Args& args) {
       o.small_fallback = false;
     } else if (a == "--variant") {
       o.variant = option_value(args, i);
+    } else if (a == "--compat") {
+      o.compat = option_value(args, i);
     } else if (a == "--param-dtype") {
       const std::string& v = option_value(args, i);
       if (v == "fp32") {
@@ -248,6 +252,17 @@ int run_step(const Args& args) {
   c.small_fallback = o.small_fallback;
   c.variant = o.variant;
   c.seed = o.seed;
+  if (!o.compat.empty()) {
+    // The profile's PyTorch kernels (docs/SEMANTICS.md 9.2, 9.3, 12); a profile that does not
+    // cover this optimizer is an error, never a fallback to the default.
+    const native::TorchKernels k =
+        compat_step_kernels(compat_profile(o.compat), std::string(e.name));
+    if (k != native::TorchKernels::cpu && o.variant != "default") {
+      throw InputError("--compat " + o.compat + " with --variant " + o.variant +
+                       ": choose one (the variant is a model of other PyTorch kernels)");
+    }
+    c.hyper.adam.kernels = c.hyper.sgd.kernels = k;
+  }
 
   // Parameters and gradients.
   const io::NpyArray pa = io::read_npy(o.params);
@@ -401,7 +416,8 @@ int run_step(const Args& args) {
       ",\"split_format\":" + json_string(e.split ? optim::split_format_name(c.opt.split) : "") +
       ",\"seed\":" + std::to_string(o.seed) + ",\"scale\":" + json_float(scaler.scale) +
       ",\"growth_tracker\":" + std::to_string(scaler.growth_tracker) +
-      ",\"variant\":" + json_string(o.variant) + ",\"rms\":[" + rms_list + "],\"skipped\":[" +
+      ",\"variant\":" + json_string(o.variant) +
+      ",\"compat\":" + json_string(o.compat.empty() ? "default" : o.compat) + ",\"rms\":[" + rms_list + "],\"skipped\":[" +
       skipped_list + "]}\n";
   io::write_text_atomic(stage.path() + "/state.json", json);
   outs.adopt(stage.path() + "/state.json", o.out + "/state.json");

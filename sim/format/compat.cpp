@@ -7,9 +7,22 @@ namespace exmy {
 const char* compat_op_name(CompatOp op) {
   switch (op) {
     case CompatOp::cast: return "cast";
+    case CompatOp::step: return "step";
   }
   return "?";
 }
+
+namespace {
+CompatProfile step_profile(const char* name, const char* source, native::TorchKernels k) {
+  CompatProfile p{name, source, {}};
+  for (const char* opt : {"adamw", "adam", "sgd"}) {
+    CompatEntry e{CompatOp::step, opt};
+    e.kernels = k;
+    p.entries.push_back(e);
+  }
+  return p;
+}
+}  // namespace
 
 const std::vector<CompatProfile>& compat_profiles() {
   // Add a profile here, with its rules in sim/native/compat_*.hpp, a golden table in tests/cli
@@ -21,6 +34,17 @@ const std::vector<CompatProfile>& compat_profiles() {
       {"ml_dtypes",
        "ml_dtypes 0.6 ConvertImpl<float, float8_e8m0fnu> (ml_dtypes/include/float8.h)",
        {{CompatOp::cast, "e8m0fnu", native::CompatCast::e8m0_ml_dtypes}}},
+      // torch.optim Adam/AdamW/SGD on the kernels that ran them (docs/SEMANTICS.md 9.2, 9.3).
+      step_profile("torch-cpu", "PyTorch 2.11 ATen CPU kernels (_single_tensor_adam/_sgd)",
+                   native::TorchKernels::cpu),
+      step_profile("torch-cuda",
+                   "PyTorch 2.11 CUDA TensorIterator kernels (_single_tensor_adam/_sgd, "
+                   "foreach=False)",
+                   native::TorchKernels::cuda),
+      step_profile("torch-cuda-foreach",
+                   "PyTorch 2.11 CUDA multi_tensor_apply kernels (_multi_tensor_adam/_sgd, "
+                   "foreach=True, the CUDA default)",
+                   native::TorchKernels::cuda_foreach),
   };
   return profiles;
 }
@@ -46,6 +70,10 @@ const CompatProfile& compat_profile(std::string_view name) {
 native::CompatCast compat_rule(const CompatProfile& p, CompatOp op, const Format& f) {
   std::string covers;
   for (const CompatEntry& e : p.entries) {
+    if (e.op != CompatOp::cast) {
+      covers += (covers.empty() ? "" : ", ") + std::string(compat_op_name(e.op)) + " " + e.format;
+      continue;
+    }
     const Format g = parse_format(e.format);
     if (e.op == op && f.kind == g.kind && f.kind == FormatKind::floating && f.fp == g.fp) {
       return e.rule;
@@ -54,6 +82,16 @@ native::CompatCast compat_rule(const CompatProfile& p, CompatOp op, const Format
   }
   throw InputError("--compat " + std::string(p.name) + " does not cover " + compat_op_name(op) +
                    " to " + f.name + " (it covers: " + covers + ")");
+}
+
+native::TorchKernels compat_step_kernels(const CompatProfile& p, std::string_view optimizer) {
+  std::string covers;
+  for (const CompatEntry& e : p.entries) {
+    if (e.op == CompatOp::step && optimizer == e.format) return e.kernels;
+    covers += (covers.empty() ? "" : ", ") + std::string(compat_op_name(e.op)) + " " + e.format;
+  }
+  throw InputError("--compat " + std::string(p.name) + " does not cover step --optimizer " +
+                   std::string(optimizer) + " (it covers: " + covers + ")");
 }
 
 }  // namespace exmy

@@ -10,17 +10,21 @@
 
 #include "sim/format/registry.hpp"
 #include "sim/native/compat_e8m0.hpp"
+#include "sim/native/torch_kernels.hpp"
 
 namespace exmy {
 
-// The operations a profile may cover (only element-wise casts so far).
-enum class CompatOp : std::uint8_t { cast };
+// The operations a profile may cover: element-wise casts (`exmy cast`) and optimizer steps
+// (`exmy step`).
+enum class CompatOp : std::uint8_t { cast, step };
 const char* compat_op_name(CompatOp op);
 
 struct CompatEntry {
   CompatOp op;
-  const char* format;  // the format's canonical name; any alias of it matches
-  native::CompatCast rule;
+  // cast: the format's canonical name (any alias of it matches); step: the optimizer's name.
+  const char* format;
+  native::CompatCast rule = native::CompatCast::e8m0_torch;  // cast only
+  native::TorchKernels kernels = native::TorchKernels::cpu;  // step only
 };
 
 struct CompatProfile {
@@ -38,5 +42,9 @@ const CompatProfile& compat_profile(std::string_view name);
 // The rule of profile p for operation op on format f; an InputError naming the profile, the
 // operation and the format (and what the profile covers) when p does not cover them.
 native::CompatCast compat_rule(const CompatProfile& p, CompatOp op, const Format& f);
+
+// The PyTorch kernels profile p models for `exmy step --optimizer NAME`; an InputError naming the
+// profile and the optimizer (and what the profile covers) when p does not cover it.
+native::TorchKernels compat_step_kernels(const CompatProfile& p, std::string_view optimizer);
 
 }  // namespace exmy

@@ -7,8 +7,10 @@
 
 #include "sim/native/fp32_ops.hpp"
 #include "sim/native/optim_storage.hpp"
+#include "sim/native/torch_kernels.hpp"
 
 namespace exmy::native {
+
 
 // torch.optim.Adam/AdamW, _single_tensor_adam (the CPU default, foreach=False). Every field is the
 // fp32 value PyTorch's CPU kernels see.
@@ -24,6 +26,10 @@ struct TorchAdamScalars {
   float neg_step = 0.0f;  // RN32(-(lr / (1 - beta1^t))), fp64 pow/division as CPython
   float bc2_sqrt = 1.0f;  // RN32((1 - beta2^t) ** 0.5), fp64
   float eps = 1e-8f;      // RN32(eps)
+  TorchKernels k = TorchKernels::cpu;
+  // torch-cuda only: RN32(1 / ((1 - beta2^t) ** 0.5)), the reciprocal div_true_kernel_cuda
+  // multiplies by when the divisor is a CPU scalar, computed in fp64 from the Python float.
+  float inv_bc2_sqrt = 1.0f;
 };
 
 // Scalars reach the ATen CPU kernels in two ways (docs/SEMANTICS.md 9.1): mul/div/lerp/addcmul/
@@ -31,36 +37,49 @@ struct TorchAdamScalars {
 // the tensor's dtype (the ufunc CPU kernel binds `alpha.to<scalar_t>()`, and TensorIterator casts
 // the wrapped number to the common dtype), i.e. RN to bf16/fp16 of the fp32 value for 16-bit
 // tensors. Identity for fp32.
-EXMY_HD float add_scalar(float x, Storage st) {
-  return to_storage(x, st);
+// On CUDA (both kernel families) `alpha` is opmath (`alpha.to<opmath_t>()`) and a Python-number
+// operand is read with `original_scalar_value<opmath_t>`: fp32, never rounded to T.
+EXMY_HD float add_scalar(float x, Storage st, TorchKernels k = TorchKernels::cpu) {
+  return k == TorchKernels::cpu ? to_storage(x, st) : x;
 }
 
 // One element. p, m, v hold values of storage type `st` (exact in fp32); g is the gradient value.
 EXMY_HD void torch_adam_element(const TorchAdamScalars& s, Storage st, float& p, float g, float& m,
                                 float& v) {
+  const bool cpu = s.k == TorchKernels::cpu;
   if (s.has_wd) {
     if (s.decoupled) {
       p = to_storage(rn_mul(p, s.decay), st);  // param.mul_(1 - lr*wd)
     } else {
-      // grad.add(param, alpha=wd): vec::fmadd
-      g = to_storage(rn_fma(p, add_scalar(s.wd, st), g), st);
+      // grad.add(param, alpha=wd): vec::fmadd on the CPU, a + alpha*b contracted by nvcc.
+      g = to_storage(rn_fma(p, add_scalar(s.wd, st, s.k), g), st);
     }
   }
-  // exp_avg.lerp_(grad, 1 - beta1): ATen's lerp_vec, one FMA on either branch of |w| < 0.5.
+  // exp_avg.lerp_(grad, 1 - beta1): ATen's lerp (CPU lerp_vec, CUDA at::native::lerp), one FMA
+  // on either branch of |w| < 0.5.
   const float d = rn_sub(g, m);
   m = to_storage(s.w1 < 0.5f && s.w1 > -0.5f ? rn_fma(s.w1, d, m) : rn_fma(s.w1m1, d, g), st);
-  // exp_avg_sq.mul_(beta2).addcmul_(grad, grad, value=1 - beta2): ATen writes
+  // exp_avg_sq.mul_(beta2).addcmul_(grad, grad, value=1 - beta2). CPU: ATen writes
   // self + (value*t1)*t2, which GCC contracts (-ffp-contract=fast, -mfma kernel builds) into
-  // fma(value*t1, t2, self). Inferred from the torch 2.11 cross-check on the device: the unfused
-  // form differed from torch in 26% of exp_avg_sq elements by <= 3 ulp (bench/results optim file).
+  // fma(value*t1, t2, self) — inferred from the torch 2.11 cross-check (the unfused form differed
+  // in 26% of exp_avg_sq elements by <= 3 ulp). CUDA: a + alpha*(b*c) (PointwiseOpsKernel.cu and
+  // the foreach PointwiseOpScalarFunctor), an FMUL then an FFMA in the SASS.
   v = to_storage(rn_mul(v, s.beta2), st);
-  v = to_storage(rn_fma(rn_mul(s.w2, g), g, v), st);
-  // denom = (exp_avg_sq.sqrt() / bias_correction2_sqrt).add_(eps): three tensor ops.
+  v = to_storage(cpu ? rn_fma(rn_mul(s.w2, g), g, v) : rn_fma(s.w2, rn_mul(g, g), v), st);
+  // denom = (exp_avg_sq.sqrt() / bias_correction2_sqrt).add_(eps): three tensor ops. CUDA
+  // single-tensor divides by a CPU scalar as a multiply by its fp32 reciprocal (BUnaryFunctor
+  // <MulFunctor>); foreach divides (BinaryOpScalarListFunctor<std::divides>).
   float den = to_storage(rn_sqrt(v), st);
-  den = to_storage(rn_div(den, s.bc2_sqrt), st);
-  den = to_storage(rn_add(den, add_scalar(s.eps, st)), st);
-  // param.addcdiv_(exp_avg, denom, value=-step_size): self + value*t1/t2.
-  p = to_storage(rn_add(p, rn_div(rn_mul(s.neg_step, m), den)), st);
+  den = to_storage(s.k == TorchKernels::cuda
+                       ? rn_mul(den, s.inv_bc2_sqrt)
+                       : rn_div(den, s.bc2_sqrt),
+                   st);
+  den = to_storage(rn_add(den, add_scalar(s.eps, st, s.k)), st);
+  // param.addcdiv_(exp_avg, denom, value=-step_size). CPU: self + value*t1/t2 unfused. CUDA:
+  // a + alpha*(b/c), the IEEE division then an FFMA.
+  p = to_storage(cpu ? rn_add(p, rn_div(rn_mul(s.neg_step, m), den))
+                     : rn_fma(s.neg_step, rn_div(m, den), p),
+                 st);
 }
 
 // torch.optim.AdamW(fused=True), aten/src/ATen/native/cuda/fused_adam_utils.cuh adam_math: the
@@ -102,25 +121,26 @@ struct TorchSgdScalars {
   float momentum = 0.9f;             // RN32(momentum)
   float one_minus_dampening = 1.0f;  // RN32(1 - dampening) (fp64 difference)
   float neg_lr = -1e-3f;             // RN32(-lr)
+  TorchKernels k = TorchKernels::cpu;
 };
 
 // `first` is true on the step that creates the momentum buffer (buf = grad.clone()).
 EXMY_HD void torch_sgd_element(const TorchSgdScalars& s, Storage st, float& p, float g, float& buf,
                                bool first) {
   // grad.add(param, alpha=wd)
-  if (s.has_wd) g = to_storage(rn_fma(p, add_scalar(s.wd, st), g), st);
+  if (s.has_wd) g = to_storage(rn_fma(p, add_scalar(s.wd, st, s.k), g), st);
   if (s.has_momentum) {
     if (first) {
       buf = g;
     } else {
       buf = to_storage(rn_mul(buf, s.momentum), st);  // buf.mul_(momentum): fp32 scalar
       // .add_(grad, alpha=1-dampening)
-      buf = to_storage(rn_fma(g, add_scalar(s.one_minus_dampening, st), buf), st);
+      buf = to_storage(rn_fma(g, add_scalar(s.one_minus_dampening, st, s.k), buf), st);
     }
     // nesterov: grad.add(buf, alpha=momentum)
-    g = s.nesterov ? to_storage(rn_fma(buf, add_scalar(s.momentum, st), g), st) : buf;
+    g = s.nesterov ? to_storage(rn_fma(buf, add_scalar(s.momentum, st, s.k), g), st) : buf;
   }
-  p = to_storage(rn_fma(g, add_scalar(s.neg_lr, st), p), st);  // param.add_(grad, alpha=-lr)
+  p = to_storage(rn_fma(g, add_scalar(s.neg_lr, st, s.k), p), st);  // param.add_(grad, alpha=-lr)
 }
 
 }  // namespace exmy::native

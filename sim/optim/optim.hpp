@@ -20,10 +20,13 @@ using native::Storage;
 
 struct AdamHyper {
   double lr = 1e-3, beta1 = 0.9, beta2 = 0.999, eps = 1e-8, wd = 0.0;
+  // The PyTorch kernels modelled (`--compat torch-cpu|torch-cuda|torch-cuda-foreach`).
+  native::TorchKernels kernels = native::TorchKernels::cpu;
 };
 struct SgdHyper {
   double lr = 1e-3, momentum = 0.9, dampening = 0.0, wd = 0.0;
   bool nesterov = false;
+  native::TorchKernels kernels = native::TorchKernels::cpu;
 };
 
 // ---- PyTorch Adam / AdamW / SGD

@@ -31,6 +31,10 @@ native::TorchAdamScalars torch_adam_scalars(const AdamHyper& h, long step, bool 
   s.neg_step = static_cast<float>(-(h.lr / bc1));
   s.bc2_sqrt = static_cast<float>(std::pow(bc2, 0.5));  // CPython's float ** 0.5
   s.eps = static_cast<float>(h.eps);
+  s.k = h.kernels;
+  // div_true_kernel_cuda's reciprocal of a CPU scalar: high_prec_t(1.0) / scalar_value<double>,
+  // the Python float itself (not first rounded to fp32 or T), then cast to opmath (fp32).
+  s.inv_bc2_sqrt = static_cast<float>(1.0 / std::pow(bc2, 0.5));
   return s;
 }
 
@@ -61,6 +65,7 @@ native::TorchSgdScalars torch_sgd_scalars(const SgdHyper& h) {
   s.momentum = static_cast<float>(h.momentum);
   s.one_minus_dampening = static_cast<float>(1.0 - h.dampening);
   s.neg_lr = static_cast<float>(-h.lr);
+  s.k = h.kernels;
   return s;
 }
 

@@ -110,7 +110,33 @@ TEST_CASE("exmy step equals the API; bad input exits 2 and writes nothing", "[op
   // A state of another optimizer is refused.
   CHECK(run("step --optimizer sgd --params " + d + "/p.npy --grads " + d + "/g.npy --state " + d +
             "/o --out " + d + "/bad6") == 2);
-  for (const char* b : {"/bad1", "/bad2", "/bad3", "/bad4", "/bad5", "/bad6"}) {
+  // --compat: an unknown profile, a profile that does not cover the optimizer, a profile with a
+  // variant: exit 2, nothing written (no fallback to another profile).
+  CHECK(run("step --optimizer adamw --compat torch-xla --params " + d + "/p.npy --grads " + d +
+            "/g.npy --out " + d + "/bad7") == 2);
+  CHECK(run("step --optimizer adamw8bit --compat torch-cuda --params " + d + "/p.npy --grads " + d +
+            "/g.npy --out " + d + "/bad8") == 2);
+  CHECK(run("step --optimizer adamw --compat ml_dtypes --params " + d + "/p.npy --grads " + d +
+            "/g.npy --out " + d + "/bad9") == 2);
+  CHECK(run("step --optimizer adamw --compat torch-cuda --variant torch-fused --params " + d +
+            "/p.npy --grads " + d + "/g.npy --out " + d + "/bad10") == 2);
+  // --compat torch-cpu is the default; torch-cuda writes the API's CUDA-kernel step.
+  REQUIRE(run("step --optimizer adamw --lr 0.001 --wd 0.1 --compat torch-cpu --params " + d +
+              "/p.npy --grads " + d + "/g.npy --steps 4 --out " + d + "/ocpu") == 0);
+  CHECK(io::read_npy(d + "/ocpu/params.npy").data == io::read_npy(d + "/o/params.npy").data);
+  REQUIRE(run("step --optimizer adamw --lr 0.001 --wd 0.1 --compat torch-cuda --params " + d +
+              "/p.npy --grads " + d + "/g.npy --steps 4 --out " + d + "/ocuda") == 0);
+  {
+    auto pc = optim_test::normal_values(n, 3);
+    std::vector<float> mc(n, 0.0f), vc(n, 0.0f);
+    optim::AdamHyper hc{1e-3, 0.9, 0.999, 1e-8, 0.1};
+    hc.kernels = native::TorchKernels::cuda;
+    for (long t = 1; t <= 4; ++t) optim::adam_step(hc, true, optim::Storage::f32, t, pc, g, mc, vc);
+    const auto gc = io::as_f32(io::read_npy(d + "/ocuda/params.npy"), "params");
+    CHECK(std::memcmp(gc.data(), pc.data(), n * 4) == 0);
+  }
+  for (const char* b : {"/bad1", "/bad2", "/bad3", "/bad4", "/bad5", "/bad6", "/bad7", "/bad8",
+                        "/bad9", "/bad10"}) {
     CHECK_FALSE(exists(d + b + "/state.json"));
   }
   CHECK(run("memory --params 1.5e9 --optimizer adamw,adamw8bit --weights bf16 --extra-bits 8 "
