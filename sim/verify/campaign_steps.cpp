@@ -233,18 +233,27 @@ struct Op {
   bool small = false;        // 8-bit: the < 4096 fp32 fallback
   os::SplitFmt split{};      // split formats
   bool fixed_scale = false;  // loss: fixed:S instead of dynamic
+  int kernels = 0;           // adam/sgd: 0 torch-cpu, 1 torch-cuda, 2 torch-cuda-foreach
 };
 
 std::vector<Op> all_ops() {
   std::vector<Op> ops;
-  for (bool dec : {true, false}) {
+  // The --compat profiles of 9.2/9.3: "" (torch-cpu, the default), "-cuda", "-cuda-foreach".
+  const char* kernel_suffix[] = {"", "-cuda", "-cuda-foreach"};
+  for (int k = 0; k < 3; ++k) {
+    for (bool dec : {true, false}) {
+      for (Storage st : {Storage::f32, Storage::bf16, Storage::f16}) {
+        Op o{std::string(dec ? "adamw-" : "adam-") + storage_name(st) + kernel_suffix[k],
+             Family::adam, st, dec};
+        o.kernels = k;
+        ops.push_back(o);
+      }
+    }
     for (Storage st : {Storage::f32, Storage::bf16, Storage::f16}) {
-      Op o{std::string(dec ? "adamw-" : "adam-") + storage_name(st), Family::adam, st, dec};
+      Op o{std::string("sgd-") + storage_name(st) + kernel_suffix[k], Family::sgd, st};
+      o.kernels = k;
       ops.push_back(o);
     }
-  }
-  for (Storage st : {Storage::f32, Storage::bf16, Storage::f16}) {
-    ops.push_back(Op{std::string("sgd-") + storage_name(st), Family::sgd, st});
   }
   for (bool dec : {true, false}) {
     const std::string base = dec ? "adamw8bit" : "adam8bit";
@@ -400,12 +409,15 @@ void run_adam(const Run& r) {
   std::vector<float> p(n), g(n), m(n, 0.0f), v(n, 0.0f);
   for (std::size_t i = 0; i < n; ++i) p[i] = gen.value(r.cls, Gen::Role::param, i);
   std::vector<Real> P = to_real(p), M = to_real(m), V = to_real(v);
-  const os::AdamHyper h{r.cfg.a.lr, r.cfg.a.beta1, r.cfg.a.beta2, r.cfg.a.eps, r.cfg.a.wd};
+  const os::AdamHyper h{r.cfg.a.lr, r.cfg.a.beta1, r.cfg.a.beta2, r.cfg.a.eps, r.cfg.a.wd,
+                        static_cast<os::Kernels>(r.op.kernels)};
+  optim::AdamHyper na = r.cfg.a;
+  na.kernels = static_cast<native::TorchKernels>(r.op.kernels);
   for (long t = 1; t <= r.z.steps; ++t) {
     for (std::size_t i = 0; i < n; ++i) g[i] = gen.value(r.cls, Gen::Role::grad, i);
     p = to_float(P), m = to_float(M), v = to_float(V);
     const std::vector<float> p0 = p, m0 = m, v0 = v;
-    optim::adam_step(r.cfg.a, r.op.decoupled, st, t, p, g, m, v);
+    optim::adam_step(na, r.op.decoupled, st, t, p, g, m, v);
     os::torch_adam_step(h, r.op.decoupled, T, t, P, to_real(g), M, V);
     for (std::size_t i = 0; i < n; ++i) {
       const auto ops = [&] {
@@ -428,12 +440,14 @@ void run_sgd(const Run& r) {
   for (std::size_t i = 0; i < n; ++i) p[i] = gen.value(r.cls, Gen::Role::param, i);
   std::vector<Real> P = to_real(p), B = to_real(b);
   const os::SgdHyper h{r.cfg.s.lr, r.cfg.s.momentum, r.cfg.s.dampening, r.cfg.s.wd,
-                       r.cfg.s.nesterov};
+                       r.cfg.s.nesterov, static_cast<os::Kernels>(r.op.kernels)};
+  optim::SgdHyper ns = r.cfg.s;
+  ns.kernels = static_cast<native::TorchKernels>(r.op.kernels);
   for (long t = 1; t <= r.z.steps; ++t) {
     for (std::size_t i = 0; i < n; ++i) g[i] = gen.value(r.cls, Gen::Role::grad, i);
     p = to_float(P), b = to_float(B);
     const std::vector<float> p0 = p, b0 = b;
-    optim::sgd_step(r.cfg.s, st, t, p, g, b);
+    optim::sgd_step(ns, st, t, p, g, b);
     os::torch_sgd_step(h, T, t, P, to_real(g), B);
     for (std::size_t i = 0; i < n; ++i) {
       const auto ops = [&] {

@@ -17,18 +17,25 @@ namespace exmy::oracle::steps {
 using Tensor = std::vector<Real>;
 
 // Hyperparameters as the user gives them (Python floats).
+// The PyTorch kernels a step models (9.2 "PyTorch CUDA kernels", `--compat`): the ATen CPU kernels,
+// the CUDA TensorIterator kernels (foreach=False) or the CUDA multi-tensor kernels (foreach=True).
+enum class Kernels { cpu, cuda, cuda_foreach };
 struct AdamHyper {
   double lr = 1e-3, beta1 = 0.9, beta2 = 0.999, eps = 1e-8, wd = 0.0;
+  Kernels kernels = Kernels::cpu;
 };
 struct SgdHyper {
   double lr = 1e-3, momentum = 0.9, dampening = 0.0, wd = 0.0;
   bool nesterov = false;
+  Kernels kernels = Kernels::cpu;
 };
 
 // ---- 9.2 torch.optim.Adam / AdamW (_single_tensor_adam) -----------------------------------
 struct TorchAdamScalars {
   bool has_wd = false, decoupled = true;
+  Kernels kernels = Kernels::cpu;
   Real decay, lambda, w1, w1m1, b2, w2, ns, c, e;
+  Real inv_c;  // cuda: RN32(1 ⊘₆₄ (bc2 ** 0.5)), the reciprocal of the Python float
 };
 TorchAdamScalars torch_adam_scalars(const AdamHyper& h, long t, bool decoupled);
 // One element at step t; p, m, v and g are values of T.

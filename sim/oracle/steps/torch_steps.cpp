@@ -1,5 +1,7 @@
-// docs/SEMANTICS.md 9.1-9.3 on exact values: torch.optim.Adam/AdamW and SGD, single-tensor CPU
-// path, storage T = fp32, bf16 or fp16 (every tensor op computes in fp32 and rounds to T).
+// docs/SEMANTICS.md 9.1-9.3 on exact values: torch.optim.Adam/AdamW and SGD on the ATen CPU
+// kernels and on the CUDA kernels (9.2 "PyTorch CUDA kernels": `--compat torch-cuda`,
+// `torch-cuda-foreach`), storage T = fp32, bf16 or fp16 (every tensor op computes in fp32 and
+// rounds to T).
 #include <stdexcept>
 
 #include "sim/oracle/steps/steps.hpp"
@@ -40,20 +42,26 @@ TorchAdamScalars torch_adam_scalars(const AdamHyper& h, long t, bool decoupled) 
   const Real bc1 = sub(F64, one(), pow(F64, b1, tt));       // 1 − β1^t
   s.ns = round(F32, neg(div(F64, lr, bc1)));                // RN32(−(lr / bc1))
   const Real bc2 = sub(F64, one(), pow(F64, b2, tt));       // 1 − β2^t
-  s.c = round(F32, pow(F64, bc2, half()));                  // RN32(bc2 ** 0.5)
+  const Real c64 = pow(F64, bc2, half());                   // bc2 ** 0.5 (a Python float)
+  s.c = round(F32, c64);                                    // RN32(bc2 ** 0.5)
+  s.inv_c = round(F32, div(F64, one(), c64));               // RN32(1 ⊘₆₄ c), CUDA single-tensor
   s.e = round(F32, py(h.eps));                              // RN32(eps)
   s.lambda = round(F32, wd);                                // RN32(wd)
+  s.kernels = h.kernels;
   return s;
 }
 
 void torch_adam_element(const TorchAdamScalars& s, const FloatFormat& T, Real& p, Real g, Real& m,
                         Real& v) {
+  const bool cpu = s.kernels == Kernels::cpu;
+  // The alpha of add and a Python-number operand: T(x) on the CPU, the fp32 x on CUDA.
+  const auto scalar = [&](const Real& x) { return cpu ? round(T, x) : x; };
   // 1. weight decay
   if (s.has_wd) {
     if (s.decoupled) {
       p = round(T, mul(F32, p, s.decay));  // p ← p ⊗ decay
     } else {
-      g = round(T, fma(F32, p, round(T, s.lambda), g));  // g ← fma(p, T(λ), g)
+      g = round(T, fma(F32, p, scalar(s.lambda), g));  // g ← fma(p, T(λ), g)
     }
   }
   // 2. m ← lerp(m, g, w1): fma(w1, g ⊖ m, m) if |w1| < 0.5, else fma(w1 − 1, g ⊖ m, g)
@@ -63,15 +71,16 @@ void torch_adam_element(const TorchAdamScalars& s, const FloatFormat& T, Real& p
   } else {
     m = round(T, fma(F32, s.w1m1, d, g));
   }
-  // 3. v ← v ⊗ b2; v ← fma(w2 ⊗ g, g, v)
+  // 3. v ← v ⊗ b2; CPU v ← fma(w2 ⊗ g, g, v), CUDA v ← fma(w2, g ⊗ g, v)
   v = round(T, mul(F32, v, s.b2));
-  v = round(T, fma(F32, mul(F32, s.w2, g), g, v));
-  // 4. d ← ((√v) ⊘ c) ⊕ T(e), three tensor ops
+  v = round(T, cpu ? fma(F32, mul(F32, s.w2, g), g, v) : fma(F32, s.w2, mul(F32, g, g), v));
+  // 4. d ← ((√v) ⊘ c) ⊕ T(e), three tensor ops; CUDA single-tensor: (√v) ⊗ inv_c
   Real den = round(T, sqrt(F32, v));
-  den = round(T, div(F32, den, s.c));
-  den = round(T, add(F32, den, round(T, s.e)));
-  // 5. p ← p ⊕ ((ns ⊗ m) ⊘ d), addcdiv unfused
-  p = round(T, add(F32, p, div(F32, mul(F32, s.ns, m), den)));
+  den = round(T, s.kernels == Kernels::cuda ? mul(F32, den, s.inv_c) : div(F32, den, s.c));
+  den = round(T, add(F32, den, scalar(s.e)));
+  // 5. CPU p ← p ⊕ ((ns ⊗ m) ⊘ d), addcdiv unfused; CUDA p ← fma(ns, m ⊘ d, p)
+  p = round(T, cpu ? add(F32, p, div(F32, mul(F32, s.ns, m), den))
+                   : fma(F32, s.ns, div(F32, m, den), p));
 }
 
 void torch_adam_step(const AdamHyper& h, bool decoupled, const FloatFormat& T, long t, Tensor& p,
@@ -87,19 +96,21 @@ void torch_adam_step(const AdamHyper& h, bool decoupled, const FloatFormat& T, l
 void torch_sgd_element(const SgdHyper& h, const FloatFormat& T, long t, Real& p, Real g,
                        Real& buf) {
   const Real mu = round(F32, py(h.momentum));
-  if (h.wd != 0.0) g = round(T, fma(F32, p, round(T, round(F32, py(h.wd))), g));
+  // The alphas of add: T(x) on the CPU, the fp32 x on CUDA.
+  const auto alpha = [&](const Real& x) { return h.kernels == Kernels::cpu ? round(T, x) : x; };
+  if (h.wd != 0.0) g = round(T, fma(F32, p, alpha(round(F32, py(h.wd))), g));
   if (h.momentum != 0.0) {
     if (t == 1) {
       buf = g;
     } else {
       buf = round(T, mul(F32, buf, mu));
       const Real omd = round(F32, sub(F64, one(), py(h.dampening)));  // RN32(1 − dampening)
-      buf = round(T, fma(F32, g, round(T, omd), buf));
+      buf = round(T, fma(F32, g, alpha(omd), buf));
     }
-    g = h.nesterov ? round(T, fma(F32, buf, round(T, mu), g)) : buf;
+    g = h.nesterov ? round(T, fma(F32, buf, alpha(mu), g)) : buf;
   }
   const Real neg_lr = round(F32, neg(py(h.lr)));  // RN32(−lr)
-  p = round(T, fma(F32, g, round(T, neg_lr), p));
+  p = round(T, fma(F32, g, alpha(neg_lr), p));
 }
 
 void torch_sgd_step(const SgdHyper& h, const FloatFormat& T, long t, Tensor& p, const Tensor& g,
