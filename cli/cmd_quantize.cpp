@@ -9,6 +9,8 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
+#include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -207,24 +209,49 @@ void check_empty_bounded(const std::vector<std::size_t>& shape, const std::strin
   }
 }
 
-// The input as fp32 values: fp32 as is, fp16 and bf16 (bit patterns, --in-format bf16) widened
-// exactly.
-std::vector<float> read_values(CliOptions& o, io::NpyArray& a) {
-  a = io::read_npy(o.in);
-  io::require_c_order(a, o.in);
-  check_empty_bounded(a.shape, o.in);
-  const std::size_t n = a.count();
-  std::vector<float> x(n);
+// The input as fp32 values, without a copy of a large file: fp32 is a read-only mapping of the
+// file (io::NpyMappedFile); fp16 and bf16 (bit patterns, --in-format bf16) are widened exactly
+// into memory (4 bytes per element: the one case above the README's memory bound).
+struct InputValues {
+  std::unique_ptr<io::NpyMappedFile> file;
+  std::vector<float> widened;
+  std::span<const float> x;
+  std::vector<std::size_t> shape;
+  gpu::CastInput type = gpu::CastInput::fp32;
+};
+
+InputValues read_values(const CliOptions& o) {
+  InputValues v;
+  v.file = std::make_unique<io::NpyMappedFile>(o.in);
+  const io::NpyHeader& h = v.file->header();
+  io::require_c_order(h, o.in);
+  v.shape = h.shape;
+  check_empty_bounded(v.shape, o.in);
+  io::NpyArray a;  // input_type reads the dtype only
+  a.descr = h.descr;
+  v.type = input_type(a, o.in, o.in_format == "bf16");
+  const std::size_t n = h.count();
+  const std::uint8_t* data = v.file->data();
   const auto widen = [&](const FloatFormat& f) {
+    v.widened.resize(n);
     for (std::size_t i = 0; i < n; ++i) {
       std::uint16_t u;
-      std::memcpy(&u, a.data.data() + i * 2, 2);
-      x[i] = native::to_float(f, u);
+      std::memcpy(&u, data + i * 2, 2);
+      v.widened[i] = native::to_float(f, u);
     }
   };
-  switch (input_type(a, o.in, o.in_format == "bf16")) {
+  switch (v.type) {
     case gpu::CastInput::fp32:
-      x = io::as_f32(a, o.in);
+      if (n == 0) {
+        v.x = {};
+      } else if (reinterpret_cast<std::uintptr_t>(data) % alignof(float) == 0) {
+        v.x = std::span<const float>(reinterpret_cast<const float*>(data), n);
+      } else {
+        // A header length that leaves the data unaligned (numpy pads to 64 bytes; other
+        // writers may not): copy rather than read misaligned floats.
+        v.widened.resize(n);
+        std::memcpy(v.widened.data(), data, n * sizeof(float));
+      }
       break;
     case gpu::CastInput::bf16:
       widen(formats::bf16);
@@ -233,7 +260,8 @@ std::vector<float> read_values(CliOptions& o, io::NpyArray& a) {
       widen(formats::fp16);
       break;
   }
-  return x;
+  if (!v.widened.empty()) v.x = v.widened;
+  return v;
 }
 
 // The codes of a shape packed two per byte along the last dimension (sim/native/pack4.hpp).
@@ -247,44 +275,60 @@ std::vector<std::size_t> packed_shape(std::vector<std::size_t> shape, const std:
   return shape;
 }
 
+// One array written from memory into a staged file (no NpyArray copy of a large output).
+void write_array(io::OutputSet& outs, const std::string& path, const std::string& descr,
+                 const std::vector<std::size_t>& shape, const void* bytes, std::size_t n) {
+  io::NpyFileWriter w(outs.stage(path), descr, shape);
+  w.write(bytes, n);
+  w.commit();
+}
+
 // Every array of a quantization, complete before any file is written; the files appear together
-// (io::OutputSet).
-void write_quantized(const CliOptions& o, const quant::Quantized& q) {
-  io::NpyArray c;
-  if (o.pack) {
-    std::vector<std::uint8_t> packed(native::packed4_bytes(q.codes.size()));
-    native::pack4(q.codes.data(), q.codes.size(), packed.data());
-    c = io::make_npy(packed, packed_shape(q.shape, o.in));
-  } else if (o.q.target.kind == FormatKind::integer) {
-    c = io::make_npy(std::vector<std::int8_t>(q.codes.begin(), q.codes.end()), q.shape);
-  } else {
-    c = io::make_npy(q.codes, q.shape);
-  }
-  const io::NpyArray st = quant::make_plan(o.q).byte_scales()
-                              ? io::make_npy(q.scale_codes, q.state_shape)
-                              : io::make_npy(q.state, q.state_shape);
-  io::NpyArray ts;
-  if (o.q.two_level) ts = io::make_npy(std::vector<float>{q.tensor_scale}, {1});
-  // Together or not at all: a failure on the state file leaves no new Q.npy behind.
+// (io::OutputSet). Codes go from q.codes to the file directly (int8 codes are their two's
+// complement bytes already; --pack packs q.codes in place), so the only output-sized buffer is
+// q.codes.
+void write_quantized(const CliOptions& o, quant::Quantized& q) {
   io::OutputSet outs;
-  io::write_npy(outs.stage(o.out), c);
-  io::write_npy(outs.stage(o.state), st);
-  if (o.q.two_level) io::write_npy(outs.stage(o.tensor_state), ts);
+  if (o.pack) {
+    // Packed in place (pack4 reads codes 2j, 2j+1 before it writes byte j): no second buffer.
+    const std::size_t bytes = native::packed4_bytes(q.codes.size());
+    native::pack4(q.codes.data(), q.codes.size(), q.codes.data());
+    write_array(outs, o.out, io::kDescrU8, packed_shape(q.shape, o.in), q.codes.data(), bytes);
+  } else {
+    write_array(outs, o.out,
+                o.q.target.kind == FormatKind::integer ? io::kDescrI8 : io::kDescrU8, q.shape,
+                q.codes.data(), q.codes.size());
+  }
+  // Together or not at all: a failure on the state file leaves no new Q.npy behind.
+  if (quant::make_plan(o.q).byte_scales()) {
+    write_array(outs, o.state, io::kDescrU8, q.state_shape, q.scale_codes.data(),
+                q.scale_codes.size());
+  } else {
+    write_array(outs, o.state, io::kDescrF32, q.state_shape, q.state.data(),
+                q.state.size() * sizeof(float));
+  }
+  if (o.q.two_level) {
+    write_array(outs, o.tensor_state, io::kDescrF32, {1}, &q.tensor_scale, sizeof(float));
+  }
   outs.commit();
 }
 
 quant::Quantized quantize_cuda([[maybe_unused]] const CliOptions& o) {
 #if EXMY_HAVE_CUDA
-  const io::NpyArray a = io::read_npy(o.in);
-  io::require_c_order(a, o.in);
+  // The mapped file goes to the device as it is (fp32, fp16 or bf16 bits): no host copy.
+  const io::NpyMappedFile file(o.in);
+  const io::NpyHeader& h = file.header();
+  io::require_c_order(h, o.in);
+  io::NpyArray a;  // input_type reads the dtype only
+  a.descr = h.descr;
   const gpu::CastInput type = input_type(a, o.in, o.in_format == "bf16");
-  check_empty_bounded(a.shape, o.in);
-  quant::check_shape(o.q, a.shape);
+  check_empty_bounded(h.shape, o.in);
+  quant::check_shape(o.q, h.shape);
   std::size_t rows, cols;
-  quant::matrix_view(a.shape, rows, cols);
-  quant::Quantized q = gpu::quantize_host(a.data.data(), type, rows, cols, o.q);
-  q.shape = quant::codes_shape(a.shape, o.q);
-  q.state_shape = quant::state_shape(o.q.scheme, a.shape);
+  quant::matrix_view(h.shape, rows, cols);
+  quant::Quantized q = gpu::quantize_host(file.data(), type, rows, cols, o.q);
+  q.shape = quant::codes_shape(h.shape, o.q);
+  q.state_shape = quant::state_shape(o.q.scheme, h.shape);
   return q;
 #else
   throw InputError("--device cuda: this exmy was built without CUDA");
@@ -297,9 +341,8 @@ int run_quantize(const Args& args) {
   if (o.device == Device::cuda) {
     q = quantize_cuda(o);
   } else {
-    io::NpyArray in;
-    const std::vector<float> x = read_values(o, in);
-    q = quant::quantize(x, in.shape, o.q);
+    const InputValues in = read_values(o);
+    q = quant::quantize(in.x, in.shape, o.q);
   }
   write_quantized(o, q);
   std::printf("%zu codes, %zu states, scheme %s, device %s, flags %s\n", q.codes.size(),
@@ -323,7 +366,7 @@ std::vector<float> dequantize_cuda([[maybe_unused]] const quant::Quantized& q,
 
 int run_dequantize(const Args& args) {
   CliOptions o = parse(args, "--from", "--state", kDequantizeUsage);
-  const io::NpyArray codes = io::read_npy(o.in);
+  io::NpyArray codes = io::read_npy(o.in);
   io::require_c_order(codes, o.in);
   const io::NpyArray state = io::read_npy(o.state);
   io::require_c_order(state, o.state);
@@ -335,11 +378,20 @@ int run_dequantize(const Args& args) {
     const std::vector<std::uint8_t> packed = io::as_u8(codes, o.in);
     q.codes.resize(packed.size() * 2);
     native::unpack4(packed.data(), q.codes.size(), q.codes.data());
-  } else if (o.q.target.kind == FormatKind::integer) {
-    const auto v = io::as_i8(codes, o.in);
-    q.codes.assign(v.begin(), v.end());
   } else {
-    q.codes = io::as_u8(codes, o.in);
+    // The codes' bytes as they are (int8 codes are two's complement bytes): checked for the
+    // expected dtype, then moved, not copied.
+    const std::string want_descr =
+        o.q.target.kind == FormatKind::integer ? io::kDescrI8 : io::kDescrU8;
+    if (codes.descr != want_descr) {
+      // Another spelling of the dtype passes; a wrong dtype gets the reader's own error.
+      if (o.q.target.kind == FormatKind::integer) {
+        (void)io::as_i8(codes, o.in);
+      } else {
+        (void)io::as_u8(codes, o.in);
+      }
+    }
+    q.codes = std::move(codes.data);
   }
   std::vector<std::size_t> in_shape = q.shape;
   if (o.q.transpose) {
@@ -371,7 +423,10 @@ int run_dequantize(const Args& args) {
   }
   const std::vector<float> x =
       o.device == Device::cuda ? dequantize_cuda(q, in_shape, o) : quant::dequantize(q, o.q);
-  io::write_npy(o.out, io::make_npy(x, in_shape));
+  std::vector<std::uint8_t>().swap(q.codes);  // no longer needed: released before writing
+  io::NpyFileWriter w(o.out, io::kDescrF32, in_shape);
+  w.write(x.data(), x.size() * sizeof(float));
+  w.commit();
   std::printf("%zu values, scheme %s\n", x.size(), quant::scheme_name(o.q.scheme).c_str());
   return 0;
 }

@@ -16,7 +16,9 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -265,7 +267,7 @@ int run_step(const Args& args) {
   }
 
   // Parameters and gradients.
-  const io::NpyArray pa = io::read_npy(o.params);
+  io::NpyArray pa = io::read_npy(o.params);
   // Element order is C order everywhere: a Fortran-order file would be stepped element by element
   // and written back transposed.
   io::require_c_order(pa, o.params);
@@ -278,6 +280,8 @@ int run_step(const Args& args) {
   } else {
     p = io::as_f32(pa, o.params);
   }
+  // p holds the values now: keep only the header (memory bound, docs/SEMANTICS.md 11.0).
+  std::vector<std::uint8_t>().swap(pa.data);
   optim::check_variant(c);
   if (o.device == Device::cuda) {
     optim::require_gpu_kernel(c);
@@ -292,14 +296,32 @@ int run_step(const Args& args) {
       }
     }
   }
-  const io::NpyArray ga = io::read_npy(o.grads);
+  // The gradients are only read: a read-only mapping of the file, no copy (a step copies its
+  // slice only to unscale it under --loss-scale).
+  const io::NpyMappedFile gfile(o.grads);
+  const io::NpyHeader& ga = gfile.header();
   io::require_c_order(ga, o.grads);
-  const std::vector<float> gall = io::as_f32(ga, o.grads);
+  if (ga.descr != io::kDescrF32) {
+    (void)io::as_f32(io::NpyArray{ga.descr, ga.shape, false, {}}, o.grads);  // the reader's error
+    throw InputError(o.grads + ": expected '<f4' gradients, got '" + ga.descr + "'");
+  }
+  std::vector<float> gcopy;
+  std::span<const float> gall;
+  if (ga.count() > 0) {
+    if (reinterpret_cast<std::uintptr_t>(gfile.data()) % alignof(float) == 0) {
+      gall = std::span<const float>(reinterpret_cast<const float*>(gfile.data()), ga.count());
+    } else {  // a header length that leaves the data unaligned: copy
+      gcopy.resize(ga.count());
+      std::memcpy(gcopy.data(), gfile.data(), ga.count() * sizeof(float));
+      gall = gcopy;
+    }
+  }
   // The gradient's shape, not only its element count: a [3, 2] gradient for [2, 3] parameters
   // would otherwise be taken element by element in another layout.
   std::vector<std::size_t> per_step_shape{static_cast<std::size_t>(o.steps)};
   per_step_shape.insert(per_step_shape.end(), pa.shape.begin(), pa.shape.end());
-  const bool per_step = o.steps > 1 && ga.shape == per_step_shape;
+  // [steps, *shape] holds one gradient per step (for --steps 1 too: [1, *shape]).
+  const bool per_step = ga.shape == per_step_shape;
   if (ga.shape != pa.shape && !per_step) {
     throw InputError(o.grads + ": shape " + shape_text(ga.shape) + ", expected the parameters' " +
                      shape_text(pa.shape) + " or [steps, *shape] " + shape_text(per_step_shape));
@@ -367,8 +389,12 @@ int run_step(const Args& args) {
   Progress progress(o.steps);
   for (long k = 0; k < o.steps; ++k) {
     progress.update(k);
-    std::vector<float> g(gall.begin() + static_cast<long>(per_step ? k * n : 0),
-                         gall.begin() + static_cast<long>(per_step ? (k + 1) * n : n));
+    std::span<const float> gk = gall.subspan(per_step ? static_cast<std::size_t>(k) * n : 0, n);
+    std::vector<float> g;  // a copy only where the loss scale must be taken out
+    if (scale_mode != Scale::none) {
+      g.assign(gk.begin(), gk.end());
+      gk = g;
+    }
     if (scale_mode == Scale::dynamic) {
       const bool inf = optim::unscale_and_check(g, scaler.scale);
       optim::update_scale(scaler, inf);
@@ -384,7 +410,7 @@ int run_step(const Args& args) {
       }
     }
     ++t;
-    const float rms = engine->step(t, g);
+    const float rms = engine->step(t, gk);
     if (e.reports_rms) rms_list += (rms_list.empty() ? "" : ",") + json_float(rms);
   }
   engine->finish();
@@ -402,7 +428,11 @@ int run_step(const Args& args) {
   }
   const io::StagingDir stage(o.out);
   io::OutputSet outs;
-  io::write_npy(stage.path() + "/params.npy", io::make_npy(p, pa.shape));
+  {
+    io::NpyFileWriter w(stage.path() + "/params.npy", io::kDescrF32, pa.shape);
+    w.write(p.data(), p.size() * sizeof(float));
+    w.commit();
+  }
   outs.adopt(stage.path() + "/params.npy", o.out + "/params.npy");
   optim::save_state(c, stage.path(), pa.shape, state);
   for (const optim::StateArray& a : e.arrays(c, state)) {

@@ -25,6 +25,8 @@ EXMY_HD constexpr std::uint8_t unpack4_at(const std::uint8_t* packed, std::size_
 }
 
 // packed[0 .. packed4_bytes(n)) <- codes[0 .. n).
+// packed may equal codes (in place): byte j is written after codes 2j and 2j + 1 are read, and
+// no later read is below 2j + 2 > j.
 inline void pack4(const std::uint8_t* codes, std::size_t n, std::uint8_t* packed) {
   for (std::size_t j = 0; j < n / 2; ++j) packed[j] = pack4_pair(codes[2 * j], codes[2 * j + 1]);
   if (n & 1) packed[n / 2] = pack4_pair(codes[n - 1], 0);

@@ -399,8 +399,16 @@ void save_state(const Config& c, const std::string& dir, const std::vector<std::
   for (const StateArray& a : c.opt.entry->arrays(c, s)) {
     std::visit(
         [&](auto* v) {
-          io::write_npy(dir + "/" + a.file + ".npy",
-                        io::make_npy(*v, a.param_shaped ? shape : std::vector<std::size_t>{}));
+          // Written from the state vector itself (no NpyArray copy of a large state).
+          using T = typename std::remove_pointer_t<decltype(v)>::value_type;
+          const char* descr = std::is_same_v<T, float>           ? io::kDescrF32
+                              : std::is_same_v<T, std::uint8_t>  ? io::kDescrU8
+                              : std::is_same_v<T, std::uint16_t> ? io::kDescrU16
+                                                                 : io::kDescrU32;
+          io::NpyFileWriter w(dir + "/" + a.file + ".npy", descr,
+                              a.param_shaped ? shape : std::vector<std::size_t>{v->size()});
+          w.write(v->data(), v->size() * sizeof(T));
+          w.commit();
         },
         a.data);
   }

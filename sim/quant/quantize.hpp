@@ -5,6 +5,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -132,9 +133,14 @@ void check_codes(const std::vector<std::uint8_t>& codes, const Options& opt);
 void matrix_view(const std::vector<std::size_t>& shape, std::size_t& rows, std::size_t& cols);
 
 // Quantize x (fp32, row-major, `shape`). InputError on bad combinations (e.g. transpose of a
-// non-2-d tensor, mx with an int8 or codebook target, codebook with a non-block scheme).
-Quantized quantize(const std::vector<float>& x, const std::vector<std::size_t>& shape,
+// non-2-d tensor, mx with an int8 or codebook target, codebook with a non-block scheme). x is read
+// only (the CLI passes a read-only mapping of the input file: no copy of a large input).
+Quantized quantize(std::span<const float> x, const std::vector<std::size_t>& shape,
                    const Options& opt);
+inline Quantized quantize(const std::vector<float>& x, const std::vector<std::size_t>& shape,
+                          const Options& opt) {
+  return quantize(std::span<const float>(x), shape, opt);
+}
 
 // Dequantize to fp32 in the *input* layout (a transposed quantization is transposed back).
 // `q.shape` must be the codes' shape as quantize produced it.

@@ -110,6 +110,17 @@ TEST_CASE("exmy step equals the API; bad input exits 2 and writes nothing", "[op
   // A state of another optimizer is refused.
   CHECK(run("step --optimizer sgd --params " + d + "/p.npy --grads " + d + "/g.npy --state " + d +
             "/o --out " + d + "/bad6") == 2);
+  // Regression (2026-11-24, the memory-bound measurements): `--steps 1` refused a [1, *shape]
+  // gradient with a message that named (1, n) as the expected shape.
+  {
+    std::vector<float> g1(g.begin(), g.end());
+    io::write_npy(d + "/g1x.npy", io::make_npy(g1, {1, n}));
+    CHECK(run("step --optimizer adamw --params " + d + "/p.npy --grads " + d +
+              "/g1x.npy --steps 1 --out " + d + "/o1x") == 0);
+    CHECK(run("step --optimizer adamw --params " + d + "/p.npy --grads " + d +
+              "/g.npy --steps 1 --out " + d + "/o1") == 0);
+    CHECK(io::read_npy(d + "/o1x/params.npy").data == io::read_npy(d + "/o1/params.npy").data);
+  }
   // --compat: an unknown profile, a profile that does not cover the optimizer, a profile with a
   // variant: exit 2, nothing written (no fallback to another profile).
   CHECK(run("step --optimizer adamw --compat torch-xla --params " + d + "/p.npy --grads " + d +

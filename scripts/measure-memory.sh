@@ -1,0 +1,61 @@
+#!/usr/bin/env bash
+# Peak memory (maximum resident set, /usr/bin/time -v) of every exmy subcommand that reads or
+# writes arrays, on a 1 GiB fp32 input, against the README's bound: peak <= 1.2 x (input bytes +
+# output bytes) (docs/SEMANTICS.md 11.0). Prints a Markdown table; exits 1 if a row breaks the
+# bound.
+#   scripts/measure-memory.sh EXMY WORKDIR     (WORKDIR needs ~6 GB free; Python 3 + numpy)
+set -euo pipefail
+exmy=$(realpath "$1")
+work=$2
+mkdir -p "$work"
+cd "$work"
+if [ ! -f x.npy ] || [ ! -f xb.npy ] || [ ! -f p.npy ]; then
+  python3 - <<'PY'
+import numpy as np
+n = (1 << 30) // 4
+r = np.random.default_rng(1)
+x = np.empty(n, dtype=np.float32)
+for i in range(0, n, 1 << 24):
+    x[i:i + (1 << 24)] = r.standard_normal(1 << 24, dtype=np.float32) * 10
+np.save("x.npy", x)                                   # 1 GiB, 1-d
+np.save("x2.npy", x.reshape(1 << 14, 1 << 14))        # 1 GiB, 2-d
+np.save("xb.npy", (x.view(np.uint32) >> 16).astype(np.uint16))  # bf16 bits, 512 MiB
+np.save("p.npy", x[: 1 << 26])                        # 256 MiB parameters
+np.save("g.npy", (x[1 << 26: 2 << 26] * 1e-3).reshape(1, -1))   # one step of gradients
+PY
+fi
+bytes() { local t=0; for f in "$@"; do [ -e "$f" ] && t=$((t + $(du -b "$f" | cut -f1))); done; echo $t; }
+bad=0
+echo "| command | input MiB | output MiB | peak RSS MiB | bound MiB | ratio to in+out | wall |"
+echo "|---|---|---|---|---|---|---|"
+row() {  # row "inputs" "outputs" command...
+  local ins=$1 outs=$2; shift 2
+  rm -rf $outs
+  /usr/bin/time -v "$exmy" "$@" > /dev/null 2> time.txt || { echo "FAILED: $*"; cat time.txt | head -3; exit 1; }
+  local rss wall i o
+  rss=$(($(grep "Maximum resident" time.txt | awk '{print $6}') / 1024))
+  wall=$(grep "Elapsed (wall" time.txt | awk '{print $8}')
+  i=$(($(bytes $ins) / 1048576)); o=$(($(bytes $outs) / 1048576))
+  local bound=$(((i + o) * 12 / 10))
+  [ "$rss" -le "$bound" ] || bad=1
+  printf '| `exmy %s` | %d | %d | %d | %d | %s | %s |\n' "$*" "$i" "$o" "$rss" "$bound" \
+    "$(python3 -c "print(f'{$rss/max($i+$o,1):.2f}')")" "$wall"
+}
+row x.npy y.npy cast e4m3fn --in x.npy --out y.npy
+row x.npy y.npy cast e4m3fn --in x.npy --out y.npy --round sr:8
+row x.npy y.npy cast e4m3fn --in x.npy --out y.npy --decoded
+row x.npy y.npy cast e2m1fn --in x.npy --out y.npy --pack
+row x.npy y.npy cast e5m3 --in x.npy --out y.npy
+row xb.npy y.npy cast e4m3fn --in xb.npy --in-format bf16 --out y.npy
+row x2.npy "q.npy s.npy" quantize --scheme tensor --to int8 --in x2.npy --out q.npy --state-out s.npy
+row x2.npy "q.npy s.npy" quantize --scheme rowwise --to int8 --in x2.npy --out q.npy --state-out s.npy --transpose
+row x.npy "q.npy s.npy" quantize --scheme block:256 --to dynamic --in x.npy --out q.npy --state-out s.npy
+row x.npy "q.npy s.npy" quantize --scheme mx --to e4m3fn --in x.npy --out q.npy --state-out s.npy
+row x.npy "q.npy s.npy" quantize --scheme nvfp4 --to e2m1fn --in x.npy --out q.npy --state-out s.npy --pack
+row x2.npy "q.npy s.npy" quantize --scheme tensor --to e4m3fn --variant te --in x2.npy --out q.npy --state-out s.npy
+"$exmy" quantize --scheme block:256 --to dynamic --in x.npy --out q.npy --state-out s.npy > /dev/null
+row "q.npy s.npy" d.npy dequantize --scheme block:256 --from dynamic --in q.npy --state s.npy --out d.npy
+row "p.npy g.npy" o step --optimizer adamw --params p.npy --grads g.npy --steps 1 --out o
+row "p.npy g.npy" o step --optimizer adamw8bit --params p.npy --grads g.npy --steps 1 --out o
+row "p.npy g.npy" o step --optimizer sgd --params p.npy --grads g.npy --steps 1 --out o
+exit $bad
