@@ -115,12 +115,55 @@ void OutputSet::commit() {
       throw InputError(entries_[i].final_path + ": is a directory (expected a file to replace)");
     }
   }
+  // A rename can still fail later (the temporary removed under us, permissions changed, an I/O
+  // error). So that the set stays all-or-nothing then too, every file about to be replaced gets
+  // a second name (a hard link: the old contents stay reachable after the rename replaces the
+  // name); on a failure the renamed files are put back from those links, and files that did not
+  // exist before are removed. Without hard links (link() failing) nothing is published.
+  const std::size_t first = committed_;
+  std::vector<std::string> backup(entries_.size());
+  const auto drop_backups = [&] {
+    for (const std::string& b : backup) {
+      if (!b.empty()) ::unlink(b.c_str());
+    }
+  };
+  for (std::size_t i = first; i < entries_.size(); ++i) {
+    struct stat st {};
+    if (::lstat(entries_[i].final_path.c_str(), &st) != 0) continue;  // a new file
+    backup[i] = dir_of(entries_[i].final_path) + "/.exmy-prev." + unique_suffix();
+    if (::link(entries_[i].final_path.c_str(), backup[i].c_str()) != 0) {
+      backup[i].clear();
+      drop_backups();
+      throw InputError(entries_[i].final_path +
+                       ": cannot keep the previous file while replacing it (hard link failed)");
+    }
+  }
   for (; committed_ < entries_.size(); ++committed_) {
     const Entry& e = entries_[committed_];
     if (std::rename(e.tmp.c_str(), e.final_path.c_str()) != 0) {
-      throw InputError(e.final_path + ": cannot rename the temporary file into place");
+      // Roll back what this commit published, newest first.
+      bool restored = true;
+      for (std::size_t j = committed_; j-- > first;) {
+        const std::string& f = entries_[j].final_path;
+        if (!backup[j].empty()) {
+          restored &= std::rename(backup[j].c_str(), f.c_str()) == 0;
+          if (restored) backup[j].clear();
+        } else {
+          restored &= ::unlink(f.c_str()) == 0;
+        }
+      }
+      drop_backups();
+      // The temporaries not renamed (this one included) go; the set is spent.
+      for (std::size_t j = committed_; j < entries_.size(); ++j) {
+        std::remove(entries_[j].tmp.c_str());
+      }
+      committed_ = entries_.size();
+      throw InputError(e.final_path + ": cannot rename the temporary file into place" +
+                       (restored ? std::string(" (the previous outputs were restored)")
+                                 : std::string(" (restoring the previous outputs failed too)")));
     }
   }
+  drop_backups();
 }
 
 StagingDir::StagingDir(const std::string& parent)

@@ -24,7 +24,8 @@ void write_text_atomic(const std::string& path, const std::string& text);
 // state.json, is staged last and appears last); the destructor removes every temporary not
 // committed, so a failure anywhere before commit() leaves the previous outputs as they were.
 // A rename failing halfway through commit() (a full disk cannot cause it: the data is already
-// written) still removes the rest, and the last-staged marker file is then not replaced.
+// written) is rolled back: each replaced file was hard-linked to a second name first and is put
+// back, files that were new are removed (docs/SEMANTICS.md 11.0).
 class OutputSet {
  public:
   OutputSet() = default;

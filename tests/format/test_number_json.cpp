@@ -142,3 +142,56 @@ TEST_CASE("output set: together or not at all", "[io][files]") {
                     Catch::Contains("more than the 0 expected of a test file"));
   fs::remove_all(d);
 }
+
+// Regression (issue "Hostile input", the partial-publication case): a rename failing after
+// earlier outputs of the set were renamed used to leave those new files in place beside the old
+// others. Provoked here by removing the second temporary before commit(): the first output must
+// get its old contents back, a new third output must not appear, and no temporary or backup
+// may remain.
+TEST_CASE("output set: a rename failing halfway is rolled back", "[io][files]") {
+  namespace fs = std::filesystem;
+  const fs::path d = fs::temp_directory_path() / "exmy_test_output_rollback";
+  fs::remove_all(d);
+  fs::create_directories(d);
+  const std::string a = (d / "a.txt").string(), b = (d / "b.txt").string(),
+                    c = (d / "c.txt").string();
+  std::ofstream(a) << "oldA";
+  std::ofstream(b) << "oldB";
+  {
+    io::OutputSet out;
+    std::ofstream(out.stage(c)) << "newC";  // c did not exist: renamed first, then removed
+    std::ofstream(out.stage(a)) << "newA";
+    const std::string tb = out.stage(b);
+    std::ofstream(tb) << "newB";
+    fs::remove(tb);  // the rename of b will fail
+    CHECK_THROWS_WITH(out.commit(), Catch::Contains("restored"));
+  }
+  const auto text = [](const std::string& f) {
+    std::string s;
+    std::ifstream(f) >> s;
+    return s;
+  };
+  CHECK(text(a) == "oldA");
+  CHECK(text(b) == "oldB");
+  CHECK_FALSE(fs::exists(c));
+  std::size_t files = 0;
+  for (const auto& e : fs::directory_iterator(d)) {
+    (void)e;
+    ++files;
+  }
+  CHECK(files == 2);  // a.txt, b.txt: no .exmy-tmp.* or .exmy-prev.* left
+  // And a successful commit leaves no backup names behind either.
+  {
+    io::OutputSet out;
+    std::ofstream(out.stage(a)) << "A3";
+    out.commit();
+  }
+  CHECK(text(a) == "A3");
+  files = 0;
+  for (const auto& e : fs::directory_iterator(d)) {
+    (void)e;
+    ++files;
+  }
+  CHECK(files == 2);
+  fs::remove_all(d);
+}
