@@ -14,6 +14,7 @@
 #include <cstdio>
 #include <cstring>
 #include <functional>
+#include <memory>
 #include <random>
 
 #include "sim/common/error.hpp"
@@ -22,6 +23,7 @@
 #include "sim/oracle/steps/steps.hpp"
 #include "sim/verify/campaign.hpp"
 #include "sim/verify/campaign_detail.hpp"
+#include "sim/verify/campaign_steps_ops.hpp"
 
 namespace exmy::verify {
 namespace {
@@ -409,8 +411,8 @@ void run_adam(const Run& r) {
   std::vector<float> p(n), g(n), m(n, 0.0f), v(n, 0.0f);
   for (std::size_t i = 0; i < n; ++i) p[i] = gen.value(r.cls, Gen::Role::param, i);
   std::vector<Real> P = to_real(p), M = to_real(m), V = to_real(v);
-  const os::AdamHyper h{r.cfg.a.lr, r.cfg.a.beta1, r.cfg.a.beta2, r.cfg.a.eps, r.cfg.a.wd,
-                        static_cast<os::Kernels>(r.op.kernels)};
+  const os::AdamHyper h{r.cfg.a.lr,  r.cfg.a.beta1, r.cfg.a.beta2,
+                        r.cfg.a.eps, r.cfg.a.wd,    static_cast<os::Kernels>(r.op.kernels)};
   optim::AdamHyper na = r.cfg.a;
   na.kernels = static_cast<native::TorchKernels>(r.op.kernels);
   for (long t = 1; t <= r.z.steps; ++t) {
@@ -439,8 +441,8 @@ void run_sgd(const Run& r) {
   std::vector<float> p(n), g(n), b(n, 0.0f);
   for (std::size_t i = 0; i < n; ++i) p[i] = gen.value(r.cls, Gen::Role::param, i);
   std::vector<Real> P = to_real(p), B = to_real(b);
-  const os::SgdHyper h{r.cfg.s.lr, r.cfg.s.momentum, r.cfg.s.dampening, r.cfg.s.wd,
-                       r.cfg.s.nesterov, static_cast<os::Kernels>(r.op.kernels)};
+  const os::SgdHyper h{r.cfg.s.lr, r.cfg.s.momentum, r.cfg.s.dampening,
+                       r.cfg.s.wd, r.cfg.s.nesterov, static_cast<os::Kernels>(r.op.kernels)};
   optim::SgdHyper ns = r.cfg.s;
   ns.kernels = static_cast<native::TorchKernels>(r.op.kernels);
   for (long t = 1; t <= r.z.steps; ++t) {
@@ -774,66 +776,73 @@ void run_case(const Run& r) {
 std::vector<std::string> step_op_names() {
   std::vector<std::string> names;
   for (const Op& op : all_ops()) names.push_back(op.name);
+  for (const std::string& q : steps_detail::quant_op_names()) names.push_back(q);
   return names;
 }
 
-std::vector<Result> run_steps(const Options& o) {
-  std::vector<Op> ops = all_ops();
-  if (!o.op.empty()) {
-    std::vector<Op> keep;
-    for (const Op& op : ops) {
-      if (op.name == o.op) keep.push_back(op);
-    }
-    if (keep.empty()) {
-      std::string list;
-      for (const Op& op : ops) list += (list.empty() ? "" : ", ") + op.name;
-      throw InputError("--op '" + o.op + "': expected one of " + list);
-    }
-    ops = keep;
-  }
-  const Sizes z = sizes(o.depth);
-  // Work units for the progress line and its ETA: element-steps (requantization: its inputs).
-  struct Job {
-    std::size_t op, cfg;
-    Cls cls;
-    int rep;
-    std::uint64_t units;
-  };
-  std::vector<std::vector<Job>> jobs(ops.size());
-  std::uint64_t total = 0;
-  for (std::size_t k = 0; k < ops.size(); ++k) {
-    const std::vector<Cfg> cfgs = configs(ops[k]);
-    for (std::size_t c = 0; c < cfgs.size(); ++c) {
-      for (Cls cls : classes_of(ops[k])) {
-        for (int rep = 0; rep < z.reps; ++rep) {
-          const std::uint64_t units =
-              ops[k].family == Family::requant
-                  ? 2000
-                  : elements_of(ops[k], z) * static_cast<std::uint64_t>(z.steps);
-          jobs[k].push_back({k, c, cls, rep, units});
-          total += units;
-        }
+namespace {
+
+// The jobs of an optimizer op: configuration × input class × seed.
+steps_detail::OpPlan optimizer_plan(const Op& op, const Sizes& z) {
+  steps_detail::OpPlan plan;
+  plan.name = op.name;
+  auto cfgs = std::make_shared<std::vector<Cfg>>(configs(op));
+  plan.configurations = cfgs->size();
+  for (std::size_t c = 0; c < cfgs->size(); ++c) {
+    for (Cls cls : classes_of(op)) {
+      for (int rep = 0; rep < z.reps; ++rep) {
+        const std::uint64_t units = op.family == Family::requant
+                                        ? 2000
+                                        : elements_of(op, z) * static_cast<std::uint64_t>(z.steps);
+        const std::uint64_t seed = case_seed(op.name, cls, c, rep);
+        plan.jobs.push_back({units, [op, cfgs, c, cls, seed, z](detail::Tally& t, std::size_t max) {
+                               const Cfg& cfg = (*cfgs)[c];
+                               const CaseId id{op.name, cls_name(cls), cfg.label};
+                               Checker ck(id, t, max);
+                               run_case(Run{op, cfg, cls, seed, z, ck});
+                             }});
       }
     }
+  }
+  return plan;
+}
+
+}  // namespace
+
+std::vector<Result> run_steps(const Options& o) {
+  const std::vector<std::string> names = step_op_names();
+  if (!o.op.empty() && std::find(names.begin(), names.end(), o.op) == names.end()) {
+    std::string list;
+    for (const std::string& n : names) list += (list.empty() ? "" : ", ") + n;
+    throw InputError("--op '" + o.op + "': expected one of " + list);
+  }
+  const Sizes z = sizes(o.depth);
+  std::vector<steps_detail::OpPlan> plans;
+  for (const Op& op : all_ops()) {
+    if (o.op.empty() || op.name == o.op) plans.push_back(optimizer_plan(op, z));
+  }
+  for (const std::string& q : steps_detail::quant_op_names()) {
+    if (o.op.empty() || q == o.op) plans.push_back(steps_detail::quant_op_plan(q, o.depth));
+  }
+  // Work units for the progress line and its ETA: element-steps (requantization: its inputs).
+  std::uint64_t total = 0;
+  for (const auto& p : plans) {
+    for (const auto& j : p.jobs) total += j.units;
   }
   detail::Progress progress("steps", total, o.progress);
   std::vector<Result> out;
   Result all;
   all.name = "steps";
   const auto t_all = std::chrono::steady_clock::now();
-  for (std::size_t k = 0; k < ops.size() && !stop_requested(); ++k) {
+  for (std::size_t k = 0; k < plans.size() && !stop_requested(); ++k) {
+    const steps_detail::OpPlan& plan = plans[k];
     Result r;
-    r.name = "steps/" + ops[k].name;
-    const std::vector<Cfg> cfgs = configs(ops[k]);
-    r.configurations = cfgs.size();
+    r.name = "steps/" + plan.name;
+    r.configurations = plan.configurations;
     const auto t0 = std::chrono::steady_clock::now();
-    detail::run_jobs(jobs[k].size(), o, r, [&](std::size_t j, detail::Tally& t) {
-      const Job& jb = jobs[k][j];
-      const CaseId id{ops[k].name, cls_name(jb.cls), cfgs[jb.cfg].label};
-      Checker ck(id, t, o.max_reported);
-      run_case(
-          Run{ops[k], cfgs[jb.cfg], jb.cls, case_seed(ops[k].name, jb.cls, jb.cfg, jb.rep), z, ck});
-      progress.add(jb.units);
+    detail::run_jobs(plan.jobs.size(), o, r, [&](std::size_t j, detail::Tally& t) {
+      plan.jobs[j].run(t, o.max_reported);
+      progress.add(plan.jobs[j].units);
     });
     r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     all.checks += r.checks;
