@@ -510,7 +510,10 @@ std::vector<double> tie_points(const QOp& op, const quant::Options& o) {
       t.push_back(vals[k]);
       if (k + 1 < vals.size()) t.push_back((vals[k] + vals[k + 1]) / 2);
     }
-    t.push_back(vals.back() * (1 + std::ldexp(1.0, -f.man_bits - 1)));  // the overflow threshold
+    // The overflow threshold (max + half an ulp: e4m3fn 464) and the top of max's binade.
+    const double top = vals.back();
+    t.push_back(top * (1 + std::ldexp(1.0, -f.man_bits - 1)));
+    t.push_back(std::ldexp(1.0, std::ilogb(top) + 1) * (1 - std::ldexp(1.0, -24)));
   }
   return t;
 }
@@ -558,7 +561,9 @@ std::vector<float> make_input(QCls cls, QGen& g, const QOp& op, const quant::Opt
           v = static_cast<float>(std::ldexp(A, s));
         } else {
           const double t = ties[g.pick(ties.size())];
-          v = static_cast<float>(std::ldexp(std::min(t, A), s));
+          // MX keeps its scale while the block stays below 2^(emax+1): tie points up to and past
+          // the overflow threshold stay in place there; elsewhere the anchor stays the absmax.
+          v = static_cast<float>(std::ldexp(op.fam == Fam::mx ? t : std::min(t, A), s));
         }
         if (g.sign()) v = -v;
         break;
