@@ -20,6 +20,7 @@
 #include "sim/quant/matmul.hpp"
 #include "sim/quant/quantize.hpp"
 #include "sim/verify/campaign_steps_ops.hpp"
+#include "sim/verify/quant_oracle_spec.hpp"
 
 namespace exmy::verify::steps_detail {
 namespace {
@@ -333,97 +334,6 @@ std::vector<QCfg> qconfigs(const QOp& op) {
   return out;
 }
 
-// ---- the oracle's spec of a configuration
-// --------------------------------------------------------
-const os::Codebook& oracle_codebook(const std::string& name) {
-  static const os::Codebook ds = os::make_codebook(dynamic_codebook(true).values);
-  static const os::Codebook du = os::make_codebook(dynamic_codebook(false).values);
-  static const os::Codebook ls = os::make_codebook(linear_codebook(true).values);
-  static const os::Codebook lu = os::make_codebook(linear_codebook(false).values);
-  if (name == "dynamic") return ds;
-  if (name == "dynamic-unsigned") return du;
-  if (name == "linear") return ls;
-  return lu;
-}
-
-std::optional<Real> given(float v) {
-  if (std::isnan(v)) return std::nullopt;
-  return real(v);
-}
-
-oq::Spec oracle_spec(const QOp& op, const quant::Options& o, std::size_t rows, std::size_t cols) {
-  oq::Spec s;
-  s.layout.rows = rows;
-  s.layout.cols = cols;
-  switch (o.scheme.kind) {
-    case quant::Granularity::tensor:
-      s.layout.groups = oq::Groups::tensor;
-      break;
-    case quant::Granularity::row:
-      s.layout.groups = oq::Groups::rowwise;
-      break;
-    case quant::Granularity::col:
-      s.layout.groups = oq::Groups::colwise;
-      break;
-    case quant::Granularity::block:
-      s.layout.groups = oq::Groups::block;
-      s.layout.block = o.scheme.block;
-      break;
-    case quant::Granularity::mx:
-      s.layout.groups = oq::Groups::mx;
-      break;
-    case quant::Granularity::nvfp4:
-      s.layout.groups = oq::Groups::nvfp4;
-      break;
-  }
-  s.target = op.fam == Fam::int8       ? oq::Target::int8
-             : op.fam == Fam::codebook ? oq::Target::codebook
-                                       : oq::Target::float_format;
-  if (o.target.kind == FormatKind::floating) s.format = &o.target.fp;
-  if (op.fam == Fam::codebook) s.codebook = &oracle_codebook(op.target);
-  switch (o.variant) {
-    case native::CastVariant::absmax:
-      s.variant = oq::Variant::absmax;
-      break;
-    case native::CastVariant::te:
-      s.variant = oq::Variant::te;
-      break;
-    case native::CastVariant::te_current:
-      s.variant = oq::Variant::te_current;
-      break;
-    case native::CastVariant::torchao:
-      s.variant = oq::Variant::torchao;
-      break;
-    case native::CastVariant::ocp:
-      s.variant = oq::Variant::ocp;
-      break;
-  }
-  if (op.fam == Fam::mx && s.variant == oq::Variant::absmax) s.variant = oq::Variant::ocp;
-  if (op.fam == Fam::nvfp4 && s.variant == oq::Variant::absmax) s.variant = oq::Variant::torchao;
-  s.order = o.order == native::ScaleOrder::div_mul     ? oq::Order::div_mul
-            : o.order == native::ScaleOrder::recip_mul ? oq::Order::recip_mul
-                                                       : oq::Order::mul_recip;
-  s.nan = o.nan == native::NanPolicy::propagate ? oq::NanRule::propagate : oq::NanRule::ignore;
-  s.rounding = Rounding{o.mode, o.sr_bits, Overflow::none};
-  s.seed = o.seed;
-  s.margin = o.te_margin;
-  s.prev_scale = real(o.te_prev_scale);
-  s.amax_epsilon = real(o.te_amax_epsilon);
-  s.pow2_scale = o.pow2_scale;
-  s.fp16_clamp = o.torchao_fp16_source;
-  s.given_scale = given(o.given_scale);
-  s.scale_mode = static_cast<oq::ScaleMode>(static_cast<int>(o.scale_mode));
-  s.two_level = o.two_level;
-  s.tensor_amax = given(o.tensor_amax);
-  s.tensor_scale = given(o.tensor_scale);
-  s.norm = o.norm == native::NormOrder::recip_mul ? oq::Norm::recip_mul : oq::Norm::div;
-  s.tie = o.tie == TieRule::even_index    ? oq::Tie::even
-          : o.tie == TieRule::lower_index ? oq::Tie::lower
-                                          : oq::Tie::bnb_cpu;
-  s.transpose = o.transpose;
-  return s;
-}
-
 // ---- input classes ---------------------------------------------------------------------------
 enum class QCls { random, zeros, subnormal, ties, pow2, nonfinite, overflow, allzero, wide };
 constexpr QCls kQClasses[] = {QCls::random,   QCls::zeros,   QCls::subnormal,
@@ -630,7 +540,8 @@ struct Ctx {
 void run_quant_case(const QOp& op, const QCfg& cfg, QCls cls, std::uint64_t seed, const QSizes& z,
                     Ctx& ck) {
   const std::size_t rows = z.rows, cols = op.fam == Fam::nvfp4 ? z.nv_cols : z.cols;
-  const oq::Spec spec = oracle_spec(op, cfg.opt, rows, cols);
+  const OracleQuant oqs = oracle_quant_spec(cfg.opt, rows, cols);
+  const oq::Spec& spec = oqs.spec;
   QGen gen(seed);
   const std::vector<float> x = make_input(cls, gen, op, cfg.opt, spec.layout);
   quant::Quantized nq;

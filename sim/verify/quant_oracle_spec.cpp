@@ -1,0 +1,125 @@
+// quant::Options → oracle::steps::quant::Spec (quant_oracle_spec.hpp).
+#include "sim/verify/quant_oracle_spec.hpp"
+
+#include <cmath>
+#include <cstring>
+#include <optional>
+
+namespace exmy::verify {
+namespace {
+
+namespace oq = oracle::steps::quant;
+using oracle::steps::Real;
+
+Real real(float x) {
+  std::uint32_t u;
+  std::memcpy(&u, &x, 4);
+  return Real::of_f32_bits(u);
+}
+std::optional<Real> given(float v) {
+  if (std::isnan(v)) return std::nullopt;
+  return real(v);
+}
+oq::Groups groups_of(quant::Granularity g) {
+  switch (g) {
+    case quant::Granularity::tensor:
+      return oq::Groups::tensor;
+    case quant::Granularity::row:
+      return oq::Groups::rowwise;
+    case quant::Granularity::col:
+      return oq::Groups::colwise;
+    case quant::Granularity::block:
+      return oq::Groups::block;
+    case quant::Granularity::mx:
+      return oq::Groups::mx;
+    case quant::Granularity::nvfp4:
+      return oq::Groups::nvfp4;
+  }
+  return oq::Groups::tensor;
+}
+oq::Variant variant_of(native::CastVariant v) {
+  switch (v) {
+    case native::CastVariant::absmax:
+      return oq::Variant::absmax;
+    case native::CastVariant::te:
+      return oq::Variant::te;
+    case native::CastVariant::te_current:
+      return oq::Variant::te_current;
+    case native::CastVariant::torchao:
+      return oq::Variant::torchao;
+    case native::CastVariant::ocp:
+      return oq::Variant::ocp;
+  }
+  return oq::Variant::absmax;
+}
+
+}  // namespace
+
+OracleQuant oracle_quant_spec(const quant::Options& o, std::size_t rows, std::size_t cols) {
+  OracleQuant r;
+  oq::Spec& s = r.spec;
+  s.layout.rows = rows;
+  s.layout.cols = cols;
+  s.layout.groups = groups_of(o.scheme.kind);
+  s.layout.block = o.scheme.block;
+  switch (o.target.kind) {
+    case FormatKind::integer:
+      s.target = oq::Target::int8;
+      break;
+    case FormatKind::floating:
+      s.target = oq::Target::float_format;
+      s.format = &o.target.fp;
+      break;
+    case FormatKind::codebook:
+      s.target = oq::Target::codebook;
+      // The table is data (sim/format/codebook.cpp); the oracle derives its midpoints itself.
+      r.codebook = std::make_shared<const oracle::steps::Codebook>(
+          oracle::steps::make_codebook(o.target.cb->values));
+      s.codebook = r.codebook.get();
+      break;
+  }
+  s.variant = variant_of(o.variant);
+  if (s.layout.groups == oq::Groups::mx && s.variant == oq::Variant::absmax) {
+    s.variant = oq::Variant::ocp;  // "absmax means the same" (7.8)
+  }
+  if (s.layout.groups == oq::Groups::nvfp4 && s.variant == oq::Variant::absmax) {
+    s.variant = oq::Variant::torchao;
+  }
+  s.order = o.order == native::ScaleOrder::div_mul     ? oq::Order::div_mul
+            : o.order == native::ScaleOrder::recip_mul ? oq::Order::recip_mul
+                                                       : oq::Order::mul_recip;
+  s.nan = o.nan == native::NanPolicy::propagate ? oq::NanRule::propagate : oq::NanRule::ignore;
+  s.rounding = Rounding{o.mode, o.sr_bits, Overflow::none};
+  s.seed = o.seed;
+  s.margin = o.te_margin;
+  s.prev_scale = real(o.te_prev_scale);
+  s.amax_epsilon = real(o.te_amax_epsilon);
+  s.pow2_scale = o.pow2_scale;
+  s.fp16_clamp = o.torchao_fp16_source;
+  s.given_scale = given(o.given_scale);
+  switch (o.scale_mode) {
+    case native::MxScaleMode::floor:
+      s.scale_mode = oq::ScaleMode::floor;
+      break;
+    case native::MxScaleMode::ceil:
+      s.scale_mode = oq::ScaleMode::ceil;
+      break;
+    case native::MxScaleMode::even:
+      s.scale_mode = oq::ScaleMode::even;
+      break;
+    case native::MxScaleMode::rceil:
+      s.scale_mode = oq::ScaleMode::rceil;
+      break;
+  }
+  s.two_level = o.two_level;
+  s.tensor_amax = given(o.tensor_amax);
+  s.tensor_scale = given(o.tensor_scale);
+  s.norm = o.norm == native::NormOrder::recip_mul ? oq::Norm::recip_mul : oq::Norm::div;
+  s.tie = o.tie == TieRule::even_index    ? oq::Tie::even
+          : o.tie == TieRule::lower_index ? oq::Tie::lower
+                                          : oq::Tie::bnb_cpu;
+  s.transpose = o.transpose;
+  return r;
+}
+
+}  // namespace exmy::verify
