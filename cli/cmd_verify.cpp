@@ -1,7 +1,7 @@
 // exmy verify: the native engine (and the host fast path) against the MPFR oracle.
 //   exmy verify [--campaign decode|bf16|fp16|fp32-sample|fp32-top16|steps|all] [--op NAME]
 //               [--threads N] [--depth full|ci] [--json] [--quiet] [--device cpu|cuda]
-// --op NAME runs one op of the steps campaign (its names: verify::step_op_names()).
+// --op NAME[,NAME...] runs those ops of the steps campaign (their names: verify::step_op_names()).
 // Exit status: 0 all agree, 1 any mismatch, 130 interrupted (SIGINT), 2 bad arguments.
 #include <csignal>
 #include <cstdint>
@@ -25,7 +25,7 @@ extern "C" void verify_on_sigint(int) {
 
 constexpr const char* kUsage =
     "usage: exmy verify [--campaign decode|bf16|fp16|fp32-sample|fp32-top16|steps|all] "
-    "[--op NAME] [--threads N] [--depth full|ci] [--json] [--quiet] [--device cpu|cuda]";
+    "[--op NAME[,NAME...]] [--threads N] [--depth full|ci] [--json] [--quiet] [--device cpu|cuda]";
 
 int parse_threads(const std::string& text) {
   const std::uint64_t n = number::parse_u64(text, "--threads", 4096, false);

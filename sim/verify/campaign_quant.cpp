@@ -515,7 +515,7 @@ struct QSizes {
 };
 QSizes qsizes(Depth d) {
   // Partial last blocks: block:40 and mx (32) on rows·cols = 4·50 = 200, block:64/256 too.
-  return d == Depth::ci ? QSizes{4, 50, 48, 3, 5, 37, 1} : QSizes{24, 50, 48, 8, 9, 131, 12};
+  return d == Depth::ci ? QSizes{4, 50, 48, 3, 5, 37, 1} : QSizes{24, 50, 48, 16, 16, 131, 12};
 }
 
 // ---- the checks --------------------------------------------------------------------------------

@@ -811,18 +811,30 @@ steps_detail::OpPlan optimizer_plan(const Op& op, const Sizes& z) {
 
 std::vector<Result> run_steps(const Options& o) {
   const std::vector<std::string> names = step_op_names();
-  if (!o.op.empty() && std::find(names.begin(), names.end(), o.op) == names.end()) {
-    std::string list;
-    for (const std::string& n : names) list += (list.empty() ? "" : ", ") + n;
-    throw InputError("--op '" + o.op + "': expected one of " + list);
+  // --op NAME[,NAME...]: the ops to run (every op when empty).
+  std::vector<std::string> wanted;
+  for (std::size_t pos = 0; !o.op.empty() && pos <= o.op.size();) {
+    const std::size_t comma = std::min(o.op.find(',', pos), o.op.size());
+    wanted.push_back(o.op.substr(pos, comma - pos));
+    pos = comma + 1;
   }
+  for (const std::string& w : wanted) {
+    if (std::find(names.begin(), names.end(), w) == names.end()) {
+      std::string list;
+      for (const std::string& n : names) list += (list.empty() ? "" : ", ") + n;
+      throw InputError("--op '" + w + "': expected one of " + list);
+    }
+  }
+  const auto selected = [&](const std::string& n) {
+    return wanted.empty() || std::find(wanted.begin(), wanted.end(), n) != wanted.end();
+  };
   const Sizes z = sizes(o.depth);
   std::vector<steps_detail::OpPlan> plans;
   for (const Op& op : all_ops()) {
-    if (o.op.empty() || op.name == o.op) plans.push_back(optimizer_plan(op, z));
+    if (selected(op.name)) plans.push_back(optimizer_plan(op, z));
   }
   for (const std::string& q : steps_detail::quant_op_names()) {
-    if (o.op.empty() || q == o.op) plans.push_back(steps_detail::quant_op_plan(q, o.depth));
+    if (selected(q)) plans.push_back(steps_detail::quant_op_plan(q, o.depth));
   }
   // Work units for the progress line and its ETA: element-steps (requantization: its inputs).
   std::uint64_t total = 0;

@@ -112,3 +112,20 @@ TEST_CASE("campaign (e): optimizer steps, native engine against the step oracle"
   CHECK_THROWS_AS(verify::run_steps(bad), InputError);
   CHECK(verify::step_op_names().size() >= 30);
 }
+
+TEST_CASE("campaign (e): quantization and matmul ops against the quantization oracle",
+          "[oracle][campaign][steps][quant]") {
+  // One op of each family, given as one --op list; every input class is counted.
+  verify::Options o = test_options(verify::Depth::ci);
+  o.op = "quant-e4m3fn-te,quant-linear,quant-mx-e2m1fn-torchao,quant-nvfp4-te,matmul-int8";
+  const auto rs = verify::run_steps(o);
+  REQUIRE(rs.size() == 5);
+  for (const auto& r : rs) {
+    INFO(r.name);
+    require_clean(r, 1000);
+    CHECK(r.by_label.size() == 9);
+  }
+  verify::Options bad = test_options(verify::Depth::ci);
+  bad.op = "quant-int8,quant-int4";
+  CHECK_THROWS_AS(verify::run_steps(bad), InputError);
+}
