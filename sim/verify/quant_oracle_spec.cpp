@@ -68,7 +68,8 @@ OracleQuant oracle_quant_spec(const quant::Options& o, std::size_t rows, std::si
       break;
     case FormatKind::floating:
       s.target = oq::Target::float_format;
-      s.format = &o.target.fp;
+      r.format = std::make_shared<const FloatFormat>(o.target.fp);
+      s.format = r.format.get();
       break;
     case FormatKind::codebook:
       s.target = oq::Target::codebook;

@@ -13,7 +13,10 @@ namespace exmy::verify {
 
 struct OracleQuant {
   oracle::steps::quant::Spec spec;
-  std::shared_ptr<const oracle::steps::Codebook> codebook;  // spec.codebook points here
+  // What spec.format and spec.codebook point to: owned here (shared, so copies stay valid), so
+  // the spec does not depend on `opt` outliving it.
+  std::shared_ptr<const FloatFormat> format;
+  std::shared_ptr<const oracle::steps::Codebook> codebook;
 };
 // The oracle's spec of `opt` on a rows × cols matrix view.
 OracleQuant oracle_quant_spec(const quant::Options& opt, std::size_t rows, std::size_t cols);

@@ -12,6 +12,7 @@
 #include "sim/common/error.hpp"
 #include "sim/native/float_format.hpp"
 #include "sim/verify/campaign.hpp"
+#include "sim/verify/quant_oracle_spec.hpp"
 #include "sim/verify/summary.hpp"
 
 using namespace exmy;
@@ -128,4 +129,21 @@ TEST_CASE("campaign (e): quantization and matmul ops against the quantization or
   verify::Options bad = test_options(verify::Depth::ci);
   bad.op = "quant-int8,quant-int4";
   CHECK_THROWS_AS(verify::run_steps(bad), InputError);
+}
+
+TEST_CASE("regression: the oracle spec owns its format and codebook (dangling pointer)",
+          "[oracle][quant][regression]") {
+  // Found by bench_oracle_ratio: a spec built from a temporary quant::Options pointed into it.
+  const auto make = [](const char* target) {
+    quant::Options o;
+    o.scheme = quant::parse_scheme("mx");
+    o.target = quant::parse_target(target);
+    return verify::oracle_quant_spec(o, 1, 32);
+  };
+  const verify::OracleQuant q = make("e5m2");
+  std::vector<quant::Options> churn(64);  // reuse the freed stack and heap
+  REQUIRE(q.spec.format != nullptr);
+  CHECK(*q.spec.format == formats::e5m2);
+  const verify::OracleQuant copy = q;
+  CHECK(copy.spec.format == q.spec.format);
 }
