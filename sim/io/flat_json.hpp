@@ -34,6 +34,8 @@ class FlatJson {
   double f64(const std::string& key) const;  // finite
   float f32(const std::string& key) const;   // finite in float32, one rounding of the decimal
   const std::string& source() const { return source_; }
+  // Every field, by key (for records with open-ended keys, e.g. a corpus manifest's files).
+  const std::map<std::string, JsonValue>& fields() const { return fields_; }
 
  private:
   const JsonValue& typed(const std::string& key, JsonValue::Kind kind, const char* what) const;
