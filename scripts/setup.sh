@@ -7,7 +7,7 @@ cd "$(dirname "$0")/.."
 build=${1:-build}
 
 pkgs=(cmake g++ make pkg-config libmpfr-dev libgmp-dev catch2 librapidcheck-dev libbenchmark-dev
-      libomp-dev python3 python3-numpy python3-matplotlib)
+      libomp-dev python3 python3-numpy python3-matplotlib python3-venv python3-dev)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -1,0 +1,351 @@
+// The Python extension `exmy._exmy` (nanobind): numpy in, numpy out, on the same library
+// functions the CLI runs — the array cast of `exmy cast --in` (sim/fast), the decode table, the
+// quantizers of `exmy quantize` (sim/quant), the optimizer registry of `exmy step` (sim/optim),
+// golden corpus checks (sim/golden). Option strings are parsed by the CLI's own parsers
+// (cli/cli_util.cpp, compiled in), so a bad option raises ValueError with the CLI's message.
+// python/exmy/__init__.py is the documented surface.
+#include <nanobind/nanobind.h>
+#include <nanobind/ndarray.h>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/vector.h>
+#include <nanobind/stl/pair.h>
+
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "cli/cli_util.hpp"
+#include "sim/common/error.hpp"
+#include "sim/fast/array_cast.hpp"
+#include "sim/format/compat.hpp"
+#include "sim/format/registry.hpp"
+#include "sim/golden/corpus.hpp"
+#include "sim/optim/registry.hpp"
+#include "sim/quant/quantize.hpp"
+
+namespace nb = nanobind;
+using namespace nb::literals;
+
+namespace exmy::python {
+namespace {
+
+constexpr std::uint32_t kCastStream = 0;  // SEMANTICS 3.2: element-wise casts
+
+template <class T>
+using Arr = nb::ndarray<T, nb::c_contig, nb::device::cpu>;
+
+template <class T>
+nb::ndarray<nb::numpy, T> to_numpy(std::vector<T>&& v, const std::vector<std::size_t>& shape) {
+  auto* heap = new std::vector<T>(std::move(v));
+  nb::capsule owner(heap, [](void* p) noexcept { delete static_cast<std::vector<T>*>(p); });
+  return nb::ndarray<nb::numpy, T>(heap->data(), shape.size(), shape.data(), owner);
+}
+
+template <class... Ts>
+std::vector<std::size_t> shape_of(const nb::ndarray<Ts...>& a) {
+  std::vector<std::size_t> s;
+  for (std::size_t i = 0; i < a.ndim(); ++i) s.push_back(a.shape(i));
+  return s;
+}
+
+const Format& float_format(const std::string& name, Format& holder) {
+  holder = parse_format(name);
+  if (holder.kind != FormatKind::floating || !fast::array_cast_supported(holder.fp)) {
+    throw InputError("format '" + name + "': array casts take float formats of at most 16 bits");
+  }
+  return holder;
+}
+
+// cast(x, fmt, round, overflow, seed, input): x is float32, float16, or uint16 bf16 patterns.
+nb::object cast(nb::ndarray<nb::c_contig, nb::device::cpu> x, const std::string& fmt,
+                const std::string& round, const std::string& overflow, std::uint64_t seed,
+                const std::string& input) {
+  Format holder;
+  const Format& f = float_format(fmt, holder);
+  Rounding r = cli::parse_rounding(round);
+  r.overflow = cli::parse_overflow(overflow);
+  fast::ArrayInput in;
+  if (x.dtype() == nb::dtype<float>()) {
+    in = fast::ArrayInput::fp32;
+  } else if (input == "bf16" && x.dtype() == nb::dtype<std::uint16_t>()) {
+    in = fast::ArrayInput::bf16;
+  } else if (x.dtype().code == static_cast<std::uint8_t>(nb::dlpack::dtype_code::Float) &&
+             x.dtype().bits == 16) {
+    in = fast::ArrayInput::fp16;
+  } else {
+    throw InputError("x: expected float32, float16, or uint16 bf16 bit patterns with "
+                     "input='bf16'");
+  }
+  const std::size_t n = x.size();
+  const std::vector<std::size_t> shape = shape_of(x);
+  if (f.fp.total_bits() <= 8) {
+    std::vector<std::uint8_t> codes(n);
+    {
+      nb::gil_scoped_release release;
+      fast::cast_to_codes(x.data(), in, n, codes.data(), f.fp, r, seed, kCastStream, 0);
+    }
+    return nb::cast(to_numpy(std::move(codes), shape));
+  }
+  std::vector<std::uint16_t> codes(n);
+  {
+    nb::gil_scoped_release release;
+    fast::cast_to_codes(x.data(), in, n, codes.data(), f.fp, r, seed, kCastStream, 0);
+  }
+  return nb::cast(to_numpy(std::move(codes), shape));
+}
+
+nb::object decode(nb::ndarray<nb::c_contig, nb::device::cpu> codes, const std::string& fmt) {
+  Format holder;
+  const Format& f = float_format(fmt, holder);
+  const std::vector<float>& table = fast::decode_table(f.fp);
+  std::vector<float> out(codes.size());
+  const std::uint64_t limit = table.size();
+  auto fill = [&](auto* c) {
+    for (std::size_t i = 0; i < out.size(); ++i) {
+      const std::uint64_t v = c[i];
+      if (v >= limit) {
+        throw InputError("codes[" + std::to_string(i) + "] = " + std::to_string(v) +
+                         ": not a code of " + fmt + " (expected < " + std::to_string(limit) + ")");
+      }
+      out[i] = table[v];
+    }
+  };
+  if (codes.dtype() == nb::dtype<std::uint8_t>()) {
+    fill(static_cast<const std::uint8_t*>(codes.data()));
+  } else if (codes.dtype() == nb::dtype<std::uint16_t>()) {
+    fill(static_cast<const std::uint16_t*>(codes.data()));
+  } else {
+    throw InputError("codes: expected uint8 or uint16");
+  }
+  return nb::cast(to_numpy(std::move(out), shape_of(codes)));
+}
+
+// The value of every code of a format of at most 16 bits (the fp32 decode table).
+nb::object table(const std::string& fmt) {
+  Format holder;
+  const Format& f = float_format(fmt, holder);
+  std::vector<float> t = fast::decode_table(f.fp);
+  return nb::cast(to_numpy(std::move(t), {t.size()}));
+}
+
+// ---- quantize / dequantize: the options of `exmy quantize` as keyword strings ----------------
+quant::Options quant_options(const std::string& scheme, const std::string& to, const nb::dict& kw) {
+  quant::Options o;
+  o.scheme = quant::parse_scheme(scheme);
+  o.target = quant::parse_target(to);
+  for (auto [k, v] : kw) {
+    const std::string key = nb::cast<std::string>(k);
+    auto str = [&] { return nb::cast<std::string>(nb::str(v)); };
+    if (key == "variant") {
+      o.variant = str() == "switchback" ? native::CastVariant::absmax : quant::parse_variant(str());
+    } else if (key == "order") {
+      const std::string s = str();
+      if (s == "div-mul") o.order = native::ScaleOrder::div_mul;
+      else if (s == "recip-mul") o.order = native::ScaleOrder::recip_mul;
+      else if (s == "mul-recip") o.order = native::ScaleOrder::mul_recip;
+      else throw InputError("order '" + s + "': expected div-mul, recip-mul or mul-recip");
+    } else if (key == "nan") {
+      const std::string s = str();
+      if (s == "propagate") o.nan = native::NanPolicy::propagate;
+      else if (s == "ignore") o.nan = native::NanPolicy::ignore;
+      else throw InputError("nan '" + s + "': expected propagate or ignore");
+    } else if (key == "round") {
+      const Rounding r = cli::parse_rounding(str());
+      o.mode = r.mode;
+      o.sr_bits = r.sr_bits;
+    } else if (key == "seed") {
+      o.seed = nb::cast<std::uint64_t>(v);
+    } else if (key == "scale_mode") {
+      o.scale_mode = quant::parse_scale_mode(str());
+    } else if (key == "norm") {
+      const std::string s = str();
+      if (s == "recip-mul") o.norm = native::NormOrder::recip_mul;
+      else if (s == "div") o.norm = native::NormOrder::div;
+      else throw InputError("norm '" + s + "': expected recip-mul or div");
+    } else if (key == "tie") {
+      o.tie = cli::parse_tie(str());
+    } else if (key == "transpose") {
+      o.transpose = nb::cast<bool>(v);
+    } else if (key == "two_level") {
+      o.two_level = nb::cast<bool>(v);
+    } else if (key == "pow2_scale") {
+      o.pow2_scale = nb::cast<bool>(v);
+    } else if (key == "fp16_clamp") {
+      o.torchao_fp16_source = nb::cast<bool>(v);
+    } else if (key == "margin") {
+      o.te_margin = nb::cast<int>(v);
+    } else if (key == "prev_scale") {
+      o.te_prev_scale = nb::cast<float>(v);
+    } else if (key == "scale") {
+      o.given_scale = nb::cast<float>(v);
+    } else if (key == "amax_epsilon") {
+      o.te_amax_epsilon = nb::cast<float>(v);
+    } else if (key == "tensor_amax") {
+      o.tensor_amax = nb::cast<float>(v);
+    } else if (key == "tensor_scale") {
+      o.tensor_scale = nb::cast<float>(v);
+    } else {
+      throw InputError("unknown option '" + key + "' (the switches of exmy quantize, with _ for -)");
+    }
+  }
+  quant::validate_options(o);
+  return o;
+}
+
+nb::dict quantize(Arr<const float> x, const std::string& scheme, const std::string& to,
+                  const nb::kwargs& kw) {
+  const quant::Options o = quant_options(scheme, to, kw);
+  std::vector<std::size_t> shape = shape_of(x);
+  quant::check_shape(o, shape);
+  quant::Quantized q;
+  {
+    nb::gil_scoped_release release;
+    q = quant::quantize(std::span<const float>(x.data(), x.size()), shape, o);
+  }
+  nb::dict d;
+  d["codes"] = to_numpy(std::move(q.codes), q.shape);
+  if (!q.scale_codes.empty()) {
+    d["scales"] = to_numpy(std::move(q.scale_codes), q.state_shape);
+  } else {
+    d["state"] = to_numpy(std::move(q.state), q.state_shape);
+  }
+  if (o.two_level) d["tensor_scale"] = q.tensor_scale;
+  d["shape"] = nb::cast(shape);
+  return d;
+}
+
+nb::object dequantize(nb::dict q, const std::string& scheme, const std::string& to,
+                      const nb::kwargs& kw) {
+  const quant::Options o = quant_options(scheme, to, kw);
+  quant::Quantized in;
+  auto codes = nb::cast<Arr<const std::uint8_t>>(q["codes"]);
+  in.codes.assign(codes.data(), codes.data() + codes.size());
+  in.shape = shape_of(codes);
+  if (q.contains("scales")) {
+    auto s = nb::cast<Arr<const std::uint8_t>>(q["scales"]);
+    in.scale_codes.assign(s.data(), s.data() + s.size());
+    in.state_shape = shape_of(s);
+  } else {
+    auto s = nb::cast<Arr<const float>>(q["state"]);
+    in.state.assign(s.data(), s.data() + s.size());
+    in.state_shape = shape_of(s);
+  }
+  if (q.contains("tensor_scale")) in.tensor_scale = nb::cast<float>(q["tensor_scale"]);
+  quant::check_codes(in.codes, o);
+  std::vector<std::size_t> shape = in.shape;
+  if (o.transpose && shape.size() == 2) std::swap(shape[0], shape[1]);
+  std::vector<float> out = quant::dequantize(in, o);
+  return nb::cast(to_numpy(std::move(out), shape));
+}
+
+// ---- step: `exmy step` on arrays -------------------------------------------------------------
+nb::dict step(const std::string& optimizer, Arr<const float> params, Arr<const float> grads,
+              long steps, const std::string& param_dtype, const std::string& compat,
+              std::uint64_t seed, int block, const nb::kwargs& kw) {
+  optim::Config c;
+  c.opt = optim::find_optimizer(optimizer);
+  optim::HyperOptions h;
+  for (auto [k, v] : kw) {
+    const std::string key = nb::cast<std::string>(k);
+    const double d = key == "nesterov" ? 0.0 : nb::cast<double>(v);
+    if (key == "lr") h.lr = d;
+    else if (key == "beta1") h.beta1 = d;
+    else if (key == "beta2") h.beta2 = d;
+    else if (key == "eps") h.eps = d;
+    else if (key == "wd") h.wd = d;
+    else if (key == "momentum") h.momentum = d;
+    else if (key == "dampening") h.dampening = d;
+    else if (key == "nesterov") h.nesterov = nb::cast<bool>(v);
+    else throw InputError("unknown hyperparameter '" + key + "'");
+  }
+  c.hyper = optim::resolve_hyper(*c.opt.entry, h);
+  if (param_dtype == "fp32") c.st = native::Storage::f32;
+  else if (param_dtype == "bf16") c.st = native::Storage::bf16;
+  else if (param_dtype == "fp16") c.st = native::Storage::f16;
+  else throw InputError("param_dtype '" + param_dtype + "': expected fp32, bf16 or fp16");
+  c.block = block;
+  c.seed = seed;
+  if (!compat.empty() && compat != "default") {
+    const auto k = compat_step_kernels(compat_profile(compat), std::string(c.opt.entry->name));
+    c.hyper.adam.kernels = c.hyper.sgd.kernels = k;
+  }
+  const std::size_t n = params.size();
+  if (steps < 1) throw InputError("steps: expected at least 1");
+  const bool per_step = grads.size() == n * static_cast<std::size_t>(steps);
+  if (!per_step && grads.size() != n) {
+    throw InputError("grads: expected " + std::to_string(n) + " elements (one gradient for every "
+                     "step) or steps x " + std::to_string(n));
+  }
+  std::vector<float> p(params.data(), params.data() + n);
+  optim::State s = optim::init_state(c, p);
+  {
+    nb::gil_scoped_release release;
+    auto stepper = optim::cpu_stepper(c, p, s);
+    for (long t = 1; t <= steps; ++t) {
+      stepper->step(t, std::span<const float>(grads.data() + (per_step ? (t - 1) * n : 0), n));
+    }
+    stepper->finish();
+  }
+  optim::final_params(c, s, p);
+  optim::canonical_nans(c, s, p);
+  nb::dict d;
+  for (const optim::StateArray& a : c.opt.entry->arrays(c, s)) {
+    std::visit([&](auto* vec) { d[a.file] = to_numpy(std::move(*vec), {vec->size()}); }, a.data);
+  }
+  d["params"] = to_numpy(std::move(p), shape_of(params));
+  return d;
+}
+
+nb::dict golden_check(const std::string& corpus, const std::string& results,
+                      const std::string& suite, bool strict_nan, bool allow_missing) {
+  golden::CheckOptions o;
+  o.corpus = corpus;
+  o.results = results;
+  o.suite = suite;
+  o.strict_nan = strict_nan;
+  o.allow_missing = allow_missing;
+  const golden::CheckReport r = golden::check(o);
+  nb::dict d;
+  d["ok"] = r.mismatches == 0 && (r.missing == 0 || allow_missing);
+  d["checks"] = r.checks;
+  d["mismatches"] = r.mismatches;
+  d["missing"] = r.missing;
+  nb::list cases;
+  for (const auto& c : r.cases) {
+    nb::dict e;
+    e["id"] = c.id;
+    e["checks"] = c.checks;
+    e["mismatches"] = c.mismatches;
+    e["missing"] = c.missing;
+    e["first"] = c.first;
+    cases.append(e);
+  }
+  d["cases"] = cases;
+  return d;
+}
+
+}  // namespace
+}  // namespace exmy::python
+
+NB_MODULE(_exmy, m) {
+  using namespace exmy::python;
+  nb::register_exception_translator([](const std::exception_ptr& p, void*) {
+    try {
+      std::rethrow_exception(p);
+    } catch (const exmy::InputError& e) {
+      PyErr_SetString(PyExc_ValueError, e.what());
+    }
+  });
+  m.attr("__version__") = EXMY_VERSION;
+  m.attr("git_sha") = EXMY_GIT_SHA;
+  m.def("cast", &cast, "x"_a, "fmt"_a, "round"_a = "rne", "overflow"_a = "none", "seed"_a = 0,
+        "input"_a = "");
+  m.def("decode", &decode, "codes"_a, "fmt"_a);
+  m.def("table", &table, "fmt"_a);
+  m.def("quantize", &quantize, "x"_a, "scheme"_a, "to"_a, "kwargs"_a);
+  m.def("dequantize", &dequantize, "q"_a, "scheme"_a, "to"_a, "kwargs"_a);
+  m.def("step", &step, "optimizer"_a, "params"_a, "grads"_a, "steps"_a = 1,
+        "param_dtype"_a = "fp32", "compat"_a = "", "seed"_a = 0, "block"_a = 256, "kwargs"_a);
+  m.def("golden_check", &golden_check, "corpus"_a, "results"_a, "suite"_a = "all",
+        "strict_nan"_a = false, "allow_missing"_a = false);
+}

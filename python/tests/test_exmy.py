@@ -1,0 +1,153 @@
+"""The Python package against the CLI (same bits) and the documented behaviour.
+
+The CLI comparisons need the exmy executable: $EXMY_CLI, else build-cpu/cli/exmy or
+build/cli/exmy; they are skipped when none exists (the README's test command builds it).
+"""
+
+import json
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import exmy
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def cli():
+    for c in (os.environ.get("EXMY_CLI"), ROOT / "build-cpu/cli/exmy", ROOT / "build/cli/exmy"):
+        if c and Path(c).is_file():
+            return str(c)
+    return None
+
+
+needs_cli = pytest.mark.skipif(cli() is None, reason="no exmy executable built")
+
+
+def boundary_fp32(seed=1):
+    rng = np.random.default_rng(seed)
+    bits = rng.integers(0, 2**32, 20000, dtype=np.uint64).astype(np.uint32)
+    special = np.array([0, 0x80000000, 0x7F800000, 0xFF800000, 0x7FC00000, 0xFFC00001, 1,
+                        0x43E80000, 0x43E80001, 0x43E7FFFF, 0x3A800000], dtype=np.uint32)
+    x = np.concatenate([bits, special]).view(np.float32)
+    # values near 1 and near fp8 ranges
+    near = (rng.standard_normal(20000) * 100).astype(np.float32)
+    return np.concatenate([x, near])
+
+
+def test_cast_examples():
+    x = np.array([1.0, 464.0, 465.0, -0.0, np.nan], np.float32)
+    assert exmy.cast(x, "e4m3fn").tolist() == [0x38, 0x7E, 0x7F, 0x80, 0x7F]
+    assert exmy.cast(x, "e4m3fn", overflow="satfinite").tolist()[:3] == [0x38, 0x7E, 0x7E]
+    assert exmy.cast(x, "bf16").dtype == np.uint16
+    assert exmy.decode(np.array([0x38, 0x7E], np.uint8), "e4m3fn").tolist() == [1.0, 448.0]
+    t = exmy.table("e2m1fn")
+    assert t.shape == (16,) and t[7] == 6.0
+
+
+def test_bad_input_raises_valueerror_with_the_cli_message():
+    x = np.zeros(4, np.float32)
+    with pytest.raises(ValueError, match="unknown format 'e9m9x'"):
+        exmy.cast(x, "e9m9x")
+    with pytest.raises(ValueError, match="sr:R"):
+        exmy.cast(x, "e4m3fn", round="sr:99")
+    with pytest.raises(ValueError, match="overflow"):
+        exmy.cast(x, "e4m3fn", overflow="clip")
+    with pytest.raises(ValueError, match="float64"):
+        exmy.cast(x.astype(np.float64), "e4m3fn")
+    with pytest.raises(ValueError, match="not a code of e2m1fn"):
+        exmy.decode(np.array([16], np.uint8), "e2m1fn")
+
+
+@needs_cli
+@pytest.mark.parametrize("fmt,rnd,ov", [("e4m3fn", "rne", "none"), ("e5m2", "sr:8", "satfinite"),
+                                        ("e2m1fn", "rtz", "sat"), ("bf16", "rna", "none"),
+                                        ("e3m4", "rto", "none")])
+def test_cast_equals_the_cli(tmp_path, fmt, rnd, ov):
+    x = boundary_fp32()
+    np.save(tmp_path / "x.npy", x)
+    subprocess.run([cli(), "cast", fmt, "--in", str(tmp_path / "x.npy"), "--out",
+                    str(tmp_path / "c.npy"), "--round", rnd, "--overflow", ov, "--seed", "7"],
+                   check=True)
+    want = np.load(tmp_path / "c.npy")
+    got = exmy.cast(x, fmt, round=rnd, overflow=ov, seed=7)
+    assert got.dtype == want.dtype
+    assert np.array_equal(got, want)
+
+
+@needs_cli
+def test_quantize_and_dequantize_equal_the_cli(tmp_path):
+    rng = np.random.default_rng(3)
+    x = (rng.standard_normal((8, 64)) * 10).astype(np.float32)
+    np.save(tmp_path / "x.npy", x)
+    subprocess.run([cli(), "quantize", "--scheme", "rowwise", "--to", "e4m3fn", "--variant", "te",
+                    "--in", str(tmp_path / "x.npy"), "--out", str(tmp_path / "q.npy"),
+                    "--state-out", str(tmp_path / "s.npy")], check=True)
+    q = exmy.quantize(x, "rowwise", "e4m3fn", variant="te")
+    assert np.array_equal(q["codes"], np.load(tmp_path / "q.npy"))
+    assert np.array_equal(q["state"].view(np.uint32), np.load(tmp_path / "s.npy").view(np.uint32))
+    subprocess.run([cli(), "dequantize", "--scheme", "rowwise", "--from", "e4m3fn", "--variant",
+                    "te", "--in", str(tmp_path / "q.npy"), "--state", str(tmp_path / "s.npy"),
+                    "--out", str(tmp_path / "d.npy")], check=True)
+    d = exmy.dequantize(q, "rowwise", "e4m3fn", variant="te")
+    assert np.array_equal(d.view(np.uint32), np.load(tmp_path / "d.npy").view(np.uint32))
+
+
+@needs_cli
+def test_step_equals_the_cli(tmp_path):
+    rng = np.random.default_rng(4)
+    p = rng.standard_normal(5000).astype(np.float32)
+    g = (rng.standard_normal((3, 5000)) * 0.01).astype(np.float32)
+    np.save(tmp_path / "p.npy", p)
+    np.save(tmp_path / "g.npy", g)
+    subprocess.run([cli(), "step", "--optimizer", "adamw8bit", "--params", str(tmp_path / "p.npy"),
+                    "--grads", str(tmp_path / "g.npy"), "--steps", "3", "--out",
+                    str(tmp_path / "out")], check=True, stdout=subprocess.DEVNULL)
+    r = exmy.step("adamw8bit", p, g, steps=3)
+    assert np.array_equal(r["params"].view(np.uint32),
+                          np.load(tmp_path / "out" / "params.npy").view(np.uint32))
+    for name, arr in r.items():
+        if name != "params":
+            want = np.load(tmp_path / "out" / f"{name}.npy")
+            assert np.array_equal(arr.ravel().view(np.uint8), want.ravel().view(np.uint8)), name
+
+
+@needs_cli
+def test_golden_check(tmp_path):
+    subprocess.run([cli(), "golden", "generate", "--suite", "quantize", "--out",
+                    str(tmp_path / "c"), "--quiet"], check=True, stdout=subprocess.DEVNULL)
+    for e in (tmp_path / "c").rglob("expected/*.npy"):
+        dest = tmp_path / "r" / e.parent.parent.relative_to(tmp_path / "c")
+        dest.mkdir(parents=True, exist_ok=True)
+        shutil.copy(e, dest / e.name)
+    r = exmy.golden_check(tmp_path / "c", tmp_path / "r")
+    assert r["ok"] and r["mismatches"] == 0 and len(r["cases"]) == 14
+    f = tmp_path / "r/quantize/int8-rowwise/codes.npy"
+    a = np.load(f)
+    a.flat[0] ^= 1
+    np.save(f, a)
+    r = exmy.golden_check(tmp_path / "c", tmp_path / "r")
+    assert not r["ok"] and r["mismatches"] == 1
+
+
+def test_assert_cast_equal_and_the_fixture(exmy_check):
+    x = np.array([0.5, 1.5, 2.5, 3.5], np.float32)
+    good = exmy.cast(x, "e2m1fn")
+    exmy_check.cast(x, good, "e2m1fn")
+    bad = good.copy()
+    bad[2] ^= 1
+    with pytest.raises(AssertionError, match=r"\[2\] x=0x40200000"):
+        exmy_check.cast(x, bad, "e2m1fn")
+
+
+def test_torch_float8_matches_exmy():
+    torch = pytest.importorskip("torch")
+    if not hasattr(torch, "float8_e4m3fn"):
+        pytest.skip("torch without float8")
+    x = torch.from_numpy(boundary_fp32()).clamp(-448, 448)  # torch saturates nothing: stay in range
+    got = x.to(torch.float8_e4m3fn)
+    exmy.assert_cast_equal(x, got, "e4m3fn")
