@@ -11,6 +11,8 @@
 #include "cli/command.hpp"
 #include "sim/common/error.hpp"
 #include "sim/common/number.hpp"
+#include "sim/common/shard.hpp"
+#include "sim/io/files.hpp"
 #include "sim/verify/campaign.hpp"
 #include "sim/verify/summary.hpp"
 
@@ -25,7 +27,8 @@ extern "C" void verify_on_sigint(int) {
 
 constexpr const char* kUsage =
     "usage: exmy verify [--campaign decode|bf16|fp16|fp32-sample|fp32-top16|steps|all] "
-    "[--op NAME[,NAME...]] [--threads N] [--depth full|ci] [--json] [--quiet] [--device cpu|cuda]";
+    "[--op NAME[,NAME...]] [--threads N] [--depth full|ci] [--shard i/N] [--json] [--quiet] "
+    "[--device cpu|cuda]\n       exmy verify merge SHARD.json... [--json]";
 
 int parse_threads(const std::string& text) {
   const std::uint64_t n = number::parse_u64(text, "--threads", 4096, false);
@@ -57,7 +60,54 @@ int forward_to_device(const Args& args) {
 #endif
 }
 
+// exmy verify merge A.json B.json ... [--json]: the --json outputs of the N shards of one run
+// (--shard 0/N ... N-1/N, each exactly once) added up; exit as the whole run would.
+int run_merge(const Args& args) {
+  bool json = false;
+  std::vector<std::string> files;
+  for (std::size_t i = 1; i < args.size(); ++i) {
+    if (args[i] == "--json") {
+      json = true;
+    } else if (args[i] == "--help" || args[i] == "-h") {
+      std::printf("usage: exmy verify merge SHARD.json... [--json]\n");
+      return 0;
+    } else {
+      files.push_back(args[i]);
+    }
+  }
+  if (files.empty()) throw InputError("merge: expected the --json outputs of the shards");
+  std::vector<std::vector<verify::Result>> parts;
+  std::vector<int> seen;
+  std::uint64_t count = 0;
+  for (const std::string& f : files) {
+    Shard sh;
+    parts.push_back(verify::results_from_json(
+        io::read_small_file(f, std::size_t{256} << 20, "the --json output of exmy verify"), f, sh));
+    if (count == 0) {
+      count = sh.count;
+      seen.assign(count, 0);
+    }
+    if (sh.count != count) {
+      throw InputError("'" + f + "': shard " + sh.text() + " is not one of " +
+                       std::to_string(count) + " like the others");
+    }
+    if (seen[sh.index]++) throw InputError("'" + f + "': shard " + sh.text() + " given twice");
+  }
+  for (std::uint64_t i = 0; i < count; ++i) {
+    if (!seen[i]) {
+      throw InputError("shard " + std::to_string(i) + "/" + std::to_string(count) +
+                       " is missing: the merge would not be the whole run");
+    }
+  }
+  const auto results = verify::merge_results(parts);
+  std::fputs((json ? verify::summary_json(results) : verify::summary_text(results)).c_str(),
+             stdout);
+  if (verify::any_interrupted(results)) return 130;
+  return verify::total_mismatches(results) == 0 ? 0 : 1;
+}
+
 int run_verify(const Args& args) {
+  if (!args.empty() && args[0] == "merge") return run_merge(args);
   // --backend LIB.so sweeps a backend plugin instead (cli/cmd_verify_backend.cpp).
   for (const std::string& a : args) {
     if (a == "--backend") return commands().at("verify-backend").run(args);
@@ -98,6 +148,8 @@ int run_verify(const Args& args) {
       }
     } else if (a == "--op") {
       opts.op = value();
+    } else if (a == "--shard") {
+      opts.shard = parse_shard(value());
     } else if (a == "--json") {
       json = true;
     } else if (a == "--quiet") {
@@ -115,7 +167,8 @@ int run_verify(const Args& args) {
   std::signal(SIGINT, verify_on_sigint);
   const auto results = verify::run_campaigns(campaign, opts);
   std::signal(SIGINT, SIG_DFL);
-  const std::string out = json ? verify::summary_json(results) : verify::summary_text(results);
+  const std::string out =
+      json ? verify::summary_json(results, opts.shard) : verify::summary_text(results);
   std::fputs(out.c_str(), stdout);
   if (verify::any_interrupted(results)) return 130;
   return verify::total_mismatches(results) == 0 ? 0 : 1;

@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "sim/common/shard.hpp"
+
 #include "sim/native/float_format.hpp"
 #include "sim/native/rounding.hpp"
 
@@ -24,6 +26,9 @@ struct Options {
   std::size_t max_reported = 20;  // mismatches kept per campaign
   Depth depth = Depth::full;
   std::string op;  // steps campaign: run only this op ("" = every op)
+  // Which slice of every campaign's job list this process runs (SEMANTICS 13.4): the N results
+  // of a run add up to the whole run (`exmy verify merge`).
+  Shard shard{};
 };
 
 // One disagreement, with everything needed to reproduce it.

@@ -109,6 +109,7 @@ void run_jobs(std::size_t jobs, const Options& o, Result& r, Body&& body) {
 #pragma omp for schedule(dynamic, 1)
 #endif
     for (std::size_t j = 0; j < jobs; ++j) {
+      if (j < o.shard.begin(jobs) || j >= o.shard.end(jobs)) continue;  // another shard's job
       if (stop_requested()) {
         stopped = true;
         continue;

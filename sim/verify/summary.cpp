@@ -5,6 +5,9 @@
 #include <cstdio>
 #include <string>
 
+#include "sim/common/number.hpp"
+#include "sim/io/json.hpp"
+
 namespace exmy::verify {
 namespace {
 
@@ -105,7 +108,7 @@ std::string summary_text(const std::vector<Result>& results) {
   return out;
 }
 
-std::string summary_json(const std::vector<Result>& results) {
+std::string summary_json(const std::vector<Result>& results, const Shard& shard) {
   std::uint64_t checks = 0;
   for (const auto& r : results) checks += r.checks;
   const std::uint64_t bad = total_mismatches(results);
@@ -114,6 +117,7 @@ std::string summary_json(const std::vector<Result>& results) {
   out += ", \"checks\": " + std::to_string(checks) + ", \"mismatches\": " + std::to_string(bad);
   out += ", \"interrupted\": ";
   out += any_interrupted(results) ? "true" : "false";
+  if (!shard.whole()) out += ", \"shard\": " + json_string(shard.text());
   out += ", \"campaigns\": [";
   for (std::size_t i = 0; i < results.size(); ++i) {
     const Result& r = results[i];
@@ -156,6 +160,102 @@ std::string summary_json(const std::vector<Result>& results) {
     out += "]}";
   }
   out += "]}\n";
+  return out;
+}
+
+namespace {
+std::uint64_t hex_field(const io::Json& j, const std::string& what) {
+  return number::parse_u64(j.str(what), what, ~std::uint64_t{0}, true);
+}
+Encoded encoded_of(const io::Json& j, const std::string& what) {
+  Encoded e;
+  e.code = hex_field(j.at("code", what), what + ".code");
+  e.flags = static_cast<std::uint32_t>(j.at("flags", what).u64(what + ".flags"));
+  return e;
+}
+}  // namespace
+
+std::vector<Result> results_from_json(const std::string& text, const std::string& source,
+                                      Shard& shard) {
+  const io::Json doc = io::parse_json(text, source);
+  shard = Shard{};
+  if (const io::Json* s = doc.find("shard")) shard = parse_shard(s->str(source + ": shard"));
+  std::vector<Result> out;
+  for (const io::Json& c : doc.at("campaigns", source).items) {
+    const std::string w = source + ": campaign";
+    Result r;
+    r.name = c.at("name", w).str(w + ".name");
+    r.checks = c.at("checks", w).u64(w + ".checks");
+    r.mismatches = c.at("mismatches", w).u64(w + ".mismatches");
+    r.configurations = c.at("configurations", w).u64(w + ".configurations");
+    r.seconds = c.at("seconds", w).f64(w + ".seconds");
+    r.interrupted = c.at("interrupted", w).boolean(w + ".interrupted");
+    const io::Json& bc = c.at("by_input_class", w);
+    for (int k = 0; k < kClasses; ++k) {
+      r.by_input_class[k] = bc.at(class_name(static_cast<ValueClass>(k)), w).u64(w);
+    }
+    const io::Json& bo = c.at("by_outcome", w);
+    for (int k = 0; k < kOutcomes; ++k) {
+      r.by_outcome[k] = bo.at(outcome_name(static_cast<Outcome>(k)), w).u64(w);
+    }
+    for (const auto& [label, v] : c.at("by_label", w).fields) {
+      r.by_label.push_back({label, v.at("checks", w).u64(w), v.at("mismatches", w).u64(w)});
+    }
+    for (const io::Json& m : c.at("first_mismatches", w).items) {
+      Mismatch x;
+      x.check = m.at("check", w).str(w);
+      x.from = m.at("from", w).str(w);
+      x.to = m.at("to", w).str(w);
+      x.rounding = m.at("rounding", w).str(w);
+      x.input = hex_field(m.at("input", w), w + ".input");
+      x.rand = static_cast<std::uint32_t>(hex_field(m.at("rand", w), w + ".rand"));
+      x.native = encoded_of(m.at("native", w), w + ".native");
+      x.oracle = encoded_of(m.at("oracle", w), w + ".oracle");
+      x.detail = m.at("detail", w).str(w);
+      r.first.push_back(std::move(x));
+    }
+    out.push_back(std::move(r));
+  }
+  return out;
+}
+
+std::vector<Result> merge_results(const std::vector<std::vector<Result>>& parts,
+                                  std::size_t max_reported) {
+  std::vector<Result> out;
+  for (const auto& part : parts) {
+    for (const Result& r : part) {
+      Result* m = nullptr;
+      for (auto& o : out) {
+        if (o.name == r.name) m = &o;
+      }
+      if (!m) {
+        out.push_back(Result{});
+        m = &out.back();
+        m->name = r.name;
+        m->configurations = r.configurations;
+      }
+      m->checks += r.checks;
+      m->mismatches += r.mismatches;
+      m->interrupted = m->interrupted || r.interrupted;
+      m->seconds += r.seconds;  // CPU-side seconds of all parts
+      for (int k = 0; k < kClasses; ++k) m->by_input_class[k] += r.by_input_class[k];
+      for (int k = 0; k < kOutcomes; ++k) m->by_outcome[k] += r.by_outcome[k];
+      for (const auto& l : r.by_label) {
+        bool found = false;
+        for (auto& ml : m->by_label) {
+          if (ml.label == l.label) {
+            ml.checks += l.checks;
+            ml.mismatches += l.mismatches;
+            found = true;
+          }
+        }
+        if (!found) m->by_label.push_back(l);
+      }
+      for (const auto& x : r.first) {
+        if (m->first.size() < max_reported) m->first.push_back(x);
+      }
+    }
+  }
   return out;
 }
 

@@ -147,3 +147,30 @@ TEST_CASE("regression: the oracle spec owns its format and codebook (dangling po
   const verify::OracleQuant copy = q;
   CHECK(copy.spec.format == q.spec.format);
 }
+
+TEST_CASE("campaign shards add up to the whole run (--shard i/N, exmy verify merge)",
+          "[oracle][campaign][shard]") {
+  verify::Options whole = test_options(verify::Depth::ci);
+  whole.op = "quant-int8,adamw-fp32,momentum8bit-small";
+  const auto w = verify::run_campaigns("steps", whole);
+  std::vector<std::vector<verify::Result>> parts;
+  for (std::uint64_t i = 0; i < 3; ++i) {
+    verify::Options o = whole;
+    o.shard = Shard{i, 3};
+    // Through the JSON a shard writes and the merge reads, as `exmy verify merge` does.
+    Shard read;
+    parts.push_back(verify::results_from_json(
+        verify::summary_json(verify::run_campaigns("steps", o), o.shard), "shard", read));
+    CHECK(read.index == i);
+    CHECK(read.count == 3);
+  }
+  const auto m = verify::merge_results(parts);
+  REQUIRE(m.size() == w.size());
+  for (std::size_t k = 0; k < w.size(); ++k) {
+    INFO(w[k].name);
+    CHECK(m[k].name == w[k].name);
+    CHECK(m[k].checks == w[k].checks);
+    CHECK(m[k].by_input_class == w[k].by_input_class);
+    CHECK(m[k].by_label.size() == w[k].by_label.size());
+  }
+}

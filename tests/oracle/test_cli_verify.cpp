@@ -95,3 +95,34 @@ TEST_CASE("exmy verify: SIGINT stops early with status 130", "[oracle][cli]") {
   CHECK(r.out.find("INTERRUPTED") != std::string::npos);
   CHECK(r.out.find("FAIL") != std::string::npos);
 }
+
+TEST_CASE("exmy verify merge: shards of one run, each once", "[oracle][cli][shard]") {
+  if (cli() == nullptr) {
+    WARN("EXMY_CLI not set: skipped");
+    return;
+  }
+  char dir[] = "/tmp/exmy_merge_XXXXXX";
+  REQUIRE(mkdtemp(dir) != nullptr);
+  const std::string d = dir;
+  std::vector<std::string> files;
+  for (int i = 0; i < 2; ++i) {
+    const Run r = run_cli({"verify", "--campaign", "fp16", "--depth", "ci", "--json", "--quiet",
+                           "--shard", std::to_string(i) + "/2"});
+    CHECK(r.status == 0);
+    CHECK(r.out.find("\"shard\": \"" + std::to_string(i) + "/2\"") != std::string::npos);
+    files.push_back(d + "/s" + std::to_string(i) + ".json");
+    FILE* f = std::fopen(files.back().c_str(), "w");
+    REQUIRE(f != nullptr);
+    std::fputs(r.out.c_str(), f);
+    std::fclose(f);
+  }
+  const Run whole = run_cli({"verify", "--campaign", "fp16", "--depth", "ci", "--json", "--quiet"});
+  const Run merged = run_cli({"verify", "merge", files[0], files[1], "--json"});
+  CHECK(merged.status == 0);
+  const auto checks = [](const std::string& s) { return s.substr(s.find("\"checks\""), 30); };
+  CHECK(checks(merged.out) == checks(whole.out));
+  CHECK(run_cli({"verify", "merge", files[0]}).status == 2);            // shard 1/2 missing
+  CHECK(run_cli({"verify", "merge", files[0], files[0]}).status == 2);  // given twice
+  CHECK(run_cli({"verify", "--campaign", "fp16", "--shard", "3/2"}).status == 2);
+  std::system(("rm -rf '" + d + "'").c_str());
+}
