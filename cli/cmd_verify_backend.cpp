@@ -330,7 +330,7 @@ int run_verify_backend(const Args& args) {
   res.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   meter.finish(res);
   const std::vector<verify::Result> results{res};
-  std::fputs((json ? verify::summary_json(results) : verify::summary_text(results)).c_str(),
+  std::fputs((json ? verify::summary_json(results, shard) : verify::summary_text(results)).c_str(),
              stdout);
   if (!failure.empty()) {
     std::fprintf(stderr, "exmy verify: %s\n", failure.c_str());
