@@ -125,8 +125,8 @@ def test_golden_check(tmp_path):
         dest.mkdir(parents=True, exist_ok=True)
         shutil.copy(e, dest / e.name)
     r = exmy.golden_check(tmp_path / "c", tmp_path / "r")
-    assert r["ok"] and r["mismatches"] == 0 and len(r["cases"]) == 14
-    f = tmp_path / "r/quantize/int8-rowwise/codes.npy"
+    assert r["ok"] and r["mismatches"] == 0 and len(r["cases"]) == 188
+    f = tmp_path / "r/quantize/int8-rowwise-div-mul/codes.npy"
     a = np.load(f)
     a.flat[0] ^= 1
     np.save(f, a)

@@ -213,117 +213,205 @@ std::vector<float> quant_inputs(std::size_t rows, std::size_t cols, std::uint64_
 }
 
 struct QuantCase {
-  const char* id;
-  const char* args;  // the exmy quantize switches it stands for
+  std::string id;
+  std::string args;  // the exmy quantize switches it stands for
   std::function<quant::Options()> options;
   bool specials;
 };
 
+// The quantization cases: every scheme × target × variant of section 7 that the CLI accepts, at
+// the defaults of the other switches, plus named variants of the switches (orders, NaN policy,
+// stochastic rounding, bitsandbytes' CPU rules, power-of-two scales, fused transpose).
 std::vector<QuantCase> quant_case_list() {
   using native::CastVariant;
-  auto base = [](const char* scheme, const char* to) {
+  auto base = [](const std::string& scheme, const std::string& to) {
     quant::Options o;
     o.scheme = quant::parse_scheme(scheme);
     o.target = quant::parse_target(to);
     return o;
   };
   std::vector<QuantCase> v;
-  v.push_back({"int8-rowwise", "--scheme rowwise --to int8",
-               [=] { return base("rowwise", "int8"); }, true});
-  v.push_back({"int8-tensor-recip-mul-transpose",
-               "--scheme tensor --to int8 --order recip-mul --transpose",
-               [=] {
-                 auto o = base("tensor", "int8");
-                 o.order = native::ScaleOrder::recip_mul;
-                 o.transpose = true;
-                 return o;
-               },
-               false});
-  v.push_back({"int8-colwise-sr8", "--scheme colwise --to int8 --round sr:8 --seed 7",
-               [=] {
-                 auto o = base("colwise", "int8");
-                 o.mode = RoundMode::sr;
-                 o.sr_bits = 8;
-                 o.seed = 7;
-                 return o;
-               },
-               false});
-  v.push_back({"e4m3fn-tensor-absmax", "--scheme tensor --to e4m3fn",
-               [=] { return base("tensor", "e4m3fn"); }, true});
-  v.push_back({"e4m3fn-rowwise-te", "--scheme rowwise --to e4m3fn --variant te",
-               [=] {
-                 auto o = base("rowwise", "e4m3fn");
-                 o.variant = CastVariant::te;
-                 return o;
-               },
-               true});
-  v.push_back({"e4m3fn-tensor-te-current-pow2",
-               "--scheme tensor --to e4m3fn --variant te-current --pow2-scale",
-               [=] {
-                 auto o = base("tensor", "e4m3fn");
-                 o.variant = CastVariant::te_current;
-                 o.pow2_scale = true;
-                 return o;
-               },
-               false});
-  v.push_back({"e5m2-rowwise-torchao", "--scheme rowwise --to e5m2 --variant torchao",
-               [=] {
-                 auto o = base("rowwise", "e5m2");
-                 o.variant = CastVariant::torchao;
-                 return o;
-               },
-               true});
-  v.push_back({"dynamic-block256", "--scheme block:256 --to dynamic --nan ignore",
-               [=] {
-                 auto o = base("block:256", "dynamic");
-                 o.nan = native::NanPolicy::ignore;
-                 return o;
-               },
-               true});
-  v.push_back({"dynamic-block4096-cpu", "--scheme block:4096 --to dynamic --norm div --tie bnb-cpu",
-               [=] {
-                 auto o = base("block:4096", "dynamic");
-                 o.norm = native::NormOrder::div;
-                 o.tie = TieRule::bnb_cpu;
-                 return o;
-               },
-               false});
-  v.push_back({"linear-unsigned-block2048", "--scheme block:2048 --to linear-unsigned",
-               [=] { return base("block:2048", "linear-unsigned"); }, false});
-  v.push_back(
-      {"mx-e4m3fn-floor", "--scheme mx --to e4m3fn", [=] { return base("mx", "e4m3fn"); }, true});
-  v.push_back({"mx-e2m1fn-torchao-rceil",
-               "--scheme mx --to e2m1fn --variant torchao --scale-mode rceil",
-               [=] {
-                 auto o = base("mx", "e2m1fn");
-                 o.variant = CastVariant::torchao;
-                 o.scale_mode = native::MxScaleMode::rceil;
-                 return o;
-               },
-               true});
-  v.push_back({"nvfp4-torchao-two-level", "--scheme nvfp4 --to e2m1fn --two-level",
-               [=] {
-                 auto o = base("nvfp4", "e2m1fn");
-                 o.variant = CastVariant::torchao;
-                 o.two_level = true;
-                 return o;
-               },
-               false});
-  v.push_back({"nvfp4-te", "--scheme nvfp4 --to e2m1fn --variant te --two-level",
-               [=] {
-                 auto o = base("nvfp4", "e2m1fn");
-                 o.variant = CastVariant::te;
-                 o.two_level = true;
-                 return o;
-               },
-               false});
+  auto add = [&](std::string id, std::string args, std::function<quant::Options()> f,
+                 bool specials) {
+    v.push_back({std::move(id), std::move(args), std::move(f), specials});
+  };
+  const char* schemes[] = {"tensor", "rowwise", "colwise", "block:256"};
+  // int8 in each order.
+  for (const char* sc : schemes) {
+    for (const char* ord : {"div-mul", "recip-mul", "mul-recip"}) {
+      add(
+          std::string("int8-") + sc + "-" + ord,
+          std::string("--scheme ") + sc + " --to int8 --order " + ord,
+          [=] {
+            auto o = base(sc, "int8");
+            o.order = std::string(ord) == "div-mul"     ? native::ScaleOrder::div_mul
+                      : std::string(ord) == "recip-mul" ? native::ScaleOrder::recip_mul
+                                                        : native::ScaleOrder::mul_recip;
+            return o;
+          },
+          true);
+    }
+  }
+  // Scaled casts: every float target of at most 8 bits the corpus covers × variant.
+  for (const char* sc : schemes) {
+    for (const char* to :
+         {"e4m3fn", "e5m2", "e4m3fnuz", "e5m2fnuz", "e3m2fn", "e2m3fn", "e2m1fn"}) {
+      for (const char* var : {"absmax", "te", "te-current", "torchao"}) {
+        add(
+            std::string(to) + "-" + sc + "-" + var,
+            std::string("--scheme ") + sc + " --to " + to + " --variant " + var,
+            [=] {
+              auto o = base(sc, to);
+              o.variant = quant::parse_variant(var);
+              return o;
+            },
+            true);
+      }
+    }
+  }
+  // Codebooks × block sizes (bitsandbytes: 4096 for quantize_blockwise, 256/2048 for states).
+  for (const char* to : {"dynamic", "dynamic-unsigned", "linear", "linear-unsigned"}) {
+    for (const char* sc : {"block:256", "block:2048", "block:4096"}) {
+      add(
+          std::string(to) + "-" + sc,
+          std::string("--scheme ") + sc + " --to " + to + " --nan ignore",
+          [=] {
+            auto o = base(sc, to);
+            o.nan = native::NanPolicy::ignore;
+            return o;
+          },
+          true);
+    }
+  }
+  // MX: every element format × variant × scale mode.
+  for (const char* to : {"e4m3fn", "e5m2", "e3m2fn", "e2m3fn", "e2m1fn"}) {
+    for (const char* var : {"ocp", "torchao"}) {
+      for (const char* mode : {"floor", "ceil", "even", "rceil"}) {
+        add(
+            std::string("mx-") + to + "-" + var + "-" + mode,
+            std::string("--scheme mx --to ") + to + " --variant " + var + " --scale-mode " + mode,
+            [=] {
+              auto o = base("mx", to);
+              o.variant = quant::parse_variant(var);
+              o.scale_mode = quant::parse_scale_mode(mode);
+              return o;
+            },
+            true);
+      }
+    }
+  }
+  // NVFP4.
+  add(
+      "nvfp4-torchao", "--scheme nvfp4 --to e2m1fn", [=] { return base("nvfp4", "e2m1fn"); },
+      false);
+  add(
+      "nvfp4-torchao-two-level", "--scheme nvfp4 --to e2m1fn --two-level",
+      [=] {
+        auto o = base("nvfp4", "e2m1fn");
+        o.two_level = true;
+        return o;
+      },
+      false);
+  add(
+      "nvfp4-te", "--scheme nvfp4 --to e2m1fn --variant te --two-level",
+      [=] {
+        auto o = base("nvfp4", "e2m1fn");
+        o.variant = CastVariant::te;
+        o.two_level = true;
+        return o;
+      },
+      false);
+  // The switches, one at a time.
+  add(
+      "int8-tensor-recip-mul-transpose", "--scheme tensor --to int8 --order recip-mul --transpose",
+      [=] {
+        auto o = base("tensor", "int8");
+        o.order = native::ScaleOrder::recip_mul;
+        o.transpose = true;
+        return o;
+      },
+      false);
+  add(
+      "int8-colwise-transpose", "--scheme colwise --to int8 --transpose",
+      [=] {
+        auto o = base("colwise", "int8");
+        o.transpose = true;
+        return o;
+      },
+      false);
+  add(
+      "int8-rowwise-sr8", "--scheme rowwise --to int8 --round sr:8 --seed 7",
+      [=] {
+        auto o = base("rowwise", "int8");
+        o.mode = RoundMode::sr;
+        o.sr_bits = 8;
+        o.seed = 7;
+        return o;
+      },
+      false);
+  add(
+      "int8-rowwise-nan-ignore", "--scheme rowwise --to int8 --nan ignore",
+      [=] {
+        auto o = base("rowwise", "int8");
+        o.nan = native::NanPolicy::ignore;
+        return o;
+      },
+      true);
+  add(
+      "e4m3fn-rowwise-absmax-sr8", "--scheme rowwise --to e4m3fn --round sr:8 --seed 7",
+      [=] {
+        auto o = base("rowwise", "e4m3fn");
+        o.mode = RoundMode::sr;
+        o.sr_bits = 8;
+        o.seed = 7;
+        return o;
+      },
+      false);
+  add(
+      "e4m3fn-tensor-te-current-pow2",
+      "--scheme tensor --to e4m3fn --variant te-current --pow2-scale",
+      [=] {
+        auto o = base("tensor", "e4m3fn");
+        o.variant = CastVariant::te_current;
+        o.pow2_scale = true;
+        return o;
+      },
+      false);
+  add(
+      "e4m3fn-rowwise-torchao-pow2", "--scheme rowwise --to e4m3fn --variant torchao --pow2-scale",
+      [=] {
+        auto o = base("rowwise", "e4m3fn");
+        o.variant = CastVariant::torchao;
+        o.pow2_scale = true;
+        return o;
+      },
+      false);
+  add(
+      "dynamic-block4096-bnb-cpu", "--scheme block:4096 --to dynamic --norm div --tie bnb-cpu",
+      [=] {
+        auto o = base("block:4096", "dynamic");
+        o.norm = native::NormOrder::div;
+        o.tie = TieRule::bnb_cpu;
+        return o;
+      },
+      false);
+  add(
+      "dynamic-block256-sr", "--scheme block:256 --to dynamic --round sr:8 --seed 7",
+      [=] {
+        auto o = base("block:256", "dynamic");
+        o.mode = RoundMode::sr;
+        o.sr_bits = 8;
+        o.seed = 7;
+        return o;
+      },
+      false);
   return v;
 }
 
 void quant_cases(std::uint64_t seed, std::vector<CaseMaker>& out) {
   constexpr std::size_t kRows = 32, kCols = 256;
   for (const QuantCase& qc : quant_case_list()) {
-    const std::string id = std::string("quantize/") + qc.id;
+    const std::string id = "quantize/" + qc.id;
     out.push_back({id, [=] {
                      const quant::Options o = qc.options();
                      const std::vector<float> x = quant_inputs(kRows, kCols, seed, qc.specials);
@@ -340,7 +428,7 @@ void quant_cases(std::uint64_t seed, std::vector<CaseMaker>& out) {
                                  {"seed", std::to_string(seed)},
                                  {"inputs", "x"},
                                  {"outputs", outputs},
-                                 {"cli", std::string("exmy quantize ") + qc.args +
+                                 {"cli", "exmy quantize " + qc.args +
                                              " --in x.npy --out codes.npy --state-out state.npy; "
                                              "exmy dequantize (same switches)"}};
                      c.inputs.push_back({"x", io::make_npy(x, {kRows, kCols})});
@@ -361,28 +449,46 @@ void quant_cases(std::uint64_t seed, std::vector<CaseMaker>& out) {
 }
 
 struct StepCase {
-  const char* id;
-  const char* optimizer;
+  std::string id;
+  std::string optimizer;
   Storage st;
-  const char* compat;  // "" = the default
+  std::string compat;  // "" = the default
 };
-constexpr StepCase kStepCases[] = {
-    {"adamw-fp32-torch-cpu", "adamw", Storage::f32, ""},
-    {"adamw-fp32-torch-cuda", "adamw", Storage::f32, "torch-cuda"},
-    {"adamw-fp32-torch-cuda-foreach", "adamw", Storage::f32, "torch-cuda-foreach"},
-    {"adam-bf16-torch-cpu", "adam", Storage::bf16, ""},
-    {"sgd-fp16-torch-cuda", "sgd", Storage::f16, "torch-cuda"},
-    {"adamw8bit-fp32", "adamw8bit", Storage::f32, ""},
-    {"momentum8bit-fp32", "momentum8bit", Storage::f32, ""},
-    {"stableadamw-fp32", "stableadamw", Storage::f32, ""},
-    {"adamw-bf16+8-sr", "adamw-bf16+8:sr", Storage::f32, ""},
-};
+// Every optimizer × parameter dtype × --compat profile exmy models (section 9): torch Adam, AdamW
+// and SGD under torch-cpu, torch-cuda and torch-cuda-foreach on fp32, bf16 and fp16; the 8-bit
+// optimizers on fp32, bf16 and fp16; StableAdamW; the split formats of seed 004.
+std::vector<StepCase> step_case_list() {
+  std::vector<StepCase> v;
+  const std::pair<Storage, const char*> dtypes[] = {
+      {Storage::f32, "fp32"}, {Storage::bf16, "bf16"}, {Storage::f16, "fp16"}};
+  for (const char* opt : {"adamw", "adam", "sgd"}) {
+    for (const auto& [st, dn] : dtypes) {
+      for (const char* prof : {"torch-cpu", "torch-cuda", "torch-cuda-foreach"}) {
+        v.push_back({std::string(opt) + "-" + dn + "-" + prof, opt, st,
+                     std::string(prof) == "torch-cpu" ? "" : prof});
+      }
+    }
+  }
+  for (const char* opt : {"adamw8bit", "adam8bit", "momentum8bit"}) {
+    for (const auto& [st, dn] : dtypes) v.push_back({std::string(opt) + "-" + dn, opt, st, ""});
+  }
+  v.push_back({"stableadamw-fp32", "stableadamw", Storage::f32, ""});
+  for (const char* split :
+       {"adamw-bf16+8", "adamw-bf16+8:sr", "adamw-fp16+8:sr", "sgd-bf16+8:sr"}) {
+    std::string id = split;
+    for (char& c : id) {
+      if (c == ':' || c == '+') c = '-';
+    }
+    v.push_back({id, split, Storage::f32, ""});
+  }
+  return v;
+}
 
 void step_cases(std::uint64_t seed, std::vector<CaseMaker>& out) {
   constexpr std::size_t kN = 4096 + 300;  // 8-bit states: two full blocks of 2048 and a partial
   constexpr long kSteps = 5;
-  for (const StepCase& sc : kStepCases) {
-    const std::string id = std::string("step/") + sc.id;
+  for (const StepCase& sc : step_case_list()) {
+    const std::string id = "step/" + sc.id;
     out.push_back(
         {id, [=] {
            optim::Config c;
@@ -390,7 +496,7 @@ void step_cases(std::uint64_t seed, std::vector<CaseMaker>& out) {
            c.hyper = optim::resolve_hyper(*c.opt.entry, {});
            c.st = sc.st;
            c.seed = seed;
-           if (*sc.compat) {
+           if (!sc.compat.empty()) {
              const auto k =
                  compat_step_kernels(compat_profile(sc.compat), std::string(c.opt.entry->name));
              c.hyper.adam.kernels = c.hyper.sgd.kernels = k;
@@ -434,7 +540,7 @@ void step_cases(std::uint64_t seed, std::vector<CaseMaker>& out) {
                {"op", "step"},
                {"optimizer", sc.optimizer},
                {"param_dtype", std::string(optim::dtype_name(sc.st))},
-               {"compat", *sc.compat ? sc.compat : "default"},
+               {"compat", sc.compat.empty() ? std::string("default") : sc.compat},
                {"steps", std::to_string(kSteps)},
                {"seed", std::to_string(seed)},
                {"inputs", "params,grads"},
@@ -443,7 +549,7 @@ void step_cases(std::uint64_t seed, std::vector<CaseMaker>& out) {
                            " --params params.npy --grads grads.npy --steps " +
                            std::to_string(kSteps) + " --param-dtype " +
                            std::string(optim::dtype_name(sc.st)) +
-                           (*sc.compat ? std::string(" --compat ") + sc.compat : std::string()) +
+                           (sc.compat.empty() ? std::string() : " --compat " + sc.compat) +
                            " --seed " + std::to_string(seed) + " --out OUT --state STATE"}};
            cs.inputs.push_back({"params", io::make_npy(p0)});
            cs.inputs.push_back({"grads", io::make_npy(g, {kSteps, kN})});

@@ -96,14 +96,15 @@ std::string OutputSet::stage(const std::string& final_path) {
 
 void OutputSet::adopt(const std::string& tmp, const std::string& final_path) {
   if (committed_ != 0) throw InputError(final_path + ": staged after commit");
-  const std::string name = canonical_name(final_path);
+  // Canonical names are computed once per entry (a corpus stages thousands of files).
+  std::string name = canonical_name(final_path);
   for (const Entry& e : entries_) {
-    if (canonical_name(e.final_path) == name) {
+    if (e.canonical == name) {
       throw InputError("'" + final_path + "' and '" + e.final_path +
                        "' name the same file: expected distinct outputs");
     }
   }
-  entries_.push_back({tmp, final_path});
+  entries_.push_back({tmp, final_path, std::move(name)});
 }
 
 void OutputSet::commit() {

@@ -43,7 +43,7 @@ class OutputSet {
 
  private:
   struct Entry {
-    std::string tmp, final_path;
+    std::string tmp, final_path, canonical;
   };
   std::vector<Entry> entries_;
   std::size_t committed_ = 0;

@@ -55,7 +55,7 @@ TEST_CASE("sha256: FIPS 180-4 examples", "[golden][sha256]") {
 TEST_CASE("golden corpus: generate, check, and every documented failure", "[golden]") {
   const std::string dir = make_tmpdir("exmy_golden"), corpus = dir + "/c", res = dir + "/r";
   const golden::GenerateResult g = gen("quantize", corpus);
-  CHECK(g.cases == 14);
+  CHECK(g.cases == 188);
   CHECK(fs::exists(corpus + "/manifest.json"));
   copy_expected(corpus, res);
   golden::CheckOptions o;
@@ -63,13 +63,13 @@ TEST_CASE("golden corpus: generate, check, and every documented failure", "[gold
   o.results = res;
   {
     const golden::CheckReport r = golden::check(o);
-    CHECK(r.cases.size() == 14);
+    CHECK(r.cases.size() == 188);
     CHECK(r.mismatches == 0);
     CHECK(r.missing == 0);
     CHECK(r.checks > 100000);
   }
   SECTION("a flipped bit in a result is one mismatch, reported with its index") {
-    const std::string f = res + "/quantize/int8-rowwise/codes.npy";
+    const std::string f = res + "/quantize/int8-rowwise-div-mul/codes.npy";
     io::NpyArray a = io::read_npy(f);
     a.data[10] ^= 1;
     io::write_npy(f, a);
@@ -77,7 +77,7 @@ TEST_CASE("golden corpus: generate, check, and every documented failure", "[gold
     CHECK(r.mismatches == 1);
     bool seen = false;
     for (const auto& c : r.cases) {
-      if (c.id == "quantize/int8-rowwise") {
+      if (c.id == "quantize/int8-rowwise-div-mul") {
         REQUIRE(c.first.size() == 1);
         CHECK(c.first[0].find("codes[10]") != std::string::npos);
         seen = true;
@@ -86,7 +86,7 @@ TEST_CASE("golden corpus: generate, check, and every documented failure", "[gold
     CHECK(seen);
   }
   SECTION("a result of another dtype is bad input") {
-    io::write_npy(res + "/quantize/int8-rowwise/codes.npy",
+    io::write_npy(res + "/quantize/int8-rowwise-div-mul/codes.npy",
                   io::make_npy(std::vector<float>(32 * 256, 0.0f)));
     CHECK_THROWS_AS(golden::check(o), InputError);
   }
@@ -97,7 +97,7 @@ TEST_CASE("golden corpus: generate, check, and every documented failure", "[gold
     CHECK(r.mismatches == 0);
   }
   SECTION("a corrupted corpus file fails its hash") {
-    std::ofstream(corpus + "/quantize/mx-e4m3fn-floor/expected/codes.npy",
+    std::ofstream(corpus + "/quantize/mx-e4m3fn-ocp-floor/expected/codes.npy",
                   std::ios::binary | std::ios::app)
         << 'x';
     CHECK_THROWS_WITH(golden::check(o), Catch::Contains("corrupted corpus file"));
@@ -134,8 +134,8 @@ TEST_CASE("golden corpus: the default suite is pinned", "[golden][pinned]") {
   // docs/SEMANTICS.md 13.7, and update this value.
   const std::string dir = make_tmpdir("exmy_golden_pin");
   const golden::GenerateResult g = gen("all", dir + "/c");
-  CHECK(g.cases == 422);
-  CHECK(g.corpus_sha256 == "8906f2c667e552b29c7301b2c6e3dd6f9ea8a280e2c42a10df8b6aab2ee9e371");
+  CHECK(g.cases == 628);
+  CHECK(g.corpus_sha256 == "9dc3ed0305540143e0e9b3d5809569a1e4c5c94e52954766803b3f2cee194cbe");
   CHECK(golden::kCorpusVersion == 1);
   fs::remove_all(dir);
 }
