@@ -182,8 +182,7 @@ std::vector<QCfg> qconfigs(const QOp& op) {
       }
       break;
     case Fam::cast: {
-      const RoundChoice modes[] = {kAllModes[0], kAllModes[1], kAllModes[2],
-                                   kAllModes[4], kAllModes[5], kAllModes[6]};
+      const auto& modes = kAllModes;  // every mode of section 2
       for (const char* s : {"tensor", "rowwise", "block:40"}) {
         for (auto n : kNans) {
           if (op.variant == native::CastVariant::absmax) {
