@@ -7,6 +7,7 @@
 #include <random>
 #include <vector>
 
+#include "sim/fast/array_cast.hpp"
 #include "sim/fast/fp32_cast_table.hpp"
 #include "sim/native/convert.hpp"
 #include "sim/native/philox.hpp"
@@ -39,6 +40,21 @@ void BM_memcpy_baseline(benchmark::State& state) {
   state.SetItemsProcessed(state.iterations() * kN);
 }
 BENCHMARK(BM_memcpy_baseline);
+
+// The 16-bit fast call (fp32 -> bf16 / fp16 through fast::cast_to_codes, as `exmy cast --in`).
+void BM_array_fp32_to_16bit(benchmark::State& state, const FloatFormat* f, RoundMode m) {
+  const auto& in = inputs();
+  std::vector<std::uint16_t> out(kN);
+  for (auto _ : state) {
+    fast::cast_to_codes(in.data(), fast::ArrayInput::fp32, kN, out.data(), *f, Rounding{m, 0}, 0, 0,
+                        0);
+    benchmark::DoNotOptimize(out.data());
+  }
+  state.SetItemsProcessed(state.iterations() * kN);
+}
+BENCHMARK_CAPTURE(BM_array_fp32_to_16bit, bf16_rne, &formats::bf16, RoundMode::rne);
+BENCHMARK_CAPTURE(BM_array_fp32_to_16bit, bf16_rtz, &formats::bf16, RoundMode::rtz);
+BENCHMARK_CAPTURE(BM_array_fp32_to_16bit, fp16_rne, &formats::fp16, RoundMode::rne);
 
 template <const FloatFormat& F>
 void BM_fp32_to_fixed_rne(benchmark::State& state) {
@@ -108,9 +124,9 @@ void BM_fp32_to_e4m3fn_sr8(benchmark::State& state) {
       const auto words = native::philox_block(1234, 0, b);
       for (int j = 0; j < 4; ++j) {
         const std::size_t i = 4 * b + j;
-        out[i] = static_cast<std::uint8_t>(
-            native::convert(formats::fp32, formats::e4m3fn, r, in[i], native::sr_word(words.w[j], 8))
-                .code);
+        out[i] = static_cast<std::uint8_t>(native::convert(formats::fp32, formats::e4m3fn, r, in[i],
+                                                           native::sr_word(words.w[j], 8))
+                                               .code);
       }
     }
     benchmark::DoNotOptimize(out.data());

@@ -1,6 +1,9 @@
 #include "sim/fast/array_cast.hpp"
 
 #include <cstring>
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
 #include <map>
 #include <memory>
 #include <mutex>
@@ -36,10 +39,88 @@ void for_each_fp32(const float* in, std::size_t n, int R, std::uint64_t seed, st
   }
 }
 
-// fp32 values into 16-bit codes (9..16-bit f): the fast cast where f has one, else the native
-// engine.
+// ---- the 16-bit fast calls: fp32 → bf16 and fp32 → fp16 under rne and rtz ---------------------
+// bf16 has fp32's exponent range, so rounding to bf16 is integer rounding of the fp32 bit pattern
+// at bit 16: a carry moves into the next binade (into inf above the largest finite: IEEE overflow,
+// section 4.2 `none`), subnormals stay subnormal, ±0 and ±inf are fixed points. Only NaNs need
+// the canonical code (section 4.1: sign | 0x7FC0) and the saturating policies a clamp. The loop is
+// branch-free so the compiler vectorises it (no intrinsics, no fast-math).
+template <bool Rne>
+void fp32_to_bf16(const float* in, std::uint16_t* out, std::size_t n, Overflow ov) {
+  const std::uint32_t sat_inf = ov == Overflow::satfinite ? 1u : 0u;  // inf inputs saturate too
+  const std::uint32_t sat = ov == Overflow::none ? 0u : 1u;
+  for (std::size_t i = 0; i < n; ++i) {
+    std::uint32_t u;
+    std::memcpy(&u, in + i, 4);
+    const std::uint32_t mag = u & 0x7FFFFFFFu, sign = (u >> 16) & 0x8000u;
+    const std::uint32_t r = Rne ? (u + 0x7FFFu + ((u >> 16) & 1u)) >> 16 : u >> 16;
+    const std::uint32_t rmag = r & 0x7FFFu;
+    // Overflow: a finite input rounded to inf (sat, satfinite), or an inf input (satfinite).
+    const bool to_max = (rmag == 0x7F80u) & (((mag < 0x7F800000u) & (sat != 0)) |
+                                             ((mag == 0x7F800000u) & (sat_inf != 0)));
+    std::uint32_t c = to_max ? (sign | 0x7F7Fu) : r;
+    c = mag > 0x7F800000u ? (sign | 0x7FC0u) : c;
+    out[i] = static_cast<std::uint16_t>(c);
+  }
+}
+
+// fp32 → fp16 under rne / rtz with the x86 F16C conversion (VCVTPS2PH: IEEE rounding with the
+// mode in its immediate, subnormal results kept; this process never sets MXCSR's FTZ/DAZ), then
+// section 4's fix-ups branch-free: NaN → sign | 0x7E00 (F16C keeps payload bits), and the
+// saturating policies. Chosen at run time where the CPU has F16C; otherwise the fast cast below.
+#if defined(__x86_64__)
+__attribute__((target("avx,f16c"))) void fp32_to_fp16_f16c(const float* in, std::uint16_t* out,
+                                                           std::size_t n, bool rne, Overflow ov) {
+  const std::uint32_t sat = ov == Overflow::none ? 0u : 1u;
+  const std::uint32_t sat_inf = ov == Overflow::satfinite ? 1u : 0u;
+  std::size_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    const __m256 v = _mm256_loadu_ps(in + i);
+    const __m128i h = rne ? _mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)
+                          : _mm256_cvtps_ph(v, _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC);
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(out + i), h);
+  }
+  for (; i < n; ++i) {  // the tail, one element at a time through the same instruction
+    const __m128i h =
+        rne ? _mm_cvtps_ph(_mm_set_ss(in[i]), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)
+            : _mm_cvtps_ph(_mm_set_ss(in[i]), _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC);
+    out[i] = static_cast<std::uint16_t>(_mm_extract_epi16(h, 0));
+  }
+  for (std::size_t k = 0; k < n; ++k) {
+    std::uint32_t u;
+    std::memcpy(&u, in + k, 4);
+    const std::uint32_t mag = u & 0x7FFFFFFFu, sign = (u >> 16) & 0x8000u, r = out[k];
+    const bool to_max = ((r & 0x7FFFu) == 0x7C00u) & (((mag < 0x7F800000u) & (sat != 0)) |
+                                                      ((mag == 0x7F800000u) & (sat_inf != 0)));
+    std::uint32_t c = to_max ? (sign | 0x7BFFu) : r;
+    c = mag > 0x7F800000u ? (sign | 0x7E00u) : c;
+    out[k] = static_cast<std::uint16_t>(c);
+  }
+}
+bool have_f16c() {
+  static const bool has = __builtin_cpu_supports("f16c") && __builtin_cpu_supports("avx");
+  return has;
+}
+#endif
+
+// fp32 values into 16-bit codes (9..16-bit f): the bf16 / fp16 calls above, the fast cast where f
+// has one, else the native engine.
 void fp32_to_u16(const float* in, std::uint16_t* out, std::size_t n, const FloatFormat& f,
                  const Rounding& r, std::uint64_t seed, std::uint32_t stream, std::uint64_t first) {
+  if (f == formats::bf16 && (r.mode == RoundMode::rne || r.mode == RoundMode::rtz)) {
+    if (r.mode == RoundMode::rne) {
+      fp32_to_bf16<true>(in, out, n, r.overflow);
+    } else {
+      fp32_to_bf16<false>(in, out, n, r.overflow);
+    }
+    return;
+  }
+#if defined(__x86_64__)
+  if (f == formats::fp16 && (r.mode == RoundMode::rne || r.mode == RoundMode::rtz) && have_f16c()) {
+    fp32_to_fp16_f16c(in, out, n, r.mode == RoundMode::rne, r.overflow);
+    return;
+  }
+#endif
   const bool sr = r.mode == RoundMode::sr;
   const int R = r.sr_bits;
   const auto put = [&](auto cast) {
@@ -152,7 +233,7 @@ const std::vector<float>& decode_table(const FloatFormat& f) {
   using Key = std::tuple<int, int, int, bool, bool, int, bool>;
   static std::mutex mu;
   static std::map<Key, std::unique_ptr<std::vector<float>>> cache;
-  const Key k{f.exp_bits, f.man_bits, f.bias, f.is_signed, f.has_inf, static_cast<int>(f.nan),
+  const Key k{f.exp_bits,  f.man_bits, f.bias, f.is_signed, f.has_inf, static_cast<int>(f.nan),
               f.subnormals};
   std::lock_guard<std::mutex> lock(mu);
   auto& slot = cache[k];
