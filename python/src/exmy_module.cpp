@@ -41,6 +41,16 @@ nb::ndarray<nb::numpy, T> to_numpy(std::vector<T>&& v, const std::vector<std::si
   return nb::ndarray<nb::numpy, T>(heap->data(), shape.size(), shape.data(), owner);
 }
 
+// An uninitialised output buffer owned by the returned array: zero-filling a large output would
+// cost a whole extra pass over memory (the casts are memory-bound).
+template <class T>
+nb::ndarray<nb::numpy, T> fresh_numpy(std::size_t n, const std::vector<std::size_t>& shape,
+                                      T*& data) {
+  data = new T[n];  // default-initialised: no zero fill
+  nb::capsule owner(data, [](void* p) noexcept { delete[] static_cast<T*>(p); });
+  return nb::ndarray<nb::numpy, T>(data, shape.size(), shape.data(), owner);
+}
+
 template <class... Ts>
 std::vector<std::size_t> shape_of(const nb::ndarray<Ts...>& a) {
   std::vector<std::size_t> s;
@@ -79,19 +89,21 @@ nb::object cast(nb::ndarray<nb::c_contig, nb::device::cpu> x, const std::string&
   const std::size_t n = x.size();
   const std::vector<std::size_t> shape = shape_of(x);
   if (f.fp.total_bits() <= 8) {
-    std::vector<std::uint8_t> codes(n);
+    std::uint8_t* codes = nullptr;
+    auto out = fresh_numpy<std::uint8_t>(n, shape, codes);
     {
       nb::gil_scoped_release release;
-      fast::cast_to_codes(x.data(), in, n, codes.data(), f.fp, r, seed, kCastStream, 0);
+      fast::cast_to_codes(x.data(), in, n, codes, f.fp, r, seed, kCastStream, 0);
     }
-    return nb::cast(to_numpy(std::move(codes), shape));
+    return nb::cast(out);
   }
-  std::vector<std::uint16_t> codes(n);
+  std::uint16_t* codes = nullptr;
+  auto out = fresh_numpy<std::uint16_t>(n, shape, codes);
   {
     nb::gil_scoped_release release;
-    fast::cast_to_codes(x.data(), in, n, codes.data(), f.fp, r, seed, kCastStream, 0);
+    fast::cast_to_codes(x.data(), in, n, codes, f.fp, r, seed, kCastStream, 0);
   }
-  return nb::cast(to_numpy(std::move(codes), shape));
+  return nb::cast(out);
 }
 
 nb::object decode(nb::ndarray<nb::c_contig, nb::device::cpu> codes, const std::string& fmt) {
