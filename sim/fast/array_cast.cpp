@@ -2,6 +2,7 @@
 
 #include <cstring>
 #if defined(__x86_64__)
+#include <cpuid.h>
 #include <immintrin.h>
 #endif
 #include <map>
@@ -97,8 +98,20 @@ __attribute__((target("avx,f16c"))) void fp32_to_fp16_f16c(const float* in, std:
     out[k] = static_cast<std::uint16_t>(c);
   }
 }
+// F16C and AVX from CPUID leaf 1 (ECX bits 29 and 28) plus the OS's consent to save the YMM state
+// (OSXSAVE, ECX bit 27, and XCR0 bits 1-2). Read directly rather than through
+// __builtin_cpu_supports, whose feature strings differ between compilers (clang 14 rejects "f16c").
+bool cpu_has_f16c() {
+  unsigned a = 0, b = 0, c = 0, d = 0;
+  if (__get_cpuid(1, &a, &b, &c, &d) == 0) return false;
+  const bool f16c = (c >> 29) & 1u, avx = (c >> 28) & 1u, osxsave = (c >> 27) & 1u;
+  if (!(f16c && avx && osxsave)) return false;
+  unsigned lo = 0, hi = 0;
+  __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
+  return (lo & 0x6u) == 0x6u;
+}
 bool have_f16c() {
-  static const bool has = __builtin_cpu_supports("f16c") && __builtin_cpu_supports("avx");
+  static const bool has = cpu_has_f16c();
   return has;
 }
 #endif

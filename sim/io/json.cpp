@@ -116,11 +116,13 @@ class Parser {
       do {
         ws();
         std::string k = string();
-        for (const auto& f : v.fields) {
-          if (f.first == k) fail("duplicate key '" + k + "'");
+        for (const auto& f : v.keys) {
+          if (f == k) fail("duplicate key '" + k + "'");
         }
         expect(':');
-        v.fields.emplace_back(std::move(k), value(depth + 1));
+        Json member = value(depth + 1);
+        v.keys.push_back(std::move(k));
+        v.values.push_back(std::move(member));
       } while (eat(','));
       expect('}');
     } else if (c == '[') {
@@ -164,8 +166,8 @@ class Parser {
 
 const Json* Json::find(std::string_view key) const {
   if (kind != Kind::object) return nullptr;
-  for (const auto& f : fields) {
-    if (f.first == key) return &f.second;
+  for (std::size_t i = 0; i < keys.size(); ++i) {
+    if (keys[i] == key) return &values[i];
   }
   return nullptr;
 }

@@ -16,7 +16,10 @@ struct Json {
   enum class Kind { null, boolean, number, string, array, object } kind = Kind::null;
   std::string text;                                  // string contents, number text, true/false
   std::vector<Json> items;                           // array
-  std::vector<std::pair<std::string, Json>> fields;  // object, in order
+  // Object members in order, as two parallel vectors: std::pair<std::string, Json> would need
+  // Json complete inside its own definition (clang rejects it; vector<Json> is allowed).
+  std::vector<std::string> keys;
+  std::vector<Json> values;
 
   // Object member (nullptr when absent or not an object).
   const Json* find(std::string_view key) const;

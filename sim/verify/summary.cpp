@@ -198,8 +198,10 @@ std::vector<Result> results_from_json(const std::string& text, const std::string
     for (int k = 0; k < kOutcomes; ++k) {
       r.by_outcome[k] = bo.at(outcome_name(static_cast<Outcome>(k)), w).u64(w);
     }
-    for (const auto& [label, v] : c.at("by_label", w).fields) {
-      r.by_label.push_back({label, v.at("checks", w).u64(w), v.at("mismatches", w).u64(w)});
+    const io::Json& bl = c.at("by_label", w);
+    for (std::size_t li = 0; li < bl.keys.size(); ++li) {
+      const io::Json& v = bl.values[li];
+      r.by_label.push_back({bl.keys[li], v.at("checks", w).u64(w), v.at("mismatches", w).u64(w)});
     }
     for (const io::Json& m : c.at("first_mismatches", w).items) {
       Mismatch x;
