@@ -6,6 +6,7 @@
 // --tiny (undocumented in the usage line) runs the test-size configuration of every section.
 #include <chrono>
 #include <cstdio>
+#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -28,12 +29,19 @@ unsigned long long parse_unsigned(const std::string& flag, const std::string& v,
 
 const char* kUsage =
     "usage: exmy report [all|variance|adam-heatmap|formats] --out DIR [--quick] [--seed N] "
-    "[--threads N]";
+    "[--threads N] [--replace]\n"
+    "  --quick      the reduced configuration (about 2 minutes on 2 cores; the full report about "
+    "10)\n"
+    "  --threads N  worker threads (default: OMP_NUM_THREADS if set, else every usable core); the "
+    "CSVs are byte-identical for every N\n"
+    "  --replace    remove sections that an earlier run left in DIR (otherwise refused: one "
+    "directory holds one run)";
 
 int run_report(const exmy::cli::Args& args) {
   rep::ReportOptions o;
   std::string section = "all";
   bool have_section = false;
+  bool replace = false;
   for (std::size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
     auto value = [&]() -> std::string {
@@ -45,6 +53,8 @@ int run_report(const exmy::cli::Args& args) {
       return 0;
     } else if (a == "--out") {
       o.out_dir = value();
+    } else if (a == "--replace") {
+      replace = true;
     } else if (a == "--quick") {
       o.quick = true;
     } else if (a == "--tiny") {
@@ -65,16 +75,48 @@ int run_report(const exmy::cli::Args& args) {
     }
   }
   if (o.out_dir.empty()) throw InputError(std::string("--out DIR: required (") + kUsage + ")");
+  std::vector<std::string> keys;
+  for (const auto& s : rep::report_sections()) {
+    if (section == "all" || section == s.key) keys.push_back(s.key);
+  }
+  const auto stale = rep::stale_sections(o.out_dir, keys);
+  if (!stale.empty()) {
+    std::string names;
+    for (const auto& k : stale) names += (names.empty() ? "" : ", ") + k;
+    if (!replace) {
+      throw InputError("--out " + o.out_dir + ": holds section(s) " + names +
+                       " from an earlier run; one directory holds one run (use a fresh "
+                       "directory, or --replace to remove them)");
+    }
+    for (const auto& k : stale) std::filesystem::remove_all(o.out_dir + "/" + k);
+    std::fprintf(stderr, "exmy report: removed the earlier run's section(s) %s\n", names.c_str());
+  }
+  for (const auto& k : keys) {
+    const std::filesystem::path p = o.out_dir + "/" + k;
+    std::error_code ec;
+    if (std::filesystem::exists(p) && !std::filesystem::exists(p / "index.md") &&
+        !(std::filesystem::is_directory(p) && std::filesystem::is_empty(p, ec))) {
+      throw InputError("--out " + o.out_dir + ": " + p.string() +
+                       " exists and is not an exmy report section (no index.md); refusing to "
+                       "replace it");
+    }
+  }
   rep::make_directories(o.out_dir);
   rep::install_interrupt_handler();
   const auto t0 = std::chrono::steady_clock::now();
   rep::ReportContext ctx(o);
   std::vector<rep::SectionSummary> ran;
   try {
-    if (section == "all" || section == "formats") ran.push_back(rep::run_formats_section(ctx));
-    if (section == "all" || section == "variance") ran.push_back(rep::run_variance_section(ctx));
-    if (section == "all" || section == "adam-heatmap") {
-      ran.push_back(rep::run_adam_heatmap_section(ctx));
+    for (const auto& key : keys) {
+      const auto ts = std::chrono::steady_clock::now();
+      // A re-run section starts from an empty directory: no figure or CSV of an earlier run
+      // survives under this run's provenance.
+      std::filesystem::remove_all(o.out_dir + "/" + key);
+      if (key == "formats") ran.push_back(rep::run_formats_section(ctx));
+      if (key == "variance") ran.push_back(rep::run_variance_section(ctx));
+      if (key == "adam-heatmap") ran.push_back(rep::run_adam_heatmap_section(ctx));
+      ran.back().seconds =
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - ts).count();
     }
     const double secs =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();

@@ -261,9 +261,19 @@ SectionSummary run_adam_heatmap_section(const ReportContext& ctx) {
     md += "- Size: " + std::string(ctx.options().tiny ? "tiny test" : "--quick") +
           " configuration; the full report trains longer and records more snapshots.\n";
   }
-  md += "\n" + figure_md(fig, "heatmap_usage", "usage counts per (code m, code v), log colour");
-  md += figure_md(fig, "heatmap_abs", "mean |u32 - u8| per cell, log colour");
-  md += figure_md(fig, "heatmap_rel", "mean |u32 - u8| / |u32| per cell, log colour");
+  md += "\n" + figure_md(fig, "heatmap_usage",
+                         "elements per (code m, code v) cell, log colour; axes are the "
+                         "normalised state values of the codes");
+  md += figure_md(fig, "heatmap_abs",
+                  "mean |u32 - u8| per cell: one log colour range for all nine panels, clipped "
+                  "at the 1st and 99th percentiles of the cells with at least 5 elements (black "
+                  "below, magenta above); cells with fewer than 5 elements grey");
+  md += figure_md(fig, "heatmap_rel",
+                  "mean |u32 - u8| / |u32| per cell, same shared range, clipping and grey cells");
+  md += figure_md(fig, "heatmap_overlap",
+                  "where usage meets error: the abs-error heatmap with contours of the element "
+                  "count (10, 100, 1000, ... per cell) and, per panel, the share of the total "
+                  "error carried by the cells that hold 90% of the elements");
   md += figure_md(fig, "train_loss", "training loss of the fp32 Adam run");
   md +=
       "## Data\n\n- [summary.csv](summary.csv), [top_cells.csv](top_cells.csv)\n"

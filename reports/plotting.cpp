@@ -62,15 +62,21 @@ std::string provenance_md(const ReportContext& ctx, double seconds) {
   const auto& o = ctx.options();
   std::string s = "## Provenance\n\n";
   s += "| | |\n|---|---|\n";
+  s += "| date (UTC, start) | " + p.date + " |\n";
   s += "| exmy version | " + p.version + " |\n";
-  s += "| git SHA | " + p.git_sha + " |\n";
-  s += "| seed | " + std::to_string(o.seed) + " |\n";
+  s += "| git | " + p.git_sha + " |\n";
+  s += "| compiler, build | " + p.compiler + " |\n";
+  s += "| OS | " + p.os + " |\n";
+  s += "| CPU | " + p.cpu_model + ", " + std::to_string(p.cores) + " usable logical CPUs |\n";
+  s += "| threads | " + std::to_string(ctx.threads()) + " (from " + ctx.threads_source() +
+       "; results do not depend on it: per-item work, reduced in index order) |\n";
+  s += "| GPU | " + p.gpu + " |\n";
+  s += "| figures | " + p.python + " |\n";
+  s += "| seed | " + std::to_string(o.seed) +
+       " (every random word derives from it: Philox4x32-10 keyed by the seed, a stream per "
+       "quantity; SEMANTICS 14) |\n";
   s += "| size | " + std::string(o.tiny ? "tiny (test)" : o.quick ? "--quick" : "full") + " |\n";
   s += "| engine | " + p.engine + " |\n";
-  s += "| CPU | " + p.cpu_model + " |\n";
-  s += "| GPU | " + p.gpu + " |\n";
-  s += "| threads | " + std::to_string(ctx.threads()) +
-       " (results do not depend on it: per-item work, reduced in index order) |\n";
   s += "| run time | " + fmt_g(seconds, 3) + " s |\n\n";
   return s;
 }

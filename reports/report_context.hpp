@@ -4,6 +4,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <stdexcept>
@@ -16,7 +17,7 @@ struct ReportOptions {
   std::string out_dir;
   bool quick = false;
   std::uint64_t seed = 20231116;  // default: the date seed 000 was revised; any value works
-  int threads = 0;                // 0: hardware concurrency
+  int threads = 0;                // 0: OMP_NUM_THREADS if set, else hardware concurrency
   // Internal size knob for tests: 0 = as --quick/full says; 1 = the tiny configuration the unit
   // tests run (seconds). Not exposed on the command line.
   int tiny = 0;
@@ -35,11 +36,17 @@ void throw_if_interrupted();
 
 // Provenance recorded in every index.md (never in CSVs: CSVs are a function of the seed only).
 struct Provenance {
+  std::string date;  // UTC start of the run, ISO 8601
   std::string version;
-  std::string git_sha;
+  std::string
+      git_sha;  // the source tree at run time (with "-dirty"), and the build's if it differs
+  std::string compiler;  // compiler name and version, build type and flags
+  std::string os;        // uname: system, release, machine
   std::string cpu_model;
+  int cores = 0;  // logical CPUs the process may use
   std::string gpu;
   std::string engine;
+  std::string python;  // the figure interpreter, its version and matplotlib's
 };
 Provenance collect_provenance();
 
@@ -48,19 +55,38 @@ class ReportContext {
   explicit ReportContext(ReportOptions opts);
   const ReportOptions& options() const { return opts_; }
   int threads() const { return threads_; }
+  // Where the thread count came from: "--threads", "OMP_NUM_THREADS" or "hardware concurrency".
+  const std::string& threads_source() const { return threads_source_; }
   const Provenance& provenance() const { return prov_; }
 
   // Runs fn(i) for i in [0, n) on threads() threads. Each i must write only its own outputs.
   // Rethrows the first exception (Interrupted included) after all workers stop.
   void parallel_for(std::size_t n, const std::function<void(std::size_t)>& fn) const;
 
-  // One progress line on stderr ("[variance] gaussian k=4096 (5/48)").
+  // One progress line on stderr with the run's elapsed time ("[variance 12 s] gaussian k=4096").
   void progress(const std::string& section, const std::string& what) const;
 
  private:
   ReportOptions opts_;
   int threads_;
+  std::string threads_source_;
   Provenance prov_;
+  std::chrono::steady_clock::time_point start_;
+  friend class Progress;
+};
+
+// Progress of one loop with a known amount of work (in any unit proportional to time): each
+// step() prints what starts now, the elapsed time of the loop and its ETA from the rate so far.
+class Progress {
+ public:
+  Progress(const ReportContext& ctx, std::string section, double total_work);
+  void step(const std::string& what, double work_done_before);
+
+ private:
+  const ReportContext& ctx_;
+  std::string section_;
+  double total_;
+  std::chrono::steady_clock::time_point start_;
 };
 
 }  // namespace exmy::reports

@@ -9,13 +9,51 @@
 
 namespace exmy::reports {
 
+// One row of the claim table (DIR/index.md, DIR/report.html, DIR/claims.csv): a statement of a
+// paper (or a closed form this report derives) next to the number exmy measures for it.
+struct Claim {
+  std::string source;    // "Wortsman et al. 2023 (arXiv 2304.13013)" or "closed form"
+  std::string where;     // section / equation / figure of the source
+  std::string claim;     // the statement, quoted or paraphrased (paraphrases say so)
+  std::string measured;  // what exmy computes for it, in words
+  double value = 0;
+  bool has_value = false;
+  double lo = 0, hi = 0;  // 95% interval
+  bool has_ci = false;
+  std::string expected;  // the paper's or the closed form's value, as text
+  // reproduced | partly reproduced | not reproduced | agrees | disagrees |
+  // arithmetic restatement | not computable
+  std::string verdict;
+  std::string link;  // figure or CSV, relative to DIR
+};
+
 struct SectionSummary {
   std::string key;  // directory name under DIR
   std::string title;
   std::vector<std::string> headlines;  // one-line findings for DIR/index.md
   bool figures_ok = false;
   std::string figures_note;  // why figures were skipped, when they were
+  double seconds = 0;        // the section's run time (set by the driver)
+  std::vector<Claim> claims;
 };
+
+// Verdict of a measured value against an expected one: an interval wider than |expected| ->
+// "inconclusive (interval too wide)"; the interval contains the expected value -> `yes`; the
+// point estimate within a factor `near` of it -> `partly`; else `no`.
+std::string verdict_for(double lo, double hi, double value, double expected, double near,
+                        const char* yes, const char* partly, const char* no);
+
+// The sections `exmy report` knows, in run order: directory name and title.
+struct SectionInfo {
+  const char* key;
+  const char* title;
+};
+const std::vector<SectionInfo>& report_sections();
+
+// Section directories under dir that hold an index.md but are not in `keys` (left by an earlier
+// run). The driver refuses to mix them with this run unless told to remove them.
+std::vector<std::string> stale_sections(const std::string& dir,
+                                        const std::vector<std::string>& keys);
 
 SectionSummary run_variance_section(const ReportContext& ctx);
 SectionSummary run_adam_heatmap_section(const ReportContext& ctx);

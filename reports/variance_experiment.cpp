@@ -1,6 +1,7 @@
 #include "reports/variance_experiment.hpp"
 
 #include <string>
+#include <vector>
 
 #include "reports/exact_dot.hpp"
 #include "reports/random_normal.hpp"
@@ -84,8 +85,8 @@ void quantize_operand(const VarScheme& s, bool rowwise, std::uint64_t sr_seed, i
   }
   quant::Options o;
   o.scheme.kind = rowwise ? quant::Granularity::row : quant::Granularity::tensor;
-  o.target = s.kind == SchemeKind::int8_absmax ? quant::parse_target("int8")
-                                               : quant::float_target(s.fmt);
+  o.target =
+      s.kind == SchemeKind::int8_absmax ? quant::parse_target("int8") : quant::float_target(s.fmt);
   o.variant = native::CastVariant::absmax;
   // SwitchBack: quantize_rowwise divides then multiplies; quantize_global multiplies by the
   // reciprocal of the absmax.
@@ -97,9 +98,12 @@ void quantize_operand(const VarScheme& s, bool rowwise, std::uint64_t sr_seed, i
   xhat = quant::dequantize(quant::quantize(x, shape, o), o);
 }
 
+// Sums of one trial for one scheme: the bootstrap resamples whole trials.
 struct SchemeTrial {
-  std::vector<double> d;  // rows^2 errors
+  std::vector<double> d;  // rows^2 errors d = <u^, v^> - <u, v>, exact then rounded once
+  std::vector<double> w;  // rows^2 <u^, v^>, exact then rounded once
   double sum_eu2 = 0, sum_ev2 = 0, sum_eu = 0, sum_ev = 0, sum_euu = 0, sum_evv = 0;
+  double sum_rho = 0, sum_rho2 = 0, n_rho = 0;
 };
 struct Trial {
   std::vector<double> uv;  // rows^2 exact <u, v>, rounded once
@@ -142,6 +146,7 @@ Trial run_trial(const VarianceConfig& cfg, std::uint64_t seed, int di, int kidx,
         const float* a = &uh[static_cast<std::size_t>(i) * k];
         const float* b = &vh[static_cast<std::size_t>(j) * k];
         for (int c = 0; c < k; ++c) acc.add_product(a[c], b[c]);
+        st.w.push_back(acc.to_double());
         acc.add(base[i * rows + j], /*subtract=*/true);
         st.d.push_back(acc.to_double());
       }
@@ -153,12 +158,24 @@ Trial run_trial(const VarianceConfig& cfg, std::uint64_t seed, int di, int kidx,
       st.sum_eu2 += e * e;
       st.sum_eu += e;
       st.sum_euu += e * u[i];
+      if (u[i] != 0.0f) {
+        const double rho = e / u[i];
+        st.sum_rho += rho;
+        st.sum_rho2 += rho * rho;
+        st.n_rho += 1;
+      }
     }
     for (std::size_t i = 0; i < v.size(); ++i) {
       const double e = static_cast<double>(vh[i]) - v[i];
       st.sum_ev2 += e * e;
       st.sum_ev += e;
       st.sum_evv += e * v[i];
+      if (v[i] != 0.0f) {
+        const double rho = e / v[i];
+        st.sum_rho += rho;
+        st.sum_rho2 += rho * rho;
+        st.n_rho += 1;
+      }
     }
     t.schemes.push_back(std::move(st));
   }
@@ -189,76 +206,169 @@ const VarianceCell* VarianceResults::find(InputDist d, const std::string& scheme
   return nullptr;
 }
 
+double variance_work(const VarianceConfig& cfg, int k) {
+  return static_cast<double>(k) * static_cast<double>(cfg.schemes.size() + 1);
+}
+
+namespace {
+
+double sample_var(double n, double s, double ss) {
+  return n > 1 ? (ss - s * s / n) / (n - 1) : 0.0;
+}
+
+// The statistics of one cell from a multiset of trials (all of them, or a bootstrap replicate).
+struct CellStats {
+  double var_d = 0, var_w = 0, var_uv = 0, mean_d = 0;
+  double su2 = 0, sv2 = 0, qu2 = 0, qv2 = 0, mu = 0, mv = 0, cu = 0, cv = 0;
+  double rho = 0, rho2 = 0;
+};
+
+CellStats cell_stats(const std::vector<Trial>& trials, const std::vector<int>& pick, std::size_t si,
+                     int rows, int k) {
+  double n_d = 0, sd = 0, sdd = 0, sw = 0, sww = 0, sx = 0, sxx = 0;
+  double su2 = 0, sv2 = 0, eu2 = 0, ev2 = 0, eu = 0, ev = 0, euu = 0, evv = 0;
+  double r1 = 0, r2 = 0, nr = 0;
+  for (int t : pick) {
+    const Trial& tr = trials[static_cast<std::size_t>(t)];
+    const SchemeTrial& st = tr.schemes[si];
+    for (std::size_t p = 0; p < st.d.size(); ++p) {
+      sd += st.d[p];
+      sdd += st.d[p] * st.d[p];
+      sw += st.w[p];
+      sww += st.w[p] * st.w[p];
+      sx += tr.uv[p];
+      sxx += tr.uv[p] * tr.uv[p];
+    }
+    n_d += static_cast<double>(st.d.size());
+    su2 += tr.sum_u2;
+    sv2 += tr.sum_v2;
+    eu2 += st.sum_eu2;
+    ev2 += st.sum_ev2;
+    eu += st.sum_eu;
+    ev += st.sum_ev;
+    euu += st.sum_euu;
+    evv += st.sum_evv;
+    r1 += st.sum_rho;
+    r2 += st.sum_rho2;
+    nr += st.n_rho;
+  }
+  const double n_elem = static_cast<double>(pick.size()) * rows * k;
+  CellStats c;
+  c.mean_d = sd / n_d;
+  c.var_d = sample_var(n_d, sd, sdd);
+  c.var_w = sample_var(n_d, sw, sww);
+  c.var_uv = sample_var(n_d, sx, sxx);
+  c.su2 = su2 / n_elem;
+  c.sv2 = sv2 / n_elem;
+  c.qu2 = eu2 / n_elem;
+  c.qv2 = ev2 / n_elem;
+  c.mu = eu / n_elem;
+  c.mv = ev / n_elem;
+  c.cu = euu / n_elem;
+  c.cv = evv / n_elem;
+  c.rho = nr > 0 ? r1 / nr : 0;
+  c.rho2 = nr > 0 ? r2 / nr : 0;
+  return c;
+}
+
+double eq12(const CellStats& c, int k) {
+  return k * (c.qu2 * c.sv2 + c.qv2 * c.su2 + c.qu2 * c.qv2);
+}
+
+// Closed-form (s_qu^2 + s_qv^2) / 2 for the int8 absmax schemes (VarianceCell).
+double int8_closed_sigma_q2(const VarScheme& s, InputDist dist, int rows, int k) {
+  if (s.kind != SchemeKind::int8_absmax || dist == InputDist::outliers) return 0.0;
+  const int nu = dist == InputDist::student_t ? 4 : 0;
+  const double div = (s.mode == RoundMode::sr ? 6.0 : 12.0) * 127.0 * 127.0;
+  const double mu = expected_max_sq(s.u_rowwise ? k : static_cast<double>(rows) * k, nu);
+  const double mv = expected_max_sq(s.v_rowwise ? k : static_cast<double>(rows) * k, nu);
+  return 0.5 * (mu + mv) / div;
+}
+
+}  // namespace
+
 VarianceResults run_variance_experiment(const ReportContext& ctx, const VarianceConfig& cfg) {
   VarianceResults res;
   res.config = cfg;
+  res.replicates = bootstrap_replicates(ctx.options().quick, ctx.options().tiny);
   const int rows = cfg.rows;
+  double total = 0;
+  for (int k : cfg.ks) total += variance_work(cfg, k) * static_cast<double>(cfg.dists.size());
+  Progress progress(ctx, "variance", total);
+  double done = 0;
+  std::vector<int> all(static_cast<std::size_t>(cfg.trials));
+  for (int t = 0; t < cfg.trials; ++t) all[static_cast<std::size_t>(t)] = t;
   for (std::size_t di = 0; di < cfg.dists.size(); ++di) {
     for (std::size_t ki = 0; ki < cfg.ks.size(); ++ki) {
       const int k = cfg.ks[ki];
-      ctx.progress("variance", std::string(dist_name(cfg.dists[di])) + " k=" + std::to_string(k) +
-                                   " (" + std::to_string(cfg.trials) + " trials)");
+      progress.step(std::string(dist_name(cfg.dists[di])) + " k=" + std::to_string(k) + " (" +
+                        std::to_string(cfg.trials) + " trials x " +
+                        std::to_string(cfg.schemes.size()) + " schemes)",
+                    done);
+      done += variance_work(cfg, k);
       std::vector<Trial> trials(cfg.trials);
       ctx.parallel_for(trials.size(), [&](std::size_t t) {
         trials[t] = run_trial(cfg, ctx.options().seed, static_cast<int>(di), static_cast<int>(ki),
                               static_cast<int>(t));
       });
-      // Reductions in trial order, then pair order: independent of the thread count.
-      const double n_elem = static_cast<double>(cfg.trials) * rows * k;
-      const double n_d = static_cast<double>(cfg.trials) * rows * rows;
-      double su2 = 0, sv2 = 0, muv = 0;
-      for (const auto& t : trials) {
-        su2 += t.sum_u2;
-        sv2 += t.sum_v2;
-        for (double x : t.uv) muv += x;
+      // Bootstrap draws of this (dist, k), shared by every scheme (paired intervals).
+      std::vector<std::vector<int>> draws(static_cast<std::size_t>(res.replicates));
+      for (int b = 0; b < res.replicates; ++b) {
+        draws[static_cast<std::size_t>(b)] = bootstrap_draw(
+            ctx.options().seed, static_cast<int>(di), static_cast<int>(ki), b, cfg.trials);
       }
-      muv /= n_d;
-      double vuv = 0;
-      for (const auto& t : trials) {
-        for (double x : t.uv) vuv += (x - muv) * (x - muv);
-      }
-      vuv /= (n_d - 1);
-      for (std::size_t si = 0; si < cfg.schemes.size(); ++si) {
+      const std::size_t first = res.cells.size();
+      res.cells.resize(first + cfg.schemes.size());
+      // Sums in trial order (or replicate draw order): independent of the thread count.
+      ctx.parallel_for(cfg.schemes.size(), [&](std::size_t si) {
+        const CellStats a = cell_stats(trials, all, si, rows, k);
         VarianceCell c;
         c.dist = cfg.dists[di];
         c.scheme = static_cast<int>(si);
         c.k = k;
-        c.samples = static_cast<long long>(n_d);
-        double md = 0, eu2 = 0, ev2 = 0, eu = 0, ev = 0, euu = 0, evv = 0;
-        for (const auto& t : trials) {
-          for (double x : t.schemes[si].d) md += x;
-          eu2 += t.schemes[si].sum_eu2;
-          ev2 += t.schemes[si].sum_ev2;
-          eu += t.schemes[si].sum_eu;
-          ev += t.schemes[si].sum_ev;
-          euu += t.schemes[si].sum_euu;
-          evv += t.schemes[si].sum_evv;
-        }
-        md /= n_d;
-        double vd = 0;
-        for (const auto& t : trials) {
-          for (double x : t.schemes[si].d) vd += (x - md) * (x - md);
-        }
-        c.mean_d = md;
-        c.var_d = vd / (n_d - 1);
-        c.var_uv = vuv;
-        c.sigma_u2 = su2 / n_elem;
-        c.sigma_v2 = sv2 / n_elem;
-        c.sigma_qu2 = eu2 / n_elem;
-        c.sigma_qv2 = ev2 / n_elem;
-        c.mean_qu = eu / n_elem;
-        c.mean_qv = ev / n_elem;
-        c.cov_qu = euu / n_elem;
-        c.cov_qv = evv / n_elem;
-        c.predicted =
-            k * (c.sigma_qu2 * c.sigma_v2 + c.sigma_qv2 * c.sigma_u2 + c.sigma_qu2 * c.sigma_qv2);
+        c.samples = static_cast<long long>(cfg.trials) * rows * rows;
+        c.mean_d = a.mean_d;
+        c.var_d = a.var_d;
+        c.var_uv = a.var_uv;
+        c.var_w = a.var_w;
+        c.delta_var = a.var_w - a.var_uv;
+        c.sigma_u2 = a.su2;
+        c.sigma_v2 = a.sv2;
+        c.sigma_qu2 = a.qu2;
+        c.sigma_qv2 = a.qv2;
+        c.mean_qu = a.mu;
+        c.mean_qv = a.mv;
+        c.cov_qu = a.cu;
+        c.cov_qv = a.cv;
+        c.predicted = eq12(a, k);
         c.predicted_corr = c.predicted + k * (2 * c.cov_qu * c.cov_qv + 2 * c.sigma_qu2 * c.cov_qv +
                                               2 * c.sigma_qv2 * c.cov_qu -
                                               (c.mean_qu * c.mean_qv) * (c.mean_qu * c.mean_qv));
-        res.cells.push_back(c);
-      }
+        c.predicted_delta =
+            c.predicted_corr +
+            2.0 * k * (c.cov_qu * c.sigma_v2 + c.cov_qv * c.sigma_u2 + c.cov_qu * c.cov_qv);
+        c.rho_mean = a.rho;
+        c.rho_sq = a.rho2;
+        c.mask_factor = a.rho2 > 0 ? 1.0 + a.rho * a.rho / a.rho2 : 0.0;
+        c.sigma_q2_closed = int8_closed_sigma_q2(cfg.schemes[si], c.dist, rows, k);
+        std::vector<double> dv, ratio;
+        for (const auto& pick : draws) {
+          const CellStats r = cell_stats(trials, pick, si, rows, k);
+          c.rep_var_d.push_back(r.var_d);
+          c.rep_sigma_q2.push_back(0.5 * (r.qu2 + r.qv2));
+          dv.push_back(r.var_w - r.var_uv);
+          const double p = eq12(r, k);
+          ratio.push_back(p > 0 ? r.var_d / p : 0.0);
+        }
+        c.var_d_ci = percentile_interval(c.rep_var_d);
+        c.sigma_q2_ci = percentile_interval(c.rep_sigma_q2);
+        c.delta_var_ci = percentile_interval(dv);
+        c.ratio_ci = percentile_interval(ratio);
+        res.cells[first + si] = std::move(c);
+      });
     }
   }
+  progress.step("done", total);
   return res;
 }
 

@@ -8,6 +8,7 @@
 
 #include "reports/report_context.hpp"
 #include "reports/variance_config.hpp"
+#include "reports/variance_stats.hpp"
 
 namespace exmy::reports {
 
@@ -38,15 +39,41 @@ struct VarianceCell {
   //     + 2 c_u c_v + 2 s_qu^2 c_v + 2 s_qv^2 c_u - (m_u m_v)^2,
   // c = E[e u] (cov_q*), m = E[e] (mean_q*); times k.
   double predicted_corr = 0;
+  // Appendix D's own quantity: Var(<u^, v^>) - Var(<u, v>) (eq. 12's left side). It equals
+  // Var(d) + 2 Cov(<u, v>, d): the two agree only when the error is uncorrelated with the signal.
+  double var_w = 0;  // sample variance of <u^, v^>
+  double delta_var = 0;
+  // Its expectation from the measured element moments: predicted_corr + 2 Cov(<u,v>, d) with
+  // Cov(<u,v>, d) = k (c_u s_v^2 + c_v s_u^2 + c_u c_v) (SEMANTICS 14.1). Eq. 12 drops the
+  // covariance, which is of the order of Var(d) itself wherever c = E[e u] is of the order of
+  // s_q^2 (round to nearest on a float grid, masking).
+  double predicted_delta = 0;
+  // Relative element error rho = (x^ - x) / x over nonzero inputs of both operands: E[rho] and
+  // E[rho^2]. For an error proportional to its input (masking), eq. 12 with the cross term
+  // predicts Var(d) / predicted = 1 + E[rho]^2 / E[rho^2] (SEMANTICS 14.1): `mask_factor`.
+  double rho_mean = 0, rho_sq = 0, mask_factor = 0;
+  // Closed-form (s_qu^2 + s_qv^2) / 2 for the int8 absmax schemes: per operand E[M^2] /
+  // (12 * 127^2) for round to nearest (uniform error on a grid of step M/127), / (6 * 127^2)
+  // for stochastic rounding, M the absmax of the k (row-wise) or rows*k (tensor-wise) elements
+  // that share a scale; 0 where no closed form is drawn (other schemes, outlier inputs).
+  double sigma_q2_closed = 0;
+  // 95% cluster-bootstrap intervals (trials resampled; variance_stats.hpp).
+  Interval var_d_ci, delta_var_ci, ratio_ci, sigma_q2_ci;
+  std::vector<double> rep_var_d;     // the replicates of var_d (slopes and paired ratios)
+  std::vector<double> rep_sigma_q2;  // ... of (s_qu^2 + s_qv^2) / 2
 };
 
 struct VarianceResults {
   VarianceConfig config;
+  int replicates = 0;               // bootstrap replicates per cell
   std::vector<VarianceCell> cells;  // dist-major, then k, then scheme
   const VarianceCell* find(InputDist d, const std::string& scheme, int k) const;
 };
 
 VarianceResults run_variance_experiment(const ReportContext& ctx, const VarianceConfig& cfg);
+
+// Progress weight of one (dist, k): proportional to its run time (k times the schemes).
+double variance_work(const VarianceConfig& cfg, int k);
 
 // Derived 64-bit Philox key for the stochastic roundings of one (dist, k, scheme, operand,
 // trial): SplitMix64 of the packed tuple xor the user seed. Documented in SEMANTICS 14.1.

@@ -1,5 +1,13 @@
-"""Figures of report section 2: 256x256 (code m, code v) heatmaps per method and blocking."""
-import glob
+"""Figures of report section 2: (code m, code v) heatmaps per method and blocking.
+
+Every panel of a figure shares one logarithmic colour range, clipped at the 1st and 99th
+percentiles of the cells that hold at least MIN_COUNT elements (colours beyond it saturate and
+the colour bar says so), so panels compare directly; cells with fewer elements are drawn grey
+(their means rest on too few samples); the axes read the normalised state values of the codes
+(the quantity seed 002 plots), not code indices. heatmap_overlap draws the usage contours over
+the error and states, per panel, what share of the total error lies in the cells that hold 90%
+of the elements (usage and error overlapping is the paper's point).
+"""
 import os
 import sys
 
@@ -8,49 +16,157 @@ import report_plot_common as common  # noqa: E402
 
 METHODS = ["linear", "dynamic_tree", "dynamic"]
 BLOCKINGS = ["tensor", "block2048", "block256"]
+MIN_COUNT = 5
+NICE = [0.0, 1e-4, 1e-3, 1e-2, 1e-1, 1.0]
 
 
-def grid(rows, key):
+def grids(rows, key):
     import numpy as np
     g = np.full((256, 256), np.nan)
+    n = np.zeros((256, 256))
+    mv, vv = {}, {}
     for r in rows:
-        val = float(r[key])
-        if val > 0:
-            g[int(r["code_m"]), int(r["code_v"])] = val
-    return g
+        m, v = int(r["code_m"]), int(r["code_v"])
+        n[m, v] = float(r["count"])
+        mv[m] = float(r["m_value"])
+        vv[v] = float(r["v_value"])
+        if key != "count":
+            g[m, v] = float(r[key])
+        else:
+            g[m, v] = float(r["count"])
+    return g, n, mv, vv
+
+
+def value_ticks(values):
+    """Tick positions (codes) and labels (their state values) near the NICE magnitudes."""
+    ticks, labels = [], []
+    if not values:
+        return ticks, labels
+    codes = sorted(values)
+    for sign in (-1, 1):
+        for t in NICE:
+            target = sign * t
+            c = min(codes, key=lambda k: abs(values[k] - target))
+            if c not in ticks and abs(values[c] - target) <= max(0.5 * t, 1e-7):
+                ticks.append(c)
+                labels.append("%.0e" % values[c] if values[c] and abs(values[c]) < 0.1
+                              else "%.2g" % values[c])
+    order = sorted(range(len(ticks)), key=lambda i: ticks[i])
+    # Keep ticks at least 12 codes apart (near zero the dynamic maps pack several decades into
+    # a few codes), preferring the larger magnitudes.
+    kept_t, kept_l = [], []
+    for i in sorted(order, key=lambda i: -abs(values[ticks[i]])):
+        if all(abs(ticks[i] - t) >= 12 for t in kept_t):
+            kept_t.append(ticks[i])
+            kept_l.append(labels[i])
+    pairs = sorted(zip(kept_t, kept_l))
+    return [p[0] for p in pairs], [p[1] for p in pairs]
+
+
+def shared_norm(panels, key):
+    import numpy as np
+    from matplotlib.colors import LogNorm
+    vals = []
+    for g, n, _, _ in panels.values():
+        ok = (n >= MIN_COUNT) & (g > 0) & ~np.isnan(g)
+        vals.append(g[ok])
+    vals = np.concatenate(vals) if vals else np.array([])
+    if vals.size == 0:
+        return None
+    lo, hi = np.percentile(vals, 1), np.percentile(vals, 99)
+    if key == "count":
+        lo, hi = max(1.0, vals.min()), vals.max()
+    return LogNorm(vmin=lo, vmax=max(hi, lo * 1.0001), clip=False)
+
+
+def draw(fig, ax, g, n, mv, vv, norm, cmap, title):
+    import numpy as np
+    masked = np.where((n >= MIN_COUNT) & (g > 0), g, np.nan)
+    low = np.where((n > 0) & (n < MIN_COUNT), 1.0, np.nan)
+    ax.imshow(low.T, origin="lower", cmap="Greys", vmin=0, vmax=2.5, aspect="auto",
+              interpolation="nearest")
+    im = ax.imshow(masked.T, origin="lower", cmap=cmap, norm=norm, aspect="auto",
+                   interpolation="nearest")
+    xt, xl = value_ticks(mv)
+    yt, yl = value_ticks(vv)
+    ax.set_xticks(xt)
+    ax.set_xticklabels(xl, fontsize=6, rotation=60)
+    ax.set_yticks(yt)
+    ax.set_yticklabels(yl, fontsize=6)
+    ax.set_title(title, fontsize=9)
+    ax.set_xlabel("normalised m (code value)", fontsize=7)
+    ax.set_ylabel("normalised v (code value)", fontsize=7)
+    return im
 
 
 def plot(section_dir):
+    import numpy as np
     plt = common.import_pyplot()
-    from matplotlib.colors import LogNorm
-    data = {}
+    rows = {}
     for m in METHODS:
         for b in BLOCKINGS:
             path = os.path.join(section_dir, "grid_%s_%s.csv" % (m, b))
             if os.path.exists(path):
-                data[(m, b)] = common.read_csv(path)
-    for key, stem, label in (("count", "heatmap_usage", "usage count"),
-                             ("mean_abs_err", "heatmap_abs", "mean |u32 - u8|"),
-                             ("mean_rel_err", "heatmap_rel", "mean |u32 - u8| / |u32|")):
+                rows[(m, b)] = common.read_csv(path)
+    for key, stem, label in (("count", "heatmap_usage", "elements per cell"),
+                             ("mean_abs_err", "heatmap_abs", "mean |u32 - u8| per cell"),
+                             ("mean_rel_err", "heatmap_rel", "mean |u32 - u8| / |u32| per cell")):
+        panels = {k: grids(r, key) for k, r in rows.items()}
+        norm = shared_norm(panels, key)
+        cmap = plt.get_cmap("viridis").copy()
+        cmap.set_over("#ff00ff")
+        cmap.set_under("#000000")
         fig, axes = plt.subplots(len(METHODS), len(BLOCKINGS), figsize=(14, 12), squeeze=False,
                                  constrained_layout=True)
+        im = None
         for i, m in enumerate(METHODS):
             for j, b in enumerate(BLOCKINGS):
-                ax = axes[i][j]
-                rows = data.get((m, b), [])
-                g = grid(rows, key)
-                vals = g[~(g != g)]
-                if vals.size:
-                    im = ax.imshow(g.T, origin="lower", cmap="viridis", aspect="auto",
-                                   norm=LogNorm(vmin=vals.min(), vmax=vals.max()),
-                                   interpolation="nearest")
-                    fig.colorbar(im, ax=ax, fraction=0.046)
-                ax.set_title("%s / %s" % (m, b), fontsize=9)
-                ax.set_xlabel("code of m", fontsize=8)
-                ax.set_ylabel("code of v", fontsize=8)
-        fig.suptitle(label + " per (code m, code v), log colour; empty = unused")
+                if (m, b) in panels and norm is not None:
+                    im = draw(fig, axes[i][j], *panels[(m, b)], norm, cmap, "%s / %s" % (m, b))
+        if im is not None:
+            fig.colorbar(im, ax=axes, fraction=0.02, extend="both" if key != "count" else "neither")
+        clip = "" if key == "count" else (
+            "; one log colour range for all panels, 1st-99th percentile (black below, magenta above)")
+        fig.suptitle("%s%s; grey: cells with < %d elements; white: unused" % (label, clip, MIN_COUNT))
         common.save(fig, section_dir, stem)
         plt.close(fig)
+    # Usage over error: contours of the element count on the error heatmap, and the share of the
+    # total error carried by the cells that hold 90% of the elements.
+    panels = {k: grids(r, "mean_abs_err") for k, r in rows.items()}
+    norm = shared_norm(panels, "mean_abs_err")
+    cmap = plt.get_cmap("viridis").copy()
+    cmap.set_over("#ff00ff")
+    cmap.set_under("#000000")
+    fig, axes = plt.subplots(len(METHODS), len(BLOCKINGS), figsize=(14, 12), squeeze=False,
+                             constrained_layout=True)
+    im = None
+    for i, m in enumerate(METHODS):
+        for j, b in enumerate(BLOCKINGS):
+            if (m, b) not in panels or norm is None:
+                continue
+            g, n, mv, vv = panels[(m, b)]
+            ax = axes[i][j]
+            im = draw(fig, ax, g, n, mv, vv, norm, cmap, "%s / %s" % (m, b))
+            counts = n[n > 0]
+            total_err = np.nansum(np.where(n > 0, g * n, 0.0))
+            order = np.sort(counts)[::-1]
+            cut = order[np.searchsorted(np.cumsum(order), 0.9 * counts.sum())]
+            hot = n >= cut
+            share = np.nansum(np.where(hot, g * n, 0.0)) / total_err if total_err > 0 else 0.0
+            with np.errstate(divide="ignore"):
+                lc = np.log10(np.where(n > 0, n, np.nan)).T
+            lvls = [x for x in (1, 2, 3, 4, 5) if np.nanmax(lc) > x]
+            if lvls:
+                ax.contour(np.nan_to_num(lc, nan=0.0), levels=lvls, colors="white", linewidths=0.5)
+            ax.text(0.02, 0.97, "90%% of elements in %d cells carry %.1f%% of the error"
+                    % (int(hot.sum()), 100 * share), transform=ax.transAxes, fontsize=7,
+                    va="top", color="white", bbox=dict(facecolor="black", alpha=0.5, lw=0))
+    if im is not None:
+        fig.colorbar(im, ax=axes, fraction=0.02, extend="both")
+    fig.suptitle("mean |u32 - u8| (shared log colour, 1st-99th pct) with contours of the element "
+                 "count (white: 10, 100, 1000, ... elements per cell)")
+    common.save(fig, section_dir, "heatmap_overlap")
+    plt.close(fig)
     train = common.read_csv(os.path.join(section_dir, "train.csv"))
     fig, ax = plt.subplots(figsize=(7, 4))
     ax.plot([int(r["step"]) for r in train], [float(r["loss"]) for r in train])

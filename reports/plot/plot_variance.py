@@ -1,9 +1,27 @@
-"""Figures of report section 1: Var(d) vs k, s_q^2 vs k, D.3 ratios (from the CSVs)."""
+"""Figures of report section 1 (variance vs inner dimension), from the CSVs.
+
+Small multiples by scheme family (rows: input distributions), at most five series per panel,
+each with its 95% bootstrap interval. Var(d) is drawn divided by k, so that the k-law of eq. 12
+(slope 1) is a flat line and a faster growth (absmax scaling) or a constant factor (masking,
+stochastic rounding) is visible instead of hidden under six decades.
+"""
 import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import report_plot_common as common  # noqa: E402
+
+FAMILIES = [
+    ("int8 absmax (SwitchBack)", lambda s: s.startswith("int8")),
+    ("fp8 absmax casts", lambda s: s.startswith("e4m3fn") or s.startswith("e5m2")),
+    ("masking (no scaling)", lambda s: s.endswith("_mask")),
+    ("elementwise rne / sr (no scaling)", lambda s: s.startswith("e8m") and not s.endswith("_mask")),
+]
+COLOURS = ["#1b9e77", "#d95f02", "#7570b3", "#e7298a", "#66a61e", "#e6ab02"]
+
+
+def f(r, key):
+    return float(r[key])
 
 
 def plot(section_dir):
@@ -11,78 +29,159 @@ def plot(section_dir):
     rows = common.read_csv(os.path.join(section_dir, "variance.csv"))
     dists = list(dict.fromkeys(r["dist"] for r in rows))
     schemes = list(dict.fromkeys(r["scheme"] for r in rows))
-    cmap = plt.get_cmap("tab20")
-    colour = {s: cmap(i % 20) for i, s in enumerate(schemes)}
+    fams = [(name, [s for s in schemes if pred(s)]) for name, pred in FAMILIES]
+    fams = [x for x in fams if x[1]]
 
-    def series(dist, scheme, key):
-        pts = [(int(r["k"]), float(r[key])) for r in rows
-               if r["dist"] == dist and r["scheme"] == scheme]
-        pts.sort()
+    def series(dist, scheme):
+        pts = sorted((int(r["k"]), r) for r in rows if r["dist"] == dist and r["scheme"] == scheme)
         return [p[0] for p in pts], [p[1] for p in pts]
 
-    # Var(d) vs k for gaussian inputs, measured and predicted.
-    fig, ax = plt.subplots(figsize=(9, 6))
-    for s in schemes:
-        k, v = series("gaussian", s, "var_d")
-        _, p = series("gaussian", s, "predicted")
-        ax.loglog(k, v, "o-", ms=3, lw=1, color=colour[s], label=s)
-        ax.loglog(k, p, "--", lw=0.8, color=colour[s])
+    def grid(stem, title, ylabel, draw):
+        fig, axes = plt.subplots(len(dists), len(fams), figsize=(4.2 * len(fams), 3.3 * len(dists)),
+                                 squeeze=False, constrained_layout=True)
+        for i, d in enumerate(dists):
+            for j, (fname, members) in enumerate(fams):
+                ax = axes[i][j]
+                for c, s in enumerate(members):
+                    k, rs = series(d, s)
+                    if k:
+                        draw(ax, k, rs, COLOURS[c % len(COLOURS)], s)
+                ax.set_xscale("log", base=2)
+                ax.grid(True, which="both", alpha=0.3)
+                if i == 0:
+                    ax.set_title(fname, fontsize=9)
+                if j == 0:
+                    ax.set_ylabel("%s\n%s" % (d, ylabel), fontsize=8)
+                if i == len(dists) - 1:
+                    ax.set_xlabel("inner dimension k", fontsize=8)
+                ax.tick_params(labelsize=7)
+                ax.legend(fontsize=6, loc="best")
+        fig.suptitle(title, fontsize=10)
+        common.save(fig, section_dir, stem)
+        plt.close(fig)
+
+    def var_over_k(ax, k, rs, col, s):
+        v = [f(r, "var_d") / kk for r, kk in zip(rs, k)]
+        lo = [max(0.0, (f(r, "var_d") - f(r, "var_d_lo")) / kk) for r, kk in zip(rs, k)]
+        hi = [max(0.0, (f(r, "var_d_hi") - f(r, "var_d")) / kk) for r, kk in zip(rs, k)]
+        ax.errorbar(k, v, yerr=[lo, hi], fmt="o-", ms=3, lw=1, capsize=2, color=col, label=s)
+        ax.plot(k, [f(r, "predicted") / kk for r, kk in zip(rs, k)], "--", lw=0.8, color=col)
+        ax.set_yscale("log")
+
+    grid("variance_vs_k",
+         "Var(d)/k: measured with 95% intervals (markers), eq. 12 predicted (dashed); "
+         "flat = linear in k", "Var(d) / k", var_over_k)
+
+    def paper_quantity(ax, k, rs, col, s):
+        v = [f(r, "delta_var") / kk for r, kk in zip(rs, k)]
+        lo = [max(0.0, (f(r, "delta_var") - f(r, "delta_var_lo")) / kk) for r, kk in zip(rs, k)]
+        hi = [max(0.0, (f(r, "delta_var_hi") - f(r, "delta_var")) / kk) for r, kk in zip(rs, k)]
+        ax.errorbar(k, v, yerr=[lo, hi], fmt="o", ms=3, capsize=2, color=col, label=s)
+        ax.plot(k, [f(r, "predicted_delta") / kk for r, kk in zip(rs, k)], "-", lw=1, color=col)
+        ax.plot(k, [f(r, "predicted") / kk for r, kk in zip(rs, k)], ":", lw=1, color=col)
+        ax.axhline(0.0, color="grey", lw=0.6)
+
+    grid("paper_quantity",
+         "the paper's quantity [Var(<u^,v^>) - Var(<u,v>)] / k with 95% intervals; solid: its "
+         "expectation with the error-input covariance, dotted: eq. 12", "delta / k",
+         paper_quantity)
+
+    def nts(ax, k, rs, col, s):
+        ax.plot(k, [f(r, "noise_to_signal") for r in rs], "o-", ms=3, lw=1, color=col, label=s)
+        ax.set_yscale("log")
+
+    grid("noise_to_signal", "noise-to-signal Var(d) / Var(<u,v>) vs k", "Var(d)/Var(<u,v>)", nts)
+
+    def sq(ax, k, rs, col, s):
+        q = [0.5 * (f(r, "sigma_qu2") + f(r, "sigma_qv2")) for r in rs]
+        lo = [max(0.0, a - f(r, "sigma_q2_lo")) for a, r in zip(q, rs)]
+        hi = [max(0.0, f(r, "sigma_q2_hi") - a) for a, r in zip(q, rs)]
+        ax.errorbar(k, q, yerr=[lo, hi], fmt="o", ms=3, capsize=2, color=col, label=s)
+        closed = [f(r, "sigma_q2_closed") for r in rs]
+        if any(c > 0 for c in closed):
+            ax.plot(k, closed, "-", lw=1, color=col, alpha=0.7)
+        ax.set_yscale("log")
+
+    grid("sigma_q_vs_k",
+         "per-element error variance s_q^2 with 95% intervals; lines: closed form "
+         "E[M^2]/(12 127^2) (sr: /6) for the int8 absmax schemes", "s_q^2", sq)
+
+    # Closed forms: sr/rne = 2 and the masking factor.
+    cf = common.read_csv(os.path.join(section_dir, "closed_forms.csv"))
+    fig, axes = plt.subplots(1, 2, figsize=(12, 4.2), constrained_layout=True)
+    ax = axes[0]
+    pairs = list(dict.fromkeys(r["scheme"] for r in cf if r["check"] == "sr_over_rne_var_d"))
+    c = 0
+    for d in dists:
+        for p in pairs:
+            pts = sorted((int(r["k"]), r) for r in cf if r["check"] == "sr_over_rne_var_d"
+                         and r["dist"] == d and r["scheme"] == p)
+            if not pts or d != "gaussian":
+                continue
+            k = [x[0] for x in pts]
+            m = [f(x[1], "measured") for x in pts]
+            ax.errorbar(k, m, yerr=[[max(0.0, a - f(x[1], "lo")) for a, x in zip(m, pts)],
+                                    [max(0.0, f(x[1], "hi") - a) for a, x in zip(m, pts)]],
+                        fmt="o-", ms=3, lw=1, capsize=2, color=COLOURS[c % len(COLOURS)],
+                        label="%s (%s)" % (p, d))
+            c += 1
+    ax.axhline(2.0, color="black", lw=1, ls="--", label="closed form 2")
+    ax.set_xscale("log", base=2)
     ax.set_xlabel("inner dimension k")
-    ax.set_ylabel("Var(<u^,v^> - <u,v>)")
-    ax.set_title("gaussian inputs: measured (markers) vs k s_q^2 (s_u^2 + s_v^2 + s_q^2) (dashed)")
+    ax.set_ylabel("Var(d) sr / Var(d) rne")
+    ax.set_title("stochastic rounding vs round to nearest (gaussian, paired 95% intervals)",
+                 fontsize=9)
     ax.grid(True, which="both", alpha=0.3)
-    ax.legend(fontsize=7, ncol=2)
-    common.save(fig, section_dir, "variance_vs_k")
-    plt.close(fig)
-
-    fig, axes = plt.subplots(1, len(dists), figsize=(6 * len(dists), 5), squeeze=False)
-    for ax, d in zip(axes[0], dists):
-        for s in schemes:
-            k, v = series(d, s, "var_d")
-            ax.loglog(k, v, "o-", ms=2, lw=1, color=colour[s], label=s)
-        ax.set_title(d)
-        ax.set_xlabel("k")
-        ax.grid(True, which="both", alpha=0.3)
-    axes[0][0].set_ylabel("Var(d)")
-    axes[0][-1].legend(fontsize=6, ncol=2)
-    common.save(fig, section_dir, "variance_vs_k_all")
-    plt.close(fig)
-
-    fig, axes = plt.subplots(1, len(dists), figsize=(6 * len(dists), 5), squeeze=False)
-    for ax, d in zip(axes[0], dists):
-        for s in schemes:
-            k, qu = series(d, s, "sigma_qu2")
-            _, qv = series(d, s, "sigma_qv2")
-            ax.loglog(k, [(a + b) / 2 for a, b in zip(qu, qv)], "o-", ms=2, lw=1,
-                      color=colour[s], label=s)
-        ax.set_title(d)
-        ax.set_xlabel("k")
-        ax.grid(True, which="both", alpha=0.3)
-    axes[0][0].set_ylabel("s_q^2 (mean squared element error)")
-    axes[0][-1].legend(fontsize=6, ncol=2)
-    common.save(fig, section_dir, "sigma_q_vs_k")
+    ax.legend(fontsize=6)
+    ax = axes[1]
+    masks = list(dict.fromkeys(r["scheme"] for r in cf if r["check"].startswith("mask_ratio")))
+    for c, s in enumerate(masks):
+        pts = sorted((int(r["k"]), r) for r in cf if r["check"].startswith("mask_ratio")
+                     and r["dist"] == "gaussian" and r["scheme"] == s)
+        if not pts:
+            continue
+        k = [x[0] for x in pts]
+        m = [f(x[1], "measured") for x in pts]
+        col = COLOURS[c % len(COLOURS)]
+        ax.errorbar(k, m, yerr=[[max(0.0, a - f(x[1], "lo")) for a, x in zip(m, pts)],
+                                [max(0.0, f(x[1], "hi") - a) for a, x in zip(m, pts)]],
+                    fmt="o", ms=3, capsize=2, color=col, label=s)
+        ax.plot(k, [f(x[1], "closed_form") for x in pts], "-", lw=1, color=col)
+    ax.axhline(1.0, color="grey", lw=0.8, ls=":", label="eq. 12 (no correlation)")
+    ax.set_xscale("log", base=2)
+    ax.set_xlabel("inner dimension k")
+    ax.set_ylabel("Var(d) / eq. 12 predicted")
+    ax.set_title("masking: measured (markers) vs 1 + E[rho]^2/E[rho^2] (lines), gaussian",
+                 fontsize=9)
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize=6)
+    common.save(fig, section_dir, "closed_forms")
     plt.close(fig)
 
     d3 = common.read_csv(os.path.join(section_dir, "d3_measured.csv"))
     if d3:
         labels = list(dict.fromkeys(r["model"] + "\n" + r["matmul"] for r in d3))
         d3schemes = list(dict.fromkeys(r["scheme"] for r in d3))
-        fig, ax = plt.subplots(figsize=(10, 5))
+        fig, ax = plt.subplots(figsize=(10, 5), constrained_layout=True)
         width = 0.8 / (len(d3schemes) + 1)
-        model_vals = {r["model"] + "\n" + r["matmul"]: float(r["model_wgrad_over_this"])
-                      for r in d3}
-        xs = range(len(labels))
+        model_vals = {r["model"] + "\n" + r["matmul"]: f(r, "model_wgrad_over_this") for r in d3}
+        xs = list(range(len(labels)))
         ax.bar([x - 0.4 + width / 2 for x in xs], [model_vals[l] for l in labels], width,
-               color="black", label="model (k ratio)")
+               color="black", label="k ratio (arithmetic)")
         for j, s in enumerate(d3schemes):
-            vals = {r["model"] + "\n" + r["matmul"]: float(r["measured_wgrad_over_this"])
-                    for r in d3 if r["scheme"] == s}
-            ax.bar([x - 0.4 + width * (j + 1.5) for x in xs], [vals.get(l, 0) for l in labels],
-                   width, color=colour.get(s, "grey"), label=s)
+            sel = {r["model"] + "\n" + r["matmul"]: r for r in d3 if r["scheme"] == s}
+            vals = [f(sel[l], "measured_wgrad_over_this") if l in sel else 0 for l in labels]
+            lo = [max(0.0, v - f(sel[l], "lo")) if l in sel else 0 for v, l in zip(vals, labels)]
+            hi = [max(0.0, f(sel[l], "hi") - v) if l in sel else 0 for v, l in zip(vals, labels)]
+            ax.bar([x - 0.4 + width * (j + 1.5) for x in xs], vals, width, yerr=[lo, hi],
+                   capsize=2, color=COLOURS[j % len(COLOURS)], label=s)
+        ax.axhline(1.0, color="grey", lw=0.8)
         ax.set_yscale("log")
-        ax.set_xticks(list(xs))
+        ax.set_xticks(xs)
         ax.set_xticklabels(labels, fontsize=7)
         ax.set_ylabel("Var(d) weight grad / Var(d) this matmul")
+        ax.set_title("Appendix D.3: is the weight gradient the noisiest matmul? (>1: yes; "
+                     "gaussian inputs, 95% intervals)", fontsize=9)
         ax.legend(fontsize=7)
         ax.grid(True, axis="y", which="both", alpha=0.3)
         common.save(fig, section_dir, "d3_ratios")

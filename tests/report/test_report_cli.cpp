@@ -98,7 +98,11 @@ TEST_CASE("exmy report all (test size) writes every section and a top index", "[
   REQUIRE(top.find("(adam-heatmap/index.md)") != std::string::npos);
   REQUIRE(top.find("(formats/index.md)") != std::string::npos);
   REQUIRE(top.find("figures skipped") != std::string::npos);
-  REQUIRE(top.find("git SHA") != std::string::npos);
+  for (const char* field : {"| date (UTC, start) |", "| git |", "| compiler, build |", "| OS |",
+                            "| threads | 2 (from --threads", "| figures |", "| run time |"}) {
+    INFO(field);
+    REQUIRE(top.find(field) != std::string::npos);
+  }
   REQUIRE(slurp(d / "variance/index.md").find("figures skipped") != std::string::npos);
   REQUIRE_FALSE(has_temp_files(d));
   // Same seed again: identical CSV bytes (the thread count differs too).
@@ -112,6 +116,48 @@ TEST_CASE("exmy report all (test size) writes every section and a top index", "[
   }
   fs::remove_all(d);
   fs::remove_all(d2);
+}
+
+// Regression (issue "Reports a researcher trusts"): the top index listed sections an earlier run
+// had left in the directory under this run's provenance.
+TEST_CASE("exmy report: one directory holds one run (stale sections refused or replaced)",
+          "[cli]") {
+  if (cli().empty()) return;
+  const fs::path d = fresh_dir("stale");
+  const std::vector<std::string> env{"EXMY_PYTHON=/nonexistent/python3"};
+  REQUIRE(run_cli({"report", "formats", "--out", d.string(), "--tiny"}, env) == 0);
+  REQUIRE(fs::exists(d / "formats/index.md"));
+  // Another section into the same directory: refused, nothing changed.
+  REQUIRE(run_cli({"report", "variance", "--out", d.string(), "--tiny"}, env) == 2);
+  REQUIRE_FALSE(fs::exists(d / "variance"));
+  REQUIRE(fs::exists(d / "formats/index.md"));
+  // The same section again replaces it; --replace removes the stale one.
+  fs::path marker = d / "formats" / "left-over.csv";
+  std::ofstream(marker) << "x\n";
+  REQUIRE(run_cli({"report", "formats", "--out", d.string(), "--tiny"}, env) == 0);
+  REQUIRE_FALSE(fs::exists(marker));
+  REQUIRE(run_cli({"report", "variance", "--out", d.string(), "--tiny", "--replace"}, env) == 0);
+  REQUIRE_FALSE(fs::exists(d / "formats"));
+  const std::string top = slurp(d / "index.md");
+  REQUIRE(top.find("(variance/index.md)") != std::string::npos);
+  REQUIRE(top.find("(formats/index.md)") == std::string::npos);
+  // A folder of the same name that is not a report section is never removed.
+  const fs::path d2 = fresh_dir("stale2");
+  fs::create_directories(d2 / "variance");
+  std::ofstream(d2 / "variance" / "mine.txt") << "keep\n";
+  REQUIRE(run_cli({"report", "variance", "--out", d2.string(), "--tiny"}, env) == 2);
+  REQUIRE(fs::exists(d2 / "variance" / "mine.txt"));
+  fs::remove_all(d);
+  fs::remove_all(d2);
+}
+
+TEST_CASE("exmy report: OMP_NUM_THREADS sets the thread count when --threads is absent", "[cli]") {
+  if (cli().empty()) return;
+  const fs::path d = fresh_dir("omp");
+  REQUIRE(run_cli({"report", "formats", "--out", d.string(), "--tiny"},
+                  {"EXMY_PYTHON=/nonexistent/python3", "OMP_NUM_THREADS=3"}) == 0);
+  REQUIRE(slurp(d / "index.md").find("| threads | 3 (from OMP_NUM_THREADS") != std::string::npos);
+  fs::remove_all(d);
 }
 
 TEST_CASE("exmy report formats draws PNG and SVG figures when matplotlib is present", "[cli]") {
