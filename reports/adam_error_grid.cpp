@@ -1,10 +1,7 @@
 #include "reports/adam_error_grid.hpp"
 
+#include <algorithm>
 #include <cmath>
-
-#include "sim/native/codebook_lookup.hpp"
-#include "sim/native/quant_absmax.hpp"
-#include "sim/native/quant_codebook.hpp"
 
 namespace exmy::reports {
 
@@ -15,27 +12,6 @@ std::vector<StateQuantMethod> state_quant_methods() {
 }
 
 namespace {
-// Codes and dequantized values of one tensor under a codebook, group size `block` (0: all).
-void quantize_state(const std::vector<float>& x, const Codebook& cb, int block,
-                    std::vector<std::uint8_t>& codes, std::vector<float>& deq) {
-  const std::size_t n = x.size();
-  const std::size_t g = block > 0 ? static_cast<std::size_t>(block) : (n ? n : 1);
-  codes.resize(n);
-  deq.resize(n);
-  for (std::size_t start = 0; start < n; start += g) {
-    const std::size_t end = start + g < n ? start + g : n;
-    float a = native::kAbsmaxInit;
-    for (std::size_t i = start; i < end; ++i) {
-      a = native::absmax_combine(a, x[i], native::NanPolicy::propagate);
-    }
-    for (std::size_t i = start; i < end; ++i) {
-      const float nx = native::codebook_normalize(x[i], a, native::NormOrder::recip_mul);
-      codes[i] = codebook_nearest(cb.values.data(), nx, TieRule::even_index);
-      deq[i] = native::codebook_dequant(cb.values.data(), codes[i], a);
-    }
-  }
-}
-
 float adam_u(float m, float v, float eps) {
   return m / (std::sqrt(v) + eps);
 }
@@ -72,10 +48,34 @@ ErrorGrid adam_error_grid(const std::vector<AdamSnapshot>& snaps, const StateQua
           ++g.total_rel_count;
         }
         ++g.elements;
+        g.abs_err.push_back(static_cast<float>(err));
+        if (s.v[t][i] > 0.0f && qv[i] == 0.0f) {
+          ++g.vzero;
+          g.vzero_abs += err;
+        }
       }
     }
   }
   return g;
+}
+
+ErrorTails error_tails(const ErrorGrid& g) {
+  ErrorTails t;
+  if (g.abs_err.empty()) return t;
+  std::vector<float> e = g.abs_err;
+  std::sort(e.begin(), e.end());
+  const auto q = [&](double p) {
+    return static_cast<double>(e[static_cast<std::size_t>(p * static_cast<double>(e.size() - 1))]);
+  };
+  t.p50 = q(0.5);
+  t.p99 = q(0.99);
+  t.p9999 = q(0.9999);
+  t.max = e.back();
+  t.vzero_rate = static_cast<double>(g.vzero) / static_cast<double>(g.elements);
+  t.vzero_abs_share = g.total_abs > 0 ? g.vzero_abs / g.total_abs : 0.0;
+  const double n = static_cast<double>(g.elements - g.vzero);
+  t.mean_abs_without_vzero = n > 0 ? (g.total_abs - g.vzero_abs) / n : 0.0;
+  return t;
 }
 
 }  // namespace exmy::reports

@@ -31,7 +31,21 @@ struct ErrorGrid {
   std::int64_t elements = 0;
   double total_abs = 0, total_rel = 0;
   std::int64_t total_rel_count = 0;
+  // The artefact that dominates the means: elements whose second state is positive but
+  // quantizes to 0, so that u8 = m^ / eps. Their count and their share of the abs error.
+  std::int64_t vzero = 0;
+  double vzero_abs = 0;
+  std::vector<float> abs_err;  // every |u32 - u8|, in accumulation order (tails)
 };
+
+// Tail statistics of one grid: quantiles of |u32 - u8| and the mean without the v^ = 0 elements.
+struct ErrorTails {
+  double p50 = 0, p99 = 0, p9999 = 0, max = 0;
+  double vzero_rate = 0;       // vzero / elements
+  double vzero_abs_share = 0;  // vzero_abs / total_abs
+  double mean_abs_without_vzero = 0;
+};
+ErrorTails error_tails(const ErrorGrid& g);
 
 // Quantizes every snapshot's (m, v) with the method at the block size (0 = tensor-wise) and
 // accumulates the grid in snapshot, tensor, element order. Per element (SEMANTICS 14.2):

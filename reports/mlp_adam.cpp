@@ -4,7 +4,10 @@
 
 #include "reports/random_normal.hpp"
 #include "reports/report_context.hpp"
+#include "sim/native/codebook_lookup.hpp"
 #include "sim/native/philox.hpp"
+#include "sim/native/quant_absmax.hpp"
+#include "sim/native/quant_codebook.hpp"
 
 namespace exmy::reports {
 
@@ -72,21 +75,55 @@ void backward(Layer& L, const float* x, const float* dy, float* dx) {
   }
 }
 
+// Stores the states in 8 bits when the config asks for it (see MlpConfig).
+void requantize(std::vector<float>& x, const Codebook* cb, int block) {
+  if (cb == nullptr) return;
+  std::vector<std::uint8_t> codes;
+  std::vector<float> deq;
+  quantize_state(x, *cb, block, codes, deq);
+  x.swap(deq);
+}
+
 // fp32 Adam (torch.optim.Adam, bias-corrected step): m = b1 m + (1-b1) g; v = b2 v + (1-b2) g^2;
 // p -= lr/(1 - b1^t) * m / (sqrt(v)/sqrt(1 - b2^t) + eps).
 void adam(std::vector<float>& p, std::vector<float>& g, std::vector<float>& m,
-          std::vector<float>& v, const MlpConfig& c, int t) {
+          std::vector<float>& v, const MlpConfig& c, int t, bool state32, long long& eps_updates) {
   const float bc1 = 1.0f - static_cast<float>(std::pow(c.beta1, t));
   const float bc2 = std::sqrt(1.0f - static_cast<float>(std::pow(c.beta2, t)));
   for (std::size_t i = 0; i < p.size(); ++i) {
     m[i] = c.beta1 * m[i] + (1.0f - c.beta1) * g[i];
     v[i] = c.beta2 * v[i] + (1.0f - c.beta2) * (g[i] * g[i]);
     p[i] -= (c.lr / bc1) * (m[i] / (std::sqrt(v[i]) / bc2 + c.eps));
+    eps_updates += (v[i] == 0.0f && m[i] != 0.0f) ? 1 : 0;
     g[i] = 0.0f;
+  }
+  if (!state32 && static_cast<int>(p.size()) >= c.min_8bit_size) {
+    requantize(m, c.m_book, c.state_block);
+    requantize(v, c.v_book, c.state_block);
   }
 }
 
 }  // namespace
+
+void quantize_state(const std::vector<float>& x, const Codebook& cb, int block,
+                    std::vector<std::uint8_t>& codes, std::vector<float>& deq) {
+  const std::size_t n = x.size();
+  const std::size_t g = block > 0 ? static_cast<std::size_t>(block) : (n ? n : 1);
+  codes.resize(n);
+  deq.resize(n);
+  for (std::size_t start = 0; start < n; start += g) {
+    const std::size_t end = start + g < n ? start + g : n;
+    float a = native::kAbsmaxInit;
+    for (std::size_t i = start; i < end; ++i) {
+      a = native::absmax_combine(a, x[i], native::NanPolicy::propagate);
+    }
+    for (std::size_t i = start; i < end; ++i) {
+      const float nx = native::codebook_normalize(x[i], a, native::NormOrder::recip_mul);
+      codes[i] = codebook_nearest(cb.values.data(), nx, TieRule::even_index);
+      deq[i] = native::codebook_dequant(cb.values.data(), codes[i], a);
+    }
+  }
+}
 
 std::vector<AdamSnapshot> train_mlp_adam(const MlpConfig& cfg, std::uint64_t seed, TrainLog& log) {
   const int D = cfg.in, H = cfg.hidden, C = cfg.classes, B = cfg.batch;
@@ -164,8 +201,9 @@ std::vector<AdamSnapshot> train_mlp_adam(const MlpConfig& cfg, std::uint64_t see
       backward(L1, xb, dh1.data(), nullptr);
     }
     for (Layer* L : {&L1, &L2, &L3}) {
-      adam(L->w, L->gw, L->mw, L->vw, cfg, t);
-      adam(L->b, L->gb, L->mb, L->vb, cfg, t);
+      const bool state32 = cfg.fp32_first_layer && L == &L1;
+      adam(L->w, L->gw, L->mw, L->vw, cfg, t, state32, log.eps_updates);
+      adam(L->b, L->gb, L->mb, L->vb, cfg, t, state32, log.eps_updates);
     }
     if (t % 10 == 0 || t == 1) {
       log.step.push_back(t);

@@ -14,6 +14,8 @@
 #include <string>
 #include <vector>
 
+#include "sim/format/codebook.hpp"
+
 namespace exmy::reports {
 
 struct MlpConfig {
@@ -22,7 +24,25 @@ struct MlpConfig {
   int steps = 1000;
   float lr = 1e-3f, beta1 = 0.9f, beta2 = 0.999f, eps = 1e-8f;  // PyTorch/bitsandbytes defaults
   std::vector<int> snapshot_steps;  // after these steps (1-based), m and v are recorded
+  // 8-bit states (Dettmers et al.'s 8-bit Adam): when set, m and v are stored quantized with
+  // these codebooks, absmax-normalised per block of `state_block` elements (0: per tensor).
+  // Each step dequantizes them, updates in fp32, steps the parameters with the updated fp32
+  // states and quantizes them again for storage (bitsandbytes' order).
+  const Codebook* m_book = nullptr;
+  const Codebook* v_book = nullptr;
+  int state_block = 2048;
+  // Tensors with fewer elements keep 32-bit states (bitsandbytes' min_8bit_size default 4096).
+  int min_8bit_size = 4096;
+  // Dettmers et al.'s stable-embedding rule, as far as the optimizer goes: the input layer (the
+  // one that sees sparse inputs, as an embedding does) keeps 32-bit states.
+  bool fp32_first_layer = false;
 };
+
+// Codes and dequantized values of one state tensor under a codebook, group size `block` (0: the
+// whole tensor). Per element (SEMANTICS 14.2): a = absmax of the group (fp32),
+// n = RN32(x * RN32(1/a)), code = nearest (ties to the even index), x^ = RN32(value[code] * a).
+void quantize_state(const std::vector<float>& x, const Codebook& cb, int block,
+                    std::vector<std::uint8_t>& codes, std::vector<float>& deq);
 
 struct AdamSnapshot {
   int step = 0;
@@ -34,6 +54,9 @@ struct TrainLog {
   std::vector<int> step;
   std::vector<float> loss;      // mean cross-entropy of that step's batch
   std::vector<float> accuracy;  // fraction of that batch classified correctly
+  // Element updates with v == 0 and m != 0, i.e. a step of lr m / eps: what 8-bit states do
+  // when v quantizes to 0 and the next gradient is exactly 0 (dead ReLU units, inactive inputs).
+  long long eps_updates = 0;
 };
 
 // Trains and returns the snapshots; `log` receives the loss every 10 steps. Calls

@@ -63,12 +63,22 @@ Csv& Csv::add(long long v) {
 }
 Csv& Csv::add(double v) {
   char buf[40];
+  // NaN prints as "nan" whatever its sign bit (printf writes "-nan" for some NaNs, which would
+  // make the bytes depend on how the NaN arose).
+  if (v != v) {
+    field("nan");
+    return *this;
+  }
   std::snprintf(buf, sizeof buf, "%.10g", v);
   field(buf);
   return *this;
 }
 Csv& Csv::add_exact(double v) {
   char buf[40];
+  if (v != v) {
+    field("nan");
+    return *this;
+  }
   std::snprintf(buf, sizeof buf, "%.17g", v);
   field(buf);
   return *this;

@@ -168,14 +168,36 @@ def plot(section_dir):
     common.save(fig, section_dir, "heatmap_overlap")
     plt.close(fig)
     train = common.read_csv(os.path.join(section_dir, "train.csv"))
-    fig, ax = plt.subplots(figsize=(7, 4))
-    ax.plot([int(r["step"]) for r in train], [float(r["loss"]) for r in train])
-    ax.set_xlabel("step")
-    ax.set_ylabel("batch cross-entropy")
-    ax.grid(True, alpha=0.3)
+    opts = list(dict.fromkeys(r["optimizer"] for r in train))
+    colours = ["black", "#1b9e77", "#d95f02", "#7570b3", "#e7298a", "#66a61e"]
+    fig, axes = plt.subplots(1, 2, figsize=(13, 4.5), constrained_layout=True)
+    for c, o in enumerate(opts):
+        by_step = {}
+        for r in train:
+            if r["optimizer"] == o:
+                by_step.setdefault(int(r["step"]), []).append(float(r["loss"]))
+        steps = sorted(by_step)
+        mean = [sum(by_step[s]) / len(by_step[s]) for s in steps]
+        lo = [min(by_step[s]) for s in steps]
+        hi = [max(by_step[s]) for s in steps]
+        col = colours[c % len(colours)]
+        for ax in axes:
+            ax.plot(steps, mean, lw=1.2 if o == "fp32" else 1, color=col, label=o)
+            ax.fill_between(steps, lo, hi, color=col, alpha=0.15, lw=0)
+    axes[0].set_title("batch loss, mean over seeds (band: min-max of the seeds)", fontsize=9)
+    last = max(int(r["step"]) for r in train)
+    axes[1].set_xlim(last * 0.5, last)
+    tail = [float(r["loss"]) for r in train if int(r["step"]) >= last * 0.5]
+    if tail:
+        axes[1].set_ylim(min(tail) * 0.95, max(tail) * 1.05)
+    axes[1].set_title("second half of training, zoomed", fontsize=9)
+    for ax in axes:
+        ax.set_xlabel("step")
+        ax.set_ylabel("batch cross-entropy")
+        ax.grid(True, alpha=0.3)
+        ax.legend(fontsize=7)
     common.save(fig, section_dir, "train_loss")
     plt.close(fig)
-
 
 if __name__ == "__main__":
     common.main_guard(plot)
