@@ -417,7 +417,7 @@ SectionSummary run_adam_heatmap_section(const ReportContext& ctx) {
     c.claim =
         "dynamic (tree) quantization has lower quantization error than linear quantization "
         "for Adam states (paraphrase)";
-    c.measured = "mean |u32 - u8|, linear / dynamic, block 2048, without the v^=0 elements";
+    c.measured = "mean abs(u32 - u8), linear / dynamic, block 2048, without the v^=0 elements";
     const std::size_t d = idx("dynamic", 2048), l = idx("linear", 2048);
     c.value = abs_nz_ci[l].mean / abs_nz_ci[d].mean;
     c.has_value = true;
@@ -455,7 +455,7 @@ SectionSummary run_adam_heatmap_section(const ReportContext& ctx) {
     c.claim =
         "block-wise quantization reduces the quantization error relative to tensor-wise "
         "normalisation by isolating outliers (paraphrase)";
-    c.measured = "mean |u32 - u8| without v^=0, dynamic, tensor / block2048";
+    c.measured = "mean abs(u32 - u8) without v^=0, dynamic, tensor / block2048";
     const std::size_t t = idx("dynamic", 0), b = idx("dynamic", 2048);
     c.value = abs_nz_ci[t].mean / abs_nz_ci[b].mean;
     c.has_value = true;

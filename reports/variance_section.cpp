@@ -365,8 +365,9 @@ SectionSummary run_variance_section(const ReportContext& ctx) {
   md +=
       "Schemes: int8 = SwitchBack absmax to [-127, 127] (`_row`: per row of U and of V; "
       "`_tensor`: one absmax per operand; `_switchback`: U row-wise, V tensor-wise); "
-      "e4m3fn/e5m2 = absmax-scaled casts (float8cast); e8mM_mask = the masking of Tseng et al. "
-      "(mantissa truncated, no scaling); `_rne`/`_sr` = round to nearest even / stochastic "
+      "e4m3fn/e5m2 = absmax-scaled casts (float8cast); e8mM_mask = the ExMy masking of \"To FP8 "
+      "and back "
+      "again\" (mantissa truncated, no scaling); `_rne`/`_sr` = round to nearest even / stochastic "
       "rounding with " +
       std::to_string(kVarianceSrBits) + " random bits.\n\n";
   md += "## Findings\n\n";
@@ -401,6 +402,25 @@ SectionSummary run_variance_section(const ReportContext& ctx) {
       // Interval of the ratio: delta's interval over the (nearly fixed) prediction.
       c.lo = rne->delta_var_ci.lo / rne->predicted;
       c.hi = rne->delta_var_ci.hi / rne->predicted;
+      c.has_ci = true;
+      c.expected = "1";
+      c.verdict = verdict_for(c.lo, c.hi, c.value, 1.0, 1.25, "reproduced", "partly reproduced",
+                              "not reproduced");
+      c.link = "variance/variance_vs_k.png";
+      sum.claims.push_back(c);
+    }
+    if (rne != nullptr) {
+      Claim c;
+      c.source = kPaper;
+      c.where = "appendix D.1, eq. 12, read as a law for the error d";
+      c.claim =
+          "Var(<u^,v^> - <u,v>) = k s_q^2 (s_u^2 + s_v^2 + s_q^2) (the error's variance, "
+          "which equals the paper's left side only if Cov(<u,v>, d) = 0)";
+      c.measured = "Var(d) / predicted, e8m3 rne (no scaling), gaussian, k=" + std::to_string(kref);
+      c.value = rne->var_d / rne->predicted;
+      c.has_value = true;
+      c.lo = rne->ratio_ci.lo;
+      c.hi = rne->ratio_ci.hi;
       c.has_ci = true;
       c.expected = "1";
       c.verdict = verdict_for(c.lo, c.hi, c.value, 1.0, 1.25, "reproduced", "partly reproduced",

@@ -104,6 +104,16 @@ TEST_CASE("exmy report all (test size) writes every section and a top index", "[
     REQUIRE(top.find(field) != std::string::npos);
   }
   REQUIRE(slurp(d / "variance/index.md").find("figures skipped") != std::string::npos);
+  // The claim table: first in index.md, in claims.csv, and sortable in the one-page HTML.
+  REQUIRE(top.find("## Claims") < top.find("## Sections"));
+  const std::string claims = slurp(d / "claims.csv");
+  REQUIRE(claims.rfind("source,where,claim,measured,value,lo,hi,expected,verdict,link\n", 0) == 0);
+  REQUIRE(claims.find("arithmetic restatement") != std::string::npos);
+  REQUIRE(claims.find("not computable") != std::string::npos);
+  const std::string html = slurp(d / "report.html");
+  REQUIRE(html.find("<table class=\"sortable\">") != std::string::npos);
+  REQUIRE(html.find("<section id=\"variance\">") != std::string::npos);
+  REQUIRE(html.find("</html>") != std::string::npos);
   REQUIRE_FALSE(has_temp_files(d));
   // Same seed again: identical CSV bytes (the thread count differs too).
   const fs::path d2 = fresh_dir("all2");
