@@ -1,10 +1,19 @@
 #!/usr/bin/env bash
 # Installs what a fresh Debian machine lacks, then configures and builds exmy.
 # Idempotent: packages already present are not reinstalled; the build is incremental.
-# Usage: scripts/setup.sh [build-dir]     (default: build)
+# Usage: scripts/setup.sh [build-dir]     (default: build): everything (CLI, tests, benchmarks,
+#                                          CUDA kernels where nvcc exists)
+#        scripts/setup.sh --report          only the exmy executable, host code, in build-report:
+#                                          what `exmy report` needs (the README's first command)
 set -euo pipefail
 cd "$(dirname "$0")/.."
-build=${1:-build}
+report_only=0
+if [ "${1:-}" = "--report" ]; then
+  report_only=1
+  build=build-report
+else
+  build=${1:-build}
+fi
 
 pkgs=(cmake g++ make pkg-config libmpfr-dev libgmp-dev catch2 librapidcheck-dev libbenchmark-dev
       libomp-dev python3 python3-numpy python3-matplotlib python3-venv python3-dev)
@@ -21,6 +30,12 @@ if [ ${#missing[@]} -gt 0 ]; then
 fi
 
 jobs=$(nproc 2>/dev/null || echo 2)
+if [ "$report_only" = 1 ]; then
+  cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DEXMY_CUDA=OFF -DEXMY_TESTS=OFF \
+    -DEXMY_BENCH=OFF -DEXMY_PYTHON=OFF >/dev/null
+  cmake --build "$build" -j"$jobs" --target exmy
+  exit 0
+fi
 cuda_args=()
 if ! command -v nvcc >/dev/null 2>&1 && [ -x /usr/local/cuda/bin/nvcc ]; then
   export PATH=/usr/local/cuda/bin:$PATH
