@@ -85,6 +85,7 @@ Csv& Csv::add_exact(double v) {
 }
 
 std::string fmt_g(double v, int digits) {
+  if (v != v) return "nan";  // whatever its sign bit
   char buf[48];
   std::snprintf(buf, sizeof buf, "%.*g", digits, v);
   return buf;

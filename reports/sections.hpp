@@ -37,8 +37,8 @@ struct SectionSummary {
   std::vector<Claim> claims;
 };
 
-// Verdict of a measured value against an expected one: an interval wider than |expected| ->
-// "inconclusive (interval too wide)"; the interval contains the expected value -> `yes`; the
+// Verdict of a measured value against an expected one: the interval contains the expected value
+// -> `yes` (or "inconclusive (interval too wide)" when it is wider than |expected|); else the
 // point estimate within a factor `near` of it -> `partly`; else `no`.
 std::string verdict_for(double lo, double hi, double value, double expected, double near,
                         const char* yes, const char* partly, const char* no);

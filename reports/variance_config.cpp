@@ -93,10 +93,15 @@ std::vector<D3Matmul> d3_matmuls() {
   // CLIP ViT-Huge MLP fc1: W is 5120 x 1280 (in 1280, out 5120); 65536 patches per GPU.
   // LLaMA-65B output projection as the paper states it: inner dimensions 32768 (forward) and
   // 8192 (input gradient); 2048 tokens per GPU.
+  const double clip_tokens = 65536, clip_in = 1280, clip_out = 5120;
+  const double ll_tokens = 2048, ll_in = 32768, ll_out = 8192;
   return {
-      {"CLIP ViT-Huge", "forward X W^T", 1280},       {"CLIP ViT-Huge", "input grad dY W", 5120},
-      {"CLIP ViT-Huge", "weight grad dY^T X", 65536}, {"LLaMA-65B", "forward X W^T", 32768},
-      {"LLaMA-65B", "input grad dY W", 8192},         {"LLaMA-65B", "weight grad dY^T X", 2048}};
+      {"CLIP ViT-Huge", "forward X W^T", 1280, clip_tokens * clip_in, clip_out * clip_in},
+      {"CLIP ViT-Huge", "input grad dY W", 5120, clip_tokens * clip_out, clip_in * clip_out},
+      {"CLIP ViT-Huge", "weight grad dY^T X", 65536, clip_out * clip_tokens, clip_in * clip_tokens},
+      {"LLaMA-65B", "forward X W^T", 32768, ll_tokens * ll_in, ll_out * ll_in},
+      {"LLaMA-65B", "input grad dY W", 8192, ll_tokens * ll_out, ll_in * ll_out},
+      {"LLaMA-65B", "weight grad dY^T X", 2048, ll_out * ll_tokens, ll_in * ll_tokens}};
 }
 
 double loglog_slope(const std::vector<double>& x, const std::vector<double>& y) {

@@ -54,6 +54,11 @@ struct D3Matmul {
   std::string model;
   std::string matmul;  // forward / input grad / weight grad
   int k;
+  // Elements of the two operand tensors whose rows meet in the inner products (the tensor-wise
+  // absmax runs over all of them): forward X W^T: X (tokens x in), W (out x in); input grad
+  // dY W: dY (tokens x out), W^T (in x out); weight grad dY^T X: dY^T (out x tokens),
+  // X^T (in x tokens).
+  double u_elements = 0, v_elements = 0;
 };
 std::vector<D3Matmul> d3_matmuls();
 

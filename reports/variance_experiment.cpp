@@ -59,8 +59,24 @@ void draw_operand(std::uint64_t seed, InputDist dist, int di, int kidx, int oper
 }
 
 // x^ for one operand under one scheme.
+//
+// `rest_absmax` > 0 (tensor-wise schemes only): the operand is a sample of a larger tensor whose
+// other elements have this absmax; the tensor's scale is then max(|x|, rest_absmax). The value is
+// appended as one more element of the (tensor-wise, hence layout-free) quantization and its
+// output dropped.
 void quantize_operand(const VarScheme& s, bool rowwise, std::uint64_t sr_seed, int rows, int k,
-                      const std::vector<float>& x, std::vector<float>& xhat) {
+                      const std::vector<float>& x, std::vector<float>& xhat,
+                      float rest_absmax = 0.0f) {
+  if (rest_absmax > 0.0f && !rowwise && s.kind != SchemeKind::mask &&
+      s.kind != SchemeKind::elementwise) {
+    std::vector<float> ext(x);
+    ext.push_back(rest_absmax);
+    std::vector<float> eh;
+    quantize_operand(s, false, sr_seed, 1, static_cast<int>(ext.size()), ext, eh);
+    eh.pop_back();
+    xhat.swap(eh);
+    return;
+  }
   if (s.kind == SchemeKind::mask) {
     // Seed 003 thresholds to the ExMy limits and bit-masks the mantissa (SEMANTICS 2.1).
     xhat.resize(x.size());
@@ -184,6 +200,12 @@ Trial run_trial(const VarianceConfig& cfg, std::uint64_t seed, int di, int kidx,
 
 }  // namespace
 
+namespace {
+double sample_var(double n, double s, double ss) {
+  return n > 1 ? (ss - s * s / n) / (n - 1) : 0.0;
+}
+}  // namespace
+
 std::uint64_t variance_sr_seed(std::uint64_t seed, int dist, int kidx, int scheme, int operand,
                                int trial) {
   const std::uint64_t packed =
@@ -206,15 +228,108 @@ const VarianceCell* VarianceResults::find(InputDist d, const std::string& scheme
   return nullptr;
 }
 
+std::vector<D3ShapeCell> run_d3_shapes(const ReportContext& ctx, int trials, int replicates) {
+  const auto mm = d3_matmuls();
+  std::vector<VarScheme> schemes;
+  for (const auto& s : variance_config(false, 0).schemes) {
+    if (s.name == "int8_tensor" || s.name == "int8_row" || s.name == "e4m3fn_tensor" ||
+        s.name == "e5m2_tensor") {
+      schemes.push_back(s);
+    }
+  }
+  const std::uint64_t seed = ctx.options().seed;
+  const int rows = 4;
+  std::vector<D3ShapeCell> out;
+  Progress progress(ctx, "variance", static_cast<double>(mm.size()));
+  for (std::size_t mi = 0; mi < mm.size(); ++mi) {
+    const D3Matmul& m = mm[mi];
+    progress.step("D.3 shapes: " + m.model + " " + m.matmul + " (k=" + std::to_string(m.k) + ")",
+                  static_cast<double>(mi));
+    // Streams: the D.3 shapes use k index 128 + mi, so they never meet the sweep's draws.
+    const int kidx = 128 + static_cast<int>(mi);
+    struct T {
+      std::vector<std::vector<double>> d;  // per scheme, rows^2 errors
+    };
+    std::vector<T> tr(static_cast<std::size_t>(trials));
+    ctx.parallel_for(tr.size(), [&](std::size_t t) {
+      std::vector<float> u, v, uh, vh;
+      draw_operand(seed, InputDist::gaussian, 0, kidx, 0, static_cast<int>(t), rows, m.k, u);
+      draw_operand(seed, InputDist::gaussian, 0, kidx, 1, static_cast<int>(t), rows, m.k, v);
+      // The absmax of the rest of each tensor (N - rows k elements), drawn from the law of
+      // the maximum of that many |N(0,1)| by inversion of a 53-bit uniform.
+      float rest[2];
+      for (int op = 0; op < 2; ++op) {
+        const double n = static_cast<double>(op == 0 ? m.u_elements : m.v_elements) -
+                         static_cast<double>(rows) * m.k;
+        const std::uint32_t st = variance_data_stream(0, kidx, 3 + op);
+        const std::uint64_t w =
+            (static_cast<std::uint64_t>(native::philox_word(seed, st, 2 * t)) << 21) ^
+            native::philox_word(seed, st, 2 * t + 1);
+        const double p = (static_cast<double>(w & ((1ull << 53) - 1)) + 0.5) / 9007199254740992.0;
+        rest[op] = static_cast<float>(gaussian_max_quantile(n, p));
+      }
+      std::vector<ExactDot32> base(static_cast<std::size_t>(rows) * rows);
+      for (int i = 0; i < rows; ++i) {
+        for (int j = 0; j < rows; ++j) {
+          ExactDot32& acc = base[i * rows + j];
+          acc.clear();
+          for (int c = 0; c < m.k; ++c) {
+            acc.add_product(u[static_cast<std::size_t>(i) * m.k + c],
+                            v[static_cast<std::size_t>(j) * m.k + c]);
+          }
+        }
+      }
+      tr[t].d.resize(schemes.size());
+      for (std::size_t si = 0; si < schemes.size(); ++si) {
+        const VarScheme& s = schemes[si];
+        quantize_operand(s, s.u_rowwise, 0, rows, m.k, u, uh, rest[0]);
+        quantize_operand(s, s.v_rowwise, 0, rows, m.k, v, vh, rest[1]);
+        for (int i = 0; i < rows; ++i) {
+          for (int j = 0; j < rows; ++j) {
+            ExactDot32 acc;
+            acc.clear();
+            for (int c = 0; c < m.k; ++c) {
+              acc.add_product(uh[static_cast<std::size_t>(i) * m.k + c],
+                              vh[static_cast<std::size_t>(j) * m.k + c]);
+            }
+            acc.add(base[i * rows + j], /*subtract=*/true);
+            tr[t].d[si].push_back(acc.to_double());
+          }
+        }
+      }
+    });
+    for (std::size_t si = 0; si < schemes.size(); ++si) {
+      auto var_of = [&](const std::vector<int>& pick) {
+        double n = 0, a = 0, b = 0;
+        for (int t : pick) {
+          for (double x : tr[static_cast<std::size_t>(t)].d[si]) {
+            n += 1;
+            a += x;
+            b += x * x;
+          }
+        }
+        return sample_var(n, a, b);
+      };
+      std::vector<int> all(static_cast<std::size_t>(trials));
+      for (int t = 0; t < trials; ++t) all[static_cast<std::size_t>(t)] = t;
+      D3ShapeCell c;
+      c.matmul = static_cast<int>(mi);
+      c.scheme = schemes[si].name;
+      c.var_d = var_of(all);
+      for (int b = 0; b < replicates; ++b) {
+        c.rep_var_d.push_back(var_of(bootstrap_draw(seed, 0, kidx, b, trials)));
+      }
+      out.push_back(std::move(c));
+    }
+  }
+  return out;
+}
+
 double variance_work(const VarianceConfig& cfg, int k) {
   return static_cast<double>(k) * static_cast<double>(cfg.schemes.size() + 1);
 }
 
 namespace {
-
-double sample_var(double n, double s, double ss) {
-  return n > 1 ? (ss - s * s / n) / (n - 1) : 0.0;
-}
 
 // The statistics of one cell from a multiset of trials (all of them, or a bootstrap replicate).
 struct CellStats {

@@ -72,6 +72,19 @@ struct VarianceResults {
 
 VarianceResults run_variance_experiment(const ReportContext& ctx, const VarianceConfig& cfg);
 
+// D.3 with operands of the paper's shapes: for each matmul of d3_matmuls(), `trials` draws of
+// rows x k samples of U and V (gaussian), where the tensor-wise schemes scale by the absmax of
+// the whole tensor (u_elements / v_elements elements): the sampled rows plus the maximum of the
+// rest, drawn exactly from its law (variance_stats.hpp gaussian_max_quantile). Row-wise schemes
+// need no such draw: their rows are independent of the rest of the tensor.
+struct D3ShapeCell {
+  int matmul = 0;  // index into d3_matmuls()
+  std::string scheme;
+  double var_d = 0;
+  std::vector<double> rep_var_d;  // bootstrap replicates over trials
+};
+std::vector<D3ShapeCell> run_d3_shapes(const ReportContext& ctx, int trials, int replicates);
+
 // Progress weight of one (dist, k): proportional to its run time (k times the schemes).
 double variance_work(const VarianceConfig& cfg, int k);
 

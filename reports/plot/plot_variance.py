@@ -158,11 +158,17 @@ def plot(section_dir):
     common.save(fig, section_dir, "closed_forms")
     plt.close(fig)
 
-    d3 = common.read_csv(os.path.join(section_dir, "d3_measured.csv"))
-    if d3:
+    fig, axes = plt.subplots(2, 1, figsize=(11, 9), constrained_layout=True)
+    for ax, (csv_name, what) in zip(axes, (("d3_measured.csv", "i.i.d. rows x k operands"),
+                                           ("d3_shapes.csv", "operands of the paper's shapes "
+                                            "(tensor-wise absmax over the whole tensor)"))):
+        path = os.path.join(section_dir, csv_name)
+        d3 = common.read_csv(path) if os.path.exists(path) else []
+        if not d3:
+            ax.set_visible(False)
+            continue
         labels = list(dict.fromkeys(r["model"] + "\n" + r["matmul"] for r in d3))
         d3schemes = list(dict.fromkeys(r["scheme"] for r in d3))
-        fig, ax = plt.subplots(figsize=(10, 5), constrained_layout=True)
         width = 0.8 / (len(d3schemes) + 1)
         model_vals = {r["model"] + "\n" + r["matmul"]: f(r, "model_wgrad_over_this") for r in d3}
         xs = list(range(len(labels)))
@@ -180,13 +186,12 @@ def plot(section_dir):
         ax.set_xticks(xs)
         ax.set_xticklabels(labels, fontsize=7)
         ax.set_ylabel("Var(d) weight grad / Var(d) this matmul")
-        ax.set_title("Appendix D.3: is the weight gradient the noisiest matmul? (>1: yes; "
-                     "gaussian inputs, 95% intervals)", fontsize=9)
+        ax.set_title("Appendix D.3: weight-gradient noise over this matmul's (>1: the weight "
+                     "gradient is noisier); %s, gaussian, 95%% intervals" % what, fontsize=9)
         ax.legend(fontsize=7)
         ax.grid(True, axis="y", which="both", alpha=0.3)
-        common.save(fig, section_dir, "d3_ratios")
-        plt.close(fig)
-
+    common.save(fig, section_dir, "d3_ratios")
+    plt.close(fig)
 
 if __name__ == "__main__":
     common.main_guard(plot)

@@ -144,3 +144,39 @@ TEST_CASE("variance section: same seed, any thread count -> identical CSV bytes"
   REQUIRE(md.find("## Provenance") != std::string::npos);
   for (const auto& d : {d1, d2, d3}) std::filesystem::remove_all(d);
 }
+
+// D.3 with the paper's shapes: a tensor-wise scale over 65536 x 1280 elements is larger than
+// over 4 x 1280, so the int8 error variance must be larger by about the ratio of E[M^2]
+// (closed form); row-wise scaling does not see the rest of the tensor.
+TEST_CASE("D.3 shapes: tensor-wise absmax over the whole tensor, row-wise unaffected",
+          "[variance]") {
+  const std::uint64_t seed = 99;
+  INFO("seed " << seed);
+  ReportContext ctx(tiny_options(temp_dir("d3s"), seed, 2));
+  const auto cells = run_d3_shapes(ctx, 6, 50);
+  REQUIRE(cells.size() == d3_matmuls().size() * 4);
+  const VarianceConfig cfg = variance_config(false, 0);
+  for (const auto& c : cells) {
+    REQUIRE(c.var_d > 0);
+    REQUIRE(c.rep_var_d.size() == 50);
+  }
+  auto cell = [&](int mi, const std::string& s) -> const D3ShapeCell& {
+    for (const auto& c : cells) {
+      if (c.matmul == mi && c.scheme == s) return c;
+    }
+    FAIL("missing " << s);
+    return cells.front();
+  };
+  // CLIP forward (k = 1280): X has 65536 x 1280 elements, W 5120 x 1280. The error variance
+  // of int8_tensor scales with E[M^2] of each operand's absmax (s_q^2 = E[M^2]/(12 127^2)):
+  // against row-wise scaling (absmax over k = 1280 per row) the ratio is about
+  // (E[M^2_X] + E[M^2_W]) / (2 E[M^2_1280]).
+  const auto& mm = d3_matmuls();
+  const double expect =
+      (expected_max_sq(mm[0].u_elements, 0) + expected_max_sq(mm[0].v_elements, 0)) /
+      (2 * expected_max_sq(1280, 0));
+  const double got = cell(0, "int8_tensor").var_d / cell(0, "int8_row").var_d;
+  INFO("tensor/row Var(d) " << got << " expected about " << expect);
+  REQUIRE(got > 0.7 * expect);
+  REQUIRE(got < 1.4 * expect);
+}
