@@ -1,0 +1,148 @@
+// exmy diagnose spikes --trace T.csv [--loss-col loss] [--rms-col rms] [--rms-threshold 2.3]
+//                      [--sigma 3.2] [--window 100] [--ignore-first 1000] [--dedup 10]
+//                      [--lead 1:8] [--out EVENTS.csv] [--json]
+// Loss spikes and RMS spikes in a training log, by the heuristics of Wortsman et al. 2023
+// (appendix E), and how often an RMS spike precedes a loss spike by 1-8 steps against the rate
+// expected by chance (docs/SEMANTICS.md 14.4). The trace is a CSV with a header: a loss column,
+// optionally an RMS column (RMS_t = sqrt(mean(g^2 / u)) of the patch-embedding layer) and a step
+// column. Exit 0 after a report; 2 on bad input (named, nothing written).
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "cli/command.hpp"
+#include "reports/spikes.hpp"
+#include "sim/common/error.hpp"
+#include "sim/common/number.hpp"
+#include "sim/io/files.hpp"
+
+namespace exmy::cli {
+namespace {
+
+constexpr const char* kUsage =
+    "usage: exmy diagnose spikes --trace T.csv [--loss-col loss] [--rms-col rms] "
+    "[--rms-threshold 2.3] [--sigma 3.2] [--window 100] [--ignore-first 1000] [--dedup 10] "
+    "[--lead 1:8] [--out EVENTS.csv] [--json]";
+
+std::string steps_json(const std::vector<long>& v) {
+  std::string s = "[";
+  for (std::size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + std::to_string(v[i]);
+  return s + "]";
+}
+
+int run_diagnose(const Args& args) {
+  if (args.empty() || args[0] == "--help" || args[0] == "-h") {
+    std::printf("%s\n", kUsage);
+    return args.empty() ? 2 : 0;
+  }
+  if (args[0] != "spikes") {
+    throw InputError("diagnose '" + args[0] + "': expected spikes (" + kUsage + ")");
+  }
+  reports::SpikeOptions o;
+  std::string trace, out, loss_col = "loss", rms_col = "rms";
+  bool json = false;
+  for (std::size_t i = 1; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    auto value = [&]() -> std::string {
+      if (i + 1 >= args.size()) throw InputError(a + ": expected a value");
+      return args[++i];
+    };
+    if (a == "--help" || a == "-h") {
+      std::printf("%s\n", kUsage);
+      return 0;
+    } else if (a == "--trace") {
+      trace = value();
+    } else if (a == "--loss-col") {
+      loss_col = value();
+      if (loss_col.empty()) throw InputError("--loss-col '': expected a column name");
+    } else if (a == "--rms-col") {
+      rms_col = value();
+    } else if (a == "--rms-threshold") {
+      const std::string v = value();
+      o.rms_threshold = number::require_range(number::parse_f64(v, "--rms-threshold"), v,
+                                              "--rms-threshold", 0.0, true, 1e300, false);
+    } else if (a == "--sigma") {
+      const std::string v = value();
+      o.sigma = number::require_range(number::parse_f64(v, "--sigma"), v, "--sigma", 0.0, false,
+                                      1e300, false);
+    } else if (a == "--window") {
+      o.window = static_cast<int>(number::parse_u64(value(), "--window", 1u << 24, false));
+      if (o.window < 2) throw InputError("--window: expected at least 2 (a standard deviation)");
+    } else if (a == "--ignore-first") {
+      o.ignore_first =
+          static_cast<long>(number::parse_u64(value(), "--ignore-first", 1ull << 53, false));
+    } else if (a == "--dedup") {
+      o.dedup = static_cast<int>(number::parse_u64(value(), "--dedup", 1u << 24, false));
+      if (o.dedup < 1) throw InputError("--dedup: expected at least 1");
+    } else if (a == "--lead") {
+      const std::string v = value();
+      const auto colon = v.find(':');
+      if (colon == std::string::npos) throw InputError("--lead '" + v + "': expected MIN:MAX");
+      o.lead_min =
+          static_cast<int>(number::parse_u64(v.substr(0, colon), "--lead MIN", 1u << 24, false));
+      o.lead_max =
+          static_cast<int>(number::parse_u64(v.substr(colon + 1), "--lead MAX", 1u << 24, false));
+      if (o.lead_min < 1 || o.lead_max < o.lead_min) {
+        throw InputError("--lead '" + v + "': expected 1 <= MIN <= MAX");
+      }
+    } else if (a == "--out") {
+      out = value();
+    } else if (a == "--json") {
+      json = true;
+    } else {
+      throw InputError("argument '" + a + "': unexpected (" + kUsage + ")");
+    }
+  }
+  if (trace.empty()) throw InputError(std::string("--trace T.csv: required (") + kUsage + ")");
+  const std::string text = io::read_small_file(trace, std::size_t{1} << 30, "a CSV training trace");
+  const reports::Trace t = reports::parse_trace_csv(text, trace, loss_col, rms_col);
+  const reports::SpikeResult r = reports::detect_spikes(t, o);
+  if (!out.empty()) {
+    std::string csv = "step,event,preceded_by_rms_spike\n";
+    std::size_t a = 0, b = 0;
+    while (a < r.loss_spikes.size() || b < r.rms_spikes.size()) {
+      const bool take_loss = b >= r.rms_spikes.size() ||
+                             (a < r.loss_spikes.size() && r.loss_spikes[a] <= r.rms_spikes[b]);
+      if (take_loss) {
+        csv +=
+            std::to_string(r.loss_spikes[a]) + ",loss_spike," + (r.preceded[a] ? "1" : "0") + "\n";
+        ++a;
+      } else {
+        csv += std::to_string(r.rms_spikes[b]) + ",rms_spike,\n";
+        ++b;
+      }
+    }
+    io::write_text_atomic(out, csv);
+  }
+  const bool have_rms = !t.rms.empty();
+  if (json) {
+    std::printf(
+        "{\"trace\": \"%s\", \"steps\": %zu, \"analysed_steps\": %ld, \"loss_spikes\": %s, "
+        "\"rms_spikes\": %s, \"preceded\": %ld, \"chance_rate\": %.6g, \"p_value\": %.6g}\n",
+        trace.c_str(), t.step.size(), r.analysed_steps, steps_json(r.loss_spikes).c_str(),
+        have_rms ? steps_json(r.rms_spikes).c_str() : "null", r.preceded_count, r.chance_rate,
+        r.p_value);
+    return 0;
+  }
+  std::printf("%s: %zu steps, %ld analysed (the first %ld ignored)\n", trace.c_str(), t.step.size(),
+              r.analysed_steps, o.ignore_first);
+  std::printf("loss spikes: %zu%s\n", r.loss_spikes.size(),
+              r.loss_spikes.empty() ? "" : (" at " + steps_json(r.loss_spikes)).c_str());
+  if (!have_rms) {
+    std::printf("no RMS column: precedence not analysed\n");
+    return 0;
+  }
+  std::printf("RMS spikes (RMS >= %g): %zu\n", o.rms_threshold, r.rms_spikes.size());
+  std::printf(
+      "loss spikes preceded by an RMS spike %d-%d steps earlier: %ld of %zu (chance rate %.3g "
+      "per loss spike; P(at least this many by chance) = %.3g)\n",
+      o.lead_min, o.lead_max, r.preceded_count, r.loss_spikes.size(), r.chance_rate, r.p_value);
+  return 0;
+}
+
+}  // namespace
+
+EXMY_COMMAND("diagnose", run_diagnose,
+             "training-log diagnostics: loss and RMS spikes (Wortsman et al. appendix E)");
+
+}  // namespace exmy::cli
