@@ -1,5 +1,6 @@
 #include "reports/mlp_adam.hpp"
 
+#include <algorithm>
 #include <cmath>
 
 #include "reports/random_normal.hpp"
@@ -8,6 +9,7 @@
 #include "sim/native/philox.hpp"
 #include "sim/native/quant_absmax.hpp"
 #include "sim/native/quant_codebook.hpp"
+#include "sim/optim/optim.hpp"
 
 namespace exmy::reports {
 
@@ -135,6 +137,8 @@ std::vector<AdamSnapshot> train_mlp_adam(const MlpConfig& cfg, std::uint64_t see
   std::vector<float> teacher(static_cast<std::size_t>(C) * D), scale(D);
   for (std::size_t i = 0; i < teacher.size(); ++i) {
     teacher[i] = static_cast<float>(normal_fp64(seed, kStreamTeacher, i));
+    const int j = static_cast<int>(i % static_cast<std::size_t>(D));
+    if (j < static_cast<int>(cfg.late_onsets.size()) * cfg.late_group) teacher[i] = 0.0f;
   }
   for (int j = 0; j < D; ++j) {
     scale[j] = static_cast<float>(std::pow(10.0, -1.5 + 3.0 * j / (D - 1)));
@@ -154,7 +158,11 @@ std::vector<AdamSnapshot> train_mlp_adam(const MlpConfig& cfg, std::uint64_t see
       std::vector<float> za(D);
       for (int j = 0; j < D; ++j) {
         const std::uint64_t i = (static_cast<std::uint64_t>(t - 1) * B + b) * D + j;
-        const bool active = native::philox_word(seed, kStreamActive, i) < (1u << 30);
+        bool active = native::philox_word(seed, kStreamActive, i) < (1u << 30);
+        const int late = j / cfg.late_group;  // late group of feature j, if any
+        if (late < static_cast<int>(cfg.late_onsets.size()) && t < cfg.late_onsets[late]) {
+          active = false;
+        }
         za[j] = active ? static_cast<float>(normal_fp64(seed, kStreamZ, i)) : 0.0f;
         x[static_cast<std::size_t>(b) * D + j] = scale[j] * za[j];
       }
@@ -200,12 +208,51 @@ std::vector<AdamSnapshot> train_mlp_adam(const MlpConfig& cfg, std::uint64_t see
       for (int o = 0; o < H; ++o) dh1[o] = a1[o] > 0.0f ? dh1[o] : 0.0f;
       backward(L1, xb, dh1.data(), nullptr);
     }
-    for (Layer* L : {&L1, &L2, &L3}) {
-      const bool state32 = cfg.fp32_first_layer && L == &L1;
-      adam(L->w, L->gw, L->mw, L->vw, cfg, t, state32, log.eps_updates);
-      adam(L->b, L->gb, L->mb, L->vb, cfg, t, state32, log.eps_updates);
+    float rms1 = 0.0f;
+    if (cfg.optimizer == MlpConfig::Optimizer::adam) {
+      for (Layer* L : {&L1, &L2, &L3}) {
+        const bool state32 = cfg.fp32_first_layer && L == &L1;
+        adam(L->w, L->gw, L->mw, L->vw, cfg, t, state32, log.eps_updates);
+        adam(L->b, L->gb, L->mb, L->vb, cfg, t, state32, log.eps_updates);
+      }
+    } else {
+      optim::AdamHyper h;
+      h.lr = cfg.lr;
+      h.beta1 = cfg.beta1;
+      h.beta2 = cfg.beta2;
+      h.eps = cfg.eps;
+      h.wd = cfg.wd;
+      for (Layer* L : {&L1, &L2, &L3}) {
+        for (int part = 0; part < 2; ++part) {
+          std::vector<float>& p = part ? L->b : L->w;
+          std::vector<float>& g = part ? L->gb : L->gw;
+          std::vector<float>& m = part ? L->mb : L->mw;
+          std::vector<float>& v = part ? L->vb : L->vw;
+          if (cfg.optimizer == MlpConfig::Optimizer::stable_adamw) {
+            const float r = optim::stable_adamw_step(h, t, p, g, m, v);
+            if (L == &L1 && part == 0) rms1 = r;
+          } else {
+            optim::adam_step(h, /*decoupled=*/true, native::Storage::f32, t, p, g, m, v);
+            if (L == &L1 && part == 0) {
+              // RMS_t with AdamW's bias-corrected second moment u = v / (1 - beta2^t), summed
+              // in SEMANTICS 10's tree like StableAdamW's.
+              const float bc =
+                  static_cast<float>(1.0 - std::pow(static_cast<double>(cfg.beta2), t));
+              const float e2 = cfg.eps * cfg.eps;
+              std::vector<float> terms(p.size());
+              for (std::size_t i = 0; i < p.size(); ++i) {
+                const float u = v[i] / bc;
+                terms[i] = (g[i] * g[i]) / (u > e2 ? u : e2);
+              }
+              rms1 = optim::rms_from_sum(optim::tree_sum(terms), terms.size());
+            }
+          }
+          std::fill(g.begin(), g.end(), 0.0f);
+        }
+      }
     }
-    if (t % 10 == 0 || t == 1) {
+    if (t % cfg.log_every == 0 || t == 1) {
+      if (cfg.optimizer != MlpConfig::Optimizer::adam) log.rms1.push_back(rms1);
       log.step.push_back(t);
       log.loss.push_back(loss);
       log.accuracy.push_back(static_cast<float>(correct) / B);

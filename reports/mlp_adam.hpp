@@ -36,6 +36,21 @@ struct MlpConfig {
   // Dettmers et al.'s stable-embedding rule, as far as the optimizer goes: the input layer (the
   // one that sees sparse inputs, as an embedding does) keeps 32-bit states.
   bool fp32_first_layer = false;
+  // The optimizer: `adam` is this file's fp32 Adam (the states the heatmaps analyse, and the
+  // 8-bit variants above); `torch_adamw` and `stable_adamw` are exmy's own steps
+  // (optim::adam_step with decoupled decay, optim::stable_adamw_step; SEMANTICS 9.2, 9.5) and
+  // record RMS_t of the input layer every step (the patch-embedding layer of the appendix-E
+  // analysis: the layer that sees the raw, skewed inputs).
+  enum class Optimizer { adam, torch_adamw, stable_adamw } optimizer = Optimizer::adam;
+  float wd = 0.0f;
+  int log_every = 10;  // loss (and RMS) logged at step 1 and every log_every steps
+  // Late features (the spike section's "learning signal changes"): group g of `late_group`
+  // features, counted from the smallest-scale end (features g late_group .. (g+1) late_group
+  // - 1: small inputs, so their onset barely moves the activations), is silent (a_j = 0)
+  // before step late_onsets[g] and active after; the teacher ignores every late feature, so
+  // their onset changes the gradients of their input-layer weights, not the task.
+  std::vector<int> late_onsets;
+  int late_group = 8;
 };
 
 // Codes and dequantized values of one state tensor under a codebook, group size `block` (0: the
@@ -57,6 +72,9 @@ struct TrainLog {
   // Element updates with v == 0 and m != 0, i.e. a step of lr m / eps: what 8-bit states do
   // when v quantizes to 0 and the next gradient is exactly 0 (dead ReLU units, inactive inputs).
   long long eps_updates = 0;
+  // RMS_t = sqrt(mean(g^2 / max(u, eps^2))) of the input layer's weights at the logged steps
+  // (torch_adamw: u = v / (1 - beta2^t); stable_adamw: its own u; empty for adam).
+  std::vector<float> rms1;
 };
 
 // Trains and returns the snapshots; `log` receives the loss every 10 steps. Calls

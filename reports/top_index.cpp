@@ -16,7 +16,9 @@ const std::vector<SectionInfo>& report_sections() {
        "low-precision training for large-scale vision-language models, appendix D)"},
       {"adam-heatmap",
        "Adam quantization-error heatmaps (Dettmers et al., 8-bit optimizers via block-wise "
-       "quantization, error analysis)"}};
+       "quantization, error analysis)"},
+      {"spikes",
+       "Loss spikes and RMS spikes (Wortsman et al. 2023, section 3.4-3.5 and appendix E)"}};
   return s;
 }
 
@@ -50,18 +52,10 @@ std::vector<Claim> not_computed_claims() {
     return c;
   };
   return {
-      nc(w, "appendix E",
-         "RMS spikes in the patch-embedding layer precede loss spikes by 1-8 "
-         "iterations",
-         "needs the spike detector section and a training trace (not built yet)"),
       nc(w, "section 2, figures 1-3",
          "SwitchBack int8 training matches bfloat16 accuracy for "
          "CLIP ViT-Huge",
          "needs CLIP-scale training; out of a CPU report's reach"),
-      nc(w, "section 3, algorithm 2",
-         "StableAdamW's update clipping removes the loss spikes "
-         "of AdamW",
-         "needs the spike section's training with and without clipping (not built)"),
       nc(dt, "section 2.3",
          "the Stable Embedding Layer stabilises 8-bit training of language "
          "models",

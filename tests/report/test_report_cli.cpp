@@ -89,7 +89,8 @@ TEST_CASE("exmy report all (test size) writes every section and a top index", "[
   for (const char* f :
        {"index.md", "variance/index.md", "variance/variance.csv", "variance/slopes.csv",
         "variance/d3_model.csv", "adam-heatmap/index.md", "adam-heatmap/summary.csv",
-        "formats/index.md", "formats/limits.csv", "formats/sr.csv", "formats/profile.csv"}) {
+        "formats/index.md", "formats/limits.csv", "formats/sr.csv", "formats/profile.csv",
+        "spikes/index.md", "spikes/spikes.csv", "spikes/trace_adamw_b2_0.999.csv"}) {
     INFO(f);
     REQUIRE(fs::exists(d / f));
   }
@@ -120,7 +121,7 @@ TEST_CASE("exmy report all (test size) writes every section and a top index", "[
   REQUIRE(run_cli({"report", "all", "--out", d2.string(), "--tiny", "--threads", "1"},
                   {"EXMY_PYTHON=/nonexistent/python3"}) == 0);
   for (const char* f : {"variance/variance.csv", "adam-heatmap/summary.csv", "formats/sr.csv",
-                        "formats/profile.csv"}) {
+                        "formats/profile.csv", "spikes/spikes.csv", "claims.csv"}) {
     INFO(f);
     REQUIRE(slurp(d / f) == slurp(d2 / f));
   }
@@ -208,5 +209,25 @@ TEST_CASE("exmy report: SIGINT stops cleanly with status 130", "[cli]") {
   REQUIRE_FALSE(has_temp_files(d));
   REQUIRE_FALSE(fs::exists(d / "variance/index.md"));
   REQUIRE_FALSE(fs::exists(d / "variance/variance.csv"));
+  fs::remove_all(d);
+}
+
+// The report's own trace goes through the user-facing command unchanged.
+TEST_CASE("exmy diagnose spikes reads the report's trace; bad input exits 2", "[cli]") {
+  if (cli().empty()) return;
+  const fs::path d = fresh_dir("diag");
+  REQUIRE(run_cli({"report", "spikes", "--out", d.string(), "--tiny"},
+                  {"EXMY_PYTHON=/nonexistent/python3"}) == 0);
+  const std::string trace = (d / "spikes" / "trace_adamw_b2_0.999.csv").string();
+  REQUIRE(run_cli({"diagnose", "spikes", "--trace", trace, "--ignore-first", "50", "--out",
+                   (d / "ev.csv").string()}) == 0);
+  REQUIRE(slurp(d / "ev.csv").rfind("step,event,preceded_by_rms_spike\n", 0) == 0);
+  REQUIRE(run_cli({"diagnose", "spikes", "--help"}) == 0);
+  REQUIRE(run_cli({"diagnose", "spikes"}) == 2);                                     // no trace
+  REQUIRE(run_cli({"diagnose", "spikes", "--trace", d.string()}) == 2);              // a directory
+  REQUIRE(run_cli({"diagnose", "spikes", "--trace", trace, "--window", "1"}) == 2);  // no std
+  REQUIRE(run_cli({"diagnose", "spikes", "--trace", trace, "--lead", "8:1"}) == 2);
+  REQUIRE(run_cli({"diagnose", "spikes", "--trace", trace, "--rms-col", "nope"}) == 2);
+  REQUIRE(run_cli({"diagnose", "wobble"}) == 2);
   fs::remove_all(d);
 }
