@@ -184,7 +184,10 @@ SectionSummary run_spikes_section(const ReportContext& ctx) {
       c.value = static_cast<double>(total_preceded) / static_cast<double>(total_loss);
       c.has_value = true;
       c.expected = "about 0.93 (28/30)";
-      c.verdict = c.value >= 0.8   ? "reproduced"
+      // The paper tests 15-30 detected spikes; a handful cannot confirm or refute 28 of 30.
+      c.verdict = total_loss < 5 ? "inconclusive (" + std::to_string(total_loss) +
+                                       " loss spike(s): too few to test)"
+                  : c.value >= 0.8 ? "reproduced"
                   : c.value >= 0.5 ? "partly reproduced"
                                    : "not reproduced";
     } else {
