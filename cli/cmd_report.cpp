@@ -1,5 +1,5 @@
-// exmy report [all|variance|adam-heatmap|formats|spikes] --out DIR [--quick] [--seed N] [--threads
-// N]
+// exmy report [all|variance|adam-heatmap|formats|spikes|extrabits] --out DIR [--quick] [--seed N]
+// [--threads N]
 //
 // Exit status: 0 on success (also when figures were skipped because matplotlib is missing: the
 // CSVs and index.md are complete and say so, and a warning goes to stderr); 2 on bad arguments;
@@ -29,7 +29,8 @@ unsigned long long parse_unsigned(const std::string& flag, const std::string& v,
 }
 
 const char* kUsage =
-    "usage: exmy report [all|variance|adam-heatmap|formats|spikes] --out DIR [--quick] [--seed N] "
+    "usage: exmy report [all|variance|adam-heatmap|formats|spikes|extrabits] --out DIR [--quick] "
+    "[--seed N] "
     "[--threads N] [--replace]\n"
     "  --quick      the reduced configuration (about 2 minutes on 2 cores; the full report about "
     "10)\n"
@@ -66,10 +67,13 @@ int run_report(const exmy::cli::Args& args) {
       o.threads = static_cast<int>(parse_unsigned("--threads", value(), 1024));
       if (o.threads == 0) throw InputError("--threads 0: expected at least 1");
     } else if (!a.empty() && a[0] != '-' && !have_section) {
-      if (a != "all" && a != "variance" && a != "adam-heatmap" && a != "formats" && a != "spikes") {
-        throw InputError("section '" + a +
-                         "': expected all, variance, adam-heatmap, formats or spikes");
+      bool known = a == "all";
+      std::string names = "all";
+      for (const auto& s : rep::report_sections()) {
+        known = known || a == s.key;
+        names += std::string(", ") + s.key;
       }
+      if (!known) throw InputError("section '" + a + "': expected one of " + names);
       section = a;
       have_section = true;
     } else {
@@ -118,6 +122,7 @@ int run_report(const exmy::cli::Args& args) {
       if (key == "variance") ran.push_back(rep::run_variance_section(ctx));
       if (key == "adam-heatmap") ran.push_back(rep::run_adam_heatmap_section(ctx));
       if (key == "spikes") ran.push_back(rep::run_spikes_section(ctx));
+      if (key == "extrabits") ran.push_back(rep::run_extrabits_section(ctx));
       ran.back().seconds =
           std::chrono::duration<double>(std::chrono::steady_clock::now() - ts).count();
     }

@@ -90,7 +90,8 @@ TEST_CASE("exmy report all (test size) writes every section and a top index", "[
        {"index.md", "variance/index.md", "variance/variance.csv", "variance/slopes.csv",
         "variance/d3_model.csv", "adam-heatmap/index.md", "adam-heatmap/summary.csv",
         "formats/index.md", "formats/limits.csv", "formats/sr.csv", "formats/profile.csv",
-        "spikes/index.md", "spikes/spikes.csv", "spikes/trace_adamw_b2_0.999.csv"}) {
+        "spikes/index.md", "spikes/spikes.csv", "spikes/trace_adamw_b2_0.999.csv",
+        "extrabits/index.md", "extrabits/one_add.csv", "extrabits/cumulative.csv"}) {
     INFO(f);
     REQUIRE(fs::exists(d / f));
   }

@@ -1,0 +1,57 @@
+// The extra-bits section's numbers against their closed-form error bounds (derived in the test).
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <string>
+
+#include "reports/report_context.hpp"
+#include "reports/sections.hpp"
+
+using namespace exmy::reports;
+
+TEST_CASE("extrabits: one add within the closed-form bounds, extra bits help over many",
+          "[extrabits]") {
+  const auto dir = std::filesystem::temp_directory_path() /
+                   ("exmy_test_extrabits_" + std::to_string(::getpid()));
+  std::filesystem::remove_all(dir);
+  ReportOptions o;
+  o.out_dir = dir.string();
+  o.tiny = 1;
+  o.figures = false;
+  o.threads = 2;
+  const SectionSummary s = run_extrabits_section(ReportContext(o));
+  std::ifstream in(dir / "extrabits" / "one_add.csv");
+  std::string line;
+  std::getline(in, line);
+  REQUIRE(line == "format,n,relerr_16bit_value,relerr_stored_value");
+  std::map<std::string, std::pair<double, double>> at256;
+  while (std::getline(in, line)) {
+    std::stringstream ss(line);
+    std::string f, n, a, b;
+    std::getline(ss, f, ',');
+    std::getline(ss, n, ',');
+    std::getline(ss, a, ',');
+    std::getline(ss, b, ',');
+    if (n == "256") at256[f] = {std::stod(a), std::stod(b)};
+  }
+  // x1 = x0 + y with x0 stored once before: for round to nearest (unit roundoff u) the
+  // element errors are at most u|x0| + u|x1| (plus fp32's 2^-24|x1|), so norm-wise at most
+  // u (1 + ||x0||/||x1||) ~ 1.71u < 2u; truncation to p bits loses less than 2^(1-p)|x1| = 2u|x1|
+  // more. fp16 keeps p = 11 (u = 2^-11), bf16 p = 8; with 8 extra bits p = 19 and 16.
+  const double u16 = std::ldexp(1.0, -11), ub16 = std::ldexp(1.0, -8);
+  REQUIRE(at256.at("fp16").first < 2 * u16);
+  REQUIRE(at256.at("fp16+8").first < 2.2 * u16);
+  REQUIRE(at256.at("fp16+8").first > at256.at("fp16").first);  // the paper's "somewhat poorer"
+  REQUIRE(at256.at("fp16+8").second < 4 * std::ldexp(1.0, -19));
+  REQUIRE(at256.at("bf16").first < 2 * ub16);
+  REQUIRE(at256.at("bf16+8").second < 4 * std::ldexp(1.0, -16));
+  // The claims reached the summary with values.
+  REQUIRE(s.claims.size() == 2);
+  REQUIRE(s.claims[0].verdict == "reproduced");
+  std::filesystem::remove_all(dir);
+}
