@@ -6,18 +6,129 @@
 // expected by chance (docs/SEMANTICS.md 14.4). The trace is a CSV with a header: a loss column,
 // optionally an RMS column (RMS_t = sqrt(mean(g^2 / u)) of the patch-embedding layer) and a step
 // column. Exit 0 after a report; 2 on bad input (named, nothing written).
+#include <algorithm>
+#include <cmath>
 #include <cstdio>
+#include <span>
 #include <string>
 #include <vector>
 
 #include "cli/command.hpp"
+#include "reports/sharpness.hpp"
 #include "reports/spikes.hpp"
 #include "sim/common/error.hpp"
 #include "sim/common/number.hpp"
 #include "sim/io/files.hpp"
+#include "sim/io/npy.hpp"
 
 namespace exmy::cli {
 namespace {
+
+constexpr const char* kSharpUsage =
+    "usage: exmy diagnose sharpness --logits L.npy --labels T.npy [--eps 5e-4] [--json]";
+
+// Integer labels of any NumPy integer dtype, each in [0, classes).
+std::vector<std::size_t> read_labels(const std::string& path, std::size_t rows,
+                                     std::size_t classes) {
+  const io::NpyArray a = io::read_npy(path);
+  const std::string& d = a.descr;
+  const bool sgn = d == "<i8" || d == "<i4" || d == "<i2" || d == "|i1";
+  const bool uns = d == "<u8" || d == "<u4" || d == "<u2" || d == "|u1";
+  if (!sgn && !uns) {
+    throw InputError(path + ": dtype " + d +
+                     " (expected integer labels: int8..int64, uint8..uint64)");
+  }
+  if (a.count() != rows || a.shape.size() > 1) {
+    throw InputError(path + ": " + std::to_string(a.count()) + " labels in " +
+                     std::to_string(a.shape.size()) + " dimensions (expected a 1-d array of " +
+                     std::to_string(rows) + ", one per row of the logits)");
+  }
+  const std::size_t w = a.item_size();
+  std::vector<std::size_t> out(rows);
+  for (std::size_t i = 0; i < rows; ++i) {
+    std::uint64_t u = 0;
+    for (std::size_t b = 0; b < w; ++b)
+      u |= static_cast<std::uint64_t>(a.data[i * w + b]) << (8 * b);
+    std::int64_t v = static_cast<std::int64_t>(u);
+    if (sgn && w < 8 && ((u >> (8 * w - 1)) & 1u))
+      v = static_cast<std::int64_t>(u | (~0ull << (8 * w)));
+    if (v < 0 || static_cast<std::uint64_t>(v) >= classes) {
+      throw InputError(path + ": label " + std::to_string(v) + " at index " + std::to_string(i) +
+                       " (expected a class in [0, " + std::to_string(classes) + "))");
+    }
+    out[i] = static_cast<std::size_t>(v);
+  }
+  return out;
+}
+
+int run_sharpness(const Args& args) {
+  std::string logits, labels;
+  double eps = 5e-4;
+  bool json = false;
+  for (std::size_t i = 1; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    auto value = [&]() -> std::string {
+      if (i + 1 >= args.size()) throw InputError(a + ": expected a value");
+      return args[++i];
+    };
+    if (a == "--help" || a == "-h") {
+      std::printf("%s\n", kSharpUsage);
+      return 0;
+    } else if (a == "--logits") {
+      logits = value();
+    } else if (a == "--labels") {
+      labels = value();
+    } else if (a == "--eps") {
+      const std::string v = value();
+      eps = number::require_range(number::parse_f64(v, "--eps"), v, "--eps", 0.0, true, 1e6, false);
+    } else if (a == "--json") {
+      json = true;
+    } else {
+      throw InputError("argument '" + a + "': unexpected (" + kSharpUsage + ")");
+    }
+  }
+  if (logits.empty() || labels.empty()) {
+    throw InputError(std::string("--logits and --labels: required (") + kSharpUsage + ")");
+  }
+  const io::NpyArray l = io::read_npy(logits);
+  io::require_c_order(l, logits);
+  if (l.shape.size() != 2 || l.shape[1] < 2) {
+    throw InputError(logits + ": " + std::to_string(l.shape.size()) +
+                     "-d array (expected 2-d logits, rows x classes, at least 2 classes)");
+  }
+  const std::vector<double> y =
+      l.descr == "<f4" ? [&] {
+        const auto f = io::as_f32(l, logits);
+        return std::vector<double>(f.begin(), f.end());
+      }()
+                       : io::as_f64(l, logits);
+  const std::size_t rows = l.shape[0], v = l.shape[1];
+  for (std::size_t i = 0; i < y.size(); ++i) {
+    if (!std::isfinite(y[i])) {
+      throw InputError(logits + ": element " + std::to_string(i) +
+                       " is not finite (expected finite logits)");
+    }
+  }
+  const auto lab = read_labels(labels, rows, v);
+  double sum = 0, mx = 0;
+  std::vector<double> phi(rows);
+  for (std::size_t r = 0; r < rows; ++r) {
+    phi[r] = reports::logit_sharpness(std::span<const double>(y.data() + r * v, v), lab[r], eps);
+    sum += phi[r];
+    mx = std::max(mx, phi[r]);
+  }
+  if (json) {
+    std::printf(
+        "{\"rows\": %zu, \"classes\": %zu, \"eps\": %.17g, \"mean\": %.17g, \"max\": %.17g}\n",
+        rows, v, eps, rows ? sum / rows : 0.0, mx);
+  } else {
+    std::printf(
+        "%zu rows x %zu classes, eps %g: logit sharpness mean %.6g, max %.6g (closed form: "
+        "the box maximum is the vertex lowering the label's logit and raising the others)\n",
+        rows, v, eps, rows ? sum / rows : 0.0, mx);
+  }
+  return 0;
+}
 
 constexpr const char* kUsage =
     "usage: exmy diagnose spikes --trace T.csv [--loss-col loss] [--rms-col rms] "
@@ -35,8 +146,10 @@ int run_diagnose(const Args& args) {
     std::printf("%s\n", kUsage);
     return args.empty() ? 2 : 0;
   }
+  if (args[0] == "sharpness") return run_sharpness(args);
   if (args[0] != "spikes") {
-    throw InputError("diagnose '" + args[0] + "': expected spikes (" + kUsage + ")");
+    throw InputError("diagnose '" + args[0] + "': expected spikes or sharpness (" + kUsage + "; " +
+                     kSharpUsage + ")");
   }
   reports::SpikeOptions o;
   std::string trace, out, loss_col = "loss", rms_col = "rms";
@@ -143,6 +256,7 @@ int run_diagnose(const Args& args) {
 }  // namespace
 
 EXMY_COMMAND("diagnose", run_diagnose,
-             "training-log diagnostics: loss and RMS spikes (Wortsman et al. appendix E)");
+             "training diagnostics: loss/RMS spikes (Wortsman et al. appendix E), logit sharpness "
+             "(To FP8 and back again, eqs. 1-2)");
 
 }  // namespace exmy::cli

@@ -65,7 +65,8 @@ std::vector<Claim> not_computed_claims() {
          "the toy MLP has no embedding; the 32-bit-state override of its input layer "
          "is in the Adam section's training comparison"),
       nc(lee, "section 3.1, eqs. 1-2", "the logit sharpness metric rises before loss divergence",
-         "needs the sharpness section (not built yet)"),
+         "the metric itself is `exmy diagnose sharpness` (closed form, equal to the paper's "
+         "L-BFGS-B search); a diverging trace to test it on is not built yet"),
       nc(lee, "section 4", "removing mantissa bits (ExMy masking) destabilises LLM training",
          "needs LLM-scale training; the masking itself is exact in exmy (SEMANTICS 2.1)"),
       nc(lk, "table 3",

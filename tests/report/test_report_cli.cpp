@@ -232,3 +232,30 @@ TEST_CASE("exmy diagnose spikes reads the report's trace; bad input exits 2", "[
   REQUIRE(run_cli({"diagnose", "wobble"}) == 2);
   fs::remove_all(d);
 }
+
+TEST_CASE("exmy diagnose sharpness: closed form on a .npy pair; bad input exits 2", "[cli]") {
+  if (cli().empty()) return;
+  if (std::system("/usr/bin/python3 -c 'import numpy' 2>/dev/null") != 0) {
+    WARN("no numpy for /usr/bin/python3: sharpness CLI not tested");
+    return;
+  }
+  const fs::path d = fresh_dir("sharp");
+  fs::create_directories(d);
+  const std::string py =
+      "/usr/bin/python3 -c \"import numpy as np; d='" + d.string() +
+      "'; np.save(d+'/l.npy', np.array([[0,0],[1,2]], np.float32)); "
+      "np.save(d+'/t.npy', np.array([0,1], np.int64)); np.save(d+'/bad.npy', np.array([0,2], "
+      "np.int64)); np.save(d+'/l1.npy', np.zeros(4, np.float32))\"";
+  REQUIRE(std::system(py.c_str()) == 0);
+  const std::string l = (d / "l.npy").string(), t = (d / "t.npy").string();
+  REQUIRE(run_cli({"diagnose", "sharpness", "--logits", l, "--labels", t}) == 0);
+  REQUIRE(run_cli({"diagnose", "sharpness", "--help"}) == 0);
+  REQUIRE(run_cli({"diagnose", "sharpness", "--logits", l, "--labels", (d / "bad.npy").string()}) ==
+          2);
+  REQUIRE(run_cli({"diagnose", "sharpness", "--logits", (d / "l1.npy").string(), "--labels", t}) ==
+          2);
+  REQUIRE(run_cli({"diagnose", "sharpness", "--logits", l, "--labels", l}) == 2);  // float labels
+  REQUIRE(run_cli({"diagnose", "sharpness", "--logits", l, "--labels", t, "--eps", "-1"}) == 2);
+  REQUIRE(run_cli({"diagnose", "sharpness", "--logits", l}) == 2);
+  fs::remove_all(d);
+}

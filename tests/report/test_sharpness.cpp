@@ -1,0 +1,61 @@
+// The closed-form logit sharpness against the definition: the maximum over every vertex of the
+// box (small vocabularies, exhaustively) and over random points inside it.
+#include <catch2/catch.hpp>
+#include <cmath>
+#include <random>
+#include <vector>
+
+#include "reports/sharpness.hpp"
+
+using namespace exmy::reports;
+
+namespace {
+double ce_at(const std::vector<float>& y, const std::vector<double>& z, std::size_t c) {
+  std::vector<double> v(y.size());
+  for (std::size_t j = 0; j < y.size(); ++j) v[j] = static_cast<double>(y[j]) + z[j];
+  return softmax_cross_entropy(v, c);
+}
+}  // namespace
+
+TEST_CASE("logit sharpness: the closed form is the maximum over the box", "[sharpness]") {
+  const unsigned seed = 20261125;
+  INFO("seed " << seed);
+  std::mt19937_64 gen(seed);
+  std::normal_distribution<double> nd(0.0, 3.0);
+  std::uniform_real_distribution<double> ud(-1.0, 1.0);
+  for (int trial = 0; trial < 200; ++trial) {
+    const std::size_t V = 2 + trial % 9;  // 2..10: 2^V vertices
+    std::vector<float> y(V);
+    for (auto& v : y) v = static_cast<float>(nd(gen));
+    const std::size_t c = static_cast<std::size_t>(trial) % V;
+    const double eps = trial % 2 ? 5e-4 : 0.1;
+    std::vector<double> y64(y.begin(), y.end());
+    const double f0 = softmax_cross_entropy(y64, c);
+    double best = -INFINITY;
+    for (unsigned mask = 0; mask < (1u << V); ++mask) {
+      std::vector<double> z(V);
+      for (std::size_t j = 0; j < V; ++j) {
+        z[j] = ((mask >> j) & 1u ? 1.0 : -1.0) * eps * (std::fabs(y[j]) + 1.0);
+      }
+      best = std::max(best, ce_at(y, z, c));
+    }
+    const double phi = logit_sharpness(y, c, eps);
+    INFO("trial " << trial << " V=" << V);
+    REQUIRE(phi == Approx(100.0 * (best - f0) / (1.0 + f0)).epsilon(1e-9).margin(1e-12));
+    for (int k = 0; k < 50; ++k) {  // no interior point beats it
+      std::vector<double> z(V);
+      for (std::size_t j = 0; j < V; ++j) z[j] = ud(gen) * eps * (std::fabs(y[j]) + 1.0);
+      REQUIRE(100.0 * (ce_at(y, z, c) - f0) / (1.0 + f0) <= phi + 1e-9);
+    }
+  }
+}
+
+TEST_CASE("logit sharpness: two classes in closed form", "[sharpness]") {
+  // y = (0, 0), label 0, eps: z = (-eps, +eps): f1 = log(1 + e^{2 eps}), f0 = log 2.
+  const std::vector<float> y{0.0f, 0.0f};
+  const double eps = 0.01;
+  const double expect =
+      100.0 * (std::log1p(std::exp(2 * eps)) - std::log(2.0)) / (1 + std::log(2.0));
+  REQUIRE(logit_sharpness(y, 0, eps) == Approx(expect).epsilon(1e-12));
+  REQUIRE(logit_sharpness(y, 0, 0.0) == 0.0);
+}
