@@ -26,7 +26,22 @@ constexpr std::uint32_t kStreamTeacher = 0x02000004u;
 struct Layer {
   int in, out;
   std::vector<float> w, b, gw, gb, mw, vw, mb, vb;
+  optim::Bnb8State bw, bb;  // bnb_adam8 states of w and b
 };
+
+optim::Bnb8State bnb_state(std::size_t n, int block, bool force32) {
+  optim::Bnb8State s = optim::bnb8_init(n, true, block, true);
+  if (force32 && s.is_8bit) {
+    s.is_8bit = false;
+    s.q1.clear();
+    s.q2.clear();
+    s.absmax1.clear();
+    s.absmax2.clear();
+    s.s1.assign(n, 0.0f);
+    s.s2.assign(n, 0.0f);
+  }
+  return s;
+}
 
 void init_layer(Layer& L, int in, int out, std::uint64_t seed, std::uint64_t& counter) {
   L.in = in;
@@ -209,7 +224,25 @@ std::vector<AdamSnapshot> train_mlp_adam(const MlpConfig& cfg, std::uint64_t see
       backward(L1, xb, dh1.data(), nullptr);
     }
     float rms1 = 0.0f;
-    if (cfg.optimizer == MlpConfig::Optimizer::adam) {
+    if (cfg.optimizer == MlpConfig::Optimizer::bnb_adam8) {
+      optim::AdamHyper h;
+      h.lr = cfg.lr;
+      h.beta1 = cfg.beta1;
+      h.beta2 = cfg.beta2;
+      h.eps = cfg.eps;
+      const native::Bnb8Scalars sc = optim::bnb8_scalars(h, t, /*torch_order=*/false);
+      for (Layer* L : {&L1, &L2, &L3}) {
+        const bool force32 = cfg.fp32_first_layer && L == &L1;
+        if (t == 1) {
+          L->bw = bnb_state(L->w.size(), cfg.state_block, force32);
+          L->bb = bnb_state(L->b.size(), cfg.state_block, force32);
+        }
+        optim::bnb_adam8_step(sc, native::Storage::f32, L->w, L->gw, L->bw);
+        optim::bnb_adam8_step(sc, native::Storage::f32, L->b, L->gb, L->bb);
+        std::fill(L->gw.begin(), L->gw.end(), 0.0f);
+        std::fill(L->gb.begin(), L->gb.end(), 0.0f);
+      }
+    } else if (cfg.optimizer == MlpConfig::Optimizer::adam) {
       for (Layer* L : {&L1, &L2, &L3}) {
         const bool state32 = cfg.fp32_first_layer && L == &L1;
         adam(L->w, L->gw, L->mw, L->vw, cfg, t, state32, log.eps_updates);

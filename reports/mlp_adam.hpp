@@ -41,7 +41,10 @@ struct MlpConfig {
   // (optim::adam_step with decoupled decay, optim::stable_adamw_step; SEMANTICS 9.2, 9.5) and
   // record RMS_t of the input layer every step (the patch-embedding layer of the appendix-E
   // analysis: the layer that sees the raw, skewed inputs).
-  enum class Optimizer { adam, torch_adamw, stable_adamw } optimizer = Optimizer::adam;
+  // `bnb_adam8` is exmy's model of bitsandbytes' 8-bit block-wise Adam (optim::bnb_adam8_step,
+  // SEMANTICS 9.3) with block `state_block` (256 or 2048) and its 32-bit fallback below 4096
+  // elements; fp32_first_layer forces that fallback for the input layer.
+  enum class Optimizer { adam, torch_adamw, stable_adamw, bnb_adam8 } optimizer = Optimizer::adam;
   float wd = 0.0f;
   int log_every = 10;  // loss (and RMS) logged at step 1 and every log_every steps
   // Late features (the spike section's "learning signal changes"): group g of `late_group`
