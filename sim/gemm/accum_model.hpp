@@ -1,0 +1,48 @@
+// Accumulation models of a matrix product (docs/SEMANTICS.md 15): how the K products of one
+// output element and the running accumulator are combined and rounded. Models are values; the
+// hardware family is parameterised like microsoft/MMA-Sim's description of NVIDIA tensor cores.
+#pragma once
+
+#include <string>
+
+#include "sim/native/float_format.hpp"
+
+namespace exmy::gemm {
+
+enum class AccumKind : std::uint8_t {
+  exact,     // one rounding of the exact sum to the output format
+  fp32_seq,  // c = fma_fp32(a_k, b_k, c) for k = 0 .. K-1
+  pairwise,  // fp32 products (one rounding each), summed by a balanced fp32 tree, then + c
+  hw,        // the fused k-group model below, group after group in k order
+};
+
+// The fused k-group model ("hw"): for each group of `k_group` consecutive k (the instruction's
+// K), the accumulator c and the group's products a_k b_k are written as significand x 2^e with
+// e = e_a + e_b (each operand's exponent with its significand in [1, 2), subnormals at the
+// format's minimum exponent; products keep significands in [1, 4)); E = the largest e among c
+// and the products; every term is truncated toward zero to `frac_bits` fraction bits below 2^E;
+// the truncated terms are summed exactly; the sum is normalised to an fp32 value with
+// `inter_bits` fraction bits (23: fp32; 13: Hopper FP8's e8m13), rounded toward zero
+// (`inter_rne` = false) or to nearest even, with fp32's exponent range. That value is the next
+// group's c. `split_k` > 1 splits K into that many contiguous chunks accumulated from 0 and
+// added in fp32 (round to nearest even) in chunk order.
+struct AccumModel {
+  AccumKind kind = AccumKind::exact;
+  int k_group = 16;
+  int frac_bits = 25;
+  int inter_bits = 23;
+  bool inter_rne = false;
+  bool truncate_tf32 = false;  // fp32 inputs read as tf32 (low 13 bits dropped), as MMA-Sim does
+  int split_k = 1;
+  std::string name;  // the string it was parsed from, for messages and provenance
+};
+
+// Parses exact | fp32-seq | pairwise | hw:k=K,frac=N[,inter=M][,rne][,tf32][,split=S] |
+// a preset: sm80 | sm90 | sm100 | cublas-sm90 (sm90 with the instruction K of the input type).
+// Presets depend on the input formats: `a_bits` is the larger code width of A and B (8: FP8,
+// 16: bf16/fp16, 32: fp32/tf32). InputError names the string and the grammar.
+AccumModel parse_accum_model(const std::string& text, int a_bits);
+
+std::string accum_model_help();
+
+}  // namespace exmy::gemm

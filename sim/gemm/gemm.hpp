@@ -1,0 +1,48 @@
+// The GEMM reference (docs/SEMANTICS.md 15): C = A B^T for A (M x K) and B (N x K), row-major,
+// with inputs in any exmy float format of at most 16 bits, fp32 or tf32, under an accumulation
+// model (accum_model.hpp), and the output rounded to fp32, bf16 or fp16.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "sim/gemm/accum_model.hpp"
+#include "sim/native/float_format.hpp"
+
+namespace exmy::gemm {
+
+// One operand: values (exact in fp64: every format here has at most 24 significand bits and a
+// range inside fp64's) and the exponent below which its values are subnormal (the hw model
+// reads subnormal significands at that exponent).
+struct Operand {
+  std::size_t rows = 0, cols = 0;
+  std::vector<double> v;  // rows x cols, row-major
+  int emin = -126;
+  int code_bits = 32;  // 8 / 16 / 32: selects the presets' instruction
+};
+
+// Decodes codes of `fmt` (8 or 16 bits) into an Operand; NaN codes decode to NaN, infinities to
+// infinity.
+Operand operand_from_codes(const std::vector<std::uint16_t>& codes, std::size_t rows,
+                           std::size_t cols, const FloatFormat& fmt);
+Operand operand_from_fp32(const std::vector<float>& x, std::size_t rows, std::size_t cols);
+
+enum class OutFormat : std::uint8_t { fp32, bf16, fp16 };
+OutFormat parse_out_format(const std::string& s);
+
+// The output codes (fp32 bit patterns, or bf16/fp16 codes in the low 16 bits), M x N row-major.
+// `alpha` (the product of per-tensor scales) multiplies the fp32 accumulator in the epilogue,
+// RN32(alpha * acc), before the output conversion (not applied by `exact`, which scales the
+// exact sum and rounds once). Non-exact models convert the fp32 accumulator to bf16/fp16 by
+// round to nearest even.
+std::vector<std::uint32_t> gemm(const Operand& a, const Operand& b, const AccumModel& m,
+                                OutFormat out, double alpha = 1.0);
+
+// The model's fp32 accumulator of one dot product (hw, fp32-seq, pairwise): exposed for tests
+// and the probe. a and b hold K values each.
+float dot_fp32(const double* a, const double* b, std::size_t k, int emin_a, int emin_b,
+               const AccumModel& m);
+
+}  // namespace exmy::gemm

@@ -1,0 +1,68 @@
+// exmy gemm end to end: the CLI contract's dtypes and every bad input exits 2 with nothing
+// written ($EXMY_CLI, set by ctest).
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+#include <cstdlib>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "sim/io/npy.hpp"
+
+namespace fs = std::filesystem;
+using namespace exmy;
+
+namespace {
+std::string cli() {
+  const char* p = std::getenv("EXMY_CLI");
+  return p ? p : "";
+}
+int run(const std::string& args) {
+  const int rc = std::system((cli() + " " + args + " >/dev/null 2>&1").c_str());
+  return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
+}
+}  // namespace
+
+TEST_CASE("exmy gemm: e4m3fn and bf16 inputs, fp32/bf16 outputs, bad inputs exit 2", "[cli]") {
+  if (cli().empty()) {
+    WARN("EXMY_CLI not set (run through ctest): skipped");
+    return;
+  }
+  const fs::path d = fs::temp_directory_path() / ("exmy_test_gemm_" + std::to_string(::getpid()));
+  fs::remove_all(d);
+  fs::create_directories(d);
+  const std::string s = d.string();
+  // A: 2 x 3 e4m3fn codes of 1.0 (0x38); B: 2 x 3 codes of 2.0 (0x40): every output is 6.
+  io::write_npy(s + "/a.npy", io::make_npy(std::vector<std::uint8_t>(6, 0x38), {2, 3}));
+  io::write_npy(s + "/b.npy", io::make_npy(std::vector<std::uint8_t>(6, 0x40), {2, 3}));
+  io::write_npy(s + "/b4.npy", io::make_npy(std::vector<std::uint8_t>(8, 0x40), {2, 4}));
+  io::write_npy(s + "/h.npy", io::make_npy(std::vector<std::uint16_t>(6, 0x3F80), {2, 3}));
+  const std::string base = "gemm --a " + s + "/a.npy --b " + s + "/b.npy --a-format e4m3fn ";
+  REQUIRE(run(base + "--b-format e4m3fn --out-format fp32 --accum sm90 --out " + s + "/c.npy") ==
+          0);
+  const io::NpyArray c = io::read_npy(s + "/c.npy");
+  REQUIRE(c.descr == "<f4");
+  REQUIRE(c.shape == std::vector<std::size_t>{2, 2});
+  for (float v : io::as_f32(c, "c")) REQUIRE(v == 6.0f);
+  REQUIRE(run("gemm --a " + s + "/h.npy --b " + s + "/h.npy --a-format bf16 --b-format bf16 " +
+              "--out-format bf16 --accum exact --out " + s + "/e.npy") == 0);
+  const io::NpyArray e = io::read_npy(s + "/e.npy");
+  REQUIRE(e.descr == "<u2");
+  for (auto v : io::as_u16(e, "e")) REQUIRE(v == 0x4040);  // 3.0 in bf16
+  REQUIRE(run("gemm --help") == 0);
+  // Bad inputs: nothing written.
+  const std::string out = " --out " + s + "/bad.npy";
+  REQUIRE(run(base + "--b-format e4m3fn --out-format fp32 --accum sm99" + out) == 2);
+  REQUIRE(run(base + "--b-format e4m3fn --out-format fp64 --accum exact" + out) == 2);
+  REQUIRE(run(base + "--b-format fp64 --out-format fp32 --accum exact" + out) == 2);
+  REQUIRE(run("gemm --a " + s + "/a.npy --b " + s +
+              "/b4.npy --a-format e4m3fn --b-format e4m3fn "
+              "--out-format fp32 --accum exact" +
+              out) == 2);                                                             // K differs
+  REQUIRE(run(base + "--b-format bf16 --out-format fp32 --accum exact" + out) == 2);  // |u1 as bf16
+  REQUIRE(run(base + "--out-format fp32 --accum exact" + out) == 2);  // --b-format missing
+  REQUIRE(run(base + "--b-format e4m3fn --out-format fp32 --accum sm80" + out) == 2);  // no FP8
+  REQUIRE_FALSE(fs::exists(s + "/bad.npy"));
+  fs::remove_all(d);
+}

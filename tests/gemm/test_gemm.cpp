@@ -1,0 +1,125 @@
+// The GEMM reference's accumulation models against values worked out by hand from
+// docs/SEMANTICS.md 15 (each case names the rule it pins), and the model grammar.
+#include <catch2/catch.hpp>
+#include <cmath>
+#include <cstring>
+#include <vector>
+
+#include "sim/common/error.hpp"
+#include "sim/gemm/gemm.hpp"
+
+using namespace exmy::gemm;
+
+namespace {
+float dot(const std::vector<double>& a, const std::vector<double>& b, const std::string& model,
+          int bits = 32) {
+  const AccumModel m = parse_accum_model(model, bits);
+  return dot_fp32(a.data(), b.data(), a.size(), -126, -126, m);
+}
+std::uint32_t gemm1(const std::vector<double>& a, const std::vector<double>& b,
+                    const std::string& model, OutFormat out = OutFormat::fp32) {
+  Operand A, B;
+  A.rows = B.rows = 1;
+  A.cols = B.cols = a.size();
+  A.v = a;
+  B.v = b;
+  return gemm(A, B, parse_accum_model(model, 32), out)[0];
+}
+float f32(std::uint32_t u) {
+  float f;
+  std::memcpy(&f, &u, 4);
+  return f;
+}
+const double p = 1.0;
+}  // namespace
+
+TEST_CASE("exact rounds the exact sum once; fp32-seq rounds after every fma", "[gemm]") {
+  // 2^24 + 1 - 2^24: exactly 1; the fma chain loses the 1 (2^24 + 1 ties to 2^24).
+  const std::vector<double> a{16777216.0, 1.0, -16777216.0}, b{p, p, p};
+  REQUIRE(f32(gemm1(a, b, "exact")) == 1.0f);
+  REQUIRE(dot(a, b, "fp32-seq") == 0.0f);
+  // pairwise: leaves 2^24 | (1 + -2^24) = 2^24 + RN(1 - 2^24) = 2^24 - 2^24 + 1 = 1.
+  REQUIRE(dot(a, b, "pairwise") == 1.0f);
+}
+
+TEST_CASE("hw: products below 2^(E - frac) are truncated away (swamping)", "[gemm]") {
+  const std::vector<double> a{1.0, std::ldexp(1.0, -20)}, b{p, p};
+  REQUIRE(dot(a, b, "hw:k=2,frac=25") == static_cast<float>(1.0 + std::ldexp(1.0, -20)));
+  REQUIRE(dot(a, b, "hw:k=2,frac=16") == 1.0f);
+  // In separate groups the small product meets c = 1 in the second group: same rule.
+  REQUIRE(dot(a, b, "hw:k=1,frac=16") == 1.0f);
+}
+
+TEST_CASE("hw: terms truncate toward zero; the sum normalises toward zero or to nearest",
+          "[gemm]") {
+  // 1 - 1.5 2^-25: the negative term truncates to -2^-25 (toward zero), the sum 1 - 2^-25
+  // normalises in [1/2, 1) with ulp 2^-24: RZ gives 1 - 2^-24.
+  const std::vector<double> a{1.0, -1.5 * std::ldexp(1.0, -26) * 2}, b{p, p};
+  REQUIRE(dot(a, b, "hw:k=2,frac=25") == static_cast<float>(1.0 - std::ldexp(1.0, -24)));
+  // 1 + 3 2^-25 = 1 + 0.75 ulp: RZ keeps 1, RNE rounds up.
+  const std::vector<double> c{1.0, 3 * std::ldexp(1.0, -25)};
+  REQUIRE(dot(c, b, "hw:k=2,frac=25") == 1.0f);
+  REQUIRE(dot(c, b, "hw:k=2,frac=25,rne") == static_cast<float>(1.0 + std::ldexp(1.0, -23)));
+  // e8m13 intermediate: 1 + 2^-13 survives, 1 + 2^-14 does not.
+  REQUIRE(dot({1.0, std::ldexp(1.0, -13)}, b, "hw:k=2,frac=25,inter=13") ==
+          static_cast<float>(1.0 + std::ldexp(1.0, -13)));
+  REQUIRE(dot({1.0, std::ldexp(1.0, -14)}, b, "hw:k=2,frac=25,inter=13") == 1.0f);
+}
+
+TEST_CASE("hw: the alignment exponent is e_a + e_b, not the product's own binade", "[gemm]") {
+  // 1.5 x 1.5 = 2.25 has e = 0 + 0 (significand 2.25 in [1, 4)); with frac = 2 a term 2^-2
+  // survives (2^-2 = 2^(E - 2) with E = 0); had E been 1 (2.25's binade) it would be dropped.
+  const std::vector<double> a{1.5, 0.25}, b{1.5, 1.0};
+  REQUIRE(dot(a, b, "hw:k=2,frac=2") == 2.5f);
+}
+
+TEST_CASE("hw: NaN and infinities", "[gemm]") {
+  REQUIRE(std::isnan(dot({INFINITY, 1.0}, {0.0, 1.0}, "hw:k=2,frac=25")));
+  REQUIRE(dot({INFINITY, 1.0}, {1.0, 1.0}, "hw:k=2,frac=25") == INFINITY);
+  REQUIRE(std::isnan(dot({INFINITY, -INFINITY}, {1.0, 1.0}, "hw:k=2,frac=25")));
+  REQUIRE(gemm1({NAN}, {1.0}, "hw:k=1,frac=25") == 0x7FFFFFFFu);
+}
+
+TEST_CASE("split-K adds the chunks' fp32 sums in chunk order", "[gemm]") {
+  const std::vector<double> a{16777216.0, 1.0, 1.0, -16777216.0}, b{p, p, p, p};
+  // One chain: 2^24 + 1 -> 2^24, + 1 -> 2^24, - 2^24 -> 0. Two chunks: (2^24 + 1 -> 2^24) and
+  // (1 - 2^24 = -(2^24 - 1), exact) added: 1.
+  REQUIRE(dot(a, b, "fp32-seq") == 0.0f);
+  REQUIRE(dot(a, b, "hw:k=1,frac=40,split=2") == 1.0f);
+}
+
+TEST_CASE("presets follow the published models", "[gemm]") {
+  const AccumModel f8 = parse_accum_model("sm90", 8);
+  REQUIRE(f8.kind == AccumKind::hw);
+  REQUIRE(f8.k_group == 32);
+  REQUIRE(f8.frac_bits == 13);
+  REQUIRE(f8.inter_bits == 13);
+  const AccumModel b16 = parse_accum_model("cublas-sm90", 16);
+  REQUIRE(b16.k_group == 16);
+  REQUIRE(b16.frac_bits == 25);
+  REQUIRE(b16.inter_bits == 23);
+  REQUIRE(parse_accum_model("sm90", 32).truncate_tf32);
+  REQUIRE(parse_accum_model("sm80", 16).k_group == 8);
+  REQUIRE(parse_accum_model("sm80", 16).frac_bits == 24);
+  REQUIRE(parse_accum_model("sm100", 8).frac_bits == 25);
+  for (const char* bad : {"", "sm70", "hw:", "hw:k=16", "hw:frac=3", "hw:k=0,frac=3",
+                          "hw:k=16,frac=99", "hw:k=16,frac=3,bogus", "hw:k=16,,frac=3"}) {
+    INFO(bad);
+    REQUIRE_THROWS_AS(parse_accum_model(bad, 16), exmy::InputError);
+  }
+  REQUIRE_THROWS_AS(parse_accum_model("sm80", 8), exmy::InputError);  // no FP8 on Ampere
+}
+
+TEST_CASE("bf16 / fp16 outputs round the fp32 accumulator to nearest even; exact rounds once",
+          "[gemm]") {
+  // 1 + 2^-8 + 2^-20: bf16 (7 fraction bits) from the fp32 accumulator 1 + 2^-8 + 2^-20 rounds
+  // up to 1 + 2^-7; exact also (one rounding of the same exact value).
+  const std::vector<double> a{1.0, std::ldexp(1.0, -8), std::ldexp(1.0, -20)}, b{p, p, p};
+  REQUIRE(gemm1(a, b, "fp32-seq", OutFormat::bf16) == 0x3F81u);
+  REQUIRE(gemm1(a, b, "exact", OutFormat::bf16) == 0x3F81u);
+  // Double rounding: 1 + 2^-8 + 2^-30 -> fp32 1 + 2^-8 (the 2^-30 is lost: < half an fp32 ulp)
+  // -> bf16 tie -> 1 (even); exact: above the tie -> 1 + 2^-7.
+  const std::vector<double> t{1.0, std::ldexp(1.0, -8), std::ldexp(1.0, -30)};
+  REQUIRE(gemm1(t, b, "fp32-seq", OutFormat::bf16) == 0x3F80u);
+  REQUIRE(gemm1(t, b, "exact", OutFormat::bf16) == 0x3F81u);
+}
