@@ -8,8 +8,8 @@
 namespace exmy::gemm {
 
 std::string accum_model_help() {
-  return "exact | fp32-seq | pairwise | hw:k=K,frac=N[,inter=M][,rne][,tf32][,split=S] | sm80 | "
-         "sm90 | sm100 | cublas-sm90";
+  return "exact | fp32-seq | pairwise | hw:k=K,frac=N[,inter=M][,rne][,tf32[=rz|rna|rne]][,split=S]"
+         "[,chunk=P] | sm80 | sm90 | sm100 | cublas-sm90";
 }
 
 namespace {
@@ -30,6 +30,15 @@ AccumModel preset(const std::string& text, int a_bits) {
     m.frac_bits = fp8 ? 13 : 25;
     m.inter_bits = fp8 ? 13 : 23;
     m.k_group = fp8 ? 32 : tf32 ? 8 : 16;
+    if (text == "cublas-sm90") {
+      // Measured on an H100 (bench/results/2026-11-25-h100-gemm-probe.md): torch._scaled_mm's
+      // FP8 kernels promote the e8m13 tensor-core sum into fp32 every 128 k (4 instructions);
+      // the TF32 kernels round fp32 inputs to nearest even (ties resolved to even, not away) and
+      // promote every 64 k (measured to K = 1024).
+      if (fp8) m.chunk = 128;
+      if (tf32) m.chunk = 64;
+      m.tf32_round = AccumModel::Tf32Round::rne;
+    }
   } else if (text == "sm80") {
     if (fp8) bad(text, "sm80 (mma.sync on Ampere) has no FP8 instruction");
     m.frac_bits = 24;
@@ -92,8 +101,13 @@ AccumModel parse_accum_model(const std::string& text, int a_bits) {
         m.split_k = num(1, 1 << 20);
       } else if (key == "rne" && val.empty()) {
         m.inter_rne = true;
-      } else if (key == "tf32" && val.empty()) {
+      } else if (key == "tf32" && (val.empty() || val == "rz" || val == "rna" || val == "rne")) {
         m.truncate_tf32 = true;
+        m.tf32_round = val == "rna"   ? AccumModel::Tf32Round::rna
+                       : val == "rne" ? AccumModel::Tf32Round::rne
+                                      : AccumModel::Tf32Round::rz;
+      } else if (key == "chunk") {
+        m.chunk = num(1, 1 << 24);
       } else {
         bad(text, "unknown option '" + item + "'");
       }

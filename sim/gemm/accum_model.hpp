@@ -34,10 +34,20 @@ struct AccumModel {
   bool inter_rne = false;
   bool truncate_tf32 = false;  // fp32 inputs read as tf32 (low 13 bits dropped), as MMA-Sim does
   int split_k = 1;
+  // Promotion: within each split-K part, every `chunk` consecutive k (0: never) the model's
+  // accumulator restarts from +0 and the finished chunk is added to an fp32 accumulator (round
+  // to nearest even), as a kernel that moves tensor-core partial sums into CUDA-core fp32
+  // registers every few instructions.
+  int chunk = 0;
+  // How fp32 inputs become tf32 (truncate_tf32): toward zero (MMA-Sim's instruction model), to
+  // nearest with ties away (cvt.rna.tf32.f32) or to nearest even (what cuBLASLt's TF32 kernels
+  // were measured to feed).
+  enum class Tf32Round : std::uint8_t { rz, rna, rne } tf32_round = Tf32Round::rz;
   std::string name;  // the string it was parsed from, for messages and provenance
 };
 
-// Parses exact | fp32-seq | pairwise | hw:k=K,frac=N[,inter=M][,rne][,tf32][,split=S] |
+// Parses exact | fp32-seq | pairwise |
+// hw:k=K,frac=N[,inter=M][,rne][,tf32[=rz|rna|rne]][,split=S][,chunk=P] |
 // a preset: sm80 | sm90 | sm100 | cublas-sm90 (sm90 with the instruction K of the input type).
 // Presets depend on the input formats: `a_bits` is the larger code width of A and B (8: FP8,
 // 16: bf16/fp16, 32: fp32/tf32). InputError names the string and the grammar.

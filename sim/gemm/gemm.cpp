@@ -46,11 +46,19 @@ float normalise(double v, int bits, bool rne) {
   return static_cast<float>(r);  // exact: representable in fp32
 }
 
-double tf32(double x) {
+// fp32 -> tf32 (10 fraction bits): toward zero; to nearest, ties away (add half a tf32 ulp to
+// the magnitude bits, then clear the low 13); or to nearest even (add half an ulp minus one plus
+// the kept lsb). A carry into the exponent is the right result; values near the maximum become
+// infinity.
+double tf32(double x, AccumModel::Tf32Round r) {
   float f = static_cast<float>(x);
   std::uint32_t u;
   std::memcpy(&u, &f, 4);
-  if ((u & 0x7F800000u) != 0x7F800000u) u &= 0xFFFFE000u;
+  if ((u & 0x7F800000u) != 0x7F800000u) {
+    if (r == AccumModel::Tf32Round::rna) u += 0x1000u;
+    if (r == AccumModel::Tf32Round::rne) u += 0x0FFFu + ((u >> 13) & 1u);
+    u &= 0xFFFFE000u;
+  }
   std::memcpy(&f, &u, 4);
   return f;
 }
@@ -191,16 +199,31 @@ OutFormat parse_out_format(const std::string& s) {
   throw InputError("--out-format '" + s + "': expected fp32, bf16 or fp16");
 }
 
+namespace {
+// One split-K part [k0, k1): chunks of m.chunk k (the whole part when 0) accumulated by the
+// model from +0 and added in fp32 in order.
+float part_fp32(const double* a, const double* b, std::size_t k0, std::size_t k1, int emin_a,
+                int emin_b, const AccumModel& m) {
+  if (m.chunk <= 0) return chunk_fp32(a, b, k0, k1, emin_a, emin_b, m);
+  const std::size_t len = static_cast<std::size_t>(m.chunk);
+  float total = 0.0f;
+  for (std::size_t c = k0; c < k1; c += len) {
+    total = total + chunk_fp32(a, b, c, c + len < k1 ? c + len : k1, emin_a, emin_b, m);
+  }
+  return total;
+}
+}  // namespace
+
 float dot_fp32(const double* a, const double* b, std::size_t k, int emin_a, int emin_b,
                const AccumModel& m) {
-  const std::size_t s = static_cast<std::size_t>(m.split_k);
-  if (s <= 1) return chunk_fp32(a, b, 0, k, emin_a, emin_b, m);
+  const std::size_t s = static_cast<std::size_t>(m.split_k > 1 ? m.split_k : 1);
+  if (s == 1) return part_fp32(a, b, 0, k, emin_a, emin_b, m);
   const std::size_t len = (k + s - 1) / s;
   float total = 0.0f;
   for (std::size_t c = 0; c < s; ++c) {
     const std::size_t k0 = c * len, k1 = k0 + len < k ? k0 + len : k;
     if (k0 >= k) break;
-    total = total + chunk_fp32(a, b, k0, k1, emin_a, emin_b, m);
+    total = total + part_fp32(a, b, k0, k1, emin_a, emin_b, m);
   }
   return total;
 }
@@ -216,9 +239,9 @@ std::vector<std::uint32_t> gemm(const Operand& a, const Operand& b, const AccumM
   std::vector<double> av = a.v, bv = b.v;
   if (m.truncate_tf32) {
     if (a.code_bits == 32)
-      for (auto& x : av) x = tf32(x);
+      for (auto& x : av) x = tf32(x, m.tf32_round);
     if (b.code_bits == 32)
-      for (auto& x : bv) x = tf32(x);
+      for (auto& x : bv) x = tf32(x, m.tf32_round);
   }
   std::vector<std::uint32_t> c(M * N);
   if (m.kind == AccumKind::exact) {

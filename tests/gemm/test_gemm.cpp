@@ -88,6 +88,31 @@ TEST_CASE("split-K adds the chunks' fp32 sums in chunk order", "[gemm]") {
   REQUIRE(dot(a, b, "hw:k=1,frac=40,split=2") == 1.0f);
 }
 
+TEST_CASE("chunk: the hw sum restarts every P k and chunks add in fp32", "[gemm]") {
+  // k = 1 groups, frac 2: 1 + 0.25 + 0.25 + 0.25 + 0.25: one chain keeps every quarter (E = 0,
+  // 2 fraction bits) = 2. With chunk=2 the chunks are 1.25 and 0.5, added in fp32: 1.75... no:
+  // chunk 1 = 1 + 0.25 = 1.25, chunk 2 = 0.25 + 0.25 = 0.5, chunk 3 = 0.25: 2.0 either way; use
+  // frac=1 instead: one chain drops every quarter after the 1 (below 2^(0-1)), giving 1; chunks
+  // of 2 give 1 (the quarter dropped against 1), 0.5 (0.25 + 0.25 with E = -2 keeps both) and
+  // 0.25: 1.75.
+  const std::vector<double> a{1.0, 0.25, 0.25, 0.25, 0.25}, b{p, p, p, p, p};
+  REQUIRE(dot(a, b, "hw:k=1,frac=1") == 1.0f);
+  REQUIRE(dot(a, b, "hw:k=1,frac=1,chunk=2") == 1.75f);
+}
+
+TEST_CASE("tf32 inputs: toward zero, ties away or ties to even", "[gemm]") {
+  // 1 + 2^-11 is exactly half a tf32 ulp above 1 (tf32 keeps 10 fraction bits): a tie.
+  const double tie = 1.0 + std::ldexp(1.0, -11);
+  const double above = 1.0 + 3 * std::ldexp(1.0, -11);  // 1.5 ulps: tie between 1+2^-10, 1+2^-9
+  // (tf32 conversion happens when gemm() reads fp32 operands.)
+  REQUIRE(f32(gemm1({tie}, {p}, "hw:k=1,frac=25,tf32=rz")) == 1.0f);
+  REQUIRE(f32(gemm1({tie}, {p}, "hw:k=1,frac=25,tf32=rna")) ==
+          static_cast<float>(1.0 + std::ldexp(1.0, -10)));
+  REQUIRE(f32(gemm1({tie}, {p}, "hw:k=1,frac=25,tf32=rne")) == 1.0f);
+  REQUIRE(f32(gemm1({above}, {p}, "hw:k=1,frac=25,tf32=rne")) ==
+          static_cast<float>(1.0 + std::ldexp(1.0, -9)));
+}
+
 TEST_CASE("presets follow the published models", "[gemm]") {
   const AccumModel f8 = parse_accum_model("sm90", 8);
   REQUIRE(f8.kind == AccumKind::hw);
@@ -99,6 +124,10 @@ TEST_CASE("presets follow the published models", "[gemm]") {
   REQUIRE(b16.frac_bits == 25);
   REQUIRE(b16.inter_bits == 23);
   REQUIRE(parse_accum_model("sm90", 32).truncate_tf32);
+  // cublas-sm90: the measured promotion of FP8 partial sums every 128 k and RNE tf32 inputs.
+  REQUIRE(parse_accum_model("cublas-sm90", 8).chunk == 128);
+  REQUIRE(parse_accum_model("sm90", 8).chunk == 0);
+  REQUIRE(parse_accum_model("cublas-sm90", 32).tf32_round == AccumModel::Tf32Round::rne);
   REQUIRE(parse_accum_model("sm80", 16).k_group == 8);
   REQUIRE(parse_accum_model("sm80", 16).frac_bits == 24);
   REQUIRE(parse_accum_model("sm100", 8).frac_bits == 25);
