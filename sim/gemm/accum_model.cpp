@@ -8,7 +8,8 @@
 namespace exmy::gemm {
 
 std::string accum_model_help() {
-  return "exact | fp32-seq | pairwise | hw:k=K,frac=N[,inter=M][,rne][,tf32[=rz|rna|rne]][,split=S]"
+  return "exact | fp32-seq | pairwise | "
+         "hw:k=K,frac=N[,inter=M][,rne][,tf32[=rz|rna|rne]][,split=S[,tile=T][,tree]]"
          "[,chunk=P] | sm80 | sm90 | sm100 | cublas-sm90";
 }
 
@@ -35,8 +36,11 @@ AccumModel preset(const std::string& text, int a_bits) {
       // FP8 kernels promote the e8m13 tensor-core sum into fp32 every 128 k (4 instructions);
       // the TF32 kernels round fp32 inputs to nearest even (ties resolved to even, not away) and
       // promote every 64 k (measured to K = 1024).
+      // 16-bit inputs: partial sums of 1408 k (11 k-tiles of 128) meet in fp32 adds at large K
+      // (probed: k < 1408 fused with k = 0, k >= 1408 added in fp32; K up to 16384).
       if (fp8) m.chunk = 128;
       if (tf32) m.chunk = 64;
+      if (!fp8 && !tf32) m.chunk = 1408;
       m.tf32_round = AccumModel::Tf32Round::rne;
     }
   } else if (text == "sm80") {
@@ -106,6 +110,10 @@ AccumModel parse_accum_model(const std::string& text, int a_bits) {
         m.tf32_round = val == "rna"   ? AccumModel::Tf32Round::rna
                        : val == "rne" ? AccumModel::Tf32Round::rne
                                       : AccumModel::Tf32Round::rz;
+      } else if (key == "tree" && val.empty()) {
+        m.reduce_tree = true;
+      } else if (key == "tile") {
+        m.tile = num(1, 1 << 20);
       } else if (key == "chunk") {
         m.chunk = num(1, 1 << 24);
       } else {

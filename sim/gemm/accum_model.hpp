@@ -34,6 +34,12 @@ struct AccumModel {
   bool inter_rne = false;
   bool truncate_tf32 = false;  // fp32 inputs read as tf32 (low 13 bits dropped), as MMA-Sim does
   int split_k = 1;
+  // Split-K parts made of whole k-tiles of `tile` k (0: parts of ceil(K/S) k): with T = ceil(K /
+  // tile) tiles, the first T mod S parts get one tile more than the others.
+  int tile = 0;
+  // How split-K parts are added: in part order (false) or as a balanced tree (left half of
+  // floor(S/2) parts, recursively).
+  bool reduce_tree = false;
   // Promotion: within each split-K part, every `chunk` consecutive k (0: never) the model's
   // accumulator restarts from +0 and the finished chunk is added to an fp32 accumulator (round
   // to nearest even), as a kernel that moves tensor-core partial sums into CUDA-core fp32
@@ -47,7 +53,7 @@ struct AccumModel {
 };
 
 // Parses exact | fp32-seq | pairwise |
-// hw:k=K,frac=N[,inter=M][,rne][,tf32[=rz|rna|rne]][,split=S][,chunk=P] |
+// hw:k=K,frac=N[,inter=M][,rne][,tf32[=rz|rna|rne]][,split=S[,tile=T][,tree]][,chunk=P] |
 // a preset: sm80 | sm90 | sm100 | cublas-sm90 (sm90 with the instruction K of the input type).
 // Presets depend on the input formats: `a_bits` is the larger code width of A and B (8: FP8,
 // 16: bf16/fp16, 32: fp32/tf32). InputError names the string and the grammar.

@@ -2,9 +2,11 @@
 
 #include <mpfr.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <vector>
 
 #include "sim/common/error.hpp"
 #include "sim/format/registry.hpp"
@@ -218,13 +220,36 @@ float dot_fp32(const double* a, const double* b, std::size_t k, int emin_a, int 
                const AccumModel& m) {
   const std::size_t s = static_cast<std::size_t>(m.split_k > 1 ? m.split_k : 1);
   if (s == 1) return part_fp32(a, b, 0, k, emin_a, emin_b, m);
-  const std::size_t len = (k + s - 1) / s;
-  float total = 0.0f;
-  for (std::size_t c = 0; c < s; ++c) {
-    const std::size_t k0 = c * len, k1 = k0 + len < k ? k0 + len : k;
-    if (k0 >= k) break;
-    total = total + part_fp32(a, b, k0, k1, emin_a, emin_b, m);
+  // Part boundaries: ceil(K/S) k each, or whole tiles with the remainder on the first parts.
+  std::vector<std::size_t> bounds{0};
+  if (m.tile > 0) {
+    const std::size_t t = static_cast<std::size_t>(m.tile), tiles = (k + t - 1) / t;
+    for (std::size_t c = 0; c < s; ++c) {
+      const std::size_t n = tiles / s + (c < tiles % s ? 1 : 0);
+      bounds.push_back(std::min(k, bounds.back() + n * t));
+    }
+  } else {
+    const std::size_t len = (k + s - 1) / s;
+    for (std::size_t c = 0; c < s; ++c) bounds.push_back(std::min(k, bounds.back() + len));
   }
+  std::vector<float> parts;
+  for (std::size_t c = 0; c < s; ++c) {
+    if (bounds[c] >= bounds[c + 1]) continue;
+    parts.push_back(part_fp32(a, b, bounds[c], bounds[c + 1], emin_a, emin_b, m));
+  }
+  if (m.reduce_tree) {
+    // Balanced: a node adds its left floor(n/2) parts' sum to its right parts' sum.
+    struct Tree {
+      static float sum(const std::vector<float>& v, std::size_t lo, std::size_t hi) {
+        if (hi - lo == 1) return v[lo];
+        const std::size_t mid = lo + (hi - lo) / 2;
+        return sum(v, lo, mid) + sum(v, mid, hi);
+      }
+    };
+    return parts.empty() ? 0.0f : Tree::sum(parts, 0, parts.size());
+  }
+  float total = 0.0f;
+  for (float p : parts) total = total + p;
   return total;
 }
 

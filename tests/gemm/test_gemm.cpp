@@ -127,6 +127,8 @@ TEST_CASE("presets follow the published models", "[gemm]") {
   // cublas-sm90: the measured promotion of FP8 partial sums every 128 k and RNE tf32 inputs.
   REQUIRE(parse_accum_model("cublas-sm90", 8).chunk == 128);
   REQUIRE(parse_accum_model("sm90", 8).chunk == 0);
+  REQUIRE(parse_accum_model("cublas-sm90", 16).chunk == 1408);
+  REQUIRE(parse_accum_model("cublas-sm90", 32).chunk == 64);
   REQUIRE(parse_accum_model("cublas-sm90", 32).tf32_round == AccumModel::Tf32Round::rne);
   REQUIRE(parse_accum_model("sm80", 16).k_group == 8);
   REQUIRE(parse_accum_model("sm80", 16).frac_bits == 24);
