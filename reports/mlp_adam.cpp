@@ -2,9 +2,11 @@
 
 #include <algorithm>
 #include <cmath>
+#include <span>
 
 #include "reports/random_normal.hpp"
 #include "reports/report_context.hpp"
+#include "reports/sharpness.hpp"
 #include "sim/native/codebook_lookup.hpp"
 #include "sim/native/philox.hpp"
 #include "sim/native/quant_absmax.hpp"
@@ -192,6 +194,7 @@ std::vector<AdamSnapshot> train_mlp_adam(const MlpConfig& cfg, std::uint64_t see
       label[b] = arg;
     }
     float loss = 0.0f;
+    double sharp = 0.0;
     int correct = 0;
     for (int b = 0; b < B; ++b) {
       float* xb = &x[static_cast<std::size_t>(b) * D];
@@ -211,6 +214,13 @@ std::vector<AdamSnapshot> train_mlp_adam(const MlpConfig& cfg, std::uint64_t see
         }
       }
       correct += am == label[b] ? 1 : 0;
+      // Logit sharpness of this sample (To FP8 and back again, eqs. 1-2, eps 5e-4), on logged
+      // steps only.
+      if (t % cfg.log_every == 0 || t == 1) {
+        sharp += logit_sharpness(std::span<const float>(zb, static_cast<std::size_t>(C)),
+                                 static_cast<std::size_t>(label[b]), 5e-4) /
+                 B;
+      }
       float se = 0.0f;
       for (int c = 0; c < C; ++c) se += std::exp(zb[c] - zmax);
       loss += (std::log(se) + zmax - zb[label[b]]) / B;
@@ -289,6 +299,7 @@ std::vector<AdamSnapshot> train_mlp_adam(const MlpConfig& cfg, std::uint64_t see
       log.step.push_back(t);
       log.loss.push_back(loss);
       log.accuracy.push_back(static_cast<float>(correct) / B);
+      log.sharpness.push_back(static_cast<float>(sharp));
     }
     if (next_snap < cfg.snapshot_steps.size() && cfg.snapshot_steps[next_snap] == t) {
       AdamSnapshot s;

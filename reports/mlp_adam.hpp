@@ -78,6 +78,9 @@ struct TrainLog {
   // RMS_t = sqrt(mean(g^2 / max(u, eps^2))) of the input layer's weights at the logged steps
   // (torch_adamw: u = v / (1 - beta2^t); stable_adamw: its own u; empty for adam).
   std::vector<float> rms1;
+  // Mean logit sharpness over the batch at the logged steps (To FP8 and back again, eqs. 1-2,
+  // eps 5e-4, closed form: reports/sharpness.hpp).
+  std::vector<float> sharpness;
 };
 
 // Trains and returns the snapshots; `log` receives the loss every 10 steps. Calls

@@ -54,25 +54,21 @@ std::vector<Claim> not_computed_claims() {
     c.verdict = "not computable";
     return c;
   };
-  return {
-      nc(w, "section 2, figures 1-3",
-         "SwitchBack int8 training matches bfloat16 accuracy for "
-         "CLIP ViT-Huge",
-         "needs CLIP-scale training; out of a CPU report's reach"),
-      nc(dt, "section 2.3",
-         "the Stable Embedding Layer stabilises 8-bit training of language "
-         "models",
-         "the toy MLP has no embedding; the 32-bit-state override of its input layer "
-         "is in the Adam section's training comparison"),
-      nc(lee, "section 3.1, eqs. 1-2", "the logit sharpness metric rises before loss divergence",
-         "the metric itself is `exmy diagnose sharpness` (closed form, equal to the paper's "
-         "L-BFGS-B search); a diverging trace to test it on is not built yet"),
-      nc(lee, "section 4", "removing mantissa bits (ExMy masking) destabilises LLM training",
-         "needs LLM-scale training; the masking itself is exact in exmy (SEMANTICS 2.1)"),
-      nc(lk, "table 3",
-         "16-bit + extra-bit training matches mixed-precision accuracy with less "
-         "memory",
-         "needs ResNet-scale training; out of a CPU report's reach")};
+  return {nc(w, "section 2, figures 1-3",
+             "SwitchBack int8 training matches bfloat16 accuracy for "
+             "CLIP ViT-Huge",
+             "needs CLIP-scale training; out of a CPU report's reach"),
+          nc(dt, "section 2.3",
+             "the Stable Embedding Layer stabilises 8-bit training of language "
+             "models",
+             "the toy MLP has no embedding; the 32-bit-state override of its input layer "
+             "is in the Adam section's training comparison"),
+          nc(lee, "section 4", "removing mantissa bits (ExMy masking) destabilises LLM training",
+             "needs LLM-scale training; the masking itself is exact in exmy (SEMANTICS 2.1)"),
+          nc(lk, "table 3",
+             "16-bit + extra-bit training matches mixed-precision accuracy with less "
+             "memory",
+             "needs ResNet-scale training; out of a CPU report's reach")};
 }
 
 std::string claims_md(const std::vector<Claim>& claims) {

@@ -169,9 +169,19 @@ def plot(section_dir):
     plt.close(fig)
     train = common.read_csv(os.path.join(section_dir, "train.csv"))
     opts = list(dict.fromkeys(r["optimizer"] for r in train))
-    colours = ["black", "#1b9e77", "#d95f02", "#7570b3", "#e7298a", "#66a61e"]
-    fig, axes = plt.subplots(1, 2, figsize=(13, 4.5), constrained_layout=True)
+    colours = ["black", "#1b9e77", "#d95f02", "#7570b3", "#e7298a", "#66a61e", "#e6ab02",
+               "#a6761d"]
+    fig, axes3 = plt.subplots(1, 3, figsize=(19, 4.5), constrained_layout=True)
+    axes = axes3[:2]
     for c, o in enumerate(opts):
+        sh = {}
+        for r in train:
+            if r["optimizer"] == o and r.get("logit_sharpness") not in (None, ""):
+                sh.setdefault(int(r["step"]), []).append(float(r["logit_sharpness"]))
+        st = sorted(s for s in sh if s <= 60)
+        if st:
+            axes3[2].plot(st, [sum(sh[s]) / len(sh[s]) for s in st], lw=1,
+                          color=colours[c % len(colours)], label=o)
         by_step = {}
         for r in train:
             if r["optimizer"] == o:
@@ -184,18 +194,29 @@ def plot(section_dir):
         for ax in axes:
             ax.plot(steps, mean, lw=1.2 if o == "fp32" else 1, color=col, label=o)
             ax.fill_between(steps, lo, hi, color=col, alpha=0.15, lw=0)
-    axes[0].set_title("batch loss, mean over seeds (band: min-max of the seeds)", fontsize=9)
+    axes[0].set_title("batch loss, mean over seeds (band: min-max of the seeds), log scale",
+                      fontsize=9)
     last = max(int(r["step"]) for r in train)
     axes[1].set_xlim(last * 0.5, last)
-    tail = [float(r["loss"]) for r in train if int(r["step"]) >= last * 0.5]
+    # The zoom follows the fp32 run (diverged 8-bit runs would stretch it to 1e30).
+    tail = [float(r["loss"]) for r in train
+            if int(r["step"]) >= last * 0.5 and r["optimizer"] == "fp32"]
     if tail:
-        axes[1].set_ylim(min(tail) * 0.95, max(tail) * 1.05)
+        axes[1].set_ylim(min(tail) * 0.9, max(tail) * 1.3)
+    axes[0].set_yscale("log")
     axes[1].set_title("second half of training, zoomed", fontsize=9)
     for ax in axes:
         ax.set_xlabel("step")
         ax.set_ylabel("batch cross-entropy")
         ax.grid(True, alpha=0.3)
         ax.legend(fontsize=7)
+    axes3[2].set_yscale("log")
+    axes3[2].set_xlabel("step")
+    axes3[2].set_ylabel("mean logit sharpness (eps 5e-4)")
+    axes3[2].set_title("logit sharpness, first 60 steps (where the 8-bit runs diverge)",
+                       fontsize=9)
+    axes3[2].grid(True, alpha=0.3)
+    axes3[2].legend(fontsize=6)
     common.save(fig, section_dir, "train_loss")
     plt.close(fig)
 
