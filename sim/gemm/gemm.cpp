@@ -17,15 +17,28 @@ namespace exmy::gemm {
 namespace {
 
 // |x| = s 2^e with s in [1, 2), or, below the format's minimum exponent, e = emin and s < 1.
+// Read from the fp64 bits (every input value here is a normal fp64 number or zero): the
+// exponent field and the significand with its exponent set to 0. Only a value below the
+// format's minimum exponent takes the slow path.
 void sig_exp(double x, int emin, double& s, int& e) {
-  int ex = 0;
-  const double m = std::frexp(std::fabs(x), &ex);  // [0.5, 1) x 2^ex
-  s = m * 2.0;
-  e = ex - 1;
+  std::uint64_t u;
+  std::memcpy(&u, &x, 8);
+  u &= 0x7FFFFFFFFFFFFFFFull;
+  e = static_cast<int>(u >> 52) - 1023;
+  u = (u & 0x000FFFFFFFFFFFFFull) | (std::uint64_t{1023} << 52);
+  std::memcpy(&s, &u, 8);
   if (e < emin) {
     s = std::ldexp(s, e - emin);
     e = emin;
   }
+}
+
+// 2^k for k in [-1022, 1023], from its bits.
+double pow2(int k) {
+  const std::uint64_t u = static_cast<std::uint64_t>(k + 1023) << 52;
+  double d;
+  std::memcpy(&d, &u, 8);
+  return d;
 }
 
 float rn32(double x) {
@@ -115,7 +128,9 @@ float fused_group(float c, const double* a, const double* b, std::size_t k0, std
   __int128 sum = 0;
   for (std::size_t i = 0; i < n; ++i) {
     if (terms[i].e == std::numeric_limits<int>::min()) continue;
-    const double scaled = std::ldexp(terms[i].s, m.frac_bits + terms[i].e - emax);
+    const int k = m.frac_bits + terms[i].e - emax;
+    if (k < -60) continue;                             // |s| < 4: the term truncates to 0
+    const double scaled = terms[i].s * pow2(k);        // exact: a power-of-two scaling
     sum += static_cast<__int128>(std::trunc(scaled));  // |scaled| < 2^(frac_bits + 2)
   }
   const double v = std::ldexp(static_cast<double>(sum), emax - m.frac_bits);  // exact: < 2^53
