@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "cli/cli_util.hpp"
 #include "cli/command.hpp"
 #include "reports/sharpness.hpp"
 #include "reports/spikes.hpp"
@@ -67,19 +68,15 @@ int run_sharpness(const Args& args) {
   bool json = false;
   for (std::size_t i = 1; i < args.size(); ++i) {
     const std::string& a = args[i];
-    auto value = [&]() -> std::string {
-      if (i + 1 >= args.size()) throw InputError(a + ": expected a value");
-      return args[++i];
-    };
     if (a == "--help" || a == "-h") {
       std::printf("%s\n", kSharpUsage);
       return 0;
     } else if (a == "--logits") {
-      logits = value();
+      logits = option_value(args, i);
     } else if (a == "--labels") {
-      labels = value();
+      labels = option_value(args, i);
     } else if (a == "--eps") {
-      const std::string v = value();
+      const std::string v = option_value(args, i);
       eps = number::require_range(number::parse_f64(v, "--eps"), v, "--eps", 0.0, true, 1e6, false);
     } else if (a == "--json") {
       json = true;
@@ -156,39 +153,37 @@ int run_diagnose(const Args& args) {
   bool json = false;
   for (std::size_t i = 1; i < args.size(); ++i) {
     const std::string& a = args[i];
-    auto value = [&]() -> std::string {
-      if (i + 1 >= args.size()) throw InputError(a + ": expected a value");
-      return args[++i];
-    };
     if (a == "--help" || a == "-h") {
       std::printf("%s\n", kUsage);
       return 0;
     } else if (a == "--trace") {
-      trace = value();
+      trace = option_value(args, i);
     } else if (a == "--loss-col") {
-      loss_col = value();
+      loss_col = option_value(args, i);
       if (loss_col.empty()) throw InputError("--loss-col '': expected a column name");
     } else if (a == "--rms-col") {
-      rms_col = value();
+      rms_col = option_value(args, i);
     } else if (a == "--rms-threshold") {
-      const std::string v = value();
+      const std::string v = option_value(args, i);
       o.rms_threshold = number::require_range(number::parse_f64(v, "--rms-threshold"), v,
                                               "--rms-threshold", 0.0, true, 1e300, false);
     } else if (a == "--sigma") {
-      const std::string v = value();
+      const std::string v = option_value(args, i);
       o.sigma = number::require_range(number::parse_f64(v, "--sigma"), v, "--sigma", 0.0, false,
                                       1e300, false);
     } else if (a == "--window") {
-      o.window = static_cast<int>(number::parse_u64(value(), "--window", 1u << 24, false));
+      o.window =
+          static_cast<int>(number::parse_u64(option_value(args, i), "--window", 1u << 24, false));
       if (o.window < 2) throw InputError("--window: expected at least 2 (a standard deviation)");
     } else if (a == "--ignore-first") {
-      o.ignore_first =
-          static_cast<long>(number::parse_u64(value(), "--ignore-first", 1ull << 53, false));
+      o.ignore_first = static_cast<long>(
+          number::parse_u64(option_value(args, i), "--ignore-first", 1ull << 53, false));
     } else if (a == "--dedup") {
-      o.dedup = static_cast<int>(number::parse_u64(value(), "--dedup", 1u << 24, false));
+      o.dedup =
+          static_cast<int>(number::parse_u64(option_value(args, i), "--dedup", 1u << 24, false));
       if (o.dedup < 1) throw InputError("--dedup: expected at least 1");
     } else if (a == "--lead") {
-      const std::string v = value();
+      const std::string v = option_value(args, i);
       const auto colon = v.find(':');
       if (colon == std::string::npos) throw InputError("--lead '" + v + "': expected MIN:MAX");
       o.lead_min =
@@ -199,7 +194,7 @@ int run_diagnose(const Args& args) {
         throw InputError("--lead '" + v + "': expected 1 <= MIN <= MAX");
       }
     } else if (a == "--out") {
-      out = value();
+      out = option_value(args, i);
     } else if (a == "--json") {
       json = true;
     } else {

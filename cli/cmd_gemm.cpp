@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "cli/cli_util.hpp"
 #include "cli/command.hpp"
 #include "sim/common/error.hpp"
 #include "sim/common/number.hpp"
@@ -23,72 +24,30 @@ constexpr const char* kUsage =
     "--out-format fp32|bf16|fp16 --accum MODEL [--scale-a S] [--scale-b S]\n"
     "  F: an exmy float format of at most 16 bits, fp32 or tf32; MODEL: ";
 
-gemm::Operand load_operand(const std::string& path, const std::string& fmt_name,
-                           const char* which) {
-  const io::NpyArray a = io::read_npy(path);
-  io::require_c_order(a, path);
-  if (a.shape.size() != 2) {
-    throw InputError(path + ": " + std::to_string(a.shape.size()) + "-d array (expected the 2-d " +
-                     which + ", rows x K)");
-  }
-  const std::size_t rows = a.shape[0], cols = a.shape[1];
-  if (fmt_name == "fp32" || fmt_name == "tf32") {
-    if (a.descr != "<f4") {
-      throw InputError(path + ": dtype " + a.descr + " (expected <f4 for " + fmt_name + ")");
-    }
-    return gemm::operand_from_fp32(io::as_f32(a, path), rows, cols);
-  }
-  const Format f = parse_format(fmt_name);
-  if (f.kind != FormatKind::floating || f.fp.total_bits() > 16) {
-    throw InputError(std::string(which == std::string("A") ? "--a-format" : "--b-format") + " '" +
-                     fmt_name + "': expected a float format of at most 16 bits, fp32 or tf32");
-  }
-  std::vector<std::uint16_t> codes;
-  if (f.fp.total_bits() <= 8) {
-    const auto u = io::as_u8(a, path);
-    codes.assign(u.begin(), u.end());
-  } else {
-    codes = io::as_u16(a, path);
-  }
-  const std::uint64_t limit = std::uint64_t{1} << f.fp.total_bits();
-  for (std::size_t i = 0; i < codes.size(); ++i) {
-    if (codes[i] >= limit) {
-      throw InputError(path + ": code " + std::to_string(codes[i]) + " at index " +
-                       std::to_string(i) + " (expected a " + fmt_name + " code below " +
-                       std::to_string(limit) + ")");
-    }
-  }
-  return gemm::operand_from_codes(codes, rows, cols, f.fp);
-}
-
 int run_gemm(const Args& args) {
   std::string a_path, b_path, out, a_fmt, b_fmt, out_fmt, accum;
   double scale_a = 1.0, scale_b = 1.0;
   for (std::size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
-    auto value = [&]() -> std::string {
-      if (i + 1 >= args.size()) throw InputError(a + ": expected a value");
-      return args[++i];
-    };
     if (a == "--help" || a == "-h") {
       std::printf("%s%s\n", kUsage, gemm::accum_model_help().c_str());
       return 0;
     } else if (a == "--a") {
-      a_path = value();
+      a_path = option_value(args, i);
     } else if (a == "--b") {
-      b_path = value();
+      b_path = option_value(args, i);
     } else if (a == "--out") {
-      out = value();
+      out = option_value(args, i);
     } else if (a == "--a-format") {
-      a_fmt = value();
+      a_fmt = option_value(args, i);
     } else if (a == "--b-format") {
-      b_fmt = value();
+      b_fmt = option_value(args, i);
     } else if (a == "--out-format") {
-      out_fmt = value();
+      out_fmt = option_value(args, i);
     } else if (a == "--accum") {
-      accum = value();
+      accum = option_value(args, i);
     } else if (a == "--scale-a" || a == "--scale-b") {
-      const std::string v = value();
+      const std::string v = option_value(args, i);
       const double s = number::parse_f64(v, a);
       if (!(s > 0)) throw InputError(a + " '" + v + "': expected a positive finite scale");
       (a == "--scale-a" ? scale_a : scale_b) = s;
@@ -106,8 +65,8 @@ int run_gemm(const Args& args) {
     if (v.empty()) throw InputError(std::string(name) + ": required (exmy gemm --help)");
   }
   const gemm::OutFormat of = gemm::parse_out_format(out_fmt);
-  const gemm::Operand A = load_operand(a_path, a_fmt, "A");
-  const gemm::Operand B = load_operand(b_path, b_fmt, "B");
+  const gemm::Operand A = gemm::read_operand(a_path, a_fmt, "A");
+  const gemm::Operand B = gemm::read_operand(b_path, b_fmt, "B");
   const int bits = A.code_bits > B.code_bits ? A.code_bits : B.code_bits;
   gemm::AccumModel m = gemm::parse_accum_model(accum, bits);
   if (a_fmt == "tf32" || b_fmt == "tf32") m.truncate_tf32 = true;

@@ -462,8 +462,7 @@ SectionSummary run_adam_heatmap_section(const ReportContext& ctx) {
         "for Adam states (paraphrase)";
     c.measured = "mean abs(u32 - u8), linear / dynamic, block 2048, without the v^=0 elements";
     const std::size_t d = idx("dynamic", 2048), l = idx("linear", 2048);
-    c.value = abs_nz_ci[l].mean / abs_nz_ci[d].mean;
-    c.has_value = true;
+    c.set(abs_nz_ci[l].mean / abs_nz_ci[d].mean);
     c.lo = abs_nz_ci[l].lo / abs_nz_ci[d].hi;
     c.hi = abs_nz_ci[l].hi / abs_nz_ci[d].lo;
     c.has_ci = c.lo > 0;
@@ -500,8 +499,7 @@ SectionSummary run_adam_heatmap_section(const ReportContext& ctx) {
         "normalisation by isolating outliers (paraphrase)";
     c.measured = "mean abs(u32 - u8) without v^=0, dynamic, tensor / block2048";
     const std::size_t t = idx("dynamic", 0), b = idx("dynamic", 2048);
-    c.value = abs_nz_ci[t].mean / abs_nz_ci[b].mean;
-    c.has_value = true;
+    c.set(abs_nz_ci[t].mean / abs_nz_ci[b].mean);
     c.lo = abs_nz_ci[t].lo / abs_nz_ci[b].hi;
     c.hi = abs_nz_ci[t].hi / abs_nz_ci[b].lo;
     c.has_ci = c.lo > 0;
@@ -555,8 +553,7 @@ SectionSummary run_adam_heatmap_section(const ReportContext& ctx) {
     c.measured =
         "final training loss, exmy's bitsandbytes 8-bit Adam model (block 2048) minus fp32 Adam "
         "(toy MLP, paired by seed)";
-    c.value = diff_ci[vd].mean;
-    c.has_value = true;
+    c.set(diff_ci[vd].mean);
     c.lo = diff_ci[vd].lo;
     c.hi = diff_ci[vd].hi;
     c.has_ci = nseeds > 1;

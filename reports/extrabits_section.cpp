@@ -269,8 +269,7 @@ SectionSummary run_extrabits_section(const ReportContext& ctx) {
     c.claim = "after one operation, basic fp16+8 behaves somewhat poorer than classical fp16";
     c.measured = "norm-wise error of the 16-bit value after one add, fp16+8 / fp16, n = " +
                  std::to_string(sizes.back());
-    c.value = r1;
-    c.has_value = true;
+    c.set(r1);
     c.expected = "> 1 (truncation vs round to nearest: about 2)";
     c.verdict = r1 > 1 ? "reproduced" : "not reproduced";
     c.link = "extrabits/forward_error.png";
@@ -283,8 +282,7 @@ SectionSummary run_extrabits_section(const ReportContext& ctx) {
         "operations";
     d.measured = "error of the 16-bit value after " + std::to_string(steps.back()) +
                  " adds, fp16+8 and fp16+8:sr over fp16 (the larger ratio)";
-    d.value = std::max(rk, rks);
-    d.has_value = true;
+    d.set(std::max(rk, rks));
     d.expected = "< 1";
     d.verdict = std::max(rk, rks) < 0.5 ? "reproduced"
                 : std::max(rk, rks) < 1 ? "partly reproduced"

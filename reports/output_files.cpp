@@ -61,34 +61,28 @@ Csv& Csv::add(long long v) {
   field(std::to_string(v));
   return *this;
 }
-Csv& Csv::add(double v) {
+namespace {
+// printf text of v; NaN as "nan" whatever its sign bit (printf writes "-nan" for some NaNs,
+// which would make the bytes depend on how the NaN arose).
+std::string number_text(double v, int digits) {
+  if (v != v) return "nan";
   char buf[40];
-  // NaN prints as "nan" whatever its sign bit (printf writes "-nan" for some NaNs, which would
-  // make the bytes depend on how the NaN arose).
-  if (v != v) {
-    field("nan");
-    return *this;
-  }
-  std::snprintf(buf, sizeof buf, "%.10g", v);
-  field(buf);
+  std::snprintf(buf, sizeof buf, "%.*g", digits, v);
+  return buf;
+}
+}  // namespace
+
+Csv& Csv::add(double v) {
+  field(number_text(v, 10));
   return *this;
 }
 Csv& Csv::add_exact(double v) {
-  char buf[40];
-  if (v != v) {
-    field("nan");
-    return *this;
-  }
-  std::snprintf(buf, sizeof buf, "%.17g", v);
-  field(buf);
+  field(number_text(v, 17));
   return *this;
 }
 
 std::string fmt_g(double v, int digits) {
-  if (v != v) return "nan";  // whatever its sign bit
-  char buf[48];
-  std::snprintf(buf, sizeof buf, "%.*g", digits, v);
-  return buf;
+  return number_text(v, digits);
 }
 
 }  // namespace exmy::reports

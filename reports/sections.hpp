@@ -25,6 +25,17 @@ struct Claim {
   // arithmetic restatement | not computable
   std::string verdict;
   std::string link;  // figure or CSV, relative to DIR
+
+  void set(double v) {
+    value = v;
+    has_value = true;
+  }
+  void set(double v, double l, double h) {
+    set(v);
+    lo = l;
+    hi = h;
+    has_ci = true;
+  }
 };
 
 struct SectionSummary {

@@ -182,12 +182,9 @@ SpikeResult detect_spikes(const Trace& t, const SpikeOptions& o) {
     for (std::size_t i = 0; i < t.step.size(); ++i) {
       if (t.step[i] < from) continue;
       while (j < r.rms_spikes.size() && r.rms_spikes[j] < t.step[i] - o.lead_max) ++j;
-      bool c = false;
-      for (std::size_t k = j; k < r.rms_spikes.size() && r.rms_spikes[k] <= t.step[i] - o.lead_min;
-           ++k) {
-        c = true;
-      }
-      covered += c ? 1 : 0;
+      // The first spike start not before step - lead_max is covering if it is also not after
+      // step - lead_min.
+      covered += (j < r.rms_spikes.size() && r.rms_spikes[j] <= t.step[i] - o.lead_min) ? 1 : 0;
     }
     r.chance_rate = static_cast<double>(covered) / static_cast<double>(r.analysed_steps);
     r.p_value =

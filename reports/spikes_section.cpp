@@ -63,6 +63,7 @@ SectionSummary run_spikes_section(const ReportContext& ctx) {
   Csv summary({"run", "steps", "analysed_steps", "loss_spikes", "rms_spikes", "preceded",
                "chance_rate", "p_value", "rms_steps_above_threshold", "rms_max", "final_loss"});
   std::vector<long> above(runs.size(), 0);
+  std::vector<double> final_loss(runs.size(), 0.0);  // mean of the last tenth of the losses
   std::vector<double> rmax(runs.size(), 0.0);
   std::vector<SpikeResult> results;
   long total_loss = 0, total_preceded = 0;
@@ -101,6 +102,7 @@ SectionSummary run_spikes_section(const ReportContext& ctx) {
     double fl = 0;
     const std::size_t n = log.loss.size(), from = n - n / 10;
     for (std::size_t j = from; j < n; ++j) fl += log.loss[j] / static_cast<double>(n - from);
+    final_loss[i] = fl;
     summary.row()
         .add(runs[i].name)
         .add(static_cast<long long>(steps))
@@ -150,9 +152,7 @@ SectionSummary run_spikes_section(const ReportContext& ctx) {
       "|---|---|---|---|---|---|---|---|---|\n";
   for (std::size_t i = 0; i < runs.size(); ++i) {
     const SpikeResult& r = results[i];
-    double fl = 0;
-    const std::size_t n = logs[i].loss.size(), from = n - n / 10;
-    for (std::size_t j = from; j < n; ++j) fl += logs[i].loss[j] / static_cast<double>(n - from);
+    const double fl = final_loss[i];
     md += "| " + runs[i].name + " | " + std::to_string(r.loss_spikes.size()) + " | " +
           std::to_string(r.rms_spikes.size()) + " | " + std::to_string(r.preceded_count) + " | " +
           fmt_g(r.chance_rate, 3) + " | " + fmt_g(r.p_value, 3) + " | " + std::to_string(above[i]) +
@@ -181,8 +181,7 @@ SectionSummary run_spikes_section(const ReportContext& ctx) {
         "(28 of 30 detected loss spikes; 1% by chance)";
     c.measured = "loss spikes of the AdamW traces preceded by an input-layer RMS spike (toy MLP)";
     if (total_loss > 0) {
-      c.value = static_cast<double>(total_preceded) / static_cast<double>(total_loss);
-      c.has_value = true;
+      c.set(static_cast<double>(total_preceded) / static_cast<double>(total_loss));
       c.expected = "about 0.93 (28/30)";
       // The paper tests 15-30 detected spikes; a handful cannot confirm or refute 28 of 30.
       c.verdict = total_loss < 5 ? "inconclusive (" + std::to_string(total_loss) +
@@ -231,8 +230,7 @@ SectionSummary run_spikes_section(const ReportContext& ctx) {
     c.where = "section 3.5, figure 5";
     c.claim = "adding update clipping to AdamW (StableAdamW) mitigates loss spikes";
     c.measured = "loss spikes, StableAdamW vs AdamW at beta2 0.999 (toy MLP, one seed)";
-    c.value = static_cast<double>(s);
-    c.has_value = true;
+    c.set(static_cast<double>(s));
     c.expected = "fewer than AdamW's " + std::to_string(a);
     c.verdict = a == 0  ? "not computable (no loss spikes without clipping)"
                 : s < a ? "reproduced"

@@ -91,6 +91,13 @@ std::vector<SlopeRow> fit_slopes(const VarianceResults& r) {
   return out;
 }
 
+// Interval of num / den from their bootstrap replicates, taken replicate by replicate.
+Interval replicate_ratio_ci(const std::vector<double>& num, const std::vector<double>& den) {
+  std::vector<double> r;
+  for (std::size_t i = 0; i < num.size() && i < den.size(); ++i) r.push_back(num[i] / den[i]);
+  return percentile_interval(r);
+}
+
 // Paired ratio Var(d)[a] / Var(d)[b] of two schemes at one (dist, k), with its bootstrap
 // interval (the replicates share their trial draws).
 struct PairedRatio {
@@ -106,21 +113,11 @@ PairedRatio paired_ratio(const VarianceResults& r, InputDist d, const std::strin
   if (x == nullptr || y == nullptr) return p;
   p.ok = true;
   p.value = x->var_d / y->var_d;
-  std::vector<double> rep;
-  for (std::size_t i = 0; i < x->rep_var_d.size(); ++i)
-    rep.push_back(x->rep_var_d[i] / y->rep_var_d[i]);
-  p.ci = percentile_interval(rep);
+  p.ci = replicate_ratio_ci(x->rep_var_d, y->rep_var_d);
   return p;
 }
 
 const char* kD3Schemes[] = {"int8_row", "int8_tensor", "e4m3fn_tensor", "e5m2_tensor", "e8m3_mask"};
-
-bool has_scheme(const VarianceConfig& cfg, const std::string& s) {
-  for (const auto& x : cfg.schemes) {
-    if (x.name == s) return true;
-  }
-  return false;
-}
 
 }  // namespace
 
@@ -297,17 +294,16 @@ SectionSummary run_variance_section(const ReportContext& ctx) {
   }
   Csv d3x({"model", "matmul", "k", "scheme", "var_d", "measured_wgrad_over_this", "lo", "hi",
            "model_wgrad_over_this"});
+  // One row per (matmul, scheme), emitted to d3_measured.csv and to the index's table.
+  std::string d3x_md;
   for (const auto& m : mm) {
     if (m.matmul.rfind("weight", 0) == 0) continue;  // weight grad / itself is 1 by definition
     for (const char* sname : kD3Schemes) {
       const VarianceCell* c = res.find(InputDist::gaussian, sname, m.k);
       const VarianceCell* w = res.find(InputDist::gaussian, sname, wgrad_k[m.model]);
       if (c == nullptr || w == nullptr) continue;
-      std::vector<double> rep;
-      for (std::size_t i = 0; i < c->rep_var_d.size(); ++i) {
-        rep.push_back(w->rep_var_d[i] / c->rep_var_d[i]);
-      }
-      const Interval ci = percentile_interval(rep);
+      const Interval ci = replicate_ratio_ci(w->rep_var_d, c->rep_var_d);
+      const double kr = static_cast<double>(wgrad_k[m.model]) / m.k;
       d3x.row()
           .add(m.model)
           .add(m.matmul)
@@ -317,7 +313,10 @@ SectionSummary run_variance_section(const ReportContext& ctx) {
           .add(w->var_d / c->var_d)
           .add(ci.lo)
           .add(ci.hi)
-          .add(static_cast<double>(wgrad_k[m.model]) / m.k);
+          .add(kr);
+      d3x_md += "| " + m.model + " | " + m.matmul + " | " + std::to_string(m.k) + " | " + sname +
+                " | " + fmt_g(c->var_d, 4) + " | " + ci_text(w->var_d / c->var_d, ci) + " | " +
+                fmt_g(kr, 4) + " |\n";
     }
   }
   // D.3 with tensors of the paper's shapes (tensor-wise absmax over the whole tensor).
@@ -337,10 +336,7 @@ SectionSummary run_variance_section(const ReportContext& ctx) {
       }
     }
     if (w == nullptr) continue;
-    std::vector<double> rep;
-    for (std::size_t i = 0; i < c.rep_var_d.size(); ++i)
-      rep.push_back(w->rep_var_d[i] / c.rep_var_d[i]);
-    const Interval ci = percentile_interval(rep);
+    const Interval ci = replicate_ratio_ci(w->rep_var_d, c.rep_var_d);
     const double kr = static_cast<double>(wgrad_k[m.model]) / m.k;
     d3s.row()
         .add(m.model)
@@ -366,11 +362,7 @@ SectionSummary run_variance_section(const ReportContext& ctx) {
       cl.measured =
           "Var(d) weight grad / forward, int8 tensor-wise absmax, operands of the "
           "paper's shapes, gaussian";
-      cl.value = w->var_d / c.var_d;
-      cl.has_value = true;
-      cl.lo = ci.lo;
-      cl.hi = ci.hi;
-      cl.has_ci = true;
+      cl.set(w->var_d / c.var_d, ci.lo, ci.hi);
       cl.expected = fmt_g(kr, 4);
       cl.verdict = verdict_for(ci.lo, ci.hi, cl.value, kr, 1.25, "reproduced", "partly reproduced",
                                "not reproduced");
@@ -460,12 +452,9 @@ SectionSummary run_variance_section(const ReportContext& ctx) {
           "with variance s_q^2 independent of the inputs (paraphrase)";
       c.measured =
           "delta_var / predicted, e8m3 rne (no scaling), gaussian, k=" + std::to_string(kref);
-      c.value = rne->delta_var / rne->predicted;
-      c.has_value = true;
       // Interval of the ratio: delta's interval over the (nearly fixed) prediction.
-      c.lo = rne->delta_var_ci.lo / rne->predicted;
-      c.hi = rne->delta_var_ci.hi / rne->predicted;
-      c.has_ci = true;
+      c.set(rne->delta_var / rne->predicted, rne->delta_var_ci.lo / rne->predicted,
+            rne->delta_var_ci.hi / rne->predicted);
       c.expected = "1";
       c.verdict = verdict_for(c.lo, c.hi, c.value, 1.0, 1.25, "reproduced", "partly reproduced",
                               "not reproduced");
@@ -480,11 +469,7 @@ SectionSummary run_variance_section(const ReportContext& ctx) {
           "Var(<u^,v^> - <u,v>) = k s_q^2 (s_u^2 + s_v^2 + s_q^2) (the error's variance, "
           "which equals the paper's left side only if Cov(<u,v>, d) = 0)";
       c.measured = "Var(d) / predicted, e8m3 rne (no scaling), gaussian, k=" + std::to_string(kref);
-      c.value = rne->var_d / rne->predicted;
-      c.has_value = true;
-      c.lo = rne->ratio_ci.lo;
-      c.hi = rne->ratio_ci.hi;
-      c.has_ci = true;
+      c.set(rne->var_d / rne->predicted, rne->ratio_ci.lo, rne->ratio_ci.hi);
       c.expected = "1";
       c.verdict = verdict_for(c.lo, c.hi, c.value, 1.0, 1.25, "reproduced", "partly reproduced",
                               "not reproduced");
@@ -509,11 +494,7 @@ SectionSummary run_variance_section(const ReportContext& ctx) {
       c.where = "eq. 12 with the error-input cross term";
       c.claim = "for an error proportional to its input, Var(d)/eq.12 = 1 + E[rho]^2/E[rho^2]";
       c.measured = "Var(d)/predicted, e8m3_mask, gaussian, k=" + std::to_string(kref);
-      c.value = mask->var_d / mask->predicted;
-      c.has_value = true;
-      c.lo = mask->ratio_ci.lo;
-      c.hi = mask->ratio_ci.hi;
-      c.has_ci = true;
+      c.set(mask->var_d / mask->predicted, mask->ratio_ci.lo, mask->ratio_ci.hi);
       c.expected = fmt_g(mask->mask_factor, 4);
       c.verdict = verdict_for(c.lo, c.hi, c.value, mask->mask_factor, 1.05, "agrees",
                               "agrees within 5%", "disagrees");
@@ -545,11 +526,7 @@ SectionSummary run_variance_section(const ReportContext& ctx) {
           "the variance of the quantized inner product's error grows linearly in k when s_q "
           "does not depend on k (eq. 12)";
       c.measured = "log-log slope of Var(d) vs k, e8m3 rne, gaussian";
-      c.value = rne->slope_var;
-      c.has_value = true;
-      c.lo = rne->slope_var_ci.lo;
-      c.hi = rne->slope_var_ci.hi;
-      c.has_ci = true;
+      c.set(rne->slope_var, rne->slope_var_ci.lo, rne->slope_var_ci.hi);
       c.expected = "1";
       c.verdict = verdict_for(c.lo, c.hi, c.value, 1.0, 1.05, "reproduced", "partly reproduced",
                               "not reproduced");
@@ -562,11 +539,7 @@ SectionSummary run_variance_section(const ReportContext& ctx) {
           "with row-wise absmax scaling Var(d) grows like k E[M_k^2] (about k ln k for "
           "gaussian inputs), faster than k";
       a.measured = "log-log slope of Var(d) vs k, int8_row, gaussian";
-      a.value = row->slope_var;
-      a.has_value = true;
-      a.lo = row->slope_var_ci.lo;
-      a.hi = row->slope_var_ci.hi;
-      a.has_ci = true;
+      a.set(row->slope_var, row->slope_var_ci.lo, row->slope_var_ci.hi);
       a.expected = fmt_g(row->slope_closed, 3);
       a.verdict = verdict_for(a.lo, a.hi, a.value, row->slope_closed, 1.03, "agrees",
                               "agrees within 3%", "disagrees");
@@ -590,11 +563,7 @@ SectionSummary run_variance_section(const ReportContext& ctx) {
       c.where = "E[f(1-f)] / E[min(f,1-f)^2] = (1/6)/(1/12)";
       c.claim = "stochastic rounding has twice round-to-nearest's error variance";
       c.measured = "paired ratio Var(d) e8m3_sr / e8m3_rne, gaussian, k=" + std::to_string(kref);
-      c.value = e.value;
-      c.has_value = true;
-      c.lo = e.ci.lo;
-      c.hi = e.ci.hi;
-      c.has_ci = true;
+      c.set(e.value, e.ci.lo, e.ci.hi);
       c.expected = "2";
       c.verdict =
           verdict_for(c.lo, c.hi, c.value, 2.0, 1.05, "agrees", "agrees within 5%", "disagrees");
@@ -679,8 +648,7 @@ SectionSummary run_variance_section(const ReportContext& ctx) {
     c.measured =
         "ratios of the inner dimensions (65536/1280, 65536/5120; 8192/2048, "
         "32768/2048)";
-    c.value = clip_hi;
-    c.has_value = true;
+    c.set(clip_hi);
     c.expected = "51.2, 12.8; 4, 16";
     c.verdict = "arithmetic restatement";
     c.link = "variance/d3_model.csv";
@@ -698,25 +666,7 @@ SectionSummary run_variance_section(const ReportContext& ctx) {
         "masking follows it:\n\n"
         "| model | matmul | k | scheme | Var(d) | measured wgrad/this | k ratio |\n"
         "|---|---|---|---|---|---|---|\n";
-  bool all_d3 = true;
-  for (const auto& m : mm) {
-    if (m.matmul.rfind("weight", 0) == 0) continue;
-    for (const char* sname : kD3Schemes) {
-      const VarianceCell* c = res.find(InputDist::gaussian, sname, m.k);
-      const VarianceCell* w = res.find(InputDist::gaussian, sname, wgrad_k[m.model]);
-      if (c == nullptr || w == nullptr) {
-        all_d3 = all_d3 && !has_scheme(cfg, sname);
-        continue;
-      }
-      std::vector<double> rep;
-      for (std::size_t i = 0; i < c->rep_var_d.size(); ++i)
-        rep.push_back(w->rep_var_d[i] / c->rep_var_d[i]);
-      md += "| " + m.model + " | " + m.matmul + " | " + std::to_string(m.k) + " | " + sname +
-            " | " + fmt_g(c->var_d, 4) + " | " +
-            ci_text(w->var_d / c->var_d, percentile_interval(rep)) + " | " +
-            fmt_g(static_cast<double>(wgrad_k[m.model]) / m.k, 4) + " |\n";
-    }
-  }
+  md += d3x_md;
   if (res.find(InputDist::gaussian, "int8_row", 65536) == nullptr) {
     md +=
         "\n(This configuration does not include every D.3 inner dimension; run without the "

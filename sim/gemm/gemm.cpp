@@ -10,6 +10,7 @@
 
 #include "sim/common/error.hpp"
 #include "sim/format/registry.hpp"
+#include "sim/io/npy.hpp"
 #include "sim/native/convert.hpp"
 
 namespace exmy::gemm {
@@ -207,6 +208,43 @@ Operand operand_from_fp32(const std::vector<float>& x, std::size_t rows, std::si
   o.emin = -126;
   o.v.assign(x.begin(), x.end());
   return o;
+}
+
+Operand read_operand(const std::string& path, const std::string& fmt_name, const char* which) {
+  const io::NpyArray a = io::read_npy(path);
+  io::require_c_order(a, path);
+  if (a.shape.size() != 2) {
+    throw InputError(path + ": " + std::to_string(a.shape.size()) + "-d array (expected the 2-d " +
+                     which + ", rows x K)");
+  }
+  const std::size_t rows = a.shape[0], cols = a.shape[1];
+  if (fmt_name == "fp32" || fmt_name == "tf32") {
+    if (a.descr != "<f4") {
+      throw InputError(path + ": dtype " + a.descr + " (expected <f4 for " + fmt_name + ")");
+    }
+    return operand_from_fp32(io::as_f32(a, path), rows, cols);
+  }
+  const Format f = parse_format(fmt_name);
+  if (f.kind != FormatKind::floating || f.fp.total_bits() > 16) {
+    throw InputError(std::string(which == std::string("A") ? "--a-format" : "--b-format") + " '" +
+                     fmt_name + "': expected a float format of at most 16 bits, fp32 or tf32");
+  }
+  std::vector<std::uint16_t> codes;
+  if (f.fp.total_bits() <= 8) {
+    const auto u = io::as_u8(a, path);
+    codes.assign(u.begin(), u.end());
+  } else {
+    codes = io::as_u16(a, path);
+  }
+  const std::uint64_t limit = std::uint64_t{1} << f.fp.total_bits();
+  for (std::size_t i = 0; i < codes.size(); ++i) {
+    if (codes[i] >= limit) {
+      throw InputError(path + ": code " + std::to_string(codes[i]) + " at index " +
+                       std::to_string(i) + " (expected a " + fmt_name + " code below " +
+                       std::to_string(limit) + ")");
+    }
+  }
+  return operand_from_codes(codes, rows, cols, f.fp);
 }
 
 OutFormat parse_out_format(const std::string& s) {

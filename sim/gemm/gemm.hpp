@@ -29,6 +29,11 @@ Operand operand_from_codes(const std::vector<std::uint16_t>& codes, std::size_t 
                            std::size_t cols, const FloatFormat& fmt);
 Operand operand_from_fp32(const std::vector<float>& x, std::size_t rows, std::size_t cols);
 
+// Reads operand `which` ("A" or "B") from a 2-d .npy: codes of `fmt` (|u1 for at most 8 bits,
+// <u2 above) or <f4 for fp32/tf32. InputError names the file and what was expected (rank,
+// dtype, a code out of range, a format that is not a float of at most 16 bits).
+Operand read_operand(const std::string& path, const std::string& fmt, const char* which);
+
 enum class OutFormat : std::uint8_t { fp32, bf16, fp16 };
 OutFormat parse_out_format(const std::string& s);
 

@@ -7,7 +7,6 @@
 #include <sstream>
 #include <string>
 
-#include "sim/format/registry.hpp"
 #include "sim/gemm/gemm.hpp"
 #include "sim/io/json.hpp"
 #include "sim/io/npy.hpp"
@@ -19,22 +18,6 @@ const std::filesystem::path kDir =
     std::filesystem::path(__FILE__).parent_path().parent_path().parent_path() / "golden" / "gemm" /
     "cublas-sm90-h100";
 
-gemm::Operand load(const std::string& file, const std::string& fmt) {
-  const std::string path = (kDir / file).string();
-  const io::NpyArray a = io::read_npy(path);
-  if (fmt == "fp32" || fmt == "tf32") {
-    return gemm::operand_from_fp32(io::as_f32(a, path), a.shape[0], a.shape[1]);
-  }
-  const Format f = parse_format(fmt);
-  std::vector<std::uint16_t> codes;
-  if (f.fp.total_bits() <= 8) {
-    const auto u = io::as_u8(a, path);
-    codes.assign(u.begin(), u.end());
-  } else {
-    codes = io::as_u16(a, path);
-  }
-  return gemm::operand_from_codes(codes, a.shape[0], a.shape[1], f.fp);
-}
 }  // namespace
 
 TEST_CASE("cuBLASLt outputs captured on an H100 are reproduced bit for bit", "[gemm][golden]") {
@@ -51,7 +34,8 @@ TEST_CASE("cuBLASLt outputs captured on an H100 are reproduced bit for bit", "[g
     const std::string of = c.at("out_format", name).str("out_format");
     const std::string model = c.at("model", name).str("model");
     const std::string inputs = c.at("inputs", name).str("inputs");
-    const gemm::Operand A = load(inputs + "_a.npy", af), B = load(inputs + "_b.npy", bf);
+    const gemm::Operand A = gemm::read_operand((kDir / (inputs + "_a.npy")).string(), af, "A");
+    const gemm::Operand B = gemm::read_operand((kDir / (inputs + "_b.npy")).string(), bf, "B");
     gemm::AccumModel m =
         gemm::parse_accum_model(model, A.code_bits > B.code_bits ? A.code_bits : B.code_bits);
     if (af == "tf32") m.truncate_tf32 = true;
