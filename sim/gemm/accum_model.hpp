@@ -6,6 +6,7 @@
 #include <string>
 
 #include "sim/native/float_format.hpp"
+#include "sim/native/gemm_dot.hpp"
 
 namespace exmy::gemm {
 
@@ -58,6 +59,24 @@ struct AccumModel {
 // Presets depend on the input formats: `a_bits` is the larger code width of A and B (8: FP8,
 // 16: bf16/fp16, 32: fp32/tf32). InputError names the string and the grammar.
 AccumModel parse_accum_model(const std::string& text, int a_bits);
+
+// The model as the plain data the host/device dot product runs (sim/native/gemm_dot.hpp); not
+// for `exact`, which only the CPU reference computes (MPFR).
+inline native::DotModel dot_model(const AccumModel& m) {
+  native::DotModel d;
+  d.kind = m.kind == AccumKind::fp32_seq   ? native::DotModel::Kind::fp32_seq
+           : m.kind == AccumKind::pairwise ? native::DotModel::Kind::pairwise
+                                           : native::DotModel::Kind::hw;
+  d.k_group = m.k_group;
+  d.frac_bits = m.frac_bits;
+  d.inter_bits = m.inter_bits;
+  d.inter_rne = m.inter_rne;
+  d.split_k = m.split_k;
+  d.tile = m.tile;
+  d.reduce_tree = m.reduce_tree;
+  d.chunk = m.chunk;
+  return d;
+}
 
 std::string accum_model_help();
 

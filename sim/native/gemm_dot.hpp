@@ -1,0 +1,296 @@
+// One output element of a GEMM under an accumulation model (docs/SEMANTICS.md 15.2): the fp32
+// accumulator of Σ_k a_k b_k for the fp32-seq, pairwise and hw (fused k-group) models, with
+// split-K and promotion chunks. Host and device run this same code: the CPU reference
+// (sim/gemm/gemm.cpp) and the CUDA emulation kernel (gpu/gemm/) call exactly these functions.
+//
+// Operands are fp64 values with at most 24 significant bits each (every exmy float format of at
+// most 16 bits, tf32 and fp32 are), so the hw model works in integers: a value is m 2^(e - 23)
+// with m < 2^24 (normal: m >= 2^23) and e >= the operand's minimum exponent; a product's
+// significand is the 48-bit integer m_a m_b at scale 2^(e_a + e_b - 46), i.e. in [1, 4) at
+// exponent e_a + e_b as the model reads it.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "sim/native/hd.hpp"
+#include "sim/native/specialize/platform.hpp"
+
+namespace exmy::native {
+
+// The model as plain data (sim/gemm/accum_model.hpp parses the strings). Limits the parser
+// enforces so that the integer sums below cannot overflow and the stacks suffice:
+// k_group <= 4096, frac_bits <= 40 (a group sum stays below 2^(40 + 2 + 13) < 2^63).
+struct DotModel {
+  enum class Kind : std::uint8_t { fp32_seq, pairwise, hw } kind = Kind::hw;
+  int k_group = 16;
+  int frac_bits = 25;
+  int inter_bits = 23;
+  bool inter_rne = false;
+  int split_k = 1;
+  int tile = 0;
+  bool reduce_tree = false;
+  int chunk = 0;
+};
+
+// |x| = m 2^(e - 23): m < 2^24, e >= emin (m < 2^23 only at e = emin). x finite and nonzero.
+struct DotSig {
+  std::uint64_t m;
+  int e;
+};
+EXMY_HD DotSig dot_sig(double x, int emin) {
+  const std::uint64_t u = f64_bits(x) & 0x7FFFFFFFFFFFFFFFull;
+  int e = static_cast<int>(u >> 52) - 1023;
+  // The top 24 significand bits (x has at most 24 significant bits, so this is exact).
+  std::uint64_t m = ((u & 0x000FFFFFFFFFFFFFull) | (std::uint64_t{1} << 52)) >> 29;
+  if (e < emin) {  // below the operand's minimum exponent: a subnormal significand (exact)
+    const int s = emin - e;
+    m = s >= 64 ? 0 : m >> s;
+    e = emin;
+  }
+  return {m, e};
+}
+
+EXMY_HD bool dot_is_nan(double x) {
+  return (f64_bits(x) & 0x7FFFFFFFFFFFFFFFull) > 0x7FF0000000000000ull;
+}
+EXMY_HD bool dot_is_inf(double x) {
+  return (f64_bits(x) & 0x7FFFFFFFFFFFFFFFull) == 0x7FF0000000000000ull;
+}
+EXMY_HD bool dot_is_zero(double x) {
+  return (f64_bits(x) & 0x7FFFFFFFFFFFFFFFull) == 0;
+}
+EXMY_HD bool dot_sign(double x) {
+  return (f64_bits(x) >> 63) != 0;
+}
+
+// 2^k as fp64, k in [-1022, 1023], from its bits.
+EXMY_HD double dot_pow2(int k) {
+  return f64_from_bits(static_cast<std::uint64_t>(k + 1023) << 52);
+}
+
+// The normalisation of a group sum v = sum 2^(scale) (sum != 0) to fp32 with `bits` fraction
+// bits, toward zero or to nearest even, exponent at least -126; >= 2^128 gives infinity.
+EXMY_HD float dot_normalise(std::int64_t sum, int scale, int bits, bool rne) {
+  const bool neg = sum < 0;
+  const std::uint64_t mag = neg ? 0ull - static_cast<std::uint64_t>(sum)
+                                : static_cast<std::uint64_t>(sum);
+  const int len = 64 - clz64(mag);  // |v| in [2^(len-1), 2^len) 2^scale
+  int e = len - 1 + scale;
+  if (e < -126) e = -126;
+  const int q = e - bits;      // the quantum's exponent
+  const int shift = q - scale;  // bits of mag below the quantum
+  std::uint64_t n = mag;
+  if (shift > 0) {
+    if (shift >= 64) {
+      n = 0;  // (cannot happen with the parser's limits: mag < 2^55 and len - 1 - bits >= -23)
+    } else {
+      const std::uint64_t rem = mag & ((std::uint64_t{1} << shift) - 1);
+      n = mag >> shift;
+      if (rne) {
+        const std::uint64_t half = std::uint64_t{1} << (shift - 1);
+        if (rem > half || (rem == half && (n & 1u) != 0)) ++n;
+      }
+    }
+  } else if (shift < 0) {
+    n = mag << (-shift);  // exact: mag has fewer than bits + 1 significant bits here
+  }
+  if (n == 0) return neg ? -0.0f : 0.0f;
+  // n 2^q with n <= 2^(bits + 1): exact in fp64, and in fp32 unless it reaches 2^128.
+  const int nlen = 64 - clz64(n);
+  if (nlen - 1 + q >= 128) return neg ? -f32_from_bits(0x7F800000u) : f32_from_bits(0x7F800000u);
+  const double r = static_cast<double>(n) * dot_pow2(q);
+  return rn_f32(neg ? -r : r);
+}
+
+// One fused group: c plus the products a_k b_k, k in [k0, k1) (at most 4096 of them).
+EXMY_HD float dot_fused_group(float c, const double* a, const double* b, std::size_t k0,
+                              std::size_t k1, int emin_a, int emin_b, const DotModel& m) {
+  const std::uint32_t cb = f32_bits(c);
+  // Specials first: any NaN, or infinities of both signs, give NaN; an infinity gives itself.
+  bool nan = (cb & 0x7FFFFFFFu) > 0x7F800000u;
+  bool pinf = cb == 0x7F800000u, ninf = cb == 0xFF800000u;
+  bool all_zero = (cb & 0x7FFFFFFFu) == 0, all_neg_zero = cb == 0x80000000u;
+  int emax = 0;
+  bool have = false;
+  if (!all_zero && !nan && !pinf && !ninf) {
+    emax = dot_sig(static_cast<double>(c), -126).e;
+    have = true;
+  }
+  for (std::size_t k = k0; k < k1; ++k) {
+    const double x = a[k], y = b[k];
+    const bool neg = dot_sign(x) != dot_sign(y);
+    if (dot_is_nan(x) || dot_is_nan(y)) {
+      nan = true;
+      continue;
+    }
+    const bool zx = dot_is_zero(x), zy = dot_is_zero(y);
+    if (dot_is_inf(x) || dot_is_inf(y)) {
+      if (zx || zy) {
+        nan = true;  // inf x 0
+      } else if (neg) {
+        ninf = true;
+      } else {
+        pinf = true;
+      }
+      continue;
+    }
+    if (zx || zy) {
+      all_neg_zero = all_neg_zero && neg;  // the product is a zero of that sign
+      continue;
+    }
+    all_zero = false;
+    const int e = dot_sig(x, emin_a).e + dot_sig(y, emin_b).e;
+    if (!have || e > emax) emax = e;
+    have = true;
+  }
+  if (nan || (pinf && ninf)) return f32_from_bits(0x7FC00000u);
+  if (pinf) return f32_from_bits(0x7F800000u);
+  if (ninf) return f32_from_bits(0xFF800000u);
+  if (all_zero) {
+    // Every term is zero: IEEE's sign of an exact zero sum (+0 unless every term is -0).
+    return all_neg_zero ? -0.0f : 0.0f;
+  }
+  // Every term truncated toward zero to frac_bits below 2^emax, summed exactly. A term of
+  // significand P 2^-46 at exponent e becomes trunc(P 2^(frac + e - emax - 46)).
+  std::int64_t sum = 0;
+  if ((cb & 0x7FFFFFFFu) != 0) {
+    const DotSig s = dot_sig(static_cast<double>(c), -126);
+    const int r = 46 - (m.frac_bits + s.e - emax);
+    const std::uint64_t t = r >= 64 ? 0 : (s.m << 23) >> r;
+    sum += (cb >> 31) != 0 ? -static_cast<std::int64_t>(t) : static_cast<std::int64_t>(t);
+  }
+  for (std::size_t k = k0; k < k1; ++k) {
+    const double x = a[k], y = b[k];
+    if (dot_is_zero(x) || dot_is_zero(y)) continue;
+    const DotSig sx = dot_sig(x, emin_a), sy = dot_sig(y, emin_b);
+    const int r = 46 - (m.frac_bits + sx.e + sy.e - emax);  // >= 6: frac_bits <= 40
+    const std::uint64_t t = r >= 64 ? 0 : (sx.m * sy.m) >> r;
+    sum += dot_sign(x) != dot_sign(y) ? -static_cast<std::int64_t>(t)
+                                      : static_cast<std::int64_t>(t);
+  }
+  if (sum == 0) return 0.0f;
+  return dot_normalise(sum, emax - m.frac_bits, m.inter_bits, m.inter_rne);
+}
+
+// A balanced binary sum of n leaves (the left subtree takes floor(n/2) leaves, recursively),
+// each node one fp32 addition (RNE); n = 0 gives +0. An explicit stack: the same code runs on
+// the device, where recursion is costly. leaf(i) is evaluated in order i = 0 .. n-1.
+template <class Leaf>
+EXMY_HD float dot_tree_sum(std::size_t n, const Leaf& leaf) {
+  if (n == 0) return 0.0f;
+  struct Frame {
+    std::size_t lo, hi;
+    float left;
+    int state;
+  };
+  Frame st[66];  // depth <= log2(n) + 1
+  int sp = 0;
+  st[0] = {0, n, 0.0f, 0};
+  float ret = 0.0f;
+  for (;;) {
+    Frame& f = st[sp];
+    const std::size_t mid = f.lo + (f.hi - f.lo) / 2;
+    if (f.hi - f.lo == 1) {
+      ret = leaf(f.lo);
+    } else if (f.state == 0) {
+      f.state = 1;
+      st[++sp] = {f.lo, mid, 0.0f, 0};
+      continue;
+    } else if (f.state == 1) {
+      f.left = ret;
+      f.state = 2;
+      st[++sp] = {mid, f.hi, 0.0f, 0};
+      continue;
+    } else {
+      ret = rn_add(f.left, ret);
+    }
+    if (sp == 0) return ret;
+    --sp;
+  }
+}
+
+// The model's accumulator over [k0, k1) from +0 (one promotion chunk, or a whole part).
+EXMY_HD float dot_chunk(const double* a, const double* b, std::size_t k0, std::size_t k1,
+                        int emin_a, int emin_b, const DotModel& m) {
+  if (m.kind == DotModel::Kind::fp32_seq) {
+    float c = 0.0f;
+    for (std::size_t k = k0; k < k1; ++k) c = rn_fma(rn_f32(a[k]), rn_f32(b[k]), c);
+    return c;
+  }
+  if (m.kind == DotModel::Kind::pairwise) {
+    // Leaves fma(a, b, +0) = RN32(a b); a node adds its halves (left floor(n/2)) in fp32.
+    return dot_tree_sum(k1 - k0, [&](std::size_t i) {
+      return rn_fma(rn_f32(a[k0 + i]), rn_f32(b[k0 + i]), 0.0f);
+    });
+  }
+  float c = 0.0f;
+  const std::size_t g = static_cast<std::size_t>(m.k_group);
+  for (std::size_t k = k0; k < k1; k += g) {
+    c = dot_fused_group(c, a, b, k, k + g < k1 ? k + g : k1, emin_a, emin_b, m);
+  }
+  return c;
+}
+
+// One split-K part [k0, k1): promotion chunks of m.chunk k (the whole part when 0), each from
+// +0, added to an fp32 accumulator that starts at +0, in order.
+EXMY_HD float dot_part(const double* a, const double* b, std::size_t k0, std::size_t k1,
+                       int emin_a, int emin_b, const DotModel& m) {
+  if (m.chunk <= 0) return dot_chunk(a, b, k0, k1, emin_a, emin_b, m);
+  const std::size_t len = static_cast<std::size_t>(m.chunk);
+  float total = 0.0f;
+  for (std::size_t c = k0; c < k1; c += len) {
+    total = rn_add(total, dot_chunk(a, b, c, c + len < k1 ? c + len : k1, emin_a, emin_b, m));
+  }
+  return total;
+}
+
+// Start of split-K part p (p <= S; part p is [start(p), start(p + 1))): ceil(K/S) k each, or
+// whole tiles of `tile` k with the first (tiles mod S) parts one tile longer. Nonempty parts
+// form a prefix 0 .. P-1.
+EXMY_HD std::size_t dot_part_start(std::size_t p, std::size_t k, const DotModel& m) {
+  const std::size_t s = static_cast<std::size_t>(m.split_k);
+  std::size_t start;
+  if (m.tile > 0) {
+    const std::size_t t = static_cast<std::size_t>(m.tile), tiles = (k + t - 1) / t;
+    const std::size_t extra = tiles % s;
+    start = t * (p * (tiles / s) + (p < extra ? p : extra));
+  } else {
+    start = p * ((k + s - 1) / s);
+  }
+  return start < k ? start : k;
+}
+
+// The fp32 accumulator of one output element: a and b hold its K values each.
+EXMY_HD float dot_model_fp32(const double* a, const double* b, std::size_t k, int emin_a,
+                             int emin_b, const DotModel& m) {
+  if (m.split_k <= 1) return dot_part(a, b, 0, k, emin_a, emin_b, m);
+  std::size_t parts = 0;
+  while (parts < static_cast<std::size_t>(m.split_k) &&
+         dot_part_start(parts, k, m) < dot_part_start(parts + 1, k, m)) {
+    ++parts;
+  }
+  auto part = [&](std::size_t p) {
+    return dot_part(a, b, dot_part_start(p, k, m), dot_part_start(p + 1, k, m), emin_a, emin_b, m);
+  };
+  if (m.reduce_tree) return dot_tree_sum(parts, part);
+  float total = 0.0f;
+  for (std::size_t p = 0; p < parts; ++p) total = rn_add(total, part(p));
+  return total;
+}
+
+// fp32 -> tf32 (10 fraction bits): toward zero; to nearest, ties away (add half a tf32 ulp to
+// the magnitude bits, then clear the low 13); or to nearest even (half an ulp minus one plus the
+// kept lsb). A carry into the exponent is the right result; values near the maximum become
+// infinity. mode: 0 rz, 1 rna, 2 rne.
+EXMY_HD float dot_tf32(float x, int mode) {
+  std::uint32_t u = f32_bits(x);
+  if ((u & 0x7F800000u) != 0x7F800000u) {
+    if (mode == 1) u += 0x1000u;
+    if (mode == 2) u += 0x0FFFu + ((u >> 13) & 1u);
+    u &= 0xFFFFE000u;
+  }
+  return f32_from_bits(u);
+}
+
+}  // namespace exmy::native
