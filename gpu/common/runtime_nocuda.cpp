@@ -1,5 +1,7 @@
 // Built instead of the kernels when nvcc is absent: every entry point says so.
 #include "gpu/common/runtime.hpp"
+#include "gpu/gemm/gemm_emulation.hpp"
+#include "gpu/layer/layer.hpp"
 #include "gpu/optim/optim_host.hpp"
 #include "sim/common/error.hpp"
 
@@ -16,5 +18,37 @@ std::unique_ptr<optim::Stepper> optim_stepper(const optim::Config&, std::span<fl
                                               optim::State&) {
   throw InputError("--device cuda: this exmy was built without CUDA (configure with nvcc present)");
 }
+
+namespace {
+[[noreturn]] void no_cuda() {
+  throw InputError("--device cuda: this exmy was built without CUDA (configure with nvcc present)");
+}
+}  // namespace
+
+std::vector<std::uint32_t> gemm_emulate(const gemm::Operand&, const gemm::Operand&,
+                                        const gemm::AccumModel&, gemm::OutFormat, double) {
+  no_cuda();
+}
+double gemm_emulate_time_ms(const gemm::Operand&, const gemm::Operand&, const gemm::AccumModel&,
+                            gemm::OutFormat, int) {
+  no_cuda();
+}
+std::vector<float> int8_product(const std::vector<std::int8_t>&, const std::vector<float>&,
+                                std::size_t, const std::vector<std::int8_t>&,
+                                const std::vector<float>&, std::size_t, std::size_t,
+                                native::DequantOrder, int) {
+  no_cuda();
+}
+std::vector<float> mask_round(const std::vector<float>&, int, int, MaskOuter, MaskInner, int) {
+  no_cuda();
+}
+
+namespace layer {
+exmy::layer::LayerResult run_layer(const exmy::layer::LayerConfig&, const exmy::layer::LayerShape&,
+                                   const std::vector<float>&, const std::vector<float>&,
+                                   const std::vector<float>&) {
+  no_cuda();
+}
+}  // namespace layer
 
 }  // namespace exmy::gpu

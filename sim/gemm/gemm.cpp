@@ -22,27 +22,6 @@ float rn32(double x) {
   return static_cast<float>(x);  // one IEEE conversion, round to nearest even
 }
 
-std::uint32_t bits32(float f) {
-  if (f != f) return 0x7FFFFFFFu;  // NaN: the canonical pattern MMA-Sim and CUDA produce
-  std::uint32_t u;
-  std::memcpy(&u, &f, 4);
-  return u;
-}
-
-std::uint32_t out_code(float acc, OutFormat out) {
-  switch (out) {
-    case OutFormat::fp32:
-      return bits32(acc);
-    case OutFormat::bf16:
-      return static_cast<std::uint32_t>(
-          native::convert(formats::fp32, formats::bf16, Rounding{}, bits32(acc), 0).code);
-    case OutFormat::fp16:
-      return static_cast<std::uint32_t>(
-          native::convert(formats::fp32, formats::fp16, Rounding{}, bits32(acc), 0).code);
-  }
-  return 0;
-}
-
 }  // namespace
 
 Operand operand_from_codes(const std::vector<std::uint16_t>& codes, std::size_t rows,
@@ -113,7 +92,7 @@ OutFormat parse_out_format(const std::string& s) {
 
 float dot_fp32(const double* a, const double* b, std::size_t k, int emin_a, int emin_b,
                const AccumModel& m) {
-  return native::dot_model_fp32(a, b, k, emin_a, emin_b, dot_model(m));
+  return native::dot_model_fp32(a, 1, b, 1, k, emin_a, emin_b, dot_model(m));
 }
 
 std::vector<std::uint32_t> gemm(const Operand& a, const Operand& b, const AccumModel& m,
@@ -161,9 +140,8 @@ std::vector<std::uint32_t> gemm(const Operand& a, const Operand& b, const AccumM
   const native::DotModel dm = dot_model(m);
   for (std::size_t i = 0; i < M; ++i) {
     for (std::size_t j = 0; j < N; ++j) {
-      float acc = native::dot_model_fp32(&av[i * K], &bv[j * K], K, a.emin, b.emin, dm);
-      if (alpha != 1.0) acc = rn32(static_cast<double>(rn32(alpha)) * acc);
-      c[i * N + j] = out_code(acc, out);
+      const float acc = native::dot_model_fp32(&av[i * K], 1, &bv[j * K], 1, K, a.emin, b.emin, dm);
+      c[i * N + j] = native::dot_out_code(acc, rn32(alpha), static_cast<int>(out));
     }
   }
   return c;

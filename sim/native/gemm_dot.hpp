@@ -13,6 +13,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "sim/native/convert.hpp"
 #include "sim/native/hd.hpp"
 #include "sim/native/specialize/platform.hpp"
 
@@ -104,7 +105,7 @@ EXMY_HD float dot_normalise(std::int64_t sum, int scale, int bits, bool rne) {
 }
 
 // One fused group: c plus the products a_k b_k, k in [k0, k1) (at most 4096 of them).
-EXMY_HD float dot_fused_group(float c, const double* a, const double* b, std::size_t k0,
+EXMY_HD float dot_fused_group(float c, const double* a, std::size_t sa, const double* b, std::size_t sb, std::size_t k0,
                               std::size_t k1, int emin_a, int emin_b, const DotModel& m) {
   const std::uint32_t cb = f32_bits(c);
   // Specials first: any NaN, or infinities of both signs, give NaN; an infinity gives itself.
@@ -118,7 +119,7 @@ EXMY_HD float dot_fused_group(float c, const double* a, const double* b, std::si
     have = true;
   }
   for (std::size_t k = k0; k < k1; ++k) {
-    const double x = a[k], y = b[k];
+    const double x = a[k * sa], y = b[k * sb];
     const bool neg = dot_sign(x) != dot_sign(y);
     if (dot_is_nan(x) || dot_is_nan(y)) {
       nan = true;
@@ -161,7 +162,7 @@ EXMY_HD float dot_fused_group(float c, const double* a, const double* b, std::si
     sum += (cb >> 31) != 0 ? -static_cast<std::int64_t>(t) : static_cast<std::int64_t>(t);
   }
   for (std::size_t k = k0; k < k1; ++k) {
-    const double x = a[k], y = b[k];
+    const double x = a[k * sa], y = b[k * sb];
     if (dot_is_zero(x) || dot_is_zero(y)) continue;
     const DotSig sx = dot_sig(x, emin_a), sy = dot_sig(y, emin_b);
     const int r = 46 - (m.frac_bits + sx.e + sy.e - emax);  // >= 6: frac_bits <= 40
@@ -211,36 +212,36 @@ EXMY_HD float dot_tree_sum(std::size_t n, const Leaf& leaf) {
 }
 
 // The model's accumulator over [k0, k1) from +0 (one promotion chunk, or a whole part).
-EXMY_HD float dot_chunk(const double* a, const double* b, std::size_t k0, std::size_t k1,
+EXMY_HD float dot_chunk(const double* a, std::size_t sa, const double* b, std::size_t sb, std::size_t k0, std::size_t k1,
                         int emin_a, int emin_b, const DotModel& m) {
   if (m.kind == DotModel::Kind::fp32_seq) {
     float c = 0.0f;
-    for (std::size_t k = k0; k < k1; ++k) c = rn_fma(rn_f32(a[k]), rn_f32(b[k]), c);
+    for (std::size_t k = k0; k < k1; ++k) c = rn_fma(rn_f32(a[k * sa]), rn_f32(b[k * sb]), c);
     return c;
   }
   if (m.kind == DotModel::Kind::pairwise) {
     // Leaves fma(a, b, +0) = RN32(a b); a node adds its halves (left floor(n/2)) in fp32.
     return dot_tree_sum(k1 - k0, [&](std::size_t i) {
-      return rn_fma(rn_f32(a[k0 + i]), rn_f32(b[k0 + i]), 0.0f);
+      return rn_fma(rn_f32(a[(k0 + i) * sa]), rn_f32(b[(k0 + i) * sb]), 0.0f);
     });
   }
   float c = 0.0f;
   const std::size_t g = static_cast<std::size_t>(m.k_group);
   for (std::size_t k = k0; k < k1; k += g) {
-    c = dot_fused_group(c, a, b, k, k + g < k1 ? k + g : k1, emin_a, emin_b, m);
+    c = dot_fused_group(c, a, sa, b, sb, k, k + g < k1 ? k + g : k1, emin_a, emin_b, m);
   }
   return c;
 }
 
 // One split-K part [k0, k1): promotion chunks of m.chunk k (the whole part when 0), each from
 // +0, added to an fp32 accumulator that starts at +0, in order.
-EXMY_HD float dot_part(const double* a, const double* b, std::size_t k0, std::size_t k1,
+EXMY_HD float dot_part(const double* a, std::size_t sa, const double* b, std::size_t sb, std::size_t k0, std::size_t k1,
                        int emin_a, int emin_b, const DotModel& m) {
-  if (m.chunk <= 0) return dot_chunk(a, b, k0, k1, emin_a, emin_b, m);
+  if (m.chunk <= 0) return dot_chunk(a, sa, b, sb, k0, k1, emin_a, emin_b, m);
   const std::size_t len = static_cast<std::size_t>(m.chunk);
   float total = 0.0f;
   for (std::size_t c = k0; c < k1; c += len) {
-    total = rn_add(total, dot_chunk(a, b, c, c + len < k1 ? c + len : k1, emin_a, emin_b, m));
+    total = rn_add(total, dot_chunk(a, sa, b, sb, c, c + len < k1 ? c + len : k1, emin_a, emin_b, m));
   }
   return total;
 }
@@ -261,22 +262,37 @@ EXMY_HD std::size_t dot_part_start(std::size_t p, std::size_t k, const DotModel&
   return start < k ? start : k;
 }
 
-// The fp32 accumulator of one output element: a and b hold its K values each.
-EXMY_HD float dot_model_fp32(const double* a, const double* b, std::size_t k, int emin_a,
+// The fp32 accumulator of one output element: its K values are a[k sa] and b[k sb].
+EXMY_HD float dot_model_fp32(const double* a, std::size_t sa, const double* b, std::size_t sb, std::size_t k, int emin_a,
                              int emin_b, const DotModel& m) {
-  if (m.split_k <= 1) return dot_part(a, b, 0, k, emin_a, emin_b, m);
+  if (m.split_k <= 1) return dot_part(a, sa, b, sb, 0, k, emin_a, emin_b, m);
   std::size_t parts = 0;
   while (parts < static_cast<std::size_t>(m.split_k) &&
          dot_part_start(parts, k, m) < dot_part_start(parts + 1, k, m)) {
     ++parts;
   }
   auto part = [&](std::size_t p) {
-    return dot_part(a, b, dot_part_start(p, k, m), dot_part_start(p + 1, k, m), emin_a, emin_b, m);
+    return dot_part(a, sa, b, sb, dot_part_start(p, k, m), dot_part_start(p + 1, k, m), emin_a, emin_b, m);
   };
   if (m.reduce_tree) return dot_tree_sum(parts, part);
   float total = 0.0f;
   for (std::size_t p = 0; p < parts; ++p) total = rn_add(total, part(p));
   return total;
+}
+
+// The epilogue of an output element: alpha (the product of per-tensor scales, as fp32)
+// multiplies the accumulator, RN32(alpha acc), unless it is 1; then the output code: fp32 bits
+// (NaN as 0x7FFFFFFF, the pattern MMA-Sim and CUDA produce) or the bf16/fp16 code by round to
+// nearest even (out: 0 fp32, 1 bf16, 2 fp16).
+EXMY_HD std::uint32_t dot_out_code(float acc, float alpha, int out) {
+  if (alpha != 1.0f) acc = rn_mul(alpha, acc);
+  std::uint32_t u = f32_bits(acc);
+  if ((u & 0x7FFFFFFFu) > 0x7F800000u) u = 0x7FFFFFFFu;
+  if (out == 0) return u;
+  constexpr FloatFormat kF32 = formats::fp32;
+  constexpr FloatFormat kBf16 = formats::bf16;
+  constexpr FloatFormat kF16 = formats::fp16;
+  return static_cast<std::uint32_t>(convert(kF32, out == 1 ? kBf16 : kF16, Rounding{}, u, 0).code);
 }
 
 // fp32 -> tf32 (10 fraction bits): toward zero; to nearest, ties away (add half a tf32 ulp to

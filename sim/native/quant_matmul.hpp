@@ -32,12 +32,20 @@ enum class DequantOrder : std::uint8_t {
   switchback,
   // factor first: out = RN32(RN32(acc) * RN32(RN32(sr * sc) * RN32(1/127^2)))
   factor_first,
+  // bitsandbytes >= 0.45 kdequant_mm_int32_fp16 (LLM.int8()'s epilogue, no bias):
+  //   out = fma32(RN32(RN32(RN32(acc) * sr) * sc), MM_DEQUANT_CONST, +0)
+  // with MM_DEQUANT_CONST = 6.200012e-05f, which is RN32(1/127^2) (the same fp32 value).
+  bnb,
 };
 
 EXMY_HD float dequant_int8_product(std::int32_t acc, float sr, float sc, DequantOrder order) {
   const float facc = rn32_from_i32(acc);
   if (order == DequantOrder::factor_first) {
     return rn32_mul(facc, rn32_mul(rn32_mul(sr, sc), kInvQ2));
+  }
+  if (order == DequantOrder::bnb) {
+    // fma with +0: the product rounded once, except that an exact -0 product becomes +0.
+    return rn32_canonical(rn_fma(rn32_mul(rn32_mul(facc, sr), sc), kInvQ2, 0.0f));
   }
   return rn32_mul(sc, rn32_mul(sr, rn32_mul(facc, kInvQ2)));
 }

@@ -1,0 +1,43 @@
+// The GEMM accumulation models on the GPU (docs/SEMANTICS.md 15): one thread per output element
+// runs sim/native/gemm_dot.hpp, the code the CPU reference runs, so the outputs are the same bits
+// (tests/gpu/test_gemm_gpu.cpp, properties/gpu/gemm_props.cpp). CUDA cores and integer alignment
+// arithmetic, no tensor cores: an emulator, not a fast GEMM. The int8 product of the layers
+// (exact int32 accumulation and a dequantization epilogue) lives here too.
+// Host arrays in, host arrays out (synchronous); gpu::CudaError on CUDA failures. Builds without
+// CUDA throw InputError (gpu/common/runtime_nocuda.cpp).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "sim/gemm/gemm.hpp"
+#include "sim/native/mask.hpp"
+#include "sim/native/quant_matmul.hpp"
+
+namespace exmy::gpu {
+
+// gemm::gemm on the GPU for every model but `exact` (InputError for exact).
+std::vector<std::uint32_t> gemm_emulate(const gemm::Operand& a, const gemm::Operand& b,
+                                        const gemm::AccumModel& m, gemm::OutFormat out,
+                                        double alpha = 1.0);
+
+// Kernel time of the emulation (no transfers), for the benchmark: the median of `reps` launches
+// on operands already on the device, in milliseconds.
+double gemm_emulate_time_ms(const gemm::Operand& a, const gemm::Operand& b,
+                            const gemm::AccumModel& m, gemm::OutFormat out, int reps);
+
+// out[i][j] = the dtype value (fp32: out_format 0, bf16 1, fp16 2) of the dequantized int8
+// product sum_k a[i][k] b[j][k] (SEMANTICS 8.1-8.2): a rows x k with one state per row, b cols x
+// k with one state per row (or a single tensor state when b_state has one entry).
+std::vector<float> int8_product(const std::vector<std::int8_t>& a, const std::vector<float>& a_state,
+                                std::size_t rows, const std::vector<std::int8_t>& b,
+                                const std::vector<float>& b_state, std::size_t cols, std::size_t k,
+                                native::DequantOrder order, int out_format);
+
+// Every value masked (SEMANTICS 2.1; when mask_e > 0) and then rounded to the dtype
+// (out_format as above), on the GPU.
+std::vector<float> mask_round(const std::vector<float>& v, int mask_e, int mask_m, MaskOuter outer,
+                              MaskInner inner, int out_format);
+
+}  // namespace exmy::gpu

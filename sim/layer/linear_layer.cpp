@@ -1,0 +1,324 @@
+#include "sim/layer/linear_layer.hpp"
+
+#include <cstring>
+
+#include "sim/common/error.hpp"
+#include "sim/format/registry.hpp"
+#include "sim/gemm/gemm.hpp"
+#include "sim/native/convert.hpp"
+#include "sim/native/mask.hpp"
+#include "sim/quant/matmul.hpp"
+#include "sim/quant/quantize.hpp"
+
+namespace exmy::layer {
+
+namespace {
+
+std::uint32_t bits_of(float f) {
+  std::uint32_t u;
+  std::memcpy(&u, &f, 4);
+  return u;
+}
+float float_of(std::uint32_t u) {
+  float f;
+  std::memcpy(&f, &u, 4);
+  return f;
+}
+
+std::vector<float> transpose(const std::vector<float>& a, std::size_t rows, std::size_t cols) {
+  std::vector<float> t(a.size());
+  for (std::size_t r = 0; r < rows; ++r)
+    for (std::size_t c = 0; c < cols; ++c) t[c * rows + r] = a[r * cols + c];
+  return t;
+}
+
+std::vector<float> to_dtype_all(std::vector<float> v, DType d) {
+  for (float& x : v) x = to_dtype(x, d);
+  return v;
+}
+
+quant::Granularity granularity(Gran g) {
+  return g == Gran::tensor ? quant::Granularity::tensor
+         : g == Gran::row  ? quant::Granularity::row
+                           : quant::Granularity::col;
+}
+
+// The CPU reference of the primitives: sim/quant (quantize, matmul, dequantize), sim/gemm.
+class CpuEngine final : public LayerEngine {
+ public:
+  Int8 quantize_int8(const std::vector<float>& x, std::size_t rows, std::size_t cols, Gran gran,
+                     native::ScaleOrder order) override {
+    quant::Options opt;
+    opt.scheme = {granularity(gran), 0};
+    opt.target = quant::parse_target("int8");
+    opt.order = order;
+    opt.transpose = gran == Gran::col;
+    const quant::Quantized q = quant::quantize(x, {rows, cols}, opt);
+    Int8 r;
+    r.codes.resize(q.codes.size());
+    std::memcpy(r.codes.data(), q.codes.data(), q.codes.size());
+    r.state = q.state;
+    return r;
+  }
+
+  std::vector<float> int8_product(const Int8& a, std::size_t rows, const Int8& b,
+                                  std::size_t cols, std::size_t k, native::DequantOrder order,
+                                  DType d) override {
+    const std::vector<std::int32_t> acc = quant::matmul_int8_nt(a.codes, b.codes, rows, cols, k);
+    return to_dtype_all(quant::dequantize_product(acc, rows, cols, a.state, b.state, order), d);
+  }
+
+  std::vector<float> dequantize_int8_rows(const Int8& q, std::size_t rows, std::size_t cols,
+                                          DType d) override {
+    std::vector<float> v(rows * cols);
+    for (std::size_t i = 0; i < rows; ++i)
+      for (std::size_t j = 0; j < cols; ++j)
+        v[i * cols + j] = to_dtype(
+            native::dequant_absmax(static_cast<float>(q.codes[i * cols + j]), q.state[i],
+                                   static_cast<float>(native::kInt8Max)),
+            d);
+    return v;
+  }
+
+  std::vector<float> fake_float8(const std::vector<float>& x, std::size_t rows, std::size_t cols,
+                                 Gran gran, const FloatFormat& f, DType d) override {
+    quant::Options opt;
+    opt.scheme = {granularity(gran), 0};
+    opt.target = quant::float_target(f);
+    const quant::Quantized q = quant::quantize(x, {rows, cols}, opt);
+    return to_dtype_all(quant::dequantize(q, opt), d);
+  }
+
+  std::vector<float> gemm(const std::vector<float>& a, std::size_t rows,
+                          const std::vector<float>& b, std::size_t cols, std::size_t k,
+                          const gemm::AccumModel& m, DType d) override {
+    gemm::Operand A, B;
+    A.rows = rows;
+    B.rows = cols;
+    A.cols = B.cols = k;
+    A.v.assign(a.begin(), a.end());
+    B.v.assign(b.begin(), b.end());
+    const FloatFormat& f = dtype_format(d);
+    A.emin = B.emin = 1 - f.bias;
+    A.code_bits = B.code_bits = dtype_bits(d);
+    const gemm::OutFormat of = d == DType::fp32   ? gemm::OutFormat::fp32
+                               : d == DType::bf16 ? gemm::OutFormat::bf16
+                                                  : gemm::OutFormat::fp16;
+    const std::vector<std::uint32_t> c = gemm::gemm(A, B, m, of);
+    std::vector<float> out(c.size());
+    for (std::size_t i = 0; i < c.size(); ++i) {
+      out[i] = of == gemm::OutFormat::fp32 ? float_of(c[i])
+                                           : static_cast<float>(native::to_double(f, c[i]));
+    }
+    return out;
+  }
+
+  std::vector<float> mask(const std::vector<float>& v, const LayerConfig& cfg) override {
+    std::vector<float> r(v.size());
+    for (std::size_t i = 0; i < v.size(); ++i) {
+      r[i] = to_dtype(float_of(exmy::mask_fp32(bits_of(v[i]), cfg.mask_e, cfg.mask_m,
+                                                 cfg.mask_outer, cfg.mask_inner)),
+                      cfg.dtype);
+    }
+    return r;
+  }
+};
+
+void check_values(const std::vector<float>& v, std::size_t want, DType d, const char* name) {
+  if (v.size() != want) {
+    throw InputError(std::string(name) + ": " + std::to_string(v.size()) + " values (expected " +
+                     std::to_string(want) + ")");
+  }
+  for (std::size_t i = 0; i < v.size(); ++i) {
+    const float x = v[i];
+    if (x == x && bits_of(to_dtype(x, d)) != bits_of(x)) {
+      throw InputError(std::string(name) + ": value at index " + std::to_string(i) +
+                       " is not a " + dtype_name(d) + " value");
+    }
+  }
+}
+
+}  // namespace
+
+void parse_kind(const std::string& text, LayerConfig& cfg) {
+  static const std::pair<const char*, Kind> kNames[] = {
+      {"plain", Kind::plain},
+      {"switchback", Kind::switchback},
+      {"switchback-m", Kind::switchback_m},
+      {"switchback-q", Kind::switchback_q},
+      {"llm-int8", Kind::llm_int8},
+      {"fp8-tensorwise", Kind::fp8_tensorwise},
+      {"switchback-fp8", Kind::switchback_fp8}};
+  for (const auto& [n, k] : kNames) {
+    if (text == n) {
+      cfg.kind = k;
+      return;
+    }
+  }
+  if (text.rfind("masked:", 0) == 0) {
+    const std::string f = text.substr(7);
+    int e = 0, m = -1;
+    char tail = 0;
+    if (std::sscanf(f.c_str(), "e%dm%d%c", &e, &m, &tail) == 2 && e >= 2 && e <= 8 && m >= 0 &&
+        m <= 23 && f == "e" + std::to_string(e) + "m" + std::to_string(m)) {
+      cfg.kind = Kind::masked;
+      cfg.mask_e = e;
+      cfg.mask_m = m;
+      return;
+    }
+    throw InputError("--kind '" + text + "': expected masked:eXmY with X in 2..8, Y in 0..23");
+  }
+  throw InputError("--kind '" + text +
+                   "': expected plain, switchback, switchback-m, switchback-q, llm-int8, "
+                   "fp8-tensorwise, switchback-fp8 or masked:eXmY");
+}
+
+DType parse_dtype(const std::string& text) {
+  if (text == "fp32") return DType::fp32;
+  if (text == "bf16") return DType::bf16;
+  if (text == "fp16") return DType::fp16;
+  throw InputError("--dtype '" + text + "': expected bf16, fp16 or fp32");
+}
+
+std::string kind_name(const LayerConfig& cfg) {
+  switch (cfg.kind) {
+    case Kind::plain:
+      return "plain";
+    case Kind::switchback:
+      return "switchback";
+    case Kind::switchback_m:
+      return "switchback-m";
+    case Kind::switchback_q:
+      return "switchback-q";
+    case Kind::llm_int8:
+      return "llm-int8";
+    case Kind::fp8_tensorwise:
+      return "fp8-tensorwise";
+    case Kind::switchback_fp8:
+      return "switchback-fp8";
+    case Kind::masked:
+      return "masked:e" + std::to_string(cfg.mask_e) + "m" + std::to_string(cfg.mask_m);
+  }
+  return "?";
+}
+
+std::string dtype_name(DType d) {
+  return d == DType::fp32 ? "fp32" : d == DType::bf16 ? "bf16" : "fp16";
+}
+
+const FloatFormat& dtype_format(DType d) {
+  return d == DType::fp32 ? formats::fp32 : d == DType::bf16 ? formats::bf16 : formats::fp16;
+}
+
+int dtype_bits(DType d) {
+  return d == DType::fp32 ? 32 : 16;
+}
+
+float to_dtype(float x, DType d) {
+  if (d == DType::fp32) return x;
+  const FloatFormat& f = dtype_format(d);
+  const std::uint64_t code = native::convert(formats::fp32, f, Rounding{}, bits_of(x), 0).code;
+  return static_cast<float>(native::to_double(f, code));
+}
+
+LayerEngine& cpu_engine() {
+  static CpuEngine engine;
+  return engine;
+}
+
+LayerResult run_layer(const LayerConfig& cfg, const LayerShape& s, const std::vector<float>& x,
+                      const std::vector<float>& w, const std::vector<float>& g,
+                      LayerEngine& e) {
+  const std::size_t b = s.b, n = s.n, m = s.m;
+  check_values(x, b * n, cfg.dtype, "X");
+  check_values(w, m * n, cfg.dtype, "W");
+  check_values(g, b * m, cfg.dtype, "G");
+  using native::DequantOrder;
+  using native::ScaleOrder;
+  const DType d = cfg.dtype;
+  const gemm::AccumModel& am = cfg.accum;
+  LayerResult r;
+  // The transposes the backward products read: W^T (n x m), G^T (m x b), X^T (n x b).
+  const std::vector<float> wt = transpose(w, m, n), gt = transpose(g, b, m),
+                           xt = transpose(x, b, n);
+  switch (cfg.kind) {
+    case Kind::plain: {
+      r.y = e.gemm(x, b, w, m, n, am, d);
+      r.x_grad = e.gemm(g, b, wt, n, m, am, d);
+      r.w_grad = e.gemm(gt, m, xt, n, b, am, d);
+      break;
+    }
+    case Kind::switchback:
+    case Kind::switchback_m: {
+      // quantize_rowwise (x / absmax first) for X and G; quantize_global (absmax_inv on the
+      // host) for W; quantize_global_transpose gives W's codes transposed with the same state,
+      // i.e. the tensor-wise quantization of W^T.
+      const Int8 xq = e.quantize_int8(x, b, n, Gran::row, ScaleOrder::div_mul);
+      const Int8 wq = e.quantize_int8(w, m, n, Gran::tensor, ScaleOrder::recip_mul);
+      const Int8 wtq = e.quantize_int8(wt, n, m, Gran::tensor, ScaleOrder::recip_mul);
+      const Int8 gq = e.quantize_int8(g, b, m, Gran::row, ScaleOrder::div_mul);
+      r.y = e.int8_product(xq, b, wq, m, n, DequantOrder::switchback, d);
+      // The erratum: X_grad is dequantized with G's row states (the pseudocode says state_X).
+      r.x_grad = e.int8_product(gq, b, wtq, n, m, DequantOrder::switchback, d);
+      if (cfg.kind == Kind::switchback) {
+        r.w_grad = e.gemm(gt, m, xt, n, b, am, d);
+      } else {
+        // SwitchBackM keeps only X's int8 codes: dequantize_rowwise, then .to(G.dtype).
+        const std::vector<float> xhat = e.dequantize_int8_rows(xq, b, n, d);
+        r.w_grad = e.gemm(gt, m, transpose(xhat, b, n), n, b, am, d);
+      }
+      break;
+    }
+    case Kind::switchback_q: {
+      // Row-wise W forward (eq. 4, int8_matmul_rowwise_dequantize); backward W^T from
+      // quantize_columnwise_and_transpose (one state per column of W = per row of W^T).
+      const Int8 xq = e.quantize_int8(x, b, n, Gran::row, ScaleOrder::div_mul);
+      const Int8 wq = e.quantize_int8(w, m, n, Gran::row, ScaleOrder::div_mul);
+      const Int8 wcq = e.quantize_int8(w, m, n, Gran::col, ScaleOrder::div_mul);
+      const Int8 gq = e.quantize_int8(g, b, m, Gran::row, ScaleOrder::div_mul);
+      r.y = e.int8_product(xq, b, wq, m, n, DequantOrder::switchback, d);
+      r.x_grad = e.int8_product(gq, b, wcq, n, m, DequantOrder::switchback, d);
+      r.w_grad = e.gemm(gt, m, xt, n, b, am, d);
+      break;
+    }
+    case Kind::llm_int8: {
+      // Every operand row/column-wise with one multiply per element (bitsandbytes scales by
+      // 127 / absmax; SEMANTICS 16 says where its __fdividef differs), bitsandbytes' epilogue.
+      const Int8 xq = e.quantize_int8(x, b, n, Gran::row, ScaleOrder::mul_recip);
+      const Int8 wq = e.quantize_int8(w, m, n, Gran::row, ScaleOrder::mul_recip);
+      const Int8 wcq = e.quantize_int8(w, m, n, Gran::col, ScaleOrder::mul_recip);
+      const Int8 gq = e.quantize_int8(g, b, m, Gran::row, ScaleOrder::mul_recip);
+      const Int8 gcq = e.quantize_int8(g, b, m, Gran::col, ScaleOrder::mul_recip);
+      const Int8 xcq = e.quantize_int8(x, b, n, Gran::col, ScaleOrder::mul_recip);
+      r.y = e.int8_product(xq, b, wq, m, n, DequantOrder::bnb, d);
+      r.x_grad = e.int8_product(gq, b, wcq, n, m, DequantOrder::bnb, d);
+      r.w_grad = e.int8_product(gcq, m, xcq, n, b, DequantOrder::bnb, d);
+      break;
+    }
+    case Kind::fp8_tensorwise:
+    case Kind::switchback_fp8: {
+      const bool sb = cfg.kind == Kind::switchback_fp8;
+      const Gran act = sb ? Gran::row : Gran::tensor;
+      const std::vector<float> xh = e.fake_float8(x, b, n, act, cfg.fwd_format, d);
+      const std::vector<float> wh = e.fake_float8(w, m, n, Gran::tensor, cfg.fwd_format, d);
+      const std::vector<float> gh = e.fake_float8(g, b, m, act, cfg.bwd_format, d);
+      r.y = e.gemm(xh, b, wh, m, n, am, d);
+      r.x_grad = e.gemm(gh, b, transpose(wh, m, n), n, m, am, d);
+      r.w_grad = sb ? e.gemm(gt, m, xt, n, b, am, d)
+                    : e.gemm(transpose(gh, b, m), m, transpose(xh, b, n), n, b, am, d);
+      break;
+    }
+    case Kind::masked: {
+      // Figure 11: every product's inputs and its output masked (forward and backward).
+      const std::vector<float> xm = e.mask(x, cfg), wm = e.mask(w, cfg), gm = e.mask(g, cfg);
+      r.y = e.mask(e.gemm(xm, b, wm, m, n, am, d), cfg);
+      r.x_grad = e.mask(e.gemm(gm, b, transpose(wm, m, n), n, m, am, d), cfg);
+      r.w_grad =
+          e.mask(e.gemm(transpose(gm, b, m), m, transpose(xm, b, n), n, b, am, d), cfg);
+      break;
+    }
+  }
+  return r;
+}
+
+}  // namespace exmy::layer

@@ -1,0 +1,329 @@
+// The layers of sim/layer/ against references written from docs/SEMANTICS.md 16 (plain fp32
+// arithmetic of the host, one operation per line, rounding to nearest even where the document
+// says RN32), plus the properties the papers' algorithms imply (the erratum, SwitchBackM's
+// sharing, masked outputs on the grid), and the CLI contract (exit 2, nothing written).
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "sim/common/error.hpp"
+#include "sim/io/npy.hpp"
+#include "sim/layer/linear_layer.hpp"
+
+using namespace exmy;
+using namespace exmy::layer;
+
+namespace {
+
+// Normal values rounded to the dtype, from a fixed seed per call site.
+std::vector<float> bf16_values(std::size_t n, std::uint32_t seed, float scale,
+                               DType dt = DType::bf16) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> d(0.0f, scale);
+  std::vector<float> v(n);
+  for (float& x : v) x = to_dtype(d(rng), dt);
+  return v;
+}
+
+LayerConfig config(const std::string& kind, DType d = DType::bf16,
+                   const std::string& accum = "fp32-seq") {
+  LayerConfig c;
+  parse_kind(kind, c);
+  c.dtype = d;
+  c.accum = gemm::parse_accum_model(accum, dtype_bits(d));
+  return c;
+}
+
+// --- references from the document -------------------------------------------------------------
+// SEMANTICS 7.3: q = rne(y), y = RN32(127 RN32(x / a)) (div-mul) or RN32(127 RN32(x RN32(1/a)))
+// (recip-mul) or RN32(x RN32(127 / a)) (mul-recip), clamped to [-127, 127]; a = 0 gives 0.
+int q8(float x, float a, int order) {
+  if (a == 0.0f) return 0;
+  float y;
+  if (order == 0) {
+    const float t = x / a;
+    y = 127.0f * t;
+  } else if (order == 1) {
+    const float r = 1.0f / a;
+    const float t = x * r;
+    y = 127.0f * t;
+  } else {
+    const float s = 127.0f / a;
+    y = x * s;
+  }
+  const float q = std::nearbyint(y);
+  return static_cast<int>(std::fmax(-127.0f, std::fmin(127.0f, q)));
+}
+float absmax(const std::vector<float>& v, std::size_t begin, std::size_t end, std::size_t step) {
+  float a = 0.0f;
+  for (std::size_t i = begin; i < end; i += step) a = std::fmax(a, std::fabs(v[i]));
+  return a;
+}
+// SEMANTICS 8.2, switchback order: RN32(sc RN32(sr RN32(RN32(acc) d))), d = RN32(1/16129).
+float deq_switchback(long acc, float sr, float sc) {
+  const float d = static_cast<float>(1.0 / 16129.0);
+  const float t1 = static_cast<float>(acc) * d;
+  const float t2 = sr * t1;
+  return sc * t2;
+}
+// bnb order: fma(RN32(RN32(RN32(acc) sr) sc), 6.200012e-05f, +0).
+float deq_bnb(long acc, float sr, float sc) {
+  const float t1 = static_cast<float>(acc) * sr;
+  const float t2 = t1 * sc;
+  return std::fma(t2, 6.200012e-05f, 0.0f);
+}
+
+}  // namespace
+
+TEST_CASE("SwitchBack forward and X_grad equal the document's formulas (erratum: G's state)",
+          "[layer]") {
+  const std::size_t b = 5, n = 7, m = 3;
+  const std::vector<float> x = bf16_values(b * n, 1, 2.0f), w = bf16_values(m * n, 2, 0.1f),
+                           g = bf16_values(b * m, 3, 1e-3f);
+  const LayerResult r = run_layer(config("switchback"), {b, n, m}, x, w, g);
+  const float aw = absmax(w, 0, w.size(), 1);
+  for (std::size_t i = 0; i < b; ++i) {
+    const float ax = absmax(x, i * n, (i + 1) * n, 1);
+    const float ag = absmax(g, i * m, (i + 1) * m, 1);
+    for (std::size_t j = 0; j < m; ++j) {
+      long acc = 0;
+      for (std::size_t k = 0; k < n; ++k) acc += long{q8(x[i * n + k], ax, 0)} * q8(w[j * n + k], aw, 1);
+      REQUIRE(r.y[i * m + j] == to_dtype(deq_switchback(acc, ax, aw), DType::bf16));
+    }
+    for (std::size_t j = 0; j < n; ++j) {
+      long acc = 0;
+      for (std::size_t k = 0; k < m; ++k) acc += long{q8(g[i * m + k], ag, 0)} * q8(w[k * n + j], aw, 1);
+      REQUIRE(r.x_grad[i * n + j] == to_dtype(deq_switchback(acc, ag, aw), DType::bf16));
+    }
+  }
+  // The erratum matters: G's scale is 1e-3 of X's, so dequantizing with state_X would be off by
+  // orders of magnitude; with state_G the result is within int8 noise of G W.
+  for (std::size_t i = 0; i < b; ++i)
+    for (std::size_t j = 0; j < n; ++j) {
+      double exact = 0, mag = 0;
+      for (std::size_t k = 0; k < m; ++k) {
+        exact += double{g[i * m + k]} * w[k * n + j];
+        mag += std::fabs(double{g[i * m + k]} * w[k * n + j]);
+      }
+      // int8 noise: each operand within 1/254 of its row's / tensor's absmax, relative.
+      REQUIRE(std::fabs(r.x_grad[i * n + j] - exact) <= 0.03 * mag + std::ldexp(std::fabs(exact), -8));
+    }
+}
+
+TEST_CASE("SwitchBack's W_grad is the 16-bit product G^T X under the accumulation model",
+          "[layer]") {
+  const std::size_t b = 9, n = 4, m = 3;
+  // Small integers: every product and sum is exact in fp32 and bf16, whatever the order.
+  std::vector<float> x(b * n), w(m * n), g(b * m);
+  for (std::size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>(int(i % 7) - 3);
+  for (std::size_t i = 0; i < w.size(); ++i) w[i] = static_cast<float>(int(i % 5) - 2);
+  for (std::size_t i = 0; i < g.size(); ++i) g[i] = static_cast<float>(int(i % 3) - 1);
+  for (const char* accum : {"fp32-seq", "pairwise", "exact", "cublas-sm90"}) {
+    const LayerResult r = run_layer(config("switchback", DType::bf16, accum), {b, n, m}, x, w, g);
+    for (std::size_t i = 0; i < m; ++i)
+      for (std::size_t j = 0; j < n; ++j) {
+        float s = 0;
+        for (std::size_t k = 0; k < b; ++k) s += g[k * m + i] * x[k * n + j];
+        REQUIRE(r.w_grad[i * n + j] == s);
+      }
+    // plain: all three products exact here.
+    const LayerResult p = run_layer(config("plain", DType::bf16, accum), {b, n, m}, x, w, g);
+    REQUIRE(p.w_grad == r.w_grad);
+    for (std::size_t i = 0; i < b; ++i)
+      for (std::size_t j = 0; j < m; ++j) {
+        float s = 0;
+        for (std::size_t k = 0; k < n; ++k) s += x[i * n + k] * w[j * n + k];
+        REQUIRE(p.y[i * m + j] == s);
+      }
+  }
+}
+
+TEST_CASE("SwitchBackM shares SwitchBack's forward and X_grad; its W_grad reads dequantized X",
+          "[layer]") {
+  const std::size_t b = 16, n = 8, m = 4;
+  const std::vector<float> x = bf16_values(b * n, 4, 1.0f), w = bf16_values(m * n, 5, 0.2f),
+                           g = bf16_values(b * m, 6, 0.01f);
+  const LayerResult sb = run_layer(config("switchback"), {b, n, m}, x, w, g);
+  const LayerResult sm = run_layer(config("switchback-m"), {b, n, m}, x, w, g);
+  REQUIRE(sm.y == sb.y);
+  REQUIRE(sm.x_grad == sb.x_grad);
+  // W_grad from x^ = RN32(RN32(a q) RN32(1/127)) rounded to bf16 (SEMANTICS 7.3): recompute.
+  const float inv127 = 1.0f / 127.0f;
+  for (std::size_t i = 0; i < m; ++i)
+    for (std::size_t j = 0; j < n; ++j) {
+      float s = 0;
+      for (std::size_t k = 0; k < b; ++k) {
+        const float a = absmax(x, k * n, (k + 1) * n, 1);
+        const float t = a * static_cast<float>(q8(x[k * n + j], a, 0));
+        const float xh = to_dtype(t * inv127, DType::bf16);
+        s = std::fma(g[k * m + i], xh, s);
+      }
+      REQUIRE(sm.w_grad[i * n + j] == to_dtype(s, DType::bf16));
+    }
+}
+
+TEST_CASE("SwitchBackQ: row-wise W forward, column-wise W backward (eq. 4)", "[layer]") {
+  const std::size_t b = 3, n = 6, m = 4;
+  const std::vector<float> x = bf16_values(b * n, 7, 1.0f), w = bf16_values(m * n, 8, 0.5f),
+                           g = bf16_values(b * m, 9, 0.1f);
+  const LayerResult r = run_layer(config("switchback-q"), {b, n, m}, x, w, g);
+  for (std::size_t i = 0; i < b; ++i) {
+    const float ax = absmax(x, i * n, (i + 1) * n, 1), ag = absmax(g, i * m, (i + 1) * m, 1);
+    for (std::size_t j = 0; j < m; ++j) {
+      const float aw = absmax(w, j * n, (j + 1) * n, 1);
+      long acc = 0;
+      for (std::size_t k = 0; k < n; ++k) acc += long{q8(x[i * n + k], ax, 0)} * q8(w[j * n + k], aw, 0);
+      REQUIRE(r.y[i * m + j] == to_dtype(deq_switchback(acc, ax, aw), DType::bf16));
+    }
+    for (std::size_t j = 0; j < n; ++j) {
+      const float awc = absmax(w, j, w.size(), n);  // column j of W
+      long acc = 0;
+      for (std::size_t k = 0; k < m; ++k) acc += long{q8(g[i * m + k], ag, 0)} * q8(w[k * n + j], awc, 0);
+      REQUIRE(r.x_grad[i * n + j] == to_dtype(deq_switchback(acc, ag, awc), DType::bf16));
+    }
+  }
+}
+
+TEST_CASE("LLM.int8(): all three products int8 with bitsandbytes' epilogue", "[layer]") {
+  const std::size_t b = 6, n = 5, m = 4;
+  const DType h = DType::fp16;
+  const std::vector<float> x = bf16_values(b * n, 10, 1.0f, h), w = bf16_values(m * n, 11, 0.5f, h),
+                           g = bf16_values(b * m, 12, 0.1f, h);
+  const LayerResult r = run_layer(config("llm-int8", h), {b, n, m}, x, w, g);
+  for (std::size_t i = 0; i < b; ++i) {
+    const float ax = absmax(x, i * n, (i + 1) * n, 1);
+    for (std::size_t j = 0; j < m; ++j) {
+      const float aw = absmax(w, j * n, (j + 1) * n, 1);
+      long acc = 0;
+      for (std::size_t k = 0; k < n; ++k) acc += long{q8(x[i * n + k], ax, 2)} * q8(w[j * n + k], aw, 2);
+      REQUIRE(r.y[i * m + j] == to_dtype(deq_bnb(acc, ax, aw), DType::fp16));
+    }
+  }
+  // W_grad[i][j] = sum_k G[k][i] X[k][j] with G and X quantized column-wise (inner dim b).
+  for (std::size_t i = 0; i < m; ++i) {
+    const float agc = absmax(g, i, g.size(), m);
+    for (std::size_t j = 0; j < n; ++j) {
+      const float axc = absmax(x, j, x.size(), n);
+      long acc = 0;
+      for (std::size_t k = 0; k < b; ++k) acc += long{q8(g[k * m + i], agc, 2)} * q8(x[k * n + j], axc, 2);
+      REQUIRE(r.w_grad[i * n + j] == to_dtype(deq_bnb(acc, agc, axc), DType::fp16));
+    }
+  }
+}
+
+TEST_CASE("bitsandbytes' MM_DEQUANT_CONST is RN32(1/127^2); its fma turns a -0 product into +0",
+          "[layer]") {
+  REQUIRE(6.200012e-05f == static_cast<float>(1.0 / 16129.0));
+  // acc = -1, sr = 1e-38 (subnormal product RN32(-1e-38 * 2^-30) = -0): fma(-0, c, +0) = +0.
+  const float v = native::dequant_int8_product(-1, 1e-38f, std::ldexp(1.0f, -30),
+                                               native::DequantOrder::bnb);
+  REQUIRE(v == 0.0f);
+  REQUIRE(!std::signbit(v));
+  REQUIRE(std::signbit(native::dequant_int8_product(-1, 1e-38f, std::ldexp(1.0f, -30),
+                                                    native::DequantOrder::switchback)));
+}
+
+TEST_CASE("masked layers (figure 11): every output on the grid; e8m7 on bf16 is the plain layer "
+          "for normal values",
+          "[layer]") {
+  const std::size_t b = 8, n = 8, m = 8;
+  const std::vector<float> x = bf16_values(b * n, 13, 1.0f), w = bf16_values(m * n, 14, 1.0f),
+                           g = bf16_values(b * m, 15, 1.0f);
+  const LayerConfig c = config("masked:e4m3");
+  const LayerResult r = run_layer(c, {b, n, m}, x, w, g);
+  auto on_grid = [&](float v) {
+    std::uint32_t u;
+    std::memcpy(&u, &v, 4);
+    return exmy::mask_fp32(u, 4, 3, MaskOuter::clamp, MaskInner::min) == u;
+  };
+  for (const auto* out : {&r.y, &r.x_grad, &r.w_grad})
+    for (float v : *out) REQUIRE(on_grid(v));
+  const LayerResult e87 = run_layer(config("masked:e8m7"), {b, n, m}, x, w, g);
+  const LayerResult plain = run_layer(config("plain"), {b, n, m}, x, w, g);
+  REQUIRE(e87.y == plain.y);
+  REQUIRE(e87.x_grad == plain.x_grad);
+  REQUIRE(e87.w_grad == plain.w_grad);
+}
+
+TEST_CASE("float8 baselines: tensor-wise X, W, G; SwitchBack-fp8 keeps W_grad in 16 bits",
+          "[layer]") {
+  const std::size_t b = 12, n = 10, m = 6;
+  const std::vector<float> x = bf16_values(b * n, 16, 1.0f), w = bf16_values(m * n, 17, 0.3f),
+                           g = bf16_values(b * m, 18, 0.01f);
+  const LayerResult t = run_layer(config("fp8-tensorwise"), {b, n, m}, x, w, g);
+  const LayerResult s = run_layer(config("switchback-fp8"), {b, n, m}, x, w, g);
+  const LayerResult p = run_layer(config("plain"), {b, n, m}, x, w, g);
+  REQUIRE(s.w_grad == p.w_grad);
+  // Within float8 noise of the plain layer (e4m3: 2^-4 relative per operand; e5m2: 2^-3).
+  double num = 0, den = 0;
+  for (std::size_t i = 0; i < p.y.size(); ++i) {
+    num += (t.y[i] - p.y[i]) * double(t.y[i] - p.y[i]);
+    den += p.y[i] * double(p.y[i]);
+  }
+  REQUIRE(num / den < 0.01);
+  REQUIRE(num / den > 0.0);
+}
+
+TEST_CASE("layers reject values outside the dtype, bad shapes and bad kinds", "[layer]") {
+  LayerConfig c = config("switchback");
+  const std::vector<float> ok(4, 1.0f);
+  REQUIRE_THROWS_AS(run_layer(c, {2, 2, 2}, std::vector<float>{1.0f, 1.0f, 1.0f, 1.1f}, ok, ok),
+                    InputError);
+  REQUIRE_THROWS_AS(run_layer(c, {2, 2, 2}, std::vector<float>(3, 1.0f), ok, ok), InputError);
+  REQUIRE_THROWS_AS(parse_kind("switchback-z", c), InputError);
+  REQUIRE_THROWS_AS(parse_kind("masked:e9m2", c), InputError);
+  REQUIRE_THROWS_AS(parse_kind("masked:e4m3x", c), InputError);
+  REQUIRE_THROWS_AS(parse_dtype("fp8"), InputError);
+}
+
+TEST_CASE("exmy layer: outputs as dtype codes, together or not at all", "[cli][layer]") {
+  const char* cli = std::getenv("EXMY_CLI");
+  if (!cli) {
+    WARN("EXMY_CLI not set (run through ctest): skipped");
+    return;
+  }
+  namespace fs = std::filesystem;
+  const fs::path d = fs::temp_directory_path() / ("exmy_test_layer_" + std::to_string(::getpid()));
+  fs::remove_all(d);
+  fs::create_directories(d);
+  const std::string s = d.string();
+  const std::size_t b = 4, n = 3, m = 2;
+  const std::vector<float> x = bf16_values(b * n, 19, 1.0f), w = bf16_values(m * n, 20, 1.0f),
+                           g = bf16_values(b * m, 21, 1.0f);
+  io::write_npy(s + "/x.npy", io::make_npy(x, {b, n}));
+  io::write_npy(s + "/w.npy", io::make_npy(w, {m, n}));
+  io::write_npy(s + "/g.npy", io::make_npy(g, {b, m}));
+  io::write_npy(s + "/g_bad.npy", io::make_npy(g, {m, b}));
+  auto run = [&](const std::string& args) {
+    const int rc = std::system((std::string(cli) + " layer " + args + " >/dev/null 2>&1").c_str());
+    return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
+  };
+  const std::string in = "--x " + s + "/x.npy --w " + s + "/w.npy ";
+  REQUIRE(run("--kind switchback " + in + "--g " + s + "/g.npy --out-dir " + s + "/out") == 0);
+  const LayerResult want = run_layer(config("switchback"), {b, n, m}, x, w, g);
+  const auto y = io::as_u16(io::read_npy(s + "/out/y.npy"), "y");
+  REQUIRE(y.size() == b * m);
+  for (std::size_t i = 0; i < y.size(); ++i) {
+    std::uint32_t u = std::uint32_t{y[i]} << 16;
+    float f;
+    std::memcpy(&f, &u, 4);
+    REQUIRE(f == want.y[i]);
+  }
+  REQUIRE(fs::exists(s + "/out/x_grad.npy"));
+  REQUIRE(fs::exists(s + "/out/w_grad.npy"));
+  // Existing output directory, shape mismatch, bad kind, bad accum: exit 2, nothing written.
+  REQUIRE(run("--kind switchback " + in + "--g " + s + "/g.npy --out-dir " + s + "/out") == 2);
+  REQUIRE(run("--kind switchback " + in + "--g " + s + "/g_bad.npy --out-dir " + s + "/o2") == 2);
+  REQUIRE(run("--kind nope " + in + "--g " + s + "/g.npy --out-dir " + s + "/o3") == 2);
+  REQUIRE(run("--kind plain --accum hw:k=2 " + in + "--g " + s + "/g.npy --out-dir " + s + "/o4") ==
+          2);
+  for (const char* o : {"/o2", "/o3", "/o4", "/o2.partial"}) REQUIRE(!fs::exists(s + o));
+  fs::remove_all(d);
+}
