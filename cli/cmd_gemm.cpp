@@ -1,17 +1,20 @@
 // exmy gemm --a A.npy --b B.npy --out C.npy --a-format F --b-format F --out-format fp32|bf16|fp16
-//           --accum MODEL [--scale-a S] [--scale-b S]
+//           --accum MODEL [--scale-a S] [--scale-b S] [--device cpu|cuda]
 // C = A B^T under an accumulation model (docs/SEMANTICS.md 15). A is M x K and B is N x K,
 // row-major; codes as |u1 for formats of at most 8 bits, <u2 for 9..16 bits (bf16/fp16 as bit
 // patterns), <f4 for fp32/tf32. C is M x N: <f4 for fp32, <u2 bit patterns for bf16/fp16.
+// --device cuda runs the emulation kernel (gpu/gemm/), the same bits for every model but exact.
 // Every input is checked before anything is written; exit 2 names the bad input.
 #include <cstdio>
 #include <string>
 #include <vector>
 
+#include "cli/cli_device.hpp"
 #include "cli/cli_util.hpp"
 #include "cli/command.hpp"
 #include "sim/common/error.hpp"
 #include "sim/common/number.hpp"
+#include "gpu/gemm/gemm_emulation.hpp"
 #include "sim/format/registry.hpp"
 #include "sim/gemm/gemm.hpp"
 #include "sim/io/npy.hpp"
@@ -21,11 +24,11 @@ namespace {
 
 constexpr const char* kUsage =
     "usage: exmy gemm --a A.npy --b B.npy --out C.npy --a-format F --b-format F "
-    "--out-format fp32|bf16|fp16 --accum MODEL [--scale-a S] [--scale-b S]\n"
+    "--out-format fp32|bf16|fp16 --accum MODEL [--scale-a S] [--scale-b S] [--device cpu|cuda]\n"
     "  F: an exmy float format of at most 16 bits, fp32 or tf32; MODEL: ";
 
 int run_gemm(const Args& args) {
-  std::string a_path, b_path, out, a_fmt, b_fmt, out_fmt, accum;
+  std::string a_path, b_path, out, a_fmt, b_fmt, out_fmt, accum, device = "cpu";
   double scale_a = 1.0, scale_b = 1.0;
   for (std::size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
@@ -44,6 +47,8 @@ int run_gemm(const Args& args) {
       b_fmt = option_value(args, i);
     } else if (a == "--out-format") {
       out_fmt = option_value(args, i);
+    } else if (a == "--device") {
+      device = option_value(args, i);
     } else if (a == "--accum") {
       accum = option_value(args, i);
     } else if (a == "--scale-a" || a == "--scale-b") {
@@ -65,12 +70,19 @@ int run_gemm(const Args& args) {
     if (v.empty()) throw InputError(std::string(name) + ": required (exmy gemm --help)");
   }
   const gemm::OutFormat of = gemm::parse_out_format(out_fmt);
+  const Device dev = parse_device(device);
   const gemm::Operand A = gemm::read_operand(a_path, a_fmt, "A");
   const gemm::Operand B = gemm::read_operand(b_path, b_fmt, "B");
   const int bits = A.code_bits > B.code_bits ? A.code_bits : B.code_bits;
   gemm::AccumModel m = gemm::parse_accum_model(accum, bits);
   if (a_fmt == "tf32" || b_fmt == "tf32") m.truncate_tf32 = true;
-  const std::vector<std::uint32_t> c = gemm::gemm(A, B, m, of, scale_a * scale_b);
+  if (dev == Device::cuda && m.kind == gemm::AccumKind::exact) {
+    throw InputError("--accum exact: the CPU reference only (MPFR); --device cuda runs the "
+                     "fp32-seq, pairwise and hw models");
+  }
+  const std::vector<std::uint32_t> c = dev == Device::cuda
+                                           ? gpu::gemm_emulate(A, B, m, of, scale_a * scale_b)
+                                           : gemm::gemm(A, B, m, of, scale_a * scale_b);
   const std::vector<std::size_t> shape{A.rows, B.rows};
   if (of == gemm::OutFormat::fp32) {
     // fp32 output is <f4: the bit patterns with the float dtype.

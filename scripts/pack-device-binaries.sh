@@ -13,7 +13,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 B=${1:-build-cuda}
-targets="exmy_test_gpu exmy_test_properties_gpu exmy exmy_test_quant bench_gpu_quant bench_optim_gpu exmy_test_backend_gpu"
+targets="exmy_test_gpu exmy_test_properties_gpu exmy exmy_test_quant bench_gpu_quant bench_optim_gpu bench_gemm_emulation exmy_test_backend_gpu"
 # Backend plugins (examples/): shared libraries, packed beside the binaries that load them.
 plugins="exmy_backend_cvt_cuda exmy_backend_reference"
 cmake -S . -B "$B" -DCMAKE_BUILD_TYPE=Release -DEXMY_CUDA_ARCHS=90 >/dev/null
