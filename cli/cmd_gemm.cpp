@@ -76,6 +76,15 @@ int run_gemm(const Args& args) {
   const int bits = A.code_bits > B.code_bits ? A.code_bits : B.code_bits;
   gemm::AccumModel m = gemm::parse_accum_model(accum, bits);
   if (a_fmt == "tf32" || b_fmt == "tf32") m.truncate_tf32 = true;
+  if (m.by_shape) {
+    const gemm::ShapeModel sm = gemm::operand_model(A, B, m);
+    if (!sm.measured) {
+      std::fprintf(stderr,
+                   "exmy gemm: note: %s was not probed at this shape (%zu x %zu x %zu); using "
+                   "the nearest probed shape's model (%s)\n",
+                   accum.c_str(), A.rows, B.rows, A.cols, sm.from.c_str());
+    }
+  }
   if (dev == Device::cuda && m.kind == gemm::AccumKind::exact) {
     throw InputError("--accum exact: the CPU reference only (MPFR); --device cuda runs the "
                      "fp32-seq, pairwise and hw models");

@@ -77,8 +77,9 @@ struct Prepared {
   native::DotModel m;
 };
 
-Prepared prepare(const gemm::Operand& a, const gemm::Operand& b, const gemm::AccumModel& m) {
-  if (m.kind == gemm::AccumKind::exact) {
+Prepared prepare(const gemm::Operand& a, const gemm::Operand& b,
+                 const gemm::AccumModel& model) {
+  if (model.kind == gemm::AccumKind::exact) {
     throw InputError("--accum exact: the CPU reference only (MPFR); the GPU runs fp32-seq, "
                      "pairwise and hw models");
   }
@@ -87,6 +88,7 @@ Prepared prepare(const gemm::Operand& a, const gemm::Operand& b, const gemm::Acc
                      " and B is " + std::to_string(b.rows) + " x " + std::to_string(b.cols) +
                      ": expected the same K (C = A B^T)");
   }
+  const gemm::AccumModel m = gemm::operand_model(a, b, model).model;
   Prepared p;
   p.a = a.v;
   std::vector<double> bv = b.v;

@@ -88,6 +88,7 @@ class GpuEngine final : public exmy::layer::LayerEngine {
     B.v.assign(b.begin(), b.end());
     const FloatFormat& f = exmy::layer::dtype_format(d);
     A.emin = B.emin = 1 - f.bias;
+    A.type = B.type = exmy::layer::dtype_name(d);
     A.code_bits = B.code_bits = exmy::layer::dtype_bits(d);
     const auto of = static_cast<gemm::OutFormat>(out_format(d));
     const std::vector<std::uint32_t> c = gemm_emulate(A, B, m, of);

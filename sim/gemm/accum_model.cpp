@@ -1,9 +1,14 @@
 #include "sim/gemm/accum_model.hpp"
 
+#include <cmath>
+#include <cstdlib>
+#include <limits>
 #include <vector>
 
 #include "sim/common/error.hpp"
 #include "sim/common/number.hpp"
+#include "sim/io/files.hpp"
+#include "sim/io/json.hpp"
 
 namespace exmy::gemm {
 
@@ -32,15 +37,14 @@ AccumModel preset(const std::string& text, int a_bits) {
     m.inter_bits = fp8 ? 13 : 23;
     m.k_group = fp8 ? 32 : tf32 ? 8 : 16;
     if (text == "cublas-sm90") {
-      // Measured on an H100 (bench/results/2026-11-25-h100-gemm-probe.md): torch._scaled_mm's
-      // FP8 kernels promote the e8m13 tensor-core sum into fp32 every 128 k (4 instructions);
-      // the TF32 kernels round fp32 inputs to nearest even (ties resolved to even, not away) and
-      // promote every 64 k (measured to K = 1024).
-      // 16-bit inputs: partial sums of 1408 k (11 k-tiles of 128) meet in fp32 adds at large K
-      // (probed: k < 1408 fused with k = 0, k >= 1408 added in fp32; K up to 16384).
+      // Measured on an H100 (bench/results/2026-11-25-h100-gemm-probe.md,
+      // 2026-11-25-h100-gemm-million.md): torch._scaled_mm's FP8 kernels promote the e8m13
+      // tensor-core sum into fp32 every 128 k (4 instructions) at every shape measured; the
+      // TF32 kernels round fp32 inputs to nearest even (ties resolved to even, not away).
+      // 16-bit and TF32 inputs: the chunk depends on the shape (cuBLASLt's kernel choice),
+      // probed per shape by tools/probe_gemm.py and looked up by model_for_shape.
       if (fp8) m.chunk = 128;
-      if (tf32) m.chunk = 64;
-      if (!fp8 && !tf32) m.chunk = 1408;
+      m.by_shape = !fp8;
       m.tf32_round = AccumModel::Tf32Round::rne;
     }
   } else if (text == "sm80") {
@@ -124,6 +128,73 @@ AccumModel parse_accum_model(const std::string& text, int a_bits) {
     return m;
   }
   return preset(text, a_bits);
+}
+
+namespace {
+
+const char kCublasSm90Profile[] =
+#include "cublas_sm90_profile.inc"
+    ;
+
+struct ProfileEntry {
+  std::string type;
+  std::size_t M, N, K;
+  std::string model;
+};
+
+// The compiled-in profile, or the one $EXMY_GEMM_PROFILE names (a profile written by
+// `exmy probe gemm` on the user's own GPU).
+const std::vector<ProfileEntry>& cublas_sm90_profile() {
+  static const std::vector<ProfileEntry> entries = [] {
+    const char* env = std::getenv("EXMY_GEMM_PROFILE");
+    const bool own = env != nullptr && *env != '\0';
+    const std::string text =
+        own ? io::read_small_file(env, std::size_t{64} << 20, "a GEMM profile (exmy probe gemm)")
+            : std::string(kCublasSm90Profile);
+    const io::Json j = io::parse_json(text, own ? env : "cublaslt-h100-gemm.json");
+    std::vector<ProfileEntry> v;
+    for (const io::Json& e : j.at("entries", "profile entries").items) {
+      const io::Json* model = e.find("model");
+      if (model == nullptr || model->kind != io::Json::Kind::string) continue;  // not modelled
+      v.push_back({e.at("type", "type").str("type"), e.at("M", "M").u64("M"),
+                   e.at("N", "N").u64("N"), e.at("K", "K").u64("K"), model->str("model")});
+    }
+    return v;
+  }();
+  return entries;
+}
+
+}  // namespace
+
+ShapeModel model_for_shape(const AccumModel& m, std::size_t M, std::size_t N, std::size_t K,
+                           const std::string& type) {
+  ShapeModel r{m, true, ""};
+  if (!m.by_shape) return r;
+  // Nearest probed shape of the same input type: exact match first; otherwise the smallest
+  // distance in log2 space, K weighted 4x (the chunk follows K far more than M and N).
+  const ProfileEntry* best = nullptr;
+  double best_d = std::numeric_limits<double>::infinity();
+  auto l2 = [](std::size_t x) { return std::log2(static_cast<double>(x < 1 ? 1 : x)); };
+  for (const ProfileEntry& e : cublas_sm90_profile()) {
+    if (e.type != type) continue;
+    const double d = 4 * std::fabs(l2(e.K) - l2(K)) + std::fabs(l2(e.M) - l2(M)) +
+                     std::fabs(l2(e.N) - l2(N));
+    if (d < best_d) {
+      best_d = d;
+      best = &e;
+    }
+  }
+  if (best == nullptr) {
+    throw InputError("--accum " + m.name + ": no probed cuBLASLt model for input type " + type +
+                     " (the profile covers bf16, fp16 and tf32)");
+  }
+  const int bits = type == "tf32" ? 32 : 16;
+  r.model = parse_accum_model(best->model, bits);
+  r.model.name = m.name;
+  r.measured = best_d == 0;
+  r.from = best->type + " " + std::to_string(best->M) + "x" + std::to_string(best->N) + "x" +
+           std::to_string(best->K) + ": " + best->model;
+  return r;
 }
 
 }  // namespace exmy::gemm

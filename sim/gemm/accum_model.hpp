@@ -50,6 +50,9 @@ struct AccumModel {
   // nearest with ties away (cvt.rna.tf32.f32) or to nearest even (what cuBLASLt's TF32 kernels
   // were measured to feed).
   enum class Tf32Round : std::uint8_t { rz, rna, rne } tf32_round = Tf32Round::rz;
+  // cublas-sm90 with 16-bit or fp32 (TF32) inputs: the promotion chunk depends on the shape and
+  // is taken from the probed profile by model_for_shape (SEMANTICS 15.4).
+  bool by_shape = false;
   std::string name;  // the string it was parsed from, for messages and provenance
 };
 
@@ -79,5 +82,18 @@ inline native::DotModel dot_model(const AccumModel& m) {
 }
 
 std::string accum_model_help();
+
+// The model a GEMM of this shape runs. For `cublas-sm90` with 16-bit or fp32 (TF32) inputs:
+// the model tools/probe_gemm.py inferred on an H100 for this input type ("bf16", "fp16",
+// "tf32") and shape (golden/profiles/sm90/cublaslt-h100-gemm.json, compiled in), or, for a
+// shape it did not probe, the nearest probed shape's (measured = false; `from` names it).
+// Every other model is returned as it is.
+struct ShapeModel {
+  AccumModel model;
+  bool measured = true;
+  std::string from;  // "bf16 256x128x8192" (the profile entry used), empty when not by shape
+};
+ShapeModel model_for_shape(const AccumModel& m, std::size_t M, std::size_t N, std::size_t K,
+                           const std::string& type);
 
 }  // namespace exmy::gemm

@@ -30,6 +30,10 @@ Operand operand_from_codes(const std::vector<std::uint16_t>& codes, std::size_t 
   o.rows = rows;
   o.cols = cols;
   o.code_bits = fmt.total_bits() <= 8 ? 8 : 16;
+  const auto same = [&](const FloatFormat& f) {
+    return f.exp_bits == fmt.exp_bits && f.man_bits == fmt.man_bits && f.bias == fmt.bias;
+  };
+  o.type = same(formats::bf16) ? "bf16" : same(formats::fp16) ? "fp16" : "other";
   o.emin = fmt.subnormals ? 1 - fmt.bias : -fmt.bias;
   o.v.resize(codes.size());
   for (std::size_t i = 0; i < codes.size(); ++i) o.v[i] = native::to_double(fmt, codes[i]);
@@ -90,12 +94,16 @@ OutFormat parse_out_format(const std::string& s) {
   throw InputError("--out-format '" + s + "': expected fp32, bf16 or fp16");
 }
 
+ShapeModel operand_model(const Operand& a, const Operand& b, const AccumModel& m) {
+  return model_for_shape(m, a.rows, b.rows, a.cols, a.code_bits == 32 ? "tf32" : a.type);
+}
+
 float dot_fp32(const double* a, const double* b, std::size_t k, int emin_a, int emin_b,
                const AccumModel& m) {
   return native::dot_model_fp32(a, 1, b, 1, k, emin_a, emin_b, dot_model(m));
 }
 
-std::vector<std::uint32_t> gemm(const Operand& a, const Operand& b, const AccumModel& m,
+std::vector<std::uint32_t> gemm(const Operand& a, const Operand& b, const AccumModel& model,
                                 OutFormat out, double alpha) {
   if (a.cols != b.cols) {
     throw InputError("A is " + std::to_string(a.rows) + " x " + std::to_string(a.cols) +
@@ -103,6 +111,7 @@ std::vector<std::uint32_t> gemm(const Operand& a, const Operand& b, const AccumM
                      ": expected the same K (C = A B^T)");
   }
   const std::size_t M = a.rows, N = b.rows, K = a.cols;
+  const AccumModel m = operand_model(a, b, model).model;
   std::vector<double> av = a.v, bv = b.v;
   if (m.truncate_tf32) {
     const int mode = static_cast<int>(m.tf32_round);

@@ -21,6 +21,9 @@ struct Operand {
   std::vector<double> v;  // rows x cols, row-major
   int emin = -126;
   int code_bits = 32;  // 8 / 16 / 32: selects the presets' instruction
+  // "bf16", "fp16", "fp32" or another format's name: selects cublas-sm90's probed model by
+  // shape (accum_model.hpp, model_for_shape).
+  std::string type = "fp32";
 };
 
 // Decodes codes of `fmt` (8 or 16 bits) into an Operand; NaN codes decode to NaN, infinities to
@@ -44,6 +47,10 @@ OutFormat parse_out_format(const std::string& s);
 // round to nearest even.
 std::vector<std::uint32_t> gemm(const Operand& a, const Operand& b, const AccumModel& m,
                                 OutFormat out, double alpha = 1.0);
+
+// The model gemm() runs for these operands (model_for_shape with the operands' type; fp32
+// operands count as tf32 for the cublas-sm90 profile).
+ShapeModel operand_model(const Operand& a, const Operand& b, const AccumModel& m);
 
 // The model's fp32 accumulator of one dot product (hw, fp32-seq, pairwise): exposed for tests
 // and the probe. a and b hold K values each.

@@ -100,6 +100,7 @@ class CpuEngine final : public LayerEngine {
     B.v.assign(b.begin(), b.end());
     const FloatFormat& f = dtype_format(d);
     A.emin = B.emin = 1 - f.bias;
+    A.type = B.type = dtype_name(d);
     A.code_bits = B.code_bits = dtype_bits(d);
     const gemm::OutFormat of = d == DType::fp32   ? gemm::OutFormat::fp32
                                : d == DType::bf16 ? gemm::OutFormat::bf16

@@ -191,17 +191,16 @@ EXMY_HD float dot_tree_sum(std::size_t n, const Leaf& leaf) {
   float ret = 0.0f;
   for (;;) {
     Frame& f = st[sp];
-    const std::size_t mid = f.lo + (f.hi - f.lo) / 2;
     if (f.hi - f.lo == 1) {
       ret = leaf(f.lo);
     } else if (f.state == 0) {
       f.state = 1;
-      st[++sp] = {f.lo, mid, 0.0f, 0};
+      st[++sp] = {f.lo, f.lo + (f.hi - f.lo) / 2, 0.0f, 0};
       continue;
     } else if (f.state == 1) {
       f.left = ret;
       f.state = 2;
-      st[++sp] = {mid, f.hi, 0.0f, 0};
+      st[++sp] = {f.lo + (f.hi - f.lo) / 2, f.hi, 0.0f, 0};
       continue;
     } else {
       ret = rn_add(f.left, ret);

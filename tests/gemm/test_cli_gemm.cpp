@@ -66,3 +66,17 @@ TEST_CASE("exmy gemm: e4m3fn and bf16 inputs, fp32/bf16 outputs, bad inputs exit
   REQUIRE_FALSE(fs::exists(s + "/bad.npy"));
   fs::remove_all(d);
 }
+
+TEST_CASE("exmy probe gemm: bad arguments exit 2 before anything runs", "[cli]") {
+  if (cli().empty()) {
+    WARN("EXMY_CLI not set (run through ctest): skipped");
+    return;
+  }
+  REQUIRE(run("probe") == 2);
+  REQUIRE(run("probe gemm --help") == 0);
+  REQUIRE(run("probe conv --device cuda --lib cublaslt --out /tmp/x.json") == 2);
+  REQUIRE(run("probe gemm --device cpu --lib cublaslt --out /tmp/x.json") == 2);
+  REQUIRE(run("probe gemm --device cuda --lib rocblas --out /tmp/x.json") == 2);
+  REQUIRE(run("probe gemm --device cuda --lib cublaslt") == 2);
+}
+

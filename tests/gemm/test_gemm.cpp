@@ -127,8 +127,10 @@ TEST_CASE("presets follow the published models", "[gemm]") {
   // cublas-sm90: the measured promotion of FP8 partial sums every 128 k and RNE tf32 inputs.
   REQUIRE(parse_accum_model("cublas-sm90", 8).chunk == 128);
   REQUIRE(parse_accum_model("sm90", 8).chunk == 0);
-  REQUIRE(parse_accum_model("cublas-sm90", 16).chunk == 1408);
-  REQUIRE(parse_accum_model("cublas-sm90", 32).chunk == 64);
+  // 16-bit and TF32: the chunk comes from the probed profile by shape (model_for_shape).
+  REQUIRE(parse_accum_model("cublas-sm90", 16).by_shape);
+  REQUIRE(parse_accum_model("cublas-sm90", 32).by_shape);
+  REQUIRE(!parse_accum_model("cublas-sm90", 8).by_shape);
   REQUIRE(parse_accum_model("cublas-sm90", 32).tf32_round == AccumModel::Tf32Round::rne);
   REQUIRE(parse_accum_model("sm80", 16).k_group == 8);
   REQUIRE(parse_accum_model("sm80", 16).frac_bits == 24);
@@ -153,4 +155,36 @@ TEST_CASE("bf16 / fp16 outputs round the fp32 accumulator to nearest even; exact
   const std::vector<double> t{1.0, std::ldexp(1.0, -8), std::ldexp(1.0, -30)};
   REQUIRE(gemm1(t, b, "fp32-seq", OutFormat::bf16) == 0x3F80u);
   REQUIRE(gemm1(t, b, "exact", OutFormat::bf16) == 0x3F81u);
+}
+
+TEST_CASE("cublas-sm90 takes the probed chunk by input type and shape", "[gemm]") {
+  const AccumModel b16 = parse_accum_model("cublas-sm90", 16);
+  const AccumModel t32 = parse_accum_model("cublas-sm90", 32);
+  struct Want {
+    const AccumModel* m;
+    const char* type;
+    std::size_t M, N, K;
+    int chunk;
+  };
+  // Values from golden/profiles/sm90/cublaslt-h100-gemm.json (probed on an H100): bf16 and
+  // fp16 agree except at 256x128x16384; no chunk up to K = 2048.
+  for (const Want& w : {Want{&b16, "bf16", 256, 128, 8192, 1664}, {&b16, "bf16", 128, 64, 8192, 1408},
+                        {&b16, "bf16", 256, 128, 2048, 0}, {&b16, "bf16", 256, 128, 16384, 2048},
+                        {&b16, "fp16", 256, 128, 16384, 2752}, {&t32, "tf32", 128, 64, 8192, 160},
+                        {&t32, "tf32", 32, 32, 16384, 288}, {&t32, "tf32", 256, 128, 1024, 64}}) {
+    INFO(w.type << " " << w.M << "x" << w.N << "x" << w.K);
+    const ShapeModel s = model_for_shape(*w.m, w.M, w.N, w.K, w.type);
+    REQUIRE(s.measured);
+    REQUIRE(s.model.chunk == w.chunk);
+    REQUIRE(s.model.k_group == (std::string(w.type) == "tf32" ? 8 : 16));
+    REQUIRE(s.model.truncate_tf32 == (std::string(w.type) == "tf32"));
+  }
+  // Not probed: the nearest probed shape's model, flagged.
+  const ShapeModel near = model_for_shape(b16, 128, 64, 8000, "bf16");
+  REQUIRE(!near.measured);
+  REQUIRE(near.model.chunk == 1408);
+  REQUIRE(near.from.find("128x64x8192") != std::string::npos);
+  // Other models are not by shape.
+  REQUIRE(model_for_shape(parse_accum_model("sm90", 16), 1, 1, 1, "bf16").model.chunk == 0);
+  REQUIRE_THROWS_AS(model_for_shape(b16, 64, 64, 64, "e6m9"), exmy::InputError);
 }

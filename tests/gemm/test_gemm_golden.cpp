@@ -60,3 +60,38 @@ TEST_CASE("cuBLASLt outputs captured on an H100 are reproduced bit for bit", "[g
   }
   REQUIRE(outputs >= 12 * 2048);
 }
+
+TEST_CASE("the probed cuBLASLt profile records a checked model for every probed shape",
+          "[gemm][golden]") {
+  const std::filesystem::path path = kDir.parent_path().parent_path() / "profiles" / "sm90" /
+                                     "cublaslt-h100-gemm.json";
+  std::ifstream in(path);
+  REQUIRE(in.good());
+  std::stringstream ss;
+  ss << in.rdbuf();
+  const io::Json doc = io::parse_json(ss.str(), path.string());
+  REQUIRE(!doc.at("device", "device").str("device").empty());
+  REQUIRE(!doc.at("driver", "driver").str("driver").empty());
+  std::size_t checked = 0;
+  for (const io::Json& e : doc.at("entries", "entries").items) {
+    const std::string type = e.at("type", "type").str("type");
+    INFO(type << " " << e.at("M", "M").text << "x" << e.at("N", "N").text << "x"
+              << e.at("K", "K").text);
+    REQUIRE(e.at("model", "model").kind == io::Json::Kind::string);  // every shape modelled
+    // The model the preset takes for that shape is the profile's.
+    const gemm::AccumModel m = gemm::parse_accum_model("cublas-sm90", type == "tf32" ? 32 : 16);
+    const gemm::ShapeModel s =
+        gemm::model_for_shape(m, e.at("M", "M").u64("M"), e.at("N", "N").u64("N"),
+                              e.at("K", "K").u64("K"), type);
+    const gemm::AccumModel want =
+        gemm::parse_accum_model(e.at("model", "model").str("model"), type == "tf32" ? 32 : 16);
+    REQUIRE(s.measured);
+    REQUIRE(s.model.chunk == want.chunk);
+    const io::Json& check = e.at("check", "check");
+    for (std::size_t i = 0; i < check.values.size(); ++i) {
+      REQUIRE(check.values[i].at("mismatches", "mismatches").u64("mismatches") == 0);
+      checked += check.values[i].at("outputs", "outputs").u64("outputs");
+    }
+  }
+  REQUIRE(checked >= 1000000);
+}

@@ -1,0 +1,184 @@
+"""exmy probe gemm: infer where cuBLASLt's kernels (called through torch) restart accumulation
+along K, write the inferred accumulation models as a profile, and check each model against the
+library on random inputs (issue 12; docs/SEMANTICS.md 15.4). Run on the GPU machine, usually
+through `exmy probe gemm --device cuda --lib cublaslt --out PROFILE.json`:
+
+    python3 tools/probe_gemm.py --out PROFILE.json [--exmy PATH] [--types bf16,fp16,tf32]
+                                [--shapes MxNxK,...]
+
+Probe, per (input type, shape): row r of A holds BIG = 1024 at k = i_r and DELTA = 3 * 2^-15
+(0.75 of fp32's ulp at BIG; exact in bf16, fp16 and tf32) at k = i_r + 1, zeros elsewhere, B is
+all ones, the output fp32. Inside one tensor-core accumulation chunk the fused sum BIG + DELTA
+is normalised toward zero to BIG; if a promotion chunk or a split-K part ends between the two k,
+DELTA's partial sum meets BIG in an fp32 addition (RNE) and gives BIG + ulp. One GEMM row per i
+maps every restart along K, with the very kernel the library picks for that shape and dtypes.
+Restarts every P k give the model `hw:k=16,frac=25,chunk=P` (16-bit inputs; MMA-Sim's Hopper
+instruction parameters) or `hw:k=8,frac=25,tf32=rne,chunk=P` (fp32 inputs with TF32 allowed);
+no restart gives the model without chunk; anything else is reported as not modelled. With
+--exmy, each model is then run by `exmy gemm --device cuda` on N(0, 1) inputs and compared bit
+for bit with torch (fp32 output, and for 16-bit inputs the 16-bit output too).
+"""
+import argparse
+import datetime
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+import numpy as np
+import torch
+
+BIG = 1024.0
+DELTA = 3.0 * 2.0 ** -15
+DEFAULT_SHAPES = [(m, n, k) for (m, n) in ((32, 32), (64, 32), (32, 64), (64, 64), (128, 64),
+                                           (64, 128), (128, 128), (256, 128))
+                  for k in (32, 64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384)]
+DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16, "tf32": torch.float32}
+
+
+def mm(t, a, b, out):
+    torch.backends.cuda.matmul.allow_tf32 = t == "tf32"
+    try:
+        if out == "fp32" and t != "tf32":
+            return torch.mm(a, b.t(), out_dtype=torch.float32)
+        return torch.mm(a, b.t())
+    finally:
+        torch.backends.cuda.matmul.allow_tf32 = False
+
+
+def restarts(t, M, N, K):
+    """The k at which accumulation restarts (a chunk or part begins), from the probe."""
+    dev = "cuda"
+    dt = DTYPES[t]
+    big = np.float32(BIG).view(np.uint32)
+    b = torch.ones(N, K, device=dev, dtype=dt)
+    starts = []
+    for i0 in range(0, K - 1, M):
+        ii = torch.arange(i0, min(K - 1, i0 + M), device=dev)
+        a = torch.zeros(M, K, device=dev, dtype=dt)
+        rows = torch.arange(len(ii), device=dev)
+        a[rows, ii] = BIG
+        a[rows, ii + 1] = DELTA
+        c = mm(t, a, b, "fp32").float()[:len(ii), 0].cpu().numpy().view(np.uint32)
+        starts += [int(i) + 1 for i, v in zip(ii.tolist(), c) if v != big]
+    return starts
+
+
+def model_for(t, starts, K):
+    base = "hw:k=8,frac=25,tf32=rne" if t == "tf32" else "hw:k=16,frac=25"
+    if not starts:
+        return base
+    P = starts[0]
+    if starts != list(range(P, K, P)):
+        return None  # irregular restarts: not a model of this family
+    return base + ",chunk=%d" % P
+
+
+def codes(t, x):
+    if t == "tf32":
+        return x.cpu().numpy()
+    return x.view(torch.int16).cpu().numpy().view(np.uint16)
+
+
+def check(exmy, tmp, t, M, N, K, model, seed):
+    """Mismatching outputs of exmy gemm --device cuda against torch, per output type."""
+    torch.manual_seed(seed)
+    dt = DTYPES[t]
+    a = torch.randn(M, K, device="cuda").to(dt)
+    b = torch.randn(N, K, device="cuda").to(dt)
+    pa, pb, pc = (os.path.join(tmp, n) for n in ("a.npy", "b.npy", "c.npy"))
+    np.save(pa, codes(t, a))
+    np.save(pb, codes(t, b))
+    result = {}
+    for out in (("fp32",) if t == "tf32" else ("fp32", t)):
+        c = mm(t, a, b, out)
+        want = (c.cpu().numpy().view(np.uint32) if c.dtype == torch.float32 else
+                c.view(torch.int16).cpu().numpy().view(np.uint16).astype(np.uint32))
+        if os.path.exists(pc):
+            os.remove(pc)
+        subprocess.run([exmy, "gemm", "--a", pa, "--b", pb, "--out", pc, "--a-format", t,
+                        "--b-format", t, "--out-format", out, "--accum", model, "--device",
+                        "cuda"], check=True)
+        got = np.load(pc)
+        got = got.view(np.uint32) if got.dtype == np.float32 else got.astype(np.uint32)
+        result[out] = {"outputs": int(got.size), "mismatches": int((got != want).sum())}
+    return result
+
+
+def cublas_version():
+    try:
+        import ctypes
+        import glob
+        libs = glob.glob(os.path.join(os.path.dirname(torch.__file__), "..", "nvidia", "cublas",
+                                      "lib", "libcublas.so*"))
+        lib = ctypes.CDLL(libs[0] if libs else "libcublas.so")
+        v, h = ctypes.c_int(), ctypes.c_void_p()
+        lib.cublasCreate_v2(ctypes.byref(h))
+        lib.cublasGetVersion_v2(h, ctypes.byref(v))
+        return v.value
+    except Exception as e:
+        return "unknown (%s)" % e
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--out", required=True)
+    p.add_argument("--exmy")
+    p.add_argument("--types", default="bf16,fp16,tf32")
+    p.add_argument("--shapes")
+    args = p.parse_args()
+    types = args.types.split(",")
+    for t in types:
+        if t not in DTYPES:
+            sys.exit("--types: '%s' (expected bf16, fp16, tf32)" % t)
+    shapes = DEFAULT_SHAPES
+    if args.shapes:
+        try:
+            shapes = [tuple(int(v) for v in s.split("x")) for s in args.shapes.split(",")]
+            assert all(len(s) == 3 and min(s) > 0 for s in shapes)
+        except Exception:
+            sys.exit("--shapes '%s': expected MxNxK[,MxNxK...]" % args.shapes)
+    if not torch.cuda.is_available():
+        sys.exit("exmy probe gemm: no CUDA device visible to torch")
+    entries = []
+    tmp = tempfile.mkdtemp()
+    t0 = time.time()
+    total = len(types) * len(shapes)
+    for ti, t in enumerate(types):
+        for si, (M, N, K) in enumerate(shapes):
+            starts = restarts(t, M, N, K)
+            model = model_for(t, starts, K)
+            e = {"type": t, "M": M, "N": N, "K": K, "model": model,
+                 "restarts": starts[:8] + (["..."] if len(starts) > 8 else [])}
+            if args.exmy and model:
+                e["check"] = check(args.exmy, tmp, t, M, N, K, model, 1000 * ti + si)
+            entries.append(e)
+            done = ti * len(shapes) + si + 1
+            el = time.time() - t0
+            print("[%d/%d] %s %dx%dx%d: %s %s (%.0f s, ETA %.0f s)" %
+                  (done, total, t, M, N, K, model or "not modelled (irregular restarts)",
+                   json.dumps(e.get("check", "")), el, el / done * (total - done)),
+                  flush=True)
+    prof = {
+        "profile": "cublas-sm90",
+        "what": "accumulation models of cuBLASLt GEMMs called through torch, by input type and "
+                "shape, inferred by tools/probe_gemm.py (docs/SEMANTICS.md 15.4)",
+        "device": torch.cuda.get_device_name(),
+        "driver": subprocess.run(["nvidia-smi", "--query-gpu=driver_version",
+                                  "--format=csv,noheader"], capture_output=True,
+                                 text=True).stdout.strip(),
+        "torch": torch.__version__, "cuda": torch.version.cuda, "cublas": cublas_version(),
+        "date": datetime.date.today().isoformat(),
+        "probe": {"big": BIG, "delta": DELTA},
+        "entries": entries,
+    }
+    tmpf = args.out + ".tmp"
+    with open(tmpf, "w") as f:
+        json.dump(prof, f, indent=1)
+    os.replace(tmpf, args.out)
+
+
+if __name__ == "__main__":
+    main()
