@@ -1,4 +1,4 @@
-// exmy report [all|variance|adam-heatmap|formats|spikes|extrabits] --out DIR [--quick] [--seed N]
+// exmy report [all|variance|adam-heatmap|formats|spikes|extrabits|layers] --out DIR [--quick] [--seed N]
 // [--threads N]
 //
 // Exit status: 0 on success (also when figures were skipped because matplotlib is missing: the
@@ -29,7 +29,7 @@ unsigned long long parse_unsigned(const std::string& flag, const std::string& v,
 }
 
 const char* kUsage =
-    "usage: exmy report [all|variance|adam-heatmap|formats|spikes|extrabits] --out DIR [--quick] "
+    "usage: exmy report [all|variance|adam-heatmap|formats|spikes|extrabits|layers] --out DIR [--quick] "
     "[--seed N] "
     "[--threads N] [--replace]\n"
     "  --quick      the reduced configuration (about 2 minutes on 2 cores; the full report about "
@@ -123,6 +123,7 @@ int run_report(const exmy::cli::Args& args) {
       if (key == "adam-heatmap") ran.push_back(rep::run_adam_heatmap_section(ctx));
       if (key == "spikes") ran.push_back(rep::run_spikes_section(ctx));
       if (key == "extrabits") ran.push_back(rep::run_extrabits_section(ctx));
+      if (key == "layers") ran.push_back(rep::run_layers_section(ctx));
       ran.back().seconds =
           std::chrono::duration<double>(std::chrono::steady_clock::now() - ts).count();
     }

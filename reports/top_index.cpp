@@ -21,7 +21,10 @@ const std::vector<SectionInfo>& report_sections() {
        "Loss spikes and RMS spikes (Wortsman et al. 2023, section 3.4-3.5 and appendix E)"},
       {"extrabits",
        "16-bit floats with extra bits: forward error of in-place additions (Lewandowski and "
-       "Kosson, figure 6)"}};
+       "Kosson, figure 6)"},
+      {"layers",
+       "Low-precision linear layers: SwitchBack, LLM.int8(), float8 and masked layers "
+       "(Wortsman et al. section 2.2; To FP8 and back again, figure 11)"}};
   return s;
 }
 
