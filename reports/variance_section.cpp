@@ -10,6 +10,7 @@
 #include "reports/output_files.hpp"
 #include "reports/plotting.hpp"
 #include "reports/sections.hpp"
+#include "reports/variance_accumulation.hpp"
 #include "reports/variance_experiment.hpp"
 
 namespace exmy::reports {
@@ -621,6 +622,7 @@ SectionSummary run_variance_section(const ReportContext& ctx) {
   md += figure_md(fig, "closed_forms",
                   "closed forms: Var(d) sr/rne against 2 (left), masking's Var(d)/predicted "
                   "against 1 + E[rho]^2/E[rho^2] (right)");
+  md += run_accumulation_panel(ctx, dir, sum.claims);
   md += "## D.3: noise of a linear layer's three matmuls\n\n";
   md +=
       "Which k: appendix D.3 takes CLIP ViT-Huge's weight-gradient inner dimension as the "
@@ -687,6 +689,7 @@ SectionSummary run_variance_section(const ReportContext& ctx) {
       "intervals, the paper's quantity and the closed forms\n"
       "- [slopes.csv](slopes.csv): fitted slopes with intervals and closed-form slopes\n"
       "- [closed_forms.csv](closed_forms.csv): every closed-form check, measured vs closed\n"
+      "- [accumulation.csv](accumulation.csv): exact sums vs the H100 tensor-core models\n"
       "- [d3_model.csv](d3_model.csv), [d3_measured.csv](d3_measured.csv) (rows x k "
       "operands), [d3_shapes.csv](d3_shapes.csv) (tensor-wise scales of the paper's shapes)\n\n";
   const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
