@@ -5,7 +5,8 @@ import sys
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import report_plot_common as common  # noqa: E402
 
-COLOURS = {"fp16": "#d95f02", "fp16+8": "#1b9e77", "fp16+8:sr": "#7570b3",
+COLOURS = {"e5m2": "#a6cee3", "e5m2+4": "#1f78b4", "e5m2+8": "#b2df8a", "e5m2+8:sr": "#33a02c",
+           "fp16": "#d95f02", "fp16+8": "#1b9e77", "fp16+8:sr": "#7570b3",
            "bf16": "#e6ab02", "bf16+8": "#66a61e", "bf16+8:sr": "#e7298a"}
 
 

@@ -18,7 +18,15 @@ struct SplitFormat {
   Storage hi = Storage::bf16;  // bf16 or f16
   int k = 8;                   // extra mantissa bits: bf16 0..16, fp16 0..13 (fp32 holds 10+13)
   bool sr = false;             // stochastic rounding of the 16-bit part, plus the "rounded up" bit
+  // With hi = f16: the stored part is e5m2, fp16's top 8 bits ("e5m2 fp8 is equivalent to a
+  // truncated fp16", Lewandowski and Kosson, table 3): extended format e5m(2+k), k 0..21.
+  bool fp8 = false;
 };
+
+// Mantissa bits of the stored (forward) part: bf16 7, fp16 10, e5m2 2.
+EXMY_HD constexpr int split_hi_man(const SplitFormat& f) {
+  return f.hi == Storage::bf16 ? 7 : f.fp8 ? 2 : 10;
+}
 
 // Bits per element in the packed stream: the k extra bits, then (sr) the rounded-up bit above them.
 EXMY_HD constexpr int split_field_bits(const SplitFormat& f) {
@@ -27,7 +35,12 @@ EXMY_HD constexpr int split_field_bits(const SplitFormat& f) {
 
 // Largest finite 16-bit magnitude (stochastic rounding never rounds it up into inf).
 EXMY_HD constexpr std::uint16_t split_hi_max(const SplitFormat& f) {
-  return f.hi == Storage::bf16 ? 0x7F7Fu : 0x7BFFu;
+  return f.hi == Storage::bf16 ? 0x7F7Fu : f.fp8 ? 0x7Bu : 0x7BFFu;
+}
+
+// The magnitude bits of a stored code (all but its sign bit).
+EXMY_HD constexpr std::uint16_t split_hi_mag_mask(const SplitFormat& f) {
+  return f.fp8 ? 0x7Fu : 0x7FFFu;
 }
 
 // fp32 -> code of the extended format, truncating (rtz; fp16+k: finite values beyond the
@@ -41,7 +54,7 @@ EXMY_HD std::uint32_t split_truncate(float x, const SplitFormat& f) {
     return u >> (16 - f.k);
   }
   constexpr FloatFormat kF32{8, 23, 127, true, true, NanEncoding::ieee, true};
-  const FloatFormat ext{5, 10 + f.k, 15, true, true, NanEncoding::ieee, true};
+  const FloatFormat ext{5, split_hi_man(f) + f.k, 15, true, true, NanEncoding::ieee, true};
   return static_cast<std::uint32_t>(
       convert(kF32, ext, Rounding{RoundMode::rtz, 0, Overflow::none}, u).code);
 }
@@ -50,7 +63,7 @@ EXMY_HD std::uint32_t split_truncate(float x, const SplitFormat& f) {
 EXMY_HD float split_decode(std::uint32_t code, const SplitFormat& f) {
   if (f.hi == Storage::bf16) return f32_from_bits(code << (16 - f.k));
   constexpr FloatFormat kF32{8, 23, 127, true, true, NanEncoding::ieee, true};
-  const FloatFormat ext{5, 10 + f.k, 15, true, true, NanEncoding::ieee, true};
+  const FloatFormat ext{5, split_hi_man(f) + f.k, 15, true, true, NanEncoding::ieee, true};
   return f32_from_bits(static_cast<std::uint32_t>(convert(ext, kF32, Rounding{}, code).code));
 }
 
@@ -65,7 +78,7 @@ EXMY_HD void split_value(float x, const SplitFormat& f, std::uint32_t rand, std:
     // sr:k on the discarded k bits (section 3.1): up iff extra + r >= 2^k, r = top k bits.
     const std::uint32_t r = rand >> (32 - f.k);
     const bool up = static_cast<std::uint64_t>(field) + r >= (std::uint64_t{1} << f.k) &&
-                    (hi & 0x7FFFu) != split_hi_max(f);
+                    (hi & split_hi_mag_mask(f)) != split_hi_max(f);
     if (up) {
       hi = static_cast<std::uint16_t>(hi + 1);  // magnitude + 1: away from zero, carries exponent
       field |= 1u << f.k;
@@ -87,7 +100,8 @@ EXMY_HD float split_join(std::uint16_t hi, std::uint32_t field, const SplitForma
 
 // The value the 16-bit part alone represents (what a forward pass reads).
 EXMY_HD float split_hi_value(std::uint16_t hi, const SplitFormat& f) {
-  return f.hi == Storage::bf16 ? f32_from_bf16(hi) : f32_from_f16(hi);
+  if (f.hi == Storage::bf16) return f32_from_bf16(hi);
+  return f32_from_f16(f.fp8 ? static_cast<std::uint16_t>(hi << 8) : hi);
 }
 
 // ---- dense packing

@@ -441,11 +441,12 @@ void canonical_nans(const Config& c, State& s, std::span<float> p) {
   if (!c.opt.entry->split) return;
   // Split parameters: the 16-bit part is a bf16/fp16 code; a NaN keeps its extra bits (they are
   // below the 16-bit part and carry no sign).
-  const bool bf16 = s.split.fmt.hi == Storage::bf16;
+  const bool bf16 = s.split.fmt.hi == Storage::bf16, fp8 = s.split.fmt.fp8;
   for (std::uint16_t& h : s.split.hi) {
-    const bool nan = bf16 ? (h & 0x7F80u) == 0x7F80u && (h & 0x007Fu) != 0
-                          : (h & 0x7C00u) == 0x7C00u && (h & 0x03FFu) != 0;
-    if (nan) h = bf16 ? kStepNanBf16 : kStepNanF16;
+    const bool nan = bf16  ? (h & 0x7F80u) == 0x7F80u && (h & 0x007Fu) != 0
+                     : fp8 ? (h & 0x7Cu) == 0x7Cu && (h & 0x03u) != 0
+                           : (h & 0x7C00u) == 0x7C00u && (h & 0x03FFu) != 0;
+    if (nan) h = bf16 ? kStepNanBf16 : fp8 ? static_cast<std::uint16_t>(kStepNanF16 >> 8) : kStepNanF16;
   }
 }
 

@@ -22,14 +22,17 @@ SplitFormat parse_split_format(const std::string& name) {
     f.hi = Storage::bf16;
   } else if (base == "fp16") {
     f.hi = Storage::f16;
+  } else if (base == "e5m2") {
+    f.hi = Storage::f16;
+    f.fp8 = true;
   } else {
-    throw InputError("split format '" + name + "': expected bf16+K or fp16+K[:sr]");
+    throw InputError("split format '" + name + "': expected bf16+K, fp16+K or e5m2+K[:sr]");
   }
   if (plus == std::string::npos || plus + 1 >= s.size()) {
     throw InputError("split format '" + name + "': missing +K (extra bits)");
   }
   // K through the one number parser: digits only (strtol took " 8", "+8" and "-0").
-  const int kmax = f.hi == Storage::bf16 ? 16 : 13;
+  const int kmax = f.hi == Storage::bf16 ? 16 : f.fp8 ? 21 : 13;
   const std::string_view kt = std::string_view(s).substr(plus + 1);
   const bool digits =
       kt.size() <= 2 && kt.find_first_not_of("0123456789") == std::string_view::npos;
@@ -37,7 +40,7 @@ SplitFormat parse_split_format(const std::string& name) {
   if (k < 0 || k > kmax) {
     throw InputError("split format '" + name + "': K must be an integer 0.." +
                      std::to_string(kmax) + " (fp32 holds " + std::to_string(kmax) +
-                     " bits beyond the 16-bit mantissa)");
+                     " bits beyond the stored part's mantissa)");
   }
   f.k = static_cast<int>(k);
   if (f.sr && f.k == 0) throw InputError("split format '" + name + "': :sr needs K >= 1");
@@ -45,7 +48,8 @@ SplitFormat parse_split_format(const std::string& name) {
 }
 
 std::string split_format_name(const SplitFormat& f) {
-  return std::string(f.hi == Storage::bf16 ? "bf16" : "fp16") + "+" + std::to_string(f.k) +
+  return std::string(f.hi == Storage::bf16 ? "bf16" : f.fp8 ? "e5m2" : "fp16") + "+" +
+         std::to_string(f.k) +
          (f.sr ? ":sr" : "");
 }
 

@@ -290,6 +290,10 @@ std::vector<Op> all_ops() {
       {"sgd-bf16+8", Family::split_sgd, true, {true, 8, false}},
       {"sgd-bf16+8:sr", Family::split_sgd, true, {true, 8, true}},
       {"sgd-fp16+4:sr", Family::split_sgd, true, {false, 4, true}},
+      // e5m2 + k (Lewandowski and Kosson, table 3's fp8+8 / fp8+4).
+      {"adamw-e5m2+8:sr", Family::split_adam, true, {false, 8, true, true}},
+      {"adamw-e5m2+4", Family::split_adam, true, {false, 4, false, true}},
+      {"sgd-e5m2+21:sr", Family::split_sgd, true, {false, 21, true, true}},
   };
   for (const S& s : splits) {
     Op o{s.name, s.fam, Storage::f32, s.dec};
@@ -611,9 +615,9 @@ void run_stable(const Run& r) {
   }
 }
 
-bool is_nan16(std::uint16_t h, bool bf16) {
-  const std::uint16_t e = bf16 ? 0x7F80u : 0x7C00u;
-  return (h & e) == e && (h & ~e & 0x7FFFu) != 0;
+bool is_nan16(std::uint16_t h, const os::SplitFmt& f) {
+  const std::uint16_t e = f.bf16 ? 0x7F80u : f.fp8 ? 0x7Cu : 0x7C00u;
+  return (h & e) == e && (h & ~e & (f.fp8 ? 0x7Fu : 0x7FFFu)) != 0;
 }
 
 native::SplitFormat native_split(const os::SplitFmt& f) {
@@ -621,6 +625,7 @@ native::SplitFormat native_split(const os::SplitFmt& f) {
   s.hi = f.bf16 ? Storage::bf16 : Storage::f16;
   s.k = f.k;
   s.sr = f.sr;
+  s.fp8 = f.fp8;
   return s;
 }
 
@@ -657,7 +662,7 @@ void run_split(const Run& r) {
       // A NaN keeps its sign in the 16-bit part (section 6), and a NaN's sign is unspecified
       // (9.1): any two NaN codes agree.
       const bool ok =
-          N.hi[i] == E[i].hi || (is_nan16(N.hi[i], f.bf16) && is_nan16(E[i].hi, f.bf16));
+          N.hi[i] == E[i].hi || (is_nan16(N.hi[i], f) && is_nan16(E[i].hi, f));
       r.ck.code("hi", t, i, N.hi[i], E[i].hi, ok, ops);
     }
     for (std::size_t w = 0; w < words.size(); ++w) {

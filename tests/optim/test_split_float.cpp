@@ -17,7 +17,7 @@ namespace {
 // exponent range (fp16: saturate above the extended maximum; subnormal quantum 2^(emin - M - k)).
 double truncated(double x, const SplitFormat& f) {
   if (std::isnan(x) || std::isinf(x) || x == 0.0) return x;
-  const int M = (f.hi == Storage::bf16 ? 7 : 10) + f.k;
+  const int M = (f.hi == Storage::bf16 ? 7 : f.fp8 ? 2 : 10) + f.k;
   const int emin = f.hi == Storage::bf16 ? -126 : -14;
   const int emax = f.hi == Storage::bf16 ? 127 : 15;
   int e;
@@ -33,10 +33,10 @@ double truncated(double x, const SplitFormat& f) {
 
 TEST_CASE("split/join: truncation split equals an independent truncation", "[optim][split]") {
   const auto xs = optim_test::random_bits(20000, 7);
-  for (int hi = 0; hi < 2; ++hi) {
-    const int kmax = hi == 0 ? 16 : 13;
+  for (int hi = 0; hi < 3; ++hi) {  // bf16, fp16, e5m2 (fp16's top 8 bits)
+    const int kmax = hi == 0 ? 16 : hi == 1 ? 13 : 21;
     for (int k = 0; k <= kmax; ++k) {
-      SplitFormat f{hi == 0 ? Storage::bf16 : Storage::f16, k, false};
+      SplitFormat f{hi == 0 ? Storage::bf16 : Storage::f16, k, false, hi == 2};
       std::size_t bad = 0;
       for (float x : xs) {
         std::uint16_t h;
@@ -49,13 +49,40 @@ TEST_CASE("split/join: truncation split equals an independent truncation", "[opt
         }
         bad += static_cast<double>(y) != truncated(x, f);
         // The 16-bit part alone is the truncation to bf16/fp16.
-        SplitFormat f0{f.hi, 0, false};
+        SplitFormat f0{f.hi, 0, false, f.fp8};
         bad += split_hi_value(h, f) != static_cast<float>(truncated(x, f0));
       }
       INFO(split_format_name(f));
       CHECK(bad == 0);
     }
   }
+}
+
+TEST_CASE("split: e5m2+k stores e5m2 codes; sr never rounds past e5m2's maximum",
+          "[optim][split]") {
+  const SplitFormat f = parse_split_format("e5m2+8:sr");
+  CHECK(f.fp8);
+  CHECK(f.hi == Storage::f16);
+  CHECK(split_format_name(f) == "e5m2+8:sr");
+  std::uint16_t h;
+  std::uint32_t field;
+  // 1.5 + 2^-10: e5m2 code 0x3E (1.5), extra bits (the next 8 of fp16+...): 2^-10 is bit 7 of
+  // the 8 extra bits below 1.5's 2-bit mantissa (quantum 2^-2 / 2^8 = 2^-10): field 1.
+  split_value(1.5f + std::ldexp(1.0f, -10), f, 0u, h, field);
+  CHECK(h == 0x3E);
+  CHECK((field & 0xFF) == 1);
+  // Every word rounds up (r = 2^8 - 1 >= 2^8 - extra for extra >= 1): 0x3F, rounded-up bit set.
+  split_value(1.5f + std::ldexp(1.0f, -10), f, 0xFFFFFFFFu, h, field);
+  CHECK(h == 0x3F);
+  CHECK((field >> 8) == 1);
+  CHECK(split_join(h, field, f) == 1.5f + std::ldexp(1.0f, -10));
+  CHECK(split_hi_value(h, f) == 1.75f);
+  // The largest e5m2 magnitude (0x7B = 57344) is never rounded up into inf.
+  split_value(60000.0f, f, 0xFFFFFFFFu, h, field);  // e5m2 0x7B + nonzero extra bits
+  CHECK(h == 0x7B);
+  CHECK((field & 0xFF) != 0);
+  CHECK((field >> 8) == 0);
+  CHECK_THROWS_AS(parse_split_format("e5m2+22"), InputError);
 }
 
 TEST_CASE("split: specials, subnormals and fp16 overflow", "[optim][split]") {

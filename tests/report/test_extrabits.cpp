@@ -50,8 +50,14 @@ TEST_CASE("extrabits: one add within the closed-form bounds, extra bits help ove
   REQUIRE(at256.at("fp16+8").second < 4 * std::ldexp(1.0, -19));
   REQUIRE(at256.at("bf16").first < 2 * ub16);
   REQUIRE(at256.at("bf16+8").second < 4 * std::ldexp(1.0, -16));
-  // The claims reached the summary with values.
-  REQUIRE(s.claims.size() == 2);
+  // e5m2 (p = 3, u = 2^-3) and e5m2 + k (p = 3 + k) by the same bounds.
+  const double u8 = std::ldexp(1.0, -3);
+  REQUIRE(at256.at("e5m2").first < 2 * u8);
+  REQUIRE(at256.at("e5m2+8").first < 2.2 * u8);
+  REQUIRE(at256.at("e5m2+8").second < 4 * std::ldexp(1.0, -11));
+  REQUIRE(at256.at("e5m2+4").second < 4 * std::ldexp(1.0, -7));
+  // The claims reached the summary with values (figure 6 left and right, table 3).
+  REQUIRE(s.claims.size() == 3);
   REQUIRE(s.claims[0].verdict == "reproduced");
   std::filesystem::remove_all(dir);
 }

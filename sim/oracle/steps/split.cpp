@@ -12,7 +12,7 @@ namespace {
 // The extended format e8m(7+k) / e5m(10+k): the 16-bit format's exponent, bias, subnormals and
 // IEEE inf/NaN with k more mantissa bits.
 FloatFormat extended(const SplitFmt& f) {
-  const FloatFormat& base = f.bf16 ? BF16 : F16;
+  const FloatFormat& base = f.bf16 ? BF16 : f.fp8 ? formats::e5m2 : F16;
   return FloatFormat{base.exp_bits, base.man_bits + f.k, base.bias, true,
                      true,          NanEncoding::ieee,   true};
 }
@@ -35,8 +35,10 @@ SplitElem split(const Real& x, const SplitFmt& f, std::uint32_t word) {
     // sr:k on the k discarded bits with r = the top k bits of the word: up iff extra + r ≥ 2^k,
     // never past the largest finite 16-bit magnitude.
     const std::uint64_t r = word >> (32 - f.k);
-    const std::uint64_t max16 = max_finite_code(f.bf16 ? BF16 : F16);
-    if (e.field + r >= (std::uint64_t{1} << f.k) && (e.hi & 0x7FFFu) != max16) {
+    const FloatFormat& stored = f.bf16 ? BF16 : f.fp8 ? formats::e5m2 : F16;
+    const std::uint64_t max16 = max_finite_code(stored);
+    const std::uint32_t mag = f.fp8 ? 0x7Fu : 0x7FFFu;  // all but the stored code's sign bit
+    if (e.field + r >= (std::uint64_t{1} << f.k) && (e.hi & mag) != max16) {
       e.hi = static_cast<std::uint16_t>(e.hi + 1);  // magnitude + 1, away from zero
       e.field |= 1u << f.k;
     }

@@ -96,6 +96,7 @@ struct SplitFmt {
   bool bf16 = true;  // else fp16
   int k = 8;
   bool sr = false;
+  bool fp8 = false;  // with bf16 = false: the stored part is e5m2 (fp16's top 8 bits)
 };
 struct SplitElem {
   std::uint16_t hi = 0;
