@@ -73,6 +73,7 @@ struct TrainVariant {
   int block;
   bool fp32_first_layer = false;
   bool bnb = false;  // exmy's bitsandbytes 8-bit Adam model instead of the codebook emulation
+  bool dense = false;  // the fair task (MlpConfig::dense): no exactly-zero gradients
 };
 std::vector<TrainVariant> train_variants() {
   const auto methods = state_quant_methods();
@@ -89,6 +90,15 @@ std::vector<TrainVariant> train_variants() {
       v.push_back({"8bit_bnb_block2048_fp32_first_layer", nullptr, nullptr, 2048, true, true});
     }
   }
+  // The fair task: fp32 and the block-wise 8-bit variants again, without exactly-zero gradients.
+  v.push_back({"dense_fp32", nullptr, nullptr, 0, false, false, true});
+  for (const auto& m : methods) {
+    if (m.name == "dynamic" || m.name == "linear") {
+      v.push_back({"dense_8bit_" + m.name + "_block2048", m.m_book, m.v_book, 2048, false, false,
+                   true});
+    }
+  }
+  v.push_back({"dense_8bit_bnb_block2048", nullptr, nullptr, 2048, false, true, true});
   return v;
 }
 
@@ -183,7 +193,9 @@ SectionSummary run_adam_heatmap_section(const ReportContext& ctx) {
     c.fp32_first_layer = v.fp32_first_layer;
     c.log_every = 1;  // every step: the sharpness analysis needs the steps before a divergence
     if (v.bnb) c.optimizer = MlpConfig::Optimizer::bnb_adam8;
-    const bool fp32 = v.m_book == nullptr && !v.bnb;
+    c.dense = v.dense;
+    // The heatmaps analyse the states of the original task's fp32 runs.
+    const bool fp32 = v.m_book == nullptr && !v.bnb && !v.dense;
     if (!fp32) c.snapshot_steps.clear();
     auto sn = train_mlp_adam(c, seed0 + static_cast<std::uint64_t>(sd), logs[i]);
     if (fp32) snaps[static_cast<std::size_t>(sd)] = std::move(sn);
@@ -228,13 +240,19 @@ SectionSummary run_adam_heatmap_section(const ReportContext& ctx) {
   std::vector<MeanCi> final_ci(variants.size()), diff_ci(variants.size());
   std::vector<long long> diverged_runs;
   std::vector<double> eps_per_run;
+  // Each run is paired with the fp32 run of its own task and seed.
+  std::size_t dense_fp32 = 0;
+  for (std::size_t v = 0; v < variants.size(); ++v) {
+    if (variants[v].name == "dense_fp32") dense_fp32 = v;
+  }
   for (std::size_t v = 0; v < variants.size(); ++v) {
     std::vector<double> f, d;
     long long diverged = 0, eps_updates = 0;
+    const std::size_t base = variants[v].dense ? dense_fp32 : 0;
     for (int sd = 0; sd < nseeds; ++sd) {
       const double fl = final_loss(logs[v * nseeds + sd]);
       f.push_back(fl);
-      d.push_back(fl - final_loss(logs[static_cast<std::size_t>(sd)]));
+      d.push_back(fl - final_loss(logs[base * nseeds + static_cast<std::size_t>(sd)]));
       diverged += std::isfinite(fl) && fl < 100 ? 0 : 1;
       eps_updates += logs[v * nseeds + sd].eps_updates;
     }
@@ -565,6 +583,43 @@ SectionSummary run_adam_heatmap_section(const ReportContext& ctx) {
                                                 : "not reproduced";
     c.link = "adam-heatmap/train_loss.png";
     sum.claims.push_back(c);
+    // The same claim on the fair task (no exactly-zero gradients: the artefact cannot fire).
+    std::size_t vf = 0;
+    for (std::size_t v = 0; v < variants.size(); ++v) {
+      if (variants[v].name == "dense_8bit_bnb_block2048") vf = v;
+    }
+    std::size_t dense_fp32 = 0;
+    for (std::size_t v = 0; v < variants.size(); ++v) {
+      if (variants[v].name == "dense_fp32") dense_fp32 = v;
+    }
+    Claim f = c;
+    f.measured =
+        "final training loss, exmy's bitsandbytes 8-bit Adam model (block 2048) minus fp32 Adam, "
+        "the fair task (every feature active, leaky ReLU: no exactly-zero gradients), paired by "
+        "seed";
+    f.set(diff_ci[vf].mean);
+    f.lo = diff_ci[vf].lo;
+    f.hi = diff_ci[vf].hi;
+    f.has_ci = nseeds > 1;
+    const double ftol = 0.02 * final_ci[dense_fp32].mean;
+    f.verdict = diverged_runs[vf] > 0             ? "not reproduced (runs diverged)"
+                : (f.lo >= -ftol && f.hi <= ftol) ? "reproduced (within 2% of the fp32 loss)"
+                : (f.lo <= 0 && 0 <= f.hi)        ? "inconclusive (interval too wide)"
+                                                  : "not reproduced";
+    f.link = "adam-heatmap/train_loss_fair.png";
+    sum.claims.push_back(f);
+    std::string hf = "Fair task (every feature active, leaky ReLU): ";
+    for (std::size_t v = 0; v < variants.size(); ++v) {
+      if (!variants[v].dense || v == dense_fp32) continue;
+      hf += variants[v].name + " " +
+            (diverged_runs[v] > 0 ? std::to_string(diverged_runs[v]) + "/" +
+                                        std::to_string(nseeds) + " runs diverged"
+                                  : "diff " + mci(diff_ci[v])) +
+            "; ";
+    }
+    hf += "fp32 final loss " + mci(final_ci[dense_fp32]);
+    sum.headlines.push_back(hf);
+    md += "- " + hf + ".\n";
   }
   {
     std::size_t up = 0;
@@ -634,6 +689,9 @@ SectionSummary run_adam_heatmap_section(const ReportContext& ctx) {
   md += figure_md(fig, "train_loss",
                   "training loss of fp32 Adam and 8-bit Adam variants: mean over seeds with the "
                   "range of the seeds shaded");
+  md += figure_md(fig, "train_loss_fair",
+                  "the fair task (every feature active, leaky ReLU: no exactly-zero gradients, "
+                  "so the v^=0 artefact cannot fire): fp32 vs block-wise 8-bit Adam");
   md +=
       "## Data\n\n- [summary.csv](summary.csv) (means with intervals, tails, v^=0 rate), "
       "[top_cells.csv](top_cells.csv)\n"

@@ -64,7 +64,8 @@ void init_layer(Layer& L, int in, int out, std::uint64_t seed, std::uint64_t& co
   L.vb.assign(out, 0.0f);
 }
 
-void forward(const Layer& L, const float* x, float* y, bool relu) {
+// relu: max(y, 0), or with `leaky` y / 64 for y <= 0 (an exact power-of-two scaling).
+void forward(const Layer& L, const float* x, float* y, bool relu, bool leaky = false) {
   for (int o = 0; o < L.out; ++o) y[o] = L.b[o];
   for (int j = 0; j < L.in; ++j) {
     const float xj = x[j];
@@ -72,7 +73,9 @@ void forward(const Layer& L, const float* x, float* y, bool relu) {
     const float* wr = &L.w[static_cast<std::size_t>(j) * L.out];
     for (int o = 0; o < L.out; ++o) y[o] += wr[o] * xj;
   }
-  if (relu) {
+  if (relu && leaky) {
+    for (int o = 0; o < L.out; ++o) y[o] = y[o] > 0.0f ? y[o] : y[o] * 0.015625f;
+  } else if (relu) {
     for (int o = 0; o < L.out; ++o) y[o] = y[o] > 0.0f ? y[o] : 0.0f;
   }
 }
@@ -175,7 +178,7 @@ std::vector<AdamSnapshot> train_mlp_adam(const MlpConfig& cfg, std::uint64_t see
       std::vector<float> za(D);
       for (int j = 0; j < D; ++j) {
         const std::uint64_t i = (static_cast<std::uint64_t>(t - 1) * B + b) * D + j;
-        bool active = native::philox_word(seed, kStreamActive, i) < (1u << 30);
+        bool active = cfg.dense || native::philox_word(seed, kStreamActive, i) < (1u << 30);
         const int late = j / cfg.late_group;  // late group of feature j, if any
         if (late < static_cast<int>(cfg.late_onsets.size()) && t < cfg.late_onsets[late]) {
           active = false;
@@ -201,8 +204,8 @@ std::vector<AdamSnapshot> train_mlp_adam(const MlpConfig& cfg, std::uint64_t see
       float* a1 = &h1[static_cast<std::size_t>(b) * H];
       float* a2 = &h2[static_cast<std::size_t>(b) * H];
       float* zb = &z[static_cast<std::size_t>(b) * C];
-      forward(L1, xb, a1, true);
-      forward(L2, a1, a2, true);
+      forward(L1, xb, a1, true, cfg.dense);
+      forward(L2, a1, a2, true, cfg.dense);
       forward(L3, a2, zb, false);
       // Softmax cross-entropy, mean over the batch: dz = (softmax - onehot) / B.
       float zmax = zb[0];
@@ -228,9 +231,17 @@ std::vector<AdamSnapshot> train_mlp_adam(const MlpConfig& cfg, std::uint64_t see
         dz[c] = (std::exp(zb[c] - zmax) / se - (c == label[b] ? 1.0f : 0.0f)) / B;
       }
       backward(L3, a2, dz.data(), dh2.data());
-      for (int o = 0; o < H; ++o) dh2[o] = a2[o] > 0.0f ? dh2[o] : 0.0f;
+      if (cfg.dense) {
+        for (int o = 0; o < H; ++o) dh2[o] = a2[o] > 0.0f ? dh2[o] : dh2[o] * 0.015625f;
+      } else {
+        for (int o = 0; o < H; ++o) dh2[o] = a2[o] > 0.0f ? dh2[o] : 0.0f;
+      }
       backward(L2, a1, dh2.data(), dh1.data());
-      for (int o = 0; o < H; ++o) dh1[o] = a1[o] > 0.0f ? dh1[o] : 0.0f;
+      if (cfg.dense) {
+        for (int o = 0; o < H; ++o) dh1[o] = a1[o] > 0.0f ? dh1[o] : dh1[o] * 0.015625f;
+      } else {
+        for (int o = 0; o < H; ++o) dh1[o] = a1[o] > 0.0f ? dh1[o] : 0.0f;
+      }
       backward(L1, xb, dh1.data(), nullptr);
     }
     float rms1 = 0.0f;

@@ -54,6 +54,11 @@ struct MlpConfig {
   // their onset changes the gradients of their input-layer weights, not the task.
   std::vector<int> late_onsets;
   int late_group = 8;
+  // The "fair" task for the 8-bit training comparison: every feature active (no a_j = 0) and
+  // leaky ReLU with negative slope 1/64 instead of ReLU, so that no gradient is exactly 0 and
+  // the v^ = 0 artefact (an update of lr m / eps when v quantizes to 0 and the next gradient is
+  // exactly 0) cannot fire. The skewed feature scales stay.
+  bool dense = false;
 };
 
 // Codes and dequantized values of one state tensor under a codebook, group size `block` (0: the

@@ -167,7 +167,9 @@ def plot(section_dir):
                  "count (white: 10, 100, 1000, ... elements per cell)")
     common.save(fig, section_dir, "heatmap_overlap")
     plt.close(fig)
-    train = common.read_csv(os.path.join(section_dir, "train.csv"))
+    all_train = common.read_csv(os.path.join(section_dir, "train.csv"))
+    fair = [r for r in all_train if r["optimizer"].startswith("dense_")]
+    train = [r for r in all_train if not r["optimizer"].startswith("dense_")]
     opts = list(dict.fromkeys(r["optimizer"] for r in train))
     colours = ["black", "#1b9e77", "#d95f02", "#7570b3", "#e7298a", "#66a61e", "#e6ab02",
                "#a6761d"]
@@ -219,6 +221,28 @@ def plot(section_dir):
     axes3[2].legend(fontsize=6)
     common.save(fig, section_dir, "train_loss")
     plt.close(fig)
+    if fair:
+        fig, ax = plt.subplots(1, 1, figsize=(8, 4.5), constrained_layout=True)
+        for c, o in enumerate(dict.fromkeys(r["optimizer"] for r in fair)):
+            by_step = {}
+            for r in fair:
+                if r["optimizer"] == o:
+                    by_step.setdefault(int(r["step"]), []).append(float(r["loss"]))
+            steps = sorted(by_step)
+            col = colours[c % len(colours)]
+            ax.plot(steps, [sum(by_step[s]) / len(by_step[s]) for s in steps], lw=1, color=col,
+                    label=o)
+            ax.fill_between(steps, [min(by_step[s]) for s in steps],
+                            [max(by_step[s]) for s in steps], color=col, alpha=0.15, lw=0)
+        ax.set_yscale("log")
+        ax.set_xlabel("step")
+        ax.set_ylabel("batch cross-entropy")
+        ax.set_title("fair task (every feature active, leaky ReLU): 8-bit vs 32-bit Adam, mean "
+                     "over seeds (band: min-max)", fontsize=9)
+        ax.grid(True, alpha=0.3)
+        ax.legend(fontsize=7)
+        common.save(fig, section_dir, "train_loss_fair")
+        plt.close(fig)
 
 if __name__ == "__main__":
     common.main_guard(plot)
