@@ -289,15 +289,16 @@ TEST_CASE("GPU StableAdamW steps and RMS equal the reference", "[gpu][optim][pro
 }
 
 TEST_CASE("GPU split-format Adam/SGD steps equal the reference", "[gpu][optim][prop]") {
-  rc::prop("bf16+k / fp16+k, truncation and sr", []() {
+  rc::prop("bf16+k / fp16+k / e5m2+k, truncation and sr", []() {
     exmy::testing::CaseLabels labels;
     const std::size_t n = gen_size();
     const int K = *rc::gen::inRange(1, 4);
     const auto h = gen_adam();
     native::SplitFormat f;
     f.hi = *rc::gen::element(native::Storage::bf16, native::Storage::f16);
+    f.fp8 = f.hi == native::Storage::f16 && *rc::gen::arbitrary<bool>();  // e5m2+k
     // k = 8 and 16 without sr (byte/halfword fields: their own kernel) drawn more often.
-    const int kmax = f.hi == native::Storage::bf16 ? 16 : 13;
+    const int kmax = f.hi == native::Storage::bf16 ? 16 : f.fp8 ? 21 : 13;
     f.k = *rc::gen::weightedOneOf<int>(
         {{3, rc::gen::inRange(0, kmax + 1)}, {2, rc::gen::element(8, kmax == 16 ? 16 : 8)}});
     f.sr = f.k > 0 && *rc::gen::weightedElement<bool>({{1, true}, {2, false}});

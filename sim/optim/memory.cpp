@@ -32,18 +32,20 @@ std::vector<MemoryRow> memory_breakdown(const MemoryConfig& config) {
                        " extra bits" + (f.sr ? " and :sr" : "") +
                        "; drop the contradicting --weights/--extra-bits/--sr");
     }
-    c.weight_bytes = 2;
+    c.weight_bytes = f.fp8 ? 1 : 2;  // e5m2+k stores one byte per weight plus the extra bits
     c.extra_bits = f.k;
     c.sr = f.sr;
   }
   if (c.weight_bytes == 0) c.weight_bytes = 4;
   if (c.extra_bits > 16 || c.extra_bits < -1) throw InputError("--extra-bits: expected 0..16");
-  if (c.extra_bits >= 0 && c.weight_bytes != 2) {
+  if (c.extra_bits >= 0 && c.weight_bytes != 2 && c.weight_bytes != 1) {
     throw InputError("--extra-bits needs 16-bit weights (--weights bf16|fp16)");
   }
   if (c.block <= 0) throw InputError("--block: expected a positive block size");
   std::vector<MemoryRow> rows;
-  rows.push_back({c.weight_bytes == 4 ? "weights (fp32)" : "weights (16-bit)",
+  rows.push_back({c.weight_bytes == 4   ? "weights (fp32)"
+                  : c.weight_bytes == 1 ? "weights (e5m2)"
+                                        : "weights (16-bit)",
                   static_cast<double>(c.weight_bytes)});
   const bool master = c.master && c.weight_bytes == 2 && c.extra_bits < 0;
   if (master) rows.push_back({"fp32 master copy", 4.0});

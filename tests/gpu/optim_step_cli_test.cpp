@@ -90,7 +90,8 @@ TEST_CASE("exmy step --device cuda writes the CPU's bytes for every optimizer an
     std::vector<std::string> names{std::string(e.example)};
     if (e.split) {
       const std::string pre(e.name.substr(0, e.name.size() - 3));
-      for (const char* f : {"bf16+16", "bf16+0", "bf16+8:sr", "fp16+13", "fp16+8"}) {
+      for (const char* f :
+           {"bf16+16", "bf16+0", "bf16+8:sr", "fp16+13", "fp16+8", "e5m2+8", "e5m2+21:sr"}) {
         names.push_back(pre + f);
       }
     }
