@@ -12,8 +12,12 @@ all ones, the output fp32. Inside one tensor-core accumulation chunk the fused s
 is normalised toward zero to BIG; if a promotion chunk or a split-K part ends between the two k,
 DELTA's partial sum meets BIG in an fp32 addition (RNE) and gives BIG + ulp. One GEMM row per i
 maps every restart along K, with the very kernel the library picks for that shape and dtypes.
+FP8 (`--types e4m3fn,e5m2`: A of that type, B e4m3fn ones, torch._scaled_mm with unit scales)
+uses BIG/DELTA = 448/2^-9 (e4m3fn) and 1/2^-16 (e5m2): DELTA is below 2^-13 of BIG, so the
+e8m13 tensor-core sum truncates it, while an fp32 addition keeps it.
 Restarts every P k give the model `hw:k=16,frac=25,chunk=P` (16-bit inputs; MMA-Sim's Hopper
-instruction parameters) or `hw:k=8,frac=25,tf32=rne,chunk=P` (fp32 inputs with TF32 allowed);
+instruction parameters), `hw:k=8,frac=25,tf32=rne,chunk=P` (fp32 inputs with TF32 allowed) or
+`hw:k=32,frac=13,inter=13,chunk=P` (FP8);
 no restart gives the model without chunk; anything else is reported as not modelled. With
 --exmy, each model is then run by `exmy gemm --device cuda` on N(0, 1) inputs and compared bit
 for bit with torch (fp32 output, and for 16-bit inputs the 16-bit output too).
@@ -32,13 +36,26 @@ import torch
 
 BIG = 1024.0
 DELTA = 3.0 * 2.0 ** -15
+# FP8 (A of this type, B e4m3fn ones, torch._scaled_mm with unit scales, fp32 out): DELTA is
+# exact in the type and below 2^-13 of BIG (truncated inside the e8m13 tensor-core sum) but kept
+# by an fp32 addition: e4m3fn 448 and 2^-9 (its smallest subnormal), e5m2 1 and 2^-16.
+FP8_PROBE = {"e4m3fn": (448.0, 2.0 ** -9), "e5m2": (1.0, 2.0 ** -16)}
 DEFAULT_SHAPES = [(m, n, k) for (m, n) in ((32, 32), (64, 32), (32, 64), (64, 64), (128, 64),
                                            (64, 128), (128, 128), (256, 128))
                   for k in (32, 64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384)]
-DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16, "tf32": torch.float32}
+DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16, "tf32": torch.float32,
+          "e4m3fn": torch.float8_e4m3fn, "e5m2": torch.float8_e5m2}
+
+
+def is_fp8(t):
+    return t in FP8_PROBE
 
 
 def mm(t, a, b, out):
+    if is_fp8(t):
+        one = torch.tensor(1.0, device=a.device)
+        od = torch.float32 if out == "fp32" else torch.bfloat16
+        return torch._scaled_mm(a, b.t(), scale_a=one, scale_b=one, out_dtype=od)
     torch.backends.cuda.matmul.allow_tf32 = t == "tf32"
     try:
         if out == "fp32" and t != "tf32":
@@ -52,22 +69,25 @@ def restarts(t, M, N, K):
     """The k at which accumulation restarts (a chunk or part begins), from the probe."""
     dev = "cuda"
     dt = DTYPES[t]
-    big = np.float32(BIG).view(np.uint32)
-    b = torch.ones(N, K, device=dev, dtype=dt)
+    big_v, delta_v = FP8_PROBE.get(t, (BIG, DELTA))
+    big = np.float32(big_v).view(np.uint32)
+    b = torch.ones(N, K, device=dev, dtype=torch.float8_e4m3fn if is_fp8(t) else dt)
     starts = []
     for i0 in range(0, K - 1, M):
         ii = torch.arange(i0, min(K - 1, i0 + M), device=dev)
-        a = torch.zeros(M, K, device=dev, dtype=dt)
+        a32 = torch.zeros(M, K, device=dev)
         rows = torch.arange(len(ii), device=dev)
-        a[rows, ii] = BIG
-        a[rows, ii + 1] = DELTA
+        a32[rows, ii] = big_v
+        a32[rows, ii + 1] = delta_v
+        a = a32.to(dt)
         c = mm(t, a, b, "fp32").float()[:len(ii), 0].cpu().numpy().view(np.uint32)
         starts += [int(i) + 1 for i, v in zip(ii.tolist(), c) if v != big]
     return starts
 
 
 def model_for(t, starts, K):
-    base = "hw:k=8,frac=25,tf32=rne" if t == "tf32" else "hw:k=16,frac=25"
+    base = ("hw:k=8,frac=25,tf32=rne" if t == "tf32" else
+            "hw:k=32,frac=13,inter=13" if is_fp8(t) else "hw:k=16,frac=25")
     if not starts:
         return base
     P = starts[0]
@@ -79,6 +99,8 @@ def model_for(t, starts, K):
 def codes(t, x):
     if t == "tf32":
         return x.cpu().numpy()
+    if is_fp8(t):
+        return x.view(torch.uint8).cpu().numpy()
     return x.view(torch.int16).cpu().numpy().view(np.uint16)
 
 
@@ -86,20 +108,22 @@ def check(exmy, tmp, t, M, N, K, model, seed):
     """Mismatching outputs of exmy gemm --device cuda against torch, per output type."""
     torch.manual_seed(seed)
     dt = DTYPES[t]
+    bt, bname = (torch.float8_e4m3fn, "e4m3fn") if is_fp8(t) else (dt, t)
     a = torch.randn(M, K, device="cuda").to(dt)
-    b = torch.randn(N, K, device="cuda").to(dt)
+    b = torch.randn(N, K, device="cuda").to(bt)
     pa, pb, pc = (os.path.join(tmp, n) for n in ("a.npy", "b.npy", "c.npy"))
     np.save(pa, codes(t, a))
-    np.save(pb, codes(t, b))
+    np.save(pb, codes(bname, b))
     result = {}
-    for out in (("fp32",) if t == "tf32" else ("fp32", t)):
+    outs = ("fp32",) if t == "tf32" else ("fp32", "bf16") if is_fp8(t) else ("fp32", t)
+    for out in outs:
         c = mm(t, a, b, out)
         want = (c.cpu().numpy().view(np.uint32) if c.dtype == torch.float32 else
                 c.view(torch.int16).cpu().numpy().view(np.uint16).astype(np.uint32))
         if os.path.exists(pc):
             os.remove(pc)
         subprocess.run([exmy, "gemm", "--a", pa, "--b", pb, "--out", pc, "--a-format", t,
-                        "--b-format", t, "--out-format", out, "--accum", model, "--device",
+                        "--b-format", bname, "--out-format", out, "--accum", model, "--device",
                         "cuda"], check=True)
         got = np.load(pc)
         got = got.view(np.uint32) if got.dtype == np.float32 else got.astype(np.uint32)
@@ -126,13 +150,13 @@ def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--out", required=True)
     p.add_argument("--exmy")
-    p.add_argument("--types", default="bf16,fp16,tf32")
+    p.add_argument("--types", default="bf16,fp16,tf32,e4m3fn,e5m2")
     p.add_argument("--shapes")
     args = p.parse_args()
     types = args.types.split(",")
     for t in types:
         if t not in DTYPES:
-            sys.exit("--types: '%s' (expected bf16, fp16, tf32)" % t)
+            sys.exit("--types: '%s' (expected bf16, fp16, tf32, e4m3fn, e5m2)" % t)
     shapes = DEFAULT_SHAPES
     if args.shapes:
         try:
@@ -171,7 +195,8 @@ def main():
                                  text=True).stdout.strip(),
         "torch": torch.__version__, "cuda": torch.version.cuda, "cublas": cublas_version(),
         "date": datetime.date.today().isoformat(),
-        "probe": {"big": BIG, "delta": DELTA},
+        "probe": {"big": BIG, "delta": DELTA, "fp8": FP8_PROBE,
+                  "fp8_b": "e4m3fn ones (A of the entry's type)"},
         "entries": entries,
     }
     tmpf = args.out + ".tmp"
