@@ -24,11 +24,13 @@ namespace {
 
 constexpr const char* kUsage =
     "usage: exmy gemm --a A.npy --b B.npy --out C.npy --a-format F --b-format F "
-    "--out-format fp32|bf16|fp16 --accum MODEL [--scale-a S] [--scale-b S] [--device cpu|cuda]\n"
+    "--out-format fp32|bf16|fp16 --accum MODEL [--scale-a S] [--scale-b S] [--scale-a-rows SA.npy] "
+    "[--scale-b-rows SB.npy] [--scale-order a-first|b-first|product] [--device cpu|cuda]\n"
     "  F: an exmy float format of at most 16 bits, fp32 or tf32; MODEL: ";
 
 int run_gemm(const Args& args) {
   std::string a_path, b_path, out, a_fmt, b_fmt, out_fmt, accum, device = "cpu";
+  std::string rows_path, cols_path, scale_order = "product";
   double scale_a = 1.0, scale_b = 1.0;
   for (std::size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
@@ -49,6 +51,12 @@ int run_gemm(const Args& args) {
       out_fmt = option_value(args, i);
     } else if (a == "--device") {
       device = option_value(args, i);
+    } else if (a == "--scale-a-rows") {
+      rows_path = option_value(args, i);
+    } else if (a == "--scale-b-rows") {
+      cols_path = option_value(args, i);
+    } else if (a == "--scale-order") {
+      scale_order = option_value(args, i);
     } else if (a == "--accum") {
       accum = option_value(args, i);
     } else if (a == "--scale-a" || a == "--scale-b") {
@@ -89,9 +97,29 @@ int run_gemm(const Args& args) {
     throw InputError("--accum exact: the CPU reference only (MPFR); --device cuda runs the "
                      "fp32-seq, pairwise and hw models");
   }
-  const std::vector<std::uint32_t> c = dev == Device::cuda
-                                           ? gpu::gemm_emulate(A, B, m, of, scale_a * scale_b)
-                                           : gemm::gemm(A, B, m, of, scale_a * scale_b);
+  // Per-row scales: 1-d (or n x 1) <f4 arrays of finite values, one per row of A / of B.
+  gemm::RowColScales rc;
+  rc.order = gemm::parse_scale_order(scale_order);
+  auto read_scales = [](const std::string& path, std::size_t want, const char* opt) {
+    const io::NpyArray arr = io::read_npy(path);
+    const std::vector<float> v = io::as_f32(arr, path);
+    if (v.size() != want || arr.shape.size() > 2 || (arr.shape.size() == 2 && arr.shape[1] != 1)) {
+      throw InputError(std::string(opt) + " " + path + ": " + std::to_string(v.size()) +
+                       " values (expected " + std::to_string(want) + ", 1-d or n x 1)");
+    }
+    for (std::size_t i = 0; i < v.size(); ++i) {
+      if (!(v[i] - v[i] == 0)) {
+        throw InputError(std::string(opt) + " " + path + ": value at index " +
+                         std::to_string(i) + " is not finite");
+      }
+    }
+    return v;
+  };
+  if (!rows_path.empty()) rc.a_rows = read_scales(rows_path, A.rows, "--scale-a-rows");
+  if (!cols_path.empty()) rc.b_cols = read_scales(cols_path, B.rows, "--scale-b-rows");
+  const std::vector<std::uint32_t> c =
+      dev == Device::cuda ? gpu::gemm_emulate(A, B, m, of, scale_a * scale_b, &rc)
+                          : gemm::gemm(A, B, m, of, scale_a * scale_b, &rc);
   const std::vector<std::size_t> shape{A.rows, B.rows};
   if (of == gemm::OutFormat::fp32) {
     // fp32 output is <f4: the bit patterns with the float dtype.

@@ -26,7 +26,8 @@ namespace {
 }  // namespace
 
 std::vector<std::uint32_t> gemm_emulate(const gemm::Operand&, const gemm::Operand&,
-                                        const gemm::AccumModel&, gemm::OutFormat, double) {
+                                        const gemm::AccumModel&, gemm::OutFormat, double,
+                                        const gemm::RowColScales*) {
   no_cuda();
 }
 double gemm_emulate_time_ms(const gemm::Operand&, const gemm::Operand&, const gemm::AccumModel&,

@@ -19,13 +19,19 @@ namespace {
 // of A (the same for the whole warp: a broadcast).
 __global__ void k_gemm_emulate(const double* __restrict__ a, const double* __restrict__ bt,
                                std::size_t M, std::size_t N, std::size_t K, int emin_a,
-                               int emin_b, native::DotModel m, float alpha, int out,
-                               std::uint32_t* __restrict__ c) {
+                               int emin_b, native::DotModel m, float alpha,
+                               const float* __restrict__ sa, const float* __restrict__ sb,
+                               int order, int out, std::uint32_t* __restrict__ c) {
   const std::size_t j = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x;
   const std::size_t i = blockIdx.y * static_cast<std::size_t>(blockDim.y) + threadIdx.y;
   if (i >= M || j >= N) return;
-  const float acc = native::dot_model_fp32(a + i * K, 1, bt + j, N, K, emin_a, emin_b, m);
-  c[i * N + j] = native::dot_out_code(acc, alpha, out);
+  float acc = native::dot_model_fp32(a + i * K, 1, bt + j, N, K, emin_a, emin_b, m);
+  if (alpha != 1.0f) acc = native::rn_mul(alpha, acc);
+  if (sa != nullptr || sb != nullptr) {
+    acc = native::dot_rowcol(acc, sa != nullptr ? sa[i] : 1.0f, sb != nullptr ? sb[j] : 1.0f,
+                             order);
+  }
+  c[i * N + j] = native::dot_out_code(acc, 1.0f, out);
 }
 
 // The dtype value of an fp32 value (out 0: itself).
@@ -114,17 +120,27 @@ dim3 grid2d(std::size_t rows, std::size_t cols) {
 
 std::vector<std::uint32_t> gemm_emulate(const gemm::Operand& a, const gemm::Operand& b,
                                         const gemm::AccumModel& m, gemm::OutFormat out,
-                                        double alpha) {
+                                        double alpha, const gemm::RowColScales* scales) {
   const Prepared p = prepare(a, b, m);
   const std::size_t M = a.rows, N = b.rows, K = a.cols;
+  const bool rows = scales != nullptr && !scales->a_rows.empty();
+  const bool cols = scales != nullptr && !scales->b_cols.empty();
+  if ((rows && scales->a_rows.size() != M) || (cols && scales->b_cols.size() != N)) {
+    throw InputError("row/column scales: expected M = " + std::to_string(M) +
+                     " rows of A and N = " + std::to_string(N) + " rows of B");
+  }
   std::vector<std::uint32_t> c(M * N);
   if (c.empty()) return c;
   const DeviceBuffer da(p.a.data(), p.a.size() * sizeof(double));
   const DeviceBuffer db(p.bt.data(), p.bt.size() * sizeof(double));
   const DeviceBuffer dc(c.size() * sizeof(std::uint32_t));
-  k_gemm_emulate<<<grid2d(M, N), kTile>>>(da.as<double>(), db.as<double>(), M, N, K, a.emin,
-                                          b.emin, p.m, static_cast<float>(alpha),
-                                          static_cast<int>(out), dc.as<std::uint32_t>());
+  const DeviceBuffer dsa(rows ? scales->a_rows.data() : nullptr, rows ? M * sizeof(float) : 0);
+  const DeviceBuffer dsb(cols ? scales->b_cols.data() : nullptr, cols ? N * sizeof(float) : 0);
+  k_gemm_emulate<<<grid2d(M, N), kTile>>>(
+      da.as<double>(), db.as<double>(), M, N, K, a.emin, b.emin, p.m,
+      static_cast<float>(alpha), dsa.as<float>(), dsb.as<float>(),
+      scales != nullptr ? static_cast<int>(scales->order) : 0, static_cast<int>(out),
+      dc.as<std::uint32_t>());
   cuda_check_launch("k_gemm_emulate");
   cuda_check(cudaDeviceSynchronize(), "k_gemm_emulate");
   dc.download(c.data(), c.size() * sizeof(std::uint32_t));
@@ -145,8 +161,8 @@ double gemm_emulate_time_ms(const gemm::Operand& a, const gemm::Operand& b,
   for (int r = 0; r < reps + 1; ++r) {
     cuda_check(cudaEventRecord(e0), "cudaEventRecord");
     k_gemm_emulate<<<grid2d(M, N), kTile>>>(da.as<double>(), db.as<double>(), M, N, K, a.emin,
-                                            b.emin, p.m, 1.0f, static_cast<int>(out),
-                                            dc.as<std::uint32_t>());
+                                            b.emin, p.m, 1.0f, nullptr, nullptr, 0,
+                                            static_cast<int>(out), dc.as<std::uint32_t>());
     cuda_check_launch("k_gemm_emulate");
     cuda_check(cudaEventRecord(e1), "cudaEventRecord");
     cuda_check(cudaEventSynchronize(e1), "cudaEventSynchronize");

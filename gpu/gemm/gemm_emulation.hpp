@@ -20,7 +20,8 @@ namespace exmy::gpu {
 // gemm::gemm on the GPU for every model but `exact` (InputError for exact).
 std::vector<std::uint32_t> gemm_emulate(const gemm::Operand& a, const gemm::Operand& b,
                                         const gemm::AccumModel& m, gemm::OutFormat out,
-                                        double alpha = 1.0);
+                                        double alpha = 1.0,
+                                        const gemm::RowColScales* scales = nullptr);
 
 // Kernel time of the emulation (no transfers), for the benchmark: the median of `reps` launches
 // on operands already on the device, in milliseconds.

@@ -87,6 +87,13 @@ Operand read_operand(const std::string& path, const std::string& fmt_name, const
   return operand_from_codes(codes, rows, cols, f.fp);
 }
 
+RowColScales::Order parse_scale_order(const std::string& s) {
+  if (s == "a-first") return RowColScales::Order::a_first;
+  if (s == "b-first") return RowColScales::Order::b_first;
+  if (s == "product") return RowColScales::Order::product;
+  throw InputError("--scale-order '" + s + "': expected a-first, b-first or product");
+}
+
 OutFormat parse_out_format(const std::string& s) {
   if (s == "fp32") return OutFormat::fp32;
   if (s == "bf16") return OutFormat::bf16;
@@ -104,13 +111,22 @@ float dot_fp32(const double* a, const double* b, std::size_t k, int emin_a, int 
 }
 
 std::vector<std::uint32_t> gemm(const Operand& a, const Operand& b, const AccumModel& model,
-                                OutFormat out, double alpha) {
+                                OutFormat out, double alpha, const RowColScales* scales) {
   if (a.cols != b.cols) {
     throw InputError("A is " + std::to_string(a.rows) + " x " + std::to_string(a.cols) +
                      " and B is " + std::to_string(b.rows) + " x " + std::to_string(b.cols) +
                      ": expected the same K (C = A B^T)");
   }
   const std::size_t M = a.rows, N = b.rows, K = a.cols;
+  const bool rows = scales != nullptr && !scales->a_rows.empty();
+  const bool cols = scales != nullptr && !scales->b_cols.empty();
+  if ((rows && scales->a_rows.size() != M) || (cols && scales->b_cols.size() != N)) {
+    throw InputError("row/column scales: " +
+                     std::to_string(rows ? scales->a_rows.size() : M) + " and " +
+                     std::to_string(cols ? scales->b_cols.size() : N) + " (expected M = " +
+                     std::to_string(M) + " rows of A and N = " + std::to_string(N) +
+                     " rows of B)");
+  }
   const AccumModel m = operand_model(a, b, model).model;
   std::vector<double> av = a.v, bv = b.v;
   if (m.truncate_tf32) {
@@ -138,7 +154,9 @@ std::vector<std::uint32_t> gemm(const Operand& a, const Operand& b, const AccumM
           mpfr_mul_d(p, p, bv[j * K + k], MPFR_RNDN);  // exact at 1200 bits
           mpfr_add(acc, acc, p, MPFR_RNDN);            // exact: the span fits
         }
-        mpfr_mul_d(acc, acc, alpha, MPFR_RNDN);
+        mpfr_mul_d(acc, acc, alpha, MPFR_RNDN);  // exact at 1200 bits, as are the scales
+        if (rows) mpfr_mul_d(acc, acc, scales->a_rows[i], MPFR_RNDN);
+        if (cols) mpfr_mul_d(acc, acc, scales->b_cols[j], MPFR_RNDN);
         c[i * N + j] = static_cast<std::uint32_t>(of.encode(acc, Rounding{}).code);
       }
     }
@@ -149,8 +167,14 @@ std::vector<std::uint32_t> gemm(const Operand& a, const Operand& b, const AccumM
   const native::DotModel dm = dot_model(m);
   for (std::size_t i = 0; i < M; ++i) {
     for (std::size_t j = 0; j < N; ++j) {
-      const float acc = native::dot_model_fp32(&av[i * K], 1, &bv[j * K], 1, K, a.emin, b.emin, dm);
-      c[i * N + j] = native::dot_out_code(acc, rn32(alpha), static_cast<int>(out));
+      float acc = native::dot_model_fp32(&av[i * K], 1, &bv[j * K], 1, K, a.emin, b.emin, dm);
+      if (alpha != 1.0) acc = native::rn_mul(rn32(alpha), acc);
+      if (rows || cols) {
+        acc = native::dot_rowcol(acc, rows ? scales->a_rows[i] : 1.0f,
+                                 cols ? scales->b_cols[j] : 1.0f,
+                                 static_cast<int>(scales->order));
+      }
+      c[i * N + j] = native::dot_out_code(acc, 1.0f, static_cast<int>(out));
     }
   }
   return c;

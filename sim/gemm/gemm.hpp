@@ -40,13 +40,26 @@ Operand read_operand(const std::string& path, const std::string& fmt, const char
 enum class OutFormat : std::uint8_t { fp32, bf16, fp16 };
 OutFormat parse_out_format(const std::string& s);
 
+// Per-row scales of A (one fp32 per row, M) and of B (one per row of B = column of C, N),
+// applied to the fp32 accumulator after alpha, in the named fp32 order (SEMANTICS 15.1):
+// a-first RN32(sb RN32(sa acc)), b-first RN32(sa RN32(sb acc)), product RN32(RN32(sa sb) acc).
+// An empty vector means no scale on that side (1).
+struct RowColScales {
+  std::vector<float> a_rows, b_cols;
+  // product: measured on an H100 for cuBLASLt's per-tensor FP8 scales and torch's row-wise
+  // kernel (bench/results/2026-11-25-h100-gemm-scales.md).
+  enum class Order : std::uint8_t { a_first, b_first, product } order = Order::product;
+};
+RowColScales::Order parse_scale_order(const std::string& s);
+
 // The output codes (fp32 bit patterns, or bf16/fp16 codes in the low 16 bits), M x N row-major.
 // `alpha` (the product of per-tensor scales) multiplies the fp32 accumulator in the epilogue,
 // RN32(alpha * acc), before the output conversion (not applied by `exact`, which scales the
 // exact sum and rounds once). Non-exact models convert the fp32 accumulator to bf16/fp16 by
 // round to nearest even.
 std::vector<std::uint32_t> gemm(const Operand& a, const Operand& b, const AccumModel& m,
-                                OutFormat out, double alpha = 1.0);
+                                OutFormat out, double alpha = 1.0,
+                                const RowColScales* scales = nullptr);
 
 // The model gemm() runs for these operands (model_for_shape with the operands' type; fp32
 // operands count as tf32 for the cublas-sm90 profile).

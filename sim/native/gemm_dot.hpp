@@ -294,6 +294,15 @@ EXMY_HD std::uint32_t dot_out_code(float acc, float alpha, int out) {
   return static_cast<std::uint32_t>(convert(kF32, out == 1 ? kBf16 : kF16, Rounding{}, u, 0).code);
 }
 
+// Per-row scale sa (of A's row) and per-column scale sb (of B's row, i.e. C's column) applied to
+// the fp32 accumulator, in one of three fp32 orders (order: 0 a-first RN32(sb RN32(sa acc)),
+// 1 b-first RN32(sa RN32(sb acc)), 2 product RN32(RN32(sa sb) acc)).
+EXMY_HD float dot_rowcol(float acc, float sa, float sb, int order) {
+  if (order == 1) return rn_mul(sa, rn_mul(sb, acc));
+  if (order == 2) return rn_mul(rn_mul(sa, sb), acc);
+  return rn_mul(sb, rn_mul(sa, acc));
+}
+
 // fp32 -> tf32 (10 fraction bits): toward zero; to nearest, ties away (add half a tf32 ulp to
 // the magnitude bits, then clear the low 13); or to nearest even (half an ulp minus one plus the
 // kept lsb). A carry into the exponent is the right result; values near the maximum become

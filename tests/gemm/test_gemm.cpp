@@ -188,3 +188,36 @@ TEST_CASE("cublas-sm90 takes the probed chunk by input type and shape", "[gemm]"
   REQUIRE(model_for_shape(parse_accum_model("sm90", 16), 1, 1, 1, "bf16").model.chunk == 0);
   REQUIRE_THROWS_AS(model_for_shape(b16, 64, 64, 64, "e6m9"), exmy::InputError);
 }
+
+TEST_CASE("row/column scales: the three fp32 orders and exact", "[gemm]") {
+  // acc = 3 (exact in every model); sa = 1 + 2^-23, sb = 1 - 2^-24 (both fp32).
+  Operand A, B;
+  A.rows = B.rows = 1;
+  A.cols = B.cols = 1;
+  A.v = {3.0};
+  B.v = {1.0};
+  const float sa = 1.0f + std::ldexp(1.0f, -23), sb = 1.0f - std::ldexp(1.0f, -24);
+  RowColScales rc;
+  rc.a_rows = {sa};
+  rc.b_cols = {sb};
+  auto run = [&](RowColScales::Order o, const char* model) {
+    rc.order = o;
+    return f32(gemm(A, B, parse_accum_model(model, 32), OutFormat::fp32, 1.0, &rc)[0]);
+  };
+  // By the document: product RN32(RN32(sa sb) acc); a-first RN32(sb RN32(sa acc)); b-first
+  // RN32(sa RN32(sb acc)) -- fp32 operations of the host (one rounding each).
+  const float p = (sa * sb) * 3.0f, a = sb * (sa * 3.0f), b = sa * (sb * 3.0f);
+  REQUIRE(run(RowColScales::Order::product, "fp32-seq") == p);
+  REQUIRE(run(RowColScales::Order::a_first, "fp32-seq") == a);
+  REQUIRE(run(RowColScales::Order::b_first, "fp32-seq") == b);
+  REQUIRE(run(RowColScales::Order::product, "sm90") == p);
+  // The orders differ here (why the choice matters), and exact rounds 3 sa sb once.
+  REQUIRE((p != a || a != b || p != b));
+  REQUIRE(run(RowColScales::Order::product, "exact") ==
+          static_cast<float>(3.0 * double{sa} * double{sb}));
+  rc.a_rows = {1.0f, 2.0f};  // wrong size: M = 1
+  REQUIRE_THROWS_AS(gemm(A, B, parse_accum_model("sm90", 32), OutFormat::fp32, 1.0, &rc),
+                    exmy::InputError);
+  REQUIRE(parse_scale_order("b-first") == RowColScales::Order::b_first);
+  REQUIRE_THROWS_AS(parse_scale_order("first"), exmy::InputError);
+}

@@ -96,6 +96,17 @@ TEST_CASE("GPU GEMM emulation equals the CPU reference bit for bit", "[gpu][gemm
       }
       REQUIRE(gemm::gemm(A, B, m, gemm::OutFormat::fp16, 0.375) ==
               gpu::gemm_emulate(A, B, m, gemm::OutFormat::fp16, 0.375));
+      // Row/column scales in every order.
+      gemm::RowColScales rc;
+      std::uniform_real_distribution<float> u(0.25f, 4.0f);
+      for (std::size_t r = 0; r < M; ++r) rc.a_rows.push_back(u(rng));
+      for (std::size_t r = 0; r < N; ++r) rc.b_cols.push_back(u(rng));
+      for (auto o : {gemm::RowColScales::Order::product, gemm::RowColScales::Order::a_first,
+                     gemm::RowColScales::Order::b_first}) {
+        rc.order = o;
+        REQUIRE(gemm::gemm(A, B, m, gemm::OutFormat::fp32, 1.0, &rc) ==
+                gpu::gemm_emulate(A, B, m, gemm::OutFormat::fp32, 1.0, &rc));
+      }
     }
   }
 }
