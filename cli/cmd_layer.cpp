@@ -22,6 +22,7 @@
 #include "gpu/layer/layer.hpp"
 #include "sim/common/error.hpp"
 #include "sim/format/registry.hpp"
+#include "sim/gemm/accum_model.hpp"
 #include "sim/io/npy.hpp"
 #include "sim/layer/linear_layer.hpp"
 #include "sim/native/convert.hpp"
@@ -163,6 +164,32 @@ int run_layer(const Args& args) {
     throw InputError("--out-dir '" + out_dir + "': exists (expected a new directory)");
   }
   const layer::LayerShape s{X.rows, X.cols, W.rows};
+  if (cfg.accum.by_shape) {
+    // cublas-sm90's 16-bit/TF32 chunk is probed per shape: say which products extrapolate.
+    const std::string type = cfg.dtype == layer::DType::fp32 ? "tf32" : layer::dtype_name(cfg.dtype);
+    // Which products of the kind are 16-bit GEMMs (SEMANTICS 16's table); the others are int8.
+    using K = layer::Kind;
+    const bool fwd16 = cfg.kind == K::plain || cfg.kind == K::fp8_tensorwise ||
+                       cfg.kind == K::switchback_fp8 || cfg.kind == K::masked;
+    const bool wg16 = cfg.kind != K::llm_int8;
+    const struct {
+      const char* name;
+      std::size_t M, N, K;
+      bool sixteen;
+    } products[] = {{"Y", s.b, s.m, s.n, fwd16},
+                    {"X_grad", s.b, s.n, s.m, fwd16},
+                    {"W_grad", s.m, s.n, s.b, wg16}};
+    for (const auto& p : products) {
+      if (!p.sixteen) continue;
+      const gemm::ShapeModel sm = gemm::model_for_shape(cfg.accum, p.M, p.N, p.K, type);
+      if (!sm.measured) {
+        std::fprintf(stderr,
+                     "exmy layer: note: %s (%zu x %zu x %zu) was not probed; %s uses the nearest "
+                     "probed shape's model (%s)\n",
+                     p.name, p.M, p.N, p.K, accum.c_str(), sm.from.c_str());
+      }
+    }
+  }
   const layer::LayerResult r = dev == Device::cuda
                                    ? gpu::layer::run_layer(cfg, s, X.v, W.v, G.v)
                                    : layer::run_layer(cfg, s, X.v, W.v, G.v);
