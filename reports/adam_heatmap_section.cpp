@@ -11,6 +11,7 @@
 #include "reports/output_files.hpp"
 #include "reports/plotting.hpp"
 #include "reports/sections.hpp"
+#include "reports/variance_stats.hpp"
 
 namespace exmy::reports {
 
@@ -38,28 +39,6 @@ int training_seeds(bool quick, int tiny) {
   return tiny ? 2 : quick ? 3 : 5;
 }
 
-// Two-sided 95% Student-t quantile for n - 1 degrees of freedom (n = 2..8).
-double t975(int n) {
-  static const double t[] = {0, 0, 12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365};
-  return n >= 2 && n <= 8 ? t[n] : 1.96;
-}
-
-struct MeanCi {
-  double mean = 0, lo = 0, hi = 0;
-};
-MeanCi mean_ci(const std::vector<double>& x) {
-  MeanCi r;
-  const double n = static_cast<double>(x.size());
-  if (x.empty()) return r;
-  for (double v : x) r.mean += v / n;
-  double ss = 0;
-  for (double v : x) ss += (v - r.mean) * (v - r.mean);
-  const double half =
-      x.size() > 1 ? t975(static_cast<int>(x.size())) * std::sqrt(ss / (n - 1) / n) : 0;
-  r.lo = r.mean - half;
-  r.hi = r.mean + half;
-  return r;
-}
 
 std::string mci(const MeanCi& m, int digits = 3) {
   return fmt_g(m.mean, digits) + " [" + fmt_g(m.lo, digits) + ", " + fmt_g(m.hi, digits) + "]";

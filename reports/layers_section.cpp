@@ -16,6 +16,8 @@
 #include "reports/plotting.hpp"
 #include "reports/random_normal.hpp"
 #include "reports/sections.hpp"
+#include "reports/variance_config.hpp"
+#include "reports/variance_stats.hpp"
 #include "sim/layer/linear_layer.hpp"
 #include "sim/native/mask.hpp"
 
@@ -98,24 +100,6 @@ double mse(const std::vector<float>& got, const std::vector<double>& want) {
 struct Cell {
   double y = 0, xg = 0, wg = 0, wg_mse = 0;
 };
-
-// Least-squares slope of log2(y) on log2(x).
-double loglog_slope(const std::vector<double>& x, const std::vector<double>& y) {
-  const std::size_t n = x.size();
-  double mx = 0, my = 0;
-  for (std::size_t i = 0; i < n; ++i) {
-    mx += std::log2(x[i]);
-    my += std::log2(y[i]);
-  }
-  mx /= n;
-  my /= n;
-  double sxy = 0, sxx = 0;
-  for (std::size_t i = 0; i < n; ++i) {
-    sxy += (std::log2(x[i]) - mx) * (std::log2(y[i]) - my);
-    sxx += (std::log2(x[i]) - mx) * (std::log2(x[i]) - mx);
-  }
-  return sxx > 0 ? sxy / sxx : 0.0;
-}
 
 }  // namespace
 
@@ -213,31 +197,15 @@ SectionSummary run_layers_section(const ReportContext& ctx) {
     }
     return s;
   };
-  auto mean_ci = [](const std::vector<double>& v, double& lo, double& hi) {
-    double mu = 0;
-    for (double x : v) mu += x;
-    mu /= v.size();
-    double var = 0;
-    for (double x : v) var += (x - mu) * (x - mu);
-    const double se = v.size() > 1 ? std::sqrt(var / (v.size() - 1) / v.size()) : 0.0;
-    // Student t 97.5% quantiles for 1..9 degrees of freedom.
-    static const double t[] = {12.71, 4.30, 3.18, 2.78, 2.57, 2.45, 2.36, 2.31, 2.26};
-    const std::size_t df = v.size() > 1 ? v.size() - 1 : 1;
-    const double q = df <= 9 ? t[df - 1] : 1.96;
-    lo = mu - q * se;
-    hi = mu + q * se;
-    return mu;
-  };
-  const std::vector<double> s_int8 = slopes("llm-int8");
-  double lo8 = 0, hi8 = 0;
-  const double slope8 = mean_ci(s_int8, lo8, hi8);
+  const MeanCi s8 = mean_ci(slopes("llm-int8"));
+  const double slope8 = s8.mean, lo8 = s8.lo, hi8 = s8.hi;
   std::vector<double> ratio;
   for (int r = 0; r < reps; ++r) {
     ratio.push_back(cell(kind_index("llm-int8"), bs.size() - 1, r).wg /
                     cell(kind_index("switchback"), bs.size() - 1, r).wg);
   }
-  double lor = 0, hir = 0;
-  const double ratio_mean = mean_ci(ratio, lor, hir);
+  const MeanCi rc = mean_ci(ratio);
+  const double ratio_mean = rc.mean, lor = rc.lo, hir = rc.hi;
   // Figure 11's masking: the largest relative change a mask makes to an output in its normal
   // range is below 2^-M (truncation to M bits), measured on the plain layer's outputs.
   double worst = 0;

@@ -55,6 +55,8 @@ std::string run_accumulation_panel(const ReportContext& ctx, const std::string& 
   const std::uint64_t seed = ctx.options().seed;
   ctx.progress("variance", "accumulation panel: e4m3fn tensor-wise, exact vs sm90 vs "
                            "cublas-sm90, k up to " + std::to_string(ks.back()));
+  std::vector<gemm::AccumModel> ms;
+  for (const auto& name : models) ms.push_back(gemm::parse_accum_model(name, 8));
   std::vector<Trial> out(ks.size() * static_cast<std::size_t>(trials));
   ctx.parallel_for(out.size(), [&](std::size_t idx) {
     throw_if_interrupted();
@@ -85,8 +87,6 @@ std::string run_accumulation_panel(const ReportContext& ctx, const std::string& 
     Trial tr;
     tr.d_model.resize(models.size());
     tr.acc.resize(models.size());
-    std::vector<gemm::AccumModel> ms;
-    for (const auto& name : models) ms.push_back(gemm::parse_accum_model(name, 8));
     ExactDot32 ex;
     for (int r = 0; r < kRows; ++r) {
       for (int c = 0; c < kRows; ++c) {

@@ -44,6 +44,28 @@ int bootstrap_replicates(bool quick, int tiny) {
   return (quick || tiny) ? 200 : 1000;
 }
 
+namespace {
+// Two-sided 95% Student-t quantile for n - 1 degrees of freedom (n = 2..8).
+double t975(int n) {
+  static const double t[] = {0, 0, 12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365};
+  return n >= 2 && n <= 8 ? t[n] : 1.96;
+}
+}  // namespace
+
+MeanCi mean_ci(const std::vector<double>& x) {
+  MeanCi r;
+  const double n = static_cast<double>(x.size());
+  if (x.empty()) return r;
+  for (double v : x) r.mean += v / n;
+  double ss = 0;
+  for (double v : x) ss += (v - r.mean) * (v - r.mean);
+  const double half =
+      x.size() > 1 ? t975(static_cast<int>(x.size())) * std::sqrt(ss / (n - 1) / n) : 0;
+  r.lo = r.mean - half;
+  r.hi = r.mean + half;
+  return r;
+}
+
 Interval percentile_interval(std::vector<double> r) {
   if (r.empty()) return {};
   std::sort(r.begin(), r.end());

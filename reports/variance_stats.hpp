@@ -26,6 +26,13 @@ struct Interval {
 // 2.5th and 97.5th percentiles (nearest rank on the sorted replicates).
 Interval percentile_interval(std::vector<double> replicates);
 
+// The mean of independent replicates (seeds) with its two-sided 95% Student-t interval,
+// mean +- t(n-1) s / sqrt(n) (t tabulated for n = 2..8, 1.96 beyond; no interval for n < 2).
+struct MeanCi {
+  double mean = 0, lo = 0, hi = 0;
+};
+MeanCi mean_ci(const std::vector<double>& x);
+
 // E[M^2] for M the largest |X_i| of n independent draws: X ~ N(0, 1) (student_nu == 0) or
 // Student-t with nu = 4 (student_nu == 4). Numerical integration of
 //   E[M^2] = int_0^inf 2x (1 - F(x)^n) dx,  F = CDF of |X|,

@@ -14,16 +14,16 @@ std::string device_name() {
   return "none (built without CUDA)";
 }
 
-std::unique_ptr<optim::Stepper> optim_stepper(const optim::Config&, std::span<float>,
-                                              optim::State&) {
-  throw InputError("--device cuda: this exmy was built without CUDA (configure with nvcc present)");
-}
-
 namespace {
 [[noreturn]] void no_cuda() {
   throw InputError("--device cuda: this exmy was built without CUDA (configure with nvcc present)");
 }
 }  // namespace
+
+std::unique_ptr<optim::Stepper> optim_stepper(const optim::Config&, std::span<float>,
+                                              optim::State&) {
+  no_cuda();
+}
 
 std::vector<std::uint32_t> gemm_emulate(const gemm::Operand&, const gemm::Operand&,
                                         const gemm::AccumModel&, gemm::OutFormat, double,

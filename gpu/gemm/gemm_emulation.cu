@@ -123,12 +123,9 @@ std::vector<std::uint32_t> gemm_emulate(const gemm::Operand& a, const gemm::Oper
                                         double alpha, const gemm::RowColScales* scales) {
   const Prepared p = prepare(a, b, m);
   const std::size_t M = a.rows, N = b.rows, K = a.cols;
+  gemm::check_scales(scales, M, N);
   const bool rows = scales != nullptr && !scales->a_rows.empty();
   const bool cols = scales != nullptr && !scales->b_cols.empty();
-  if ((rows && scales->a_rows.size() != M) || (cols && scales->b_cols.size() != N)) {
-    throw InputError("row/column scales: expected M = " + std::to_string(M) +
-                     " rows of A and N = " + std::to_string(N) + " rows of B");
-  }
   std::vector<std::uint32_t> c(M * N);
   if (c.empty()) return c;
   const DeviceBuffer da(p.a.data(), p.a.size() * sizeof(double));

@@ -16,14 +16,6 @@
 
 namespace exmy::gemm {
 
-namespace {
-
-float rn32(double x) {
-  return static_cast<float>(x);  // one IEEE conversion, round to nearest even
-}
-
-}  // namespace
-
 Operand operand_from_codes(const std::vector<std::uint16_t>& codes, std::size_t rows,
                            std::size_t cols, const FloatFormat& fmt) {
   Operand o;
@@ -94,6 +86,16 @@ RowColScales::Order parse_scale_order(const std::string& s) {
   throw InputError("--scale-order '" + s + "': expected a-first, b-first or product");
 }
 
+void check_scales(const RowColScales* scales, std::size_t M, std::size_t N) {
+  if (scales == nullptr) return;
+  const std::size_t r = scales->a_rows.size(), c = scales->b_cols.size();
+  if ((r != 0 && r != M) || (c != 0 && c != N)) {
+    throw InputError("row/column scales: " + std::to_string(r) + " and " + std::to_string(c) +
+                     " (expected M = " + std::to_string(M) + " rows of A and N = " +
+                     std::to_string(N) + " rows of B)");
+  }
+}
+
 OutFormat parse_out_format(const std::string& s) {
   if (s == "fp32") return OutFormat::fp32;
   if (s == "bf16") return OutFormat::bf16;
@@ -118,15 +120,9 @@ std::vector<std::uint32_t> gemm(const Operand& a, const Operand& b, const AccumM
                      ": expected the same K (C = A B^T)");
   }
   const std::size_t M = a.rows, N = b.rows, K = a.cols;
+  check_scales(scales, M, N);
   const bool rows = scales != nullptr && !scales->a_rows.empty();
   const bool cols = scales != nullptr && !scales->b_cols.empty();
-  if ((rows && scales->a_rows.size() != M) || (cols && scales->b_cols.size() != N)) {
-    throw InputError("row/column scales: " +
-                     std::to_string(rows ? scales->a_rows.size() : M) + " and " +
-                     std::to_string(cols ? scales->b_cols.size() : N) + " (expected M = " +
-                     std::to_string(M) + " rows of A and N = " + std::to_string(N) +
-                     " rows of B)");
-  }
   const AccumModel m = operand_model(a, b, model).model;
   std::vector<double> av = a.v, bv = b.v;
   if (m.truncate_tf32) {
@@ -168,7 +164,7 @@ std::vector<std::uint32_t> gemm(const Operand& a, const Operand& b, const AccumM
   for (std::size_t i = 0; i < M; ++i) {
     for (std::size_t j = 0; j < N; ++j) {
       float acc = native::dot_model_fp32(&av[i * K], 1, &bv[j * K], 1, K, a.emin, b.emin, dm);
-      if (alpha != 1.0) acc = native::rn_mul(rn32(alpha), acc);
+      if (alpha != 1.0) acc = native::rn_mul(native::rn_f32(alpha), acc);
       if (rows || cols) {
         acc = native::dot_rowcol(acc, rows ? scales->a_rows[i] : 1.0f,
                                  cols ? scales->b_cols[j] : 1.0f,

@@ -51,6 +51,8 @@ struct RowColScales {
   enum class Order : std::uint8_t { a_first, b_first, product } order = Order::product;
 };
 RowColScales::Order parse_scale_order(const std::string& s);
+// InputError unless each non-empty side has M (rows of A) / N (rows of B) scales.
+void check_scales(const RowColScales* scales, std::size_t M, std::size_t N);
 
 // The output codes (fp32 bit patterns, or bf16/fp16 codes in the low 16 bits), M x N row-major.
 // `alpha` (the product of per-tensor scales) multiplies the fp32 accumulator in the epilogue,

@@ -4,26 +4,16 @@
 
 #include "sim/common/error.hpp"
 #include "sim/format/registry.hpp"
-#include "sim/gemm/gemm.hpp"
 #include "sim/native/convert.hpp"
 #include "sim/native/mask.hpp"
 #include "sim/quant/matmul.hpp"
-#include "sim/quant/quantize.hpp"
 
 namespace exmy::layer {
 
 namespace {
 
-std::uint32_t bits_of(float f) {
-  std::uint32_t u;
-  std::memcpy(&u, &f, 4);
-  return u;
-}
-float float_of(std::uint32_t u) {
-  float f;
-  std::memcpy(&f, &u, 4);
-  return f;
-}
+using native::bits_of;
+using native::float_of;
 
 std::vector<float> transpose(const std::vector<float>& a, std::size_t rows, std::size_t cols) {
   std::vector<float> t(a.size());
@@ -48,17 +38,7 @@ class CpuEngine final : public LayerEngine {
  public:
   Int8 quantize_int8(const std::vector<float>& x, std::size_t rows, std::size_t cols, Gran gran,
                      native::ScaleOrder order) override {
-    quant::Options opt;
-    opt.scheme = {granularity(gran), 0};
-    opt.target = quant::parse_target("int8");
-    opt.order = order;
-    opt.transpose = gran == Gran::col;
-    const quant::Quantized q = quant::quantize(x, {rows, cols}, opt);
-    Int8 r;
-    r.codes.resize(q.codes.size());
-    std::memcpy(r.codes.data(), q.codes.data(), q.codes.size());
-    r.state = q.state;
-    return r;
+    return int8_of(quant::quantize(x, {rows, cols}, int8_options(gran, order)));
   }
 
   std::vector<float> int8_product(const Int8& a, std::size_t rows, const Int8& b,
@@ -82,36 +62,16 @@ class CpuEngine final : public LayerEngine {
 
   std::vector<float> fake_float8(const std::vector<float>& x, std::size_t rows, std::size_t cols,
                                  Gran gran, const FloatFormat& f, DType d) override {
-    quant::Options opt;
-    opt.scheme = {granularity(gran), 0};
-    opt.target = quant::float_target(f);
-    const quant::Quantized q = quant::quantize(x, {rows, cols}, opt);
-    return to_dtype_all(quant::dequantize(q, opt), d);
+    const quant::Options opt = float8_options(gran, f);
+    return to_dtype_all(quant::dequantize(quant::quantize(x, {rows, cols}, opt), opt), d);
   }
 
   std::vector<float> gemm(const std::vector<float>& a, std::size_t rows,
                           const std::vector<float>& b, std::size_t cols, std::size_t k,
                           const gemm::AccumModel& m, DType d) override {
     gemm::Operand A, B;
-    A.rows = rows;
-    B.rows = cols;
-    A.cols = B.cols = k;
-    A.v.assign(a.begin(), a.end());
-    B.v.assign(b.begin(), b.end());
-    const FloatFormat& f = dtype_format(d);
-    A.emin = B.emin = 1 - f.bias;
-    A.type = B.type = dtype_name(d);
-    A.code_bits = B.code_bits = dtype_bits(d);
-    const gemm::OutFormat of = d == DType::fp32   ? gemm::OutFormat::fp32
-                               : d == DType::bf16 ? gemm::OutFormat::bf16
-                                                  : gemm::OutFormat::fp16;
-    const std::vector<std::uint32_t> c = gemm::gemm(A, B, m, of);
-    std::vector<float> out(c.size());
-    for (std::size_t i = 0; i < c.size(); ++i) {
-      out[i] = of == gemm::OutFormat::fp32 ? float_of(c[i])
-                                           : static_cast<float>(native::to_double(f, c[i]));
-    }
-    return out;
+    gemm_operands(a, rows, b, cols, k, d, A, B);
+    return decode_output(gemm::gemm(A, B, m, out_format(d)), d);
   }
 
   std::vector<float> mask(const std::vector<float>& v, const LayerConfig& cfg) override {
@@ -220,6 +180,58 @@ float to_dtype(float x, DType d) {
   const FloatFormat& f = dtype_format(d);
   const std::uint64_t code = native::convert(formats::fp32, f, Rounding{}, bits_of(x), 0).code;
   return static_cast<float>(native::to_double(f, code));
+}
+
+quant::Options int8_options(Gran gran, native::ScaleOrder order) {
+  quant::Options opt;
+  opt.scheme = {granularity(gran), 0};
+  opt.target = quant::parse_target("int8");
+  opt.order = order;
+  opt.transpose = gran == Gran::col;  // column-wise: the codes of the transpose (B's rows)
+  return opt;
+}
+
+quant::Options float8_options(Gran gran, const FloatFormat& f) {
+  quant::Options opt;
+  opt.scheme = {granularity(gran), 0};
+  opt.target = quant::float_target(f);
+  return opt;
+}
+
+Int8 int8_of(const quant::Quantized& q) {
+  Int8 r;
+  r.codes.resize(q.codes.size());
+  std::memcpy(r.codes.data(), q.codes.data(), q.codes.size());
+  r.state = q.state;
+  return r;
+}
+
+gemm::OutFormat out_format(DType d) {
+  return d == DType::fp32 ? gemm::OutFormat::fp32
+         : d == DType::bf16 ? gemm::OutFormat::bf16
+                            : gemm::OutFormat::fp16;
+}
+
+void gemm_operands(const std::vector<float>& a, std::size_t rows, const std::vector<float>& b,
+                   std::size_t cols, std::size_t k, DType d, gemm::Operand& A,
+                   gemm::Operand& B) {
+  A.rows = rows;
+  B.rows = cols;
+  A.cols = B.cols = k;
+  A.v.assign(a.begin(), a.end());
+  B.v.assign(b.begin(), b.end());
+  A.emin = B.emin = 1 - dtype_format(d).bias;
+  A.type = B.type = dtype_name(d);
+  A.code_bits = B.code_bits = dtype_bits(d);
+}
+
+std::vector<float> decode_output(const std::vector<std::uint32_t>& c, DType d) {
+  std::vector<float> out(c.size());
+  for (std::size_t i = 0; i < c.size(); ++i) {
+    out[i] = d == DType::fp32 ? float_of(c[i])
+                              : static_cast<float>(native::to_double(dtype_format(d), c[i]));
+  }
+  return out;
 }
 
 LayerEngine& cpu_engine() {

@@ -21,10 +21,12 @@
 #include <vector>
 
 #include "sim/gemm/accum_model.hpp"
+#include "sim/gemm/gemm.hpp"
 #include "sim/native/float_format.hpp"
 #include "sim/native/mask.hpp"
 #include "sim/native/quant_int8.hpp"
 #include "sim/native/quant_matmul.hpp"
+#include "sim/quant/quantize.hpp"
 
 namespace exmy::layer {
 
@@ -116,6 +118,19 @@ class LayerEngine {
 };
 
 LayerEngine& cpu_engine();
+
+// Pieces both engines build their primitives from (the CPU reference and gpu/layer), so that
+// the two cannot drift apart: the quantizer options of SEMANTICS 16, the int8 result of a
+// quantization, and a 16-bit product's operands, output format and decoded output.
+quant::Options int8_options(Gran gran, native::ScaleOrder order);
+quant::Options float8_options(Gran gran, const FloatFormat& f);
+Int8 int8_of(const quant::Quantized& q);
+gemm::OutFormat out_format(DType d);
+// A (rows x k) and B (cols x k), values of dtype d, as GEMM operands.
+void gemm_operands(const std::vector<float>& a, std::size_t rows, const std::vector<float>& b,
+                   std::size_t cols, std::size_t k, DType d, gemm::Operand& A, gemm::Operand& B);
+// A product's output codes (fp32 bits, or bf16/fp16 codes) as values of dtype d.
+std::vector<float> decode_output(const std::vector<std::uint32_t>& c, DType d);
 
 // Runs the layer on `engine` (default: the CPU reference). Every input value must already be a
 // value of cfg.dtype (InputError names the first that is not); NaN and infinities go through the

@@ -426,6 +426,8 @@ void final_params(const Config& c, const State& s, std::span<float> p) {
 constexpr std::uint32_t kStepNan32 = 0xFFC00000u;
 constexpr std::uint16_t kStepNanBf16 = 0xFFC0u;
 constexpr std::uint16_t kStepNanF16 = 0xFE00u;
+// e5m2 is fp16's top byte: the same NaN's top 8 bits.
+constexpr std::uint16_t kStepNanE5m2 = kStepNanF16 >> 8;
 
 void canonical_nans(const Config& c, State& s, std::span<float> p) {
   const float nan32 = native::f32_from_bits(kStepNan32);
@@ -446,7 +448,7 @@ void canonical_nans(const Config& c, State& s, std::span<float> p) {
     const bool nan = bf16  ? (h & 0x7F80u) == 0x7F80u && (h & 0x007Fu) != 0
                      : fp8 ? (h & 0x7Cu) == 0x7Cu && (h & 0x03u) != 0
                            : (h & 0x7C00u) == 0x7C00u && (h & 0x03FFu) != 0;
-    if (nan) h = bf16 ? kStepNanBf16 : fp8 ? static_cast<std::uint16_t>(kStepNanF16 >> 8) : kStepNanF16;
+    if (nan) h = bf16 ? kStepNanBf16 : fp8 ? kStepNanE5m2 : kStepNanF16;
   }
 }
 
