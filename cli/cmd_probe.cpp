@@ -1,3 +1,4 @@
+// exmy probe sfu ... (cli/probe_sfu.cpp)
 // exmy probe gemm --device cuda --lib cublaslt --out PROFILE.json [--types T,...]
 //                 [--shapes MxNxK,...]
 // Infers the accumulation models of a black-box GEMM library on this machine's GPU and checks
@@ -17,6 +18,7 @@
 
 #include "cli/cli_util.hpp"
 #include "cli/command.hpp"
+#include "cli/probe_sfu.hpp"
 #include "sim/common/error.hpp"
 
 extern char** environ;
@@ -45,8 +47,9 @@ int run_probe(const Args& args) {
     std::printf("%s", kUsage);
     return args.empty() ? 2 : 0;
   }
+  if (args[0] == "sfu") return run_probe_sfu(args);
   if (args[0] != "gemm") {
-    throw InputError("probe '" + args[0] + "': expected gemm (" + kUsage + ")");
+    throw InputError("probe '" + args[0] + "': expected gemm or sfu (" + kUsage + ")");
   }
   std::string device, lib, out, types, shapes;
   for (std::size_t i = 1; i < args.size(); ++i) {
@@ -103,6 +106,7 @@ int run_probe(const Args& args) {
 }  // namespace
 
 EXMY_COMMAND("probe", run_probe,
-             "probe gemm: infer a GPU library's accumulation models (through torch) and check them");
+             "probe gemm|sfu: infer a GPU library's accumulation models (through torch), or measure "
+             "the GPU's approximate instructions, and check them");
 
 }  // namespace exmy::cli

@@ -58,7 +58,7 @@ constexpr const char* kUsage =
     "usage: exmy step --optimizer NAME --params P.npy --grads G.npy [--state DIR] --steps N --out "
     "DIR [--lr X --beta1 X --beta2 X --eps X --wd X --momentum X --dampening X --nesterov] "
     "[--block 256|2048] [--no-small-fallback] [--variant default|torch-fused|torch-order] "
-    "[--compat torch-cpu|torch-cuda|torch-cuda-foreach] [--param-dtype fp32|bf16|fp16] [--seed S] [--loss-scale none|dynamic|fixed:S] "
+    "[--compat torch-cpu|torch-cuda|torch-cuda-foreach|bnb-cuda] [--param-dtype fp32|bf16|fp16] [--seed S] [--loss-scale none|dynamic|fixed:S] "
     "[--device cpu|cuda]";
 
 Options parse(const Args& args) {
@@ -257,13 +257,14 @@ int run_step(const Args& args) {
   if (!o.compat.empty()) {
     // The profile's PyTorch kernels (docs/SEMANTICS.md 9.2, 9.3, 12); a profile that does not
     // cover this optimizer is an error, never a fallback to the default.
-    const native::TorchKernels k =
-        compat_step_kernels(compat_profile(o.compat), std::string(e.name));
-    if (k != native::TorchKernels::cpu && o.variant != "default") {
+    const CompatEntry& ce = compat_step_entry(compat_profile(o.compat), std::string(e.name));
+    if ((ce.kernels != native::TorchKernels::cpu || ce.bnb != native::BnbKernels::exact) &&
+        o.variant != "default") {
       throw InputError("--compat " + o.compat + " with --variant " + o.variant +
-                       ": choose one (the variant is a model of other PyTorch kernels)");
+                       ": choose one (the variant is a model of other kernels)");
     }
-    c.hyper.adam.kernels = c.hyper.sgd.kernels = k;
+    c.hyper.adam.kernels = c.hyper.sgd.kernels = ce.kernels;
+    c.hyper.adam.bnb = ce.bnb;
   }
 
   // Parameters and gradients.

@@ -16,7 +16,7 @@ else
 fi
 
 pkgs=(cmake g++ make pkg-config libmpfr-dev libgmp-dev catch2 librapidcheck-dev libbenchmark-dev
-      libomp-dev python3 python3-numpy python3-matplotlib python3-venv python3-dev)
+      libomp-dev zlib1g-dev python3 python3-numpy python3-matplotlib python3-venv python3-dev)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -3,6 +3,7 @@
 #include "gpu/gemm/gemm_emulation.hpp"
 #include "gpu/layer/layer.hpp"
 #include "gpu/optim/optim_host.hpp"
+#include "gpu/sfu/sfu_probe.hpp"
 #include "sim/common/error.hpp"
 
 namespace exmy::gpu {
@@ -51,5 +52,12 @@ exmy::layer::LayerResult run_layer(const exmy::layer::LayerConfig&, const exmy::
   no_cuda();
 }
 }  // namespace layer
+
+void sfu_measure(sfu::Bundle&) {
+  no_cuda();
+}
+std::vector<SfuCheck> sfu_verify(const sfu::Bundle&, const std::function<void(int, int)>&) {
+  no_cuda();
+}
 
 }  // namespace exmy::gpu

@@ -147,11 +147,11 @@ __global__ void __launch_bounds__(kThreads)
     for (int e = 0; e < E; ++e) {
       const std::size_t i = lo + e * kThreads + threadIdx.x;
       if (i < n) {
-        s1[e] = native::bnb_dequant(c1, q1[i], a1);
-        s2[e] = native::bnb_dequant(c2, q2[i], a2);
-        ok[e] = native::bnb_adam8_states(s, g[i], s1[e], s2[e]);
+        s1[e] = native::bnb_dequant(s, c1, q1[i], a1);
+        s2[e] = native::bnb_dequant(s, c2, q2[i], a2);
+        ok[e] = native::bnb_adam8_states(s, native::Storage::f32, g[i], s1[e], s2[e]);
       } else {  // a padding lane of the last, partial block
-        native::bnb_adam8_padding(s, c1, c2, a1, a2, s1[e], s2[e]);
+        native::bnb_adam8_padding(s, native::Storage::f32, c1, c2, a1, a2, s1[e], s2[e]);
         ok[e] = false;
       }
       m1 = fmaxf(m1, native::f32_abs(s1[e]));
@@ -168,8 +168,8 @@ __global__ void __launch_bounds__(kThreads)
       const std::size_t i = lo + e * kThreads + threadIdx.x;
       if (i >= n) continue;
       if (ok[e]) p[i] = native::bnb_adam8_param(s, native::Storage::f32, p[i], s1[e], s2[e]);
-      q1[i] = native::bnb_quant_signed(c1, mids1, s1[e], m1);
-      q2[i] = native::bnb_quant_unsigned(mids2, s2[e], m2);
+      q1[i] = native::bnb_quant_signed(s, c1, mids1, s1[e], m1);
+      q2[i] = native::bnb_quant_unsigned(s, mids2, s2[e], m2);
     }
   }
 }
@@ -202,11 +202,11 @@ __global__ void __launch_bounds__(kThreads)
     for (int e = 0; e < kWarpE; ++e) {
       const std::size_t i = lo + e * 32 + lane;
       if (i < n) {
-        s1[e] = native::bnb_dequant(c1, q1[i], a1);
-        s2[e] = native::bnb_dequant(c2, q2[i], a2);
-        ok[e] = native::bnb_adam8_states(s, g[i], s1[e], s2[e]);
+        s1[e] = native::bnb_dequant(s, c1, q1[i], a1);
+        s2[e] = native::bnb_dequant(s, c2, q2[i], a2);
+        ok[e] = native::bnb_adam8_states(s, native::Storage::f32, g[i], s1[e], s2[e]);
       } else {
-        native::bnb_adam8_padding(s, c1, c2, a1, a2, s1[e], s2[e]);
+        native::bnb_adam8_padding(s, native::Storage::f32, c1, c2, a1, a2, s1[e], s2[e]);
         ok[e] = false;
       }
       m1 = fmaxf(m1, native::f32_abs(s1[e]));
@@ -223,8 +223,8 @@ __global__ void __launch_bounds__(kThreads)
       const std::size_t i = lo + e * 32 + lane;
       if (i >= n) continue;
       if (ok[e]) p[i] = native::bnb_adam8_param(s, native::Storage::f32, p[i], s1[e], s2[e]);
-      q1[i] = native::bnb_quant_signed(c1, mids1, s1[e], m1);
-      q2[i] = native::bnb_quant_unsigned(mids2, s2[e], m2);
+      q1[i] = native::bnb_quant_signed(s, c1, mids1, s1[e], m1);
+      q2[i] = native::bnb_quant_unsigned(s, mids2, s2[e], m2);
     }
   }
 }
@@ -245,7 +245,7 @@ __global__ void __launch_bounds__(kThreads)
 #pragma unroll
     for (int e = 0; e < kWarpE; ++e) {
       const std::size_t i = lo + e * 32 + lane;
-      s1[e] = i < n ? native::bnb_momentum8_state(s, p[i], g[i], native::bnb_dequant(c1, q1[i], a1))
+      s1[e] = i < n ? native::bnb_momentum8_state(s, p[i], g[i], native::bnb_dequant(s, c1, q1[i], a1))
                     : native::bnb_momentum8_padding(s, c1, a1);
       m1 = fmaxf(m1, native::f32_abs(s1[e]));
     }
@@ -256,7 +256,7 @@ __global__ void __launch_bounds__(kThreads)
       const std::size_t i = lo + e * 32 + lane;
       if (i >= n) continue;
       p[i] = native::bnb_momentum8_param(s, native::Storage::f32, p[i], s1[e]);
-      q1[i] = native::bnb_quant_signed(c1, mids1, s1[e], m1);
+      q1[i] = native::bnb_quant_signed(s, c1, mids1, s1[e], m1);
     }
   }
 }
@@ -276,7 +276,7 @@ __global__ void __launch_bounds__(kThreads)
 #pragma unroll
     for (int e = 0; e < E; ++e) {
       const std::size_t i = lo + e * kThreads + threadIdx.x;
-      s1[e] = i < n ? native::bnb_momentum8_state(s, p[i], g[i], native::bnb_dequant(c1, q1[i], a1))
+      s1[e] = i < n ? native::bnb_momentum8_state(s, p[i], g[i], native::bnb_dequant(s, c1, q1[i], a1))
                     : native::bnb_momentum8_padding(s, c1, a1);
       m1 = fmaxf(m1, native::f32_abs(s1[e]));
     }
@@ -287,7 +287,7 @@ __global__ void __launch_bounds__(kThreads)
       const std::size_t i = lo + e * kThreads + threadIdx.x;
       if (i >= n) continue;
       p[i] = native::bnb_momentum8_param(s, native::Storage::f32, p[i], s1[e]);
-      q1[i] = native::bnb_quant_signed(c1, mids1, s1[e], m1);
+      q1[i] = native::bnb_quant_signed(s, c1, mids1, s1[e], m1);
     }
   }
 }
@@ -385,9 +385,9 @@ __global__ void __launch_bounds__(kThreads, kFastMinCtas)
 #pragma unroll
       for (int j = 0; j < 4; ++j) {
         const int e = 4 * r + j;
-        s1[e] = native::bnb_dequant(t.code[0], static_cast<std::uint8_t>(C1[r] >> (8 * j)), a1);
-        s2[e] = native::bnb_dequant(t.code[1], static_cast<std::uint8_t>(C2[r] >> (8 * j)), a2);
-        if (native::bnb_adam8_states(s, gs[j], s1[e], s2[e])) ok |= 1u << e;
+        s1[e] = native::bnb_dequant(s, t.code[0], static_cast<std::uint8_t>(C1[r] >> (8 * j)), a1);
+        s2[e] = native::bnb_dequant(s, t.code[1], static_cast<std::uint8_t>(C2[r] >> (8 * j)), a2);
+        if (native::bnb_adam8_states(s, native::Storage::f32, gs[j], s1[e], s2[e])) ok |= 1u << e;
         m1 = fmaxf(m1, native::f32_abs(s1[e]));
         m2 = fmaxf(m2, native::f32_abs(s2[e]));
       }
@@ -414,9 +414,9 @@ __global__ void __launch_bounds__(kThreads, kFastMinCtas)
         if (ok & (1u << e)) {
           ps[j] = native::bnb_adam8_param(s, native::Storage::f32, ps[j], s1[e], s2[e]);
         }
-        c1 |= std::uint32_t{native::bnb_quant_signed_bucketed(z, t.t[0], t.start[0], s1[e], m1)}
+        c1 |= std::uint32_t{native::bnb_quant_signed_bucketed(s, z, t.t[0], t.start[0], s1[e], m1)}
               << (8 * j);
-        c2 |= std::uint32_t{native::bnb_quant_unsigned_bucketed(t.t[1], t.start[1], s2[e], m2)}
+        c2 |= std::uint32_t{native::bnb_quant_unsigned_bucketed(s, t.t[1], t.start[1], s2[e], m2)}
               << (8 * j);
       }
       reinterpret_cast<float4*>(p)[k] = make_float4(ps[0], ps[1], ps[2], ps[3]);
@@ -466,7 +466,7 @@ __global__ void k_bnb_momentum32(native::Bnb8Scalars s, float* p, const float* g
   for (std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x; i < n;
        i += static_cast<std::size_t>(gridDim.x) * blockDim.x) {
     float pi = p[i], a = s1[i];
-    native::bnb_momentum32_element(s, native::Storage::f32, pi, g[i], a);
+    native::bnb_momentum32_element(s, native::Storage::f32, pi, g[i], a, static_cast<int>(i % 4));
     p[i] = pi;
     s1[i] = a;
   }

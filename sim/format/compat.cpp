@@ -45,6 +45,18 @@ const std::vector<CompatProfile>& compat_profiles() {
                    "PyTorch 2.11 CUDA multi_tensor_apply kernels (_multi_tensor_adam/_sgd, "
                    "foreach=True, the CUDA default)",
                    native::TorchKernels::cuda_foreach),
+      // bitsandbytes' 8-bit optimizers on the GPU (docs/SEMANTICS.md 9.4, 17); the 32-bit
+      // fallback below 4096 elements included.
+      {"bnb-cuda",
+       "bitsandbytes 0.50.2 CUDA kernels (kOptimizerStatic8bit2StateBlockwise, "
+       "kOptimizerStatic8bit1StateBlockwise, kOptimizer32bit2State/1State) as compiled for sm_90 "
+       "with --use_fast_math",
+       {{CompatOp::step, "adamw8bit", native::CompatCast::e8m0_torch, native::TorchKernels::cpu,
+         native::BnbKernels::cuda_sm90},
+        {CompatOp::step, "adam8bit", native::CompatCast::e8m0_torch, native::TorchKernels::cpu,
+         native::BnbKernels::cuda_sm90},
+        {CompatOp::step, "momentum8bit", native::CompatCast::e8m0_torch, native::TorchKernels::cpu,
+         native::BnbKernels::cuda_sm90}}},
   };
   return profiles;
 }
@@ -85,9 +97,13 @@ native::CompatCast compat_rule(const CompatProfile& p, CompatOp op, const Format
 }
 
 native::TorchKernels compat_step_kernels(const CompatProfile& p, std::string_view optimizer) {
+  return compat_step_entry(p, optimizer).kernels;
+}
+
+const CompatEntry& compat_step_entry(const CompatProfile& p, std::string_view optimizer) {
   std::string covers;
   for (const CompatEntry& e : p.entries) {
-    if (e.op == CompatOp::step && optimizer == e.format) return e.kernels;
+    if (e.op == CompatOp::step && optimizer == e.format) return e;
     covers += (covers.empty() ? "" : ", ") + std::string(compat_op_name(e.op)) + " " + e.format;
   }
   throw InputError("--compat " + std::string(p.name) + " does not cover step --optimizer " +

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "sim/format/registry.hpp"
+#include "sim/native/bnb_kernels.hpp"
 #include "sim/native/compat_e8m0.hpp"
 #include "sim/native/torch_kernels.hpp"
 
@@ -24,7 +25,8 @@ struct CompatEntry {
   // cast: the format's canonical name (any alias of it matches); step: the optimizer's name.
   const char* format;
   native::CompatCast rule = native::CompatCast::e8m0_torch;  // cast only
-  native::TorchKernels kernels = native::TorchKernels::cpu;  // step only
+  native::TorchKernels kernels = native::TorchKernels::cpu;  // step only (torch optimizers)
+  native::BnbKernels bnb = native::BnbKernels::exact;         // step only (8-bit optimizers)
 };
 
 struct CompatProfile {
@@ -46,5 +48,7 @@ native::CompatCast compat_rule(const CompatProfile& p, CompatOp op, const Format
 // The PyTorch kernels profile p models for `exmy step --optimizer NAME`; an InputError naming the
 // profile and the optimizer (and what the profile covers) when p does not cover it.
 native::TorchKernels compat_step_kernels(const CompatProfile& p, std::string_view optimizer);
+// The entry of profile p for `exmy step --optimizer NAME` (same error as above).
+const CompatEntry& compat_step_entry(const CompatProfile& p, std::string_view optimizer);
 
 }  // namespace exmy

@@ -26,6 +26,7 @@
 #include <cstdint>
 
 #include "sim/native/fp32_ops.hpp"
+#include "sim/native/optim_bnb8.hpp"
 
 namespace exmy::native {
 
@@ -130,15 +131,16 @@ EXMY_HD std::uint8_t bnb_nearest_bucketed(const float* t, const std::uint8_t* st
 
 // bnb_quant_signed / bnb_quant_unsigned with the bucketed search (same results); z from
 // bnb_negative_prefix of the signed map.
-EXMY_HD std::uint8_t bnb_quant_signed_bucketed(int z, const float* t, const std::uint8_t* start,
-                                               float s, float absmax) {
-  std::uint8_t c = bnb_nearest_bucketed(t, start, rn_div(s, absmax));
+EXMY_HD std::uint8_t bnb_quant_signed_bucketed(const Bnb8Scalars& k, int z, const float* t,
+                                               const std::uint8_t* start, float s, float absmax) {
+  std::uint8_t c = bnb_nearest_bucketed(t, start, bnb_ratio(k, s, absmax));
   if ((c < z) != f32_signbit(s)) c = static_cast<std::uint8_t>(s > 0.0f ? c + 1 : c - 1);
   return c;
 }
-EXMY_HD std::uint8_t bnb_quant_unsigned_bucketed(const float* t, const std::uint8_t* start, float s,
+EXMY_HD std::uint8_t bnb_quant_unsigned_bucketed(const Bnb8Scalars& k, const float* t,
+                                                 const std::uint8_t* start, float s,
                                                  float absmax) {
-  return bnb_nearest_bucketed(t, start, rn_div(s, absmax));
+  return bnb_nearest_bucketed(t, start, bnb_ratio(k, s, absmax));
 }
 
 }  // namespace exmy::native

@@ -5,6 +5,7 @@
 #include "sim/common/error.hpp"
 #include "sim/format/codebook.hpp"
 #include "sim/optim/optim.hpp"
+#include "sim/sfu/sfu_tables.hpp"
 
 namespace exmy::optim {
 
@@ -55,6 +56,11 @@ native::Bnb8Scalars bnb8_scalars(const AdamHyper& h, long step, bool torch_order
   s.neg_step = static_cast<float>(-(h.lr / (1.0 - std::pow(h.beta1, t))));
   s.bc2_sqrt = static_cast<float>(std::pow(1.0 - std::pow(h.beta2, t), 0.5));
   s.torch_decay = static_cast<float>(1.0 - h.lr * h.wd);
+  if (h.bnb == native::BnbKernels::cuda_sm90) {
+    s.sm90 = true;
+    s.sfu = sfu::sm90().view();
+    native::bnb_sm90_scalars(s);
+  }
   return s;
 }
 
@@ -94,15 +100,15 @@ void bnb_adam8_step(const native::Bnb8Scalars& s, Storage st, std::span<float> p
     const float a1 = S.absmax1[b], a2 = S.absmax2[b];
     float m1 = -FLT_MAX, m2 = -FLT_MAX;
     for (std::size_t j = 0; j < cnt; ++j) {
-      s1[j] = native::bnb_dequant(c1, S.q1[lo + j], a1);
-      s2[j] = native::bnb_dequant(c2, S.q2[lo + j], a2);
-      ok[j] = native::bnb_adam8_states(s, g[lo + j], s1[j], s2[j]);
+      s1[j] = native::bnb_dequant(s, c1, S.q1[lo + j], a1);
+      s2[j] = native::bnb_dequant(s, c2, S.q2[lo + j], a2);
+      ok[j] = native::bnb_adam8_states(s, st, g[lo + j], s1[j], s2[j]);
       m1 = native::f32_fmax(m1, native::f32_abs(s1[j]));
       m2 = native::f32_fmax(m2, native::f32_abs(s2[j]));
     }
     if (cnt < B) {
       float ps1, ps2;
-      native::bnb_adam8_padding(s, c1, c2, a1, a2, ps1, ps2);
+      native::bnb_adam8_padding(s, st, c1, c2, a1, a2, ps1, ps2);
       m1 = native::f32_fmax(m1, native::f32_abs(ps1));
       m2 = native::f32_fmax(m2, native::f32_abs(ps2));
     }
@@ -110,8 +116,8 @@ void bnb_adam8_step(const native::Bnb8Scalars& s, Storage st, std::span<float> p
     S.absmax2[b] = m2;
     for (std::size_t j = 0; j < cnt; ++j) {
       if (ok[j]) p[lo + j] = native::bnb_adam8_param(s, st, p[lo + j], s1[j], s2[j]);
-      S.q1[lo + j] = native::bnb_quant_signed(c1, mids1, s1[j], m1);
-      S.q2[lo + j] = native::bnb_quant_unsigned(mids2, s2[j], m2);
+      S.q1[lo + j] = native::bnb_quant_signed(s, c1, mids1, s1[j], m1);
+      S.q2[lo + j] = native::bnb_quant_unsigned(s, mids2, s2[j], m2);
     }
   }
 }
@@ -122,7 +128,7 @@ void bnb_momentum8_step(const native::Bnb8Scalars& s, Storage st, std::span<floa
   check(n, g.size(), "gradient");
   if (!S.is_8bit) {
     check(n, S.s1.size(), "state1");
-    for (std::size_t i = 0; i < n; ++i) native::bnb_momentum32_element(s, st, p[i], g[i], S.s1[i]);
+    for (std::size_t i = 0; i < n; ++i) native::bnb_momentum32_element(s, st, p[i], g[i], S.s1[i], static_cast<int>(i % 4));
     return;
   }
   check(n, S.q1.size(), "state1");
@@ -137,7 +143,7 @@ void bnb_momentum8_step(const native::Bnb8Scalars& s, Storage st, std::span<floa
     float m1 = -FLT_MAX;
     for (std::size_t j = 0; j < cnt; ++j) {
       s1[j] = native::bnb_momentum8_state(s, p[lo + j], g[lo + j],
-                                          native::bnb_dequant(c1, S.q1[lo + j], a1));
+                                          native::bnb_dequant(s, c1, S.q1[lo + j], a1));
       m1 = native::f32_fmax(m1, native::f32_abs(s1[j]));
     }
     if (cnt < B)
@@ -145,7 +151,7 @@ void bnb_momentum8_step(const native::Bnb8Scalars& s, Storage st, std::span<floa
     S.absmax1[b] = m1;
     for (std::size_t j = 0; j < cnt; ++j) {
       p[lo + j] = native::bnb_momentum8_param(s, st, p[lo + j], s1[j]);
-      S.q1[lo + j] = native::bnb_quant_signed(c1, mids1, s1[j], m1);
+      S.q1[lo + j] = native::bnb_quant_signed(s, c1, mids1, s1[j], m1);
     }
   }
 }

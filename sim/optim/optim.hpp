@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "sim/native/bnb_kernels.hpp"
 #include "sim/native/optim_adamw.hpp"
 #include "sim/native/optim_bnb8.hpp"
 #include "sim/native/optim_split.hpp"
@@ -22,6 +23,8 @@ struct AdamHyper {
   double lr = 1e-3, beta1 = 0.9, beta2 = 0.999, eps = 1e-8, wd = 0.0;
   // The PyTorch kernels modelled (`--compat torch-cpu|torch-cuda|torch-cuda-foreach`).
   native::TorchKernels kernels = native::TorchKernels::cpu;
+  // The bitsandbytes kernels modelled by the 8-bit optimizers (`--compat bnb-cuda`).
+  native::BnbKernels bnb = native::BnbKernels::exact;
 };
 struct SgdHyper {
   double lr = 1e-3, momentum = 0.9, dampening = 0.0, wd = 0.0;

@@ -429,16 +429,24 @@ constexpr std::uint16_t kStepNanF16 = 0xFE00u;
 // e5m2 is fp16's top byte: the same NaN's top 8 bits.
 constexpr std::uint16_t kStepNanE5m2 = kStepNanF16 >> 8;
 
+// Under `--compat bnb-cuda` the NaNs are the GPU's: 0x7FFFFFFF from its fp32 arithmetic and MUFU,
+// a bf16 parameter's 0x7FFF (0x7FFF0000 as fp32), an fp16 parameter's 0x7FFF, which CUDA widens
+// to 0x7FFFFFFF (docs/SEMANTICS.md 9.4).
+constexpr std::uint32_t kCudaNan32 = 0x7FFFFFFFu;
+constexpr std::uint32_t kCudaNanBf16AsF32 = 0x7FFF0000u;
+
 void canonical_nans(const Config& c, State& s, std::span<float> p) {
-  const float nan32 = native::f32_from_bits(kStepNan32);
-  const auto fix = [&](std::span<float> v) {
+  const bool cuda = c.hyper.adam.bnb == native::BnbKernels::cuda_sm90;
+  const float nan32 = native::f32_from_bits(cuda ? kCudaNan32 : kStepNan32);
+  const float nan_p = cuda && c.st == Storage::bf16 ? native::f32_from_bits(kCudaNanBf16AsF32) : nan32;
+  const auto fix = [&](std::span<float> v, float nan) {
     for (float& x : v) {
-      if (std::isnan(x)) x = nan32;
+      if (std::isnan(x)) x = nan;
     }
   };
-  fix(p);
+  fix(p, nan_p);
   for (const StateArray& a : c.opt.entry->arrays(c, s)) {
-    if (auto* const* f = std::get_if<std::vector<float>*>(&a.data)) fix(**f);
+    if (auto* const* f = std::get_if<std::vector<float>*>(&a.data)) fix(**f, nan32);
   }
   if (!c.opt.entry->split) return;
   // Split parameters: the 16-bit part is a bf16/fp16 code; a NaN keeps its extra bits (they are

@@ -579,11 +579,11 @@ void run_requant(const Run& r) {
       const auto ops = [&] { return "s " + hex32(s) + " absmax " + hex32(a); };
       std::uint8_t nan_state = 0;
       const std::uint8_t want1 = os::requantize_signed(o1, Sx, A, nan_state);
-      const std::uint8_t got1 = native::bnb_quant_signed(c1, mids1, s, a);
+      const std::uint8_t got1 = native::bnb_quant_signed(native::Bnb8Scalars{}, c1, mids1, s, a);
       r.ck.code("q1", 1, i, got1, want1, got1 == want1 || (nan_state && (got1 == 0 || got1 == 255)),
                 ops);
       const std::uint8_t want2 = os::nearest_even(o2, os::div(os::F32, Sx, A));
-      const std::uint8_t got2 = native::bnb_quant_unsigned(mids2, s, a);
+      const std::uint8_t got2 = native::bnb_quant_unsigned(native::Bnb8Scalars{}, mids2, s, a);
       r.ck.code("q2", 1, i, got2, want2, got2 == want2, ops);
     }
   }

@@ -49,12 +49,12 @@ TEST_CASE("8-bit state: sign guard keeps the first moment's sign", "[optim][bnb8
   float mids[256];
   native::bnb_midpoints(code, mids);
   // A tiny positive state rounds to the zero code (index 127, +0.0): same sign bit, kept.
-  CHECK(native::bnb_quant_signed(code, mids, 1e-9f, 1.0f) == 127);
+  CHECK(native::bnb_quant_signed(native::Bnb8Scalars{}, code, mids, 1e-9f, 1.0f) == 127);
   // A tiny negative one rounds to +0.0 too; the guard steps to 126, the smallest negative code.
-  CHECK(native::bnb_quant_signed(code, mids, -1e-9f, 1.0f) == 126);
+  CHECK(native::bnb_quant_signed(native::Bnb8Scalars{}, code, mids, -1e-9f, 1.0f) == 126);
   CHECK(code[126] < 0.0f);
   // -0.0 has the sign bit: it also moves to 126 (the kernel compares sign bits).
-  CHECK(native::bnb_quant_signed(code, mids, -0.0f, 1.0f) == 126);
+  CHECK(native::bnb_quant_signed(native::Bnb8Scalars{}, code, mids, -0.0f, 1.0f) == 126);
 }
 
 TEST_CASE("8-bit Adam: zero gradients in a zero state stay zero (full and partial blocks)",

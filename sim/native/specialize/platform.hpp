@@ -98,6 +98,26 @@ EXMY_HD float rn_f32_from_i32(std::int32_t v) {  // exact for |v| <= 2^24
   return __int2float_rn(v);
 }
 
+// fp32 arithmetic with flush-to-zero (nvcc --ftz=true, `--use_fast_math`): subnormal inputs are
+// read as zeros of their sign, a result whose exponent-unbounded rounding lies below 2^-126 is
+// written as a zero of its sign (measured on sm_90: (1 - 2^-23)(1 + 2^-23)·2^-126 gives 2^-126,
+// (1 - 2^-24)·2^-126 gives 0; docs/SEMANTICS.md 17). The device has the instructions.
+EXMY_HD float ftz_add(float a, float b) {
+  float r;
+  asm("add.rn.ftz.f32 %0, %1, %2;" : "=f"(r) : "f"(a), "f"(b));
+  return r;
+}
+EXMY_HD float ftz_mul(float a, float b) {
+  float r;
+  asm("mul.rn.ftz.f32 %0, %1, %2;" : "=f"(r) : "f"(a), "f"(b));
+  return r;
+}
+EXMY_HD float ftz_fma(float a, float b, float c) {
+  float r;
+  asm("fma.rn.ftz.f32 %0, %1, %2, %3;" : "=f"(r) : "f"(a), "f"(b), "f"(c));
+  return r;
+}
+
 // c + v rounded toward zero, for 0 <= v and c + v in [c, 2c] (one binade): the device has the
 // rounding mode.
 EXMY_HD float rz_add_in_binade(float v, float c) {
@@ -185,6 +205,41 @@ EXMY_HD float rn_f32(double a) {
 }
 EXMY_HD float rn_f32_from_i32(std::int32_t v) {
   return static_cast<float>(v);  // IEEE conversion in the default (nearest-even) mode
+}
+
+// FTZ arithmetic (see the device versions above). The host rounds subnormal results on the
+// subnormal grid, so a result within a factor 4 of 2^-126 is recomputed with the operands scaled
+// by 2^64 (exact: such a result needs |a| < 2^50 and, for fma, |c| < 2^-76, so nothing
+// overflows), where the rounding is the exponent-unbounded one, and flushed if it lies below
+// 2^-62 (= 2^-126·2^64).
+EXMY_HD float ftz_in(float x) {
+  const std::uint32_t u = f32_bits(x);
+  return (u & 0x7F800000u) == 0 ? f32_from_bits(u & 0x80000000u) : x;
+}
+EXMY_HD bool ftz_near_tiny(float r) {
+  const std::uint32_t a = f32_bits(r) & 0x7FFFFFFFu;
+  return a != 0 && a < 0x01800000u;  // 0 < |r| < 2^-124
+}
+EXMY_HD float ftz_unscale(float r2) {
+  return std::fabs(r2) < 0x1p-62f ? f32_from_bits(f32_bits(r2) & 0x80000000u) : r2 * 0x1p-64f;
+}
+EXMY_HD float ftz_add(float a, float b) {
+  // A sum below 2^-126 is exact, so the bounded rounding already is the unbounded one.
+  const float r = ftz_in(a) + ftz_in(b);
+  return (f32_bits(r) & 0x7F800000u) == 0 ? f32_from_bits(f32_bits(r) & 0x80000000u) : r;
+}
+EXMY_HD float ftz_mul(float a, float b) {
+  a = ftz_in(a);
+  b = ftz_in(b);
+  const float r = a * b;
+  return ftz_near_tiny(r) ? ftz_unscale((a * 0x1p64f) * b) : r;
+}
+EXMY_HD float ftz_fma(float a, float b, float c) {
+  a = ftz_in(a);
+  b = ftz_in(b);
+  c = ftz_in(c);
+  const float r = std::fma(a, b, c);
+  return ftz_near_tiny(r) ? ftz_unscale(std::fma(a * 0x1p64f, b, c * 0x1p64f)) : r;
 }
 
 // No rounding-mode control without fesetround: the rne sum s lies in [c, 2c] with c, so s - c is

@@ -1,0 +1,76 @@
+#!/usr/bin/env python3
+"""Compares `exmy step --compat PROFILE` with bitsandbytes' results captured by
+bnb_optim_capture.py, element by element, and writes a divergence table.
+
+    bench/peers/bnb_optim_diff.py EXMY CASES_DIR OUT.md [--profile bnb-cuda] [--device cpu|cuda]
+
+For each case folder: runs exmy on params0.npy / grads.npy with the case's hyperparameters and
+compares params (bit patterns; NaNs as a class), state codes, absmax (or the fp32 states of the
+32-bit fallback). Exit status 1 when anything differs.
+"""
+import json, os, subprocess, sys, tempfile
+import numpy as np
+
+exmy, cases, out_md = sys.argv[1], sys.argv[2], sys.argv[3]
+profile = sys.argv[sys.argv.index("--profile") + 1] if "--profile" in sys.argv else "bnb-cuda"
+device = sys.argv[sys.argv.index("--device") + 1] if "--device" in sys.argv else "cpu"
+
+
+def ulps(a, b):
+    a = a.astype(np.float32).view(np.int32).astype(np.int64)
+    b = b.astype(np.float32).view(np.int32).astype(np.int64)
+    a = np.where(a < 0, -(a & 0x7FFFFFFF), a)
+    b = np.where(b < 0, -(b & 0x7FFFFFFF), b)
+    return np.abs(a - b)
+
+
+def differ(a, b):
+    if a.dtype.kind == "f":
+        na, nb = np.isnan(a), np.isnan(b)
+        same = (a.view(np.uint32 if a.dtype == np.float32 else np.uint16) ==
+                b.view(np.uint32 if b.dtype == np.float32 else np.uint16)) | (na & nb)
+        d = ~same
+        mu = int(ulps(a[d & ~na & ~nb], b[d & ~na & ~nb]).max()) if (d & ~na & ~nb).any() else 0
+        return int(d.sum()), mu
+    d = a != b
+    return int(d.sum()), int(np.abs(a.astype(np.int64) - b.astype(np.int64)).max()) if d.any() else 0
+
+
+rows, bad = [], 0
+for name in sorted(os.listdir(cases)):
+    d = os.path.join(cases, name)
+    if not os.path.isfile(os.path.join(d, "case.json")):
+        continue
+    c = json.load(open(os.path.join(d, "case.json")))
+    h = c["hyper"]
+    with tempfile.TemporaryDirectory() as tmp:
+        cmd = [exmy, "step", "--optimizer", c["optimizer"], "--compat", profile,
+               "--params", os.path.join(d, "params0.npy"), "--grads", os.path.join(d, "grads.npy"),
+               "--steps", str(c["steps"]), "--out", tmp, "--lr", repr(h["lr"]), "--wd", repr(h["wd"]),
+               "--param-dtype", c["dtype"], "--device", device]
+        if c["optimizer"] == "momentum8bit":
+            cmd += ["--momentum", repr(h["momentum"])]
+        else:
+            cmd += ["--beta1", repr(h["beta1"]), "--beta2", repr(h["beta2"]), "--eps", repr(h["eps"])]
+        r = subprocess.run(cmd, capture_output=True, text=True)
+        if r.returncode != 0:
+            rows.append((name, "exmy failed: " + r.stderr.strip().splitlines()[-1], "", ""))
+            bad += 1
+            continue
+        parts = []
+        for f in ("params", "state1", "state2", "absmax1", "absmax2"):
+            pf = os.path.join(d, f + ".npy")
+            if not os.path.exists(pf):
+                continue
+            ref = np.load(pf)
+            mine = np.load(os.path.join(tmp, f + ".npy")).reshape(ref.shape).astype(ref.dtype)
+            n, mu = differ(ref, mine)
+            bad += n > 0
+            parts.append(f"{f} {n}/{ref.size}" + (f" (max {mu})" if n else ""))
+        rows.append((name, c["dtype"], str(c["n"]), "; ".join(parts)))
+with open(out_md, "w") as f:
+    f.write(f"| case | dtype | n | elements differing (exmy --compat {profile} --device {device} vs bitsandbytes) |\n|---|---|---|---|\n")
+    for r in rows:
+        f.write("| " + " | ".join(r) + " |\n")
+print(open(out_md).read())
+sys.exit(1 if bad else 0)

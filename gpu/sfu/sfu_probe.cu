@@ -1,0 +1,175 @@
+// The SFU probe (gpu/sfu/sfu_probe.hpp): each instruction is issued through inline PTX so that
+// nvcc emits exactly that instruction (one MUFU operation on sm_90; checked with cuobjdump).
+#include "gpu/sfu/sfu_probe.hpp"
+
+#include <cuda_runtime.h>
+
+#include <memory>
+
+#include "gpu/common/cuda_check.hpp"
+#include "sim/native/sfu_digest.hpp"
+#include "sim/native/sfu_sm90.hpp"
+
+namespace exmy::gpu {
+
+namespace {
+
+enum Op : int { kRcp, kSqrt, kRsqrt, kEx2, kLg2, kOps };
+const char* const kOpNames[kOps] = {"rcp.approx.ftz.f32", "sqrt.approx.ftz.f32",
+                                    "rsqrt.approx.ftz.f32", "ex2.approx.ftz.f32",
+                                    "lg2.approx.ftz.f32"};
+
+__device__ __forceinline__ std::uint32_t hw(int op, std::uint32_t xb) {
+  const float x = __uint_as_float(xb);
+  float r;
+  switch (op) {
+    case kRcp: asm volatile("rcp.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(x)); break;
+    case kSqrt: asm volatile("sqrt.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(x)); break;
+    case kRsqrt: asm volatile("rsqrt.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(x)); break;
+    case kEx2: asm volatile("ex2.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(x)); break;
+    default: asm volatile("lg2.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(x)); break;
+  }
+  return __float_as_uint(r);
+}
+
+__device__ __forceinline__ std::uint32_t model(int op, const native::SfuTables& t,
+                                               std::uint32_t x) {
+  switch (op) {
+    case kRcp: return native::sfu_rcp(t, x);
+    case kSqrt: return native::sfu_sqrt(t, x);
+    case kRsqrt: return native::sfu_rsqrt(t, x);
+    case kEx2: return native::sfu_ex2(t, x);
+    default: return native::sfu_lg2(t, x);
+  }
+}
+
+__global__ void measure_kernel(int op, const std::uint32_t* inputs, std::uint32_t n,
+                               std::uint32_t* out) {
+  for (std::uint32_t i = blockIdx.x * blockDim.x + threadIdx.x; i < n;
+       i += gridDim.x * blockDim.x) {
+    out[i] = hw(op, inputs[i]);
+  }
+}
+
+struct Tally {
+  unsigned long long mismatches;
+  unsigned long long digest;
+  std::uint32_t examples[24];
+};
+
+__global__ void verify_kernel(int op, native::SfuTables t, std::uint64_t lo, std::uint64_t hi,
+                              Tally* tally) {
+  unsigned long long sum = 0;
+  for (std::uint64_t i = lo + blockIdx.x * static_cast<std::uint64_t>(blockDim.x) + threadIdx.x;
+       i < hi; i += static_cast<std::uint64_t>(gridDim.x) * blockDim.x) {
+    const std::uint32_t x = static_cast<std::uint32_t>(i);
+    const std::uint32_t h = hw(op, x);
+    sum += native::sfu_digest_term(x, h);
+    const std::uint32_t m = model(op, t, x);
+    if (h != m) {
+      const unsigned long long k = atomicAdd(&tally->mismatches, 1ull);
+      if (k < 8) {
+        tally->examples[3 * k] = x;
+        tally->examples[3 * k + 1] = h;
+        tally->examples[3 * k + 2] = m;
+      }
+    }
+  }
+  atomicAdd(&tally->digest, sum);
+}
+
+template <typename T>
+struct DeviceBuffer {
+  T* p = nullptr;
+  explicit DeviceBuffer(std::size_t n) { cuda_check(cudaMalloc(&p, n * sizeof(T)), "cudaMalloc"); }
+  ~DeviceBuffer() { cudaFree(p); }
+  DeviceBuffer(const DeviceBuffer&) = delete;
+  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
+};
+
+std::vector<std::uint32_t> measure(int op, const std::vector<std::uint32_t>& inputs) {
+  const std::size_t n = inputs.size();
+  DeviceBuffer<std::uint32_t> in(n), out(n);
+  cuda_check(cudaMemcpy(in.p, inputs.data(), n * 4, cudaMemcpyHostToDevice), "upload inputs");
+  measure_kernel<<<1024, 256>>>(op, in.p, static_cast<std::uint32_t>(n), out.p);
+  cuda_check_launch("sfu measure");
+  std::vector<std::uint32_t> r(n);
+  cuda_check(cudaMemcpy(r.data(), out.p, n * 4, cudaMemcpyDeviceToHost), "download results");
+  return r;
+}
+
+std::vector<std::uint32_t> inputs_of(sfu::Table t) {
+  std::vector<std::uint32_t> v(sfu::table_info(t).entries);
+  for (std::uint32_t i = 0; i < v.size(); ++i) v[i] = sfu::table_input(t, i);
+  return v;
+}
+
+}  // namespace
+
+void sfu_measure(sfu::Bundle& b) {
+  using sfu::Table;
+  const std::pair<Table, int> direct[] = {
+      {Table::rcp, kRcp},    {Table::sqrt, kSqrt},   {Table::rsqrt, kRsqrt}, {Table::ex2p, kEx2},
+      {Table::ex2n, kEx2},   {Table::lg2e0, kLg2},   {Table::lg2e1, kLg2}};
+  for (const auto& [t, op] : direct) b.tables[static_cast<int>(t)] = measure(op, inputs_of(t));
+  // S: lg2 at exponent −2 against −RZ(2 − L0) (sfu_lg2 without S).
+  const std::vector<std::uint32_t> e2 = measure(kLg2, inputs_of(Table::lg2s));
+  const auto& L0 = b.tables[static_cast<int>(Table::lg2e0)];
+  auto& S = b.tables[static_cast<int>(Table::lg2s)];
+  S.assign(e2.size(), 0u);
+  for (std::size_t m = 0; m < e2.size(); ++m) {
+    const std::uint64_t v = (std::uint64_t{2} << native::kSfuFix) - native::sfu_fixed(L0[m]);
+    const std::uint32_t r = 0x80000000u | native::sfu_rz_fixed(v);
+    S[m] = e2[m] != r ? 1u : 0u;
+  }
+  sfu::pack_lg2s(b);
+}
+
+std::vector<SfuCheck> sfu_verify(const sfu::Bundle& b,
+                                 const std::function<void(int, int)>& progress) {
+  // Upload the tables.
+  std::vector<std::unique_ptr<DeviceBuffer<std::uint32_t>>> owned;
+  native::SfuTables t;
+  auto up = [&](const std::vector<std::uint32_t>& v) {
+    owned.push_back(std::make_unique<DeviceBuffer<std::uint32_t>>(v.size()));
+    std::uint32_t* d = owned.back()->p;
+    cuda_check(cudaMemcpy(d, v.data(), v.size() * 4, cudaMemcpyHostToDevice), "upload table");
+    return static_cast<const std::uint32_t*>(d);
+  };
+  std::vector<SfuCheck> out;
+  {
+    t.rcp = up(b.tables[0]);
+    t.sqrt = up(b.tables[1]);
+    t.rsqrt = up(b.tables[2]);
+    t.ex2p = up(b.tables[3]);
+    t.ex2n = up(b.tables[4]);
+    t.lg2e0 = up(b.tables[5]);
+    t.lg2e1 = up(b.tables[6]);
+    t.lg2s = up(b.lg2s_bits);
+    DeviceBuffer<Tally> tally(1);
+    const int chunks = 16;
+    const std::uint64_t per = (std::uint64_t{1} << 32) / chunks;
+    for (int op = 0; op < kOps; ++op) {
+      cuda_check(cudaMemset(tally.p, 0, sizeof(Tally)), "memset");
+      for (int c = 0; c < chunks; ++c) {
+        verify_kernel<<<132 * 16, 256>>>(op, t, per * c, per * (c + 1), tally.p);
+        cuda_check_launch("sfu verify");
+        cuda_check(cudaDeviceSynchronize(), "sfu verify");
+        if (progress) progress(op * chunks + c + 1, kOps * chunks);
+      }
+      Tally h;
+      cuda_check(cudaMemcpy(&h, tally.p, sizeof(Tally), cudaMemcpyDeviceToHost), "tally");
+      SfuCheck r;
+      r.instruction = kOpNames[op];
+      r.inputs = std::uint64_t{1} << 32;
+      r.mismatches = h.mismatches;
+      r.digest = h.digest;
+      const int k = static_cast<int>(h.mismatches < 8 ? h.mismatches : 8);
+      r.examples.assign(h.examples, h.examples + 3 * k);
+      out.push_back(r);
+    }
+  }
+  return out;
+}
+
+}  // namespace exmy::gpu

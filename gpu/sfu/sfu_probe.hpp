@@ -1,0 +1,32 @@
+// `exmy probe sfu --device cuda`: measures the approximate instructions of the GPU's special
+// function unit into the tables of sim/sfu/sfu_tables.hpp and checks the models of
+// sim/native/sfu_sm90.hpp against the instructions on all 2^32 inputs (docs/SEMANTICS.md 17).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "sim/sfu/sfu_tables.hpp"
+
+namespace exmy::gpu {
+
+// Fills every table of `b` from the GPU's instructions (S derived from lg2 at exponent −2), and
+// packs S. Throws CudaError / InputError without a GPU.
+void sfu_measure(sfu::Bundle& b);
+
+struct SfuCheck {
+  std::string instruction;       // PTX name
+  std::uint64_t inputs = 0;      // 2^32
+  std::uint64_t mismatches = 0;  // model bits != hardware bits
+  std::uint64_t digest = 0;      // sum over x of mix(x, hardware(x)) mod 2^64 (sfu_digest_term)
+  std::vector<std::uint32_t> examples;  // up to 8 × (x, hardware, model)
+};
+
+// Every instruction's model against the hardware on all 2^32 inputs; `progress(done, total)` is
+// called between chunks.
+std::vector<SfuCheck> sfu_verify(const sfu::Bundle& b,
+                                 const std::function<void(int, int)>& progress);
+
+}  // namespace exmy::gpu
