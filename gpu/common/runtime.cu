@@ -20,4 +20,11 @@ std::string device_name() {
   return p.name;
 }
 
+int device_capability() {
+  if (device_count() == 0) return 0;
+  cudaDeviceProp p{};
+  if (cudaGetDeviceProperties(&p, 0) != cudaSuccess) return 0;
+  return p.major * 10 + p.minor;
+}
+
 }  // namespace exmy::gpu

@@ -9,5 +9,7 @@ namespace exmy::gpu {
 int device_count();
 // Name of device 0, for provenance ("NVIDIA H100 80GB HBM3").
 std::string device_name();
+// Compute capability of device 0 as major·10 + minor (90 for H100/H200); 0 without a device.
+int device_capability();
 
 }  // namespace exmy::gpu

@@ -14,6 +14,9 @@ int device_count() {
 std::string device_name() {
   return "none (built without CUDA)";
 }
+int device_capability() {
+  return 0;
+}
 
 namespace {
 [[noreturn]] void no_cuda() {

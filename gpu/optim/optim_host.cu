@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "gpu/common/launch.hpp"
+#include "gpu/common/runtime.hpp"
 
 #include "gpu/optim/optim.hpp"
 #include "gpu/optim/optim_host.hpp"
@@ -35,6 +36,13 @@ class DeviceStepper final : public optim::Stepper {
   DeviceStepper(const optim::Config& c, std::span<float> p, optim::State& s)
       : c_(c), p_(p), s_(s), n_(p.size()) {
     optim::require_gpu_kernel(c);
+    // bnb-cuda's kernels issue the sm_90 MUFU instructions the tables were measured from
+    // (sim/native/sfu_sm90.hpp); on another GPU they would compute something else.
+    if (c.hyper.adam.bnb == native::BnbKernels::cuda_sm90 && device_capability() != 90) {
+      throw InputError("--compat bnb-cuda --device cuda: needs an sm_90 GPU (H100/H200) for its "
+                       "approximate instructions; this one is " + device_name() +
+                       " (run it with --device cpu)");
+    }
     const Family f = c.opt.entry->family;
     codes16_ = (f == Family::adam || f == Family::sgd) && c.st != Storage::f32;
     const std::size_t elem = codes16_ ? 2 : 4;

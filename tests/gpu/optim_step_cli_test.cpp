@@ -120,6 +120,10 @@ TEST_CASE("exmy step --device cuda writes the CPU's bytes for every optimizer an
           }
           same_files(d, std::to_string(label++), common);
           if (blockwise) {
+            if (st == optim::Storage::f32) {  // bitsandbytes' kernels as compiled (SEMANTICS 9.4)
+              same_files(d, std::to_string(label++), common + " --compat bnb-cuda");
+              same_files(d, std::to_string(label++), common + " --compat bnb-cuda --wd 0.1");
+            }
             same_files(d, std::to_string(label++), common + " --block 2048");
             same_files(d, std::to_string(label++), common + " --no-small-fallback");
             same_files(d, std::to_string(label++), common + " --no-small-fallback --block 2048");
