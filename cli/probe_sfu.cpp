@@ -82,7 +82,9 @@ int run_probe_sfu(const Args& args) {
     std::fprintf(stderr, "exmy probe sfu: verify %d/%d chunks of 2^28 inputs, %.0f s, ETA %.0f s\n",
                  done, total, s, s / done * (total - done));
   };
-  const std::vector<gpu::SfuCheck> checks = gpu::sfu_verify(b, progress);
+  std::vector<gpu::SfuCheck> checks = gpu::sfu_verify(b, progress);
+  // CUDA's powf (built on MUFU.RCP) against its transcription (docs/SEMANTICS.md 17.4).
+  for (gpu::SfuCheck& c : gpu::sfu_verify_powf(progress)) checks.push_back(std::move(c));
   bool all_ok = true;
   std::ostringstream inst;
   for (std::size_t k = 0; k < checks.size(); ++k) {

@@ -62,5 +62,8 @@ void sfu_measure(sfu::Bundle&) {
 std::vector<SfuCheck> sfu_verify(const sfu::Bundle&, const std::function<void(int, int)>&) {
   no_cuda();
 }
+std::vector<SfuCheck> sfu_verify_powf(const std::function<void(int, int)>&) {
+  no_cuda();
+}
 
 }  // namespace exmy::gpu

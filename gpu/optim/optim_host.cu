@@ -38,6 +38,13 @@ class DeviceStepper final : public optim::Stepper {
     optim::require_gpu_kernel(c);
     // bnb-cuda's kernels issue the sm_90 MUFU instructions the tables were measured from
     // (sim/native/sfu_sm90.hpp); on another GPU they would compute something else.
+    // The fused torch kernel's GPU model takes fp32 parameters only (the 16-bit Adam kernel is
+    // the foreach/single-tensor model).
+    if ((c.hyper.adam.kernels == native::TorchKernels::cuda_fused || c.variant == "torch-fused") &&
+        c.st != Storage::f32) {
+      throw InputError("--compat torch-cuda-fused --device cuda: fp32 parameters only on the GPU "
+                       "engine (run bf16/fp16 with --device cpu)");
+    }
     if (c.hyper.adam.bnb == native::BnbKernels::cuda_sm90 && device_capability() != 90) {
       throw InputError("--compat bnb-cuda --device cuda: needs an sm_90 GPU (H100/H200) for its "
                        "approximate instructions; this one is " + device_name() +
@@ -93,7 +100,9 @@ class DeviceStepper final : public optim::Stepper {
           adam_step(h.adam, decoupled, c.st, t, p_dev_->as<std::uint16_t>(),
                     g_dev_->as<std::uint16_t>(), u16("state1"), u16("state2"), n_);
         } else {
-          adam_step(h.adam, decoupled, c.variant == "torch-fused", t, p_dev_->as<float>(),
+          adam_step(h.adam, decoupled,
+                    c.variant == "torch-fused" || h.adam.kernels == native::TorchKernels::cuda_fused,
+                    t, p_dev_->as<float>(),
                     g_dev_->as<float>(), f32("state1"), f32("state2"), n_);
         }
         break;

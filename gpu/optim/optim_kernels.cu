@@ -60,7 +60,7 @@ __global__ void k_torch_fused_adam(native::TorchFusedAdamScalars s, float* p, co
   for (std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x; i < n;
        i += static_cast<std::size_t>(gridDim.x) * blockDim.x) {
     float pi = p[i], mi = m[i], vi = v[i];
-    native::torch_fused_adam_element(s, pi, g[i], mi, vi);
+    native::torch_fused_adam_element(s, native::Storage::f32, pi, g[i], mi, vi, i);
     p[i] = pi;
     m[i] = mi;
     v[i] = vi;
@@ -709,7 +709,7 @@ void adam_step(const optim::AdamHyper& h, bool decoupled, bool fused, long step,
   if (n == 0) return;
   if (fused) {
     k_torch_fused_adam<<<grid_for(n, 4), kThreads, 0, stream>>>(
-        optim::torch_fused_adam_scalars(h, step, decoupled), p, g, m, v, n);
+        optim::torch_fused_adam_scalars(h, step, decoupled, n), p, g, m, v, n);
   } else {
     k_torch_adam<<<grid_for(n, 4), kThreads, 0, stream>>>(
         optim::torch_adam_scalars(h, step, decoupled), aligned16(p, g, m, v), p, g, m, v, n);

@@ -8,6 +8,7 @@
 
 #include "gpu/common/cuda_check.hpp"
 #include "sim/native/sfu_digest.hpp"
+#include "sim/native/libdevice_powf.hpp"
 #include "sim/native/sfu_sm90.hpp"
 
 namespace exmy::gpu {
@@ -70,6 +71,37 @@ __global__ void verify_kernel(int op, native::SfuTables t, std::uint64_t lo, std
       const unsigned long long k = atomicAdd(&tally->mismatches, 1ull);
       if (k < 8) {
         tally->examples[3 * k] = x;
+        tally->examples[3 * k + 1] = h;
+        tally->examples[3 * k + 2] = m;
+      }
+    }
+  }
+  atomicAdd(&tally->digest, sum);
+}
+
+// y < 0 selects the random pass: (x, y) from splitmix64(i).
+__global__ void verify_powf_kernel(float y_fixed, std::uint64_t lo, std::uint64_t hi,
+                                   Tally* tally) {
+  const native::SfuTables none{};  // sm_90 device code issues MUFU.RCP itself
+  unsigned long long sum = 0;
+  for (std::uint64_t i = lo + blockIdx.x * static_cast<std::uint64_t>(blockDim.x) + threadIdx.x;
+       i < hi; i += static_cast<std::uint64_t>(gridDim.x) * blockDim.x) {
+    std::uint32_t xb = static_cast<std::uint32_t>(i);
+    float y = y_fixed;
+    if (isnan(y_fixed)) {
+      const std::uint64_t z = native::sfu_digest_term(static_cast<std::uint32_t>(i >> 32),
+                                                      static_cast<std::uint32_t>(i));
+      xb = static_cast<std::uint32_t>(z);
+      y = __uint_as_float(static_cast<std::uint32_t>(z >> 32));
+    }
+    const float x = __uint_as_float(xb);
+    const std::uint32_t h = __float_as_uint(powf(x, y));
+    sum += native::sfu_digest_term(xb, h);
+    const std::uint32_t m = __float_as_uint(native::cuda_powf(none, x, y));
+    if (h != m) {
+      const unsigned long long k = atomicAdd(&tally->mismatches, 1ull);
+      if (k < 8) {
+        tally->examples[3 * k] = xb;
         tally->examples[3 * k + 1] = h;
         tally->examples[3 * k + 2] = m;
       }
@@ -168,6 +200,36 @@ std::vector<SfuCheck> sfu_verify(const sfu::Bundle& b,
       r.examples.assign(h.examples, h.examples + 3 * k);
       out.push_back(r);
     }
+  }
+  return out;
+}
+
+std::vector<SfuCheck> sfu_verify_powf(const std::function<void(int, int)>& progress) {
+  const float ys[5] = {2.0f, 0.5f, -1.5f, 1000.0f, __builtin_nanf("")};
+  const char* names[5] = {"powf(x, 2)", "powf(x, 0.5)", "powf(x, -1.5)", "powf(x, 1000)",
+                          "powf(x, y) random"};
+  DeviceBuffer<Tally> tally(1);
+  std::vector<SfuCheck> out;
+  const int chunks = 16;
+  const std::uint64_t per = (std::uint64_t{1} << 32) / chunks;
+  for (int k = 0; k < 5; ++k) {
+    cuda_check(cudaMemset(tally.p, 0, sizeof(Tally)), "memset");
+    for (int c = 0; c < chunks; ++c) {
+      verify_powf_kernel<<<132 * 16, 256>>>(ys[k], per * c, per * (c + 1), tally.p);
+      cuda_check_launch("powf verify");
+      cuda_check(cudaDeviceSynchronize(), "powf verify");
+      if (progress) progress(k * chunks + c + 1, 5 * chunks);
+    }
+    Tally h;
+    cuda_check(cudaMemcpy(&h, tally.p, sizeof(Tally), cudaMemcpyDeviceToHost), "tally");
+    SfuCheck r;
+    r.instruction = names[k];
+    r.inputs = std::uint64_t{1} << 32;
+    r.mismatches = h.mismatches;
+    r.digest = h.digest;
+    const int n = static_cast<int>(h.mismatches < 8 ? h.mismatches : 8);
+    r.examples.assign(h.examples, h.examples + 3 * n);
+    out.push_back(r);
   }
   return out;
 }

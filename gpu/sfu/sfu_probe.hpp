@@ -29,4 +29,9 @@ struct SfuCheck {
 std::vector<SfuCheck> sfu_verify(const sfu::Bundle& b,
                                  const std::function<void(int, int)>& progress);
 
+// CUDA's fp32 powf (libdevice, compiled into this probe) against sim/native/libdevice_powf.hpp:
+// for y = 2, 0.5, −1.5 and 1000 every one of the 2^32 x, then 2^32 pseudo-random (x, y) bit
+// patterns (splitmix64 of the index). One SfuCheck per pass, named "powf(x, Y)" / "powf(x, y)".
+std::vector<SfuCheck> sfu_verify_powf(const std::function<void(int, int)>& progress);
+
 }  // namespace exmy::gpu

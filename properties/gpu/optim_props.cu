@@ -172,7 +172,7 @@ TEST_CASE("GPU Adam/AdamW/SGD steps equal the reference", "[gpu][optim][prop]") 
       gpu::sgd_step(sh, t, static_cast<float*>(dps.get()), static_cast<const float*>(dg.get()),
                     static_cast<float*>(db.get()), n);
       if (fused) {
-        optim::adam_fused_step(h, decoupled, t, p, g, m, v);
+        optim::adam_fused_step(h, decoupled, optim::Storage::f32, t, p, g, m, v);
       } else {
         optim::adam_step(h, decoupled, optim::Storage::f32, t, p, g, m, v);
       }

@@ -45,6 +45,11 @@ const std::vector<CompatProfile>& compat_profiles() {
                    "PyTorch 2.11 CUDA multi_tensor_apply kernels (_multi_tensor_adam/_sgd, "
                    "foreach=True, the CUDA default)",
                    native::TorchKernels::cuda_foreach),
+      {"torch-cuda-fused",
+       "PyTorch 2.11 CUDA fused Adam/AdamW kernel (FusedAdamMathFunctor, fused=True) as "
+       "compiled for sm_90",
+       {{CompatOp::step, "adamw", native::CompatCast::e8m0_torch, native::TorchKernels::cuda_fused},
+        {CompatOp::step, "adam", native::CompatCast::e8m0_torch, native::TorchKernels::cuda_fused}}},
       // bitsandbytes' 8-bit optimizers on the GPU (docs/SEMANTICS.md 9.4, 17); the 32-bit
       // fallback below 4096 elements included.
       {"bnb-cuda",

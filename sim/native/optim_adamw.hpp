@@ -85,31 +85,47 @@ EXMY_HD void torch_adam_element(const TorchAdamScalars& s, Storage st, float& p,
 // torch.optim.AdamW(fused=True), aten/src/ATen/native/cuda/fused_adam_utils.cuh adam_math: the
 // hyperparameters are doubles there, so the moment updates and the decay run in fp64 and are
 // rounded to fp32 on assignment; fp32 tensors only.
+// torch.optim.Adam/AdamW(fused=True): torch 2.11's FusedAdamMathFunctor as compiled for sm_90
+// (`--compat torch-cuda-fused`; docs/SEMANTICS.md 9.2). The Python floats are cast to fp32 once;
+// the bias corrections use CUDA's powf (sim/native/libdevice_powf.hpp); the moments are
+// ATen's lerp in its FMA form (lerp(g, m, β1) = fma(m, β1, fma(g, −β1, g))); sqrt and the
+// divisions are correctly rounded; p, m, v are stored to T (RN) at the end.
 struct TorchFusedAdamScalars {
   bool decoupled = true;
-  double lr = 1e-3, beta1 = 0.9, beta2 = 0.999, wd = 0.0, eps = 1e-8;
-  float step_size = 0.0f;  // RN32(lr / bc1), bc1 = RN32(1 - pow(beta1, t))
-  float bc2_sqrt = 1.0f;   // sqrtf(RN32(1 - pow(beta2, t)))
+  bool has_wd = false;     // RN32(wd) != 0
+  bool aligned = false;    // the kernel's vectorised path (n % 4 == 0: kILP = 4 per thread)
+  float beta1 = 0.9f;      // RN32(beta1)
+  float beta2 = 0.999f;    // RN32(beta2)
+  float wd = 0.0f;         // RN32(wd)
+  float lr_wd = 0.0f;      // RN32(lr) ⊗ RN32(wd)
+  float eps = 1e-8f;       // RN32(eps)
+  float step_size = 0.0f;  // RN32(lr) ⊘ (1 ⊖ powf(β1, t))
+  float bc2_sqrt = 1.0f;   // √(1 ⊖ powf(β2, t))
 };
 
-EXMY_HD void torch_fused_adam_element(const TorchFusedAdamScalars& s, float& p, float g, float& m,
-                                      float& v) {
-  if (s.wd != 0.0) {
+// One element at flat index i (its position decides one contraction, below); p, m, v hold values
+// of storage type st, g the gradient value.
+EXMY_HD void torch_fused_adam_element(const TorchFusedAdamScalars& s, Storage st, float& p, float g,
+                                      float& m, float& v, std::size_t i) {
+  if (s.has_wd) {
     if (s.decoupled) {
-      // param -= lr * weight_decay * param  (fp64, then RN32 on assignment)
-      p = rn_f32(rn_sub64(p, rn_mul64(rn_mul64(s.lr, s.wd), p)));
+      p = rn_fma(p, -s.lr_wd, p);  // param -= lr * weight_decay * param
     } else {
-      g = rn_f32(rn_add64(g, rn_mul64(p, s.wd)));  // grad += param * weight_decay
+      // grad += param * weight_decay: nvcc left the first of each thread's kILP = 4 elements
+      // unfused (FMUL, FADD) and contracted the other three. A thread's elements are i, i+1, i+2,
+      // i+3 on the vectorised path and i, i+512, i+1024, i+1536 (512 threads per block) on the
+      // other; chunks of 65536 elements keep both patterns aligned to the tensor's start.
+      const bool first = s.aligned ? i % 4 == 0 : i % 2048 < 512;
+      g = first ? rn_add(g, rn_mul(p, s.wd)) : rn_fma(p, s.wd, g);
     }
   }
-  // exp_avg = beta1 * exp_avg + (1 - beta1) * grad;  (fp64)
-  m = rn_f32(rn_add64(rn_mul64(s.beta1, m), rn_mul64(rn_sub64(1.0, s.beta1), g)));
-  // exp_avg_sq = beta2 * exp_avg_sq + (1 - beta2) * grad * grad;  (fp64)
-  v = rn_f32(rn_add64(rn_mul64(s.beta2, v), rn_mul64(rn_mul64(rn_sub64(1.0, s.beta2), g), g)));
-  // denom = (sqrt(exp_avg_sq) / bias_correction2_sqrt) + eps;  fp32 sqrt and division, fp64 add
-  const float den = rn_f32(rn_add64(rn_div(rn_sqrt(v), s.bc2_sqrt), s.eps));
-  // param -= step_size * exp_avg / denom;  (fp32)
-  p = rn_sub(p, rn_div(rn_mul(s.step_size, m), den));
+  m = rn_fma(m, s.beta1, rn_fma(g, -s.beta1, g));
+  const float g2 = rn_mul(g, g);
+  v = rn_fma(v, s.beta2, rn_fma(g2, -s.beta2, g2));
+  const float den = rn_add(rn_div(rn_sqrt(v), s.bc2_sqrt), s.eps);
+  p = to_storage(rn_sub(p, rn_div(rn_mul(m, s.step_size), den)), st);
+  m = to_storage(m, st);
+  v = to_storage(v, st);
 }
 
 // torch.optim.SGD, _single_tensor_sgd (CPU default).

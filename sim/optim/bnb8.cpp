@@ -58,7 +58,7 @@ native::Bnb8Scalars bnb8_scalars(const AdamHyper& h, long step, bool torch_order
   s.torch_decay = static_cast<float>(1.0 - h.lr * h.wd);
   if (h.bnb == native::BnbKernels::cuda_sm90) {
     s.sm90 = true;
-    s.sfu = sfu::sm90().view();
+    s.sfu = sfu::sm90_view();
     native::bnb_sm90_scalars(s);
   }
   return s;

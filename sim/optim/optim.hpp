@@ -35,16 +35,18 @@ struct SgdHyper {
 // ---- PyTorch Adam / AdamW / SGD
 // ------------------------------------------------------------------
 native::TorchAdamScalars torch_adam_scalars(const AdamHyper& h, long step, bool decoupled);
+// n: the tensor's element count (the fused kernel's vectorised path needs n % 4 == 0).
 native::TorchFusedAdamScalars torch_fused_adam_scalars(const AdamHyper& h, long step,
-                                                       bool decoupled);
+                                                       bool decoupled, std::size_t n);
 native::TorchSgdScalars torch_sgd_scalars(const SgdHyper& h);
 
 // One step t (1-based) of torch.optim.Adam(W) (_single_tensor_adam) on values of storage `st`.
 void adam_step(const AdamHyper& h, bool decoupled, Storage st, long step, std::span<float> p,
                std::span<const float> g, std::span<float> m, std::span<float> v);
-// The fused=True variant (fp32 only).
-void adam_fused_step(const AdamHyper& h, bool decoupled, long step, std::span<float> p,
-                     std::span<const float> g, std::span<float> m, std::span<float> v);
+// fused=True (`--compat torch-cuda-fused`; `--variant torch-fused` is the same model).
+void adam_fused_step(const AdamHyper& h, bool decoupled, Storage st, long step,
+                     std::span<float> p, std::span<const float> g, std::span<float> m,
+                     std::span<float> v);
 void sgd_step(const SgdHyper& h, Storage st, long step, std::span<float> p,
               std::span<const float> g, std::span<float> buf);
 

@@ -67,8 +67,8 @@ std::vector<StateArray> arrays_split_one(const Config& c, State& s) {
 }
 
 float step_adam(const Config& c, long t, std::span<float> p, std::span<const float> g, State& s) {
-  if (c.variant == "torch-fused") {
-    adam_fused_step(c.hyper.adam, c.opt.entry->decoupled, t, p, g, s.s1, s.s2);
+  if (c.variant == "torch-fused" || c.hyper.adam.kernels == native::TorchKernels::cuda_fused) {
+    adam_fused_step(c.hyper.adam, c.opt.entry->decoupled, c.st, t, p, g, s.s1, s.s2);
   } else {
     adam_step(c.hyper.adam, c.opt.entry->decoupled, c.st, t, p, g, s.s1, s.s2);
   }
@@ -331,9 +331,6 @@ void check_variant(const Config& c) {
   if (c.variant != "default" && c.variant != e.variants) {
     throw InputError("--variant '" + c.variant + "' for " + c.opt.name + ": expected default" +
                      (e.variants.empty() ? "" : " or " + std::string(e.variants)));
-  }
-  if (c.variant == "torch-fused" && c.st != Storage::f32) {
-    throw InputError("--variant torch-fused: fp32 parameters only");
   }
 }
 

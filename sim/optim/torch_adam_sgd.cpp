@@ -2,7 +2,9 @@
 #include <cmath>
 
 #include "sim/common/error.hpp"
+#include "sim/native/libdevice_powf.hpp"
 #include "sim/optim/optim.hpp"
+#include "sim/sfu/sfu_tables.hpp"
 
 namespace exmy::optim {
 
@@ -39,20 +41,23 @@ native::TorchAdamScalars torch_adam_scalars(const AdamHyper& h, long step, bool 
 }
 
 native::TorchFusedAdamScalars torch_fused_adam_scalars(const AdamHyper& h, long step,
-                                                       bool decoupled) {
+                                                       bool decoupled, std::size_t n) {
   native::TorchFusedAdamScalars s;
   s.decoupled = decoupled;
-  s.lr = h.lr;
-  s.beta1 = h.beta1;
-  s.beta2 = h.beta2;
-  s.wd = h.wd;
-  s.eps = h.eps;
-  // The step count is an fp32 tensor; pow_ runs in fp64, the corrections are opmath (fp32).
-  const double t = static_cast<double>(static_cast<float>(step));
-  const float bc1 = static_cast<float>(1.0 - std::pow(h.beta1, t));
-  s.step_size = static_cast<float>(h.lr / static_cast<double>(bc1));
-  const float bc2 = static_cast<float>(1.0 - std::pow(h.beta2, t));
-  s.bc2_sqrt = std::sqrt(bc2);
+  s.aligned = n % 4 == 0;
+  s.beta1 = static_cast<float>(h.beta1);
+  s.beta2 = static_cast<float>(h.beta2);
+  s.wd = static_cast<float>(h.wd);
+  s.has_wd = s.wd != 0.0f;
+  s.eps = static_cast<float>(h.eps);
+  const float lr = static_cast<float>(h.lr);
+  s.lr_wd = lr * s.wd;
+  // The step count is an fp32 tensor; powf is CUDA's (MUFU.RCP inside: the measured tables).
+  const native::SfuTables& sfu = sfu::sm90_view();
+  const float t = static_cast<float>(step);
+  const float bc1 = 1.0f - native::cuda_powf(sfu, s.beta1, t);
+  s.step_size = lr / bc1;
+  s.bc2_sqrt = std::sqrt(1.0f - native::cuda_powf(sfu, s.beta2, t));
   return s;
 }
 
@@ -80,14 +85,15 @@ void adam_step(const AdamHyper& h, bool decoupled, Storage st, long step, std::s
   }
 }
 
-void adam_fused_step(const AdamHyper& h, bool decoupled, long step, std::span<float> p,
-                     std::span<const float> g, std::span<float> m, std::span<float> v) {
+void adam_fused_step(const AdamHyper& h, bool decoupled, Storage st, long step,
+                     std::span<float> p, std::span<const float> g, std::span<float> m,
+                     std::span<float> v) {
   check_sizes(p.size(), g.size(), "gradient");
   check_sizes(p.size(), m.size(), "exp_avg");
   check_sizes(p.size(), v.size(), "exp_avg_sq");
-  const native::TorchFusedAdamScalars s = torch_fused_adam_scalars(h, step, decoupled);
+  const native::TorchFusedAdamScalars s = torch_fused_adam_scalars(h, step, decoupled, p.size());
   for (std::size_t i = 0; i < p.size(); ++i) {
-    native::torch_fused_adam_element(s, p[i], g[i], m[i], v[i]);
+    native::torch_fused_adam_element(s, st, p[i], native::to_storage(g[i], st), m[i], v[i], i);
   }
 }
 

@@ -285,4 +285,9 @@ const Bundle& sm90() {
   return bundle;
 }
 
+const native::SfuTables& sm90_view() {
+  static const native::SfuTables v = sm90().view();
+  return v;
+}
+
 }  // namespace exmy::sfu

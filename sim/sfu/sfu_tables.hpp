@@ -57,5 +57,7 @@ void pack_lg2s(Bundle& b);
 // (golden/profiles/sm90/sfu-tables.bin); decoded once per process. An InputError names the file
 // when it is missing or corrupt, or when this build has no tables compiled in.
 const Bundle& sm90();
+// sm90().view(), made once.
+const native::SfuTables& sm90_view();
 
 }  // namespace exmy::sfu

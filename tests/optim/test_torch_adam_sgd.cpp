@@ -102,7 +102,7 @@ TEST_CASE("fused AdamW variant agrees with the default to a few ulps", "[optim][
   for (long t = 1; t <= 10; ++t) {
     const auto g = optim_test::normal_values(n, 70 + static_cast<std::uint64_t>(t));
     adam_step(h, true, Storage::f32, t, p, g, m, v);
-    adam_fused_step(h, true, t, p2, g, m2, v2);
+    adam_fused_step(h, true, Storage::f32, t, p2, g, m2, v2);
   }
   std::size_t differ = 0;
   double worst = 0.0;

@@ -41,7 +41,7 @@ TEST_CASE("torch cross-check driver", "[.torch-crosscheck]") {
     } else if (c == "sgd_f16") {
       optim::sgd_step(sh, optim::Storage::f16, t, p, g, s1);
     } else if (c == "adamw_fused") {
-      optim::adam_fused_step(h, true, t, p, g, s1, s2);
+      optim::adam_fused_step(h, true, optim::Storage::f32, t, p, g, s1, s2);
     } else if (c == "sgd") {
       optim::sgd_step(sh, optim::Storage::f32, t, p, g, s1);
     } else {
