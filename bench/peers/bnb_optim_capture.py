@@ -8,7 +8,7 @@ Each case is a folder OUTDIR/<name>/ with params0.npy (<f4, the parameter values
 steps, versions, device) and what bitsandbytes left after the steps: params.npy (<f4 values),
 state1.npy / state2.npy (uint8 codes, or <f4 for the 32-bit fallback below 4096 elements),
 absmax1.npy / absmax2.npy. `exmy step ... --compat bnb-cuda` must write the same files
-(bench/peers/bnb_optim_diff.py compares them; golden/peers/bnb-cuda holds the golden-size cases
+(bench/peers/optim_peer_diff.py compares them; golden/peers/bnb-cuda holds the golden-size cases
 for CI). The gradients mix N(0, 1e-2) with huge (x1e5), tiny (x1e-28: flushed to zero by the
 kernels' FTZ arithmetic) and zero entries; the `specials` cases add +inf, -inf and NaN gradients
 at step 2. Element counts are odd, so the last 8-bit block is partial.
@@ -76,7 +76,7 @@ def run(name, opt_name, dtype, n, hyper, specials=False, seed=0):
             np.save(os.path.join(d, k + ".npy"), st[k].cpu().numpy())
     meta = {"optimizer": opt_name, "dtype": dtype, "n": n, "steps": STEPS, "hyper": hyper,
             "specials": specials, "seed": seed, "bitsandbytes": bnb.__version__,
-            "torch": torch.__version__, "cuda": torch.version.cuda,
+            "profile": "bnb-cuda", "torch": torch.__version__, "cuda": torch.version.cuda,
             "device": torch.cuda.get_device_name(), "state_keys": sorted(st.keys()),
             "command": "bench/peers/bnb_optim_capture.py OUT --size " + size}
     json.dump(meta, open(os.path.join(d, "case.json"), "w"), indent=1)

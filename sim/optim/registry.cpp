@@ -426,24 +426,31 @@ constexpr std::uint16_t kStepNanF16 = 0xFE00u;
 // e5m2 is fp16's top byte: the same NaN's top 8 bits.
 constexpr std::uint16_t kStepNanE5m2 = kStepNanF16 >> 8;
 
-// Under `--compat bnb-cuda` the NaNs are the GPU's: 0x7FFFFFFF from its fp32 arithmetic and MUFU,
-// a bf16 parameter's 0x7FFF (0x7FFF0000 as fp32), an fp16 parameter's 0x7FFF, which CUDA widens
-// to 0x7FFFFFFF (docs/SEMANTICS.md 9.4).
+// Under the CUDA profiles (`--compat bnb-cuda`, `torch-cuda`, `torch-cuda-foreach`,
+// `torch-cuda-fused`, and `--variant torch-fused`) the NaNs are the GPU's: 0x7FFFFFFF from its
+// fp32 arithmetic and MUFU, a bf16 tensor's 0x7FFF (0x7FFF0000 as fp32), an fp16 tensor's 0x7FFF,
+// which CUDA widens to 0x7FFFFFFF (docs/SEMANTICS.md 9.1).
 constexpr std::uint32_t kCudaNan32 = 0x7FFFFFFFu;
 constexpr std::uint32_t kCudaNanBf16AsF32 = 0x7FFF0000u;
 
 void canonical_nans(const Config& c, State& s, std::span<float> p) {
-  const bool cuda = c.hyper.adam.bnb == native::BnbKernels::cuda_sm90;
+  const bool cuda = c.hyper.adam.bnb == native::BnbKernels::cuda_sm90 ||
+                    c.hyper.adam.kernels != native::TorchKernels::cpu ||
+                    c.hyper.sgd.kernels != native::TorchKernels::cpu || c.variant == "torch-fused";
   const float nan32 = native::f32_from_bits(cuda ? kCudaNan32 : kStepNan32);
-  const float nan_p = cuda && c.st == Storage::bf16 ? native::f32_from_bits(kCudaNanBf16AsF32) : nan32;
+  // A 16-bit tensor's NaN, as the fp32 value the files hold.
+  const float nan16 = cuda && c.st == Storage::bf16 ? native::f32_from_bits(kCudaNanBf16AsF32) : nan32;
+  const bool states16 = c.st != Storage::f32 && (c.opt.entry->family == Family::adam ||
+                                                  c.opt.entry->family == Family::sgd);
   const auto fix = [&](std::span<float> v, float nan) {
     for (float& x : v) {
       if (std::isnan(x)) x = nan;
     }
   };
-  fix(p, nan_p);
+  fix(p, nan16);
   for (const StateArray& a : c.opt.entry->arrays(c, s)) {
-    if (auto* const* f = std::get_if<std::vector<float>*>(&a.data)) fix(**f, nan32);
+    // torch's Adam/SGD states have the parameters' dtype.
+    if (auto* const* f = std::get_if<std::vector<float>*>(&a.data)) fix(**f, states16 ? nan16 : nan32);
   }
   if (!c.opt.entry->split) return;
   // Split parameters: the 16-bit part is a bf16/fp16 code; a NaN keeps its extra bits (they are

@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
-"""Compares `exmy step --compat PROFILE` with bitsandbytes' results captured by
-bnb_optim_capture.py, element by element, and writes a divergence table.
+"""Compares `exmy step --compat PROFILE` with the peers' results captured by
+bnb_optim_capture.py (bitsandbytes) and torch_optim_capture.py (torch.optim on CUDA), element by
+element, and writes a divergence table (the profile is each case's, or --profile).
 
-    bench/peers/bnb_optim_diff.py EXMY CASES_DIR OUT.md [--profile bnb-cuda] [--device cpu|cuda]
+    bench/peers/optim_peer_diff.py EXMY CASES_DIR OUT.md [--profile NAME] [--device cpu|cuda]
 
 For each case folder: runs exmy on params0.npy / grads.npy with the case's hyperparameters and
 compares params (bit patterns; NaNs as a class), state codes, absmax (or the fp32 states of the
@@ -12,7 +13,8 @@ import json, os, subprocess, sys, tempfile
 import numpy as np
 
 exmy, cases, out_md = sys.argv[1], sys.argv[2], sys.argv[3]
-profile = sys.argv[sys.argv.index("--profile") + 1] if "--profile" in sys.argv else "bnb-cuda"
+# The profile: --profile NAME, else each case's "profile" (bnb-cuda when absent).
+forced = sys.argv[sys.argv.index("--profile") + 1] if "--profile" in sys.argv else None
 device = sys.argv[sys.argv.index("--device") + 1] if "--device" in sys.argv else "cpu"
 
 
@@ -43,12 +45,13 @@ for name in sorted(os.listdir(cases)):
         continue
     c = json.load(open(os.path.join(d, "case.json")))
     h = c["hyper"]
+    profile = forced or c.get("profile", "bnb-cuda")
     with tempfile.TemporaryDirectory() as tmp:
         cmd = [exmy, "step", "--optimizer", c["optimizer"], "--compat", profile,
                "--params", os.path.join(d, "params0.npy"), "--grads", os.path.join(d, "grads.npy"),
                "--steps", str(c["steps"]), "--out", tmp, "--lr", repr(h["lr"]), "--wd", repr(h["wd"]),
                "--param-dtype", c["dtype"], "--device", device]
-        if c["optimizer"] == "momentum8bit":
+        if c["optimizer"] in ("momentum8bit", "sgd"):
             cmd += ["--momentum", repr(h["momentum"])]
         else:
             cmd += ["--beta1", repr(h["beta1"]), "--beta2", repr(h["beta2"]), "--eps", repr(h["eps"])]
@@ -67,9 +70,9 @@ for name in sorted(os.listdir(cases)):
             n, mu = differ(ref, mine)
             bad += n > 0
             parts.append(f"{f} {n}/{ref.size}" + (f" (max {mu})" if n else ""))
-        rows.append((name, c["dtype"], str(c["n"]), "; ".join(parts)))
+        rows.append((name + f" ({profile})", c["dtype"], str(c["n"]), "; ".join(parts)))
 with open(out_md, "w") as f:
-    f.write(f"| case | dtype | n | elements differing (exmy --compat {profile} --device {device} vs bitsandbytes) |\n|---|---|---|---|\n")
+    f.write(f"| case | dtype | n | elements differing (exmy --compat PROFILE --device {device} vs the peer) |\n|---|---|---|---|\n")
     for r in rows:
         f.write("| " + " | ".join(r) + " |\n")
 print(open(out_md).read())
