@@ -20,6 +20,7 @@
 #include "gpu/host_arrays.hpp"
 #include "sim/common/error.hpp"
 #include "sim/common/number.hpp"
+#include "sim/format/compat.hpp"
 #include "sim/io/files.hpp"
 #include "sim/io/npy.hpp"
 #include "sim/native/convert.hpp"
@@ -36,7 +37,7 @@ constexpr const char* kQuantizeUsage =
     "[--tensor-amax F] [--tensor-scale F] [--tensor-scale-out T.npy] [--pack] "
     "[--order div-mul|recip-mul|mul-recip] [--nan propagate|ignore] [--round MODE] [--seed N] "
     "[--margin M] [--prev-scale F] [--scale F] [--amax-epsilon F] [--pow2-scale] [--fp16-clamp] "
-    "[--norm recip-mul|div] [--tie even|lower|bnb-cpu] [--device cpu|cuda]";
+    "[--norm recip-mul|div] [--tie even|lower|bnb-cpu] [--compat bnb-cuda] [--device cpu|cuda]";
 constexpr const char* kDequantizeUsage =
     "usage: exmy dequantize --scheme S --from TARGET --in Q.npy --state S.npy --out X.npy "
     "[--tensor-scale-in T.npy] [--transpose] [--pack] [--device cpu|cuda] [the quantize "
@@ -47,6 +48,8 @@ struct CliOptions {
   bool have_scheme = false, have_target = false;
   std::string in, in_format, out, state, tensor_state;
   bool pack = false;  // codes of <= 4-bit formats two per byte (always for nvfp4)
+  std::string compat;          // --compat NAME
+  bool norm_or_nan = false;    // --norm or --nan given
   Device device = Device::cpu;
 };
 
@@ -116,6 +119,7 @@ CliOptions parse(const Args& args, const std::string& target_flag, const std::st
       else
         throw InputError("--order '" + v + "': expected div-mul, recip-mul or mul-recip");
     } else if (a == "--nan") {
+      o.norm_or_nan = true;
       const std::string& v = option_value(args, i);
       if (v == "propagate")
         o.q.nan = native::NanPolicy::propagate;
@@ -142,7 +146,10 @@ CliOptions parse(const Args& args, const std::string& target_flag, const std::st
       o.q.pow2_scale = true;
     } else if (a == "--fp16-clamp") {
       o.q.torchao_fp16_source = true;
+    } else if (a == "--compat") {
+      o.compat = option_value(args, i);
     } else if (a == "--norm") {
+      o.norm_or_nan = true;
       const std::string& v = option_value(args, i);
       if (v == "recip-mul")
         o.q.norm = native::NormOrder::recip_mul;
@@ -162,6 +169,17 @@ CliOptions parse(const Args& args, const std::string& target_flag, const std::st
   if (!o.have_target) throw InputError(target_flag + " is required");
   if (o.in.empty() || o.out.empty() || o.state.empty()) {
     throw InputError("--in, --out and " + state_flag + " are required");
+  }
+  if (!o.compat.empty()) {
+    // bitsandbytes' CUDA kernels as compiled (docs/SEMANTICS.md 7.5): rcp.approx normalization,
+    // FTZ arithmetic, fmaxf absmax. The profile fixes what --norm and --nan would choose.
+    compat_require_quantize(compat_profile(o.compat), o.q.target.name);
+    if (o.norm_or_nan) {
+      throw InputError("--compat " + o.compat + " fixes the normalization and the NaN rule: drop "
+                       "--norm / --nan");
+    }
+    o.q.norm = native::NormOrder::bnb_cuda;
+    o.q.nan = native::NanPolicy::ignore_ftz;
   }
   quant::validate_options(o.q);
   const std::string tflag = state_flag == "--state-out" ? "--tensor-scale-out" : "--tensor-scale-in";

@@ -187,7 +187,9 @@ __device__ __forceinline__ std::uint32_t run_absmax_as(const std::uint32_t* w) {
 }
 template <CastInput In>
 __device__ __forceinline__ std::uint32_t run_absmax(const std::uint32_t* w, native::NanPolicy p) {
-  return p == native::NanPolicy::ignore ? run_absmax_as<In, true>(w) : run_absmax_as<In, false>(w);
+  // ignore_ftz reduces as ignore; the flush of a subnormal maximum is native::group_state's.
+  return p != native::NanPolicy::propagate ? run_absmax_as<In, true>(w)
+                                           : run_absmax_as<In, false>(w);
 }
 
 __device__ __forceinline__ std::uint32_t abs_bits(float x, native::NanPolicy p) {
@@ -346,7 +348,8 @@ __device__ __forceinline__ GroupState group_state(const QArgs& a, float st, std:
     g.aux = a.p.order == native::ScaleOrder::mul_recip ? native::rn32_div(Q, st)
                                                        : native::rn32_div(1.0f, st);
   } else if constexpr (K == Kind::codebook) {
-    g.aux = native::rn32_div(1.0f, st);
+    g.aux = a.p.norm == native::NormOrder::bnb_cuda ? native::sfu_rcp_f(a.p.sfu, st)
+                                                    : native::rn32_div(1.0f, st);
   } else if constexpr (K == Kind::mx) {
     if (nvfp4_rule(a)) {
       g.aux = nvfp4_factor(a, mxs);
@@ -454,12 +457,16 @@ __device__ __forceinline__ std::uint8_t fast_flt(const QArgs& a, const FastCastP
 // always slow, bucket and codebook_nearest gives it 0).
 template <native::NormOrder O>
 __device__ __forceinline__ float fast_normalize(const GroupState& g, float x) {
+  if constexpr (O == native::NormOrder::bnb_cuda) return native::ftz_mul(x, g.aux);  // aux = rcp
   const float n = O == native::NormOrder::div ? native::rn_div(x, g.st) : native::rn_mul(x, g.aux);
   return g.st == 0.0f ? 0.0f : n;
 }
 __device__ __forceinline__ float fast_normalize(const QArgs& a, const GroupState& g, float x) {
-  return a.p.norm == native::NormOrder::div ? fast_normalize<native::NormOrder::div>(g, x)
-                                            : fast_normalize<native::NormOrder::recip_mul>(g, x);
+  switch (a.p.norm) {
+    case native::NormOrder::div: return fast_normalize<native::NormOrder::div>(g, x);
+    case native::NormOrder::bnb_cuda: return fast_normalize<native::NormOrder::bnb_cuda>(g, x);
+    default: return fast_normalize<native::NormOrder::recip_mul>(g, x);
+  }
 }
 
 // MX element, rne, fast-cast format: x * 2^-X is an fp32 number when x is normal and the
@@ -683,6 +690,8 @@ __device__ __forceinline__ void fast_run(const QArgs& a, const FastCastPlan& p, 
   } else {
     if (a.p.norm == native::NormOrder::div) {
       codebook_run<In, native::NormOrder::div>(a, cb, tab, g, w, c);
+    } else if (a.p.norm == native::NormOrder::bnb_cuda) {
+      codebook_run<In, native::NormOrder::bnb_cuda>(a, cb, tab, g, w, c);
     } else {
       codebook_run<In, native::NormOrder::recip_mul>(a, cb, tab, g, w, c);
     }
@@ -1415,7 +1424,7 @@ template <CastInput In>
 void run_amax(const void* x, std::uint32_t* amax_bits, const QArgs& a, cudaStream_t s) {
   cuda_check(cudaMemsetAsync(amax_bits, 0, a.groups * 4, s), "cudaMemsetAsync");
   if (a.n == 0) return;
-  const bool ignore = a.p.nan == native::NanPolicy::ignore;
+  const bool ignore = a.p.nan != native::NanPolicy::propagate;
   const std::uint64_t tiles = tile_count(a);
   if (a.col && col_vec_ok(a, x)) {
     const std::uint64_t rpb = col_rows_per_block(a);

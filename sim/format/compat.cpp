@@ -8,6 +8,7 @@ const char* compat_op_name(CompatOp op) {
   switch (op) {
     case CompatOp::cast: return "cast";
     case CompatOp::step: return "step";
+    case CompatOp::quantize: return "quantize";
   }
   return "?";
 }
@@ -61,7 +62,12 @@ const std::vector<CompatProfile>& compat_profiles() {
         {CompatOp::step, "adam8bit", native::CompatCast::e8m0_torch, native::TorchKernels::cpu,
          native::BnbKernels::cuda_sm90},
         {CompatOp::step, "momentum8bit", native::CompatCast::e8m0_torch, native::TorchKernels::cpu,
-         native::BnbKernels::cuda_sm90}}},
+         native::BnbKernels::cuda_sm90},
+        // quantize_blockwise / dequantize_blockwise (kQuantizeBlockwise, kDequantizeBlockwise)
+        {CompatOp::quantize, "dynamic"},
+        {CompatOp::quantize, "dynamic-unsigned"},
+        {CompatOp::quantize, "linear"},
+        {CompatOp::quantize, "linear-unsigned"}}},
   };
   return profiles;
 }
@@ -87,7 +93,7 @@ const CompatProfile& compat_profile(std::string_view name) {
 native::CompatCast compat_rule(const CompatProfile& p, CompatOp op, const Format& f) {
   std::string covers;
   for (const CompatEntry& e : p.entries) {
-    if (e.op != CompatOp::cast) {
+    if (e.op != CompatOp::cast) {  // step and quantize entries name optimizers and codebooks
       covers += (covers.empty() ? "" : ", ") + std::string(compat_op_name(e.op)) + " " + e.format;
       continue;
     }
@@ -99,6 +105,16 @@ native::CompatCast compat_rule(const CompatProfile& p, CompatOp op, const Format
   }
   throw InputError("--compat " + std::string(p.name) + " does not cover " + compat_op_name(op) +
                    " to " + f.name + " (it covers: " + covers + ")");
+}
+
+void compat_require_quantize(const CompatProfile& p, std::string_view target) {
+  std::string covers;
+  for (const CompatEntry& e : p.entries) {
+    if (e.op == CompatOp::quantize && target == e.format) return;
+    covers += (covers.empty() ? "" : ", ") + std::string(compat_op_name(e.op)) + " " + e.format;
+  }
+  throw InputError("--compat " + std::string(p.name) + " does not cover quantize to " +
+                   std::string(target) + " (it covers: " + covers + ")");
 }
 
 native::TorchKernels compat_step_kernels(const CompatProfile& p, std::string_view optimizer) {

@@ -17,7 +17,7 @@ namespace exmy {
 
 // The operations a profile may cover: element-wise casts (`exmy cast`) and optimizer steps
 // (`exmy step`).
-enum class CompatOp : std::uint8_t { cast, step };
+enum class CompatOp : std::uint8_t { cast, step, quantize };
 const char* compat_op_name(CompatOp op);
 
 struct CompatEntry {
@@ -48,6 +48,10 @@ native::CompatCast compat_rule(const CompatProfile& p, CompatOp op, const Format
 // The PyTorch kernels profile p models for `exmy step --optimizer NAME`; an InputError naming the
 // profile and the optimizer (and what the profile covers) when p does not cover it.
 native::TorchKernels compat_step_kernels(const CompatProfile& p, std::string_view optimizer);
+// That profile p covers `exmy quantize/dequantize` to the codebook `target` (its name); an
+// InputError naming the profile, the target and what the profile covers otherwise.
+void compat_require_quantize(const CompatProfile& p, std::string_view target);
+
 // The entry of profile p for `exmy step --optimizer NAME` (same error as above).
 const CompatEntry& compat_step_entry(const CompatProfile& p, std::string_view optimizer);
 

@@ -455,22 +455,27 @@ struct StepCase {
   std::string compat;  // "" = the default
 };
 // Every optimizer × parameter dtype × --compat profile exmy models (section 9): torch Adam, AdamW
-// and SGD under torch-cpu, torch-cuda and torch-cuda-foreach on fp32, bf16 and fp16; the 8-bit
-// optimizers on fp32, bf16 and fp16; StableAdamW; the split formats of seed 004.
+// and SGD under torch-cpu, torch-cuda and torch-cuda-foreach, Adam and AdamW under
+// torch-cuda-fused, on fp32, bf16 and fp16; the 8-bit optimizers on fp32, bf16 and fp16, by
+// default and under bnb-cuda; StableAdamW; the split formats of seed 004.
 std::vector<StepCase> step_case_list() {
   std::vector<StepCase> v;
   const std::pair<Storage, const char*> dtypes[] = {
       {Storage::f32, "fp32"}, {Storage::bf16, "bf16"}, {Storage::f16, "fp16"}};
   for (const char* opt : {"adamw", "adam", "sgd"}) {
     for (const auto& [st, dn] : dtypes) {
-      for (const char* prof : {"torch-cpu", "torch-cuda", "torch-cuda-foreach"}) {
+      for (const char* prof : {"torch-cpu", "torch-cuda", "torch-cuda-foreach", "torch-cuda-fused"}) {
+        if (std::string(opt) == "sgd" && std::string(prof) == "torch-cuda-fused") continue;
         v.push_back({std::string(opt) + "-" + dn + "-" + prof, opt, st,
                      std::string(prof) == "torch-cpu" ? "" : prof});
       }
     }
   }
   for (const char* opt : {"adamw8bit", "adam8bit", "momentum8bit"}) {
-    for (const auto& [st, dn] : dtypes) v.push_back({std::string(opt) + "-" + dn, opt, st, ""});
+    for (const auto& [st, dn] : dtypes) {
+      v.push_back({std::string(opt) + "-" + dn, opt, st, ""});
+      v.push_back({std::string(opt) + "-" + dn + "-bnb-cuda", opt, st, "bnb-cuda"});
+    }
   }
   v.push_back({"stableadamw-fp32", "stableadamw", Storage::f32, ""});
   for (const char* split :
@@ -497,9 +502,10 @@ void step_cases(std::uint64_t seed, std::vector<CaseMaker>& out) {
            c.st = sc.st;
            c.seed = seed;
            if (!sc.compat.empty()) {
-             const auto k =
-                 compat_step_kernels(compat_profile(sc.compat), std::string(c.opt.entry->name));
-             c.hyper.adam.kernels = c.hyper.sgd.kernels = k;
+             const CompatEntry& k =
+                 compat_step_entry(compat_profile(sc.compat), std::string(c.opt.entry->name));
+             c.hyper.adam.kernels = c.hyper.sgd.kernels = k.kernels;
+             c.hyper.adam.bnb = k.bnb;
            }
            std::mt19937_64 rng(seed ^ fnv1a(sc.id));
            std::vector<float> p0(kN), g(kN * kSteps);

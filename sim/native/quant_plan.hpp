@@ -98,6 +98,7 @@ struct QuantPlan {
   std::uint64_t seed = 0;
   // ---- codebooks
   NormOrder norm = NormOrder::recip_mul;
+  SfuTables sfu{};  // NormOrder::bnb_cuda on the host: the rcp.approx table (device: the instruction)
   TieRule tie = TieRule::even_index;
   float codebook[256] = {};
 
@@ -113,6 +114,9 @@ EXMY_HD std::uint32_t group_state(const QuantPlan& p, float amax) {
   const auto scale = [&](float computed) { return bits_of(p.given ? p.given_scale : computed); };
   switch (p.rule) {
     case ScaleRule::absmax:
+      // ignore_ftz: the max of flushed magnitudes is the flushed max (a GPU reduction may take
+      // the plain max first).
+      if (p.nan == NanPolicy::ignore_ftz && (bits_of(amax) & 0x7F800000u) == 0) return 0u;
       return bits_of(amax);
     case ScaleRule::te:
       return scale(te_scale(amax, p.fmax, p.te_margin, p.te_prev_scale));
@@ -178,7 +182,7 @@ EXMY_HD Encoded quant_element(const QuantPlan& p, const float* table, float x, s
       return cast_fp32(p.fmt, y, Rounding{p.mode, p.sr_bits, Overflow::satfinite}, rand);
     }
     case ElementKind::codebook: {
-      const float n = codebook_normalize(x, s, p.norm);
+      const float n = codebook_normalize(x, s, p.norm, p.sfu);
       if (sr) return {codebook_stochastic(table, n, uniform_from_word(word)), 0};
       return {codebook_nearest(table, n, p.tie), 0};
     }
@@ -221,7 +225,7 @@ EXMY_HD float dequant_element(const QuantPlan& p, const float* table, std::uint3
       }
     }
     case ElementKind::codebook:
-      return codebook_dequant(table, static_cast<std::uint8_t>(code), s);
+      return codebook_dequant(table, static_cast<std::uint8_t>(code), s, p.norm);
   }
   return 0.0f;
 }

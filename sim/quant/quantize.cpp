@@ -2,6 +2,7 @@
 // here only decide groups, states and layout; each element goes through the native:: functions
 // the CUDA kernels use.
 #include "sim/quant/quantize.hpp"
+#include "sim/sfu/sfu_tables.hpp"
 
 #include <string>
 
@@ -240,6 +241,7 @@ native::QuantPlan make_plan(const Options& opt, const native::Nvfp4Tensor& tenso
   p.sr_bits = opt.sr_bits;
   p.seed = opt.seed;
   p.norm = opt.norm;
+  if (p.norm == native::NormOrder::bnb_cuda) p.sfu = sfu::sm90_view();  // rcp.approx (host)
   p.tie = opt.tie;
   return p;
 }
