@@ -85,6 +85,8 @@ int run_probe_sfu(const Args& args) {
   std::vector<gpu::SfuCheck> checks = gpu::sfu_verify(b, progress);
   // CUDA's powf (built on MUFU.RCP) against its transcription (docs/SEMANTICS.md 17.4).
   for (gpu::SfuCheck& c : gpu::sfu_verify_powf(progress)) checks.push_back(std::move(c));
+  // The non-FTZ and division forms (docs/SEMANTICS.md 17.2).
+  for (gpu::SfuCheck& c : gpu::sfu_verify_composites(progress)) checks.push_back(std::move(c));
   bool all_ok = true;
   std::ostringstream inst;
   for (std::size_t k = 0; k < checks.size(); ++k) {

@@ -65,5 +65,8 @@ std::vector<SfuCheck> sfu_verify(const sfu::Bundle&, const std::function<void(in
 std::vector<SfuCheck> sfu_verify_powf(const std::function<void(int, int)>&) {
   no_cuda();
 }
+std::vector<SfuCheck> sfu_verify_composites(const std::function<void(int, int)>&) {
+  no_cuda();
+}
 
 }  // namespace exmy::gpu

@@ -110,6 +110,60 @@ __global__ void verify_powf_kernel(float y_fixed, std::uint64_t lo, std::uint64_
   atomicAdd(&tally->digest, sum);
 }
 
+// Composite op k on (a, b); hardware and model.
+__device__ __forceinline__ float comp_hw(int k, float a, float b) {
+  float r;
+  switch (k) {
+    case 0: asm volatile("rcp.approx.f32 %0, %1;" : "=f"(r) : "f"(a)); break;
+    case 1: asm volatile("sqrt.approx.f32 %0, %1;" : "=f"(r) : "f"(a)); break;
+    case 2: asm volatile("div.approx.ftz.f32 %0, %1, %2;" : "=f"(r) : "f"(a), "f"(b)); break;
+    case 3: asm volatile("div.approx.f32 %0, %1, %2;" : "=f"(r) : "f"(a), "f"(b)); break;
+    case 4: asm volatile("div.full.f32 %0, %1, %2;" : "=f"(r) : "f"(a), "f"(b)); break;
+    default: asm volatile("div.full.ftz.f32 %0, %1, %2;" : "=f"(r) : "f"(a), "f"(b)); break;
+  }
+  return r;
+}
+__device__ __forceinline__ float comp_model(int k, float a, float b) {
+  const native::SfuTables t{};
+  switch (k) {
+    case 0: return native::sfu_rcp_full_f(t, a);
+    case 1: return native::sfu_sqrt_full_f(t, a);
+    case 2: return native::sfu_div_approx_ftz_f(t, a, b);
+    case 3: return native::sfu_div_approx_f(t, a, b);
+    case 4: return native::sfu_div_full_f(t, a, b);
+    default: return native::sfu_div_full_ftz_f(t, a, b);
+  }
+}
+// random: (a, b) from splitmix64(i); else a = bits i, b = b_fixed.
+__global__ void verify_comp_kernel(int k, bool random, float b_fixed, std::uint64_t lo,
+                                   std::uint64_t hi, Tally* tally) {
+  unsigned long long sum = 0;
+  for (std::uint64_t i = lo + blockIdx.x * static_cast<std::uint64_t>(blockDim.x) + threadIdx.x;
+       i < hi; i += static_cast<std::uint64_t>(gridDim.x) * blockDim.x) {
+    std::uint32_t ab = static_cast<std::uint32_t>(i);
+    float b = b_fixed;
+    if (random) {
+      const std::uint64_t z = native::sfu_digest_term(static_cast<std::uint32_t>(i >> 32) ^ 0x5bd1e995u,
+                                                      static_cast<std::uint32_t>(i));
+      ab = static_cast<std::uint32_t>(z);
+      b = __uint_as_float(static_cast<std::uint32_t>(z >> 32));
+    }
+    const float a = __uint_as_float(ab);
+    const std::uint32_t h = __float_as_uint(comp_hw(k, a, b));
+    sum += native::sfu_digest_term(ab, h);
+    const std::uint32_t m = __float_as_uint(comp_model(k, a, b));
+    if (h != m) {
+      const unsigned long long c = atomicAdd(&tally->mismatches, 1ull);
+      if (c < 8) {
+        tally->examples[3 * c] = ab;
+        tally->examples[3 * c + 1] = h;
+        tally->examples[3 * c + 2] = m;
+      }
+    }
+  }
+  atomicAdd(&tally->digest, sum);
+}
+
 template <typename T>
 struct DeviceBuffer {
   T* p = nullptr;
@@ -224,6 +278,51 @@ std::vector<SfuCheck> sfu_verify_powf(const std::function<void(int, int)>& progr
     cuda_check(cudaMemcpy(&h, tally.p, sizeof(Tally), cudaMemcpyDeviceToHost), "tally");
     SfuCheck r;
     r.instruction = names[k];
+    r.inputs = std::uint64_t{1} << 32;
+    r.mismatches = h.mismatches;
+    r.digest = h.digest;
+    const int n = static_cast<int>(h.mismatches < 8 ? h.mismatches : 8);
+    r.examples.assign(h.examples, h.examples + 3 * n);
+    out.push_back(r);
+  }
+  return out;
+}
+
+std::vector<SfuCheck> sfu_verify_composites(const std::function<void(int, int)>& progress) {
+  struct Pass {
+    int k;
+    bool random;
+    float b;
+    const char* name;
+  };
+  const Pass passes[] = {{0, false, 0.0f, "rcp.approx.f32"},
+                         {1, false, 0.0f, "sqrt.approx.f32"},
+                         {2, false, 3.0f, "div.approx.ftz.f32(x, 3)"},
+                         {2, true, 0.0f, "div.approx.ftz.f32 random"},
+                         {3, false, 3.0f, "div.approx.f32(x, 3)"},
+                         {3, true, 0.0f, "div.approx.f32 random"},
+                         {4, false, 3.0f, "div.full.f32(x, 3)"},
+                         {4, true, 0.0f, "div.full.f32 random"},
+                         {5, false, 3.0f, "div.full.ftz.f32(x, 3)"},
+                         {5, true, 0.0f, "div.full.ftz.f32 random"}};
+  const int np = static_cast<int>(sizeof passes / sizeof passes[0]);
+  DeviceBuffer<Tally> tally(1);
+  std::vector<SfuCheck> out;
+  const int chunks = 16;
+  const std::uint64_t per = (std::uint64_t{1} << 32) / chunks;
+  for (int q = 0; q < np; ++q) {
+    cuda_check(cudaMemset(tally.p, 0, sizeof(Tally)), "memset");
+    for (int c = 0; c < chunks; ++c) {
+      verify_comp_kernel<<<132 * 16, 256>>>(passes[q].k, passes[q].random, passes[q].b, per * c,
+                                            per * (c + 1), tally.p);
+      cuda_check_launch("composite verify");
+      cuda_check(cudaDeviceSynchronize(), "composite verify");
+      if (progress) progress(q * chunks + c + 1, np * chunks);
+    }
+    Tally h;
+    cuda_check(cudaMemcpy(&h, tally.p, sizeof(Tally), cudaMemcpyDeviceToHost), "tally");
+    SfuCheck r;
+    r.instruction = passes[q].name;
     r.inputs = std::uint64_t{1} << 32;
     r.mismatches = h.mismatches;
     r.digest = h.digest;

@@ -34,4 +34,10 @@ std::vector<SfuCheck> sfu_verify(const sfu::Bundle& b,
 // patterns (splitmix64 of the index). One SfuCheck per pass, named "powf(x, Y)" / "powf(x, y)".
 std::vector<SfuCheck> sfu_verify_powf(const std::function<void(int, int)>& progress);
 
+// The non-FTZ and division instructions against their compositions in sim/native/sfu_sm90.hpp:
+// rcp.approx.f32 and sqrt.approx.f32 on all 2^32 inputs; div.approx.ftz.f32, div.approx.f32,
+// div.full.f32 and div.full.ftz.f32 on all 2^32 a with b = 3, and on 2^32 random (a, b) bit
+// patterns each.
+std::vector<SfuCheck> sfu_verify_composites(const std::function<void(int, int)>& progress);
+
 }  // namespace exmy::gpu

@@ -22,6 +22,7 @@
 #include <cstdint>
 
 #include "sim/native/hd.hpp"
+#include "sim/native/fp32_ops.hpp"
 #include "sim/native/specialize/platform.hpp"
 
 namespace exmy::native {
@@ -175,6 +176,53 @@ EXMY_HD float sfu_lg2_f(const SfuTables& t, float x) {
   return f32_from_bits(sfu_lg2(t, f32_bits(x)));
 }
 #endif
+// The non-FTZ and division forms: fixed SASS sequences around the same MUFU instructions
+// (nvcc 13.0, sm_90; docs/SEMANTICS.md 17.2). Scalings by powers of two are exact IEEE multiplies.
+// rcp.approx.f32: subnormal |x| scaled by 2^24, |x| > 2^126 by 1/4, r = s ⊗ rcp(x ⊗ s).
+EXMY_HD float sfu_rcp_full_f(const SfuTables& t, float x) {
+  const float ax = f32_abs(x);
+  float s = ax < f32_from_bits(0x00800000u) ? 16777216.0f : 1.0f;
+  if (ax > 0x1p126f) s = 0.25f;
+  return rn_mul(s, sfu_rcp_f(t, rn_mul(x, s)));
+}
+// sqrt.approx.f32: a subnormal x is scaled by 2^24 and the root by 2^-12.
+EXMY_HD float sfu_sqrt_full_f(const SfuTables& t, float x) {
+  if (f32_abs(x) >= f32_from_bits(0x00800000u)) return sfu_sqrt_f(t, x);
+  return rn_mul(sfu_sqrt_f(t, rn_mul(x, 16777216.0f)), 0.000244140625f);
+}
+// div.approx.ftz.f32: a ⊗ rcp(b) with FTZ (CUDA's __fdividef under --use_fast_math).
+EXMY_HD float sfu_div_approx_ftz_f(const SfuTables& t, float a, float b) {
+  return ftz_mul(a, sfu_rcp_f(t, b));
+}
+// div.approx.f32: a subnormal |b| scales both operands by 2^24.
+EXMY_HD float sfu_div_approx_f(const SfuTables& t, float a, float b) {
+  if (f32_abs(b) < f32_from_bits(0x00800000u)) {
+    a = rn_mul(a, 16777216.0f);
+    b = rn_mul(b, 16777216.0f);
+  }
+  return rn_mul(sfu_rcp_f(t, b), a);
+}
+// div.full.f32 (Triton's fp32 division): |b| > 2^126 scales both by 1/4, a subnormal |b| by 2^24.
+EXMY_HD float sfu_div_full_f(const SfuTables& t, float a, float b) {
+  const float ab = f32_abs(b);
+  if (ab > 0x1p126f) {
+    a = rn_mul(a, 0.25f);
+    b = rn_mul(b, 0.25f);
+  } else if (ab < f32_from_bits(0x00800000u)) {
+    a = rn_mul(a, 16777216.0f);
+    b = rn_mul(b, 16777216.0f);
+  }
+  return rn_mul(sfu_rcp_f(t, b), a);
+}
+// div.full.ftz.f32: the 1/4 scaling with FTZ multiplies.
+EXMY_HD float sfu_div_full_ftz_f(const SfuTables& t, float a, float b) {
+  if (f32_abs(b) > 0x1p126f) {
+    a = ftz_mul(a, 0.25f);
+    b = ftz_mul(b, 0.25f);
+  }
+  return ftz_mul(sfu_rcp_f(t, b), a);
+}
+
 // CUDA's __powf(x, y) under fast math: ex2.approx.ftz(y ⊗ lg2.approx.ftz(x)) with an FTZ multiply
 // (bitsandbytes' kernels, sm_90 SASS: MUFU.LG2, FMUL.FTZ, MUFU.EX2).
 EXMY_HD float sfu_powf(const SfuTables& t, float x, float y) {
