@@ -37,7 +37,7 @@ constexpr const char* kQuantizeUsage =
     "[--tensor-amax F] [--tensor-scale F] [--tensor-scale-out T.npy] [--pack] "
     "[--order div-mul|recip-mul|mul-recip] [--nan propagate|ignore] [--round MODE] [--seed N] "
     "[--margin M] [--prev-scale F] [--scale F] [--amax-epsilon F] [--pow2-scale] [--fp16-clamp] "
-    "[--norm recip-mul|div] [--tie even|lower|bnb-cpu] [--compat bnb-cuda] [--device cpu|cuda]";
+    "[--norm recip-mul|div] [--tie even|lower|bnb-cpu] [--compat bnb-cuda|triton] [--device cpu|cuda]";
 constexpr const char* kDequantizeUsage =
     "usage: exmy dequantize --scheme S --from TARGET --in Q.npy --state S.npy --out X.npy "
     "[--tensor-scale-in T.npy] [--transpose] [--pack] [--device cpu|cuda] [the quantize "
@@ -50,6 +50,7 @@ struct CliOptions {
   bool pack = false;  // codes of <= 4-bit formats two per byte (always for nvfp4)
   std::string compat;          // --compat NAME
   bool norm_or_nan = false;    // --norm or --nan given
+  bool order = false;          // --order given
   Device device = Device::cpu;
 };
 
@@ -109,6 +110,7 @@ CliOptions parse(const Args& args, const std::string& target_flag, const std::st
     } else if (a == "--pack") {
       o.pack = true;
     } else if (a == "--order") {
+      o.order = true;
       const std::string& v = option_value(args, i);
       if (v == "div-mul")
         o.q.order = native::ScaleOrder::div_mul;
@@ -174,12 +176,23 @@ CliOptions parse(const Args& args, const std::string& target_flag, const std::st
     // bitsandbytes' CUDA kernels as compiled (docs/SEMANTICS.md 7.5): rcp.approx normalization,
     // FTZ arithmetic, fmaxf absmax. The profile fixes what --norm and --nan would choose.
     compat_require_quantize(compat_profile(o.compat), o.q.target.name);
-    if (o.norm_or_nan) {
-      throw InputError("--compat " + o.compat + " fixes the normalization and the NaN rule: drop "
-                       "--norm / --nan");
+    if (o.compat == "triton") {
+      // SwitchBack's row/column-wise Triton kernels divide in-kernel (docs/SEMANTICS.md 7.3).
+      if (o.order) throw InputError("--compat triton fixes the order: drop --order");
+      if (o.q.scheme.kind != quant::Granularity::row &&
+          o.q.scheme.kind != quant::Granularity::col) {
+        throw InputError("--compat triton: expected --scheme rowwise or colwise (SwitchBack's "
+                         "quantize_global multiplies by a torch reciprocal: --order recip-mul)");
+      }
+      o.q.order = native::ScaleOrder::div_full_mul;
+    } else {
+      if (o.norm_or_nan) {
+        throw InputError("--compat " + o.compat + " fixes the normalization and the NaN rule: "
+                         "drop --norm / --nan");
+      }
+      o.q.norm = native::NormOrder::bnb_cuda;
+      o.q.nan = native::NanPolicy::ignore_ftz;
     }
-    o.q.norm = native::NormOrder::bnb_cuda;
-    o.q.nan = native::NanPolicy::ignore_ftz;
   }
   quant::validate_options(o.q);
   const std::string tflag = state_flag == "--state-out" ? "--tensor-scale-out" : "--tensor-scale-in";

@@ -302,7 +302,7 @@ __device__ __forceinline__ std::uint8_t quant_one(const QArgs& a, const float* c
     if (st == 0.0f) return 0;
     if (int8_fast_mode(a.p.mode)) {
       return static_cast<std::uint8_t>(
-          fast_round_to_int8(native::absmax_scale(x, st, kInt8Q, a.p.order), a.p.mode));
+          fast_round_to_int8(native::absmax_scale(x, st, kInt8Q, a.p.order, a.p.sfu), a.p.mode));
     }
   }
   const std::uint32_t state = K == Kind::mx ? std::uint32_t{mxs} : native::bits_of(st);
@@ -369,6 +369,8 @@ __device__ __forceinline__ std::uint8_t fast_int8(const GroupState& g, float x) 
   float y;
   if constexpr (O == native::ScaleOrder::div_mul) {
     y = native::rn_mul(kInt8Q, native::rn_div(x, g.st));
+  } else if constexpr (O == native::ScaleOrder::div_full_mul) {
+    y = native::rn_mul(kInt8Q, native::sfu_div_full_f(native::SfuTables{}, x, g.st));
   } else if constexpr (O == native::ScaleOrder::recip_mul) {
     y = native::rn_mul(kInt8Q, native::rn_mul(x, g.aux));
   } else {
@@ -383,6 +385,8 @@ __device__ __forceinline__ std::uint8_t fast_int8(const QArgs& a, const GroupSta
       return fast_int8<native::ScaleOrder::div_mul>(g, x);
     case native::ScaleOrder::recip_mul:
       return fast_int8<native::ScaleOrder::recip_mul>(g, x);
+    case native::ScaleOrder::div_full_mul:
+      return fast_int8<native::ScaleOrder::div_full_mul>(g, x);
     default:
       return fast_int8<native::ScaleOrder::mul_recip>(g, x);
   }
@@ -626,6 +630,9 @@ __device__ __forceinline__ void fast_run(const QArgs& a, const FastCastPlan& p, 
         break;
       case native::ScaleOrder::recip_mul:
         fast_int8_run<In, native::ScaleOrder::recip_mul>(g, w, c);
+        break;
+      case native::ScaleOrder::div_full_mul:
+        fast_int8_run<In, native::ScaleOrder::div_full_mul>(g, w, c);
         break;
       default:
         fast_int8_run<In, native::ScaleOrder::mul_recip>(g, w, c);

@@ -51,6 +51,11 @@ const std::vector<CompatProfile>& compat_profiles() {
        "compiled for sm_90",
        {{CompatOp::step, "adamw", native::CompatCast::e8m0_torch, native::TorchKernels::cuda_fused},
         {CompatOp::step, "adam", native::CompatCast::e8m0_torch, native::TorchKernels::cuda_fused}}},
+      // SwitchBack's Triton kernels (quantize_rowwise / _columnwise): Triton's fp32 division.
+      {"triton",
+       "SwitchBack's Triton int8 kernels (quantize_rowwise, quantize_columnwise) as Triton 3.x "
+       "compiles `x / max_val` (div.full.f32)",
+       {{CompatOp::quantize, "int8"}}},
       // bitsandbytes' 8-bit optimizers on the GPU (docs/SEMANTICS.md 9.4, 17); the 32-bit
       // fallback below 4096 elements included.
       {"bnb-cuda",

@@ -7,6 +7,7 @@
 
 #include "sim/native/convert.hpp"
 #include "sim/native/hd.hpp"
+#include "sim/native/sfu_sm90.hpp"
 #include "sim/native/quant_fp32.hpp"
 #include "sim/native/round_step.hpp"
 #include "sim/native/rounding.hpp"
@@ -19,13 +20,18 @@ enum class ScaleOrder : std::uint8_t {
   div_mul,    // y = RN32(Q * RN32(x / a))           SwitchBack quantize_rowwise / _columnwise
   recip_mul,  // y = RN32(Q * RN32(x * RN32(1 / a))) SwitchBack quantize_global (absmax_inv)
   mul_recip,  // y = RN32(x * RN32(Q / a))           one multiply per element
+  // `--compat triton`: SwitchBack's Triton quantize_rowwise/_columnwise as Triton compiles them:
+  // y = RN32(Q * div.full.f32(x, a)) (Triton's fp32 `/`; docs/SEMANTICS.md 7.3, 17.2)
+  div_full_mul,
 };
 
 // y for one element. a == 0 (all-zero group) is handled by the caller (codes 0, state 0), never
 // here; otherwise every NaN/Inf follows IEEE fp32 arithmetic (e.g. a = inf: finite x give 0,
 // x = +-inf gives NaN).
-EXMY_HD float absmax_scale(float x, float a, float Q, ScaleOrder order) {
+EXMY_HD float absmax_scale(float x, float a, float Q, ScaleOrder order, const SfuTables& t = {}) {
   switch (order) {
+    case ScaleOrder::div_full_mul:
+      return rn32_mul(Q, sfu_div_full_f(t, x, a));
     case ScaleOrder::div_mul:
       return rn32_mul(Q, rn32_div(x, a));
     case ScaleOrder::recip_mul:

@@ -171,7 +171,7 @@ EXMY_HD Encoded quant_element(const QuantPlan& p, const float* table, float x, s
   switch (p.element) {
     case ElementKind::int8: {
       if (s == 0.0f) return {0, 0};  // all-zero group: codes 0, no division
-      const Int8Encoded e = round_to_int8(absmax_scale(x, s, static_cast<float>(kInt8Max), p.order),
+      const Int8Encoded e = round_to_int8(absmax_scale(x, s, static_cast<float>(kInt8Max), p.order, p.sfu),
                                           Rounding{p.mode, p.sr_bits}, rand);
       return {static_cast<std::uint8_t>(e.code), e.flags};
     }

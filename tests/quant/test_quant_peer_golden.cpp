@@ -1,4 +1,5 @@
-// `exmy quantize / dequantize --scheme block:B --to dynamic --compat bnb-cuda` against
+// Quantization against peers on the GPU. `exmy quantize / dequantize --scheme block:B --to
+// dynamic --compat bnb-cuda` against
 // bitsandbytes' quantize_blockwise / dequantize_blockwise on an H200 (golden/peers/
 // bnb-cuda-quantize): codes and dequantized values equal; absmax equal except in all-NaN blocks.
 // Without the profile the midpoint-placed elements get other codes.
@@ -85,5 +86,28 @@ TEST_CASE("bnb-cuda quantize/dequantize equal bitsandbytes on the GPU", "[quant]
     CHECK(io::read_npy(q0).data != io::read_npy((c / "codes.npy").string()).data);
   }
   CHECK(cases == 6);
+  fs::remove_all(tmp);
+}
+
+TEST_CASE("triton: SwitchBack's Triton row-wise int8 kernel's codes, every one",
+          "[quant][compat][cli]") {
+  if (testing::cli().empty()) {
+    WARN("EXMY_CLI not set (run through ctest): skipped");
+    return;
+  }
+  const fs::path c = kDir.parent_path() / "triton-switchback";
+  const std::string tmp = testing::make_tmpdir("exmy_triton_quant");
+  REQUIRE(!tmp.empty());
+  const std::string q = tmp + "/q.npy", s = tmp + "/s.npy";
+  const std::string in = " --in '" + (c / "x.npy").string() + "' --out " + q + " --state-out " + s;
+  REQUIRE(testing::run("quantize --scheme rowwise --to int8 --compat triton" + in) == 0);
+  CHECK(io::read_npy(q).data == io::read_npy((c / "codes.npy").string()).data);
+  CHECK(io::read_npy(s).data == io::read_npy((c / "maxs.npy").string()).data);
+  // exmy's default (an IEEE division, the SwitchBack paper's arithmetic) parts on the boundaries.
+  REQUIRE(testing::run("quantize --scheme rowwise --to int8" + in) == 0);
+  CHECK(io::read_npy(q).data != io::read_npy((c / "codes.npy").string()).data);
+  // The profile covers only the row/column-wise kernels' in-kernel division.
+  CHECK(testing::run("quantize --scheme tensor --to int8 --compat triton" + in) == 2);
+  CHECK(testing::run("quantize --scheme rowwise --to int8 --compat triton --order div-mul" + in) == 2);
   fs::remove_all(tmp);
 }
