@@ -118,6 +118,8 @@ void BM_adamw_16bit(benchmark::State& state) {
   });
 }
 
+// range(2) = 1: the kernel under --compat bnb-cuda (bitsandbytes' fast-math arithmetic: FTZ,
+// FMA, MUFU).
 void BM_adamw8bit(benchmark::State& state) {
   const std::size_t n = size_of(state);
   const int block = static_cast<int>(state.range(1));
@@ -132,28 +134,8 @@ void BM_adamw8bit(benchmark::State& state) {
   st.absmax1 = a1.as<float>();
   st.absmax2 = a2.as<float>();
   optim::AdamHyper h{1e-3, 0.9, 0.999, 1e-8, 0.01};
+  if (state.range(2) == 1) h.bnb = native::BnbKernels::cuda_sm90;
   // p r/w 8 + g 4 + two codes r/w 4 + absmax 2 * 8 / block
-  timed(state, 16.0 + 16.0 / block, n, [&](long t) {
-    gpu::bnb_adam8_step(optim::bnb8_scalars(h, t, false), p.as<float>(), g.as<float>(), st, n);
-  });
-}
-
-// The same kernel under --compat bnb-cuda (bitsandbytes' fast-math arithmetic: FTZ, FMA, MUFU).
-void BM_adamw8bit_bnb_cuda(benchmark::State& state) {
-  const std::size_t n = size_of(state);
-  const int block = 256;
-  const std::size_t blocks = (n + block - 1) / block;
-  Buf p(n * 4), g(n * 4), q1(n), q2(n), a1(blocks * 4), a2(blocks * 4);
-  fill(p.as<float>(), n, 1.0f, 0.5f);
-  fill(g.as<float>(), n, 0.0f, 2e-3f);
-  gpu::Bnb8DeviceState st;
-  st.block = block;
-  st.q1 = q1.as<std::uint8_t>();
-  st.q2 = q2.as<std::uint8_t>();
-  st.absmax1 = a1.as<float>();
-  st.absmax2 = a2.as<float>();
-  optim::AdamHyper h{1e-3, 0.9, 0.999, 1e-8, 0.01};
-  h.bnb = native::BnbKernels::cuda_sm90;
   timed(state, 16.0 + 16.0 / block, n, [&](long t) {
     gpu::bnb_adam8_step(optim::bnb8_scalars(h, t, false), p.as<float>(), g.as<float>(), st, n);
   });
@@ -197,11 +179,11 @@ BENCHMARK(BM_adamw_16bit)
     ->UseManualTime()
     ->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_adamw8bit)
-    ->Args({kN, 256})
-    ->Args({kN, 2048})
+    ->Args({kN, 256, 0})
+    ->Args({kN, 2048, 0})
+    ->Args({kN, 256, 1})
     ->UseManualTime()
     ->Unit(benchmark::kMicrosecond);
-BENCHMARK(BM_adamw8bit_bnb_cuda)->Arg(kN)->UseManualTime()->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_stableadamw)->Arg(kN)->UseManualTime()->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_split_adamw)
     ->Args({kN, 8})

@@ -3,22 +3,15 @@
 AdamW8bit step (block-wise, B = 256, fp32 parameters) and torch.optim.AdamW(fused=True), 64M
 (2^26) parameters, mean of 50 steps after 5 warm-up steps by CUDA events. Prints one line each.
 The Python call overhead of a bitsandbytes step is part of its time (~20 us against ~1 ms)."""
+import os
+import sys
+
 import torch
 import bitsandbytes as bnb
 
-
-def step_ms(opt):
-    for _ in range(5):
-        opt.step()
-    torch.cuda.synchronize()
-    a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    iters = 50
-    a.record()
-    for _ in range(iters):
-        opt.step()
-    b.record()
-    torch.cuda.synchronize()
-    return a.elapsed_time(b) / iters
+# The step timing of the torch anchor (tests/optim/torch_adamw_anchor.py), shared.
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "tests", "optim"))
+from torch_adamw_anchor import step_ms  # noqa: E402
 
 
 n = 1 << 26

@@ -8,6 +8,8 @@ input dtype (NaNs as a class).
 import json, os, subprocess, sys, tempfile
 import numpy as np
 
+from npy_compare import differ
+
 exmy, cases, out_md = sys.argv[1], sys.argv[2], sys.argv[3]
 device = sys.argv[sys.argv.index("--device") + 1] if "--device" in sys.argv else "cpu"
 
@@ -24,8 +26,7 @@ def to_dtype(a, dt):
 
 
 def neq(a, b):
-    a = a.astype(np.float32); b = b.astype(np.float32)
-    return int((~((a.view(np.uint32) == b.view(np.uint32)) | (np.isnan(a) & np.isnan(b)))).sum())
+    return differ(a.astype(np.float32), b.astype(np.float32))[0]
 
 
 rows, bad = [], 0

@@ -12,30 +12,12 @@ compares params (bit patterns; NaNs as a class), state codes, absmax (or the fp3
 import json, os, subprocess, sys, tempfile
 import numpy as np
 
+from npy_compare import differ
+
 exmy, cases, out_md = sys.argv[1], sys.argv[2], sys.argv[3]
 # The profile: --profile NAME, else each case's "profile" (bnb-cuda when absent).
 forced = sys.argv[sys.argv.index("--profile") + 1] if "--profile" in sys.argv else None
 device = sys.argv[sys.argv.index("--device") + 1] if "--device" in sys.argv else "cpu"
-
-
-def ulps(a, b):
-    a = a.astype(np.float32).view(np.int32).astype(np.int64)
-    b = b.astype(np.float32).view(np.int32).astype(np.int64)
-    a = np.where(a < 0, -(a & 0x7FFFFFFF), a)
-    b = np.where(b < 0, -(b & 0x7FFFFFFF), b)
-    return np.abs(a - b)
-
-
-def differ(a, b):
-    if a.dtype.kind == "f":
-        na, nb = np.isnan(a), np.isnan(b)
-        same = (a.view(np.uint32 if a.dtype == np.float32 else np.uint16) ==
-                b.view(np.uint32 if b.dtype == np.float32 else np.uint16)) | (na & nb)
-        d = ~same
-        mu = int(ulps(a[d & ~na & ~nb], b[d & ~na & ~nb]).max()) if (d & ~na & ~nb).any() else 0
-        return int(d.sum()), mu
-    d = a != b
-    return int(d.sum()), int(np.abs(a.astype(np.int64) - b.astype(np.int64)).max()) if d.any() else 0
 
 
 rows, bad = [], 0

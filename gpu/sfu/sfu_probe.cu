@@ -7,6 +7,7 @@
 #include <memory>
 
 #include "gpu/common/cuda_check.hpp"
+#include "gpu/common/launch.hpp"
 #include "sim/native/sfu_digest.hpp"
 #include "sim/native/libdevice_powf.hpp"
 #include "sim/native/sfu_sm90.hpp"
@@ -58,57 +59,44 @@ struct Tally {
   std::uint32_t examples[24];
 };
 
-__global__ void verify_kernel(int op, native::SfuTables t, std::uint64_t lo, std::uint64_t hi,
-                              Tally* tally) {
-  unsigned long long sum = 0;
-  for (std::uint64_t i = lo + blockIdx.x * static_cast<std::uint64_t>(blockDim.x) + threadIdx.x;
-       i < hi; i += static_cast<std::uint64_t>(gridDim.x) * blockDim.x) {
-    const std::uint32_t x = static_cast<std::uint32_t>(i);
-    const std::uint32_t h = hw(op, x);
-    sum += native::sfu_digest_term(x, h);
-    const std::uint32_t m = model(op, t, x);
-    if (h != m) {
-      const unsigned long long k = atomicAdd(&tally->mismatches, 1ull);
-      if (k < 8) {
-        tally->examples[3 * k] = x;
-        tally->examples[3 * k + 1] = h;
-        tally->examples[3 * k + 2] = m;
-      }
-    }
-  }
-  atomicAdd(&tally->digest, sum);
+// One input of a verification pass: its bits (for the digest and the examples), the hardware's
+// result and the model's.
+struct Outcome {
+  std::uint32_t x, hw, model;
+};
+
+// Pseudo-random operand bits for input i of a random pass (splitmix64; `salt` separates passes).
+__device__ __forceinline__ std::uint64_t random_bits(std::uint64_t i, std::uint32_t salt) {
+  return native::sfu_digest_term(static_cast<std::uint32_t>(i >> 32) ^ salt,
+                                 static_cast<std::uint32_t>(i));
 }
 
-// y < 0 selects the random pass: (x, y) from splitmix64(i).
-__global__ void verify_powf_kernel(float y_fixed, std::uint64_t lo, std::uint64_t hi,
-                                   Tally* tally) {
-  const native::SfuTables none{};  // sm_90 device code issues MUFU.RCP itself
-  unsigned long long sum = 0;
-  for (std::uint64_t i = lo + blockIdx.x * static_cast<std::uint64_t>(blockDim.x) + threadIdx.x;
-       i < hi; i += static_cast<std::uint64_t>(gridDim.x) * blockDim.x) {
+// A table instruction on input bits i.
+struct InstructionCheck {
+  int op;
+  native::SfuTables t;
+  __device__ Outcome operator()(std::uint64_t i) const {
+    const std::uint32_t x = static_cast<std::uint32_t>(i);
+    return {x, hw(op, x), model(op, t, x)};
+  }
+};
+
+// CUDA's powf: x = bits i with y fixed, or (x, y) random when y is NaN.
+struct PowfCheck {
+  float y_fixed;
+  __device__ Outcome operator()(std::uint64_t i) const {
     std::uint32_t xb = static_cast<std::uint32_t>(i);
     float y = y_fixed;
     if (isnan(y_fixed)) {
-      const std::uint64_t z = native::sfu_digest_term(static_cast<std::uint32_t>(i >> 32),
-                                                      static_cast<std::uint32_t>(i));
+      const std::uint64_t z = random_bits(i, 0u);
       xb = static_cast<std::uint32_t>(z);
       y = __uint_as_float(static_cast<std::uint32_t>(z >> 32));
     }
     const float x = __uint_as_float(xb);
-    const std::uint32_t h = __float_as_uint(powf(x, y));
-    sum += native::sfu_digest_term(xb, h);
-    const std::uint32_t m = __float_as_uint(native::cuda_powf(none, x, y));
-    if (h != m) {
-      const unsigned long long k = atomicAdd(&tally->mismatches, 1ull);
-      if (k < 8) {
-        tally->examples[3 * k] = xb;
-        tally->examples[3 * k + 1] = h;
-        tally->examples[3 * k + 2] = m;
-      }
-    }
+    const native::SfuTables none{};  // sm_90 device code issues MUFU.RCP itself
+    return {xb, __float_as_uint(powf(x, y)), __float_as_uint(native::cuda_powf(none, x, y))};
   }
-  atomicAdd(&tally->digest, sum);
-}
+};
 
 // Composite op k on (a, b); hardware and model.
 __device__ __forceinline__ float comp_hw(int k, float a, float b) {
@@ -134,54 +122,78 @@ __device__ __forceinline__ float comp_model(int k, float a, float b) {
     default: return native::sfu_div_full_ftz_f(t, a, b);
   }
 }
-// random: (a, b) from splitmix64(i); else a = bits i, b = b_fixed.
-__global__ void verify_comp_kernel(int k, bool random, float b_fixed, std::uint64_t lo,
-                                   std::uint64_t hi, Tally* tally) {
-  unsigned long long sum = 0;
-  for (std::uint64_t i = lo + blockIdx.x * static_cast<std::uint64_t>(blockDim.x) + threadIdx.x;
-       i < hi; i += static_cast<std::uint64_t>(gridDim.x) * blockDim.x) {
+// A composite: a = bits i with b fixed, or (a, b) random.
+struct CompositeCheck {
+  int k;
+  bool random;
+  float b_fixed;
+  __device__ Outcome operator()(std::uint64_t i) const {
     std::uint32_t ab = static_cast<std::uint32_t>(i);
     float b = b_fixed;
     if (random) {
-      const std::uint64_t z = native::sfu_digest_term(static_cast<std::uint32_t>(i >> 32) ^ 0x5bd1e995u,
-                                                      static_cast<std::uint32_t>(i));
+      const std::uint64_t z = random_bits(i, 0x5bd1e995u);
       ab = static_cast<std::uint32_t>(z);
       b = __uint_as_float(static_cast<std::uint32_t>(z >> 32));
     }
     const float a = __uint_as_float(ab);
-    const std::uint32_t h = __float_as_uint(comp_hw(k, a, b));
-    sum += native::sfu_digest_term(ab, h);
-    const std::uint32_t m = __float_as_uint(comp_model(k, a, b));
-    if (h != m) {
-      const unsigned long long c = atomicAdd(&tally->mismatches, 1ull);
-      if (c < 8) {
-        tally->examples[3 * c] = ab;
-        tally->examples[3 * c + 1] = h;
-        tally->examples[3 * c + 2] = m;
+    return {ab, __float_as_uint(comp_hw(k, a, b)), __float_as_uint(comp_model(k, a, b))};
+  }
+};
+
+// Inputs [lo, hi) of one pass: the digest of the hardware's results, the mismatches, the first 8.
+template <class Check>
+__global__ void verify_kernel(Check check, std::uint64_t lo, std::uint64_t hi, Tally* tally) {
+  unsigned long long sum = 0;
+  for (std::uint64_t i = lo + blockIdx.x * static_cast<std::uint64_t>(blockDim.x) + threadIdx.x;
+       i < hi; i += static_cast<std::uint64_t>(gridDim.x) * blockDim.x) {
+    const Outcome o = check(i);
+    sum += native::sfu_digest_term(o.x, o.hw);
+    if (o.hw != o.model) {
+      const unsigned long long k = atomicAdd(&tally->mismatches, 1ull);
+      if (k < 8) {
+        tally->examples[3 * k] = o.x;
+        tally->examples[3 * k + 1] = o.hw;
+        tally->examples[3 * k + 2] = o.model;
       }
     }
   }
   atomicAdd(&tally->digest, sum);
 }
 
-template <typename T>
-struct DeviceBuffer {
-  T* p = nullptr;
-  explicit DeviceBuffer(std::size_t n) { cuda_check(cudaMalloc(&p, n * sizeof(T)), "cudaMalloc"); }
-  ~DeviceBuffer() { cudaFree(p); }
-  DeviceBuffer(const DeviceBuffer&) = delete;
-  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
-};
+// One pass over 2^32 inputs in 16 launches; progress counts chunks of `passes` passes.
+template <class Check>
+SfuCheck run_pass(const char* name, const Check& check, int pass, int passes,
+                  const std::function<void(int, int)>& progress) {
+  constexpr int kChunks = 16;
+  const std::uint64_t per = (std::uint64_t{1} << 32) / kChunks;
+  DeviceBuffer tally(sizeof(Tally));
+  cuda_check(cudaMemset(tally.get(), 0, sizeof(Tally)), "memset");
+  const unsigned grid = static_cast<unsigned>(sm_count()) * 16;
+  for (int c = 0; c < kChunks; ++c) {
+    verify_kernel<<<grid, 256>>>(check, per * c, per * (c + 1), tally.as<Tally>());
+    cuda_check_launch(name);
+    cuda_check(cudaDeviceSynchronize(), name);
+    if (progress) progress(pass * kChunks + c + 1, passes * kChunks);
+  }
+  Tally h;
+  tally.download(&h, sizeof h);
+  SfuCheck r;
+  r.instruction = name;
+  r.inputs = std::uint64_t{1} << 32;
+  r.mismatches = h.mismatches;
+  r.digest = h.digest;
+  const int k = static_cast<int>(h.mismatches < 8 ? h.mismatches : 8);
+  r.examples.assign(h.examples, h.examples + 3 * k);
+  return r;
+}
 
 std::vector<std::uint32_t> measure(int op, const std::vector<std::uint32_t>& inputs) {
   const std::size_t n = inputs.size();
-  DeviceBuffer<std::uint32_t> in(n), out(n);
-  cuda_check(cudaMemcpy(in.p, inputs.data(), n * 4, cudaMemcpyHostToDevice), "upload inputs");
-  measure_kernel<<<1024, 256>>>(op, in.p, static_cast<std::uint32_t>(n), out.p);
+  DeviceBuffer in(inputs.data(), n * 4), out(n * 4);
+  measure_kernel<<<1024, 256>>>(op, in.as<std::uint32_t>(), static_cast<std::uint32_t>(n),
+                                out.as<std::uint32_t>());
   cuda_check_launch("sfu measure");
-  std::vector<std::uint32_t> r(n);
-  cuda_check(cudaMemcpy(r.data(), out.p, n * 4, cudaMemcpyDeviceToHost), "download results");
-  return r;
+  return out.download<std::uint32_t>(n);
 }
 
 std::vector<std::uint32_t> inputs_of(sfu::Table t) {
@@ -213,47 +225,23 @@ void sfu_measure(sfu::Bundle& b) {
 
 std::vector<SfuCheck> sfu_verify(const sfu::Bundle& b,
                                  const std::function<void(int, int)>& progress) {
-  // Upload the tables.
-  std::vector<std::unique_ptr<DeviceBuffer<std::uint32_t>>> owned;
-  native::SfuTables t;
-  auto up = [&](const std::vector<std::uint32_t>& v) {
-    owned.push_back(std::make_unique<DeviceBuffer<std::uint32_t>>(v.size()));
-    std::uint32_t* d = owned.back()->p;
-    cuda_check(cudaMemcpy(d, v.data(), v.size() * 4, cudaMemcpyHostToDevice), "upload table");
-    return static_cast<const std::uint32_t*>(d);
+  std::vector<std::unique_ptr<DeviceBuffer>> owned;
+  const auto up = [&](const std::vector<std::uint32_t>& v) {
+    owned.push_back(std::make_unique<DeviceBuffer>(v.data(), v.size() * 4));
+    return static_cast<const std::uint32_t*>(owned.back()->as<std::uint32_t>());
   };
+  native::SfuTables t;
+  t.rcp = up(b.tables[0]);
+  t.sqrt = up(b.tables[1]);
+  t.rsqrt = up(b.tables[2]);
+  t.ex2p = up(b.tables[3]);
+  t.ex2n = up(b.tables[4]);
+  t.lg2e0 = up(b.tables[5]);
+  t.lg2e1 = up(b.tables[6]);
+  t.lg2s = up(b.lg2s_bits);
   std::vector<SfuCheck> out;
-  {
-    t.rcp = up(b.tables[0]);
-    t.sqrt = up(b.tables[1]);
-    t.rsqrt = up(b.tables[2]);
-    t.ex2p = up(b.tables[3]);
-    t.ex2n = up(b.tables[4]);
-    t.lg2e0 = up(b.tables[5]);
-    t.lg2e1 = up(b.tables[6]);
-    t.lg2s = up(b.lg2s_bits);
-    DeviceBuffer<Tally> tally(1);
-    const int chunks = 16;
-    const std::uint64_t per = (std::uint64_t{1} << 32) / chunks;
-    for (int op = 0; op < kOps; ++op) {
-      cuda_check(cudaMemset(tally.p, 0, sizeof(Tally)), "memset");
-      for (int c = 0; c < chunks; ++c) {
-        verify_kernel<<<132 * 16, 256>>>(op, t, per * c, per * (c + 1), tally.p);
-        cuda_check_launch("sfu verify");
-        cuda_check(cudaDeviceSynchronize(), "sfu verify");
-        if (progress) progress(op * chunks + c + 1, kOps * chunks);
-      }
-      Tally h;
-      cuda_check(cudaMemcpy(&h, tally.p, sizeof(Tally), cudaMemcpyDeviceToHost), "tally");
-      SfuCheck r;
-      r.instruction = kOpNames[op];
-      r.inputs = std::uint64_t{1} << 32;
-      r.mismatches = h.mismatches;
-      r.digest = h.digest;
-      const int k = static_cast<int>(h.mismatches < 8 ? h.mismatches : 8);
-      r.examples.assign(h.examples, h.examples + 3 * k);
-      out.push_back(r);
-    }
+  for (int op = 0; op < kOps; ++op) {
+    out.push_back(run_pass(kOpNames[op], InstructionCheck{op, t}, op, kOps, progress));
   }
   return out;
 }
@@ -262,73 +250,30 @@ std::vector<SfuCheck> sfu_verify_powf(const std::function<void(int, int)>& progr
   const float ys[5] = {2.0f, 0.5f, -1.5f, 1000.0f, __builtin_nanf("")};
   const char* names[5] = {"powf(x, 2)", "powf(x, 0.5)", "powf(x, -1.5)", "powf(x, 1000)",
                           "powf(x, y) random"};
-  DeviceBuffer<Tally> tally(1);
   std::vector<SfuCheck> out;
-  const int chunks = 16;
-  const std::uint64_t per = (std::uint64_t{1} << 32) / chunks;
-  for (int k = 0; k < 5; ++k) {
-    cuda_check(cudaMemset(tally.p, 0, sizeof(Tally)), "memset");
-    for (int c = 0; c < chunks; ++c) {
-      verify_powf_kernel<<<132 * 16, 256>>>(ys[k], per * c, per * (c + 1), tally.p);
-      cuda_check_launch("powf verify");
-      cuda_check(cudaDeviceSynchronize(), "powf verify");
-      if (progress) progress(k * chunks + c + 1, 5 * chunks);
-    }
-    Tally h;
-    cuda_check(cudaMemcpy(&h, tally.p, sizeof(Tally), cudaMemcpyDeviceToHost), "tally");
-    SfuCheck r;
-    r.instruction = names[k];
-    r.inputs = std::uint64_t{1} << 32;
-    r.mismatches = h.mismatches;
-    r.digest = h.digest;
-    const int n = static_cast<int>(h.mismatches < 8 ? h.mismatches : 8);
-    r.examples.assign(h.examples, h.examples + 3 * n);
-    out.push_back(r);
-  }
+  for (int k = 0; k < 5; ++k) out.push_back(run_pass(names[k], PowfCheck{ys[k]}, k, 5, progress));
   return out;
 }
 
 std::vector<SfuCheck> sfu_verify_composites(const std::function<void(int, int)>& progress) {
   struct Pass {
-    int k;
-    bool random;
-    float b;
+    CompositeCheck check;
     const char* name;
   };
-  const Pass passes[] = {{0, false, 0.0f, "rcp.approx.f32"},
-                         {1, false, 0.0f, "sqrt.approx.f32"},
-                         {2, false, 3.0f, "div.approx.ftz.f32(x, 3)"},
-                         {2, true, 0.0f, "div.approx.ftz.f32 random"},
-                         {3, false, 3.0f, "div.approx.f32(x, 3)"},
-                         {3, true, 0.0f, "div.approx.f32 random"},
-                         {4, false, 3.0f, "div.full.f32(x, 3)"},
-                         {4, true, 0.0f, "div.full.f32 random"},
-                         {5, false, 3.0f, "div.full.ftz.f32(x, 3)"},
-                         {5, true, 0.0f, "div.full.ftz.f32 random"}};
+  const Pass passes[] = {{{0, false, 0.0f}, "rcp.approx.f32"},
+                         {{1, false, 0.0f}, "sqrt.approx.f32"},
+                         {{2, false, 3.0f}, "div.approx.ftz.f32(x, 3)"},
+                         {{2, true, 0.0f}, "div.approx.ftz.f32 random"},
+                         {{3, false, 3.0f}, "div.approx.f32(x, 3)"},
+                         {{3, true, 0.0f}, "div.approx.f32 random"},
+                         {{4, false, 3.0f}, "div.full.f32(x, 3)"},
+                         {{4, true, 0.0f}, "div.full.f32 random"},
+                         {{5, false, 3.0f}, "div.full.ftz.f32(x, 3)"},
+                         {{5, true, 0.0f}, "div.full.ftz.f32 random"}};
   const int np = static_cast<int>(sizeof passes / sizeof passes[0]);
-  DeviceBuffer<Tally> tally(1);
   std::vector<SfuCheck> out;
-  const int chunks = 16;
-  const std::uint64_t per = (std::uint64_t{1} << 32) / chunks;
   for (int q = 0; q < np; ++q) {
-    cuda_check(cudaMemset(tally.p, 0, sizeof(Tally)), "memset");
-    for (int c = 0; c < chunks; ++c) {
-      verify_comp_kernel<<<132 * 16, 256>>>(passes[q].k, passes[q].random, passes[q].b, per * c,
-                                            per * (c + 1), tally.p);
-      cuda_check_launch("composite verify");
-      cuda_check(cudaDeviceSynchronize(), "composite verify");
-      if (progress) progress(q * chunks + c + 1, np * chunks);
-    }
-    Tally h;
-    cuda_check(cudaMemcpy(&h, tally.p, sizeof(Tally), cudaMemcpyDeviceToHost), "tally");
-    SfuCheck r;
-    r.instruction = passes[q].name;
-    r.inputs = std::uint64_t{1} << 32;
-    r.mismatches = h.mismatches;
-    r.digest = h.digest;
-    const int n = static_cast<int>(h.mismatches < 8 ? h.mismatches : 8);
-    r.examples.assign(h.examples, h.examples + 3 * n);
-    out.push_back(r);
+    out.push_back(run_pass(passes[q].name, passes[q].check, q, np, progress));
   }
   return out;
 }

@@ -30,15 +30,15 @@ io::Json case_json(const fs::path& c) {
 }
 
 // The case's profile (bitsandbytes' captures predate the key: bnb-cuda).
-std::string case_profile(const fs::path& c) {
-  const io::Json j = case_json(c);
+std::string case_profile(const io::Json& j) {
   const io::Json* p = j.find("profile");
   return p != nullptr ? p->str("profile") : "bnb-cuda";
 }
 
-// Runs exmy on one case with `profile` ("": none); returns the number of output files that differ.
-int differing_outputs(const fs::path& c, const std::string& profile, const std::string& out) {
-  const io::Json j = case_json(c);
+// Runs exmy on case c (its case.json j) with `profile` ("": none); returns the number of output
+// files that differ.
+int differing_outputs(const fs::path& c, const io::Json& j, const std::string& profile,
+                      const std::string& out) {
   const io::Json& h = j.at("hyper", "hyper");
   const std::string opt = j.at("optimizer", "optimizer").str("optimizer");
   std::string args = "step --optimizer " + opt + (profile.empty() ? "" : " --compat " + profile) +
@@ -83,11 +83,12 @@ TEST_CASE("--compat profiles: exmy step equals the peers on the GPU, every case,
     REQUIRE(fs::is_directory(kPeers / peer));
     for (const auto& e : fs::directory_iterator(kPeers / peer)) {
       if (!fs::exists(e.path() / "case.json")) continue;
-      const std::string profile = case_profile(e.path());
+      const io::Json j = case_json(e.path());
+      const std::string profile = case_profile(j);
       ++cases[profile];
       const std::string out = tmp + "/" + e.path().filename().string();
       INFO(e.path().filename().string() << " --compat " << profile);
-      CHECK(differing_outputs(e.path(), profile, out) == 0);
+      CHECK(differing_outputs(e.path(), j, profile, out) == 0);
     }
   }
   CHECK(cases["bnb-cuda"] == 23);
@@ -95,8 +96,11 @@ TEST_CASE("--compat profiles: exmy step equals the peers on the GPU, every case,
   CHECK(cases["torch-cuda-foreach"] == 4);
   CHECK(cases["torch-cuda"] == 4);
   // Without a profile (exmy's defaults), the GPU's results differ.
-  CHECK(differing_outputs(kPeers / "bnb-cuda" / "adamw8bit-fp32", "", tmp + "/d1") > 0);
-  CHECK(differing_outputs(kPeers / "torch-cuda" / "adamw-fused-fp32-h1", "", tmp + "/d2") > 0);
-  CHECK(differing_outputs(kPeers / "torch-cuda" / "adamw-foreach-fp32", "", tmp + "/d3") > 0);
+  const auto with_default = [&](const fs::path& c, const std::string& out) {
+    return differing_outputs(c, case_json(c), "", out);
+  };
+  CHECK(with_default(kPeers / "bnb-cuda" / "adamw8bit-fp32", tmp + "/d1") > 0);
+  CHECK(with_default(kPeers / "torch-cuda" / "adamw-fused-fp32-h1", tmp + "/d2") > 0);
+  CHECK(with_default(kPeers / "torch-cuda" / "adamw-foreach-fp32", tmp + "/d3") > 0);
   fs::remove_all(tmp);
 }

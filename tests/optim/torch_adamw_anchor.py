@@ -6,10 +6,8 @@ imports anchor_line for its own report."""
 import torch
 
 
-def adamw_step_ms(n, **kw):
-    p = torch.nn.Parameter(torch.rand(n, device="cuda") + 0.5)
-    p.grad = torch.randn(n, device="cuda") * 1e-3
-    opt = torch.optim.AdamW([p], lr=1e-3, weight_decay=0.01, **kw)
+def step_ms(opt):
+    """Mean time of opt.step() over 50 steps after 5 warm-up steps, by CUDA events."""
     for _ in range(5):
         opt.step()
     torch.cuda.synchronize()
@@ -21,6 +19,12 @@ def adamw_step_ms(n, **kw):
     b.record()
     torch.cuda.synchronize()
     return a.elapsed_time(b) / iters
+
+
+def adamw_step_ms(n, **kw):
+    p = torch.nn.Parameter(torch.rand(n, device="cuda") + 0.5)
+    p.grad = torch.randn(n, device="cuda") * 1e-3
+    return step_ms(torch.optim.AdamW([p], lr=1e-3, weight_decay=0.01, **kw))
 
 
 def anchor_line(label, n, **kw):

@@ -7,6 +7,9 @@
 #include <cinttypes>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <string>
 #include <vector>
 
@@ -16,19 +19,12 @@
 #include "sim/sfu/sfu_tables.hpp"
 
 using namespace exmy;
+namespace fs = std::filesystem;
 
 namespace {
 
-std::uint32_t bits(float x) {
-  std::uint32_t u;
-  std::memcpy(&u, &x, 4);
-  return u;
-}
-float flt(std::uint32_t u) {
-  float x;
-  std::memcpy(&x, &u, 4);
-  return x;
-}
+using native::f32_bits;
+using native::f32_from_bits;
 
 // The digest the manifest records for `instruction` (hex after "digest":").
 std::uint64_t manifest_digest(const std::string& manifest, const std::string& instruction) {
@@ -76,40 +72,52 @@ TEST_CASE("sfu models: results measured on the H200 (regression points)", "[sfu]
   CHECK(native::sfu_ex2(t, 0x43000000u) == 0x7f800000u);  // 2^128
   CHECK(native::sfu_ex2(t, 0xc3000000u) == 0x00000000u);  // 2^-128 flushed
   // Exact points.
-  CHECK(native::sfu_rcp(t, bits(4.0f)) == bits(0.25f));
-  CHECK(native::sfu_sqrt(t, bits(16.0f)) == bits(4.0f));
-  CHECK(native::sfu_lg2(t, bits(1.0f)) == 0u);
+  CHECK(native::sfu_rcp(t, f32_bits(4.0f)) == f32_bits(0.25f));
+  CHECK(native::sfu_sqrt(t, f32_bits(16.0f)) == f32_bits(4.0f));
+  CHECK(native::sfu_lg2(t, f32_bits(1.0f)) == 0u);
   // ... but not lg2(0.5): the hardware gives −(1 − 2^-23), one of the e = −1 table's rows.
-  CHECK(native::sfu_lg2(t, bits(0.5f)) == 0xbf7ffffeu);
-  CHECK(native::sfu_lg2(t, bits(2.0f)) == bits(1.0f));
+  CHECK(native::sfu_lg2(t, f32_bits(0.5f)) == 0xbf7ffffeu);
+  CHECK(native::sfu_lg2(t, f32_bits(2.0f)) == f32_bits(1.0f));
   // rcp of large inputs: a subnormal result is flushed to a zero of the input's sign.
-  CHECK(native::sfu_rcp(t, bits(-0x1.8p126f)) == 0x80000000u);
-  CHECK(native::sfu_rcp(t, bits(0x1p126f)) == bits(0x1p-126f));
+  CHECK(native::sfu_rcp(t, f32_bits(-0x1.8p126f)) == 0x80000000u);
+  CHECK(native::sfu_rcp(t, f32_bits(0x1p126f)) == f32_bits(0x1p-126f));
 }
 
 TEST_CASE("ftz arithmetic: flushed by the exponent-unbounded rounding (measured on the H200)",
           "[sfu]") {
   // (1 − 2^-24)·2^-126 is below 2^-126 after rounding: 0. (1 − 2^-23)(1 + 2^-23)·2^-126 =
   // (1 − 2^-46)·2^-126 rounds to 2^-126: kept (tininess after rounding).
-  CHECK(bits(native::ftz_mul(flt(0x3f7fffffu), flt(0x00800000u))) == 0u);
-  CHECK(bits(native::ftz_fma(flt(0x3f7fffffu), flt(0x00800000u), 0.0f)) == 0u);
-  CHECK(bits(native::ftz_mul(flt(0x3f7ffffeu), flt(0x00800001u))) == 0x00800000u);
-  CHECK(bits(native::ftz_mul(flt(0x3f7fffffu), flt(0x00800001u))) == 0x00800000u);
-  CHECK(bits(native::ftz_mul(flt(0xbf7fffffu), flt(0x00800000u))) == 0x80000000u);
+  CHECK(f32_bits(native::ftz_mul(f32_from_bits(0x3f7fffffu), f32_from_bits(0x00800000u))) == 0u);
+  CHECK(f32_bits(native::ftz_fma(f32_from_bits(0x3f7fffffu), f32_from_bits(0x00800000u), 0.0f)) == 0u);
+  CHECK(f32_bits(native::ftz_mul(f32_from_bits(0x3f7ffffeu), f32_from_bits(0x00800001u))) == 0x00800000u);
+  CHECK(f32_bits(native::ftz_mul(f32_from_bits(0x3f7fffffu), f32_from_bits(0x00800001u))) == 0x00800000u);
+  CHECK(f32_bits(native::ftz_mul(f32_from_bits(0xbf7fffffu), f32_from_bits(0x00800000u))) == 0x80000000u);
   // Subnormal operands are zeros.
-  CHECK(bits(native::ftz_add(flt(0x00800001u), flt(0x80000002u))) == 0x00800001u);
-  CHECK(bits(native::ftz_fma(1.0f, flt(0x00800000u), flt(0x80000001u))) == 0x00800000u);
-  CHECK(bits(native::ftz_mul(flt(0x00000001u), 1e30f)) == 0u);
+  CHECK(f32_bits(native::ftz_add(f32_from_bits(0x00800001u), f32_from_bits(0x80000002u))) == 0x00800001u);
+  CHECK(f32_bits(native::ftz_fma(1.0f, f32_from_bits(0x00800000u), f32_from_bits(0x80000001u))) == 0x00800000u);
+  CHECK(f32_bits(native::ftz_mul(f32_from_bits(0x00000001u), 1e30f)) == 0u);
   // A difference below 2^-126 is exact and then flushed.
-  CHECK(bits(native::ftz_add(flt(0x00800001u), flt(0x80800000u))) == 0u);
+  CHECK(f32_bits(native::ftz_add(f32_from_bits(0x00800001u), f32_from_bits(0x80800000u))) == 0u);
   // Ordinary values are the correctly rounded results.
   CHECK(native::ftz_fma(3.0f, 1.0f / 3.0f, -1.0f) == std::fma(3.0f, 1.0f / 3.0f, -1.0f));
 }
 
 TEST_CASE("sfu tables: a damaged file is an error naming it, never a fallback", "[sfu]") {
-  const sfu::Bundle& b = sfu::sm90();
-  (void)b;
-  // A minimal valid header followed by garbage.
+  // The shipped bundle with one byte of a table's compressed residuals changed: the CRC-32 of the
+  // decoded table (or zlib's own check) refuses it.
+  const fs::path bin = fs::path(__FILE__).parent_path().parent_path().parent_path() / "golden" /
+                       "profiles" / "sm90" / "sfu-tables.bin";
+  std::ifstream in(bin, std::ios::binary);
+  REQUIRE(in);
+  std::vector<std::uint8_t> bytes((std::istreambuf_iterator<char>(in)), {});
+  REQUIRE(bytes.size() > 4096);
+  CHECK_NOTHROW(sfu::decode(bytes, "G.bin"));
+  bytes[bytes.size() - 1000] ^= 0x40u;  // inside the last table's payload
+  CHECK_THROWS_WITH(sfu::decode(bytes, "G.bin"),
+                    Catch::Contains("G.bin") && (Catch::Contains("CRC") ||
+                                                 Catch::Contains("corrupt") ||
+                                                 Catch::Contains("short")));
+  // A wrong magic, a truncated header.
   std::vector<std::uint8_t> bad = {'E', 'X', 'M', 'Y', 'S', 'F', 'U', '2'};
   CHECK_THROWS_WITH(sfu::decode(bad, "F.bin"), Catch::Contains("F.bin") && Catch::Contains("magic"));
   std::vector<std::uint8_t> trunc = {'E', 'X', 'M', 'Y', 'S', 'F', 'U', '1', 8, 0};
