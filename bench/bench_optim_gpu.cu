@@ -113,7 +113,7 @@ void BM_adamw_16bit(benchmark::State& state) {
   check(cudaMemcpy(g.p, hg.data(), n * 2, cudaMemcpyHostToDevice));
   optim::AdamHyper h{1e-3, 0.9, 0.999, 1e-8, 0.01};
   timed(state, 14, n, [&](long t) {
-    gpu::adam_step(h, true, st, t, p.as<std::uint16_t>(), g.as<std::uint16_t>(),
+    gpu::adam_step(h, true, false, st, t, p.as<std::uint16_t>(), g.as<std::uint16_t>(),
                    m.as<std::uint16_t>(), v.as<std::uint16_t>(), n);
   });
 }

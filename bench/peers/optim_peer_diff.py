@@ -35,6 +35,10 @@ for name in sorted(os.listdir(cases)):
                "--param-dtype", c["dtype"], "--device", device]
         if c["optimizer"] in ("momentum8bit", "sgd"):
             cmd += ["--momentum", repr(h["momentum"])]
+            if h.get("nesterov"):
+                cmd += ["--nesterov"]
+            if h.get("dampening"):
+                cmd += ["--dampening", repr(h["dampening"])]
         else:
             cmd += ["--beta1", repr(h["beta1"]), "--beta2", repr(h["beta2"]), "--eps", repr(h["eps"])]
         r = subprocess.run(cmd, capture_output=True, text=True)

@@ -13,7 +13,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 # (fp32 and a 16-bit dtype; Adam's L2 add; SGD), the fused kernels.
 configs="single-fp32-adamw single-bf16-adamw single-fp32-adam single-fp32-sgd single-bf16-sgd
   foreach-fp32-adamw foreach-bf16-adamw foreach-fp32-sgd fused-fp32-adamw fused-fp32-adam
-  fused-bf16-adamw"
+  fused-bf16-adamw fused-fp32-sgd fused-bf16-sgd"
 for c in $configs; do
   IFS=- read -r mode dt opt <<< "$c"
   f="$out/$c"

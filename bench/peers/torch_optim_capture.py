@@ -18,8 +18,6 @@ STEPS = 5 if size == "full" else 3
 DT = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
 
 
-# SGD(fused=True) has no exmy profile entry yet: its cases name torch-cuda, whose SGD model
-# matched the one fp32 capture (momentum 0.9, wd 1e-2) in every bit.
 PROFILE = {"fused": "torch-cuda-fused", "foreach": "torch-cuda-foreach", "single": "torch-cuda"}
 
 
@@ -45,7 +43,8 @@ def run(name, opt, dtype, hyper, specials, seed, n=None, mode="fused"):
     kw = {"fused": True} if mode == "fused" else {"foreach": mode == "foreach"}
     if opt == "sgd":
         o = torch.optim.SGD([p], lr=hyper["lr"], momentum=hyper["momentum"],
-                            weight_decay=hyper["wd"], **kw)
+                            weight_decay=hyper["wd"], nesterov=hyper.get("nesterov", False),
+                            dampening=hyper.get("dampening", 0.0), **kw)
     else:
         cls = torch.optim.AdamW if opt == "adamw" else torch.optim.Adam
         o = cls([p], lr=hyper["lr"], betas=(hyper["beta1"], hyper["beta2"]), eps=hyper["eps"],
@@ -72,7 +71,7 @@ def run(name, opt, dtype, hyper, specials, seed, n=None, mode="fused"):
         np.save(os.path.join(d, "state2.npy"), st["exp_avg_sq"].float().cpu().numpy())
     json.dump({"optimizer": opt, "dtype": dtype, "n": N, "steps": STEPS, "hyper": hyper,
                "specials": specials, "seed": seed, "mode": mode,
-               "profile": "torch-cuda" if (opt == "sgd" and mode == "fused") else PROFILE[mode],
+               "profile": PROFILE[mode],
                "torch": torch.__version__,
                "cuda": torch.version.cuda, "device": torch.cuda.get_device_name(),
                "command": "bench/peers/torch_optim_capture.py OUT --size " + size},
@@ -97,7 +96,9 @@ for dt in ("fp32", "bf16", "fp16"):
             seed += 1
             run(f"{opt}-fused-{dt}-n{n}", opt, dt, H1, False, seed, n)
     # SGD(fused=True)
-    for hn, h in (("m", SGD), ("nomom", dict(SGD, momentum=0.0)), ("nowd", dict(SGD, wd=0.0))):
+    for hn, h in (("m", SGD), ("nomom", dict(SGD, momentum=0.0)), ("nowd", dict(SGD, wd=0.0)),
+                  ("nesterov", dict(SGD, nesterov=True)), ("damp", dict(SGD, dampening=0.3)),
+                  ("big", dict(SGD, lr=0.7, momentum=0.99, wd=0.3))):
         seed += 1
         run(f"sgd-fused-{dt}-{hn}", "sgd", dt, h, False, seed)
     seed += 1
@@ -111,6 +112,9 @@ for dt in ("fp32", "bf16", "fp16"):
         run(f"adamw-{mode}-{dt}-specials", "adamw", dt, H1, True, seed, mode=mode)
         seed += 1
         run(f"sgd-{mode}-{dt}", "sgd", dt, SGD, False, seed, mode=mode)
+        for hn, h in (("nesterov", dict(SGD, nesterov=True)), ("damp", dict(SGD, dampening=0.3))):
+            seed += 1
+            run(f"sgd-{mode}-{dt}-{hn}", "sgd", dt, h, True, seed, mode=mode)
 # powf(beta, t) in fp32 on the GPU (the fused kernel's pow_ on floats is CUDA's powf).
 betas = np.array([0.4, 0.5, 0.8, 0.9, 0.95, 0.98, 0.99, 0.995, 0.999, 0.9995, 0.9999],
                  dtype=np.float32)

@@ -25,7 +25,7 @@ void sgd_step(const optim::SgdHyper& h, long step, float* p, const float* g, flo
 // bf16/fp16 parameters (`st` = Storage::bf16 or f16, else InputError): as PyTorch, the gradient
 // and the states have the parameter's dtype, so p, g, m, v (buf) are all 16-bit codes of `st`.
 // Bit for bit optim::adam_step / sgd_step with the same storage on the decoded values.
-void adam_step(const optim::AdamHyper& h, bool decoupled, native::Storage st, long step,
+void adam_step(const optim::AdamHyper& h, bool decoupled, bool fused, native::Storage st, long step,
                std::uint16_t* p, const std::uint16_t* g, std::uint16_t* m, std::uint16_t* v,
                std::size_t n, CUstream_st* stream = nullptr);
 void sgd_step(const optim::SgdHyper& h, native::Storage st, long step, std::uint16_t* p,
@@ -47,6 +47,14 @@ void bnb_adam8_step(const native::Bnb8Scalars& s, float* p, const float* g,
                     const Bnb8DeviceState& st, std::size_t n, CUstream_st* stream = nullptr);
 void bnb_momentum8_step(const native::Bnb8Scalars& s, float* p, const float* g,
                         const Bnb8DeviceState& st, std::size_t n, CUstream_st* stream = nullptr);
+// bf16/fp16 parameters (`pt`): p and g are 16-bit codes of pt, as bitsandbytes keeps them; the
+// states are those above (8-bit codes with fp32 absmax, or the fp32 states of the fallback).
+void bnb_adam8_step(const native::Bnb8Scalars& s, native::Storage pt, std::uint16_t* p,
+                    const std::uint16_t* g, const Bnb8DeviceState& st, std::size_t n,
+                    CUstream_st* stream = nullptr);
+void bnb_momentum8_step(const native::Bnb8Scalars& s, native::Storage pt, std::uint16_t* p,
+                        const std::uint16_t* g, const Bnb8DeviceState& st, std::size_t n,
+                        CUstream_st* stream = nullptr);
 
 // Returns RMS_t (synchronizes the stream).
 float stable_adamw_step(const optim::AdamHyper& h, long step, float* p, const float* g, float* v,

@@ -12,7 +12,6 @@
 
 #include "gpu/common/launch.hpp"
 #include "gpu/common/runtime.hpp"
-
 #include "gpu/optim/optim.hpp"
 #include "gpu/optim/optim_host.hpp"
 #include "sim/common/error.hpp"
@@ -38,36 +37,35 @@ class DeviceStepper final : public optim::Stepper {
     optim::require_gpu_kernel(c);
     // bnb-cuda's kernels issue the sm_90 MUFU instructions the tables were measured from
     // (sim/native/sfu_sm90.hpp); on another GPU they would compute something else.
-    // The fused torch kernel's GPU model takes fp32 parameters only (the 16-bit Adam kernel is
-    // the foreach/single-tensor model).
-    if ((c.hyper.adam.kernels == native::TorchKernels::cuda_fused || c.variant == "torch-fused") &&
-        c.st != Storage::f32) {
-      throw InputError("--compat torch-cuda-fused --device cuda: fp32 parameters only on the GPU "
-                       "engine (run bf16/fp16 with --device cpu)");
-    }
     if (c.hyper.adam.bnb == native::BnbKernels::cuda_sm90 && device_capability() != 90) {
-      throw InputError("--compat bnb-cuda --device cuda: needs an sm_90 GPU (H100/H200) for its "
-                       "approximate instructions; this one is " + device_name() +
-                       " (run it with --device cpu)");
+      throw InputError(
+          "--compat bnb-cuda --device cuda: needs an sm_90 GPU (H100/H200) for its "
+          "approximate instructions; this one is " +
+          device_name() + " (run it with --device cpu)");
     }
     const Family f = c.opt.entry->family;
-    codes16_ = (f == Family::adam || f == Family::sgd) && c.st != Storage::f32;
-    const std::size_t elem = codes16_ ? 2 : 4;
-    if (codes16_) scratch16_.resize(n_);
+    // bf16/fp16 parameters and gradients live on the device as 16-bit codes; so do torch's
+    // Adam/SGD states (the parameters' dtype), while bitsandbytes' absmax and fallback states
+    // stay fp32.
+    param16_ = c.st != Storage::f32 && (f == Family::adam || f == Family::sgd ||
+                                        f == Family::adam8 || f == Family::momentum8);
+    state16_ = c.st != Storage::f32 && (f == Family::adam || f == Family::sgd);
+    const std::size_t elem = param16_ ? 2 : 4;
+    if (param16_) scratch16_.resize(n_);
     // Split entries keep their parameters in the state (hi, extra): p is not uploaded.
     if (!c.opt.entry->split) {
       p_dev_ = std::make_unique<DeviceBuffer>(n_ * elem);
-      upload_floats(*p_dev_, p, "--params");
+      upload_floats(*p_dev_, p, "--params", param16_);
     }
     g_dev_ = std::make_unique<DeviceBuffer>(n_ * elem);
     for (const optim::StateArray& a : c.opt.entry->arrays(c, s)) {
       std::visit(
           [&](auto* v) {
             using T = typename std::remove_reference_t<decltype(*v)>::value_type;
-            const std::size_t bytes = std::is_same_v<T, float> && codes16_ ? 2 : sizeof(T);
+            const std::size_t bytes = std::is_same_v<T, float> && state16_ ? 2 : sizeof(T);
             auto buf = std::make_unique<DeviceBuffer>(v->size() * bytes);
             if constexpr (std::is_same_v<T, float>) {
-              upload_floats(*buf, *v, std::string(a.file) + ".npy");
+              upload_floats(*buf, *v, std::string(a.file) + ".npy", state16_);
             } else {
               buf->upload(v->data(), v->size() * sizeof(T));
             }
@@ -82,7 +80,7 @@ class DeviceStepper final : public optim::Stepper {
       throw InputError("gradient: expected " + std::to_string(n_) + " elements, got " +
                        std::to_string(g.size()));
     }
-    if (codes16_) {
+    if (param16_) {
       // The CPU step rounds the gradient to the parameters' dtype first (to_storage).
       for (std::size_t i = 0; i < n_; ++i) scratch16_[i] = encode16(c_.st, g[i]);
       g_dev_->upload(scratch16_.data(), n_ * 2);
@@ -93,35 +91,47 @@ class DeviceStepper final : public optim::Stepper {
     const optim::Config& c = c_;
     const optim::Hyper& h = c.hyper;
     const bool decoupled = c.opt.entry->decoupled;
+    const bool fused =
+        c.variant == "torch-fused" || h.adam.kernels == native::TorchKernels::cuda_fused;
     float rms = 0.0f;
     switch (c.opt.entry->family) {
       case Family::adam:
-        if (codes16_) {
-          adam_step(h.adam, decoupled, c.st, t, p_dev_->as<std::uint16_t>(),
+        if (state16_) {
+          adam_step(h.adam, decoupled, fused, c.st, t, p_dev_->as<std::uint16_t>(),
                     g_dev_->as<std::uint16_t>(), u16("state1"), u16("state2"), n_);
         } else {
-          adam_step(h.adam, decoupled,
-                    c.variant == "torch-fused" || h.adam.kernels == native::TorchKernels::cuda_fused,
-                    t, p_dev_->as<float>(),
-                    g_dev_->as<float>(), f32("state1"), f32("state2"), n_);
+          adam_step(h.adam, decoupled, fused, t, p_dev_->as<float>(), g_dev_->as<float>(),
+                    f32("state1"), f32("state2"), n_);
         }
         break;
       case Family::sgd:
-        if (codes16_) {
+        if (state16_) {
           sgd_step(h.sgd, c.st, t, p_dev_->as<std::uint16_t>(), g_dev_->as<std::uint16_t>(),
                    u16("state1"), n_);
         } else {
           sgd_step(h.sgd, t, p_dev_->as<float>(), g_dev_->as<float>(), f32("state1"), n_);
         }
         break;
-      case Family::adam8:
-        bnb_adam8_step(optim::bnb8_scalars(h.adam, t, c.variant == "torch-order"),
-                       p_dev_->as<float>(), g_dev_->as<float>(), bnb_state(), n_);
+      case Family::adam8: {
+        const native::Bnb8Scalars s = optim::bnb8_scalars(h.adam, t, c.variant == "torch-order");
+        if (param16_) {
+          bnb_adam8_step(s, c.st, p_dev_->as<std::uint16_t>(), g_dev_->as<std::uint16_t>(),
+                         bnb_state(), n_);
+        } else {
+          bnb_adam8_step(s, p_dev_->as<float>(), g_dev_->as<float>(), bnb_state(), n_);
+        }
         break;
-      case Family::momentum8:
-        bnb_momentum8_step(optim::bnb8_scalars(h.adam, t, false), p_dev_->as<float>(),
-                           g_dev_->as<float>(), bnb_state(), n_);
+      }
+      case Family::momentum8: {
+        const native::Bnb8Scalars s = optim::bnb8_scalars(h.adam, t, false);
+        if (param16_) {
+          bnb_momentum8_step(s, c.st, p_dev_->as<std::uint16_t>(), g_dev_->as<std::uint16_t>(),
+                             bnb_state(), n_);
+        } else {
+          bnb_momentum8_step(s, p_dev_->as<float>(), g_dev_->as<float>(), bnb_state(), n_);
+        }
         break;
+      }
       case Family::stable:
         rms = stable_adamw_step(h.adam, t, p_dev_->as<float>(), g_dev_->as<float>(), f32("state1"),
                                 f32("state2"), n_);
@@ -145,7 +155,7 @@ class DeviceStepper final : public optim::Stepper {
     // as they stand (no 16-bit round trip of NaN payloads).
     if (!stepped_) return;
     cuda_check(cudaDeviceSynchronize(), "optimizer steps");
-    if (p_dev_) download_floats(*p_dev_, p_);
+    if (p_dev_) download_floats(*p_dev_, p_, param16_);
     std::size_t k = 0;
     for (const optim::StateArray& a : c_.opt.entry->arrays(c_, s_)) {
       const DeviceBuffer& buf = *arrays_[k++].second;
@@ -153,7 +163,7 @@ class DeviceStepper final : public optim::Stepper {
           [&](auto* v) {
             using T = typename std::remove_reference_t<decltype(*v)>::value_type;
             if constexpr (std::is_same_v<T, float>) {
-              download_floats(buf, *v);
+              download_floats(buf, *v, state16_);
             } else {
               buf.download(v->data(), v->size() * sizeof(T));
             }
@@ -165,8 +175,9 @@ class DeviceStepper final : public optim::Stepper {
  private:
   // fp32 arrays go up as they are, or as 16-bit codes; a value that is not a code of the
   // parameters' dtype (a hand-edited state) would change on the way: refused, naming it.
-  void upload_floats(DeviceBuffer& buf, std::span<const float> v, const std::string& what) {
-    if (!codes16_) {
+  void upload_floats(DeviceBuffer& buf, std::span<const float> v, const std::string& what,
+                     bool codes16) {
+    if (!codes16) {
       buf.upload(v.data(), v.size() * 4);
       return;
     }
@@ -182,8 +193,8 @@ class DeviceStepper final : public optim::Stepper {
     }
     buf.upload(scratch16_.data(), v.size() * 2);
   }
-  void download_floats(const DeviceBuffer& buf, std::span<float> v) {
-    if (!codes16_) {
+  void download_floats(const DeviceBuffer& buf, std::span<float> v, bool codes16) {
+    if (!codes16) {
       buf.download(v.data(), v.size() * 4);
       return;
     }
@@ -223,7 +234,8 @@ class DeviceStepper final : public optim::Stepper {
   std::span<float> p_;
   optim::State& s_;
   std::size_t n_;
-  bool codes16_ = false;
+  bool param16_ = false;  // p and g as 16-bit codes
+  bool state16_ = false;  // the fp32 state arrays as 16-bit codes too (torch Adam/SGD)
   bool stepped_ = false;
   std::unique_ptr<DeviceBuffer> p_dev_, g_dev_;
   std::vector<std::pair<std::string, std::unique_ptr<DeviceBuffer>>> arrays_;

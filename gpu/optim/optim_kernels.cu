@@ -8,6 +8,7 @@
 #include <cfloat>
 #include <cstdint>
 #include <mutex>
+#include <type_traits>
 
 #include "gpu/common/launch.hpp"
 #include "gpu/optim/optim.hpp"
@@ -128,11 +129,39 @@ __device__ void load_code(const float* codes, float* c, float* mids) {
   __syncthreads();
 }
 
-template <int E>  // elements per thread: block = 256 * E
+// Parameters and gradients of the element-wise 8-bit kernels: fp32 values, or bf16/fp16 codes
+// (bitsandbytes keeps both in the parameter's dtype; its states stay 8-bit codes with fp32
+// absmax, or fp32 in the 32-bit fallback). Decoding is exact; encoding a result is the RN rounding
+// the reference's to_storage already applied, so it is exact too.
+template <native::Storage ST>
+struct ParamIO {
+  using T = std::conditional_t<ST == native::Storage::f32, float, std::uint16_t>;
+  __device__ static float load(const T* a, std::size_t i) {
+    if constexpr (ST == native::Storage::f32) {
+      return a[i];
+    } else if constexpr (ST == native::Storage::bf16) {
+      return native::f32_from_bf16(a[i]);
+    } else {
+      return native::f32_from_f16(a[i]);
+    }
+  }
+  __device__ static void store(T* a, std::size_t i, float x) {
+    if constexpr (ST == native::Storage::f32) {
+      a[i] = x;
+    } else if constexpr (ST == native::Storage::bf16) {
+      a[i] = native::bf16_from_f32(x);
+    } else {
+      a[i] = native::f16_from_f32(x);
+    }
+  }
+};
+
+template <int E, native::Storage ST>  // elements per thread: block = 256 * E
 __global__ void __launch_bounds__(kThreads)
-    k_bnb_adam8(native::Bnb8Scalars s, float* p, const float* g, std::uint8_t* q1, std::uint8_t* q2,
-                float* absmax1, float* absmax2, std::size_t n, std::size_t nblocks,
-                const float* codes) {
+    k_bnb_adam8(native::Bnb8Scalars s, typename ParamIO<ST>::T* p, const typename ParamIO<ST>::T* g,
+                std::uint8_t* q1, std::uint8_t* q2, float* absmax1, float* absmax2, std::size_t n,
+                std::size_t nblocks, const float* codes) {
+  using IO = ParamIO<ST>;
   __shared__ float c1[256], c2[256], mids1[256], mids2[256], red[kThreads / 32];
   load_code(codes, c1, mids1);
   load_code(codes + 256, c2, mids2);
@@ -149,9 +178,9 @@ __global__ void __launch_bounds__(kThreads)
       if (i < n) {
         s1[e] = native::bnb_dequant(s, c1, q1[i], a1);
         s2[e] = native::bnb_dequant(s, c2, q2[i], a2);
-        ok[e] = native::bnb_adam8_states(s, native::Storage::f32, g[i], s1[e], s2[e]);
+        ok[e] = native::bnb_adam8_states(s, ST, IO::load(g, i), s1[e], s2[e]);
       } else {  // a padding lane of the last, partial block
-        native::bnb_adam8_padding(s, native::Storage::f32, c1, c2, a1, a2, s1[e], s2[e]);
+        native::bnb_adam8_padding(s, ST, c1, c2, a1, a2, s1[e], s2[e]);
         ok[e] = false;
       }
       m1 = fmaxf(m1, native::f32_abs(s1[e]));
@@ -167,7 +196,7 @@ __global__ void __launch_bounds__(kThreads)
     for (int e = 0; e < E; ++e) {
       const std::size_t i = lo + e * kThreads + threadIdx.x;
       if (i >= n) continue;
-      if (ok[e]) p[i] = native::bnb_adam8_param(s, native::Storage::f32, p[i], s1[e], s2[e]);
+      if (ok[e]) IO::store(p, i, native::bnb_adam8_param(s, ST, IO::load(p, i), s1[e], s2[e]));
       q1[i] = native::bnb_quant_signed(s, c1, mids1, s1[e], m1);
       q2[i] = native::bnb_quant_unsigned(s, mids2, s2[e], m2);
     }
@@ -182,10 +211,13 @@ __device__ float warp_max(float x) {
   return x;
 }
 
+template <native::Storage ST>
 __global__ void __launch_bounds__(kThreads)
-    k_bnb_adam8_warp(native::Bnb8Scalars s, float* p, const float* g, std::uint8_t* q1,
-                     std::uint8_t* q2, float* absmax1, float* absmax2, std::size_t n,
-                     std::size_t nblocks, const float* codes) {
+    k_bnb_adam8_warp(native::Bnb8Scalars s, typename ParamIO<ST>::T* p,
+                     const typename ParamIO<ST>::T* g, std::uint8_t* q1, std::uint8_t* q2,
+                     float* absmax1, float* absmax2, std::size_t n, std::size_t nblocks,
+                     const float* codes) {
+  using IO = ParamIO<ST>;
   __shared__ float c1[256], c2[256], mids1[256], mids2[256];
   load_code(codes, c1, mids1);
   load_code(codes + 256, c2, mids2);
@@ -204,9 +236,9 @@ __global__ void __launch_bounds__(kThreads)
       if (i < n) {
         s1[e] = native::bnb_dequant(s, c1, q1[i], a1);
         s2[e] = native::bnb_dequant(s, c2, q2[i], a2);
-        ok[e] = native::bnb_adam8_states(s, native::Storage::f32, g[i], s1[e], s2[e]);
+        ok[e] = native::bnb_adam8_states(s, ST, IO::load(g, i), s1[e], s2[e]);
       } else {
-        native::bnb_adam8_padding(s, native::Storage::f32, c1, c2, a1, a2, s1[e], s2[e]);
+        native::bnb_adam8_padding(s, ST, c1, c2, a1, a2, s1[e], s2[e]);
         ok[e] = false;
       }
       m1 = fmaxf(m1, native::f32_abs(s1[e]));
@@ -222,16 +254,19 @@ __global__ void __launch_bounds__(kThreads)
     for (int e = 0; e < kWarpE; ++e) {
       const std::size_t i = lo + e * 32 + lane;
       if (i >= n) continue;
-      if (ok[e]) p[i] = native::bnb_adam8_param(s, native::Storage::f32, p[i], s1[e], s2[e]);
+      if (ok[e]) IO::store(p, i, native::bnb_adam8_param(s, ST, IO::load(p, i), s1[e], s2[e]));
       q1[i] = native::bnb_quant_signed(s, c1, mids1, s1[e], m1);
       q2[i] = native::bnb_quant_unsigned(s, mids2, s2[e], m2);
     }
   }
 }
 
+template <native::Storage ST>
 __global__ void __launch_bounds__(kThreads)
-    k_bnb_momentum8_warp(native::Bnb8Scalars s, float* p, const float* g, std::uint8_t* q1,
-                         float* absmax1, std::size_t n, std::size_t nblocks, const float* codes) {
+    k_bnb_momentum8_warp(native::Bnb8Scalars s, typename ParamIO<ST>::T* p,
+                         const typename ParamIO<ST>::T* g, std::uint8_t* q1, float* absmax1,
+                         std::size_t n, std::size_t nblocks, const float* codes) {
+  using IO = ParamIO<ST>;
   __shared__ float c1[256], mids1[256];
   load_code(codes, c1, mids1);
   const int lane = threadIdx.x & 31;
@@ -245,7 +280,8 @@ __global__ void __launch_bounds__(kThreads)
 #pragma unroll
     for (int e = 0; e < kWarpE; ++e) {
       const std::size_t i = lo + e * 32 + lane;
-      s1[e] = i < n ? native::bnb_momentum8_state(s, p[i], g[i], native::bnb_dequant(s, c1, q1[i], a1))
+      s1[e] = i < n ? native::bnb_momentum8_state(s, IO::load(p, i), IO::load(g, i),
+                                                  native::bnb_dequant(s, c1, q1[i], a1))
                     : native::bnb_momentum8_padding(s, c1, a1);
       m1 = fmaxf(m1, native::f32_abs(s1[e]));
     }
@@ -255,16 +291,18 @@ __global__ void __launch_bounds__(kThreads)
     for (int e = 0; e < kWarpE; ++e) {
       const std::size_t i = lo + e * 32 + lane;
       if (i >= n) continue;
-      p[i] = native::bnb_momentum8_param(s, native::Storage::f32, p[i], s1[e]);
+      IO::store(p, i, native::bnb_momentum8_param(s, ST, IO::load(p, i), s1[e]));
       q1[i] = native::bnb_quant_signed(s, c1, mids1, s1[e], m1);
     }
   }
 }
 
-template <int E>
+template <int E, native::Storage ST>
 __global__ void __launch_bounds__(kThreads)
-    k_bnb_momentum8(native::Bnb8Scalars s, float* p, const float* g, std::uint8_t* q1,
-                    float* absmax1, std::size_t n, std::size_t nblocks, const float* codes) {
+    k_bnb_momentum8(native::Bnb8Scalars s, typename ParamIO<ST>::T* p,
+                    const typename ParamIO<ST>::T* g, std::uint8_t* q1, float* absmax1,
+                    std::size_t n, std::size_t nblocks, const float* codes) {
+  using IO = ParamIO<ST>;
   __shared__ float c1[256], mids1[256], red[kThreads / 32];
   load_code(codes, c1, mids1);
   constexpr std::size_t B = static_cast<std::size_t>(kThreads) * E;
@@ -276,7 +314,8 @@ __global__ void __launch_bounds__(kThreads)
 #pragma unroll
     for (int e = 0; e < E; ++e) {
       const std::size_t i = lo + e * kThreads + threadIdx.x;
-      s1[e] = i < n ? native::bnb_momentum8_state(s, p[i], g[i], native::bnb_dequant(s, c1, q1[i], a1))
+      s1[e] = i < n ? native::bnb_momentum8_state(s, IO::load(p, i), IO::load(g, i),
+                                                  native::bnb_dequant(s, c1, q1[i], a1))
                     : native::bnb_momentum8_padding(s, c1, a1);
       m1 = fmaxf(m1, native::f32_abs(s1[e]));
     }
@@ -286,7 +325,7 @@ __global__ void __launch_bounds__(kThreads)
     for (int e = 0; e < E; ++e) {
       const std::size_t i = lo + e * kThreads + threadIdx.x;
       if (i >= n) continue;
-      p[i] = native::bnb_momentum8_param(s, native::Storage::f32, p[i], s1[e]);
+      IO::store(p, i, native::bnb_momentum8_param(s, ST, IO::load(p, i), s1[e]));
       q1[i] = native::bnb_quant_signed(s, c1, mids1, s1[e], m1);
     }
   }
@@ -450,24 +489,29 @@ void launch_adam8_fast(const native::Bnb8Scalars& s, float* p, const float* g,
       s, p, g, st.q1, st.q2, st.absmax1, st.absmax2, full, device_tables());
 }
 
-__global__ void k_bnb_adam32(native::Bnb8Scalars s, float* p, const float* g, float* s1, float* s2,
+template <native::Storage ST>
+__global__ void k_bnb_adam32(native::Bnb8Scalars s, typename ParamIO<ST>::T* p,
+                             const typename ParamIO<ST>::T* g, float* s1, float* s2,
                              std::size_t n) {
+  using IO = ParamIO<ST>;
   for (std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x; i < n;
        i += static_cast<std::size_t>(gridDim.x) * blockDim.x) {
-    float pi = p[i], a = s1[i], b = s2[i];
-    native::bnb_adam32_element(s, native::Storage::f32, pi, g[i], a, b);
-    p[i] = pi;
+    float pi = IO::load(p, i), a = s1[i], b = s2[i];
+    native::bnb_adam32_element(s, ST, pi, IO::load(g, i), a, b);
+    IO::store(p, i, pi);
     s1[i] = a;
     s2[i] = b;
   }
 }
-__global__ void k_bnb_momentum32(native::Bnb8Scalars s, float* p, const float* g, float* s1,
-                                 std::size_t n) {
+template <native::Storage ST>
+__global__ void k_bnb_momentum32(native::Bnb8Scalars s, typename ParamIO<ST>::T* p,
+                                 const typename ParamIO<ST>::T* g, float* s1, std::size_t n) {
+  using IO = ParamIO<ST>;
   for (std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x; i < n;
        i += static_cast<std::size_t>(gridDim.x) * blockDim.x) {
-    float pi = p[i], a = s1[i];
-    native::bnb_momentum32_element(s, native::Storage::f32, pi, g[i], a, static_cast<int>(i % 4));
-    p[i] = pi;
+    float pi = IO::load(p, i), a = s1[i];
+    native::bnb_momentum32_element(s, ST, pi, IO::load(g, i), a, static_cast<int>(i % 4));
+    IO::store(p, i, pi);
     s1[i] = a;
   }
 }
@@ -702,6 +746,83 @@ bool launch_split_bytes(const native::TorchAdamScalars& sa, const native::TorchS
   return true;
 }
 
+// The 8-bit steps for parameters of storage ST. fp32 parameters with aligned pointers take the
+// vectorised kernel for their full blocks; the last partial block, misaligned pointers and 16-bit
+// parameters the element-wise kernels. Same per-element functions either way.
+template <native::Storage ST>
+void launch_bnb_adam8(const native::Bnb8Scalars& s, typename ParamIO<ST>::T* p,
+                      const typename ParamIO<ST>::T* g, const Bnb8DeviceState& st, std::size_t n,
+                      cudaStream_t stream) {
+  if (n == 0) return;
+  if (!st.is_8bit) {
+    k_bnb_adam32<ST><<<grid_for(n, 4), kThreads, 0, stream>>>(s, p, g, st.s1, st.s2, n);
+    cuda_check_launch("bnb_adam8_step (32-bit)");
+    return;
+  }
+  if (st.block != 256 && st.block != 2048) {
+    throw InputError("bnb_adam8_step: block must be 256 or 2048");
+  }
+  const std::size_t B = static_cast<std::size_t>(st.block);
+  std::size_t full = 0;
+  if constexpr (ST == native::Storage::f32) {
+    const bool vec =
+        aligned16(p, g) &&
+        ((reinterpret_cast<std::uintptr_t>(st.q1) | reinterpret_cast<std::uintptr_t>(st.q2)) &
+         3u) == 0;
+    full = vec ? n / B : 0;
+    if (full > 0) {
+      if (st.block == 256) {
+        s.torch_order ? launch_adam8_fast<32, true>(s, p, g, st, full, stream)
+                      : launch_adam8_fast<32, false>(s, p, g, st, full, stream);
+      } else {
+        s.torch_order ? launch_adam8_fast<256, true>(s, p, g, st, full, stream)
+                      : launch_adam8_fast<256, false>(s, p, g, st, full, stream);
+      }
+      cuda_check_launch("bnb_adam8_step (full blocks)");
+    }
+  }
+  const std::size_t done = full * B, rest = n - done;
+  if (rest > 0) {
+    const std::size_t nb = (rest + B - 1) / B;
+    auto* pr = p + done;
+    const auto* gr = g + done;
+    std::uint8_t *q1r = st.q1 + done, *q2r = st.q2 + done;
+    float *a1r = st.absmax1 + full, *a2r = st.absmax2 + full;
+    if (st.block == 256) {
+      const std::size_t ctas = (nb + 7) / 8;
+      k_bnb_adam8_warp<ST><<<ctas_8bit(ctas), kThreads, 0, stream>>>(s, pr, gr, q1r, q2r, a1r, a2r,
+                                                                     rest, nb, device_codes());
+    } else {
+      k_bnb_adam8<8, ST><<<ctas_8bit(nb), kThreads, 0, stream>>>(s, pr, gr, q1r, q2r, a1r, a2r,
+                                                                 rest, nb, device_codes());
+    }
+  }
+  cuda_check_launch("bnb_adam8_step");
+}
+
+template <native::Storage ST>
+void launch_bnb_momentum8(const native::Bnb8Scalars& s, typename ParamIO<ST>::T* p,
+                          const typename ParamIO<ST>::T* g, const Bnb8DeviceState& st,
+                          std::size_t n, cudaStream_t stream) {
+  if (n == 0) return;
+  if (!st.is_8bit) {
+    k_bnb_momentum32<ST><<<grid_for(n, 4), kThreads, 0, stream>>>(s, p, g, st.s1, n);
+  } else {
+    const std::size_t nb = (n + st.block - 1) / st.block;
+    if (st.block == 256) {
+      const std::size_t ctas = (nb + 7) / 8;
+      k_bnb_momentum8_warp<ST><<<ctas_8bit(ctas), kThreads, 0, stream>>>(s, p, g, st.q1, st.absmax1,
+                                                                         n, nb, device_codes());
+    } else if (st.block == 2048) {
+      k_bnb_momentum8<8, ST><<<ctas_8bit(nb), kThreads, 0, stream>>>(s, p, g, st.q1, st.absmax1, n,
+                                                                     nb, device_codes());
+    } else {
+      throw InputError("bnb_momentum8_step: block must be 256 or 2048");
+    }
+  }
+  cuda_check_launch("bnb_momentum8_step");
+}
+
 }  // namespace
 
 void adam_step(const optim::AdamHyper& h, bool decoupled, bool fused, long step, float* p,
@@ -727,71 +848,36 @@ void sgd_step(const optim::SgdHyper& h, long step, float* p, const float* g, flo
 
 void bnb_adam8_step(const native::Bnb8Scalars& s, float* p, const float* g,
                     const Bnb8DeviceState& st, std::size_t n, CUstream_st* stream) {
-  if (n == 0) return;
-  if (!st.is_8bit) {
-    k_bnb_adam32<<<grid_for(n, 4), kThreads, 0, stream>>>(s, p, g, st.s1, st.s2, n);
-  } else {
-    if (st.block != 256 && st.block != 2048) {
-      throw InputError("bnb_adam8_step: block must be 256 or 2048");
-    }
-    // Full blocks with aligned pointers take the vectorised kernel; the last partial block (and
-    // everything when a pointer is misaligned) the element-wise one. Same per-element functions.
-    const std::size_t B = static_cast<std::size_t>(st.block);
-    const bool vec =
-        aligned16(p, g) &&
-        ((reinterpret_cast<std::uintptr_t>(st.q1) | reinterpret_cast<std::uintptr_t>(st.q2)) &
-         3u) == 0;
-    const std::size_t full = vec ? n / B : 0;
-    if (full > 0) {
-      if (st.block == 256) {
-        s.torch_order ? launch_adam8_fast<32, true>(s, p, g, st, full, stream)
-                      : launch_adam8_fast<32, false>(s, p, g, st, full, stream);
-      } else {
-        s.torch_order ? launch_adam8_fast<256, true>(s, p, g, st, full, stream)
-                      : launch_adam8_fast<256, false>(s, p, g, st, full, stream);
-      }
-      cuda_check_launch("bnb_adam8_step (full blocks)");
-    }
-    const std::size_t done = full * B, rest = n - done;
-    if (rest > 0) {
-      const std::size_t nb = (rest + B - 1) / B;
-      float* pr = p + done;
-      const float* gr = g + done;
-      std::uint8_t *q1r = st.q1 + done, *q2r = st.q2 + done;
-      float *a1r = st.absmax1 + full, *a2r = st.absmax2 + full;
-      if (st.block == 256) {
-        const std::size_t ctas = (nb + 7) / 8;
-        k_bnb_adam8_warp<<<ctas_8bit(ctas), kThreads, 0, stream>>>(s, pr, gr, q1r, q2r, a1r, a2r,
-                                                                   rest, nb, device_codes());
-      } else {
-        k_bnb_adam8<8><<<ctas_8bit(nb), kThreads, 0, stream>>>(s, pr, gr, q1r, q2r, a1r, a2r, rest,
-                                                               nb, device_codes());
-      }
-    }
+  launch_bnb_adam8<native::Storage::f32>(s, p, g, st, n, stream);
+}
+void bnb_adam8_step(const native::Bnb8Scalars& s, native::Storage pt, std::uint16_t* p,
+                    const std::uint16_t* g, const Bnb8DeviceState& st, std::size_t n,
+                    CUstream_st* stream) {
+  switch (pt) {
+    case native::Storage::bf16:
+      return launch_bnb_adam8<native::Storage::bf16>(s, p, g, st, n, stream);
+    case native::Storage::f16:
+      return launch_bnb_adam8<native::Storage::f16>(s, p, g, st, n, stream);
+    default:
+      throw InputError("bnb_adam8_step: 16-bit codes need bf16 or fp16 parameters");
   }
-  cuda_check_launch("bnb_adam8_step");
 }
 
 void bnb_momentum8_step(const native::Bnb8Scalars& s, float* p, const float* g,
                         const Bnb8DeviceState& st, std::size_t n, CUstream_st* stream) {
-  if (n == 0) return;
-  if (!st.is_8bit) {
-    k_bnb_momentum32<<<grid_for(n, 4), kThreads, 0, stream>>>(s, p, g, st.s1, n);
-  } else {
-    const std::size_t nb = (n + st.block - 1) / st.block;
-    const unsigned blocks = ctas_8bit(nb);
-    if (st.block == 256) {
-      const std::size_t ctas = (nb + 7) / 8;
-      k_bnb_momentum8_warp<<<ctas_8bit(ctas), kThreads, 0, stream>>>(s, p, g, st.q1, st.absmax1, n,
-                                                                     nb, device_codes());
-    } else if (st.block == 2048) {
-      k_bnb_momentum8<8>
-          <<<blocks, kThreads, 0, stream>>>(s, p, g, st.q1, st.absmax1, n, nb, device_codes());
-    } else {
-      throw InputError("bnb_momentum8_step: block must be 256 or 2048");
-    }
+  launch_bnb_momentum8<native::Storage::f32>(s, p, g, st, n, stream);
+}
+void bnb_momentum8_step(const native::Bnb8Scalars& s, native::Storage pt, std::uint16_t* p,
+                        const std::uint16_t* g, const Bnb8DeviceState& st, std::size_t n,
+                        CUstream_st* stream) {
+  switch (pt) {
+    case native::Storage::bf16:
+      return launch_bnb_momentum8<native::Storage::bf16>(s, p, g, st, n, stream);
+    case native::Storage::f16:
+      return launch_bnb_momentum8<native::Storage::f16>(s, p, g, st, n, stream);
+    default:
+      throw InputError("bnb_momentum8_step: 16-bit codes need bf16 or fp16 parameters");
   }
-  cuda_check_launch("bnb_momentum8_step");
 }
 
 float stable_adamw_step(const optim::AdamHyper& h, long step, float* p, const float* g, float* v,

@@ -75,6 +75,21 @@ __global__ void __launch_bounds__(kThreads)
   }
 }
 
+// fused=True: the element's flat index decides one contraction (torch_fused_adam_element).
+template <Storage ST>
+__global__ void __launch_bounds__(kThreads)
+    k_fused_adam16(native::TorchFusedAdamScalars s, std::uint16_t* p, const std::uint16_t* g,
+                   std::uint16_t* m, std::uint16_t* v, std::size_t n) {
+  for (std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x; i < n;
+       i += static_cast<std::size_t>(gridDim.x) * blockDim.x) {
+    float pf = decode16<ST>(p[i]), mf = decode16<ST>(m[i]), vf = decode16<ST>(v[i]);
+    native::torch_fused_adam_element(s, ST, pf, decode16<ST>(g[i]), mf, vf, i);
+    p[i] = encode16<ST>(pf);
+    m[i] = encode16<ST>(mf);
+    v[i] = encode16<ST>(vf);
+  }
+}
+
 template <Storage ST>
 __global__ void __launch_bounds__(kThreads)
     k_sgd16(native::TorchSgdScalars s, bool first, bool vec, std::uint16_t* p,
@@ -108,11 +123,21 @@ void check_storage16(Storage st, const char* what) {
 
 }  // namespace
 
-void adam_step(const optim::AdamHyper& h, bool decoupled, Storage st, long step, std::uint16_t* p,
-               const std::uint16_t* g, std::uint16_t* m, std::uint16_t* v, std::size_t n,
-               CUstream_st* stream) {
+void adam_step(const optim::AdamHyper& h, bool decoupled, bool fused, Storage st, long step,
+               std::uint16_t* p, const std::uint16_t* g, std::uint16_t* m, std::uint16_t* v,
+               std::size_t n, CUstream_st* stream) {
   check_storage16(st, "adam_step");
   if (n == 0) return;
+  if (fused) {
+    const native::TorchFusedAdamScalars s = optim::torch_fused_adam_scalars(h, step, decoupled, n);
+    if (st == Storage::bf16) {
+      k_fused_adam16<Storage::bf16><<<grid_for(n, 4), kThreads, 0, stream>>>(s, p, g, m, v, n);
+    } else {
+      k_fused_adam16<Storage::f16><<<grid_for(n, 4), kThreads, 0, stream>>>(s, p, g, m, v, n);
+    }
+    cuda_check_launch("adam_step (16-bit, fused)");
+    return;
+  }
   const native::TorchAdamScalars s = optim::torch_adam_scalars(h, step, decoupled);
   const bool vec = aligned8(p, g, m, v);
   if (st == Storage::bf16) {

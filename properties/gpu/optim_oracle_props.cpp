@@ -124,6 +124,8 @@ TEST_CASE("GPU torch Adam/AdamW/SGD (every --compat profile) equal the step orac
     optim::SgdHyper sh{h.lr, *rc::gen::element(0.9, 0.0), *rc::gen::element(0.0, 0.1), h.wd,
                        *rc::gen::arbitrary<bool>(), h.kernels};
     if (sh.nesterov) sh.dampening = 0.0;
+    // SGD's fused=True kernel has an oracle too (fp64 arithmetic, 9.3).
+    if (*rc::gen::arbitrary<bool>()) sh.kernels = native::TorchKernels::cuda_fused;
     const auto p0 = gen_params(n);
     RC_TAG(static_cast<int>(h.kernels));
     DeviceBytes dp(n * 4), dg(n * 4), dm(n * 4), dv(n * 4), dps(n * 4), db(n * 4);
@@ -165,6 +167,7 @@ TEST_CASE("GPU torch Adam/SGD on bf16/fp16 parameters equal the step oracle",
     h.kernels = static_cast<native::TorchKernels>(*rc::gen::inRange(0, 3));
     const bool decoupled = *rc::gen::arbitrary<bool>();
     optim::SgdHyper sh{h.lr, 0.9, 0.0, h.wd, *rc::gen::arbitrary<bool>(), h.kernels};
+    if (*rc::gen::arbitrary<bool>()) sh.kernels = native::TorchKernels::cuda_fused;  // 9.3
     // Parameters and gradients are finite codes of T, either sign (inf/NaN arise in the steps
     // themselves: fp16 overflow, eps rounding to 0 in fp16).
     const int finite_end = bf16 ? 0x7F80 : 0x7C00;
@@ -184,7 +187,7 @@ TEST_CASE("GPU torch Adam/SGD on bf16/fp16 parameters equal the step oracle",
     for (int t = 1; t <= K; ++t) {
       const auto g = *rc::gen::container<std::vector<std::uint16_t>>(n, code_gen);
       dg.upload(g);
-      gpu::adam_step(h, decoupled, st, t, static_cast<std::uint16_t*>(dp.get()),
+      gpu::adam_step(h, decoupled, false, st, t, static_cast<std::uint16_t*>(dp.get()),
                      static_cast<const std::uint16_t*>(dg.get()),
                      static_cast<std::uint16_t*>(dm.get()), static_cast<std::uint16_t*>(dv.get()),
                      n);

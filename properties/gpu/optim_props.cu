@@ -162,6 +162,8 @@ TEST_CASE("GPU Adam/AdamW/SGD steps equal the reference", "[gpu][optim][prop]") 
     db.upload(buf);
     dps.upload(ps);
     optim::SgdHyper sh{h.lr, *rc::gen::element(0.9, 0.0), 0.0, h.wd, *rc::gen::arbitrary<bool>()};
+    // SGD(fused=True)'s fp64 model or the ATen one (docs/SEMANTICS.md 9.3).
+    sh.kernels = fused ? native::TorchKernels::cuda_fused : native::TorchKernels::cpu;
     for (int t = 1; t <= K; ++t) {
       const auto g = grads(n, true);
       labels.add_fp32(g.data(), g.size());
@@ -382,9 +384,11 @@ TEST_CASE("GPU Adam/AdamW/SGD on bf16/fp16 parameters equal the reference", "[gp
     const int K = *rc::gen::inRange(1, 4);
     const auto h = gen_adam();
     const bool decoupled = *rc::gen::arbitrary<bool>();
+    const bool fused = *rc::gen::arbitrary<bool>();  // fused=True models (9.2, 9.3)
     optim::SgdHyper sh{h.lr, *rc::gen::element(0.9, 0.0), *rc::gen::element(0.0, 0.1), h.wd,
                        *rc::gen::arbitrary<bool>()};
     if (sh.nesterov) sh.dampening = 0.0;
+    sh.kernels = fused ? native::TorchKernels::cuda_fused : native::TorchKernels::cpu;
     const auto pc = to_codes(params(n), st);
     auto p = from_codes(pc, st), ps = p;
     std::vector<float> m(n, 0.0f), v(n, 0.0f), buf(n, 0.0f);
@@ -404,9 +408,13 @@ TEST_CASE("GPU Adam/AdamW/SGD on bf16/fp16 parameters equal the reference", "[gp
       const auto g = from_codes(gc, st);
       labels.add_fp32(g.data(), g.size());
       dg.upload(gc);
-      gpu::adam_step(h, decoupled, st, t, u16(dp), u16(dg), u16(dm), u16(dv), n);
+      gpu::adam_step(h, decoupled, fused, st, t, u16(dp), u16(dg), u16(dm), u16(dv), n);
       gpu::sgd_step(sh, st, t, u16(dps), u16(dg), u16(db), n);
-      optim::adam_step(h, decoupled, st, t, p, g, m, v);
+      if (fused) {
+        optim::adam_fused_step(h, decoupled, st, t, p, g, m, v);
+      } else {
+        optim::adam_step(h, decoupled, st, t, p, g, m, v);
+      }
       optim::sgd_step(sh, st, t, ps, g, buf);
     }
     labels.emit();

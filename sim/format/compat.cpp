@@ -47,10 +47,11 @@ const std::vector<CompatProfile>& compat_profiles() {
                    "foreach=True, the CUDA default)",
                    native::TorchKernels::cuda_foreach),
       {"torch-cuda-fused",
-       "PyTorch 2.11 CUDA fused Adam/AdamW kernel (FusedAdamMathFunctor, fused=True) as "
-       "compiled for sm_90",
+       "PyTorch 2.11 CUDA fused Adam/AdamW/SGD kernels (FusedAdamMathFunctor, "
+       "FusedSgdMathFunctor; fused=True) as compiled for sm_90",
        {{CompatOp::step, "adamw", native::CompatCast::e8m0_torch, native::TorchKernels::cuda_fused},
-        {CompatOp::step, "adam", native::CompatCast::e8m0_torch, native::TorchKernels::cuda_fused}}},
+        {CompatOp::step, "adam", native::CompatCast::e8m0_torch, native::TorchKernels::cuda_fused},
+        {CompatOp::step, "sgd", native::CompatCast::e8m0_torch, native::TorchKernels::cuda_fused}}},
       // SwitchBack's Triton kernels (quantize_rowwise / _columnwise): Triton's fp32 division.
       {"triton",
        "SwitchBack's Triton int8 kernels (quantize_rowwise, quantize_columnwise) as Triton 3.x "

@@ -455,8 +455,8 @@ struct StepCase {
   std::string compat;  // "" = the default
 };
 // Every optimizer × parameter dtype × --compat profile exmy models (section 9): torch Adam, AdamW
-// and SGD under torch-cpu, torch-cuda and torch-cuda-foreach, Adam and AdamW under
-// torch-cuda-fused, on fp32, bf16 and fp16; the 8-bit optimizers on fp32, bf16 and fp16, by
+// and SGD under torch-cpu, torch-cuda, torch-cuda-foreach and torch-cuda-fused, on fp32, bf16
+// and fp16; the 8-bit optimizers on fp32, bf16 and fp16, by
 // default and under bnb-cuda; StableAdamW; the split formats of seed 004.
 std::vector<StepCase> step_case_list() {
   std::vector<StepCase> v;
@@ -465,7 +465,6 @@ std::vector<StepCase> step_case_list() {
   for (const char* opt : {"adamw", "adam", "sgd"}) {
     for (const auto& [st, dn] : dtypes) {
       for (const char* prof : {"torch-cpu", "torch-cuda", "torch-cuda-foreach", "torch-cuda-fused"}) {
-        if (std::string(opt) == "sgd" && std::string(prof) == "torch-cuda-fused") continue;
         v.push_back({std::string(opt) + "-" + dn + "-" + prof, opt, st,
                      std::string(prof) == "torch-cpu" ? "" : prof});
       }

@@ -11,7 +11,6 @@
 
 namespace exmy::native {
 
-
 // torch.optim.Adam/AdamW, _single_tensor_adam (the CPU default, foreach=False). Every field is the
 // fp32 value PyTorch's CPU kernels see.
 struct TorchAdamScalars {
@@ -70,16 +69,14 @@ EXMY_HD void torch_adam_element(const TorchAdamScalars& s, Storage st, float& p,
   // single-tensor divides by a CPU scalar as a multiply by its fp32 reciprocal (BUnaryFunctor
   // <MulFunctor>); foreach divides (BinaryOpScalarListFunctor<std::divides>).
   float den = to_storage(rn_sqrt(v), st);
-  den = to_storage(s.k == TorchKernels::cuda
-                       ? rn_mul(den, s.inv_bc2_sqrt)
-                       : rn_div(den, s.bc2_sqrt),
-                   st);
+  den = to_storage(
+      s.k == TorchKernels::cuda ? rn_mul(den, s.inv_bc2_sqrt) : rn_div(den, s.bc2_sqrt), st);
   den = to_storage(rn_add(den, add_scalar(s.eps, st, s.k)), st);
   // param.addcdiv_(exp_avg, denom, value=-step_size). CPU: self + value*t1/t2 unfused. CUDA:
   // a + alpha*(b/c), the IEEE division then an FFMA.
-  p = to_storage(cpu ? rn_add(p, rn_div(rn_mul(s.neg_step, m), den))
-                     : rn_fma(s.neg_step, rn_div(m, den), p),
-                 st);
+  p = to_storage(
+      cpu ? rn_add(p, rn_div(rn_mul(s.neg_step, m), den)) : rn_fma(s.neg_step, rn_div(m, den), p),
+      st);
 }
 
 // torch.optim.AdamW(fused=True), aten/src/ATen/native/cuda/fused_adam_utils.cuh adam_math: the
@@ -138,11 +135,32 @@ struct TorchSgdScalars {
   float one_minus_dampening = 1.0f;  // RN32(1 - dampening) (fp64 difference)
   float neg_lr = -1e-3f;             // RN32(-lr)
   TorchKernels k = TorchKernels::cpu;
+  // fused=True (FusedSgdMathFunctor) does its arithmetic in fp64 on the Python floats, unrounded.
+  double wd64 = 0.0, momentum64 = 0.9, one_minus_dampening64 = 1.0, lr64 = 1e-3;
 };
+
+// torch.optim.SGD(fused=True): torch 2.11's FusedSgdMathFunctor. p and g are read into fp32
+// (opmath), but every scalar is the double the Python call passed, so each expression is
+// evaluated in fp64 and rounded to fp32 when it is assigned to an fp32 variable; the stored
+// momentum buffer of a bf16/fp16 tensor is then rounded again (c10::BFloat16/Half convert from
+// float). nvcc contracts each multiply-add into one DFMA (SASS of the sm_90 kernel).
+EXMY_HD void torch_fused_sgd_element(const TorchSgdScalars& s, Storage st, float& p, float g,
+                                     float& buf, bool first) {
+  if (s.has_wd) g = rn_f32(rn_fma64(s.wd64, p, g));  // g += weight_decay * p
+  if (s.has_momentum) {
+    // is_first_step ? g : momentum * buf + (1 - dampening) * g, a double either way
+    const double mb = first ? static_cast<double>(g)
+                            : rn_fma64(s.momentum64, buf, rn_mul64(s.one_minus_dampening64, g));
+    buf = to_storage(rn_f32(mb), st);
+    g = s.nesterov ? rn_f32(rn_fma64(s.momentum64, mb, g)) : rn_f32(mb);
+  }
+  p = to_storage(rn_f32(rn_fma64(-s.lr64, g, p)), st);  // p -= lr * g
+}
 
 // `first` is true on the step that creates the momentum buffer (buf = grad.clone()).
 EXMY_HD void torch_sgd_element(const TorchSgdScalars& s, Storage st, float& p, float g, float& buf,
                                bool first) {
+  if (s.k == TorchKernels::cuda_fused) return torch_fused_sgd_element(s, st, p, g, buf, first);
   // grad.add(param, alpha=wd)
   if (s.has_wd) g = to_storage(rn_fma(p, add_scalar(s.wd, st, s.k), g), st);
   if (s.has_momentum) {

@@ -75,6 +75,8 @@ void check(std::size_t n, std::size_t a, const char* what) {
 
 }  // namespace
 
+// The gradient has the parameters' dtype in bitsandbytes (p.grad): it is rounded to `st` first, as
+// the GPU engine's 16-bit upload does.
 void bnb_adam8_step(const native::Bnb8Scalars& s, Storage st, std::span<float> p,
                     std::span<const float> g, Bnb8State& S) {
   const std::size_t n = p.size();
@@ -82,7 +84,7 @@ void bnb_adam8_step(const native::Bnb8Scalars& s, Storage st, std::span<float> p
   if (!S.is_8bit) {
     check(n, S.s1.size(), "state1");
     for (std::size_t i = 0; i < n; ++i) {
-      native::bnb_adam32_element(s, st, p[i], g[i], S.s1[i], S.s2[i]);
+      native::bnb_adam32_element(s, st, p[i], native::to_storage(g[i], st), S.s1[i], S.s2[i]);
     }
     return;
   }
@@ -102,7 +104,7 @@ void bnb_adam8_step(const native::Bnb8Scalars& s, Storage st, std::span<float> p
     for (std::size_t j = 0; j < cnt; ++j) {
       s1[j] = native::bnb_dequant(s, c1, S.q1[lo + j], a1);
       s2[j] = native::bnb_dequant(s, c2, S.q2[lo + j], a2);
-      ok[j] = native::bnb_adam8_states(s, st, g[lo + j], s1[j], s2[j]);
+      ok[j] = native::bnb_adam8_states(s, st, native::to_storage(g[lo + j], st), s1[j], s2[j]);
       m1 = native::f32_fmax(m1, native::f32_abs(s1[j]));
       m2 = native::f32_fmax(m2, native::f32_abs(s2[j]));
     }
@@ -128,7 +130,9 @@ void bnb_momentum8_step(const native::Bnb8Scalars& s, Storage st, std::span<floa
   check(n, g.size(), "gradient");
   if (!S.is_8bit) {
     check(n, S.s1.size(), "state1");
-    for (std::size_t i = 0; i < n; ++i) native::bnb_momentum32_element(s, st, p[i], g[i], S.s1[i], static_cast<int>(i % 4));
+    for (std::size_t i = 0; i < n; ++i)
+      native::bnb_momentum32_element(s, st, p[i], native::to_storage(g[i], st), S.s1[i],
+                                     static_cast<int>(i % 4));
     return;
   }
   check(n, S.q1.size(), "state1");
@@ -142,7 +146,7 @@ void bnb_momentum8_step(const native::Bnb8Scalars& s, Storage st, std::span<floa
     const float a1 = S.absmax1[b];
     float m1 = -FLT_MAX;
     for (std::size_t j = 0; j < cnt; ++j) {
-      s1[j] = native::bnb_momentum8_state(s, p[lo + j], g[lo + j],
+      s1[j] = native::bnb_momentum8_state(s, p[lo + j], native::to_storage(g[lo + j], st),
                                           native::bnb_dequant(s, c1, S.q1[lo + j], a1));
       m1 = native::f32_fmax(m1, native::f32_abs(s1[j]));
     }

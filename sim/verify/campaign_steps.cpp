@@ -235,16 +235,18 @@ struct Op {
   bool small = false;        // 8-bit: the < 4096 fp32 fallback
   os::SplitFmt split{};      // split formats
   bool fixed_scale = false;  // loss: fixed:S instead of dynamic
-  int kernels = 0;           // adam/sgd: 0 torch-cpu, 1 torch-cuda, 2 torch-cuda-foreach
+  int kernels = 0;  // adam/sgd: 0 torch-cpu, 1 torch-cuda, 2 torch-cuda-foreach, 3 torch-cuda-fused
 };
 
 std::vector<Op> all_ops() {
   std::vector<Op> ops;
   // The --compat profiles of 9.2/9.3: "" (torch-cpu, the default), "-cuda", "-cuda-foreach".
-  const char* kernel_suffix[] = {"", "-cuda", "-cuda-foreach"};
-  for (int k = 0; k < 3; ++k) {
+  // SGD also under "-cuda-fused" (the oracle models fused Adam/AdamW's powf only on the GPU).
+  const char* kernel_suffix[] = {"", "-cuda", "-cuda-foreach", "-cuda-fused"};
+  for (int k = 0; k < 4; ++k) {
     for (bool dec : {true, false}) {
       for (Storage st : {Storage::f32, Storage::bf16, Storage::f16}) {
+        if (k == 3) break;
         Op o{std::string(dec ? "adamw-" : "adam-") + storage_name(st) + kernel_suffix[k],
              Family::adam, st, dec};
         o.kernels = k;

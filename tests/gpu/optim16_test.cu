@@ -73,7 +73,7 @@ void run_case(const Case& c, std::size_t pad) {
       std::vector<float> g(n);
       for (std::size_t i = 0; i < n; ++i) g[i] = decode(gc[i], c.st);
       dg.upload(gc);
-      gpu::adam_step(h, decoupled, c.st, t, u16(dp), u16(dg), u16(dm), u16(dv), n);
+      gpu::adam_step(h, decoupled, false, c.st, t, u16(dp), u16(dg), u16(dm), u16(dv), n);
       gpu::sgd_step(sh, c.st, t, u16(dps), u16(dg), u16(db), n);
       optim::adam_step(h, decoupled, c.st, t, p, g, m, v);
       optim::sgd_step(sh, c.st, t, ps, g, buf);
@@ -136,7 +136,7 @@ TEST_CASE("GPU 16-bit Adam/SGD: 3M elements, odd size, huge and tiny mixed", "[g
 
 TEST_CASE("GPU 16-bit Adam/SGD: storage must be bf16 or fp16", "[gpu][optim]") {
   optim::AdamHyper h;
-  CHECK_THROWS_AS(gpu::adam_step(h, true, Storage::f32, 1, nullptr, nullptr, nullptr, nullptr, 0),
+  CHECK_THROWS_AS(gpu::adam_step(h, true, false, Storage::f32, 1, nullptr, nullptr, nullptr, nullptr, 0),
                   InputError);
   CHECK_THROWS_AS(gpu::sgd_step(optim::SgdHyper{}, Storage::f32, 1, nullptr, nullptr, nullptr, 0),
                   InputError);

@@ -120,20 +120,25 @@ TEST_CASE("exmy step --device cuda writes the CPU's bytes for every optimizer an
           }
           same_files(d, std::to_string(label++), common);
           if (blockwise) {
-            if (st == optim::Storage::f32) {  // bitsandbytes' kernels as compiled (SEMANTICS 9.4)
-              same_files(d, std::to_string(label++), common + " --compat bnb-cuda");
-              same_files(d, std::to_string(label++), common + " --compat bnb-cuda --wd 0.1");
-            }
+            // bitsandbytes' kernels as compiled (SEMANTICS 9.4), every parameter dtype
+            same_files(d, std::to_string(label++), common + " --compat bnb-cuda");
+            same_files(d, std::to_string(label++), common + " --compat bnb-cuda --wd 0.1");
             same_files(d, std::to_string(label++), common + " --block 2048");
             same_files(d, std::to_string(label++), common + " --no-small-fallback");
             same_files(d, std::to_string(label++), common + " --no-small-fallback --block 2048");
           }
-          if (e.variants.size() > 0 && st == optim::Storage::f32) {
+          if (e.variants.size() > 0) {
             same_files(d, std::to_string(label++),
                        common + " --variant " + std::string(e.variants));
           }
           if (!e.split && e.family != optim::Family::stable) {
             same_files(d, std::to_string(label++), common + " --wd 0.1 --momentum 0.5 --nesterov");
+          }
+          if (e.family == optim::Family::adam || e.family == optim::Family::sgd) {
+            // torch's fused=True kernels (SEMANTICS 9.2, 9.3), every parameter dtype
+            same_files(d, std::to_string(label++), common + " --compat torch-cuda-fused");
+            same_files(d, std::to_string(label++),
+                       common + " --compat torch-cuda-fused --wd 0.1 --momentum 0.5 --nesterov");
           }
         }
       }

@@ -131,11 +131,18 @@ TEST_CASE("registry: defaults are the libraries'", "[optim][registry]") {
 
 TEST_CASE("registry: GPU column and variants", "[optim][registry]") {
   optim::Config c;
-  c.opt = optim::find_optimizer("adamw8bit");
+  c.opt = optim::find_optimizer("stableadamw");
   c.st = optim::Storage::bf16;
-  CHECK_THROWS_AS(optim::require_gpu_kernel(c), InputError);  // 8-bit kernels: fp32 only
+  CHECK_THROWS_AS(optim::require_gpu_kernel(c), InputError);  // StableAdamW: fp32 only
   c.st = optim::Storage::f32;
   CHECK_NOTHROW(optim::require_gpu_kernel(c));
+  for (const char* name : {"adamw8bit", "adam8bit", "momentum8bit"}) {  // bitsandbytes: all three
+    c.opt = optim::find_optimizer(name);
+    for (optim::Storage st : {optim::Storage::f32, optim::Storage::bf16, optim::Storage::f16}) {
+      c.st = st;
+      CHECK_NOTHROW(optim::require_gpu_kernel(c));
+    }
+  }
   c.opt = optim::find_optimizer("adamw");
   c.st = optim::Storage::bf16;
   CHECK_NOTHROW(optim::require_gpu_kernel(c));  // gpu/optim_torch16.cu

@@ -19,7 +19,9 @@ using Tensor = std::vector<Real>;
 // Hyperparameters as the user gives them (Python floats).
 // The PyTorch kernels a step models (9.2 "PyTorch CUDA kernels", `--compat`): the ATen CPU kernels,
 // the CUDA TensorIterator kernels (foreach=False) or the CUDA multi-tensor kernels (foreach=True).
-enum class Kernels { cpu, cuda, cuda_foreach };
+// The PyTorch kernel family (native::TorchKernels, same order): cuda_fused is modelled for SGD
+// here (9.3); fused Adam/AdamW are checked against torch itself (golden/peers/torch-cuda).
+enum class Kernels { cpu, cuda, cuda_foreach, cuda_fused };
 struct AdamHyper {
   double lr = 1e-3, beta1 = 0.9, beta2 = 0.999, eps = 1e-8, wd = 0.0;
   Kernels kernels = Kernels::cpu;

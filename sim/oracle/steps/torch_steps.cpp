@@ -92,9 +92,26 @@ void torch_adam_step(const AdamHyper& h, bool decoupled, const FloatFormat& T, l
   for (std::size_t i = 0; i < p.size(); ++i) torch_adam_element(s, T, p[i], g[i], m[i], v[i]);
 }
 
+// 9.3 fused=True (FusedSgdMathFunctor): p and g in fp32, every scalar the Python double, each
+// expression in fp64 with its multiply-add as one fma, RN32 on assignment to an fp32 variable,
+// then T for what is stored.
+void torch_fused_sgd_element(const SgdHyper& h, const FloatFormat& T, long t, Real& p, Real g,
+                             Real& buf) {
+  if (h.wd != 0.0) g = round(F32, fma(F64, py(h.wd), p, g));  // g += wd * p
+  if (h.momentum != 0.0) {
+    const Real mu = py(h.momentum);
+    const Real mb =
+        t == 1 ? g : fma(F64, mu, buf, mul(F64, sub(F64, one(), py(h.dampening)), g));
+    buf = round(T, round(F32, mb));
+    g = h.nesterov ? round(F32, fma(F64, mu, mb, g)) : round(F32, mb);
+  }
+  p = round(T, round(F32, fma(F64, neg(py(h.lr)), g, p)));  // p -= lr * g
+}
+
 // 9.3. The `T(·)` scalars are the alphas of add (9.1): RN32 of the Python double, then T.
 void torch_sgd_element(const SgdHyper& h, const FloatFormat& T, long t, Real& p, Real g,
                        Real& buf) {
+  if (h.kernels == Kernels::cuda_fused) return torch_fused_sgd_element(h, T, t, p, g, buf);
   const Real mu = round(F32, py(h.momentum));
   // The alphas of add: T(x) on the CPU, the fp32 x on CUDA.
   const auto alpha = [&](const Real& x) { return h.kernels == Kernels::cpu ? round(T, x) : x; };
