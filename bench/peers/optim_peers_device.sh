@@ -3,32 +3,39 @@
 # 8-bit optimizers and torch.optim (single-tensor, foreach, fused) on the GPU, then compares
 # `exmy step --compat PROFILE` on the CPU engine and on the GPU engine (--device cuda) with every
 # case, element by element (bench/peers/optim_peer_diff.py), and writes the tables to OUT:
-#   bench/peers/optim_peers_device.sh EXMY OUT [PYTHON]
-# EXMY is an exmy built with CUDA; bitsandbytes must be importable (its wheel: bench/results'
-# notes). Also writes the golden-size captures (OUT/golden-*) that golden/peers/ takes from.
+#   bench/peers/optim_peers_device.sh EXMY OUT [PYTHON [torch|bnb|all]]
+# EXMY is an exmy built with CUDA; bitsandbytes must be importable for `bnb` and `all` (its wheel:
+# bench/results' notes). Also packs the golden-size captures that golden/peers/ takes from into
+# OUT/golden-captures.tar.gz (one file: the device tool returns a bounded number of files).
 # Exit status: 1 when any table has a differing element.
 set -uo pipefail
 exmy=$1
 out=$2
 py=${3:-python3}
+which=${4:-all}
+peers="torch bnb"
+[ "$which" = all ] || peers=$which
 here=$(cd "$(dirname "$0")" && pwd)
 mkdir -p "$out"
 tmp=$(mktemp -d)
 status=0
 echo "== capture (torch $($py -c 'import torch; print(torch.__version__)'))"
-$py "$here/torch_optim_capture.py" "$tmp/torch" --size full > "$out/torch-capture.log" 2>&1 || status=1
-$py "$here/bnb_optim_capture.py" "$tmp/bnb" --size full > "$out/bnb-capture.log" 2>&1 || status=1
-$py "$here/torch_optim_capture.py" "$out/golden-torch" --size golden > /dev/null 2>&1 || status=1
-$py "$here/bnb_optim_capture.py" "$out/golden-bnb" --size golden > /dev/null 2>&1 || status=1
-rm -f "$out"/golden-torch/powf.npy "$out"/golden-torch/betas.npy
+for peer in $peers; do
+  script=$here/${peer/torch/torch_optim}_capture.py
+  script=${script/bnb_capture/bnb_optim_capture}
+  $py "$script" "$tmp/$peer" --size full > "$out/$peer-capture.log" 2>&1 || status=1
+  $py "$script" "$tmp/golden/$peer" --size golden > /dev/null 2>&1 || status=1
+done
+rm -f "$tmp"/golden/torch/powf.npy "$tmp"/golden/torch/betas.npy
+tar czf "$out/golden-captures.tar.gz" -C "$tmp" golden
 for engine in cpu cuda; do
   echo "== exmy --device $engine"
-  $py "$here/optim_peer_diff.py" "$exmy" "$tmp/torch" "$out/torch-$engine.md" --device $engine \
-    > /dev/null || status=1
-  $py "$here/optim_peer_diff.py" "$exmy" "$tmp/bnb" "$out/bnb-$engine.md" --device $engine \
-    > /dev/null || status=1
-  grep -c "^| " "$out/torch-$engine.md" "$out/bnb-$engine.md"
-  grep -E " [1-9][0-9]*/|failed" "$out/torch-$engine.md" "$out/bnb-$engine.md" | head -20
+  for peer in $peers; do
+    $py "$here/optim_peer_diff.py" "$exmy" "$tmp/$peer" "$out/$peer-$engine.md" --device $engine \
+      > /dev/null || status=1
+    echo "$peer: $(grep -c ' (.*) |' "$out/$peer-$engine.md") cases"
+    grep -E " [1-9][0-9]*/|failed" "$out/$peer-$engine.md" | head -20
+  done
 done
 rm -rf "$tmp"
 exit $status

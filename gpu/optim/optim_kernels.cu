@@ -385,8 +385,12 @@ __device__ void load_tables(const Bnb8Tables* src, Bnb8Tables* dst) {
 // SM): what the kernel needs without spilling. Measured on the H200 and not kept (no gain,
 // bench/results/2026-11-22-h200-optim.md): 5 CTAs with spills, prefetching the next block's g and
 // codes, and 4 interleaved copies of the tables against bank conflicts.
+// The profile (kSm90: --compat bnb-cuda) and the torch-order variant are template arguments, so
+// each instantiation holds only its own arithmetic; the block's rcp(absmax) of the bnb-cuda
+// normalisation is computed once per block (bnb_norm: the same instruction on the same input as
+// per element).
 constexpr int kFastMinCtas = 4;
-template <int G, bool kTorchOrder>
+template <int G, bool kTorchOrder, bool kSm90>
 __global__ void __launch_bounds__(kThreads, kFastMinCtas)
     k_bnb_adam8_fast(native::Bnb8Scalars sp, float* __restrict__ p, const float* __restrict__ g,
                      std::uint8_t* __restrict__ q1, std::uint8_t* __restrict__ q2,
@@ -396,7 +400,8 @@ __global__ void __launch_bounds__(kThreads, kFastMinCtas)
   __shared__ float red[kThreads / 32];
   load_tables(tables, &t);
   native::Bnb8Scalars s = sp;
-  s.torch_order = kTorchOrder;  // a compile-time branch in bnb_adam8_param
+  s.torch_order = kTorchOrder;  // compile-time branches in the per-element functions
+  s.sm90 = kSm90;
   const int z = t.z;
   constexpr int kGroups = kThreads / G;
   const int lane = threadIdx.x % G;
@@ -442,6 +447,7 @@ __global__ void __launch_bounds__(kThreads, kFastMinCtas)
       absmax1[qb] = m1;
       absmax2[qb] = m2;
     }
+    const native::BnbNorm n1 = native::bnb_norm(s, m1), n2 = native::bnb_norm(s, m2);
 #pragma unroll
     for (int r = 0; r < 2; ++r) {
       const std::size_t k = base4 + r * G;
@@ -453,9 +459,9 @@ __global__ void __launch_bounds__(kThreads, kFastMinCtas)
         if (ok & (1u << e)) {
           ps[j] = native::bnb_adam8_param(s, native::Storage::f32, ps[j], s1[e], s2[e]);
         }
-        c1 |= std::uint32_t{native::bnb_quant_signed_bucketed(s, z, t.t[0], t.start[0], s1[e], m1)}
+        c1 |= std::uint32_t{native::bnb_quant_signed_bucketed(n1, z, t.t[0], t.start[0], s1[e])}
               << (8 * j);
-        c2 |= std::uint32_t{native::bnb_quant_unsigned_bucketed(s, t.t[1], t.start[1], s2[e], m2)}
+        c2 |= std::uint32_t{native::bnb_quant_unsigned_bucketed(n2, t.t[1], t.start[1], s2[e])}
               << (8 * j);
       }
       reinterpret_cast<float4*>(p)[k] = make_float4(ps[0], ps[1], ps[2], ps[3]);
@@ -465,15 +471,15 @@ __global__ void __launch_bounds__(kThreads, kFastMinCtas)
   }
 }
 
-template <int G, bool kTorchOrder>
+template <int G, bool kTorchOrder, bool kSm90>
 unsigned fast_grid(std::size_t nblocks) {
   // Resident CTAs per SM of this instantiation, per device (the occupancy query reads the
   // current device).
   static PerDeviceValue resident;
   const int per_sm = resident.get([](int) {
     int r = 0;
-    cuda_check(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&r, k_bnb_adam8_fast<G, kTorchOrder>,
-                                                             kThreads, 0),
+    cuda_check(cudaOccupancyMaxActiveBlocksPerMultiprocessor(
+                   &r, k_bnb_adam8_fast<G, kTorchOrder, kSm90>, kThreads, 0),
                "occupancy");
     return r < 1 ? 1 : r;
   });
@@ -482,11 +488,23 @@ unsigned fast_grid(std::size_t nblocks) {
   return static_cast<unsigned>(want < cap ? want : cap);
 }
 
-template <int G, bool kTorchOrder>
+template <int G, bool kTorchOrder, bool kSm90>
+void launch_adam8_fast_as(const native::Bnb8Scalars& s, float* p, const float* g,
+                          const Bnb8DeviceState& st, std::size_t full, cudaStream_t stream) {
+  k_bnb_adam8_fast<G, kTorchOrder, kSm90>
+      <<<fast_grid<G, kTorchOrder, kSm90>(full), kThreads, 0, stream>>>(
+          s, p, g, st.q1, st.q2, st.absmax1, st.absmax2, full, device_tables());
+}
+template <int G>
 void launch_adam8_fast(const native::Bnb8Scalars& s, float* p, const float* g,
                        const Bnb8DeviceState& st, std::size_t full, cudaStream_t stream) {
-  k_bnb_adam8_fast<G, kTorchOrder><<<fast_grid<G, kTorchOrder>(full), kThreads, 0, stream>>>(
-      s, p, g, st.q1, st.q2, st.absmax1, st.absmax2, full, device_tables());
+  if (s.torch_order) {
+    s.sm90 ? launch_adam8_fast_as<G, true, true>(s, p, g, st, full, stream)
+           : launch_adam8_fast_as<G, true, false>(s, p, g, st, full, stream);
+  } else {
+    s.sm90 ? launch_adam8_fast_as<G, false, true>(s, p, g, st, full, stream)
+           : launch_adam8_fast_as<G, false, false>(s, p, g, st, full, stream);
+  }
 }
 
 template <native::Storage ST>
@@ -772,11 +790,9 @@ void launch_bnb_adam8(const native::Bnb8Scalars& s, typename ParamIO<ST>::T* p,
     full = vec ? n / B : 0;
     if (full > 0) {
       if (st.block == 256) {
-        s.torch_order ? launch_adam8_fast<32, true>(s, p, g, st, full, stream)
-                      : launch_adam8_fast<32, false>(s, p, g, st, full, stream);
+        launch_adam8_fast<32>(s, p, g, st, full, stream);
       } else {
-        s.torch_order ? launch_adam8_fast<256, true>(s, p, g, st, full, stream)
-                      : launch_adam8_fast<256, false>(s, p, g, st, full, stream);
+        launch_adam8_fast<256>(s, p, g, st, full, stream);
       }
       cuda_check_launch("bnb_adam8_step (full blocks)");
     }

@@ -135,26 +135,27 @@ struct TorchSgdScalars {
   float one_minus_dampening = 1.0f;  // RN32(1 - dampening) (fp64 difference)
   float neg_lr = -1e-3f;             // RN32(-lr)
   TorchKernels k = TorchKernels::cpu;
-  // fused=True (FusedSgdMathFunctor) does its arithmetic in fp64 on the Python floats, unrounded.
-  double wd64 = 0.0, momentum64 = 0.9, one_minus_dampening64 = 1.0, lr64 = 1e-3;
+  // fused=True: RN32(1 ⊖ RN32(dampening)), FusedSgdMathFunctor's (1 - dampening) in fp32.
+  float fused_one_minus_dampening = 1.0f;
 };
 
-// torch.optim.SGD(fused=True): torch 2.11's FusedSgdMathFunctor. p and g are read into fp32
-// (opmath), but every scalar is the double the Python call passed, so each expression is
-// evaluated in fp64 and rounded to fp32 when it is assigned to an fp32 variable; the stored
-// momentum buffer of a bf16/fp16 tensor is then rounded again (c10::BFloat16/Half convert from
-// float). nvcc contracts each multiply-add into one DFMA (SASS of the sm_90 kernel).
+// torch.optim.SGD(fused=True): torch 2.11's FusedSgdMathFunctor, which casts every scalar to fp32
+// (opmath) once per launch and keeps the whole element update in fp32: the stored tensors are
+// rounded to their dtype, the values carried between the lines are not (for bf16/fp16 this is
+// what differs from foreach=False, which rounds g and buf to the dtype after each tensor op).
+// nvcc's contractions on sm_90: g + wd·p, (1 − d)·g + RN(μ·buf), g + μ·buf', p − lr·g, each one
+// FMA. With fp32 parameters the update equals torch-cuda's (0 differing elements against
+// foreach=False in the capture of SEMANTICS 9.3).
 EXMY_HD void torch_fused_sgd_element(const TorchSgdScalars& s, Storage st, float& p, float g,
                                      float& buf, bool first) {
-  if (s.has_wd) g = rn_f32(rn_fma64(s.wd64, p, g));  // g += weight_decay * p
+  if (s.has_wd) g = rn_fma(s.wd, p, g);  // g += weight_decay * p
   if (s.has_momentum) {
-    // is_first_step ? g : momentum * buf + (1 - dampening) * g, a double either way
-    const double mb = first ? static_cast<double>(g)
-                            : rn_fma64(s.momentum64, buf, rn_mul64(s.one_minus_dampening64, g));
-    buf = to_storage(rn_f32(mb), st);
-    g = s.nesterov ? rn_f32(rn_fma64(s.momentum64, mb, g)) : rn_f32(mb);
+    // is_first_step ? g : momentum * buf + (1 - dampening) * g
+    const float mb = first ? g : rn_fma(s.fused_one_minus_dampening, g, rn_mul(s.momentum, buf));
+    buf = to_storage(mb, st);
+    g = s.nesterov ? rn_fma(s.momentum, mb, g) : mb;
   }
-  p = to_storage(rn_f32(rn_fma64(-s.lr64, g, p)), st);  // p -= lr * g
+  p = to_storage(rn_fma(s.neg_lr, g, p), st);  // p -= lr * g
 }
 
 // `first` is true on the step that creates the momentum buffer (buf = grad.clone()).

@@ -60,8 +60,22 @@ EXMY_HD float bnb_dequant(const Bnb8Scalars& s, const float* code, std::uint8_t 
   return s.sm90 ? ftz_mul(code[c], absmax) : rn_mul(code[c], absmax);
 }
 // The requantization ratio s / absmax: RN32, or under bnb-cuda __fdividef = s ⊗ rcp.approx(absmax).
+// A block's normalisation x -> x / absmax: bitsandbytes' kernels multiply by rcp(absmax), one
+// instruction whose result is the same for every element of the block (so a kernel may compute it
+// once per block), the exact path divides.
+struct BnbNorm {
+  bool sm90 = false;
+  float absmax = 1.0f;
+  float inv = 1.0f;  // sm90: rcp.approx.ftz(absmax)
+};
+EXMY_HD BnbNorm bnb_norm(const Bnb8Scalars& s, float absmax) {
+  return {s.sm90, absmax, s.sm90 ? sfu_rcp_f(s.sfu, absmax) : 1.0f};
+}
+EXMY_HD float bnb_ratio(const BnbNorm& n, float x) {
+  return n.sm90 ? ftz_mul(n.inv, x) : rn_div(x, n.absmax);
+}
 EXMY_HD float bnb_ratio(const Bnb8Scalars& s, float x, float absmax) {
-  return s.sm90 ? ftz_mul(sfu_rcp_f(s.sfu, absmax), x) : rn_div(x, absmax);
+  return bnb_ratio(bnb_norm(s, absmax), x);
 }
 
 // Decision thresholds of a 256-entry ascending codebook: mids[k] = codebook_midpoint(code, k),
@@ -118,7 +132,7 @@ EXMY_HD bool bnb_adam8_states(const Bnb8Scalars& s, Storage st, float g, float& 
   if (s.sm90) {
     g = ftz_mul(g, 1.0f);
     s2 = st == Storage::f32 ? ftz_fma(g, ftz_mul(s.one_minus_beta2, g), ftz_mul(s2, s.beta2))
-                             : ftz_fma(s2, s.beta2, ftz_mul(g, ftz_mul(g, s.one_minus_beta2)));
+                            : ftz_fma(s2, s.beta2, ftz_mul(g, ftz_mul(g, s.one_minus_beta2)));
     s1 = ftz_fma(g, s.one_minus_beta1, ftz_mul(s1, s.beta1));
     return true;
   }
@@ -201,14 +215,14 @@ EXMY_HD void bnb_adam32_element(const Bnb8Scalars& s, Storage st, float& p, floa
 // parameters at positions i mod 4 = 1, 2, 3 (the thread's 2nd..4th element), where nvcc
 // contracted the other product: g = fma(g, 1, p ⊗ wd) —, s1 = fma(s1, β1, g), p = p ⊖ (s1 ⊗ lr)
 // (update_scale 1). `pos` is the element's flat index mod 4.
-EXMY_HD void bnb_momentum32_element(const Bnb8Scalars& s, Storage st, float& p, float g,
-                                    float& s1, int pos = 0) {
+EXMY_HD void bnb_momentum32_element(const Bnb8Scalars& s, Storage st, float& p, float g, float& s1,
+                                    int pos = 0) {
   if (s.sm90) {
     g = to_storage(ftz_mul(g, 1.0f), st);
     if (s.wd > 0.0f) {
-      g = to_storage(st == Storage::f32 && pos != 0 ? ftz_fma(g, 1.0f, ftz_mul(p, s.wd))
-                                                    : ftz_fma(p, s.wd, g),
-                     st);
+      g = to_storage(
+          st == Storage::f32 && pos != 0 ? ftz_fma(g, 1.0f, ftz_mul(p, s.wd)) : ftz_fma(p, s.wd, g),
+          st);
     }
     s1 = s.step == 1 ? g : ftz_fma(s1, s.beta1, g);
     p = to_storage(ftz_fma(ftz_mul(s1, s.lr), -1.0f, p), st);

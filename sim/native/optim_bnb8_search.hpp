@@ -131,16 +131,16 @@ EXMY_HD std::uint8_t bnb_nearest_bucketed(const float* t, const std::uint8_t* st
 
 // bnb_quant_signed / bnb_quant_unsigned with the bucketed search (same results); z from
 // bnb_negative_prefix of the signed map.
-EXMY_HD std::uint8_t bnb_quant_signed_bucketed(const Bnb8Scalars& k, int z, const float* t,
-                                               const std::uint8_t* start, float s, float absmax) {
-  std::uint8_t c = bnb_nearest_bucketed(t, start, bnb_ratio(k, s, absmax));
+// The block's normalisation comes in as a BnbNorm (bnb_norm of its absmax, computed once).
+EXMY_HD std::uint8_t bnb_quant_signed_bucketed(const BnbNorm& n, int z, const float* t,
+                                               const std::uint8_t* start, float s) {
+  std::uint8_t c = bnb_nearest_bucketed(t, start, bnb_ratio(n, s));
   if ((c < z) != f32_signbit(s)) c = static_cast<std::uint8_t>(s > 0.0f ? c + 1 : c - 1);
   return c;
 }
-EXMY_HD std::uint8_t bnb_quant_unsigned_bucketed(const Bnb8Scalars& k, const float* t,
-                                                 const std::uint8_t* start, float s,
-                                                 float absmax) {
-  return bnb_nearest_bucketed(t, start, bnb_ratio(k, s, absmax));
+EXMY_HD std::uint8_t bnb_quant_unsigned_bucketed(const BnbNorm& n, const float* t,
+                                                 const std::uint8_t* start, float s) {
+  return bnb_nearest_bucketed(t, start, bnb_ratio(n, s));
 }
 
 }  // namespace exmy::native

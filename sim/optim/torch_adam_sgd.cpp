@@ -71,10 +71,7 @@ native::TorchSgdScalars torch_sgd_scalars(const SgdHyper& h) {
   s.one_minus_dampening = static_cast<float>(1.0 - h.dampening);
   s.neg_lr = static_cast<float>(-h.lr);
   s.k = h.kernels;
-  s.wd64 = h.wd;
-  s.momentum64 = h.momentum;
-  s.one_minus_dampening64 = 1.0 - h.dampening;
-  s.lr64 = h.lr;
+  s.fused_one_minus_dampening = 1.0f - static_cast<float>(h.dampening);
   return s;
 }
 

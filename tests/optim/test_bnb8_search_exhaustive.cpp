@@ -96,7 +96,8 @@ TEST_CASE("8-bit sign guard: the negative codes of the signed map are a prefix",
   for (int c = 0; c < 256; ++c) {
     for (const float s : {code[c], -code[c], 0.0f, -0.0f, code[c] * 0.999f, NAN}) {
       bad += native::bnb_quant_signed(native::Bnb8Scalars{}, code, mids, s, 1.0f) !=
-             native::bnb_quant_signed_bucketed(native::Bnb8Scalars{}, z, t, start, s, 1.0f);
+             native::bnb_quant_signed_bucketed(native::bnb_norm(native::Bnb8Scalars{}, 1.0f), z, t,
+                                               start, s);
     }
   }
   CHECK(bad == 0);

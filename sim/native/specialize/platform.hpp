@@ -91,9 +91,6 @@ EXMY_HD double rn_div64(double a, double b) {
 EXMY_HD double rn_sqrt64(double a) {
   return __dsqrt_rn(a);
 }
-EXMY_HD double rn_fma64(double a, double b, double c) {  // a*b + c rounded once
-  return __fma_rn(a, b, c);
-}
 EXMY_HD float rn_f32(double a) {  // fp64 -> fp32 (overflow to inf, NaN stays NaN)
   return __double2float_rn(a);
 }
@@ -202,9 +199,6 @@ EXMY_HD double rn_div64(double a, double b) {
 }
 EXMY_HD double rn_sqrt64(double a) {
   return std::sqrt(a);
-}
-EXMY_HD double rn_fma64(double a, double b, double c) {
-  return std::fma(a, b, c);
 }
 EXMY_HD float rn_f32(double a) {
   return static_cast<float>(a);

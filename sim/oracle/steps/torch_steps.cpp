@@ -44,9 +44,9 @@ TorchAdamScalars torch_adam_scalars(const AdamHyper& h, long t, bool decoupled) 
   const Real bc2 = sub(F64, one(), pow(F64, b2, tt));       // 1 − β2^t
   const Real c64 = pow(F64, bc2, half());                   // bc2 ** 0.5 (a Python float)
   s.c = round(F32, c64);                                    // RN32(bc2 ** 0.5)
-  s.inv_c = round(F32, div(F64, one(), c64));               // RN32(1 ⊘₆₄ c), CUDA single-tensor
-  s.e = round(F32, py(h.eps));                              // RN32(eps)
-  s.lambda = round(F32, wd);                                // RN32(wd)
+  s.inv_c = round(F32, div(F64, one(), c64));  // RN32(1 ⊘₆₄ c), CUDA single-tensor
+  s.e = round(F32, py(h.eps));                 // RN32(eps)
+  s.lambda = round(F32, wd);                   // RN32(wd)
   s.kernels = h.kernels;
   return s;
 }
@@ -79,8 +79,8 @@ void torch_adam_element(const TorchAdamScalars& s, const FloatFormat& T, Real& p
   den = round(T, s.kernels == Kernels::cuda ? mul(F32, den, s.inv_c) : div(F32, den, s.c));
   den = round(T, add(F32, den, scalar(s.e)));
   // 5. CPU p ← p ⊕ ((ns ⊗ m) ⊘ d), addcdiv unfused; CUDA p ← fma(ns, m ⊘ d, p)
-  p = round(T, cpu ? add(F32, p, div(F32, mul(F32, s.ns, m), den))
-                   : fma(F32, s.ns, div(F32, m, den), p));
+  p = round(
+      T, cpu ? add(F32, p, div(F32, mul(F32, s.ns, m), den)) : fma(F32, s.ns, div(F32, m, den), p));
 }
 
 void torch_adam_step(const AdamHyper& h, bool decoupled, const FloatFormat& T, long t, Tensor& p,
@@ -92,20 +92,19 @@ void torch_adam_step(const AdamHyper& h, bool decoupled, const FloatFormat& T, l
   for (std::size_t i = 0; i < p.size(); ++i) torch_adam_element(s, T, p[i], g[i], m[i], v[i]);
 }
 
-// 9.3 fused=True (FusedSgdMathFunctor): p and g in fp32, every scalar the Python double, each
-// expression in fp64 with its multiply-add as one fma, RN32 on assignment to an fp32 variable,
-// then T for what is stored.
+// 9.3 fused=True (FusedSgdMathFunctor): every scalar RN32 of the Python double once, the element
+// update in fp32 with four FMAs, T only for what is stored (buf, p).
 void torch_fused_sgd_element(const SgdHyper& h, const FloatFormat& T, long t, Real& p, Real g,
                              Real& buf) {
-  if (h.wd != 0.0) g = round(F32, fma(F64, py(h.wd), p, g));  // g += wd * p
+  const Real wd = round(F32, py(h.wd)), mu = round(F32, py(h.momentum));
+  if (h.wd != 0.0) g = fma(F32, wd, p, g);  // g += wd * p
   if (h.momentum != 0.0) {
-    const Real mu = py(h.momentum);
-    const Real mb =
-        t == 1 ? g : fma(F64, mu, buf, mul(F64, sub(F64, one(), py(h.dampening)), g));
-    buf = round(T, round(F32, mb));
-    g = h.nesterov ? round(F32, fma(F64, mu, mb, g)) : round(F32, mb);
+    const Real omd = sub(F32, one(), round(F32, py(h.dampening)));  // 1 - dampening, fp32
+    const Real mb = t == 1 ? g : fma(F32, omd, g, mul(F32, mu, buf));
+    buf = round(T, mb);
+    g = h.nesterov ? fma(F32, mu, mb, g) : mb;
   }
-  p = round(T, round(F32, fma(F64, neg(py(h.lr)), g, p)));  // p -= lr * g
+  p = round(T, fma(F32, neg(round(F32, py(h.lr))), g, p));  // p -= lr * g
 }
 
 // 9.3. The `T(·)` scalars are the alphas of add (9.1): RN32 of the Python double, then T.
