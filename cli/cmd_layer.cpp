@@ -166,7 +166,7 @@ int run_layer(const Args& args) {
   const layer::LayerShape s{X.rows, X.cols, W.rows};
   if (cfg.accum.by_shape) {
     // cublas-sm90's 16-bit/TF32 chunk is probed per shape: say which products extrapolate.
-    const std::string type = cfg.dtype == layer::DType::fp32 ? "tf32" : layer::dtype_name(cfg.dtype);
+    const std::string type = layer::dtype_name(cfg.dtype);  // fp32: the SGEMM (TF32 off)
     // Which products of the kind are 16-bit GEMMs (SEMANTICS 16's table); the others are int8.
     using K = layer::Kind;
     const bool fwd16 = cfg.kind == K::plain || cfg.kind == K::fp8_tensorwise ||

@@ -2,7 +2,7 @@
 through torch on >= 10^6 random outputs per input type, and cuBLAS's own time on the shapes of
 bench_gemm_emulation (same device call). Run on the GPU machine:
 
-    python3 bench/peers/gemm_million_check.py EXMY_BINARY OUT.json
+    python3 bench/peers/gemm_million_check.py EXMY_BINARY OUT.json [--types WORD[,WORD]]
 
 Inputs: N(0, 1) rounded to the input type (FP8 by torch's RNE cast), a new seed per matrix.
 Shapes span the issue's range (64x32x32 .. 256x128x8192) including tall-skinny ones. Every
@@ -59,7 +59,7 @@ def run_case(exmy, tmp, a, b, c, a_fmt, b_fmt, out_fmt, model):
     return int(got.size), int(bad)
 
 
-def main(exmy, out):
+def main(exmy, out, only=None, timing_on=True):
     dev = "cuda"
     one = torch.tensor(1.0, device=dev)
     f8 = {"e4m3fn": torch.float8_e4m3fn, "e5m2": torch.float8_e5m2}
@@ -76,10 +76,12 @@ def main(exmy, out):
         types.append(("%s x %s -> fp32" % (tn, tn), tn, tn, "fp32",
                       lambda a, b: torch.mm(a, b.t(), out_dtype=torch.float32), tt, tt))
     types.append(("tf32 -> fp32", "tf32", "tf32", "fp32", "tf32", torch.float32, torch.float32))
-    # SGEMM (CUDA cores, no tensor cores): not modelled; fp32-seq (an FMA chain in k order) is
-    # compared to show how far it is.
-    types.append(("fp32 SGEMM -> fp32 (model fp32-seq)", "fp32", "fp32", "fp32", "sgemm",
+    # SGEMM (CUDA cores, TF32 off): cublas-sm90 with fp32 operands is the probed chunked FMA
+    # chain (tools/probe_sgemm_order.py, SEMANTICS 15.4).
+    types.append(("fp32 SGEMM -> fp32", "fp32", "fp32", "fp32", "sgemm",
                   torch.float32, torch.float32))
+    if only:  # --types a,b: names containing one of these words
+        types = [t for t in types if any(w in t[0] for w in only)]
     results = []
     reps = 6  # 6 x the 10 shapes: 6 x 186,368 = 1,118,208 outputs per type
     t0 = time.time()
@@ -98,7 +100,7 @@ def main(exmy, out):
                             torch.backends.cuda.matmul.allow_tf32 = False
                         else:
                             c = fn(a, b)
-                        model = "fp32-seq" if fn == "sgemm" else "cublas-sm90"
+                        model = "cublas-sm90"
                         n, bad = run_case(exmy, tmp, a, b, c, a_fmt, b_fmt, out_fmt, model)
                         row["outputs"] += n
                         row["mismatches"] += bad
@@ -116,7 +118,7 @@ def main(exmy, out):
                   flush=True)
     # cuBLAS's own time on bench_gemm_emulation's shapes (median of 20 after warm-up).
     timing = []
-    for fmt, M, N, K in (("e4m3fn", 256, 128, 8192), ("bf16", 256, 128, 8192),
+    for fmt, M, N, K in [] if not timing_on else (("e4m3fn", 256, 128, 8192), ("bf16", 256, 128, 8192),
                          ("tf32", 256, 128, 1024), ("e4m3fn", 4096, 4096, 4096),
                          ("bf16", 4096, 4096, 4096), ("e4m3fn", 128, 64, 65536)):
         if fmt == "e4m3fn":
@@ -159,4 +161,7 @@ def main(exmy, out):
 
 
 if __name__ == "__main__":
-    main(sys.argv[1], sys.argv[2])
+    # --types w1,w2: only the types whose names contain one of the words (e.g. --types SGEMM);
+    # the cuBLAS timing then is skipped.
+    only = sys.argv[sys.argv.index("--types") + 1].split(",") if "--types" in sys.argv else None
+    main(sys.argv[1], sys.argv[2], only, timing_on=only is None)

@@ -13,7 +13,7 @@
 namespace exmy::gemm {
 
 std::string accum_model_help() {
-  return "exact | fp32-seq | pairwise | "
+  return "exact | fp32-seq[:chunk=P][,split=S[,tile=T][,tree]] | pairwise | "
          "hw:k=K,frac=N[,inter=M][,rne][,tf32[=rz|rna|rne]][,split=S[,tile=T][,tree]]"
          "[,chunk=P] | sm80 | sm90 | sm100 | cublas-sm90";
 }
@@ -78,10 +78,12 @@ AccumModel parse_accum_model(const std::string& text, int a_bits) {
     m.kind = AccumKind::pairwise;
     return m;
   }
-  if (text.rfind("hw:", 0) == 0) {
-    m.kind = AccumKind::hw;
-    bool have_k = false, have_frac = false;
-    std::string rest = text.substr(3);
+  const bool seq = text.rfind("fp32-seq:", 0) == 0;
+  if (seq || text.rfind("hw:", 0) == 0) {
+    // fp32-seq takes the options that arrange chains (chunks, split-K), hw also its group's.
+    m.kind = seq ? AccumKind::fp32_seq : AccumKind::hw;
+    bool have_k = seq, have_frac = seq;
+    std::string rest = text.substr(seq ? 9 : 3);
     std::size_t pos = 0;
     while (pos <= rest.size()) {
       std::size_t end = rest.find(',', pos);
@@ -97,6 +99,11 @@ AccumModel parse_accum_model(const std::string& text, int a_bits) {
         if (v < lo) bad(text, key + " must be at least " + std::to_string(lo));
         return static_cast<int>(v);
       };
+      const bool group_key = key == "k" || key == "frac" || key == "inter" || key == "rne" ||
+                             key == "tf32";
+      if (seq && group_key) {
+        bad(text, "'" + key + "' is an option of hw (fp32-seq takes chunk, split, tile, tree)");
+      }
       if (key == "k") {
         m.k_group = num(1, 4096);
         have_k = true;
@@ -186,9 +193,9 @@ ShapeModel model_for_shape(const AccumModel& m, std::size_t M, std::size_t N, st
   }
   if (best == nullptr) {
     throw InputError("--accum " + m.name + ": no probed cuBLASLt model for input type " + type +
-                     " (the profile covers bf16, fp16 and tf32)");
+                     " (the profile covers bf16, fp16, tf32 and fp32)");
   }
-  const int bits = type == "tf32" ? 32 : 16;
+  const int bits = type == "tf32" || type == "fp32" ? 32 : 16;
   r.model = parse_accum_model(best->model, bits);
   r.model.name = m.name;
   r.measured = best_d == 0;

@@ -54,7 +54,9 @@ Operand read_operand(const std::string& path, const std::string& fmt_name, const
     if (a.descr != "<f4") {
       throw InputError(path + ": dtype " + a.descr + " (expected <f4 for " + fmt_name + ")");
     }
-    return operand_from_fp32(io::as_f32(a, path), rows, cols);
+    Operand o = operand_from_fp32(io::as_f32(a, path), rows, cols);
+    o.type = fmt_name;  // fp32 (cuBLAS SGEMM on CUDA cores) or tf32 (tensor cores)
+    return o;
   }
   const Format f = parse_format(fmt_name);
   if (f.kind != FormatKind::floating || f.fp.total_bits() > 16) {
@@ -104,7 +106,9 @@ OutFormat parse_out_format(const std::string& s) {
 }
 
 ShapeModel operand_model(const Operand& a, const Operand& b, const AccumModel& m) {
-  return model_for_shape(m, a.rows, b.rows, a.cols, a.code_bits == 32 ? "tf32" : a.type);
+  // 32-bit operands: TF32 tensor cores if either is tf32, else the fp32 SGEMM (CUDA cores).
+  const bool tf32 = a.type == "tf32" || b.type == "tf32";
+  return model_for_shape(m, a.rows, b.rows, a.cols, a.code_bits == 32 ? (tf32 ? "tf32" : "fp32") : a.type);
 }
 
 float dot_fp32(const double* a, const double* b, std::size_t k, int emin_a, int emin_b,

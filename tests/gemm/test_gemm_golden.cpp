@@ -89,14 +89,18 @@ TEST_CASE("the probed cuBLASLt profile records a checked model for every probed 
       REQUIRE(want.inter_bits == preset.inter_bits);
     } else {
     // The model the preset takes for that shape is the profile's.
-    const gemm::AccumModel m = gemm::parse_accum_model("cublas-sm90", type == "tf32" ? 32 : 16);
+    const int bits = type == "tf32" || type == "fp32" ? 32 : 16;
+    const gemm::AccumModel m = gemm::parse_accum_model("cublas-sm90", bits);
     const gemm::ShapeModel s =
         gemm::model_for_shape(m, e.at("M", "M").u64("M"), e.at("N", "N").u64("N"),
                               e.at("K", "K").u64("K"), type);
     const gemm::AccumModel want =
-        gemm::parse_accum_model(e.at("model", "model").str("model"), type == "tf32" ? 32 : 16);
+        gemm::parse_accum_model(e.at("model", "model").str("model"), bits);
     REQUIRE(s.measured);
     REQUIRE(s.model.chunk == want.chunk);
+    REQUIRE(s.model.kind == want.kind);
+    // fp32 SGEMM (CUDA cores): a chunked FMA chain, never the TF32 tensor-core model.
+    if (type == "fp32") REQUIRE((s.model.kind == gemm::AccumKind::fp32_seq && !s.model.truncate_tf32));
     }
     const io::Json& check = e.at("check", "check");
     for (std::size_t i = 0; i < check.values.size(); ++i) {
