@@ -28,9 +28,10 @@ namespace {
 
 constexpr const char* kUsage =
     "usage: exmy probe gemm --device cuda --lib cublaslt --out PROFILE.json [--types bf16,fp16,"
-    "tf32] [--shapes MxNxK,...]\n"
-    "  infers where the library's kernels restart accumulation along K (designed inputs), "
-    "writes the\n  accumulation model per input type and shape, and checks each against the "
+    "tf32,e4m3fn,e5m2,fp32] [--shapes MxNxK,...]\n"
+    "  infers where the library's kernels restart accumulation along K (designed inputs; fp32 "
+    "SGEMM:\n  its summation tree by cancellation pairs), writes the\n  accumulation model "
+    "per input type and shape, and checks each against the "
     "library on random\n  inputs with `exmy gemm --device cuda` (needs torch with CUDA in "
     "$EXMY_PYTHON, default python3)\n";
 

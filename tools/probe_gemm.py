@@ -34,6 +34,9 @@ import time
 import numpy as np
 import torch
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import probe_sgemm_order as sgemm  # noqa: E402
+
 BIG = 1024.0
 DELTA = 3.0 * 2.0 ** -15
 # FP8 (A of this type, B e4m3fn ones, torch._scaled_mm with unit scales, fp32 out): DELTA is
@@ -44,7 +47,7 @@ DEFAULT_SHAPES = [(m, n, k) for (m, n) in ((32, 32), (64, 32), (32, 64), (64, 64
                                            (64, 128), (128, 128), (256, 128))
                   for k in (32, 64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384)]
 DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16, "tf32": torch.float32,
-          "e4m3fn": torch.float8_e4m3fn, "e5m2": torch.float8_e5m2}
+          "e4m3fn": torch.float8_e4m3fn, "e5m2": torch.float8_e5m2, "fp32": torch.float32}
 
 
 def is_fp8(t):
@@ -97,7 +100,7 @@ def model_for(t, starts, K):
 
 
 def codes(t, x):
-    if t == "tf32":
+    if t in ("tf32", "fp32"):
         return x.cpu().numpy()
     if is_fp8(t):
         return x.view(torch.uint8).cpu().numpy()
@@ -115,7 +118,7 @@ def check(exmy, tmp, t, M, N, K, model, seed):
     np.save(pa, codes(t, a))
     np.save(pb, codes(bname, b))
     result = {}
-    outs = ("fp32",) if t == "tf32" else ("fp32", "bf16") if is_fp8(t) else ("fp32", t)
+    outs = ("fp32",) if t in ("tf32", "fp32") else ("fp32", "bf16") if is_fp8(t) else ("fp32", t)
     for out in outs:
         c = mm(t, a, b, out)
         want = (c.cpu().numpy().view(np.uint32) if c.dtype == torch.float32 else
@@ -150,13 +153,13 @@ def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--out", required=True)
     p.add_argument("--exmy")
-    p.add_argument("--types", default="bf16,fp16,tf32,e4m3fn,e5m2")
+    p.add_argument("--types", default="bf16,fp16,tf32,e4m3fn,e5m2,fp32")
     p.add_argument("--shapes")
     args = p.parse_args()
     types = args.types.split(",")
     for t in types:
         if t not in DTYPES:
-            sys.exit("--types: '%s' (expected bf16, fp16, tf32, e4m3fn, e5m2)" % t)
+            sys.exit("--types: '%s' (expected bf16, fp16, tf32, e4m3fn, e5m2, fp32)" % t)
     shapes = DEFAULT_SHAPES
     if args.shapes:
         try:
@@ -172,10 +175,18 @@ def main():
     total = len(types) * len(shapes)
     for ti, t in enumerate(types):
         for si, (M, N, K) in enumerate(shapes):
-            starts = restarts(t, M, N, K)
-            model = model_for(t, starts, K)
-            e = {"type": t, "M": M, "N": N, "K": K, "model": model,
-                 "restarts": starts[:8] + (["..."] if len(starts) > 8 else [])}
+            if t == "fp32":
+                # SGEMM (CUDA cores): the summation tree by cancellation pairs (another probe).
+                e = sgemm.probe_shape(M, N, K)
+                model = e["model"]
+                e = {"type": t, "M": M, "N": N, "K": K, "model": model,
+                     "kernels": e["kernels"], "zero_sign": e["zero_sign"],
+                     "evidence": "tools/probe_sgemm_order.py: L(i, j) of %d pairs" % (3 * (K - 1))}
+            else:
+                starts = restarts(t, M, N, K)
+                model = model_for(t, starts, K)
+                e = {"type": t, "M": M, "N": N, "K": K, "model": model,
+                     "restarts": starts[:8] + (["..."] if len(starts) > 8 else [])}
             if args.exmy and model:
                 e["check"] = check(args.exmy, tmp, t, M, N, K, model, 1000 * ti + si)
             entries.append(e)

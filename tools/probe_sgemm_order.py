@@ -155,6 +155,29 @@ def merge(probe_path, profile_path, million_path=None):
     print(f"{profile_path}: {len(probe['shapes'])} fp32 entries")
 
 
+def probe_shape(M, N, K):
+    """Every probe of one shape, the inferred model (None if no chunked chain fits) and why."""
+    torch.backends.cuda.matmul.allow_tf32 = False
+    fam = {"first": [(0, j) for j in range(1, K)],
+           "adjacent": [(j - 1, j) for j in range(1, K)],
+           "last": [(i, K - 1) for i in range(0, K - 1)]}
+    entry = {"M": M, "N": N, "K": K, "column_dependent_rows": 0, "row_dependent": 0,
+             "kernels": kernel_names(M, N, K)}
+    for name, pairs in fam.items():
+        l1, c1 = lca_sizes(M, N, K, pairs, 1)
+        l2, c2 = lca_sizes(M, N, K, pairs, 2)
+        entry[name] = l1.tolist()
+        entry["column_dependent_rows"] += c1 + c2
+        entry["row_dependent"] += int((l1 != l2).sum())
+    entry["zero_sign"] = zero_sign(M, N, K)
+    entry["model"], misfit = infer_model(entry)
+    if entry["column_dependent_rows"] or entry["row_dependent"]:
+        entry["model"], misfit = None, "the order depends on the output's position"
+    if misfit:
+        entry["misfit"] = misfit
+    return entry
+
+
 def main():
     if sys.argv[1] == "--merge":
         return merge(sys.argv[2], sys.argv[3], sys.argv[4] if len(sys.argv) > 4 else None)
@@ -169,21 +192,7 @@ def main():
            "date": time.strftime("%Y-%m-%d"), "big": BIG, "shapes": []}
     t0 = time.time()
     for si, (M, N, K) in enumerate(shapes):
-        fam = {"first": [(0, j) for j in range(1, K)],
-               "adjacent": [(j - 1, j) for j in range(1, K)],
-               "last": [(i, K - 1) for i in range(0, K - 1)]}
-        entry = {"M": M, "N": N, "K": K, "column_dependent_rows": 0, "row_dependent": 0,
-                 "kernels": kernel_names(M, N, K)}
-        for name, pairs in fam.items():
-            l1, c1 = lca_sizes(M, N, K, pairs, 1)
-            l2, c2 = lca_sizes(M, N, K, pairs, 2)
-            entry[name] = l1.tolist()
-            entry["column_dependent_rows"] += c1 + c2
-            entry["row_dependent"] += int((l1 != l2).sum())
-        entry["zero_sign"] = zero_sign(M, N, K)
-        entry["model"], misfit = infer_model(entry)
-        if misfit:
-            entry["misfit"] = misfit
+        entry = probe_shape(M, N, K)
         res["shapes"].append(entry)
         el = time.time() - t0
         print(f"[{si + 1}/{len(shapes)}] {M}x{N}x{K}: model {entry['model']} "
