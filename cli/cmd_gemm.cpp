@@ -15,6 +15,7 @@
 #include "sim/common/error.hpp"
 #include "sim/common/number.hpp"
 #include "gpu/gemm/gemm_emulation.hpp"
+#include "sim/format/compat.hpp"
 #include "sim/format/registry.hpp"
 #include "sim/gemm/gemm.hpp"
 #include "sim/io/npy.hpp"
@@ -24,13 +25,14 @@ namespace {
 
 constexpr const char* kUsage =
     "usage: exmy gemm --a A.npy --b B.npy --out C.npy --a-format F --b-format F "
-    "--out-format fp32|bf16|fp16 --accum MODEL [--scale-a S] [--scale-b S] [--scale-a-rows SA.npy] "
+    "--out-format fp32|bf16|fp16 --accum MODEL|--compat NAME [--scale-a S] [--scale-b S] "
+    "[--scale-a-rows SA.npy] "
     "[--scale-b-rows SB.npy] [--scale-order a-first|b-first|product] [--device cpu|cuda]\n"
     "  F: an exmy float format of at most 16 bits, fp32 or tf32; MODEL: ";
 
 int run_gemm(const Args& args) {
   std::string a_path, b_path, out, a_fmt, b_fmt, out_fmt, accum, device = "cpu";
-  std::string rows_path, cols_path, scale_order = "product";
+  std::string rows_path, cols_path, scale_order = "product", compat;
   double scale_a = 1.0, scale_b = 1.0;
   for (std::size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
@@ -59,6 +61,8 @@ int run_gemm(const Args& args) {
       scale_order = option_value(args, i);
     } else if (a == "--accum") {
       accum = option_value(args, i);
+    } else if (a == "--compat") {
+      compat = option_value(args, i);
     } else if (a == "--scale-a" || a == "--scale-b") {
       const std::string v = option_value(args, i);
       const double s = number::parse_f64(v, a);
@@ -67,6 +71,14 @@ int run_gemm(const Args& args) {
     } else {
       throw InputError("argument '" + a + "': unexpected (" + kUsage + "...)");
     }
+  }
+  // A profile names the library's accumulation model (torch-cuda: cuBLASLt, `cublas-sm90`).
+  if (!compat.empty()) {
+    if (!accum.empty()) {
+      throw InputError("--compat " + compat + " with --accum " + accum +
+                       ": choose one (the profile names an accumulation model)");
+    }
+    accum = compat_gemm_accum(compat_profile(compat));
   }
   for (const auto& [v, name] : {std::pair<std::string, const char*>{a_path, "--a"},
                                 {b_path, "--b"},

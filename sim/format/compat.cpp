@@ -9,6 +9,7 @@ const char* compat_op_name(CompatOp op) {
     case CompatOp::cast: return "cast";
     case CompatOp::step: return "step";
     case CompatOp::quantize: return "quantize";
+    case CompatOp::gemm: return "gemm";
   }
   return "?";
 }
@@ -23,6 +24,18 @@ CompatProfile step_profile(const char* name, const char* source, native::TorchKe
   }
   return p;
 }
+// torch on CUDA: the foreach=False optimizer kernels, and its matrix products, which cuBLASLt
+// runs (torch.mm / torch._scaled_mm on sm_90: the probed `cublas-sm90` models, SEMANTICS 15).
+CompatProfile torch_cuda_profile() {
+  CompatProfile p = step_profile("torch-cuda",
+                                 "PyTorch 2.11 CUDA TensorIterator kernels (_single_tensor_adam/"
+                                 "_sgd, foreach=False); torch.mm/_scaled_mm through cuBLASLt "
+                                 "on sm_90",
+                                 native::TorchKernels::cuda);
+  p.entries.push_back(CompatEntry{CompatOp::gemm, "cublas-sm90"});
+  return p;
+}
+
 }  // namespace
 
 const std::vector<CompatProfile>& compat_profiles() {
@@ -38,10 +51,7 @@ const std::vector<CompatProfile>& compat_profiles() {
       // torch.optim Adam/AdamW/SGD on the kernels that ran them (docs/SEMANTICS.md 9.2, 9.3).
       step_profile("torch-cpu", "PyTorch 2.11 ATen CPU kernels (_single_tensor_adam/_sgd)",
                    native::TorchKernels::cpu),
-      step_profile("torch-cuda",
-                   "PyTorch 2.11 CUDA TensorIterator kernels (_single_tensor_adam/_sgd, "
-                   "foreach=False)",
-                   native::TorchKernels::cuda),
+      torch_cuda_profile(),
       step_profile("torch-cuda-foreach",
                    "PyTorch 2.11 CUDA multi_tensor_apply kernels (_multi_tensor_adam/_sgd, "
                    "foreach=True, the CUDA default)",
@@ -121,6 +131,16 @@ void compat_require_quantize(const CompatProfile& p, std::string_view target) {
   }
   throw InputError("--compat " + std::string(p.name) + " does not cover quantize to " +
                    std::string(target) + " (it covers: " + covers + ")");
+}
+
+std::string compat_gemm_accum(const CompatProfile& p) {
+  std::string covers;
+  for (const CompatEntry& e : p.entries) {
+    if (e.op == CompatOp::gemm) return e.format;
+    covers += (covers.empty() ? "" : ", ") + std::string(compat_op_name(e.op)) + " " + e.format;
+  }
+  throw InputError("--compat " + std::string(p.name) + " does not cover gemm (it covers: " +
+                   covers + ")");
 }
 
 native::TorchKernels compat_step_kernels(const CompatProfile& p, std::string_view optimizer) {

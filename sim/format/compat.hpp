@@ -15,14 +15,15 @@
 
 namespace exmy {
 
-// The operations a profile may cover: element-wise casts (`exmy cast`) and optimizer steps
-// (`exmy step`).
-enum class CompatOp : std::uint8_t { cast, step, quantize };
+// The operations a profile may cover: element-wise casts (`exmy cast`), optimizer steps
+// (`exmy step`), block-wise quantization (`exmy quantize`) and matrix products (`exmy gemm`).
+enum class CompatOp : std::uint8_t { cast, step, quantize, gemm };
 const char* compat_op_name(CompatOp op);
 
 struct CompatEntry {
   CompatOp op;
-  // cast: the format's canonical name (any alias of it matches); step: the optimizer's name.
+  // cast: the format's canonical name (any alias of it matches); step: the optimizer's name;
+  // quantize: the codebook's name; gemm: the accumulation model (sim/gemm/accum_model.hpp).
   const char* format;
   native::CompatCast rule = native::CompatCast::e8m0_torch;  // cast only
   native::TorchKernels kernels = native::TorchKernels::cpu;  // step only (torch optimizers)
@@ -54,5 +55,9 @@ void compat_require_quantize(const CompatProfile& p, std::string_view target);
 
 // The entry of profile p for `exmy step --optimizer NAME` (same error as above).
 const CompatEntry& compat_step_entry(const CompatProfile& p, std::string_view optimizer);
+
+// The accumulation model (`--accum` string) profile p gives `exmy gemm`; an InputError naming
+// the profile and what it covers when it has no gemm entry.
+std::string compat_gemm_accum(const CompatProfile& p);
 
 }  // namespace exmy

@@ -63,6 +63,16 @@ TEST_CASE("exmy gemm: e4m3fn and bf16 inputs, fp32/bf16 outputs, bad inputs exit
   REQUIRE(run(base + "--b-format bf16 --out-format fp32 --accum exact" + out) == 2);  // |u1 as bf16
   REQUIRE(run(base + "--out-format fp32 --accum exact" + out) == 2);  // --b-format missing
   REQUIRE(run(base + "--b-format e4m3fn --out-format fp32 --accum sm80" + out) == 2);  // no FP8
+  // --compat: torch-cuda names cuBLASLt's model (the same bytes as --accum cublas-sm90); a
+  // profile without a gemm entry, or both options, exit 2.
+  REQUIRE(run(base + "--b-format e4m3fn --out-format fp32 --compat torch-cuda --out " + s +
+              "/p.npy") == 0);
+  REQUIRE(run(base + "--b-format e4m3fn --out-format fp32 --accum cublas-sm90 --out " + s +
+              "/q.npy") == 0);
+  REQUIRE(io::read_npy(s + "/p.npy").data == io::read_npy(s + "/q.npy").data);
+  REQUIRE(run(base + "--b-format e4m3fn --out-format fp32 --compat bnb-cuda" + out) == 2);
+  REQUIRE(run(base + "--b-format e4m3fn --out-format fp32 --compat torch-cuda --accum exact" +
+              out) == 2);
   REQUIRE_FALSE(fs::exists(s + "/bad.npy"));
   fs::remove_all(d);
 }
