@@ -12,9 +12,9 @@
 #include "cli/cli_device.hpp"
 #include "cli/cli_util.hpp"
 #include "cli/command.hpp"
+#include "gpu/gemm/gemm_emulation.hpp"
 #include "sim/common/error.hpp"
 #include "sim/common/number.hpp"
-#include "gpu/gemm/gemm_emulation.hpp"
 #include "sim/format/compat.hpp"
 #include "sim/format/registry.hpp"
 #include "sim/gemm/gemm.hpp"
@@ -27,12 +27,16 @@ constexpr const char* kUsage =
     "usage: exmy gemm --a A.npy --b B.npy --out C.npy --a-format F --b-format F "
     "--out-format fp32|bf16|fp16 --accum MODEL|--compat NAME [--scale-a S] [--scale-b S] "
     "[--scale-a-rows SA.npy] "
-    "[--scale-b-rows SB.npy] [--scale-order a-first|b-first|product] [--device cpu|cuda]\n"
+    "[--scale-b-rows SB.npy] [--scale-order a-first|b-first|product] [--block-scale-a SA.npy "
+    "--block-scale-b SB.npy [--block-scale-format e8m0fnu|e4m3fn] [--block B]] "
+    "[--device cpu|cuda]\n"
     "  F: an exmy float format of at most 16 bits, fp32 or tf32; MODEL: ";
 
 int run_gemm(const Args& args) {
   std::string a_path, b_path, out, a_fmt, b_fmt, out_fmt, accum, device = "cpu";
   std::string rows_path, cols_path, scale_order = "product", compat;
+  std::string block_a_path, block_b_path, block_format = "e8m0fnu";
+  std::size_t block = 0;
   double scale_a = 1.0, scale_b = 1.0;
   for (std::size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
@@ -63,6 +67,14 @@ int run_gemm(const Args& args) {
       accum = option_value(args, i);
     } else if (a == "--compat") {
       compat = option_value(args, i);
+    } else if (a == "--block-scale-a") {
+      block_a_path = option_value(args, i);
+    } else if (a == "--block-scale-b") {
+      block_b_path = option_value(args, i);
+    } else if (a == "--block-scale-format") {
+      block_format = option_value(args, i);
+    } else if (a == "--block") {
+      block = static_cast<std::size_t>(number::parse_u64(option_value(args, i), "--block", 4096));
     } else if (a == "--scale-a" || a == "--scale-b") {
       const std::string v = option_value(args, i);
       const double s = number::parse_f64(v, a);
@@ -91,14 +103,26 @@ int run_gemm(const Args& args) {
   }
   const gemm::OutFormat of = gemm::parse_out_format(out_fmt);
   const Device dev = parse_device(device);
-  const gemm::Operand A = gemm::read_operand(a_path, a_fmt, "A");
-  const gemm::Operand B = gemm::read_operand(b_path, b_fmt, "B");
+  gemm::Operand A = gemm::read_operand(a_path, a_fmt, "A");
+  gemm::Operand B = gemm::read_operand(b_path, b_fmt, "B");
+  // Block scales (MX: E8M0 per 32 k, NVFP4: UE4M3 per 16 k), both operands or neither.
+  if (block_a_path.empty() != block_b_path.empty()) {
+    throw InputError(std::string(block_a_path.empty() ? "--block-scale-a" : "--block-scale-b") +
+                     ": required with the other operand's block scales");
+  }
+  if (!block_a_path.empty()) {
+    if (block == 0) block = block_format == "e4m3fn" ? 16 : 32;
+    gemm::read_block_scales(block_a_path, block_format, block, A, "A");
+    gemm::read_block_scales(block_b_path, block_format, block, B, "B");
+  } else if (block != 0 || block_format != "e8m0fnu") {
+    throw InputError("--block / --block-scale-format: only with --block-scale-a and -b");
+  }
   const int bits = A.code_bits > B.code_bits ? A.code_bits : B.code_bits;
   gemm::AccumModel m = gemm::parse_accum_model(accum, bits);
   if (a_fmt == "tf32" || b_fmt == "tf32") m.truncate_tf32 = true;
-  if (m.by_shape) {
-    const gemm::ShapeModel sm = gemm::operand_model(A, B, m);
-    if (!sm.measured) {
+  {
+    const gemm::ShapeModel sm = gemm::operand_model(A, B, m);  // checks block-scale rules too
+    if (m.by_shape && !sm.measured) {
       std::fprintf(stderr,
                    "exmy gemm: note: %s was not probed at this shape (%zu x %zu x %zu); using "
                    "the nearest probed shape's model (%s)\n",
@@ -106,8 +130,9 @@ int run_gemm(const Args& args) {
     }
   }
   if (dev == Device::cuda && m.kind == gemm::AccumKind::exact) {
-    throw InputError("--accum exact: the CPU reference only (MPFR); --device cuda runs the "
-                     "fp32-seq, pairwise and hw models");
+    throw InputError(
+        "--accum exact: the CPU reference only (MPFR); --device cuda runs the "
+        "fp32-seq, pairwise and hw models");
   }
   // Per-row scales: 1-d (or n x 1) <f4 arrays of finite values, one per row of A / of B.
   gemm::RowColScales rc;
@@ -121,17 +146,17 @@ int run_gemm(const Args& args) {
     }
     for (std::size_t i = 0; i < v.size(); ++i) {
       if (!(v[i] - v[i] == 0)) {
-        throw InputError(std::string(opt) + " " + path + ": value at index " +
-                         std::to_string(i) + " is not finite");
+        throw InputError(std::string(opt) + " " + path + ": value at index " + std::to_string(i) +
+                         " is not finite");
       }
     }
     return v;
   };
   if (!rows_path.empty()) rc.a_rows = read_scales(rows_path, A.rows, "--scale-a-rows");
   if (!cols_path.empty()) rc.b_cols = read_scales(cols_path, B.rows, "--scale-b-rows");
-  const std::vector<std::uint32_t> c =
-      dev == Device::cuda ? gpu::gemm_emulate(A, B, m, of, scale_a * scale_b, &rc)
-                          : gemm::gemm(A, B, m, of, scale_a * scale_b, &rc);
+  const std::vector<std::uint32_t> c = dev == Device::cuda
+                                           ? gpu::gemm_emulate(A, B, m, of, scale_a * scale_b, &rc)
+                                           : gemm::gemm(A, B, m, of, scale_a * scale_b, &rc);
   const std::vector<std::size_t> shape{A.rows, B.rows};
   if (of == gemm::OutFormat::fp32) {
     // fp32 output is <f4: the bit patterns with the float dtype.

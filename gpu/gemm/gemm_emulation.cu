@@ -14,22 +14,35 @@ namespace exmy::gpu {
 
 namespace {
 
+// Block scales in device memory: A's rows x nb row-major, B's transposed (nb x N, like bt).
+struct KernelBlockScales {
+  const double* a = nullptr;
+  const double* bt = nullptr;
+  std::size_t nb = 0;
+  int block = 0, emin_a = -127, emin_b = -127;
+};
+
 // One thread per output element: i = row of A, j = row of B. B is stored transposed (K x N) so
 // that the threads of a warp (consecutive j) read consecutive addresses; a thread reads its row
 // of A (the same for the whole warp: a broadcast).
 __global__ void k_gemm_emulate(const double* __restrict__ a, const double* __restrict__ bt,
-                               std::size_t M, std::size_t N, std::size_t K, int emin_a,
-                               int emin_b, native::DotModel m, float alpha,
+                               std::size_t M, std::size_t N, std::size_t K, int emin_a, int emin_b,
+                               native::DotModel m, KernelBlockScales ks, float alpha,
                                const float* __restrict__ sa, const float* __restrict__ sb,
                                int order, int out, std::uint32_t* __restrict__ c) {
   const std::size_t j = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x;
   const std::size_t i = blockIdx.y * static_cast<std::size_t>(blockDim.y) + threadIdx.y;
   if (i >= M || j >= N) return;
-  float acc = native::dot_model_fp32(a + i * K, 1, bt + j, N, K, emin_a, emin_b, m);
+  native::DotBlockScales bs;
+  if (ks.a != nullptr) {
+    bs = {ks.a + i * ks.nb, 1, ks.bt + j, N, ks.block, ks.emin_a, ks.emin_b};
+  }
+  float acc = native::dot_model_fp32(a + i * K, 1, bt + j, N, K, emin_a, emin_b, m,
+                                     ks.a != nullptr ? &bs : nullptr);
   if (alpha != 1.0f) acc = native::rn_mul(alpha, acc);
   if (sa != nullptr || sb != nullptr) {
-    acc = native::dot_rowcol(acc, sa != nullptr ? sa[i] : 1.0f, sb != nullptr ? sb[j] : 1.0f,
-                             order);
+    acc =
+        native::dot_rowcol(acc, sa != nullptr ? sa[i] : 1.0f, sb != nullptr ? sb[j] : 1.0f, order);
   }
   c[i * N + j] = native::dot_out_code(acc, 1.0f, out);
 }
@@ -81,13 +94,31 @@ std::vector<T> transposed(const std::vector<T>& v, std::size_t rows, std::size_t
 struct Prepared {
   std::vector<double> a, bt;
   native::DotModel m;
+  std::vector<double> scale_a, scale_bt;  // block scales (empty: none), B's transposed
 };
 
-Prepared prepare(const gemm::Operand& a, const gemm::Operand& b,
-                 const gemm::AccumModel& model) {
+// The prepared block scales in device buffers, for the kernel.
+struct DeviceBlockScales {
+  DeviceBuffer a, bt;
+  KernelBlockScales k;
+  DeviceBlockScales(const Prepared& p, const gemm::Operand& oa, const gemm::Operand& ob)
+      : a(p.scale_a.empty() ? nullptr : p.scale_a.data(), p.scale_a.size() * sizeof(double)),
+        bt(p.scale_bt.empty() ? nullptr : p.scale_bt.data(), p.scale_bt.size() * sizeof(double)) {
+    if (p.scale_a.empty()) return;
+    k.a = a.as<double>();
+    k.bt = bt.as<double>();
+    k.nb = oa.cols / oa.scale_block;
+    k.block = static_cast<int>(oa.scale_block);
+    k.emin_a = oa.scale_emin;
+    k.emin_b = ob.scale_emin;
+  }
+};
+
+Prepared prepare(const gemm::Operand& a, const gemm::Operand& b, const gemm::AccumModel& model) {
   if (model.kind == gemm::AccumKind::exact) {
-    throw InputError("--accum exact: the CPU reference only (MPFR); the GPU runs fp32-seq, "
-                     "pairwise and hw models");
+    throw InputError(
+        "--accum exact: the CPU reference only (MPFR); the GPU runs fp32-seq, "
+        "pairwise and hw models");
   }
   if (a.cols != b.cols) {
     throw InputError("A is " + std::to_string(a.rows) + " x " + std::to_string(a.cols) +
@@ -107,6 +138,10 @@ Prepared prepare(const gemm::Operand& a, const gemm::Operand& b,
   }
   p.bt = transposed(bv, b.rows, b.cols);
   p.m = gemm::dot_model(m);
+  if (a.scale_block != 0) {  // operand_model checked that both sides have the same block
+    p.scale_a = a.scales;
+    p.scale_bt = transposed(b.scales, b.rows, b.cols / b.scale_block);
+  }
   return p;
 }
 
@@ -133,11 +168,12 @@ std::vector<std::uint32_t> gemm_emulate(const gemm::Operand& a, const gemm::Oper
   const DeviceBuffer dc(c.size() * sizeof(std::uint32_t));
   const DeviceBuffer dsa(rows ? scales->a_rows.data() : nullptr, rows ? M * sizeof(float) : 0);
   const DeviceBuffer dsb(cols ? scales->b_cols.data() : nullptr, cols ? N * sizeof(float) : 0);
-  k_gemm_emulate<<<grid2d(M, N), kTile>>>(
-      da.as<double>(), db.as<double>(), M, N, K, a.emin, b.emin, p.m,
-      static_cast<float>(alpha), dsa.as<float>(), dsb.as<float>(),
-      scales != nullptr ? static_cast<int>(scales->order) : 0, static_cast<int>(out),
-      dc.as<std::uint32_t>());
+  const DeviceBlockScales dbs(p, a, b);
+  k_gemm_emulate<<<grid2d(M, N), kTile>>>(da.as<double>(), db.as<double>(), M, N, K, a.emin, b.emin,
+                                          p.m, dbs.k, static_cast<float>(alpha), dsa.as<float>(),
+                                          dsb.as<float>(),
+                                          scales != nullptr ? static_cast<int>(scales->order) : 0,
+                                          static_cast<int>(out), dc.as<std::uint32_t>());
   cuda_check_launch("k_gemm_emulate");
   cuda_check(cudaDeviceSynchronize(), "k_gemm_emulate");
   dc.download(c.data(), c.size() * sizeof(std::uint32_t));
@@ -151,6 +187,7 @@ double gemm_emulate_time_ms(const gemm::Operand& a, const gemm::Operand& b,
   const DeviceBuffer da(p.a.data(), p.a.size() * sizeof(double));
   const DeviceBuffer db(p.bt.data(), p.bt.size() * sizeof(double));
   const DeviceBuffer dc(M * N * sizeof(std::uint32_t));
+  const DeviceBlockScales dbs(p, a, b);
   cudaEvent_t e0, e1;
   cuda_check(cudaEventCreate(&e0), "cudaEventCreate");
   cuda_check(cudaEventCreate(&e1), "cudaEventCreate");
@@ -158,7 +195,7 @@ double gemm_emulate_time_ms(const gemm::Operand& a, const gemm::Operand& b,
   for (int r = 0; r < reps + 1; ++r) {
     cuda_check(cudaEventRecord(e0), "cudaEventRecord");
     k_gemm_emulate<<<grid2d(M, N), kTile>>>(da.as<double>(), db.as<double>(), M, N, K, a.emin,
-                                            b.emin, p.m, 1.0f, nullptr, nullptr, 0,
+                                            b.emin, p.m, dbs.k, 1.0f, nullptr, nullptr, 0,
                                             static_cast<int>(out), dc.as<std::uint32_t>());
     cuda_check_launch("k_gemm_emulate");
     cuda_check(cudaEventRecord(e1), "cudaEventRecord");
@@ -173,8 +210,9 @@ double gemm_emulate_time_ms(const gemm::Operand& a, const gemm::Operand& b,
   return ms[ms.size() / 2];
 }
 
-std::vector<float> int8_product(const std::vector<std::int8_t>& a, const std::vector<float>& a_state,
-                                std::size_t rows, const std::vector<std::int8_t>& b,
+std::vector<float> int8_product(const std::vector<std::int8_t>& a,
+                                const std::vector<float>& a_state, std::size_t rows,
+                                const std::vector<std::int8_t>& b,
                                 const std::vector<float>& b_state, std::size_t cols, std::size_t k,
                                 native::DequantOrder order, int out_format) {
   if (a.size() != rows * k || b.size() != cols * k || a_state.size() != rows ||

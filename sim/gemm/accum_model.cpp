@@ -14,7 +14,7 @@ namespace exmy::gemm {
 
 std::string accum_model_help() {
   return "exact | fp32-seq[:chunk=P][,split=S[,tile=T][,tree]] | pairwise | "
-         "hw:k=K,frac=N[,inter=M][,rne][,tf32[=rz|rna|rne]][,split=S[,tile=T][,tree]]"
+         "hw:k=K,frac=N[,inter=M][,rne][,tf32[=rz|rna|rne]][,sub=G][,split=S[,tile=T][,tree]]"
          "[,chunk=P] | sm80 | sm90 | sm100 | cublas-sm90";
 }
 
@@ -100,7 +100,7 @@ AccumModel parse_accum_model(const std::string& text, int a_bits) {
         return static_cast<int>(v);
       };
       const bool group_key = key == "k" || key == "frac" || key == "inter" || key == "rne" ||
-                             key == "tf32";
+                             key == "tf32" || key == "sub";
       if (seq && group_key) {
         bad(text, "'" + key + "' is an option of hw (fp32-seq takes chunk, split, tile, tree)");
       }
@@ -127,11 +127,17 @@ AccumModel parse_accum_model(const std::string& text, int a_bits) {
         m.tile = num(1, 1 << 20);
       } else if (key == "chunk") {
         m.chunk = num(1, 1 << 24);
+      } else if (key == "sub") {
+        m.sub_group = num(1, 4096);
       } else {
         bad(text, "unknown option '" + item + "'");
       }
     }
     if (!have_k || !have_frac) bad(text, "hw needs k= and frac=");
+    if (m.sub_group > 0 && m.k_group % m.sub_group != 0) {
+      bad(text,
+          "sub=" + std::to_string(m.sub_group) + " must divide k=" + std::to_string(m.k_group));
+    }
     return m;
   }
   return preset(text, a_bits);
@@ -173,6 +179,33 @@ const std::vector<ProfileEntry>& cublas_sm90_profile() {
 
 }  // namespace
 
+AccumModel block_scaled_model(const AccumModel& m, int a_value_bits, int b_value_bits) {
+  if (m.name == "sm100") {
+    AccumModel r = m;
+    r.kind = AccumKind::hw;
+    r.truncate_tf32 = false;
+    r.inter_bits = 23;
+    r.inter_rne = false;
+    if (a_value_bits <= 4 && b_value_bits <= 4) {  // kind::mxf4, mxf4nvf4 (MMA-Sim)
+      r.k_group = 64;
+      r.frac_bits = 35;
+      r.sub_group = 16;
+    } else {  // kind::mxf8f6f4
+      r.k_group = 32;
+      r.frac_bits = 25;
+      r.sub_group = 0;
+    }
+    return r;
+  }
+  if (m.name == "sm90" || m.name == "cublas-sm90" || m.name == "sm80") {
+    throw InputError("--accum " + m.name +
+                     ": block scales need a block-scaled MMA (sm100's tcgen05 kinds); Hopper and "
+                     "Ampere have none (a dequantizing kernel is fp32-seq or exact on the scaled "
+                     "values)");
+  }
+  return m;
+}
+
 ShapeModel model_for_shape(const AccumModel& m, std::size_t M, std::size_t N, std::size_t K,
                            const std::string& type) {
   ShapeModel r{m, true, ""};
@@ -184,8 +217,8 @@ ShapeModel model_for_shape(const AccumModel& m, std::size_t M, std::size_t N, st
   auto l2 = [](std::size_t x) { return std::log2(static_cast<double>(x < 1 ? 1 : x)); };
   for (const ProfileEntry& e : cublas_sm90_profile()) {
     if (e.type != type) continue;
-    const double d = 4 * std::fabs(l2(e.K) - l2(K)) + std::fabs(l2(e.M) - l2(M)) +
-                     std::fabs(l2(e.N) - l2(N));
+    const double d =
+        4 * std::fabs(l2(e.K) - l2(K)) + std::fabs(l2(e.M) - l2(M)) + std::fabs(l2(e.N) - l2(N));
     if (d < best_d) {
       best_d = d;
       best = &e;

@@ -46,6 +46,10 @@ struct AccumModel {
   // to nearest even), as a kernel that moves tensor-core partial sums into CUDA-core fp32
   // registers every few instructions.
   int chunk = 0;
+  // Block-scaled hw (MMA-Sim's Blackwell mxf4 kinds): every `sub_group` consecutive k summed
+  // exactly, times the scales' significands, one term at the scales' exponent (0: each product a
+  // term, its exponent offset by the scales'). Needs block scales (gemm.hpp).
+  int sub_group = 0;
   // How fp32 inputs become tf32 (truncate_tf32): toward zero (MMA-Sim's instruction model), to
   // nearest with ties away (cvt.rna.tf32.f32) or to nearest even (what cuBLASLt's TF32 kernels
   // were measured to feed).
@@ -78,8 +82,15 @@ inline native::DotModel dot_model(const AccumModel& m) {
   d.tile = m.tile;
   d.reduce_tree = m.reduce_tree;
   d.chunk = m.chunk;
+  d.sub_group = m.sub_group;
   return d;
 }
+
+// The model a GEMM with block scales runs (SEMANTICS 15.5). `sm100` becomes its block-scaled
+// instruction: FP4 x FP4 (both operands at most 4 bits) kind::mxf4 / mxf4nvf4 = hw k=64, frac=35,
+// sub=16; otherwise kind::mxf8f6f4 = hw k=32, frac=25. The Hopper/Ampere presets have no
+// block-scaled instruction (InputError); explicit models run as written.
+AccumModel block_scaled_model(const AccumModel& m, int a_value_bits, int b_value_bits);
 
 std::string accum_model_help();
 

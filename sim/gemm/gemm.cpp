@@ -22,6 +22,7 @@ Operand operand_from_codes(const std::vector<std::uint16_t>& codes, std::size_t 
   o.rows = rows;
   o.cols = cols;
   o.code_bits = fmt.total_bits() <= 8 ? 8 : 16;
+  o.value_bits = fmt.total_bits();
   const auto same = [&](const FloatFormat& f) {
     return f.exp_bits == fmt.exp_bits && f.man_bits == fmt.man_bits && f.bias == fmt.bias;
   };
@@ -93,8 +94,8 @@ void check_scales(const RowColScales* scales, std::size_t M, std::size_t N) {
   const std::size_t r = scales->a_rows.size(), c = scales->b_cols.size();
   if ((r != 0 && r != M) || (c != 0 && c != N)) {
     throw InputError("row/column scales: " + std::to_string(r) + " and " + std::to_string(c) +
-                     " (expected M = " + std::to_string(M) + " rows of A and N = " +
-                     std::to_string(N) + " rows of B)");
+                     " (expected M = " + std::to_string(M) +
+                     " rows of A and N = " + std::to_string(N) + " rows of B)");
   }
 }
 
@@ -105,10 +106,107 @@ OutFormat parse_out_format(const std::string& s) {
   throw InputError("--out-format '" + s + "': expected fp32, bf16 or fp16");
 }
 
+void read_block_scales(const std::string& path, const std::string& fmt, std::size_t block,
+                       Operand& op, const char* which) {
+  const std::string opt = std::string("--block-scale-") + (which == std::string("A") ? "a" : "b");
+  if (fmt != "e8m0fnu" && fmt != "e4m3fn") {
+    throw InputError("--block-scale-format '" + fmt +
+                     "': expected e8m0fnu (MX) or e4m3fn (NVFP4's unsigned UE4M3)");
+  }
+  if (block == 0 || op.cols % block != 0) {
+    throw InputError(opt + ": K = " + std::to_string(op.cols) +
+                     " is not a multiple of the block (" + std::to_string(block) + ")");
+  }
+  const io::NpyArray s = io::read_npy(path);
+  io::require_c_order(s, path);
+  const std::size_t nb = op.cols / block;
+  if (s.shape != std::vector<std::size_t>{op.rows, nb}) {
+    std::string got;
+    for (std::size_t d : s.shape) got += (got.empty() ? "" : " x ") + std::to_string(d);
+    throw InputError(path + ": shape " + (got.empty() ? "()" : got) + " (expected " +
+                     std::to_string(op.rows) + " x " + std::to_string(nb) + ": the rows of " +
+                     which + " x K / " + std::to_string(block) + ")");
+  }
+  const std::vector<std::uint8_t> codes = io::as_u8(s, path);
+  const FloatFormat f = parse_format(fmt).fp;
+  op.scales.resize(codes.size());
+  for (std::size_t i = 0; i < codes.size(); ++i) {
+    if (fmt == "e4m3fn" && (codes[i] & 0x80u) != 0) {
+      throw InputError(path + ": element " + std::to_string(i) + " is 0x" +
+                       std::to_string(codes[i]) + " with the sign bit set (expected UE4M3 codes)");
+    }
+    op.scales[i] = native::to_double(f, codes[i]);
+  }
+  op.scale_block = block;
+  op.scale_emin = fmt == "e8m0fnu" ? -127 : 1 - f.bias;
+}
+
+native::DotBlockScales block_scales_of(const Operand& a, const Operand& b, std::size_t i,
+                                       std::size_t j) {
+  native::DotBlockScales s;
+  if (a.scale_block == 0) return s;
+  const std::size_t nb = a.cols / a.scale_block;
+  s.a = a.scales.data() + i * nb;
+  s.b = b.scales.data() + j * nb;
+  s.block = static_cast<int>(a.scale_block);
+  s.emin_a = a.scale_emin;
+  s.emin_b = b.scale_emin;
+  return s;
+}
+
+namespace {
+double max_abs(const std::vector<double>& v) {
+  double m = 0;
+  for (double x : v) {
+    if (std::isfinite(x)) m = std::max(m, std::fabs(x));
+  }
+  return m;
+}
+}  // namespace
+
 ShapeModel operand_model(const Operand& a, const Operand& b, const AccumModel& m) {
   // 32-bit operands: TF32 tensor cores if either is tf32, else the fp32 SGEMM (CUDA cores).
   const bool tf32 = a.type == "tf32" || b.type == "tf32";
-  return model_for_shape(m, a.rows, b.rows, a.cols, a.code_bits == 32 ? (tf32 ? "tf32" : "fp32") : a.type);
+  ShapeModel r = model_for_shape(m, a.rows, b.rows, a.cols,
+                                 a.code_bits == 32 ? (tf32 ? "tf32" : "fp32") : a.type);
+  if ((a.scale_block == 0) != (b.scale_block == 0) || a.scale_block != b.scale_block) {
+    throw InputError("block scales: A's block " + std::to_string(a.scale_block) + ", B's " +
+                     std::to_string(b.scale_block) +
+                     " (expected both operands scaled, with the same block)");
+  }
+  if (a.scale_block == 0) {
+    if (r.model.sub_group > 0) {
+      throw InputError("--accum " + m.name +
+                       ": sub= sums sub-groups under block scales; give "
+                       "--block-scale-a and --block-scale-b");
+    }
+    return r;
+  }
+  r.model = block_scaled_model(r.model, a.value_bits, b.value_bits);
+  if (r.model.sub_group > 0) {
+    // Exact sub-group sums are integers in units of 2^(emin_a + emin_b - 46): operands of at most
+    // 8 bits keep them below 2^127 (FP8 e5m2: a 58-bit exponent span).
+    if (a.code_bits > 8 || b.code_bits > 8) {
+      throw InputError("--accum " + m.name +
+                       ": sub-group sums (kind::mxf4) take operands of at "
+                       "most 8 bits");
+    }
+    if (a.scale_block % static_cast<std::size_t>(r.model.sub_group) != 0) {
+      throw InputError("--accum " + m.name + ": sub=" + std::to_string(r.model.sub_group) +
+                       " must divide the scale block " + std::to_string(a.scale_block));
+    }
+    // A sub-group term is at most sub * max|a| max|b| * 4 (two scale significands < 2) units of
+    // 2^(emax - frac): it must stay below 2^62 for the exact integer sum.
+    const double terms = static_cast<double>(r.model.k_group / r.model.sub_group + 1);
+    const double bound = terms * static_cast<double>(r.model.sub_group) * max_abs(a.v) *
+                         max_abs(b.v) * 4.0 * std::ldexp(1.0, r.model.frac_bits);
+    if (!(bound < std::ldexp(1.0, 62))) {
+      throw InputError("--accum " + m.name + ": sub-group sums of these operands (max |a| " +
+                       std::to_string(max_abs(a.v)) + ", max |b| " + std::to_string(max_abs(b.v)) +
+                       ") leave the model's 62-bit range (it is MMA-Sim's FP4 form)");
+    }
+  }
+  return r;
 }
 
 float dot_fp32(const double* a, const double* b, std::size_t k, int emin_a, int emin_b,
@@ -152,7 +250,12 @@ std::vector<std::uint32_t> gemm(const Operand& a, const Operand& b, const AccumM
         for (std::size_t k = 0; k < K; ++k) {
           mpfr_set_d(p, av[i * K + k], MPFR_RNDN);
           mpfr_mul_d(p, p, bv[j * K + k], MPFR_RNDN);  // exact at 1200 bits
-          mpfr_add(acc, acc, p, MPFR_RNDN);            // exact: the span fits
+          if (a.scale_block != 0) {                    // the block scales (exact too)
+            const std::size_t nb = K / a.scale_block, blk = k / a.scale_block;
+            mpfr_mul_d(p, p, a.scales[i * nb + blk], MPFR_RNDN);
+            mpfr_mul_d(p, p, b.scales[j * nb + blk], MPFR_RNDN);
+          }
+          mpfr_add(acc, acc, p, MPFR_RNDN);  // exact: the span fits
         }
         mpfr_mul_d(acc, acc, alpha, MPFR_RNDN);  // exact at 1200 bits, as are the scales
         if (rows) mpfr_mul_d(acc, acc, scales->a_rows[i], MPFR_RNDN);
@@ -167,12 +270,13 @@ std::vector<std::uint32_t> gemm(const Operand& a, const Operand& b, const AccumM
   const native::DotModel dm = dot_model(m);
   for (std::size_t i = 0; i < M; ++i) {
     for (std::size_t j = 0; j < N; ++j) {
-      float acc = native::dot_model_fp32(&av[i * K], 1, &bv[j * K], 1, K, a.emin, b.emin, dm);
+      const native::DotBlockScales bs = block_scales_of(a, b, i, j);
+      float acc = native::dot_model_fp32(&av[i * K], 1, &bv[j * K], 1, K, a.emin, b.emin, dm,
+                                         bs.a != nullptr ? &bs : nullptr);
       if (alpha != 1.0) acc = native::rn_mul(native::rn_f32(alpha), acc);
       if (rows || cols) {
         acc = native::dot_rowcol(acc, rows ? scales->a_rows[i] : 1.0f,
-                                 cols ? scales->b_cols[j] : 1.0f,
-                                 static_cast<int>(scales->order));
+                                 cols ? scales->b_cols[j] : 1.0f, static_cast<int>(scales->order));
       }
       c[i * N + j] = native::dot_out_code(acc, 1.0f, static_cast<int>(out));
     }

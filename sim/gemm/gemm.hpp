@@ -24,7 +24,21 @@ struct Operand {
   // "bf16", "fp16", "fp32" or another format's name: selects cublas-sm90's probed model by
   // shape (accum_model.hpp, model_for_shape).
   std::string type = "fp32";
+  int value_bits = 32;  // the format's width (4 for e2m1): selects sm100's block-scaled kind
+  // Block scales (MX: E8M0 per 32 k; NVFP4: UE4M3 per 16 k), rows x (cols / scale_block)
+  // values, row-major; scale_block 0 = none. scale_emin: the scale format's minimum exponent
+  // (E8M0 -127, UE4M3 -6).
+  std::vector<double> scales;
+  std::size_t scale_block = 0;
+  int scale_emin = -127;
 };
+
+// Reads an operand's block scales (`which`: "A" or "B") from a 2-d |u1 .npy of codes of `fmt`
+// (e8m0fnu, or e4m3fn with the sign bit clear: UE4M3), shape rows x K / block, and attaches them.
+// InputError names the file and what was expected (K not a multiple of the block, a shape that
+// does not match, a signed UE4M3 code, a format that is not a scale format).
+void read_block_scales(const std::string& path, const std::string& fmt, std::size_t block,
+                       Operand& op, const char* which);
 
 // Decodes codes of `fmt` (8 or 16 bits) into an Operand; NaN codes decode to NaN, infinities to
 // infinity.
@@ -63,9 +77,16 @@ std::vector<std::uint32_t> gemm(const Operand& a, const Operand& b, const AccumM
                                 OutFormat out, double alpha = 1.0,
                                 const RowColScales* scales = nullptr);
 
-// The model gemm() runs for these operands (model_for_shape with the operands' type; fp32
-// operands count as tf32 for the cublas-sm90 profile).
+// The model gemm() runs for these operands: model_for_shape with the operands' type (32-bit
+// operands: tf32 if either is tf32, else the fp32 SGEMM), then block_scaled_model when they
+// carry block scales. InputError: block scales on one side only or of different blocks, a
+// sub-group model without block scales, or operands whose products could leave its integer
+// range.
 ShapeModel operand_model(const Operand& a, const Operand& b, const AccumModel& m);
+
+// The block scales of output (i, j) as the dot product reads them (bs.a / bs.b null: none).
+native::DotBlockScales block_scales_of(const Operand& a, const Operand& b, std::size_t i,
+                                       std::size_t j);
 
 // The model's fp32 accumulator of one dot product (hw, fp32-seq, pairwise): exposed for tests
 // and the probe. a and b hold K values each.

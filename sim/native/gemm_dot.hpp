@@ -32,6 +32,23 @@ struct DotModel {
   int tile = 0;
   bool reduce_tree = false;
   int chunk = 0;
+  // hw with block scales, MMA-Sim's Blackwell mxf4 form: the products of every `sub_group`
+  // consecutive k are summed exactly, that sum times the two scales' significands is one term at
+  // the scales' exponent (0: every product is a term, the scales' exponents added to its own).
+  int sub_group = 0;
+};
+
+// Block scales (MX E8M0 per 32 k, NVFP4 UE4M3 per 16 k): the scales of A's row and of B's row
+// (C's column) for this output, k's scale at [(k / block) * stride]. Scale values have at most
+// 3 fraction bits (E8M0: none) and lie at or above their format's emin (subnormal UE4M3 codes
+// below it keep their significand there).
+struct DotBlockScales {
+  const double* a = nullptr;
+  std::size_t sa = 1;
+  const double* b = nullptr;
+  std::size_t sb = 1;
+  int block = 32;
+  int emin_a = -127, emin_b = -127;
 };
 
 // |x| = m 2^(e - 23): m < 2^24, e >= emin (m < 2^23 only at e = emin). x finite and nonzero.
@@ -50,6 +67,16 @@ EXMY_HD DotSig dot_sig(double x, int emin) {
     e = emin;
   }
   return {m, e};
+}
+
+// A scale's significand as a 4-bit integer (value = m 2^(e - 3)) and exponent.
+struct DotScaleSig {
+  std::uint64_t m;
+  int e;
+};
+EXMY_HD DotScaleSig dot_scale_sig(double s, int emin) {
+  const DotSig d = dot_sig(s, emin);
+  return {d.m >> 20, d.e};
 }
 
 EXMY_HD bool dot_is_nan(double x) {
@@ -74,12 +101,12 @@ EXMY_HD double dot_pow2(int k) {
 // bits, toward zero or to nearest even, exponent at least -126; >= 2^128 gives infinity.
 EXMY_HD float dot_normalise(std::int64_t sum, int scale, int bits, bool rne) {
   const bool neg = sum < 0;
-  const std::uint64_t mag = neg ? 0ull - static_cast<std::uint64_t>(sum)
-                                : static_cast<std::uint64_t>(sum);
+  const std::uint64_t mag =
+      neg ? 0ull - static_cast<std::uint64_t>(sum) : static_cast<std::uint64_t>(sum);
   const int len = 64 - clz64(mag);  // |v| in [2^(len-1), 2^len) 2^scale
   int e = len - 1 + scale;
   if (e < -126) e = -126;
-  const int q = e - bits;      // the quantum's exponent
+  const int q = e - bits;       // the quantum's exponent
   const int shift = q - scale;  // bits of mag below the quantum
   std::uint64_t n = mag;
   if (shift > 0) {
@@ -104,9 +131,21 @@ EXMY_HD float dot_normalise(std::int64_t sum, int scale, int bits, bool rne) {
   return rn_f32(neg ? -r : r);
 }
 
-// One fused group: c plus the products a_k b_k, k in [k0, k1) (at most 4096 of them).
-EXMY_HD float dot_fused_group(float c, const double* a, std::size_t sa, const double* b, std::size_t sb, std::size_t k0,
-                              std::size_t k1, int emin_a, int emin_b, const DotModel& m) {
+// One fused group: c plus the products a_k b_k (times the block scales, when bs is given), k in
+// [k0, k1) (at most 4096 of them).
+EXMY_HD float dot_fused_group(float c, const double* a, std::size_t sa, const double* b,
+                              std::size_t sb, std::size_t k0, std::size_t k1, int emin_a,
+                              int emin_b, const DotModel& m, const DotBlockScales* bs = nullptr) {
+  // The scales of k (1 = significand 8 at exponent 0 without block scales).
+  const auto scale_a = [&](std::size_t k) {
+    return bs ? bs->a[(k / static_cast<std::size_t>(bs->block)) * bs->sa] : 1.0;
+  };
+  const auto scale_b = [&](std::size_t k) {
+    return bs ? bs->b[(k / static_cast<std::size_t>(bs->block)) * bs->sb] : 1.0;
+  };
+  const auto scale_sig = [&](double v, bool is_a) {
+    return bs ? dot_scale_sig(v, is_a ? bs->emin_a : bs->emin_b) : DotScaleSig{8, 0};
+  };
   const std::uint32_t cb = f32_bits(c);
   // Specials first: any NaN, or infinities of both signs, give NaN; an infinity gives itself.
   bool nan = (cb & 0x7FFFFFFFu) > 0x7F800000u;
@@ -119,15 +158,15 @@ EXMY_HD float dot_fused_group(float c, const double* a, std::size_t sa, const do
     have = true;
   }
   for (std::size_t k = k0; k < k1; ++k) {
-    const double x = a[k * sa], y = b[k * sb];
+    const double x = a[k * sa], y = b[k * sb], u = scale_a(k), w = scale_b(k);
     const bool neg = dot_sign(x) != dot_sign(y);
-    if (dot_is_nan(x) || dot_is_nan(y)) {
+    if (dot_is_nan(x) || dot_is_nan(y) || dot_is_nan(u) || dot_is_nan(w)) {
       nan = true;
       continue;
     }
-    const bool zx = dot_is_zero(x), zy = dot_is_zero(y);
+    const bool zero = dot_is_zero(x) || dot_is_zero(y) || dot_is_zero(u) || dot_is_zero(w);
     if (dot_is_inf(x) || dot_is_inf(y)) {
-      if (zx || zy) {
+      if (zero) {
         nan = true;  // inf x 0
       } else if (neg) {
         ninf = true;
@@ -136,12 +175,14 @@ EXMY_HD float dot_fused_group(float c, const double* a, std::size_t sa, const do
       }
       continue;
     }
-    if (zx || zy) {
+    if (zero) {
       all_neg_zero = all_neg_zero && neg;  // the product is a zero of that sign
       continue;
     }
     all_zero = false;
-    const int e = dot_sig(x, emin_a).e + dot_sig(y, emin_b).e;
+    if (m.sub_group > 0) continue;  // the sub-group terms sit at the scales' exponents (below)
+    const int e =
+        dot_sig(x, emin_a).e + dot_sig(y, emin_b).e + scale_sig(u, true).e + scale_sig(w, false).e;
     if (!have || e > emax) emax = e;
     have = true;
   }
@@ -152,8 +193,20 @@ EXMY_HD float dot_fused_group(float c, const double* a, std::size_t sa, const do
     // Every term is zero: IEEE's sign of an exact zero sum (+0 unless every term is -0).
     return all_neg_zero ? -0.0f : 0.0f;
   }
-  // Every term truncated toward zero to frac_bits below 2^emax, summed exactly. A term of
-  // significand P 2^-46 at exponent e becomes trunc(P 2^(frac + e - emax - 46)).
+  const std::size_t sub = static_cast<std::size_t>(m.sub_group);
+  if (sub > 0) {
+    // Every sub-group's term is at the exponent of its scales, zero sums included.
+    for (std::size_t g = k0; g < k1; g += sub) {
+      const double u = scale_a(g), w = scale_b(g);
+      if (dot_is_zero(u) || dot_is_zero(w)) continue;
+      const int e = scale_sig(u, true).e + scale_sig(w, false).e;
+      if (!have || e > emax) emax = e;
+      have = true;
+    }
+  }
+  // Every term truncated toward zero to frac_bits below 2^emax, summed exactly. A product of
+  // significand P = m_a m_b ms_a ms_b at exponent e (scale significands ms with 3 fraction bits)
+  // has the value P 2^(e - 52) and becomes trunc(P 2^(frac + e - emax - 52)).
   std::int64_t sum = 0;
   if ((cb & 0x7FFFFFFFu) != 0) {
     const DotSig s = dot_sig(static_cast<double>(c), -126);
@@ -161,14 +214,45 @@ EXMY_HD float dot_fused_group(float c, const double* a, std::size_t sa, const do
     const std::uint64_t t = r >= 64 ? 0 : (s.m << 23) >> r;
     sum += (cb >> 31) != 0 ? -static_cast<std::int64_t>(t) : static_cast<std::int64_t>(t);
   }
-  for (std::size_t k = k0; k < k1; ++k) {
-    const double x = a[k * sa], y = b[k * sb];
-    if (dot_is_zero(x) || dot_is_zero(y)) continue;
-    const DotSig sx = dot_sig(x, emin_a), sy = dot_sig(y, emin_b);
-    const int r = 46 - (m.frac_bits + sx.e + sy.e - emax);  // >= 6: frac_bits <= 40
-    const std::uint64_t t = r >= 64 ? 0 : (sx.m * sy.m) >> r;
-    sum += dot_sign(x) != dot_sign(y) ? -static_cast<std::int64_t>(t)
-                                      : static_cast<std::int64_t>(t);
+  if (sub == 0) {
+    for (std::size_t k = k0; k < k1; ++k) {
+      const double x = a[k * sa], y = b[k * sb], u = scale_a(k), w = scale_b(k);
+      if (dot_is_zero(x) || dot_is_zero(y) || dot_is_zero(u) || dot_is_zero(w)) continue;
+      const DotSig sx = dot_sig(x, emin_a), sy = dot_sig(y, emin_b);
+      const DotScaleSig su = scale_sig(u, true), sw = scale_sig(w, false);
+      // >= 12: frac_bits <= 40 and e <= emax
+      const int r = 52 - (m.frac_bits + sx.e + sy.e + su.e + sw.e - emax);
+      const std::uint64_t t = r >= 64 ? 0 : (sx.m * sy.m * su.m * sw.m) >> r;
+      sum +=
+          dot_sign(x) != dot_sign(y) ? -static_cast<std::int64_t>(t) : static_cast<std::int64_t>(t);
+    }
+  } else {
+    // The exact sum S of a sub-group's products, in units of 2^(emin_a + emin_b - 46), then
+    // S ms_a ms_b 2^(emin_a + emin_b - 52 + e_u + e_w) truncated to frac_bits below 2^emax.
+    for (std::size_t g = k0; g < k1; g += sub) {
+      const std::size_t g1 = g + sub < k1 ? g + sub : k1;
+      const double u = scale_a(g), w = scale_b(g);
+      if (dot_is_zero(u) || dot_is_zero(w)) continue;
+      __int128 S = 0;
+      for (std::size_t k = g; k < g1; ++k) {
+        const double x = a[k * sa], y = b[k * sb];
+        if (dot_is_zero(x) || dot_is_zero(y)) continue;
+        const DotSig sx = dot_sig(x, emin_a), sy = dot_sig(y, emin_b);
+        const __int128 p = static_cast<__int128>(sx.m * sy.m) << (sx.e - emin_a + sy.e - emin_b);
+        S += dot_sign(x) != dot_sign(y) ? -p : p;
+      }
+      const DotScaleSig su = scale_sig(u, true), sw = scale_sig(w, false);
+      const bool neg = S < 0;
+      unsigned __int128 mag = static_cast<unsigned __int128>(neg ? -S : S) * (su.m * sw.m);
+      const int sh = emin_a + emin_b - 52 + su.e + sw.e + m.frac_bits - emax;
+      if (sh < 0) {
+        mag = -sh >= 128 ? 0 : mag >> -sh;
+      } else {
+        mag <<= sh;  // (the caller bounds the operands so that this stays below 2^62)
+      }
+      const std::int64_t t = static_cast<std::int64_t>(mag);
+      sum += neg ? -t : t;
+    }
   }
   if (sum == 0) return 0.0f;
   return dot_normalise(sum, emax - m.frac_bits, m.inter_bits, m.inter_rne);
@@ -210,37 +294,55 @@ EXMY_HD float dot_tree_sum(std::size_t n, const Leaf& leaf) {
   }
 }
 
+// The fp32 operand values the chains (fp32-seq, pairwise) multiply: RN32(x s), the element times
+// its block scale (the product is exact in fp64: at most 24 and 4 significant bits).
+EXMY_HD float dot_chain_a(const double* a, std::size_t sa, std::size_t k,
+                          const DotBlockScales* bs) {
+  return rn_f32(bs ? a[k * sa] * bs->a[(k / static_cast<std::size_t>(bs->block)) * bs->sa]
+                   : a[k * sa]);
+}
+EXMY_HD float dot_chain_b(const double* b, std::size_t sb, std::size_t k,
+                          const DotBlockScales* bs) {
+  return rn_f32(bs ? b[k * sb] * bs->b[(k / static_cast<std::size_t>(bs->block)) * bs->sb]
+                   : b[k * sb]);
+}
+
 // The model's accumulator over [k0, k1) from +0 (one promotion chunk, or a whole part).
-EXMY_HD float dot_chunk(const double* a, std::size_t sa, const double* b, std::size_t sb, std::size_t k0, std::size_t k1,
-                        int emin_a, int emin_b, const DotModel& m) {
+EXMY_HD float dot_chunk(const double* a, std::size_t sa, const double* b, std::size_t sb,
+                        std::size_t k0, std::size_t k1, int emin_a, int emin_b, const DotModel& m,
+                        const DotBlockScales* bs = nullptr) {
   if (m.kind == DotModel::Kind::fp32_seq) {
     float c = 0.0f;
-    for (std::size_t k = k0; k < k1; ++k) c = rn_fma(rn_f32(a[k * sa]), rn_f32(b[k * sb]), c);
+    for (std::size_t k = k0; k < k1; ++k) {
+      c = rn_fma(dot_chain_a(a, sa, k, bs), dot_chain_b(b, sb, k, bs), c);
+    }
     return c;
   }
   if (m.kind == DotModel::Kind::pairwise) {
     // Leaves fma(a, b, +0) = RN32(a b); a node adds its halves (left floor(n/2)) in fp32.
     return dot_tree_sum(k1 - k0, [&](std::size_t i) {
-      return rn_fma(rn_f32(a[(k0 + i) * sa]), rn_f32(b[(k0 + i) * sb]), 0.0f);
+      return rn_fma(dot_chain_a(a, sa, k0 + i, bs), dot_chain_b(b, sb, k0 + i, bs), 0.0f);
     });
   }
   float c = 0.0f;
   const std::size_t g = static_cast<std::size_t>(m.k_group);
   for (std::size_t k = k0; k < k1; k += g) {
-    c = dot_fused_group(c, a, sa, b, sb, k, k + g < k1 ? k + g : k1, emin_a, emin_b, m);
+    c = dot_fused_group(c, a, sa, b, sb, k, k + g < k1 ? k + g : k1, emin_a, emin_b, m, bs);
   }
   return c;
 }
 
 // One split-K part [k0, k1): promotion chunks of m.chunk k (the whole part when 0), each from
 // +0, added to an fp32 accumulator that starts at +0, in order.
-EXMY_HD float dot_part(const double* a, std::size_t sa, const double* b, std::size_t sb, std::size_t k0, std::size_t k1,
-                       int emin_a, int emin_b, const DotModel& m) {
-  if (m.chunk <= 0) return dot_chunk(a, sa, b, sb, k0, k1, emin_a, emin_b, m);
+EXMY_HD float dot_part(const double* a, std::size_t sa, const double* b, std::size_t sb,
+                       std::size_t k0, std::size_t k1, int emin_a, int emin_b, const DotModel& m,
+                       const DotBlockScales* bs = nullptr) {
+  if (m.chunk <= 0) return dot_chunk(a, sa, b, sb, k0, k1, emin_a, emin_b, m, bs);
   const std::size_t len = static_cast<std::size_t>(m.chunk);
   float total = 0.0f;
   for (std::size_t c = k0; c < k1; c += len) {
-    total = rn_add(total, dot_chunk(a, sa, b, sb, c, c + len < k1 ? c + len : k1, emin_a, emin_b, m));
+    total = rn_add(total,
+                   dot_chunk(a, sa, b, sb, c, c + len < k1 ? c + len : k1, emin_a, emin_b, m, bs));
   }
   return total;
 }
@@ -262,16 +364,18 @@ EXMY_HD std::size_t dot_part_start(std::size_t p, std::size_t k, const DotModel&
 }
 
 // The fp32 accumulator of one output element: its K values are a[k sa] and b[k sb].
-EXMY_HD float dot_model_fp32(const double* a, std::size_t sa, const double* b, std::size_t sb, std::size_t k, int emin_a,
-                             int emin_b, const DotModel& m) {
-  if (m.split_k <= 1) return dot_part(a, sa, b, sb, 0, k, emin_a, emin_b, m);
+EXMY_HD float dot_model_fp32(const double* a, std::size_t sa, const double* b, std::size_t sb,
+                             std::size_t k, int emin_a, int emin_b, const DotModel& m,
+                             const DotBlockScales* bs = nullptr) {
+  if (m.split_k <= 1) return dot_part(a, sa, b, sb, 0, k, emin_a, emin_b, m, bs);
   std::size_t parts = 0;
   while (parts < static_cast<std::size_t>(m.split_k) &&
          dot_part_start(parts, k, m) < dot_part_start(parts + 1, k, m)) {
     ++parts;
   }
   auto part = [&](std::size_t p) {
-    return dot_part(a, sa, b, sb, dot_part_start(p, k, m), dot_part_start(p + 1, k, m), emin_a, emin_b, m);
+    return dot_part(a, sa, b, sb, dot_part_start(p, k, m), dot_part_start(p + 1, k, m), emin_a,
+                    emin_b, m, bs);
   };
   if (m.reduce_tree) return dot_tree_sum(parts, part);
   float total = 0.0f;

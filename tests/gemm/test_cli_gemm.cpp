@@ -77,6 +77,52 @@ TEST_CASE("exmy gemm: e4m3fn and bf16 inputs, fp32/bf16 outputs, bad inputs exit
   fs::remove_all(d);
 }
 
+TEST_CASE("exmy gemm: MX and NVFP4 block scales, bad scale inputs exit 2", "[cli]") {
+  if (cli().empty()) {
+    WARN("EXMY_CLI not set (run through ctest): skipped");
+    return;
+  }
+  const fs::path d =
+      fs::temp_directory_path() / ("exmy_test_gemm_bs_" + std::to_string(::getpid()));
+  fs::remove_all(d);
+  fs::create_directories(d);
+  const std::string s = d.string();
+  // A, B: 2 x 64 e2m1fn codes of 1.0 (0x2). MX scales: A's block 0 = 2^2 (0x81), block 1 = 1
+  // (0x7F); B's all 1: every output is 32 * 4 + 32 = 160. NVFP4 scales (UE4M3 per 16):
+  // 1.5 (0x3C) for A, 1 (0x38) for B: 64 * 1.5 = 96.
+  io::write_npy(s + "/a.npy", io::make_npy(std::vector<std::uint8_t>(128, 0x2), {2, 64}));
+  io::write_npy(s + "/sa.npy",
+                io::make_npy(std::vector<std::uint8_t>{0x81, 0x7F, 0x81, 0x7F}, {2, 2}));
+  io::write_npy(s + "/sb.npy", io::make_npy(std::vector<std::uint8_t>(4, 0x7F), {2, 2}));
+  io::write_npy(s + "/na.npy", io::make_npy(std::vector<std::uint8_t>(8, 0x3C), {2, 4}));
+  io::write_npy(s + "/nb.npy", io::make_npy(std::vector<std::uint8_t>(8, 0x38), {2, 4}));
+  io::write_npy(s + "/neg.npy", io::make_npy(std::vector<std::uint8_t>(8, 0xB8), {2, 4}));
+  const std::string base = "gemm --a " + s + "/a.npy --b " + s + "/a.npy --a-format e2m1fn " +
+                           "--b-format e2m1fn --out-format fp32 ";
+  for (const char* model : {"exact", "sm100", "fp32-seq"}) {
+    INFO(model);
+    REQUIRE(run(base + "--accum " + model + " --block-scale-a " + s + "/sa.npy --block-scale-b " +
+                s + "/sb.npy --out " + s + "/mx.npy") == 0);
+    for (float v : io::as_f32(io::read_npy(s + "/mx.npy"), "mx")) CHECK(v == 160.0f);
+    REQUIRE(run(base + "--accum " + model + " --block-scale-a " + s + "/na.npy --block-scale-b " +
+                s + "/nb.npy --block-scale-format e4m3fn --out " + s + "/nv.npy") == 0);
+    for (float v : io::as_f32(io::read_npy(s + "/nv.npy"), "nv")) CHECK(v == 96.0f);
+  }
+  const std::string out = " --out " + s + "/bad.npy";
+  const std::string mx = " --block-scale-a " + s + "/sa.npy --block-scale-b " + s + "/sb.npy";
+  REQUIRE(run(base + "--accum sm90" + mx + out) == 2);                               // no MX MMA
+  REQUIRE(run(base + "--accum exact --block-scale-a " + s + "/sa.npy" + out) == 2);  // one side
+  REQUIRE(run(base + "--accum exact" + mx + " --block 48" + out) == 2);              // 64 % 48
+  REQUIRE(run(base + "--accum exact" + mx + " --block 16" + out) == 2);              // shape 2 x 4
+  REQUIRE(run(base + "--accum exact --block-scale-a " + s + "/neg.npy --block-scale-b " + s +
+              "/nb.npy --block-scale-format e4m3fn" + out) == 2);    // signed UE4M3
+  REQUIRE(run(base + "--accum exact --block 32" + out) == 2);        // no scales
+  REQUIRE(run(base + "--accum hw:k=64,frac=35,sub=16" + out) == 2);  // sub, no scales
+  REQUIRE(run(base + "--accum exact" + mx + " --block-scale-format e5m2" + out) == 2);
+  REQUIRE_FALSE(fs::exists(s + "/bad.npy"));
+  fs::remove_all(d);
+}
+
 TEST_CASE("exmy probe gemm: bad arguments exit 2 before anything runs", "[cli]") {
   if (cli().empty()) {
     WARN("EXMY_CLI not set (run through ctest): skipped");
@@ -89,4 +135,3 @@ TEST_CASE("exmy probe gemm: bad arguments exit 2 before anything runs", "[cli]")
   REQUIRE(run("probe gemm --device cuda --lib rocblas --out /tmp/x.json") == 2);
   REQUIRE(run("probe gemm --device cuda --lib cublaslt") == 2);
 }
-

@@ -168,10 +168,14 @@ TEST_CASE("cublas-sm90 takes the probed chunk by input type and shape", "[gemm]"
   };
   // Values from golden/profiles/sm90/cublaslt-h100-gemm.json (probed on an H100): bf16 and
   // fp16 agree except at 256x128x16384; no chunk up to K = 2048.
-  for (const Want& w : {Want{&b16, "bf16", 256, 128, 8192, 1664}, {&b16, "bf16", 128, 64, 8192, 1408},
-                        {&b16, "bf16", 256, 128, 2048, 0}, {&b16, "bf16", 256, 128, 16384, 2048},
-                        {&b16, "fp16", 256, 128, 16384, 2752}, {&t32, "tf32", 128, 64, 8192, 160},
-                        {&t32, "tf32", 32, 32, 16384, 288}, {&t32, "tf32", 256, 128, 1024, 64}}) {
+  for (const Want& w : {Want{&b16, "bf16", 256, 128, 8192, 1664},
+                        {&b16, "bf16", 128, 64, 8192, 1408},
+                        {&b16, "bf16", 256, 128, 2048, 0},
+                        {&b16, "bf16", 256, 128, 16384, 2048},
+                        {&b16, "fp16", 256, 128, 16384, 2752},
+                        {&t32, "tf32", 128, 64, 8192, 160},
+                        {&t32, "tf32", 32, 32, 16384, 288},
+                        {&t32, "tf32", 256, 128, 1024, 64}}) {
     INFO(w.type << " " << w.M << "x" << w.N << "x" << w.K);
     const ShapeModel s = model_for_shape(*w.m, w.M, w.N, w.K, w.type);
     REQUIRE(s.measured);
@@ -220,4 +224,114 @@ TEST_CASE("row/column scales: the three fp32 orders and exact", "[gemm]") {
                     exmy::InputError);
   REQUIRE(parse_scale_order("b-first") == RowColScales::Order::b_first);
   REQUIRE_THROWS_AS(parse_scale_order("first"), exmy::InputError);
+}
+
+namespace {
+// One output under block scales: a and b hold K values, sa and sb K / block scales each.
+std::uint32_t gemm_scaled(const std::vector<double>& a, const std::vector<double>& b,
+                          const std::vector<double>& sa, const std::vector<double>& sb,
+                          std::size_t block, const std::string& model, int value_bits = 8) {
+  Operand A, B;
+  A.rows = B.rows = 1;
+  A.cols = B.cols = a.size();
+  A.v = a;
+  B.v = b;
+  A.code_bits = B.code_bits = 8;
+  A.emin = B.emin = -14;  // e5m2's: the sub-group sums are exact integers above 2^(2 emin - 46)
+  A.value_bits = B.value_bits = value_bits;
+  A.scales = sa;
+  B.scales = sb;
+  A.scale_block = B.scale_block = block;
+  A.scale_emin = B.scale_emin = -127;
+  return gemm(A, B, parse_accum_model(model, 8), OutFormat::fp32)[0];
+}
+}  // namespace
+
+TEST_CASE("block scales: exponents enter the hw alignment; chains multiply RN32(x s)",
+          "[gemm][block-scales]") {
+  // SEMANTICS 15.5. Products 1·1 under scale 4 (block 0) and 1·1 under scale 1 (block 1): the
+  // terms sit at exponents 2 and 0; frac = 1 keeps multiples of 2^(2 - 1) = 2, so the second
+  // term truncates to 0 and the group is 4. exact and fp32-seq see 4 + 1 = 5.
+  const std::vector<double> one2{1.0, 1.0};
+  CHECK(f32(gemm_scaled(one2, one2, {4.0, 1.0}, {1.0, 1.0}, 1, "hw:k=2,frac=1")) == 4.0f);
+  CHECK(f32(gemm_scaled(one2, one2, {4.0, 1.0}, {1.0, 1.0}, 1, "exact")) == 5.0f);
+  CHECK(f32(gemm_scaled(one2, one2, {4.0, 1.0}, {1.0, 1.0}, 1, "fp32-seq")) == 5.0f);
+  // UE4M3 significands multiply: 1.5 x 1.25 = 1.875 per product, exact with enough bits.
+  CHECK(f32(gemm_scaled(one2, one2, {1.5}, {1.25}, 2, "hw:k=2,frac=25")) == 3.75f);
+  // A block scale of 2^-130 on 2^-20 leaves fp32's range for the chain (RN32(x s) = 0) but is a
+  // term of the exact sum.
+  CHECK(f32(gemm_scaled({0x1p-20, 0.0}, {1.0, 0.0}, {0x1p-127}, {0x1p-3}, 2, "fp32-seq")) == 0.0f);
+  CHECK(f32(gemm_scaled({0x1p-20, 0.0}, {1.0, 0.0}, {0x1p-127}, {0x1p-3}, 2, "exact")) == 0.0f);
+  // A NaN scale (E8M0 0xFF) makes the output NaN under every model.
+  CHECK(std::isnan(f32(gemm_scaled(one2, one2, {NAN}, {1.0}, 2, "hw:k=2,frac=25"))));
+  CHECK(std::isnan(f32(gemm_scaled(one2, one2, {NAN}, {1.0}, 2, "fp32-seq"))));
+}
+
+TEST_CASE("block scales: sub-groups are summed exactly before the alignment (Blackwell mxf4)",
+          "[gemm][block-scales]") {
+  // Eight products 0.5 · 0.25 = 2^-3, one 1 · 1 and seven zeros, scales 1, frac = 2. Per
+  // product the terms align to the largest (exponent 0: multiples of 2^-2), so each 2^-3
+  // truncates to 0 and the group is 1. As one sub-group of 16 the exact sum 2.0 is the term,
+  // at the scales' exponent 0: 2.
+  std::vector<double> a(16, 0.0), b(16, 0.0);
+  for (int k = 0; k < 8; ++k) {
+    a[k] = 0.5;
+    b[k] = 0.25;
+  }
+  a[8] = b[8] = 1.0;
+  const std::vector<double> s1{1.0}, s1b{1.0};
+  CHECK(f32(gemm_scaled(a, b, s1, s1b, 16, "hw:k=16,frac=2")) == 1.0f);
+  CHECK(f32(gemm_scaled(a, b, s1, s1b, 16, "hw:k=16,frac=2,sub=16")) == 2.0f);
+  // The term's exponent is the scales' (2^4 · 2^-2 = 2), not the sum's own: with scales 2^4 and
+  // 2^-2 the sub-group 1.0 becomes 4.0; a second block at scale 2^8 raises emax to 8, and
+  // frac = 2 then keeps multiples of 2^6 = 64: 4 truncates to 0, the second block's 2^8 stays.
+  std::vector<double> a2(32, 0.0), b2(32, 0.0);
+  for (int k = 0; k < 8; ++k) a2[k] = 0.5, b2[k] = 0.25;  // block 0: sum 1
+  a2[16] = 1.0, b2[16] = 1.0;                             // block 1: sum 1
+  CHECK(f32(gemm_scaled(a2, b2, {0x1p4, 0x1p8}, {0x1p-2, 1.0}, 16, "hw:k=32,frac=2,sub=16")) ==
+        256.0f);
+  CHECK(f32(gemm_scaled(a2, b2, {0x1p4, 0x1p8}, {0x1p-2, 1.0}, 16, "exact")) == 260.0f);
+  // sm100 with FP4 operands is kind::mxf4 (k = 64, frac = 35, sub = 16); with FP8, mxf8f6f4.
+  const AccumModel m4 = block_scaled_model(parse_accum_model("sm100", 8), 4, 4);
+  CHECK((m4.k_group == 64 && m4.frac_bits == 35 && m4.sub_group == 16));
+  const AccumModel m8 = block_scaled_model(parse_accum_model("sm100", 8), 8, 4);
+  CHECK((m8.k_group == 32 && m8.frac_bits == 25 && m8.sub_group == 0));
+  CHECK_THROWS_AS(block_scaled_model(parse_accum_model("sm90", 8), 8, 8), exmy::InputError);
+  CHECK_THROWS_AS(block_scaled_model(parse_accum_model("cublas-sm90", 8), 8, 8), exmy::InputError);
+}
+
+TEST_CASE("block scales: bad combinations are errors", "[gemm][block-scales]") {
+  Operand A, B;
+  A.rows = B.rows = 1;
+  A.cols = B.cols = 32;
+  A.v.assign(32, 1.0);
+  B.v.assign(32, 1.0);
+  A.code_bits = B.code_bits = 8;
+  // sub-groups need block scales
+  CHECK_THROWS_AS(gemm(A, B, parse_accum_model("hw:k=32,frac=25,sub=16", 8), OutFormat::fp32),
+                  exmy::InputError);
+  A.scales.assign(1, 1.0);
+  A.scale_block = 32;
+  // one side only
+  CHECK_THROWS_AS(gemm(A, B, parse_accum_model("exact", 8), OutFormat::fp32), exmy::InputError);
+  B.scales.assign(2, 1.0);
+  B.scale_block = 16;
+  // different blocks
+  CHECK_THROWS_AS(gemm(A, B, parse_accum_model("exact", 8), OutFormat::fp32), exmy::InputError);
+  // sub must divide k
+  CHECK_THROWS_AS(parse_accum_model("hw:k=32,frac=25,sub=12", 8), exmy::InputError);
+  // e5m2-sized operands leave the sub-group model's integer range; 16-bit operands are refused
+  B.scales.assign(1, 1.0);
+  B.scale_block = 32;
+  A.v.assign(32, 57344.0);
+  B.v.assign(32, 57344.0);
+  A.emin = B.emin = -14;
+  CHECK_THROWS_AS(gemm(A, B, parse_accum_model("hw:k=32,frac=35,sub=16", 8), OutFormat::fp32),
+                  exmy::InputError);
+  CHECK_NOTHROW(gemm(A, B, parse_accum_model("hw:k=32,frac=25", 8), OutFormat::fp32));
+  A.v.assign(32, 1.0);
+  B.v.assign(32, 1.0);
+  A.code_bits = 16;
+  CHECK_THROWS_AS(gemm(A, B, parse_accum_model("hw:k=32,frac=25,sub=16", 8), OutFormat::fp32),
+                  exmy::InputError);
 }

@@ -33,8 +33,10 @@ gemm::Operand random_codes(std::size_t rows, std::size_t cols, const std::string
     std::uint32_t v = any(rng);
     const int p = pick(rng);
     const std::uint32_t sign = v & (1u << (bits - 1));
-    if (specials && p < 2) v = sign;                                      // +-0
-    else if (specials && p < 4) v = sign | (any(rng) & ((1u << f.fp.man_bits) - 1));  // subnormal
+    if (specials && p < 2)
+      v = sign;  // +-0
+    else if (specials && p < 4)
+      v = sign | (any(rng) & ((1u << f.fp.man_bits) - 1));  // subnormal
     c = static_cast<std::uint16_t>(v);
   }
   if (!specials) {
@@ -86,8 +88,10 @@ TEST_CASE("GPU GEMM emulation equals the CPU reference bit for bit", "[gpu][gemm
                                   {3, 65, 1100}}) {
       INFO("seed " << seed << " " << c.a << " " << c.model << " " << M << "x" << N << "x" << K);
       const bool f32 = std::string(c.a) == "fp32";
-      const gemm::Operand A = f32 ? random_fp32(M, K, rng) : random_codes(M, K, c.a, rng, c.specials);
-      const gemm::Operand B = f32 ? random_fp32(N, K, rng) : random_codes(N, K, c.a, rng, c.specials);
+      const gemm::Operand A =
+          f32 ? random_fp32(M, K, rng) : random_codes(M, K, c.a, rng, c.specials);
+      const gemm::Operand B =
+          f32 ? random_fp32(N, K, rng) : random_codes(N, K, c.a, rng, c.specials);
       const gemm::AccumModel m = gemm::parse_accum_model(c.model, A.code_bits);
       for (const auto out : {gemm::OutFormat::fp32, gemm::OutFormat::bf16}) {
         const auto cpu = gemm::gemm(A, B, m, out, 1.0);
@@ -111,12 +115,54 @@ TEST_CASE("GPU GEMM emulation equals the CPU reference bit for bit", "[gpu][gemm
   }
 }
 
+TEST_CASE("GPU GEMM emulation with block scales equals the CPU reference", "[gpu][gemm]") {
+  // MX (E8M0 per 32) and NVFP4 (UE4M3 per 16) scales, every model kind: sm100's block-scaled
+  // kinds (mxf8f6f4; mxf4 sub-groups for FP4 x FP4), explicit hw with sub-groups, the chains.
+  struct Case {
+    const char* a;
+    const char* scale;
+    std::size_t block;
+    const char* model;
+  };
+  const Case cases[] = {
+      {"e4m3fn", "e8m0fnu", 32, "sm100"},
+      {"e5m2", "e8m0fnu", 32, "sm100"},
+      {"e2m1fn", "e8m0fnu", 32, "sm100"},
+      {"e2m1fn", "e4m3fn", 16, "sm100"},
+      {"e2m1fn", "e4m3fn", 16, "hw:k=32,frac=20,sub=16,chunk=64"},
+      {"e3m2fn", "e8m0fnu", 32, "fp32-seq"},
+      {"e4m3fn", "e4m3fn", 16, "pairwise"},
+  };
+  const std::uint64_t seed = 20261126;
+  std::mt19937_64 rng(seed);
+  for (const Case& c : cases) {
+    const std::size_t M = 9, N = 37, K = 256;
+    INFO("seed " << seed << " " << c.a << " scales " << c.scale << " " << c.model);
+    gemm::Operand A = random_codes(M, K, c.a, rng, false);
+    gemm::Operand B = random_codes(N, K, c.a, rng, false);
+    const FloatFormat sf = parse_format(c.scale).fp;
+    std::uniform_int_distribution<int> code(c.scale == std::string("e8m0fnu") ? 100 : 0,
+                                            c.scale == std::string("e8m0fnu") ? 150 : 0x7E);
+    for (gemm::Operand* o : {&A, &B}) {
+      o->scale_block = c.block;
+      o->scale_emin = c.scale == std::string("e8m0fnu") ? -127 : 1 - sf.bias;
+      for (std::size_t i = 0; i < o->rows * (K / c.block); ++i) {
+        o->scales.push_back(native::to_double(sf, static_cast<std::uint64_t>(code(rng))));
+      }
+    }
+    const gemm::AccumModel m = gemm::parse_accum_model(c.model, A.code_bits);
+    for (const auto out : {gemm::OutFormat::fp32, gemm::OutFormat::bf16}) {
+      REQUIRE(gemm::gemm(A, B, m, out, 1.0) == gpu::gemm_emulate(A, B, m, out, 1.0));
+    }
+  }
+}
+
 TEST_CASE("GPU layers equal the CPU layers bit for bit", "[gpu][layer]") {
   const std::uint64_t seed = 424242;
   std::mt19937_64 rng(seed);
-  for (const char* kind : {"plain", "switchback", "switchback-m", "switchback-q", "llm-int8",
-                           "fp8-tensorwise", "switchback-fp8", "masked:e4m3", "masked:e5m2",
-                           "masked:e8m5"}) {
+  for (const char* kind :
+       {"plain", "switchback", "switchback-m", "switchback-q", "llm-int8", "fp8-tensorwise",
+        "switchback-fp8", "masked:e4m3", "masked:e5m2", "masked:e8m5"}) {
     for (const auto dt : {layer::DType::bf16, layer::DType::fp16}) {
       for (const char* accum : {"fp32-seq", "cublas-sm90"}) {
         layer::LayerConfig cfg;
