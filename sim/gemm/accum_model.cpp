@@ -15,7 +15,8 @@ namespace exmy::gemm {
 std::string accum_model_help() {
   return "exact | fp32-seq[:chunk=P][,split=S[,tile=T][,tree]] | pairwise | "
          "hw:k=K,frac=N[,inter=M][,rne][,tf32[=rz|rna|rne]][,sub=G][,split=S[,tile=T][,tree]]"
-         "[,chunk=P] | sm80 | sm90 | sm100 | cublas-sm90";
+         "[,chunk=P] | amd:k=K[,frac=N][,two-stage][,tf32][,split=S[,tile=T][,tree]][,chunk=P] | "
+         "sm80 | sm90 | sm100 | cublas-sm90 | cdna3";
 }
 
 namespace {
@@ -47,6 +48,19 @@ AccumModel preset(const std::string& text, int a_bits) {
       m.by_shape = !fp8;
       m.tf32_round = AccumModel::Tf32Round::rne;
     }
+  } else if (text == "cdna3") {
+    // MMA-Sim's AMD CDNA3 MFMA models (published; exmy has no AMD device): FP8 k = 16 in two
+    // stages, bf16/fp16 k = 8, 24 fraction bits; fp32 operands run the plain f32 MFMA, an FMA
+    // chain (xf32 is `amd:k=4,tf32`).
+    if (tf32) {
+      m.kind = AccumKind::fp32_seq;
+      return m;
+    }
+    m.kind = AccumKind::amd;
+    m.frac_bits = 24;
+    m.k_group = fp8 ? 16 : 8;
+    m.two_stage = fp8;
+    return m;
   } else if (text == "sm80") {
     if (fp8) bad(text, "sm80 (mma.sync on Ampere) has no FP8 instruction");
     m.frac_bits = 24;
@@ -79,11 +93,14 @@ AccumModel parse_accum_model(const std::string& text, int a_bits) {
     return m;
   }
   const bool seq = text.rfind("fp32-seq:", 0) == 0;
-  if (seq || text.rfind("hw:", 0) == 0) {
-    // fp32-seq takes the options that arrange chains (chunks, split-K), hw also its group's.
-    m.kind = seq ? AccumKind::fp32_seq : AccumKind::hw;
-    bool have_k = seq, have_frac = seq;
-    std::string rest = text.substr(seq ? 9 : 3);
+  const bool amd = text.rfind("amd:", 0) == 0;
+  if (seq || amd || text.rfind("hw:", 0) == 0) {
+    // fp32-seq takes the options that arrange chains (chunks, split-K), hw and amd also their
+    // group's (amd: frac defaults to CDNA3's 24).
+    m.kind = seq ? AccumKind::fp32_seq : amd ? AccumKind::amd : AccumKind::hw;
+    if (amd) m.frac_bits = 24;
+    bool have_k = seq, have_frac = seq || amd;
+    std::string rest = text.substr(seq ? 9 : amd ? 4 : 3);
     std::size_t pos = 0;
     while (pos <= rest.size()) {
       std::size_t end = rest.find(',', pos);
@@ -100,7 +117,11 @@ AccumModel parse_accum_model(const std::string& text, int a_bits) {
         return static_cast<int>(v);
       };
       const bool group_key = key == "k" || key == "frac" || key == "inter" || key == "rne" ||
-                             key == "tf32" || key == "sub";
+                             key == "tf32" || key == "sub" || key == "two-stage";
+      if (amd && (key == "inter" || key == "rne" || key == "sub")) {
+        bad(text, "'" + key + "' is an option of hw (amd normalises to fp32 by RNE itself)");
+      }
+      if (!amd && key == "two-stage") bad(text, "'two-stage' is an option of amd");
       if (seq && group_key) {
         bad(text, "'" + key + "' is an option of hw (fp32-seq takes chunk, split, tile, tree)");
       }
@@ -129,11 +150,14 @@ AccumModel parse_accum_model(const std::string& text, int a_bits) {
         m.chunk = num(1, 1 << 24);
       } else if (key == "sub") {
         m.sub_group = num(1, 4096);
+      } else if (key == "two-stage" && val.empty()) {
+        m.two_stage = true;
       } else {
         bad(text, "unknown option '" + item + "'");
       }
     }
-    if (!have_k || !have_frac) bad(text, "hw needs k= and frac=");
+    if (!have_k || !have_frac) bad(text, amd ? "amd needs k=" : "hw needs k= and frac=");
+    if (amd && m.frac_bits > 30) bad(text, "amd's frac is at most 30");
     if (m.sub_group > 0 && m.k_group % m.sub_group != 0) {
       bad(text,
           "sub=" + std::to_string(m.sub_group) + " must divide k=" + std::to_string(m.k_group));
@@ -180,6 +204,11 @@ const std::vector<ProfileEntry>& cublas_sm90_profile() {
 }  // namespace
 
 AccumModel block_scaled_model(const AccumModel& m, int a_value_bits, int b_value_bits) {
+  if (m.kind == AccumKind::amd) {
+    throw InputError("--accum " + m.name +
+                     ": block scales need a block-scaled MMA; the amd model "
+                     "(CDNA3 MFMA) has none");
+  }
   if (m.name == "sm100") {
     AccumModel r = m;
     r.kind = AccumKind::hw;

@@ -15,6 +15,7 @@ enum class AccumKind : std::uint8_t {
   fp32_seq,  // c = fma_fp32(a_k, b_k, c) for k = 0 .. K-1
   pairwise,  // fp32 products (one rounding each), summed by a balanced fp32 tree, then + c
   hw,        // the fused k-group model below, group after group in k order
+  amd,       // MMA-Sim's CDNA3 fused dot-add (SEMANTICS 15.2): truncate, floor, RNE per group
 };
 
 // The fused k-group model ("hw"): for each group of `k_group` consecutive k (the instruction's
@@ -50,6 +51,7 @@ struct AccumModel {
   // exactly, times the scales' significands, one term at the scales' exponent (0: each product a
   // term, its exponent offset by the scales'). Needs block scales (gemm.hpp).
   int sub_group = 0;
+  bool two_stage = false;  // amd: FP8 sums even and odd k separately first
   // How fp32 inputs become tf32 (truncate_tf32): toward zero (MMA-Sim's instruction model), to
   // nearest with ties away (cvt.rna.tf32.f32) or to nearest even (what cuBLASLt's TF32 kernels
   // were measured to feed).
@@ -73,7 +75,9 @@ inline native::DotModel dot_model(const AccumModel& m) {
   native::DotModel d;
   d.kind = m.kind == AccumKind::fp32_seq   ? native::DotModel::Kind::fp32_seq
            : m.kind == AccumKind::pairwise ? native::DotModel::Kind::pairwise
+           : m.kind == AccumKind::amd      ? native::DotModel::Kind::amd
                                            : native::DotModel::Kind::hw;
+  d.two_stage = m.two_stage;
   d.k_group = m.k_group;
   d.frac_bits = m.frac_bits;
   d.inter_bits = m.inter_bits;

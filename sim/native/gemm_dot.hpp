@@ -23,7 +23,7 @@ namespace exmy::native {
 // enforces so that the integer sums below cannot overflow and the stacks suffice:
 // k_group <= 4096, frac_bits <= 40 (a group sum stays below 2^(40 + 2 + 13) < 2^63).
 struct DotModel {
-  enum class Kind : std::uint8_t { fp32_seq, pairwise, hw } kind = Kind::hw;
+  enum class Kind : std::uint8_t { fp32_seq, pairwise, hw, amd } kind = Kind::hw;
   int k_group = 16;
   int frac_bits = 25;
   int inter_bits = 23;
@@ -36,6 +36,8 @@ struct DotModel {
   // consecutive k are summed exactly, that sum times the two scales' significands is one term at
   // the scales' exponent (0: every product is a term, the scales' exponents added to its own).
   int sub_group = 0;
+  // amd (MMA-Sim's CDNA3 fused dot-add): FP8 sums even and odd k separately first.
+  bool two_stage = false;
 };
 
 // Block scales (MX E8M0 per 32 k, NVFP4 UE4M3 per 16 k): the scales of A's row and of B's row
@@ -258,6 +260,107 @@ EXMY_HD float dot_fused_group(float c, const double* a, std::size_t sa, const do
   return dot_normalise(sum, emax - m.frac_bits, m.inter_bits, m.inter_rne);
 }
 
+// floor(v 2^sh) for a signed integer v (an arithmetic shift: toward minus infinity).
+EXMY_HD std::int64_t dot_floor_shift(std::int64_t v, int sh) {
+  if (sh >= 0) return v * (std::int64_t{1} << sh);  // |v| 2^sh stays below 2^62 (callers)
+  if (sh <= -63) return v < 0 ? -1 : 0;
+  return v >= 0 ? v >> -sh : -((-v + (std::int64_t{1} << -sh) - 1) >> -sh);
+}
+
+// The truncated sum of the products k in [k0, k1) step `step` (MMA-Sim's fused_sum with 24
+// fraction bits): each product toward zero to 24 bits below 2^E, E the largest product
+// exponent, summed exactly. Returns the sum in units of 2^(E - 24) and E (E = -999 if every
+// product is zero).
+struct DotAmdPart {
+  std::int64_t sum;
+  int e;
+};
+EXMY_HD DotAmdPart dot_amd_part(const double* a, std::size_t sa, const double* b, std::size_t sb,
+                                std::size_t k0, std::size_t k1, std::size_t step, int emin_a,
+                                int emin_b, int frac) {
+  int e = -999;
+  for (std::size_t k = k0; k < k1; k += step) {
+    const double x = a[k * sa], y = b[k * sb];
+    if (dot_is_zero(x) || dot_is_zero(y)) continue;
+    const int ek = dot_sig(x, emin_a).e + dot_sig(y, emin_b).e;
+    if (ek > e) e = ek;
+  }
+  std::int64_t sum = 0;
+  for (std::size_t k = k0; k < k1; k += step) {
+    const double x = a[k * sa], y = b[k * sb];
+    if (dot_is_zero(x) || dot_is_zero(y)) continue;
+    const DotSig sx = dot_sig(x, emin_a), sy = dot_sig(y, emin_b);
+    const int r = 46 - (frac + sx.e + sy.e - e);  // >= 46 - frac: the product is below 2^(e+2)
+    const std::uint64_t t = r >= 64 ? 0 : (sx.m * sy.m) >> r;
+    sum +=
+        dot_sign(x) != dot_sign(y) ? -static_cast<std::int64_t>(t) : static_cast<std::int64_t>(t);
+  }
+  return {sum, e};
+}
+
+// One CDNA3 MFMA group (MMA-Sim's amd_fused_dot_add, published; not measured here): the
+// products truncated to `frac` = 24 bits below their largest exponent E and summed (FP8:
+// even and odd k separately, each then aligned down to the larger E with floor at 24 bits);
+// then with E' = max(E, c's exponent) the product sum is floored to 31 fraction bits and c to
+// 24 (FP8: c dropped when its exponent is below E' - 25), added, and rounded to fp32 (RNE).
+// A product of magnitude >= 2^128 counts as an infinity of its sign.
+EXMY_HD float dot_amd_group(float c, const double* a, std::size_t sa, const double* b,
+                            std::size_t sb, std::size_t k0, std::size_t k1, int emin_a, int emin_b,
+                            const DotModel& m) {
+  const std::uint32_t cb = f32_bits(c);
+  bool nan = (cb & 0x7FFFFFFFu) > 0x7F800000u;
+  bool pinf = cb == 0x7F800000u, ninf = cb == 0xFF800000u;
+  for (std::size_t k = k0; k < k1; ++k) {
+    const double x = a[k * sa], y = b[k * sb];
+    if (dot_is_nan(x) || dot_is_nan(y)) {
+      nan = true;
+      continue;
+    }
+    const double p = x * y;  // exact or infinite in fp64: operands have <= 24 significant bits
+    const double ap = p < 0 ? -p : p;
+    if (dot_is_nan(p)) {
+      nan = true;  // inf x 0
+    } else if (ap >= 0x1p128) {
+      if (p < 0) {
+        ninf = true;
+      } else {
+        pinf = true;
+      }
+    }
+  }
+  if (nan || (pinf && ninf)) return f32_from_bits(0x7FC00000u);
+  if (pinf) return f32_from_bits(0x7F800000u);
+  if (ninf) return f32_from_bits(0xFF800000u);
+  const int F = m.frac_bits;
+  std::int64_t s;  // the product sum in units of 2^(E - F)
+  int E;
+  if (m.two_stage) {
+    const DotAmdPart p0 = dot_amd_part(a, sa, b, sb, k0, k1, 2, emin_a, emin_b, F);
+    const DotAmdPart p1 = dot_amd_part(a, sa, b, sb, k0 + 1, k1, 2, emin_a, emin_b, F);
+    E = p0.e > p1.e ? p0.e : p1.e;
+    s = dot_floor_shift(p0.sum, p0.e - E) + dot_floor_shift(p1.sum, p1.e - E);
+  } else {
+    const DotAmdPart p = dot_amd_part(a, sa, b, sb, k0, k1, 1, emin_a, emin_b, F);
+    s = p.sum;
+    E = p.e;
+  }
+  const bool c_zero = (cb & 0x7FFFFFFFu) == 0;
+  const DotSig sc = c_zero ? DotSig{0, -999} : dot_sig(static_cast<double>(c), -126);
+  const int Em = E > sc.e ? E : sc.e;
+  // No nonzero term, or a zero sum: +0 (MMA-Sim's floors return integers, so no -0 survives).
+  if (Em == -999) return 0.0f;
+  // Units of 2^(Em - 31): the products floored to 31 fraction bits, c to 24.
+  std::int64_t total = dot_floor_shift(s, E - F - (Em - 31));
+  if (!c_zero && (!m.two_stage || sc.e >= Em - 25)) {
+    const std::int64_t cv =
+        (cb >> 31) != 0 ? -static_cast<std::int64_t>(sc.m) : static_cast<std::int64_t>(sc.m);
+    // c = m 2^(e - 23): floor to units of 2^(Em - 24), then in units of 2^(Em - 31)
+    total += dot_floor_shift(cv, sc.e - 23 - (Em - 24)) * 128;
+  }
+  if (total == 0) return 0.0f;
+  return dot_normalise(total, Em - 31, 23, true);
+}
+
 // A balanced binary sum of n leaves (the left subtree takes floor(n/2) leaves, recursively),
 // each node one fp32 addition (RNE); n = 0 gives +0. An explicit stack: the same code runs on
 // the device, where recursion is costly. leaf(i) is evaluated in order i = 0 .. n-1.
@@ -327,7 +430,10 @@ EXMY_HD float dot_chunk(const double* a, std::size_t sa, const double* b, std::s
   float c = 0.0f;
   const std::size_t g = static_cast<std::size_t>(m.k_group);
   for (std::size_t k = k0; k < k1; k += g) {
-    c = dot_fused_group(c, a, sa, b, sb, k, k + g < k1 ? k + g : k1, emin_a, emin_b, m, bs);
+    const std::size_t e = k + g < k1 ? k + g : k1;
+    c = m.kind == DotModel::Kind::amd
+            ? dot_amd_group(c, a, sa, b, sb, k, e, emin_a, emin_b, m)
+            : dot_fused_group(c, a, sa, b, sb, k, e, emin_a, emin_b, m, bs);
   }
   return c;
 }

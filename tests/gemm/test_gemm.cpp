@@ -335,3 +335,32 @@ TEST_CASE("block scales: bad combinations are errors", "[gemm][block-scales]") {
   CHECK_THROWS_AS(gemm(A, B, parse_accum_model("hw:k=32,frac=25,sub=16", 8), OutFormat::fp32),
                   exmy::InputError);
 }
+
+TEST_CASE("amd (CDNA3): truncated products, floored alignment, RNE per group", "[gemm][amd]") {
+  // SEMANTICS 15.2 amd. k = 1 groups: the first leaves c = -2^-30 exactly; the second group's
+  // product 1 sets E' = 0 and c is floored to 24 bits below it: -2^-24 (toward minus infinity),
+  // so the result is 1 - 2^-24. The hw model truncates c toward zero (1.0); the FMA chain
+  // rounds 1 - 2^-30 to 1.0.
+  const std::vector<double> a{-0x1p-15, 1.0}, b{0x1p-15, 1.0};
+  CHECK(dot(a, b, "amd:k=1") == 1.0f - 0x1p-24f);
+  CHECK(dot(a, b, "hw:k=1,frac=24") == 1.0f);
+  CHECK(dot(a, b, "fp32-seq") == 1.0f);
+  // Two stages (FP8): odd products 3·2^-25 twice. One stage aligns them to the product 1
+  // (24 bits: 1.5 units each truncate to 1): 1 + 2^-23. Two stages sum them first (3·2^-24),
+  // then floor to 3 units: 1 + 3·2^-24, which RNE takes to 1 + 2^-22.
+  const std::vector<double> a2{1.0, 3 * 0x1p-13, 0.0, 3 * 0x1p-13}, b2{1.0, 0x1p-12, 0.0, 0x1p-12};
+  CHECK(dot(a2, b2, "amd:k=4") == 1.0f + 0x1p-23f);
+  CHECK(dot(a2, b2, "amd:k=4,two-stage") == 1.0f + 0x1p-22f);
+  // A zero sum is +0; an infinite product gives infinity; inf - inf gives NaN.
+  CHECK(std::signbit(dot({-1.0, 1.0}, {1.0, 1.0}, "amd:k=2")) == false);
+  CHECK(dot({0x1p100, 1.0}, {0x1p100, 1.0}, "amd:k=2") == INFINITY);
+  CHECK(std::isnan(dot({0x1p100, -0x1p100}, {0x1p100, 0x1p100}, "amd:k=2")));
+  // The preset: FP8 k = 16 two-stage, 16-bit k = 8, fp32 the FMA chain.
+  const AccumModel f8 = parse_accum_model("cdna3", 8), h = parse_accum_model("cdna3", 16);
+  CHECK((f8.kind == AccumKind::amd && f8.k_group == 16 && f8.two_stage && f8.frac_bits == 24));
+  CHECK((h.kind == AccumKind::amd && h.k_group == 8 && !h.two_stage));
+  CHECK(parse_accum_model("cdna3", 32).kind == AccumKind::fp32_seq);
+  CHECK_THROWS_AS(parse_accum_model("amd:k=8,sub=4", 16), exmy::InputError);
+  CHECK_THROWS_AS(parse_accum_model("hw:k=8,frac=24,two-stage", 16), exmy::InputError);
+  CHECK_THROWS_AS(parse_accum_model("amd:frac=24", 16), exmy::InputError);
+}

@@ -79,6 +79,9 @@ TEST_CASE("GPU GEMM emulation equals the CPU reference bit for bit", "[gpu][gemm
       {"fp32", "cublas-sm90", false},
       {"fp32", "hw:k=8,frac=25,tf32=rna,split=2", false},
       {"fp32", "fp32-seq", false},
+      {"e4m3fn", "cdna3", true},
+      {"bf16", "cdna3", true},
+      {"e5m2", "amd:k=4,two-stage,split=2", true},
   };
   const std::uint64_t seed = 20261125;
   std::mt19937_64 rng(seed);
