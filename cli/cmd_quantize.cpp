@@ -37,7 +37,8 @@ constexpr const char* kQuantizeUsage =
     "[--tensor-amax F] [--tensor-scale F] [--tensor-scale-out T.npy] [--pack] "
     "[--order div-mul|recip-mul|mul-recip] [--nan propagate|ignore] [--round MODE] [--seed N] "
     "[--margin M] [--prev-scale F] [--scale F] [--amax-epsilon F] [--pow2-scale] [--fp16-clamp] "
-    "[--norm recip-mul|div] [--tie even|lower|bnb-cpu] [--compat bnb-cuda|triton] [--device cpu|cuda]";
+    "[--norm recip-mul|div] [--tie even|lower|bnb-cpu] [--compat bnb-cuda|triton] [--device "
+    "cpu|cuda]";
 constexpr const char* kDequantizeUsage =
     "usage: exmy dequantize --scheme S --from TARGET --in Q.npy --state S.npy --out X.npy "
     "[--tensor-scale-in T.npy] [--transpose] [--pack] [--device cpu|cuda] [the quantize "
@@ -47,10 +48,10 @@ struct CliOptions {
   quant::Options q;
   bool have_scheme = false, have_target = false;
   std::string in, in_format, out, state, tensor_state;
-  bool pack = false;  // codes of <= 4-bit formats two per byte (always for nvfp4)
-  std::string compat;          // --compat NAME
-  bool norm_or_nan = false;    // --norm or --nan given
-  bool order = false;          // --order given
+  bool pack = false;         // codes of <= 4-bit formats two per byte (always for nvfp4)
+  std::string compat;        // --compat NAME
+  bool norm_or_nan = false;  // --norm or --nan given
+  bool order = false;        // --order given
   Device device = Device::cpu;
 };
 
@@ -181,13 +182,31 @@ CliOptions parse(const Args& args, const std::string& target_flag, const std::st
       if (o.order) throw InputError("--compat triton fixes the order: drop --order");
       if (o.q.scheme.kind != quant::Granularity::row &&
           o.q.scheme.kind != quant::Granularity::col) {
-        throw InputError("--compat triton: expected --scheme rowwise or colwise (SwitchBack's "
-                         "quantize_global multiplies by a torch reciprocal: --order recip-mul)");
+        throw InputError(
+            "--compat triton: expected --scheme rowwise or colwise (SwitchBack's "
+            "quantize_global multiplies by a torch reciprocal: --order recip-mul)");
       }
       o.q.order = native::ScaleOrder::div_full_mul;
+    } else if (o.q.target.name == "int8") {
+      // bitsandbytes' int8_vectorwise_quant (kInt8VectorQuant, LLM.int8()): x * __fdividef(127,
+      // absmax) under --use_fast_math (docs/SEMANTICS.md 7.3).
+      if (state_flag != "--state-out") {
+        throw InputError("--compat " + o.compat +
+                         ": dequantize to int8 is not covered "
+                         "(bitsandbytes dequantizes int8 in its matmul epilogue)");
+      }
+      if (o.order) throw InputError("--compat " + o.compat + " fixes the order: drop --order");
+      if (o.q.scheme.kind != quant::Granularity::row &&
+          o.q.scheme.kind != quant::Granularity::col) {
+        throw InputError("--compat " + o.compat +
+                         ": expected --scheme rowwise or colwise "
+                         "(int8_vectorwise_quant of the matrix or of its transpose)");
+      }
+      o.q.order = native::ScaleOrder::fdividef_mul;
     } else {
       if (o.norm_or_nan) {
-        throw InputError("--compat " + o.compat + " fixes the normalization and the NaN rule: "
+        throw InputError("--compat " + o.compat +
+                         " fixes the normalization and the NaN rule: "
                          "drop --norm / --nan");
       }
       o.q.norm = native::NormOrder::bnb_cuda;
@@ -195,7 +214,8 @@ CliOptions parse(const Args& args, const std::string& target_flag, const std::st
     }
   }
   quant::validate_options(o.q);
-  const std::string tflag = state_flag == "--state-out" ? "--tensor-scale-out" : "--tensor-scale-in";
+  const std::string tflag =
+      state_flag == "--state-out" ? "--tensor-scale-out" : "--tensor-scale-in";
   if (o.q.two_level && o.tensor_state.empty()) {
     throw InputError("--two-level: " + tflag + " T.npy is required (the per-tensor scale)");
   }
@@ -326,9 +346,8 @@ void write_quantized(const CliOptions& o, quant::Quantized& q) {
     native::pack4(q.codes.data(), q.codes.size(), q.codes.data());
     write_array(outs, o.out, io::kDescrU8, packed_shape(q.shape, o.in), q.codes.data(), bytes);
   } else {
-    write_array(outs, o.out,
-                o.q.target.kind == FormatKind::integer ? io::kDescrI8 : io::kDescrU8, q.shape,
-                q.codes.data(), q.codes.size());
+    write_array(outs, o.out, o.q.target.kind == FormatKind::integer ? io::kDescrI8 : io::kDescrU8,
+                q.shape, q.codes.data(), q.codes.size());
   }
   // Together or not at all: a failure on the state file leaves no new Q.npy behind.
   if (quant::make_plan(o.q).byte_scales()) {
@@ -435,8 +454,9 @@ int run_dequantize(const Args& args) {
   if (state.shape != want) {
     std::string w = "(";
     for (std::size_t k = 0; k < want.size(); ++k) w += (k ? ", " : "") + std::to_string(want[k]);
-    throw InputError(o.state + ": expected a state of shape " + w + (want.size() == 1 ? ",)" : ")") +
-                     " for scheme " + quant::scheme_name(o.q.scheme));
+    throw InputError(o.state + ": expected a state of shape " + w +
+                     (want.size() == 1 ? ",)" : ")") + " for scheme " +
+                     quant::scheme_name(o.q.scheme));
   }
   if (quant::make_plan(o.q).byte_scales()) {
     q.scale_codes = io::as_u8(state, o.state);
@@ -464,8 +484,9 @@ int run_dequantize(const Args& args) {
 
 }  // namespace
 
-EXMY_COMMAND("quantize", run_quantize,
-             "tensor quantization (int8 / FP8 / codebook / MX / NVFP4) of an .npy array, with its state");
+EXMY_COMMAND(
+    "quantize", run_quantize,
+    "tensor quantization (int8 / FP8 / codebook / MX / NVFP4) of an .npy array, with its state");
 EXMY_COMMAND("dequantize", run_dequantize, "dequantize codes + state back to fp32 .npy");
 
 }  // namespace exmy::cli

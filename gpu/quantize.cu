@@ -346,7 +346,9 @@ __device__ __forceinline__ GroupState group_state(const QArgs& a, float st, std:
   if constexpr (K == Kind::int8 || K == Kind::flt) {
     const float Q = K == Kind::int8 ? kInt8Q : a.p.fmax;
     g.aux = a.p.order == native::ScaleOrder::mul_recip ? native::rn32_div(Q, st)
-                                                       : native::rn32_div(1.0f, st);
+            : a.p.order == native::ScaleOrder::fdividef_mul
+                ? native::sfu_div_approx_ftz_f(a.p.sfu, Q, st)  // __fdividef(127, absmax)
+                : native::rn32_div(1.0f, st);
   } else if constexpr (K == Kind::codebook) {
     g.aux = a.p.norm == native::NormOrder::bnb_cuda ? native::sfu_rcp_f(a.p.sfu, st)
                                                     : native::rn32_div(1.0f, st);
@@ -373,6 +375,8 @@ __device__ __forceinline__ std::uint8_t fast_int8(const GroupState& g, float x) 
     y = native::rn_mul(kInt8Q, native::sfu_div_full_f(native::SfuTables{}, x, g.st));
   } else if constexpr (O == native::ScaleOrder::recip_mul) {
     y = native::rn_mul(kInt8Q, native::rn_mul(x, g.aux));
+  } else if constexpr (O == native::ScaleOrder::fdividef_mul) {
+    y = native::ftz_mul(x, g.aux);
   } else {
     y = native::rn_mul(x, g.aux);
   }
@@ -387,6 +391,8 @@ __device__ __forceinline__ std::uint8_t fast_int8(const QArgs& a, const GroupSta
       return fast_int8<native::ScaleOrder::recip_mul>(g, x);
     case native::ScaleOrder::div_full_mul:
       return fast_int8<native::ScaleOrder::div_full_mul>(g, x);
+    case native::ScaleOrder::fdividef_mul:
+      return fast_int8<native::ScaleOrder::fdividef_mul>(g, x);
     default:
       return fast_int8<native::ScaleOrder::mul_recip>(g, x);
   }
@@ -467,9 +473,12 @@ __device__ __forceinline__ float fast_normalize(const GroupState& g, float x) {
 }
 __device__ __forceinline__ float fast_normalize(const QArgs& a, const GroupState& g, float x) {
   switch (a.p.norm) {
-    case native::NormOrder::div: return fast_normalize<native::NormOrder::div>(g, x);
-    case native::NormOrder::bnb_cuda: return fast_normalize<native::NormOrder::bnb_cuda>(g, x);
-    default: return fast_normalize<native::NormOrder::recip_mul>(g, x);
+    case native::NormOrder::div:
+      return fast_normalize<native::NormOrder::div>(g, x);
+    case native::NormOrder::bnb_cuda:
+      return fast_normalize<native::NormOrder::bnb_cuda>(g, x);
+    default:
+      return fast_normalize<native::NormOrder::recip_mul>(g, x);
   }
 }
 
@@ -633,6 +642,9 @@ __device__ __forceinline__ void fast_run(const QArgs& a, const FastCastPlan& p, 
         break;
       case native::ScaleOrder::div_full_mul:
         fast_int8_run<In, native::ScaleOrder::div_full_mul>(g, w, c);
+        break;
+      case native::ScaleOrder::fdividef_mul:
+        fast_int8_run<In, native::ScaleOrder::fdividef_mul>(g, w, c);
         break;
       default:
         fast_int8_run<In, native::ScaleOrder::mul_recip>(g, w, c);

@@ -71,14 +71,16 @@ const std::vector<CompatProfile>& compat_profiles() {
       // fallback below 4096 elements included.
       {"bnb-cuda",
        "bitsandbytes 0.50.2 CUDA kernels (kOptimizerStatic8bit2StateBlockwise, "
-       "kOptimizerStatic8bit1StateBlockwise, kOptimizer32bit2State/1State) as compiled for sm_90 "
-       "with --use_fast_math",
+       "kOptimizerStatic8bit1StateBlockwise, kOptimizer32bit2State/1State, kInt8VectorQuant, "
+       "kQuantizeBlockwise) as compiled for sm_90 with --use_fast_math",
        {{CompatOp::step, "adamw8bit", native::CompatCast::e8m0_torch, native::TorchKernels::cpu,
          native::BnbKernels::cuda_sm90},
         {CompatOp::step, "adam8bit", native::CompatCast::e8m0_torch, native::TorchKernels::cpu,
          native::BnbKernels::cuda_sm90},
         {CompatOp::step, "momentum8bit", native::CompatCast::e8m0_torch, native::TorchKernels::cpu,
          native::BnbKernels::cuda_sm90},
+        // int8_vectorwise_quant (kInt8VectorQuant: LLM.int8()'s row-wise int8)
+        {CompatOp::quantize, "int8"},
         // quantize_blockwise / dequantize_blockwise (kQuantizeBlockwise, kDequantizeBlockwise)
         {CompatOp::quantize, "dynamic"},
         {CompatOp::quantize, "dynamic-unsigned"},

@@ -41,9 +41,8 @@ class CpuEngine final : public LayerEngine {
     return int8_of(quant::quantize(x, {rows, cols}, int8_options(gran, order)));
   }
 
-  std::vector<float> int8_product(const Int8& a, std::size_t rows, const Int8& b,
-                                  std::size_t cols, std::size_t k, native::DequantOrder order,
-                                  DType d) override {
+  std::vector<float> int8_product(const Int8& a, std::size_t rows, const Int8& b, std::size_t cols,
+                                  std::size_t k, native::DequantOrder order, DType d) override {
     const std::vector<std::int32_t> acc = quant::matmul_int8_nt(a.codes, b.codes, rows, cols, k);
     return to_dtype_all(quant::dequantize_product(acc, rows, cols, a.state, b.state, order), d);
   }
@@ -53,10 +52,10 @@ class CpuEngine final : public LayerEngine {
     std::vector<float> v(rows * cols);
     for (std::size_t i = 0; i < rows; ++i)
       for (std::size_t j = 0; j < cols; ++j)
-        v[i * cols + j] = to_dtype(
-            native::dequant_absmax(static_cast<float>(q.codes[i * cols + j]), q.state[i],
-                                   static_cast<float>(native::kInt8Max)),
-            d);
+        v[i * cols + j] =
+            to_dtype(native::dequant_absmax(static_cast<float>(q.codes[i * cols + j]), q.state[i],
+                                            static_cast<float>(native::kInt8Max)),
+                     d);
     return v;
   }
 
@@ -78,7 +77,7 @@ class CpuEngine final : public LayerEngine {
     std::vector<float> r(v.size());
     for (std::size_t i = 0; i < v.size(); ++i) {
       r[i] = to_dtype(float_of(exmy::mask_fp32(bits_of(v[i]), cfg.mask_e, cfg.mask_m,
-                                                 cfg.mask_outer, cfg.mask_inner)),
+                                               cfg.mask_outer, cfg.mask_inner)),
                       cfg.dtype);
     }
     return r;
@@ -93,8 +92,8 @@ void check_values(const std::vector<float>& v, std::size_t want, DType d, const 
   for (std::size_t i = 0; i < v.size(); ++i) {
     const float x = v[i];
     if (x == x && bits_of(to_dtype(x, d)) != bits_of(x)) {
-      throw InputError(std::string(name) + ": value at index " + std::to_string(i) +
-                       " is not a " + dtype_name(d) + " value");
+      throw InputError(std::string(name) + ": value at index " + std::to_string(i) + " is not a " +
+                       dtype_name(d) + " value");
     }
   }
 }
@@ -102,14 +101,13 @@ void check_values(const std::vector<float>& v, std::size_t want, DType d, const 
 }  // namespace
 
 void parse_kind(const std::string& text, LayerConfig& cfg) {
-  static const std::pair<const char*, Kind> kNames[] = {
-      {"plain", Kind::plain},
-      {"switchback", Kind::switchback},
-      {"switchback-m", Kind::switchback_m},
-      {"switchback-q", Kind::switchback_q},
-      {"llm-int8", Kind::llm_int8},
-      {"fp8-tensorwise", Kind::fp8_tensorwise},
-      {"switchback-fp8", Kind::switchback_fp8}};
+  static const std::pair<const char*, Kind> kNames[] = {{"plain", Kind::plain},
+                                                        {"switchback", Kind::switchback},
+                                                        {"switchback-m", Kind::switchback_m},
+                                                        {"switchback-q", Kind::switchback_q},
+                                                        {"llm-int8", Kind::llm_int8},
+                                                        {"fp8-tensorwise", Kind::fp8_tensorwise},
+                                                        {"switchback-fp8", Kind::switchback_fp8}};
   for (const auto& [n, k] : kNames) {
     if (text == n) {
       cfg.kind = k;
@@ -207,14 +205,13 @@ Int8 int8_of(const quant::Quantized& q) {
 }
 
 gemm::OutFormat out_format(DType d) {
-  return d == DType::fp32 ? gemm::OutFormat::fp32
+  return d == DType::fp32   ? gemm::OutFormat::fp32
          : d == DType::bf16 ? gemm::OutFormat::bf16
                             : gemm::OutFormat::fp16;
 }
 
 void gemm_operands(const std::vector<float>& a, std::size_t rows, const std::vector<float>& b,
-                   std::size_t cols, std::size_t k, DType d, gemm::Operand& A,
-                   gemm::Operand& B) {
+                   std::size_t cols, std::size_t k, DType d, gemm::Operand& A, gemm::Operand& B) {
   A.rows = rows;
   B.rows = cols;
   A.cols = B.cols = k;
@@ -240,8 +237,7 @@ LayerEngine& cpu_engine() {
 }
 
 LayerResult run_layer(const LayerConfig& cfg, const LayerShape& s, const std::vector<float>& x,
-                      const std::vector<float>& w, const std::vector<float>& g,
-                      LayerEngine& e) {
+                      const std::vector<float>& w, const std::vector<float>& g, LayerEngine& e) {
   const std::size_t b = s.b, n = s.n, m = s.m;
   check_values(x, b * n, cfg.dtype, "X");
   check_values(w, m * n, cfg.dtype, "W");
@@ -295,14 +291,16 @@ LayerResult run_layer(const LayerConfig& cfg, const LayerShape& s, const std::ve
       break;
     }
     case Kind::llm_int8: {
-      // Every operand row/column-wise with one multiply per element (bitsandbytes scales by
-      // 127 / absmax; SEMANTICS 16 says where its __fdividef differs), bitsandbytes' epilogue.
-      const Int8 xq = e.quantize_int8(x, b, n, Gran::row, ScaleOrder::mul_recip);
-      const Int8 wq = e.quantize_int8(w, m, n, Gran::row, ScaleOrder::mul_recip);
-      const Int8 wcq = e.quantize_int8(w, m, n, Gran::col, ScaleOrder::mul_recip);
-      const Int8 gq = e.quantize_int8(g, b, m, Gran::row, ScaleOrder::mul_recip);
-      const Int8 gcq = e.quantize_int8(g, b, m, Gran::col, ScaleOrder::mul_recip);
-      const Int8 xcq = e.quantize_int8(x, b, n, Gran::col, ScaleOrder::mul_recip);
+      // Every operand row/column-wise as bitsandbytes' int8_vectorwise_quant computes it
+      // (x * __fdividef(127, absmax) under --use_fast_math: ScaleOrder::fdividef_mul), and
+      // bitsandbytes' epilogue.
+      constexpr ScaleOrder kBnb = ScaleOrder::fdividef_mul;
+      const Int8 xq = e.quantize_int8(x, b, n, Gran::row, kBnb);
+      const Int8 wq = e.quantize_int8(w, m, n, Gran::row, kBnb);
+      const Int8 wcq = e.quantize_int8(w, m, n, Gran::col, kBnb);
+      const Int8 gq = e.quantize_int8(g, b, m, Gran::row, kBnb);
+      const Int8 gcq = e.quantize_int8(g, b, m, Gran::col, kBnb);
+      const Int8 xcq = e.quantize_int8(x, b, n, Gran::col, kBnb);
       r.y = e.int8_product(xq, b, wq, m, n, DequantOrder::bnb, d);
       r.x_grad = e.int8_product(gq, b, wcq, n, m, DequantOrder::bnb, d);
       r.w_grad = e.int8_product(gcq, m, xcq, n, b, DequantOrder::bnb, d);
@@ -326,8 +324,7 @@ LayerResult run_layer(const LayerConfig& cfg, const LayerShape& s, const std::ve
       const std::vector<float> xm = e.mask(x, cfg), wm = e.mask(w, cfg), gm = e.mask(g, cfg);
       r.y = e.mask(e.gemm(xm, b, wm, m, n, am, d), cfg);
       r.x_grad = e.mask(e.gemm(gm, b, transpose(wm, m, n), n, m, am, d), cfg);
-      r.w_grad =
-          e.mask(e.gemm(transpose(gm, b, m), m, transpose(xm, b, n), n, b, am, d), cfg);
+      r.w_grad = e.mask(e.gemm(transpose(gm, b, m), m, transpose(xm, b, n), n, b, am, d), cfg);
       break;
     }
   }

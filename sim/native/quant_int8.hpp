@@ -7,10 +7,10 @@
 
 #include "sim/native/convert.hpp"
 #include "sim/native/hd.hpp"
-#include "sim/native/sfu_sm90.hpp"
 #include "sim/native/quant_fp32.hpp"
 #include "sim/native/round_step.hpp"
 #include "sim/native/rounding.hpp"
+#include "sim/native/sfu_sm90.hpp"
 
 namespace exmy::native {
 
@@ -23,6 +23,10 @@ enum class ScaleOrder : std::uint8_t {
   // `--compat triton`: SwitchBack's Triton quantize_rowwise/_columnwise as Triton compiles them:
   // y = RN32(Q * div.full.f32(x, a)) (Triton's fp32 `/`; docs/SEMANTICS.md 7.3, 17.2)
   div_full_mul,
+  // `--compat bnb-cuda` (int8) and LLM.int8(): bitsandbytes' kInt8VectorQuant as compiled with
+  // --use_fast_math: y = x ⊗ftz (127 ⊗ftz rcp.approx.ftz(a)), `val * __fdividef(127, absmax)`
+  // (docs/SEMANTICS.md 7.3, 17.2)
+  fdividef_mul,
 };
 
 // y for one element. a == 0 (all-zero group) is handled by the caller (codes 0, state 0), never
@@ -32,6 +36,8 @@ EXMY_HD float absmax_scale(float x, float a, float Q, ScaleOrder order, const Sf
   switch (order) {
     case ScaleOrder::div_full_mul:
       return rn32_mul(Q, sfu_div_full_f(t, x, a));
+    case ScaleOrder::fdividef_mul:
+      return ftz_mul(x, sfu_div_approx_ftz_f(t, Q, a));
     case ScaleOrder::div_mul:
       return rn32_mul(Q, rn32_div(x, a));
     case ScaleOrder::recip_mul:

@@ -16,6 +16,8 @@
 #include "sim/common/error.hpp"
 #include "sim/io/npy.hpp"
 #include "sim/layer/linear_layer.hpp"
+#include "sim/native/sfu_sm90.hpp"
+#include "sim/sfu/sfu_tables.hpp"
 
 using namespace exmy;
 using namespace exmy::layer;
@@ -43,11 +45,16 @@ LayerConfig config(const std::string& kind, DType d = DType::bf16,
 
 // --- references from the document -------------------------------------------------------------
 // SEMANTICS 7.3: q = rne(y), y = RN32(127 RN32(x / a)) (div-mul) or RN32(127 RN32(x RN32(1/a)))
-// (recip-mul) or RN32(x RN32(127 / a)) (mul-recip), clamped to [-127, 127]; a = 0 gives 0.
+// (recip-mul) or RN32(x RN32(127 / a)) (mul-recip) or, bitsandbytes' kInt8VectorQuant,
+// x ⊗ (127 ⊗ rcp.approx(a)) (fdividef-mul; rcp.approx is the measured instruction of 17.2; the
+// FTZ of its multiplies never acts on fp16 inputs), clamped to [-127, 127]; a = 0 gives 0.
 int q8(float x, float a, int order) {
   if (a == 0.0f) return 0;
   float y;
-  if (order == 0) {
+  if (order == 3) {
+    const float s = 127.0f * native::sfu_rcp_f(sfu::sm90_view(), a);
+    y = x * s;
+  } else if (order == 0) {
     const float t = x / a;
     y = 127.0f * t;
   } else if (order == 1) {
@@ -94,12 +101,14 @@ TEST_CASE("SwitchBack forward and X_grad equal the document's formulas (erratum:
     const float ag = absmax(g, i * m, (i + 1) * m, 1);
     for (std::size_t j = 0; j < m; ++j) {
       long acc = 0;
-      for (std::size_t k = 0; k < n; ++k) acc += long{q8(x[i * n + k], ax, 0)} * q8(w[j * n + k], aw, 1);
+      for (std::size_t k = 0; k < n; ++k)
+        acc += long{q8(x[i * n + k], ax, 0)} * q8(w[j * n + k], aw, 1);
       REQUIRE(r.y[i * m + j] == to_dtype(deq_switchback(acc, ax, aw), DType::bf16));
     }
     for (std::size_t j = 0; j < n; ++j) {
       long acc = 0;
-      for (std::size_t k = 0; k < m; ++k) acc += long{q8(g[i * m + k], ag, 0)} * q8(w[k * n + j], aw, 1);
+      for (std::size_t k = 0; k < m; ++k)
+        acc += long{q8(g[i * m + k], ag, 0)} * q8(w[k * n + j], aw, 1);
       REQUIRE(r.x_grad[i * n + j] == to_dtype(deq_switchback(acc, ag, aw), DType::bf16));
     }
   }
@@ -113,7 +122,8 @@ TEST_CASE("SwitchBack forward and X_grad equal the document's formulas (erratum:
         mag += std::fabs(double{g[i * m + k]} * w[k * n + j]);
       }
       // int8 noise: each operand within 1/254 of its row's / tensor's absmax, relative.
-      REQUIRE(std::fabs(r.x_grad[i * n + j] - exact) <= 0.03 * mag + std::ldexp(std::fabs(exact), -8));
+      REQUIRE(std::fabs(r.x_grad[i * n + j] - exact) <=
+              0.03 * mag + std::ldexp(std::fabs(exact), -8));
     }
 }
 
@@ -179,13 +189,15 @@ TEST_CASE("SwitchBackQ: row-wise W forward, column-wise W backward (eq. 4)", "[l
     for (std::size_t j = 0; j < m; ++j) {
       const float aw = absmax(w, j * n, (j + 1) * n, 1);
       long acc = 0;
-      for (std::size_t k = 0; k < n; ++k) acc += long{q8(x[i * n + k], ax, 0)} * q8(w[j * n + k], aw, 0);
+      for (std::size_t k = 0; k < n; ++k)
+        acc += long{q8(x[i * n + k], ax, 0)} * q8(w[j * n + k], aw, 0);
       REQUIRE(r.y[i * m + j] == to_dtype(deq_switchback(acc, ax, aw), DType::bf16));
     }
     for (std::size_t j = 0; j < n; ++j) {
       const float awc = absmax(w, j, w.size(), n);  // column j of W
       long acc = 0;
-      for (std::size_t k = 0; k < m; ++k) acc += long{q8(g[i * m + k], ag, 0)} * q8(w[k * n + j], awc, 0);
+      for (std::size_t k = 0; k < m; ++k)
+        acc += long{q8(g[i * m + k], ag, 0)} * q8(w[k * n + j], awc, 0);
       REQUIRE(r.x_grad[i * n + j] == to_dtype(deq_switchback(acc, ag, awc), DType::bf16));
     }
   }
@@ -202,7 +214,8 @@ TEST_CASE("LLM.int8(): all three products int8 with bitsandbytes' epilogue", "[l
     for (std::size_t j = 0; j < m; ++j) {
       const float aw = absmax(w, j * n, (j + 1) * n, 1);
       long acc = 0;
-      for (std::size_t k = 0; k < n; ++k) acc += long{q8(x[i * n + k], ax, 2)} * q8(w[j * n + k], aw, 2);
+      for (std::size_t k = 0; k < n; ++k)
+        acc += long{q8(x[i * n + k], ax, 3)} * q8(w[j * n + k], aw, 3);
       REQUIRE(r.y[i * m + j] == to_dtype(deq_bnb(acc, ax, aw), DType::fp16));
     }
   }
@@ -212,27 +225,53 @@ TEST_CASE("LLM.int8(): all three products int8 with bitsandbytes' epilogue", "[l
     for (std::size_t j = 0; j < n; ++j) {
       const float axc = absmax(x, j, x.size(), n);
       long acc = 0;
-      for (std::size_t k = 0; k < b; ++k) acc += long{q8(g[k * m + i], agc, 2)} * q8(x[k * n + j], axc, 2);
+      for (std::size_t k = 0; k < b; ++k)
+        acc += long{q8(g[k * m + i], agc, 3)} * q8(x[k * n + j], axc, 3);
       REQUIRE(r.w_grad[i * n + j] == to_dtype(deq_bnb(acc, agc, axc), DType::fp16));
     }
   }
+}
+
+TEST_CASE("LLM.int8(): __fdividef's scale differs from the correctly rounded 127/absmax",
+          "[layer]") {
+  // Regression for the llm-int8 kind's quantization order (it used mul-recip): over every
+  // positive normal fp16 absmax, count where 127 ⊗ rcp.approx(a) != RN32(127 / a), and where
+  // that changes a code of an input placed half a code step from a rounding boundary.
+  int scale_differs = 0, code_differs = 0;
+  for (std::uint32_t h = 0x0400; h < 0x7C00; ++h) {
+    const float a =
+        std::ldexp(static_cast<float>(1024 + (h & 0x3FF)), static_cast<int>(h >> 10) - 25);
+    const float s_bnb = 127.0f * native::sfu_rcp_f(sfu::sm90_view(), a);
+    const float s_ieee = 127.0f / a;
+    if (s_bnb != s_ieee) ++scale_differs;
+    // x = a (k + 0.5) / 127 for k = 0..126: exactly halfway in exact arithmetic.
+    for (int k = 0; k < 127; k += 7) {
+      const float x = a * (static_cast<float>(k) + 0.5f) / 127.0f;
+      if (q8(x, a, 3) != q8(x, a, 2)) ++code_differs;
+    }
+  }
+  INFO("scale differs for " << scale_differs << " of 30720 absmax values, codes in "
+                            << code_differs);
+  CHECK(scale_differs > 0);
+  CHECK(code_differs > 0);
 }
 
 TEST_CASE("bitsandbytes' MM_DEQUANT_CONST is RN32(1/127^2); its fma turns a -0 product into +0",
           "[layer]") {
   REQUIRE(6.200012e-05f == static_cast<float>(1.0 / 16129.0));
   // acc = -1, sr = 1e-38 (subnormal product RN32(-1e-38 * 2^-30) = -0): fma(-0, c, +0) = +0.
-  const float v = native::dequant_int8_product(-1, 1e-38f, std::ldexp(1.0f, -30),
-                                               native::DequantOrder::bnb);
+  const float v =
+      native::dequant_int8_product(-1, 1e-38f, std::ldexp(1.0f, -30), native::DequantOrder::bnb);
   REQUIRE(v == 0.0f);
   REQUIRE(!std::signbit(v));
   REQUIRE(std::signbit(native::dequant_int8_product(-1, 1e-38f, std::ldexp(1.0f, -30),
                                                     native::DequantOrder::switchback)));
 }
 
-TEST_CASE("masked layers (figure 11): every output on the grid; e8m7 on bf16 is the plain layer "
-          "for normal values",
-          "[layer]") {
+TEST_CASE(
+    "masked layers (figure 11): every output on the grid; e8m7 on bf16 is the plain layer "
+    "for normal values",
+    "[layer]") {
   const std::size_t b = 8, n = 8, m = 8;
   const std::vector<float> x = bf16_values(b * n, 13, 1.0f), w = bf16_values(m * n, 14, 1.0f),
                            g = bf16_values(b * m, 15, 1.0f);
