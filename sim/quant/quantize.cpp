@@ -243,7 +243,7 @@ native::QuantPlan make_plan(const Options& opt, const native::Nvfp4Tensor& tenso
   p.norm = opt.norm;
   if (p.norm == native::NormOrder::bnb_cuda || p.order == native::ScaleOrder::div_full_mul ||
       p.order == native::ScaleOrder::fdividef_mul) {
-    p.sfu = sfu::sm90_view();  // rcp.approx on the host (device code issues the instruction)
+    p.sfu = sfu::sm90_rcp_view();  // rcp.approx on the host (device code issues the instruction)
   }
   p.tie = opt.tie;
   return p;

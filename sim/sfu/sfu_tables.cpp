@@ -93,8 +93,8 @@ struct Reader {
 
 std::uint32_t crc_of(const std::vector<std::uint32_t>& v) {
   if constexpr (std::endian::native == std::endian::little) {
-    return static_cast<std::uint32_t>(crc32_z(0L, reinterpret_cast<const Bytef*>(v.data()),
-                                              v.size() * sizeof(std::uint32_t)));
+    return static_cast<std::uint32_t>(
+        crc32_z(0L, reinterpret_cast<const Bytef*>(v.data()), v.size() * sizeof(std::uint32_t)));
   }
   std::vector<std::uint8_t> le;
   le.reserve(v.size() * 4);
@@ -112,13 +112,19 @@ std::uint32_t table_input(Table t, std::uint32_t i) {
   const std::uint32_t m = i & (k23 - 1);
   switch (t) {
     case Table::rcp:
-    case Table::lg2e0: return 0x3F800000u | m;
+    case Table::lg2e0:
+      return 0x3F800000u | m;
     case Table::sqrt:
-    case Table::rsqrt: return ((127u + (i >> 23)) << 23) | m;
-    case Table::ex2p: return f32_bits(static_cast<float>(i) / static_cast<float>(k23));
-    case Table::ex2n: return f32_bits(-static_cast<float>(i) / static_cast<float>(k23));
-    case Table::lg2e1: return 0x3F000000u | m;
-    case Table::lg2s: return 0x3E800000u | m;
+    case Table::rsqrt:
+      return ((127u + (i >> 23)) << 23) | m;
+    case Table::ex2p:
+      return f32_bits(static_cast<float>(i) / static_cast<float>(k23));
+    case Table::ex2n:
+      return f32_bits(-static_cast<float>(i) / static_cast<float>(k23));
+    case Table::lg2e1:
+      return 0x3F000000u | m;
+    case Table::lg2s:
+      return 0x3E800000u | m;
   }
   return 0;
 }
@@ -126,16 +132,22 @@ std::uint32_t table_input(Table t, std::uint32_t i) {
 std::uint32_t predict(Table t, std::uint32_t i) {
   const float x = f32_from_bits(table_input(t, i));
   switch (t) {
-    case Table::rcp: return f32_bits(native::rn_div(1.0f, x));
-    case Table::sqrt: return f32_bits(native::rn_sqrt(x));
+    case Table::rcp:
+      return f32_bits(native::rn_div(1.0f, x));
+    case Table::sqrt:
+      return f32_bits(native::rn_sqrt(x));
     case Table::rsqrt:
       return f32_bits(native::rn_f32(native::rn_div64(1.0, native::rn_sqrt64(x))));
-    case Table::ex2p: return f32_bits(native::rn_f32(exp2_series(static_cast<double>(x))));
-    case Table::ex2n: return f32_bits(native::rn_f32(exp2_series(static_cast<double>(x))));
-    case Table::lg2e0: return f32_bits(native::rn_f32(log2_series(static_cast<double>(x))));
+    case Table::ex2p:
+      return f32_bits(native::rn_f32(exp2_series(static_cast<double>(x))));
+    case Table::ex2n:
+      return f32_bits(native::rn_f32(exp2_series(static_cast<double>(x))));
+    case Table::lg2e0:
+      return f32_bits(native::rn_f32(log2_series(static_cast<double>(x))));
     case Table::lg2e1:
       return f32_bits(native::rn_f32(log2_series(2.0 * static_cast<double>(x)) - 1.0));
-    case Table::lg2s: return 0u;
+    case Table::lg2s:
+      return 0u;
   }
   return 0;
 }
@@ -201,17 +213,25 @@ std::vector<std::uint8_t> encode(const Bundle& b) {
   return o;
 }
 
-Bundle decode(std::span<const std::uint8_t> bytes, const std::string& what) {
+Bundle decode(std::span<const std::uint8_t> bytes, const std::string& what, unsigned mask) {
   Reader r{bytes, 0, what};
   const auto magic = r.bytes(8);
   if (std::memcmp(magic.data(), "EXMYSFU1", 8) != 0) {
     throw InputError(what + ": not an exmy SFU table file (expected the magic EXMYSFU1)");
   }
-  if (r.u32() != kTables) throw InputError(what + ": expected " + std::to_string(kTables) + " tables");
+  if (r.u32() != kTables)
+    throw InputError(what + ": expected " + std::to_string(kTables) + " tables");
   Bundle b;
   const std::uint32_t mlen = r.u32();
   const auto man = r.bytes(mlen);
   b.manifest.assign(man.begin(), man.end());
+  // The headers in order (cheap), then the selected tables' payloads in parallel: the zlib
+  // inflate of 72 M entries is most of a process's start-up when a profile needs the tables.
+  struct Payload {
+    std::uint32_t crc = 0;
+    std::span<const std::uint8_t> z;
+  };
+  std::array<Payload, kTables> payloads;
   for (int k = 0; k < kTables; ++k) {
     const TableInfo& info = kInfo[k];
     const std::uint32_t nlen = r.u32();
@@ -223,70 +243,94 @@ Bundle decode(std::span<const std::uint8_t> bytes, const std::string& what) {
       throw InputError(what + ": table " + info.name + " should have " +
                        std::to_string(info.entries) + " entries");
     }
-    const std::uint32_t crc = r.u32();
+    payloads[k].crc = r.u32();
     const std::uint32_t zlen = r.u32();
-    const auto z = r.bytes(zlen);
+    payloads[k].z = r.bytes(zlen);
+  }
+  std::array<std::string, kTables> errors;
+#pragma omp parallel for schedule(dynamic, 1)
+  for (int k = 0; k < kTables; ++k) {
+    if ((mask & (1u << k)) == 0) continue;
+    const TableInfo& info = kInfo[k];
     // Each entry takes 1 or 5 residual bytes.
     std::vector<std::uint8_t> res(static_cast<std::size_t>(info.entries) * 5);
     uLongf rlen = static_cast<uLongf>(res.size());
-    if (uncompress(res.data(), &rlen, z.data(), zlen) != Z_OK) {
-      throw InputError(what + ": table " + info.name + " does not decompress (corrupt file)");
-    }
-    std::vector<std::uint32_t> resid(info.entries);
-    std::size_t at = 0;
-    for (std::uint32_t i = 0; i < info.entries; ++i) {
-      if (at >= rlen) throw InputError(what + ": table " + info.name + " is short");
-      const std::uint8_t c = res[at++];
-      if (c != 0x80) {
-        resid[i] = static_cast<std::uint32_t>(static_cast<std::int32_t>(static_cast<std::int8_t>(c)));
-      } else {
-        if (rlen - at < 4) throw InputError(what + ": table " + info.name + " is short");
-        std::uint32_t v = 0;
-        for (int q = 0; q < 4; ++q) v |= static_cast<std::uint32_t>(res[at + q]) << (8 * q);
-        resid[i] = v;
-        at += 4;
-      }
+    if (uncompress(res.data(), &rlen, payloads[k].z.data(),
+                   static_cast<uLong>(payloads[k].z.size())) != Z_OK) {
+      errors[k] = what + ": table " + info.name + " does not decompress (corrupt file)";
+      continue;
     }
     auto& v = b.tables[k];
     v.resize(info.entries);
     const Table t = static_cast<Table>(k);
-    const long n = static_cast<long>(info.entries);
-#pragma omp parallel for schedule(static)
-    for (long i = 0; i < n; ++i) {
-      v[i] = predict(t, static_cast<std::uint32_t>(i)) + resid[i];
+    std::size_t at = 0;
+    for (std::uint32_t i = 0; i < info.entries && errors[k].empty(); ++i) {
+      if (at >= rlen) {
+        errors[k] = what + ": table " + info.name + " is short";
+        break;
+      }
+      const std::uint8_t c = res[at++];
+      std::uint32_t resid;
+      if (c != 0x80) {
+        resid = static_cast<std::uint32_t>(static_cast<std::int32_t>(static_cast<std::int8_t>(c)));
+      } else {
+        if (rlen - at < 4) {
+          errors[k] = what + ": table " + info.name + " is short";
+          break;
+        }
+        resid = 0;
+        for (int q = 0; q < 4; ++q) resid |= static_cast<std::uint32_t>(res[at + q]) << (8 * q);
+        at += 4;
+      }
+      v[i] = predict(t, i) + resid;
     }
-    if (crc_of(v) != crc) {
-      throw InputError(what + ": table " + info.name + " fails its CRC-32 (corrupt file)");
+    if (errors[k].empty() && crc_of(v) != payloads[k].crc) {
+      errors[k] = what + ": table " + info.name + " fails its CRC-32 (corrupt file)";
     }
   }
-  pack_lg2s(b);
+  for (const std::string& e : errors) {
+    if (!e.empty()) throw InputError(e);
+  }
+  if ((mask & (1u << static_cast<int>(Table::lg2s))) != 0) pack_lg2s(b);
   return b;
 }
 
+namespace {
+
+// The sm_90 tables of `mask`, from EXMY_SFU_TABLES or the compiled-in bundle.
+Bundle load_sm90(unsigned mask) {
+  if (const char* path = std::getenv("EXMY_SFU_TABLES"); path != nullptr && *path != '\0') {
+    const std::string text =
+        io::read_small_file(path, std::size_t{64} << 20, "an exmy SFU table file (exmy probe sfu)");
+    const std::vector<std::uint8_t> bytes(text.begin(), text.end());
+    return decode(bytes, std::string("EXMY_SFU_TABLES '") + path + "'", mask);
+  }
+  const std::size_t n = static_cast<std::size_t>(exmy_sfu_tables_end - exmy_sfu_tables_begin);
+  if (n == 0) {
+    throw InputError(
+        "the sm_90 SFU tables are not compiled into this build (golden/profiles/sm90/"
+        "sfu-tables.bin was missing at configure time); set EXMY_SFU_TABLES=FILE or run "
+        "`exmy probe sfu --device cuda --out DIR` on an H100/H200");
+  }
+  return decode({exmy_sfu_tables_begin, n}, "compiled-in golden/profiles/sm90/sfu-tables.bin",
+                mask);
+}
+
+}  // namespace
+
 const Bundle& sm90() {
-  static std::once_flag once;
-  static Bundle bundle;
-  std::call_once(once, [] {
-    if (const char* path = std::getenv("EXMY_SFU_TABLES"); path != nullptr && *path != '\0') {
-      const std::string text = io::read_small_file(path, std::size_t{64} << 20, "an exmy SFU table file (exmy probe sfu)");
-      const std::vector<std::uint8_t> bytes(text.begin(), text.end());
-      bundle = decode(bytes, std::string("EXMY_SFU_TABLES '") + path + "'");
-      return;
-    }
-    const std::size_t n = static_cast<std::size_t>(exmy_sfu_tables_end - exmy_sfu_tables_begin);
-    if (n == 0) {
-      throw InputError(
-          "the sm_90 SFU tables are not compiled into this build (golden/profiles/sm90/"
-          "sfu-tables.bin was missing at configure time); set EXMY_SFU_TABLES=FILE or run "
-          "`exmy probe sfu --device cuda --out DIR` on an H100/H200");
-    }
-    bundle = decode({exmy_sfu_tables_begin, n}, "compiled-in golden/profiles/sm90/sfu-tables.bin");
-  });
+  static const Bundle bundle = load_sm90(kAllTables);
   return bundle;
 }
 
 const native::SfuTables& sm90_view() {
   static const native::SfuTables v = sm90().view();
+  return v;
+}
+
+const native::SfuTables& sm90_rcp_view() {
+  static const Bundle rcp_only = load_sm90(1u << static_cast<int>(Table::rcp));
+  static const native::SfuTables v = rcp_only.view();
   return v;
 }
 

@@ -37,7 +37,7 @@ std::uint32_t predict(Table t, std::uint32_t i);
 std::uint32_t table_input(Table t, std::uint32_t i);
 
 struct Bundle {
-  std::string manifest;  // JSON
+  std::string manifest;                                    // JSON
   std::array<std::vector<std::uint32_t>, kTables> tables;  // S: one 0/1 per entry
   std::vector<std::uint32_t> lg2s_bits;                    // S packed, 2^18 words
 
@@ -47,8 +47,12 @@ struct Bundle {
 
 // Encodes / decodes the file format above; `what` names the source in error messages (an
 // InputError for a bad magic, a truncated file, a wrong size or CRC).
+// decode fills only the tables whose bit (1 << Table) is set in `mask` (the others stay empty),
+// inflating them in parallel.
+constexpr unsigned kAllTables = (1u << kTables) - 1;
 std::vector<std::uint8_t> encode(const Bundle& b);
-Bundle decode(std::span<const std::uint8_t> bytes, const std::string& what);
+Bundle decode(std::span<const std::uint8_t> bytes, const std::string& what,
+              unsigned mask = kAllTables);
 
 // Packs S (entries 0/1) into lg2s_bits.
 void pack_lg2s(Bundle& b);
@@ -59,5 +63,9 @@ void pack_lg2s(Bundle& b);
 const Bundle& sm90();
 // sm90().view(), made once.
 const native::SfuTables& sm90_view();
+// A view with only `rcp` decoded (the other pointers null), made once: for rcp.approx and the
+// divisions built on it (quantization under bnb-cuda/triton, LLM.int8's __fdividef), which then
+// skip decoding the other seven tables.
+const native::SfuTables& sm90_rcp_view();
 
 }  // namespace exmy::sfu

@@ -52,7 +52,7 @@ int q8(float x, float a, int order) {
   if (a == 0.0f) return 0;
   float y;
   if (order == 3) {
-    const float s = 127.0f * native::sfu_rcp_f(sfu::sm90_view(), a);
+    const float s = 127.0f * native::sfu_rcp_f(sfu::sm90_rcp_view(), a);
     y = x * s;
   } else if (order == 0) {
     const float t = x / a;
@@ -241,7 +241,7 @@ TEST_CASE("LLM.int8(): __fdividef's scale differs from the correctly rounded 127
   for (std::uint32_t h = 0x0400; h < 0x7C00; ++h) {
     const float a =
         std::ldexp(static_cast<float>(1024 + (h & 0x3FF)), static_cast<int>(h >> 10) - 25);
-    const float s_bnb = 127.0f * native::sfu_rcp_f(sfu::sm90_view(), a);
+    const float s_bnb = 127.0f * native::sfu_rcp_f(sfu::sm90_rcp_view(), a);
     const float s_ieee = 127.0f / a;
     if (s_bnb != s_ieee) ++scale_differs;
     // x = a (k + 0.5) / 127 for k = 0..126: exactly halfway in exact arithmetic.
