@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <limits>
 #include <vector>
@@ -113,7 +114,8 @@ void read_block_scales(const std::string& path, const std::string& fmt, std::siz
     throw InputError("--block-scale-format '" + fmt +
                      "': expected e8m0fnu (MX) or e4m3fn (NVFP4's unsigned UE4M3)");
   }
-  if (block == 0 || op.cols % block != 0) {
+  if (block == 0) throw InputError("--block: expected a positive block size");
+  if (op.cols % block != 0) {
     throw InputError(opt + ": K = " + std::to_string(op.cols) +
                      " is not a multiple of the block (" + std::to_string(block) + ")");
   }
@@ -132,8 +134,10 @@ void read_block_scales(const std::string& path, const std::string& fmt, std::siz
   op.scales.resize(codes.size());
   for (std::size_t i = 0; i < codes.size(); ++i) {
     if (fmt == "e4m3fn" && (codes[i] & 0x80u) != 0) {
-      throw InputError(path + ": element " + std::to_string(i) + " is 0x" +
-                       std::to_string(codes[i]) + " with the sign bit set (expected UE4M3 codes)");
+      char hex[8];
+      std::snprintf(hex, sizeof hex, "0x%02X", static_cast<unsigned>(codes[i]));
+      throw InputError(path + ": element " + std::to_string(i) + " is " + hex +
+                       " with the sign bit set (expected unsigned UE4M3 codes)");
     }
     op.scales[i] = native::to_double(f, codes[i]);
   }
