@@ -8,6 +8,7 @@
 
 #include "gpu/common/cuda_check.hpp"
 #include "gpu/common/launch.hpp"
+#include "sim/native/philox.hpp"
 #include "sim/native/sfu_digest.hpp"
 #include "sim/native/libdevice_powf.hpp"
 #include "sim/native/sfu_sm90.hpp"
@@ -65,10 +66,13 @@ struct Outcome {
   std::uint32_t x, hw, model;
 };
 
-// Pseudo-random operand bits for input i of a random pass (splitmix64; `salt` separates passes).
-__device__ __forceinline__ std::uint64_t random_bits(std::uint64_t i, std::uint32_t salt) {
-  return native::sfu_digest_term(static_cast<std::uint32_t>(i >> 32) ^ salt,
-                                 static_cast<std::uint32_t>(i));
+// Random operand bits for input i of a random pass: words 0 and 1 of Philox4x32-10 block i
+// (seed kProbeSeed, the pass's stream), the project's counter-based generator (SEMANTICS 3).
+constexpr std::uint64_t kProbeSeed = 0x5346550000000000ull;  // "SFU"
+constexpr std::uint32_t kPowfStream = 0x53460001u, kDivStream = 0x53460002u;
+__device__ __forceinline__ std::uint64_t random_bits(std::uint64_t i, std::uint32_t stream) {
+  const native::Philox4 b = native::philox_block(kProbeSeed, stream, i);
+  return (static_cast<std::uint64_t>(b.w[1]) << 32) | b.w[0];
 }
 
 // A table instruction on input bits i.
@@ -88,7 +92,7 @@ struct PowfCheck {
     std::uint32_t xb = static_cast<std::uint32_t>(i);
     float y = y_fixed;
     if (isnan(y_fixed)) {
-      const std::uint64_t z = random_bits(i, 0u);
+      const std::uint64_t z = random_bits(i, kPowfStream);
       xb = static_cast<std::uint32_t>(z);
       y = __uint_as_float(static_cast<std::uint32_t>(z >> 32));
     }
@@ -131,7 +135,7 @@ struct CompositeCheck {
     std::uint32_t ab = static_cast<std::uint32_t>(i);
     float b = b_fixed;
     if (random) {
-      const std::uint64_t z = random_bits(i, 0x5bd1e995u);
+      const std::uint64_t z = random_bits(i, kDivStream);
       ab = static_cast<std::uint32_t>(z);
       b = __uint_as_float(static_cast<std::uint32_t>(z >> 32));
     }
