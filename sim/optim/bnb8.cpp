@@ -41,11 +41,21 @@ native::Bnb8Scalars bnb8_scalars(const AdamHyper& h, long step, bool torch_order
   s.eps = static_cast<float>(h.eps);
   s.lr = static_cast<float>(h.lr);
   s.wd = static_cast<float>(h.wd);
+  const double t = static_cast<double>(step);
+  s.neg_step = static_cast<float>(-(h.lr / (1.0 - std::pow(h.beta1, t))));
+  s.bc2_sqrt = static_cast<float>(std::pow(1.0 - std::pow(h.beta2, t), 0.5));
+  s.torch_decay = static_cast<float>(1.0 - h.lr * h.wd);
+  if (h.bnb == native::BnbKernels::cuda_sm90) {
+    // bitsandbytes' kernels as compiled: __powf, sqrt.approx, rcp.approx, FTZ (section 17).
+    s.sm90 = true;
+    s.sfu = sfu::sm90_view();
+    native::bnb_sm90_scalars(s);
+    return s;
+  }
   s.one_minus_beta1 = 1.0f - s.beta1;
   s.one_minus_beta2 = 1.0f - s.beta2;
   // The kernel's powf(beta, step) in fp32, here correctly rounded (fp64 pow of the fp32 beta,
   // then RN32); bitsandbytes' __powf/__fdividef are approximations (section 12).
-  const double t = static_cast<double>(step);
   const float pw1 = static_cast<float>(std::pow(static_cast<double>(s.beta1), t));
   const float pw2 = static_cast<float>(std::pow(static_cast<double>(s.beta2), t));
   const float c1 = 1.0f - pw1;
@@ -53,14 +63,6 @@ native::Bnb8Scalars bnb8_scalars(const AdamHyper& h, long step, bool torch_order
   s.c2_eps = s.c2 * s.eps;
   s.step_size = (-s.lr * s.c2) / c1;
   s.decay = 1.0f - s.lr * s.wd;
-  s.neg_step = static_cast<float>(-(h.lr / (1.0 - std::pow(h.beta1, t))));
-  s.bc2_sqrt = static_cast<float>(std::pow(1.0 - std::pow(h.beta2, t), 0.5));
-  s.torch_decay = static_cast<float>(1.0 - h.lr * h.wd);
-  if (h.bnb == native::BnbKernels::cuda_sm90) {
-    s.sm90 = true;
-    s.sfu = sfu::sm90_view();
-    native::bnb_sm90_scalars(s);
-  }
   return s;
 }
 
