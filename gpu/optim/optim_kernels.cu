@@ -156,6 +156,36 @@ struct ParamIO {
   }
 };
 
+// Four consecutive parameters/gradients k*4 .. k*4+3 as one vector access: a 16-byte float4 for
+// fp32, an 8-byte uint2 of codes for bf16/fp16 (pointers aligned to the vector).
+template <native::Storage ST>
+__device__ __forceinline__ void load4(const typename ParamIO<ST>::T* a, std::size_t k, float v[4]) {
+  if constexpr (ST == native::Storage::f32) {
+    const float4 x = reinterpret_cast<const float4*>(a)[k];
+    v[0] = x.x, v[1] = x.y, v[2] = x.z, v[3] = x.w;
+  } else {
+    const uint2 x = reinterpret_cast<const uint2*>(a)[k];
+    const std::uint16_t h[4] = {
+        static_cast<std::uint16_t>(x.x), static_cast<std::uint16_t>(x.x >> 16),
+        static_cast<std::uint16_t>(x.y), static_cast<std::uint16_t>(x.y >> 16)};
+#pragma unroll
+    for (int j = 0; j < 4; ++j) v[j] = ParamIO<ST>::load(h, j);
+  }
+}
+template <native::Storage ST>
+__device__ __forceinline__ void store4(typename ParamIO<ST>::T* a, std::size_t k,
+                                       const float v[4]) {
+  if constexpr (ST == native::Storage::f32) {
+    reinterpret_cast<float4*>(a)[k] = make_float4(v[0], v[1], v[2], v[3]);
+  } else {
+    std::uint16_t h[4];
+#pragma unroll
+    for (int j = 0; j < 4; ++j) ParamIO<ST>::store(h, j, v[j]);
+    reinterpret_cast<uint2*>(a)[k] =
+        make_uint2(h[0] | (std::uint32_t{h[1]} << 16), h[2] | (std::uint32_t{h[3]} << 16));
+  }
+}
+
 template <int E, native::Storage ST>  // elements per thread: block = 256 * E
 __global__ void __launch_bounds__(kThreads)
     k_bnb_adam8(native::Bnb8Scalars s, typename ParamIO<ST>::T* p, const typename ParamIO<ST>::T* g,
@@ -390,12 +420,12 @@ __device__ void load_tables(const Bnb8Tables* src, Bnb8Tables* dst) {
 // normalisation is computed once per block (bnb_norm: the same instruction on the same input as
 // per element).
 constexpr int kFastMinCtas = 4;
-template <int G, bool kTorchOrder, bool kSm90>
+template <int G, bool kTorchOrder, bool kSm90, native::Storage ST>
 __global__ void __launch_bounds__(kThreads, kFastMinCtas)
-    k_bnb_adam8_fast(native::Bnb8Scalars sp, float* __restrict__ p, const float* __restrict__ g,
-                     std::uint8_t* __restrict__ q1, std::uint8_t* __restrict__ q2,
-                     float* __restrict__ absmax1, float* __restrict__ absmax2, std::size_t nblocks,
-                     const Bnb8Tables* tables) {
+    k_bnb_adam8_fast(native::Bnb8Scalars sp, typename ParamIO<ST>::T* __restrict__ p,
+                     const typename ParamIO<ST>::T* __restrict__ g, std::uint8_t* __restrict__ q1,
+                     std::uint8_t* __restrict__ q2, float* __restrict__ absmax1,
+                     float* __restrict__ absmax2, std::size_t nblocks, const Bnb8Tables* tables) {
   __shared__ Bnb8Tables t;
   __shared__ float red[kThreads / 32];
   load_tables(tables, &t);
@@ -407,31 +437,31 @@ __global__ void __launch_bounds__(kThreads, kFastMinCtas)
   const int lane = threadIdx.x % G;
   for (std::size_t qb = blockIdx.x * static_cast<std::size_t>(kGroups) + threadIdx.x / G;
        qb < nblocks; qb += static_cast<std::size_t>(gridDim.x) * kGroups) {
-    const std::size_t base4 = qb * (2 * G) + lane;  // float4 index of the first run
-    float4 P[2], Gv[2];
+    const std::size_t base4 = qb * (2 * G) + lane;  // 4-element index of the first run
+    float P[2][4], Gv[2][4];
     std::uint32_t C1[2], C2[2];
     const float a1 = absmax1[qb], a2 = absmax2[qb];
 #pragma unroll
     for (int r = 0; r < 2; ++r) {
       const std::size_t k = base4 + r * G;
-      Gv[r] = reinterpret_cast<const float4*>(g)[k];
+      load4<ST>(g, k, Gv[r]);
       C1[r] = reinterpret_cast<const std::uint32_t*>(q1)[k];
       C2[r] = reinterpret_cast<const std::uint32_t*>(q2)[k];
     }
 #pragma unroll
-    for (int r = 0; r < 2; ++r) P[r] = reinterpret_cast<const float4*>(p)[base4 + r * G];
+    for (int r = 0; r < 2; ++r) load4<ST>(p, base4 + r * G, P[r]);
     float s1[8], s2[8];
     unsigned ok = 0;
     float m1 = -FLT_MAX, m2 = -FLT_MAX;
 #pragma unroll
     for (int r = 0; r < 2; ++r) {
-      const float gs[4] = {Gv[r].x, Gv[r].y, Gv[r].z, Gv[r].w};
+      const float* gs = Gv[r];
 #pragma unroll
       for (int j = 0; j < 4; ++j) {
         const int e = 4 * r + j;
         s1[e] = native::bnb_dequant(s, t.code[0], static_cast<std::uint8_t>(C1[r] >> (8 * j)), a1);
         s2[e] = native::bnb_dequant(s, t.code[1], static_cast<std::uint8_t>(C2[r] >> (8 * j)), a2);
-        if (native::bnb_adam8_states(s, native::Storage::f32, gs[j], s1[e], s2[e])) ok |= 1u << e;
+        if (native::bnb_adam8_states(s, ST, gs[j], s1[e], s2[e])) ok |= 1u << e;
         m1 = fmaxf(m1, native::f32_abs(s1[e]));
         m2 = fmaxf(m2, native::f32_abs(s2[e]));
       }
@@ -451,27 +481,27 @@ __global__ void __launch_bounds__(kThreads, kFastMinCtas)
 #pragma unroll
     for (int r = 0; r < 2; ++r) {
       const std::size_t k = base4 + r * G;
-      float ps[4] = {P[r].x, P[r].y, P[r].z, P[r].w};
+      float* ps = P[r];
       std::uint32_t c1 = 0, c2 = 0;
 #pragma unroll
       for (int j = 0; j < 4; ++j) {
         const int e = 4 * r + j;
         if (ok & (1u << e)) {
-          ps[j] = native::bnb_adam8_param(s, native::Storage::f32, ps[j], s1[e], s2[e]);
+          ps[j] = native::bnb_adam8_param(s, ST, ps[j], s1[e], s2[e]);
         }
         c1 |= std::uint32_t{native::bnb_quant_signed_bucketed(n1, z, t.t[0], t.start[0], s1[e])}
               << (8 * j);
         c2 |= std::uint32_t{native::bnb_quant_unsigned_bucketed(n2, t.t[1], t.start[1], s2[e])}
               << (8 * j);
       }
-      reinterpret_cast<float4*>(p)[k] = make_float4(ps[0], ps[1], ps[2], ps[3]);
+      store4<ST>(p, k, ps);
       reinterpret_cast<std::uint32_t*>(q1)[k] = c1;
       reinterpret_cast<std::uint32_t*>(q2)[k] = c2;
     }
   }
 }
 
-template <int G, bool kTorchOrder, bool kSm90>
+template <int G, bool kTorchOrder, bool kSm90, native::Storage ST>
 unsigned fast_grid(std::size_t nblocks) {
   // Resident CTAs per SM of this instantiation, per device (the occupancy query reads the
   // current device).
@@ -479,7 +509,7 @@ unsigned fast_grid(std::size_t nblocks) {
   const int per_sm = resident.get([](int) {
     int r = 0;
     cuda_check(cudaOccupancyMaxActiveBlocksPerMultiprocessor(
-                   &r, k_bnb_adam8_fast<G, kTorchOrder, kSm90>, kThreads, 0),
+                   &r, k_bnb_adam8_fast<G, kTorchOrder, kSm90, ST>, kThreads, 0),
                "occupancy");
     return r < 1 ? 1 : r;
   });
@@ -488,23 +518,32 @@ unsigned fast_grid(std::size_t nblocks) {
   return static_cast<unsigned>(want < cap ? want : cap);
 }
 
-template <int G, bool kTorchOrder, bool kSm90>
-void launch_adam8_fast_as(const native::Bnb8Scalars& s, float* p, const float* g,
-                          const Bnb8DeviceState& st, std::size_t full, cudaStream_t stream) {
-  k_bnb_adam8_fast<G, kTorchOrder, kSm90>
-      <<<fast_grid<G, kTorchOrder, kSm90>(full), kThreads, 0, stream>>>(
+template <int G, bool kTorchOrder, bool kSm90, native::Storage ST>
+void launch_adam8_fast_as(const native::Bnb8Scalars& s, typename ParamIO<ST>::T* p,
+                          const typename ParamIO<ST>::T* g, const Bnb8DeviceState& st,
+                          std::size_t full, cudaStream_t stream) {
+  k_bnb_adam8_fast<G, kTorchOrder, kSm90, ST>
+      <<<fast_grid<G, kTorchOrder, kSm90, ST>(full), kThreads, 0, stream>>>(
           s, p, g, st.q1, st.q2, st.absmax1, st.absmax2, full, device_tables());
 }
-template <int G>
-void launch_adam8_fast(const native::Bnb8Scalars& s, float* p, const float* g,
-                       const Bnb8DeviceState& st, std::size_t full, cudaStream_t stream) {
-  if (s.torch_order) {
-    s.sm90 ? launch_adam8_fast_as<G, true, true>(s, p, g, st, full, stream)
-           : launch_adam8_fast_as<G, true, false>(s, p, g, st, full, stream);
-  } else {
-    s.sm90 ? launch_adam8_fast_as<G, false, true>(s, p, g, st, full, stream)
-           : launch_adam8_fast_as<G, false, false>(s, p, g, st, full, stream);
+// 16-bit parameters: only the bnb-cuda profile without torch-order gets a vectorised kernel
+// (the other combinations run the element-wise ones); fp32: every combination.
+template <int G, native::Storage ST>
+void launch_adam8_fast(const native::Bnb8Scalars& s, typename ParamIO<ST>::T* p,
+                       const typename ParamIO<ST>::T* g, const Bnb8DeviceState& st,
+                       std::size_t full, cudaStream_t stream) {
+  if constexpr (ST == native::Storage::f32) {
+    if (s.torch_order) {
+      s.sm90 ? launch_adam8_fast_as<G, true, true, ST>(s, p, g, st, full, stream)
+             : launch_adam8_fast_as<G, true, false, ST>(s, p, g, st, full, stream);
+      return;
+    }
+    if (!s.sm90) {
+      launch_adam8_fast_as<G, false, false, ST>(s, p, g, st, full, stream);
+      return;
+    }
   }
+  launch_adam8_fast_as<G, false, true, ST>(s, p, g, st, full, stream);
 }
 
 template <native::Storage ST>
@@ -782,20 +821,21 @@ void launch_bnb_adam8(const native::Bnb8Scalars& s, typename ParamIO<ST>::T* p,
   }
   const std::size_t B = static_cast<std::size_t>(st.block);
   std::size_t full = 0;
-  if constexpr (ST == native::Storage::f32) {
-    const bool vec =
-        aligned16(p, g) &&
-        ((reinterpret_cast<std::uintptr_t>(st.q1) | reinterpret_cast<std::uintptr_t>(st.q2)) &
-         3u) == 0;
-    full = vec ? n / B : 0;
-    if (full > 0) {
-      if (st.block == 256) {
-        launch_adam8_fast<32>(s, p, g, st, full, stream);
-      } else {
-        launch_adam8_fast<256>(s, p, g, st, full, stream);
-      }
-      cuda_check_launch("bnb_adam8_step (full blocks)");
+  // The vectorised kernel: fp32 parameters, and 16-bit ones under bnb-cuda (their measured
+  // case; the exact-arithmetic and torch-order variants of 16-bit parameters stay element-wise).
+  const bool fast_kind = ST == native::Storage::f32 || (s.sm90 && !s.torch_order);
+  const bool vec =
+      fast_kind && (ST == native::Storage::f32 ? aligned16(p, g) : aligned8(p, g)) &&
+      ((reinterpret_cast<std::uintptr_t>(st.q1) | reinterpret_cast<std::uintptr_t>(st.q2)) & 3u) ==
+          0;
+  full = vec ? n / B : 0;
+  if (full > 0) {
+    if (st.block == 256) {
+      launch_adam8_fast<32, ST>(s, p, g, st, full, stream);
+    } else {
+      launch_adam8_fast<256, ST>(s, p, g, st, full, stream);
     }
+    cuda_check_launch("bnb_adam8_step (full blocks)");
   }
   const std::size_t done = full * B, rest = n - done;
   if (rest > 0) {
