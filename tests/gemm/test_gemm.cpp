@@ -258,10 +258,15 @@ TEST_CASE("block scales: exponents enter the hw alignment; chains multiply RN32(
   CHECK(f32(gemm_scaled(one2, one2, {4.0, 1.0}, {1.0, 1.0}, 1, "fp32-seq")) == 5.0f);
   // UE4M3 significands multiply: 1.5 x 1.25 = 1.875 per product, exact with enough bits.
   CHECK(f32(gemm_scaled(one2, one2, {1.5}, {1.25}, 2, "hw:k=2,frac=25")) == 3.75f);
-  // A block scale of 2^-130 on 2^-20 leaves fp32's range for the chain (RN32(x s) = 0) but is a
-  // term of the exact sum.
-  CHECK(f32(gemm_scaled({0x1p-20, 0.0}, {1.0, 0.0}, {0x1p-127}, {0x1p-3}, 2, "fp32-seq")) == 0.0f);
-  CHECK(f32(gemm_scaled({0x1p-20, 0.0}, {1.0, 0.0}, {0x1p-127}, {0x1p-3}, 2, "exact")) == 0.0f);
+  // The chain rounds x·s to fp32 first: 2^-24 · 2^-127 = 2^-151 is below half of fp32's
+  // smallest subnormal (2^-149), so RN32(x s) = 0 and the chain gives 0; the exact sum keeps it,
+  // 2^-151 · 2^3 = 2^-148, a subnormal the output holds.
+  CHECK(f32(gemm_scaled({0x1p-24, 0.0}, {1.0, 0.0}, {0x1p-127}, {0x1p3}, 2, "fp32-seq")) == 0.0f);
+  CHECK(f32(gemm_scaled({0x1p-24, 0.0}, {1.0, 0.0}, {0x1p-127}, {0x1p3}, 2, "exact")) ==
+        0x1p-148f);
+  // The hw model adds the scales' exponents to the product's (no fp32 rounding of x·s): 2^-148.
+  CHECK(f32(gemm_scaled({0x1p-24, 0.0}, {1.0, 0.0}, {0x1p-127}, {0x1p3}, 2, "hw:k=2,frac=25")) ==
+        0x1p-148f);
   // A NaN scale (E8M0 0xFF) makes the output NaN under every model.
   CHECK(std::isnan(f32(gemm_scaled(one2, one2, {NAN}, {1.0}, 2, "hw:k=2,frac=25"))));
   CHECK(std::isnan(f32(gemm_scaled(one2, one2, {NAN}, {1.0}, 2, "fp32-seq"))));
