@@ -21,8 +21,7 @@ tmp=$(mktemp -d)
 status=0
 echo "== capture (torch $($py -c 'import torch; print(torch.__version__)'))"
 for peer in $peers; do
-  script=$here/${peer/torch/torch_optim}_capture.py
-  script=${script/bnb_capture/bnb_optim_capture}
+  script=$here/${peer}_optim_capture.py  # torch_optim_capture.py, bnb_optim_capture.py
   $py "$script" "$tmp/$peer" --size full > "$out/$peer-capture.log" 2>&1 || status=1
   $py "$script" "$tmp/golden/$peer" --size golden > /dev/null 2>&1 || status=1
 done
