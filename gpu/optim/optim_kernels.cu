@@ -879,6 +879,21 @@ void launch_bnb_momentum8(const native::Bnb8Scalars& s, typename ParamIO<ST>::T*
   cuda_check_launch("bnb_momentum8_step");
 }
 
+// f(std::integral_constant<Storage, ST>{}) for the 16-bit parameter storage pt (bf16 or fp16),
+// the one dispatch of the 16-bit overloads below.
+template <class F>
+void with_storage16(native::Storage pt, const char* what, F&& f) {
+  using native::Storage;
+  switch (pt) {
+    case Storage::bf16:
+      return f(std::integral_constant<Storage, Storage::bf16>{});
+    case Storage::f16:
+      return f(std::integral_constant<Storage, Storage::f16>{});
+    default:
+      throw InputError(std::string(what) + ": 16-bit codes need bf16 or fp16 parameters");
+  }
+}
+
 }  // namespace
 
 void adam_step(const optim::AdamHyper& h, bool decoupled, bool fused, long step, float* p,
@@ -909,14 +924,8 @@ void bnb_adam8_step(const native::Bnb8Scalars& s, float* p, const float* g,
 void bnb_adam8_step(const native::Bnb8Scalars& s, native::Storage pt, std::uint16_t* p,
                     const std::uint16_t* g, const Bnb8DeviceState& st, std::size_t n,
                     CUstream_st* stream) {
-  switch (pt) {
-    case native::Storage::bf16:
-      return launch_bnb_adam8<native::Storage::bf16>(s, p, g, st, n, stream);
-    case native::Storage::f16:
-      return launch_bnb_adam8<native::Storage::f16>(s, p, g, st, n, stream);
-    default:
-      throw InputError("bnb_adam8_step: 16-bit codes need bf16 or fp16 parameters");
-  }
+  with_storage16(pt, "bnb_adam8_step",
+                 [&](auto ST) { launch_bnb_adam8<decltype(ST)::value>(s, p, g, st, n, stream); });
 }
 
 void bnb_momentum8_step(const native::Bnb8Scalars& s, float* p, const float* g,
@@ -926,14 +935,9 @@ void bnb_momentum8_step(const native::Bnb8Scalars& s, float* p, const float* g,
 void bnb_momentum8_step(const native::Bnb8Scalars& s, native::Storage pt, std::uint16_t* p,
                         const std::uint16_t* g, const Bnb8DeviceState& st, std::size_t n,
                         CUstream_st* stream) {
-  switch (pt) {
-    case native::Storage::bf16:
-      return launch_bnb_momentum8<native::Storage::bf16>(s, p, g, st, n, stream);
-    case native::Storage::f16:
-      return launch_bnb_momentum8<native::Storage::f16>(s, p, g, st, n, stream);
-    default:
-      throw InputError("bnb_momentum8_step: 16-bit codes need bf16 or fp16 parameters");
-  }
+  with_storage16(pt, "bnb_momentum8_step", [&](auto ST) {
+    launch_bnb_momentum8<decltype(ST)::value>(s, p, g, st, n, stream);
+  });
 }
 
 float stable_adamw_step(const optim::AdamHyper& h, long step, float* p, const float* g, float* v,
