@@ -58,3 +58,27 @@ if(_pcg_sources)
 else()
   message(STATUS "CPFloat peer: ${EXMY_CPFLOAT_INCLUDE} without PCG (rand(); set EXMY_PCG_DIR)")
 endif()
+
+# The same wrapper as a shared library, for bench/peers/cpu_cast_vs_peers.py (ctypes): CPFloat
+# timed in the Python process beside torch, ml_dtypes and exmy.
+set_target_properties(exmy_cpfloat_peer PROPERTIES POSITION_INDEPENDENT_CODE ON)
+if(TARGET exmy_peer_pcg)
+  set_target_properties(exmy_peer_pcg PROPERTIES POSITION_INDEPENDENT_CODE ON)
+endif()
+add_library(exmy_cpfloat_peer_shared SHARED ${CMAKE_SOURCE_DIR}/bench/common/cpfloat_peer.c)
+get_target_property(_cpf_opts exmy_cpfloat_peer COMPILE_OPTIONS)
+get_target_property(_cpf_defs exmy_cpfloat_peer COMPILE_DEFINITIONS)
+set_target_properties(exmy_cpfloat_peer_shared PROPERTIES C_STANDARD 11 C_EXTENSIONS ON
+                      OUTPUT_NAME exmy_cpfloat_peer)
+target_include_directories(exmy_cpfloat_peer_shared PRIVATE "${EXMY_CPFLOAT_INCLUDE}"
+                           ${CMAKE_SOURCE_DIR}/bench/common)
+target_compile_options(exmy_cpfloat_peer_shared PRIVATE ${_cpf_opts})
+if(_cpf_defs)
+  target_compile_definitions(exmy_cpfloat_peer_shared PRIVATE ${_cpf_defs})
+endif()
+if(EXMY_LIBM)
+  target_link_libraries(exmy_cpfloat_peer_shared PRIVATE ${EXMY_LIBM})
+endif()
+if(TARGET exmy_peer_pcg)
+  target_link_libraries(exmy_cpfloat_peer_shared PRIVATE exmy_peer_pcg)
+endif()
