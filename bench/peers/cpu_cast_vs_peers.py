@@ -12,7 +12,8 @@ at 2^20, 2^22 and 2^26 elements, with a numpy copy of the fp32 input (x.copy(), 
 casts do) as the memory baseline. Every contender allocates its output per call except CPFloat,
 which writes into a preallocated fp32 array (4 bytes per element; exmy writes 1 or 2).
 Contenders are timed round-robin, one call each per repetition, after a warm-up: the median of
---reps (>= 7) calls each, so load drifting on a shared machine hits all of them alike.
+--reps (>= 7) calls each at 2^24 and above, proportionally more below (at most 63), so load
+drifting on a shared machine hits all of them alike.
 Every row's outputs are compared bit for bit: exmy against torch and ml_dtypes (must be equal),
 against CPFloat's values where the formats agree (CPFloat's E4M3 has 464 <= |x| < 480 -> 480;
 inputs here stay within +-448). Threads: OMP_NUM_THREADS=1 and torch.set_num_threads(1) before
@@ -209,10 +210,11 @@ def main():
                 "torch": lambda: xh.to(torch.float8_e4m3fn),
                 "ml_dtypes": lambda: xhn.astype(ml_dtypes.float8_e4m3fn)}),
         ]
+        reps = min(63, a.reps * max(1, (1 << 24) >> lg))  # small sizes: more calls, same cost
         for name, fmt, xref, fns in cases:
-            med = time_round_robin(fns, a.reps)
+            med = time_round_robin(fns, reps)
             ours = fns["exmy"]()
-            row = {"row": name, "log2n": lg, "n": n, "reps": a.reps,
+            row = {"row": name, "log2n": lg, "n": n, "reps": reps,
                    "copy_Mps": n / copy_s / 1e6,
                    "Mps": {k: n / t / 1e6 for k, t in med.items()},
                    "exmy_over": {k: med[k] / med["exmy"] for k in med if k != "exmy"},
