@@ -79,6 +79,10 @@ def targets(native, peers, cli):
     out.append(("exmy cast e4m3fn --in X --out Y, 2^26, whole process",
                 "exmy OMP_NUM_THREADS=1 vs cp", m["exmy_1thread"], m["cp"],
                 cli["exmy_1thread_over_copy"], 0.5))
+    if "exmy_passive" in m:
+        out.append(("exmy cast e4m3fn --in X --out Y, 2^26, whole process",
+                    "exmy OMP_WAIT_POLICY=passive vs cp", m["exmy_passive"], m["cp"],
+                    cli["exmy_passive_over_copy"], 0.5))
     return [(*t, verdict(t[4], t[5])) for t in out]
 
 
