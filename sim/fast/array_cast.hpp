@@ -1,9 +1,12 @@
 // Host fast path for element-wise array casts (the CLI's `exmy cast --in/--out`): fp32, fp16 or
 // bf16 inputs into float formats of at most 16 bits, in every rounding mode. fp16 and bf16 widen
-// exactly to fp32 first (as the GPU kernels do), and the fp32 codes go through
-//   - the table / mode-fixed paths of sim/fast/fp32_cast_table.hpp for <= 8-bit formats;
-//   - the 32-bit fast cast of sim/native/fast_cast.hpp (mode-fixed rne / rtz / sr:R where the
-//     format has one, fast_cast_fp32 for the other modes) for the 9..16-bit formats it supports;
+// exactly to fp32 (as the GPU kernels do), and the fp32 codes go through
+//   - the vector kernels of sim/fast/cast_simd.hpp (AVX-512 / AVX2 / SSE2, chosen at run time)
+//     for rne, rtz and sr:R into every format the mode-fixed fast cast serves (e4m3fn, e5m2, the
+//     fnuz formats, e2m1fn, e3m2fn, e2m3fn, bf16, fp16, e5m3, ...): the common case;
+//   - the table / mode-fixed paths of sim/fast/fp32_cast_table.hpp for the other <= 8-bit cases;
+//   - the 32-bit fast cast of sim/native/fast_cast.hpp (fast_cast_fp32 for the other modes) for
+//     the 9..16-bit formats it supports;
 //   - native::convert otherwise.
 // Every one of these is native::convert(from, f, r, x, word) element by element (the proofs and
 // checks are cited in those files; tests/cli compares whole files against the per-element native
@@ -33,10 +36,13 @@ std::uint32_t widen_to_fp32(const void* in, ArrayInput t, std::size_t i);
 bool array_cast_supported(const FloatFormat& f);
 
 // codes[i] = code of element i of `in` in f under r: 1 byte each for f of at most 8 bits, 2 bytes
-// (little-endian) for 9..16 bits.
+// (little-endian) for 9..16 bits. `threads`: 1 runs on the calling thread (the default, and what
+// the single-thread benchmarks measure); 0 takes OpenMP's team (OMP_NUM_THREADS, else every
+// core); N > 1 takes N threads. The codes are the same for every count (fixed pieces of 2^16
+// elements, and every code is a function of its element and index).
 void cast_to_codes(const void* in, ArrayInput t, std::size_t n, void* codes, const FloatFormat& f,
                    const Rounding& r, std::uint64_t seed, std::uint32_t stream,
-                   std::uint64_t first_index);
+                   std::uint64_t first_index, int threads = 1);
 
 // The fp32 value of every code of f (at most 16 bits): native::to_float(f, c) at index c.
 const std::vector<float>& decode_table(const FloatFormat& f);

@@ -1,0 +1,393 @@
+#include "sim/fast/cast_simd.hpp"
+
+#include <atomic>
+#if defined(__x86_64__)
+#include <cpuid.h>
+#endif
+
+#include "sim/fast/philox_simd.hpp"
+#include "sim/fast/simd.hpp"
+#include "sim/native/fast_cast.hpp"
+#include "sim/native/philox.hpp"
+#include "sim/native/widen.hpp"
+
+namespace exmy::fast {
+
+namespace simd {
+
+namespace {
+
+#if defined(__x86_64__)
+// CPUID leaf 1 ECX: OSXSAVE (27), AVX (28); leaf 7 EBX: AVX2 (5), AVX512F (16), AVX512DQ (17),
+// AVX512BW (30), AVX512VL (31); XCR0: the OS saves the YMM state (bits 1-2) and the opmask and
+// ZMM state (bits 5-7). Read directly, as array_cast.cpp reads F16C.
+Isa probe_isa() {
+  unsigned a = 0, b = 0, c = 0, d = 0;
+  if (__get_cpuid(1, &a, &b, &c, &d) == 0) return Isa::sse2;
+  if (((c >> 27) & 1u) == 0 || ((c >> 28) & 1u) == 0) return Isa::sse2;
+  unsigned lo = 0, hi = 0;
+  __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
+  if ((lo & 0x6u) != 0x6u) return Isa::sse2;
+  if (__get_cpuid_count(7, 0, &a, &b, &c, &d) == 0) return Isa::sse2;
+  if (((b >> 5) & 1u) == 0) return Isa::sse2;
+  const unsigned avx512 = (1u << 16) | (1u << 17) | (1u << 30) | (1u << 31);
+  if ((b & avx512) == avx512 && (lo & 0xE0u) == 0xE0u) return Isa::avx512;
+  return Isa::avx2;
+}
+#else
+Isa probe_isa() {
+  return Isa::sse2;
+}
+#endif
+
+std::atomic<int> g_limit{static_cast<int>(Isa::avx512)};
+
+}  // namespace
+
+Isa detected_isa() {
+  static const Isa isa = probe_isa();
+  return isa;
+}
+
+Isa active_isa() {
+  const int d = static_cast<int>(detected_isa()), l = g_limit.load(std::memory_order_relaxed);
+  return static_cast<Isa>(d < l ? d : l);
+}
+
+void set_isa_limit(Isa limit) {
+  g_limit.store(static_cast<int>(limit), std::memory_order_relaxed);
+}
+
+void clear_isa_limit() {
+  g_limit.store(static_cast<int>(Isa::avx512), std::memory_order_relaxed);
+}
+
+const char* isa_name(Isa isa) {
+  return isa == Isa::avx512 ? "avx512" : isa == Isa::avx2 ? "avx2" : "sse2";
+}
+
+}  // namespace simd
+
+namespace {
+
+using native::FastMode;
+using simd::select;
+using simd::Vec;
+
+// The plan's constants, one per lane (and the uniform shift counts as scalars).
+template <int W>
+struct VPlan {
+  using U32 = typename Vec<W>::u32;
+  U32 norm_min, rebias, half_m1, sub_magic, max_code, sign_bit, zero_clear, rmask;
+  U32 ov[2], inf[2], nan[2];
+  U32 sr_sub_shift;  // sr below the normal range: d - R = (23 - M + e0 - R) - max(e32, 1)
+  int d, sign_shift, R, sr_norm_shift;
+
+  EXMY_SIMD_INLINE VPlan(const native::FastCastPlan& p, int r) {
+    norm_min = simd::splat<W>(p.norm_min);
+    rebias = simd::splat<W>(p.rebias);
+    half_m1 = simd::splat<W>(p.half_m1);
+    sub_magic = simd::splat<W>(p.sub_magic);
+    max_code = simd::splat<W>(p.max_code);
+    sign_bit = simd::splat<W>(p.sign_bit);
+    zero_clear = simd::splat<W>(p.neg_zero ? 0u : ~0u);
+    R = r;
+    rmask = simd::splat<W>(static_cast<std::uint32_t>(low_mask(r)));
+    for (int k = 0; k < 2; ++k) {
+      ov[k] = simd::splat<W>(p.overflow[k]);
+      inf[k] = simd::splat<W>(p.inf[k]);
+      nan[k] = simd::splat<W>(p.nan[k]);
+    }
+    d = p.normal_shift;
+    sign_shift = p.sign_shift;
+    sr_norm_shift = p.normal_shift - r;
+    sr_sub_shift =
+        simd::splat<W>(static_cast<std::uint32_t>(p.normal_shift + static_cast<int>(p.e0) - r));
+  }
+};
+
+// native::fast_cast_fp32_fixed<Mode>(p, u, rand, R) on every lane: the same operations, with
+// each `cond ? x : y` computed on both sides and selected by a lane mask. The compares are
+// signed where both sides are below 2^31 (magnitudes, codes, t: see fast_cast.hpp), which AVX2
+// has as one instruction.
+template <int W, FastMode Mode>
+EXMY_SIMD_INLINE typename Vec<W>::u32 cast_lanes(const VPlan<W>& c, typename Vec<W>::u32 u,
+                                                 typename Vec<W>::u32 rand) {
+  using U32 = typename Vec<W>::u32;
+  using I32 = typename Vec<W>::i32;
+  using F32 = typename Vec<W>::f32;
+  const U32 a = u & 0x7FFFFFFFu;
+  const U32 sub = (U32)((I32)a < (I32)c.norm_min);
+  const U32 xn = a - c.rebias;  // wraps below the normal range: not selected there
+  U32 t;
+  if constexpr (Mode == FastMode::rtz) {
+    // round_below_normal<rtz>: the rne sum C + |v|, one ulp down where it exceeds the exact sum
+    // (rz_add_in_binade); the mask is -1 there, so adding it subtracts the ulp.
+    const F32 v = (F32)a, m = (F32)c.sub_magic;
+    const F32 sum = v + m;
+    const U32 tb = ((U32)sum + (U32)((sum - m) > v)) - c.sub_magic;
+    t = select(sub, tb, xn >> c.d);
+  } else if constexpr (Mode == FastMode::rne) {
+    const U32 tb = (U32)((F32)a + (F32)c.sub_magic) - c.sub_magic;  // round_below_normal<rne>
+    const U32 tn = (xn + c.half_m1 + ((xn >> c.d) & 1u)) >> c.d;
+    t = select(sub, tb, tn);
+  } else {
+    const U32 e32 = a >> 23;
+    const U32 em = e32 - (U32)(e32 == 0u);  // max(e32, 1)
+    const U32 x = select(sub, a - ((em - 1u) << 23), xn);
+    const U32 ss = c.sr_sub_shift - em;  // d - R below the normal range (>= 0)
+    const U32 s = select(sub, select((U32)((I32)ss < 31), ss, U32{} + 31u),
+                         U32{} + static_cast<std::uint32_t>(c.sr_norm_shift));
+    t = ((x >> s) + (rand & c.rmask)) >> c.R;
+  }
+  const U32 neg = (U32)((I32)u < 0);
+  U32 res = t | ((u >> c.sign_shift) & c.sign_bit);
+  res &= ~((U32)(t == 0u) & c.zero_clear);  // t == 0 without a negative zero: +0
+  res = select((U32)((I32)t > (I32)c.max_code), select(neg, c.ov[1], c.ov[0]), res);
+  const U32 special = (U32)((I32)a >= 0x7F800000);
+  const U32 inf = (U32)(a == 0x7F800000u);
+  const U32 spec = select(inf, select(neg, c.inf[1], c.inf[0]), select(neg, c.nan[1], c.nan[0]));
+  return select(special, spec, res);
+}
+
+// The fp32 bit patterns of W input elements starting at element i (native::widen_bf16 /
+// widen_fp16 lane-wise; fp16 subnormals through the same exact fp32 subtraction).
+template <int W, ArrayInput T>
+EXMY_SIMD_INLINE typename Vec<W>::u32 load_fp32(const std::uint8_t* in, std::size_t i) {
+  using U32 = typename Vec<W>::u32;
+  using I32 = typename Vec<W>::i32;
+  using F32 = typename Vec<W>::f32;
+  if constexpr (T == ArrayInput::fp32) {
+    return simd::load<U32>(in + 4 * i);
+  } else {
+    const U32 h = simd::widen_u16<W>(simd::load<typename Vec<W>::u16>(in + 2 * i));
+    if constexpr (T == ArrayInput::bf16) {
+      return h << 16;
+    } else {
+      const U32 sign = (h & 0x8000u) << 16;
+      const U32 mag = h & 0x7FFFu;
+      const U32 moved = mag << 13;
+      const U32 rsub = (U32)((F32)(moved + (113u << 23)) - (F32)simd::splat<W>(113u << 23));
+      const U32 r = select((U32)((I32)mag >= 0x7C00), moved + (224u << 23),
+                           select((U32)((I32)mag >= 0x0400), moved + (112u << 23), rsub));
+      return sign | r;
+    }
+  }
+}
+
+template <ArrayInput T>
+std::uint32_t load_fp32_scalar(const std::uint8_t* in, std::size_t i) {
+  if constexpr (T == ArrayInput::fp32) {
+    std::uint32_t b;
+    std::memcpy(&b, in + 4 * i, 4);
+    return b;
+  } else {
+    std::uint16_t h;
+    std::memcpy(&h, in + 2 * i, 2);
+    return T == ArrayInput::bf16 ? native::widen_bf16(h) : native::widen_fp16(h);
+  }
+}
+
+template <int W, typename Out>
+EXMY_SIMD_INLINE void store_codes(Out* out, typename Vec<W>::u32 codes) {
+  if constexpr (sizeof(Out) == 1) {
+    simd::store(out, simd::narrow_u8<W>(codes));
+  } else {
+    simd::store(out, simd::narrow_u16<W>(codes));
+  }
+}
+
+struct Args {
+  const native::FastCastPlan* plan;
+  const void* in;
+  void* out;
+  std::size_t n;
+  int R;
+  std::uint64_t seed;
+  std::uint32_t stream;
+  std::uint64_t first;
+};
+
+// Elements the vectors do not cover (a head up to the next Philox block, a tail of fewer than W)
+// take the scalar function itself.
+template <FastMode Mode, ArrayInput T, typename Out>
+void cast_scalar(const Args& g, const native::FastCastPlan& p, std::size_t k) {
+  const auto* in = static_cast<const std::uint8_t*>(g.in);
+  std::uint32_t w = 0;
+  if constexpr (Mode == FastMode::sr) {
+    w = native::sr_word(native::philox_word(g.seed, g.stream, g.first + k), g.R);
+  }
+  static_cast<Out*>(g.out)[k] =
+      static_cast<Out>(native::fast_cast_fp32_fixed<Mode>(p, load_fp32_scalar<T>(in, k), w, g.R));
+}
+
+template <int W, FastMode Mode, ArrayInput T, typename Out>
+EXMY_SIMD_INLINE void cast_body(const Args& g) {
+  using U32 = typename Vec<W>::u32;
+  const native::FastCastPlan p = *g.plan;
+  const VPlan<W> c(p, g.R);
+  const auto* in = static_cast<const std::uint8_t*>(g.in);
+  Out* out = static_cast<Out*>(g.out);
+  const std::size_t n = g.n;
+  std::size_t i = 0;
+  if constexpr (Mode != FastMode::sr) {
+    const U32 none{};
+    for (; i + 2 * W <= n; i += 2 * W) {
+      store_codes<W>(out + i, cast_lanes<W, Mode>(c, load_fp32<W, T>(in, i), none));
+      store_codes<W>(out + i + W, cast_lanes<W, Mode>(c, load_fp32<W, T>(in, i + W), none));
+    }
+    for (; i + W <= n; i += W) {
+      store_codes<W>(out + i, cast_lanes<W, Mode>(c, load_fp32<W, T>(in, i), none));
+    }
+  } else {
+    for (; i < n && ((g.first + i) & 3u) != 0; ++i) cast_scalar<Mode, T, Out>(g, p, i);
+    simd::PhiloxVec<W> gen(g.seed, g.stream, (g.first + i) >> 2);
+    const int shift = 32 - g.R;  // sr_word: the top R bits (R <= 22 here)
+    constexpr int U = 4;         // four independent Philox chains per step
+    for (; i + U * W <= n; i += U * W) {
+      U32 w[U];
+      gen.template next<U>(w);
+      for (int k = 0; k < U; ++k) {
+        store_codes<W>(out + i + k * W,
+                       cast_lanes<W, Mode>(c, load_fp32<W, T>(in, i + k * W), w[k] >> shift));
+      }
+    }
+    for (; i + W <= n; i += W) {
+      store_codes<W>(out + i, cast_lanes<W, Mode>(c, load_fp32<W, T>(in, i), gen.next() >> shift));
+    }
+  }
+  for (; i < n; ++i) cast_scalar<Mode, T, Out>(g, p, i);
+}
+
+template <int W, FastMode Mode, ArrayInput T>
+EXMY_SIMD_INLINE void run_out(const Args& g, bool wide) {
+  if (wide) {
+    cast_body<W, Mode, T, std::uint16_t>(g);
+  } else {
+    cast_body<W, Mode, T, std::uint8_t>(g);
+  }
+}
+
+template <int W, FastMode Mode>
+EXMY_SIMD_INLINE void run_in(const Args& g, ArrayInput t, bool wide) {
+  switch (t) {
+    case ArrayInput::fp32:
+      run_out<W, Mode, ArrayInput::fp32>(g, wide);
+      break;
+    case ArrayInput::fp16:
+      run_out<W, Mode, ArrayInput::fp16>(g, wide);
+      break;
+    case ArrayInput::bf16:
+      run_out<W, Mode, ArrayInput::bf16>(g, wide);
+      break;
+  }
+}
+
+template <int W>
+EXMY_SIMD_INLINE void run(const Args& g, FastMode m, ArrayInput t, bool wide) {
+  switch (m) {
+    case FastMode::rne:
+      run_in<W, FastMode::rne>(g, t, wide);
+      break;
+    case FastMode::rtz:
+      run_in<W, FastMode::rtz>(g, t, wide);
+      break;
+    default:
+      run_in<W, FastMode::sr>(g, t, wide);
+      break;
+  }
+}
+
+template <int W>
+EXMY_SIMD_INLINE void words_body(std::uint64_t seed, std::uint32_t stream, std::uint64_t first,
+                                 std::size_t n, std::uint32_t* out) {
+  std::size_t i = 0;
+  for (; i < n && ((first + i) & 3u) != 0; ++i)
+    out[i] = native::philox_word(seed, stream, first + i);
+  simd::PhiloxVec<W> gen(seed, stream, (first + i) >> 2);
+  constexpr int U = 4;
+  for (; i + U * W <= n; i += U * W) {
+    typename Vec<W>::u32 w[U];
+    gen.template next<U>(w);
+    for (int k = 0; k < U; ++k) simd::store(out + i + k * W, w[k]);
+  }
+  for (; i + W <= n; i += W) simd::store(out + i, gen.next());
+  for (; i < n; ++i) out[i] = native::philox_word(seed, stream, first + i);
+}
+
+// One function per instruction set: the generic bodies are inlined into each and compiled for
+// its set (objdump shows zmm / ymm code in the first two).
+#if defined(__x86_64__)
+EXMY_TARGET_AVX512 void run_avx512(const Args& g, FastMode m, ArrayInput t, bool wide) {
+  run<16>(g, m, t, wide);
+}
+EXMY_TARGET_AVX2 void run_avx2(const Args& g, FastMode m, ArrayInput t, bool wide) {
+  run<8>(g, m, t, wide);
+}
+EXMY_TARGET_AVX512 void words_avx512(std::uint64_t seed, std::uint32_t stream, std::uint64_t first,
+                                     std::size_t n, std::uint32_t* out) {
+  words_body<16>(seed, stream, first, n, out);
+}
+EXMY_TARGET_AVX2 void words_avx2(std::uint64_t seed, std::uint32_t stream, std::uint64_t first,
+                                 std::size_t n, std::uint32_t* out) {
+  words_body<8>(seed, stream, first, n, out);
+}
+#endif
+void run_sse2(const Args& g, FastMode m, ArrayInput t, bool wide) {
+  run<4>(g, m, t, wide);
+}
+void words_sse2(std::uint64_t seed, std::uint32_t stream, std::uint64_t first, std::size_t n,
+                std::uint32_t* out) {
+  words_body<4>(seed, stream, first, n, out);
+}
+
+}  // namespace
+
+bool simd_cast_supported(const FloatFormat& f, const Rounding& r) {
+  if (!native::fast_cast_supported(f)) return false;
+  // fast_mode_for reads only the plan's normal_shift (23 - M).
+  native::FastCastPlan p;
+  p.normal_shift = 23 - f.man_bits;
+  return native::fast_mode_for(p, r) != FastMode::any;
+}
+
+void simd_cast_to_codes(const void* in, ArrayInput t, std::size_t n, void* codes,
+                        const FloatFormat& f, const Rounding& r, std::uint64_t seed,
+                        std::uint32_t stream, std::uint64_t first_index) {
+  const native::FastCastPlan plan = native::make_fast_cast_plan(f, r);
+  const FastMode m = native::fast_mode_for(plan, r);
+  const Args g{&plan, in, codes, n, m == FastMode::sr ? r.sr_bits : 0, seed, stream, first_index};
+  const bool wide = f.total_bits() > 8;
+  switch (simd::active_isa()) {
+#if defined(__x86_64__)
+    case simd::Isa::avx512:
+      run_avx512(g, m, t, wide);
+      return;
+    case simd::Isa::avx2:
+      run_avx2(g, m, t, wide);
+      return;
+#endif
+    default:
+      run_sse2(g, m, t, wide);
+      return;
+  }
+}
+
+void philox_words(std::uint64_t seed, std::uint32_t stream, std::uint64_t first_index,
+                  std::size_t n, std::uint32_t* out) {
+  switch (simd::active_isa()) {
+#if defined(__x86_64__)
+    case simd::Isa::avx512:
+      words_avx512(seed, stream, first_index, n, out);
+      return;
+    case simd::Isa::avx2:
+      words_avx2(seed, stream, first_index, n, out);
+      return;
+#endif
+    default:
+      words_sse2(seed, stream, first_index, n, out);
+      return;
+  }
+}
+
+}  // namespace exmy::fast

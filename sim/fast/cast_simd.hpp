@@ -1,0 +1,38 @@
+// The vectorised host cast (issue 15): native::fast_cast_fp32_fixed (sim/native/fast_cast.hpp,
+// the GPU kernels' mode-fixed integer cast) evaluated on W lanes at once, for fp32, fp16 and bf16
+// inputs into every format that function serves (signed, subnormals, 1 <= M, at most 16 bits,
+// range inside fp32's: e4m3fn, e5m2, e4m3fnuz, e5m2fnuz, e2m1fn, e3m2fn, e2m3fn, bf16, fp16, e5m3,
+// e8m3, ...) under rne, rtz and sr:R (R <= 23 - M), every overflow policy. sr:R draws the word of
+// element i from the vector Philox of sim/fast/philox_simd.hpp: word i % 4 of block i / 4 with
+// counter (lo32(i/4), hi32(i/4), stream, 0) and key (lo32(seed), hi32(seed)), the top R bits
+// (docs/SEMANTICS.md 3.2), so any range may be cast in any number of pieces.
+//
+// Every call equals native::convert(from, f, r, x, word) element by element: the lane function is
+// the scalar function's operations, lane-wise (cast_simd.cpp says which line is which), and
+// tests/fast/test_cast_simd.cpp compares every kernel (AVX-512, AVX2, SSE2, forced through
+// simd::set_isa_limit) with native::convert on every fp32 top half x boundary low halves.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "sim/fast/array_cast.hpp"
+#include "sim/native/float_format.hpp"
+#include "sim/native/rounding.hpp"
+
+namespace exmy::fast {
+
+// True when simd_cast_to_codes serves f under r.
+bool simd_cast_supported(const FloatFormat& f, const Rounding& r);
+
+// codes[i] = native::convert(t, f, r, in[i], word of element first_index + i).code, one byte
+// each for f of at most 8 bits, two (little-endian) for 9..16. Requires simd_cast_supported.
+void simd_cast_to_codes(const void* in, ArrayInput t, std::size_t n, void* codes,
+                        const FloatFormat& f, const Rounding& r, std::uint64_t seed,
+                        std::uint32_t stream, std::uint64_t first_index);
+
+// out[k] = native::philox_word(seed, stream, first_index + k) for k in [0, n), vectorised.
+void philox_words(std::uint64_t seed, std::uint32_t stream, std::uint64_t first_index,
+                  std::size_t n, std::uint32_t* out);
+
+}  // namespace exmy::fast

@@ -1,0 +1,261 @@
+// The vector kernels of sim/fast/cast_simd.cpp against the scalar native engine, element by
+// element, bit for bit, on every instruction set this CPU has (AVX-512, AVX2 and SSE2, forced
+// through simd::set_isa_limit):
+//   - the vector Philox against native::philox_word over seeds, streams and counters (hi32 != 0,
+//     a range crossing a 2^32-block boundary, starts and ends inside a block);
+//   - fp32 inputs: every top half x low halves at and around the rounding points of every target
+//     (bits 13, 15, 16) plus a random one (TestFloat style: boundaries x patterns), into <= 8-bit
+//     and 9..16-bit formats under rne, rtz and sr:R, every overflow policy, with the array at an
+//     odd byte offset, a first index that is not a multiple of 4, and in pieces of odd lengths;
+//   - fp16 and bf16 inputs: every code, four times at different indices (different words).
+// The sr words come from Philox(seed, stream, index), so the comparison sees random words; the
+// random low halves come from a printed std::mt19937 seed.
+#include <catch2/catch.hpp>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "sim/fast/array_cast.hpp"
+#include "sim/fast/cast_simd.hpp"
+#include "sim/fast/simd.hpp"
+#include "sim/format/registry.hpp"
+#include "sim/native/convert.hpp"
+#include "sim/native/philox.hpp"
+#include "sim/native/widen.hpp"
+
+using namespace exmy;
+namespace simd = exmy::fast::simd;
+
+namespace {
+
+// Restores the detected instruction set when a section ends (also on a failed REQUIRE).
+struct IsaLimit {
+  explicit IsaLimit(simd::Isa isa) { simd::set_isa_limit(isa); }
+  ~IsaLimit() { simd::clear_isa_limit(); }
+};
+
+const simd::Isa kIsas[] = {simd::Isa::avx512, simd::Isa::avx2, simd::Isa::sse2};
+
+std::string rounding_name(const Rounding& r) {
+  std::string s = r.mode == RoundMode::rne   ? "rne"
+                  : r.mode == RoundMode::rtz ? "rtz"
+                                             : "sr:" + std::to_string(r.sr_bits);
+  if (r.overflow == Overflow::sat) s += "+sat";
+  if (r.overflow == Overflow::satfinite) s += "+satfinite";
+  return s;
+}
+
+std::vector<Rounding> roundings(const std::vector<int>& sr_bits) {
+  std::vector<Rounding> out;
+  for (Overflow ov : {Overflow::none, Overflow::sat, Overflow::satfinite}) {
+    out.push_back(Rounding{RoundMode::rne, 0, ov});
+    out.push_back(Rounding{RoundMode::rtz, 0, ov});
+    for (int R : sr_bits) out.push_back(Rounding{RoundMode::sr, R, ov});
+  }
+  return out;
+}
+
+constexpr std::uint64_t kSeed = 0x0123456789ABCDEFull;
+constexpr std::uint32_t kStream = 7;
+
+// Element i's R-bit word, as the kernels must draw it.
+std::uint32_t word_of(const Rounding& r, std::uint64_t index) {
+  if (r.mode != RoundMode::sr) return 0;
+  return native::sr_word(native::philox_word(kSeed, kStream, index), r.sr_bits);
+}
+
+// Casts `in` (n elements of type t, element size es) with the array copied to an odd byte
+// offset, its codes written at an odd byte offset, first index `first`, in pieces whose lengths
+// come from `pieces` (cycled); returns the codes.
+std::vector<std::uint16_t> run_kernel(const void* in, fast::ArrayInput t, std::size_t n,
+                                      const FloatFormat& f, const Rounding& r, std::uint64_t first,
+                                      const std::vector<std::size_t>& pieces) {
+  const std::size_t es = fast::array_input_bytes(t), cb = f.total_bits() <= 8 ? 1 : 2;
+  std::vector<std::uint8_t> src(n * es + 1), dst(n * cb + 1);
+  std::memcpy(src.data() + 1, in, n * es);
+  std::size_t at = 0;
+  for (std::size_t k = 0; at < n; ++k) {
+    const std::size_t len = std::min(pieces[k % pieces.size()], n - at);
+    fast::simd_cast_to_codes(src.data() + 1 + at * es, t, len, dst.data() + 1 + at * cb, f, r,
+                             kSeed, kStream, first + at);
+    at += len;
+  }
+  std::vector<std::uint16_t> codes(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    codes[i] =
+        cb == 1 ? dst[1 + i] : static_cast<std::uint16_t>(dst[1 + 2 * i] | dst[2 + 2 * i] << 8);
+  }
+  return codes;
+}
+
+// Compares the kernels on every instruction set with native::convert(from, f, r, x, word) for
+// the codes x (of `from`, stored as type t), each at index first + i.
+template <typename Code>
+void compare_all(const std::vector<Code>& xs, fast::ArrayInput t, const FloatFormat& from,
+                 const std::string& fname, const FloatFormat& f, const Rounding& r,
+                 std::uint64_t first, const std::vector<std::size_t>& pieces) {
+  const std::size_t n = xs.size();
+  std::vector<std::uint16_t> want(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    want[i] =
+        static_cast<std::uint16_t>(native::convert(from, f, r, xs[i], word_of(r, first + i)).code);
+  }
+  for (simd::Isa isa : kIsas) {
+    IsaLimit limit(isa);
+    INFO(fname << " " << rounding_name(r) << " on " << simd::isa_name(simd::active_isa())
+               << " (asked " << simd::isa_name(isa) << "), first index " << first);
+    const std::vector<std::uint16_t> got = run_kernel(xs.data(), t, n, f, r, first, pieces);
+    std::size_t bad = 0;
+    for (std::size_t i = 0; i < n; ++i) {
+      if (got[i] != want[i] && bad++ < 5) {
+        FAIL_CHECK("x=0x" << std::hex << static_cast<std::uint32_t>(xs[i]) << " index 0x"
+                          << first + i << " word 0x" << word_of(r, first + i) << ": got 0x"
+                          << got[i] << " want 0x" << want[i]);
+      }
+    }
+    CHECK(bad == 0);
+  }
+}
+
+const char* const kFormats[] = {"e4m3fn", "e5m2",   "e4m3fnuz", "e5m2fnuz", "e2m1fn",
+                                "e3m2fn", "e2m3fn", "e4m3",     "e3m4",     "e4m3b11fnuz",
+                                "bf16",   "fp16",   "e5m3",     "e8m3"};
+
+}  // namespace
+
+TEST_CASE("vector Philox equals native::philox_word", "[fast][simd][philox]") {
+  std::mt19937_64 rng(20261126);
+  INFO("random seeds and counters from std::mt19937_64 seed 20261126");
+  std::vector<std::uint64_t> seeds = {0, 1, 0xFFFFFFFFFFFFFFFFull, 0xDEADBEEF00000000ull};
+  std::vector<std::uint64_t> firsts = {0,
+                                       1,
+                                       2,
+                                       3,
+                                       5,
+                                       (std::uint64_t{1} << 34) - 13,
+                                       (std::uint64_t{1} << 62) + 6,
+                                       ~std::uint64_t{0} - 300};
+  for (int k = 0; k < 4; ++k) {
+    seeds.push_back(rng());
+    firsts.push_back(rng());
+  }
+  for (simd::Isa isa : kIsas) {
+    IsaLimit limit(isa);
+    for (std::uint64_t seed : seeds) {
+      for (std::uint32_t stream : {0u, 1u, 0xFFFFFFFFu, 12345u}) {
+        for (std::uint64_t first : firsts) {
+          for (std::size_t n : {std::size_t{0}, std::size_t{1}, std::size_t{3}, std::size_t{17},
+                                std::size_t{64}, std::size_t{67}, std::size_t{259}}) {
+            if (first > ~std::uint64_t{0} - n) continue;
+            std::vector<std::uint32_t> got(n + 1, 0xA5A5A5A5u);
+            fast::philox_words(seed, stream, first, n, got.data());
+            std::size_t bad = 0;
+            for (std::size_t i = 0; i < n; ++i) {
+              if (got[i] != native::philox_word(seed, stream, first + i) && bad++ < 3) {
+                FAIL_CHECK(simd::isa_name(simd::active_isa())
+                           << " seed 0x" << std::hex << seed << " stream 0x" << stream
+                           << " index 0x" << first + i);
+              }
+            }
+            CHECK(bad == 0);
+            CHECK(got[n] == 0xA5A5A5A5u);  // nothing written past the range
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("the kernel set: the detected one, capped by the limit", "[fast][simd]") {
+  INFO("detected " << simd::isa_name(simd::detected_isa()));
+  {
+    IsaLimit limit(simd::Isa::sse2);
+    CHECK(simd::active_isa() == simd::Isa::sse2);
+  }
+  {
+    IsaLimit limit(simd::Isa::avx2);
+    CHECK(static_cast<int>(simd::active_isa()) <= static_cast<int>(simd::Isa::avx2));
+  }
+  CHECK(simd::active_isa() == simd::detected_isa());
+}
+
+TEST_CASE("vector casts of fp32 equal native::convert (every top half x boundary low halves)",
+          "[fast][simd]") {
+  const std::uint32_t seed = 20261126;
+  INFO("random low halves from std::mt19937 seed " << seed);
+  std::mt19937 rng(seed);
+  std::vector<std::uint32_t> xs;
+  for (std::uint32_t top = 0; top < 0x10000u; ++top) {
+    for (std::uint32_t low :
+         {0x0000u, 0x0001u, 0x0FFFu, 0x1000u, 0x1001u, 0x3FFFu, 0x7FFFu, 0x8000u, 0x8001u, 0xFFFFu,
+          static_cast<std::uint32_t>(rng() & 0xFFFFu)}) {
+      xs.push_back(top << 16 | low);
+    }
+  }
+  xs.push_back(0x3F800001u);  // an odd count: every kernel ends in a scalar tail
+  const std::vector<std::size_t> whole = {xs.size()}, odd = {1, 2, 37, 1000, 4093, 65539};
+  for (const char* name : kFormats) {
+    const FloatFormat f = parse_format(name).fp;
+    const int d = 23 - f.man_bits;
+    std::vector<int> sr_bits = {8};
+    if (f == formats::e4m3fn || f == formats::fp16) sr_bits = {1, 8, d};
+    for (const Rounding& r : roundings(sr_bits)) {
+      INFO(name << " " << rounding_name(r));
+      REQUIRE(fast::simd_cast_supported(f, r));
+      const bool sr = r.mode == RoundMode::sr;
+      // sr: a first index of 2^34 - 3 (not a multiple of 4; the blocks cross hi32 = 4) and
+      // pieces of odd lengths; rne / rtz: the whole array in one call.
+      compare_all(xs, fast::ArrayInput::fp32, formats::fp32, name, f, r,
+                  sr ? (std::uint64_t{1} << 34) - 3 : 0, sr ? odd : whole);
+    }
+  }
+}
+
+TEST_CASE("vector casts of fp16 and bf16 equal native::convert (every code)", "[fast][simd]") {
+  std::vector<std::uint16_t> xs;
+  for (int rep = 0; rep < 4; ++rep) {
+    for (std::uint32_t h = 0; h < 0x10000u; ++h) xs.push_back(static_cast<std::uint16_t>(h));
+  }
+  xs.push_back(0x3C00);
+  const std::vector<std::size_t> odd = {3, 61, 1001, 65537};
+  for (const char* name : kFormats) {
+    const FloatFormat f = parse_format(name).fp;
+    for (const Rounding& r : roundings({8})) {
+      for (fast::ArrayInput t : {fast::ArrayInput::fp16, fast::ArrayInput::bf16}) {
+        const FloatFormat& from = t == fast::ArrayInput::fp16 ? formats::fp16 : formats::bf16;
+        INFO(name << " " << rounding_name(r) << " from "
+                  << (t == fast::ArrayInput::fp16 ? "fp16" : "bf16"));
+        REQUIRE(fast::simd_cast_supported(f, r));
+        compare_all(xs, t, from, name, f, r, 5, odd);
+      }
+    }
+  }
+}
+
+TEST_CASE("cast_to_codes takes the vector kernels and their thread split keeps the bits",
+          "[fast][simd]") {
+  std::mt19937 rng(7);
+  std::vector<std::uint32_t> xs(300001);
+  for (auto& x : xs) x = rng();
+  for (const char* name : {"e4m3fn", "bf16", "e5m2"}) {
+    const FloatFormat f = parse_format(name).fp;
+    for (const Rounding& r : {Rounding{RoundMode::rne, 0}, Rounding{RoundMode::sr, 8}}) {
+      INFO(name << " " << rounding_name(r));
+      const std::size_t cb = f.total_bits() <= 8 ? 1 : 2;
+      std::vector<std::uint8_t> one(xs.size() * cb), many(xs.size() * cb);
+      fast::cast_to_codes(xs.data(), fast::ArrayInput::fp32, xs.size(), one.data(), f, r, kSeed,
+                          kStream, 11, 1);
+      fast::cast_to_codes(xs.data(), fast::ArrayInput::fp32, xs.size(), many.data(), f, r, kSeed,
+                          kStream, 11, 0);
+      CHECK(one == many);
+      std::size_t bad = 0;
+      for (std::size_t i = 0; i < xs.size(); ++i) {
+        const auto want = native::convert(formats::fp32, f, r, xs[i], word_of(r, 11 + i)).code;
+        const std::uint32_t got = cb == 1 ? one[i] : (one[2 * i] | one[2 * i + 1] << 8);
+        if (got != want) ++bad;
+      }
+      CHECK(bad == 0);
+    }
+  }
+}
