@@ -1,7 +1,9 @@
 // exmy cast FORMAT [--round MODE] [--overflow none|satfinite|sat] [--seed N] [--rand WORD]
 //                  [--tie even|lower|bnb-cpu] [--json] [--] VALUE...
 // exmy cast FORMAT --in X.npy --out Y.npy [--in-format bf16] [--decoded | --pack]
-//                  [--device cpu|cuda] [options as above]
+//                  [--device cpu|cuda] [--threads N] [options as above]
+// --threads N: CPU worker threads for arrays (default OMP_NUM_THREADS, else every core); the
+// output bytes are the same for every count.
 // --compat NAME (torch, ml_dtypes) replaces the rounding by another library's rule where the
 // profile covers the format (sim/format/compat.hpp).
 //
@@ -14,6 +16,9 @@
 #include <cstring>
 #include <string>
 #include <vector>
+#if defined(_OPENMP)
+#include <omp.h>
+#endif
 
 #include "cli/cli_device.hpp"
 #include "cli/cli_util.hpp"
@@ -41,7 +46,8 @@ constexpr const char* kUsage =
     "usage: exmy cast FORMAT [--round rne|rna|rtz|rup|rdn|rto|sr:R|mask[:outer=clamp|keep,"
     "inner=min|zero|keep]] [--overflow none|satfinite|sat] [--seed N] [--rand WORD] "
     "[--tie even|lower|bnb-cpu] [--compat NAME] [--json] [--] VALUE...  |  exmy cast FORMAT --in "
-    "X.npy --out Y.npy [--in-format bf16] [--decoded | --pack] [--device cpu|cuda] [options]";
+    "X.npy --out Y.npy [--in-format bf16] [--decoded | --pack] [--device cpu|cuda] [--threads N] "
+    "[options]";
 constexpr std::uint32_t kCastStream = 0;  // SEMANTICS 3.2: stream 0 = element-wise casts
 
 struct Options {
@@ -58,6 +64,7 @@ struct Options {
   std::string compat;  // --compat NAME (sim/format/compat.hpp)
   native::CompatCast compat_cast{};  // its rule for FORMAT, when compat is set
   Device device = Device::cpu;
+  int threads = 0;  // --threads N for arrays on the CPU; 0: OMP_NUM_THREADS, else every core
   std::vector<std::string> values;
 };
 
@@ -108,6 +115,9 @@ Options parse_args(const Args& args) {
       o.tie = parse_tie(option_value(args, i));
     } else if (a == "--device") {
       o.device = parse_device(option_value(args, i));
+    } else if (a == "--threads") {
+      o.threads = static_cast<int>(parse_uint(option_value(args, i), "--threads", 4096));
+      if (o.threads == 0) throw InputError("--threads 0: expected 1 to 4096");
     } else if (a == "--in") {
       o.in = option_value(args, i);
     } else if (a == "--out") {
@@ -525,6 +535,9 @@ int run_arrays(const Options& o, const Format& f) {
   constexpr std::size_t kChunk = std::size_t{1} << 22;
   constexpr std::size_t kBlock = std::size_t{1} << 14;
   const std::size_t cap = n < kChunk ? n : kChunk;
+#if defined(_OPENMP)
+  const int team = o.threads > 0 ? o.threads : omp_get_max_threads();
+#endif
   std::vector<std::uint8_t> codes(o.decoded ? 0 : cap * l.code_bytes);
   std::vector<float> values(o.decoded ? cap : 0);
   std::vector<std::uint8_t> scratch;
@@ -532,7 +545,7 @@ int run_arrays(const Options& o, const Format& f) {
     const std::size_t cn = n - c0 < kChunk ? n - c0 : kChunk;
     const auto blocks = static_cast<std::ptrdiff_t>((cn + kBlock - 1) / kBlock);
     std::size_t bad = SIZE_MAX;
-#pragma omp parallel for schedule(static) reduction(min : bad)
+#pragma omp parallel for schedule(static) reduction(min : bad) num_threads(team)
     for (std::ptrdiff_t b = 0; b < blocks; ++b) {
       const std::size_t s = static_cast<std::size_t>(b) * kBlock;
       const std::size_t m = cn - s < kBlock ? cn - s : kBlock;
