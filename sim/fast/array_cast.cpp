@@ -25,7 +25,7 @@ namespace {
 constexpr std::size_t kThreadChunk = std::size_t{1} << 16;
 
 // Calls emit(i, fp32 bits of element i, R-bit word of element first + i) for i in [0, n); the
-// words are 0 unless Sr (native::for_each_philox_word, docs/SEMANTICS.md 3.2).
+// words are 0 unless Sr (fast::for_each_philox_word, docs/SEMANTICS.md 3.2).
 template <bool Sr, typename Emit>
 void for_each_fp32(const float* in, std::size_t n, int R, std::uint64_t seed, std::uint32_t stream,
                    std::uint64_t first, Emit emit) {
@@ -37,7 +37,7 @@ void for_each_fp32(const float* in, std::size_t n, int R, std::uint64_t seed, st
   if constexpr (!Sr) {
     for (std::size_t i = 0; i < n; ++i) emit(i, bits(i), 0u);
   } else {
-    native::for_each_philox_word(seed, stream, first, n, [&](std::size_t i, std::uint32_t w) {
+    fast::for_each_philox_word(seed, stream, first, n, [&](std::size_t i, std::uint32_t w) {
       emit(i, bits(i), native::sr_word(w, R));
     });
   }

@@ -35,4 +35,19 @@ void simd_cast_to_codes(const void* in, ArrayInput t, std::size_t n, void* codes
 void philox_words(std::uint64_t seed, std::uint32_t stream, std::uint64_t first_index,
                   std::size_t n, std::uint32_t* out);
 
+// fn(k, native::philox_word(seed, stream, first_index + k)) for k in [0, n), in order: the words
+// drawn by philox_words a buffer at a time (native::for_each_philox_word at vector speed), for the
+// scalar paths of stochastic rounding.
+template <typename Fn>
+void for_each_philox_word(std::uint64_t seed, std::uint32_t stream, std::uint64_t first_index,
+                          std::size_t n, Fn fn) {
+  constexpr std::size_t kBuffer = 1024;
+  std::uint32_t words[kBuffer];
+  for (std::size_t at = 0; at < n; at += kBuffer) {
+    const std::size_t m = n - at < kBuffer ? n - at : kBuffer;
+    philox_words(seed, stream, first_index + at, m, words);
+    for (std::size_t i = 0; i < m; ++i) fn(at + i, words[i]);
+  }
+}
+
 }  // namespace exmy::fast

@@ -6,6 +6,7 @@
 #include <mutex>
 #include <tuple>
 
+#include "sim/fast/cast_simd.hpp"
 #include "sim/native/convert.hpp"
 #include "sim/native/fast_cast.hpp"
 #include "sim/native/philox.hpp"
@@ -37,7 +38,7 @@ void arith_cast_with(const float* in, std::uint8_t* out, std::size_t n, const Fm
     const std::uint32_t w = native::sr_word(word, sr.sr_bits);
     out[i] = static_cast<std::uint8_t>(native::convert(formats::fp32, f, sr, b, w).code);
   };
-  native::for_each_philox_word(seed, stream, first_index, n, one);
+  fast::for_each_philox_word(seed, stream, first_index, n, one);
 }
 
 template <const FloatFormat& F>
@@ -54,7 +55,7 @@ struct Runtime {
 template <typename Cast>
 void fixed_sr_cast(const float* in, std::uint8_t* out, std::size_t n, int R, std::uint64_t seed,
                    std::uint32_t stream, std::uint64_t first_index, Cast cast) {
-  native::for_each_philox_word(seed, stream, first_index, n, [&](std::size_t i, std::uint32_t w) {
+  fast::for_each_philox_word(seed, stream, first_index, n, [&](std::size_t i, std::uint32_t w) {
     std::uint32_t b;
     std::memcpy(&b, in + i, 4);
     out[i] = static_cast<std::uint8_t>(cast(b, native::sr_word(w, R)));

@@ -259,3 +259,47 @@ TEST_CASE("cast_to_codes takes the vector kernels and their thread split keeps t
     }
   }
 }
+
+TEST_CASE(
+    "cast_to_codes outside the vector kernels (other modes, sr:R past 23 - M, e8m0) "
+    "equals native::convert, with vector Philox words",
+    "[fast][simd]") {
+  std::mt19937 rng(11);
+  INFO("inputs from std::mt19937 seed 11");
+  std::vector<std::uint32_t> xs(100003);
+  for (auto& x : xs) x = rng();
+  for (std::size_t i = 0; i < 4096; ++i) xs[i] = 0x3F800000u + static_cast<std::uint32_t>(i);
+  struct Case {
+    const char* format;
+    Rounding r;
+  };
+  const Case cases[] = {{"e8m0fnu", Rounding{RoundMode::sr, 8}},
+                        {"e8m0fnu", Rounding{RoundMode::rne, 0}},
+                        {"e4m3fn", Rounding{RoundMode::sr, 21}},
+                        {"e4m3fn", Rounding{RoundMode::rna, 0}},
+                        {"e5m2", Rounding{RoundMode::rup, 0, Overflow::satfinite}},
+                        {"fp16", Rounding{RoundMode::sr, 20}},
+                        {"bf16", Rounding{RoundMode::rdn, 0}},
+                        {"e3m4", Rounding{RoundMode::sr, 23}}};
+  for (const Case& c : cases) {
+    const FloatFormat f = parse_format(c.format).fp;
+    INFO(c.format << " " << rounding_name(c.r));
+    CHECK_FALSE(fast::simd_cast_supported(f, c.r));
+    for (simd::Isa isa : kIsas) {
+      IsaLimit limit(isa);
+      const std::size_t cb = f.total_bits() <= 8 ? 1 : 2;
+      std::vector<std::uint8_t> got(xs.size() * cb);
+      fast::cast_to_codes(xs.data(), fast::ArrayInput::fp32, xs.size(), got.data(), f, c.r, kSeed,
+                          kStream, 3, 1);
+      std::size_t bad = 0;
+      for (std::size_t i = 0; i < xs.size(); ++i) {
+        const auto want = native::convert(formats::fp32, f, c.r, xs[i], word_of(c.r, 3 + i)).code;
+        const std::uint32_t g = cb == 1 ? got[i] : (got[2 * i] | got[2 * i + 1] << 8);
+        if (g != want && bad++ < 3) {
+          FAIL_CHECK("x=0x" << std::hex << xs[i] << ": got 0x" << g << " want 0x" << want);
+        }
+      }
+      CHECK(bad == 0);
+    }
+  }
+}
