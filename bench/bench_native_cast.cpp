@@ -1,7 +1,8 @@
 // Single-thread throughput of the host cast engine on normal(0, 100) fp32 inputs, with a memcpy
 // baseline and the peers in the same process (issue 15):
-//   - exmy: fp32 -> e4m3fn rne and sr:8 (fast::cast_fp32_to_u8), fp32 -> bf16 / fp16 rne
-//     (fast::cast_to_codes, as `exmy cast --in` and exmy.cast), at 2^20 and 2^24 elements; the
+//   - exmy: fp32 -> e4m3fn rne and sr:8, fp32 -> bf16 / fp16 rne, bf16 / fp16 -> e4m3fn rne
+//     through fast::cast_to_codes on one thread (the call `exmy cast --in` and exmy.cast make),
+//     and the 8-bit table path fast::cast_fp32_to_u8, at 2^20 and 2^24 elements; the
 //     per-element native::convert loops and the MPFR oracle at 2^20;
 //   - CPFloat (optional; cmake/ExmyCpfloat.cmake, scripts/fetch-cpfloat.sh): E4M3 rne, E4M3
 //     stochastic rounding (proportional, one pcg32 draw per element), bf16 rne, one thread.
@@ -77,6 +78,46 @@ void BM_array_fp32_to_16bit(benchmark::State& state, const FloatFormat* f, Round
   }
   state.SetItemsProcessed(state.iterations() * n);
 }
+// fp32 -> 8-bit codes through fast::cast_to_codes (threads = 1): the call `exmy cast --in` and
+// exmy.cast make (the vector kernels where the mode-fixed fast cast serves the format).
+void BM_array_fp32_to_8bit(benchmark::State& state, const FloatFormat* f, RoundMode m, int bits) {
+  const auto& in = inputs(static_cast<int>(state.range(0)));
+  const std::size_t n = in.size();
+  std::vector<std::uint8_t> out(n);
+  for (auto _ : state) {
+    fast::cast_to_codes(in.data(), fast::ArrayInput::fp32, n, out.data(), *f, Rounding{m, bits},
+                        1234, 0, 0);
+    benchmark::DoNotOptimize(out.data());
+  }
+  state.SetItemsProcessed(state.iterations() * n);
+}
+BENCHMARK_CAPTURE(BM_array_fp32_to_8bit, e4m3fn_rne, &formats::e4m3fn, RoundMode::rne, 0)
+    ->Arg(20)->Arg(24);
+BENCHMARK_CAPTURE(BM_array_fp32_to_8bit, e4m3fn_sr8, &formats::e4m3fn, RoundMode::sr, 8)
+    ->Arg(20)->Arg(24);
+
+// 16-bit inputs -> e4m3fn rne (fast::cast_to_codes with ArrayInput::bf16 / fp16): the inputs are
+// the fp32 values rounded to the input type (rne, by exmy).
+void BM_array_16bit_to_e4m3fn(benchmark::State& state, const FloatFormat* from,
+                              fast::ArrayInput t) {
+  const auto& x = inputs(static_cast<int>(state.range(0)));
+  const std::size_t n = x.size();
+  std::vector<std::uint16_t> in(n);
+  fast::cast_to_codes(x.data(), fast::ArrayInput::fp32, n, in.data(), *from,
+                      Rounding{RoundMode::rne, 0}, 0, 0, 0);
+  std::vector<std::uint8_t> out(n);
+  for (auto _ : state) {
+    fast::cast_to_codes(in.data(), t, n, out.data(), formats::e4m3fn, Rounding{RoundMode::rne, 0}, 0,
+                        0, 0);
+    benchmark::DoNotOptimize(out.data());
+  }
+  state.SetItemsProcessed(state.iterations() * n);
+}
+BENCHMARK_CAPTURE(BM_array_16bit_to_e4m3fn, bf16, &formats::bf16, fast::ArrayInput::bf16)
+    ->Arg(20)->Arg(24);
+BENCHMARK_CAPTURE(BM_array_16bit_to_e4m3fn, fp16, &formats::fp16, fast::ArrayInput::fp16)
+    ->Arg(20)->Arg(24);
+
 BENCHMARK_CAPTURE(BM_array_fp32_to_16bit, bf16_rne, &formats::bf16, RoundMode::rne)->Arg(20)->Arg(24);
 BENCHMARK_CAPTURE(BM_array_fp32_to_16bit, bf16_rtz, &formats::bf16, RoundMode::rtz)->Arg(20);
 BENCHMARK_CAPTURE(BM_array_fp32_to_16bit, fp16_rne, &formats::fp16, RoundMode::rne)->Arg(20)->Arg(24);
@@ -96,7 +137,8 @@ void BM_fp32_to_fixed_rne(benchmark::State& state) {
 }
 BENCHMARK_TEMPLATE(BM_fp32_to_fixed_rne, formats::e4m3fn);
 
-// The host fast path users call: cast_fp32_to_u8 (table for the deterministic modes).
+// The 8-bit table / mode-fixed path (fast::cast_fp32_to_u8), which cast_to_codes takes for the
+// cases its vector kernels do not serve.
 void BM_fast_fp32_to_e4m3fn_rne(benchmark::State& state) {
   const auto& in = inputs(static_cast<int>(state.range(0)));
   const std::size_t n = in.size();
@@ -232,7 +274,8 @@ bool cpfloat_sanity() {
   void* o = exmy_cpf_new(EXMY_CPF_E4M3_RNE);
   exmy_cpf_round(o, cpf.data(), as_floats(in), n);
   exmy_cpf_free(o);
-  fast::cast_fp32_to_u8(as_floats(in), q.data(), n, formats::e4m3fn, Rounding{RoundMode::rne, 0});
+  fast::cast_to_codes(in.data(), fast::ArrayInput::fp32, n, q.data(), formats::e4m3fn,
+                      Rounding{RoundMode::rne, 0}, 0, 0, 0);
   std::size_t compared = 0, diff = 0;
   for (std::size_t i = 0; i < n; ++i) {
     if (!(std::fabs(as_floats(in)[i]) < 464.0f)) continue;
@@ -263,7 +306,8 @@ bool cpfloat_sanity() {
   o = exmy_cpf_new(EXMY_CPF_E4M3_SR);
   exmy_cpf_round(o, cpf.data(), as_floats(in), n);
   exmy_cpf_free(o);
-  fast::cast_fp32_to_u8(as_floats(in), q.data(), n, formats::e4m3fn, Rounding{RoundMode::sr, 8}, 1234);
+  fast::cast_to_codes(in.data(), fast::ArrayInput::fp32, n, q.data(), formats::e4m3fn,
+                      Rounding{RoundMode::sr, 8}, 1234, 0, 0);
   fast::cast_fp32_to_u8(as_floats(in), lo.data(), n, formats::e4m3fn, Rounding{RoundMode::rdn, 0});
   fast::cast_fp32_to_u8(as_floats(in), hi.data(), n, formats::e4m3fn, Rounding{RoundMode::rup, 0});
   std::size_t off_exmy = 0, off_cpf = 0, up_exmy = 0, up_cpf = 0, inexact = 0;
@@ -298,18 +342,22 @@ int main(int argc, char** argv) {
   for (const char* s : {"20", "24"}) {
     const std::string n = std::string("/") + s;
     const std::string at = std::string(" 2^") + s;
-    run.ratio("e4m3fn rne / memcpy" + at, "BM_fast_fp32_to_e4m3fn_rne" + n, "BM_memcpy_baseline" + n);
-    run.ratio("e4m3fn sr:8 / memcpy" + at, "BM_fast_fp32_to_e4m3fn_sr8" + n, "BM_memcpy_baseline" + n);
-    run.ratio("e4m3fn sr:8 / e4m3fn rne" + at, "BM_fast_fp32_to_e4m3fn_sr8" + n,
+    const std::string rne = "BM_array_fp32_to_8bit/e4m3fn_rne" + n;
+    const std::string sr8 = "BM_array_fp32_to_8bit/e4m3fn_sr8" + n;
+    const std::string bf16 = "BM_array_fp32_to_16bit/bf16_rne" + n;
+    const std::string copy = "BM_memcpy_baseline" + n;
+    run.ratio("e4m3fn rne / memcpy" + at, rne, copy);
+    run.ratio("e4m3fn sr:8 / memcpy" + at, sr8, copy);
+    run.ratio("e4m3fn sr:8 / e4m3fn rne" + at, sr8, rne);
+    run.ratio("e4m3fn rne cast_to_codes / cast_fp32_to_u8" + at, rne,
               "BM_fast_fp32_to_e4m3fn_rne" + n);
-    run.ratio("bf16 rne / memcpy" + at, "BM_array_fp32_to_16bit/bf16_rne" + n, "BM_memcpy_baseline" + n);
+    run.ratio("bf16 rne / memcpy" + at, bf16, copy);
+    run.ratio("bf16 -> e4m3fn rne / memcpy" + at, "BM_array_16bit_to_e4m3fn/bf16" + n, copy);
+    run.ratio("fp16 -> e4m3fn rne / memcpy" + at, "BM_array_16bit_to_e4m3fn/fp16" + n, copy);
 #ifdef EXMY_HAVE_CPFLOAT
-    run.ratio("e4m3fn rne / CPFloat E4M3 rne" + at, "BM_fast_fp32_to_e4m3fn_rne" + n,
-              "BM_cpfloat/e4m3_rne" + n);
-    run.ratio("e4m3fn sr:8 / CPFloat E4M3 SR" + at, "BM_fast_fp32_to_e4m3fn_sr8" + n,
-              "BM_cpfloat/e4m3_sr" + n, 3.0);
-    run.ratio("bf16 rne / CPFloat bf16 rne" + at, "BM_array_fp32_to_16bit/bf16_rne" + n,
-              "BM_cpfloat/bf16_rne" + n);
+    run.ratio("e4m3fn rne / CPFloat E4M3 rne" + at, rne, "BM_cpfloat/e4m3_rne" + n);
+    run.ratio("e4m3fn sr:8 / CPFloat E4M3 SR" + at, sr8, "BM_cpfloat/e4m3_sr" + n, 3.0);
+    run.ratio("bf16 rne / CPFloat bf16 rne" + at, bf16, "BM_cpfloat/bf16_rne" + n);
 #endif
   }
   return run.run();

@@ -13,7 +13,7 @@ before=()
 if [ "${2:-}" = --before ]; then before=(--before "$3"); fi
 date=${EXMY_RESULTS_DATE:-$(date -u +%Y-%m-%d)}
 mkdir -p "$out"
-"$root/build-cpu/bench/bench_native_cast" --benchmark_filter='memcpy|fast|16bit|cpfloat' \
+"$root/build-cpu/bench/bench_native_cast" --benchmark_filter='memcpy|fast|8bit|16bit|cpfloat' \
   --benchmark_min_time=0.1 --benchmark_repetitions=7 --benchmark_report_aggregates_only=true \
   --benchmark_out="$out/native.json" --benchmark_out_format=json | tee "$out/native.txt"
 "$py" "$root/bench/peers/cpu_cast_vs_peers.py" --sizes 20,22,26 --reps 7 \

@@ -57,10 +57,10 @@ def targets(native, peers, cli):
             out.append(("CPU fp32 -> e4m3fn rne, 1 thread", f"exmy.cast vs torch .to, 2^{lg}",
                         r["Mps"]["exmy"], r["Mps"]["torch"], r["exmy_over"]["torch"], 1.0))
     for lg in (20, 24):
-        a = nr.get(f"BM_fast_fp32_to_e4m3fn_sr8/{lg}")
+        a = nr.get(f"BM_array_fp32_to_8bit/e4m3fn_sr8/{lg}")
         b = nr.get(f"BM_cpfloat/e4m3_sr/{lg}")
         if a and b:
-            out.append(("CPU sr:8, 1 thread", f"C++ fast::cast_fp32_to_u8 vs CPFloat SR, 2^{lg}",
+            out.append(("CPU sr:8, 1 thread", f"C++ fast::cast_to_codes vs CPFloat SR, 2^{lg}",
                         a / 1e6, b / 1e6, a / b, 3.0))
     for lg in sizes:
         r = peer_row(peers, "fp32 -> e4m3fn sr:8", lg)
@@ -90,10 +90,16 @@ def native_table(native):
     ctx, nr = native
     names = [
         ("memcpy", "BM_memcpy_baseline"),
-        ("exmy fp32 -> e4m3fn rne (fast::cast_fp32_to_u8)", "BM_fast_fp32_to_e4m3fn_rne"),
-        ("exmy fp32 -> e4m3fn sr:8 (fast::cast_fp32_to_u8)", "BM_fast_fp32_to_e4m3fn_sr8"),
+        ("exmy fp32 -> e4m3fn rne (fast::cast_to_codes)", "BM_array_fp32_to_8bit/e4m3fn_rne"),
+        ("exmy fp32 -> e4m3fn sr:8 (fast::cast_to_codes)", "BM_array_fp32_to_8bit/e4m3fn_sr8"),
         ("exmy fp32 -> bf16 rne (fast::cast_to_codes)", "BM_array_fp32_to_16bit/bf16_rne"),
         ("exmy fp32 -> fp16 rne (fast::cast_to_codes)", "BM_array_fp32_to_16bit/fp16_rne"),
+        ("exmy bf16 -> e4m3fn rne (fast::cast_to_codes)", "BM_array_16bit_to_e4m3fn/bf16"),
+        ("exmy fp16 -> e4m3fn rne (fast::cast_to_codes)", "BM_array_16bit_to_e4m3fn/fp16"),
+        ("exmy fp32 -> e4m3fn rne, table path (fast::cast_fp32_to_u8)",
+         "BM_fast_fp32_to_e4m3fn_rne"),
+        ("exmy fp32 -> e4m3fn sr:8, table path (fast::cast_fp32_to_u8)",
+         "BM_fast_fp32_to_e4m3fn_sr8"),
         ("CPFloat E4M3 rne", "BM_cpfloat/e4m3_rne"),
         ("CPFloat E4M3 SR (proportional)", "BM_cpfloat/e4m3_sr"),
         ("CPFloat bf16 rne", "BM_cpfloat/bf16_rne"),
@@ -111,10 +117,11 @@ def native_table(native):
             x, y = nr.get(f"{a}/{lg}"), nr.get(f"{b}/{lg}")
             return x / y if x and y else None
         ratios.append(
-            f"2^{lg}: e4m3fn rne / CPFloat rne {fmt(r('BM_fast_fp32_to_e4m3fn_rne', 'BM_cpfloat/e4m3_rne'))}, "
-            f"sr:8 / CPFloat SR {fmt(r('BM_fast_fp32_to_e4m3fn_sr8', 'BM_cpfloat/e4m3_sr'))}, "
+            f"2^{lg}: e4m3fn rne / CPFloat rne "
+            f"{fmt(r('BM_array_fp32_to_8bit/e4m3fn_rne', 'BM_cpfloat/e4m3_rne'))}, "
+            f"sr:8 / CPFloat SR {fmt(r('BM_array_fp32_to_8bit/e4m3fn_sr8', 'BM_cpfloat/e4m3_sr'))}, "
             f"bf16 / CPFloat bf16 {fmt(r('BM_array_fp32_to_16bit/bf16_rne', 'BM_cpfloat/bf16_rne'))}, "
-            f"sr:8 / rne {fmt(r('BM_fast_fp32_to_e4m3fn_sr8', 'BM_fast_fp32_to_e4m3fn_rne'))}")
+            f"sr:8 / rne {fmt(r('BM_array_fp32_to_8bit/e4m3fn_sr8', 'BM_array_fp32_to_8bit/e4m3fn_rne'))}")
     return lines, ratios, ctx
 
 
