@@ -127,9 +127,34 @@ EXMY_SIMD_INLINE typename Vec<W>::u32 reverse4(typename Vec<W>::u32 v) {
   return reverse4_impl<W>(v, std::make_index_sequence<W>{});
 }
 
-// The low 8 / 16 bits of every lane.
+// The low 8 / 16 bits of every lane. narrow_u8 requires every lane below 256 (codes of formats of
+// at most 8 bits): GCC turns the generic conversion into byte-by-byte scalar code for 4 and 8
+// lanes, so there the saturating packs (exact below 256) and one lane permutation do it (SSE2:
+// PACKSSDW, PACKUSWB; AVX2: the same per 128-bit half, then VPERMD); AVX-512 has VPMOVDB.
 template <int W>
 EXMY_SIMD_INLINE typename Vec<W>::u8 narrow_u8(typename Vec<W>::u32 v) {
+#if defined(__x86_64__) && !defined(__clang__)
+  if constexpr (W == 4 || W == 8) {
+    typedef short i16x8 __attribute__((vector_size(16)));
+    typedef char i8x16 __attribute__((vector_size(16)));
+    typedef short i16x16 __attribute__((vector_size(32)));
+    typedef char i8x32 __attribute__((vector_size(32)));
+    using I32 = typename Vec<W>::i32;
+    using U32 = typename Vec<W>::u32;
+    typename Vec<W>::u8 out;
+    if constexpr (W == 4) {
+      const i16x8 w = __builtin_ia32_packssdw128((I32)v, (I32)v);
+      const i8x16 b = __builtin_ia32_packuswb128(w, w);
+      std::memcpy(&out, &b, sizeof out);
+    } else {
+      const i16x16 w = __builtin_ia32_packssdw256((I32)v, (I32)v);
+      const U32 b = (U32)__builtin_ia32_packuswb256(w, w);  // bytes 0-3 of each half
+      const U32 p = __builtin_shuffle(b, U32{0, 4, 0, 4, 0, 4, 0, 4});
+      std::memcpy(&out, &p, sizeof out);
+    }
+    return out;
+  }
+#endif
   return __builtin_convertvector(v, typename Vec<W>::u8);
 }
 template <int W>
