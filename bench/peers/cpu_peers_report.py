@@ -7,7 +7,7 @@ Inputs (each written by bench/peers/cpu_peers_all.sh):
   --before  optional directory holding native.json / peers.json / cli.json of an earlier tree,
             shown beside the new numbers (its ratios are its own run's)
 Usage: python3 bench/peers/cpu_peers_report.py --native N.json --peers P.json --cli C.json
-       [--before DIR] [--title T] --md OUT.md --json OUT.json
+       [--before DIR] [--title T] [--notes NOTES.md] --md OUT.md --json OUT.json
 """
 import argparse
 import json
@@ -166,6 +166,7 @@ def main():
     ap.add_argument("--before")
     ap.add_argument("--title", default="CPU casts against torch, ml_dtypes, CPFloat and cp "
                                         "(issue 15)")
+    ap.add_argument("--notes", help="a Markdown file appended as the closing section")
     ap.add_argument("--md", required=True)
     ap.add_argument("--json", required=True)
     a = ap.parse_args()
@@ -209,6 +210,8 @@ def main():
     md += peers_table(peers)
     md += ["", "## bench/peers/cpu_cli_vs_copy.py (whole processes, 2^26 fp32 elements, warm "
            "page cache, median of " + str(cli["reps"]) + ")", ""] + cli_table(cli)
+    if a.notes:
+        md += ["", pathlib.Path(a.notes).read_text().rstrip()]
     pathlib.Path(a.md).write_text("\n".join(md) + "\n")
     out = {"targets": [dict(zip(("issue_row", "measurement", "exmy_Mps", "peer_Mps", "ratio",
                                  "target", "verdict"), t)) for t in tg],
