@@ -81,6 +81,9 @@ struct VPlan {
   U32 norm_min, rebias, half_m1, sub_magic, max_code, sign_bit, zero_clear, rmask;
   U32 ov[2], inf[2], nan[2];
   U32 sr_sub_shift;  // sr below the normal range: d - R = (23 - M + e0 - R) - max(e32, 1)
+  // The lean domain: norm_min <= |u| <= the fp32 bits of f's largest finite value, tested as
+  // (|u| - norm_min) ^ 2^31 <= lean_span ^ 2^31 (an unsigned compare as a signed one).
+  U32 lean_span;
   int d, sign_shift, R, sr_norm_shift;
 
   EXMY_SIMD_INLINE VPlan(const native::FastCastPlan& p, int r) {
@@ -101,6 +104,8 @@ struct VPlan {
     d = p.normal_shift;
     sign_shift = p.sign_shift;
     sr_norm_shift = p.normal_shift - r;
+    const std::uint32_t max_bits = native::bits_of(native::to_float(p.f, p.max_code));
+    lean_span = simd::splat<W>((max_bits - p.norm_min) ^ 0x80000000u);
     sr_sub_shift =
         simd::splat<W>(static_cast<std::uint32_t>(p.normal_shift + static_cast<int>(p.e0) - r));
   }
@@ -148,6 +153,44 @@ EXMY_SIMD_INLINE typename Vec<W>::u32 cast_lanes(const VPlan<W>& c, typename Vec
   const U32 inf = (U32)(a == 0x7F800000u);
   const U32 spec = select(inf, select(neg, c.inf[1], c.inf[0]), select(neg, c.nan[1], c.nan[0]));
   return select(special, spec, res);
+}
+
+// cast_lanes where every lane is in the lean domain (normal_lanes): a finite input in f's normal
+// range no larger than f's largest finite value, which every mode rounds to a finite code of f's
+// normal range (rounding is monotone and the largest finite value is representable), so the
+// subnormal, zero, overflow and special selects of cast_lanes all pick the normal-range result
+// and only the shift of fast_cast.hpp and the sign remain. This is the common case, and it is
+// the same function: callers take it only when normal_lanes holds for all W lanes.
+template <int W>
+EXMY_SIMD_INLINE typename Vec<W>::u32 normal_lanes(const VPlan<W>& c, typename Vec<W>::u32 u) {
+  using U32 = typename Vec<W>::u32;
+  using I32 = typename Vec<W>::i32;
+  const U32 a = u & 0x7FFFFFFFu;
+  return (U32)((I32)((a - c.norm_min) ^ 0x80000000u) <= (I32)c.lean_span);
+}
+
+template <int W, FastMode Mode>
+EXMY_SIMD_INLINE typename Vec<W>::u32 cast_lanes_lean(const VPlan<W>& c, typename Vec<W>::u32 u,
+                                                      typename Vec<W>::u32 rand) {
+  using U32 = typename Vec<W>::u32;
+  const U32 xn = (u & 0x7FFFFFFFu) - c.rebias;
+  U32 t;
+  if constexpr (Mode == FastMode::rtz) {
+    t = xn >> c.d;
+  } else if constexpr (Mode == FastMode::rne) {
+    t = (xn + c.half_m1 + ((xn >> c.d) & 1u)) >> c.d;
+  } else {
+    t = ((xn >> c.sr_norm_shift) + (rand & c.rmask)) >> c.R;
+  }
+  return t | ((u >> c.sign_shift) & c.sign_bit);
+}
+
+// cast_lanes, through the lean form where all W lanes allow it.
+template <int W, FastMode Mode>
+EXMY_SIMD_INLINE typename Vec<W>::u32 cast_vector(const VPlan<W>& c, typename Vec<W>::u32 u,
+                                                  typename Vec<W>::u32 rand) {
+  if (simd::all_set<W>(normal_lanes<W>(c, u))) return cast_lanes_lean<W, Mode>(c, u, rand);
+  return cast_lanes<W, Mode>(c, u, rand);
 }
 
 // The fp32 bit patterns of W input elements starting at element i (native::widen_bf16 /
@@ -233,11 +276,11 @@ EXMY_SIMD_INLINE void cast_body(const Args& g) {
   if constexpr (Mode != FastMode::sr) {
     const U32 none{};
     for (; i + 2 * W <= n; i += 2 * W) {
-      store_codes<W>(out + i, cast_lanes<W, Mode>(c, load_fp32<W, T>(in, i), none));
-      store_codes<W>(out + i + W, cast_lanes<W, Mode>(c, load_fp32<W, T>(in, i + W), none));
+      store_codes<W>(out + i, cast_vector<W, Mode>(c, load_fp32<W, T>(in, i), none));
+      store_codes<W>(out + i + W, cast_vector<W, Mode>(c, load_fp32<W, T>(in, i + W), none));
     }
     for (; i + W <= n; i += W) {
-      store_codes<W>(out + i, cast_lanes<W, Mode>(c, load_fp32<W, T>(in, i), none));
+      store_codes<W>(out + i, cast_vector<W, Mode>(c, load_fp32<W, T>(in, i), none));
     }
   } else {
     for (; i < n && ((g.first + i) & 3u) != 0; ++i) cast_scalar<Mode, T, Out>(g, p, i);
@@ -249,11 +292,11 @@ EXMY_SIMD_INLINE void cast_body(const Args& g) {
       gen.template next<U>(w);
       for (int k = 0; k < U; ++k) {
         store_codes<W>(out + i + k * W,
-                       cast_lanes<W, Mode>(c, load_fp32<W, T>(in, i + k * W), w[k] >> shift));
+                       cast_vector<W, Mode>(c, load_fp32<W, T>(in, i + k * W), w[k] >> shift));
       }
     }
     for (; i + W <= n; i += W) {
-      store_codes<W>(out + i, cast_lanes<W, Mode>(c, load_fp32<W, T>(in, i), gen.next() >> shift));
+      store_codes<W>(out + i, cast_vector<W, Mode>(c, load_fp32<W, T>(in, i), gen.next() >> shift));
     }
   }
   for (; i < n; ++i) cast_scalar<Mode, T, Out>(g, p, i);

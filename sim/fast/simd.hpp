@@ -127,6 +127,27 @@ EXMY_SIMD_INLINE typename Vec<W>::u32 reverse4(typename Vec<W>::u32 v) {
   return reverse4_impl<W>(v, std::make_index_sequence<W>{});
 }
 
+// True when every lane of the mask m (all-ones / all-zeros lanes) is set: MOVMSKPS on SSE2 and
+// AVX, a mask compare on AVX-512; elsewhere a loop the compiler reduces.
+template <int W>
+EXMY_SIMD_INLINE bool all_set(typename Vec<W>::u32 m) {
+#if defined(__x86_64__) && !defined(__clang__)
+  using F32 = typename Vec<W>::f32;
+  if constexpr (W == 4) {
+    return __builtin_ia32_movmskps((F32)m) == 0xF;
+  } else if constexpr (W == 8) {
+    return __builtin_ia32_movmskps256((F32)m) == 0xFF;
+  } else {
+    return __builtin_ia32_ptestmd512((typename Vec<W>::i32)m, (typename Vec<W>::i32)m, 0xFFFF) ==
+           0xFFFF;
+  }
+#else
+  std::uint32_t all = ~0u;
+  for (int i = 0; i < W; ++i) all &= m[i];
+  return all != 0;
+#endif
+}
+
 // The low 8 / 16 bits of every lane. narrow_u8 requires every lane below 256 (codes of formats of
 // at most 8 bits): GCC turns the generic conversion into byte-by-byte scalar code for 4 and 8
 // lanes, so there the saturating packs (exact below 256) and one lane permutation do it (SSE2:
