@@ -9,8 +9,9 @@ cast does not saturate; the 16-bit inputs are those values rounded to bf16 / fp1
   bf16 -> e4m3fn rne    exmy.cast | torch bf16 .to(float8_e4m3fn) | ml_dtypes astype
   fp16 -> e4m3fn rne    exmy.cast | torch fp16 .to(float8_e4m3fn) | ml_dtypes astype
 at 2^20, 2^22 and 2^26 elements, with a numpy copy of the fp32 input (x.copy(), allocating as the
-casts do) as the memory baseline. Every contender allocates its output per call except CPFloat,
-which writes into a preallocated fp32 array (4 bytes per element; exmy writes 1 or 2).
+casts do) as the memory baseline. Every contender allocates its output per call (CPFloat: a new
+fp32 array, 4 bytes per element where exmy writes 1 or 2); CPFloat_prealloc is CPFloat writing
+into one preallocated array, as bench_native_cast times both libraries.
 Contenders are timed round-robin, one call each per repetition, after a warm-up: the median of
 --reps (>= 7) calls each at 2^24 and above, proportionally more below (at most 63), so load
 drifting on a shared machine hits all of them alike.
@@ -80,18 +81,21 @@ class CPFloat:
         self.rng = self.lib.exmy_cpf_rng().decode()
         self.opts = {}
 
-    def fn(self, target, x, out):
+    def fn(self, target, x, out=None):
+        """A call of CPFloat on x: into `out` when given, else into a new fp32 array per call
+        (as exmy.cast, torch and ml_dtypes return a new array)."""
         if target not in self.opts:
             self.opts[target] = self.lib.exmy_cpf_new(target)
             if not self.opts[target]:
                 raise RuntimeError(f"CPFloat rejected target {target}")
-        o, xp, op, n = self.opts[target], x.ctypes.data, out.ctypes.data, x.size
+        o, xp, n = self.opts[target], x.ctypes.data, x.size
 
         def run():
-            rc = self.lib.exmy_cpf_round(o, op, xp, n)
+            y = np.empty(n, np.float32) if out is None else out
+            rc = self.lib.exmy_cpf_round(o, y.ctypes.data, xp, n)
             if rc != 0:
                 raise RuntimeError(f"CPFloat returned {rc}")
-            return out
+            return y
         return run
 
 
@@ -188,15 +192,18 @@ def main():
                 "exmy": ecast(xcn, "e4m3fn"),
                 "torch": lambda: xc.to(torch.float8_e4m3fn),
                 "ml_dtypes": lambda: xcn.astype(ml_dtypes.float8_e4m3fn),
-                **({"CPFloat": cpf.fn(CPFloat.E4M3_RNE, xcn, cpf_out)} if cpf else {})}),
+                **({"CPFloat": cpf.fn(CPFloat.E4M3_RNE, xcn),
+                   "CPFloat_prealloc": cpf.fn(CPFloat.E4M3_RNE, xcn, cpf_out)} if cpf else {})}),
             ("fp32 -> e4m3fn sr:8", "e4m3fn", xcn, {
                 "exmy": ecast(xcn, "e4m3fn", round="sr:8", seed=1),
-                **({"CPFloat": cpf.fn(CPFloat.E4M3_SR, xcn, cpf_out)} if cpf else {})}),
+                **({"CPFloat": cpf.fn(CPFloat.E4M3_SR, xcn),
+                   "CPFloat_prealloc": cpf.fn(CPFloat.E4M3_SR, xcn, cpf_out)} if cpf else {})}),
             ("fp32 -> bf16 rne", "bf16", xn, {
                 "exmy": ecast(xn, "bf16"),
                 "torch": lambda: xt.to(torch.bfloat16),
                 "ml_dtypes": lambda: xn.astype(ml_dtypes.bfloat16),
-                **({"CPFloat": cpf.fn(CPFloat.BF16_RNE, xn, cpf_out)} if cpf else {})}),
+                **({"CPFloat": cpf.fn(CPFloat.BF16_RNE, xn),
+                   "CPFloat_prealloc": cpf.fn(CPFloat.BF16_RNE, xn, cpf_out)} if cpf else {})}),
             ("fp32 -> fp16 rne", "fp16", xn, {
                 "exmy": ecast(xn, "fp16"),
                 "torch": lambda: xt.to(torch.float16),
@@ -223,6 +230,8 @@ def main():
                 if k == "exmy" or "sr:" in name:
                     continue
                 theirs = f()
+                if k == "CPFloat_prealloc":
+                    continue
                 if k == "CPFloat":  # values: compare exmy's decoded codes
                     mine = exmy.decode(ours, fmt)
                     row["bits_differ"][k] = differences(mine, theirs, xref, f"{name} vs {k}", log)
@@ -261,7 +270,7 @@ def main():
 
 
 def markdown(out):
-    peers = ["torch", "ml_dtypes", "numpy", "CPFloat"]
+    peers = ["torch", "ml_dtypes", "numpy", "CPFloat", "CPFloat_prealloc"]
     lines = [f"Machine: {out['machine']} ({out['cores']} cores), 1 thread ({out['exmy_threads']}); "
              f"{out['date']}",
              "Versions: " + ", ".join(f"{k} {v}" for k, v in out["versions"].items() if v), "",

@@ -64,9 +64,11 @@ def targets(native, peers, cli):
                         a / 1e6, b / 1e6, a / b, 3.0))
     for lg in sizes:
         r = peer_row(peers, "fp32 -> e4m3fn sr:8", lg)
-        if r and "CPFloat" in r["exmy_over"]:
-            out.append(("CPU sr:8, 1 thread", f"exmy.cast vs CPFloat SR (ctypes), 2^{lg}",
-                        r["Mps"]["exmy"], r["Mps"]["CPFloat"], r["exmy_over"]["CPFloat"], 3.0))
+        for k, how in (("CPFloat", "both allocate"), ("CPFloat_prealloc", "CPFloat preallocated")):
+            if r and k in r["exmy_over"]:
+                out.append(("CPU sr:8, 1 thread",
+                            f"exmy.cast vs CPFloat SR (ctypes; {how}), 2^{lg}",
+                            r["Mps"]["exmy"], r["Mps"][k], r["exmy_over"][k], 3.0))
     for lg in sizes:
         r = peer_row(peers, "fp32 -> bf16 rne", lg)
         if r and "torch" in r["exmy_over"]:
@@ -126,7 +128,7 @@ def native_table(native):
 
 
 def peers_table(peers):
-    cols = ["torch", "ml_dtypes", "numpy", "CPFloat"]
+    cols = ["torch", "ml_dtypes", "numpy", "CPFloat", "CPFloat_prealloc"]
     lines = ["| row | n | copy | exmy | " + " | ".join(cols) + " | exmy/copy | "
              + " | ".join(f"exmy/{c}" for c in cols) + " | bits |",
              "|---|---|---|---|" + "---|" * len(cols) + "---|" + "---|" * len(cols) + "---|"]
@@ -203,10 +205,11 @@ def main():
     md += ["", "## bench_native_cast (C++, one thread, median of repetitions)", ""] + ntab
     md += [""] + [f"- {x}" for x in nratios]
     md += ["", "## bench/peers/cpu_cast_vs_peers.py (one process, one thread, median of "
-           "round-robin calls: " + ", ".join(sorted({f"{r['reps']} at 2^{r['log2n']}"
-                                                     for r in peers["rows"]})) + ")", "",
+           "round-robin calls: " + ", ".join(f"{r} at 2^{lg}" for lg, r in sorted(
+               {(r["log2n"], r["reps"]) for r in peers["rows"]})) + ")", "",
            "M elem/s; ratios are exmy's speed over the peer's; `=`: every element's bits equal."
-           " CPFloat writes fp32 into a preallocated array; the others allocate their output.", ""]
+           " Every contender allocates its output per call (CPFloat a new fp32 array);"
+           " CPFloat_prealloc writes into one preallocated array.", ""]
     md += peers_table(peers)
     md += ["", "## bench/peers/cpu_cli_vs_copy.py (whole processes, 2^26 fp32 elements, warm "
            "page cache, median of " + str(cli["reps"]) + ")", ""] + cli_table(cli)
