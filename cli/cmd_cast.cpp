@@ -9,11 +9,16 @@
 //
 // Scalars are exact (decimal, hex-float, inf, nan) and go through the MPFR oracle; arrays go
 // through the native engine. docs/SEMANTICS.md section 11 is the contract.
+#include <atomic>
 #include <cctype>
 #include <cmath>
+#include <condition_variable>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
+#include <exception>
+#include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 #if defined(_OPENMP)
@@ -529,43 +534,105 @@ int run_arrays(const Options& o, const Format& f) {
                             : Engine::native;
   const std::size_t n = h.count();
   io::NpyFileWriter w(o.out, l.descr, l.shape);
-  // Pieces of kChunk elements (even, for --pack) are computed in parallel, kBlock elements per
-  // task, and written in order; every element's result depends only on its index (the Philox
-  // word of sr:R included), so the file does not depend on the number of threads.
+  // Blocks of kBlock elements are computed by whichever thread takes the next one, into a ring of
+  // kRing piece buffers of kChunk elements (even, for --pack), and the pieces are written in
+  // order, each by the thread that completes the piece or one that finds it complete: the write
+  // overlaps the cast and no thread waits at a barrier (on a loaded machine, a thread spinning at
+  // a barrier while the one with the work is descheduled costs more than the work). Every
+  // element's result depends only on its index (the Philox word of sr:R included), so the file
+  // does not depend on the number of threads. A block of piece p waits, rarely, for piece
+  // p - kRing to be written, whose buffer it reuses.
   constexpr std::size_t kChunk = std::size_t{1} << 22;
   constexpr std::size_t kBlock = std::size_t{1} << 14;
+  constexpr std::size_t kRing = 3;
+  constexpr std::size_t kBlocksPerChunk = kChunk / kBlock;
   const std::size_t cap = n < kChunk ? n : kChunk;
+  const std::size_t chunks = (n + kChunk - 1) / kChunk;
+  const std::size_t slots = chunks < kRing ? chunks : kRing;
+  const std::size_t blocks = (n + kBlock - 1) / kBlock;
 #if defined(_OPENMP)
   const int team = o.threads > 0 ? o.threads : omp_get_max_threads();
 #endif
-  std::vector<std::uint8_t> codes(o.decoded ? 0 : cap * l.code_bytes);
-  std::vector<float> values(o.decoded ? cap : 0);
+  std::vector<std::vector<std::uint8_t>> codes(slots);
+  std::vector<std::vector<float>> values(slots);
+  for (std::size_t k = 0; k < slots; ++k) {
+    codes[k].resize(o.decoded ? 0 : cap * l.code_bytes);
+    values[k].resize(o.decoded ? cap : 0);
+  }
   std::vector<std::uint8_t> scratch;
-  for (std::size_t c0 = 0; c0 < n; c0 += kChunk) {
-    const std::size_t cn = n - c0 < kChunk ? n - c0 : kChunk;
-    const auto blocks = static_cast<std::ptrdiff_t>((cn + kBlock - 1) / kBlock);
-    std::size_t bad = SIZE_MAX;
-#pragma omp parallel for schedule(static) reduction(min : bad) num_threads(team)
-    for (std::ptrdiff_t b = 0; b < blocks; ++b) {
-      const std::size_t s = static_cast<std::size_t>(b) * kBlock;
-      const std::size_t m = cn - s < kBlock ? cn - s : kBlock;
-      const std::size_t r =
-          cast_block(o, f, in, engine, file.data(), c0 + s, m, l.code_bytes,
-                     o.decoded ? nullptr : codes.data() + s * l.code_bytes,
-                     o.decoded ? values.data() + s : nullptr);
-      bad = r < bad ? r : bad;
+  std::atomic<std::size_t> next_block{0};
+  std::unique_ptr<std::atomic<std::size_t>[]> done(new std::atomic<std::size_t>[chunks]);
+  for (std::size_t c = 0; c < chunks; ++c) done[c].store(0);
+  std::vector<std::size_t> bad(chunks, SIZE_MAX);  // per piece: the first element that masks out
+  std::mutex mu;                  // guards written, bad, write_error, the writer and scratch
+  std::condition_variable freed;  // a piece was written (its buffer is free) or stop was set
+  std::size_t written = 0;        // pieces written so far
+  std::atomic<bool> stop{false};  // a piece masked out or a write failed
+  std::exception_ptr write_error;
+  const auto piece_size = [&](std::size_t c) {
+    return n - c * kChunk < kChunk ? n - c * kChunk : kChunk;
+  };
+  const auto piece_blocks = [&](std::size_t c) { return (piece_size(c) + kBlock - 1) / kBlock; };
+  // Writes every complete piece from `written` on (mu held).
+  const auto write_ready = [&]() {
+    while (!stop && written < chunks &&
+           done[written].load(std::memory_order_acquire) == piece_blocks(written)) {
+      const std::size_t c = written, cn = piece_size(c), slot = c % slots;
+      if (bad[c] != SIZE_MAX) {
+        stop = true;
+        break;
+      }
+      try {
+        if (o.decoded) {
+          w.write(values[slot].data(), cn * sizeof(float));
+        } else {
+          write_codes(w, o, l, codes[slot].data(), cn, scratch);
+        }
+      } catch (...) {
+        write_error = std::current_exception();
+        stop = true;
+        break;
+      }
+      ++written;
     }
-    if (bad != SIZE_MAX) {
-      throw InputError(o.in + ": element " + std::to_string(bad) +
+    freed.notify_all();
+  };
+#pragma omp parallel num_threads(team)
+  for (;;) {
+    const std::size_t b = next_block.fetch_add(1, std::memory_order_relaxed);
+    if (b >= blocks || stop.load(std::memory_order_relaxed)) break;
+    const std::size_t c = b / kBlocksPerChunk, slot = c % slots;
+    if (c >= slots) {  // wait until piece c - slots, whose buffer this is, has been written
+      std::unique_lock<std::mutex> lock(mu);
+      freed.wait(lock, [&] { return stop.load() || written + slots > c; });
+      if (stop) break;
+    }
+    const std::size_t s = (b - c * kBlocksPerChunk) * kBlock;
+    const std::size_t m = piece_size(c) - s < kBlock ? piece_size(c) - s : kBlock;
+    const std::size_t r = cast_block(o, f, in, engine, file.data(), c * kChunk + s, m, l.code_bytes,
+                                     o.decoded ? nullptr : codes[slot].data() + s * l.code_bytes,
+                                     o.decoded ? values[slot].data() + s : nullptr);
+    if (r != SIZE_MAX) {
+      std::lock_guard<std::mutex> lock(mu);
+      bad[c] = r < bad[c] ? r : bad[c];
+    }
+    if (done[c].fetch_add(1, std::memory_order_acq_rel) + 1 == piece_blocks(c)) {
+      std::lock_guard<std::mutex> lock(mu);
+      write_ready();
+    }
+  }
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    write_ready();
+  }
+  for (std::size_t c = 0; c < chunks; ++c) {
+    if (bad[c] != SIZE_MAX) {
+      throw InputError(o.in + ": element " + std::to_string(bad[c]) +
                        " masks to a value not representable in " + f.name +
                        " (use --decoded for the masked fp32 values)");
     }
-    if (o.decoded) {
-      w.write(values.data(), cn * sizeof(float));
-    } else {
-      write_codes(w, o, l, codes.data(), cn, scratch);
-    }
   }
+  if (write_error) std::rethrow_exception(write_error);
   w.commit();
   return 0;
 }
