@@ -153,7 +153,7 @@ void cast_to_codes(const void* in, ArrayInput t, std::size_t n, void* codes, con
   const auto pieces = static_cast<std::ptrdiff_t>((n + kThreadChunk - 1) / kThreadChunk);
 #if defined(_OPENMP)
   const int team = threads > 0 ? threads : omp_get_max_threads();
-#pragma omp parallel for schedule(static) num_threads(team)
+#pragma omp parallel for schedule(dynamic) num_threads(team)
 #endif
   for (std::ptrdiff_t k = 0; k < pieces; ++k) {
     const std::size_t at = static_cast<std::size_t>(k) * kThreadChunk;
