@@ -249,6 +249,7 @@ struct Args {
   std::uint64_t seed;
   std::uint32_t stream;
   std::uint64_t first;
+  const std::uint32_t* words;  // sr: the R-bit words of the elements instead of Philox's, or null
 };
 
 // Elements the vectors do not cover (a head up to the next Philox block, a tail of fewer than W)
@@ -258,7 +259,8 @@ void cast_scalar(const Args& g, const native::FastCastPlan& p, std::size_t k) {
   const auto* in = static_cast<const std::uint8_t*>(g.in);
   std::uint32_t w = 0;
   if constexpr (Mode == FastMode::sr) {
-    w = native::sr_word(native::philox_word(g.seed, g.stream, g.first + k), g.R);
+    w = g.words ? g.words[k]
+                : native::sr_word(native::philox_word(g.seed, g.stream, g.first + k), g.R);
   }
   static_cast<Out*>(g.out)[k] =
       static_cast<Out>(native::fast_cast_fp32_fixed<Mode>(p, load_fp32_scalar<T>(in, k), w, g.R));
@@ -281,6 +283,11 @@ EXMY_SIMD_INLINE void cast_body(const Args& g) {
     }
     for (; i + W <= n; i += W) {
       store_codes<W>(out + i, cast_vector<W, Mode>(c, load_fp32<W, T>(in, i), none));
+    }
+  } else if (g.words) {
+    for (; i + W <= n; i += W) {
+      store_codes<W>(out + i,
+                     cast_vector<W, Mode>(c, load_fp32<W, T>(in, i), simd::load<U32>(g.words + i)));
     }
   } else {
     for (; i < n && ((g.first + i) & 3u) != 0; ++i) cast_scalar<Mode, T, Out>(g, p, i);
@@ -394,12 +401,15 @@ bool simd_cast_supported(const FloatFormat& f, const Rounding& r) {
   return native::fast_mode_for(p, r) != FastMode::any;
 }
 
-void simd_cast_to_codes(const void* in, ArrayInput t, std::size_t n, void* codes,
-                        const FloatFormat& f, const Rounding& r, std::uint64_t seed,
-                        std::uint32_t stream, std::uint64_t first_index) {
+namespace {
+
+void run_kernel(const void* in, ArrayInput t, std::size_t n, void* codes, const FloatFormat& f,
+                const Rounding& r, std::uint64_t seed, std::uint32_t stream,
+                std::uint64_t first_index, const std::uint32_t* words) {
   const native::FastCastPlan plan = native::make_fast_cast_plan(f, r);
   const FastMode m = native::fast_mode_for(plan, r);
-  const Args g{&plan, in, codes, n, m == FastMode::sr ? r.sr_bits : 0, seed, stream, first_index};
+  const Args g{&plan, in,     codes,       n,    m == FastMode::sr ? r.sr_bits : 0,
+               seed,  stream, first_index, words};
   const bool wide = f.total_bits() > 8;
   switch (simd::active_isa()) {
 #if defined(__x86_64__)
@@ -414,6 +424,20 @@ void simd_cast_to_codes(const void* in, ArrayInput t, std::size_t n, void* codes
       run_sse2(g, m, t, wide);
       return;
   }
+}
+
+}  // namespace
+
+void simd_cast_to_codes(const void* in, ArrayInput t, std::size_t n, void* codes,
+                        const FloatFormat& f, const Rounding& r, std::uint64_t seed,
+                        std::uint32_t stream, std::uint64_t first_index) {
+  run_kernel(in, t, n, codes, f, r, seed, stream, first_index, nullptr);
+}
+
+void simd_cast_to_codes_with_words(const void* in, ArrayInput t, std::size_t n, void* codes,
+                                   const FloatFormat& f, const Rounding& r,
+                                   const std::uint32_t* words) {
+  run_kernel(in, t, n, codes, f, r, 0, 0, 0, r.mode == RoundMode::sr ? words : nullptr);
 }
 
 void philox_words(std::uint64_t seed, std::uint32_t stream, std::uint64_t first_index,

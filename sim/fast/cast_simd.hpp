@@ -31,6 +31,13 @@ void simd_cast_to_codes(const void* in, ArrayInput t, std::size_t n, void* codes
                         const FloatFormat& f, const Rounding& r, std::uint64_t seed,
                         std::uint32_t stream, std::uint64_t first_index);
 
+// simd_cast_to_codes with the R-bit words of sr:R given (words[i] for element i, as `rand` of
+// native::convert) instead of drawn from Philox: for tests that choose the words (the carry
+// thresholds) and for callers with words of their own. Ignored for rne and rtz.
+void simd_cast_to_codes_with_words(const void* in, ArrayInput t, std::size_t n, void* codes,
+                                   const FloatFormat& f, const Rounding& r,
+                                   const std::uint32_t* words);
+
 // out[k] = native::philox_word(seed, stream, first_index + k) for k in [0, n), vectorised.
 void philox_words(std::uint64_t seed, std::uint32_t stream, std::uint64_t first_index,
                   std::size_t n, std::uint32_t* out);

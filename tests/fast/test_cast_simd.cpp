@@ -303,3 +303,67 @@ TEST_CASE(
     }
   }
 }
+
+TEST_CASE(
+    "vector sr:R with chosen words (carry thresholds, 0, all ones, halves, random) equals "
+    "native::convert",
+    "[fast][simd]") {
+  const std::uint32_t seed = 20261127;
+  INFO("words and low halves from std::mt19937 seed " << seed);
+  std::mt19937 rng(seed);
+  std::vector<std::uint32_t> xs;
+  for (std::uint32_t top = 0; top < 0x10000u; ++top) {
+    for (std::uint32_t low :
+         {0x0000u, 0x0001u, 0x8000u, 0xFFFFu, static_cast<std::uint32_t>(rng() & 0xFFFFu)}) {
+      xs.push_back(top << 16 | low);
+    }
+  }
+  xs.push_back(0x3F800001u);
+  for (const char* name : kFormats) {
+    const FloatFormat f = parse_format(name).fp;
+    const int d = 23 - f.man_bits;
+    for (int R : {1, 8, d}) {
+      const Rounding r{RoundMode::sr, R, Overflow::none};
+      INFO(name << " " << rounding_name(r));
+      REQUIRE(fast::simd_cast_supported(f, r));
+      const std::uint32_t mask = static_cast<std::uint32_t>(low_mask(R));
+      // Weighted words: a quarter uniform, the rest 0, all ones, the halves, and the word at
+      // which the top R fraction bits of a normal-range input carry (and one below it).
+      std::vector<std::uint32_t> words(xs.size());
+      for (std::size_t i = 0; i < xs.size(); ++i) {
+        const std::uint32_t frac = ((xs[i] & 0x7FFFFFFFu) >> (d - R)) & mask;
+        const std::uint32_t pick = rng() % 16;
+        words[i] = pick < 4    ? rng() & mask
+                   : pick == 4 ? 0u
+                   : pick == 5 ? mask
+                   : pick == 6 ? (mask >> 1) + 1
+                   : pick == 7 ? mask >> 1
+                   : pick < 12 ? ((mask + 1) - frac) & mask
+                               : ((mask + 1) - frac - 1) & mask;
+      }
+      std::vector<std::uint16_t> want(xs.size());
+      for (std::size_t i = 0; i < xs.size(); ++i) {
+        want[i] =
+            static_cast<std::uint16_t>(native::convert(formats::fp32, f, r, xs[i], words[i]).code);
+      }
+      const std::size_t cb = f.total_bits() <= 8 ? 1 : 2;
+      for (simd::Isa isa : kIsas) {
+        IsaLimit limit(isa);
+        INFO("on " << simd::isa_name(simd::active_isa()));
+        std::vector<std::uint8_t> src(xs.size() * 4 + 1), dst(xs.size() * cb + 1);
+        std::memcpy(src.data() + 1, xs.data(), xs.size() * 4);
+        fast::simd_cast_to_codes_with_words(src.data() + 1, fast::ArrayInput::fp32, xs.size(),
+                                            dst.data() + 1, f, r, words.data());
+        std::size_t bad = 0;
+        for (std::size_t i = 0; i < xs.size(); ++i) {
+          const std::uint32_t got = cb == 1 ? dst[1 + i] : (dst[1 + 2 * i] | dst[2 + 2 * i] << 8);
+          if (got != want[i] && bad++ < 5) {
+            FAIL_CHECK("x=0x" << std::hex << xs[i] << " word 0x" << words[i] << ": got 0x" << got
+                              << " want 0x" << want[i]);
+          }
+        }
+        CHECK(bad == 0);
+      }
+    }
+  }
+}
