@@ -40,8 +40,12 @@ add_library(exmy_cpfloat_peer STATIC ${CMAKE_SOURCE_DIR}/bench/common/cpfloat_pe
 set_target_properties(exmy_cpfloat_peer PROPERTIES C_STANDARD 11 C_EXTENSIONS ON)
 target_include_directories(exmy_cpfloat_peer PRIVATE "${EXMY_CPFLOAT_INCLUDE}")
 target_include_directories(exmy_cpfloat_peer PUBLIC ${CMAKE_SOURCE_DIR}/bench/common)
-# CPFloat's own code is not ours to lint; one thread (no -fopenmp), as the issue's rows are.
-target_compile_options(exmy_cpfloat_peer PRIVATE -w -O3)
+# CPFloat's own code is not ours to lint; one thread (no -fopenmp), as the issue's rows are;
+# -O3 and -march=native as CPFloat's own Makefile builds it (EXMY_CPFLOAT_ARCH_FLAGS to change).
+set(EXMY_CPFLOAT_ARCH_FLAGS "-march=native" CACHE STRING
+    "Architecture flags for the CPFloat peer (CPFloat's Makefile uses -march=native)")
+separate_arguments(_cpf_arch UNIX_COMMAND "${EXMY_CPFLOAT_ARCH_FLAGS}")
+target_compile_options(exmy_cpfloat_peer PRIVATE -w -O3 ${_cpf_arch})
 find_library(EXMY_LIBM m)
 if(EXMY_LIBM)
   target_link_libraries(exmy_cpfloat_peer PRIVATE ${EXMY_LIBM})
@@ -50,7 +54,7 @@ if(_pcg_sources)
   add_library(exmy_peer_pcg STATIC ${_pcg_sources})
   set_target_properties(exmy_peer_pcg PROPERTIES C_STANDARD 11 C_EXTENSIONS ON)
   target_include_directories(exmy_peer_pcg PUBLIC "${EXMY_PCG_INCLUDE}")
-  target_compile_options(exmy_peer_pcg PRIVATE -w -O3)
+  target_compile_options(exmy_peer_pcg PRIVATE -w -O3 ${_cpf_arch})
   target_compile_options(exmy_cpfloat_peer PRIVATE -include "${EXMY_PCG_INCLUDE}/pcg_variants.h")
   target_compile_definitions(exmy_cpfloat_peer PRIVATE EXMY_CPFLOAT_PCG=1)
   target_link_libraries(exmy_cpfloat_peer PRIVATE exmy_peer_pcg)
