@@ -79,14 +79,15 @@ template <int W>
 struct VPlan {
   using U32 = typename Vec<W>::u32;
   U32 norm_min, rebias, half_m1, sub_magic, max_code, sign_bit, zero_clear, rmask;
-  U32 ov[2], inf[2], nan[2];
+  U32 ov[2], inf[2], nan[2], zero[2];
+  U32 neg_code;      // unsigned formats (e8m0fnu): the code of every negative nonzero finite input
   U32 sr_sub_shift;  // sr below the normal range: d - R = (23 - M + e0 - R) - max(e32, 1)
   // The lean domain: norm_min <= |u| <= the fp32 bits of f's largest finite value, tested as
   // (|u| - norm_min) ^ 2^31 <= lean_span ^ 2^31 (an unsigned compare as a signed one).
   U32 lean_span;
   int d, sign_shift, R, sr_norm_shift;
 
-  EXMY_SIMD_INLINE VPlan(const native::FastCastPlan& p, int r) {
+  EXMY_SIMD_INLINE VPlan(const native::FastCastPlan& p, const Rounding& rounding, int r) {
     norm_min = simd::splat<W>(p.norm_min);
     rebias = simd::splat<W>(p.rebias);
     half_m1 = simd::splat<W>(p.half_m1);
@@ -100,10 +101,13 @@ struct VPlan {
       ov[k] = simd::splat<W>(p.overflow[k]);
       inf[k] = simd::splat<W>(p.inf[k]);
       nan[k] = simd::splat<W>(p.nan[k]);
+      zero[k] = simd::splat<W>(p.zero[k]);
     }
     d = p.normal_shift;
     sign_shift = p.sign_shift;
     sr_norm_shift = p.normal_shift - r;
+    neg_code = simd::splat<W>(static_cast<std::uint32_t>(
+        native::convert(formats::fp32, p.f, rounding, 0xBF800000u).code));
     const std::uint32_t max_bits = native::bits_of(native::to_float(p.f, p.max_code));
     lean_span = simd::splat<W>((max_bits - p.norm_min) ^ 0x80000000u);
     sr_sub_shift =
@@ -240,8 +244,12 @@ EXMY_SIMD_INLINE void store_codes(Out* out, typename Vec<W>::u32 codes) {
   }
 }
 
+// The kernels: the fast cast into 1- or 2-byte codes, or the e8m0 cast.
+enum class Target { u8, u16, e8m0 };
+
 struct Args {
   const native::FastCastPlan* plan;
+  Rounding round;
   const void* in;
   void* out;
   std::size_t n;
@@ -254,7 +262,7 @@ struct Args {
 
 // Elements the vectors do not cover (a head up to the next Philox block, a tail of fewer than W)
 // take the scalar function itself.
-template <FastMode Mode, ArrayInput T, typename Out>
+template <FastMode Mode, ArrayInput T, typename Out, bool E8m0>
 void cast_scalar(const Args& g, const native::FastCastPlan& p, std::size_t k) {
   const auto* in = static_cast<const std::uint8_t*>(g.in);
   std::uint32_t w = 0;
@@ -262,15 +270,99 @@ void cast_scalar(const Args& g, const native::FastCastPlan& p, std::size_t k) {
     w = g.words ? g.words[k]
                 : native::sr_word(native::philox_word(g.seed, g.stream, g.first + k), g.R);
   }
-  static_cast<Out*>(g.out)[k] =
-      static_cast<Out>(native::fast_cast_fp32_fixed<Mode>(p, load_fp32_scalar<T>(in, k), w, g.R));
+  const std::uint32_t u = load_fp32_scalar<T>(in, k);
+  std::uint32_t code;
+  if constexpr (E8m0) {
+    code = native::fast_cast_fp32_e8m0<Mode>(p, g.round, u, w);
+  } else {
+    code = native::fast_cast_fp32_fixed<Mode>(p, u, w, g.R);
+  }
+  static_cast<Out*>(g.out)[k] = static_cast<Out>(code);
 }
 
-template <int W, FastMode Mode, ArrayInput T, typename Out>
+// native::fast_cast_fp32_e8m0<Mode> (e8m0fnu: fp32's exponent field is the code) on every lane:
+// a positive normal fp32 input rounds by its mantissa alone (rne: up at m >= 2^22, since the kept
+// significand 1 is odd; sr:R: the top R mantissa bits plus the word carry), and a carry past the
+// largest finite code is overflow. The inputs the scalar function sends to the native engine
+// have results fixed by section 4.1, taken from the engine once (VPlan): negative nonzero finite
+// -> neg_code (NaN), +-0 -> zero (NaN: no zero), inf and NaN -> the plan's codes. Only positive
+// fp32 subnormals (below 2^-126, inside e8m0's range) take the scalar function, lane by lane.
+template <int W, FastMode Mode>
+EXMY_SIMD_INLINE typename Vec<W>::u32 e8m0_normal(const VPlan<W>& c, typename Vec<W>::u32 u,
+                                                  typename Vec<W>::u32 rand) {
+  using U32 = typename Vec<W>::u32;
+  using I32 = typename Vec<W>::i32;
+  const U32 m = u & 0x007FFFFFu;
+  U32 up{};
+  if constexpr (Mode == FastMode::rne) {
+    up = m >> 22;
+  } else if constexpr (Mode == FastMode::sr) {
+    up = ((m >> c.sr_norm_shift) + (rand & c.rmask)) >> c.R;
+  }
+  const U32 code = (u >> 23) + up;
+  return select((U32)((I32)code > (I32)c.max_code), c.ov[0], code);
+}
+
+// A vector with a lane outside the positive normal range.
+template <int W, FastMode Mode>
+EXMY_SIMD_INLINE typename Vec<W>::u32 e8m0_mixed(const VPlan<W>& c, const Args& g,
+                                                 typename Vec<W>::u32 u,
+                                                 typename Vec<W>::u32 rand) {
+  using U32 = typename Vec<W>::u32;
+  using I32 = typename Vec<W>::i32;
+  U32 res = e8m0_normal<W, Mode>(c, u, rand);
+  const U32 a = u & 0x7FFFFFFFu;
+  const U32 neg = (U32)((I32)u < 0);
+  const U32 is_zero = (U32)(a == 0u);
+  res = select(neg & ~is_zero, c.neg_code, res);
+  res = select(is_zero, select(neg, c.zero[1], c.zero[0]), res);
+  const U32 special = (U32)((I32)a >= 0x7F800000);
+  const U32 inf = (U32)(a == 0x7F800000u);
+  res = select(special,
+               select(inf, select(neg, c.inf[1], c.inf[0]), select(neg, c.nan[1], c.nan[0])), res);
+  const U32 tiny = ~neg & ~is_zero & (U32)((I32)a < 0x00800000);  // positive fp32 subnormals
+  if (!simd::all_set<W>(~tiny)) {
+    // Lane by lane through arrays, so that res stays a register value on the paths above.
+    std::uint32_t ua[W], ra[W], ta[W], out[W];
+    simd::store(ua, u);
+    simd::store(ra, rand);
+    simd::store(ta, tiny);
+    simd::store(out, res);
+    for (int k = 0; k < W; ++k) {
+      if (ta[k] != 0) out[k] = native::fast_cast_fp32_e8m0<Mode>(*g.plan, g.round, ua[k], ra[k]);
+    }
+    res = simd::load<U32>(out);
+  }
+  return res;
+}
+
+template <int W, FastMode Mode>
+EXMY_SIMD_INLINE typename Vec<W>::u32 e8m0_lanes(const VPlan<W>& c, const Args& g,
+                                                 typename Vec<W>::u32 u,
+                                                 typename Vec<W>::u32 rand) {
+  using U32 = typename Vec<W>::u32;
+  using I32 = typename Vec<W>::i32;
+  const U32 in_range = (U32)((I32)((u - 0x00800000u) ^ 0x80000000u) <
+                             static_cast<std::int32_t>(0x7F000000u ^ 0x80000000u));
+  if (simd::all_set<W>(in_range)) return e8m0_normal<W, Mode>(c, u, rand);  // the common case
+  return e8m0_mixed<W, Mode>(c, g, u, rand);
+}
+
+template <int W, FastMode Mode, bool E8m0>
+EXMY_SIMD_INLINE typename Vec<W>::u32 lanes(const VPlan<W>& c, const Args& g,
+                                            typename Vec<W>::u32 u, typename Vec<W>::u32 rand) {
+  if constexpr (E8m0) {
+    return e8m0_lanes<W, Mode>(c, g, u, rand);
+  } else {
+    return cast_vector<W, Mode>(c, u, rand);
+  }
+}
+
+template <int W, FastMode Mode, ArrayInput T, typename Out, bool E8m0>
 EXMY_SIMD_INLINE void cast_body(const Args& g) {
   using U32 = typename Vec<W>::u32;
   const native::FastCastPlan p = *g.plan;
-  const VPlan<W> c(p, g.R);
+  const VPlan<W> c(p, g.round, g.R);
   const auto* in = static_cast<const std::uint8_t*>(g.in);
   Out* out = static_cast<Out*>(g.out);
   const std::size_t n = g.n;
@@ -278,19 +370,19 @@ EXMY_SIMD_INLINE void cast_body(const Args& g) {
   if constexpr (Mode != FastMode::sr) {
     const U32 none{};
     for (; i + 2 * W <= n; i += 2 * W) {
-      store_codes<W>(out + i, cast_vector<W, Mode>(c, load_fp32<W, T>(in, i), none));
-      store_codes<W>(out + i + W, cast_vector<W, Mode>(c, load_fp32<W, T>(in, i + W), none));
+      store_codes<W>(out + i, lanes<W, Mode, E8m0>(c, g, load_fp32<W, T>(in, i), none));
+      store_codes<W>(out + i + W, lanes<W, Mode, E8m0>(c, g, load_fp32<W, T>(in, i + W), none));
     }
     for (; i + W <= n; i += W) {
-      store_codes<W>(out + i, cast_vector<W, Mode>(c, load_fp32<W, T>(in, i), none));
+      store_codes<W>(out + i, lanes<W, Mode, E8m0>(c, g, load_fp32<W, T>(in, i), none));
     }
   } else if (g.words) {
     for (; i + W <= n; i += W) {
-      store_codes<W>(out + i,
-                     cast_vector<W, Mode>(c, load_fp32<W, T>(in, i), simd::load<U32>(g.words + i)));
+      store_codes<W>(out + i, lanes<W, Mode, E8m0>(c, g, load_fp32<W, T>(in, i),
+                                                   simd::load<U32>(g.words + i)));
     }
   } else {
-    for (; i < n && ((g.first + i) & 3u) != 0; ++i) cast_scalar<Mode, T, Out>(g, p, i);
+    for (; i < n && ((g.first + i) & 3u) != 0; ++i) cast_scalar<Mode, T, Out, E8m0>(g, p, i);
     simd::PhiloxVec<W> gen(g.seed, g.stream, (g.first + i) >> 2);
     const int shift = 32 - g.R;  // sr_word: the top R bits (R <= 22 here)
     constexpr int U = 4;         // four independent Philox chains per step
@@ -299,51 +391,58 @@ EXMY_SIMD_INLINE void cast_body(const Args& g) {
       gen.template next<U>(w);
       for (int k = 0; k < U; ++k) {
         store_codes<W>(out + i + k * W,
-                       cast_vector<W, Mode>(c, load_fp32<W, T>(in, i + k * W), w[k] >> shift));
+                       lanes<W, Mode, E8m0>(c, g, load_fp32<W, T>(in, i + k * W), w[k] >> shift));
       }
     }
     for (; i + W <= n; i += W) {
-      store_codes<W>(out + i, cast_vector<W, Mode>(c, load_fp32<W, T>(in, i), gen.next() >> shift));
+      store_codes<W>(out + i,
+                     lanes<W, Mode, E8m0>(c, g, load_fp32<W, T>(in, i), gen.next() >> shift));
     }
   }
-  for (; i < n; ++i) cast_scalar<Mode, T, Out>(g, p, i);
+  for (; i < n; ++i) cast_scalar<Mode, T, Out, E8m0>(g, p, i);
 }
 
 template <int W, FastMode Mode, ArrayInput T>
-EXMY_SIMD_INLINE void run_out(const Args& g, bool wide) {
-  if (wide) {
-    cast_body<W, Mode, T, std::uint16_t>(g);
-  } else {
-    cast_body<W, Mode, T, std::uint8_t>(g);
+EXMY_SIMD_INLINE void run_out(const Args& g, Target target) {
+  switch (target) {
+    case Target::u8:
+      cast_body<W, Mode, T, std::uint8_t, false>(g);
+      break;
+    case Target::u16:
+      cast_body<W, Mode, T, std::uint16_t, false>(g);
+      break;
+    case Target::e8m0:
+      cast_body<W, Mode, T, std::uint8_t, true>(g);
+      break;
   }
 }
 
 template <int W, FastMode Mode>
-EXMY_SIMD_INLINE void run_in(const Args& g, ArrayInput t, bool wide) {
+EXMY_SIMD_INLINE void run_in(const Args& g, ArrayInput t, Target target) {
   switch (t) {
     case ArrayInput::fp32:
-      run_out<W, Mode, ArrayInput::fp32>(g, wide);
+      run_out<W, Mode, ArrayInput::fp32>(g, target);
       break;
     case ArrayInput::fp16:
-      run_out<W, Mode, ArrayInput::fp16>(g, wide);
+      run_out<W, Mode, ArrayInput::fp16>(g, target);
       break;
     case ArrayInput::bf16:
-      run_out<W, Mode, ArrayInput::bf16>(g, wide);
+      run_out<W, Mode, ArrayInput::bf16>(g, target);
       break;
   }
 }
 
 template <int W>
-EXMY_SIMD_INLINE void run(const Args& g, FastMode m, ArrayInput t, bool wide) {
+EXMY_SIMD_INLINE void run(const Args& g, FastMode m, ArrayInput t, Target target) {
   switch (m) {
     case FastMode::rne:
-      run_in<W, FastMode::rne>(g, t, wide);
+      run_in<W, FastMode::rne>(g, t, target);
       break;
     case FastMode::rtz:
-      run_in<W, FastMode::rtz>(g, t, wide);
+      run_in<W, FastMode::rtz>(g, t, target);
       break;
     default:
-      run_in<W, FastMode::sr>(g, t, wide);
+      run_in<W, FastMode::sr>(g, t, target);
       break;
   }
 }
@@ -368,11 +467,11 @@ EXMY_SIMD_INLINE void words_body(std::uint64_t seed, std::uint32_t stream, std::
 // One function per instruction set: the generic bodies are inlined into each and compiled for
 // its set (objdump shows zmm / ymm code in the first two).
 #if defined(__x86_64__)
-EXMY_TARGET_AVX512 void run_avx512(const Args& g, FastMode m, ArrayInput t, bool wide) {
-  run<16>(g, m, t, wide);
+EXMY_TARGET_AVX512 void run_avx512(const Args& g, FastMode m, ArrayInput t, Target target) {
+  run<16>(g, m, t, target);
 }
-EXMY_TARGET_AVX2 void run_avx2(const Args& g, FastMode m, ArrayInput t, bool wide) {
-  run<8>(g, m, t, wide);
+EXMY_TARGET_AVX2 void run_avx2(const Args& g, FastMode m, ArrayInput t, Target target) {
+  run<8>(g, m, t, target);
 }
 EXMY_TARGET_AVX512 void words_avx512(std::uint64_t seed, std::uint32_t stream, std::uint64_t first,
                                      std::size_t n, std::uint32_t* out) {
@@ -383,8 +482,8 @@ EXMY_TARGET_AVX2 void words_avx2(std::uint64_t seed, std::uint32_t stream, std::
   words_body<8>(seed, stream, first, n, out);
 }
 #endif
-void run_sse2(const Args& g, FastMode m, ArrayInput t, bool wide) {
-  run<4>(g, m, t, wide);
+void run_sse2(const Args& g, FastMode m, ArrayInput t, Target target) {
+  run<4>(g, m, t, target);
 }
 void words_sse2(std::uint64_t seed, std::uint32_t stream, std::uint64_t first, std::size_t n,
                 std::uint32_t* out) {
@@ -394,6 +493,7 @@ void words_sse2(std::uint64_t seed, std::uint32_t stream, std::uint64_t first, s
 }  // namespace
 
 bool simd_cast_supported(const FloatFormat& f, const Rounding& r) {
+  if (native::fast_e8m0_supported(f)) return native::fast_e8m0_mode_for(r) != FastMode::any;
   if (!native::fast_cast_supported(f)) return false;
   // fast_mode_for reads only the plan's normal_shift (23 - M).
   native::FastCastPlan p;
@@ -407,21 +507,22 @@ void run_kernel(const void* in, ArrayInput t, std::size_t n, void* codes, const 
                 const Rounding& r, std::uint64_t seed, std::uint32_t stream,
                 std::uint64_t first_index, const std::uint32_t* words) {
   const native::FastCastPlan plan = native::make_fast_cast_plan(f, r);
-  const FastMode m = native::fast_mode_for(plan, r);
-  const Args g{&plan, in,     codes,       n,    m == FastMode::sr ? r.sr_bits : 0,
+  const bool e8m0 = native::fast_e8m0_supported(f);
+  const FastMode m = e8m0 ? native::fast_e8m0_mode_for(r) : native::fast_mode_for(plan, r);
+  const Args g{&plan, r,      in,          codes, n, m == FastMode::sr ? r.sr_bits : 0,
                seed,  stream, first_index, words};
-  const bool wide = f.total_bits() > 8;
+  const Target target = e8m0 ? Target::e8m0 : f.total_bits() > 8 ? Target::u16 : Target::u8;
   switch (simd::active_isa()) {
 #if defined(__x86_64__)
     case simd::Isa::avx512:
-      run_avx512(g, m, t, wide);
+      run_avx512(g, m, t, target);
       return;
     case simd::Isa::avx2:
-      run_avx2(g, m, t, wide);
+      run_avx2(g, m, t, target);
       return;
 #endif
     default:
-      run_sse2(g, m, t, wide);
+      run_sse2(g, m, t, target);
       return;
   }
 }

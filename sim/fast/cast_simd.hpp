@@ -2,7 +2,8 @@
 // the GPU kernels' mode-fixed integer cast) evaluated on W lanes at once, for fp32, fp16 and bf16
 // inputs into every format that function serves (signed, subnormals, 1 <= M, at most 16 bits,
 // range inside fp32's: e4m3fn, e5m2, e4m3fnuz, e5m2fnuz, e2m1fn, e3m2fn, e2m3fn, bf16, fp16, e5m3,
-// e8m3, ...) under rne, rtz and sr:R (R <= 23 - M), every overflow policy. sr:R draws the word of
+// e8m3, ...) under rne, rtz and sr:R (R <= 23 - M), every overflow policy, and the e8m0fnu cast of
+// the same file (native::fast_cast_fp32_e8m0: rne, rtz, sr:R with R <= 23). sr:R draws the word of
 // element i from the vector Philox of sim/fast/philox_simd.hpp: word i % 4 of block i / 4 with
 // counter (lo32(i/4), hi32(i/4), stream, 0) and key (lo32(seed), hi32(seed)), the top R bits
 // (docs/SEMANTICS.md 3.2), so any range may be cast in any number of pieces.

@@ -155,7 +155,14 @@ EXMY_SIMD_INLINE bool all_set(typename Vec<W>::u32 m) {
 template <int W>
 EXMY_SIMD_INLINE typename Vec<W>::u8 narrow_u8(typename Vec<W>::u32 v) {
 #if defined(__x86_64__) && !defined(__clang__)
-  if constexpr (W == 4 || W == 8) {
+  if constexpr (W == 16) {
+    // VPMOVDB from the register (the generic conversion becomes byte inserts from memory when
+    // the vector was spilled).
+    typedef char i8x16 __attribute__((vector_size(16)));
+    const i8x16 b =
+        __builtin_ia32_pmovdb512_mask((typename Vec<W>::i32)v, i8x16{}, static_cast<short>(-1));
+    return (typename Vec<W>::u8)b;
+  } else {
     typedef short i16x8 __attribute__((vector_size(16)));
     typedef char i8x16 __attribute__((vector_size(16)));
     typedef short i16x16 __attribute__((vector_size(32)));

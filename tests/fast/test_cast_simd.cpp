@@ -119,10 +119,12 @@ void compare_all(const std::vector<Code>& xs, fast::ArrayInput t, const FloatFor
 }
 
 // The presets of at most 8 bits the vector kernels serve, the 16-bit presets, and eXmY names of
-// issue 15's generic-format sweep and seed 003 (e5m3, e8m3, e3m4b5, e6m5, e2m5fn, e8m7).
-const char* const kFormats[] = {"e4m3fn", "e5m2", "e4m3fnuz", "e5m2fnuz",    "e2m1fn", "e3m2fn",
-                                "e2m3fn", "e4m3", "e3m4",     "e4m3b11fnuz", "bf16",   "fp16",
-                                "e5m3",   "e8m3", "e3m4b5",   "e6m5",        "e2m5fn", "e8m7"};
+// issue 15's generic-format sweep and seed 003 (e5m3, e8m3, e3m4b5, e6m5, e2m5fn, e8m7), and
+// e8m0fnu (its own kernel: the MX scale format).
+const char* const kFormats[] = {"e4m3fn", "e5m2",   "e4m3fnuz", "e5m2fnuz", "e2m1fn",
+                                "e3m2fn", "e2m3fn", "e4m3",     "e3m4",     "e4m3b11fnuz",
+                                "bf16",   "fp16",   "e5m3",     "e8m3",     "e3m4b5",
+                                "e6m5",   "e2m5fn", "e8m7",     "e8m0fnu"};
 
 }  // namespace
 
@@ -275,8 +277,10 @@ TEST_CASE(
     const char* format;
     Rounding r;
   };
-  const Case cases[] = {{"e8m0fnu", Rounding{RoundMode::sr, 8}},
-                        {"e8m0fnu", Rounding{RoundMode::rne, 0}},
+  const Case cases[] = {{"e8m0fnu", Rounding{RoundMode::sr, 24}},
+                        {"e8m0fnu", Rounding{RoundMode::rna, 0}},
+                        {"e4m3fnu", Rounding{RoundMode::sr, 8}},
+                        {"e5m2fnu", Rounding{RoundMode::rne, 0}},
                         {"e4m3fn", Rounding{RoundMode::sr, 21}},
                         {"e4m3fn", Rounding{RoundMode::rna, 0}},
                         {"e5m2", Rounding{RoundMode::rup, 0, Overflow::satfinite}},
