@@ -151,7 +151,7 @@ EXMY_SIMD_INLINE bool all_set(typename Vec<W>::u32 m) {
 // The low 8 / 16 bits of every lane. narrow_u8 requires every lane below 256 (codes of formats of
 // at most 8 bits): GCC turns the generic conversion into byte-by-byte scalar code for 4 and 8
 // lanes, so there the saturating packs (exact below 256) and one lane permutation do it (SSE2:
-// PACKSSDW, PACKUSWB; AVX2: the same per 128-bit half, then VPERMD); AVX-512 has VPMOVDB.
+// PACKSSDW, PACKUSWB; AVX2: the same per 128-bit half, then VPERMD), and VPMOVDB on AVX-512.
 template <int W>
 EXMY_SIMD_INLINE typename Vec<W>::u8 narrow_u8(typename Vec<W>::u32 v) {
 #if defined(__x86_64__) && !defined(__clang__)
@@ -166,7 +166,6 @@ EXMY_SIMD_INLINE typename Vec<W>::u8 narrow_u8(typename Vec<W>::u32 v) {
     typedef short i16x8 __attribute__((vector_size(16)));
     typedef char i8x16 __attribute__((vector_size(16)));
     typedef short i16x16 __attribute__((vector_size(32)));
-    typedef char i8x32 __attribute__((vector_size(32)));
     using I32 = typename Vec<W>::i32;
     using U32 = typename Vec<W>::u32;
     typename Vec<W>::u8 out;
