@@ -18,13 +18,14 @@ namespace simd {
 namespace {
 
 #if defined(__x86_64__)
-// CPUID leaf 1 ECX: OSXSAVE (27), AVX (28); leaf 7 EBX: AVX2 (5), AVX512F (16), AVX512DQ (17),
-// AVX512BW (30), AVX512VL (31); XCR0: the OS saves the YMM state (bits 1-2) and the opmask and
-// ZMM state (bits 5-7). Read directly, as array_cast.cpp reads F16C.
+// CPUID leaf 1 ECX: OSXSAVE (27), AVX (28), F16C (29); leaf 7 EBX: AVX2 (5), AVX512F (16), AVX512DQ
+// (17), AVX512BW (30), AVX512VL (31); XCR0: the OS saves the YMM state (bits 1-2) and the opmask
+// and ZMM state (bits 5-7). Read directly, as array_cast.cpp reads F16C.
 Isa probe_isa() {
   unsigned a = 0, b = 0, c = 0, d = 0;
   if (__get_cpuid(1, &a, &b, &c, &d) == 0) return Isa::sse2;
-  if (((c >> 27) & 1u) == 0 || ((c >> 28) & 1u) == 0) return Isa::sse2;
+  // OSXSAVE, AVX and F16C (the AVX2 kernels convert fp16 inputs with VCVTPH2PS).
+  if (((c >> 27) & 1u) == 0 || ((c >> 28) & 1u) == 0 || ((c >> 29) & 1u) == 0) return Isa::sse2;
   unsigned lo = 0, hi = 0;
   __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
   if ((lo & 0x6u) != 0x6u) return Isa::sse2;
@@ -210,7 +211,23 @@ EXMY_SIMD_INLINE typename Vec<W>::u32 load_fp32(const std::uint8_t* in, std::siz
     const U32 h = simd::widen_u16<W>(simd::load<typename Vec<W>::u16>(in + 2 * i));
     if constexpr (T == ArrayInput::bf16) {
       return h << 16;
-    } else {
+    }
+#if defined(__x86_64__) && !defined(__clang__)
+    else if constexpr (W == 8 || W == 16) {
+      // VCVTPH2PS (F16C; AVX-512F for 16 lanes) is exact for every fp16 value but NaN (fp32
+      // holds them all, subnormals included; exmy never sets MXCSR's DAZ), and a NaN stays a NaN
+      // of its sign (quieted). Every NaN of one sign casts to one code (nan[sign], section 4.1),
+      // so the codes are those of the payload-keeping native::widen_fp16.
+      using I16 = typename Vec<W>::i16;
+      const auto raw = simd::load<typename Vec<W>::u16>(in + 2 * i);
+      if constexpr (W == 8) {
+        return (U32)__builtin_ia32_vcvtph2ps256((I16)raw);
+      } else {
+        return (U32)__builtin_ia32_vcvtph2ps512_mask((I16)raw, F32{}, static_cast<short>(-1), 4);
+      }
+    }
+#endif
+    else {
       const U32 sign = (h & 0x8000u) << 16;
       const U32 mag = h & 0x7FFFu;
       const U32 moved = mag << 13;

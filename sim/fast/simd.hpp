@@ -26,7 +26,7 @@
 
 #define EXMY_SIMD_INLINE inline __attribute__((always_inline))
 #if defined(__x86_64__)
-#define EXMY_TARGET_AVX2 __attribute__((target("avx2")))
+#define EXMY_TARGET_AVX2 __attribute__((target("avx2,f16c")))
 #define EXMY_TARGET_AVX512 __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq")))
 #endif
 
@@ -62,6 +62,7 @@ struct Vec;
     typedef long long i64 __attribute__((vector_size(4 * W), aligned(4)));     \
     typedef float f32 __attribute__((vector_size(4 * W), aligned(4)));         \
     typedef std::uint16_t u16 __attribute__((vector_size(2 * W), aligned(2))); \
+    typedef short i16 __attribute__((vector_size(2 * W), aligned(2)));         \
     typedef std::uint8_t u8 __attribute__((vector_size(W), aligned(1)));       \
   };
 EXMY_SIMD_VEC(4)
