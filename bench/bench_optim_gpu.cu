@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <vector>
 
+#include "bench/common/gpu_bench.hpp"
 #include "gpu/optim/optim.hpp"
 #include "sim/optim/optim.hpp"
 
@@ -16,12 +17,7 @@ namespace {
 
 using namespace exmy;
 
-void check(cudaError_t e) {
-  if (e != cudaSuccess) {
-    std::fprintf(stderr, "CUDA: %s\n", cudaGetErrorString(e));
-    std::exit(1);
-  }
-}
+void check(cudaError_t e) { exmy::bench::cuda_ok(e, "CUDA"); }
 
 struct Buf {
   void* p = nullptr;
@@ -47,28 +43,14 @@ void fill(float* d, std::size_t n, float base, float scale) {
   check(cudaMemcpy(d, h.data(), n * 4, cudaMemcpyHostToDevice));
 }
 
+// One step per iteration (bench/common/gpu_bench.hpp); step(t) gets a fresh step number (the
+// warm-up is step 1, which also uploads the codebook).
 template <class F>
 void timed(benchmark::State& state, double bytes_per_param, std::size_t n, F step) {
-  cudaEvent_t a, b;
-  check(cudaEventCreate(&a));
-  check(cudaEventCreate(&b));
-  step(1);  // warm-up (also the codebook upload)
-  check(cudaDeviceSynchronize());
-  long t = 2;
-  for (auto _ : state) {
-    check(cudaEventRecord(a));
-    step(t++);
-    check(cudaEventRecord(b));
-    check(cudaEventSynchronize(b));
-    float ms = 0;
-    check(cudaEventElapsedTime(&ms, a, b));
-    state.SetIterationTime(ms / 1e3);
-  }
+  exmy::bench::time_cuda(state, 1, step);
   state.counters["TB/s"] = benchmark::Counter(bytes_per_param * n * 1e-12,
                                               benchmark::Counter::kIsIterationInvariantRate);
   state.counters["B/param"] = bytes_per_param;
-  cudaEventDestroy(a);
-  cudaEventDestroy(b);
 }
 
 std::size_t size_of(const benchmark::State& s) {

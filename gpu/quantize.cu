@@ -438,9 +438,9 @@ __device__ __forceinline__ std::uint8_t fast_flt(const QArgs& a, const FastCastP
   const std::uint32_t yb = native::bits_of(y);
   if constexpr (M == FastMode::sr) {
     return static_cast<std::uint8_t>(
-        fast_cast_fp32_fixed<FastMode::sr>(p, yb, native::sr_word(word, a.p.sr_bits), a.p.sr_bits));
+        fast_cast_fp32_fixed_inline<FastMode::sr>(p, yb, native::sr_word(word, a.p.sr_bits), a.p.sr_bits));
   } else {
-    return static_cast<std::uint8_t>(fast_cast_fp32_fixed<FastMode::rne>(p, yb, 0u, 0));
+    return static_cast<std::uint8_t>(fast_cast_fp32_fixed_inline<FastMode::rne>(p, yb, 0u, 0));
   }
 }
 
@@ -492,7 +492,7 @@ __device__ __forceinline__ std::uint8_t fast_mx(const QArgs& a, const FastCastPl
   const int es = e - g.mx_exp;
   if (g.mxs != native::kE8m0Nan && (mag == 0 || (e >= 1 && e <= 254 && es >= 1 && es <= 254))) {
     const std::uint32_t u = mag == 0 ? xb : xb - (static_cast<std::uint32_t>(g.mx_exp) << 23);
-    return static_cast<std::uint8_t>(fast_cast_fp32_fixed<FastMode::rne>(p, u, 0u, 0));
+    return static_cast<std::uint8_t>(fast_cast_fp32_fixed_inline<FastMode::rne>(p, u, 0u, 0));
   }
   return cold_mx_element(a.p.fmt, native::float_of(xb), g.mxs, a.p.mode, a.p.sr_bits, 0u);
 }
@@ -510,7 +510,7 @@ __device__ __forceinline__ std::uint8_t fast_mx_torchao(const QArgs& a, const Fa
   }
   if ((yb & 0x7FFFFFFFu) > 0x7F800000u)
     return static_cast<std::uint8_t>(0x7Fu | ((yb >> 24) & 0x80u));
-  return static_cast<std::uint8_t>(fast_cast_fp32_fixed<FastMode::rne>(p, yb, 0u, 0));
+  return static_cast<std::uint8_t>(fast_cast_fp32_fixed_inline<FastMode::rne>(p, yb, 0u, 0));
 }
 
 // The codes of a run from its kRun fp32 values y by the fp8 instruction (pairs), where every y

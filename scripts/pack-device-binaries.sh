@@ -13,9 +13,11 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 B=${1:-build-cuda}
-targets="exmy_test_gpu exmy_test_properties_gpu exmy exmy_test_quant bench_gpu_quant bench_optim_gpu bench_gemm_emulation exmy_test_backend_gpu"
+# EXMY_PACK_TARGETS overrides the list (the carry limit is 64 MiB with the tracked tree: a call
+# that needs only some binaries packs only those).
+targets=${EXMY_PACK_TARGETS:-"exmy_test_gpu exmy_test_properties_gpu exmy exmy_test_quant bench_gpu_quant bench_optim_gpu bench_gemm_emulation exmy_test_backend_gpu"}
 # Backend plugins (examples/): shared libraries, packed beside the binaries that load them.
-plugins="exmy_backend_cvt_cuda exmy_backend_reference"
+plugins=${EXMY_PACK_PLUGINS-"exmy_backend_cvt_cuda exmy_backend_reference"}
 cmake -S . -B "$B" -DCMAKE_BUILD_TYPE=Release -DEXMY_CUDA_ARCHS=90 >/dev/null
 # shellcheck disable=SC2086
 cmake --build "$B" -j2 --target $targets $plugins

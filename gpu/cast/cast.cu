@@ -1,9 +1,21 @@
-// Element-wise cast kernels (gpu/cast/cast.hpp). A thread handles kGroups vectors of 16 input bytes
-// (4 fp32 or 8 bf16/fp16 elements each); the lanes of a warp take consecutive vectors, so each
-// load and store instruction of a warp covers one contiguous span (coalesced), and all of a
-// thread's loads are issued before its arithmetic. The arithmetic is native::convert (generic
-// path) or its proven-equal 32-bit specialisation gpu/cast/fast_cast.hpp (fast path).
+// Element-wise cast kernels (gpu/cast/cast.hpp). A thread handles groups of 16 input bytes (4 fp32
+// or 8 bf16/fp16 elements each); the lanes of a warp take consecutive vectors, so each load and
+// store instruction of a warp covers one contiguous span (coalesced), and all of a thread's loads
+// are issued before its arithmetic. The arithmetic is one of
+//   - lean: the mode-fixed rne / rtz / sr:R cast of every float format of <= 16 bits
+//     (native::fast_cast_fp32_lean, sign handling fixed per kernel), with the rare inputs outside
+//     its domain (inf, NaN) redone per group by fast_cast_fp32_fixed_inline; the few
+//     inputs that need the native engine (fp32 subnormals into formats reaching below fp32's
+//     range, zero into formats without zero) set a flag, and a second kernel redoes them;
+//   - fast: fast_cast_fp32 for the other modes on formats with a range inside fp32's;
+//   - generic: native::convert with the runtime descriptor.
+// No kernel of the first two calls a function: a call anywhere in these loops (even on a path
+// never taken) or a dynamically indexed register array costs every element register spills
+// (measured on an H200: 305 -> 870-2000 us for 2^28 fp32 -> e4m3fn, bench/results).
+#include <cuda_fp16.h>
 #include <cuda_runtime.h>
+
+#include <algorithm>
 
 #include <string>
 
@@ -18,7 +30,12 @@
 namespace exmy::gpu {
 namespace {
 
-constexpr int kGroups = 4;  // 16-byte input vectors per thread and grid-stride step
+// The engine flag of lean casts whose format has no engine inputs (never written).
+__device__ unsigned g_unused_engine_flag;
+
+constexpr int kGroups = 4;  // 16-byte input vectors per thread and step (fast, generic paths)
+constexpr int kLeanElems = 32;  // elements per thread and step on the lean path (H200: 8 fp32
+                                // vectors per thread gave 305 us against 330 for 4, 2^28 e4m3fn)
 
 struct CastArgs {
   FastCastPlan plan;  // valid on the fast path
@@ -29,24 +46,36 @@ struct CastArgs {
   std::uint64_t offset;
   std::uint32_t stream;
   bool vector_ok;  // 16-byte aligned pointers and index offset % 4 == 0 (see vector_ok())
+  unsigned* engine_flag;  // lean path: set when an input needs the native engine (fix-up pass)
 };
 
 template <CastInput In>
 struct InputTraits;
+// widen: the exact fp32 bits of an input element (NaN payloads kept). widen_lean: the same for
+// every non-NaN input, and some NaN for a NaN (the lean path sends every NaN to the rare path,
+// which widens again with widen): fp16 takes the hardware conversion (cvt.f32.f16, exact for
+// every finite and infinite fp16 value, subnormals included) instead of the branchy software one.
 template <>
 struct InputTraits<CastInput::fp32> {
   using T = std::uint32_t;
   static __device__ __forceinline__ std::uint32_t widen(std::uint32_t x) { return x; }
+  static __device__ __forceinline__ std::uint32_t widen_lean(std::uint32_t x) { return x; }
 };
 template <>
 struct InputTraits<CastInput::bf16> {
   using T = std::uint16_t;
   static __device__ __forceinline__ std::uint32_t widen(std::uint32_t x) { return widen_bf16(x); }
+  static __device__ __forceinline__ std::uint32_t widen_lean(std::uint32_t x) {
+    return widen_bf16(x);
+  }
 };
 template <>
 struct InputTraits<CastInput::fp16> {
   using T = std::uint16_t;
   static __device__ __forceinline__ std::uint32_t widen(std::uint32_t x) { return widen_fp16(x); }
+  static __device__ __forceinline__ std::uint32_t widen_lean(std::uint32_t x) {
+    return __float_as_uint(__half2float(__ushort_as_half(static_cast<unsigned short>(x))));
+  }
 };
 
 // The generic path: the native engine with the runtime descriptor.
@@ -56,17 +85,16 @@ __device__ __forceinline__ std::uint32_t generic_convert(FloatFormat from, Float
   return static_cast<std::uint32_t>(native::convert(from, to, r, x, rand).code);
 }
 
-// Which arithmetic a kernel runs: the native engine, the fast path, or the e8m0 path.
-enum class Path { generic, fast, e8m0 };
+// Which arithmetic a kernel runs: the native engine, fast_cast_fp32 (any mode), or the lean
+// mode-fixed path.
+enum class Path { generic, fast, lean };
 
-// The code of one element under path P specialised for Mode.
+// The code of one element on the fast or generic path.
 template <CastInput In, Path P, FastMode Mode>
 __device__ __forceinline__ std::uint32_t cast_one(const CastArgs& a, std::uint32_t x,
                                                   std::uint32_t rand) {
   if constexpr (P == Path::fast) {
     return fast_cast_fp32_as<Mode>(a.plan, a.r, InputTraits<In>::widen(x), rand);
-  } else if constexpr (P == Path::e8m0) {
-    return fast_cast_fp32_e8m0<Mode>(a.plan, a.r, InputTraits<In>::widen(x), rand);
   } else {
     return generic_convert(a.from, a.to, a.r, x, rand);
   }
@@ -74,10 +102,10 @@ __device__ __forceinline__ std::uint32_t cast_one(const CastArgs& a, std::uint32
 
 template <Path P>
 __device__ __forceinline__ float decode_one(const CastArgs& a, std::uint32_t code) {
-  if constexpr (P == Path::fast) {
-    return fast_decode_fp32_finite(a.plan, code);
-  } else {
+  if constexpr (P == Path::generic) {
     return native::to_float(a.to, code);
+  } else {
+    return fast_decode_fp32_finite(a.plan, code);
   }
 }
 
@@ -98,7 +126,145 @@ __device__ __forceinline__ void store_group(Out* dst, const Out (&res)[G]) {
   }
 }
 
-// Out: uint8_t / uint16_t codes, or float for fake quantization.
+// Element g of a 16-byte vector of T.
+template <typename T>
+__device__ __forceinline__ std::uint32_t lane_of(const uint4& v, int g) {
+  return reinterpret_cast<const T*>(&v)[g];
+}
+
+// The lean path's result for one element: code, or its decoded value for fake quantization.
+template <CastInput In, typename Out, FastMode Mode, bool Signed, bool NegZero>
+__device__ __forceinline__ Out lean_one(const CastArgs& a, std::uint32_t u, std::uint32_t rand) {
+  const std::uint32_t c = native::fast_cast_fp32_lean<Mode, Signed, NegZero>(a.plan, u, rand,
+                                                                              a.r.sr_bits);
+  if constexpr (std::is_same_v<Out, float>) {
+    return native::fast_decode_fp32_lean(a.plan, c);
+  } else {
+    return static_cast<Out>(c);
+  }
+}
+
+// The same element outside the lean domain (inf, NaN, engine inputs: the latter flagged).
+template <CastInput In, typename Out, FastMode Mode>
+__device__ __forceinline__ Out rare_one(const CastArgs& a, std::uint32_t u, std::uint32_t rand) {
+  if (native::fast_needs_engine(a.plan, u)) *a.engine_flag = 1u;
+  const std::uint32_t c = native::fast_cast_fp32_fixed_inline<Mode>(a.plan, u, rand, a.r.sr_bits);
+  if constexpr (std::is_same_v<Out, float>) {
+    return fast_decode_fp32_finite(a.plan, c);
+  } else {
+    return static_cast<Out>(c);
+  }
+}
+
+// Elements per warp and step of the lean kernel: 32 lanes x kLeanElems.
+constexpr std::size_t kLeanWarpSpan = 32 * kLeanElems;
+
+// The lean path: rne / rtz / sr:R on every float format of <= 16 bits. Out: uint8_t / uint16_t
+// codes, or float for fake quantization (formats with decode_fast only). Covers whole warp spans
+// only ([0, n) with n a multiple of kLeanWarpSpan, 16-byte aligned pointers, offset % 4 == 0): no
+// bounds test in the body; lean_tail_kernel does the rest.
+template <CastInput In, typename Out, FastMode Mode, bool Signed, bool NegZero>
+__global__ void __launch_bounds__(kThreads)
+    lean_kernel(const void* __restrict__ in_, std::size_t n, Out* __restrict__ out, CastArgs a) {
+  using T = typename InputTraits<In>::T;
+  constexpr int G = 16 / sizeof(T);  // elements per 16-byte input vector
+  constexpr int KG = kLeanElems / G;
+  constexpr bool sr = Mode == FastMode::sr;
+  const T* in = static_cast<const T*>(in_);
+  const std::size_t lane = threadIdx.x % 32;
+  const std::size_t tile = static_cast<std::size_t>(kThreads) * kLeanElems;
+  for (std::size_t base =
+           static_cast<std::size_t>(blockIdx.x) * tile + threadIdx.x / 32 * kLeanWarpSpan;
+       base < n; base += static_cast<std::size_t>(gridDim.x) * tile) {
+    uint4 raw[KG];
+#pragma unroll
+    for (int u = 0; u < KG; ++u) {
+      raw[u] = *reinterpret_cast<const uint4*>(in + base + (u * 32 + lane) * G);
+    }
+#pragma unroll
+    for (int u = 0; u < KG; ++u) {
+      const std::size_t idx = base + (u * 32 + lane) * G;
+      std::uint32_t words[G];
+#pragma unroll
+      for (int g = 0; g < G; g += 4) {
+        // offset % 4 == 0: elements idx + g .. + 3 are one Philox block.
+        native::Philox4 b{};
+        if constexpr (sr) b = native::philox_block(a.seed, a.stream, (a.offset + idx + g) >> 2);
+#pragma unroll
+        for (int k = 0; k < 4; ++k) words[g + k] = sr ? native::sr_word(b.w[k], a.r.sr_bits) : 0u;
+      }
+      Out res[G];
+      bool rare = false;
+#pragma unroll
+      for (int g = 0; g < G; ++g) {
+        const std::uint32_t x = InputTraits<In>::widen_lean(lane_of<T>(raw[u], g));
+        res[g] = lean_one<In, Out, Mode, Signed, NegZero>(a, x, words[g]);
+        rare |= !native::fast_lean_domain(a.plan, x);
+      }
+      if (rare) {
+        // Inputs outside the lean domain (inf, NaN, engine inputs). Unrolled, so the register
+        // arrays stay statically indexed; keeping raw[] live to here also makes the compiler
+        // issue all KG loads first (without it, ptxas sank loads 5..8 below the first groups'
+        // arithmetic).
+#pragma unroll
+        for (int g = 0; g < G; ++g) {
+          const std::uint32_t x = InputTraits<In>::widen(lane_of<T>(raw[u], g));
+          if (!native::fast_lean_domain(a.plan, x)) res[g] = rare_one<In, Out, Mode>(a, x, words[g]);
+        }
+      }
+      store_group(out + idx, res);
+    }
+  }
+}
+
+// The lean path element by element over [first, n): the tail past the last whole warp span, or
+// every element when the pointers or the offset rule out the vector kernel.
+template <CastInput In, typename Out, FastMode Mode>
+__global__ void __launch_bounds__(kThreads)
+    lean_tail_kernel(const void* __restrict__ in_, std::size_t first, std::size_t n,
+                     Out* __restrict__ out, CastArgs a) {
+  using T = typename InputTraits<In>::T;
+  const T* in = static_cast<const T*>(in_);
+  const std::size_t stride = static_cast<std::size_t>(gridDim.x) * blockDim.x;
+  for (std::size_t i = first + static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+       i < n; i += stride) {
+    std::uint32_t rand = 0;
+    if constexpr (Mode == FastMode::sr) {
+      rand = native::sr_word(native::philox_word(a.seed, a.stream, a.offset + i), a.r.sr_bits);
+    }
+    out[i] = rare_one<In, Out, Mode>(a, InputTraits<In>::widen(in[i]), rand);
+  }
+}
+
+// The lean path's second pass: when the first flagged an input that needs the native engine,
+// every such input is converted again by native::convert (every block returns at once otherwise).
+template <CastInput In, typename Out>
+__global__ void __launch_bounds__(kThreads)
+    engine_fixup_kernel(const void* __restrict__ in_, std::size_t n, Out* __restrict__ out,
+                        CastArgs a) {
+  if (*a.engine_flag == 0) return;
+  using T = typename InputTraits<In>::T;
+  const T* in = static_cast<const T*>(in_);
+  const bool sr = a.r.mode == RoundMode::sr;
+  const std::size_t stride = static_cast<std::size_t>(gridDim.x) * blockDim.x;
+  for (std::size_t i = static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
+       i += stride) {
+    const std::uint32_t u = InputTraits<In>::widen(in[i]);
+    if (!native::fast_needs_engine(a.plan, u)) continue;
+    const std::uint32_t rand =
+        sr ? native::sr_word(native::philox_word(a.seed, a.stream, a.offset + i), a.r.sr_bits)
+           : 0u;
+    constexpr FloatFormat kFp32 = formats::fp32;  // a value: device code cannot bind the global
+    const std::uint32_t code = generic_convert(kFp32, a.to, a.r, u, rand);
+    if constexpr (std::is_same_v<Out, float>) {
+      out[i] = native::to_float(a.to, code);
+    } else {
+      out[i] = static_cast<Out>(code);
+    }
+  }
+}
+
+// Out: uint8_t / uint16_t codes, or float for fake quantization (fast and generic paths).
 template <CastInput In, typename Out, Path P, FastMode Mode>
 __global__ void __launch_bounds__(kThreads)
     cast_kernel(const void* __restrict__ in_, std::size_t n, Out* __restrict__ out, CastArgs a) {
@@ -174,6 +340,13 @@ __global__ void __launch_bounds__(kThreads)
   }
 }
 
+// The mode-fixed lean path serves rounding r on format f.
+bool lean_serves(const FloatFormat& f, const Rounding& r) {
+  if (!native::fast_fixed_supported(f)) return false;
+  const FastCastPlan plan = make_fast_cast_plan(f, r);
+  return fast_mode_for(plan, r) != FastMode::any;
+}
+
 void check_params(const CastParams& p) {
   const Rounding& r = p.rounding;
   if (r.mode == RoundMode::sr && (r.sr_bits < 1 || r.sr_bits > 32)) {
@@ -181,33 +354,27 @@ void check_params(const CastParams& p) {
                      std::to_string(r.sr_bits));
   }
   code_bytes(p.to);
-  const bool e8m0_fast =
-      fast_e8m0_supported(p.to) && fast_e8m0_mode_for(p.rounding) != FastMode::any;
-  if (p.path == CastPath::fast && !fast_cast_supported(p.to) && !e8m0_fast) {
+  if (p.path == CastPath::fast && !fast_cast_supported(p.to) && !lean_serves(p.to, r)) {
     throw InputError(
-        "cast: the fast path needs a signed format with subnormals, 1..14 mantissa bits and a "
-        "range inside fp32's, or e8m0fnu under rne, rtz or sr:1..23");
+        "cast: the fast path needs rne, rtz or sr:R with R <= 23 - M (any float format of at "
+        "most 16 bits but signed formats without subnormals), or a signed format with "
+        "subnormals and a range inside fp32's for the other modes");
   }
 }
 
-// The arithmetic of a cast: the fast path where the format has one, the e8m0 path for
-// e8m0fnu under rne / rtz / sr:R (R <= 23), else (or when asked) the native engine.
-Path choose_path(const CastParams& p) {
+// The arithmetic of a cast: the lean path for rne / rtz / sr:R on every format it serves (fake
+// quantization needs formats whose values are fp32 values), fast_cast_fp32 for the other modes
+// on formats with a range inside fp32's, else (or when asked) the native engine.
+Path choose_path(const CastParams& p, bool fake) {
   if (p.path == CastPath::generic) return Path::generic;
+  if (lean_serves(p.to, p.rounding) && (!fake || fast_cast_supported(p.to))) return Path::lean;
   if (fast_cast_supported(p.to)) return Path::fast;
-  if (fast_e8m0_supported(p.to) && fast_e8m0_mode_for(p.rounding) != FastMode::any) {
-    return Path::e8m0;
-  }
   return Path::generic;
 }
 
-bool use_fast(const CastParams& p) {
-  return choose_path(p) == Path::fast;
-}
-
-CastArgs make_args(const CastParams& p, CastInput in_type, bool vector_ok) {
+CastArgs make_args(const CastParams& p, CastInput in_type, bool vector_ok, Path path) {
   CastArgs a{};
-  a.plan = choose_path(p) != Path::generic ? make_fast_cast_plan(p.to, p.rounding) : FastCastPlan{};
+  a.plan = path != Path::generic ? make_fast_cast_plan(p.to, p.rounding) : FastCastPlan{};
   a.from = in_type == CastInput::fp32   ? formats::fp32
            : in_type == CastInput::bf16 ? formats::bf16
                                         : formats::fp16;
@@ -226,42 +393,78 @@ bool vector_ok(const void* in, const void* out, const CastParams& p) {
   return aligned16(in, out) && p.index_offset % 4 == 0;
 }
 
+template <CastInput In, typename Out, FastMode Mode>
+void launch_lean_mode(const void* in, std::size_t n, Out* out, const CastArgs& a, cudaStream_t s) {
+  const FloatFormat& f = a.plan.f;
+  // Whole warp spans through the vector kernel where the pointers and offset allow it.
+  const std::size_t body = a.vector_ok ? n / kLeanWarpSpan * kLeanWarpSpan : 0;
+  if (body > 0) {
+    const unsigned grid = grid_for(body, kLeanElems);
+    if (!f.is_signed) {
+      lean_kernel<In, Out, Mode, false, false><<<grid, kThreads, 0, s>>>(in, body, out, a);
+    } else if (f.has_neg_zero()) {
+      lean_kernel<In, Out, Mode, true, true><<<grid, kThreads, 0, s>>>(in, body, out, a);
+    } else {
+      lean_kernel<In, Out, Mode, true, false><<<grid, kThreads, 0, s>>>(in, body, out, a);
+    }
+    cuda_check_launch("cast kernel launch");
+  }
+  if (body < n) {
+    lean_tail_kernel<In, Out, Mode><<<grid_for(n - body, 1), kThreads, 0, s>>>(in, body, n, out, a);
+    cuda_check_launch("cast tail kernel launch");
+  }
+}
+
+// The lean path, with the engine fix-up pass where the format has engine inputs at all (a flag
+// in stream-ordered scratch memory, so that concurrent casts on other streams do not share it).
+template <CastInput In, typename Out>
+void launch_lean(const void* in, std::size_t n, Out* out, CastArgs a, cudaStream_t s) {
+  const bool engine = a.plan.slow_span != 0;
+  unsigned* flag = nullptr;
+  if (engine) {
+    cuda_check(cudaMallocAsync(reinterpret_cast<void**>(&flag), sizeof(unsigned), s),
+               "cast: engine flag");
+    cuda_check(cudaMemsetAsync(flag, 0, sizeof(unsigned), s), "cast: engine flag");
+  } else {
+    // Never written: no input needs the engine. A valid address all the same.
+    cuda_check(cudaGetSymbolAddress(reinterpret_cast<void**>(&flag), g_unused_engine_flag),
+               "cast: flag symbol");
+  }
+  a.engine_flag = flag;
+  switch (fast_mode_for(a.plan, a.r)) {
+    case FastMode::rne:
+      launch_lean_mode<In, Out, FastMode::rne>(in, n, out, a, s);
+      break;
+    case FastMode::rtz:
+      launch_lean_mode<In, Out, FastMode::rtz>(in, n, out, a, s);
+      break;
+    default:
+      launch_lean_mode<In, Out, FastMode::sr>(in, n, out, a, s);
+      break;
+  }
+  if (engine) {
+    // A one-wave grid: its blocks only read the flag when no input needed the engine (a grid
+    // sized by n cost ~250 us of block launches for 2^28 elements on an H200).
+    const unsigned fix_grid = static_cast<unsigned>(
+        std::min<std::size_t>(grid_for(n, 4), static_cast<std::size_t>(sm_count()) * 8));
+    engine_fixup_kernel<In, Out><<<fix_grid, kThreads, 0, s>>>(in, n, out, a);
+    cuda_check_launch("cast engine fix-up launch");
+    cuda_check(cudaFreeAsync(flag, s), "cast: engine flag");
+  }
+}
+
 template <CastInput In, typename Out>
 void launch_cast(const void* in, std::size_t n, Out* out, const CastArgs& a, Path path,
                  cudaStream_t s) {
+  if (path == Path::lean) {
+    launch_lean<In>(in, n, out, a, s);
+    return;
+  }
   const unsigned grid = grid_for(n, kGroups * 16 / sizeof(typename InputTraits<In>::T));
-  if (path == Path::e8m0) {
-    // e8m0fnu codes are one byte: only uint8 codes and fake-quantized floats reach here.
-    if constexpr (sizeof(Out) != 2) {
-      switch (fast_e8m0_mode_for(a.r)) {
-        case FastMode::rne:
-          cast_kernel<In, Out, Path::e8m0, FastMode::rne><<<grid, kThreads, 0, s>>>(in, n, out, a);
-          break;
-        case FastMode::rtz:
-          cast_kernel<In, Out, Path::e8m0, FastMode::rtz><<<grid, kThreads, 0, s>>>(in, n, out, a);
-          break;
-        default:
-          cast_kernel<In, Out, Path::e8m0, FastMode::sr><<<grid, kThreads, 0, s>>>(in, n, out, a);
-          break;
-      }
-    }
-  } else if (path == Path::generic) {
+  if (path == Path::generic) {
     cast_kernel<In, Out, Path::generic, FastMode::any><<<grid, kThreads, 0, s>>>(in, n, out, a);
   } else {
-    switch (fast_mode_for(a.plan, a.r)) {
-      case FastMode::rne:
-        cast_kernel<In, Out, Path::fast, FastMode::rne><<<grid, kThreads, 0, s>>>(in, n, out, a);
-        break;
-      case FastMode::rtz:
-        cast_kernel<In, Out, Path::fast, FastMode::rtz><<<grid, kThreads, 0, s>>>(in, n, out, a);
-        break;
-      case FastMode::sr:
-        cast_kernel<In, Out, Path::fast, FastMode::sr><<<grid, kThreads, 0, s>>>(in, n, out, a);
-        break;
-      case FastMode::any:
-        cast_kernel<In, Out, Path::fast, FastMode::any><<<grid, kThreads, 0, s>>>(in, n, out, a);
-        break;
-    }
+    cast_kernel<In, Out, Path::fast, FastMode::any><<<grid, kThreads, 0, s>>>(in, n, out, a);
   }
   cuda_check_launch("cast kernel launch");
 }
@@ -297,15 +500,15 @@ std::size_t input_bytes(CastInput t) {
 }
 
 bool cast_uses_fast_path(const CastParams& p) {
-  return choose_path(p) != Path::generic;
+  return choose_path(p, false) != Path::generic;
 }
 
 void cast_codes(const void* in, CastInput in_type, std::size_t n, void* codes,
                 const CastParams& params, CUstream_st* stream) {
   check_params(params);
   if (n == 0) return;
-  const Path path = choose_path(params);
-  const CastArgs a = make_args(params, in_type, vector_ok(in, codes, params));
+  const Path path = choose_path(params, false);
+  const CastArgs a = make_args(params, in_type, vector_ok(in, codes, params), path);
   if (code_bytes(params.to) == 1) {
     dispatch_input(in, in_type, n, static_cast<std::uint8_t*>(codes), a, path, stream);
   } else {
@@ -317,8 +520,9 @@ void cast_fake_quant(const void* in, CastInput in_type, std::size_t n, float* ou
                      const CastParams& params, CUstream_st* stream) {
   check_params(params);
   if (n == 0) return;
-  const CastArgs a = make_args(params, in_type, vector_ok(in, out, params));
-  dispatch_input(in, in_type, n, out, a, choose_path(params), stream);
+  const Path path = choose_path(params, true);
+  const CastArgs a = make_args(params, in_type, vector_ok(in, out, params), path);
+  dispatch_input(in, in_type, n, out, a, path, stream);
 }
 
 void decode_codes(const void* codes, const FloatFormat& f, std::size_t n, float* out,
@@ -327,8 +531,9 @@ void decode_codes(const void* codes, const FloatFormat& f, std::size_t n, float*
   p.to = f;
   const std::size_t bytes = code_bytes(f);
   if (n == 0) return;
-  const bool fast = use_fast(p);
-  const CastArgs a = make_args(p, CastInput::fp32, false);
+  // Field moves where every value of f is an fp32 value, else native::to_float.
+  const bool fast = fast_cast_supported(f);
+  const CastArgs a = make_args(p, CastInput::fp32, false, fast ? Path::fast : Path::generic);
   const unsigned grid = grid_for(n, 1);
   if (bytes == 1) {
     const auto* c = static_cast<const std::uint8_t*>(codes);

@@ -56,6 +56,24 @@ struct FastCastPlan {
   // native::convert(fp32 -> f, r) of +-0, +-inf, +-NaN, and native::overflow_result(f, r, +-):
   // index 0 positive, 1 negative.
   std::uint32_t zero[2] = {0, 0}, inf[2] = {0, 0}, nan[2] = {0, 0}, overflow[2] = {0, 0};
+  // The mode-fixed path (fast_cast_fp32_fixed) on every format of fast_fixed_supported:
+  Rounding r;                    // the rounding the plan was made for (the out-of-line inputs)
+  std::uint32_t cbias = 0;       // (bias - 127) << M mod 2^32: fp32's exponent field -> f's
+  std::uint32_t par_or = 0;      // 1 when M = 0: the kept significand T = 1 is odd (section 2)
+  bool below_round = false;      // inputs below norm_min round to f's subnormals (else code 0)
+  std::uint32_t below_mask = 0;  // ~0 where below_round, else 0 (the lean path's select)
+  // The lean domain (fast_cast_fp32_lean): |u| in [lean_lo, lean_lo + lean_span] is finite, no
+  // larger than f's largest finite value (so no rounding overflows) and needs no engine.
+  std::uint32_t lean_lo = 0;
+  std::uint32_t lean_span = 0;
+  std::uint32_t slow_lo = 0;     // |u| in [slow_lo, slow_lo + slow_span) takes the native engine
+  std::uint32_t slow_span = 0;
+  bool neg_special = false;      // unsigned f: every negative nonzero input gives neg_code
+  std::uint32_t neg_code = 0;
+  bool decode_fast = false;      // every value of f is an fp32 value (fast_decode_fp32_finite)
+  // fast_decode_fp32_lean: the non-finite codes the lean path can return (overflow[0],
+  // overflow[1], neg_code) and their fp32 bits (native::to_float).
+  std::uint32_t spec_code[3] = {0, 0, 0}, spec_bits[3] = {0, 0, 0};
 };
 
 // Signed, subnormals, 1 <= M <= 22 (at most 16 bits in all), emin >= -126 (so every fp32
@@ -65,12 +83,24 @@ EXMY_HD constexpr bool fast_cast_supported(const FloatFormat& f) {
          f.emin() >= -126 && f.emax() <= 127;
 }
 
+// The formats of the mode-fixed path (fast_cast_fp32_fixed): every float format of at most 16
+// bits except signed formats without subnormals (no such preset or name exists; their smallest
+// values carry a sign but no zero, which the sign handling below does not model). The range may
+// exceed fp32's on either side: fp32 subnormal inputs into formats with emin < -126 take the
+// native engine, and results past fp32's range cannot arise from fp32 inputs.
+EXMY_HD constexpr bool fast_fixed_supported(const FloatFormat& f) {
+  return f.total_bits() <= 16 && (f.subnormals || !f.is_signed);
+}
+
 // The plan of format f under rounding r (the rounding the plan is then used with).
 inline FastCastPlan make_fast_cast_plan(const FloatFormat& f, const Rounding& r) {
   FastCastPlan p;
   p.f = f;
   p.normal_shift = 23 - f.man_bits;
-  p.e0 = static_cast<std::uint32_t>(f.emin() + 127);
+  // Clamped at 1 for formats reaching below fp32's normal range (only the mode-fixed path takes
+  // those; the fields derived from e0 are then used for fp32 subnormal inputs, which it sends to
+  // the native engine).
+  p.e0 = static_cast<std::uint32_t>(f.emin() + 127 >= 1 ? f.emin() + 127 : 1);
   p.rebias = static_cast<std::uint32_t>(127 - f.bias) << 23;
   p.max_code = static_cast<std::uint32_t>(f.max_code());
   p.sign_bit = static_cast<std::uint32_t>(f.sign_bit());
@@ -92,6 +122,48 @@ inline FastCastPlan make_fast_cast_plan(const FloatFormat& f, const Rounding& r)
     p.inf[s] = conv(sign | 0x7F800000u);
     p.nan[s] = conv(sign | 0x7FC00000u);
     p.overflow[s] = static_cast<std::uint32_t>(native::overflow_result(f, r, s != 0).code);
+  }
+  p.r = r;
+  p.cbias = static_cast<std::uint32_t>(f.bias - 127) << f.man_bits;
+  p.par_or = f.man_bits == 0 ? 1u : 0u;
+  const int e0 = f.emin() + 127;  // fp32 biased exponent of 2^emin (p.e0 is max(e0, 1))
+  // With e0 >= 1 the fp32 inputs below 2^emin round to f's subnormals (the quantum's magic
+  // 2^(emin - M + 23) is then an fp32 normal); without subnormals they all give code 0 (section 2
+  // step 5: 2^emin either way). With e0 <= 0 every fp32 normal is in f's normal range and the fp32
+  // subnormals (rare) take the native engine.
+  p.below_round = e0 >= 1 && f.subnormals;
+  const bool has_zero = f.has_zero();
+  if (e0 <= 0) {
+    p.slow_lo = has_zero ? 1u : 0u;  // zero itself stays inline where f has a zero
+    p.slow_span = 0x00800000u - p.slow_lo;
+  } else if (!has_zero) {
+    p.slow_lo = 0;  // zero into a format without zero: NaN (section 4.1), from the engine
+    p.slow_span = 1;
+  }
+  p.below_mask = p.below_round ? 0xFFFFFFFFu : 0u;
+  // The largest fp32 magnitude not above f's largest finite value (fp32's own largest finite
+  // where f reaches further): found by the engine, as the bits of the decoded max_code rounded
+  // toward zero into fp32 when that value is not an fp32 value.
+  std::uint32_t hi = 0x7F7FFFFFu;
+  {
+    const Rounding down{RoundMode::rtz, 0, Overflow::satfinite};
+    const auto max_fp32 = native::convert(f, formats::fp32, down, f.max_code()).code;
+    if (static_cast<std::uint32_t>(max_fp32) < hi) hi = static_cast<std::uint32_t>(max_fp32);
+  }
+  // Overflow stays on the lean path where the negative overflow code is the positive one with
+  // the sign bit or'ed in (every fixed mode: rne and sr give +-inf or the NaN, rtz and the
+  // saturating policies +-max; a fnuz NaN already carries the sign bit), else it leaves the domain.
+  const bool ovf_symmetric = !f.is_signed || (p.overflow[0] | p.sign_bit) == p.overflow[1];
+  if (ovf_symmetric) hi = 0x7F7FFFFFu;
+  p.lean_lo = e0 <= 0 ? 0x00800000u : (has_zero ? 0u : 1u);
+  p.lean_span = hi - p.lean_lo;
+  p.neg_special = !f.is_signed;
+  p.neg_code = static_cast<std::uint32_t>(native::convert(formats::fp32, f, r, 0xBF800000u).code);
+  p.decode_fast = fast_cast_supported(f);
+  const std::uint32_t specials[3] = {p.overflow[0], p.overflow[1], p.neg_code};
+  for (int i = 0; i < 3; ++i) {
+    p.spec_code[i] = specials[i];
+    p.spec_bits[i] = native::bits_of(native::to_float(f, specials[i]));
   }
   return p;
 }
@@ -176,6 +248,21 @@ inline FastMode fast_mode_for(const FastCastPlan& p, const Rounding& r) {
   }
 }
 
+// native::convert from fp32, as one out-of-line function: the special-input branch of every
+// e8m0 kernel calls it instead of inlining the whole engine (which multiplies compile time).
+// A template so that the header may define it in every translation unit.
+#if defined(__CUDACC__)
+#define EXMY_OUT_OF_LINE __host__ __device__ __noinline__
+#else
+#define EXMY_OUT_OF_LINE __attribute__((noinline))
+#endif
+template <int>
+EXMY_OUT_OF_LINE std::uint32_t convert_fp32_out_of_line(const FloatFormat& f, const Rounding& r,
+                                                        std::uint32_t u, std::uint32_t rand) {
+  constexpr FloatFormat kFp32 = formats::fp32;  // a value: device code cannot bind the global
+  return static_cast<std::uint32_t>(native::convert(kFp32, f, r, u, rand).code);
+}
+
 // The rne / rtz rounding of a magnitude below f's normal range, |v| < 2^emin, to a multiple
 // of f's quantum q = 2^(emin - M), by fp32 hardware: C = 2^(emin - M + 23) exceeds |v| and the
 // ulp of [C, 2C) is q, so the fp32 sum C + |v| rounded in the mode is C + (|v| rounded to a
@@ -192,50 +279,122 @@ EXMY_HD std::uint32_t round_below_normal(const FastCastPlan& p, std::uint32_t a)
 }
 
 // fast_cast_fp32 for one of rne, rtz, sr:R (R <= 23 - M) with only 32-bit operations and no
-// branches in the common case, for hot loops (the GPU cast kernels, the host fast path's sr); equal
-// to fast_cast_fp32 (and so to native::convert) for every fp32 input; checked as the top of this
-// file lists (all 2^32 inputs on the GPU for the <= 8-bit presets).
+// branches in the common case, for hot loops (the GPU cast kernels, the host fast path), on every
+// format of fast_fixed_supported; equal to native::convert for every fp32 input, checked as the
+// top of this file lists (all 2^32 inputs on the GPU for the <= 8-bit presets and the generic
+// formats of `exmy verify-cuda --formats`).
 //
-// In f's normal range x = |u| - rebias is rounded by a right shift by d = 23 - M (see the top
-// of this file):
-//   rtz  x >> d;
-//   rne  (x + 2^(d-1) - 1 + ((x >> d) & 1)) >> d: the half-minus-one plus the kept parity
-//        carries exactly when the fraction exceeds one half, or equals it with T odd;
-//   sr:R ((x >> (d - R)) + rand) >> R: the top R fraction bits plus the R-bit word carry
-//        exactly when frac_R + rand >= 2^R (section 3).
-// x < 2^31 there, so every sum stays below 2^32. Below the normal range rne and rtz take
-// round_below_normal; sr:R shifts the fp32 significand x = |u| - ((max(e32, 1) - 1) << 23)
-// (x < 2^24) by d - R with d = 23 - M + e0 - max(e32, 1), clamped at 31, where the shift
-// already yields 0 as any longer one would.
+// In f's normal range the fp32 magnitude bits a = |u| are rounded by a right shift by d = 23 - M
+// (see the top of this file), and the exponent is rebiased in the code: cbias = (bias - 127) << M
+// is the shifted image of fp32's rebias, whose low d bits are zero, so shifting commutes with it:
+//   rtz  (a >> d) + cbias;
+//   rne  ((a + 2^(d-1) - 1 + ((a >> d) & 1)) >> d) + cbias: the half-minus-one plus the kept
+//        parity carries exactly when the fraction exceeds one half, or equals it with T odd; for
+//        M = 0 the kept significand is T = 1 (odd) whatever the exponent's parity, so par_or
+//        forces the parity to 1;
+//   sr:R (((a >> (d - R)) + rand) >> R) + cbias: the top R fraction bits plus the R-bit word
+//        carry exactly when frac_R + rand >= 2^R (section 3).
+// a + 2^(d-1) < 2^31 + 2^22, so no sum wraps; a carry out of the mantissa moves into the
+// exponent field (section 2 step 4). Below the normal range (a < norm_min), with subnormals, rne
+// and rtz take round_below_normal and sr:R shifts the fp32 significand x = a - ((max(e32, 1) - 1)
+// << 23) (x < 2^24) by d - R with d = 23 - M + e0 - max(e32, 1), clamped at 31, where the shift
+// already yields 0 as any longer one would; without subnormals they give code 0 (2^emin, step 5).
+// Unsigned formats map every negative nonzero input to neg_code (section 4.1); the inputs of
+// [slow_lo, slow_lo + slow_span) (fp32 subnormals below a format reaching past fp32's range, zero
+// into a format without zero) go to the native engine out of line.
+//
+// fast_cast_fp32_fixed_inline is that function without the out-of-line inputs (its result for
+// them is unspecified): hot loops test fast_needs_engine per element and redo the few flagged
+// ones outside the unrolled code, since a call inside it costs every element register spills.
+EXMY_HD bool fast_needs_engine(const FastCastPlan& p, std::uint32_t u) {
+  return (u & 0x7FFFFFFFu) - p.slow_lo < p.slow_span;
+}
+
 template <FastMode Mode>
-EXMY_HD std::uint32_t fast_cast_fp32_fixed(const FastCastPlan& p, std::uint32_t u,
-                                           std::uint32_t rand, int R) {
+EXMY_HD std::uint32_t fast_cast_fp32_fixed_inline(const FastCastPlan& p, std::uint32_t u,
+                                                  std::uint32_t rand, int R) {
   static_assert(Mode != FastMode::any, "use fast_cast_fp32 for the other roundings");
   const std::uint32_t a = u & 0x7FFFFFFFu;
   const bool sub = a < p.norm_min;
-  const std::uint32_t xn = a - p.rebias;  // wraps below the normal range: not used there
   std::uint32_t t;
   if constexpr (Mode == FastMode::rtz) {
-    t = sub ? round_below_normal<Mode>(p, a) : xn >> p.normal_shift;
+    const std::uint32_t tn = (a >> p.normal_shift) + p.cbias;
+    t = sub ? (p.below_round ? round_below_normal<Mode>(p, a) : 0u) : tn;
   } else if constexpr (Mode == FastMode::rne) {
-    const std::uint32_t tn = (xn + p.half_m1 + ((xn >> p.normal_shift) & 1u)) >> p.normal_shift;
-    t = sub ? round_below_normal<Mode>(p, a) : tn;
+    const std::uint32_t par = ((a >> p.normal_shift) | p.par_or) & 1u;
+    const std::uint32_t tn = ((a + p.half_m1 + par) >> p.normal_shift) + p.cbias;
+    t = sub ? (p.below_round ? round_below_normal<Mode>(p, a) : 0u) : tn;
   } else {
     const std::uint32_t e32 = a >> 23;
     const std::uint32_t em = e32 > 1u ? e32 : 1u;
-    const std::uint32_t x = sub ? a - ((em - 1u) << 23) : xn;
+    const std::uint32_t x = sub ? a - ((em - 1u) << 23) : a;
     const int d = sub ? p.normal_shift + static_cast<int>(p.e0 - em) : p.normal_shift;
     const int s = d - R < 31 ? d - R : 31;
-    t = ((x >> s) + (rand & static_cast<std::uint32_t>(low_mask(R)))) >> R;
+    const std::uint32_t tr = ((x >> s) + (rand & static_cast<std::uint32_t>(low_mask(R)))) >> R;
+    t = sub ? (p.below_round ? tr : 0u) : tr + p.cbias;
   }
   const bool neg = static_cast<std::int32_t>(u) < 0;
   std::uint32_t res = t | ((u >> p.sign_shift) & p.sign_bit);
   if (t == 0 && !p.neg_zero) res = 0;
   if (t > p.max_code) res = neg ? p.overflow[1] : p.overflow[0];
+  if (p.neg_special && neg && a != 0) res = p.neg_code;
   if (a >= 0x7F800000u) {
     res = a == 0x7F800000u ? (neg ? p.inf[1] : p.inf[0]) : (neg ? p.nan[1] : p.nan[0]);
   }
   return res;
+}
+
+// The lean form of fast_cast_fp32_fixed_inline for the kernels' hot loops: exact where
+// fast_lean_domain(p, u) holds (finite inputs that need no engine; overflow is in the domain
+// where its codes are sign-symmetric, which make_fast_cast_plan checks), with the sign handling fixed at compile time: Signed formats with a negative
+// zero (NegZero) keep the sign on every result, fnuz formats clear it on a zero result, unsigned
+// formats give neg_code for every negative nonzero input. Callers redo the elements outside the
+// domain with fast_cast_fp32_fixed (rare: overflow, inf, NaN, engine inputs).
+EXMY_HD bool fast_lean_domain(const FastCastPlan& p, std::uint32_t u) {
+  return (u & 0x7FFFFFFFu) - p.lean_lo <= p.lean_span;
+}
+
+template <FastMode Mode, bool Signed, bool NegZero>
+EXMY_HD std::uint32_t fast_cast_fp32_lean(const FastCastPlan& p, std::uint32_t u,
+                                          std::uint32_t rand, int R) {
+  static_assert(Mode != FastMode::any, "use fast_cast_fp32 for the other roundings");
+  const std::uint32_t a = u & 0x7FFFFFFFu;
+  const bool sub = a < p.norm_min;
+  std::uint32_t t;
+  if constexpr (Mode == FastMode::rtz) {
+    const std::uint32_t tn = (a >> p.normal_shift) + p.cbias;
+    t = sub ? round_below_normal<Mode>(p, a) & p.below_mask : tn;
+  } else if constexpr (Mode == FastMode::rne) {
+    const std::uint32_t par = ((a >> p.normal_shift) | p.par_or) & 1u;
+    const std::uint32_t tn = ((a + p.half_m1 + par) >> p.normal_shift) + p.cbias;
+    t = sub ? round_below_normal<Mode>(p, a) & p.below_mask : tn;
+  } else {
+    const std::uint32_t e32 = a >> 23;
+    const std::uint32_t em = e32 > 1u ? e32 : 1u;
+    const std::uint32_t x = sub ? a - ((em - 1u) << 23) : a;
+    const int d = sub ? p.normal_shift + static_cast<int>(p.e0 - em) : p.normal_shift;
+    const int s = d - R < 31 ? d - R : 31;
+    const std::uint32_t tr = ((x >> s) + (rand & static_cast<std::uint32_t>(low_mask(R)))) >> R;
+    t = sub ? tr & p.below_mask : tr + p.cbias;
+  }
+  t = t > p.max_code ? p.overflow[0] : t;
+  if constexpr (!Signed) {
+    return static_cast<std::int32_t>(u) < 0 && a != 0 ? p.neg_code : t;
+  } else {
+    const std::uint32_t sign = (u >> p.sign_shift) & p.sign_bit;
+    if constexpr (NegZero) {
+      return t | sign;
+    } else {
+      return t == 0 ? 0u : t | sign;
+    }
+  }
+}
+
+template <FastMode Mode>
+EXMY_HD std::uint32_t fast_cast_fp32_fixed(const FastCastPlan& p, std::uint32_t u,
+                                           std::uint32_t rand, int R) {
+  if (fast_needs_engine(p, u)) return convert_fp32_out_of_line<0>(p.f, p.r, u, rand);
+  return fast_cast_fp32_fixed_inline<Mode>(p, u, rand, R);
 }
 
 // The code of fp32 u under rounding r through the specialised path Mode (any: fast_cast_fp32).
@@ -286,27 +445,32 @@ EXMY_HD float fast_decode_fp32_finite(const FastCastPlan& p, std::uint32_t c) {
   return native::float_of(native::bits_of(v) | sign);
 }
 
+// fast_decode_fp32_finite for the codes of the lean path (fast_cast_fp32_lean) on formats with
+// decode_fast: finite codes by the same field moves, and the three non-finite codes it can return
+// (overflow of either sign, an unsigned format's neg_code) by selects from the plan's decodes
+// instead of the general special-code branch.
+EXMY_HD float fast_decode_fp32_lean(const FastCastPlan& p, std::uint32_t c) {
+  const std::uint32_t mag = c & static_cast<std::uint32_t>(p.f.magnitude_mask());
+  const std::uint32_t min_normal = 1u << p.f.man_bits;
+  std::uint32_t v;
+  if (mag >= min_normal) {
+    v = (mag << p.normal_shift) + p.rebias;
+  } else {
+    v = native::bits_of(native::float_of(p.sub_magic + mag) - native::float_of(p.sub_magic));
+  }
+  v |= (c & p.sign_bit) != 0 ? 0x80000000u : 0u;
+  v = c == p.spec_code[0] ? p.spec_bits[0] : v;
+  v = c == p.spec_code[1] ? p.spec_bits[1] : v;
+  v = c == p.spec_code[2] ? p.spec_bits[2] : v;
+  return native::float_of(v);
+}
+
 // e8m0fnu (and any format with its fields: 8 exponent bits, no mantissa, bias 127, unsigned,
 // no subnormals): its biased exponent is fp32's, so a positive normal fp32 input 1.m * 2^e
 // rounds between the codes e32 and e32 + 1 by its mantissa alone: the kept significand is
 // T = 1 (odd), so rne goes up at m >= 2^22 (a tie goes to the even T = 2), rtz never, sr:R when
 // the top R mantissa bits plus the word carry. A carry past the largest finite code is
 // overflow. Every other input (signs, zeros, fp32 subnormals, inf, NaN) takes the native engine.
-// native::convert from fp32, as one out-of-line function: the special-input branch of every
-// e8m0 kernel calls it instead of inlining the whole engine (which multiplies compile time).
-// A template so that the header may define it in every translation unit.
-#if defined(__CUDACC__)
-#define EXMY_OUT_OF_LINE __host__ __device__ __noinline__
-#else
-#define EXMY_OUT_OF_LINE __attribute__((noinline))
-#endif
-template <int>
-EXMY_OUT_OF_LINE std::uint32_t convert_fp32_out_of_line(const FloatFormat& f, const Rounding& r,
-                                                        std::uint32_t u, std::uint32_t rand) {
-  constexpr FloatFormat kFp32 = formats::fp32;  // a value: device code cannot bind the global
-  return static_cast<std::uint32_t>(native::convert(kFp32, f, r, u, rand).code);
-}
-
 EXMY_HD constexpr bool fast_e8m0_supported(const FloatFormat& f) {
   return f.exp_bits == 8 && f.man_bits == 0 && f.bias == 127 && !f.is_signed && !f.subnormals;
 }
