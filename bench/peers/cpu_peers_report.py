@@ -189,6 +189,9 @@ def main():
           "|---|---|---|---|---|---|---|"]
     for row, meas, e, p, r, t, vd in tg:
         md.append(f"| {row} | {meas} | {e:.0f} | {p:.0f} | {r:.2f} | >= {t:g} | {vd} |")
+    missed = [f"{meas} ({r:.2f})" for row, meas, e, p, r, t, vd in tg if vd != "met"]
+    md += ["", f"{len(tg) - len(missed)} of {len(tg)} measurements meet their target"
+           + ("." if not missed else "; not met: " + "; ".join(missed) + ".")]
     if a.before:
         bd = pathlib.Path(a.before)
         try:
