@@ -252,12 +252,14 @@ std::uint32_t load_fp32_scalar(const std::uint8_t* in, std::size_t i) {
   }
 }
 
+// Codes of elements i .. i + W - 1 at byte offset i * sizeof(Out) (memcpy: the codes may sit at
+// any byte address).
 template <int W, typename Out>
-EXMY_SIMD_INLINE void store_codes(Out* out, typename Vec<W>::u32 codes) {
+EXMY_SIMD_INLINE void store_codes(std::uint8_t* out, std::size_t i, typename Vec<W>::u32 codes) {
   if constexpr (sizeof(Out) == 1) {
-    simd::store(out, simd::narrow_u8<W>(codes));
+    simd::store(out + i, simd::narrow_u8<W>(codes));
   } else {
-    simd::store(out, simd::narrow_u16<W>(codes));
+    simd::store(out + 2 * i, simd::narrow_u16<W>(codes));
   }
 }
 
@@ -294,7 +296,8 @@ void cast_scalar(const Args& g, const native::FastCastPlan& p, std::size_t k) {
   } else {
     code = native::fast_cast_fp32_fixed<Mode>(p, u, w, g.R);
   }
-  static_cast<Out*>(g.out)[k] = static_cast<Out>(code);
+  const Out c = static_cast<Out>(code);
+  std::memcpy(static_cast<std::uint8_t*>(g.out) + k * sizeof(Out), &c, sizeof c);
 }
 
 // native::fast_cast_fp32_e8m0<Mode> (e8m0fnu: fp32's exponent field is the code) on every lane:
@@ -381,22 +384,22 @@ EXMY_SIMD_INLINE void cast_body(const Args& g) {
   const native::FastCastPlan p = *g.plan;
   const VPlan<W> c(p, g.round, g.R);
   const auto* in = static_cast<const std::uint8_t*>(g.in);
-  Out* out = static_cast<Out*>(g.out);
+  auto* out = static_cast<std::uint8_t*>(g.out);
   const std::size_t n = g.n;
   std::size_t i = 0;
   if constexpr (Mode != FastMode::sr) {
     const U32 none{};
     for (; i + 2 * W <= n; i += 2 * W) {
-      store_codes<W>(out + i, lanes<W, Mode, E8m0>(c, g, load_fp32<W, T>(in, i), none));
-      store_codes<W>(out + i + W, lanes<W, Mode, E8m0>(c, g, load_fp32<W, T>(in, i + W), none));
+      store_codes<W, Out>(out, i, lanes<W, Mode, E8m0>(c, g, load_fp32<W, T>(in, i), none));
+      store_codes<W, Out>(out, i + W, lanes<W, Mode, E8m0>(c, g, load_fp32<W, T>(in, i + W), none));
     }
     for (; i + W <= n; i += W) {
-      store_codes<W>(out + i, lanes<W, Mode, E8m0>(c, g, load_fp32<W, T>(in, i), none));
+      store_codes<W, Out>(out, i, lanes<W, Mode, E8m0>(c, g, load_fp32<W, T>(in, i), none));
     }
   } else if (g.words) {
     for (; i + W <= n; i += W) {
-      store_codes<W>(out + i, lanes<W, Mode, E8m0>(c, g, load_fp32<W, T>(in, i),
-                                                   simd::load<U32>(g.words + i)));
+      store_codes<W, Out>(
+          out, i, lanes<W, Mode, E8m0>(c, g, load_fp32<W, T>(in, i), simd::load<U32>(g.words + i)));
     }
   } else {
     for (; i < n && ((g.first + i) & 3u) != 0; ++i) cast_scalar<Mode, T, Out, E8m0>(g, p, i);
@@ -407,13 +410,14 @@ EXMY_SIMD_INLINE void cast_body(const Args& g) {
       U32 w[U];
       gen.template next<U>(w);
       for (int k = 0; k < U; ++k) {
-        store_codes<W>(out + i + k * W,
-                       lanes<W, Mode, E8m0>(c, g, load_fp32<W, T>(in, i + k * W), w[k] >> shift));
+        store_codes<W, Out>(
+            out, i + k * W,
+            lanes<W, Mode, E8m0>(c, g, load_fp32<W, T>(in, i + k * W), w[k] >> shift));
       }
     }
     for (; i + W <= n; i += W) {
-      store_codes<W>(out + i,
-                     lanes<W, Mode, E8m0>(c, g, load_fp32<W, T>(in, i), gen.next() >> shift));
+      store_codes<W, Out>(out, i,
+                          lanes<W, Mode, E8m0>(c, g, load_fp32<W, T>(in, i), gen.next() >> shift));
     }
   }
   for (; i < n; ++i) cast_scalar<Mode, T, Out, E8m0>(g, p, i);
