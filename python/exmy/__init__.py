@@ -14,6 +14,8 @@ Bad input raises ValueError with the CLI's message.
 
 from __future__ import annotations
 
+import operator
+
 import numpy as np
 
 from . import _exmy
@@ -63,17 +65,42 @@ def _array(x):
     return a, ""
 
 
+def _threads(threads) -> int:
+    """``threads`` as an int: 0 (every core), 1 (one thread) or N > 1; else ValueError."""
+    if isinstance(threads, bool):
+        raise ValueError(f"threads: expected a non-negative int, got {threads!r}")
+    try:
+        t = operator.index(threads)
+    except TypeError:
+        raise ValueError(f"threads: expected a non-negative int, got {threads!r}") from None
+    if t < 0:
+        raise ValueError(f"threads: expected 0 (every core), 1 (one thread) or a positive "
+                         f"thread count, got {t}")
+    return t
+
+
 def cast(x, fmt: str, round: str = "rne", overflow: str = "none", seed: int = 0,
-         input: str | None = None) -> np.ndarray:
+         input: str | None = None, threads: int = 1) -> np.ndarray:
     """Codes of ``x`` (float32, float16, bfloat16; NumPy or torch) in format ``fmt``.
 
     uint8 for formats of at most 8 bits, uint16 for 9..16 bits; ``round`` is an exmy mode
     ("rne", "rna", "rtz", "rup", "rdn", "rto", "sr:R"), ``overflow`` "none", "sat" or
     "satfinite"; stochastic modes take Philox words (seed, stream 0, element index), as
     ``exmy cast --seed``. ``input="bf16"`` reads a uint16 array as bfloat16 bit patterns.
+
+    ``threads``: 1 (the default) casts on the calling thread; 0 takes OpenMP's team
+    (``OMP_NUM_THREADS``, else every core); N > 1 takes N threads. The codes are identical for
+    every thread count (every code is a function of its element and its index, stochastic
+    rounding included). A negative or non-integer value raises ValueError. The cast runs
+    without the GIL.
+
+    The result is a new C-contiguous, writable NumPy array with the shape of ``x``, allocated by
+    NumPy (``numpy.empty``), so large outputs get NumPy's transparent huge pages as NumPy's own
+    arrays do.
     """
+    t = _threads(threads)
     a, kind = _array(x)
-    return _exmy.cast(a, fmt, round, overflow, seed, input if input is not None else kind)
+    return _exmy.cast(a, fmt, round, overflow, seed, input if input is not None else kind, t)
 
 
 def decode(codes, fmt: str) -> np.ndarray:

@@ -34,6 +34,8 @@ constexpr std::uint32_t kCastStream = 0;  // SEMANTICS 3.2: element-wise casts
 template <class T>
 using Arr = nb::ndarray<T, nb::c_contig, nb::device::cpu>;
 
+// A vector the library already filled, handed to numpy without a copy (its pages were touched
+// when the library wrote it, so numpy's allocator would only add a copy here).
 template <class T>
 nb::ndarray<nb::numpy, T> to_numpy(std::vector<T>&& v, const std::vector<std::size_t>& shape) {
   auto* heap = new std::vector<T>(std::move(v));
@@ -41,14 +43,37 @@ nb::ndarray<nb::numpy, T> to_numpy(std::vector<T>&& v, const std::vector<std::si
   return nb::ndarray<nb::numpy, T>(heap->data(), shape.size(), shape.data(), owner);
 }
 
-// An uninitialised output buffer owned by the returned array: zero-filling a large output would
-// cost a whole extra pass over memory (the casts are memory-bound).
+// An uninitialised output array from numpy.empty(shape, dtype): C-contiguous, writable, owning
+// its data, and allocated by numpy's allocator, which madvises arrays of 4 MiB and more into
+// transparent huge pages (numpy's default on Linux). `new T[n]` gets 4-KiB pages where THP is
+// `madvise`-only, and the first touch of a 64 MiB output then costs 16,384 page faults, about as
+// long as the cast itself. No zero fill: the casts are memory-bound and write every element.
+// `data` receives the array's buffer (through the buffer protocol, with the GIL held).
 template <class T>
-nb::ndarray<nb::numpy, T> fresh_numpy(std::size_t n, const std::vector<std::size_t>& shape,
-                                      T*& data) {
-  data = new T[n];  // default-initialised: no zero fill
-  nb::capsule owner(data, [](void* p) noexcept { delete[] static_cast<T*>(p); });
-  return nb::ndarray<nb::numpy, T>(data, shape.size(), shape.data(), owner);
+nb::object empty_numpy(const std::vector<std::size_t>& shape, const char* dtype, T*& data) {
+  nb::module_ np = nb::module_::import_("numpy");
+  nb::list dims;
+  for (std::size_t d : shape) dims.append(d);
+  nb::object arr = np.attr("empty")(nb::tuple(dims), np.attr(dtype));
+  Py_buffer view;
+  if (PyObject_GetBuffer(arr.ptr(), &view, PyBUF_WRITABLE | PyBUF_C_CONTIGUOUS) != 0) {
+    throw nb::python_error();
+  }
+  data = static_cast<T*>(view.buf);
+  const bool ok = view.itemsize == static_cast<Py_ssize_t>(sizeof(T));
+  PyBuffer_Release(&view);  // numpy's buffer stays valid while `arr` lives
+  if (!ok) throw std::runtime_error("numpy.empty: unexpected item size");
+  return arr;
+}
+
+// A thread count of cast: 1 (one thread), 0 (OpenMP's team: OMP_NUM_THREADS, else every core)
+// or N > 1 threads; python/exmy/__init__.py checks the type first.
+int thread_count(long threads) {
+  if (threads < 0 || threads > 1 << 16) {
+    throw InputError("threads: expected 0 (every core), 1 (one thread) or a positive thread "
+                     "count, got " + std::to_string(threads));
+  }
+  return static_cast<int>(threads);
 }
 
 template <class... Ts>
@@ -66,10 +91,11 @@ const Format& float_format(const std::string& name, Format& holder) {
   return holder;
 }
 
-// cast(x, fmt, round, overflow, seed, input): x is float32, float16, or uint16 bf16 patterns.
+// cast(x, fmt, round, overflow, seed, input, threads): x is float32, float16, or uint16 bf16
+// patterns; the cast runs without the GIL, on `threads` threads (the codes do not depend on it).
 nb::object cast(nb::ndarray<nb::c_contig, nb::device::cpu> x, const std::string& fmt,
                 const std::string& round, const std::string& overflow, std::uint64_t seed,
-                const std::string& input) {
+                const std::string& input, long threads) {
   Format holder;
   const Format& f = float_format(fmt, holder);
   Rounding r = cli::parse_rounding(round);
@@ -86,34 +112,39 @@ nb::object cast(nb::ndarray<nb::c_contig, nb::device::cpu> x, const std::string&
     throw InputError("x: expected float32, float16, or uint16 bf16 bit patterns with "
                      "input='bf16'");
   }
+  const int team = thread_count(threads);
   const std::size_t n = x.size();
   const std::vector<std::size_t> shape = shape_of(x);
+  auto run = [&](auto* codes) {
+    nb::gil_scoped_release release;
+    fast::cast_to_codes(x.data(), in, n, codes, f.fp, r, seed, kCastStream, 0, team);
+  };
   if (f.fp.total_bits() <= 8) {
     std::uint8_t* codes = nullptr;
-    auto out = fresh_numpy<std::uint8_t>(n, shape, codes);
-    {
-      nb::gil_scoped_release release;
-      fast::cast_to_codes(x.data(), in, n, codes, f.fp, r, seed, kCastStream, 0);
-    }
-    return nb::cast(out);
+    nb::object out = empty_numpy(shape, "uint8", codes);
+    run(codes);
+    return out;
   }
   std::uint16_t* codes = nullptr;
-  auto out = fresh_numpy<std::uint16_t>(n, shape, codes);
-  {
-    nb::gil_scoped_release release;
-    fast::cast_to_codes(x.data(), in, n, codes, f.fp, r, seed, kCastStream, 0);
-  }
-  return nb::cast(out);
+  nb::object out = empty_numpy(shape, "uint16", codes);
+  run(codes);
+  return out;
 }
 
 nb::object decode(nb::ndarray<nb::c_contig, nb::device::cpu> codes, const std::string& fmt) {
   Format holder;
   const Format& f = float_format(fmt, holder);
   const std::vector<float>& table = fast::decode_table(f.fp);
-  std::vector<float> out(codes.size());
+  const bool u8 = codes.dtype() == nb::dtype<std::uint8_t>();
+  if (!u8 && codes.dtype() != nb::dtype<std::uint16_t>()) {
+    throw InputError("codes: expected uint8 or uint16");
+  }
+  float* out = nullptr;
+  nb::object arr = empty_numpy(shape_of(codes), "float32", out);
+  const std::size_t n = codes.size();
   const std::uint64_t limit = table.size();
   auto fill = [&](auto* c) {
-    for (std::size_t i = 0; i < out.size(); ++i) {
+    for (std::size_t i = 0; i < n; ++i) {
       const std::uint64_t v = c[i];
       if (v >= limit) {
         throw InputError("codes[" + std::to_string(i) + "] = " + std::to_string(v) +
@@ -122,14 +153,12 @@ nb::object decode(nb::ndarray<nb::c_contig, nb::device::cpu> codes, const std::s
       out[i] = table[v];
     }
   };
-  if (codes.dtype() == nb::dtype<std::uint8_t>()) {
+  if (u8) {
     fill(static_cast<const std::uint8_t*>(codes.data()));
-  } else if (codes.dtype() == nb::dtype<std::uint16_t>()) {
-    fill(static_cast<const std::uint16_t*>(codes.data()));
   } else {
-    throw InputError("codes: expected uint8 or uint16");
+    fill(static_cast<const std::uint16_t*>(codes.data()));
   }
-  return nb::cast(to_numpy(std::move(out), shape_of(codes)));
+  return arr;
 }
 
 // The value of every code of a format of at most 16 bits (the fp32 decode table).
@@ -351,7 +380,7 @@ NB_MODULE(_exmy, m) {
   m.attr("__version__") = EXMY_VERSION;
   m.attr("git_sha") = EXMY_GIT_SHA;
   m.def("cast", &cast, "x"_a, "fmt"_a, "round"_a = "rne", "overflow"_a = "none", "seed"_a = 0,
-        "input"_a = "");
+        "input"_a = "", "threads"_a = 1);
   m.def("decode", &decode, "codes"_a, "fmt"_a);
   m.def("table", &table, "fmt"_a);
   m.def("quantize", &quantize, "x"_a, "scheme"_a, "to"_a, "kwargs"_a);

@@ -64,6 +64,37 @@ def test_bad_input_raises_valueerror_with_the_cli_message():
 
 
 @needs_cli
+def test_cast_threads_give_identical_bytes():
+    # 2^20 elements: more than one 2^16-element piece, so threads=0 runs a team on >1 core.
+    x = (np.random.default_rng(7).standard_normal(1 << 20) * 100).astype(np.float32)
+    one = exmy.cast(x, "e4m3fn", round="sr:8", seed=11, threads=1)
+    assert one.tobytes() == exmy.cast(x, "e4m3fn", round="sr:8", seed=11, threads=0).tobytes()
+    assert one.tobytes() == exmy.cast(x, "e4m3fn", round="sr:8", seed=11, threads=2).tobytes()
+    assert one.tobytes() == exmy.cast(x, "e4m3fn", round="sr:8", seed=11).tobytes()
+
+
+@pytest.mark.parametrize("fmt,dtype", [("e4m3fn", np.uint8), ("bf16", np.uint16)])
+@pytest.mark.parametrize("shape", [(1 << 20,), (64, 128), (3, 5, 7), (0,)])
+def test_cast_output_is_a_fresh_writable_c_contiguous_array(fmt, dtype, shape):
+    x = np.ones(shape, np.float32)
+    for threads in (1, 0):
+        out = exmy.cast(x, fmt, threads=threads)
+        assert isinstance(out, np.ndarray)
+        assert out.dtype == dtype and out.shape == shape
+        assert out.flags.c_contiguous and out.flags.writeable and out.flags.owndata
+        out[...] = 0  # writable in place
+    d = exmy.decode(exmy.cast(x, fmt), fmt)
+    assert d.dtype == np.float32 and d.shape == shape
+    assert d.flags.c_contiguous and d.flags.writeable and d.flags.owndata
+    assert (d == 1.0).all()
+
+
+@pytest.mark.parametrize("bad", [-1, -8, 1.5, "2", None, True])
+def test_cast_bad_threads_raise_valueerror(bad):
+    with pytest.raises(ValueError, match="threads"):
+        exmy.cast(np.zeros(4, np.float32), "e4m3fn", threads=bad)
+
+
 @pytest.mark.parametrize("fmt,rnd,ov", [("e4m3fn", "rne", "none"), ("e5m2", "sr:8", "satfinite"),
                                         ("e2m1fn", "rtz", "sat"), ("bf16", "rna", "none"),
                                         ("e3m4", "rto", "none")])
