@@ -155,20 +155,72 @@ TEST_CASE("GPU cast of all 2^16 bf16 and fp16 inputs equals the CPU engine", "[g
     for (const Rounding& r : all_roundings()) {
       for (CastInput t : {CastInput::bf16, CastInput::fp16}) {
         for (CastPath path : {CastPath::automatic, CastPath::generic}) {
-          CastParams p;
-          p.to = tgt.format;
-          p.rounding = r;
-          p.seed = 0x1234567890ABCDEFull;
-          p.index_offset = 3;  // not a multiple of 4: exercises the per-element Philox words
-          p.path = path;
-          INFO(tgt.name << " input " << static_cast<int>(t));
-          REQUIRE(compare_cast(t, xs, p, 0, t == CastInput::bf16 ? "bf16" : "fp16") == 0);
-          ++cases;
+          // Offset 3 (not a multiple of 4) sends the automatic path through the element-wise
+          // kernels with per-element Philox words; offset 0 through the vector kernels (the
+          // lean path widens fp16 by the hardware conversion there).
+          for (std::uint64_t offset : {std::uint64_t{3}, std::uint64_t{0}}) {
+            if (path == CastPath::generic && offset == 0) continue;
+            CastParams p;
+            p.to = tgt.format;
+            p.rounding = r;
+            p.seed = 0x1234567890ABCDEFull;
+            p.index_offset = offset;
+            p.path = path;
+            INFO(tgt.name << " input " << static_cast<int>(t) << " offset " << offset);
+            REQUIRE(compare_cast(t, xs, p, 0, t == CastInput::bf16 ? "bf16" : "fp16") == 0);
+            ++cases;
+          }
         }
       }
     }
   }
-  CHECK(cases == targets().size() * all_roundings().size() * 4);
+  CHECK(cases == targets().size() * all_roundings().size() * 6);
+}
+
+// Issue 15: rne / rtz / sr:R on formats outside the presets take the same lean kernels as the
+// presets: ranges past fp32's on either side (engine inputs: fp32 subnormals, and zero into
+// formats without zero, go through the flagged second pass), unsigned formats, M = 0, codes of
+// 1 and 2 bytes; every bf16 and fp16 input through the vector and element-wise kernels, fp32
+// specials at odd sizes and unaligned pointers, codes and fake quantization.
+TEST_CASE("GPU lean path on formats outside the presets equals the CPU engine",
+          "[gpu][cast][generic]") {
+  std::vector<std::uint32_t> x16(65536);
+  for (std::uint32_t i = 0; i < 65536; ++i) x16[i] = i;
+  std::vector<std::uint32_t> x32(8192 + 7);
+  for (std::size_t i = 0; i < x32.size(); ++i) {
+    x32[i] = exmy::gpu::testing::special_fp32(static_cast<std::uint32_t>(i * 7 + 3),
+                                              static_cast<std::uint32_t>(i * 2654435761u));
+  }
+  for (std::size_t i = 0; i < 64; ++i) x32[i * 97] = static_cast<std::uint32_t>(i * 131071u);
+  std::size_t cases = 0;
+  for (const char* name : {"e8m3", "e5m3", "e3m4b5", "e8m3fn", "e8m3fnuz", "e4m3fnu", "e11m4",
+                           "e4m0fnu", "e8m7", "e6m9b40"}) {
+    const auto f = parse_float_format(name);
+    REQUIRE(f.has_value());
+    const int d = 23 - f->man_bits;
+    for (const Rounding& r : {Rounding{RoundMode::rne}, Rounding{RoundMode::rtz},
+                              Rounding{RoundMode::sr, 8},
+                              Rounding{RoundMode::sr, d, Overflow::satfinite},
+                              Rounding{RoundMode::rne, 0, Overflow::satfinite}}) {
+      CastParams p;
+      p.to = *f;
+      p.rounding = r;
+      p.seed = 0xFEEDFACECAFEBEEFull;
+      REQUIRE(cast_uses_fast_path(p));
+      for (std::uint64_t offset : {std::uint64_t{0}, std::uint64_t{5}}) {
+        p.index_offset = offset;
+        INFO(name << " mode " << static_cast<int>(r.mode) << ":" << r.sr_bits << " offset "
+                  << offset);
+        REQUIRE(compare_cast(CastInput::bf16, x16, p, 0, "bf16") == 0);
+        REQUIRE(compare_cast(CastInput::fp16, x16, p, 0, "fp16") == 0);
+        for (std::size_t pad : {std::size_t{0}, std::size_t{1}}) {
+          REQUIRE(compare_cast(CastInput::fp32, x32, p, pad, "fp32") == 0);
+        }
+        ++cases;
+      }
+    }
+  }
+  CHECK(cases == 10 * 5 * 2);
 }
 
 TEST_CASE("GPU cast of fp32 specials at odd sizes and unaligned pointers", "[gpu][cast]") {
