@@ -9,14 +9,7 @@ the same 2^28 elements; "sr cost" = sr:8 time / rne time - 1, same format and in
 import json
 import sys
 
-
-def medians(bench):
-    rows = {}
-    for b in bench["benchmarks"]:
-        if b.get("run_type") == "aggregate" and b.get("aggregate_name") != "median":
-            continue
-        rows[b.get("run_name", b["name"]).split("/manual_time")[0]] = b
-    return rows
+from gpu_quant_report import medians  # one reading of the benchmark JSON for both reports
 
 
 def main():
