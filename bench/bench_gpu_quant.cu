@@ -28,7 +28,9 @@ using namespace exmy::gpu;
 constexpr std::size_t kN = std::size_t{1} << 28;  // 256M elements
 constexpr int kReps = 5;
 
-void check(cudaError_t e, const char* what) { exmy::bench::cuda_ok(e, what); }
+void check(cudaError_t e, const char* what) {
+  exmy::bench::cuda_ok(e, what);
+}
 
 // Random values: sign, exponent spread over 2^-20 .. 2^12, random mantissa (a hash of the index;
 // never zeros, which could run faster than real data).

@@ -17,7 +17,9 @@ namespace {
 
 using namespace exmy;
 
-void check(cudaError_t e) { exmy::bench::cuda_ok(e, "CUDA"); }
+void check(cudaError_t e) {
+  exmy::bench::cuda_ok(e, "CUDA");
+}
 
 struct Buf {
   void* p = nullptr;

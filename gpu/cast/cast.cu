@@ -16,7 +16,6 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
-
 #include <string>
 
 #include "gpu/cast/cast.hpp"
@@ -33,7 +32,7 @@ namespace {
 // The engine flag of lean casts whose format has no engine inputs (never written).
 __device__ unsigned g_unused_engine_flag;
 
-constexpr int kGroups = 4;  // 16-byte input vectors per thread and step (fast, generic paths)
+constexpr int kGroups = 4;      // 16-byte input vectors per thread and step (fast, generic paths)
 constexpr int kLeanElems = 32;  // elements per thread and step on the lean path (H200: 8 fp32
                                 // vectors per thread gave 305 us against 330 for 4, 2^28 e4m3fn)
 
@@ -45,7 +44,7 @@ struct CastArgs {
   std::uint64_t seed;
   std::uint64_t offset;
   std::uint32_t stream;
-  bool vector_ok;  // 16-byte aligned pointers and index offset % 4 == 0 (see vector_ok())
+  bool vector_ok;         // 16-byte aligned pointers and index offset % 4 == 0 (see vector_ok())
   unsigned* engine_flag;  // lean path: set when an input needs the native engine (fix-up pass)
 };
 
@@ -135,8 +134,8 @@ __device__ __forceinline__ std::uint32_t lane_of(const uint4& v, int g) {
 // The lean path's result for one element: code, or its decoded value for fake quantization.
 template <CastInput In, typename Out, FastMode Mode, bool Signed, bool NegZero>
 __device__ __forceinline__ Out lean_one(const CastArgs& a, std::uint32_t u, std::uint32_t rand) {
-  const std::uint32_t c = native::fast_cast_fp32_lean<Mode, Signed, NegZero>(a.plan, u, rand,
-                                                                              a.r.sr_bits);
+  const std::uint32_t c =
+      native::fast_cast_fp32_lean<Mode, Signed, NegZero>(a.plan, u, rand, a.r.sr_bits);
   if constexpr (std::is_same_v<Out, float>) {
     return native::fast_decode_fp32_lean(a.plan, c);
   } else {
@@ -209,7 +208,8 @@ __global__ void __launch_bounds__(kThreads)
 #pragma unroll
         for (int g = 0; g < G; ++g) {
           const std::uint32_t x = InputTraits<In>::widen(lane_of<T>(raw[u], g));
-          if (!native::fast_lean_domain(a.plan, x)) res[g] = rare_one<In, Out, Mode>(a, x, words[g]);
+          if (!native::fast_lean_domain(a.plan, x))
+            res[g] = rare_one<In, Out, Mode>(a, x, words[g]);
         }
       }
       store_group(out + idx, res);
@@ -252,8 +252,7 @@ __global__ void __launch_bounds__(kThreads)
     const std::uint32_t u = InputTraits<In>::widen(in[i]);
     if (!native::fast_needs_engine(a.plan, u)) continue;
     const std::uint32_t rand =
-        sr ? native::sr_word(native::philox_word(a.seed, a.stream, a.offset + i), a.r.sr_bits)
-           : 0u;
+        sr ? native::sr_word(native::philox_word(a.seed, a.stream, a.offset + i), a.r.sr_bits) : 0u;
     constexpr FloatFormat kFp32 = formats::fp32;  // a value: device code cannot bind the global
     const std::uint32_t code = generic_convert(kFp32, a.to, a.r, u, rand);
     if constexpr (std::is_same_v<Out, float>) {

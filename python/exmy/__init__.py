@@ -9,7 +9,9 @@ array([ 56, 126, 126], dtype=uint8)
 >>> exmy.decode(np.array([56, 126], np.uint8), "e4m3fn")
 array([  1., 448.], dtype=float32)
 
-Bad input raises ValueError with the CLI's message.
+Bad input raises ValueError with the CLI's message. ``cast`` runs on one thread unless given
+``threads=0`` (every core) or ``threads=N``; the codes do not depend on the thread count. Array
+results are ordinary NumPy arrays allocated by NumPy (huge pages for large ones, as NumPy's own).
 """
 
 from __future__ import annotations
@@ -104,7 +106,8 @@ def cast(x, fmt: str, round: str = "rne", overflow: str = "none", seed: int = 0,
 
 
 def decode(codes, fmt: str) -> np.ndarray:
-    """The float32 values of ``codes`` (uint8 or uint16) of format ``fmt``."""
+    """The float32 values of ``codes`` (uint8 or uint16) of format ``fmt``: a new C-contiguous
+    NumPy array (``numpy.empty``) with the shape of ``codes``."""
     return _exmy.decode(np.ascontiguousarray(codes), fmt)
 
 

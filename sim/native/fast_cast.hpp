@@ -66,11 +66,11 @@ struct FastCastPlan {
   // larger than f's largest finite value (so no rounding overflows) and needs no engine.
   std::uint32_t lean_lo = 0;
   std::uint32_t lean_span = 0;
-  std::uint32_t slow_lo = 0;     // |u| in [slow_lo, slow_lo + slow_span) takes the native engine
+  std::uint32_t slow_lo = 0;  // |u| in [slow_lo, slow_lo + slow_span) takes the native engine
   std::uint32_t slow_span = 0;
-  bool neg_special = false;      // unsigned f: every negative nonzero input gives neg_code
+  bool neg_special = false;  // unsigned f: every negative nonzero input gives neg_code
   std::uint32_t neg_code = 0;
-  bool decode_fast = false;      // every value of f is an fp32 value (fast_decode_fp32_finite)
+  bool decode_fast = false;  // every value of f is an fp32 value (fast_decode_fp32_finite)
   // fast_decode_fp32_lean: the non-finite codes the lean path can return (overflow[0],
   // overflow[1], neg_code) and their fp32 bits (native::to_float).
   std::uint32_t spec_code[3] = {0, 0, 0}, spec_bits[3] = {0, 0, 0};
@@ -346,10 +346,11 @@ EXMY_HD std::uint32_t fast_cast_fp32_fixed_inline(const FastCastPlan& p, std::ui
 
 // The lean form of fast_cast_fp32_fixed_inline for the kernels' hot loops: exact where
 // fast_lean_domain(p, u) holds (finite inputs that need no engine; overflow is in the domain
-// where its codes are sign-symmetric, which make_fast_cast_plan checks), with the sign handling fixed at compile time: Signed formats with a negative
-// zero (NegZero) keep the sign on every result, fnuz formats clear it on a zero result, unsigned
-// formats give neg_code for every negative nonzero input. Callers redo the elements outside the
-// domain with fast_cast_fp32_fixed (rare: overflow, inf, NaN, engine inputs).
+// where its codes are sign-symmetric, which make_fast_cast_plan checks), with the sign handling
+// fixed at compile time: Signed formats with a negative zero (NegZero) keep the sign on every
+// result, fnuz formats clear it on a zero result, unsigned formats give neg_code for every negative
+// nonzero input. Callers redo the elements outside the domain with fast_cast_fp32_fixed (rare:
+// overflow, inf, NaN, engine inputs).
 EXMY_HD bool fast_lean_domain(const FastCastPlan& p, std::uint32_t u) {
   return (u & 0x7FFFFFFFu) - p.lean_lo <= p.lean_span;
 }

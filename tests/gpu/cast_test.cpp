@@ -198,10 +198,10 @@ TEST_CASE("GPU lean path on formats outside the presets equals the CPU engine",
     const auto f = parse_float_format(name);
     REQUIRE(f.has_value());
     const int d = 23 - f->man_bits;
-    for (const Rounding& r : {Rounding{RoundMode::rne}, Rounding{RoundMode::rtz},
-                              Rounding{RoundMode::sr, 8},
-                              Rounding{RoundMode::sr, d, Overflow::satfinite},
-                              Rounding{RoundMode::rne, 0, Overflow::satfinite}}) {
+    for (const Rounding& r :
+         {Rounding{RoundMode::rne}, Rounding{RoundMode::rtz}, Rounding{RoundMode::sr, 8},
+          Rounding{RoundMode::sr, d, Overflow::satfinite},
+          Rounding{RoundMode::rne, 0, Overflow::satfinite}}) {
       CastParams p;
       p.to = *f;
       p.rounding = r;
