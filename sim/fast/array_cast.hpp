@@ -2,8 +2,9 @@
 // bf16 inputs into float formats of at most 16 bits, in every rounding mode. fp16 and bf16 widen
 // exactly to fp32 (as the GPU kernels do), and the fp32 codes go through
 //   - the vector kernels of sim/fast/cast_simd.hpp (AVX-512 / AVX2 / SSE2, chosen at run time)
-//     for rne, rtz and sr:R into every format the mode-fixed fast cast serves (e4m3fn, e5m2, the
-//     fnuz formats, e2m1fn, e3m2fn, e2m3fn, bf16, fp16, e5m3, ...): the common case;
+//     for rne, rtz and sr:R (R <= 23 - M) into every format the mode-fixed fast cast serves
+//     (native::fast_fixed_supported: e4m3fn, e5m2, the fnuz formats, e2m1fn, e3m2fn, e2m3fn,
+//     bf16, fp16, e5m3, e8m0fnu, e4m3fnu, e8m3fn, e11m4, ...): the common case;
 //   - the table / mode-fixed paths of sim/fast/fp32_cast_table.hpp for the other <= 8-bit cases;
 //   - the 32-bit fast cast of sim/native/fast_cast.hpp (fast_cast_fp32 for the other modes) for
 //     the 9..16-bit formats it supports;

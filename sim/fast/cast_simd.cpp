@@ -198,6 +198,160 @@ EXMY_SIMD_INLINE typename Vec<W>::u32 cast_vector(const VPlan<W>& c, typename Ve
   return cast_lanes<W, Mode>(c, u, rand);
 }
 
+// The plan of the lean kernels (formats of native::fast_fixed_supported outside
+// fast_cast_supported: ranges past fp32's, unsigned formats, M = 0, no subnormals), one constant
+// per lane: native::fast_cast_fp32_lean's fields, with the sign shape as run-time masks instead of
+// template parameters (a signed format keeps the sign through sign_keep, a fnuz one clears it on
+// zero through zero_clear, an unsigned one takes neg_code through uns).
+template <int W>
+struct GPlan {
+  using U32 = typename Vec<W>::u32;
+  U32 norm_min, cbias, par_or, half_m1, sub_magic, below_mask, max_code, ov0, rmask, sr_sub_shift;
+  U32 sign_keep, zero_clear, uns, neg_code;
+  // The lean domain (|u| - lean_lo <= lean_span, unsigned, tested as signed after flipping bit 31)
+  // plus zero where f has one (formats reaching below fp32's range: zero is inline there too);
+  // the normal test |u| - norm_min <= normal_span: a finite input in f's normal range no larger
+  // than f's largest finite value.
+  U32 lean_lo, lean_span, zero_ok, normal_span;
+  int d, sign_shift, R, sr_norm_shift;
+
+  EXMY_SIMD_INLINE GPlan(const native::FastCastPlan& p, int r) {
+    norm_min = simd::splat<W>(p.norm_min);
+    cbias = simd::splat<W>(p.cbias);
+    par_or = simd::splat<W>(p.par_or);
+    half_m1 = simd::splat<W>(p.half_m1);
+    // Without below_round the below-range sum is masked off: any normal fp32 number serves.
+    sub_magic = simd::splat<W>(p.below_round ? p.sub_magic : 0x4B000000u);
+    below_mask = simd::splat<W>(p.below_mask);
+    max_code = simd::splat<W>(p.max_code);
+    ov0 = simd::splat<W>(p.overflow[0]);
+    R = r;
+    rmask = simd::splat<W>(static_cast<std::uint32_t>(low_mask(r)));
+    sr_sub_shift =
+        simd::splat<W>(static_cast<std::uint32_t>(p.normal_shift + static_cast<int>(p.e0) - r));
+    const bool is_signed = p.f.is_signed;
+    sign_keep = simd::splat<W>(is_signed ? p.sign_bit : 0u);
+    zero_clear = simd::splat<W>(is_signed && !p.neg_zero ? ~0u : 0u);
+    uns = simd::splat<W>(p.neg_special ? ~0u : 0u);
+    neg_code = simd::splat<W>(p.neg_code);
+    lean_lo = simd::splat<W>(p.lean_lo);
+    lean_span = simd::splat<W>(p.lean_span ^ 0x80000000u);
+    zero_ok = simd::splat<W>(p.f.has_zero() ? ~0u : 0u);
+    // The largest fp32 magnitude not above f's largest finite value (make_fast_cast_plan's hi
+    // before the overflow widening).
+    std::uint32_t hi = 0x7F7FFFFFu;
+    {
+      const Rounding down{RoundMode::rtz, 0, Overflow::satfinite};
+      const auto m = static_cast<std::uint32_t>(
+          native::convert(p.f, formats::fp32, down, p.f.max_code()).code);
+      if (m < hi) hi = m;
+    }
+    normal_span = simd::splat<W>((hi - p.norm_min) ^ 0x80000000u);
+    d = p.normal_shift;
+    sign_shift = p.sign_shift;
+    sr_norm_shift = p.normal_shift - r;
+  }
+};
+
+// native::fast_cast_fp32_lean<Mode, Signed, NegZero>(p, u, rand, R) on every lane: exact where
+// lean_lanes is set (fast_lean_domain, and zero where f has one); the other lanes are redone by
+// fix_lanes. Line by line as in fast_cast.hpp: the rounding of the magnitude bits with cbias added
+// in the code domain (par_or: M = 0), below f's normal range round_below_normal (rne, rtz) or the
+// sr shift of the fp32 significand, masked by below_mask (formats without subnormals: code 0),
+// overflow as overflow[0] (the sign or'ed in after), then the sign shape.
+template <int W, FastMode Mode>
+EXMY_SIMD_INLINE typename Vec<W>::u32 lean_full(const GPlan<W>& c, typename Vec<W>::u32 u,
+                                                typename Vec<W>::u32 rand) {
+  using U32 = typename Vec<W>::u32;
+  using I32 = typename Vec<W>::i32;
+  using F32 = typename Vec<W>::f32;
+  const U32 a = u & 0x7FFFFFFFu;
+  const U32 sub = (U32)((I32)a < (I32)c.norm_min);
+  U32 t;
+  if constexpr (Mode == FastMode::rtz) {
+    const F32 v = (F32)a, m = (F32)c.sub_magic;
+    const F32 sum = v + m;
+    const U32 tb = ((U32)sum + (U32)((sum - m) > v)) - c.sub_magic;  // round_below_normal<rtz>
+    t = select(sub, tb & c.below_mask, (a >> c.d) + c.cbias);
+  } else if constexpr (Mode == FastMode::rne) {
+    const U32 tb = (U32)((F32)a + (F32)c.sub_magic) - c.sub_magic;  // round_below_normal<rne>
+    const U32 par = ((a >> c.d) | c.par_or) & 1u;
+    const U32 tn = ((a + c.half_m1 + par) >> c.d) + c.cbias;
+    t = select(sub, tb & c.below_mask, tn);
+  } else {
+    const U32 e32 = a >> 23;
+    const U32 em = e32 - (U32)(e32 == 0u);  // max(e32, 1)
+    const U32 x = select(sub, a - ((em - 1u) << 23), a);
+    const U32 ss = c.sr_sub_shift - em;  // d - R below the normal range (>= 0)
+    const U32 s = select(sub, select((U32)((I32)ss < 31), ss, U32{} + 31u),
+                         U32{} + static_cast<std::uint32_t>(c.sr_norm_shift));
+    const U32 tr = ((x >> s) + (rand & c.rmask)) >> c.R;
+    t = select(sub, tr & c.below_mask, tr + c.cbias);
+  }
+  t = select((U32)((I32)t > (I32)c.max_code), c.ov0, t);
+  U32 res = t | ((u >> c.sign_shift) & c.sign_keep);
+  res &= ~((U32)(t == 0u) & c.zero_clear);                                     // fnuz: +0
+  return select((U32)((I32)u < 0) & (U32)(a != 0u) & c.uns, c.neg_code, res);  // unsigned
+}
+
+// The lanes lean_full computes exactly.
+template <int W>
+EXMY_SIMD_INLINE typename Vec<W>::u32 lean_lanes(const GPlan<W>& c, typename Vec<W>::u32 u) {
+  using U32 = typename Vec<W>::u32;
+  using I32 = typename Vec<W>::i32;
+  const U32 a = u & 0x7FFFFFFFu;
+  return (U32)((I32)((a - c.lean_lo) ^ 0x80000000u) <= (I32)c.lean_span) |
+         ((U32)(a == 0u) & c.zero_ok);
+}
+
+// The lanes outside lean_lanes (inf, NaN, the engine inputs, overflow where its codes are not
+// sign-symmetric) through the scalar native::fast_cast_fp32_fixed: out of line, so that the
+// vector loop keeps its registers.
+template <FastMode Mode>
+__attribute__((noinline)) void fix_lanes(const native::FastCastPlan& p, int w,
+                                         const std::uint32_t* u, const std::uint32_t* rand,
+                                         const std::uint32_t* ok, std::uint32_t* out, int R) {
+  for (int k = 0; k < w; ++k) {
+    if (ok[k] == 0) out[k] = native::fast_cast_fp32_fixed<Mode>(p, u[k], rand[k], R);
+  }
+}
+
+template <int W, FastMode Mode>
+EXMY_SIMD_INLINE typename Vec<W>::u32 lean_vector(const GPlan<W>& c, const native::FastCastPlan& p,
+                                                  typename Vec<W>::u32 u,
+                                                  typename Vec<W>::u32 rand) {
+  using U32 = typename Vec<W>::u32;
+  using I32 = typename Vec<W>::i32;
+  // The common case: every lane a finite input of f's normal range no larger than its largest
+  // finite value: the rounding plus cbias and the sign (an unsigned f: neg_code where negative).
+  const U32 a = u & 0x7FFFFFFFu;
+  const U32 normal = (U32)((I32)((a - c.norm_min) ^ 0x80000000u) <= (I32)c.normal_span);
+  if (simd::all_set<W>(normal)) {
+    U32 t;
+    if constexpr (Mode == FastMode::rtz) {
+      t = a >> c.d;
+    } else if constexpr (Mode == FastMode::rne) {
+      t = (a + c.half_m1 + (((a >> c.d) | c.par_or) & 1u)) >> c.d;
+    } else {
+      t = ((a >> c.sr_norm_shift) + (rand & c.rmask)) >> c.R;
+    }
+    const U32 res = (t + c.cbias) | ((u >> c.sign_shift) & c.sign_keep);
+    return select((U32)((I32)u < 0) & c.uns, c.neg_code, res);
+  }
+  U32 res = lean_full<W, Mode>(c, u, rand);
+  const U32 ok = lean_lanes<W>(c, u);
+  if (!simd::all_set<W>(ok)) {
+    std::uint32_t ua[W], ra[W], oa[W], out[W];
+    simd::store(ua, u);
+    simd::store(ra, rand);
+    simd::store(oa, ok);
+    simd::store(out, res);
+    fix_lanes<Mode>(p, W, ua, ra, oa, out, c.R);
+    res = simd::load<U32>(out);
+  }
+  return res;
+}
+
 // The fp32 bit patterns of W input elements starting at element i (native::widen_bf16 /
 // widen_fp16 lane-wise; fp16 subnormals through the same exact fp32 subtraction).
 template <int W, ArrayInput T>
@@ -263,8 +417,10 @@ EXMY_SIMD_INLINE void store_codes(std::uint8_t* out, std::size_t i, typename Vec
   }
 }
 
-// The kernels: the fast cast into 1- or 2-byte codes, or the e8m0 cast.
-enum class Target { u8, u16, e8m0 };
+// The kernels: the fast cast into 1- or 2-byte codes, the e8m0 cast, or the lean cast (the other
+// formats of native::fast_fixed_supported) into 1- or 2-byte codes.
+enum class Target { u8, u16, e8m0, lean8, lean16 };
+enum class Kernel { fast, e8m0, lean };
 
 struct Args {
   const native::FastCastPlan* plan;
@@ -281,7 +437,7 @@ struct Args {
 
 // Elements the vectors do not cover (a head up to the next Philox block, a tail of fewer than W)
 // take the scalar function itself.
-template <FastMode Mode, ArrayInput T, typename Out, bool E8m0>
+template <FastMode Mode, ArrayInput T, typename Out, Kernel K>
 void cast_scalar(const Args& g, const native::FastCastPlan& p, std::size_t k) {
   const auto* in = static_cast<const std::uint8_t*>(g.in);
   std::uint32_t w = 0;
@@ -291,7 +447,7 @@ void cast_scalar(const Args& g, const native::FastCastPlan& p, std::size_t k) {
   }
   const std::uint32_t u = load_fp32_scalar<T>(in, k);
   std::uint32_t code;
-  if constexpr (E8m0) {
+  if constexpr (K == Kernel::e8m0) {
     code = native::fast_cast_fp32_e8m0<Mode>(p, g.round, u, w);
   } else {
     code = native::fast_cast_fp32_fixed<Mode>(p, u, w, g.R);
@@ -368,21 +524,32 @@ EXMY_SIMD_INLINE typename Vec<W>::u32 e8m0_lanes(const VPlan<W>& c, const Args& 
   return e8m0_mixed<W, Mode>(c, g, u, rand);
 }
 
-template <int W, FastMode Mode, bool E8m0>
-EXMY_SIMD_INLINE typename Vec<W>::u32 lanes(const VPlan<W>& c, const Args& g,
-                                            typename Vec<W>::u32 u, typename Vec<W>::u32 rand) {
-  if constexpr (E8m0) {
+template <int W, FastMode Mode, Kernel K, typename Plan>
+EXMY_SIMD_INLINE typename Vec<W>::u32 lanes(const Plan& c, const Args& g, typename Vec<W>::u32 u,
+                                            typename Vec<W>::u32 rand) {
+  if constexpr (K == Kernel::e8m0) {
     return e8m0_lanes<W, Mode>(c, g, u, rand);
+  } else if constexpr (K == Kernel::lean) {
+    return lean_vector<W, Mode>(c, *g.plan, u, rand);
   } else {
     return cast_vector<W, Mode>(c, u, rand);
   }
 }
 
-template <int W, FastMode Mode, ArrayInput T, typename Out, bool E8m0>
+template <int W, Kernel K>
+EXMY_SIMD_INLINE auto make_vplan(const native::FastCastPlan& p, const Args& g) {
+  if constexpr (K == Kernel::lean) {
+    return GPlan<W>(p, g.R);
+  } else {
+    return VPlan<W>(p, g.round, g.R);
+  }
+}
+
+template <int W, FastMode Mode, ArrayInput T, typename Out, Kernel K>
 EXMY_SIMD_INLINE void cast_body(const Args& g) {
   using U32 = typename Vec<W>::u32;
   const native::FastCastPlan p = *g.plan;
-  const VPlan<W> c(p, g.round, g.R);
+  const auto c = make_vplan<W, K>(p, g);
   const auto* in = static_cast<const std::uint8_t*>(g.in);
   auto* out = static_cast<std::uint8_t*>(g.out);
   const std::size_t n = g.n;
@@ -390,19 +557,19 @@ EXMY_SIMD_INLINE void cast_body(const Args& g) {
   if constexpr (Mode != FastMode::sr) {
     const U32 none{};
     for (; i + 2 * W <= n; i += 2 * W) {
-      store_codes<W, Out>(out, i, lanes<W, Mode, E8m0>(c, g, load_fp32<W, T>(in, i), none));
-      store_codes<W, Out>(out, i + W, lanes<W, Mode, E8m0>(c, g, load_fp32<W, T>(in, i + W), none));
+      store_codes<W, Out>(out, i, lanes<W, Mode, K>(c, g, load_fp32<W, T>(in, i), none));
+      store_codes<W, Out>(out, i + W, lanes<W, Mode, K>(c, g, load_fp32<W, T>(in, i + W), none));
     }
     for (; i + W <= n; i += W) {
-      store_codes<W, Out>(out, i, lanes<W, Mode, E8m0>(c, g, load_fp32<W, T>(in, i), none));
+      store_codes<W, Out>(out, i, lanes<W, Mode, K>(c, g, load_fp32<W, T>(in, i), none));
     }
   } else if (g.words) {
     for (; i + W <= n; i += W) {
       store_codes<W, Out>(
-          out, i, lanes<W, Mode, E8m0>(c, g, load_fp32<W, T>(in, i), simd::load<U32>(g.words + i)));
+          out, i, lanes<W, Mode, K>(c, g, load_fp32<W, T>(in, i), simd::load<U32>(g.words + i)));
     }
   } else {
-    for (; i < n && ((g.first + i) & 3u) != 0; ++i) cast_scalar<Mode, T, Out, E8m0>(g, p, i);
+    for (; i < n && ((g.first + i) & 3u) != 0; ++i) cast_scalar<Mode, T, Out, K>(g, p, i);
     simd::PhiloxVec<W> gen(g.seed, g.stream, (g.first + i) >> 2);
     const int shift = 32 - g.R;  // sr_word: the top R bits (R <= 22 here)
     constexpr int U = 4;         // four independent Philox chains per step
@@ -410,30 +577,35 @@ EXMY_SIMD_INLINE void cast_body(const Args& g) {
       U32 w[U];
       gen.template next<U>(w);
       for (int k = 0; k < U; ++k) {
-        store_codes<W, Out>(
-            out, i + k * W,
-            lanes<W, Mode, E8m0>(c, g, load_fp32<W, T>(in, i + k * W), w[k] >> shift));
+        store_codes<W, Out>(out, i + k * W,
+                            lanes<W, Mode, K>(c, g, load_fp32<W, T>(in, i + k * W), w[k] >> shift));
       }
     }
     for (; i + W <= n; i += W) {
       store_codes<W, Out>(out, i,
-                          lanes<W, Mode, E8m0>(c, g, load_fp32<W, T>(in, i), gen.next() >> shift));
+                          lanes<W, Mode, K>(c, g, load_fp32<W, T>(in, i), gen.next() >> shift));
     }
   }
-  for (; i < n; ++i) cast_scalar<Mode, T, Out, E8m0>(g, p, i);
+  for (; i < n; ++i) cast_scalar<Mode, T, Out, K>(g, p, i);
 }
 
 template <int W, FastMode Mode, ArrayInput T>
 EXMY_SIMD_INLINE void run_out(const Args& g, Target target) {
   switch (target) {
     case Target::u8:
-      cast_body<W, Mode, T, std::uint8_t, false>(g);
+      cast_body<W, Mode, T, std::uint8_t, Kernel::fast>(g);
       break;
     case Target::u16:
-      cast_body<W, Mode, T, std::uint16_t, false>(g);
+      cast_body<W, Mode, T, std::uint16_t, Kernel::fast>(g);
       break;
     case Target::e8m0:
-      cast_body<W, Mode, T, std::uint8_t, true>(g);
+      cast_body<W, Mode, T, std::uint8_t, Kernel::e8m0>(g);
+      break;
+    case Target::lean8:
+      cast_body<W, Mode, T, std::uint8_t, Kernel::lean>(g);
+      break;
+    case Target::lean16:
+      cast_body<W, Mode, T, std::uint16_t, Kernel::lean>(g);
       break;
   }
 }
@@ -515,7 +687,7 @@ void words_sse2(std::uint64_t seed, std::uint32_t stream, std::uint64_t first, s
 
 bool simd_cast_supported(const FloatFormat& f, const Rounding& r) {
   if (native::fast_e8m0_supported(f)) return native::fast_e8m0_mode_for(r) != FastMode::any;
-  if (!native::fast_cast_supported(f)) return false;
+  if (!native::fast_fixed_supported(f)) return false;
   // fast_mode_for reads only the plan's normal_shift (23 - M).
   native::FastCastPlan p;
   p.normal_shift = 23 - f.man_bits;
@@ -532,7 +704,10 @@ void run_kernel(const void* in, ArrayInput t, std::size_t n, void* codes, const 
   const FastMode m = e8m0 ? native::fast_e8m0_mode_for(r) : native::fast_mode_for(plan, r);
   const Args g{&plan, r,      in,          codes, n, m == FastMode::sr ? r.sr_bits : 0,
                seed,  stream, first_index, words};
-  const Target target = e8m0 ? Target::e8m0 : f.total_bits() > 8 ? Target::u16 : Target::u8;
+  const bool wide = f.total_bits() > 8;
+  const Target target = e8m0                             ? Target::e8m0
+                        : native::fast_cast_supported(f) ? (wide ? Target::u16 : Target::u8)
+                                                         : (wide ? Target::lean16 : Target::lean8);
   switch (simd::active_isa()) {
 #if defined(__x86_64__)
     case simd::Isa::avx512:

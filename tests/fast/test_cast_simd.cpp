@@ -279,8 +279,10 @@ TEST_CASE(
   };
   const Case cases[] = {{"e8m0fnu", Rounding{RoundMode::sr, 24}},
                         {"e8m0fnu", Rounding{RoundMode::rna, 0}},
-                        {"e4m3fnu", Rounding{RoundMode::sr, 8}},
-                        {"e5m2fnu", Rounding{RoundMode::rne, 0}},
+                        {"e4m3fnu", Rounding{RoundMode::rna, 0}},
+                        {"e5m2fnu", Rounding{RoundMode::rup, 0}},
+                        {"e11m4", Rounding{RoundMode::sr, 20}},
+                        {"e8m3fn", Rounding{RoundMode::rto, 0, Overflow::satfinite}},
                         {"e4m3fn", Rounding{RoundMode::sr, 21}},
                         {"e4m3fn", Rounding{RoundMode::rna, 0}},
                         {"e5m2", Rounding{RoundMode::rup, 0, Overflow::satfinite}},
