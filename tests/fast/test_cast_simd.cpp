@@ -23,28 +23,13 @@
 #include "sim/native/convert.hpp"
 #include "sim/native/philox.hpp"
 #include "sim/native/widen.hpp"
+#include "tests/fast/cast_simd_test_util.hpp"
 
 using namespace exmy;
 namespace simd = exmy::fast::simd;
+using namespace exmy::fast::testing;
 
 namespace {
-
-// Restores the detected instruction set when a section ends (also on a failed REQUIRE).
-struct IsaLimit {
-  explicit IsaLimit(simd::Isa isa) { simd::set_isa_limit(isa); }
-  ~IsaLimit() { simd::clear_isa_limit(); }
-};
-
-const simd::Isa kIsas[] = {simd::Isa::avx512, simd::Isa::avx2, simd::Isa::sse2};
-
-std::string rounding_name(const Rounding& r) {
-  std::string s = r.mode == RoundMode::rne   ? "rne"
-                  : r.mode == RoundMode::rtz ? "rtz"
-                                             : "sr:" + std::to_string(r.sr_bits);
-  if (r.overflow == Overflow::sat) s += "+sat";
-  if (r.overflow == Overflow::satfinite) s += "+satfinite";
-  return s;
-}
 
 std::vector<Rounding> roundings(const std::vector<int>& sr_bits) {
   std::vector<Rounding> out;
@@ -54,68 +39,6 @@ std::vector<Rounding> roundings(const std::vector<int>& sr_bits) {
     for (int R : sr_bits) out.push_back(Rounding{RoundMode::sr, R, ov});
   }
   return out;
-}
-
-constexpr std::uint64_t kSeed = 0x0123456789ABCDEFull;
-constexpr std::uint32_t kStream = 7;
-
-// Element i's R-bit word, as the kernels must draw it.
-std::uint32_t word_of(const Rounding& r, std::uint64_t index) {
-  if (r.mode != RoundMode::sr) return 0;
-  return native::sr_word(native::philox_word(kSeed, kStream, index), r.sr_bits);
-}
-
-// Casts `in` (n elements of type t, element size es) with the array copied to an odd byte
-// offset, its codes written at an odd byte offset, first index `first`, in pieces whose lengths
-// come from `pieces` (cycled); returns the codes.
-std::vector<std::uint16_t> run_kernel(const void* in, fast::ArrayInput t, std::size_t n,
-                                      const FloatFormat& f, const Rounding& r, std::uint64_t first,
-                                      const std::vector<std::size_t>& pieces) {
-  const std::size_t es = fast::array_input_bytes(t), cb = f.total_bits() <= 8 ? 1 : 2;
-  std::vector<std::uint8_t> src(n * es + 1), dst(n * cb + 1);
-  std::memcpy(src.data() + 1, in, n * es);
-  std::size_t at = 0;
-  for (std::size_t k = 0; at < n; ++k) {
-    const std::size_t len = std::min(pieces[k % pieces.size()], n - at);
-    fast::simd_cast_to_codes(src.data() + 1 + at * es, t, len, dst.data() + 1 + at * cb, f, r,
-                             kSeed, kStream, first + at);
-    at += len;
-  }
-  std::vector<std::uint16_t> codes(n);
-  for (std::size_t i = 0; i < n; ++i) {
-    codes[i] =
-        cb == 1 ? dst[1 + i] : static_cast<std::uint16_t>(dst[1 + 2 * i] | dst[2 + 2 * i] << 8);
-  }
-  return codes;
-}
-
-// Compares the kernels on every instruction set with native::convert(from, f, r, x, word) for
-// the codes x (of `from`, stored as type t), each at index first + i.
-template <typename Code>
-void compare_all(const std::vector<Code>& xs, fast::ArrayInput t, const FloatFormat& from,
-                 const std::string& fname, const FloatFormat& f, const Rounding& r,
-                 std::uint64_t first, const std::vector<std::size_t>& pieces) {
-  const std::size_t n = xs.size();
-  std::vector<std::uint16_t> want(n);
-  for (std::size_t i = 0; i < n; ++i) {
-    want[i] =
-        static_cast<std::uint16_t>(native::convert(from, f, r, xs[i], word_of(r, first + i)).code);
-  }
-  for (simd::Isa isa : kIsas) {
-    IsaLimit limit(isa);
-    INFO(fname << " " << rounding_name(r) << " on " << simd::isa_name(simd::active_isa())
-               << " (asked " << simd::isa_name(isa) << "), first index " << first);
-    const std::vector<std::uint16_t> got = run_kernel(xs.data(), t, n, f, r, first, pieces);
-    std::size_t bad = 0;
-    for (std::size_t i = 0; i < n; ++i) {
-      if (got[i] != want[i] && bad++ < 5) {
-        FAIL_CHECK("x=0x" << std::hex << static_cast<std::uint32_t>(xs[i]) << " index 0x"
-                          << first + i << " word 0x" << word_of(r, first + i) << ": got 0x"
-                          << got[i] << " want 0x" << want[i]);
-      }
-    }
-    CHECK(bad == 0);
-  }
 }
 
 // The presets of at most 8 bits the vector kernels serve, the 16-bit presets, and eXmY names of

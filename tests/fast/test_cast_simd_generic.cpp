@@ -24,18 +24,13 @@
 #include "sim/native/convert.hpp"
 #include "sim/native/fast_cast.hpp"
 #include "sim/native/philox.hpp"
+#include "tests/fast/cast_simd_test_util.hpp"
 
 using namespace exmy;
 namespace simd = exmy::fast::simd;
+using namespace exmy::fast::testing;
 
 namespace {
-
-struct IsaLimit {
-  explicit IsaLimit(simd::Isa isa) { simd::set_isa_limit(isa); }
-  ~IsaLimit() { simd::clear_isa_limit(); }
-};
-
-const simd::Isa kIsas[] = {simd::Isa::avx512, simd::Isa::avx2, simd::Isa::sse2};
 
 // The GPU's generic sweep (tests/gpu/cast_test.cpp) plus e9m6 and e3m0fnu: ranges past fp32's on
 // either side (e8m3fn, e8m3fnuz, e9m6, e11m4), unsigned (e4m3fnu), M = 0 without subnormals or
@@ -49,14 +44,6 @@ FloatFormat format_of(const char* name) {
   return *f;
 }
 
-std::string rounding_name(const Rounding& r) {
-  std::string s = r.mode == RoundMode::rne   ? "rne"
-                  : r.mode == RoundMode::rtz ? "rtz"
-                                             : "sr:" + std::to_string(r.sr_bits);
-  if (r.overflow == Overflow::satfinite) s += "+satfinite";
-  return s;
-}
-
 // rne, rtz, sr:8, sr:(23 - M), each with overflow none and satfinite.
 std::vector<Rounding> roundings(const FloatFormat& f) {
   std::vector<Rounding> out;
@@ -67,62 +54,6 @@ std::vector<Rounding> roundings(const FloatFormat& f) {
     out.push_back(Rounding{RoundMode::sr, 23 - f.man_bits, ov});
   }
   return out;
-}
-
-constexpr std::uint64_t kSeed = 0xFEDCBA9876543210ull;
-constexpr std::uint32_t kStream = 3;
-
-std::uint32_t word_of(const Rounding& r, std::uint64_t index) {
-  if (r.mode != RoundMode::sr) return 0;
-  return native::sr_word(native::philox_word(kSeed, kStream, index), r.sr_bits);
-}
-
-std::uint32_t code_at(const std::vector<std::uint8_t>& dst, std::size_t off, std::size_t cb,
-                      std::size_t i) {
-  return cb == 1 ? dst[off + i] : (dst[off + 2 * i] | dst[off + 2 * i + 1] << 8);
-}
-
-// The kernels on every instruction set against native::convert(from, f, r, x, word) for the codes
-// xs (stored as type t), element i at index first + i; the input and the codes at odd byte
-// offsets, cast in pieces of the given lengths (cycled).
-template <typename Code>
-void compare_all(const std::vector<Code>& xs, fast::ArrayInput t, const FloatFormat& from,
-                 const char* name, const FloatFormat& f, const Rounding& r, std::uint64_t first,
-                 const std::vector<std::size_t>& pieces) {
-  const std::size_t n = xs.size(), es = fast::array_input_bytes(t);
-  const std::size_t cb = f.total_bits() <= 8 ? 1 : 2;
-  std::vector<std::uint32_t> want(n);
-  for (std::size_t i = 0; i < n; ++i) {
-    want[i] =
-        static_cast<std::uint32_t>(native::convert(from, f, r, xs[i], word_of(r, first + i)).code);
-  }
-  std::vector<std::uint8_t> src(n * es + 3);
-  std::memcpy(src.data() + 3, xs.data(), n * es);
-  for (simd::Isa isa : kIsas) {
-    IsaLimit limit(isa);
-    INFO(name << " " << rounding_name(r) << " on " << simd::isa_name(simd::active_isa())
-              << " (asked " << simd::isa_name(isa) << "), first index " << first);
-    std::vector<std::uint8_t> dst(n * cb + 2, 0xA5);
-    std::size_t at = 0;
-    for (std::size_t k = 0; at < n; ++k) {
-      const std::size_t len = std::min(pieces[k % pieces.size()], n - at);
-      fast::simd_cast_to_codes(src.data() + 3 + at * es, t, len, dst.data() + 1 + at * cb, f, r,
-                               kSeed, kStream, first + at);
-      at += len;
-    }
-    std::size_t bad = 0;
-    for (std::size_t i = 0; i < n; ++i) {
-      const std::uint32_t got = code_at(dst, 1, cb, i);
-      if (got != want[i] && bad++ < 5) {
-        FAIL_CHECK("x=0x" << std::hex << static_cast<std::uint32_t>(xs[i]) << " index 0x"
-                          << first + i << " word 0x" << word_of(r, first + i) << ": got 0x" << got
-                          << " want 0x" << want[i]);
-      }
-    }
-    CHECK(bad == 0);
-    CHECK(dst[0] == 0xA5);  // nothing written outside the codes
-    CHECK(dst[n * cb + 1] == 0xA5);
-  }
 }
 
 std::vector<std::uint32_t> fp32_inputs() {
