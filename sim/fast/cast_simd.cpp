@@ -3,6 +3,7 @@
 #include <atomic>
 #if defined(__x86_64__)
 #include <cpuid.h>
+#include <immintrin.h>
 #endif
 
 #include "sim/fast/philox_simd.hpp"
@@ -20,7 +21,8 @@ namespace {
 #if defined(__x86_64__)
 // CPUID leaf 1 ECX: OSXSAVE (27), AVX (28), F16C (29); leaf 7 EBX: AVX2 (5), AVX512F (16), AVX512DQ
 // (17), AVX512BW (30), AVX512VL (31); XCR0: the OS saves the YMM state (bits 1-2) and the opmask
-// and ZMM state (bits 5-7). Read directly, as array_cast.cpp reads F16C.
+// and ZMM state (bits 5-7); leaf 7 subleaf 1 EAX: AVX512_BF16 (5), on top of the AVX-512 set.
+// Read directly, as array_cast.cpp reads F16C.
 Isa probe_isa() {
   unsigned a = 0, b = 0, c = 0, d = 0;
   if (__get_cpuid(1, &a, &b, &c, &d) == 0) return Isa::sse2;
@@ -32,8 +34,12 @@ Isa probe_isa() {
   if (__get_cpuid_count(7, 0, &a, &b, &c, &d) == 0) return Isa::sse2;
   if (((b >> 5) & 1u) == 0) return Isa::sse2;
   const unsigned avx512 = (1u << 16) | (1u << 17) | (1u << 30) | (1u << 31);
-  if ((b & avx512) == avx512 && (lo & 0xE0u) == 0xE0u) return Isa::avx512;
-  return Isa::avx2;
+  if ((b & avx512) != avx512 || (lo & 0xE0u) != 0xE0u) return Isa::avx2;
+  const unsigned max_sub = a;  // leaf 7 subleaf 0 EAX: the largest subleaf
+  if (max_sub >= 1 && __get_cpuid_count(7, 1, &a, &b, &c, &d) != 0 && ((a >> 5) & 1u) != 0) {
+    return Isa::avx512bf16;
+  }
+  return Isa::avx512;
 }
 #else
 Isa probe_isa() {
@@ -41,7 +47,7 @@ Isa probe_isa() {
 }
 #endif
 
-std::atomic<int> g_limit{static_cast<int>(Isa::avx512)};
+std::atomic<int> g_limit{static_cast<int>(Isa::avx512bf16)};
 
 }  // namespace
 
@@ -60,11 +66,14 @@ void set_isa_limit(Isa limit) {
 }
 
 void clear_isa_limit() {
-  g_limit.store(static_cast<int>(Isa::avx512), std::memory_order_relaxed);
+  g_limit.store(static_cast<int>(Isa::avx512bf16), std::memory_order_relaxed);
 }
 
 const char* isa_name(Isa isa) {
-  return isa == Isa::avx512 ? "avx512" : isa == Isa::avx2 ? "avx2" : "sse2";
+  return isa == Isa::avx512bf16 ? "avx512bf16"
+         : isa == Isa::avx512   ? "avx512"
+         : isa == Isa::avx2     ? "avx2"
+                                : "sse2";
 }
 
 }  // namespace simd
@@ -674,6 +683,45 @@ EXMY_TARGET_AVX2 void words_avx2(std::uint64_t seed, std::uint32_t stream, std::
                                  std::size_t n, std::uint32_t* out) {
   words_body<8>(seed, stream, first, n, out);
 }
+// fp32 -> bf16 under rne with overflow `none` by VCVTNEPS2BF16, which rounds to nearest even
+// (ignoring MXCSR) and gives +-inf on overflow as that policy does (SEMANTICS 4.2), but treats
+// input denormals as zero and gives NaN its quieted payload. bf16 has fp32's exponent range, so
+// only fp32 subnormal inputs (exponent field 0, mantissa != 0) round into bf16's subnormals or
+// to zero by value: a vector with such a lane (rare) takes the integer kernel (cast_vector) whole.
+// NaN lanes become sign | 0x7FC0 (SEMANTICS 4.1: no payload) by a masked move; the instruction
+// keeps the sign. The head and tail of fewer than 16 take the scalar function.
+EXMY_TARGET_AVX512BF16 void bf16_rne_avx512bf16(const Args& g) {
+  using U32 = Vec<16>::u32;
+  const native::FastCastPlan p = *g.plan;
+  const VPlan<16> c(p, g.round, 0);
+  const auto* in = static_cast<const std::uint8_t*>(g.in);
+  auto* out = static_cast<std::uint8_t*>(g.out);
+  const std::size_t n = g.n;
+  const __m512i mag = _mm512_set1_epi32(0x7FFFFFFF);
+  const __m512i one = _mm512_set1_epi32(1);
+  const __m512i sub_top = _mm512_set1_epi32(0x007FFFFE);  // |u| - 1 <= this: an fp32 subnormal
+  const __m512i inf_bits = _mm512_set1_epi32(0x7F800000);
+  const __m256i sign16 = _mm256_set1_epi16(static_cast<short>(0x8000));
+  const __m256i qnan16 = _mm256_set1_epi16(0x7FC0);
+  std::size_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    const __m512 x = _mm512_loadu_ps(in + 4 * i);
+    const __m512i a = _mm512_and_si512(_mm512_castps_si512(x), mag);
+    const __mmask16 sub = _mm512_cmple_epu32_mask(_mm512_sub_epi32(a, one), sub_top);
+    __m256i h;
+    if (__builtin_expect(sub != 0, 0)) {
+      const U32 u = (U32)_mm512_castps_si512(x);
+      const auto codes = simd::narrow_u16<16>(cast_vector<16, FastMode::rne>(c, u, U32{}));
+      std::memcpy(&h, &codes, sizeof h);
+    } else {
+      h = (__m256i)_mm512_cvtneps_pbh(x);
+      const __mmask16 nan = _mm512_cmpgt_epu32_mask(a, inf_bits);
+      h = _mm256_mask_mov_epi16(h, nan, _mm256_or_si256(_mm256_and_si256(h, sign16), qnan16));
+    }
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + 2 * i), h);
+  }
+  for (; i < n; ++i) cast_scalar<FastMode::rne, ArrayInput::fp32, std::uint16_t, Kernel::fast>(g, p, i);
+}
 #endif
 void run_sse2(const Args& g, FastMode m, ArrayInput t, Target target) {
   run<4>(g, m, t, target);
@@ -710,6 +758,14 @@ void run_kernel(const void* in, ArrayInput t, std::size_t n, void* codes, const 
                                                          : (wide ? Target::lean16 : Target::lean8);
   switch (simd::active_isa()) {
 #if defined(__x86_64__)
+    case simd::Isa::avx512bf16:
+      if (t == ArrayInput::fp32 && m == FastMode::rne && target == Target::u16 &&
+          f == formats::bf16 && r.overflow == Overflow::none) {
+        bf16_rne_avx512bf16(g);
+        return;
+      }
+      run_avx512(g, m, t, target);
+      return;
     case simd::Isa::avx512:
       run_avx512(g, m, t, target);
       return;
@@ -741,6 +797,7 @@ void philox_words(std::uint64_t seed, std::uint32_t stream, std::uint64_t first_
                   std::size_t n, std::uint32_t* out) {
   switch (simd::active_isa()) {
 #if defined(__x86_64__)
+    case simd::Isa::avx512bf16:
     case simd::Isa::avx512:
       words_avx512(seed, stream, first_index, n, out);
       return;

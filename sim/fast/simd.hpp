@@ -28,12 +28,17 @@
 #if defined(__x86_64__)
 #define EXMY_TARGET_AVX2 __attribute__((target("avx2,f16c")))
 #define EXMY_TARGET_AVX512 __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq")))
+// The AVX-512 set plus VCVTNEPS2BF16 (AVX512_BF16): only the fp32 -> bf16 rne kernel.
+#define EXMY_TARGET_AVX512BF16 \
+  __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx512bf16")))
 #endif
 
 namespace exmy::fast::simd {
 
-// The instruction sets with kernels, narrowest first.
-enum class Isa : int { sse2 = 0, avx2 = 1, avx512 = 2 };
+// The instruction sets with kernels, narrowest first. avx512bf16 is avx512 plus AVX512_BF16
+// (CPUID.(EAX=7,ECX=1):EAX bit 5): the AVX-512 kernels, and fp32 -> bf16 under rne with overflow
+// `none` by VCVTNEPS2BF16 (cast_simd.cpp); a limit of avx512 keeps the integer path there.
+enum class Isa : int { sse2 = 0, avx2 = 1, avx512 = 2, avx512bf16 = 3 };
 
 // The widest set this CPU and its OS support (CPUID and XGETBV, read once).
 Isa detected_isa();
@@ -46,7 +51,7 @@ void clear_isa_limit();
 const char* isa_name(Isa isa);
 // The lane count of each set's kernels.
 constexpr int lanes(Isa isa) {
-  return isa == Isa::avx512 ? 16 : isa == Isa::avx2 ? 8 : 4;
+  return isa >= Isa::avx512 ? 16 : isa == Isa::avx2 ? 8 : 4;
 }
 
 // W lanes of each element type. (Specialisations, because GCC ignores vector_size on a dependent

@@ -26,7 +26,10 @@ struct IsaLimit {
   ~IsaLimit() { simd::clear_isa_limit(); }
 };
 
-inline constexpr simd::Isa kIsas[] = {simd::Isa::avx512, simd::Isa::avx2, simd::Isa::sse2};
+// avx512bf16 first: fp32 -> bf16 rne (overflow none) by VCVTNEPS2BF16 where the CPU has it; avx512
+// then runs the integer kernel there.
+inline constexpr simd::Isa kIsas[] = {simd::Isa::avx512bf16, simd::Isa::avx512, simd::Isa::avx2,
+                                      simd::Isa::sse2};
 
 inline std::string rounding_name(const Rounding& r) {
   std::string s = r.mode == RoundMode::rne   ? "rne"

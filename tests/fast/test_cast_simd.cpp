@@ -10,6 +10,7 @@
 //   - fp16 and bf16 inputs: every code, four times at different indices (different words).
 // The sr words come from Philox(seed, stream, index), so the comparison sees random words; the
 // random low halves come from a printed std::mt19937 seed.
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <cstring>
 #include <random>
@@ -137,6 +138,51 @@ TEST_CASE("vector casts of fp32 equal native::convert (every top half x boundary
                   sr ? (std::uint64_t{1} << 34) - 3 : 0, sr ? odd : whole);
     }
   }
+}
+
+// fp32 -> bf16 rne with overflow none: VCVTNEPS2BF16 where the CPU has AVX512_BF16 (compare_all
+// runs avx512bf16 first, then the integer kernels of avx512, avx2 and sse2). Every top half x the
+// low halves around bf16's rounding point (bit 15) and a random one, so every fp32 subnormal, NaN
+// (payload dropped, sign kept) and inf pattern and the overflow to inf, in order (vectors of one
+// kind) and shuffled (subnormal and NaN lanes beside normal ones, so one subnormal lane sends a
+// whole vector to the integer kernel), at odd byte offsets, whole and in pieces of odd lengths.
+TEST_CASE("fp32 -> bf16 rne by VCVTNEPS2BF16 equals native::convert", "[fast][simd][bf16]") {
+  INFO("detected " << simd::isa_name(simd::detected_isa()));
+  const std::uint32_t seed = 20261127;
+  INFO("random low halves and shuffle from std::mt19937 seed " << seed);
+  std::mt19937 rng(seed);
+  std::vector<std::uint32_t> xs;
+  for (std::uint32_t top = 0; top < 0x10000u; ++top) {
+    for (std::uint32_t low : {0x0000u, 0x0001u, 0x7FFFu, 0x8000u, 0x8001u, 0xFFFFu,
+                              static_cast<std::uint32_t>(rng() & 0xFFFFu)}) {
+      xs.push_back(top << 16 | low);
+    }
+  }
+  xs.push_back(0x00000001u);  // an odd count: a scalar tail (here a subnormal)
+  const Rounding r{RoundMode::rne, 0, Overflow::none};
+  REQUIRE(fast::simd_cast_supported(formats::bf16, r));
+  const std::vector<std::size_t> whole = {xs.size()}, odd = {1, 15, 16, 17, 37, 1000, 4093, 65539};
+  compare_all(xs, fast::ArrayInput::fp32, formats::fp32, "bf16", formats::bf16, r, 0, whole);
+  compare_all(xs, fast::ArrayInput::fp32, formats::fp32, "bf16", formats::bf16, r, 0, odd);
+  std::vector<std::uint32_t> mixed = xs;
+  std::shuffle(mixed.begin(), mixed.end(), rng);
+  compare_all(mixed, fast::ArrayInput::fp32, formats::fp32, "bf16", formats::bf16, r, 0, odd);
+  // One special lane in a vector of normal ones, at every lane position: each fp32 subnormal
+  // boundary, the NaNs with payloads the instruction would keep, inf, the largest finite values
+  // (overflow to inf), and zeros.
+  std::vector<std::uint32_t> one;
+  for (std::uint32_t s : {0x00000001u, 0x00007FFFu, 0x00008000u, 0x00008001u, 0x007FFFFFu,
+                          0x007F8000u, 0x00400000u, 0x7F800001u, 0x7FBFFFFFu, 0x7FC00001u,
+                          0x7FFFFFFFu, 0x7FFF0000u, 0x7F800000u, 0x7F7FFFFFu, 0x7F7F8000u,
+                          0x7F7F7FFFu, 0x00000000u, 0x00800000u}) {
+    for (std::uint32_t sign : {0u, 0x80000000u}) {
+      for (int lane = 0; lane < 16; ++lane) {
+        for (int k = 0; k < 16; ++k) one.push_back(k == lane ? (s | sign) : 0x3F808000u + k);
+      }
+    }
+  }
+  compare_all(one, fast::ArrayInput::fp32, formats::fp32, "bf16", formats::bf16, r, 0,
+              {one.size()});
 }
 
 TEST_CASE("vector casts of fp16 and bf16 equal native::convert (every code)", "[fast][simd]") {
