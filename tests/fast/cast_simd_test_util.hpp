@@ -99,4 +99,22 @@ void compare_all(const std::vector<Code>& xs, ArrayInput t, const FloatFormat& f
   }
 }
 
+// cast_to_codes on one thread and on the OpenMP team give the same bytes, and those equal
+// native::convert element by element (fp32 inputs xs, element i at index first + i).
+inline void check_threads_agree(const std::vector<std::uint32_t>& xs, const FloatFormat& f,
+                                const Rounding& r, std::uint64_t first) {
+  const std::size_t cb = f.total_bits() <= 8 ? 1 : 2;
+  std::vector<std::uint8_t> one(xs.size() * cb), many(xs.size() * cb);
+  cast_to_codes(xs.data(), ArrayInput::fp32, xs.size(), one.data(), f, r, kSeed, kStream, first, 1);
+  cast_to_codes(xs.data(), ArrayInput::fp32, xs.size(), many.data(), f, r, kSeed, kStream, first,
+                0);
+  CHECK(one == many);
+  std::size_t bad = 0;
+  for (std::size_t i = 0; i < xs.size(); ++i) {
+    const auto want = native::convert(formats::fp32, f, r, xs[i], word_of(r, first + i)).code;
+    if (code_at(one, 0, cb, i) != want) ++bad;
+  }
+  CHECK(bad == 0);
+}
+
 }  // namespace exmy::fast::testing

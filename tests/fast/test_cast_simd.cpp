@@ -171,10 +171,10 @@ TEST_CASE("fp32 -> bf16 rne by VCVTNEPS2BF16 equals native::convert", "[fast][si
   // boundary, the NaNs with payloads the instruction would keep, inf, the largest finite values
   // (overflow to inf), and zeros.
   std::vector<std::uint32_t> one;
-  for (std::uint32_t s : {0x00000001u, 0x00007FFFu, 0x00008000u, 0x00008001u, 0x007FFFFFu,
-                          0x007F8000u, 0x00400000u, 0x7F800001u, 0x7FBFFFFFu, 0x7FC00001u,
-                          0x7FFFFFFFu, 0x7FFF0000u, 0x7F800000u, 0x7F7FFFFFu, 0x7F7F8000u,
-                          0x7F7F7FFFu, 0x00000000u, 0x00800000u}) {
+  for (std::uint32_t s :
+       {0x00000001u, 0x00007FFFu, 0x00008000u, 0x00008001u, 0x007FFFFFu, 0x007F8000u, 0x00400000u,
+        0x7F800001u, 0x7FBFFFFFu, 0x7FC00001u, 0x7FFFFFFFu, 0x7FFF0000u, 0x7F800000u, 0x7F7FFFFFu,
+        0x7F7F8000u, 0x7F7F7FFFu, 0x00000000u, 0x00800000u}) {
     for (std::uint32_t sign : {0u, 0x80000000u}) {
       for (int lane = 0; lane < 16; ++lane) {
         for (int k = 0; k < 16; ++k) one.push_back(k == lane ? (s | sign) : 0x3F808000u + k);
@@ -215,20 +215,7 @@ TEST_CASE("cast_to_codes takes the vector kernels and their thread split keeps t
     const FloatFormat f = parse_format(name).fp;
     for (const Rounding& r : {Rounding{RoundMode::rne, 0}, Rounding{RoundMode::sr, 8}}) {
       INFO(name << " " << rounding_name(r));
-      const std::size_t cb = f.total_bits() <= 8 ? 1 : 2;
-      std::vector<std::uint8_t> one(xs.size() * cb), many(xs.size() * cb);
-      fast::cast_to_codes(xs.data(), fast::ArrayInput::fp32, xs.size(), one.data(), f, r, kSeed,
-                          kStream, 11, 1);
-      fast::cast_to_codes(xs.data(), fast::ArrayInput::fp32, xs.size(), many.data(), f, r, kSeed,
-                          kStream, 11, 0);
-      CHECK(one == many);
-      std::size_t bad = 0;
-      for (std::size_t i = 0; i < xs.size(); ++i) {
-        const auto want = native::convert(formats::fp32, f, r, xs[i], word_of(r, 11 + i)).code;
-        const std::uint32_t got = cb == 1 ? one[i] : (one[2 * i] | one[2 * i + 1] << 8);
-        if (got != want) ++bad;
-      }
-      CHECK(bad == 0);
+      check_threads_agree(xs, f, r, 11);
     }
   }
 }

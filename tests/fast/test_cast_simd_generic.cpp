@@ -189,19 +189,7 @@ TEST_CASE("cast_to_codes takes the lean kernels, one thread or a team, with the 
     const FloatFormat f = format_of(name);
     for (const Rounding& r : {Rounding{RoundMode::rne, 0}, Rounding{RoundMode::sr, 8}}) {
       INFO(name << " " << rounding_name(r));
-      const std::size_t cb = f.total_bits() <= 8 ? 1 : 2;
-      std::vector<std::uint8_t> one(xs.size() * cb), many(xs.size() * cb);
-      fast::cast_to_codes(xs.data(), fast::ArrayInput::fp32, xs.size(), one.data(), f, r, kSeed,
-                          kStream, 9, 1);
-      fast::cast_to_codes(xs.data(), fast::ArrayInput::fp32, xs.size(), many.data(), f, r, kSeed,
-                          kStream, 9, 0);
-      CHECK(one == many);
-      std::size_t bad = 0;
-      for (std::size_t i = 0; i < xs.size(); ++i) {
-        const auto want = native::convert(formats::fp32, f, r, xs[i], word_of(r, 9 + i)).code;
-        if (code_at(one, 0, cb, i) != want) ++bad;
-      }
-      CHECK(bad == 0);
+      check_threads_agree(xs, f, r, 9);
     }
   }
 }
