@@ -104,6 +104,18 @@ void BM_adamw_16bit(benchmark::State& state) {
 
 // range(2) = 1: the kernel under --compat bnb-cuda (bitsandbytes' fast-math arithmetic: FTZ,
 // FMA, MUFU).
+// The 8-bit optimizer's device state over the benchmark's buffers.
+gpu::Bnb8DeviceState state_of(int block, const Buf& q1, const Buf& q2, const Buf& a1,
+                              const Buf& a2) {
+  gpu::Bnb8DeviceState st;
+  st.block = block;
+  st.q1 = q1.as<std::uint8_t>();
+  st.q2 = q2.as<std::uint8_t>();
+  st.absmax1 = a1.as<float>();
+  st.absmax2 = a2.as<float>();
+  return st;
+}
+
 void BM_adamw8bit(benchmark::State& state) {
   const std::size_t n = size_of(state);
   const int block = static_cast<int>(state.range(1));
@@ -111,12 +123,7 @@ void BM_adamw8bit(benchmark::State& state) {
   Buf p(n * 4), g(n * 4), q1(n), q2(n), a1(blocks * 4), a2(blocks * 4);
   fill(p.as<float>(), n, 1.0f, 0.5f);
   fill(g.as<float>(), n, 0.0f, 2e-3f);
-  gpu::Bnb8DeviceState st;
-  st.block = block;
-  st.q1 = q1.as<std::uint8_t>();
-  st.q2 = q2.as<std::uint8_t>();
-  st.absmax1 = a1.as<float>();
-  st.absmax2 = a2.as<float>();
+  const gpu::Bnb8DeviceState st = state_of(block, q1, q2, a1, a2);
   optim::AdamHyper h{1e-3, 0.9, 0.999, 1e-8, 0.01};
   if (state.range(2) == 1) h.bnb = native::BnbKernels::cuda_sm90;
   // p r/w 8 + g 4 + two codes r/w 4 + absmax 2 * 8 / block
@@ -126,7 +133,7 @@ void BM_adamw8bit(benchmark::State& state) {
 }
 
 // bf16 parameters and gradients (bitsandbytes keeps both in the parameter dtype) under
-// --compat bnb-cuda: the element-wise 8-bit kernels (the vectorised one takes fp32).
+// --compat bnb-cuda: the vectorised 8-bit kernel on 8-byte loads of the 16-bit parameters.
 void BM_adamw8bit_bf16(benchmark::State& state) {
   const std::size_t n = size_of(state);
   const int block = 256;
@@ -136,12 +143,7 @@ void BM_adamw8bit_bf16(benchmark::State& state) {
   std::vector<std::uint16_t> hg(n);
   for (std::size_t i = 0; i < n; ++i) hg[i] = static_cast<std::uint16_t>(0x3A80u + (i & 63));
   check(cudaMemcpy(g.p, hg.data(), n * 2, cudaMemcpyHostToDevice));
-  gpu::Bnb8DeviceState st;
-  st.block = block;
-  st.q1 = q1.as<std::uint8_t>();
-  st.q2 = q2.as<std::uint8_t>();
-  st.absmax1 = a1.as<float>();
-  st.absmax2 = a2.as<float>();
+  const gpu::Bnb8DeviceState st = state_of(block, q1, q2, a1, a2);
   optim::AdamHyper h{1e-3, 0.9, 0.999, 1e-8, 0.01};
   h.bnb = native::BnbKernels::cuda_sm90;
   // p r/w 4 + g 2 + two codes r/w 4 + absmax 2 * 8 / block
