@@ -9,15 +9,11 @@ the same 2^28 elements; "sr cost" = sr:8 time / rne time - 1, same format and in
 import json
 import sys
 
-from gpu_quant_report import medians  # one reading of the benchmark JSON for both reports
+from gpu_quant_report import load, medians  # one reading of the JSON for both reports
 
 
 def main():
-    bench = json.load(open(sys.argv[1]))
-    try:
-        torch = json.load(open(sys.argv[2]))
-    except (OSError, ValueError):
-        torch = None
+    bench, torch = load(sys.argv[1], sys.argv[2])
     rows = medians(bench)
     copy_bps = rows["copy/fp32"]["bytes_per_second"]
     of_copy = lambda n: rows[n]["bytes_per_second"] / copy_bps if n in rows else None

@@ -17,12 +17,18 @@ def medians(bench):
     return rows
 
 
-def main():
-    bench = json.load(open(sys.argv[1]))
+def load(bench_path, torch_path):
+    """The benchmark JSON, and the torch baselines' JSON (None where torch was not measured)."""
+    bench = json.load(open(bench_path))
     try:
-        torch = json.load(open(sys.argv[2]))
+        torch = json.load(open(torch_path))
     except (OSError, ValueError):
         torch = None
+    return bench, torch
+
+
+def main():
+    bench, torch = load(sys.argv[1], sys.argv[2])
     rows = medians(bench)
     copy = rows["copy/fp32"]["bytes_per_second"]
     tb = lambda r: r["bytes_per_second"] / 1e12
