@@ -88,12 +88,12 @@ __device__ __forceinline__ std::uint32_t generic_convert(FloatFormat from, Float
 // mode-fixed path.
 enum class Path { generic, fast, lean };
 
-// The code of one element on the fast or generic path.
-template <CastInput In, Path P, FastMode Mode>
+// The code of one element on the fast or generic path (every rounding, chosen at run time).
+template <CastInput In, Path P>
 __device__ __forceinline__ std::uint32_t cast_one(const CastArgs& a, std::uint32_t x,
                                                   std::uint32_t rand) {
   if constexpr (P == Path::fast) {
-    return fast_cast_fp32_as<Mode>(a.plan, a.r, InputTraits<In>::widen(x), rand);
+    return fast_cast_fp32(a.plan, a.r, InputTraits<In>::widen(x), rand);
   } else {
     return generic_convert(a.from, a.to, a.r, x, rand);
   }
@@ -264,13 +264,13 @@ __global__ void __launch_bounds__(kThreads)
 }
 
 // Out: uint8_t / uint16_t codes, or float for fake quantization (fast and generic paths).
-template <CastInput In, typename Out, Path P, FastMode Mode>
+template <CastInput In, typename Out, Path P>
 __global__ void __launch_bounds__(kThreads)
     cast_kernel(const void* __restrict__ in_, std::size_t n, Out* __restrict__ out, CastArgs a) {
   using T = typename InputTraits<In>::T;
   constexpr int G = 16 / sizeof(T);  // elements per 16-byte input vector
   const T* in = static_cast<const T*>(in_);
-  const bool sr = Mode == FastMode::sr || (Mode == FastMode::any && a.r.mode == RoundMode::sr);
+  const bool sr = a.r.mode == RoundMode::sr;
   constexpr std::size_t kWarpSpan = 32 * kGroups * G;  // elements per warp and step
   const std::size_t lane = threadIdx.x % 32;
   const std::size_t tile = static_cast<std::size_t>(kThreads) * kGroups * G;
@@ -297,7 +297,7 @@ __global__ void __launch_bounds__(kThreads)
 #pragma unroll
           for (int k = 0; k < 4; ++k) {
             const std::uint32_t rand = sr ? native::sr_word(b.w[k], a.r.sr_bits) : 0u;
-            const std::uint32_t code = cast_one<In, P, Mode>(a, x[g + k], rand);
+            const std::uint32_t code = cast_one<In, P>(a, x[g + k], rand);
             if constexpr (std::is_same_v<Out, float>) {
               res[g + k] = decode_one<P>(a, code);
             } else {
@@ -317,7 +317,7 @@ __global__ void __launch_bounds__(kThreads)
         if (sr) {
           rand = native::sr_word(native::philox_word(a.seed, a.stream, a.offset + i), a.r.sr_bits);
         }
-        const std::uint32_t code = cast_one<In, P, Mode>(a, in[i], rand);
+        const std::uint32_t code = cast_one<In, P>(a, in[i], rand);
         if constexpr (std::is_same_v<Out, float>) {
           out[i] = decode_one<P>(a, code);
         } else {
@@ -461,9 +461,9 @@ void launch_cast(const void* in, std::size_t n, Out* out, const CastArgs& a, Pat
   }
   const unsigned grid = grid_for(n, kGroups * 16 / sizeof(typename InputTraits<In>::T));
   if (path == Path::generic) {
-    cast_kernel<In, Out, Path::generic, FastMode::any><<<grid, kThreads, 0, s>>>(in, n, out, a);
+    cast_kernel<In, Out, Path::generic><<<grid, kThreads, 0, s>>>(in, n, out, a);
   } else {
-    cast_kernel<In, Out, Path::fast, FastMode::any><<<grid, kThreads, 0, s>>>(in, n, out, a);
+    cast_kernel<In, Out, Path::fast><<<grid, kThreads, 0, s>>>(in, n, out, a);
   }
   cuda_check_launch("cast kernel launch");
 }
