@@ -340,10 +340,11 @@ __global__ void __launch_bounds__(kThreads)
 }
 
 // The mode-fixed lean path serves rounding r on format f.
+// (fast_mode_for's rule, without building a plan: rne, rtz, or sr:R with R <= 23 - M.)
 bool lean_serves(const FloatFormat& f, const Rounding& r) {
   if (!native::fast_fixed_supported(f)) return false;
-  const FastCastPlan plan = make_fast_cast_plan(f, r);
-  return fast_mode_for(plan, r) != FastMode::any;
+  return r.mode == RoundMode::rne || r.mode == RoundMode::rtz ||
+         (r.mode == RoundMode::sr && r.sr_bits >= 1 && r.sr_bits <= 23 - f.man_bits);
 }
 
 void check_params(const CastParams& p) {
