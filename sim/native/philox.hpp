@@ -19,9 +19,8 @@ struct Philox4 {
 };
 
 EXMY_HD void mul_hilo32(std::uint32_t a, std::uint32_t b, std::uint32_t& hi, std::uint32_t& lo) {
-  const std::uint64_t p = static_cast<std::uint64_t>(a) * b;
-  hi = static_cast<std::uint32_t>(p >> 32);
-  lo = static_cast<std::uint32_t>(p);
+  hi = mul_hi_u32(a, b);
+  lo = a * b;
 }
 
 // Ten rounds with the published multipliers and Weyl key increments.

@@ -10,7 +10,8 @@
 //   - conversions: fp64 -> fp32 and int32 -> fp32 (nearest-even), fp32 <-> fp16 by the
 //     hardware where it has one (the caller keeps a portable path for the host and for NaNs);
 //   - bit casts between float/double and their codes; the canonical quiet NaN 0x7FC00000;
-//   - count leading zeros; the fp32 sum rounded toward zero where the device has the mode;
+//   - count leading zeros; the high word of a 32 x 32-bit product; the fp32 sum rounded toward
+//     zero where the device has the mode;
 //   - loop unrolling hints (EXMY_UNROLL; no effect on results).
 // A compatibility profile of a hardware quirk (a platform that flushes subnormals, returns a
 // different NaN, rounds a conversion differently) is a third block here, not a branch in the
@@ -37,6 +38,12 @@ namespace exmy::native {
 
 #if defined(__CUDA_ARCH__)
 // ---- CUDA device code ---------------------------------------------------------------------------
+
+// The high 32 bits of a * b. __umulhi is one IMAD.HI; the 64-bit product it replaces made ptxas
+// add a zero register to every high word of Philox's rounds (one VIADD per multiplication).
+EXMY_HD std::uint32_t mul_hi_u32(std::uint32_t a, std::uint32_t b) {
+  return __umulhi(a, b);
+}
 
 EXMY_HD int clz64(std::uint64_t x) {  // x nonzero
   return __clzll(static_cast<long long>(x));
@@ -138,6 +145,10 @@ EXMY_HD bool hw_f32_from_f16(std::uint16_t h, float& out) {
 
 #else
 // ---- host ---------------------------------------------------------------------------------------
+
+EXMY_HD std::uint32_t mul_hi_u32(std::uint32_t a, std::uint32_t b) {
+  return static_cast<std::uint32_t>((static_cast<std::uint64_t>(a) * b) >> 32);
+}
 
 EXMY_HD int clz64(std::uint64_t x) {  // x nonzero
   return __builtin_clzll(x);
