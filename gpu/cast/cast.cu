@@ -7,6 +7,10 @@
 //     its domain (inf, NaN) redone per group by fast_cast_fp32_fixed_inline; the few
 //     inputs that need the native engine (fp32 subnormals into formats reaching below fp32's
 //     range, zero into formats without zero) set a flag, and a second kernel redoes them;
+//   - hw: e4m3fn / e5m2 codes under rne (overflow none, sat or satfinite) by the fp8 conversion
+//     instructions (gpu/cast/hw_cvt.hpp, sm_89+), which equal the lean cast under rne +
+//     satfinite on every non-NaN input; where the policy's overflow code differs it is the
+//     instruction's plus one, added by a per-byte flag; NaN inputs are redone per group;
 //   - fast: fast_cast_fp32 for the other modes on formats with a range inside fp32's;
 //   - generic: native::convert with the runtime descriptor.
 // No kernel of the first two calls a function: a call anywhere in these loops (even on a path
@@ -16,10 +20,14 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <optional>
 #include <string>
+#include <type_traits>
 
 #include "gpu/cast/cast.hpp"
 #include "gpu/cast/fast_cast.hpp"
+#include "gpu/cast/hw_cast.hpp"
+#include "gpu/cast/hw_cvt.hpp"
 #include "gpu/cast/widen.hpp"
 #include "gpu/common/launch.hpp"
 #include "sim/common/error.hpp"
@@ -46,6 +54,12 @@ struct CastArgs {
   std::uint32_t stream;
   bool vector_ok;         // 16-byte aligned pointers and index offset % 4 == 0 (see vector_ok())
   unsigned* engine_flag;  // lean path: set when an input needs the native engine (fix-up pass)
+  // hw path: added to an input magnitude (to each 16-bit lane for 16-bit inputs), it sets the
+  // top bit exactly where the code is the instruction's plus one (see hw_plan); 0: nowhere.
+  std::uint32_t hw_ovf_add;
+  // hw path under sr:R (hw_codes_sr): 23 - M - R; the mask clearing the low 23 - M bits; the
+  // fp32 bits of 2^(emin - M + 23 - R).
+  std::uint32_t hw_sr_shift, hw_keep_mask, hw_sr_magic;
 };
 
 template <CastInput In>
@@ -86,7 +100,7 @@ __device__ __forceinline__ std::uint32_t generic_convert(FloatFormat from, Float
 
 // Which arithmetic a kernel runs: the native engine, fast_cast_fp32 (any mode), or the lean
 // mode-fixed path.
-enum class Path { generic, fast, lean };
+enum class Path { generic, fast, lean, hw };
 
 // The code of one element on the fast or generic path (every rounding, chosen at run time).
 template <CastInput In, Path P>
@@ -169,6 +183,9 @@ __global__ void __launch_bounds__(kThreads)
   constexpr int G = 16 / sizeof(T);  // elements per 16-byte input vector
   constexpr int KG = kLeanElems / G;
   constexpr bool sr = Mode == FastMode::sr;
+  constexpr bool fake = std::is_same_v<Out, float>;
+  // The smallest |x| (fp32 bits) of the rare path: NaN, and inf under sr or fake quantization.
+  constexpr std::uint32_t kRareFrom = sr || fake ? 0x7F800000u : 0x7F800001u;
   const T* in = static_cast<const T*>(in_);
   const std::size_t lane = threadIdx.x % 32;
   const std::size_t tile = static_cast<std::size_t>(kThreads) * kLeanElems;
@@ -233,6 +250,195 @@ __global__ void __launch_bounds__(kThreads)
       rand = native::sr_word(native::philox_word(a.seed, a.stream, a.offset + i), a.r.sr_bits);
     }
     out[i] = rare_one<In, Out, Mode>(a, InputTraits<In>::widen(in[i]), rand);
+  }
+}
+
+// prmt.b32 (default mode): byte k of the result is byte sel[4k+2:4k] of {b, a}; where bit 4k+3
+// of sel is set, that byte's top bit is replicated over all eight bits.
+__device__ __forceinline__ std::uint32_t prmt(std::uint32_t a, std::uint32_t b, std::uint32_t sel) {
+  std::uint32_t d;
+  asm("prmt.b32 %0, %1, %2, %3;" : "=r"(d) : "r"(a), "r"(b), "r"(sel));
+  return d;
+}
+
+// The hw path's codes of one 16-byte input vector under rne (4 fp32 or 8 bf16 / fp16 elements,
+// as 32-bit words w), one byte each, little-endian in res. The instruction gives the rne +
+// satfinite code; s = |x| + ovf_add has its top bit (bit 31, or bit 15 of each 16-bit lane) set
+// where the policy overflows, which prmt turns into a 0xFF byte, so the code gains one exactly
+// there (no byte carries: the codes that gain one are +-max, 0x7E / 0xFE or 0x7B / 0xFB). rare
+// collects |x| + (top - inf - 1), whose top bit is set for NaN inputs (redone by the rare path:
+// the instruction drops their sign), and with InfRare also for inf inputs (fake quantization:
+// under overflow `sat` an inf input gives the inf code, which fast_decode_fp32_lean does not
+// decode).
+template <CastInput In, HwFp8 F, bool InfRare>
+__device__ __forceinline__ void hw_vector_rne(
+    const std::uint32_t (&w)[4], std::uint32_t ovf_add,
+    std::uint32_t (&res)[4 / sizeof(typename InputTraits<In>::T)], std::uint32_t& rare) {
+  if constexpr (In == CastInput::fp32) {
+    std::uint32_t s[4];
+#pragma unroll
+    for (int k = 0; k < 4; ++k) {
+      const std::uint32_t a = w[k] & 0x7FFFFFFFu;
+      s[k] = a + ovf_add;
+      rare |= a + (0x80000000u - (InfRare ? 0x7F800000u : 0x7F800001u));
+    }
+    const std::uint32_t c = cvt_f32x4<F>(__uint_as_float(w[0]), __uint_as_float(w[1]),
+                                         __uint_as_float(w[2]), __uint_as_float(w[3]));
+    // Bytes 3 and 7 of each pair, sign-replicated: the four flags as 0x00 / 0xFF bytes.
+    const std::uint32_t f = prmt(prmt(s[0], s[1], 0xFBu), prmt(s[2], s[3], 0xFBu), 0x5410u);
+    res[0] = c + (f & 0x01010101u);
+  } else {
+    constexpr std::uint32_t kInf = In == CastInput::bf16 ? 0x7F80u : 0x7C00u;
+    constexpr std::uint32_t kNanAdd = (0x8000u - kInf - (InfRare ? 0u : 1u)) * 0x00010001u;
+    std::uint32_t s[4];
+#pragma unroll
+    for (int k = 0; k < 4; ++k) {
+      const std::uint32_t a = w[k] & 0x7FFF7FFFu;  // lane sums stay below 2^16: no carry across
+      s[k] = a + ovf_add;
+      rare |= a + kNanAdd;
+    }
+#pragma unroll
+    for (int j = 0; j < 2; ++j) {
+      const std::uint32_t p0 = w[2 * j], p1 = w[2 * j + 1];
+      std::uint32_t c;
+      if constexpr (In == CastInput::fp16) {
+        c = cvt_f16x4<F>(p0, p1);
+      } else {
+        c = cvt_f32x4<F>(__uint_as_float(p0 << 16), __uint_as_float(p0 & 0xFFFF0000u),
+                         __uint_as_float(p1 << 16), __uint_as_float(p1 & 0xFFFF0000u));
+      }
+      // Bytes 1, 3, 5, 7 of the two words (bits 15 and 31 of each), sign-replicated.
+      const std::uint32_t f = prmt(s[2 * j], s[2 * j + 1], 0xFDB9u);
+      res[j] = c + (f & 0x01010101u);
+    }
+  }
+}
+
+// The hw path's codes of four elements (fp32 bits x) under sr:R (SEMANTICS 3.1), rand[k] the
+// R-bit word of element k. The stochastic rounding happens on the fp32 bits, giving a value y
+// that the format holds exactly, and the instruction only encodes y (rounding nothing):
+//   - in f's normal range, y = (|x| + (rand << (d - R))) with the low d = 23 - M bits cleared:
+//     the top R discarded bits plus the word carry into the kept ones (an exponent carry
+//     included), and the bits below those R never reach them;
+//   - below it, on the fixed grid q = 2^(emin - M): T = (floor(|x| 2^R / q) + rand) >> R, where
+//     the floor is the fp32 sum C_R + |x| rounded toward zero (C_R = 2^(emin - M + 23 - R), whose
+//     ulp is q 2^-R, exceeds |x|), and y = T q = (the fp32 value with bits C + T) - C
+//     (C = 2^(emin - M + 23), ulp q; exact).
+// y above f's largest finite value overflows: the instruction saturates, and where the policy
+// overflows (none) the code gains one, as under rne (y + ovf_add sets bit 31). Inputs with
+// |x| >= inf are left to the rare path (rare's bit 31).
+template <HwFp8 F>
+__device__ __forceinline__ std::uint32_t hw_codes_sr(const std::uint32_t (&x)[4],
+                                                     const std::uint32_t (&rand)[4],
+                                                     const CastArgs& a, std::uint32_t& rare) {
+  const int R = a.r.sr_bits;
+  std::uint32_t y[4], s[4];
+#pragma unroll
+  for (int k = 0; k < 4; ++k) {
+    const std::uint32_t ax = x[k] & 0x7FFFFFFFu;
+    rare |= ax + (0x80000000u - 0x7F800000u);
+    const std::uint32_t yn = (ax + (rand[k] << a.hw_sr_shift)) & a.hw_keep_mask;
+    const std::uint32_t tr =
+        __float_as_uint(__fadd_rz(__uint_as_float(ax), __uint_as_float(a.hw_sr_magic)));
+    const std::uint32_t t = (tr - a.hw_sr_magic + rand[k]) >> R;
+    const std::uint32_t ys = __float_as_uint(
+        __fsub_rn(__uint_as_float(a.plan.sub_magic + t), __uint_as_float(a.plan.sub_magic)));
+    const std::uint32_t ya = ax < a.plan.norm_min ? ys : yn;
+    s[k] = ya + a.hw_ovf_add;
+    y[k] = ya | (x[k] & 0x80000000u);
+  }
+  const std::uint32_t c = cvt_f32x4<F>(__uint_as_float(y[0]), __uint_as_float(y[1]),
+                                       __uint_as_float(y[2]), __uint_as_float(y[3]));
+  const std::uint32_t f = prmt(prmt(s[0], s[1], 0xFBu), prmt(s[2], s[3], 0xFBu), 0x5410u);
+  return c + (f & 0x01010101u);
+}
+
+// The hw path over whole warp spans (as lean_kernel; the tail takes lean_tail_kernel, whose
+// results are the same). Out: uint8_t codes, or float for fake quantization (the codes decoded
+// by fast_decode_fp32_lean, as the lean path does). Inputs outside the path's domain (NaN; for
+// sr also inf) are redone per vector by rare_one.
+template <CastInput In, HwFp8 F, FastMode Mode, typename Out>
+__global__ void __launch_bounds__(kThreads)
+    hw_kernel(const void* __restrict__ in_, std::size_t n, Out* __restrict__ out, CastArgs a) {
+  using T = typename InputTraits<In>::T;
+  constexpr int G = 16 / sizeof(T);  // elements per 16-byte input vector
+  constexpr int KG = kLeanElems / G;
+  constexpr bool sr = Mode == FastMode::sr;
+  constexpr bool fake = std::is_same_v<Out, float>;
+  // The smallest |x| (fp32 bits) of the rare path: NaN, and inf under sr or fake quantization.
+  constexpr std::uint32_t kRareFrom = sr || fake ? 0x7F800000u : 0x7F800001u;
+  const T* in = static_cast<const T*>(in_);
+  const std::size_t lane = threadIdx.x % 32;
+  const std::size_t tile = static_cast<std::size_t>(kThreads) * kLeanElems;
+  for (std::size_t base =
+           static_cast<std::size_t>(blockIdx.x) * tile + threadIdx.x / 32 * kLeanWarpSpan;
+       base < n; base += static_cast<std::size_t>(gridDim.x) * tile) {
+    uint4 raw[KG];
+#pragma unroll
+    for (int u = 0; u < KG; ++u) {
+      raw[u] = *reinterpret_cast<const uint4*>(in + base + (u * 32 + lane) * G);
+    }
+#pragma unroll
+    for (int u = 0; u < KG; ++u) {
+      const std::size_t idx = base + (u * 32 + lane) * G;
+      const std::uint32_t w[4] = {raw[u].x, raw[u].y, raw[u].z, raw[u].w};
+      std::uint32_t res[G / 4];
+      std::uint32_t rare = 0;
+      std::uint32_t words[G];
+      if constexpr (sr) {
+#pragma unroll
+        for (int j = 0; j < G / 4; ++j) {
+          // offset % 4 == 0: elements idx + 4j .. + 3 are one Philox block.
+          const native::Philox4 b =
+              native::philox_block(a.seed, a.stream, (a.offset + idx + 4 * j) >> 2);
+          std::uint32_t x[4], r4[4];
+#pragma unroll
+          for (int k = 0; k < 4; ++k) {
+            x[k] = InputTraits<In>::widen_lean(lane_of<T>(raw[u], 4 * j + k));
+            r4[k] = words[4 * j + k] = native::sr_word(b.w[k], a.r.sr_bits);
+          }
+          res[j] = hw_codes_sr<F>(x, r4, a, rare);
+        }
+      } else {
+        hw_vector_rne<In, F, fake>(w, a.hw_ovf_add, res, rare);
+      }
+      constexpr std::uint32_t kTop = In == CastInput::fp32 || sr ? 0x80000000u : 0x80008000u;
+      const bool any_rare = (rare & kTop) != 0;
+      if constexpr (fake) {
+        float vals[G];
+#pragma unroll
+        for (int g = 0; g < G; ++g) {
+          vals[g] = native::fast_decode_fp32_lean(a.plan, (res[g / 4] >> (8 * (g % 4))) & 0xFFu);
+        }
+        if (any_rare) {
+#pragma unroll
+          for (int g = 0; g < G; ++g) {
+            const std::uint32_t x = InputTraits<In>::widen(lane_of<T>(raw[u], g));
+            if ((x & 0x7FFFFFFFu) >= kRareFrom) {
+              vals[g] = rare_one<In, float, Mode>(a, x, sr ? words[g] : 0u);
+            }
+          }
+        }
+        store_group(out + idx, vals);
+      } else {
+        if (any_rare) {
+#pragma unroll
+          for (int g = 0; g < G; ++g) {
+            const std::uint32_t x = InputTraits<In>::widen(lane_of<T>(raw[u], g));
+            if ((x & 0x7FFFFFFFu) >= kRareFrom) {
+              const std::uint32_t c = rare_one<In, std::uint8_t, Mode>(a, x, sr ? words[g] : 0u);
+              const int sh = 8 * (g % 4);
+              res[g / 4] = (res[g / 4] & ~(0xFFu << sh)) | (c << sh);
+            }
+          }
+        }
+        if constexpr (G == 4) {
+          *reinterpret_cast<std::uint32_t*>(out + idx) = res[0];
+        } else {
+          *reinterpret_cast<uint2*>(out + idx) = make_uint2(res[0], res[G / 4 - 1]);
+        }
+      }
+    }
   }
 }
 
@@ -347,6 +553,73 @@ bool lean_serves(const FloatFormat& f, const Rounding& r) {
          (r.mode == RoundMode::sr && r.sr_bits >= 1 && r.sr_bits <= 23 - f.man_bits);
 }
 
+// The hw path's constants for input type t, when the fp8 instructions compute the cast of f
+// under r: f is e4m3fn or e5m2, the device runs the instructions, and
+//   - r is rne, and the policy's code equals the instruction's (rne + satfinite) on every
+//     non-NaN input magnitude below some m0 and is that code plus one from m0 up to inf, both
+//     signs (overflow none: m0 is the smallest magnitude whose rounding overflows, e4m3fn 0x7E ->
+//     0x7F NaN, e5m2 0x7B -> 0x7C inf; sat: m0 = inf; satfinite: no m0); ovf_add sets the top bit
+//     of |x| + ovf_add (of each 16-bit lane) exactly from m0 up (0 without m0). The search
+//     assumes what it checks at m0 and inf (rounding is monotone in the magnitude);
+//   - or r is sr:R with R <= 23 - M, and the overflow code is +-max (sat, satfinite: ovf_add 0)
+//     or +-(max + 1) (none: ovf_add sets bit 31 of y + ovf_add for the rounded magnitudes y past
+//     max); inf inputs take the rare path.
+// Nothing when the path does not apply.
+struct HwPlan {
+  std::uint32_t ovf_add = 0;
+  std::uint32_t sr_shift = 0, keep_mask = 0, sr_magic = 0;
+};
+std::optional<HwPlan> hw_plan(const FloatFormat& f, const Rounding& r, CastInput t) {
+  const bool e4m3 = f == formats::e4m3fn;
+  if (!e4m3 && f != formats::e5m2) return std::nullopt;
+  const bool sr = r.mode == RoundMode::sr && r.sr_bits >= 1 && r.sr_bits <= 23 - f.man_bits;
+  if (r.mode != RoundMode::rne && !sr) return std::nullopt;
+  if (!hw_fp8_available()) return std::nullopt;
+  const auto max = static_cast<std::uint32_t>(f.max_code());
+  const auto sign_bit = static_cast<std::uint32_t>(f.sign_bit());
+  HwPlan h;
+  if (sr) {
+    const auto pos = static_cast<std::uint32_t>(native::overflow_result(f, r, false).code);
+    const auto neg = static_cast<std::uint32_t>(native::overflow_result(f, r, true).code);
+    if (pos == max + 1 && neg == ((max + 1) | sign_bit)) {
+      h.ovf_add = 0x80000000u - (native::bits_of(native::to_float(f, max)) + 1u);
+    } else if (pos != max || neg != (max | sign_bit)) {
+      return std::nullopt;
+    }
+    const int d = 23 - f.man_bits;
+    h.sr_shift = static_cast<std::uint32_t>(d - r.sr_bits);
+    h.keep_mask = ~((1u << d) - 1u);
+    h.sr_magic = static_cast<std::uint32_t>(f.emin() + d - r.sr_bits + 127) << 23;
+    return h;
+  }
+  const FloatFormat from = t == CastInput::fp32   ? formats::fp32
+                           : t == CastInput::bf16 ? formats::bf16
+                                                  : formats::fp16;
+  const std::uint32_t inf = t == CastInput::fp32   ? 0x7F800000u
+                            : t == CastInput::bf16 ? 0x7F80u
+                                                   : 0x7C00u;
+  const std::uint32_t sign = t == CastInput::fp32 ? 0x80000000u : 0x8000u;
+  const Rounding sat{RoundMode::rne, 0, Overflow::satfinite};
+  const auto code = [&](std::uint32_t x, const Rounding& rr) {
+    return static_cast<std::uint32_t>(native::convert(from, f, rr, x).code);
+  };
+  const auto plus_one = [&](std::uint32_t m) {
+    return code(m, r) == code(m, sat) + 1 && code(m | sign, r) == code(m | sign, sat) + 1;
+  };
+  if (code(inf, r) == code(inf, sat) && code(inf | sign, r) == code(inf | sign, sat)) {
+    return h;  // satfinite: the instruction's codes throughout
+  }
+  if (!plus_one(inf)) return std::nullopt;
+  std::uint32_t lo = 0, hi = inf;  // code(hi) differs, code(lo) = code(0) does not
+  while (hi - lo > 1) {
+    const std::uint32_t mid = lo + (hi - lo) / 2;
+    (code(mid, r) != code(mid, sat) ? hi : lo) = mid;
+  }
+  if (!plus_one(hi)) return std::nullopt;
+  h.ovf_add = t == CastInput::fp32 ? 0x80000000u - hi : (0x8000u - hi) * 0x00010001u;
+  return h;
+}
+
 void check_params(const CastParams& p) {
   const Rounding& r = p.rounding;
   if (r.mode == RoundMode::sr && (r.sr_bits < 1 || r.sr_bits > 32)) {
@@ -365,8 +638,9 @@ void check_params(const CastParams& p) {
 // The arithmetic of a cast: the lean path for rne / rtz / sr:R on every format it serves (fake
 // quantization needs formats whose values are fp32 values), fast_cast_fp32 for the other modes
 // on formats with a range inside fp32's, else (or when asked) the native engine.
-Path choose_path(const CastParams& p, bool fake) {
+Path choose_path(const CastParams& p, bool fake, CastInput t) {
   if (p.path == CastPath::generic) return Path::generic;
+  if (hw_plan(p.to, p.rounding, t)) return Path::hw;
   if (lean_serves(p.to, p.rounding) && (!fake || fast_cast_supported(p.to))) return Path::lean;
   if (fast_cast_supported(p.to)) return Path::fast;
   return Path::generic;
@@ -384,6 +658,13 @@ CastArgs make_args(const CastParams& p, CastInput in_type, bool vector_ok, Path 
   a.offset = p.index_offset;
   a.stream = p.stream;
   a.vector_ok = vector_ok;
+  if (path == Path::hw) {
+    const HwPlan h = *hw_plan(p.to, p.rounding, in_type);
+    a.hw_ovf_add = h.ovf_add;
+    a.hw_sr_shift = h.sr_shift;
+    a.hw_keep_mask = h.keep_mask;
+    a.hw_sr_magic = h.sr_magic;
+  }
   return a;
 }
 
@@ -453,9 +734,50 @@ void launch_lean(const void* in, std::size_t n, Out* out, CastArgs a, cudaStream
   }
 }
 
+// The hw path: whole warp spans by hw_kernel, the rest by the lean path's tail kernel (the same
+// results). e4m3fn and e5m2 have no engine inputs, so no fix-up pass.
+template <CastInput In, typename Out>
+void launch_hw(const void* in, std::size_t n, Out* out, CastArgs a, cudaStream_t s) {
+  cuda_check(cudaGetSymbolAddress(reinterpret_cast<void**>(&a.engine_flag), g_unused_engine_flag),
+             "cast: flag symbol");
+  const bool sr = a.r.mode == RoundMode::sr;
+  const std::size_t body = a.vector_ok ? n / kLeanWarpSpan * kLeanWarpSpan : 0;
+  if (body > 0) {
+    const unsigned grid = grid_for(body, kLeanElems);
+    const bool e4m3 = a.plan.f == formats::e4m3fn;
+    if (sr) {
+      if (e4m3) {
+        hw_kernel<In, HwFp8::e4m3, FastMode::sr, Out><<<grid, kThreads, 0, s>>>(in, body, out, a);
+      } else {
+        hw_kernel<In, HwFp8::e5m2, FastMode::sr, Out><<<grid, kThreads, 0, s>>>(in, body, out, a);
+      }
+    } else if (e4m3) {
+      hw_kernel<In, HwFp8::e4m3, FastMode::rne, Out><<<grid, kThreads, 0, s>>>(in, body, out, a);
+    } else {
+      hw_kernel<In, HwFp8::e5m2, FastMode::rne, Out><<<grid, kThreads, 0, s>>>(in, body, out, a);
+    }
+    cuda_check_launch("cast kernel launch");
+  }
+  if (body < n) {
+    const unsigned grid = grid_for(n - body, 1);
+    if (sr) {
+      lean_tail_kernel<In, Out, FastMode::sr><<<grid, kThreads, 0, s>>>(in, body, n, out, a);
+    } else {
+      lean_tail_kernel<In, Out, FastMode::rne><<<grid, kThreads, 0, s>>>(in, body, n, out, a);
+    }
+    cuda_check_launch("cast tail kernel launch");
+  }
+}
+
 template <CastInput In, typename Out>
 void launch_cast(const void* in, std::size_t n, Out* out, const CastArgs& a, Path path,
                  cudaStream_t s) {
+  if constexpr (!std::is_same_v<Out, std::uint16_t>) {
+    if (path == Path::hw) {
+      launch_hw<In>(in, n, out, a, s);
+      return;
+    }
+  }
   if (path == Path::lean) {
     launch_lean<In>(in, n, out, a, s);
     return;
@@ -500,14 +822,14 @@ std::size_t input_bytes(CastInput t) {
 }
 
 bool cast_uses_fast_path(const CastParams& p) {
-  return choose_path(p, false) != Path::generic;
+  return choose_path(p, false, CastInput::fp32) != Path::generic;
 }
 
 void cast_codes(const void* in, CastInput in_type, std::size_t n, void* codes,
                 const CastParams& params, CUstream_st* stream) {
   check_params(params);
   if (n == 0) return;
-  const Path path = choose_path(params, false);
+  const Path path = choose_path(params, false, in_type);
   const CastArgs a = make_args(params, in_type, vector_ok(in, codes, params), path);
   if (code_bytes(params.to) == 1) {
     dispatch_input(in, in_type, n, static_cast<std::uint8_t*>(codes), a, path, stream);
@@ -520,7 +842,7 @@ void cast_fake_quant(const void* in, CastInput in_type, std::size_t n, float* ou
                      const CastParams& params, CUstream_st* stream) {
   check_params(params);
   if (n == 0) return;
-  const Path path = choose_path(params, true);
+  const Path path = choose_path(params, true, in_type);
   const CastArgs a = make_args(params, in_type, vector_ok(in, out, params), path);
   dispatch_input(in, in_type, n, out, a, path, stream);
 }

@@ -2,6 +2,8 @@
 // below sm_89 compile the kernels to a trap; the host checks the device before launching.
 #include <cuda_runtime.h>
 
+#include <atomic>
+
 #include "gpu/cast/hw_cast.hpp"
 #include "gpu/cast/hw_cvt.hpp"
 #include "gpu/common/launch.hpp"
@@ -74,6 +76,11 @@ bool hw_fp8_available() {
     cudaGetLastError();
     return false;
   }
+  // Per device, once: the cast path choice asks on every call (0 unknown, 1 no, 2 yes).
+  static std::atomic<int> known[64];
+  if (dev >= 0 && dev < 64 && known[dev].load(std::memory_order_relaxed) != 0) {
+    return known[dev].load(std::memory_order_relaxed) == 2;
+  }
   cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev);
   cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev);
   // The build must also hold sm_89+ code; sm_80-only builds would trap.
@@ -82,7 +89,9 @@ bool hw_fp8_available() {
     cudaGetLastError();
     return false;
   }
-  return major * 10 + minor >= 89 && attr.binaryVersion >= 89;
+  const bool ok = major * 10 + minor >= 89 && attr.binaryVersion >= 89;
+  if (dev >= 0 && dev < 64) known[dev].store(ok ? 2 : 1, std::memory_order_relaxed);
+  return ok;
 }
 
 void hw_cast_fp32_to_fp8(const float* in, std::size_t n, std::uint8_t* out, HwFp8 t,

@@ -28,7 +28,8 @@ constexpr const char* hw_name(HwFp8 t) {
   return t == HwFp8::e4m3 ? "e4m3" : "e5m2";
 }
 
-// True when device 0 runs the instructions (compute capability 8.9+) and this build holds them.
+// True when the current device runs the instructions (compute capability 8.9+) and this build
+// holds them; found once per device.
 bool hw_fp8_available();
 
 // out[i] = cvt.rn.satfinite.<t>x2.f32 of in[i] (device pointers, n elements).

@@ -53,6 +53,62 @@ __device__ __forceinline__ std::uint16_t cvt_f16x2(std::uint32_t pair) {
 #endif
 }
 
+// Four fp32 -> four fp8 codes, x0 in the low byte. One asm block, so that the two 16-bit results
+// are joined by the instructions themselves instead of being masked and permuted as integers.
+template <HwFp8 T>
+__device__ __forceinline__ std::uint32_t cvt_f32x4(float x0, float x1, float x2, float x3) {
+#if defined(EXMY_HW_FP8)
+  std::uint32_t d;
+  if constexpr (T == HwFp8::e4m3) {
+    asm("{ .reg .b16 l, h;\n"
+        "cvt.rn.satfinite.e4m3x2.f32 l, %2, %1;\n"
+        "cvt.rn.satfinite.e4m3x2.f32 h, %4, %3;\n"
+        "mov.b32 %0, {l, h}; }"
+        : "=r"(d)
+        : "f"(x0), "f"(x1), "f"(x2), "f"(x3));
+  } else {
+    asm("{ .reg .b16 l, h;\n"
+        "cvt.rn.satfinite.e5m2x2.f32 l, %2, %1;\n"
+        "cvt.rn.satfinite.e5m2x2.f32 h, %4, %3;\n"
+        "mov.b32 %0, {l, h}; }"
+        : "=r"(d)
+        : "f"(x0), "f"(x1), "f"(x2), "f"(x3));
+  }
+  return d;
+#else
+  __trap();
+  return 0;
+#endif
+}
+
+// Four fp16 codes (two pairs, each lo | hi << 16) -> four fp8 codes, the first pair's lo in the
+// low byte.
+template <HwFp8 T>
+__device__ __forceinline__ std::uint32_t cvt_f16x4(std::uint32_t pair0, std::uint32_t pair1) {
+#if defined(EXMY_HW_FP8)
+  std::uint32_t d;
+  if constexpr (T == HwFp8::e4m3) {
+    asm("{ .reg .b16 l, h;\n"
+        "cvt.rn.satfinite.e4m3x2.f16x2 l, %1;\n"
+        "cvt.rn.satfinite.e4m3x2.f16x2 h, %2;\n"
+        "mov.b32 %0, {l, h}; }"
+        : "=r"(d)
+        : "r"(pair0), "r"(pair1));
+  } else {
+    asm("{ .reg .b16 l, h;\n"
+        "cvt.rn.satfinite.e5m2x2.f16x2 l, %1;\n"
+        "cvt.rn.satfinite.e5m2x2.f16x2 h, %2;\n"
+        "mov.b32 %0, {l, h}; }"
+        : "=r"(d)
+        : "r"(pair0), "r"(pair1));
+  }
+  return d;
+#else
+  __trap();
+  return 0;
+#endif
+}
+
 template <HwFp8 T>
 __device__ __forceinline__ std::uint32_t cvt_to_f16x2(std::uint16_t pair) {
 #if defined(EXMY_HW_FP8)

@@ -43,6 +43,7 @@ std::vector<Rounding> all_roundings() {
           {RoundMode::sr, 8},
           {RoundMode::sr, 32},
           {RoundMode::rne, 0, Overflow::satfinite},
+          {RoundMode::rne, 0, Overflow::sat},  // e4m3fn / e5m2: the hw path's third policy
           {RoundMode::rtz, 0, Overflow::sat},
           {RoundMode::sr, 8, Overflow::satfinite}};
 }
@@ -221,6 +222,42 @@ TEST_CASE("GPU lean path on formats outside the presets equals the CPU engine",
     }
   }
   CHECK(cases == 10 * 5 * 2);
+}
+
+// Regression (found by the all-2^16 case above when e4m3fn / e5m2 first took the fp8
+// instructions): fake quantization to e5m2 under rne + overflow `sat` decoded the inf code of an
+// inf input as 65536 (0x47800000), because the hw path kept inf inputs in its vector arithmetic
+// and the lean decode knows only the plan's overflow codes (+-max under `sat`). Whole warp spans
+// of infinities, huge finite values and ordinary ones, every input type, both fp8 formats and
+// the three overflow policies: codes and fake quantization equal the CPU engine.
+TEST_CASE("GPU hw fp8 path: fake quantization of inf under overflow sat", "[gpu][cast]") {
+  for (CastInput t : {CastInput::fp32, CastInput::bf16, CastInput::fp16}) {
+    const std::uint32_t inf = t == CastInput::fp32   ? 0x7F800000u
+                              : t == CastInput::bf16 ? 0x7F80u
+                                                     : 0x7C00u;
+    const std::uint32_t sign = t == CastInput::fp32 ? 0x80000000u : 0x8000u;
+    const std::uint32_t big = t == CastInput::fp32 ? 0x7F000000u : inf - 0x100u;
+    const std::uint32_t one = t == CastInput::fp32   ? 0x3F800000u
+                              : t == CastInput::bf16 ? 0x3F80u
+                                                     : 0x3C00u;
+    std::vector<std::uint32_t> xs(2048 + 5);
+    for (std::size_t i = 0; i < xs.size(); ++i) {
+      const std::uint32_t pick[4] = {inf, big, one, inf | sign};
+      xs[i] = pick[i % 4] | ((i / 4) % 2 ? sign : 0u);
+    }
+    for (const FloatFormat& f : {formats::e4m3fn, formats::e5m2}) {
+      for (Overflow o : {Overflow::none, Overflow::sat, Overflow::satfinite}) {
+        CastParams p;
+        p.to = f;
+        p.rounding = Rounding{RoundMode::rne, 0, o};
+        INFO(float_format_name(f) << " overflow " << static_cast<int>(o) << " input "
+                                  << static_cast<int>(t));
+        REQUIRE(compare_cast(t, xs, p, 0, "hw") == 0);
+        p.rounding = Rounding{RoundMode::sr, 8, o};
+        REQUIRE(compare_cast(t, xs, p, 0, "hw sr") == 0);
+      }
+    }
+  }
 }
 
 TEST_CASE("GPU cast of fp32 specials at odd sizes and unaligned pointers", "[gpu][cast]") {
