@@ -74,6 +74,10 @@ struct FastCastPlan {
   // fast_decode_fp32_lean: the non-finite codes the lean path can return (overflow[0],
   // overflow[1], neg_code) and their fp32 bits (native::to_float).
   std::uint32_t spec_code[3] = {0, 0, 0}, spec_bits[3] = {0, 0, 0};
+  // sr:R below the normal range on the lean path: the fp32 bits of C_R = 2^(emin - M + 23 - R)
+  // (where the plan's rounding is sr:R with R <= 23 - M and f's subnormals lie inside fp32's
+  // normal range; else 0, unused).
+  std::uint32_t sr_magic = 0;
 };
 
 // Signed, subnormals, 1 <= M <= 22 (at most 16 bits in all), emin >= -126 (so every fp32
@@ -160,6 +164,9 @@ inline FastCastPlan make_fast_cast_plan(const FloatFormat& f, const Rounding& r)
   p.neg_special = !f.is_signed;
   p.neg_code = static_cast<std::uint32_t>(native::convert(formats::fp32, f, r, 0xBF800000u).code);
   p.decode_fast = fast_cast_supported(f);
+  if (r.mode == RoundMode::sr && r.sr_bits >= 1 && r.sr_bits <= 23 - f.man_bits && e0 >= 1) {
+    p.sr_magic = static_cast<std::uint32_t>(e0 - f.man_bits + 23 - r.sr_bits) << 23;
+  }
   const std::uint32_t specials[3] = {p.overflow[0], p.overflow[1], p.neg_code};
   for (int i = 0; i < 3; ++i) {
     p.spec_code[i] = specials[i];
@@ -370,13 +377,16 @@ EXMY_HD std::uint32_t fast_cast_fp32_lean(const FastCastPlan& p, std::uint32_t u
     const std::uint32_t tn = ((a + p.half_m1 + par) >> p.normal_shift) + p.cbias;
     t = sub ? round_below_normal<Mode>(p, a) & p.below_mask : tn;
   } else {
-    const std::uint32_t e32 = a >> 23;
-    const std::uint32_t em = e32 > 1u ? e32 : 1u;
-    const std::uint32_t x = sub ? a - ((em - 1u) << 23) : a;
-    const int d = sub ? p.normal_shift + static_cast<int>(p.e0 - em) : p.normal_shift;
-    const int s = d - R < 31 ? d - R : 31;
-    const std::uint32_t tr = ((x >> s) + (rand & static_cast<std::uint32_t>(low_mask(R)))) >> R;
-    t = sub ? tr & p.below_mask : tr + p.cbias;
+    // rand < 2^R. In f's normal range the top R discarded bits plus the word carry into the kept
+    // ones (fast_cast_fp32_fixed_inline's rule); below it, on the fixed grid q = 2^(emin - M),
+    // floor(|v| 2^R / q) is the fp32 sum C_R + |v| rounded toward zero minus C_R (C_R = 2^(emin
+    // - M + 23 - R) exceeds |v| and its ulp is q 2^-R: the round_below_normal argument), and the
+    // word carries as before. One add and shift each way instead of a per-element shift count.
+    const std::uint32_t tn = (((a >> (p.normal_shift - R)) + rand) >> R) + p.cbias;
+    const float c = native::float_of(p.sr_magic);
+    const std::uint32_t ts =
+        (native::bits_of(rz_add_in_binade(native::float_of(a), c)) - p.sr_magic + rand) >> R;
+    t = sub ? ts & p.below_mask : tn;
   }
   t = t > p.max_code ? p.overflow[0] : t;
   if constexpr (!Signed) {

@@ -183,3 +183,71 @@ TEST_CASE("mode-fixed fast cast equals the native engine on generic formats (hos
   CHECK(checked > 50'000'000);
   CHECK(bad == 0);
 }
+
+namespace {
+
+// fast_cast_fp32_lean with its sign shape chosen at run time, as the kernels choose it at compile
+// time (gpu/cast/cast.cu launch_lean_mode).
+template <native::FastMode Mode>
+std::uint32_t lean_code(const native::FastCastPlan& p, std::uint32_t u, std::uint32_t w, int R) {
+  if (!p.f.is_signed) return native::fast_cast_fp32_lean<Mode, false, false>(p, u, w, R);
+  if (p.f.has_neg_zero()) return native::fast_cast_fp32_lean<Mode, true, true>(p, u, w, R);
+  return native::fast_cast_fp32_lean<Mode, true, false>(p, u, w, R);
+}
+
+}  // namespace
+
+// The GPU lean kernels' arithmetic (fast_cast_fp32_lean) on the host, where it claims exactness:
+// fast_lean_domain inputs, every fp32 top half x 3 low halves, words at the carry thresholds for
+// sr:R (R = 1, 8 and 23 - M), every sign shape (unsigned, fnuz, signed with -0), ranges past
+// fp32's and inside it, subnormals or none. The GPU campaign sweeps all 2^32 inputs for some of
+// these formats; this sweep is the one CI runs.
+TEST_CASE("lean fast cast equals the native engine in its domain (host)",
+          "[native][gpu-fast][generic]") {
+  const char* names[] = {"e4m3fn",  "e5m2",    "e4m3fnuz", "e5m2fnuz", "e2m1fn",  "e3m2fn",
+                         "e2m3fn",  "e8m0fnu", "bf16",     "fp16",     "e8m3",    "e5m3",
+                         "e3m4b5",  "e8m3fn",  "e8m3fnuz", "e11m4",    "e4m3fnu", "e4m0fnu",
+                         "e6m9b40", "e2m5",    "e3m0fnu"};
+  const std::uint32_t lows[] = {0u, 0x8000u, 0x5A5Bu};
+  std::size_t checked = 0, bad = 0;
+  for (const char* name : names) {
+    const auto f = parse_float_format(name);
+    REQUIRE(f.has_value());
+    REQUIRE(native::fast_fixed_supported(*f));
+    const int d = 23 - f->man_bits;
+    const Rounding roundings[] = {
+        {RoundMode::rne, 0, Overflow::none},     {RoundMode::rtz, 0, Overflow::none},
+        {RoundMode::sr, 1, Overflow::none},      {RoundMode::sr, 8, Overflow::none},
+        {RoundMode::sr, d, Overflow::satfinite}, {RoundMode::rne, 0, Overflow::sat}};
+    for (const Rounding& r : roundings) {
+      const native::FastCastPlan plan = native::make_fast_cast_plan(*f, r);
+      const native::FastMode mode = native::fast_mode_for(plan, r);
+      REQUIRE(mode != native::FastMode::any);
+      const int R = r.mode == RoundMode::sr ? r.sr_bits : 0;
+      const std::uint32_t words[] = {0u, static_cast<std::uint32_t>(low_mask(R)),
+                                     R > 0 ? 1u << (R - 1) : 0u};
+      for (std::uint32_t top = 0; top < (1u << 16); ++top) {
+        for (std::uint32_t low : lows) {
+          const std::uint32_t u = (top << 16) | low;
+          if (!native::fast_lean_domain(plan, u)) continue;
+          for (std::uint32_t w : words) {
+            const auto want = native::convert(formats::fp32, *f, r, u, w).code;
+            const std::uint32_t got =
+                mode == native::FastMode::rne   ? lean_code<native::FastMode::rne>(plan, u, w, R)
+                : mode == native::FastMode::rtz ? lean_code<native::FastMode::rtz>(plan, u, w, R)
+                                                : lean_code<native::FastMode::sr>(plan, u, w, R);
+            if (got != want && bad++ < 8) {
+              UNSCOPED_INFO(name << " mode " << static_cast<int>(r.mode) << ":" << r.sr_bits
+                                 << " u=0x" << std::hex << u << " w=" << w << " got " << got
+                                 << " want " << want);
+            }
+            ++checked;
+            if (r.mode != RoundMode::sr) break;
+          }
+        }
+      }
+    }
+  }
+  CHECK(checked > 20'000'000);
+  CHECK(bad == 0);
+}
