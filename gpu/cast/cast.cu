@@ -172,6 +172,27 @@ __device__ __forceinline__ Out rare_one(const CastArgs& a, std::uint32_t u, std:
 // Elements per warp and step of the lean kernel: 32 lanes x kLeanElems.
 constexpr std::size_t kLeanWarpSpan = 32 * kLeanElems;
 
+// The warp spans of the lean and hw kernels: this warp's first span and the grid's stride (a
+// block takes kThreads * kLeanElems elements per step, each warp one span), the flat index of a
+// lane's vector u, and the loads of the KG vectors of a lane, all issued before any arithmetic.
+__device__ __forceinline__ std::size_t span_first() {
+  return static_cast<std::size_t>(blockIdx.x) * kThreads * kLeanElems +
+         threadIdx.x / 32 * kLeanWarpSpan;
+}
+__device__ __forceinline__ std::size_t span_stride() {
+  return static_cast<std::size_t>(gridDim.x) * kThreads * kLeanElems;
+}
+template <typename T>
+__device__ __forceinline__ std::size_t vector_index(std::size_t base, int u) {
+  return base + (u * 32 + threadIdx.x % 32) * (16 / sizeof(T));
+}
+template <typename T, int KG>
+__device__ __forceinline__ void load_span(const T* in, std::size_t base, uint4 (&raw)[KG]) {
+#pragma unroll
+  for (int u = 0; u < KG; ++u)
+    raw[u] = *reinterpret_cast<const uint4*>(in + vector_index<T>(base, u));
+}
+
 // The lean path: rne / rtz / sr:R on every float format of <= 16 bits. Out: uint8_t / uint16_t
 // codes, or float for fake quantization (formats with decode_fast only). Covers whole warp spans
 // only ([0, n) with n a multiple of kLeanWarpSpan, 16-byte aligned pointers, offset % 4 == 0): no
@@ -183,23 +204,13 @@ __global__ void __launch_bounds__(kThreads)
   constexpr int G = 16 / sizeof(T);  // elements per 16-byte input vector
   constexpr int KG = kLeanElems / G;
   constexpr bool sr = Mode == FastMode::sr;
-  constexpr bool fake = std::is_same_v<Out, float>;
-  // The smallest |x| (fp32 bits) of the rare path: NaN, and inf under sr or fake quantization.
-  constexpr std::uint32_t kRareFrom = sr || fake ? 0x7F800000u : 0x7F800001u;
   const T* in = static_cast<const T*>(in_);
-  const std::size_t lane = threadIdx.x % 32;
-  const std::size_t tile = static_cast<std::size_t>(kThreads) * kLeanElems;
-  for (std::size_t base =
-           static_cast<std::size_t>(blockIdx.x) * tile + threadIdx.x / 32 * kLeanWarpSpan;
-       base < n; base += static_cast<std::size_t>(gridDim.x) * tile) {
+  for (std::size_t base = span_first(); base < n; base += span_stride()) {
     uint4 raw[KG];
+    load_span(in, base, raw);
 #pragma unroll
     for (int u = 0; u < KG; ++u) {
-      raw[u] = *reinterpret_cast<const uint4*>(in + base + (u * 32 + lane) * G);
-    }
-#pragma unroll
-    for (int u = 0; u < KG; ++u) {
-      const std::size_t idx = base + (u * 32 + lane) * G;
+      const std::size_t idx = vector_index<T>(base, u);
       std::uint32_t words[G];
 #pragma unroll
       for (int g = 0; g < G; g += 4) {
@@ -355,8 +366,8 @@ __device__ __forceinline__ std::uint32_t hw_codes_sr(const std::uint32_t (&x)[4]
 
 // The hw path over whole warp spans (as lean_kernel; the tail takes lean_tail_kernel, whose
 // results are the same). Out: uint8_t codes, or float for fake quantization (the codes decoded
-// by fast_decode_fp32_lean, as the lean path does). Inputs outside the path's domain (NaN; for
-// sr also inf) are redone per vector by rare_one.
+// by fast_decode_fp32_lean, as the lean path does). Inputs outside the path's domain (NaN; inf
+// under sr and in fake quantization) are redone per vector by rare_one.
 template <CastInput In, HwFp8 F, FastMode Mode, typename Out>
 __global__ void __launch_bounds__(kThreads)
     hw_kernel(const void* __restrict__ in_, std::size_t n, Out* __restrict__ out, CastArgs a) {
@@ -368,19 +379,12 @@ __global__ void __launch_bounds__(kThreads)
   // The smallest |x| (fp32 bits) of the rare path: NaN, and inf under sr or fake quantization.
   constexpr std::uint32_t kRareFrom = sr || fake ? 0x7F800000u : 0x7F800001u;
   const T* in = static_cast<const T*>(in_);
-  const std::size_t lane = threadIdx.x % 32;
-  const std::size_t tile = static_cast<std::size_t>(kThreads) * kLeanElems;
-  for (std::size_t base =
-           static_cast<std::size_t>(blockIdx.x) * tile + threadIdx.x / 32 * kLeanWarpSpan;
-       base < n; base += static_cast<std::size_t>(gridDim.x) * tile) {
+  for (std::size_t base = span_first(); base < n; base += span_stride()) {
     uint4 raw[KG];
+    load_span(in, base, raw);
 #pragma unroll
     for (int u = 0; u < KG; ++u) {
-      raw[u] = *reinterpret_cast<const uint4*>(in + base + (u * 32 + lane) * G);
-    }
-#pragma unroll
-    for (int u = 0; u < KG; ++u) {
-      const std::size_t idx = base + (u * 32 + lane) * G;
+      const std::size_t idx = vector_index<T>(base, u);
       const std::uint32_t w[4] = {raw[u].x, raw[u].y, raw[u].z, raw[u].w};
       std::uint32_t res[G / 4];
       std::uint32_t rare = 0;
