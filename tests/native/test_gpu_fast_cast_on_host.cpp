@@ -2,6 +2,8 @@
 // lets CI check it against the native engine without a GPU: every fp32 top-16-bit pattern with a
 // sweep of low halves, every fast-path preset, every mode and policy, and sr:R words at the edges.
 #include <catch2/catch.hpp>
+#include <cstdint>
+#include <vector>
 
 #include "gpu/cast/fast_cast.hpp"
 #include "sim/format/float_names.hpp"
@@ -9,6 +11,37 @@
 #include "sim/native/widen.hpp"
 
 using namespace exmy;
+
+namespace {
+
+// Every fp32 top half x the low halves `lows` where take(u) holds, and under sr:R each of the
+// R-bit `words` (one word, ignored, for the other modes): got(u, w) against native::convert from
+// fp32 to f under r. Counts the checks and the mismatches (the first 8 are reported).
+template <class Take, class Got>
+void sweep_against_engine(const char* name, const FloatFormat& f, const Rounding& r,
+                          const std::vector<std::uint32_t>& lows,
+                          const std::vector<std::uint32_t>& words, Take take, Got got,
+                          std::size_t& checked, std::size_t& bad) {
+  for (std::uint32_t top = 0; top < (1u << 16); ++top) {
+    for (std::uint32_t low : lows) {
+      const std::uint32_t u = (top << 16) | low;
+      if (!take(u)) continue;
+      for (std::uint32_t w : words) {
+        const auto want =
+            static_cast<std::uint32_t>(native::convert(formats::fp32, f, r, u, w).code);
+        const std::uint32_t have = got(u, w);
+        if (have != want && bad++ < 8) {
+          UNSCOPED_INFO(name << " mode " << static_cast<int>(r.mode) << ":" << r.sr_bits << " u=0x"
+                             << std::hex << u << " w=" << w << " got " << have << " want " << want);
+        }
+        ++checked;
+        if (r.mode != RoundMode::sr) break;
+      }
+    }
+  }
+}
+
+}  // namespace
 
 TEST_CASE("GPU fast cast equals the native engine (run on the host)", "[native][gpu-fast]") {
   const Rounding roundings[] = {
@@ -145,7 +178,7 @@ TEST_CASE("mode-fixed fast cast equals the native engine on generic formats (hos
   const char* names[] = {"e8m3",    "e5m3",  "e3m4b5",  "e8m3fn",  "e8m3fnuz", "e8m7",
                          "e9m6",    "e11m4", "e4m3fnu", "e4m0fnu", "e8m0fnu",  "e5m10b3",
                          "e6m9b40", "e2m5",  "e3m0fnu", "e7m8",    "e5m2b30",  "e4m11"};
-  const std::uint32_t lows[] = {0u, 1u, 0x8000u, 0xFFFFu, 0x5A5Au, 0x7FFFu};
+  const std::vector<std::uint32_t> lows = {0u, 1u, 0x8000u, 0xFFFFu, 0x5A5Au, 0x7FFFu};
   std::size_t checked = 0, bad = 0;
   for (const char* name : names) {
     const auto f = parse_float_format(name);
@@ -159,25 +192,15 @@ TEST_CASE("mode-fixed fast cast equals the native engine on generic formats (hos
     for (const Rounding& r : roundings) {
       const native::FastCastPlan plan = native::make_fast_cast_plan(*f, r);
       REQUIRE(native::fast_mode_for(plan, r) != native::FastMode::any);
-      const std::uint32_t words[] = {0u, static_cast<std::uint32_t>(low_mask(r.sr_bits)),
-                                     r.sr_bits > 0 ? 1u << (r.sr_bits - 1) : 0u, 0x2Bu};
-      for (std::uint32_t top = 0; top < (1u << 16); ++top) {
-        for (std::uint32_t low : lows) {
-          const std::uint32_t u = (top << 16) | low;
-          for (std::uint32_t w0 : words) {
-            const std::uint32_t w = w0 & static_cast<std::uint32_t>(low_mask(r.sr_bits));
-            const auto want = native::convert(formats::fp32, *f, r, u, w).code;
-            const auto got = native::fast_cast_fp32_dispatch(plan, r, u, w);
-            if (got != want && bad++ < 8) {
-              UNSCOPED_INFO(name << " mode " << static_cast<int>(r.mode) << ":" << r.sr_bits
-                                 << " u=0x" << std::hex << u << " w=" << w << " got " << got
-                                 << " want " << want);
-            }
-            ++checked;
-            if (r.mode != RoundMode::sr) break;
-          }
-        }
-      }
+      const auto mask = static_cast<std::uint32_t>(low_mask(r.sr_bits));
+      const std::vector<std::uint32_t> words = {
+          0u, mask, r.sr_bits > 0 ? 1u << (r.sr_bits - 1) : 0u, 0x2Bu & mask};
+      sweep_against_engine(
+          name, *f, r, lows, words, [](std::uint32_t) { return true; },
+          [&](std::uint32_t u, std::uint32_t w) {
+            return static_cast<std::uint32_t>(native::fast_cast_fp32_dispatch(plan, r, u, w));
+          },
+          checked, bad);
     }
   }
   CHECK(checked > 50'000'000);
@@ -208,7 +231,7 @@ TEST_CASE("lean fast cast equals the native engine in its domain (host)",
                          "e2m3fn",  "e8m0fnu", "bf16",     "fp16",     "e8m3",    "e5m3",
                          "e3m4b5",  "e8m3fn",  "e8m3fnuz", "e11m4",    "e4m3fnu", "e4m0fnu",
                          "e6m9b40", "e2m5",    "e3m0fnu"};
-  const std::uint32_t lows[] = {0u, 0x8000u, 0x5A5Bu};
+  const std::vector<std::uint32_t> lows = {0u, 0x8000u, 0x5A5Bu};
   std::size_t checked = 0, bad = 0;
   for (const char* name : names) {
     const auto f = parse_float_format(name);
@@ -224,28 +247,17 @@ TEST_CASE("lean fast cast equals the native engine in its domain (host)",
       const native::FastMode mode = native::fast_mode_for(plan, r);
       REQUIRE(mode != native::FastMode::any);
       const int R = r.mode == RoundMode::sr ? r.sr_bits : 0;
-      const std::uint32_t words[] = {0u, static_cast<std::uint32_t>(low_mask(R)),
-                                     R > 0 ? 1u << (R - 1) : 0u};
-      for (std::uint32_t top = 0; top < (1u << 16); ++top) {
-        for (std::uint32_t low : lows) {
-          const std::uint32_t u = (top << 16) | low;
-          if (!native::fast_lean_domain(plan, u)) continue;
-          for (std::uint32_t w : words) {
-            const auto want = native::convert(formats::fp32, *f, r, u, w).code;
-            const std::uint32_t got =
-                mode == native::FastMode::rne   ? lean_code<native::FastMode::rne>(plan, u, w, R)
-                : mode == native::FastMode::rtz ? lean_code<native::FastMode::rtz>(plan, u, w, R)
-                                                : lean_code<native::FastMode::sr>(plan, u, w, R);
-            if (got != want && bad++ < 8) {
-              UNSCOPED_INFO(name << " mode " << static_cast<int>(r.mode) << ":" << r.sr_bits
-                                 << " u=0x" << std::hex << u << " w=" << w << " got " << got
-                                 << " want " << want);
-            }
-            ++checked;
-            if (r.mode != RoundMode::sr) break;
-          }
-        }
-      }
+      const std::vector<std::uint32_t> words = {0u, static_cast<std::uint32_t>(low_mask(R)),
+                                                R > 0 ? 1u << (R - 1) : 0u};
+      sweep_against_engine(
+          name, *f, r, lows, words,
+          [&](std::uint32_t u) { return native::fast_lean_domain(plan, u); },
+          [&](std::uint32_t u, std::uint32_t w) {
+            return mode == native::FastMode::rne   ? lean_code<native::FastMode::rne>(plan, u, w, R)
+                   : mode == native::FastMode::rtz ? lean_code<native::FastMode::rtz>(plan, u, w, R)
+                                                   : lean_code<native::FastMode::sr>(plan, u, w, R);
+          },
+          checked, bad);
     }
   }
   CHECK(checked > 20'000'000);
