@@ -550,11 +550,8 @@ __global__ void __launch_bounds__(kThreads)
 }
 
 // The mode-fixed lean path serves rounding r on format f.
-// (fast_mode_for's rule, without building a plan: rne, rtz, or sr:R with R <= 23 - M.)
 bool lean_serves(const FloatFormat& f, const Rounding& r) {
-  if (!native::fast_fixed_supported(f)) return false;
-  return r.mode == RoundMode::rne || r.mode == RoundMode::rtz ||
-         (r.mode == RoundMode::sr && r.sr_bits >= 1 && r.sr_bits <= 23 - f.man_bits);
+  return native::fast_fixed_supported(f) && fast_mode_for(f, r) != FastMode::any;
 }
 
 // The hw path's constants for input type t, when the fp8 instructions compute the cast of f
@@ -576,7 +573,7 @@ struct HwPlan {
 std::optional<HwPlan> hw_plan(const FloatFormat& f, const Rounding& r, CastInput t) {
   const bool e4m3 = f == formats::e4m3fn;
   if (!e4m3 && f != formats::e5m2) return std::nullopt;
-  const bool sr = r.mode == RoundMode::sr && r.sr_bits >= 1 && r.sr_bits <= 23 - f.man_bits;
+  const bool sr = fast_mode_for(f, r) == FastMode::sr;
   if (r.mode != RoundMode::rne && !sr) return std::nullopt;
   if (!hw_fp8_available()) return std::nullopt;
   const auto max = static_cast<std::uint32_t>(f.max_code());

@@ -736,10 +736,7 @@ void words_sse2(std::uint64_t seed, std::uint32_t stream, std::uint64_t first, s
 bool simd_cast_supported(const FloatFormat& f, const Rounding& r) {
   if (native::fast_e8m0_supported(f)) return native::fast_e8m0_mode_for(r) != FastMode::any;
   if (!native::fast_fixed_supported(f)) return false;
-  // fast_mode_for reads only the plan's normal_shift (23 - M).
-  native::FastCastPlan p;
-  p.normal_shift = 23 - f.man_bits;
-  return native::fast_mode_for(p, r) != FastMode::any;
+  return native::fast_mode_for(f, r) != FastMode::any;
 }
 
 namespace {

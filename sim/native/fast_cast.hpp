@@ -240,19 +240,24 @@ EXMY_HD float fast_decode_fp32(const FastCastPlan& p, std::uint32_t c) {
 // The roundings with a specialised fast path; `any` dispatches on the Rounding at run time.
 enum class FastMode { rne, rtz, sr, any };
 
-// The FastMode that runs rounding r on plan p: sr:R needs R <= 23 - M (the discarded fraction
+// The FastMode that runs rounding r on format f: sr:R needs R <= 23 - M (the discarded fraction
 // of every fp32 input has at least R bits, so the random word lines up inside 32 bits).
-inline FastMode fast_mode_for(const FastCastPlan& p, const Rounding& r) {
+inline FastMode fast_mode_for(const FloatFormat& f, const Rounding& r) {
   switch (r.mode) {
     case RoundMode::rne:
       return FastMode::rne;
     case RoundMode::rtz:
       return FastMode::rtz;
     case RoundMode::sr:
-      return r.sr_bits >= 1 && r.sr_bits <= p.normal_shift ? FastMode::sr : FastMode::any;
+      return r.sr_bits >= 1 && r.sr_bits <= 23 - f.man_bits ? FastMode::sr : FastMode::any;
     default:
       return FastMode::any;
   }
+}
+
+// The same for the format and rounding of plan p.
+inline FastMode fast_mode_for(const FastCastPlan& p, const Rounding& r) {
+  return fast_mode_for(p.f, r);
 }
 
 // native::convert from fp32, as one out-of-line function: the special-input branch of every
