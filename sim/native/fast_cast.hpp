@@ -308,9 +308,10 @@ EXMY_HD std::uint32_t round_below_normal(const FastCastPlan& p, std::uint32_t a)
 //        carry exactly when frac_R + rand >= 2^R (section 3).
 // a + 2^(d-1) < 2^31 + 2^22, so no sum wraps; a carry out of the mantissa moves into the
 // exponent field (section 2 step 4). Below the normal range (a < norm_min), with subnormals, rne
-// and rtz take round_below_normal and sr:R shifts the fp32 significand x = a - ((max(e32, 1) - 1)
-// << 23) (x < 2^24) by d - R with d = 23 - M + e0 - max(e32, 1), clamped at 31, where the shift
-// already yields 0 as any longer one would; without subnormals they give code 0 (2^emin, step 5).
+// and rtz take round_below_normal, and sr:R the fp32 sum C_R + |v| rounded toward zero (C_R =
+// 2^(emin - M + 23 - R), ulp q 2^-R), whose difference from C_R is floor(|v| 2^R / q), plus the
+// word, shifted by R; without subnormals they give code 0 (2^emin, step 5). fast_round_magnitude
+// is that rounding, shared by the mode-fixed and the lean functions.
 // Unsigned formats map every negative nonzero input to neg_code (section 4.1); the inputs of
 // [slow_lo, slow_lo + slow_span) (fp32 subnormals below a format reaching past fp32's range, zero
 // into a format without zero) go to the native engine out of line.
@@ -322,29 +323,42 @@ EXMY_HD bool fast_needs_engine(const FastCastPlan& p, std::uint32_t u) {
   return (u & 0x7FFFFFFFu) - p.slow_lo < p.slow_span;
 }
 
+// The rounded magnitude code T of a = |u| under Mode, before overflow, sign and special inputs:
+// the rounding rules above, one definition for the mode-fixed and lean functions. rand < 2^R.
+template <FastMode Mode>
+EXMY_HD std::uint32_t fast_round_magnitude(const FastCastPlan& p, std::uint32_t a,
+                                           std::uint32_t rand, int R) {
+  const bool sub = a < p.norm_min;
+  std::uint32_t t;
+  if constexpr (Mode == FastMode::rtz) {
+    const std::uint32_t tn = (a >> p.normal_shift) + p.cbias;
+    t = sub ? round_below_normal<Mode>(p, a) & p.below_mask : tn;
+  } else if constexpr (Mode == FastMode::rne) {
+    const std::uint32_t par = ((a >> p.normal_shift) | p.par_or) & 1u;
+    const std::uint32_t tn = ((a + p.half_m1 + par) >> p.normal_shift) + p.cbias;
+    t = sub ? round_below_normal<Mode>(p, a) & p.below_mask : tn;
+  } else {
+    // rand < 2^R. In f's normal range the top R discarded bits plus the word carry into the kept
+    // ones; below it, on the fixed grid q = 2^(emin - M),
+    // floor(|v| 2^R / q) is the fp32 sum C_R + |v| rounded toward zero minus C_R (C_R = 2^(emin
+    // - M + 23 - R) exceeds |v| and its ulp is q 2^-R: the round_below_normal argument), and the
+    // word carries as before. One add and shift each way instead of a per-element shift count.
+    const std::uint32_t tn = (((a >> (p.normal_shift - R)) + rand) >> R) + p.cbias;
+    const float c = native::float_of(p.sr_magic);
+    const std::uint32_t ts =
+        (native::bits_of(rz_add_in_binade(native::float_of(a), c)) - p.sr_magic + rand) >> R;
+    t = sub ? ts & p.below_mask : tn;
+  }
+  return t;
+}
+
 template <FastMode Mode>
 EXMY_HD std::uint32_t fast_cast_fp32_fixed_inline(const FastCastPlan& p, std::uint32_t u,
                                                   std::uint32_t rand, int R) {
   static_assert(Mode != FastMode::any, "use fast_cast_fp32 for the other roundings");
   const std::uint32_t a = u & 0x7FFFFFFFu;
-  const bool sub = a < p.norm_min;
-  std::uint32_t t;
-  if constexpr (Mode == FastMode::rtz) {
-    const std::uint32_t tn = (a >> p.normal_shift) + p.cbias;
-    t = sub ? (p.below_round ? round_below_normal<Mode>(p, a) : 0u) : tn;
-  } else if constexpr (Mode == FastMode::rne) {
-    const std::uint32_t par = ((a >> p.normal_shift) | p.par_or) & 1u;
-    const std::uint32_t tn = ((a + p.half_m1 + par) >> p.normal_shift) + p.cbias;
-    t = sub ? (p.below_round ? round_below_normal<Mode>(p, a) : 0u) : tn;
-  } else {
-    const std::uint32_t e32 = a >> 23;
-    const std::uint32_t em = e32 > 1u ? e32 : 1u;
-    const std::uint32_t x = sub ? a - ((em - 1u) << 23) : a;
-    const int d = sub ? p.normal_shift + static_cast<int>(p.e0 - em) : p.normal_shift;
-    const int s = d - R < 31 ? d - R : 31;
-    const std::uint32_t tr = ((x >> s) + (rand & static_cast<std::uint32_t>(low_mask(R)))) >> R;
-    t = sub ? (p.below_round ? tr : 0u) : tr + p.cbias;
-  }
+  const std::uint32_t t =
+      fast_round_magnitude<Mode>(p, a, rand & static_cast<std::uint32_t>(low_mask(R)), R);
   const bool neg = static_cast<std::int32_t>(u) < 0;
   std::uint32_t res = t | ((u >> p.sign_shift) & p.sign_bit);
   if (t == 0 && !p.neg_zero) res = 0;
@@ -372,27 +386,7 @@ EXMY_HD std::uint32_t fast_cast_fp32_lean(const FastCastPlan& p, std::uint32_t u
                                           std::uint32_t rand, int R) {
   static_assert(Mode != FastMode::any, "use fast_cast_fp32 for the other roundings");
   const std::uint32_t a = u & 0x7FFFFFFFu;
-  const bool sub = a < p.norm_min;
-  std::uint32_t t;
-  if constexpr (Mode == FastMode::rtz) {
-    const std::uint32_t tn = (a >> p.normal_shift) + p.cbias;
-    t = sub ? round_below_normal<Mode>(p, a) & p.below_mask : tn;
-  } else if constexpr (Mode == FastMode::rne) {
-    const std::uint32_t par = ((a >> p.normal_shift) | p.par_or) & 1u;
-    const std::uint32_t tn = ((a + p.half_m1 + par) >> p.normal_shift) + p.cbias;
-    t = sub ? round_below_normal<Mode>(p, a) & p.below_mask : tn;
-  } else {
-    // rand < 2^R. In f's normal range the top R discarded bits plus the word carry into the kept
-    // ones (fast_cast_fp32_fixed_inline's rule); below it, on the fixed grid q = 2^(emin - M),
-    // floor(|v| 2^R / q) is the fp32 sum C_R + |v| rounded toward zero minus C_R (C_R = 2^(emin
-    // - M + 23 - R) exceeds |v| and its ulp is q 2^-R: the round_below_normal argument), and the
-    // word carries as before. One add and shift each way instead of a per-element shift count.
-    const std::uint32_t tn = (((a >> (p.normal_shift - R)) + rand) >> R) + p.cbias;
-    const float c = native::float_of(p.sr_magic);
-    const std::uint32_t ts =
-        (native::bits_of(rz_add_in_binade(native::float_of(a), c)) - p.sr_magic + rand) >> R;
-    t = sub ? ts & p.below_mask : tn;
-  }
+  std::uint32_t t = fast_round_magnitude<Mode>(p, a, rand, R);
   t = t > p.max_code ? p.overflow[0] : t;
   if constexpr (!Signed) {
     return static_cast<std::int32_t>(u) < 0 && a != 0 ? p.neg_code : t;
