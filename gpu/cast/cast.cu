@@ -7,10 +7,11 @@
 //     its domain (inf, NaN) redone per group by fast_cast_fp32_fixed_inline; the few
 //     inputs that need the native engine (fp32 subnormals into formats reaching below fp32's
 //     range, zero into formats without zero) set a flag, and a second kernel redoes them;
-//   - hw: e4m3fn / e5m2 codes under rne (overflow none, sat or satfinite) by the fp8 conversion
-//     instructions (gpu/cast/hw_cvt.hpp, sm_89+), which equal the lean cast under rne +
-//     satfinite on every non-NaN input; where the policy's overflow code differs it is the
-//     instruction's plus one, added by a per-byte flag; NaN inputs are redone per group;
+//   - hw: e4m3fn / e5m2 codes and fake quantization under rne (overflow none, sat or satfinite)
+//     and sr:R by the fp8 conversion instructions (gpu/cast/hw_cvt.hpp, sm_89+), which equal the
+//     lean cast under rne + satfinite on every non-NaN input; where the policy's overflow code
+//     differs it is the instruction's plus one, added by a per-byte flag; sr:R rounds on the fp32
+//     bits first; NaN (and inf where needed) inputs are redone per group;
 //   - fast: fast_cast_fp32 for the other modes on formats with a range inside fp32's;
 //   - generic: native::convert with the runtime descriptor.
 // No kernel of the first two calls a function: a call anywhere in these loops (even on a path
@@ -57,9 +58,6 @@ struct CastArgs {
   // hw path: added to an input magnitude (to each 16-bit lane for 16-bit inputs), it sets the
   // top bit exactly where the code is the instruction's plus one (see hw_plan); 0: nowhere.
   std::uint32_t hw_ovf_add;
-  // hw path under sr:R (hw_codes_sr): 23 - M - R; the mask clearing the low 23 - M bits; the
-  // fp32 bits of 2^(emin - M + 23 - R).
-  std::uint32_t hw_sr_shift, hw_keep_mask, hw_sr_magic;
 };
 
 template <CastInput In>
@@ -343,15 +341,17 @@ __device__ __forceinline__ std::uint32_t hw_codes_sr(const std::uint32_t (&x)[4]
                                                      const std::uint32_t (&rand)[4],
                                                      const CastArgs& a, std::uint32_t& rare) {
   const int R = a.r.sr_bits;
+  const int sr_shift = a.plan.normal_shift - R;
+  const std::uint32_t keep_mask = ~((1u << a.plan.normal_shift) - 1u);
   std::uint32_t y[4], s[4];
 #pragma unroll
   for (int k = 0; k < 4; ++k) {
     const std::uint32_t ax = x[k] & 0x7FFFFFFFu;
     rare |= ax + (0x80000000u - 0x7F800000u);
-    const std::uint32_t yn = (ax + (rand[k] << a.hw_sr_shift)) & a.hw_keep_mask;
+    const std::uint32_t yn = (ax + (rand[k] << sr_shift)) & keep_mask;
     const std::uint32_t tr =
-        __float_as_uint(__fadd_rz(__uint_as_float(ax), __uint_as_float(a.hw_sr_magic)));
-    const std::uint32_t t = (tr - a.hw_sr_magic + rand[k]) >> R;
+        __float_as_uint(__fadd_rz(__uint_as_float(ax), __uint_as_float(a.plan.sr_magic)));
+    const std::uint32_t t = (tr - a.plan.sr_magic + rand[k]) >> R;
     const std::uint32_t ys = __float_as_uint(
         __fsub_rn(__uint_as_float(a.plan.sub_magic + t), __uint_as_float(a.plan.sub_magic)));
     const std::uint32_t ya = ax < a.plan.norm_min ? ys : yn;
@@ -564,13 +564,9 @@ bool lean_serves(const FloatFormat& f, const Rounding& r) {
 //     assumes what it checks at m0 and inf (rounding is monotone in the magnitude);
 //   - or r is sr:R with R <= 23 - M, and the overflow code is +-max (sat, satfinite: ovf_add 0)
 //     or +-(max + 1) (none: ovf_add sets bit 31 of y + ovf_add for the rounded magnitudes y past
-//     max); inf inputs take the rare path.
-// Nothing when the path does not apply.
-struct HwPlan {
-  std::uint32_t ovf_add = 0;
-  std::uint32_t sr_shift = 0, keep_mask = 0, sr_magic = 0;
-};
-std::optional<HwPlan> hw_plan(const FloatFormat& f, const Rounding& r, CastInput t) {
+//     max); inf inputs take the rare path. Its other constants come from the FastCastPlan.
+// Returns ovf_add, or nothing when the path does not apply.
+std::optional<std::uint32_t> hw_plan(const FloatFormat& f, const Rounding& r, CastInput t) {
   const bool e4m3 = f == formats::e4m3fn;
   if (!e4m3 && f != formats::e5m2) return std::nullopt;
   const bool sr = fast_mode_for(f, r) == FastMode::sr;
@@ -578,20 +574,14 @@ std::optional<HwPlan> hw_plan(const FloatFormat& f, const Rounding& r, CastInput
   if (!hw_fp8_available()) return std::nullopt;
   const auto max = static_cast<std::uint32_t>(f.max_code());
   const auto sign_bit = static_cast<std::uint32_t>(f.sign_bit());
-  HwPlan h;
   if (sr) {
     const auto pos = static_cast<std::uint32_t>(native::overflow_result(f, r, false).code);
     const auto neg = static_cast<std::uint32_t>(native::overflow_result(f, r, true).code);
     if (pos == max + 1 && neg == ((max + 1) | sign_bit)) {
-      h.ovf_add = 0x80000000u - (native::bits_of(native::to_float(f, max)) + 1u);
-    } else if (pos != max || neg != (max | sign_bit)) {
-      return std::nullopt;
+      return 0x80000000u - (native::bits_of(native::to_float(f, max)) + 1u);
     }
-    const int d = 23 - f.man_bits;
-    h.sr_shift = static_cast<std::uint32_t>(d - r.sr_bits);
-    h.keep_mask = ~((1u << d) - 1u);
-    h.sr_magic = static_cast<std::uint32_t>(f.emin() + d - r.sr_bits + 127) << 23;
-    return h;
+    if (pos == max && neg == (max | sign_bit)) return 0u;
+    return std::nullopt;
   }
   const FloatFormat from = t == CastInput::fp32   ? formats::fp32
                            : t == CastInput::bf16 ? formats::bf16
@@ -608,7 +598,7 @@ std::optional<HwPlan> hw_plan(const FloatFormat& f, const Rounding& r, CastInput
     return code(m, r) == code(m, sat) + 1 && code(m | sign, r) == code(m | sign, sat) + 1;
   };
   if (code(inf, r) == code(inf, sat) && code(inf | sign, r) == code(inf | sign, sat)) {
-    return h;  // satfinite: the instruction's codes throughout
+    return 0u;  // satfinite: the instruction's codes throughout
   }
   if (!plus_one(inf)) return std::nullopt;
   std::uint32_t lo = 0, hi = inf;  // code(hi) differs, code(lo) = code(0) does not
@@ -617,8 +607,7 @@ std::optional<HwPlan> hw_plan(const FloatFormat& f, const Rounding& r, CastInput
     (code(mid, r) != code(mid, sat) ? hi : lo) = mid;
   }
   if (!plus_one(hi)) return std::nullopt;
-  h.ovf_add = t == CastInput::fp32 ? 0x80000000u - hi : (0x8000u - hi) * 0x00010001u;
-  return h;
+  return t == CastInput::fp32 ? 0x80000000u - hi : (0x8000u - hi) * 0x00010001u;
 }
 
 void check_params(const CastParams& p) {
@@ -639,15 +628,20 @@ void check_params(const CastParams& p) {
 // The arithmetic of a cast: the lean path for rne / rtz / sr:R on every format it serves (fake
 // quantization needs formats whose values are fp32 values), fast_cast_fp32 for the other modes
 // on formats with a range inside fp32's, else (or when asked) the native engine.
-Path choose_path(const CastParams& p, bool fake, CastInput t) {
+// hw_ovf_add receives hw_plan's constant when the hw path is chosen (its bisection runs once).
+Path choose_path(const CastParams& p, bool fake, CastInput t, std::uint32_t* hw_ovf_add = nullptr) {
   if (p.path == CastPath::generic) return Path::generic;
-  if (hw_plan(p.to, p.rounding, t)) return Path::hw;
+  if (const auto h = hw_plan(p.to, p.rounding, t)) {
+    if (hw_ovf_add != nullptr) *hw_ovf_add = *h;
+    return Path::hw;
+  }
   if (lean_serves(p.to, p.rounding) && (!fake || fast_cast_supported(p.to))) return Path::lean;
   if (fast_cast_supported(p.to)) return Path::fast;
   return Path::generic;
 }
 
-CastArgs make_args(const CastParams& p, CastInput in_type, bool vector_ok, Path path) {
+CastArgs make_args(const CastParams& p, CastInput in_type, bool vector_ok, Path path,
+                   std::uint32_t hw_ovf_add = 0) {
   CastArgs a{};
   a.plan = path != Path::generic ? make_fast_cast_plan(p.to, p.rounding) : FastCastPlan{};
   a.from = in_type == CastInput::fp32   ? formats::fp32
@@ -659,13 +653,7 @@ CastArgs make_args(const CastParams& p, CastInput in_type, bool vector_ok, Path 
   a.offset = p.index_offset;
   a.stream = p.stream;
   a.vector_ok = vector_ok;
-  if (path == Path::hw) {
-    const HwPlan h = *hw_plan(p.to, p.rounding, in_type);
-    a.hw_ovf_add = h.ovf_add;
-    a.hw_sr_shift = h.sr_shift;
-    a.hw_keep_mask = h.keep_mask;
-    a.hw_sr_magic = h.sr_magic;
-  }
+  a.hw_ovf_add = hw_ovf_add;
   return a;
 }
 
@@ -830,8 +818,9 @@ void cast_codes(const void* in, CastInput in_type, std::size_t n, void* codes,
                 const CastParams& params, CUstream_st* stream) {
   check_params(params);
   if (n == 0) return;
-  const Path path = choose_path(params, false, in_type);
-  const CastArgs a = make_args(params, in_type, vector_ok(in, codes, params), path);
+  std::uint32_t hw_ovf_add = 0;
+  const Path path = choose_path(params, false, in_type, &hw_ovf_add);
+  const CastArgs a = make_args(params, in_type, vector_ok(in, codes, params), path, hw_ovf_add);
   if (code_bytes(params.to) == 1) {
     dispatch_input(in, in_type, n, static_cast<std::uint8_t*>(codes), a, path, stream);
   } else {
@@ -843,8 +832,9 @@ void cast_fake_quant(const void* in, CastInput in_type, std::size_t n, float* ou
                      const CastParams& params, CUstream_st* stream) {
   check_params(params);
   if (n == 0) return;
-  const Path path = choose_path(params, true, in_type);
-  const CastArgs a = make_args(params, in_type, vector_ok(in, out, params), path);
+  std::uint32_t hw_ovf_add = 0;
+  const Path path = choose_path(params, true, in_type, &hw_ovf_add);
+  const CastArgs a = make_args(params, in_type, vector_ok(in, out, params), path, hw_ovf_add);
   dispatch_input(in, in_type, n, out, a, path, stream);
 }
 

@@ -96,6 +96,24 @@ EXMY_HD constexpr bool fast_fixed_supported(const FloatFormat& f) {
   return f.total_bits() <= 16 && (f.subnormals || !f.is_signed);
 }
 
+// The roundings with a specialised fast path; `any` dispatches on the Rounding at run time.
+enum class FastMode { rne, rtz, sr, any };
+
+// The FastMode that runs rounding r on format f: sr:R needs R <= 23 - M (the discarded fraction
+// of every fp32 input has at least R bits, so the random word lines up inside 32 bits).
+inline FastMode fast_mode_for(const FloatFormat& f, const Rounding& r) {
+  switch (r.mode) {
+    case RoundMode::rne:
+      return FastMode::rne;
+    case RoundMode::rtz:
+      return FastMode::rtz;
+    case RoundMode::sr:
+      return r.sr_bits >= 1 && r.sr_bits <= 23 - f.man_bits ? FastMode::sr : FastMode::any;
+    default:
+      return FastMode::any;
+  }
+}
+
 // The plan of format f under rounding r (the rounding the plan is then used with).
 inline FastCastPlan make_fast_cast_plan(const FloatFormat& f, const Rounding& r) {
   FastCastPlan p;
@@ -164,7 +182,7 @@ inline FastCastPlan make_fast_cast_plan(const FloatFormat& f, const Rounding& r)
   p.neg_special = !f.is_signed;
   p.neg_code = static_cast<std::uint32_t>(native::convert(formats::fp32, f, r, 0xBF800000u).code);
   p.decode_fast = fast_cast_supported(f);
-  if (r.mode == RoundMode::sr && r.sr_bits >= 1 && r.sr_bits <= 23 - f.man_bits && e0 >= 1) {
+  if (fast_mode_for(f, r) == FastMode::sr && e0 >= 1) {
     p.sr_magic = static_cast<std::uint32_t>(e0 - f.man_bits + 23 - r.sr_bits) << 23;
   }
   const std::uint32_t specials[3] = {p.overflow[0], p.overflow[1], p.neg_code};
@@ -235,24 +253,6 @@ EXMY_HD float fast_decode_fp32(const FastCastPlan& p, std::uint32_t c) {
                             ((mag << (23 - top)) & 0x007FFFFFu));
   }
   return native::float_of(sign | (mag << p.sub_shift));
-}
-
-// The roundings with a specialised fast path; `any` dispatches on the Rounding at run time.
-enum class FastMode { rne, rtz, sr, any };
-
-// The FastMode that runs rounding r on format f: sr:R needs R <= 23 - M (the discarded fraction
-// of every fp32 input has at least R bits, so the random word lines up inside 32 bits).
-inline FastMode fast_mode_for(const FloatFormat& f, const Rounding& r) {
-  switch (r.mode) {
-    case RoundMode::rne:
-      return FastMode::rne;
-    case RoundMode::rtz:
-      return FastMode::rtz;
-    case RoundMode::sr:
-      return r.sr_bits >= 1 && r.sr_bits <= 23 - f.man_bits ? FastMode::sr : FastMode::any;
-    default:
-      return FastMode::any;
-  }
 }
 
 // The same for the format and rounding of plan p.
