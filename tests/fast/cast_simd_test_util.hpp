@@ -7,6 +7,7 @@
 #include <catch2/catch.hpp>
 #include <cstdint>
 #include <cstring>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -30,6 +31,20 @@ struct IsaLimit {
 // then runs the integer kernel there.
 inline constexpr simd::Isa kIsas[] = {simd::Isa::avx512bf16, simd::Isa::avx512, simd::Isa::avx2,
                                       simd::Isa::sse2};
+
+// Every fp32 top half with the low halves that decide a rounding at bit 16 (0, 1, just below, at
+// and just above the tie, all ones) and one random low half from rng: every binade, subnormals,
+// +-0, +-inf and NaNs with payloads, for the bf16 casts.
+inline std::vector<std::uint32_t> bf16_rounding_patterns(std::mt19937& rng) {
+  std::vector<std::uint32_t> xs;
+  for (std::uint32_t top = 0; top < 0x10000u; ++top) {
+    for (std::uint32_t low : {0x0000u, 0x0001u, 0x7FFFu, 0x8000u, 0x8001u, 0xFFFFu,
+                              static_cast<std::uint32_t>(rng() & 0xFFFFu)}) {
+      xs.push_back(top << 16 | low);
+    }
+  }
+  return xs;
+}
 
 inline std::string rounding_name(const Rounding& r) {
   std::string s = r.mode == RoundMode::rne   ? "rne"

@@ -9,6 +9,7 @@
 
 #include "sim/fast/array_cast.hpp"
 #include "sim/native/convert.hpp"
+#include "tests/fast/cast_simd_test_util.hpp"
 
 using namespace exmy;
 
@@ -17,13 +18,7 @@ TEST_CASE("fast fp32 -> bf16 (rne, rtz; none, sat, satfinite) equals native::con
   const std::uint32_t seed = 20261124;
   INFO("random low halves from std::mt19937 seed " << seed);
   std::mt19937 rng(seed);
-  std::vector<std::uint32_t> bits;
-  for (std::uint32_t top = 0; top < 0x10000u; ++top) {
-    for (std::uint32_t low : {0x0000u, 0x0001u, 0x7FFFu, 0x8000u, 0x8001u, 0xFFFFu,
-                              static_cast<std::uint32_t>(rng() & 0xFFFFu)}) {
-      bits.push_back(top << 16 | low);
-    }
-  }
+  const std::vector<std::uint32_t> bits = exmy::fast::testing::bf16_rounding_patterns(rng);
   std::vector<float> x(bits.size());
   std::memcpy(x.data(), bits.data(), bits.size() * 4);
   std::vector<std::uint16_t> got(bits.size());

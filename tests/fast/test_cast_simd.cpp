@@ -151,13 +151,7 @@ TEST_CASE("fp32 -> bf16 rne by VCVTNEPS2BF16 equals native::convert", "[fast][si
   const std::uint32_t seed = 20261127;
   INFO("random low halves and shuffle from std::mt19937 seed " << seed);
   std::mt19937 rng(seed);
-  std::vector<std::uint32_t> xs;
-  for (std::uint32_t top = 0; top < 0x10000u; ++top) {
-    for (std::uint32_t low : {0x0000u, 0x0001u, 0x7FFFu, 0x8000u, 0x8001u, 0xFFFFu,
-                              static_cast<std::uint32_t>(rng() & 0xFFFFu)}) {
-      xs.push_back(top << 16 | low);
-    }
-  }
+  std::vector<std::uint32_t> xs = bf16_rounding_patterns(rng);
   xs.push_back(0x00000001u);  // an odd count: a scalar tail (here a subnormal)
   const Rounding r{RoundMode::rne, 0, Overflow::none};
   REQUIRE(fast::simd_cast_supported(formats::bf16, r));
