@@ -3,8 +3,10 @@
 
 #include "sim/native/convert.hpp"
 #include "sim/native/philox.hpp"
+#include "sim/oracle/steps/philox.hpp"
 
 #include <limits>
+#include <random>
 
 using namespace exmy;
 using native::bits_of;
@@ -15,6 +17,33 @@ std::uint64_t from_f32(const FloatFormat& f, float x, Rounding r = {}) {
   return convert(formats::fp32, f, r, bits_of(x)).code;
 }
 }  // namespace
+
+// The kernels' forms of section 3.2's words, against the step oracle's own Philox (independent
+// code): the precomputed key schedule, and the shared prefix of blocks with equal high counter
+// words (philox_prefix / philox_block(k, prefix, lo)), which the sr cast kernels use.
+TEST_CASE("Philox key schedule and shared-prefix blocks equal the oracle's words", "[native][philox]") {
+  const std::uint64_t seed = GENERATE(0ull, 0x0123456789abcdefull, ~0ull, 20261126ull);
+  std::mt19937_64 gen(seed ^ 0x5eedull);
+  INFO("seed " << seed);
+  const native::PhiloxKeys keys = native::philox_keys(seed);
+  for (int t = 0; t < 2000; ++t) {
+    const std::uint32_t stream = t % 3 == 0 ? 0u : static_cast<std::uint32_t>(gen());
+    std::uint64_t block = gen() >> 2;  // element 4 block + j stays below 2^64
+    if (t % 4 == 1) block &= 0xFFFFFFFFull;  // hi = 0, the common case
+    if (t % 4 == 2) block |= 0xFFFFFFFFull;  // lo = 2^32 - 1
+    const auto hi = static_cast<std::uint32_t>(block >> 32);
+    const auto lo = static_cast<std::uint32_t>(block);
+    const native::Philox4 viaprefix =
+        native::philox_block(keys, native::philox_prefix(keys, stream, hi), lo);
+    const native::Philox4 viakeys = native::philox_block(keys, stream, block);
+    for (int j = 0; j < 4; ++j) {
+      const std::uint32_t want = oracle::steps::philox_element_word(seed, stream, 4 * block + j);
+      INFO("stream " << stream << " block " << block << " word " << j);
+      REQUIRE(viaprefix.w[j] == want);
+      REQUIRE(viakeys.w[j] == want);
+    }
+  }
+}
 
 TEST_CASE("preset maxima follow from their NaN convention", "[native]") {
   CHECK(native::to_double(formats::e4m3fn, formats::e4m3fn.max_code()) == 448.0);

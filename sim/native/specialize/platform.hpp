@@ -45,6 +45,15 @@ EXMY_HD std::uint32_t mul_hi_u32(std::uint32_t a, std::uint32_t b) {
   return __umulhi(a, b);
 }
 
+// Both halves of a * b by one mul.wide.u32 (one IMAD.WIDE.U32). From __umulhi and a * b, ptxas
+// split some of Philox's products into IMAD.HI + IMAD when registers were short (the sr cast
+// kernels under launch bounds): one more issue slot per multiplication.
+EXMY_HD void mul_wide_u32(std::uint32_t a, std::uint32_t b, std::uint32_t& hi, std::uint32_t& lo) {
+  asm("{\n\t.reg .b64 p;\n\tmul.wide.u32 p, %2, %3;\n\tmov.b64 {%1, %0}, p;\n\t}"
+      : "=r"(hi), "=r"(lo)
+      : "r"(a), "r"(b));
+}
+
 EXMY_HD int clz64(std::uint64_t x) {  // x nonzero
   return __clzll(static_cast<long long>(x));
 }
@@ -148,6 +157,12 @@ EXMY_HD bool hw_f32_from_f16(std::uint16_t h, float& out) {
 
 EXMY_HD std::uint32_t mul_hi_u32(std::uint32_t a, std::uint32_t b) {
   return static_cast<std::uint32_t>((static_cast<std::uint64_t>(a) * b) >> 32);
+}
+
+EXMY_HD void mul_wide_u32(std::uint32_t a, std::uint32_t b, std::uint32_t& hi, std::uint32_t& lo) {
+  const std::uint64_t p = static_cast<std::uint64_t>(a) * b;
+  hi = static_cast<std::uint32_t>(p >> 32);
+  lo = static_cast<std::uint32_t>(p);
 }
 
 EXMY_HD int clz64(std::uint64_t x) {  // x nonzero
