@@ -45,7 +45,8 @@ std::vector<Rounding> all_roundings() {
           {RoundMode::rne, 0, Overflow::satfinite},
           {RoundMode::rne, 0, Overflow::sat},  // e4m3fn / e5m2: the hw path's third policy
           {RoundMode::rtz, 0, Overflow::sat},
-          {RoundMode::sr, 8, Overflow::satfinite}};
+          {RoundMode::sr, 8, Overflow::satfinite},
+          {RoundMode::sr, 8, Overflow::sat}};  // hw sr: no +1 flag, inf inputs on the rare path
 }
 
 std::uint32_t load_code(const std::vector<std::uint8_t>& raw, std::size_t bytes, std::size_t i) {
