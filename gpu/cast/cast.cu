@@ -188,7 +188,8 @@ __device__ __forceinline__ std::size_t vector_index(std::size_t base, int u) {
   // In 64 bits throughout, so that base + lane G is common to a lane's vectors and u 32 G folds
   // into the load and store offsets (as a 32-bit product it cost each vector its own address).
   constexpr std::size_t G = 16 / sizeof(T);
-  return base + static_cast<std::size_t>(threadIdx.x % 32) * G + static_cast<std::size_t>(u) * 32 * G;
+  return base + static_cast<std::size_t>(threadIdx.x % 32) * G +
+         static_cast<std::size_t>(u) * 32 * G;
 }
 template <typename T, int KG>
 __device__ __forceinline__ void load_span(const T* in, std::size_t base, uint4 (&raw)[KG]) {
@@ -222,7 +223,6 @@ __device__ __forceinline__ void cp_async_wait() {
 
 // Spans in flight per thread on the pipelined loop (the one being worked on included).
 constexpr int kStages = 2;
-
 
 // Dynamic shared memory of a pipelined kernel: kStages spans of KG 16-byte vectors per thread.
 template <int KG>
@@ -278,7 +278,7 @@ __device__ __forceinline__ native::Philox4 sr_block(const CastArgs& a, std::size
   return native::philox_block(a.keys, a.stream, (a.offset + idx + 4 * j) >> 2);
 }
 
-// The Philox blocks of a lane's span in the sr kernels: (offset + base) / 4 + lane G/4 + 32 u G/4
+// The Philox blocks of a lane's span in hw_sr_kernel: (offset + base) / 4 + lane G/4 + 32 u G/4
 // + j for vector u, part j. They share their high counter word unless the span crosses a
 // multiple of 2^32 blocks (`crosses`: the caller then redoes the span with sr_block), so one
 // philox_prefix serves them all.
@@ -473,15 +473,15 @@ __device__ __forceinline__ HwSr hw_sr_consts(const CastArgs& a) {
 //   t  = rz(mg + |x|)            lies in [mg, 2 mg) (R <= 21 - M puts 2^(e+1) below mg), where
 //                                the ulp is u = g 2^-R: its bits are mg's plus floor(|x| / u),
 //                                the residual truncated to R bits (section 3.1);
-//   t' = t + (word >> (32 - R))  as integers (one mad.hi), still inside mg's binade (floor(|x|/u)
-//                                < 2^(M+R+1), + 2^R < 2^23); the carry out of the low R bits is
-//                                the rounding up;
+//   t' = t + (word >> (32 - R))  as integers (one LEA.HI for sr:8), inside mg's binade
+//                                (floor(|x|/u) < 2^(M+R+1), + 2^R < 2^23); the carry out of the
+//                                low R bits is the rounding up;
 //   y  = (t' with the low R bits cleared) - mg, exactly T g.
-// Inputs whose e overflows mg (|x| >= 2^(105 + M + R) or so, inf, NaN) give y = NaN or inf (or a
-// y with the sign bit set): top, the largest y seen, reaches 0x7F800000 and the caller redoes the
-// vector on the rare path. A finite y past f's max saturates in the instruction, which is the
-// policy's code under sat and satfinite; under overflow none the code gains one, flagged as in
-// hw_vector_rne, here on the high halves of y (y's low 16 bits are zero, M <= 3): two per word.
+// Inputs whose mg is not a finite fp32 number (|x| >= 2^(105 + M + R), inf, NaN) give y = NaN or
+// inf (or a y with the sign bit set): top, the largest y seen, reaches 0x7F800000 and the caller
+// redoes the vector on the rare path. A finite y past f's max saturates in the instruction, which
+// is the policy's code under sat and satfinite; under overflow none the code gains one, flagged as
+// in hw_vector_rne, here on the high halves of y (y's low 16 bits are zero, M <= 3): two per word.
 template <HwFp8 F, int RC>
 __device__ __forceinline__ std::uint32_t hw_codes_sr(const std::uint32_t (&x)[4],
                                                      const std::uint32_t (&word)[4], const HwSr& c,
@@ -493,8 +493,8 @@ __device__ __forceinline__ std::uint32_t hw_codes_sr(const std::uint32_t (&x)[4]
     const std::uint32_t e = max(x[k] & 0x7F800000u, c.norm_min);
     const float mg = __fmul_rn(__uint_as_float(e), c.scale);
     const float t = __fadd_rz(fabsf(__uint_as_float(x[k])), mg);
-    const std::uint32_t t1 = __float_as_uint(t) + (RC != 0 ? word[k] >> (32 - RC)
-                                                           : __umulhi(word[k], c.rand_mul));
+    const std::uint32_t t1 =
+        __float_as_uint(t) + (RC != 0 ? word[k] >> (32 - RC) : __umulhi(word[k], c.rand_mul));
     const float ya = __fsub_rn(__uint_as_float(t1 & c.keep), mg);
     m[k] = __float_as_uint(ya);
     top = max(top, m[k]);
@@ -542,7 +542,8 @@ __global__ void __launch_bounds__(kThreads)
 #pragma unroll
           for (int g = 0; g < G; ++g) {
             const std::uint32_t x = InputTraits<In>::widen(lane_of<T>(raw[u], g));
-            if ((x & 0x7FFFFFFFu) >= kRareFrom) vals[g] = rare_one<In, float, FastMode::rne>(a, x, 0u);
+            if ((x & 0x7FFFFFFFu) >= kRareFrom)
+              vals[g] = rare_one<In, float, FastMode::rne>(a, x, 0u);
           }
         }
         store_group(out + idx, vals);
@@ -571,8 +572,8 @@ __global__ void __launch_bounds__(kThreads)
 // word unless the span crosses a multiple of 2^32 blocks, so one philox_prefix serves them all; a
 // span that does cross, and a vector with a rare element (hw_codes_sr: NaN, inf, |x| too large
 // for its constants), are redone by rare_one afterwards with the words drawn again in full.
-// RC: R as a compile-time constant (8, the common sr:8: the word's top byte is added by one LEA.HI),
-// or 0 for R read from the arguments. Out as for hw_kernel.
+// RC: R as a compile-time constant (8, the common sr:8: the word's top byte is added by one
+// LEA.HI), or 0 for R read from the arguments. Out as for hw_kernel.
 template <CastInput In, HwFp8 F, int RC, typename Out>
 __global__ void __launch_bounds__(kThreads, 2)
     hw_sr_kernel(const void* __restrict__ in_, std::size_t n, Out* __restrict__ out, CastArgs a) {
@@ -595,7 +596,8 @@ __global__ void __launch_bounds__(kThreads, 2)
         const native::Philox4 b = sw.block(a, u, j);
         std::uint32_t x[4];
 #pragma unroll
-        for (int k = 0; k < 4; ++k) x[k] = InputTraits<In>::widen_lean(lane_of<T>(raw[u], 4 * j + k));
+        for (int k = 0; k < 4; ++k)
+          x[k] = InputTraits<In>::widen_lean(lane_of<T>(raw[u], 4 * j + k));
         res[u][j] = hw_codes_sr<F, RC>(x, b.w, c, top);
       }
       if (top >= 0x7F800000u) rare |= 1u << u;
@@ -772,12 +774,13 @@ bool lean_serves(const FloatFormat& f, const Rounding& r) {
 //     assumes what it checks at m0 and inf (rounding is monotone in the magnitude);
 //   - or r is sr:R with R <= 21 - M, and the overflow code is +-max (sat, satfinite: ovf_add 0)
 //     or +-(max + 1) (none: 2^31 - ovf_add is the smallest rounded magnitude y past max, from
-//     which hw_codes_sr sends a vector to the rare path); inf inputs take the rare path. Its other constants come from the FastCastPlan.
+//     which hw_codes_sr sends a vector to the rare path); inf inputs take the rare path. Its other
+//     constants come from the FastCastPlan.
 // Returns ovf_add, or nothing when the path does not apply.
 std::optional<std::uint32_t> hw_plan(const FloatFormat& f, const Rounding& r, CastInput t) {
   const bool e4m3 = f == formats::e4m3fn;
   if (!e4m3 && f != formats::e5m2) return std::nullopt;
-  // sr: R <= 21 - M keeps hw_codes_sr's sums inside one binade (the lean path takes R up to 23 - M).
+  // sr: R <= 21 - M keeps hw_codes_sr's sums inside one binade (lean takes R up to 23 - M).
   const bool sr = fast_mode_for(f, r) == FastMode::sr && r.sr_bits <= 21 - f.man_bits;
   if (r.mode != RoundMode::rne && !sr) return std::nullopt;
   if (!hw_fp8_available()) return std::nullopt;

@@ -61,7 +61,9 @@ EXMY_HD Philox4 philox_rounds(Philox4 ctr, const PhiloxKeys& k) {
 }
 
 // Ten rounds.
-EXMY_HD Philox4 philox4x32_10(Philox4 ctr, const PhiloxKeys& k) { return philox_rounds<0>(ctr, k); }
+EXMY_HD Philox4 philox4x32_10(Philox4 ctr, const PhiloxKeys& k) {
+  return philox_rounds<0>(ctr, k);
+}
 
 EXMY_HD Philox4 philox4x32_10(Philox4 ctr, std::uint32_t k0, std::uint32_t k1) {
   return philox4x32_10(ctr, philox_keys(k0 | (static_cast<std::uint64_t>(k1) << 32)));
@@ -69,8 +71,8 @@ EXMY_HD Philox4 philox4x32_10(Philox4 ctr, std::uint32_t k0, std::uint32_t k1) {
 
 // The four words of block b = i / 4, the key schedule of the seed given.
 EXMY_HD Philox4 philox_block(const PhiloxKeys& k, std::uint32_t stream, std::uint64_t block) {
-  const Philox4 ctr{{static_cast<std::uint32_t>(block), static_cast<std::uint32_t>(block >> 32),
-                     stream, 0u}};
+  const Philox4 ctr{
+      {static_cast<std::uint32_t>(block), static_cast<std::uint32_t>(block >> 32), stream, 0u}};
   return philox4x32_10(ctr, k);
 }
 
@@ -80,8 +82,8 @@ EXMY_HD Philox4 philox_block(const PhiloxKeys& k, std::uint32_t stream, std::uin
 // all of them. PhiloxPrefix holds them, computed once; philox_block(k, prefix, lo) then costs 18
 // multiplications instead of 20 (the sr cast kernels draw eight blocks per thread and span).
 struct PhiloxPrefix {
-  std::uint32_t c0, c1;    // counter words 0 and 1 after round 1
-  std::uint32_t hi, lo;    // round 2's product kPhiloxMul0 * c0
+  std::uint32_t c0, c1;  // counter words 0 and 1 after round 1
+  std::uint32_t hi, lo;  // round 2's product kPhiloxMul0 * c0
 };
 
 EXMY_HD PhiloxPrefix philox_prefix(const PhiloxKeys& k, std::uint32_t stream, std::uint32_t hi) {

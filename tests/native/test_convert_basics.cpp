@@ -1,12 +1,11 @@
 // Known answers for the native engine: preset limits and the traps others fell into.
 #include <catch2/catch.hpp>
+#include <limits>
+#include <random>
 
 #include "sim/native/convert.hpp"
 #include "sim/native/philox.hpp"
 #include "sim/oracle/steps/philox.hpp"
-
-#include <limits>
-#include <random>
 
 using namespace exmy;
 using native::bits_of;
@@ -21,14 +20,15 @@ std::uint64_t from_f32(const FloatFormat& f, float x, Rounding r = {}) {
 // The kernels' forms of section 3.2's words, against the step oracle's own Philox (independent
 // code): the precomputed key schedule, and the shared prefix of blocks with equal high counter
 // words (philox_prefix / philox_block(k, prefix, lo)), which the sr cast kernels use.
-TEST_CASE("Philox key schedule and shared-prefix blocks equal the oracle's words", "[native][philox]") {
+TEST_CASE("Philox key schedule and shared-prefix blocks equal the oracle's words",
+          "[native][philox]") {
   const std::uint64_t seed = GENERATE(0ull, 0x0123456789abcdefull, ~0ull, 20261126ull);
   std::mt19937_64 gen(seed ^ 0x5eedull);
   INFO("seed " << seed);
   const native::PhiloxKeys keys = native::philox_keys(seed);
   for (int t = 0; t < 2000; ++t) {
     const std::uint32_t stream = t % 3 == 0 ? 0u : static_cast<std::uint32_t>(gen());
-    std::uint64_t block = gen() >> 2;  // element 4 block + j stays below 2^64
+    std::uint64_t block = gen() >> 2;        // element 4 block + j stays below 2^64
     if (t % 4 == 1) block &= 0xFFFFFFFFull;  // hi = 0, the common case
     if (t % 4 == 2) block |= 0xFFFFFFFFull;  // lo = 2^32 - 1
     const auto hi = static_cast<std::uint32_t>(block >> 32);
