@@ -52,7 +52,6 @@ struct CastArgs {
   FloatFormat from;
   FloatFormat to;
   Rounding r;
-  std::uint64_t seed;
   native::PhiloxKeys keys;  // philox_keys(seed): the round keys, read from the constant bank
   std::uint64_t offset;
   std::uint32_t stream;
@@ -273,6 +272,12 @@ __device__ __forceinline__ void for_each_span(const T* in, std::size_t n, Body&&
   }
 }
 
+// The 32-bit Philox word of element i (flat index offset + i), from the launch's key schedule.
+__device__ __forceinline__ std::uint32_t sr_word_at(const CastArgs& a, std::size_t i) {
+  const std::uint64_t g = a.offset + i;
+  return native::philox_block(a.keys, a.stream, g >> 2).w[g & 3];
+}
+
 // The Philox block of the elements idx + 4j .. + 3 (offset % 4 == 0 puts them in one block).
 __device__ __forceinline__ native::Philox4 sr_block(const CastArgs& a, std::size_t idx, int j) {
   return native::philox_block(a.keys, a.stream, (a.offset + idx + 4 * j) >> 2);
@@ -363,7 +368,7 @@ __global__ void __launch_bounds__(kThreads)
        i < n; i += stride) {
     std::uint32_t rand = 0;
     if constexpr (Mode == FastMode::sr) {
-      rand = native::sr_word(native::philox_word(a.seed, a.stream, a.offset + i), a.r.sr_bits);
+      rand = native::sr_word(sr_word_at(a, i), a.r.sr_bits);
     }
     out[i] = rare_one<In, Out, Mode>(a, InputTraits<In>::widen(in[i]), rand);
   }
@@ -671,8 +676,7 @@ __global__ void __launch_bounds__(kThreads)
        i += stride) {
     const std::uint32_t u = InputTraits<In>::widen(in[i]);
     if (!native::fast_needs_engine(a.plan, u)) continue;
-    const std::uint32_t rand =
-        sr ? native::sr_word(native::philox_word(a.seed, a.stream, a.offset + i), a.r.sr_bits) : 0u;
+    const std::uint32_t rand = sr ? native::sr_word(sr_word_at(a, i), a.r.sr_bits) : 0u;
     constexpr FloatFormat kFp32 = formats::fp32;  // a value: device code cannot bind the global
     const std::uint32_t code = generic_convert(kFp32, a.to, a.r, u, rand);
     if constexpr (std::is_same_v<Out, float>) {
@@ -735,7 +739,7 @@ __global__ void __launch_bounds__(kThreads)
       for (std::size_t i = base + lane; i < end; i += 32) {
         std::uint32_t rand = 0;
         if (sr) {
-          rand = native::sr_word(native::philox_word(a.seed, a.stream, a.offset + i), a.r.sr_bits);
+          rand = native::sr_word(sr_word_at(a, i), a.r.sr_bits);
         }
         const std::uint32_t code = cast_one<In, P>(a, in[i], rand);
         if constexpr (std::is_same_v<Out, float>) {
@@ -861,7 +865,6 @@ CastArgs make_args(const CastParams& p, CastInput in_type, bool vector_ok, Path 
                                         : formats::fp16;
   a.to = p.to;
   a.r = p.rounding;
-  a.seed = p.seed;
   a.keys = native::philox_keys(p.seed);
   a.offset = p.index_offset;
   a.stream = p.stream;

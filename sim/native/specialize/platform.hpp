@@ -39,15 +39,10 @@ namespace exmy::native {
 #if defined(__CUDA_ARCH__)
 // ---- CUDA device code ---------------------------------------------------------------------------
 
-// The high 32 bits of a * b. __umulhi is one IMAD.HI; the 64-bit product it replaces made ptxas
-// add a zero register to every high word of Philox's rounds (one VIADD per multiplication).
-EXMY_HD std::uint32_t mul_hi_u32(std::uint32_t a, std::uint32_t b) {
-  return __umulhi(a, b);
-}
-
 // Both halves of a * b by one mul.wide.u32 (one IMAD.WIDE.U32). From __umulhi and a * b, ptxas
 // split some of Philox's products into IMAD.HI + IMAD when registers were short (the sr cast
-// kernels under launch bounds): one more issue slot per multiplication.
+// kernels under launch bounds): one more issue slot per multiplication; from a C++ 64-bit product
+// it added a zero register to every high word (one VIADD per multiplication).
 EXMY_HD void mul_wide_u32(std::uint32_t a, std::uint32_t b, std::uint32_t& hi, std::uint32_t& lo) {
   asm("{\n\t.reg .b64 p;\n\tmul.wide.u32 p, %2, %3;\n\tmov.b64 {%1, %0}, p;\n\t}"
       : "=r"(hi), "=r"(lo)
@@ -154,10 +149,6 @@ EXMY_HD bool hw_f32_from_f16(std::uint16_t h, float& out) {
 
 #else
 // ---- host ---------------------------------------------------------------------------------------
-
-EXMY_HD std::uint32_t mul_hi_u32(std::uint32_t a, std::uint32_t b) {
-  return static_cast<std::uint32_t>((static_cast<std::uint64_t>(a) * b) >> 32);
-}
 
 EXMY_HD void mul_wide_u32(std::uint32_t a, std::uint32_t b, std::uint32_t& hi, std::uint32_t& lo) {
   const std::uint64_t p = static_cast<std::uint64_t>(a) * b;
