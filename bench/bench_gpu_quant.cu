@@ -15,6 +15,7 @@
 #include "bench/common/gpu_bench.hpp"
 #include "gpu/cast/cast.hpp"
 #include "gpu/cast/hw_cast.hpp"
+#include "gpu/cast/sr_floor.hpp"
 #include "gpu/common/runtime.hpp"
 #include "gpu/quantize.hpp"
 #include "sim/format/float_names.hpp"
@@ -115,6 +116,17 @@ void cast_bench(benchmark::State& s, CastInput in, FloatFormat to, Rounding r, b
   });
 }
 
+// The floor of an sr:8 cast under SEMANTICS 3.2 (gpu/cast/sr_floor.hpp): the words alone, the
+// words with the cast's bytes, the bytes alone. Bytes counted as an 8-bit cast of `in` moves them.
+void floor_bench(benchmark::State& s, CastInput in, SrFloor what) {
+  Buffers& b = buffers();
+  const void* x =
+      in == CastInput::fp32 ? static_cast<const void*>(b.x32) : static_cast<const void*>(b.xb16);
+  const double bytes =
+      what == SrFloor::philox_only ? 0.0 : static_cast<double>(kN) * (input_bytes(in) + 1);
+  timed(s, bytes, [&] { sr_floor(x, in, kN, static_cast<std::uint8_t*>(b.out), 7, what); });
+}
+
 void quant_bench(benchmark::State& s, CastInput in, std::size_t cols, const char* scheme,
                  const char* target, RoundMode mode, int sr_bits, double counted_bytes_per_elem,
                  void (*tune)(quant::Options&) = nullptr) {
@@ -172,6 +184,15 @@ void register_all() {
       [](benchmark::State& s) { cast_bench(s, CastInput::fp16, formats::e4m3fn, kSr8, false); });
   reg("cast/bf16/e4m3fn/rtz",
       [](benchmark::State& s) { cast_bench(s, CastInput::bf16, formats::e4m3fn, kRtz, false); });
+  reg("floor/philox_only",
+      [](benchmark::State& s) { floor_bench(s, CastInput::fp32, SrFloor::philox_only); });
+  for (const auto& [name, in] : {std::pair{"fp32", CastInput::fp32}, {"bf16", CastInput::bf16}}) {
+    const CastInput i = in;
+    reg(std::string("floor/") + name + "/philox_io",
+        [i](benchmark::State& s) { floor_bench(s, i, SrFloor::philox_io); });
+    reg(std::string("floor/") + name + "/io_only",
+        [i](benchmark::State& s) { floor_bench(s, i, SrFloor::io_only); });
+  }
   reg("fakequant/bf16/e4m3fn/rne",
       [](benchmark::State& s) { cast_bench(s, CastInput::bf16, formats::e4m3fn, kRne, true); });
   reg("fakequant/fp32/e4m3fn/sr8",
