@@ -12,7 +12,7 @@
 //     and sr:R by the fp8 conversion instructions (gpu/cast/hw_cvt.hpp, sm_89+), which equal the
 //     lean cast under rne + satfinite on every non-NaN input; where the policy's overflow code
 //     differs it is the instruction's plus one, added by a per-byte flag; sr:R rounds on the fp32
-//     value first (hw_codes_sr, its own kernel hw_sr_kernel); NaN (and inf where needed) inputs
+//     value first (hw_codes_sr, its own kernel sr_span_kernel); NaN (and inf where needed) inputs
 //     are redone per group;
 //   - fast: fast_cast_fp32 for the other modes on formats with a range inside fp32's;
 //   - generic: native::convert with the runtime descriptor.
@@ -283,7 +283,7 @@ __device__ __forceinline__ native::Philox4 sr_block(const CastArgs& a, std::size
   return native::philox_block(a.keys, a.stream, (a.offset + idx + 4 * j) >> 2);
 }
 
-// The Philox blocks of a lane's span in hw_sr_kernel: (offset + base) / 4 + lane G/4 + 32 u G/4
+// The Philox blocks of a lane's span in sr_span_kernel: (offset + base) / 4 + lane G/4 + 32 u G/4
 // + j for vector u, part j. They share their high counter word unless the span crosses a
 // multiple of 2^32 blocks (`crosses`: the caller then redoes the span with sr_block), so one
 // philox_prefix serves them all.
@@ -570,24 +570,111 @@ __global__ void __launch_bounds__(kThreads)
   });
 }
 
-// The hw path under sr:R over whole warp spans (pipelined, for_each_span). A span's codes are all
+// sr_span_kernel's arithmetic on the hw path: hw_codes_sr, a vector rare where a rounded
+// magnitude reached inf's bits (NaN, inf, |x| too large for the constants).
+template <HwFp8 F, int RC>
+struct HwSrCodes {
+  using Consts = HwSr;
+  static __device__ __forceinline__ Consts consts(const CastArgs& a) { return hw_sr_consts(a); }
+  static __device__ __forceinline__ std::uint32_t codes(const CastArgs&,
+                                                        const std::uint32_t (&x)[4],
+                                                        const std::uint32_t (&word)[4],
+                                                        const Consts& c, std::uint32_t& top) {
+    return hw_codes_sr<F, RC>(x, word, c, top);
+  }
+  static __device__ __forceinline__ bool rare(std::uint32_t top, const Consts&) {
+    return top >= 0x7F800000u;
+  }
+};
+
+// The constants of the lean path's sr:R span rounding (lean_codes_sr), uniform over the launch.
+struct LeanSr {
+  std::uint32_t norm_min;  // fp32 bits of 2^emin, f's smallest normal magnitude
+  float scale;             // 2^(23 - M - R)
+  int field_shift;         // 23 - M - R: (e - norm_min) >> it is f's exponent-field step, times 2^R
+  std::uint32_t rare_hi;   // the largest |x| bits rounded here (the rest: rare_one)
+};
+
+__device__ __forceinline__ LeanSr lean_sr_consts(const CastArgs& a) {
+  const int R = a.r.sr_bits;
+  const int M = 23 - a.plan.normal_shift;
+  LeanSr c;
+  c.norm_min = a.plan.norm_min;
+  c.field_shift = a.plan.normal_shift - R;
+  c.scale = __uint_as_float(static_cast<std::uint32_t>(127 + c.field_shift) << 23);
+  // mg = 2^(e + 23 - M - R) is a finite fp32 number for |x| < 2^(105 + M + R); the lean domain
+  // (lean_lo = 0 here) ends at lean_span.
+  const std::uint32_t mg_finite = (static_cast<std::uint32_t>(127 + 105 + M + R) << 23) - 1u;
+  c.rare_hi = min(a.plan.lean_span, mg_finite);
+  return c;
+}
+
+// The lean path's codes of four elements under sr:RC (x[0] in the low byte), for 8-bit formats
+// with subnormals and a zero whose normal range starts inside fp32's (lean_sr_span_ok): the
+// rounding of hw_codes_sr, which leaves in t' the sum of mg's bits and floor(|x| / u) plus the
+// R-bit word (u = g 2^-R, g = 2^(e - M) the grid step at e = max(exponent of |x|, emin)), read
+// as an integer instead of decoded: (t' - mg) >> R is T = floor(|x| / g) + carry, |x|'s rounded
+// magnitude in steps of g, and f's magnitude code is T + (e - emin) 2^M, one formula for the
+// normal range (T in [2^M, 2^(M+1)], the carry into the next binade included) and below it
+// (e = emin, T in [0, 2^M]: the subnormal codes and the smallest normal). The (e - emin) 2^M
+// term joins before the shift as (e's bits - norm_min) >> (23 - M - R). Overflow and the sign
+// then follow native::fast_lean_finish. Where |x| > rare_hi the vector is redone by rare_one.
+template <bool Signed, bool NegZero, int RC>
+__device__ __forceinline__ std::uint32_t lean_codes_sr(const CastArgs& a,
+                                                       const std::uint32_t (&x)[4],
+                                                       const std::uint32_t (&word)[4],
+                                                       const LeanSr& c, std::uint32_t& top) {
+  static_assert(RC > 0, "R compiled in");
+  std::uint32_t codes = 0;
+#pragma unroll
+  for (int k = 0; k < 4; ++k) {
+    const std::uint32_t ax = x[k] & 0x7FFFFFFFu;
+    top = max(top, ax);
+    const std::uint32_t e = max(x[k] & 0x7F800000u, c.norm_min);
+    const float mg = __fmul_rn(__uint_as_float(e), c.scale);
+    const std::uint32_t t =
+        __float_as_uint(__fadd_rz(__uint_as_float(ax), mg)) + (word[k] >> (32 - RC));
+    const std::uint32_t mag = (t - __float_as_uint(mg) + ((e - c.norm_min) >> c.field_shift)) >> RC;
+    codes |= native::fast_lean_finish<Signed, NegZero>(a.plan, x[k], mag) << (8 * k);
+  }
+  return codes;
+}
+
+template <bool Signed, bool NegZero, int RC>
+struct LeanSrCodes {
+  using Consts = LeanSr;
+  static __device__ __forceinline__ Consts consts(const CastArgs& a) { return lean_sr_consts(a); }
+  static __device__ __forceinline__ std::uint32_t codes(const CastArgs& a,
+                                                        const std::uint32_t (&x)[4],
+                                                        const std::uint32_t (&word)[4],
+                                                        const Consts& c, std::uint32_t& top) {
+    return lean_codes_sr<Signed, NegZero, RC>(a, x, word, c, top);
+  }
+  static __device__ __forceinline__ bool rare(std::uint32_t top, const Consts& c) {
+    return top > c.rare_hi;
+  }
+};
+
+// sr:R over whole warp spans (pipelined, for_each_span), the arithmetic from Codes: the hw path
+// (HwSrCodes) or the lean path's 8-bit formats under sr:8 (LeanSrCodes). A span's codes are all
 // computed before any is stored, with no branch in between, so that the compiler can overlap one
 // vector's Philox rounds (multiplier pipe) with another's rounding (integer and fp32 pipes). The
 // thread's Philox blocks (offset + base) / 4 + lane G/4 + 32 u G/4 + j share their high counter
 // word unless the span crosses a multiple of 2^32 blocks, so one philox_prefix serves them all; a
 // span that does cross, and a vector with a rare element (hw_codes_sr: NaN, inf, |x| too large
 // for its constants), are redone by rare_one afterwards with the words drawn again in full.
-// RC: R as a compile-time constant (8, the common sr:8: the word's top byte is added by one
-// LEA.HI), or 0 for R read from the arguments. Out as for hw_kernel.
-template <CastInput In, HwFp8 F, int RC, typename Out>
+// Codes::codes gives a vector's four codes and raises `top`; Codes::rare(top) sends it to the rare
+// path. On the hw path R is compiled in (8, the common sr:8: the word's top byte is added by one
+// LEA.HI) or read from the arguments (RC = 0). Out as for hw_kernel.
+template <CastInput In, typename Codes, typename Out>
 __global__ void __launch_bounds__(kThreads, 2)
-    hw_sr_kernel(const void* __restrict__ in_, std::size_t n, Out* __restrict__ out, CastArgs a) {
+    sr_span_kernel(const void* __restrict__ in_, std::size_t n, Out* __restrict__ out, CastArgs a) {
   using T = typename InputTraits<In>::T;
   constexpr int G = 16 / sizeof(T);  // elements per 16-byte input vector
   constexpr int KG = kLeanElems / G;
   constexpr int kBlocksPerVector = G / 4;
   constexpr bool fake = std::is_same_v<Out, float>;
-  const HwSr c = hw_sr_consts(a);
+  const typename Codes::Consts c = Codes::consts(a);
   const T* in = static_cast<const T*>(in_);
   const auto body_fn = [&](const uint4(&raw)[KG], std::size_t base) {
     const SpanWords<T> sw(a, base);
@@ -603,9 +690,9 @@ __global__ void __launch_bounds__(kThreads, 2)
 #pragma unroll
         for (int k = 0; k < 4; ++k)
           x[k] = InputTraits<In>::widen_lean(lane_of<T>(raw[u], 4 * j + k));
-        res[u][j] = hw_codes_sr<F, RC>(x, b.w, c, top);
+        res[u][j] = Codes::codes(a, x, b.w, c, top);
       }
-      if (top >= 0x7F800000u) rare |= 1u << u;
+      if (Codes::rare(top, c)) rare |= 1u << u;
     }
     // The rare path's result of element 4j + k of vector u at idx (a code, or its value). The
     // input is read again (keeping raw[] live through the span cost spills).
@@ -915,11 +1002,46 @@ void launch_spans(const void* in, std::size_t body, Out* out, const CastArgs& a,
   cuda_check_launch("cast kernel launch");
 }
 
+// The elements [body, n) past the last whole warp span, element by element.
+template <CastInput In, typename Out, FastMode Mode>
+void launch_lean_tail(const void* in, std::size_t body, std::size_t n, Out* out, const CastArgs& a,
+                      cudaStream_t s) {
+  if (body < n) {
+    lean_tail_kernel<In, Out, Mode><<<grid_for(n - body, 1), kThreads, 0, s>>>(in, body, n, out, a);
+    cuda_check_launch("cast tail kernel launch");
+  }
+}
+
+// Where the lean path's sr:8 goes through sr_span_kernel (lean_codes_sr): 8-bit formats whose
+// inputs below the normal range round to subnormals inside fp32's normal range (below_round), with
+// a zero (lean domain from 0) and no engine inputs. The rest keeps lean_kernel.
+bool lean_sr_span_ok(const CastArgs& a) {
+  const FastCastPlan& p = a.plan;
+  return a.r.mode == RoundMode::sr && a.r.sr_bits == 8 && p.f.total_bits() <= 8 && p.below_round &&
+         p.lean_lo == 0 && p.slow_span == 0 && p.f.man_bits <= 13;
+}
+
 template <CastInput In, typename Out, FastMode Mode>
 void launch_lean_mode(const void* in, std::size_t n, Out* out, const CastArgs& a, cudaStream_t s) {
   const FloatFormat& f = a.plan.f;
   // Whole warp spans through the vector kernel where the pointers and offset allow it.
   const std::size_t body = a.vector_ok ? n / kLeanWarpSpan * kLeanWarpSpan : 0;
+  if constexpr (Mode == FastMode::sr && std::is_same_v<Out, std::uint8_t>) {
+    if (body > 0 && lean_sr_span_ok(a)) {
+      if (!f.is_signed) {
+        launch_spans<In, true, sr_span_kernel<In, LeanSrCodes<false, false, 8>, Out>>(in, body, out,
+                                                                                      a, s);
+      } else if (f.has_neg_zero()) {
+        launch_spans<In, true, sr_span_kernel<In, LeanSrCodes<true, true, 8>, Out>>(in, body, out,
+                                                                                    a, s);
+      } else {
+        launch_spans<In, true, sr_span_kernel<In, LeanSrCodes<true, false, 8>, Out>>(in, body, out,
+                                                                                     a, s);
+      }
+      launch_lean_tail<In, Out, Mode>(in, body, n, out, a, s);
+      return;
+    }
+  }
   if (body > 0) {
     if (!f.is_signed) {
       launch_spans<In, false, lean_kernel<In, Out, Mode, false, false>>(in, body, out, a, s);
@@ -929,10 +1051,7 @@ void launch_lean_mode(const void* in, std::size_t n, Out* out, const CastArgs& a
       launch_spans<In, false, lean_kernel<In, Out, Mode, true, false>>(in, body, out, a, s);
     }
   }
-  if (body < n) {
-    lean_tail_kernel<In, Out, Mode><<<grid_for(n - body, 1), kThreads, 0, s>>>(in, body, n, out, a);
-    cuda_check_launch("cast tail kernel launch");
-  }
+  launch_lean_tail<In, Out, Mode>(in, body, n, out, a, s);
 }
 
 // The lean path, with the engine fix-up pass where the format has engine inputs at all (a flag
@@ -986,13 +1105,17 @@ void launch_hw(const void* in, std::size_t n, Out* out, CastArgs a, cudaStream_t
     if (sr) {
       const bool r8 = a.r.sr_bits == 8;
       if (e4m3 && r8) {
-        launch_spans<In, true, hw_sr_kernel<In, HwFp8::e4m3, 8, Out>>(in, body, out, a, s);
+        launch_spans<In, true, sr_span_kernel<In, HwSrCodes<HwFp8::e4m3, 8>, Out>>(in, body, out, a,
+                                                                                   s);
       } else if (e4m3) {
-        launch_spans<In, true, hw_sr_kernel<In, HwFp8::e4m3, 0, Out>>(in, body, out, a, s);
+        launch_spans<In, true, sr_span_kernel<In, HwSrCodes<HwFp8::e4m3, 0>, Out>>(in, body, out, a,
+                                                                                   s);
       } else if (r8) {
-        launch_spans<In, true, hw_sr_kernel<In, HwFp8::e5m2, 8, Out>>(in, body, out, a, s);
+        launch_spans<In, true, sr_span_kernel<In, HwSrCodes<HwFp8::e5m2, 8>, Out>>(in, body, out, a,
+                                                                                   s);
       } else {
-        launch_spans<In, true, hw_sr_kernel<In, HwFp8::e5m2, 0, Out>>(in, body, out, a, s);
+        launch_spans<In, true, sr_span_kernel<In, HwSrCodes<HwFp8::e5m2, 0>, Out>>(in, body, out, a,
+                                                                                   s);
       }
     } else if (e4m3) {
       launch_spans<In, false, hw_kernel<In, HwFp8::e4m3, Out>>(in, body, out, a, s);

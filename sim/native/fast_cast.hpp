@@ -381,15 +381,14 @@ EXMY_HD bool fast_lean_domain(const FastCastPlan& p, std::uint32_t u) {
   return (u & 0x7FFFFFFFu) - p.lean_lo <= p.lean_span;
 }
 
-template <FastMode Mode, bool Signed, bool NegZero>
-EXMY_HD std::uint32_t fast_cast_fp32_lean(const FastCastPlan& p, std::uint32_t u,
-                                          std::uint32_t rand, int R) {
-  static_assert(Mode != FastMode::any, "use fast_cast_fp32 for the other roundings");
-  const std::uint32_t a = u & 0x7FFFFFFFu;
-  std::uint32_t t = fast_round_magnitude<Mode>(p, a, rand, R);
+// The lean path's code of fp32 u from its rounded magnitude code t (before overflow): overflow,
+// then the sign as the format takes it. Shared by fast_cast_fp32_lean and the GPU's sr:8 span
+// kernel, which rounds the magnitude by another formula (gpu/cast/cast.cu, lean_codes_sr).
+template <bool Signed, bool NegZero>
+EXMY_HD std::uint32_t fast_lean_finish(const FastCastPlan& p, std::uint32_t u, std::uint32_t t) {
   t = t > p.max_code ? p.overflow[0] : t;
   if constexpr (!Signed) {
-    return static_cast<std::int32_t>(u) < 0 && a != 0 ? p.neg_code : t;
+    return static_cast<std::int32_t>(u) < 0 && (u & 0x7FFFFFFFu) != 0 ? p.neg_code : t;
   } else {
     const std::uint32_t sign = (u >> p.sign_shift) & p.sign_bit;
     if constexpr (NegZero) {
@@ -398,6 +397,14 @@ EXMY_HD std::uint32_t fast_cast_fp32_lean(const FastCastPlan& p, std::uint32_t u
       return t == 0 ? 0u : t | sign;
     }
   }
+}
+
+template <FastMode Mode, bool Signed, bool NegZero>
+EXMY_HD std::uint32_t fast_cast_fp32_lean(const FastCastPlan& p, std::uint32_t u,
+                                          std::uint32_t rand, int R) {
+  static_assert(Mode != FastMode::any, "use fast_cast_fp32 for the other roundings");
+  return fast_lean_finish<Signed, NegZero>(p, u,
+                                           fast_round_magnitude<Mode>(p, u & 0x7FFFFFFFu, rand, R));
 }
 
 template <FastMode Mode>
