@@ -589,10 +589,11 @@ struct HwSrCodes {
 
 // The constants of the lean path's sr:R span rounding (lean_codes_sr), uniform over the launch.
 struct LeanSr {
-  std::uint32_t norm_min;  // fp32 bits of 2^emin, f's smallest normal magnitude
+  std::uint32_t norm_min;  // fp32 bits of 2^max(emin, -126) (FastCastPlan::norm_min)
   float scale;             // 2^(23 - M - R)
   int field_shift;         // 23 - M - R: (e - norm_min) >> it is f's exponent-field step, times 2^R
-  std::uint32_t rare_hi;   // the largest |x| bits rounded here (the rest: rare_one)
+  std::uint32_t lean_lo;   // the lean domain's lowest |x| bits (0, or 2^-126 for e8m0fnu)
+  std::uint32_t rare_hi;   // the largest |x| - lean_lo rounded here (the rest: rare_one)
 };
 
 __device__ __forceinline__ LeanSr lean_sr_consts(const CastArgs& a) {
@@ -603,9 +604,10 @@ __device__ __forceinline__ LeanSr lean_sr_consts(const CastArgs& a) {
   c.field_shift = a.plan.normal_shift - R;
   c.scale = __uint_as_float(static_cast<std::uint32_t>(127 + c.field_shift) << 23);
   // mg = 2^(e + 23 - M - R) is a finite fp32 number for |x| < 2^(105 + M + R); the lean domain
-  // (lean_lo = 0 here) ends at lean_span.
+  // is |x| - lean_lo <= lean_span.
   const std::uint32_t mg_finite = (static_cast<std::uint32_t>(127 + 105 + M + R) << 23) - 1u;
-  c.rare_hi = min(a.plan.lean_span, mg_finite);
+  c.lean_lo = a.plan.lean_lo;
+  c.rare_hi = min(a.plan.lean_span, mg_finite - c.lean_lo);
   return c;
 }
 
@@ -618,8 +620,11 @@ __device__ __forceinline__ LeanSr lean_sr_consts(const CastArgs& a) {
 // normal range (T in [2^M, 2^(M+1)], the carry into the next binade included) and below it
 // (e = emin, T in [0, 2^M]: the subnormal codes and the smallest normal). The (e - emin) 2^M
 // term joins before the shift as (e's bits - norm_min) >> (23 - M - R). Overflow and the sign
-// then follow native::fast_lean_finish. Where |x| > rare_hi the vector is redone by rare_one.
-template <bool Signed, bool NegZero, int RC>
+// then follow native::fast_lean_finish. Where |x| - lean_lo > rare_hi the vector is redone by
+// rare_one. Lo: the lean domain starts above 0 (e8m0fnu, whose normal range covers fp32's:
+// norm_min is then 2^-126's bits and the term (e - 2^-126) 2^M is the code's, f's bias being
+// fp32's; zero and fp32 subnormals go to rare_one, which flags them for the native engine).
+template <bool Signed, bool NegZero, int RC, bool Lo>
 __device__ __forceinline__ std::uint32_t lean_codes_sr(const CastArgs& a,
                                                        const std::uint32_t (&x)[4],
                                                        const std::uint32_t (&word)[4],
@@ -629,7 +634,7 @@ __device__ __forceinline__ std::uint32_t lean_codes_sr(const CastArgs& a,
 #pragma unroll
   for (int k = 0; k < 4; ++k) {
     const std::uint32_t ax = x[k] & 0x7FFFFFFFu;
-    top = max(top, ax);
+    top = max(top, Lo ? ax - c.lean_lo : ax);
     const std::uint32_t e = max(x[k] & 0x7F800000u, c.norm_min);
     const float mg = __fmul_rn(__uint_as_float(e), c.scale);
     const std::uint32_t t =
@@ -640,7 +645,7 @@ __device__ __forceinline__ std::uint32_t lean_codes_sr(const CastArgs& a,
   return codes;
 }
 
-template <bool Signed, bool NegZero, int RC>
+template <bool Signed, bool NegZero, int RC, bool Lo = false>
 struct LeanSrCodes {
   using Consts = LeanSr;
   static __device__ __forceinline__ Consts consts(const CastArgs& a) { return lean_sr_consts(a); }
@@ -648,7 +653,7 @@ struct LeanSrCodes {
                                                         const std::uint32_t (&x)[4],
                                                         const std::uint32_t (&word)[4],
                                                         const Consts& c, std::uint32_t& top) {
-    return lean_codes_sr<Signed, NegZero, RC>(a, x, word, c, top);
+    return lean_codes_sr<Signed, NegZero, RC, Lo>(a, x, word, c, top);
   }
   static __device__ __forceinline__ bool rare(std::uint32_t top, const Consts& c) {
     return top > c.rare_hi;
@@ -1014,11 +1019,16 @@ void launch_lean_tail(const void* in, std::size_t body, std::size_t n, Out* out,
 
 // Where the lean path's sr:8 goes through sr_span_kernel (lean_codes_sr): 8-bit formats whose
 // inputs below the normal range round to subnormals inside fp32's normal range (below_round), with
-// a zero (lean domain from 0) and no engine inputs. The rest keeps lean_kernel.
+// a zero (lean domain from 0) and no engine inputs; and unsigned formats whose normal range covers
+// fp32's with fp32's bias (e8m0fnu: every fp32 normal input is a normal of f). The rest keeps
+// lean_kernel.
 bool lean_sr_span_ok(const CastArgs& a) {
   const FastCastPlan& p = a.plan;
-  return a.r.mode == RoundMode::sr && a.r.sr_bits == 8 && p.f.total_bits() <= 8 && p.below_round &&
-         p.lean_lo == 0 && p.slow_span == 0 && p.f.man_bits <= 13;
+  const FloatFormat& f = p.f;
+  const bool below = p.below_round && p.lean_lo == 0 && p.slow_span == 0;
+  const bool covers = !f.is_signed && f.emin() + 127 <= 0 && p.cbias == 0;
+  return a.r.mode == RoundMode::sr && a.r.sr_bits == 8 && f.total_bits() <= 8 && f.man_bits <= 13 &&
+         (below || covers);
 }
 
 template <CastInput In, typename Out, FastMode Mode>
@@ -1028,7 +1038,10 @@ void launch_lean_mode(const void* in, std::size_t n, Out* out, const CastArgs& a
   const std::size_t body = a.vector_ok ? n / kLeanWarpSpan * kLeanWarpSpan : 0;
   if constexpr (Mode == FastMode::sr && std::is_same_v<Out, std::uint8_t>) {
     if (body > 0 && lean_sr_span_ok(a)) {
-      if (!f.is_signed) {
+      if (a.plan.lean_lo != 0) {
+        launch_spans<In, true, sr_span_kernel<In, LeanSrCodes<false, false, 8, true>, Out>>(
+            in, body, out, a, s);
+      } else if (!f.is_signed) {
         launch_spans<In, true, sr_span_kernel<In, LeanSrCodes<false, false, 8>, Out>>(in, body, out,
                                                                                       a, s);
       } else if (f.has_neg_zero()) {
