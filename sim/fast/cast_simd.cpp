@@ -689,9 +689,32 @@ EXMY_TARGET_AVX2 void words_avx2(std::uint64_t seed, std::uint32_t stream, std::
 // only fp32 subnormal inputs (exponent field 0, mantissa != 0) round into bf16's subnormals or
 // to zero by value: a vector with such a lane (rare) takes the scalar function lane by lane.
 // NaN lanes become sign | 0x7FC0 (SEMANTICS 4.1: no payload) by a masked move; the instruction
-// keeps the sign. The head and tail of fewer than 16 take the scalar function.
-EXMY_TARGET_AVX512BF16 void bf16_rne_avx512bf16(const Args& g) {
+// keeps the sign.
+//
+// Memory (1 thread, AMD EPYC build machine, against torch's .to(bfloat16) in the same Python
+// round robin, bench/results/2026-11-26-cpu-bf16-stream.md):
+//   - the elements before the first 32-byte boundary of the output take the scalar function, so
+//     that no vector store splits a cache line (NumPy's arrays start 16 bytes into one);
+//   - outputs of kBf16StreamBytes and more are written by non-temporal stores: the codes of a
+//     large cast are not read back by the cast, and streaming them spares the read for ownership
+//     of every output line (0.95-1.18x torch -> 1.3-1.7x at 2^20..2^23 elements). Streaming
+//     stores that split lines were slower than plain ones (the earlier measurement that kept
+//     them out): the alignment above is what makes them pay;
+//   - the scalar elements (head, rare vectors, tail) run out of line (bf16_rne_scalar): inlined,
+//     their state pushed the loop's constants to the stack, four reloads per vector.
+constexpr std::size_t kBf16StreamBytes = std::size_t{1} << 20;
+
+__attribute__((noinline)) void bf16_rne_scalar(const Args& g, std::size_t from, std::size_t to) {
   const native::FastCastPlan p = *g.plan;
+  for (std::size_t k = from; k < to; ++k)
+    cast_scalar<FastMode::rne, ArrayInput::fp32, std::uint16_t, Kernel::fast>(g, p, k);
+}
+
+// The vectors from element i on until the end or a vector with an fp32 subnormal lane, whose
+// index it returns (n - n % 16 past the last vector). No call inside: the constants stay in
+// registers.
+template <bool Stream>
+EXMY_TARGET_AVX512BF16 std::size_t bf16_rne_vectors(const Args& g, std::size_t i) {
   const auto* in = static_cast<const std::uint8_t*>(g.in);
   auto* out = static_cast<std::uint8_t*>(g.out);
   const std::size_t n = g.n;
@@ -701,26 +724,40 @@ EXMY_TARGET_AVX512BF16 void bf16_rne_avx512bf16(const Args& g) {
   const __m512i inf_bits = _mm512_set1_epi32(0x7F800000);
   const __m256i sign16 = _mm256_set1_epi16(static_cast<short>(0x8000));
   const __m256i qnan16 = _mm256_set1_epi16(0x7FC0);
-  std::size_t i = 0;
   for (; i + 16 <= n; i += 16) {
     const __m512 x = _mm512_loadu_ps(in + 4 * i);
     const __m512i a = _mm512_and_si512(_mm512_castps_si512(x), mag);
     const __mmask16 sub = _mm512_cmple_epu32_mask(_mm512_sub_epi32(a, one), sub_top);
-    if (__builtin_expect(sub != 0, 0)) {
-      // Lane by lane through the scalar function (rare): no 512-bit value crosses a call, which
-      // clang refuses from this target's functions into the untargeted vector templates.
-      for (std::size_t k = i; k < i + 16; ++k) {
-        cast_scalar<FastMode::rne, ArrayInput::fp32, std::uint16_t, Kernel::fast>(g, p, k);
-      }
-      continue;
-    }
+    if (__builtin_expect(sub != 0, 0)) break;
     __m256i h = (__m256i)_mm512_cvtneps_pbh(x);
     const __mmask16 nan = _mm512_cmpgt_epu32_mask(a, inf_bits);
     h = _mm256_mask_mov_epi16(h, nan, _mm256_or_si256(_mm256_and_si256(h, sign16), qnan16));
-    _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + 2 * i), h);
+    auto* dst = reinterpret_cast<__m256i*>(out + 2 * i);
+    if constexpr (Stream) {
+      _mm256_stream_si256(dst, h);
+    } else {
+      _mm256_storeu_si256(dst, h);
+    }
   }
-  for (; i < n; ++i)
-    cast_scalar<FastMode::rne, ArrayInput::fp32, std::uint16_t, Kernel::fast>(g, p, i);
+  return i;
+}
+
+void bf16_rne_avx512bf16(const Args& g) {
+  const std::size_t n = g.n;
+  const auto addr = reinterpret_cast<std::uintptr_t>(g.out);
+  // Elements up to the output's next 32-byte boundary (none where the codes are not 2-aligned).
+  const std::size_t head = addr % 2 != 0 ? 0 : std::min<std::size_t>(n, (32 - addr % 32) % 32 / 2);
+  bf16_rne_scalar(g, 0, head);
+  const bool stream = addr % 2 == 0 && 2 * n >= kBf16StreamBytes;
+  std::size_t i = head;
+  for (;;) {
+    i = stream ? bf16_rne_vectors<true>(g, i) : bf16_rne_vectors<false>(g, i);
+    if (i + 16 > n) break;
+    bf16_rne_scalar(g, i, i + 16);  // a vector with an fp32 subnormal lane
+    i += 16;
+  }
+  if (stream) _mm_sfence();  // the streamed codes ordered before any later store
+  bf16_rne_scalar(g, i, n);
 }
 #endif
 void run_sse2(const Args& g, FastMode m, ArrayInput t, Target target) {

@@ -179,6 +179,59 @@ TEST_CASE("fp32 -> bf16 rne by VCVTNEPS2BF16 equals native::convert", "[fast][si
               {one.size()});
 }
 
+// The VCVTNEPS2BF16 kernel's memory paths (issue 15, bench/results/2026-11-26-cpu-bf16-stream.md):
+// a scalar head up to the output's 32-byte boundary, plain stores below 1 MiB of codes and
+// non-temporal ones from there, rare vectors (an fp32 subnormal lane) and NaN lanes inside the
+// streamed run, and a scalar tail. Outputs at every even offset inside 32 bytes (and one odd
+// offset: no head, no streaming), with lengths just below, at and above the streaming threshold
+// (2^19 codes) and short ones; guard bytes on both sides stay untouched.
+TEST_CASE("fp32 -> bf16 rne: aligned head, streamed stores, rare vectors at every offset",
+          "[fast][simd][bf16]") {
+  const std::uint32_t seed = 20261126;
+  INFO("inputs from std::mt19937 seed " << seed);
+  std::mt19937 rng(seed);
+  const std::size_t big = (std::size_t{1} << 19) + 37;
+  std::vector<std::uint32_t> xs(big);
+  for (std::size_t i = 0; i < big; ++i) {
+    std::uint32_t u = rng();
+    u = (u & 0x807FFFFFu) | ((100u + (u >> 24) % 56u) << 23);    // normal, 2^-27 .. 2^28
+    if (i % 997 == 5) u = rng() & 0x807FFFFFu;                   // fp32 subnormal or zero
+    if (i % 1499 == 7) u = 0x7F800001u | (rng() & 0x803FFFFFu);  // NaN with a payload
+    xs[i] = u;
+  }
+  const Rounding r{RoundMode::rne, 0, Overflow::none};
+  std::vector<std::uint16_t> want(big);
+  for (std::size_t i = 0; i < big; ++i) {
+    want[i] =
+        static_cast<std::uint16_t>(native::convert(formats::fp32, formats::bf16, r, xs[i]).code);
+  }
+  IsaLimit limit(simd::Isa::avx512bf16);
+  INFO("on " << simd::isa_name(simd::active_isa()));
+  for (std::size_t n : {big, (std::size_t{1} << 19), (std::size_t{1} << 19) - 1, std::size_t{40},
+                        std::size_t{15}}) {
+    for (std::size_t off : {0, 2, 4, 14, 16, 18, 30, 1}) {
+      std::vector<std::uint8_t> dst(2 * n + 64 + 32, 0xA5);
+      const auto base = reinterpret_cast<std::uintptr_t>(dst.data());
+      const std::size_t at = (32 - base % 32) % 32 + off;  // 32-byte aligned, then off bytes in
+      fast::simd_cast_to_codes(xs.data(), fast::ArrayInput::fp32, n, dst.data() + at, formats::bf16,
+                               r, 0, 0, 0);
+      std::size_t bad = 0;
+      for (std::size_t i = 0; i < n; ++i) {
+        const std::uint32_t got = dst[at + 2 * i] | (dst[at + 2 * i + 1] << 8);
+        if (got != want[i] && bad++ < 5) {
+          FAIL_CHECK("n " << n << " offset " << off << " x=0x" << std::hex << xs[i] << " index "
+                          << std::dec << i << ": got 0x" << std::hex << got << " want 0x"
+                          << want[i]);
+        }
+      }
+      CHECK(bad == 0);
+      CHECK(std::all_of(dst.begin(), dst.begin() + at, [](std::uint8_t b) { return b == 0xA5; }));
+      CHECK(std::all_of(dst.begin() + at + 2 * n, dst.end(),
+                        [](std::uint8_t b) { return b == 0xA5; }));
+    }
+  }
+}
+
 TEST_CASE("vector casts of fp16 and bf16 equal native::convert (every code)", "[fast][simd]") {
   std::vector<std::uint16_t> xs;
   for (int rep = 0; rep < 4; ++rep) {
