@@ -971,27 +971,6 @@ bool vector_ok(const void* in, const void* out, const CastParams& p) {
   return aligned16(in, out) && p.index_offset % 4 == 0;
 }
 
-// A pipelined kernel's launch shape (for_each_span): its dynamic shared memory allowed, and a grid
-// of at most `want` blocks, no more than fit on the device at once (each loops over spans). The
-// attribute and the occupancy are settled once per kernel and device: set before every launch,
-// the attribute call waited for the kernels in flight (H200, 2^28 fp32 -> e5m2 sr:8: 394 us per
-// cast against 337 us of kernel).
-template <auto Kernel>
-unsigned resident_grid(std::size_t smem, unsigned want) {
-  static PerDeviceValue blocks_per_sm;
-  const int per_sm = blocks_per_sm.get([&](int) {
-    cuda_check(cudaFuncSetAttribute(Kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                    static_cast<int>(smem)),
-               "cast: shared memory attribute");
-    int blocks = 0;
-    cuda_check(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, Kernel, kThreads, smem),
-               "cast: occupancy");
-    return std::max(blocks, 1);
-  });
-  const std::size_t fit = static_cast<std::size_t>(per_sm) * sm_count();
-  return static_cast<unsigned>(std::min<std::size_t>(want, fit));
-}
-
 // Launches a lean or hw kernel over `body` elements (whole warp spans): a grid by size, or for a
 // Pipelined kernel (for_each_span) its shared memory and a resident grid.
 template <CastInput In, bool Pipelined, auto Kernel, typename Out>

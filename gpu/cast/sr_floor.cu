@@ -82,24 +82,12 @@ __global__ void __launch_bounds__(kThreads)
   if constexpr (What == SrFloor::philox_only) reinterpret_cast<std::uint32_t*>(out)[tid] = fold;
 }
 
-// Blocks of the resident grid: the SMs times the blocks of kThreads one SM holds.
-template <class Kernel>
-unsigned resident_blocks(Kernel k) {
-  static PerDeviceValue cache;
-  const int per_sm = cache.get([&](int) {
-    int b = 0;
-    cuda_check(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&b, k, kThreads, 0), "occupancy");
-    return b < 1 ? 1 : b;
-  });
-  return static_cast<unsigned>(per_sm * sm_count());
-}
-
 template <int Elems, SrFloor What>
 void launch(const void* in, std::size_t nvec, std::uint8_t* out, std::uint64_t seed,
             cudaStream_t s) {
-  auto* k = sr_floor_kernel<Elems, What>;
-  k<<<resident_blocks(k), kThreads, 0, s>>>(static_cast<const uint4*>(in), nvec, out,
-                                            native::philox_keys(seed));
+  constexpr auto k = sr_floor_kernel<Elems, What>;
+  k<<<resident_grid<k>(0, ~0u), kThreads, 0, s>>>(static_cast<const uint4*>(in), nvec, out,
+                                                  native::philox_keys(seed));
   cuda_check_launch("sr_floor");
 }
 
