@@ -8,6 +8,8 @@
 //     its domain (inf, NaN) redone per group by fast_cast_fp32_fixed_inline; the few
 //     inputs that need the native engine (fp32 subnormals into formats reaching below fp32's
 //     range, zero into formats without zero) set a flag, and a second kernel redoes them;
+//     sr:8 codes of 8-bit formats take the hw path's span kernel with the hw formula read as an
+//     integer (sr_span_kernel with LeanSrCodes, lean_codes_sr);
 //   - hw: e4m3fn / e5m2 codes and fake quantization under rne (overflow none, sat or satfinite)
 //     and sr:R by the fp8 conversion instructions (gpu/cast/hw_cvt.hpp, sm_89+), which equal the
 //     lean cast under rne + satfinite on every non-NaN input; where the policy's overflow code
