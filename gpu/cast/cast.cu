@@ -489,12 +489,16 @@ __device__ __forceinline__ HwSr hw_sr_consts(const CastArgs& a) {
 // redoes the vector on the rare path. A finite y past f's max saturates in the instruction, which
 // is the policy's code under sat and satfinite; under overflow none the code gains one, flagged as
 // in hw_vector_rne, here on the high halves of y (y's low 16 bits are zero, M <= 3): two per word.
+// The instruction encodes |y|; the signs join the four codes at the end, `signs` holding each
+// element's sign at bit 7 of its byte (sign_bytes: one PRMT per four 16-bit inputs, where one
+// LOP3 per element put the sign on y before).
 template <HwFp8 F, int RC>
 __device__ __forceinline__ std::uint32_t hw_codes_sr(const std::uint32_t (&x)[4],
-                                                     const std::uint32_t (&word)[4], const HwSr& c,
+                                                     const std::uint32_t (&word)[4],
+                                                     std::uint32_t signs, const HwSr& c,
                                                      std::uint32_t& top) {
-  float y[4];
-  std::uint32_t m[4];  // |y|
+  float y[4];          // |y|
+  std::uint32_t m[4];  // its bits
 #pragma unroll
   for (int k = 0; k < 4; ++k) {
     const std::uint32_t e = max(x[k] & 0x7F800000u, c.norm_min);
@@ -505,14 +509,25 @@ __device__ __forceinline__ std::uint32_t hw_codes_sr(const std::uint32_t (&x)[4]
     const float ya = __fsub_rn(__uint_as_float(t1 & c.keep), mg);
     m[k] = __float_as_uint(ya);
     top = max(top, m[k]);
-    y[k] = __uint_as_float(m[k] | (x[k] & 0x80000000u));
+    y[k] = ya;
   }
   const std::uint32_t c4 = cvt_f32x4<F>(y[0], y[1], y[2], y[3]);
   // The high halves of |y0|, |y1| and of |y2|, |y3| (below 0x7F80 unless top sends the vector to
   // the rare path: no carry across halves), plus ovf_add2; bits 15 and 31, sign-replicated.
   const std::uint32_t s01 = prmt(m[0], m[1], 0x7632u) + c.ovf_add2;
   const std::uint32_t s23 = prmt(m[2], m[3], 0x7632u) + c.ovf_add2;
-  return c4 + (prmt(s01, s23, 0xFDB9u) & 0x01010101u);
+  return (c4 + (prmt(s01, s23, 0xFDB9u) & 0x01010101u)) | (signs & 0x80808080u);
+}
+
+// The signs of elements 4j .. 4j + 3 of a 16-byte input vector at bit 7 of bytes 0..3 (the other
+// bits are not cleared): the top byte of each fp32 lane, or the high byte of each 16-bit half.
+template <CastInput In>
+__device__ __forceinline__ std::uint32_t sign_bytes(const uint4& v, int j) {
+  if constexpr (In == CastInput::fp32) {
+    return prmt(prmt(v.x, v.y, 0x0073u), prmt(v.z, v.w, 0x0073u), 0x5410u);
+  } else {
+    return j == 0 ? prmt(v.x, v.y, 0x7531u) : prmt(v.z, v.w, 0x7531u);
+  }
 }
 
 // The hw path under rne over whole warp spans (as lean_kernel; the tail takes lean_tail_kernel,
@@ -581,8 +596,9 @@ struct HwSrCodes {
   static __device__ __forceinline__ std::uint32_t codes(const CastArgs&,
                                                         const std::uint32_t (&x)[4],
                                                         const std::uint32_t (&word)[4],
-                                                        const Consts& c, std::uint32_t& top) {
-    return hw_codes_sr<F, RC>(x, word, c, top);
+                                                        std::uint32_t signs, const Consts& c,
+                                                        std::uint32_t& top) {
+    return hw_codes_sr<F, RC>(x, word, signs, c, top);
   }
   static __device__ __forceinline__ bool rare(std::uint32_t top, const Consts&) {
     return top >= 0x7F800000u;
@@ -654,7 +670,8 @@ struct LeanSrCodes {
   static __device__ __forceinline__ std::uint32_t codes(const CastArgs& a,
                                                         const std::uint32_t (&x)[4],
                                                         const std::uint32_t (&word)[4],
-                                                        const Consts& c, std::uint32_t& top) {
+                                                        std::uint32_t /*signs*/, const Consts& c,
+                                                        std::uint32_t& top) {
     return lean_codes_sr<Signed, NegZero, RC, Lo>(a, x, word, c, top);
   }
   static __device__ __forceinline__ bool rare(std::uint32_t top, const Consts& c) {
@@ -697,7 +714,7 @@ __global__ void __launch_bounds__(kThreads, 2)
 #pragma unroll
         for (int k = 0; k < 4; ++k)
           x[k] = InputTraits<In>::widen_lean(lane_of<T>(raw[u], 4 * j + k));
-        res[u][j] = Codes::codes(a, x, b.w, c, top);
+        res[u][j] = Codes::codes(a, x, b.w, sign_bytes<In>(raw[u], j), c, top);
       }
       if (Codes::rare(top, c)) rare |= 1u << u;
     }
