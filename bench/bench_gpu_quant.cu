@@ -73,6 +73,12 @@ struct Buffers {
     to_half<<<4096, 256>>>(x32, xb16, kN, true);
     check(cudaDeviceSynchronize(), "fill");
   }
+  // The input tensor of type t (the same values in every type).
+  const void* input(CastInput t) const {
+    return t == CastInput::fp32   ? static_cast<const void*>(x32)
+           : t == CastInput::fp16 ? static_cast<const void*>(x16)
+                                  : static_cast<const void*>(xb16);
+  }
 };
 
 Buffers& buffers() {
@@ -98,9 +104,7 @@ void BM_copy(benchmark::State& s) {
 void cast_bench(benchmark::State& s, CastInput in, FloatFormat to, Rounding r, bool fake,
                 CastPath path = CastPath::automatic) {
   Buffers& b = buffers();
-  const void* x = in == CastInput::fp32   ? static_cast<const void*>(b.x32)
-                  : in == CastInput::fp16 ? static_cast<const void*>(b.x16)
-                                          : static_cast<const void*>(b.xb16);
+  const void* x = b.input(in);
   CastParams p;
   p.to = to;
   p.rounding = r;
@@ -120,8 +124,7 @@ void cast_bench(benchmark::State& s, CastInput in, FloatFormat to, Rounding r, b
 // words with the cast's bytes, the bytes alone. Bytes counted as an 8-bit cast of `in` moves them.
 void floor_bench(benchmark::State& s, CastInput in, SrFloor what) {
   Buffers& b = buffers();
-  const void* x =
-      in == CastInput::fp32 ? static_cast<const void*>(b.x32) : static_cast<const void*>(b.xb16);
+  const void* x = b.input(in);
   const double bytes =
       what == SrFloor::philox_only ? 0.0 : static_cast<double>(kN) * (input_bytes(in) + 1);
   timed(s, bytes, [&] { sr_floor(x, in, kN, static_cast<std::uint8_t*>(b.out), 7, what); });
@@ -131,9 +134,7 @@ void quant_bench(benchmark::State& s, CastInput in, std::size_t cols, const char
                  const char* target, RoundMode mode, int sr_bits, double counted_bytes_per_elem,
                  void (*tune)(quant::Options&) = nullptr) {
   Buffers& b = buffers();
-  const void* x = in == CastInput::fp32   ? static_cast<const void*>(b.x32)
-                  : in == CastInput::fp16 ? static_cast<const void*>(b.x16)
-                                          : static_cast<const void*>(b.xb16);
+  const void* x = b.input(in);
   quant::Options o;
   o.scheme = quant::parse_scheme(scheme);
   o.target = quant::parse_target(target);

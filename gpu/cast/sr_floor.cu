@@ -1,5 +1,5 @@
 // The floor kernels of gpu/cast/sr_floor.hpp: Philox words as the sr casts draw them (the shared
-// round-1/2 prefix, keys from the launch arguments, as hw_sr_kernel in cast.cu), 16-byte loads,
+// round-1/2 prefix, keys from the launch arguments, as sr_span_kernel in cast.cu), 16-byte loads,
 // a resident grid-stride loop with four vectors in flight per thread.
 #include <cuda_runtime.h>
 
@@ -14,7 +14,6 @@
 namespace exmy::gpu {
 namespace {
 
-constexpr int kThreads = 256;
 constexpr int kUnroll = 4;  // vectors per thread per iteration: loads issued before any use
 
 // Elems = elements per 16-byte vector (4 fp32, 8 bf16 / fp16); Elems / 4 Philox blocks each.
@@ -79,15 +78,17 @@ __global__ void __launch_bounds__(kThreads)
       }
     }
   }
-  if constexpr (What == SrFloor::philox_only) reinterpret_cast<std::uint32_t*>(out)[tid] = fold;
+  if constexpr (What == SrFloor::philox_only) {
+    if (tid < nvec) reinterpret_cast<std::uint32_t*>(out)[tid] = fold;  // 4 bytes <= one vector's
+  }
 }
 
 template <int Elems, SrFloor What>
 void launch(const void* in, std::size_t nvec, std::uint8_t* out, std::uint64_t seed,
             cudaStream_t s) {
   constexpr auto k = sr_floor_kernel<Elems, What>;
-  k<<<resident_grid<k>(0, ~0u), kThreads, 0, s>>>(static_cast<const uint4*>(in), nvec, out,
-                                                  native::philox_keys(seed));
+  k<<<resident_grid<k>(0, blocks_for(nvec, kThreads)), kThreads, 0, s>>>(
+      static_cast<const uint4*>(in), nvec, out, native::philox_keys(seed));
   cuda_check_launch("sr_floor");
 }
 
@@ -105,11 +106,6 @@ void launch_for(SrFloor what, const void* in, std::size_t nvec, std::uint8_t* ou
 }
 
 }  // namespace
-
-std::size_t sr_floor_out_bytes() {
-  // philox_only writes one word per thread of a resident grid: at most 2048 threads per SM.
-  return static_cast<std::size_t>(sm_count()) * 2048 * 4;
-}
 
 void sr_floor(const void* in, CastInput in_type, std::size_t n, std::uint8_t* out,
               std::uint64_t seed, SrFloor what, CUstream_st* stream) {

@@ -697,9 +697,10 @@ EXMY_TARGET_AVX2 void words_avx2(std::uint64_t seed, std::uint32_t stream, std::
 //     that no vector store splits a cache line (NumPy's arrays start 16 bytes into one);
 //   - outputs of kBf16StreamBytes and more are written by non-temporal stores: the codes of a
 //     large cast are not read back by the cast, and streaming them spares the read for ownership
-//     of every output line (0.95-1.18x torch -> 1.3-1.7x at 2^20..2^23 elements). Streaming
-//     stores that split lines were slower than plain ones (the earlier measurement that kept
-//     them out): the alignment above is what makes them pay;
+//     of every output line (exmy.cast 1.23-1.31x torch at 2^20..2^23 elements in the round robin
+//     of experiments/round-robin-after.txt, 1.04-1.25x in the peers benchmark; 0.84-1.01x before).
+//     Streaming stores that split lines were slower than plain ones (the earlier measurement
+//     that kept them out): the alignment above is what makes them pay;
 //   - the scalar elements (head, rare vectors, tail) run out of line (bf16_rne_scalar): inlined,
 //     their state pushed the loop's constants to the stack, four reloads per vector.
 constexpr std::size_t kBf16StreamBytes = std::size_t{1} << 20;
