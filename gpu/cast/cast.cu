@@ -64,17 +64,28 @@ struct CastArgs {
   std::uint32_t hw_ovf_add;
 };
 
+// 32-bit word i of a 16-byte vector (i a constant after unrolling).
+__device__ __forceinline__ std::uint32_t word_of(const uint4& v, int i) {
+  return i == 0 ? v.x : i == 1 ? v.y : i == 2 ? v.z : v.w;
+}
+
 template <CastInput In>
 struct InputTraits;
 // widen: the exact fp32 bits of an input element (NaN payloads kept). widen_lean: the same for
 // every non-NaN input, and some NaN for a NaN (the lean path sends every NaN to the rare path,
 // which widens again with widen): fp16 takes the hardware conversion (cvt.f32.f16, exact for
 // every finite and infinite fp16 value, subnormals included) instead of the branchy software one.
+// widen_lean_at: widen_lean of element g of a 16-byte vector, from the 32-bit word that holds it
+// (for bf16 one mask or one shift; through a 16-bit lane the compiler spent a PRMT and a multiply
+// on each high half).
 template <>
 struct InputTraits<CastInput::fp32> {
   using T = std::uint32_t;
   static __device__ __forceinline__ std::uint32_t widen(std::uint32_t x) { return x; }
   static __device__ __forceinline__ std::uint32_t widen_lean(std::uint32_t x) { return x; }
+  static __device__ __forceinline__ std::uint32_t widen_lean_at(const uint4& v, int g) {
+    return word_of(v, g);
+  }
 };
 template <>
 struct InputTraits<CastInput::bf16> {
@@ -83,6 +94,10 @@ struct InputTraits<CastInput::bf16> {
   static __device__ __forceinline__ std::uint32_t widen_lean(std::uint32_t x) {
     return widen_bf16(x);
   }
+  static __device__ __forceinline__ std::uint32_t widen_lean_at(const uint4& v, int g) {
+    const std::uint32_t w = word_of(v, g / 2);
+    return g % 2 == 0 ? w << 16 : w & 0xFFFF0000u;
+  }
 };
 template <>
 struct InputTraits<CastInput::fp16> {
@@ -90,6 +105,10 @@ struct InputTraits<CastInput::fp16> {
   static __device__ __forceinline__ std::uint32_t widen(std::uint32_t x) { return widen_fp16(x); }
   static __device__ __forceinline__ std::uint32_t widen_lean(std::uint32_t x) {
     return __float_as_uint(__half2float(__ushort_as_half(static_cast<unsigned short>(x))));
+  }
+  static __device__ __forceinline__ std::uint32_t widen_lean_at(const uint4& v, int g) {
+    const std::uint32_t w = word_of(v, g / 2);
+    return widen_lean(g % 2 == 0 ? w & 0xFFFFu : w >> 16);
   }
 };
 
@@ -223,6 +242,7 @@ __device__ __forceinline__ void cp_async_wait() {
 }
 
 // Spans in flight per thread on the pipelined loop (the one being worked on included).
+// (H100, 16-bit sr:8: three stages measured no faster than two, bench/results.)
 constexpr int kStages = 2;
 
 // Dynamic shared memory of a pipelined kernel: kStages spans of KG 16-byte vectors per thread.
@@ -394,6 +414,25 @@ __device__ __forceinline__ std::uint32_t prmt(std::uint32_t a, std::uint32_t b, 
   return d;
 }
 
+// Packed 16-bit arithmetic on two halves of a word (sm_80+): the larger of each pair of bf16 or of
+// fp16 values (no NaN operands here), and the bf16 product, rounded to nearest (a fused
+// multiply-add of -0: exact where the product is, which is where it is used).
+__device__ __forceinline__ std::uint32_t hmax2_bf16(std::uint32_t a, std::uint32_t b) {
+  std::uint32_t d;
+  asm("max.bf16x2 %0, %1, %2;" : "=r"(d) : "r"(a), "r"(b));
+  return d;
+}
+__device__ __forceinline__ std::uint32_t hmax2_fp16(std::uint32_t a, std::uint32_t b) {
+  std::uint32_t d;
+  asm("max.f16x2 %0, %1, %2;" : "=r"(d) : "r"(a), "r"(b));
+  return d;
+}
+__device__ __forceinline__ std::uint32_t hmul2_bf16(std::uint32_t a, std::uint32_t b) {
+  std::uint32_t d;
+  asm("fma.rn.bf16x2 %0, %1, %2, %3;" : "=r"(d) : "r"(a), "r"(b), "r"(0x80008000u));
+  return d;
+}
+
 // The hw path's codes of one 16-byte input vector under rne (4 fp32 or 8 bf16 / fp16 elements,
 // as 32-bit words w), one byte each, little-endian in res. The instruction gives the rne +
 // satfinite code; s = |x| + ovf_add has its top bit (bit 31, or bit 15 of each 16-bit lane) set
@@ -451,6 +490,11 @@ __device__ __forceinline__ void hw_vector_rne(
 struct HwSr {
   std::uint32_t norm_min;  // fp32 bits of 2^emin, f's smallest normal magnitude
   float scale;             // 2^(23 - M - R)
+  // 16-bit inputs (hw_sr_magic): 2^emin in both halves as bf16 and as fp16 (e4m3 and e5m2 have
+  // emin >= -14, fp16's smallest normal exponent), 2^(23 - M - R) in both halves as bf16, and
+  // the fp32 bits of 2^(23 - M - R - 15): added to an fp16 exponent field moved to bit 23, they
+  // give mg.
+  std::uint32_t norm_min2_bf16, norm_min2_fp16, scale2_bf16, mg_bias_fp16;
   std::uint32_t rand_mul;  // 2^R: the R-bit word is the high word of word * 2^R
   std::uint32_t keep;      // ~(2^R - 1)
   // Overflow none: added to the high halves of two rounded magnitudes, it sets bit 15 of a half
@@ -462,7 +506,12 @@ __device__ __forceinline__ HwSr hw_sr_consts(const CastArgs& a) {
   const int R = a.r.sr_bits;
   HwSr c;
   c.norm_min = a.plan.norm_min;
-  c.scale = __uint_as_float(static_cast<std::uint32_t>(127 + a.plan.normal_shift - R) << 23);
+  const int s = a.plan.normal_shift - R;  // 23 - M - R
+  c.scale = __uint_as_float(static_cast<std::uint32_t>(127 + s) << 23);
+  c.norm_min2_bf16 = (c.norm_min >> 16) * 0x00010001u;
+  c.norm_min2_fp16 = ((c.norm_min >> 23) - 112u) << 10 | ((c.norm_min >> 23) - 112u) << 26;
+  c.scale2_bf16 = (__float_as_uint(c.scale) >> 16) * 0x00010001u;
+  c.mg_bias_fp16 = static_cast<std::uint32_t>(112 + s) << 23;
   c.rand_mul = 1u << R;
   c.keep = ~(c.rand_mul - 1u);
   // hw_plan's ovf_add puts f's max at 2^31 - ovf_add - 1; its low 16 bits are zero (M <= 3).
@@ -471,12 +520,57 @@ __device__ __forceinline__ HwSr hw_sr_consts(const CastArgs& a) {
   return c;
 }
 
+// The fp32 bits x of elements 4j .. 4j + 3 of a 16-byte input vector and their magic numbers
+// mg = 2^(max(exponent of |x|, emin) + 23 - M - R) (hw_codes_sr). fp32: e's bits by a mask and a
+// max, mg by one multiplication (exact, or inf past fp32's range). 16-bit inputs take the
+// exponent fields of two elements with one mask and one packed max (their exponent fields are
+// exact 16-bit powers of two, or inf for inf and NaN), then
+//   bf16: one packed bf16 multiplication by 2^(23 - M - R) (bf16 has fp32's exponent range: the
+//         same power of two, or inf), and each half moved into an fp32 word;
+//   fp16: the fp16 exponent field E moved to fp32's (bit 23) plus the bits of 2^(23 - M - R - 15)
+//         (an fp32 power of two; for E = 31, inf and NaN, a finite one: t is then inf or NaN and
+//         so is y, as in the fp32 case), one multiply-add for the low half (the shift drops the
+//         high half) and a conversion and a multiplication for the high one.
+// Against one mask, one max and one fp32 multiplication per element: two instructions less per
+// two bf16 elements, one per two fp16 elements (bench/results, the sr:8 16-bit rows).
+template <CastInput In>
+__device__ __forceinline__ void hw_sr_magic(const uint4& v, int j, const HwSr& c,
+                                            std::uint32_t (&x)[4], float (&mg)[4]) {
+  if constexpr (In == CastInput::fp32) {
+#pragma unroll
+    for (int k = 0; k < 4; ++k) {
+      x[k] = word_of(v, k);
+      const std::uint32_t e = max(x[k] & 0x7F800000u, c.norm_min);
+      mg[k] = __fmul_rn(__uint_as_float(e), c.scale);
+    }
+  } else {
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const std::uint32_t w = word_of(v, 2 * j + h);
+      x[2 * h] = InputTraits<In>::widen_lean_at(v, 4 * j + 2 * h);
+      x[2 * h + 1] = InputTraits<In>::widen_lean_at(v, 4 * j + 2 * h + 1);
+      if constexpr (In == CastInput::bf16) {
+        const std::uint32_t ep = hmax2_bf16(w & 0x7F807F80u, c.norm_min2_bf16);
+        const std::uint32_t mgp = hmul2_bf16(ep, c.scale2_bf16);
+        mg[2 * h] = __uint_as_float(mgp << 16);
+        mg[2 * h + 1] = __uint_as_float(mgp & 0xFFFF0000u);
+      } else {
+        const std::uint32_t ep = hmax2_fp16(w & 0x7C007C00u, c.norm_min2_fp16);
+        mg[2 * h] = __uint_as_float((ep << 13) + c.mg_bias_fp16);
+        mg[2 * h + 1] = __fmul_rn(
+            __half2float(__ushort_as_half(static_cast<unsigned short>(ep >> 16))), c.scale);
+      }
+    }
+  }
+}
+
 // The hw path's codes of four elements (fp32 bits x, x[0] in the low byte) under sr:R
 // (SEMANTICS 3.1), word[k] the 32-bit Philox word of element k. The rounding happens on the fp32
 // value and gives y, which the format holds exactly, so the instruction only encodes it. One
 // formula for f's normal range and below it: with e = max(exponent of |x|, emin), |x| < 2^(e+1),
 // f's grid step there is g = 2^(e - M), and
-//   mg = 2^(e + 23 - M - R)      (fp32 bits: e's field plus 23 - M - R, by one multiplication);
+//   mg = 2^(e + 23 - M - R)      (hw_sr_magic: by one multiplication of e's bits, or for 16-bit
+//                                inputs on two elements at once);
 //   t  = rz(mg + |x|)            lies in [mg, 2 mg) (R <= 21 - M puts 2^(e+1) below mg), where
 //                                the ulp is u = g 2^-R: its bits are mg's plus floor(|x| / u),
 //                                the residual truncated to R bits (section 3.1);
@@ -494,6 +588,7 @@ __device__ __forceinline__ HwSr hw_sr_consts(const CastArgs& a) {
 // LOP3 per element put the sign on y before).
 template <HwFp8 F, int RC>
 __device__ __forceinline__ std::uint32_t hw_codes_sr(const std::uint32_t (&x)[4],
+                                                     const float (&mg)[4],
                                                      const std::uint32_t (&word)[4],
                                                      std::uint32_t signs, const HwSr& c,
                                                      std::uint32_t& top) {
@@ -501,12 +596,12 @@ __device__ __forceinline__ std::uint32_t hw_codes_sr(const std::uint32_t (&x)[4]
   std::uint32_t m[4];  // its bits
 #pragma unroll
   for (int k = 0; k < 4; ++k) {
-    const std::uint32_t e = max(x[k] & 0x7F800000u, c.norm_min);
-    const float mg = __fmul_rn(__uint_as_float(e), c.scale);
-    const float t = __fadd_rz(fabsf(__uint_as_float(x[k])), mg);
+    const float t = __fadd_rz(fabsf(__uint_as_float(x[k])), mg[k]);
     const std::uint32_t t1 =
         __float_as_uint(t) + (RC != 0 ? word[k] >> (32 - RC) : __umulhi(word[k], c.rand_mul));
-    const float ya = __fsub_rn(__uint_as_float(t1 & c.keep), mg);
+    // R compiled in: the mask is an immediate (read from c, ptxas rebuilt it in every span).
+    const std::uint32_t keep = RC != 0 ? ~((1u << RC) - 1u) : c.keep;
+    const float ya = __fsub_rn(__uint_as_float(t1 & keep), mg[k]);
     m[k] = __float_as_uint(ya);
     top = max(top, m[k]);
     y[k] = ya;
@@ -593,12 +688,14 @@ template <HwFp8 F, int RC>
 struct HwSrCodes {
   using Consts = HwSr;
   static __device__ __forceinline__ Consts consts(const CastArgs& a) { return hw_sr_consts(a); }
-  static __device__ __forceinline__ std::uint32_t codes(const CastArgs&,
-                                                        const std::uint32_t (&x)[4],
+  template <CastInput In>
+  static __device__ __forceinline__ std::uint32_t codes(const CastArgs&, const uint4& v, int j,
                                                         const std::uint32_t (&word)[4],
-                                                        std::uint32_t signs, const Consts& c,
-                                                        std::uint32_t& top) {
-    return hw_codes_sr<F, RC>(x, word, signs, c, top);
+                                                        const Consts& c, std::uint32_t& top) {
+    std::uint32_t x[4];
+    float mg[4];
+    hw_sr_magic<In>(v, j, c, x, mg);
+    return hw_codes_sr<F, RC>(x, mg, word, sign_bytes<In>(v, j), c, top);
   }
   static __device__ __forceinline__ bool rare(std::uint32_t top, const Consts&) {
     return top >= 0x7F800000u;
@@ -667,11 +764,13 @@ template <bool Signed, bool NegZero, int RC, bool Lo = false>
 struct LeanSrCodes {
   using Consts = LeanSr;
   static __device__ __forceinline__ Consts consts(const CastArgs& a) { return lean_sr_consts(a); }
-  static __device__ __forceinline__ std::uint32_t codes(const CastArgs& a,
-                                                        const std::uint32_t (&x)[4],
+  template <CastInput In>
+  static __device__ __forceinline__ std::uint32_t codes(const CastArgs& a, const uint4& v, int j,
                                                         const std::uint32_t (&word)[4],
-                                                        std::uint32_t /*signs*/, const Consts& c,
-                                                        std::uint32_t& top) {
+                                                        const Consts& c, std::uint32_t& top) {
+    std::uint32_t x[4];
+#pragma unroll
+    for (int k = 0; k < 4; ++k) x[k] = InputTraits<In>::widen_lean_at(v, 4 * j + k);
     return lean_codes_sr<Signed, NegZero, RC, Lo>(a, x, word, c, top);
   }
   static __device__ __forceinline__ bool rare(std::uint32_t top, const Consts& c) {
@@ -710,11 +809,7 @@ __global__ void __launch_bounds__(kThreads, 2)
 #pragma unroll
       for (int j = 0; j < kBlocksPerVector; ++j) {
         const native::Philox4 b = sw.block(a, u, j);
-        std::uint32_t x[4];
-#pragma unroll
-        for (int k = 0; k < 4; ++k)
-          x[k] = InputTraits<In>::widen_lean(lane_of<T>(raw[u], 4 * j + k));
-        res[u][j] = Codes::codes(a, x, b.w, sign_bytes<In>(raw[u], j), c, top);
+        res[u][j] = Codes::template codes<In>(a, raw[u], j, b.w, c, top);
       }
       if (Codes::rare(top, c)) rare |= 1u << u;
     }
