@@ -532,7 +532,8 @@ __device__ __forceinline__ HwSr hw_sr_consts(const CastArgs& a) {
 //         so is y, as in the fp32 case), one multiply-add for the low half (the shift drops the
 //         high half) and a conversion and a multiplication for the high one.
 // Against one mask, one max and one fp32 multiplication per element: two instructions less per
-// two bf16 elements, one per two fp16 elements (bench/results, the sr:8 16-bit rows).
+// two bf16 elements, one per two fp16 elements (H100 bf16 / fp16 -> e4m3fn sr:8 317 / 314 -> 312 /
+// 309 us, bench/results/2026-11-26-h100-cast-sr16-magic.md). An fp32 vector is one block (j = 0).
 template <CastInput In>
 __device__ __forceinline__ void hw_sr_magic(const uint4& v, int j, const HwSr& c,
                                             std::uint32_t (&x)[4], float (&mg)[4]) {
@@ -786,9 +787,11 @@ struct LeanSrCodes {
 // word unless the span crosses a multiple of 2^32 blocks, so one philox_prefix serves them all; a
 // span that does cross, and a vector with a rare element (hw_codes_sr: NaN, inf, |x| too large
 // for its constants), are redone by rare_one afterwards with the words drawn again in full.
-// Codes::codes gives a vector's four codes and raises `top`; Codes::rare(top) sends it to the rare
-// path. On the hw path R is compiled in (8, the common sr:8: the word's top byte is added by one
-// LEA.HI) or read from the arguments (RC = 0). Out as for hw_kernel.
+// Codes::codes<In>(v, j) gives the four codes of elements 4j .. 4j + 3 of the 16-byte vector v
+// (widening them itself: the hw path finds two 16-bit elements' magic numbers at once) and raises
+// `top`; Codes::rare(top) sends the vector to the rare path. On the hw path R is compiled in (8,
+// the common sr:8: the word's top byte is added by one LEA.HI) or read from the arguments (RC = 0).
+// Out as for hw_kernel.
 template <CastInput In, typename Codes, typename Out>
 __global__ void __launch_bounds__(kThreads, 2)
     sr_span_kernel(const void* __restrict__ in_, std::size_t n, Out* __restrict__ out, CastArgs a) {
