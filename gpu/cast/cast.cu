@@ -509,7 +509,7 @@ __device__ __forceinline__ HwSr hw_sr_consts(const CastArgs& a) {
   const int s = a.plan.normal_shift - R;  // 23 - M - R
   c.scale = __uint_as_float(static_cast<std::uint32_t>(127 + s) << 23);
   c.norm_min2_bf16 = (c.norm_min >> 16) * 0x00010001u;
-  c.norm_min2_fp16 = ((c.norm_min >> 23) - 112u) << 10 | ((c.norm_min >> 23) - 112u) << 26;
+  c.norm_min2_fp16 = (((c.norm_min >> 23) - 112u) << 10) * 0x00010001u;
   c.scale2_bf16 = (__float_as_uint(c.scale) >> 16) * 0x00010001u;
   c.mg_bias_fp16 = static_cast<std::uint32_t>(112 + s) << 23;
   c.rand_mul = 1u << R;
@@ -540,7 +540,7 @@ __device__ __forceinline__ void hw_sr_magic(const uint4& v, int j, const HwSr& c
   if constexpr (In == CastInput::fp32) {
 #pragma unroll
     for (int k = 0; k < 4; ++k) {
-      x[k] = word_of(v, k);
+      x[k] = InputTraits<In>::widen_lean_at(v, k);
       const std::uint32_t e = max(x[k] & 0x7F800000u, c.norm_min);
       mg[k] = __fmul_rn(__uint_as_float(e), c.scale);
     }
