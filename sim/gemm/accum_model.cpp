@@ -46,6 +46,7 @@ AccumModel preset(const std::string& text, int a_bits) {
       // probed per shape by tools/probe_gemm.py and looked up by model_for_shape.
       if (fp8) m.chunk = 128;
       m.by_shape = !fp8;
+      m.library = true;
       m.tf32_round = AccumModel::Tf32Round::rne;
     }
   } else if (text == "cdna3") {
@@ -235,10 +236,25 @@ AccumModel block_scaled_model(const AccumModel& m, int a_value_bits, int b_value
   return m;
 }
 
+namespace {
+std::string shape_name(std::size_t M, std::size_t N, std::size_t K) {
+  return std::to_string(M) + "x" + std::to_string(N) + "x" + std::to_string(K);
+}
+}  // namespace
+
 ShapeModel model_for_shape(const AccumModel& m, std::size_t M, std::size_t N, std::size_t K,
                            const std::string& type) {
   ShapeModel r{m, true, ""};
-  if (!m.by_shape) return r;
+  if (!m.library) return r;
+  if (!m.by_shape) {
+    // FP8: one rule (chunk = 128) at every shape, verified on the profile's FP8 shapes.
+    r.from = "one rule for every FP8 shape: " + std::string("hw:k=32,frac=13,inter=13,chunk=128");
+    r.measured = false;
+    for (const ProfileEntry& e : cublas_sm90_profile()) {
+      if (e.type == type && e.M == M && e.N == N && e.K == K) r.measured = true;
+    }
+    return r;
+  }
   // Nearest probed shape of the same input type: exact match first; otherwise the smallest
   // distance in log2 space, K weighted 4x (the chunk follows K far more than M and N).
   const ProfileEntry* best = nullptr;
@@ -260,10 +276,20 @@ ShapeModel model_for_shape(const AccumModel& m, std::size_t M, std::size_t N, st
   const int bits = type == "tf32" || type == "fp32" ? 32 : 16;
   r.model = parse_accum_model(best->model, bits);
   r.model.name = m.name;
+  r.model.library = true;
   r.measured = best_d == 0;
-  r.from = best->type + " " + std::to_string(best->M) + "x" + std::to_string(best->N) + "x" +
-           std::to_string(best->K) + ": " + best->model;
+  r.from = std::string(r.measured ? "probed shape " : "nearest probed shape ") + best->type + " " +
+           shape_name(best->M, best->N, best->K) + ": " + best->model;
   return r;
+}
+
+std::string unverified_note(const std::string& who, const std::string& accum, const ShapeModel& s,
+                            std::size_t M, std::size_t N, std::size_t K,
+                            const std::string& type) {
+  return who + ": warning: --accum " + accum + " " + type + " " + shape_name(M, N, K) +
+         " lies outside the verified set (shapes checked bit for bit against the library); "
+         "applied rule: " +
+         s.from;
 }
 
 }  // namespace exmy::gemm

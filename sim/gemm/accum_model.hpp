@@ -59,6 +59,9 @@ struct AccumModel {
   // cublas-sm90 with 16-bit or fp32 (TF32) inputs: the promotion chunk depends on the shape and
   // is taken from the probed profile by model_for_shape (SEMANTICS 15.4).
   bool by_shape = false;
+  // cublas-sm90 (every input type): a library's measured model, which holds on the shapes it was
+  // verified on; model_for_shape says whether a shape lies in that set.
+  bool library = false;
   std::string name;  // the string it was parsed from, for messages and provenance
 };
 
@@ -100,15 +103,23 @@ std::string accum_model_help();
 
 // The model a GEMM of this shape runs. For `cublas-sm90` with 16-bit or fp32 (TF32) inputs:
 // the model tools/probe_gemm.py inferred on an H100 for this input type ("bf16", "fp16",
-// "tf32") and shape (golden/profiles/sm90/cublaslt-h100-gemm.json, compiled in), or, for a
-// shape it did not probe, the nearest probed shape's (measured = false; `from` names it).
-// Every other model is returned as it is.
+// "tf32", "fp32") and shape (golden/profiles/sm90/cublaslt-h100-gemm.json, compiled in), or,
+// for a shape it did not probe, the nearest probed shape's. `verified` says whether the shape
+// lies in the set on which the model was checked against the library bit for bit (cublas-sm90
+// FP8 too: its one rule, checked on the profile's FP8 shapes); `rule` names what was applied.
+// Every model other than cublas-sm90 is returned as it is (verified: nothing to check).
 struct ShapeModel {
   AccumModel model;
-  bool measured = true;
-  std::string from;  // "bf16 256x128x8192" (the profile entry used), empty when not by shape
+  bool measured = true;  // verified: the shape lies in the verified set
+  std::string from;      // the rule applied ("nearest probed shape bf16 256x128x8192: hw:...")
 };
 ShapeModel model_for_shape(const AccumModel& m, std::size_t M, std::size_t N, std::size_t K,
                            const std::string& type);
+
+// One line (no newline) for stderr when `s` was not verified at this shape: which rule was
+// applied and that the shape lies outside the verified set. `who`: "exmy gemm", ...
+std::string unverified_note(const std::string& who, const std::string& accum, const ShapeModel& s,
+                            std::size_t M, std::size_t N, std::size_t K,
+                            const std::string& type);
 
 }  // namespace exmy::gemm

@@ -80,7 +80,11 @@ Operand read_operand(const std::string& path, const std::string& fmt_name, const
                        std::to_string(limit) + ")");
     }
   }
-  return operand_from_codes(codes, rows, cols, f.fp);
+  Operand o = operand_from_codes(codes, rows, cols, f.fp);
+  // Formats other than bf16/fp16 keep their name (FP8: e4m3fn, e5m2 select cublas-sm90's
+  // verified FP8 shapes).
+  if (o.type == "other") o.type = fmt_name;
+  return o;
 }
 
 RowColScales::Order parse_scale_order(const std::string& s) {

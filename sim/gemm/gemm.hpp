@@ -21,8 +21,9 @@ struct Operand {
   std::vector<double> v;  // rows x cols, row-major
   int emin = -126;
   int code_bits = 32;  // 8 / 16 / 32: selects the presets' instruction
-  // "bf16", "fp16", "fp32" or another format's name: selects cublas-sm90's probed model by
-  // shape (accum_model.hpp, model_for_shape).
+  // "bf16", "fp16", "fp32", "tf32" or (read_operand) the format's name, e.g. "e4m3fn";
+  // operand_from_codes writes "other" for formats that are not bf16/fp16: selects cublas-sm90's
+  // model and verified set by shape (accum_model.hpp, model_for_shape).
   std::string type = "fp32";
   int value_bits = 32;  // the format's width (4 for e2m1): selects sm100's block-scaled kind
   // Block scales (MX: E8M0 per 32 k; NVFP4: UE4M3 per 16 k), rows x (cols / scale_block)

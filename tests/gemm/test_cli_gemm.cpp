@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <string>
@@ -134,4 +135,77 @@ TEST_CASE("exmy probe gemm: bad arguments exit 2 before anything runs", "[cli]")
   REQUIRE(run("probe gemm --device cpu --lib cublaslt --out /tmp/x.json") == 2);
   REQUIRE(run("probe gemm --device cuda --lib rocblas --out /tmp/x.json") == 2);
   REQUIRE(run("probe gemm --device cuda --lib cublaslt") == 2);
+}
+
+TEST_CASE("exmy gemm: cublas-sm90 outside its verified set says so in one line; --strict exits 2",
+          "[cli]") {
+  if (cli().empty()) {
+    WARN("EXMY_CLI not set (run through ctest): skipped");
+    return;
+  }
+  const fs::path d =
+      fs::temp_directory_path() / ("exmy_test_gemm_strict_" + std::to_string(::getpid()));
+  fs::remove_all(d);
+  fs::create_directories(d);
+  const std::string s = d.string();
+  // Runs exmy with stderr into a file; returns the exit status and the lines written there.
+  auto run_err = [&](const std::string& args, std::vector<std::string>& lines) {
+    const std::string err = s + "/err.txt";
+    const int rc = std::system((cli() + " " + args + " >/dev/null 2>" + err).c_str());
+    lines.clear();
+    std::FILE* f = std::fopen(err.c_str(), "r");
+    REQUIRE(f != nullptr);
+    char buf[4096];
+    while (std::fgets(buf, sizeof buf, f) != nullptr) lines.emplace_back(buf);
+    std::fclose(f);
+    return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
+  };
+  // bf16 ones: 32 x 32 x 32 is a probed (verified) shape of the compiled-in profile; 600 x 2 x 3
+  // is not (M beyond every probe and campaign); e4m3fn the same two shapes.
+  auto ones = [&](const std::string& name, std::size_t r, std::size_t k, bool fp8) {
+    if (fp8) {
+      io::write_npy(s + "/" + name, io::make_npy(std::vector<std::uint8_t>(r * k, 0x38), {r, k}));
+    } else {
+      io::write_npy(s + "/" + name,
+                    io::make_npy(std::vector<std::uint16_t>(r * k, 0x3F80), {r, k}));
+    }
+  };
+  ones("a32.npy", 32, 32, false);
+  ones("a600.npy", 600, 3, false);
+  ones("b2.npy", 2, 3, false);
+  ones("f32.npy", 32, 32, true);
+  ones("f600.npy", 600, 3, true);
+  ones("g2.npy", 2, 3, true);
+  std::vector<std::string> lines;
+  for (const std::string strict : {"", " --strict"}) {
+    for (const bool fp8 : {false, true}) {
+      INFO("strict '" << strict << "' fp8 " << fp8);
+      const std::string fmt = fp8 ? "e4m3fn" : "bf16";
+      const std::string a = fp8 ? "/f" : "/a", b = fp8 ? "/f" : "/a", b2 = fp8 ? "/g" : "/b";
+      const std::string common =
+          " --a-format " + fmt + " --b-format " + fmt + " --out-format fp32 --accum cublas-sm90";
+      // Verified: nothing on stderr, also under --strict.
+      REQUIRE(run_err("gemm --a " + s + a + "32.npy --b " + s + b + "32.npy" + common + " --out " +
+                          s + "/v.npy" + strict,
+                      lines) == 0);
+      REQUIRE(lines.empty());
+      fs::remove(s + "/u.npy");
+      const int rc = run_err(
+          "gemm --a " + s + a + "600.npy --b " + s + b2 + "2.npy" + common + " --out " + s +
+              "/u.npy" + strict,
+          lines);
+      // Outside: exactly one line naming the rule and the shape; --strict refuses, writes nothing.
+      REQUIRE(lines.size() == 1);
+      REQUIRE(lines[0].find(fmt + " 600x2x3 lies outside the verified set") != std::string::npos);
+      REQUIRE(lines[0].find("rule") != std::string::npos);
+      REQUIRE(rc == (strict.empty() ? 0 : 2));
+      REQUIRE(fs::exists(s + "/u.npy") == strict.empty());
+    }
+  }
+  // Models that are not a library's have no verified set: nothing said, --strict passes.
+  REQUIRE(run_err("gemm --a " + s + "/a600.npy --b " + s + "/b2.npy --a-format bf16 --b-format "
+                  "bf16 --out-format fp32 --accum sm90 --strict --out " + s + "/w.npy",
+                  lines) == 0);
+  REQUIRE(lines.empty());
+  fs::remove_all(d);
 }
