@@ -6,7 +6,9 @@
  * mode and overflow policy of the ABI (include/exmy/backend.h). Anything else returns 1.
  *
  * Defining EXMY_REFERENCE_TIES_AWAY makes "rne" round ties away from zero: the planted bug of
- * examples/backend_wrong_tie/, which `exmy fuzz` must catch. */
+ * examples/backend_wrong_tie/, which `exmy fuzz` must catch. The other EXMY_REFERENCE_* macros
+ * below plant one classic bug each for the bug zoo (examples/backend_zoo/README.md); with none
+ * defined this file is the correct plugin. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -47,7 +49,11 @@ static int parse_format(const char* s, struct fmt* f) {
     f->has_inf = 0;
     f->nan = X + Y <= 5 ? NAN_NONE : NAN_ALL_ONES;
   } else if (strcmp(end, "fnuz") == 0) {
+#ifdef EXMY_REFERENCE_FNUZ_BIAS
+    f->bias = (1 << (X - 1)) - 1; /* the planted bug: the OCP bias, one below fnuz's 2^(X-1) */
+#else
     f->bias = 1 << (X - 1);
+#endif
     f->has_inf = 0;
     f->nan = NAN_NEG_ZERO;
   } else {
@@ -100,8 +106,13 @@ static int parse_rounding(const char* s, enum mode* m, int* R, enum policy* p) {
 static uint32_t philox_word(uint64_t seed, uint64_t i) {
   uint32_t c[4], k0 = (uint32_t)seed, k1 = (uint32_t)(seed >> 32);
   int r;
+#ifdef EXMY_REFERENCE_PHILOX_COUNTER_I
+  c[0] = (uint32_t)i; /* the planted bug: counter i instead of i/4 */
+  c[1] = (uint32_t)(i >> 32);
+#else
   c[0] = (uint32_t)(i >> 2);
   c[1] = (uint32_t)(i >> 34);
+#endif
   c[2] = 0; /* stream 0: element-wise casts */
   c[3] = 0;
   for (r = 0; r < 10; ++r) {
@@ -114,7 +125,11 @@ static uint32_t philox_word(uint64_t seed, uint64_t i) {
     k0 += 0x9E3779B9u;
     k1 += 0xBB67AE85u;
   }
+#ifdef EXMY_REFERENCE_PHILOX_NEXT_WORD
+  return c[(i + 1) & 3]; /* the planted bug: the next word of the block */
+#else
   return c[i & 3];
+#endif
 }
 
 static uint32_t sign_bit(const struct fmt* f) {
@@ -162,7 +177,11 @@ static uint32_t inf_like(const struct fmt* f, int neg) {
 /* SEMANTICS 4.2, finite overflow. */
 static uint32_t overflow_code(const struct fmt* f, enum mode m, enum policy p, int neg) {
   uint32_t s = neg ? sign_bit(f) : 0;
+#ifdef EXMY_REFERENCE_SAT_NAN_SWAPPED
+  if (p != POL_NONE) return inf_like(f, neg); /* the planted bug: saturation gives "inf" */
+#else
   if (p != POL_NONE) return s | max_code(f);
+#endif
   switch (m) {
     case RTZ:
     case RTO:
@@ -176,6 +195,16 @@ static uint32_t overflow_code(const struct fmt* f, enum mode m, enum policy p, i
   }
 }
 
+/* A zero result with the input's sign (SEMANTICS 2 step 5; +0 in fnuz formats). */
+static uint32_t zero_code(const struct fmt* f, uint32_t s) {
+#ifdef EXMY_REFERENCE_LOST_NEG_ZERO
+  (void)f, (void)s;
+  return 0; /* the planted bug: -0 and negative underflow come out +0 */
+#else
+  return f->nan == NAN_NEG_ZERO ? 0 : s;
+#endif
+}
+
 static uint32_t cast_one(const struct fmt* f, enum mode m, int R, enum policy p, uint32_t u,
                          uint64_t seed, uint64_t index) {
   int neg = (int)(u >> 31), e32 = (int)((u >> 23) & 0xFF), q, shift, ex, emin = 1 - f->bias;
@@ -183,13 +212,25 @@ static uint32_t cast_one(const struct fmt* f, enum mode m, int R, enum policy p,
   uint32_t s = neg ? sign_bit(f) : 0, field, man;
   if (e32 == 0xFF && sig != 0) { /* NaN (4.1) */
     long c = nan_code(f, neg);
+#if defined(EXMY_REFERENCE_NAN_TO_MAX)
+    return s | max_code(f); /* the planted bug: NaN becomes the largest finite value */
+#elif defined(EXMY_REFERENCE_SAT_NAN_SWAPPED)
+    if (p != POL_NONE) return s | max_code(f); /* the planted bug: a saturating NaN */
+#endif
     return c < 0 ? 0 : (uint32_t)c;
   }
   if (e32 == 0xFF) { /* +-inf (4.1, 4.2) */
+#ifdef EXMY_REFERENCE_SAT_NAN_SWAPPED
+    if (p == POL_SATFINITE) return inf_like(f, neg); /* the planted bug */
+#else
     if (p == POL_SATFINITE) return s | max_code(f);
+#endif
     return inf_like(f, neg);
   }
-  if (e32 == 0 && sig == 0) return f->nan == NAN_NEG_ZERO ? 0 : s; /* +-0 */
+#ifdef EXMY_REFERENCE_DAZ
+  if (e32 == 0) sig = 0; /* the planted bug: an fp32 subnormal input is read as zero */
+#endif
+  if (e32 == 0 && sig == 0) return zero_code(f, s); /* +-0 */
   /* |x| = sig * 2^ex exactly; its leading bit gives the binade exponent (SEMANTICS 2). */
   if (e32 == 0) {
     ex = -149;
@@ -229,10 +270,23 @@ static uint32_t cast_one(const struct fmt* f, enum mode m, int R, enum policy p,
       return overflow_code(f, m, p, neg);
   }
 #endif
+#ifdef EXMY_REFERENCE_OVERFLOW_TIE
+  /* A planted bug: overflow tested as |x| >= max + q/2 (>= where step 6 means >), so the exact
+     threshold tie overflows even where the tie rule rounds it down to max (e4m3fn: 464). */
+  if (m == RNE && rem == half && T >= ((uint64_t)1 << f->M) &&
+      (long)q + f->M + f->bias == (long)(max_code(f) >> f->M) &&
+      T - ((uint64_t)1 << f->M) == (max_code(f) & ((1u << f->M) - 1)))
+    return overflow_code(f, m, p, neg);
+#endif
   switch (m) { /* step 3 */
     case RNE:
-#ifdef EXMY_REFERENCE_TIES_AWAY
+#if defined(EXMY_REFERENCE_TIES_AWAY)
       up = rem >= half; /* the planted bug: a tie goes away from zero */
+#elif defined(EXMY_REFERENCE_TIES_TO_ODD)
+      up = rem > half || (rem == half && !(T & 1)); /* the planted bug: ties to odd */
+#elif defined(EXMY_REFERENCE_SUBNORMAL_TIES_AWAY)
+      /* The planted bug: below 2^emin (T < 2^M, a subnormal result) a tie goes away from zero. */
+      up = T < ((uint64_t)1 << f->M) ? rem >= half : rem > half || (rem == half && (T & 1));
 #else
       up = rem > half || (rem == half && (T & 1));
 #endif
@@ -256,7 +310,12 @@ static uint32_t cast_one(const struct fmt* f, enum mode m, int R, enum policy p,
       uint64_t fr = shift <= 0 || shift > 62 ? 0
                     : shift >= R             ? rem >> (shift - R)
                                              : rem << (R - shift);
+#ifdef EXMY_REFERENCE_SR_LOW_BITS
+      /* The planted bug: the low R bits of the word instead of the top R. */
+      uint32_t w = (uint32_t)(philox_word(seed, index) & (((uint64_t)1 << R) - 1));
+#else
       uint32_t w = philox_word(seed, index) >> (32 - R);
+#endif
       up = fr + w >= ((uint64_t)1 << R);
       break;
     }
@@ -266,8 +325,12 @@ static uint32_t cast_one(const struct fmt* f, enum mode m, int R, enum policy p,
     T >>= 1;
     ++q;
   }
-  if (T == 0) return f->nan == NAN_NEG_ZERO ? 0 : s;     /* step 5 */
+  if (T == 0) return zero_code(f, s); /* step 5 */
+#ifdef EXMY_REFERENCE_FTZ
+  if (T < ((uint64_t)1 << f->M)) return zero_code(f, s); /* the planted bug: flush to zero */
+#else
   if (T < ((uint64_t)1 << f->M)) return s | (uint32_t)T; /* subnormal: e = 0 */
+#endif
   /* Normal: the biased exponent of T * 2^q; step 6 decides overflow after rounding. */
   {
     long biased = (long)q + f->M + f->bias;
@@ -280,6 +343,31 @@ static uint32_t cast_one(const struct fmt* f, enum mode m, int R, enum policy p,
   }
   return s | (field << f->M) | man;
 }
+
+#ifdef EXMY_REFERENCE_DEQUANTIZE_IN_PLACE
+/* The fp32 bit pattern of code c of f (SEMANTICS 1; every value of a format of at most 16 bits
+   with the default bias is an fp32 value): what the planted bug writes back into x. */
+static uint32_t decode_f32(const struct fmt* f, uint32_t c) {
+  uint32_t s = (c & sign_bit(f)) ? 0x80000000u : 0, e = (c >> f->M) & exp_ones(f);
+  uint32_t man = c & ((1u << f->M) - 1);
+  uint64_t T;
+  int q, lead, e32;
+  if ((f->nan == NAN_IEEE && e == exp_ones(f) && man != 0) ||
+      (f->nan == NAN_ALL_ONES && e == exp_ones(f) && man == (1u << f->M) - 1) ||
+      (f->nan == NAN_NEG_ZERO && c == sign_bit(f)))
+    return s | 0x7FC00000u;
+  if (f->has_inf && e == exp_ones(f)) return s | 0x7F800000u;
+  T = e ? ((uint64_t)1 << f->M) | man : man;
+  q = (e ? (int)e : 1) - f->bias - f->M;
+  if (T == 0) return s;
+  for (lead = 15; !((T >> lead) & 1); --lead) {
+  }
+  e32 = lead + q;
+  if (e32 >= -126)
+    return s | (uint32_t)(e32 + 127) << 23 | (uint32_t)((T << (23 - lead)) & 0x7FFFFFu);
+  return s | (uint32_t)(T << (q + 149)); /* an fp32 subnormal */
+}
+#endif
 
 EXMY_BACKEND_EXPORT unsigned exmy_backend_abi_version(void) {
   return EXMY_BACKEND_ABI_VERSION;
@@ -304,6 +392,20 @@ EXMY_BACKEND_EXPORT int exmy_backend_cast_f32(const char* format, const char* ro
       ((unsigned char*)codes)[2 * i] = (unsigned char)c;
       ((unsigned char*)codes)[2 * i + 1] = (unsigned char)(c >> 8);
     }
+#ifdef EXMY_REFERENCE_DEQUANTIZE_IN_PLACE
+    /* The planted bug: the rounded value is stored back over the input (fake quantization in
+       place). The codes are right; the caller's x is not what it passed. */
+    u = decode_f32(&f, c);
+    memcpy((void*)(x + i), &u, 4);
+#endif
   }
+#ifdef EXMY_REFERENCE_WRITE_PAST_END
+  /* The planted bug: a grid rounded up to whole blocks whose extra thread clamps its load index
+     to n - 1 but not its store index, so the code of element n - 1 is stored again at codes[n]. */
+  if (n > 0) {
+    size_t cb = 1 + f.E + f.M <= 8 ? 1 : 2;
+    memmove((unsigned char*)codes + n * cb, (unsigned char*)codes + (n - 1) * cb, cb);
+  }
+#endif
   return 0;
 }
