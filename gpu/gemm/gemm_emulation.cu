@@ -156,6 +156,15 @@ dim3 grid2d(std::size_t rows, std::size_t cols) {
 std::vector<std::uint32_t> gemm_emulate(const gemm::Operand& a, const gemm::Operand& b,
                                         const gemm::AccumModel& m, gemm::OutFormat out,
                                         double alpha, const gemm::RowColScales* scales) {
+  if (out != gemm::OutFormat::fp32 && m.kind != gemm::AccumKind::exact &&
+      gemm::operand_model(a, b, m).model.rp) {
+    // 16-bit split-K partials: the chunks' fp32 sums here, rounded and added on the host.
+    return gemm::gemm_rounded_parts(
+        a, b, gemm::operand_model(a, b, m).model, out, alpha, scales,
+        [](const gemm::Operand& x, const gemm::Operand& y, const gemm::AccumModel& mm) {
+          return gemm_emulate(x, y, mm, gemm::OutFormat::fp32);
+        });
+  }
   const Prepared p = prepare(a, b, m);
   const std::size_t M = a.rows, N = b.rows, K = a.cols;
   gemm::check_scales(scales, M, N);

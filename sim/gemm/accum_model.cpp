@@ -15,7 +15,7 @@ namespace exmy::gemm {
 std::string accum_model_help() {
   return "exact | fp32-seq[:chunk=P][,split=S[,tile=T][,tree]] | pairwise | "
          "hw:k=K,frac=N[,inter=M][,rne][,tf32[=rz|rna|rne]][,sub=G][,split=S[,tile=T][,tree]]"
-         "[,chunk=P] | amd:k=K[,frac=N][,two-stage][,tf32][,split=S[,tile=T][,tree]][,chunk=P] | "
+         "[,chunk=P[,rp]] | amd:k=K[,frac=N][,two-stage][,tf32][,split=S[,tile=T][,tree]][,chunk=P] | "
          "sm80 | sm90 | sm100 | cublas-sm90 | cdna3";
 }
 
@@ -153,11 +153,16 @@ AccumModel parse_accum_model(const std::string& text, int a_bits) {
         m.sub_group = num(1, 4096);
       } else if (key == "two-stage" && val.empty()) {
         m.two_stage = true;
+      } else if (key == "rp" && val.empty()) {
+        m.rp = true;
       } else {
         bad(text, "unknown option '" + item + "'");
       }
     }
     if (!have_k || !have_frac) bad(text, amd ? "amd needs k=" : "hw needs k= and frac=");
+    if (m.rp && (m.chunk == 0 || m.split_k > 1 || m.sub_group > 0)) {
+      bad(text, "rp (16-bit split-K partials) needs chunk=P, and no split or sub");
+    }
     if (amd && m.frac_bits > 30) bad(text, "amd's frac is at most 30");
     if (m.sub_group > 0 && m.k_group % m.sub_group != 0) {
       bad(text,

@@ -56,6 +56,11 @@ struct AccumModel {
   // nearest with ties away (cvt.rna.tf32.f32) or to nearest even (what cuBLASLt's TF32 kernels
   // were measured to feed).
   enum class Tf32Round : std::uint8_t { rz, rna, rne } tf32_round = Tf32Round::rz;
+  // Reduced-precision split-K ("rp"; cuBLASLt's splitKreduce_kernel with 16-bit partials, which
+  // torch allows by default: allow_{bf16,fp16}_reduced_precision_reduction): with a bf16/fp16
+  // output, each chunk's fp32 sum is rounded (RNE) to the output format before the chunks are
+  // added in fp32 in order from +0; an fp32 output is unchanged. Needs chunk, no split.
+  bool rp = false;
   // cublas-sm90 with 16-bit or fp32 (TF32) inputs: the promotion chunk depends on the shape and
   // is taken from the probed profile by model_for_shape (SEMANTICS 15.4).
   bool by_shape = false;
@@ -66,7 +71,7 @@ struct AccumModel {
 };
 
 // Parses exact | fp32-seq | pairwise |
-// hw:k=K,frac=N[,inter=M][,rne][,tf32[=rz|rna|rne]][,split=S[,tile=T][,tree]][,chunk=P] |
+// hw:k=K,frac=N[,inter=M][,rne][,tf32[=rz|rna|rne]][,split=S[,tile=T][,tree]][,chunk=P[,rp]] |
 // a preset: sm80 | sm90 | sm100 | cublas-sm90 (sm90 with the instruction K of the input type).
 // Presets depend on the input formats: `a_bits` is the larger code width of A and B (8: FP8,
 // 16: bf16/fp16, 32: fp32/tf32). InputError names the string and the grammar.

@@ -222,6 +222,60 @@ float dot_fp32(const double* a, const double* b, std::size_t k, int emin_a, int 
   return native::dot_model_fp32(a, 1, b, 1, k, emin_a, emin_b, dot_model(m));
 }
 
+std::vector<std::uint32_t> gemm_rounded_parts(const Operand& a, const Operand& b,
+                                              const AccumModel& m, OutFormat out, double alpha,
+                                              const RowColScales* scales, Fp32Gemm fp32_gemm) {
+  if (a.scale_block != 0 || b.scale_block != 0) {
+    throw InputError("--accum " + m.name + ": rp (16-bit split-K partials) with block scales");
+  }
+  const std::size_t M = a.rows, N = b.rows, K = a.cols;
+  check_scales(scales, M, N);
+  AccumModel part = m;  // each chunk: one accumulation, fp32 out
+  part.chunk = 0;
+  part.rp = false;
+  part.by_shape = false;
+  part.library = false;
+  const std::size_t P = static_cast<std::size_t>(m.chunk);
+  const FloatFormat of = out == OutFormat::bf16 ? formats::bf16 : formats::fp16;
+  std::vector<float> acc(M * N, 0.0f);
+  auto slice = [](const Operand& o, std::size_t k0, std::size_t k1) {
+    Operand s = o;
+    s.cols = k1 - k0;
+    s.v.assign(s.rows * s.cols, 0.0);
+    for (std::size_t r = 0; r < o.rows; ++r) {
+      std::copy(o.v.begin() + static_cast<std::ptrdiff_t>(r * o.cols + k0),
+                o.v.begin() + static_cast<std::ptrdiff_t>(r * o.cols + k1),
+                s.v.begin() + static_cast<std::ptrdiff_t>(r * s.cols));
+    }
+    return s;
+  };
+  for (std::size_t k0 = 0; k0 < K || (K == 0 && k0 == 0); k0 += P) {
+    const std::size_t k1 = std::min(K, k0 + P);
+    const std::vector<std::uint32_t> c = fp32_gemm(slice(a, k0, k1), slice(b, k0, k1), part);
+    for (std::size_t i = 0; i < M * N; ++i) {
+      const std::uint32_t code = native::dot_out_code(native::f32_from_bits(c[i]), 1.0f,
+                                                      static_cast<int>(out));
+      acc[i] = native::rn_add(acc[i], static_cast<float>(native::to_double(of, code)));
+    }
+    if (K == 0) break;
+  }
+  const bool rows = scales != nullptr && !scales->a_rows.empty();
+  const bool cols = scales != nullptr && !scales->b_cols.empty();
+  std::vector<std::uint32_t> c(M * N);
+  for (std::size_t i = 0; i < M; ++i) {
+    for (std::size_t j = 0; j < N; ++j) {
+      float v = acc[i * N + j];
+      if (alpha != 1.0) v = native::rn_mul(native::rn_f32(alpha), v);
+      if (rows || cols) {
+        v = native::dot_rowcol(v, rows ? scales->a_rows[i] : 1.0f, cols ? scales->b_cols[j] : 1.0f,
+                               static_cast<int>(scales->order));
+      }
+      c[i * N + j] = native::dot_out_code(v, 1.0f, static_cast<int>(out));
+    }
+  }
+  return c;
+}
+
 std::vector<std::uint32_t> gemm(const Operand& a, const Operand& b, const AccumModel& model,
                                 OutFormat out, double alpha, const RowColScales* scales) {
   if (a.cols != b.cols) {
@@ -234,6 +288,12 @@ std::vector<std::uint32_t> gemm(const Operand& a, const Operand& b, const AccumM
   const bool rows = scales != nullptr && !scales->a_rows.empty();
   const bool cols = scales != nullptr && !scales->b_cols.empty();
   const AccumModel m = operand_model(a, b, model).model;
+  if (m.rp && out != OutFormat::fp32) {
+    return gemm_rounded_parts(a, b, m, out, alpha, scales,
+                              [](const Operand& x, const Operand& y, const AccumModel& mm) {
+                                return gemm(x, y, mm, OutFormat::fp32);
+                              });
+  }
   std::vector<double> av = a.v, bv = b.v;
   if (m.truncate_tf32) {
     const int mode = static_cast<int>(m.tf32_round);

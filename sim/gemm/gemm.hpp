@@ -78,6 +78,17 @@ std::vector<std::uint32_t> gemm(const Operand& a, const Operand& b, const AccumM
                                 OutFormat out, double alpha = 1.0,
                                 const RowColScales* scales = nullptr);
 
+// A model with `rp` and a 16-bit output (SEMANTICS 15.2): the fp32 accumulators of each chunk
+// of m.chunk k (`fp32_gemm` on the K-slices with the model's chunk and rp removed, fp32 out),
+// each rounded to the output format, added in fp32 in order from +0; then alpha and the row/
+// column scales as gemm() applies them, and the output code. gemm() and the GPU emulation both
+// run it (with their own fp32_gemm). InputError with block scales.
+using Fp32Gemm = std::vector<std::uint32_t> (*)(const Operand&, const Operand&,
+                                                const AccumModel&);
+std::vector<std::uint32_t> gemm_rounded_parts(const Operand& a, const Operand& b,
+                                              const AccumModel& m, OutFormat out, double alpha,
+                                              const RowColScales* scales, Fp32Gemm fp32_gemm);
+
 // The model gemm() runs for these operands: model_for_shape with the operands' type (32-bit
 // operands: tf32 if either is tf32, else the fp32 SGEMM), then block_scaled_model when they
 // carry block scales. InputError: block scales on one side only or of different blocks, a

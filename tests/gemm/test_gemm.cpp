@@ -193,6 +193,28 @@ TEST_CASE("cublas-sm90 takes the probed chunk by input type and shape", "[gemm]"
   REQUIRE_THROWS_AS(model_for_shape(b16, 64, 64, 64, "e6m9"), exmy::InputError);
 }
 
+TEST_CASE("rp: 16-bit split-K partials are rounded to the output format before the fp32 sum",
+          "[gemm]") {
+  // K = 4 in chunks of 2: part 0 = 1 + 2^-8 (a bf16 tie), part 1 = 2^-8. rp: RNE(part 0) = 1,
+  // 1 + 2^-8 in fp32, bf16 tie to even = 1 (0x3F80). Without rp: 1 + 2^-7 (0x3F81). fp32 out:
+  // 1 + 2^-7 either way (rp leaves it alone).
+  const double e8 = std::ldexp(1.0, -8);
+  const std::vector<double> a{1.0, e8, e8, 0.0}, b{1.0, 1.0, 1.0, 1.0};
+  REQUIRE(gemm1(a, b, "hw:k=16,frac=25,chunk=2,rp", OutFormat::bf16) == 0x3F80u);
+  REQUIRE(gemm1(a, b, "hw:k=16,frac=25,chunk=2", OutFormat::bf16) == 0x3F81u);
+  REQUIRE(f32(gemm1(a, b, "hw:k=16,frac=25,chunk=2,rp")) == 1.0f + 2 * static_cast<float>(e8));
+  // fp16 (10 fraction bits): part 0 = 1 + 2^-11 (a tie) -> 1, + 2^-11 -> tie -> 1 (0x3C00);
+  // without rp 1 + 2^-10 (0x3C01).
+  const double e11 = std::ldexp(1.0, -11);
+  const std::vector<double> h{1.0, e11, e11, 0.0};
+  REQUIRE(gemm1(h, b, "hw:k=16,frac=25,chunk=2,rp", OutFormat::fp16) == 0x3C00u);
+  REQUIRE(gemm1(h, b, "hw:k=16,frac=25,chunk=2", OutFormat::fp16) == 0x3C01u);
+  // rp needs chunk and no split.
+  REQUIRE_THROWS_AS(parse_accum_model("hw:k=16,frac=25,rp", 16), exmy::InputError);
+  REQUIRE_THROWS_AS(parse_accum_model("hw:k=16,frac=25,chunk=8,split=2,rp", 16),
+                    exmy::InputError);
+}
+
 TEST_CASE("row/column scales: the three fp32 orders and exact", "[gemm]") {
   // acc = 3 (exact in every model); sa = 1 + 2^-23, sb = 1 - 2^-24 (both fp32).
   Operand A, B;
