@@ -5,11 +5,16 @@
 #include <poll.h>
 #include <signal.h>
 #include <sys/mman.h>
+#if defined(__linux__)
+#include <sys/prctl.h>
+#endif
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <cstring>
 
 #if EXMY_HAVE_CUDA
@@ -68,7 +73,47 @@ struct Reply {
   std::int32_t rc;
   std::int32_t device_error;  // --entry device: a CUDA error after the call (the child then ends)
   char device_error_name[64];
+  // --entry device: what the child found on the device after the call (the host entry's buffers
+  // are checked by the parent): the first changed input element (-1: none) and how many, and the
+  // first changed guard byte (zone 0: none; 1/2: before/after x; 3/4: before/after codes).
+  std::int64_t input_changed, inputs_changed;
+  std::int32_t guard_zone;
+  std::int64_t guard_offset;
 };
+
+enum GuardZone : std::int32_t { kNoZone = 0, kBeforeX, kAfterX, kBeforeCodes, kAfterCodes };
+
+// The first byte of [p, p + n) that is not `v`, or n.
+std::size_t first_not(const std::uint8_t* p, std::size_t n, std::uint8_t v) {
+  for (std::size_t i = 0; i < n; ++i) {
+    if (p[i] != v) return i;
+  }
+  return n;
+}
+
+// "wrote to its input: element 5 was 0x3f800000, became 0x00000000 (3 of 16 elements changed)"
+std::string input_written_text(std::int64_t first, std::int64_t count, std::uint32_t was,
+                               std::uint32_t now, std::size_t n) {
+  char buf[200];
+  std::snprintf(buf, sizeof buf,
+                "wrote to its input: element %lld was 0x%08x, became 0x%08x (%lld of %zu elements "
+                "changed)",
+                static_cast<long long>(first), was, now, static_cast<long long>(count), n);
+  return buf;
+}
+
+// "wrote outside its buffers: codes byte 16 (its codes are bytes 0..15)"; `offset` counts from
+// the buffer's start (negative: before it).
+std::string guard_text(std::int32_t zone, std::int64_t offset, std::size_t n, std::size_t cb) {
+  const bool input = zone == kBeforeX || zone == kAfterX;
+  const std::size_t len = n * (input ? sizeof(float) : cb);
+  char buf[200];
+  std::snprintf(buf, sizeof buf,
+                "wrote outside its buffers: %s byte %lld (its %s %s bytes 0..%lld)",
+                input ? "input" : "codes", static_cast<long long>(offset),
+                input ? "input" : "codes", input ? "is" : "are", static_cast<long long>(len) - 1);
+  return buf;
+}
 
 // Whole reads and writes over a pipe; false at end of file or on error.
 bool read_all(int fd, void* p, std::size_t n) {
@@ -155,7 +200,9 @@ struct ServeConfig {
     if (!write_all(out, &hello, sizeof hello)) _exit(0);
     Request req;
     while (read_all(in, &req, sizeof req)) {
-      Reply rep{cast(format.c_str(), rounding.c_str(), req.seed, c.x, c.codes, req.n), 0, {}};
+      Reply rep{};
+      rep.rc = cast(format.c_str(), rounding.c_str(), req.seed, c.x, c.codes, req.n);
+      rep.input_changed = -1;
       if (!write_all(out, &rep, sizeof rep)) break;
     }
     _exit(0);
@@ -167,24 +214,67 @@ struct ServeConfig {
   if (device == nullptr) {
     fail("no entry point exmy_backend_cast_f32_device (optional; needed by --entry device)");
   }
-  float* dx = nullptr;
-  void* dc = nullptr;
-  if (cudaMalloc(&dx, c.capacity * sizeof(float)) != cudaSuccess ||
-      cudaMalloc(&dc, c.capacity * c.code_bytes) != cudaSuccess) {
+  // Device copies between guard bytes: [G guard][capacity elements][G guard] each.
+  constexpr std::size_t G = BackendProcess::kGuardBytes;
+  const std::size_t xspan = G + c.capacity * sizeof(float) + G,
+                    cspan = G + c.capacity * c.code_bytes + G;
+  std::uint8_t *dxb = nullptr, *dcb = nullptr;
+  if (cudaMalloc(&dxb, xspan) != cudaSuccess || cudaMalloc(&dcb, cspan) != cudaSuccess) {
     fail("--entry device: cannot allocate device memory (is there a CUDA device?)");
   }
+  float* dx = reinterpret_cast<float*>(dxb + G);
+  std::uint8_t* dc = dcb + G;
+  std::vector<std::uint8_t> back(std::max(xspan, cspan));
   hello.status = 0;
   if (!write_all(out, &hello, sizeof hello)) _exit(0);
   Request req;
   while (read_all(in, &req, sizeof req)) {
-    Reply rep{0, 0, {}};
-    cudaError_t e = cudaMemcpy(dx, c.x, req.n * sizeof(float), cudaMemcpyHostToDevice);
+    Reply rep{};
+    rep.input_changed = -1;
+    const std::size_t xb = req.n * sizeof(float), cbn = req.n * c.code_bytes;
+    // Guards and the backend's copies: the inputs, and the codes exmy prefilled.
+    cudaError_t e = cudaMemset(dxb, BackendProcess::kGuardByte, xspan);
+    if (e == cudaSuccess) e = cudaMemset(dcb, BackendProcess::kGuardByte, cspan);
+    if (e == cudaSuccess) e = cudaMemcpy(dx, c.x, xb, cudaMemcpyHostToDevice);
+    if (e == cudaSuccess) e = cudaMemcpy(dc, c.codes, cbn, cudaMemcpyHostToDevice);
     if (e == cudaSuccess) {
       rep.rc = device(format.c_str(), rounding.c_str(), req.seed, dx, dc, req.n, nullptr);
       e = cudaStreamSynchronize(nullptr);
     }
-    if (e == cudaSuccess && rep.rc == 0) {
-      e = cudaMemcpy(c.codes, dc, req.n * c.code_bytes, cudaMemcpyDeviceToHost);
+    // What the backend did to its input and to the guards (the whole spans come back).
+    if (e == cudaSuccess) e = cudaMemcpy(back.data(), dxb, G + xb + G, cudaMemcpyDeviceToHost);
+    if (e == cudaSuccess) {
+      const std::uint8_t* bx = back.data() + G;
+      const auto* in_x = reinterpret_cast<const std::uint8_t*>(c.x);
+      for (std::size_t i = 0; i < req.n; ++i) {
+        if (std::memcmp(bx + 4 * i, in_x + 4 * i, 4) != 0) {
+          if (rep.input_changed < 0) rep.input_changed = static_cast<std::int64_t>(i);
+          ++rep.inputs_changed;
+        }
+      }
+      const std::size_t before = first_not(back.data(), G, BackendProcess::kGuardByte);
+      const std::size_t after = first_not(bx + xb, G, BackendProcess::kGuardByte);
+      if (before < G) {
+        rep.guard_zone = kBeforeX;
+        rep.guard_offset = static_cast<std::int64_t>(before) - static_cast<std::int64_t>(G);
+      } else if (after < G) {
+        rep.guard_zone = kAfterX;
+        rep.guard_offset = static_cast<std::int64_t>(xb + after);
+      }
+      e = cudaMemcpy(back.data(), dcb, G + cbn + G, cudaMemcpyDeviceToHost);
+    }
+    if (e == cudaSuccess) {
+      const std::uint8_t* bc = back.data() + G;
+      if (rep.rc == 0) std::memcpy(c.codes, bc, cbn);
+      const std::size_t before = first_not(back.data(), G, BackendProcess::kGuardByte);
+      const std::size_t after = first_not(bc + cbn, G, BackendProcess::kGuardByte);
+      if (rep.guard_zone == kNoZone && before < G) {
+        rep.guard_zone = kBeforeCodes;
+        rep.guard_offset = static_cast<std::int64_t>(before) - static_cast<std::int64_t>(G);
+      } else if (rep.guard_zone == kNoZone && after < G) {
+        rep.guard_zone = kAfterCodes;
+        rep.guard_offset = static_cast<std::int64_t>(cbn + after);
+      }
     }
     if (e != cudaSuccess) {
       // A fault in the backend's kernel leaves the context unusable: report it and end, so that
@@ -225,15 +315,29 @@ BackendProcess::BackendProcess(std::string library, std::string format, std::str
   // dlopen searches the library path for a name without a slash; the user named a file.
   if (library_.find('/') == std::string::npos) library_ = "./" + library_;
   code_bytes_ = parse_backend_format(format_).total_bits() <= 8 ? 1 : 2;
-  map_bytes_ = capacity_ * (sizeof(float) + code_bytes_);
+  // [guard page][G guard bytes, x, guard bytes][guard page][G, codes, guard bytes][guard page]:
+  // each buffer's span is a whole number of pages, the pages between spans are PROT_NONE.
+  const std::size_t page = static_cast<std::size_t>(sysconf(_SC_PAGESIZE));
+  const auto span = [&](std::size_t bytes) {
+    return (kGuardBytes + bytes + kGuardBytes + page - 1) / page * page;
+  };
+  const std::size_t xspan = span(capacity_ * sizeof(float)), cspan = span(capacity_ * code_bytes_);
+  map_bytes_ = page + xspan + page + cspan + page;
   map_ = mmap(nullptr, map_bytes_, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
   if (map_ == MAP_FAILED) {
     map_ = nullptr;
     throw InputError("--backend: cannot map " + std::to_string(map_bytes_) +
                      " bytes of shared memory");
   }
-  x_ = static_cast<float*>(map_);
-  codes_ = static_cast<std::uint8_t*>(map_) + capacity_ * sizeof(float);
+  auto* base = static_cast<std::uint8_t*>(map_);
+  for (std::uint8_t* g : {base, base + page + xspan, base + page + xspan + page + cspan}) {
+    if (mprotect(g, page, PROT_NONE) != 0)
+      throw InputError("--backend: cannot protect guard pages");
+  }
+  x_ = reinterpret_cast<float*>(base + page + kGuardBytes);
+  codes_ = base + page + xspan + page + kGuardBytes;
+  x_region_ = xspan - kGuardBytes;
+  codes_region_ = cspan - kGuardBytes;
   // A child that dies while we write to it must not kill exmy with SIGPIPE.
   signal(SIGPIPE, SIG_IGN);
   start();
@@ -253,9 +357,17 @@ void BackendProcess::start() {
     throw InputError("--backend: cannot create a pipe");
   }
   std::fflush(nullptr);  // nothing buffered may be written twice
+  const pid_t parent = getpid();
   const pid_t pid = fork();
   if (pid < 0) throw InputError("--backend: cannot start the backend process");
   if (pid == 0) {
+#if defined(__linux__)
+    // The child never outlives exmy, however exmy ends (a second Ctrl-C, a kill): no orphan.
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (getppid() != parent) _exit(0);
+#else
+    (void)parent;
+#endif
     close(down[1]);
     close(up[0]);
     serve(ServeConfig{library_, format_, rounding_, x_, codes_, capacity_, code_bytes_, device_},
@@ -304,23 +416,82 @@ void BackendProcess::stop() {
   pid_ = -1;
 }
 
-BackendCall BackendProcess::call(std::size_t n, std::uint64_t seed) {
+const char* call_status_name(BackendCall::Status s) {
+  switch (s) {
+    case BackendCall::Status::ok:
+      return "";
+    case BackendCall::Status::returned_nonzero:
+      return "returned-nonzero";
+    case BackendCall::Status::crashed:
+      return "crash";
+    case BackendCall::Status::input_written:
+      return "input-written";
+    case BackendCall::Status::out_of_bounds:
+      return "out-of-bounds";
+  }
+  return "?";
+}
+
+void BackendProcess::arm_guards(std::size_t n) {
+  auto* xb = reinterpret_cast<std::uint8_t*>(x_);
+  std::memset(xb - kGuardBytes, kGuardByte, kGuardBytes);
+  std::memset(xb + n * sizeof(float), kGuardByte, x_region_ - n * sizeof(float));
+  std::memset(codes_ - kGuardBytes, kGuardByte, kGuardBytes);
+  std::memset(codes_ + n * code_bytes_, kGuardByte, codes_region_ - n * code_bytes_);
+}
+
+std::string BackendProcess::check_guards(std::size_t n) const {
+  const auto* xb = reinterpret_cast<const std::uint8_t*>(x_);
+  const std::size_t xn = n * sizeof(float), cn = n * code_bytes_;
+  const auto before = [](const std::uint8_t* p) {
+    const std::size_t k = first_not(p - kGuardBytes, kGuardBytes, kGuardByte);
+    return k < kGuardBytes ? static_cast<std::int64_t>(k) - static_cast<std::int64_t>(kGuardBytes)
+                           : std::int64_t{0};
+  };
+  if (const std::int64_t k = before(xb)) return guard_text(kBeforeX, k, n, code_bytes_);
+  if (const std::size_t k = first_not(xb + xn, x_region_ - xn, kGuardByte); k < x_region_ - xn) {
+    return guard_text(kAfterX, static_cast<std::int64_t>(xn + k), n, code_bytes_);
+  }
+  if (const std::int64_t k = before(codes_)) return guard_text(kBeforeCodes, k, n, code_bytes_);
+  if (const std::size_t k = first_not(codes_ + cn, codes_region_ - cn, kGuardByte);
+      k < codes_region_ - cn) {
+    return guard_text(kAfterCodes, static_cast<std::int64_t>(cn + k), n, code_bytes_);
+  }
+  return "";
+}
+
+BackendCall BackendProcess::call(const float* inputs, std::size_t n, std::uint64_t seed,
+                                 const std::uint8_t* prefill, bool (*interrupted)()) {
   if (n > capacity_) throw std::logic_error("BackendProcess::call: n above capacity");
   if (pid_ < 0) start();
+  // The backend's own copies: the inputs, the prefilled codes, guard bytes around both.
+  std::memcpy(x_, inputs, n * sizeof(float));
+  if (prefill != nullptr) std::memcpy(codes_, prefill, n * code_bytes_);
+  arm_guards(n);
   BackendCall result;
   const Request req{n, seed};
   Reply rep{};
-  bool hung = false;
+  bool hung = false, stopped = false;
   if (write_all(to_child_, &req, sizeof req)) {
     // Wait for the reply at most timeout_s_ seconds: a backend that never returns is killed and
-    // reported like one that crashed.
+    // reported like one that crashed. A signal (Ctrl-C) wakes the poll: `interrupted` decides.
     pollfd p{from_child_, POLLIN, 0};
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(timeout_s_);
     int ready;
-    do {
-      ready = poll(&p, 1, timeout_s_ * 1000);
-    } while (ready < 0 && errno == EINTR);
-    if (ready == 0) {
-      hung = true;
+    for (;;) {
+      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+                            deadline - std::chrono::steady_clock::now())
+                            .count();
+      ready = left <= 0 ? 0 : poll(&p, 1, static_cast<int>(std::min<long long>(left, 200)));
+      if (ready > 0) break;
+      if (interrupted != nullptr && interrupted()) {
+        stopped = true;
+        break;
+      }
+      if (ready == 0 && left <= 0) break;
+    }
+    if (stopped || ready == 0) {
+      hung = !stopped;
       kill(pid_, SIGKILL);
     } else if (read_all(from_child_, &rep, sizeof rep)) {
       if (rep.device_error != 0) {
@@ -332,6 +503,37 @@ BackendCall BackendProcess::call(std::size_t n, std::uint64_t seed) {
         result.status = BackendCall::Status::crashed;
         result.crash = std::string("CUDA error ") + rep.device_error_name + " (" +
                        std::to_string(rep.device_error) + ") during or after the call";
+        return result;
+      }
+      // The inputs and guards: on the device the child looked, on the host exmy looks.
+      std::int64_t first = rep.input_changed, count = rep.inputs_changed;
+      std::uint32_t was = 0, now = 0;
+      if (!device_) {
+        first = -1;
+        count = 0;
+        for (std::size_t i = 0; i < n; ++i) {
+          if (std::memcmp(&x_[i], &inputs[i], 4) != 0) {
+            if (first < 0) first = static_cast<std::int64_t>(i);
+            ++count;
+          }
+        }
+      }
+      if (first >= 0) {
+        std::memcpy(&was, &inputs[first], 4);
+        if (!device_) std::memcpy(&now, &x_[first], 4);
+        result.status = BackendCall::Status::input_written;
+        result.crash = input_written_text(first, count, was, now, n);
+        if (device_) result.crash += " (on the device)";
+        return result;
+      }
+      const std::string guard =
+          device_ && rep.guard_zone != kNoZone
+              ? guard_text(rep.guard_zone, rep.guard_offset, n, code_bytes_) + " (on the device)"
+          : device_ ? std::string()
+                    : check_guards(n);
+      if (!guard.empty()) {
+        result.status = BackendCall::Status::out_of_bounds;
+        result.crash = guard;
         return result;
       }
       if (rep.rc != 0) {
@@ -347,8 +549,9 @@ BackendCall BackendProcess::call(std::size_t n, std::uint64_t seed) {
   pid_ = -1;
   stop();
   result.status = BackendCall::Status::crashed;
-  result.crash =
-      hung ? "no reply within " + std::to_string(timeout_s_) + " s, killed" : describe_status(st);
+  result.crash = stopped ? "interrupted (Ctrl-C), the backend process was ended"
+                 : hung  ? "no reply within " + std::to_string(timeout_s_) + " s, killed"
+                         : describe_status(st);
   return result;
 }
 

@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "sim/native/float_format.hpp"
 #include "sim/native/rounding.hpp"
@@ -25,11 +26,30 @@ std::string backend_rounding_text(const Rounding& r);
 FloatFormat parse_backend_format(std::string_view name);
 
 struct BackendCall {
-  enum class Status { ok, returned_nonzero, crashed } status = Status::ok;
+  // ok: the call returned 0 and touched nothing but its codes. input_written: it changed an
+  // element of its input; out_of_bounds: it wrote outside x[0, n) and codes[0, n) (a guard byte
+  // before or after a buffer changed). Both are findings like a crash (docs/SEMANTICS.md 13.5).
+  enum class Status {
+    ok,
+    returned_nonzero,
+    crashed,
+    input_written,
+    out_of_bounds
+  } status = Status::ok;
   int rc = 0;         // the entry point's return value (returned_nonzero)
-  std::string crash;  // how the child ended ("signal 11 (Segmentation fault)", ...)
+  std::string crash;  // what happened ("signal 11 (Segmentation fault)", "wrote to its input: ...")
 };
 
+// What a finding of a call is called in summaries: "crash", "returned-nonzero", "input-written",
+// "out-of-bounds" ("" for ok).
+const char* call_status_name(BackendCall::Status s);
+
+// Isolation (docs/SEMANTICS.md 13.5): the backend sees only its own copies of the inputs. Each
+// buffer it is handed (x, codes; on the device their device copies) lies between guard bytes,
+// and the pages around each buffer are unmapped for access (PROT_NONE), so a far write crashes
+// the child. After every call exmy compares the backend's copy of the inputs with the caller's
+// pristine array and the guard bytes with their pattern; the caller's arrays live in exmy's
+// private memory, which the child (a fork taken before they were filled) never sees.
 class BackendProcess {
  public:
   // Starts the child and loads `library` there. InputError (exit 2) when the file is missing or
@@ -42,23 +62,33 @@ class BackendProcess {
   BackendProcess(const BackendProcess&) = delete;
   BackendProcess& operator=(const BackendProcess&) = delete;
 
-  float* x() { return x_; }                             // inputs of the next call (shared memory)
-  const std::uint8_t* codes() const { return codes_; }  // its outputs
+  const std::uint8_t* codes() const { return codes_; }  // the outputs of the last call
   std::size_t capacity() const { return capacity_; }
   std::size_t code_bytes() const { return code_bytes_; }  // 1 or 2 per element
 
-  // Runs exmy_backend_cast_f32(format, rounding, seed, x(), codes(), n) in the child. After a
-  // crash the next call starts a fresh child first. A call without a reply within the timeout
-  // is killed and counts as a crash.
-  BackendCall call(std::size_t n, std::uint64_t seed);
+  // Runs exmy_backend_cast_f32(format, rounding, seed, x, codes, n) in the child on a copy of
+  // inputs[0, n). `prefill` (n * code_bytes() bytes, optional) is written into the codes before
+  // the call: callers pass the complement of the expected codes, so an element the backend does
+  // not write cannot pass. After a crash the next call starts a fresh child first. A call without
+  // a reply within the timeout is killed and counts as a crash; `interrupted` (polled while
+  // waiting, e.g. a Ctrl-C flag) ends the child too (status crashed, "interrupted").
+  BackendCall call(const float* inputs, std::size_t n, std::uint64_t seed,
+                   const std::uint8_t* prefill = nullptr, bool (*interrupted)() = nullptr);
   void set_timeout(int seconds) { timeout_s_ = seconds; }
+
+  // The guard bytes around every buffer, and their pattern.
+  static constexpr std::size_t kGuardBytes = 4096;
+  static constexpr std::uint8_t kGuardByte = 0xA5;
 
  private:
   void start();
   void stop();
+  void arm_guards(std::size_t n);
+  std::string check_guards(std::size_t n) const;  // "" or what was written where
   bool device_ = false;
   std::string library_, format_, rounding_;
   std::size_t capacity_ = 0, code_bytes_ = 1, map_bytes_ = 0;
+  std::size_t x_region_ = 0, codes_region_ = 0;  // bytes from a buffer's start to its guard page
   void* map_ = nullptr;
   float* x_ = nullptr;
   std::uint8_t* codes_ = nullptr;

@@ -14,6 +14,7 @@
 #include <algorithm>
 #include <cinttypes>
 #include <cmath>
+#include <csignal>
 #include <cstdio>
 #include <cstring>
 #include <string>
@@ -25,6 +26,7 @@
 #include "sim/common/error.hpp"
 #include "sim/fast/array_cast.hpp"
 #include "sim/format/float_names.hpp"
+#include "sim/verify/campaign.hpp"
 
 namespace exmy::cli {
 namespace {
@@ -140,6 +142,15 @@ class QuietListener : public rc::detail::TestListener {
   int shrinks = 0;
 };
 
+extern "C" void fuzz_on_sigint(int) {
+  verify::request_stop();
+  std::signal(SIGINT, SIG_DFL);
+}
+
+bool stop_flag() {
+  return verify::stop_requested();
+}
+
 std::string hex(std::uint64_t v, int digits) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "0x%0*" PRIx64, digits, v);
@@ -203,8 +214,8 @@ int run_fuzz(const Args& args) {
   // One element that every backend of the request supports: a nonzero return here means the
   // request itself is unsupported (exit 2), not a wrong answer.
   backend.set_timeout(timeout);
-  backend.x()[0] = 1.0f;
-  const BackendCall probe = backend.call(1, 0);
+  const float one = 1.0f;
+  const BackendCall probe = backend.call(&one, 1, 0);
   if (probe.status == BackendCall::Status::returned_nonzero) {
     throw InputError("--backend '" + library + "' does not support " + what + " (returned " +
                      std::to_string(probe.rc) + ")");
@@ -213,25 +224,36 @@ int run_fuzz(const Args& args) {
   const Boundaries b = boundaries_of(f);
   const rc::Gen<std::uint32_t> element = input_gen(b);
   Failure last;
-  std::vector<std::uint8_t> expected(kMaxElements * 2);
+  std::uint64_t cases_run = 0;
+  std::vector<std::uint8_t> expected(kMaxElements * 2), prefill(kMaxElements * 2);
   const auto property = [&] {
     const auto xs = *rc::gen::resize(
         std::min<int>(100, kMaxElements),
         rc::gen::nonEmpty(rc::gen::container<std::vector<std::uint32_t>>(element)));
     const std::uint64_t word_seed = stochastic ? *rc::gen::arbitrary<std::uint64_t>() : 0;
+    // After Ctrl-C every case (and every shrink step) is discarded at once.
+    if (verify::stop_requested()) RC_DISCARD("interrupted");
     const std::size_t n = std::min(xs.size(), kMaxElements);
-    std::memcpy(backend.x(), xs.data(), n * 4);
     Failure now;
     now.xs.assign(xs.begin(), xs.begin() + static_cast<std::ptrdiff_t>(n));
     now.seed = word_seed;
-    now.call = backend.call(n, word_seed);
+    // exmy's expected codes from its own copy of the inputs; the backend gets a copy of them and
+    // codes prefilled with the complement of the expected ones (an unwritten element fails).
+    fast::cast_to_codes(xs.data(), fast::ArrayInput::fp32, n, expected.data(), f, r, word_seed, 0,
+                        0);
+    for (std::size_t k = 0; k < n * backend.code_bytes(); ++k) {
+      prefill[k] = static_cast<std::uint8_t>(~expected[k]);
+    }
+    std::vector<float> copy(n);
+    std::memcpy(copy.data(), xs.data(), n * 4);
+    now.call = backend.call(copy.data(), n, word_seed, prefill.data(), stop_flag);
+    if (verify::stop_requested()) RC_DISCARD("interrupted");
+    ++cases_run;
     if (now.call.status != BackendCall::Status::ok) {
       now.any = true;
       last = now;
       RC_FAIL("backend failed");
     }
-    fast::cast_to_codes(xs.data(), fast::ArrayInput::fp32, n, expected.data(), f, r, word_seed, 0,
-                        0);
     const std::size_t cb = backend.code_bytes();
     for (std::size_t i = 0; i < n; ++i) {
       const std::uint32_t want = cb == 1 ? expected[i] : expected[2 * i] | expected[2 * i + 1] << 8;
@@ -257,8 +279,20 @@ int run_fuzz(const Args& args) {
   QuietListener listener;
   // The overload with an explicit (empty) reproduce map does not read RC_PARAMS, which would
   // print its configuration and could change the run; --seed and --cases alone decide it.
+  verify::clear_stop();
+  std::signal(SIGINT, fuzz_on_sigint);
   const auto result =
       rc::detail::checkProperty(rc::detail::toProperty(property), meta, params, listener, {});
+  std::signal(SIGINT, SIG_DFL);
+  if (verify::stop_requested()) {
+    std::printf("INTERRUPTED: %" PRIu64
+                " cases checked before Ctrl-C, %s; backend %s on %s "
+                "(--seed %" PRIu64 "); the backend process was ended\n",
+                cases_run,
+                last.any ? "a failure was found (below, not shrunk to the end)" : "none failed",
+                library.c_str(), what.c_str(), seed);
+    if (!last.any) return 130;
+  }
 
   if (result.template is<rc::detail::SuccessResult>() && !last.any) {
     std::printf("PASS: %" PRIu64 " cases, backend %s agrees with exmy on %s (--seed %" PRIu64 ")\n",
@@ -274,9 +308,12 @@ int run_fuzz(const Args& args) {
     throw std::runtime_error(why);
   }
   const int digits = backend.code_bytes() == 1 ? 2 : 4;
-  const char* verdict = last.call.status == BackendCall::Status::ok        ? "disagrees with exmy"
-                        : last.call.status == BackendCall::Status::crashed ? "crashed"
-                                                                           : "failed";
+  const char* verdict =
+      last.call.status == BackendCall::Status::ok              ? "disagrees with exmy"
+      : last.call.status == BackendCall::Status::crashed       ? "crashed"
+      : last.call.status == BackendCall::Status::input_written ? "wrote to its input"
+      : last.call.status == BackendCall::Status::out_of_bounds ? "wrote outside its buffers"
+                                                               : "failed";
   std::printf("FAIL: backend %s %s on %s (--seed %" PRIu64
               "); minimal counterexample after %d shrinks:\n",
               library.c_str(), verdict, what.c_str(), seed, listener.shrinks);
@@ -288,6 +325,19 @@ int run_fuzz(const Args& args) {
   if (last.call.status == BackendCall::Status::ok) {
     std::printf("x=%s  expected=%s  got=%s%s\n", hex(last.xs[last.index], 8).c_str(),
                 hex(last.expected, digits).c_str(), hex(last.got, digits).c_str(), context.c_str());
+    // The same in values: the input, exmy's code (the reference) and the backend's.
+    const auto value = [&](std::uint32_t c) {
+      char buf[64];
+      std::snprintf(buf, sizeof buf, "%.9g %s", static_cast<double>(fast::decode_table(f)[c]),
+                    class_name(f.classify(c)));
+      return std::string(buf);
+    };
+    float xv;
+    std::memcpy(&xv, &last.xs[last.index], 4);
+    std::printf("  x = %.9g (%s); exmy %s = %s; backend %s = %s\n", static_cast<double>(xv),
+                class_name(formats::fp32.classify(last.xs[last.index])),
+                hex(last.expected, digits).c_str(), value(last.expected).c_str(),
+                hex(last.got, digits).c_str(), value(last.got).c_str());
     return 1;
   }
   std::string inputs;
@@ -295,6 +345,12 @@ int run_fuzz(const Args& args) {
     inputs += (i ? " " : "") + hex(last.xs[i], 8);
   }
   if (last.xs.size() > 8) inputs += " ... (" + std::to_string(last.xs.size()) + " elements)";
+  if (last.call.status == BackendCall::Status::input_written ||
+      last.call.status == BackendCall::Status::out_of_bounds) {
+    std::printf("x=%s  %s%s\n", inputs.c_str(), last.call.crash.c_str(),
+                stochastic ? ("  seed=" + hex(last.seed, 1)).c_str() : "");
+    return 1;
+  }
   if (last.call.status == BackendCall::Status::crashed) {
     std::printf("x=%s  crashed: %s%s\n", inputs.c_str(), last.call.crash.c_str(),
                 stochastic ? ("  seed=" + hex(last.seed, 1)).c_str() : "");

@@ -176,10 +176,13 @@ int run(const Args& args) {
     const std::vector<float> xs = io::as_f32(x, c.dir + "/x.npy");
     const Rounding r = parse_backend_rounding(c.round + "+" + c.overflow);
     BackendProcess backend(library, c.format, backend_rounding_text(r), xs.size(), device);
-    std::memcpy(backend.x(), xs.data(), xs.size() * 4);
-    const BackendCall call = backend.call(xs.size(), c.seed);
-    if (call.status == BackendCall::Status::crashed) {
-      std::fprintf(stderr, "%s: the backend crashed (%s)\n", c.id.c_str(), call.crash.c_str());
+    const BackendCall call = backend.call(xs.data(), xs.size(), c.seed);
+    if (call.status == BackendCall::Status::crashed ||
+        call.status == BackendCall::Status::input_written ||
+        call.status == BackendCall::Status::out_of_bounds) {
+      std::fprintf(stderr, "%s: the backend %s (%s)\n", c.id.c_str(),
+                   call.status == BackendCall::Status::crashed ? "crashed" : "misbehaved",
+                   call.crash.c_str());
       ++crashed;
       continue;
     }

@@ -61,7 +61,10 @@ int forward_to_device(const Args& args) {
 }
 
 // exmy verify merge A.json B.json ... [--json]: the --json outputs of the N shards of one run
-// (--shard 0/N ... N-1/N, each exactly once) added up; exit as the whole run would.
+// (--shard 0/N ... N-1/N, each exactly once) added up; exit as the whole run would. Shards of
+// another campaign (their identities differ: op, format, rounding, depth, backend hash, exmy
+// version, shard count, ...) and missing shards are refused with exit 1, naming them
+// (docs/SEMANTICS.md 13.4); a shard given twice or an unreadable file is exit 2.
 int run_merge(const Args& args) {
   bool json = false;
   std::vector<std::string> files;
@@ -79,29 +82,70 @@ int run_merge(const Args& args) {
   std::vector<std::vector<verify::Result>> parts;
   std::vector<int> seen;
   std::uint64_t count = 0;
-  for (const std::string& f : files) {
+  verify::Identity first_id;
+  const auto id_text = [](const verify::Identity& id) {
+    std::string t;
+    for (const auto& [k, v] : id) t += (t.empty() ? "" : ", ") + k + " " + v;
+    return t.empty() ? std::string("no identity (written by an older exmy)") : t;
+  };
+  for (std::size_t fi = 0; fi < files.size(); ++fi) {
+    const std::string& f = files[fi];
     Shard sh;
+    verify::Identity id;
     parts.push_back(verify::results_from_json(
-        io::read_small_file(f, std::size_t{256} << 20, "the --json output of exmy verify"), f, sh));
-    if (count == 0) {
+        io::read_small_file(f, std::size_t{256} << 20, "the --json output of exmy verify"), f, sh,
+        &id));
+    if (fi == 0) {
       count = sh.count;
       seen.assign(count, 0);
+      first_id = id;
     }
-    if (sh.count != count) {
-      throw InputError("'" + f + "': shard " + sh.text() + " is not one of " +
-                       std::to_string(count) + " like the others");
+    if (id != first_id || sh.count != count) {
+      // Name the first field that differs.
+      std::string why;
+      for (const auto& [k, v] : first_id) {
+        std::string other = "(absent)";
+        for (const auto& [k2, v2] : id) {
+          if (k2 == k) other = v2;
+        }
+        if (other != v) {
+          why = k + " '" + other + "' where '" + files[0] + "' has '" + v + "'";
+          break;
+        }
+      }
+      if (why.empty() && sh.count != count) {
+        why = "shard " + sh.text() + " is one of " + std::to_string(sh.count) + ", '" + files[0] +
+              "' one of " + std::to_string(count);
+      }
+      if (why.empty()) why = "identity {" + id_text(id) + "} vs {" + id_text(first_id) + "}";
+      std::fprintf(stderr,
+                   "exmy verify merge: '%s' is a shard of another campaign: %s; nothing merged\n",
+                   f.c_str(), why.c_str());
+      return 1;
     }
     if (seen[sh.index]++) throw InputError("'" + f + "': shard " + sh.text() + " given twice");
   }
+  std::string missing;
+  std::uint64_t n_missing = 0;
   for (std::uint64_t i = 0; i < count; ++i) {
-    if (!seen[i]) {
-      throw InputError("shard " + std::to_string(i) + "/" + std::to_string(count) +
-                       " is missing: the merge would not be the whole run");
+    if (seen[i]) continue;
+    if (n_missing++ < 16) {
+      missing += (missing.empty() ? "" : ", ") + std::to_string(i) + "/" + std::to_string(count);
     }
   }
+  if (n_missing > 0) {
+    std::fprintf(stderr,
+                 "exmy verify merge: %llu of %llu shards missing (%s%s): the merge would not be "
+                 "the whole run; nothing merged\n",
+                 static_cast<unsigned long long>(n_missing), static_cast<unsigned long long>(count),
+                 missing.c_str(), n_missing > 16 ? ", ..." : "");
+    return 1;
+  }
   const auto results = verify::merge_results(parts);
-  std::fputs((json ? verify::summary_json(results) : verify::summary_text(results)).c_str(),
-             stdout);
+  std::fputs(
+      (json ? verify::summary_json(results, Shard{}, first_id) : verify::summary_text(results))
+          .c_str(),
+      stdout);
   if (verify::any_interrupted(results)) return 130;
   return verify::total_mismatches(results) == 0 ? 0 : 1;
 }
@@ -167,8 +211,16 @@ int run_verify(const Args& args) {
   std::signal(SIGINT, verify_on_sigint);
   const auto results = verify::run_campaigns(campaign, opts);
   std::signal(SIGINT, SIG_DFL);
+  // What makes shard files one run (verify merge compares it).
+  const verify::Identity identity = {
+      {"op", "verify"},
+      {"campaign", campaign},
+      {"steps_ops", opts.op.empty() ? "all" : opts.op},
+      {"depth", opts.depth == verify::Depth::ci ? "ci" : "full"},
+      {"exmy", std::string(EXMY_VERSION) + " (" + EXMY_GIT_SHA + ")"},
+      {"shard_count", std::to_string(opts.shard.count)}};
   const std::string out =
-      json ? verify::summary_json(results, opts.shard) : verify::summary_text(results);
+      json ? verify::summary_json(results, opts.shard, identity) : verify::summary_text(results);
   std::fputs(out.c_str(), stdout);
   if (verify::any_interrupted(results)) return 130;
   return verify::total_mismatches(results) == 0 ? 0 : 1;

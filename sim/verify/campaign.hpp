@@ -9,7 +9,6 @@
 #include <vector>
 
 #include "sim/common/shard.hpp"
-
 #include "sim/native/float_format.hpp"
 #include "sim/native/rounding.hpp"
 
@@ -63,7 +62,12 @@ struct Result {
   std::array<std::uint64_t, kOutcomes> by_outcome{};     // checks per Outcome
   std::vector<Mismatch> first;                           // the first max_reported mismatches
   std::vector<LabelCount> by_label;                      // per named input class (steps)
-  std::uint64_t configurations = 0;                      // (format, rounding) pairs swept
+  // What by_label counts when it is not the steps campaign's input classes (whose by_input_class
+  // then counts output values): "designed input class" for backend sweeps, whose by_input_class
+  // stays the fp32 class of the input.
+  std::string label_title;
+  std::vector<std::string> notes;    // lines printed under the campaign
+  std::uint64_t configurations = 0;  // (format, rounding) pairs swept
   bool interrupted = false;
   double seconds = 0;
 };

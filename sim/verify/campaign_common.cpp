@@ -82,6 +82,8 @@ const char* outcome_name(Outcome o) {
 }
 
 std::string describe(const Mismatch& m) {
+  // A backend sweep writes the whole description (input, both codes, values and classes).
+  if (m.check == "backend") return m.detail;
   char buf[256];
   std::snprintf(buf, sizeof buf,
                 "%s %s -> %s [%s] input 0x%" PRIx64 " rand 0x%" PRIx32 ": native 0x%" PRIx64

@@ -66,7 +66,17 @@ std::string summary_text(const std::vector<Result>& results) {
                   r.name.c_str(), r.checks, r.mismatches, r.configurations, r.seconds,
                   r.interrupted ? "  INTERRUPTED" : "");
     out += buf;
-    if (!r.by_label.empty()) {
+    for (const auto& note : r.notes) out += "    " + note + "\n";
+    if (!r.by_label.empty() && !r.label_title.empty()) {
+      out += "    " + r.label_title + ":";
+      for (const auto& l : r.by_label) {
+        std::snprintf(buf, sizeof buf, " %s %" PRIu64 "/%" PRIu64, l.label.c_str(), l.checks,
+                      l.mismatches);
+        out += buf;
+      }
+      out += "\n";
+    }
+    if (!r.by_label.empty() && r.label_title.empty()) {
       // Campaigns with named input classes (steps): checks/mismatches per class, and the class
       // of the oracle's output value.
       out += "    input class:";
@@ -108,7 +118,8 @@ std::string summary_text(const std::vector<Result>& results) {
   return out;
 }
 
-std::string summary_json(const std::vector<Result>& results, const Shard& shard) {
+std::string summary_json(const std::vector<Result>& results, const Shard& shard,
+                         const Identity& identity) {
   std::uint64_t checks = 0;
   for (const auto& r : results) checks += r.checks;
   const std::uint64_t bad = total_mismatches(results);
@@ -118,6 +129,14 @@ std::string summary_json(const std::vector<Result>& results, const Shard& shard)
   out += ", \"interrupted\": ";
   out += any_interrupted(results) ? "true" : "false";
   if (!shard.whole()) out += ", \"shard\": " + json_string(shard.text());
+  if (!identity.empty()) {
+    out += ", \"identity\": {";
+    for (std::size_t i = 0; i < identity.size(); ++i) {
+      out +=
+          (i ? ", " : "") + json_string(identity[i].first) + ": " + json_string(identity[i].second);
+    }
+    out += "}";
+  }
   out += ", \"campaigns\": [";
   for (std::size_t i = 0; i < results.size(); ++i) {
     const Result& r = results[i];
@@ -146,7 +165,10 @@ std::string summary_json(const std::vector<Result>& results, const Shard& shard)
              ": {\"checks\": " + std::to_string(r.by_label[k].checks) +
              ", \"mismatches\": " + std::to_string(r.by_label[k].mismatches) + "}";
     }
-    out += "}, \"first_mismatches\": [";
+    out += "}, \"label_title\": " + json_string(r.label_title) + ", \"notes\": [";
+    for (std::size_t k = 0; k < r.notes.size(); ++k)
+      out += (k ? ", " : "") + json_string(r.notes[k]);
+    out += "], \"first_mismatches\": [";
     for (std::size_t k = 0; k < r.first.size(); ++k) {
       const Mismatch& m = r.first[k];
       if (k) out += ", ";
@@ -176,10 +198,18 @@ Encoded encoded_of(const io::Json& j, const std::string& what) {
 }  // namespace
 
 std::vector<Result> results_from_json(const std::string& text, const std::string& source,
-                                      Shard& shard) {
+                                      Shard& shard, Identity* identity) {
   const io::Json doc = io::parse_json(text, source);
   shard = Shard{};
   if (const io::Json* s = doc.find("shard")) shard = parse_shard(s->str(source + ": shard"));
+  if (identity != nullptr) {
+    identity->clear();
+    if (const io::Json* id = doc.find("identity")) {
+      for (std::size_t k = 0; k < id->keys.size(); ++k) {
+        identity->emplace_back(id->keys[k], id->values[k].str(source + ": identity"));
+      }
+    }
+  }
   std::vector<Result> out;
   for (const io::Json& c : doc.at("campaigns", source).items) {
     const std::string w = source + ": campaign";
@@ -202,6 +232,10 @@ std::vector<Result> results_from_json(const std::string& text, const std::string
     for (std::size_t li = 0; li < bl.keys.size(); ++li) {
       const io::Json& v = bl.values[li];
       r.by_label.push_back({bl.keys[li], v.at("checks", w).u64(w), v.at("mismatches", w).u64(w)});
+    }
+    if (const io::Json* t = c.find("label_title")) r.label_title = t->str(w + ".label_title");
+    if (const io::Json* ns = c.find("notes")) {
+      for (const io::Json& n : ns->items) r.notes.push_back(n.str(w + ".notes"));
     }
     for (const io::Json& m : c.at("first_mismatches", w).items) {
       Mismatch x;
@@ -235,6 +269,8 @@ std::vector<Result> merge_results(const std::vector<std::vector<Result>>& parts,
         m = &out.back();
         m->name = r.name;
         m->configurations = r.configurations;
+        m->label_title = r.label_title;
+        m->notes = r.notes;
       }
       m->checks += r.checks;
       m->mismatches += r.mismatches;

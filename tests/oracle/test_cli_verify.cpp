@@ -23,10 +23,10 @@ const char* cli() {
 
 struct Run {
   int status = -1;
-  std::string out;
+  std::string out, err;
 };
 
-// Runs the CLI with `args`, stdout captured, stderr discarded; after `interrupt_after_ms` (if
+// Runs the CLI with `args`, stdout and stderr captured; after `interrupt_after_ms` (if
 // nonnegative) sends SIGINT.
 Run run_cli(const std::vector<std::string>& args, int interrupt_after_ms = -1) {
   int fds[2];
@@ -34,7 +34,9 @@ Run run_cli(const std::vector<std::string>& args, int interrupt_after_ms = -1) {
   posix_spawn_file_actions_t actions;
   posix_spawn_file_actions_init(&actions);
   posix_spawn_file_actions_adddup2(&actions, fds[1], 1);
-  posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0);
+  const std::string err_path = "/tmp/exmy_test_cli_verify_err." + std::to_string(getpid());
+  posix_spawn_file_actions_addopen(&actions, 2, err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC,
+                                   0600);
   posix_spawn_file_actions_addclose(&actions, fds[0]);
   std::vector<std::string> argv_s = {cli()};
   argv_s.insert(argv_s.end(), args.begin(), args.end());
@@ -58,6 +60,12 @@ Run run_cli(const std::vector<std::string>& args, int interrupt_after_ms = -1) {
   int st = 0;
   waitpid(pid, &st, 0);
   r.status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+  if (FILE* f = std::fopen(err_path.c_str(), "r")) {
+    while ((n = static_cast<ssize_t>(std::fread(buf.data(), 1, buf.size(), f))) > 0)
+      r.err.append(buf.data(), static_cast<std::size_t>(n));
+    std::fclose(f);
+  }
+  std::remove(err_path.c_str());
   return r;
 }
 
@@ -121,8 +129,28 @@ TEST_CASE("exmy verify merge: shards of one run, each once", "[oracle][cli][shar
   CHECK(merged.status == 0);
   const auto checks = [](const std::string& s) { return s.substr(s.find("\"checks\""), 30); };
   CHECK(checks(merged.out) == checks(whole.out));
-  CHECK(run_cli({"verify", "merge", files[0]}).status == 2);            // shard 1/2 missing
+  // Shard 1/2 missing: refused, exit 1, naming it.
+  const Run missing = run_cli({"verify", "merge", files[0]});
+  CHECK(missing.status == 1);
+  CHECK(missing.err.find("1/2") != std::string::npos);
+  CHECK(missing.out.empty());
   CHECK(run_cli({"verify", "merge", files[0], files[0]}).status == 2);  // given twice
+  // A shard of another campaign (bf16, not fp16) with the right index: refused, exit 1, naming
+  // the field that differs.
+  const Run other = run_cli(
+      {"verify", "--campaign", "bf16", "--depth", "ci", "--json", "--quiet", "--shard", "1/2"});
+  files.push_back(d + "/foreign.json");
+  {
+    FILE* f = std::fopen(files.back().c_str(), "w");
+    REQUIRE(f != nullptr);
+    std::fputs(other.out.c_str(), f);
+    std::fclose(f);
+  }
+  const Run foreign = run_cli({"verify", "merge", files[0], files[2]});
+  CHECK(foreign.status == 1);
+  CHECK(foreign.err.find("another campaign") != std::string::npos);
+  CHECK(foreign.err.find("campaign 'bf16'") != std::string::npos);
+  CHECK(foreign.out.empty());
   CHECK(run_cli({"verify", "--campaign", "fp16", "--shard", "3/2"}).status == 2);
   std::system(("rm -rf '" + d + "'").c_str());
 }
