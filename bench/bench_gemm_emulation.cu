@@ -1,7 +1,7 @@
 // The GEMM emulation kernel's speed against the CPU reference (one core) on the same operands,
 // and its outputs compared bit for bit: `bench_gemm_emulation [--quick]` prints one JSON object
 // per case. Ratios are taken in this process; cuBLAS's own time on the same shapes is measured
-// by bench/peers/gemm_emulation_peer.py in the same device call (the issue asks for both).
+// by bench/peers/gemm_million_check.py in the same device call (the issue asks for both).
 #include <chrono>
 #include <cstdio>
 #include <cstring>

@@ -455,7 +455,7 @@ gpu::CastInput gpu_input(const Options& o, const io::NpyHeader& h) {
 }
 #endif
 
-// The array on the GPU (gpu/cast.hpp, gpu/cast/cast_compat.hpp): float formats of at most 16 bits,
+// The array on the GPU (gpu/cast/cast.hpp, cast_compat.hpp): float formats of at most 16 bits,
 // the Philox words of --seed, the compat rules; --pack packs the GPU's codes on the host. The
 // same codes and decoded values as the CPU path, written by the same writer.
 int run_arrays_cuda([[maybe_unused]] const Options& o, [[maybe_unused]] const Format& f) {

@@ -5,7 +5,7 @@
 //           [--device cpu|cuda]
 // Runs N optimizer steps on one tensor (docs/SEMANTICS.md 9, 11.5). NAME is an entry of the
 // optimizer registry (sim/optim/registry.hpp), which also gives its defaults, its state files and
-// its CPU step; --device cuda runs the GPU kernels of gpu/optim.hpp (gpu/optim_host.hpp), states
+// its CPU step; --device cuda runs the GPU kernels of gpu/optim/optim.hpp (optim_host.hpp), states
 // staying on the device between steps, and writes the same bytes. G.npy has P's shape (the same
 // gradient every step) or [N, *shape] (one per step). The state is saved in DIR as .npy files and
 // state.json (written last), and reloads without loss with --state DIR.

@@ -6,7 +6,7 @@
 // "NaN inputs convert to 0" for float-to-integer), so clamping the integer to [-127, 127] gives
 // native::round_to_int8's saturation (+-127 for |y| >= 2^8 and +-inf) and its NaN code 0; -0 and
 // values rounding to 0 give the integer 0. Checked over all 2^32 fp32 y per mode by
-// verify_int8_rounding_exhaustive (gpu/verify.hpp) in tests/gpu.
+// verify_int8_rounding_exhaustive (gpu/verify/verify.hpp) in tests/gpu.
 #pragma once
 
 #include <cstdint>

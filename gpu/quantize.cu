@@ -16,7 +16,7 @@
 //
 // Fast paths (chosen on the host per call; every other case runs the generic element function
 // quant_one, the reference loop body): int8 and float targets under rne (integer rounding by one
-// cvt, gpu/fast_int8.hpp; float casts by gpu/fast_cast.hpp with the mode fixed at compile time),
+// cvt, gpu/fast_int8.hpp; float casts by gpu/cast/fast_cast.hpp, the mode fixed at compile time),
 // codebooks under the midpoint tie rules (one table read, gpu/quantize_codebook_table.hpp), MX
 // elements under rne for fast-cast formats (the exact 2^-X scaling is an exponent-field shift).
 // Where a fast path skips the canonical-NaN step of the reference (native::rn32_*), the element's
@@ -399,7 +399,7 @@ __device__ __forceinline__ std::uint8_t fast_int8(const QArgs& a, const GroupSta
 }
 
 // Float targets, rne or sr:R (R <= 23 - M): quant_one's y, then the mode-specialised fast cast
-// (gpu/fast_cast.hpp), equal to fast_cast_fp32. y keeps quant_one's canonical NaN (the cast keeps
+// (gpu/cast/fast_cast.hpp) = fast_cast_fp32. y keeps quant_one's canonical NaN (the cast keeps
 // a NaN's sign); an inner product or quotient feeding fmax * (.) needs no canonical step of its
 // own: a NaN there makes the outer product NaN, which is then made canonical. The form of y is a
 // per-group choice, taken once per run.

@@ -2,7 +2,7 @@
 """Differential check of exmy's MX and NVFP4 quantizers against the peers that define them.
 
 Runs on a GPU machine with torch; torchao 0.18 and TransformerEngine's pure-Python wheel travel as
-wheels (bench/peers/README.md). For every case the peer quantizes a CUDA tensor, exmy quantizes the
+wheels. For every case the peer quantizes a CUDA tensor, exmy quantizes the
 same fp32 values (``exmy quantize`` on the CPU and with ``--device cuda``), and the script counts
 the bytes that differ in the codes, the block scales and the tensor scale. It writes a divergence
 table (Markdown + JSON) to OUT.

@@ -1,7 +1,7 @@
 // The compat casts (`--compat NAME`, sim/format/compat.hpp) on the GPU: fp32 / bf16 / fp16
 // tensors in device memory to the one-byte codes of a compat rule (sim/native/compat_e8m0.hpp),
 // the same function as on the host, element by element. Kept apart from the rounding kernels of
-// gpu/cast.cu: a compat rule is a fixed bit recipe with no rounding mode or random words.
+// gpu/cast/cast.cu: a compat rule is a fixed bit recipe with no rounding mode or random words.
 // Declared without CUDA headers so host-only code can include it.
 #pragma once
 

@@ -1,6 +1,6 @@
 // The GEMM accumulation models on the GPU (docs/SEMANTICS.md 15): one thread per output element
 // runs sim/native/gemm_dot.hpp, the code the CPU reference runs, so the outputs are the same bits
-// (tests/gpu/test_gemm_gpu.cpp, properties/gpu/gemm_props.cpp). CUDA cores and integer alignment
+// (tests/gpu/gemm_layer_test.cpp). CUDA cores and integer alignment
 // arithmetic, no tensor cores: an emulator, not a fast GEMM. The int8 product of the layers
 // (exact int32 accumulation and a dequantization epilogue) lives here too.
 // Host arrays in, host arrays out (synchronous); gpu::CudaError on CUDA failures. Builds without

@@ -1,5 +1,5 @@
-// The GPU stepper of gpu/optim_host.hpp: the registry entry's state arrays live in device buffers
-// for the whole run; each step uploads the gradient and runs the family's kernel of gpu/optim.hpp.
+// The GPU stepper of optim_host.hpp: the registry entry's state arrays live in device buffers
+// for the whole run; each step uploads the gradient and runs the family's kernel of optim.hpp.
 #include <cuda_runtime.h>
 
 #include <algorithm>

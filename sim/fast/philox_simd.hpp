@@ -1,7 +1,7 @@
 // Philox4x32-10 (Salmon et al., SC'11, "Parallel random numbers: as easy as 1, 2, 3") for W
 // consecutive elements at once, W/4 blocks per vector, the words already in element order: the
 // host side of docs/SEMANTICS.md 3.2 at vector speed. Equal to native::philox_block word for word
-// (tests/fast/test_philox_simd.cpp: many seeds, streams and counters, hi32 != 0 included).
+// (tests/fast/test_cast_simd.cpp: many seeds, streams and counters, hi32 != 0 included).
 //
 // Layout: the four 32-bit lanes of block b are its counter (c0, c1, c2, c3) = (lo32(b), hi32(b),
 // stream, 0), so as 64-bit lanes they read (b, stream). One Philox round maps them to

@@ -1,7 +1,7 @@
 // Adam / AdamW per-element updates (docs/SEMANTICS.md 9.2, 9.3). One function per variant; the
 // host reference and the CUDA kernels both call these, so CPU and GPU agree bit for bit.
 // Scalars derived from the hyperparameters and the step number are computed once on the host
-// (sim/optim/adamw.cpp) and passed in already rounded, exactly as PyTorch converts its Python
+// (sim/optim/torch_adam_sgd.cpp) and passed in already rounded, as PyTorch converts its Python
 // doubles.
 #pragma once
 

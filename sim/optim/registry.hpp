@@ -1,7 +1,7 @@
 // The optimizer registry (docs/SEMANTICS.md 9.9): one table entry per optimizer name that
 // `exmy step` and `exmy memory` accept, holding its library defaults, its saved state arrays, its
 // memory per parameter, its CPU step and which parameter dtypes have a GPU kernel. `exmy step`,
-// `exmy memory`, the GPU host wrappers (gpu/optim_host.hpp) and the tests read this table only;
+// `exmy memory`, the GPU host wrapper (gpu/optim/optim_host.hpp) and tests read this table only;
 // the names in usage and error texts are generated from it.
 #pragma once
 
@@ -61,8 +61,8 @@ struct Entry {
   double state_bytes;              // section 9.8: optimizer-state bytes per parameter
   int absmax_states = 0;           // 8-bit states, each with one fp32 absmax per block
   bool reports_rms = false;        // the step returns RMS_t (StableAdamW), reported in state.json
-  // Parameter dtypes (indexed by Storage: fp32, bf16, fp16) for which gpu/optim.hpp has a kernel;
-  // gpu/optim_host.cu runs it (a pointer cannot live here: sim/ does not link gpu/).
+  // Parameter dtypes (by Storage: fp32, bf16, fp16) for which gpu/optim/optim.hpp has a kernel;
+  // gpu/optim/optim_host.cu runs it (a pointer cannot live here: sim/ does not link gpu/).
   std::array<bool, 3> gpu;
   std::string_view example;  // one full name (split entries: a concrete format)
   // Zero state as the library creates it, for n parameters p.
@@ -140,7 +140,7 @@ void final_params(const Config& c, const State& s, std::span<float> p);
 // non-x86 host has its own), so the files of `exmy step` are the same on every engine and host.
 void canonical_nans(const Config& c, State& s, std::span<float> p);
 
-// Runs the steps of one run on one engine (CPU: the entry's cpu_step; GPU: gpu/optim_host.hpp).
+// Runs one run's steps on one engine (CPU: the entry's cpu_step; GPU: gpu/optim/optim_host.hpp).
 class Stepper {
  public:
   virtual ~Stepper() = default;

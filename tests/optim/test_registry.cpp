@@ -145,7 +145,7 @@ TEST_CASE("registry: GPU column and variants", "[optim][registry]") {
   }
   c.opt = optim::find_optimizer("adamw");
   c.st = optim::Storage::bf16;
-  CHECK_NOTHROW(optim::require_gpu_kernel(c));  // gpu/optim_torch16.cu
+  CHECK_NOTHROW(optim::require_gpu_kernel(c));  // gpu/optim/optim_torch16.cu
   c.st = optim::Storage::f16;
   CHECK_NOTHROW(optim::require_gpu_kernel(c));
   c.opt = optim::find_optimizer("sgd");

@@ -1,6 +1,6 @@
 // The step oracle's own Philox4x32-10 (Salmon, Moraes, Dror and Shaw, "Parallel random numbers:
 // as easy as 1, 2, 3", SC'11), written from the paper's round function and the Random123
-// constants, and pinned by Random123's known-answer vectors (tests/oracle/test_steps_real.cpp).
+// constants, and pinned by Random123's known-answer vectors (tests/oracle/steps/test_real.cpp).
 // It does not include the native engine's generator: the split-format :sr steps draw their words
 // here, so a wrong counter or key mapping in either engine shows as a mismatch.
 #pragma once
