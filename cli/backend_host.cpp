@@ -29,25 +29,11 @@
 namespace exmy::cli {
 
 Rounding parse_backend_rounding(std::string_view text, std::string_view what) {
-  const std::size_t plus = text.find('+');
-  try {
-    Rounding r = parse_rounding(text.substr(0, plus));
-    if (plus != std::string_view::npos) r.overflow = parse_overflow(text.substr(plus + 1));
-    return r;
-  } catch (const InputError& e) {
-    throw InputError(std::string(what) + " '" + std::string(text) +
-                     "': expected MODE or MODE+POLICY, MODE rne|rna|rtz|rup|rdn|rto|sr:R (R = "
-                     "1..32), POLICY none|satfinite|sat");
-  }
+  return parse_rounding_text(text, what);
 }
 
 std::string backend_rounding_text(const Rounding& r) {
-  static const char* const modes[] = {"rne", "rna", "rtz", "rup", "rdn", "rto", "sr"};
-  std::string s = modes[static_cast<int>(r.mode)];
-  if (r.mode == RoundMode::sr) s += ":" + std::to_string(r.sr_bits);
-  if (r.overflow == Overflow::satfinite) s += "+satfinite";
-  if (r.overflow == Overflow::sat) s += "+sat";
-  return s;
+  return rounding_text(r, "+");
 }
 
 FloatFormat parse_backend_format(std::string_view name) {

@@ -1,5 +1,6 @@
-// Argument helpers shared by the subcommands: rounding modes, overflow policies, integers, flags
-// and JSON text. Every parser throws exmy::InputError naming the bad text and what was expected.
+// Argument helpers shared by the subcommands: integers, flags and JSON text. Every parser throws
+// exmy::InputError naming the bad text and what was expected. Rounding modes, overflow policies
+// and tie rules are the domain's (sim/format/rounding_names.hpp, included here for every command).
 #pragma once
 
 #include <cstdint>
@@ -7,30 +8,9 @@
 #include <string_view>
 
 #include "sim/common/error.hpp"
-#include "sim/native/codebook_lookup.hpp"
-#include "sim/native/mask.hpp"
-#include "sim/native/rounding.hpp"
+#include "sim/format/rounding_names.hpp"
 
 namespace exmy::cli {
-
-// "rne" "rna" "rtz" "rup" "rdn" "rto" "sr:R" (R = 1..32).
-Rounding parse_rounding(std::string_view mode);
-
-// A --round argument of `exmy cast`: a rounding mode, or seed 003's masking
-//   mask[:outer=clamp|keep][,inner=min|zero|keep]   (defaults outer=clamp, inner=min)
-struct RoundSpec {
-  Rounding rounding{};
-  bool mask = false;
-  MaskOuter outer = MaskOuter::clamp;
-  MaskInner inner = MaskInner::min;
-};
-RoundSpec parse_round_spec(std::string_view text);
-
-// "none" "satfinite" "sat".
-Overflow parse_overflow(std::string_view text);
-
-// "even" (bitsandbytes CUDA), "lower", "bnb-cpu".
-TieRule parse_tie(std::string_view text);
 
 // A decimal or 0x-hex unsigned integer <= max; `what` names the option in the message.
 std::uint64_t parse_uint(std::string_view text, const std::string& what, std::uint64_t max);

@@ -47,12 +47,14 @@
 namespace exmy::cli {
 namespace {
 
-constexpr const char* kUsage =
-    "usage: exmy cast FORMAT [--round rne|rna|rtz|rup|rdn|rto|sr:R|mask[:outer=clamp|keep,"
-    "inner=min|zero|keep]] [--overflow none|satfinite|sat] [--seed N] [--rand WORD] "
-    "[--tie even|lower|bnb-cpu] [--compat NAME] [--json] [--] VALUE...  |  exmy cast FORMAT --in "
-    "X.npy --out Y.npy [--in-format bf16] [--decoded | --pack] [--device cpu|cuda] [--threads N] "
-    "[options]";
+// The mode, policy and tie spellings come from the rounding registry.
+const std::string kUsageText =
+    "usage: exmy cast FORMAT [--round " + round_mode_list("|") +
+    "|mask[:outer=clamp|keep,inner=min|zero|keep]] [--overflow " + overflow_list("|") +
+    "] [--seed N] [--rand WORD] [--tie " + tie_list("|") +
+    "] [--compat NAME] [--json] [--] VALUE...  |  exmy cast FORMAT --in X.npy --out Y.npy "
+    "[--in-format bf16] [--decoded | --pack] [--device cpu|cuda] [--threads N] [options]";
+const char* const kUsage = kUsageText.c_str();
 constexpr std::uint32_t kCastStream = 0;  // SEMANTICS 3.2: stream 0 = element-wise casts
 
 struct Options {
@@ -517,7 +519,9 @@ int run_arrays(const Options& o, const Format& f) {
   if (o.device == Device::cuda) return run_arrays_cuda(o, f);
   const RoundMode mode = o.round.rounding.mode;
   if (f.kind == FormatKind::codebook && mode != RoundMode::rne && mode != RoundMode::sr) {
-    throw InputError("codebook arrays support --round rne or sr:R only");
+    throw InputError(std::string("codebook arrays support --round ") +
+                     round_mode_name(RoundMode::rne) + " or " + round_mode_name(RoundMode::sr) +
+                     ":R only");
   }
   const io::NpyMappedFile file(o.in);
   const io::NpyHeader& h = file.header();

@@ -18,6 +18,7 @@
 #include "gpu/verify/verify.hpp"
 #include "sim/common/error.hpp"
 #include "sim/format/float_names.hpp"
+#include "sim/format/rounding_names.hpp"
 #include "sim/native/convert.hpp"
 
 namespace exmy::gpu {
@@ -269,12 +270,7 @@ std::uint64_t verify_int8_rounding_exhaustive(RoundMode mode) {
 }
 
 std::string rounding_name(const Rounding& r) {
-  static const char* const names[] = {"rne", "rna", "rtz", "rup", "rdn", "rto", "sr"};
-  std::string s = names[static_cast<int>(r.mode)];
-  if (r.mode == RoundMode::sr) s += ":" + std::to_string(r.sr_bits);
-  if (r.overflow == Overflow::satfinite) s += "+satfinite";
-  if (r.overflow == Overflow::sat) s += "+sat";
-  return s;
+  return rounding_text(r, "+");
 }
 
 std::vector<CampaignCase> run_cast_campaign(const CampaignOptions& o) {

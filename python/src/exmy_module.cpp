@@ -1,8 +1,9 @@
 // The Python extension `exmy._exmy` (nanobind): numpy in, numpy out, on the same library
 // functions the CLI runs — the array cast of `exmy cast --in` (sim/fast), the decode table, the
 // quantizers of `exmy quantize` (sim/quant), the optimizer registry of `exmy step` (sim/optim),
-// golden corpus checks (sim/golden). Option strings are parsed by the CLI's own parsers
-// (cli/cli_util.cpp, compiled in), so a bad option raises ValueError with the CLI's message.
+// golden corpus checks (sim/golden). Option strings are parsed by the domain's parsers, the ones
+// the CLI calls (the rounding registry sim/format/rounding_names.hpp, sim/quant, sim/optim), so a
+// bad option raises ValueError with the CLI's message.
 // python/exmy/__init__.py is the documented surface.
 #include <nanobind/nanobind.h>
 #include <nanobind/ndarray.h>
@@ -14,11 +15,11 @@
 #include <string>
 #include <vector>
 
-#include "cli/cli_util.hpp"
 #include "sim/common/error.hpp"
 #include "sim/fast/array_cast.hpp"
 #include "sim/format/compat.hpp"
 #include "sim/format/registry.hpp"
+#include "sim/format/rounding_names.hpp"
 #include "sim/golden/corpus.hpp"
 #include "sim/optim/registry.hpp"
 #include "sim/quant/quantize.hpp"
@@ -98,8 +99,8 @@ nb::object cast(nb::ndarray<nb::c_contig, nb::device::cpu> x, const std::string&
                 const std::string& input, long threads) {
   Format holder;
   const Format& f = float_format(fmt, holder);
-  Rounding r = cli::parse_rounding(round);
-  r.overflow = cli::parse_overflow(overflow);
+  Rounding r = parse_rounding(round);
+  r.overflow = parse_overflow(overflow);
   fast::ArrayInput in;
   if (x.dtype() == nb::dtype<float>()) {
     in = fast::ArrayInput::fp32;
@@ -191,7 +192,7 @@ quant::Options quant_options(const std::string& scheme, const std::string& to, c
       else if (s == "ignore") o.nan = native::NanPolicy::ignore;
       else throw InputError("nan '" + s + "': expected propagate or ignore");
     } else if (key == "round") {
-      const Rounding r = cli::parse_rounding(str());
+      const Rounding r = parse_rounding(str());
       o.mode = r.mode;
       o.sr_bits = r.sr_bits;
     } else if (key == "seed") {
@@ -204,7 +205,7 @@ quant::Options quant_options(const std::string& scheme, const std::string& to, c
       else if (s == "div") o.norm = native::NormOrder::div;
       else throw InputError("norm '" + s + "': expected recip-mul or div");
     } else if (key == "tie") {
-      o.tie = cli::parse_tie(str());
+      o.tie = parse_tie(str());
     } else if (key == "transpose") {
       o.transpose = nb::cast<bool>(v);
     } else if (key == "two_level") {
@@ -379,7 +380,8 @@ NB_MODULE(_exmy, m) {
   });
   m.attr("__version__") = EXMY_VERSION;
   m.attr("git_sha") = EXMY_GIT_SHA;
-  m.def("cast", &cast, "x"_a, "fmt"_a, "round"_a = "rne", "overflow"_a = "none", "seed"_a = 0,
+  m.def("cast", &cast, "x"_a, "fmt"_a, "round"_a = rounding_name(Rounding{}),
+        "overflow"_a = overflow_name(Overflow::none), "seed"_a = 0,
         "input"_a = "", "threads"_a = 1);
   m.def("decode", &decode, "codes"_a, "fmt"_a);
   m.def("table", &table, "fmt"_a);

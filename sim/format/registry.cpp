@@ -5,6 +5,7 @@
 #include "sim/common/error.hpp"
 #include "sim/format/float_names.hpp"
 #include "sim/format/int_format.hpp"
+#include "sim/format/rounding_names.hpp"
 #include "sim/oracle/mpfr_engine.hpp"
 
 namespace exmy {
@@ -89,9 +90,16 @@ Encoded codebook_encode(const Codebook& cb, mpfr_srcptr x, const Rounding& r, st
       code = codebook_stochastic(v, mpfr_get_flt(x, MPFR_RNDN), u);
       break;
     }
-    case RoundMode::rto:
-      throw InputError("round-to-odd is not defined for codebook " + cb.name +
-                       " (expected rne, rna, rtz, rup, rdn or sr:R)");
+    case RoundMode::rto: {
+      std::string modes;  // every mode of the rounding registry but this one
+      for (const RoundMode m : round_modes()) {
+        if (m == RoundMode::rto) continue;
+        modes += (modes.empty() ? "" : ", ") + std::string(round_mode_name(m)) +
+                 (m == RoundMode::sr ? ":R" : "");
+      }
+      throw InputError("round-to-odd is not defined for codebook " + cb.name + " (expected " +
+                       modes + ")");
+    }
   }
   std::uint32_t flags = 0;
   const int c = cmp_f32(x, v[code]);

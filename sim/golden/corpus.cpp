@@ -21,6 +21,7 @@
 #include "sim/fast/array_cast.hpp"
 #include "sim/format/compat.hpp"
 #include "sim/format/registry.hpp"
+#include "sim/format/rounding_names.hpp"
 #include "sim/io/files.hpp"
 #include "sim/io/flat_json.hpp"
 #include "sim/io/npy.hpp"
@@ -88,23 +89,13 @@ constexpr CastFormat kCastFormats[] = {
     {"p3109-binary8p6", "e2m5b2fnuz"},
     {"p3109-binary8p7", "e1m6b1fnuz"},
 };
-struct RoundCase {
-  const char* label;  // the mode as exmy spells it
-  const char* dir;    // in case paths (no ':')
-  RoundMode mode;
-  int bits;
-};
-constexpr RoundCase kRounds[] = {
-    {"rne", "rne", RoundMode::rne, 0}, {"rna", "rna", RoundMode::rna, 0},
-    {"rtz", "rtz", RoundMode::rtz, 0}, {"rup", "rup", RoundMode::rup, 0},
-    {"rdn", "rdn", RoundMode::rdn, 0}, {"rto", "rto", RoundMode::rto, 0},
-    {"sr:8", "sr8", RoundMode::sr, 8}};
-struct PolicyCase {
-  const char* label;
-  Overflow ov;
-};
-constexpr PolicyCase kPolicies[] = {
-    {"none", Overflow::none}, {"sat", Overflow::sat}, {"satfinite", Overflow::satfinite}};
+// The cast cases' roundings: every deterministic mode and sr:8 (the rounding registry's order),
+// under each overflow policy in this order.
+const std::vector<Rounding>& cast_roundings() {
+  static const std::vector<Rounding> v = rounding_sweep({8});
+  return v;
+}
+constexpr Overflow kPolicies[] = {Overflow::none, Overflow::sat, Overflow::satfinite};
 
 // TestFloat-style fp32 inputs for target f: the boundary × pattern table of sim/verify (every
 // value of f, its fp32 neighbours, exact midpoints ± 1, 2 ulps, quarter points, the overflow
@@ -131,13 +122,16 @@ std::vector<float> cast_inputs(const FloatFormat& f, std::uint64_t seed) {
 void cast_cases(std::uint64_t seed, std::vector<CaseMaker>& out) {
   for (const CastFormat& cf : kCastFormats) {
     const std::string fmt_dir = std::string("cast/") + cf.label;
-    for (const RoundCase& rc : kRounds) {
-      for (const PolicyCase& pc : kPolicies) {
-        const std::string id = fmt_dir + "/" + rc.dir + "-" + pc.label;
+    for (const Rounding& mode : cast_roundings()) {
+      for (const Overflow ov : kPolicies) {
+        const std::string round = rounding_name(mode), policy = overflow_name(ov);
+        std::string dir = round;  // case paths hold no ':'
+        std::erase(dir, ':');
+        const std::string id = fmt_dir + "/" + dir + "-" + policy;
         out.push_back({id, [=] {
                          const Format f = parse_format(cf.name);
                          const std::vector<float> x = cast_inputs(f.fp, seed);
-                         const Rounding r{rc.mode, rc.bits, pc.ov};
+                         const Rounding r{mode.mode, mode.sr_bits, ov};
                          const int bytes = f.fp.total_bits() <= 8 ? 1 : 2;
                          std::vector<std::uint8_t> codes(x.size() * bytes);
                          fast::cast_to_codes(x.data(), fast::ArrayInput::fp32, x.size(),
@@ -146,14 +140,14 @@ void cast_cases(std::uint64_t seed, std::vector<CaseMaker>& out) {
                          c.id = id;
                          c.fields = {{"op", "cast"},
                                      {"format", cf.name},
-                                     {"round", rc.label},
-                                     {"overflow", pc.label},
+                                     {"round", round},
+                                     {"overflow", policy},
                                      {"seed", std::to_string(seed)},
                                      {"inputs", "x"},
                                      {"outputs", "codes"},
                                      {"cli", std::string("exmy cast ") + cf.name +
-                                                 " --in x.npy --out codes.npy --round " + rc.label +
-                                                 " --overflow " + pc.label + " --seed " +
+                                                 " --in x.npy --out codes.npy --round " + round +
+                                                 " --overflow " + policy + " --seed " +
                                                  std::to_string(seed)}};
                          c.inputs.push_back({"x", io::make_npy(x)});
                          if (bytes == 1) {

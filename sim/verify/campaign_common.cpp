@@ -6,6 +6,7 @@
 #include <cstdio>
 
 #include "sim/common/error.hpp"
+#include "sim/format/rounding_names.hpp"
 #include "sim/native/philox.hpp"
 #include "sim/native/rounding.hpp"
 #include "sim/verify/campaign.hpp"
@@ -14,38 +15,6 @@
 namespace exmy::verify {
 namespace {
 std::atomic<bool> g_stop{false};
-
-const char* mode_name(RoundMode m) {
-  switch (m) {
-    case RoundMode::rne:
-      return "rne";
-    case RoundMode::rna:
-      return "rna";
-    case RoundMode::rtz:
-      return "rtz";
-    case RoundMode::rup:
-      return "rup";
-    case RoundMode::rdn:
-      return "rdn";
-    case RoundMode::rto:
-      return "rto";
-    case RoundMode::sr:
-      return "sr";
-  }
-  return "?";
-}
-
-const char* policy_name(Overflow p) {
-  switch (p) {
-    case Overflow::none:
-      return "none";
-    case Overflow::satfinite:
-      return "satfinite";
-    case Overflow::sat:
-      return "sat";
-  }
-  return "?";
-}
 }  // namespace
 
 void request_stop() {
@@ -59,10 +28,7 @@ bool stop_requested() {
 }
 
 std::string rounding_label(const Rounding& r) {
-  std::string s = mode_name(r.mode);
-  if (r.mode == RoundMode::sr) s.append(":").append(std::to_string(r.sr_bits));
-  if (r.overflow != Overflow::none) s.append(" ").append(policy_name(r.overflow));
-  return s;
+  return rounding_text(r, " ");
 }
 
 const char* outcome_name(Outcome o) {

@@ -160,7 +160,8 @@ Result run_decode(const Options& o) {
                                ? self.code == oracle::canonical_nan(f, d.negative)
                                : (self.code == code && self.flags == 0);
       if (!t.add_check(d.cls, self_ok)) {
-        t.keep({"oracle-roundtrip", name, name, "rne", code, 0, self, self, ""}, o.max_reported);
+        t.keep({"oracle-roundtrip", name, name, rounding_label(rne), code, 0, self, self, ""},
+               o.max_reported);
       }
       const struct {
         const FloatFormat* to;
@@ -170,7 +171,8 @@ Result run_decode(const Options& o) {
         const Encoded expect = oracle::encode(*tg.to, rne, orc_v);
         const Encoded got = native::convert(f, *tg.to, rne, code);
         if (!t.add(d.cls, expect, got)) {
-          t.keep({tg.check, name, float_format_name(*tg.to), "rne", code, 0, got, expect, ""},
+          t.keep({tg.check, name, float_format_name(*tg.to), rounding_label(rne), code, 0, got,
+                  expect, ""},
                  o.max_reported);
         }
       }

@@ -15,6 +15,7 @@
 #include "sim/common/error.hpp"
 #include "sim/format/codebook.hpp"
 #include "sim/format/registry.hpp"
+#include "sim/format/rounding_names.hpp"
 #include "sim/oracle/mpfr_engine.hpp"
 #include "sim/oracle/steps/quant.hpp"
 #include "sim/quant/matmul.hpp"
@@ -117,16 +118,11 @@ struct QCfg {
   native::AccumOrder accum = native::AccumOrder::sequential;         // matmul-fp32
 };
 
-struct RoundChoice {
-  RoundMode mode;
-  int bits;
-  const char* label;
-};
-constexpr RoundChoice kAllModes[] = {
-    {RoundMode::rne, 0, "rne"}, {RoundMode::rna, 0, "rna"},   {RoundMode::rtz, 0, "rtz"},
-    {RoundMode::rup, 0, "rup"}, {RoundMode::rdn, 0, "rdn"},   {RoundMode::rto, 0, "rto"},
-    {RoundMode::sr, 8, "sr:8"}, {RoundMode::sr, 24, "sr:24"},
-};
+// Every mode of the rounding registry, sr at 8 and 24 bits.
+const std::vector<Rounding>& all_modes() {
+  static const std::vector<Rounding> v = rounding_sweep({8, 24});
+  return v;
+}
 
 const char* order_name(native::ScaleOrder o) {
   return o == native::ScaleOrder::div_mul     ? "div-mul"
@@ -151,10 +147,10 @@ std::vector<QCfg> qconfigs(const QOp& op) {
     c.label = scheme;
     return c;
   };
-  auto with_round = [](QCfg c, const RoundChoice& r) {
+  auto with_round = [](QCfg c, const Rounding& r) {
     c.opt.mode = r.mode;
-    c.opt.sr_bits = r.bits;
-    c.label += std::string(" ") + r.label;
+    c.opt.sr_bits = r.sr_bits;
+    c.label += " " + rounding_name(r);
     return c;
   };
   switch (op.fam) {
@@ -162,7 +158,7 @@ std::vector<QCfg> qconfigs(const QOp& op) {
       for (const char* s : {"tensor", "rowwise", "colwise", "block:40"}) {
         for (auto o : kOrders) {
           for (auto n : kNans) {
-            for (const auto& r : kAllModes) {
+            for (const auto& r : all_modes()) {
               QCfg c = base(s);
               c.opt.order = o;
               c.opt.nan = n;
@@ -182,7 +178,7 @@ std::vector<QCfg> qconfigs(const QOp& op) {
       }
       break;
     case Fam::cast: {
-      const auto& modes = kAllModes;  // every mode of section 2
+      const auto& modes = all_modes();  // every mode of section 2
       for (const char* s : {"tensor", "rowwise", "block:40"}) {
         for (auto n : kNans) {
           if (op.variant == native::CastVariant::absmax) {
@@ -257,17 +253,14 @@ std::vector<QCfg> qconfigs(const QOp& op) {
               c.opt.nan = n;
               c.opt.norm = norm;
               c.opt.tie = t;
-              c.label += std::string(" ") + nan_name(n) + " " + nn + " tie:" +
-                         (t == TieRule::even_index    ? "even"
-                          : t == TieRule::lower_index ? "lower"
-                                                      : "bnb-cpu");
+              c.label += std::string(" ") + nan_name(n) + " " + nn + " tie:" + tie_name(t);
               out.push_back(c);
             }
             QCfg c = base(s);
             c.opt.nan = n;
             c.opt.norm = norm;
             c.label += std::string(" ") + nan_name(n) + " " + nn;
-            out.push_back(with_round(c, kAllModes[6]));
+            out.push_back(with_round(c, Rounding{RoundMode::sr, 8}));
           }
         }
       }
@@ -285,7 +278,7 @@ std::vector<QCfg> qconfigs(const QOp& op) {
             out.push_back(c);
             continue;
           }
-          for (const auto& r : kAllModes) out.push_back(with_round(c, r));
+          for (const auto& r : all_modes()) out.push_back(with_round(c, r));
         }
       }
       break;

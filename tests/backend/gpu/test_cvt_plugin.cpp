@@ -30,6 +30,28 @@ std::string cvt_plugin() {
 }
 const std::string kCvt = cvt_plugin();
 
+// A test plugin beside the cvt plugin (the packed device binaries) or in the build tree.
+std::string beside(const std::string& built, const std::string& name) {
+  if (exmy::testing::exists(built)) return built;
+  return kCvt.substr(0, kCvt.rfind('/')) + "/" + name;
+}
+
+// stdout and stderr of `exmy ARGS`, and its status.
+struct Output {
+  int status = -1;
+  std::string text;
+};
+Output exmy_output(const std::string& args) {
+  static const std::string dir = exmy::testing::make_tmpdir("exmy_backend_gpu_test");
+  const std::string path = dir + "/out";
+  const std::string cmd = "'" + exmy::testing::cli() + "' " + args + " >'" + path + "' 2>&1";
+  const int st = std::system(cmd.c_str());
+  Output o;
+  o.status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+  o.text = exmy::testing::slurp(path);
+  return o;
+}
+
 int exmy_status(const std::string& args) {
   const std::string cmd = "'" + exmy::testing::cli() + "' " + args + " >/dev/null";
   const int st = std::system(cmd.c_str());
@@ -64,6 +86,36 @@ TEST_CASE("cvt plugin: ci sweep and fuzz agree with exmy", "[gpu][backend]") {
     // Not what the instruction does: refused (exit 2), not mismatched.
     CHECK(exmy_status("fuzz --backend '" + kCvt + "' --op cast --format " + f + " --round rne") ==
           2);
+  }
+}
+
+TEST_CASE("--entry device: a plugin that writes its device input or past its device codes fails",
+          "[gpu][backend]") {
+  int devices = 0;
+  if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0) return;
+  struct Case {
+    std::string lib, says;
+  };
+  const Case cases[] = {
+      {beside(EXMY_PLUGIN_DEVICE_ZERO_INPUT, "libexmy_test_plugin_device_zero_input.so"),
+       "wrote to its input: element 0 was 0x"},
+      {beside(EXMY_PLUGIN_DEVICE_PAST_END, "libexmy_test_plugin_device_past_end.so"),
+       "wrote outside its buffers: codes byte "}};
+  for (const Case& c : cases) {
+    INFO(c.lib);
+    const std::string req = " --op cast --format e4m3fn --round rne";
+    // The host entry point is the reference: it passes.
+    CHECK(exmy_status("verify --backend '" + c.lib + "'" + req + " --depth ci --quiet") == 0);
+    for (const char* threads : {"1", "2"}) {
+      const Output v = exmy_output("verify --backend '" + c.lib + "'" + req +
+                                   " --depth ci --quiet --entry device --threads " + threads);
+      CHECK(v.status == 1);
+      CHECK(v.text.find(c.says) != std::string::npos);
+      CHECK(v.text.find("(on the device)") != std::string::npos);
+    }
+    const Output f = exmy_output("fuzz --backend '" + c.lib + "'" + req + " --entry device");
+    CHECK(f.status == 1);
+    CHECK(f.text.find(c.says) != std::string::npos);
   }
 }
 
