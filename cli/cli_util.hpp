@@ -9,6 +9,7 @@
 
 #include "sim/common/error.hpp"
 #include "sim/format/rounding_names.hpp"
+#include "sim/io/json_write.hpp"
 
 namespace exmy::cli {
 
@@ -29,7 +30,7 @@ std::string flags_json(std::uint32_t flags);
 // The same, space separated ("-" when none), for plain text.
 std::string flags_text(std::uint32_t flags);
 
-// A JSON string literal of s (quotes, backslashes and control characters escaped).
-std::string json_string(std::string_view s);
+// A JSON string literal of s (sim/io/json_write.hpp: the one quoting).
+using io::json_string;
 
 }  // namespace exmy::cli

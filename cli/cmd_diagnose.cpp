@@ -225,11 +225,11 @@ int run_diagnose(const Args& args) {
   const bool have_rms = !t.rms.empty();
   if (json) {
     std::printf(
-        "{\"trace\": \"%s\", \"steps\": %zu, \"analysed_steps\": %ld, \"loss_spikes\": %s, "
+        "{\"trace\": %s, \"steps\": %zu, \"analysed_steps\": %ld, \"loss_spikes\": %s, "
         "\"rms_spikes\": %s, \"preceded\": %ld, \"chance_rate\": %.6g, \"p_value\": %.6g}\n",
-        trace.c_str(), t.step.size(), r.analysed_steps, steps_json(r.loss_spikes).c_str(),
-        have_rms ? steps_json(r.rms_spikes).c_str() : "null", r.preceded_count, r.chance_rate,
-        r.p_value);
+        json_string(trace).c_str(), t.step.size(), r.analysed_steps,
+        steps_json(r.loss_spikes).c_str(), have_rms ? steps_json(r.rms_spikes).c_str() : "null",
+        r.preceded_count, r.chance_rate, r.p_value);
     return 0;
   }
   std::printf("%s: %zu steps, %ld analysed (the first %ld ignored)\n", trace.c_str(), t.step.size(),

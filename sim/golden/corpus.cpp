@@ -24,6 +24,7 @@
 #include "sim/format/rounding_names.hpp"
 #include "sim/io/files.hpp"
 #include "sim/io/flat_json.hpp"
+#include "sim/io/json_write.hpp"
 #include "sim/io/npy.hpp"
 #include "sim/io/sha256.hpp"
 #include "sim/optim/registry.hpp"
@@ -49,15 +50,6 @@ struct CaseMaker {
   std::string id;
   std::function<Case()> make;
 };
-
-std::string json_escape(const std::string& s) {
-  std::string o;
-  for (char c : s) {
-    if (c == '"' || c == '\\') o += '\\';
-    o += c;
-  }
-  return o;
-}
 
 // Casts: the OCP / ml_dtypes formats and the IEEE P3109 8-bit signed formats the format core can
 // describe (binary8pK, K = 1..7, finite: NaN at 0x80, no infinities, bias 2^(7−K), i.e. eXmY
@@ -575,7 +567,7 @@ std::vector<CaseMaker> all_cases(const std::string& suite, std::uint64_t seed) {
 std::string flat_json(const std::vector<std::pair<std::string, std::string>>& fields) {
   std::string s = "{\n";
   for (std::size_t i = 0; i < fields.size(); ++i) {
-    s += "  \"" + json_escape(fields[i].first) + "\": \"" + json_escape(fields[i].second) + "\"";
+    s += "  " + io::json_string(fields[i].first) + ": " + io::json_string(fields[i].second);
     s += i + 1 < fields.size() ? ",\n" : "\n";
   }
   return s + "}\n";

@@ -7,6 +7,7 @@
 
 #include "sim/common/number.hpp"
 #include "sim/io/json.hpp"
+#include "sim/io/json_write.hpp"
 
 namespace exmy::verify {
 namespace {
@@ -17,23 +18,7 @@ std::string hex(std::uint64_t v) {
   return buf;
 }
 
-std::string json_string(const std::string& s) {
-  std::string out = "\"";
-  for (const char c : s) {
-    if (c == '"' || c == '\\') {
-      out.push_back('\\');
-      out.push_back(c);
-    } else if (static_cast<unsigned char>(c) < 0x20) {
-      char buf[8];
-      std::snprintf(buf, sizeof buf, "\\u%04x", c);
-      out.append(buf);
-    } else {
-      out.push_back(c);
-    }
-  }
-  out.push_back('"');
-  return out;
-}
+using io::json_string;
 
 std::string encoded_json(const Encoded& e) {
   return "{\"code\": " + json_string(hex(e.code)) + ", \"flags\": " + std::to_string(e.flags) + "}";
