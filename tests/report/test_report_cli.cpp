@@ -15,6 +15,8 @@
 #include <thread>
 #include <vector>
 
+#include "sim/io/json.hpp"
+
 extern char** environ;
 
 namespace fs = std::filesystem;
@@ -230,6 +232,31 @@ TEST_CASE("exmy diagnose spikes reads the report's trace; bad input exits 2", "[
   REQUIRE(run_cli({"diagnose", "spikes", "--trace", trace, "--lead", "8:1"}) == 2);
   REQUIRE(run_cli({"diagnose", "spikes", "--trace", trace, "--rms-col", "nope"}) == 2);
   REQUIRE(run_cli({"diagnose", "wobble"}) == 2);
+  fs::remove_all(d);
+}
+
+// --json quotes the trace path through the one JSON writer (sim/io/json_write.hpp): a name with
+// a quote, a backslash, a tab and UTF-8 gives JSON that parses and reads back byte for byte.
+TEST_CASE("exmy diagnose spikes --json: a quote in the trace path stays valid JSON", "[cli]") {
+  if (cli().empty()) return;
+  const fs::path d = fresh_dir("diag_json");
+  fs::create_directories(d);
+  const std::string trace = (d / "tr\"a\\ce\t\xc3\xa9.csv").string();
+  {
+    std::ofstream f(trace, std::ios::binary);
+    f << "step,loss,rms\n";
+    for (int s = 0; s < 40; ++s) {
+      f << s << "," << (s == 30 ? 9 : 1) << "," << (s == 25 ? 5 : 1) << "\n";
+    }
+  }
+  REQUIRE(setenv("EXMY_TEST_TRACE", trace.c_str(), 1) == 0);
+  const fs::path out = d / "out.json";
+  const std::string cmd = "'" + cli() + "' diagnose spikes --trace \"$EXMY_TEST_TRACE\" " +
+                          "--window 5 --ignore-first 0 --json > '" + out.string() + "'";
+  REQUIRE(std::system(cmd.c_str()) == 0);
+  const exmy::io::Json j = exmy::io::parse_json(slurp(out), out.string());
+  CHECK(j.at("trace", "trace").str("trace") == trace);
+  CHECK(j.at("steps", "steps").u64("steps") == 40);
   fs::remove_all(d);
 }
 
