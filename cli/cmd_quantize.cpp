@@ -30,15 +30,18 @@
 namespace exmy::cli {
 namespace {
 
-constexpr const char* kQuantizeUsage =
+// The --compat names come from the profiles that cover quantize (sim/format/compat.hpp).
+const std::string kQuantizeUsageText =
     "usage: exmy quantize --scheme tensor|rowwise|colwise|block:B|mx|nvfp4 --to TARGET --in X.npy "
     "[--in-format bf16] --out Q.npy --state-out S.npy [--transpose] [--variant "
     "absmax|te|te-current|torchao|ocp] [--scale-mode floor|ceil|even|rceil] [--two-level] "
     "[--tensor-amax F] [--tensor-scale F] [--tensor-scale-out T.npy] [--pack] "
     "[--order div-mul|recip-mul|mul-recip] [--nan propagate|ignore] [--round MODE] [--seed N] "
     "[--margin M] [--prev-scale F] [--scale F] [--amax-epsilon F] [--pow2-scale] [--fp16-clamp] "
-    "[--norm recip-mul|div] [--tie even|lower|bnb-cpu] [--compat bnb-cuda|triton] [--device "
-    "cpu|cuda]";
+    "[--norm recip-mul|div] [--tie " +
+    tie_list("|") + "] [--compat " + compat_profile_names(CompatOp::quantize, "|") +
+    "] [--device cpu|cuda]";
+const char* const kQuantizeUsage = kQuantizeUsageText.c_str();
 constexpr const char* kDequantizeUsage =
     "usage: exmy dequantize --scheme S --from TARGET --in Q.npy --state S.npy --out X.npy "
     "[--tensor-scale-in T.npy] [--transpose] [--pack] [--device cpu|cuda] [the quantize "
@@ -173,46 +176,10 @@ CliOptions parse(const Args& args, const std::string& target_flag, const std::st
   if (o.in.empty() || o.out.empty() || o.state.empty()) {
     throw InputError("--in, --out and " + state_flag + " are required");
   }
-  if (!o.compat.empty()) {
-    // bitsandbytes' CUDA kernels as compiled (docs/SEMANTICS.md 7.5): rcp.approx normalization,
-    // FTZ arithmetic, fmaxf absmax. The profile fixes what --norm and --nan would choose.
-    compat_require_quantize(compat_profile(o.compat), o.q.target.name);
-    if (o.compat == "triton") {
-      // SwitchBack's row/column-wise Triton kernels divide in-kernel (docs/SEMANTICS.md 7.3).
-      if (o.order) throw InputError("--compat triton fixes the order: drop --order");
-      if (o.q.scheme.kind != quant::Granularity::row &&
-          o.q.scheme.kind != quant::Granularity::col) {
-        throw InputError(
-            "--compat triton: expected --scheme rowwise or colwise (SwitchBack's "
-            "quantize_global multiplies by a torch reciprocal: --order recip-mul)");
-      }
-      o.q.order = native::ScaleOrder::div_full_mul;
-    } else if (o.q.target.name == "int8") {
-      // bitsandbytes' int8_vectorwise_quant (kInt8VectorQuant, LLM.int8()): x * __fdividef(127,
-      // absmax) under --use_fast_math (docs/SEMANTICS.md 7.3).
-      if (state_flag != "--state-out") {
-        throw InputError("--compat " + o.compat +
-                         ": dequantize to int8 is not covered "
-                         "(bitsandbytes dequantizes int8 in its matmul epilogue)");
-      }
-      if (o.order) throw InputError("--compat " + o.compat + " fixes the order: drop --order");
-      if (o.q.scheme.kind != quant::Granularity::row &&
-          o.q.scheme.kind != quant::Granularity::col) {
-        throw InputError("--compat " + o.compat +
-                         ": expected --scheme rowwise or colwise "
-                         "(int8_vectorwise_quant of the matrix or of its transpose)");
-      }
-      o.q.order = native::ScaleOrder::fdividef_mul;
-    } else {
-      if (o.norm_or_nan) {
-        throw InputError("--compat " + o.compat +
-                         " fixes the normalization and the NaN rule: "
-                         "drop --norm / --nan");
-      }
-      o.q.norm = native::NormOrder::bnb_cuda;
-      o.q.nan = native::NanPolicy::ignore_ftz;
-    }
-  }
+  // The profile's kernel rules (sim/quant/quant_compat.cpp), as the Python module applies them.
+  quant::apply_compat(
+      o.q, o.compat,
+      {.order = o.order, .norm_or_nan = o.norm_or_nan, .dequantize = state_flag != "--state-out"});
   quant::validate_options(o.q);
   const std::string tflag =
       state_flag == "--state-out" ? "--tensor-scale-out" : "--tensor-scale-in";

@@ -29,11 +29,10 @@
 #include "sim/common/error.hpp"
 #include "sim/common/number.hpp"
 #include "sim/format/compat.hpp"
-#include "sim/io/files.hpp"
-#include "sim/io/flat_json.hpp"
 #include "sim/io/npy.hpp"
 #include "sim/optim/optim.hpp"
 #include "sim/optim/registry.hpp"
+#include "sim/optim/state_file.hpp"
 
 namespace exmy::cli {
 namespace {
@@ -54,12 +53,17 @@ struct Options {
   Device device = Device::cpu;
 };
 
-constexpr const char* kUsage =
+// The --compat names come from the profiles that cover a step (sim/format/compat.hpp).
+const std::string kUsageText =
     "usage: exmy step --optimizer NAME --params P.npy --grads G.npy [--state DIR] --steps N --out "
     "DIR [--lr X --beta1 X --beta2 X --eps X --wd X --momentum X --dampening X --nesterov] "
     "[--block 256|2048] [--no-small-fallback] [--variant default|torch-fused|torch-order] "
-    "[--compat torch-cpu|torch-cuda|torch-cuda-foreach|bnb-cuda] [--param-dtype fp32|bf16|fp16] [--seed S] [--loss-scale none|dynamic|fixed:S] "
+    "[--compat " +
+    compat_profile_names(CompatOp::step, "|") +
+    "] [--param-dtype fp32|bf16|fp16] [--seed S] "
+    "[--loss-scale none|dynamic|fixed:S] "
     "[--device cpu|cuda]";
+const char* const kUsage = kUsageText.c_str();
 
 Options parse(const Args& args) {
   Options o;
@@ -134,63 +138,10 @@ Options parse(const Args& args) {
   return o;
 }
 
-// The hyperparameter domains PyTorch's constructors enforce (torch.optim.Adam / AdamW / SGD:
-// "Invalid learning rate", "Invalid beta parameter at index 0", ...; bitsandbytes and optimi
-// check the same ones): a value outside is refused by name rather than run (docs/SEMANTICS.md
-// 9.9). Only the hyperparameters the optimizer's family reads are checked.
-void check_hyper_domains(const optim::Entry& e, const optim::Hyper& h) {
-  using optim::Family;
-  const auto check = [](double v, const char* what, double lo, double hi, bool hi_open) {
-    // The shortest decimal that reads back as v: the text the user typed, for typed values.
-    char text[40];
-    for (int digits = 1; digits <= 17; ++digits) {
-      std::snprintf(text, sizeof text, "%.*g", digits, v);
-      if (std::strtod(text, nullptr) == v) break;
-    }
-    number::require_range(v, text, what, lo, false, hi, hi_open);
-  };
-  const double inf = HUGE_VAL;
-  switch (e.family) {
-    case Family::sgd:
-    case Family::split_sgd:
-      check(h.sgd.lr, "--lr", 0.0, inf, true);
-      check(h.sgd.momentum, "--momentum", 0.0, inf, true);
-      check(h.sgd.wd, "--wd", 0.0, inf, true);
-      if (h.sgd.nesterov && (h.sgd.momentum <= 0.0 || h.sgd.dampening != 0.0)) {
-        throw InputError("--nesterov: expected --momentum > 0 and --dampening 0 (PyTorch's rule)");
-      }
-      return;
-    case Family::momentum8:
-      check(h.adam.lr, "--lr", 0.0, inf, true);
-      check(h.adam.beta1, "--momentum / --beta1", 0.0, 1.0, true);
-      check(h.adam.wd, "--wd", 0.0, inf, true);
-      return;
-    case Family::adam:
-    case Family::adam8:
-    case Family::stable:
-    case Family::split_adam:
-      check(h.adam.lr, "--lr", 0.0, inf, true);
-      check(h.adam.eps, "--eps", 0.0, inf, true);
-      check(h.adam.beta1, "--beta1", 0.0, 1.0, true);
-      check(h.adam.beta2, "--beta2", 0.0, 1.0, true);
-      check(h.adam.wd, "--wd", 0.0, inf, true);
-      return;
-  }
-}
-
 std::string shape_text(const std::vector<std::size_t>& shape) {
   std::string t = "(";
   for (std::size_t k = 0; k < shape.size(); ++k) t += (k ? ", " : "") + std::to_string(shape[k]);
   return t + (shape.size() == 1 ? ",)" : ")");
-}
-
-// A shortest round-trip decimal of a float for state.json, or null where JSON has no number
-// (a NaN or inf rms of a diverged run).
-std::string json_float(float v) {
-  if (!std::isfinite(v)) return "null";
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%.9g", static_cast<double>(v));
-  return buf;
 }
 
 // Progress of a long run on stderr: steps done, rate and the time left, at most once a second
@@ -248,24 +199,15 @@ int run_step(const Args& args) {
   c.opt = optim::find_optimizer(o.optimizer);
   const optim::Entry& e = *c.opt.entry;
   c.hyper = optim::resolve_hyper(e, o.hyper);
-  check_hyper_domains(e, c.hyper);
+  optim::check_hyper_domains(e, c.hyper);
   c.st = o.st;
   c.block = o.block;
   c.small_fallback = o.small_fallback;
   c.variant = o.variant;
   c.seed = o.seed;
-  if (!o.compat.empty()) {
-    // The profile's PyTorch kernels (docs/SEMANTICS.md 9.2, 9.3, 12); a profile that does not
-    // cover this optimizer is an error, never a fallback to the default.
-    const CompatEntry& ce = compat_step_entry(compat_profile(o.compat), std::string(e.name));
-    if ((ce.kernels != native::TorchKernels::cpu || ce.bnb != native::BnbKernels::exact) &&
-        o.variant != "default") {
-      throw InputError("--compat " + o.compat + " with --variant " + o.variant +
-                       ": choose one (the variant is a model of other kernels)");
-    }
-    c.hyper.adam.kernels = c.hyper.sgd.kernels = ce.kernels;
-    c.hyper.adam.bnb = ce.bnb;
-  }
+  // The profile's kernels (sim/optim/registry.hpp), as the Python module and the golden corpus
+  // apply them.
+  optim::apply_compat(c, o.compat);
 
   // Parameters and gradients.
   io::NpyArray pa = io::read_npy(o.params);
@@ -330,43 +272,13 @@ int run_step(const Args& args) {
 
   // State: fresh, or reloaded from --state, which must be a state directory written by exmy
   // step (a missing one is an error, not a fresh start that would silently lose the history).
-  long t0 = 0;
-  optim::DynamicScaler scaler;
   optim::State state = optim::init_state(c, p);
+  optim::Resume resume;
   if (!o.state.empty()) {
-    const std::string sf = o.state + "/state.json";
-    struct stat sd {};
-    if (stat(o.state.c_str(), &sd) != 0 || !S_ISDIR(sd.st_mode)) {
-      throw InputError("--state '" + o.state +
-                       "': not a directory (expected the --out directory of an earlier exmy step)");
-    }
-    const io::FlatJson js(io::read_small_file(sf, 1u << 26, "the state.json of exmy step"), sf);
-    if (js.str("optimizer") != o.optimizer) {
-      throw InputError(sf + ": state of optimizer '" + js.str("optimizer") + "', not '" +
-                       o.optimizer + "'");
-    }
-    const std::uint64_t sn = js.u64("n", UINT64_MAX);
-    if (sn != n) {
-      throw InputError(sf + ": state for " + std::to_string(sn) + " elements, params have " +
-                       std::to_string(n));
-    }
-    // The step count continues from here: at most what --steps can add keeps it in a long.
-    t0 = static_cast<long>(js.i64("step", 0, INT64_MAX / 2));
-    scaler.scale = js.f32("scale");
-    if (!(scaler.scale > 0.0f)) {
-      throw InputError(sf + ": \"scale\" is " + js.value("scale").text +
-                       ", expected a loss scale > 0");
-    }
-    scaler.growth_tracker = static_cast<int>(js.i64("growth_tracker", 0, INT32_MAX));
-    if (optim::is_blockwise(e) &&
-        (js.i64("block", 1, INT32_MAX) != o.block || js.boolean("is_8bit") != state.bnb.is_8bit)) {
-      throw InputError(sf + ": block size or 8-bit/32-bit layout differs from the options");
-    }
-    if (e.split && js.str("split_format") != optim::split_format_name(c.opt.split)) {
-      throw InputError(sf + ": split format differs from --optimizer");
-    }
-    optim::load_state(c, o.state, p, o.params, pa.shape, state);
+    resume = optim::resume_state_dir(c, o.optimizer, o.state, p, o.params, pa.shape, state);
   }
+  const long t0 = resume.step;
+  optim::DynamicScaler scaler = resume.scaler;
 
   // Loss scaling.
   enum class Scale { none, dynamic, fixed } scale_mode = Scale::none;
@@ -386,7 +298,7 @@ int run_step(const Args& args) {
   const std::unique_ptr<optim::Stepper> engine =
       o.device == Device::cuda ? gpu::optim_stepper(c, p, state) : optim::cpu_stepper(c, p, state);
   long t = t0;
-  std::string rms_list, skipped_list;
+  optim::RunRecord rec;
   Progress progress(o.steps);
   for (long k = 0; k < o.steps; ++k) {
     progress.update(k);
@@ -400,59 +312,37 @@ int run_step(const Args& args) {
       const bool inf = optim::unscale_and_check(g, scaler.scale);
       optim::update_scale(scaler, inf);
       if (inf) {
-        skipped_list += (skipped_list.empty() ? "" : ",") + std::to_string(k);
+        rec.skipped.push_back(k);
         continue;
       }
     } else if (scale_mode == Scale::fixed) {
       const bool inf = optim::unscale_and_check(g, fixed_scale);
       if (inf) {
-        skipped_list += (skipped_list.empty() ? "" : ",") + std::to_string(k);
+        rec.skipped.push_back(k);
         continue;
       }
     }
     ++t;
     const float rms = engine->step(t, gk);
-    if (e.reports_rms) rms_list += (rms_list.empty() ? "" : ",") + json_float(rms);
+    if (e.reports_rms) rec.rms.push_back(rms);
   }
   engine->finish();
   progress.finish(o.steps);
   optim::final_params(c, state, p);
   optim::canonical_nans(c, state, p);
 
-  // Output: every file written into a staging directory inside --out, then renamed into place
-  // together, state.json last (io::OutputSet): a failure on any file leaves the previous
-  // contents of --out as they were, and a state.json is never newer than its arrays.
-  mkdir(o.out.c_str(), 0777);
-  struct stat sb {};
-  if (stat(o.out.c_str(), &sb) != 0 || !S_ISDIR(sb.st_mode)) {
-    throw InputError("--out '" + o.out + "': cannot create the directory");
-  }
-  const io::StagingDir stage(o.out);
-  io::OutputSet outs;
-  {
-    io::NpyFileWriter w(stage.path() + "/params.npy", io::kDescrF32, pa.shape);
-    w.write(p.data(), p.size() * sizeof(float));
-    w.commit();
-  }
-  outs.adopt(stage.path() + "/params.npy", o.out + "/params.npy");
-  optim::save_state(c, stage.path(), pa.shape, state);
-  for (const optim::StateArray& a : e.arrays(c, state)) {
-    const std::string f = std::string("/") + a.file + ".npy";
-    outs.adopt(stage.path() + f, o.out + f);
-  }
-  const std::string json =
-      "{\"optimizer\":" + json_string(o.optimizer) + ",\"n\":" + std::to_string(n) +
-      ",\"step\":" + std::to_string(t) + ",\"block\":" + std::to_string(o.block) +
-      ",\"is_8bit\":" + (state.bnb.is_8bit ? "true" : "false") +
-      ",\"split_format\":" + json_string(e.split ? optim::split_format_name(c.opt.split) : "") +
-      ",\"seed\":" + std::to_string(o.seed) + ",\"scale\":" + json_float(scaler.scale) +
-      ",\"growth_tracker\":" + std::to_string(scaler.growth_tracker) +
-      ",\"variant\":" + json_string(o.variant) +
-      ",\"compat\":" + json_string(o.compat.empty() ? "default" : o.compat) + ",\"rms\":[" + rms_list + "],\"skipped\":[" +
-      skipped_list + "]}\n";
-  io::write_text_atomic(stage.path() + "/state.json", json);
-  outs.adopt(stage.path() + "/state.json", o.out + "/state.json");
-  outs.commit();
+  // Output: the state directory (sim/optim/state_file.hpp), state.json written last.
+  rec.optimizer = o.optimizer;
+  rec.n = n;
+  rec.step = t;
+  rec.block = o.block;
+  rec.is_8bit = state.bnb.is_8bit;
+  rec.seed = o.seed;
+  rec.scaler = scaler;
+  rec.variant = o.variant;
+  rec.compat = o.compat;
+  const std::string json = optim::state_json(c, rec);
+  optim::write_state_dir(o.out, c, pa.shape, p, state, json);
   std::printf("%s", json.c_str());
   return 0;
 }

@@ -121,7 +121,8 @@ def quantize(x, scheme: str, to: str, **options) -> dict:
 
     Options are the CLI's switches with ``_`` for ``-``: variant, order, nan, round, seed,
     scale_mode, norm, tie, transpose, two_level, pow2_scale, fp16_clamp, margin, prev_scale,
-    scale, amax_epsilon, tensor_amax, tensor_scale.
+    scale, amax_epsilon, tensor_amax, tensor_scale, compat (``--compat``: "bnb-cuda", "triton";
+    applied by the same library function as the CLI's).
     """
     return _exmy.quantize(np.ascontiguousarray(x, dtype=np.float32), scheme, to, **options)
 
@@ -136,7 +137,9 @@ def step(optimizer: str, params, grads, steps: int = 1, param_dtype: str = "fp32
     """``exmy step``: ``steps`` steps from a zero state; ``grads`` holds one gradient for every
     step (shape (steps, *params.shape)) or one for all. Returns {"params", state arrays...} as
     the files ``exmy step`` writes. ``hyper``: lr, beta1, beta2, eps, wd, momentum, dampening,
-    nesterov."""
+    nesterov (checked against the domains ``exmy step`` enforces). ``compat``: a ``--compat``
+    profile (torch-cpu, torch-cuda, torch-cuda-foreach, torch-cuda-fused, bnb-cuda), applied by
+    the same library function as the CLI's and the golden corpus's."""
     p = np.ascontiguousarray(params, dtype=np.float32)
     g = np.ascontiguousarray(grads, dtype=np.float32)
     return _exmy.step(optimizer, p, g, steps, param_dtype, compat, seed, block, **hyper)

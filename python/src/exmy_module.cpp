@@ -17,7 +17,6 @@
 
 #include "sim/common/error.hpp"
 #include "sim/fast/array_cast.hpp"
-#include "sim/format/compat.hpp"
 #include "sim/format/registry.hpp"
 #include "sim/format/rounding_names.hpp"
 #include "sim/golden/corpus.hpp"
@@ -171,22 +170,30 @@ nb::object table(const std::string& fmt) {
 }
 
 // ---- quantize / dequantize: the options of `exmy quantize` as keyword strings ----------------
-quant::Options quant_options(const std::string& scheme, const std::string& to, const nb::dict& kw) {
+quant::Options quant_options(const std::string& scheme, const std::string& to, const nb::dict& kw,
+                             bool dequantize) {
   quant::Options o;
+  std::string compat;
+  quant::CompatGiven given;
+  given.dequantize = dequantize;
   o.scheme = quant::parse_scheme(scheme);
   o.target = quant::parse_target(to);
   for (auto [k, v] : kw) {
     const std::string key = nb::cast<std::string>(k);
     auto str = [&] { return nb::cast<std::string>(nb::str(v)); };
-    if (key == "variant") {
+    if (key == "compat") {
+      compat = str();
+    } else if (key == "variant") {
       o.variant = str() == "switchback" ? native::CastVariant::absmax : quant::parse_variant(str());
     } else if (key == "order") {
+      given.order = true;
       const std::string s = str();
       if (s == "div-mul") o.order = native::ScaleOrder::div_mul;
       else if (s == "recip-mul") o.order = native::ScaleOrder::recip_mul;
       else if (s == "mul-recip") o.order = native::ScaleOrder::mul_recip;
       else throw InputError("order '" + s + "': expected div-mul, recip-mul or mul-recip");
     } else if (key == "nan") {
+      given.norm_or_nan = true;
       const std::string s = str();
       if (s == "propagate") o.nan = native::NanPolicy::propagate;
       else if (s == "ignore") o.nan = native::NanPolicy::ignore;
@@ -200,6 +207,7 @@ quant::Options quant_options(const std::string& scheme, const std::string& to, c
     } else if (key == "scale_mode") {
       o.scale_mode = quant::parse_scale_mode(str());
     } else if (key == "norm") {
+      given.norm_or_nan = true;
       const std::string s = str();
       if (s == "recip-mul") o.norm = native::NormOrder::recip_mul;
       else if (s == "div") o.norm = native::NormOrder::div;
@@ -230,13 +238,14 @@ quant::Options quant_options(const std::string& scheme, const std::string& to, c
       throw InputError("unknown option '" + key + "' (the switches of exmy quantize, with _ for -)");
     }
   }
+  quant::apply_compat(o, compat, given);  // as `exmy quantize --compat` applies it
   quant::validate_options(o);
   return o;
 }
 
 nb::dict quantize(Arr<const float> x, const std::string& scheme, const std::string& to,
                   const nb::kwargs& kw) {
-  const quant::Options o = quant_options(scheme, to, kw);
+  const quant::Options o = quant_options(scheme, to, kw, false);
   std::vector<std::size_t> shape = shape_of(x);
   quant::check_shape(o, shape);
   quant::Quantized q;
@@ -258,7 +267,7 @@ nb::dict quantize(Arr<const float> x, const std::string& scheme, const std::stri
 
 nb::object dequantize(nb::dict q, const std::string& scheme, const std::string& to,
                       const nb::kwargs& kw) {
-  const quant::Options o = quant_options(scheme, to, kw);
+  const quant::Options o = quant_options(scheme, to, kw, true);
   quant::Quantized in;
   auto codes = nb::cast<Arr<const std::uint8_t>>(q["codes"]);
   in.codes.assign(codes.data(), codes.data() + codes.size());
@@ -307,10 +316,10 @@ nb::dict step(const std::string& optimizer, Arr<const float> params, Arr<const f
   else throw InputError("param_dtype '" + param_dtype + "': expected fp32, bf16 or fp16");
   c.block = block;
   c.seed = seed;
-  if (!compat.empty() && compat != "default") {
-    const auto k = compat_step_kernels(compat_profile(compat), std::string(c.opt.entry->name));
-    c.hyper.adam.kernels = c.hyper.sgd.kernels = k;
-  }
+  // The domain's rules, as `exmy step` applies them: hyperparameter domains, then the profile
+  // (its PyTorch or bitsandbytes kernels).
+  optim::check_hyper_domains(*c.opt.entry, c.hyper);
+  optim::apply_compat(c, compat);
   const std::size_t n = params.size();
   if (steps < 1) throw InputError("steps: expected at least 1");
   const bool per_step = grads.size() == n * static_cast<std::size_t>(steps);

@@ -182,3 +182,113 @@ def test_torch_float8_matches_exmy():
     x = torch.from_numpy(boundary_fp32()).clamp(-448, 448)  # torch saturates nothing: stay in range
     got = x.to(torch.float8_e4m3fn)
     exmy.assert_cast_equal(x, got, "e4m3fn")
+
+
+# ---- compatibility profiles: one library function applies each, for the CLI, Python and the
+# golden corpus (sim/format/compat.hpp; optim::apply_compat, quant::apply_compat) --------------
+
+def _run_cli_step(tmp_path, optimizer, p, g, steps, compat, seed=0):
+    np.save(tmp_path / "p.npy", p)
+    np.save(tmp_path / "g.npy", g)
+    out = tmp_path / "out"
+    subprocess.run([cli(), "step", "--optimizer", optimizer, "--params", str(tmp_path / "p.npy"),
+                    "--grads", str(tmp_path / "g.npy"), "--steps", str(steps), "--compat", compat,
+                    "--seed", str(seed), "--out", str(out)], check=True, stdout=subprocess.DEVNULL)
+    return out
+
+
+def _assert_step_files_equal(r, out):
+    """Python's step result equals the files of ``exmy step`` (params and every state array)."""
+    assert np.array_equal(r["params"].view(np.uint32),
+                          np.load(out / "params.npy").view(np.uint32))
+    for name, arr in r.items():
+        if name != "params":
+            want = np.load(out / f"{name}.npy")
+            assert arr.ravel().tobytes() == want.ravel().tobytes(), name
+
+
+@needs_cli
+def test_step_bnb_cuda_equals_the_cli(tmp_path):
+    # exmy.step(..., compat="bnb-cuda") on an 8-bit optimizer models bitsandbytes' CUDA kernels
+    # (it ran the exact model before: the binding did not apply the profile's .bnb).
+    rng = np.random.default_rng(31)
+    p = rng.standard_normal(5000).astype(np.float32)
+    g = (rng.standard_normal((4, 5000)) * 0.01).astype(np.float32)
+    r = exmy.step("adamw8bit", p, g, steps=4, compat="bnb-cuda")
+    _assert_step_files_equal(r, _run_cli_step(tmp_path, "adamw8bit", p, g, 4, "bnb-cuda"))
+    # ... and the profile changes the bits (it is not the default model).
+    d = exmy.step("adamw8bit", p, g, steps=4)
+    assert r["params"].tobytes() != d["params"].tobytes()
+
+
+# Every profile that covers `exmy step`, on the optimizers the golden corpus holds it for.
+STEP_PROFILES = [("adamw", "torch-cpu"), ("adamw", "torch-cuda"), ("adamw", "torch-cuda-foreach"),
+                 ("adamw", "torch-cuda-fused"), ("sgd", "torch-cuda-foreach"),
+                 ("adamw8bit", "bnb-cuda"), ("momentum8bit", "bnb-cuda")]
+
+
+@pytest.fixture(scope="module")
+def golden_steps(tmp_path_factory):
+    if cli() is None:
+        pytest.skip("no exmy executable built")
+    d = tmp_path_factory.mktemp("golden")
+    subprocess.run([cli(), "golden", "generate", "--suite", "step", "--out", str(d / "c"),
+                    "--quiet"], check=True, stdout=subprocess.DEVNULL)
+    return d / "c"
+
+
+@needs_cli
+@pytest.mark.parametrize("optimizer,profile", STEP_PROFILES)
+def test_step_profile_cli_python_golden_agree(tmp_path, golden_steps, optimizer, profile):
+    case = golden_steps / "step" / f"{optimizer}-fp32-{profile}"
+    fields = json.loads((case / "case.json").read_text())
+    assert fields["compat"] == ("default" if profile == "torch-cpu" else profile)
+    p, g = np.load(case / "params.npy"), np.load(case / "grads.npy")
+    steps, seed = int(fields["steps"]), int(fields["seed"])
+    r = exmy.step(optimizer, p, g, steps=steps, compat=profile, seed=seed)
+    for name, arr in r.items():
+        want = np.load(case / "expected" / f"{name}.npy")
+        assert arr.ravel().tobytes() == want.ravel().tobytes(), (profile, name)
+    _assert_step_files_equal(r, _run_cli_step(tmp_path, optimizer, p, g, steps, profile, seed))
+
+
+# Every profile that covers `exmy quantize` (Python and the CLI; the golden corpus has no
+# quantize case under a profile).
+QUANT_PROFILES = [("triton", "rowwise", "int8"), ("triton", "colwise", "int8"),
+                  ("bnb-cuda", "rowwise", "int8"), ("bnb-cuda", "block:256", "dynamic"),
+                  ("bnb-cuda", "block:4096", "linear-unsigned")]
+
+
+@needs_cli
+@pytest.mark.parametrize("profile,scheme,to", QUANT_PROFILES)
+def test_quantize_profile_cli_python_agree(tmp_path, profile, scheme, to):
+    rng = np.random.default_rng(7)
+    x = (rng.standard_normal((37, 300)) * np.exp2(rng.integers(-20, 20, (37, 1)))).astype(
+        np.float32)
+    if to.endswith("-unsigned"):
+        x = np.abs(x)
+    np.save(tmp_path / "x.npy", x)
+    subprocess.run([cli(), "quantize", "--scheme", scheme, "--to", to, "--compat", profile,
+                    "--in", str(tmp_path / "x.npy"), "--out", str(tmp_path / "q.npy"),
+                    "--state-out", str(tmp_path / "s.npy")], check=True)
+    q = exmy.quantize(x, scheme, to, compat=profile)
+    assert q["codes"].tobytes() == np.load(tmp_path / "q.npy").tobytes()
+    assert q["state"].tobytes() == np.load(tmp_path / "s.npy").tobytes()
+    # The profile is applied (not the default rules) ...
+    d = exmy.quantize(x, scheme, to)
+    assert (q["codes"].tobytes(), q["state"].tobytes()) != (d["codes"].tobytes(),
+                                                            d["state"].tobytes())
+    # ... and refuses the switches it fixes, with the CLI's message.
+    fixed = {"order": "recip-mul"} if to == "int8" else {"norm": "div"}
+    with pytest.raises(ValueError, match="--compat " + profile):
+        exmy.quantize(x, scheme, to, compat=profile, **fixed)
+
+
+def test_step_hyperparameter_domains_are_the_clis():
+    p = np.zeros(8, np.float32)
+    with pytest.raises(ValueError, match="--lr"):
+        exmy.step("adamw", p, p, lr=-1.0)
+    with pytest.raises(ValueError, match="--beta2"):
+        exmy.step("adamw8bit", p, p, beta2=1.0)
+    with pytest.raises(ValueError, match="does not cover step --optimizer adamw8bit"):
+        exmy.step("adamw8bit", p, p, compat="torch-cuda")

@@ -66,7 +66,7 @@ const std::vector<CompatProfile>& compat_profiles() {
       {"triton",
        "SwitchBack's Triton int8 kernels (quantize_rowwise, quantize_columnwise) as Triton 3.x "
        "compiles `x / max_val` (div.full.f32)",
-       {{CompatOp::quantize, "int8"}}},
+       {{.op = CompatOp::quantize, .format = "int8", .quant = CompatQuant::triton_div_full}}},
       // bitsandbytes' 8-bit optimizers on the GPU (docs/SEMANTICS.md 9.4, 17); the 32-bit
       // fallback below 4096 elements included.
       {"bnb-cuda",
@@ -80,12 +80,16 @@ const std::vector<CompatProfile>& compat_profiles() {
         {CompatOp::step, "momentum8bit", native::CompatCast::e8m0_torch, native::TorchKernels::cpu,
          native::BnbKernels::cuda_sm90},
         // int8_vectorwise_quant (kInt8VectorQuant: LLM.int8()'s row-wise int8)
-        {CompatOp::quantize, "int8"},
+        {.op = CompatOp::quantize, .format = "int8", .quant = CompatQuant::bnb_int8_fdividef},
         // quantize_blockwise / dequantize_blockwise (kQuantizeBlockwise, kDequantizeBlockwise)
-        {CompatOp::quantize, "dynamic"},
-        {CompatOp::quantize, "dynamic-unsigned"},
-        {CompatOp::quantize, "linear"},
-        {CompatOp::quantize, "linear-unsigned"}}},
+        {.op = CompatOp::quantize, .format = "dynamic", .quant = CompatQuant::bnb_codebook},
+        {.op = CompatOp::quantize,
+         .format = "dynamic-unsigned",
+         .quant = CompatQuant::bnb_codebook},
+        {.op = CompatOp::quantize, .format = "linear", .quant = CompatQuant::bnb_codebook},
+        {.op = CompatOp::quantize,
+         .format = "linear-unsigned",
+         .quant = CompatQuant::bnb_codebook}}},
   };
   return profiles;
 }
@@ -99,6 +103,18 @@ std::string known_names() {
 }
 
 }  // namespace
+
+std::string compat_profile_names(CompatOp op, std::string_view sep) {
+  std::string names;
+  for (const CompatProfile& p : compat_profiles()) {
+    for (const CompatEntry& e : p.entries) {
+      if (e.op != op) continue;
+      names.append(names.empty() ? "" : sep).append(p.name);
+      break;
+    }
+  }
+  return names;
+}
 
 const CompatProfile& compat_profile(std::string_view name) {
   for (const CompatProfile& p : compat_profiles()) {
@@ -125,10 +141,14 @@ native::CompatCast compat_rule(const CompatProfile& p, CompatOp op, const Format
                    " to " + f.name + " (it covers: " + covers + ")");
 }
 
-void compat_require_quantize(const CompatProfile& p, std::string_view target) {
+bool compat_is_default(std::string_view name) {
+  return name.empty() || name == "default";
+}
+
+const CompatEntry& compat_quantize_entry(const CompatProfile& p, std::string_view target) {
   std::string covers;
   for (const CompatEntry& e : p.entries) {
-    if (e.op == CompatOp::quantize && target == e.format) return;
+    if (e.op == CompatOp::quantize && target == e.format) return e;
     covers += (covers.empty() ? "" : ", ") + std::string(compat_op_name(e.op)) + " " + e.format;
   }
   throw InputError("--compat " + std::string(p.name) + " does not cover quantize to " +

@@ -1,7 +1,10 @@
 // `--compat NAME`: named profiles that reproduce another library's results where they differ
 // from exmy's (docs/SEMANTICS.md 11.3 and 12). One registry: each profile lists the (operation,
 // format) pairs it covers and the element-wise rule that serves each (sim/native/compat_*.hpp,
-// host and device). Host only.
+// host and device). Host only. A profile is applied by one function per operation, which the
+// CLI, the Python module and the golden corpus all call: compat_rule (cast), optim::apply_compat
+// (step, sim/optim/registry.hpp), quant::apply_compat (quantize, sim/quant/quantize.hpp),
+// compat_gemm_accum (gemm).
 #pragma once
 
 #include <string>
@@ -20,6 +23,14 @@ namespace exmy {
 enum class CompatOp : std::uint8_t { cast, step, quantize, gemm };
 const char* compat_op_name(CompatOp op);
 
+// What a quantize entry changes (docs/SEMANTICS.md 7.3, 7.5; applied by quant::apply_compat).
+enum class CompatQuant : std::uint8_t {
+  none,
+  triton_div_full,    // SwitchBack's Triton kernels: x / max_val as div.full.f32 (row/colwise)
+  bnb_int8_fdividef,  // bitsandbytes' kInt8VectorQuant: x * __fdividef(127, absmax)
+  bnb_codebook,       // bitsandbytes' kQuantizeBlockwise: rcp.approx normalization, FTZ, fmaxf
+};
+
 struct CompatEntry {
   CompatOp op;
   // cast: the format's canonical name (any alias of it matches); step: the optimizer's name;
@@ -28,6 +39,7 @@ struct CompatEntry {
   native::CompatCast rule = native::CompatCast::e8m0_torch;  // cast only
   native::TorchKernels kernels = native::TorchKernels::cpu;  // step only (torch optimizers)
   native::BnbKernels bnb = native::BnbKernels::exact;         // step only (8-bit optimizers)
+  CompatQuant quant = CompatQuant::none;                      // quantize only
 };
 
 struct CompatProfile {
@@ -39,6 +51,9 @@ struct CompatProfile {
 // Every profile, in a fixed order.
 const std::vector<CompatProfile>& compat_profiles();
 
+// The names of the profiles that cover operation op, separated by `sep` (usage texts).
+std::string compat_profile_names(CompatOp op, std::string_view sep);
+
 // The profile called `name`; an unknown name is an InputError listing the known ones.
 const CompatProfile& compat_profile(std::string_view name);
 
@@ -49,9 +64,12 @@ native::CompatCast compat_rule(const CompatProfile& p, CompatOp op, const Format
 // The PyTorch kernels profile p models for `exmy step --optimizer NAME`; an InputError naming the
 // profile and the optimizer (and what the profile covers) when p does not cover it.
 native::TorchKernels compat_step_kernels(const CompatProfile& p, std::string_view optimizer);
-// That profile p covers `exmy quantize/dequantize` to the codebook `target` (its name); an
-// InputError naming the profile, the target and what the profile covers otherwise.
-void compat_require_quantize(const CompatProfile& p, std::string_view target);
+// The entry of profile p for `exmy quantize/dequantize` to `target` (its name); an InputError
+// naming the profile, the target and what the profile covers otherwise.
+const CompatEntry& compat_quantize_entry(const CompatProfile& p, std::string_view target);
+
+// Whether `name` means "no profile": "" or "default" (what state.json records then).
+bool compat_is_default(std::string_view name);
 
 // The entry of profile p for `exmy step --optimizer NAME` (same error as above).
 const CompatEntry& compat_step_entry(const CompatProfile& p, std::string_view optimizer);

@@ -19,7 +19,6 @@
 #include "sim/common/error.hpp"
 #include "sim/common/number.hpp"
 #include "sim/fast/array_cast.hpp"
-#include "sim/format/compat.hpp"
 #include "sim/format/registry.hpp"
 #include "sim/format/rounding_names.hpp"
 #include "sim/io/files.hpp"
@@ -486,12 +485,7 @@ void step_cases(std::uint64_t seed, std::vector<CaseMaker>& out) {
            c.hyper = optim::resolve_hyper(*c.opt.entry, {});
            c.st = sc.st;
            c.seed = seed;
-           if (!sc.compat.empty()) {
-             const CompatEntry& k =
-                 compat_step_entry(compat_profile(sc.compat), std::string(c.opt.entry->name));
-             c.hyper.adam.kernels = c.hyper.sgd.kernels = k.kernels;
-             c.hyper.adam.bnb = k.bnb;
-           }
+           optim::apply_compat(c, sc.compat);  // as `exmy step --compat` and exmy.step
            std::mt19937_64 rng(seed ^ fnv1a(sc.id));
            std::vector<float> p0(kN), g(kN * kSteps);
            for (float& v : p0) v = bell(rng) * 0.1f;

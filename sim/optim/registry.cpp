@@ -3,9 +3,13 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
 #include <type_traits>
 
 #include "sim/common/error.hpp"
+#include "sim/common/number.hpp"
+#include "sim/format/compat.hpp"
 #include "sim/io/npy.hpp"
 
 namespace exmy::optim {
@@ -332,6 +336,57 @@ void check_variant(const Config& c) {
     throw InputError("--variant '" + c.variant + "' for " + c.opt.name + ": expected default" +
                      (e.variants.empty() ? "" : " or " + std::string(e.variants)));
   }
+}
+
+void check_hyper_domains(const Entry& e, const Hyper& h) {
+  const auto check = [](double v, const char* what, double lo, double hi, bool hi_open) {
+    // The shortest decimal that reads back as v: the text the user typed, for typed values.
+    char text[40];
+    for (int digits = 1; digits <= 17; ++digits) {
+      std::snprintf(text, sizeof text, "%.*g", digits, v);
+      if (std::strtod(text, nullptr) == v) break;
+    }
+    number::require_range(v, text, what, lo, false, hi, hi_open);
+  };
+  const double inf = HUGE_VAL;
+  switch (e.family) {
+    case Family::sgd:
+    case Family::split_sgd:
+      check(h.sgd.lr, "--lr", 0.0, inf, true);
+      check(h.sgd.momentum, "--momentum", 0.0, inf, true);
+      check(h.sgd.wd, "--wd", 0.0, inf, true);
+      if (h.sgd.nesterov && (h.sgd.momentum <= 0.0 || h.sgd.dampening != 0.0)) {
+        throw InputError("--nesterov: expected --momentum > 0 and --dampening 0 (PyTorch's rule)");
+      }
+      return;
+    case Family::momentum8:
+      check(h.adam.lr, "--lr", 0.0, inf, true);
+      check(h.adam.beta1, "--momentum / --beta1", 0.0, 1.0, true);
+      check(h.adam.wd, "--wd", 0.0, inf, true);
+      return;
+    case Family::adam:
+    case Family::adam8:
+    case Family::stable:
+    case Family::split_adam:
+      check(h.adam.lr, "--lr", 0.0, inf, true);
+      check(h.adam.eps, "--eps", 0.0, inf, true);
+      check(h.adam.beta1, "--beta1", 0.0, 1.0, true);
+      check(h.adam.beta2, "--beta2", 0.0, 1.0, true);
+      check(h.adam.wd, "--wd", 0.0, inf, true);
+      return;
+  }
+}
+
+void apply_compat(Config& c, std::string_view profile) {
+  if (compat_is_default(profile)) return;
+  const CompatEntry& ce = compat_step_entry(compat_profile(profile), c.opt.entry->name);
+  if ((ce.kernels != native::TorchKernels::cpu || ce.bnb != native::BnbKernels::exact) &&
+      c.variant != "default") {
+    throw InputError("--compat " + std::string(profile) + " with --variant " + c.variant +
+                     ": choose one (the variant is a model of other kernels)");
+  }
+  c.hyper.adam.kernels = c.hyper.sgd.kernels = ce.kernels;
+  c.hyper.adam.bnb = ce.bnb;
 }
 
 std::string_view dtype_name(Storage st) {

@@ -112,6 +112,18 @@ Hyper resolve_hyper(const Entry& e, const HyperOptions& given);
 // InputError unless `c.variant` is "default" or one of the entry's, and the variant's storage
 // rule holds (torch-fused: fp32 parameters).
 void check_variant(const Config& c);
+// The hyperparameter domains PyTorch's constructors enforce (torch.optim.Adam / AdamW / SGD:
+// "Invalid learning rate", "Invalid beta parameter at index 0", ...; bitsandbytes and optimi
+// check the same ones): a value outside is an InputError naming it (docs/SEMANTICS.md 9.9).
+// Only the hyperparameters the entry's family reads are checked.
+void check_hyper_domains(const Entry& e, const Hyper& h);
+// Applies the --compat profile `profile` (sim/format/compat.hpp) to the run: the PyTorch kernels
+// (torch-cpu/-cuda/-cuda-foreach/-cuda-fused) or bitsandbytes' kernels (bnb-cuda) the profile
+// models for this optimizer (docs/SEMANTICS.md 9.2-9.4, 12). "" and "default" change nothing. A
+// profile that does not cover the optimizer is an InputError, never a fallback to the default;
+// so is a profile that models other kernels together with a --variant. The CLI, the Python module
+// and the golden corpus call this one function.
+void apply_compat(Config& c, std::string_view profile);
 
 // The tensor state of one optimizer; each family uses the members its `arrays` lists.
 struct State {

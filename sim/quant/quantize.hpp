@@ -113,6 +113,20 @@ float nvfp4_stored_scale(const Options& opt, const native::Nvfp4Tensor& t);
 
 // The shape-independent option checks shared by the CPU and GPU paths (InputError on misuse).
 void validate_options(const Options& opt);
+
+// The options the caller set besides the profile: a profile fixes them, so giving them too is an
+// error rather than a silent override.
+struct CompatGiven {
+  bool order = false;        // --order
+  bool norm_or_nan = false;  // --norm or --nan
+  bool dequantize = false;   // applied to `exmy dequantize`, not quantize
+};
+// Applies the --compat profile `profile` (sim/format/compat.hpp) to the options of a
+// quantization to opt.target: the profile's kernel rules replace the order, normalization and
+// NaN rule (docs/SEMANTICS.md 7.3, 7.5). "" and "default" change nothing. An InputError names the
+// profile when it does not cover the target or conflicts with `given`. The CLI (quantize,
+// dequantize) and the Python module call this one function.
+void apply_compat(Options& opt, std::string_view profile, const CompatGiven& given);
 // The per-group state shape and the group of element (r, c) (used by the GPU tests too).
 std::size_t group_count(const Scheme& s, std::size_t rows, std::size_t cols);
 std::size_t group_of(const Scheme& s, std::size_t rows, std::size_t cols, std::size_t r,
