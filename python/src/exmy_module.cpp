@@ -389,9 +389,9 @@ NB_MODULE(_exmy, m) {
   });
   m.attr("__version__") = EXMY_VERSION;
   m.attr("git_sha") = EXMY_GIT_SHA;
-  m.def("cast", &cast, "x"_a, "fmt"_a, "round"_a = rounding_name(Rounding{}),
-        "overflow"_a = overflow_name(Overflow::none), "seed"_a = 0,
-        "input"_a = "", "threads"_a = 1);
+  m.def("cast", &cast, "x"_a, "fmt"_a, "round"_a = exmy::rounding_name(exmy::Rounding{}),
+        "overflow"_a = exmy::overflow_name(exmy::Overflow::none), "seed"_a = 0, "input"_a = "",
+        "threads"_a = 1);
   m.def("decode", &decode, "codes"_a, "fmt"_a);
   m.def("table", &table, "fmt"_a);
   m.def("quantize", &quantize, "x"_a, "scheme"_a, "to"_a, "kwargs"_a);
