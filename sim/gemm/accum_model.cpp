@@ -182,8 +182,21 @@ const char kCublasSm90Profile[] =
 struct ProfileEntry {
   std::string type;
   std::size_t M, N, K;
-  std::string model;
+  std::string model;   // empty: measured, but no model of exmy's family reproduced it
+  std::string kernel;  // the library's kernel there (torch.profiler), when recorded
 };
+
+// The first kernel name an entry records ("kernels": a list, or per output an object of lists).
+std::string entry_kernel(const io::Json& e) {
+  const io::Json* k = e.find("kernels");
+  if (k == nullptr) return "";
+  if (k->kind == io::Json::Kind::object && !k->values.empty()) k = &k->values.front();
+  if (k->kind == io::Json::Kind::array && !k->items.empty() &&
+      k->items.front().kind == io::Json::Kind::string) {
+    return k->items.front().text;
+  }
+  return "";
+}
 
 // The compiled-in profile, or the one $EXMY_GEMM_PROFILE names (a profile written by
 // `exmy probe gemm` on the user's own GPU).
@@ -198,9 +211,10 @@ const std::vector<ProfileEntry>& cublas_sm90_profile() {
     std::vector<ProfileEntry> v;
     for (const io::Json& e : j.at("entries", "profile entries").items) {
       const io::Json* model = e.find("model");
-      if (model == nullptr || model->kind != io::Json::Kind::string) continue;  // not modelled
+      const bool modelled = model != nullptr && model->kind == io::Json::Kind::string;
       v.push_back({e.at("type", "type").str("type"), e.at("M", "M").u64("M"),
-                   e.at("N", "N").u64("N"), e.at("K", "K").u64("K"), model->str("model")});
+                   e.at("N", "N").u64("N"), e.at("K", "K").u64("K"),
+                   modelled ? model->str("model") : std::string(), entry_kernel(e)});
     }
     return v;
   }();
@@ -256,23 +270,52 @@ ShapeModel model_for_shape(const AccumModel& m, std::size_t M, std::size_t N, st
     r.from = "one rule for every FP8 shape: " + std::string("hw:k=32,frac=13,inter=13,chunk=128");
     r.measured = false;
     for (const ProfileEntry& e : cublas_sm90_profile()) {
-      if (e.type == type && e.M == M && e.N == N && e.K == K) r.measured = true;
+      if (e.type == type && e.M == M && e.N == N && e.K == K && !e.model.empty()) {
+        r.measured = true;
+      }
     }
     return r;
   }
-  // Nearest probed shape of the same input type: exact match first; otherwise the smallest
-  // distance in log2 space, K weighted 4x (the chunk follows K far more than M and N).
+  // The verified set: the profile's shapes of this input type whose model reproduced the
+  // library bit for bit (tools/probe_gemm.py's checks, the random-shape campaigns of
+  // bench/peers/gemm_kernel_select_*.py). Elsewhere the rule: the nearest modelled shape of the
+  // same type and alignment class (shape_class; the class decides between cuBLASLt's kernel
+  // families: TMA kernels need 16-byte aligned rows, M = 1 or N = 1 runs gemv kernels), in log2
+  // distance with K weighted 4x (K decides split-K); without one in the class, the nearest of
+  // the type. A shape measured without a model (its kernel reproduced by no model of the family)
+  // is named as such.
+  const int align = type == "tf32" || type == "fp32" ? 4 : 8;
+  auto shape_class = [align](std::size_t m, std::size_t n, std::size_t k) {
+    return (m == 1 || n == 1 ? 1 : 0) | (k % align == 0 ? 2 : 0) | (n % align == 0 ? 4 : 0) |
+           (m % align == 0 ? 8 : 0);
+  };
+  const int cls = shape_class(M, N, K);
   const ProfileEntry* best = nullptr;
-  double best_d = std::numeric_limits<double>::infinity();
+  const ProfileEntry* best_any = nullptr;
+  const ProfileEntry* unmodelled = nullptr;
+  double best_d = std::numeric_limits<double>::infinity(), any_d = best_d;
   auto l2 = [](std::size_t x) { return std::log2(static_cast<double>(x < 1 ? 1 : x)); };
   for (const ProfileEntry& e : cublas_sm90_profile()) {
     if (e.type != type) continue;
+    if (e.model.empty()) {
+      if (e.M == M && e.N == N && e.K == K) unmodelled = &e;
+      continue;
+    }
     const double d =
         4 * std::fabs(l2(e.K) - l2(K)) + std::fabs(l2(e.M) - l2(M)) + std::fabs(l2(e.N) - l2(N));
-    if (d < best_d) {
+    if (d < any_d) {
+      any_d = d;
+      best_any = &e;
+    }
+    if (shape_class(e.M, e.N, e.K) == cls && d < best_d) {
       best_d = d;
       best = &e;
     }
+  }
+  const bool in_class = best != nullptr;
+  if (!in_class) {
+    best = best_any;
+    best_d = any_d;
   }
   if (best == nullptr) {
     throw InputError("--accum " + m.name + ": no probed cuBLASLt model for input type " + type +
@@ -283,8 +326,18 @@ ShapeModel model_for_shape(const AccumModel& m, std::size_t M, std::size_t N, st
   r.model.name = m.name;
   r.model.library = true;
   r.measured = best_d == 0;
-  r.from = std::string(r.measured ? "probed shape " : "nearest probed shape ") + best->type + " " +
-           shape_name(best->M, best->N, best->K) + ": " + best->model;
+  if (r.measured) {
+    r.from = "verified shape " + best->type + " " + shape_name(best->M, best->N, best->K) + ": " +
+             best->model;
+  } else {
+    r.from = std::string(unmodelled != nullptr
+                             ? "this shape was measured (kernel " + unmodelled->kernel +
+                                   ") and no model of exmy's family reproduced it; "
+                             : "") +
+             "nearest modelled shape " + (in_class ? "of its alignment class " : "(none in its "
+             "alignment class) ") + best->type + " " + shape_name(best->M, best->N, best->K) +
+             (best->kernel.empty() ? "" : " (kernel " + best->kernel + ")") + ": " + best->model;
+  }
   return r;
 }
 

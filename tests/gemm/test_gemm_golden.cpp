@@ -61,7 +61,7 @@ TEST_CASE("cuBLASLt outputs captured on an H100 are reproduced bit for bit", "[g
   REQUIRE(outputs >= 12 * 2048);
 }
 
-TEST_CASE("the probed cuBLASLt profile records a checked model for every probed shape",
+TEST_CASE("the probed cuBLASLt profile: every modelled shape checked clean, the others not verified",
           "[gemm][golden]") {
   const std::filesystem::path path = kDir.parent_path().parent_path() / "profiles" / "sm90" /
                                      "cublaslt-h100-gemm.json";
@@ -72,12 +72,27 @@ TEST_CASE("the probed cuBLASLt profile records a checked model for every probed 
   const io::Json doc = io::parse_json(ss.str(), path.string());
   REQUIRE(!doc.at("device", "device").str("device").empty());
   REQUIRE(!doc.at("driver", "driver").str("driver").empty());
-  std::size_t checked = 0;
+  std::size_t checked = 0, unmodelled = 0;
   for (const io::Json& e : doc.at("entries", "entries").items) {
     const std::string type = e.at("type", "type").str("type");
     INFO(type << " " << e.at("M", "M").text << "x" << e.at("N", "N").text << "x"
               << e.at("K", "K").text);
-    REQUIRE(e.at("model", "model").kind == io::Json::Kind::string);  // every shape modelled
+    const io::Json* model = e.find("model");
+    if (model == nullptr) {
+      // Random-shape campaigns (bench/peers/gemm_kernel_select_*.py) keep the shapes no model
+      // of the family reproduced, with the kernel seen there; exmy must not call them verified.
+      REQUIRE(e.find("campaign") != nullptr);
+      REQUIRE(e.find("kernels") != nullptr);
+      const int bits = type == "tf32" || type == "fp32" ? 32 : type == "e4m3fn" ? 8 : 16;
+      const gemm::ShapeModel s = gemm::model_for_shape(
+          gemm::parse_accum_model("cublas-sm90", bits), e.at("M", "M").u64("M"),
+          e.at("N", "N").u64("N"), e.at("K", "K").u64("K"), type);
+      REQUIRE(!s.measured);
+      if (bits != 8) REQUIRE(s.from.find("no model of exmy's family reproduced it") != std::string::npos);
+      ++unmodelled;
+      continue;
+    }
+    REQUIRE(model->kind == io::Json::Kind::string);
     if (type == "e4m3fn" || type == "e5m2") {
       // FP8: the preset's fixed chunk of 128 (a chunk of 128 and none agree for K <= 128).
       const gemm::AccumModel want = gemm::parse_accum_model(e.at("model", "model").str("model"), 8);
@@ -99,8 +114,16 @@ TEST_CASE("the probed cuBLASLt profile records a checked model for every probed 
     REQUIRE(s.measured);
     REQUIRE(s.model.chunk == want.chunk);
     REQUIRE(s.model.kind == want.kind);
-    // fp32 SGEMM (CUDA cores): a chunked FMA chain, never the TF32 tensor-core model.
-    if (type == "fp32") REQUIRE((s.model.kind == gemm::AccumKind::fp32_seq && !s.model.truncate_tf32));
+    REQUIRE(s.model.k_group == want.k_group);
+    REQUIRE(s.model.frac_bits == want.frac_bits);
+    REQUIRE(s.model.rp == want.rp);
+    // fp32 SGEMM (CUDA cores): an FMA chain (chunked) or a pairwise tree (the small-N
+    // kernels), never the TF32 tensor-core model.
+    if (type == "fp32") {
+      REQUIRE((s.model.kind == gemm::AccumKind::fp32_seq ||
+               s.model.kind == gemm::AccumKind::pairwise));
+      REQUIRE(!s.model.truncate_tf32);
+    }
     }
     const io::Json& check = e.at("check", "check");
     for (std::size_t i = 0; i < check.values.size(); ++i) {
@@ -109,4 +132,5 @@ TEST_CASE("the probed cuBLASLt profile records a checked model for every probed 
     }
   }
   REQUIRE(checked >= 1000000);
+  REQUIRE(unmodelled > 0);  // the campaign's failures are recorded, not dropped
 }
