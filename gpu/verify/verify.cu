@@ -269,10 +269,6 @@ std::uint64_t verify_int8_rounding_exhaustive(RoundMode mode) {
   return count.download<unsigned long long>(1)[0];
 }
 
-std::string rounding_name(const Rounding& r) {
-  return rounding_text(r, "+");
-}
-
 std::vector<CampaignCase> run_cast_campaign(const CampaignOptions& o) {
   std::vector<FloatFormat> fmts = o.formats;
   if (fmts.empty()) {
@@ -302,7 +298,7 @@ std::vector<CampaignCase> run_cast_campaign(const CampaignOptions& o) {
         CampaignCase c;
         c.backend = cast_uses_fast_path(ctx.params) ? "cast" : "cast-generic";
         c.format = float_format_name(f);
-        c.rounding = rounding_name(r);
+        c.rounding = rounding_text(r, "+");
         const auto t0 = std::chrono::steady_clock::now();
         const Job job{&ctx, cast_gpu, cast_cpu, code_bytes(f), formats::fp32};
         run_job(job, o.first, o.count, threads, o.max_examples, c);
@@ -318,7 +314,7 @@ std::vector<CampaignCase> run_cast_campaign(const CampaignOptions& o) {
       CampaignCase c;
       c.backend = "hw-f32";
       c.format = hw_name(t);
-      c.rounding = rounding_name(hw_rounding());
+      c.rounding = rounding_text(hw_rounding(), "+");
       const auto t0 = std::chrono::steady_clock::now();
       const Job job{&ctx, hw_gpu, hw_cpu, 1, formats::fp32};
       run_job(job, o.first, o.count, threads, o.max_examples, c);

@@ -60,7 +60,4 @@ std::string campaign_markdown(const std::vector<CampaignCase>& cases);
 // 2^32 fp32 inputs y, for one of rne, rtz, rup, rdn.
 std::uint64_t verify_int8_rounding_exhaustive(RoundMode mode);
 
-// "rne", "sr:8", "rne+satfinite": the CLI spelling of a rounding.
-std::string rounding_name(const Rounding& r);
-
 }  // namespace exmy::gpu
