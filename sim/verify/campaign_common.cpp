@@ -50,6 +50,11 @@ const char* outcome_name(Outcome o) {
 std::string describe(const Mismatch& m) {
   // A backend sweep writes the whole description (input, both codes, values and classes).
   if (m.check == "backend") return m.detail;
+  // A backend call that failed as a whole: what happened, with the call it happened on.
+  if (m.check == "crash" || m.check == "returned-nonzero" || m.check == "input-written" ||
+      m.check == "out-of-bounds") {
+    return m.check + ": " + m.detail;
+  }
   char buf[256];
   std::snprintf(buf, sizeof buf,
                 "%s %s -> %s [%s] input 0x%" PRIx64 " rand 0x%" PRIx32 ": native 0x%" PRIx64
