@@ -134,7 +134,12 @@ int run_gemm(const Args& args) {
       const std::string type = A.code_bits == 32 ? (tf32 ? "tf32" : "fp32") : A.type;
       const std::string note =
           gemm::unverified_note("exmy gemm", accum, sm, A.rows, B.rows, A.cols, type);
-      if (strict) throw InputError("--strict: " + note.substr(note.find("--accum")));
+      if (strict) {
+        std::string why = note.substr(note.find("--accum"));
+        const std::size_t at = why.find("applied rule:");
+        if (at != std::string::npos) why.replace(at, 13, "refused (the rule would apply:");
+        throw InputError("--strict: " + why + ")");
+      }
       std::fprintf(stderr, "%s\n", note.c_str());
     }
   }
