@@ -10,11 +10,19 @@
 #                             the rounding-mode enums (rounding.hpp) and hd.hpp they need; what
 #                             the oracle may see of the engine (no native arithmetic)
 #   exmy::oracle              sim/oracle            MPFR reference
-#   exmy::sim                 sim/{fast,format,io,optim,quant,verify}
+#   exmy::io, exmy::fast, exmy::sfu, exmy::format, exmy::gemm, exmy::quant, exmy::optim,
+#   exmy::layer, exmy::verify, exmy::golden
+#                             one target per folder sim/<folder> (sim/CMakeLists.txt has the
+#                             graph); each links only the folders its sources include
+#   exmy::sim                 INTERFACE aggregate of the sim/ folder targets, for consumers
 #   exmy::gpu                 gpu/                  CUDA kernels
 #
 # exmy_include_tree(NAME PATH...): makes build/include/NAME/PATH -> source PATH for each PATH
-# (a file or a folder) and sets EXMY_TREE_<NAME> to build/include/NAME.
+# (a file or a folder) and sets EXMY_TREE_<NAME> to build/include/NAME. The paths are recorded
+# in the global property EXMY_TREE_PATHS_<NAME>; a target that sets its property
+# EXMY_LAYER_TREE to NAME owns the tree, and exmy_check_layer_includes
+# (cmake/ExmyLayerCheck.cmake) lets a source include a header only from its own tree or from the
+# trees of the targets it links directly.
 function(exmy_include_tree name)
   set(root ${PROJECT_BINARY_DIR}/include/${name})
   foreach(path IN LISTS ARGN)
@@ -25,5 +33,6 @@ function(exmy_include_tree name)
     file(MAKE_DIRECTORY ${parent})
     file(CREATE_LINK ${PROJECT_SOURCE_DIR}/${path} ${root}/${path} SYMBOLIC)
   endforeach()
+  set_property(GLOBAL PROPERTY EXMY_TREE_PATHS_${name} ${ARGN})
   set(EXMY_TREE_${name} ${root} PARENT_SCOPE)
 endfunction()
