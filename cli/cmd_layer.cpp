@@ -1,6 +1,6 @@
 // exmy layer --kind KIND --x X.npy --w W.npy --g G.npy --out-dir DIR [--dtype bf16|fp16|fp32]
 //            [--accum MODEL] [--fwd-format F] [--bwd-format F] [--mask-outer clamp|keep]
-//            [--mask-inner min|zero|keep] [--device cpu|cuda]
+//            [--mask-inner min|zero|keep] [--device cpu|cuda] [--strict]
 // One low-precision linear layer (docs/SEMANTICS.md 16): DIR/y.npy = X W^T, DIR/x_grad.npy =
 // G W, DIR/w_grad.npy = G^T X. X is b x n, W is m x n, G is b x m (row-major); inputs and
 // outputs are <u2 bit patterns for bf16/fp16 (or <f4 values that are values of the dtype) and
@@ -33,7 +33,9 @@ namespace {
 constexpr const char* kUsage =
     "usage: exmy layer --kind KIND --x X.npy --w W.npy --g G.npy --out-dir DIR "
     "[--dtype bf16|fp16|fp32] [--accum MODEL] [--fwd-format F] [--bwd-format F] "
-    "[--mask-outer clamp|keep] [--mask-inner min|zero|keep] [--device cpu|cuda]\n"
+    "[--mask-outer clamp|keep] [--mask-inner min|zero|keep] [--device cpu|cuda] [--strict]\n"
+    "  --strict: refuse (exit 2) a product whose shape lies outside the set on which a library\n"
+    "  model (cublas-sm90) was verified; without it each such product's rule is named on stderr\n"
     "  KIND: plain, switchback, switchback-m, switchback-q, llm-int8, fp8-tensorwise, "
     "switchback-fp8, masked:eXmY\n"
     "  X: b x n, W: m x n, G: b x m; writes DIR/y.npy (b x m), DIR/x_grad.npy (b x n), "
@@ -88,6 +90,7 @@ io::NpyArray output_array(const std::vector<float>& v, std::size_t rows, std::si
 int run_layer(const Args& args) {
   std::string kind, x_path, w_path, g_path, out_dir, dtype = "bf16", accum = "fp32-seq";
   std::string fwd = "e4m3fn", bwd = "e5m2", outer = "clamp", inner = "min", device = "cpu";
+  bool strict = false;
   for (std::size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
     if (a == "--help" || a == "-h") {
@@ -107,6 +110,8 @@ int run_layer(const Args& args) {
       dtype = option_value(args, i);
     } else if (a == "--accum") {
       accum = option_value(args, i);
+    } else if (a == "--strict") {
+      strict = true;
     } else if (a == "--fwd-format") {
       fwd = option_value(args, i);
     } else if (a == "--bwd-format") {
@@ -183,10 +188,16 @@ int run_layer(const Args& args) {
       if (!p.sixteen) continue;
       const gemm::ShapeModel sm = gemm::model_for_shape(cfg.accum, p.M, p.N, p.K, type);
       if (!sm.measured) {
-        std::fprintf(stderr,
-                     "exmy layer: note: %s (%zu x %zu x %zu) was not probed; %s uses the nearest "
-                     "probed shape's model (%s)\n",
-                     p.name, p.M, p.N, p.K, accum.c_str(), sm.from.c_str());
+        // Outside the verified set: one line naming the rule (as exmy gemm), or --strict refuses.
+        const std::string note = gemm::unverified_note(std::string("exmy layer: ") + p.name,
+                                                       accum, sm, p.M, p.N, p.K, type);
+        if (strict) {
+          throw InputError("--strict: " + std::string(p.name) + " (" + std::to_string(p.M) +
+                           " x " + std::to_string(p.N) + " x " + std::to_string(p.K) +
+                           ") lies outside the shapes on which --accum " + accum +
+                           " was verified; nothing written");
+        }
+        std::fprintf(stderr, "%s\n", note.c_str());
       }
     }
   }

@@ -9,6 +9,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <random>
 #include <string>
 #include <vector>
@@ -364,5 +366,21 @@ TEST_CASE("exmy layer: outputs as dtype codes, together or not at all", "[cli][l
   REQUIRE(run("--kind plain --accum hw:k=2 " + in + "--g " + s + "/g.npy --out-dir " + s + "/o4") ==
           2);
   for (const char* o : {"/o2", "/o3", "/o4", "/o2.partial"}) REQUIRE(!fs::exists(s + o));
+  // cublas-sm90 on these tiny products (4 x 2 x 3 ...) lies outside its verified set: one line
+  // per product on stderr naming the rule; --strict refuses (exit 2) and writes nothing.
+  const std::string err = s + "/err.txt";
+  const int plain = std::system((std::string(cli) + " layer --kind plain --accum cublas-sm90 " +
+                                 in + "--g " + s + "/g.npy --out-dir " + s + "/o5 >/dev/null 2>" +
+                                 err)
+                                    .c_str());
+  REQUIRE(WIFEXITED(plain));
+  REQUIRE(WEXITSTATUS(plain) == 0);
+  std::ifstream e(err);
+  const std::string said((std::istreambuf_iterator<char>(e)), std::istreambuf_iterator<char>());
+  REQUIRE(said.find("exmy layer: Y: warning: --accum cublas-sm90") != std::string::npos);
+  REQUIRE(said.find("lies outside the verified set") != std::string::npos);
+  REQUIRE(run("--kind plain --accum cublas-sm90 --strict " + in + "--g " + s +
+              "/g.npy --out-dir " + s + "/o6") == 2);
+  REQUIRE(!fs::exists(s + "/o6"));
   fs::remove_all(d);
 }
