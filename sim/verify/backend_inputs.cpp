@@ -141,11 +141,14 @@ std::vector<Designed> designed_magnitudes(const FloatFormat& f) {
     around(bits_of(std::ldexp(1.0f, e)), 3, kBinadeEdge, kBinadeEdge);
   // The overflow edge: max, the tie above it (max + q/2, q the quantum of max's binade) and the
   // first value that always overflows (max + q), each +- 4 ulps.
-  const double mx = vals.back();
-  const double q = std::ldexp(1.0, std::ilogb(mx) - f.man_bits);
-  for (const double v : {mx, mx + q / 2, mx + q}) {
-    std::uint32_t u;
-    if (exact_f32(v, u)) around(u, 4, kOverflowEdge, kOverflowEdge);
+  // (A format whose values all lie beyond fp32's range has no finite value here: no edge then.)
+  if (!vals.empty() && vals.back() > 0) {
+    const double mx = vals.back();
+    const double q = std::ldexp(1.0, std::ilogb(mx) - f.man_bits);
+    for (const double v : {mx, mx + q / 2, mx + q}) {
+      std::uint32_t u;
+      if (exact_f32(v, u)) around(u, 4, kOverflowEdge, kOverflowEdge);
+    }
   }
   for (const std::uint32_t s :
        {0x00000001u, 0x00000002u, 0x00000003u, 0x00000004u, 0x00000007u, 0x00000008u, 0x003FFFFFu,
@@ -253,11 +256,12 @@ class WordPlacer {
   }
 
   // A free position whose word is >= target (up) or <= target (down), nearest to it; if that side
-  // is exhausted, the nearest on the other side; -1 when the call is full.
-  std::int64_t take(std::uint64_t target, bool up) {
+  // is exhausted, the nearest on the other side when `either_side`, else -1 (a boundary word on
+  // the wrong side would round the other way); -1 when the call is full.
+  std::int64_t take(std::uint64_t target, bool up, bool either_side) {
     const std::size_t b = static_cast<std::size_t>(target >> shift_);
     std::int64_t k = up ? find_up(start_[b]) : find_down(start_[b + 1]);
-    if (k < 0) k = up ? find_down(start_[b]) : find_up(start_[b + 1]);
+    if (k < 0 && either_side) k = up ? find_down(start_[b]) : find_up(start_[b + 1]);
     if (k < 0) return -1;
     up_[static_cast<std::size_t>(k)] = static_cast<std::uint32_t>(k + 1);
     down_[static_cast<std::size_t>(k) + 1] = static_cast<std::uint32_t>(k);
@@ -318,7 +322,9 @@ DesignedSweep designed_cast_sweep(const FloatFormat& f, const Rounding& r, std::
       if (std::isfinite(v) && v > mx) mx = v;
     }
     std::uint32_t u;
-    if (exact_f32(mx + std::ldexp(1.0, std::ilogb(mx) - f.man_bits) / 2, u)) threshold = u;
+    if (mx > 0 && exact_f32(mx + std::ldexp(1.0, std::ilogb(mx) - f.man_bits) / 2, u)) {
+      threshold = u;
+    }
   }
 
   const std::size_t P = std::max<std::size_t>(size.call_elements, 1024);
@@ -362,7 +368,9 @@ DesignedSweep designed_cast_sweep(const FloatFormat& f, const Rounding& r, std::
     std::vector<bool> used(P, false);
     WordPlacer placer(c.seed, P, R);
     const auto place = [&](const Designed& d, std::uint64_t target, bool up, WordClass w) {
-      const std::int64_t pos = placer.take(target, up);
+      // Near 0 / near max are nearest-available; the boundary words must stay on their side.
+      const bool either_side = w == kWordLow || w == kWordHigh;
+      const std::int64_t pos = placer.take(target, up, either_side);
       if (pos < 0) return;
       c.x[static_cast<std::size_t>(pos)] = d.x;
       c.input[static_cast<std::size_t>(pos)] = d.cls;
