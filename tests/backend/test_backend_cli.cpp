@@ -25,23 +25,12 @@ namespace {
 using exmy::testing::cli;
 using exmy::testing::slurp;
 
-struct Output {
-  int status = -1;
-  std::string out, err;
-};
+using Output = exmy::testing::Captured;
 
 // Runs `exmy ARGS`, capturing stdout and stderr; status -1 when exmy did not exit normally (a
 // signal killed it), which no test here accepts.
 Output exmy_run(const std::string& args) {
-  static const std::string dir = exmy::testing::make_tmpdir("exmy_backend_test");
-  const std::string out = dir + "/out", err = dir + "/err";
-  const std::string cmd = "'" + cli() + "' " + args + " >'" + out + "' 2>'" + err + "'";
-  const int st = std::system(cmd.c_str());
-  Output o;
-  o.status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-  o.out = slurp(out);
-  o.err = slurp(err);
-  return o;
+  return exmy::testing::run_captured(args, "exmy_backend_test");
 }
 
 const std::string kReference = EXMY_PLUGIN_REFERENCE;

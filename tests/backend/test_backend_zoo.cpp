@@ -21,26 +21,12 @@ namespace {
 using exmy::testing::cli;
 using exmy::testing::slurp;
 
-struct Output {
-  int status = -1;
-  std::string out, err;
-};
+using Output = exmy::testing::Captured;
 
 // Runs `exmy ARGS`, capturing stdout and stderr; status -1 when exmy did not exit normally (a
 // signal killed it), which no test here accepts.
 Output exmy_run(const std::string& args) {
-  static const std::string dir = exmy::testing::make_tmpdir("exmy_backend_zoo");
-  const std::string out = dir + "/out", err = dir + "/err";
-  // Appended piecewise: `"'" + cli() + ...` trips GCC 12's -Wrestrict false positive at -O3.
-  std::string cmd = "'";
-  cmd += cli();
-  cmd += "' " + args + " >'" + out + "' 2>'" + err + "'";
-  const int st = std::system(cmd.c_str());
-  Output o;
-  o.status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-  o.out = slurp(out);
-  o.err = slurp(err);
-  return o;
+  return exmy::testing::run_captured(args, "exmy_backend_zoo");
 }
 
 // One zoo plugin (examples/backend_zoo/NAME.c, built as libexmy_zoo_NAME) and the format and

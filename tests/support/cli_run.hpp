@@ -61,4 +61,26 @@ inline std::string make_tmpdir(const std::string& prefix) {
   return d ? d : "";
 }
 
+// `exmy ARGS` with stdout and stderr captured (files in a directory of `prefix`, made once per
+// prefix and process); status -1 when exmy did not exit normally (a signal killed it).
+struct Captured {
+  int status = -1;
+  std::string out, err;
+};
+inline Captured run_captured(const std::string& args, const std::string& prefix) {
+  const std::string dir = make_tmpdir(prefix);
+  const std::string out = dir + "/out", err = dir + "/err";
+  // Appended piecewise: `"'" + cli() + ...` trips GCC 12's -Wrestrict false positive at -O3.
+  std::string cmd = "'";
+  cmd += cli();
+  cmd += "' " + args + " >'" + out + "' 2>'" + err + "'";
+  const int st = std::system(cmd.c_str());
+  Captured c;
+  c.status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+  c.out = slurp(out);
+  c.err = slurp(err);
+  std::filesystem::remove_all(dir);
+  return c;
+}
+
 }  // namespace exmy::testing
