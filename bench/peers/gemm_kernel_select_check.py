@@ -100,20 +100,10 @@ def main():
     all_types = ["bf16", "fp16", "tf32", "fp32", "e4m3fn"]
     result = {}
     for t in args.types.split(","):
-        d = np.load(os.path.join(args.capture, t + ".npz"))
-        meta = json.loads(str(d["meta"]))
+        meta, entries = fit.capture_entries(args.capture, t)
         ti = all_types.index(t)
         seed = meta["info"]["seed"]
-        offs = {o: 0 for o in meta["outs"]}
-        jobs = []
-        for e in meta["entries"]:
-            want = {}
-            for o in meta["outs"]:
-                n = e["M"] * e["N"]
-                want[o] = d["out_" + o][offs[o]:offs[o] + n].astype(np.uint32)
-                offs[o] += n
-            if (e["M"], e["N"], e["K"]) not in skip:
-                jobs.append((e, want))
+        jobs = [(e, want) for e, want in entries if (e["M"], e["N"], e["K"]) not in skip]
         with ThreadPoolExecutor(args.jobs) as ex:
             rs = list(ex.map(lambda j: check_shape(args, t, ti, seed, j[0], j[1]), jobs))
         summ = {}

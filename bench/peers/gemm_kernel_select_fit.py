@@ -144,6 +144,23 @@ def fit_shape(args, t, ti, seed, e, want):
     return res
 
 
+
+def capture_entries(capture, t):
+    """The capture of type t: its meta and, per entry in order, (entry, {output name: the
+    entry's M*N output codes as uint32}) sliced from the concatenated output arrays."""
+    d = np.load(os.path.join(capture, t + ".npz"))
+    meta = json.loads(str(d["meta"]))
+    offs = {o: 0 for o in meta["outs"]}
+    entries = []
+    for e in meta["entries"]:
+        want = {}
+        for o in meta["outs"]:
+            n = e["M"] * e["N"]
+            want[o] = d["out_" + o][offs[o]:offs[o] + n].astype(np.uint32)
+            offs[o] += n
+        entries.append((e, want))
+    return meta, entries
+
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("capture")
@@ -162,19 +179,10 @@ def main():
     if os.path.exists(args.out):
         result = json.load(open(args.out))
     for t in args.types.split(","):
-        d = np.load(os.path.join(args.capture, t + ".npz"))
-        meta = json.loads(str(d["meta"]))
+        meta, entries = capture_entries(args.capture, t)
         ti = all_types.index(t)
         seed = meta["info"]["seed"]
-        offs = {o: 0 for o in meta["outs"]}
-        jobs = []
-        for e in meta["entries"]:
-            want = {}
-            for o in meta["outs"]:
-                n = e["M"] * e["N"]
-                want[o] = d["out_" + o][offs[o]:offs[o] + n].astype(np.uint32)
-                offs[o] += n
-            jobs.append((e, want))
+        jobs = list(entries)
         if args.limit:
             jobs = jobs[:args.limit]
         old = {}
