@@ -1,6 +1,3 @@
-// exmy memory --params N --optimizer NAME[,NAME...] [--weights fp32|bf16|fp16] [--master]
-//             [--extra-bits K [--sr]] [--grads fp32|bf16|fp16] [--fused-backward] [--block B]
-//             [--json]
 // Bytes per parameter and totals of each configuration (docs/SEMANTICS.md 9.8). NAME is an
 // optimizer of the registry (sim/optim/registry.hpp; a split name such as adamw-bf16+8 fixes the
 // weights) or none (no optimizer state). Every NAME is checked before anything is printed.
@@ -12,6 +9,7 @@
 
 #include "cli/cli_util.hpp"
 #include "cli/command.hpp"
+#include "cli/options.hpp"
 #include "sim/common/error.hpp"
 #include "sim/common/number.hpp"
 #include "sim/optim/memory.hpp"
@@ -19,70 +17,71 @@
 namespace exmy::cli {
 namespace {
 
-constexpr const char* kUsage =
-    "usage: exmy memory --params N --optimizer NAME[,NAME...] [--weights fp32|bf16|fp16] "
-    "[--master] [--extra-bits K [--sr]] [--grads fp32|bf16|fp16] [--fused-backward] [--block B] "
-    "[--json]";
-
 int dtype_bytes(const std::string& s, const char* what) {
   if (s == "fp32") return 4;
   if (s == "bf16" || s == "fp16") return 2;
   throw InputError(std::string(what) + " '" + s + "': expected fp32, bf16 or fp16");
 }
 
+std::vector<std::string> split_commas(const std::string& v) {
+  std::vector<std::string> out;
+  std::size_t pos = 0;
+  while (pos <= v.size()) {
+    const auto comma = v.find(',', pos);
+    out.push_back(v.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos));
+    if (comma == std::string::npos) break;
+    pos = comma + 1;
+  }
+  return out;
+}
+
 int run_memory(const Args& args) {
   optim::MemoryConfig base;
   std::vector<std::string> optimizers;
-  bool json = false, have_params = false;
-  for (std::size_t i = 0; i < args.size(); ++i) {
-    const std::string& a = args[i];
-    if (a == "--help" || a == "-h") {
-      std::printf("%s\n", kUsage);
-      return 0;
-    } else if (a == "--params") {
-      // A count of parameters: a positive whole number (1.5e9 is one), at most 2^53 so that
-      // every count is exact in the double the byte totals are computed in.
-      const std::string& v = option_value(args, i);
-      base.params = number::parse_f64(v, "--params");
-      if (!(base.params >= 1 && base.params <= 9007199254740992.0 &&
-            std::floor(base.params) == base.params)) {
-        throw InputError("--params '" + v +
-                         "': expected a whole number of parameters in [1, 2^53] (e.g. 1.5e9)");
-      }
-      have_params = true;
-    } else if (a == "--optimizer") {
-      std::string v = option_value(args, i);
-      std::size_t pos = 0;
-      while (pos <= v.size()) {
-        const auto comma = v.find(',', pos);
-        optimizers.push_back(
-            v.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos));
-        if (comma == std::string::npos) break;
-        pos = comma + 1;
-      }
-    } else if (a == "--weights") {
-      base.weight_bytes = dtype_bytes(option_value(args, i), "--weights");
-    } else if (a == "--grads") {
-      base.grad_bytes = dtype_bytes(option_value(args, i), "--grads");
-    } else if (a == "--master") {
-      base.master = true;
-    } else if (a == "--extra-bits") {
-      base.extra_bits = static_cast<int>(parse_uint(option_value(args, i), "--extra-bits", 16));
-    } else if (a == "--sr") {
-      base.sr = true;
-    } else if (a == "--fused-backward") {
-      base.fused_backward = true;
-    } else if (a == "--block") {
-      base.block = static_cast<int>(parse_uint(option_value(args, i), "--block", 1u << 20));
-    } else if (a == "--json") {
-      json = true;
-    } else {
-      throw InputError("unknown option '" + a + "' (" + kUsage +
-                       "; NAME: " + optim::memory_optimizer_names() + ")");
-    }
-  }
-  if (!have_params) throw InputError("--params is required (e.g. --params 1.5e9)");
-  if (optimizers.empty()) throw InputError("--optimizer is required (e.g. --optimizer adamw)");
+  bool json = false;
+  Options opts("exmy memory --params N --optimizer NAME[,NAME...] [OPTIONS]",
+               "Bytes per parameter and totals of each configuration (docs/SEMANTICS.md 9.8).",
+               "exmy memory --params 7e9 --optimizer adamw,adamw8bit --weights bf16 --master");
+  opts.value({"--params"}, "N",
+             "parameter count: a whole number in [1, 2^53] (1.5e9 is one)", Options::kRequired,
+             [&](const std::string& v) {
+               // At most 2^53, so that every count is exact in the double the totals use.
+               base.params = number::parse_f64(v, "--params");
+               if (!(base.params >= 1 && base.params <= 9007199254740992.0 &&
+                     std::floor(base.params) == base.params)) {
+                 throw InputError("--params '" + v +
+                                  "': expected a whole number of parameters in [1, 2^53] "
+                                  "(e.g. 1.5e9)");
+               }
+             })
+      .value({"--optimizer"}, "NAME[,NAME...]",
+             "optimizers of the registry, or none: " + optim::memory_optimizer_names(),
+             Options::kRequired,
+             [&](const std::string& v) {
+               for (auto& n : split_commas(v)) optimizers.push_back(n);
+             })
+      .value({"--weights"}, "fp32|bf16|fp16", "storage of the weights",
+             "fp32, or the 16-bit format a split NAME such as adamw-bf16+8 names",
+             [&](const std::string& v) { base.weight_bytes = dtype_bytes(v, "--weights"); })
+      .value({"--grads"}, "fp32|bf16|fp16", "storage of the gradients",
+             "fp32 with fp32 weights or --master, else 16-bit",
+             [&](const std::string& v) { base.grad_bytes = dtype_bytes(v, "--grads"); })
+      .flag({"--master"}, "keep an fp32 master copy of 16-bit weights", [&] { base.master = true; })
+      .value({"--extra-bits"}, "K", "extra bits per 16-bit weight (0..16)", "none",
+             [&](const std::string& v) {
+               base.extra_bits = static_cast<int>(parse_uint(v, "--extra-bits", 16));
+             })
+      .flag({"--sr"}, "stochastic rounding of the weights (with --extra-bits)",
+            [&] { base.sr = true; })
+      .flag({"--fused-backward"}, "gradients freed as the optimizer consumes them",
+            [&] { base.fused_backward = true; })
+      .value({"--block"}, "B", "block size of block-wise optimizer states",
+             std::to_string(optim::MemoryConfig{}.block),
+             [&](const std::string& v) {
+               base.block = static_cast<int>(parse_uint(v, "--block", 1u << 20));
+             })
+      .flag({"--json"}, "print JSON instead of tables", [&] { json = true; });
+  if (!opts.parse(args)) return 0;
   std::vector<std::vector<optim::MemoryRow>> all;
   for (const std::string& name : optimizers) {
     optim::MemoryConfig c = base;
