@@ -13,8 +13,11 @@ if command -v ccache >/dev/null; then
   launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_C_COMPILER_LAUNCHER=ccache)
 fi
 san="-fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer"
-cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DEXMY_CUDA=OFF -DEXMY_BENCH=OFF \
-  -DCMAKE_CXX_FLAGS="$san" -DCMAKE_EXE_LINKER_FLAGS="$san" "${launcher[@]}" >/dev/null
+# -O1, as the sanitizers' documentation recommends: the same reports as -O3 (no fast math, no
+# contraction either way) at about half the compile time, which dominates this job.
+cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=None -DEXMY_CUDA=OFF -DEXMY_BENCH=OFF \
+  -DEXMY_EXAMPLES=OFF -DCMAKE_CXX_FLAGS="-O1 $san" -DCMAKE_C_FLAGS="-O1 $san" \
+  -DCMAKE_EXE_LINKER_FLAGS="$san" "${launcher[@]}" >/dev/null
 cmake --build "$build" -j"$jobs" --target exmy exmy_test_cli exmy_test_format
 export ASAN_OPTIONS="detect_leaks=1:abort_on_error=1:strict_string_checks=1"
 export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"

@@ -43,5 +43,20 @@ fi
 # CI and most users have no GPU: one architecture keeps the build short; override with
 # EXMY_CUDA_ARCHS="80;90".
 cuda_args+=("-DEXMY_CUDA_ARCHS=${EXMY_CUDA_ARCHS:-90}")
-cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release "${cuda_args[@]}" >/dev/null
+# The Python extension exmy._exmy is built in the same build (the same engine objects, compiled
+# once; ctest python_package runs pytest on it). nanobind comes from PyPI into BUILD/pyenv; where
+# pip cannot reach PyPI the extension is left out and python_package skips. (`pip install .`, the
+# packaging route, is checked by scripts/test-python.sh --pip.)
+py_args=(-DEXMY_PYTHON=OFF)
+venv="$build/pyenv"
+mkdir -p "$build"
+if [ -x "$venv/bin/python" ] || python3 -m venv "$venv" >/dev/null 2>&1; then
+  if "$venv/bin/python" -c "import nanobind, numpy, pytest" 2>/dev/null ||
+     "$venv/bin/pip" install -q --disable-pip-version-check "nanobind>=2" numpy pytest; then
+    py_args=(-DEXMY_PYTHON=ON "-DPython_EXECUTABLE=$venv/bin/python")
+  else
+    echo "setup: pip could not install nanobind: the Python extension is not built" >&2
+  fi
+fi
+cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release "${cuda_args[@]}" "${py_args[@]}" >/dev/null
 cmake --build "$build" -j"$jobs"
