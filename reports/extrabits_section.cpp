@@ -15,9 +15,9 @@
 
 #include "reports/output_files.hpp"
 #include "reports/plotting.hpp"
-#include "reports/random_normal.hpp"
 #include "reports/sections.hpp"
 #include "sim/native/optim_storage.hpp"
+#include "sim/native/random_normal.hpp"
 #include "sim/optim/optim.hpp"
 
 namespace exmy::reports {
@@ -79,7 +79,7 @@ Run run_adds(const Fmt& f, std::uint64_t seed, int n, int K) {
   std::vector<float> x0(static_cast<std::size_t>(n));
   for (int i = 0; i < n; ++i) {
     x0[static_cast<std::size_t>(i)] =
-        static_cast<float>(normal_fp64(seed, kStreamInit, static_cast<std::uint64_t>(i)));
+        static_cast<float>(native::normal_fp64(seed, kStreamInit, static_cast<std::uint64_t>(i)));
   }
   Run r;
   r.exact.assign(x0.begin(), x0.end());
@@ -102,8 +102,8 @@ Run run_adds(const Fmt& f, std::uint64_t seed, int n, int K) {
       for (std::size_t i = 0; i < x0.size(); ++i) cur[i] = plain_value(plain[i], f);
     }
     for (std::size_t i = 0; i < x0.size(); ++i) {
-      const float y =
-          static_cast<float>(normal_fp64(seed, kStreamInit + static_cast<std::uint32_t>(step), i));
+      const float y = static_cast<float>(
+          native::normal_fp64(seed, kStreamInit + static_cast<std::uint32_t>(step), i));
       // fp64 holds these sums exactly unless a term is below 2^-29 in magnitude (then to
       // 2^-80 relative): far below every error measured here.
       r.exact[i] += static_cast<double>(y);
@@ -326,7 +326,8 @@ SectionSummary run_extrabits_section(const ReportContext& ctx) {
         "fp8 + 8 extra bits trains to about fp16's accuracy (93.96%), fp8 + 4 extra bits "
         "reaches 65.53%, plain fp8 8.78%";
     t.measured = "forward-error proxy (not training accuracy): error of the 8-bit value after " +
-                 std::to_string(steps.back()) + " in-place adds, e5m2+8 over plain e5m2 (the "
+                 std::to_string(steps.back()) +
+                 " in-place adds, e5m2+8 over plain e5m2 (the "
                  "order e5m2+8 < e5m2+4 < e5m2 is the table's)";
     t.set(e8 / e0);
     t.expected = "ordered as the table: e5m2+8 < e5m2+4 < e5m2";

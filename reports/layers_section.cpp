@@ -14,12 +14,12 @@
 
 #include "reports/output_files.hpp"
 #include "reports/plotting.hpp"
-#include "reports/random_normal.hpp"
 #include "reports/sections.hpp"
 #include "reports/variance_config.hpp"
 #include "reports/variance_stats.hpp"
 #include "sim/layer/linear_layer.hpp"
 #include "sim/native/mask.hpp"
+#include "sim/native/random_normal.hpp"
 
 namespace exmy::reports {
 
@@ -29,15 +29,15 @@ namespace {
 constexpr std::uint32_t kStreamBase = 0x06000000u;
 
 const std::vector<std::string>& kinds() {
-  static const std::vector<std::string> k{
-      "plain",          "switchback",     "switchback-m", "switchback-q",
-      "llm-int8",       "fp8-tensorwise", "switchback-fp8", "masked:e4m3",
-      "masked:e5m2",    "masked:e8m3",    "masked:e8m5"};
+  static const std::vector<std::string> k{"plain",          "switchback",  "switchback-m",
+                                          "switchback-q",   "llm-int8",    "fp8-tensorwise",
+                                          "switchback-fp8", "masked:e4m3", "masked:e5m2",
+                                          "masked:e8m3",    "masked:e8m5"};
   return k;
 }
 
 struct Inputs {
-  std::vector<float> x, w, g;  // bf16 values
+  std::vector<float> x, w, g;     // bf16 values
   std::vector<double> y, xg, wg;  // exact products of those values (fp64: see below)
 };
 
@@ -50,7 +50,7 @@ Inputs make_inputs(std::uint64_t seed, int rep, std::size_t b, std::size_t n, st
   auto fill = [&](std::size_t cnt, std::uint32_t stream, double scale) {
     std::vector<float> v(cnt);
     for (std::size_t i = 0; i < cnt; ++i) {
-      v[i] = layer::to_dtype(static_cast<float>(scale * normal_fp64(seed, stream, i)),
+      v[i] = layer::to_dtype(static_cast<float>(scale * native::normal_fp64(seed, stream, i)),
                              layer::DType::bf16);
     }
     return v;
@@ -245,9 +245,12 @@ SectionSummary run_layers_section(const ReportContext& ctx) {
         ") ~ N(0, 10^-6), all rounded to bf16; each kind of `exmy layer` (SEMANTICS 16, "
         "16-bit products under `cublas-sm90`, what an H100 computes) against the exact "
         "products of the same bf16 inputs. " +
-        std::to_string(reps) + " independent replicates per inner dimension b = batch x "
+        std::to_string(reps) +
+        " independent replicates per inner dimension b = batch x "
         "sequence (the inner dimension of W_grad = G^T X).\n\n";
-  md += "| kind | b | rel. error Y | rel. error X_grad | rel. error W_grad |\n|---|---|---|---|---|\n";
+  md +=
+      "| kind | b | rel. error Y | rel. error X_grad | rel. error W_grad "
+      "|\n|---|---|---|---|---|\n";
   for (std::size_t ki = 0; ki < ks.size(); ++ki) {
     const std::size_t bi = bs.size() - 1;
     double y = 0, x = 0, w = 0;
@@ -259,11 +262,11 @@ SectionSummary run_layers_section(const ReportContext& ctx) {
     md += "| " + ks[ki] + " | " + std::to_string(bs[bi]) + " | " + fmt_g(y / reps, 3) + " | " +
           fmt_g(x / reps, 3) + " | " + fmt_g(w / reps, 3) + " |\n";
   }
-  const std::string h1 = "LLM.int8()'s int8 W_grad has " + fmt_g(ratio_mean, 3) +
-                         "x SwitchBack's 16-bit W_grad relative error at b = " +
-                         std::to_string(bs.back()) + "; its mean squared error grows as b^" +
-                         fmt_g(slope8, 3) + " (95% CI " + fmt_g(lo8, 3) + " .. " +
-                         fmt_g(hi8, 3) + ")";
+  const std::string h1 =
+      "LLM.int8()'s int8 W_grad has " + fmt_g(ratio_mean, 3) +
+      "x SwitchBack's 16-bit W_grad relative error at b = " + std::to_string(bs.back()) +
+      "; its mean squared error grows as b^" + fmt_g(slope8, 3) + " (95% CI " + fmt_g(lo8, 3) +
+      " .. " + fmt_g(hi8, 3) + ")";
   sum.headlines.push_back(h1);
   md += "\n- " + h1 + ".\n";
   {
@@ -290,8 +293,9 @@ SectionSummary run_layers_section(const ReportContext& ctx) {
                  std::to_string(bs.front()) + " .. " + std::to_string(bs.back()) + ", " +
                  std::to_string(reps) + " replicates, t interval)";
     c.set(slope8, lo8, hi8);
-    c.expected = "1 (variance proportional to the inner dimension; slightly above as column "
-                 "absmax grows like sqrt(2 ln b))";
+    c.expected =
+        "1 (variance proportional to the inner dimension; slightly above as column "
+        "absmax grows like sqrt(2 ln b))";
     c.verdict = lo8 > 0.8 && hi8 < 1.5 ? "reproduced"
                 : slope8 > 0.5         ? "partly reproduced"
                                        : "not reproduced";
@@ -327,8 +331,9 @@ SectionSummary run_layers_section(const ReportContext& ctx) {
                          "left: relative error of Y, X_grad and W_grad per kind at the largest b; "
                          "right: W_grad mean squared error vs b (a slope of 1 is variance "
                          "proportional to the inner dimension)");
-  md += "## Data\n\n- [layers.csv](layers.csv) (every replicate), "
-        "[layers_summary.csv](layers_summary.csv)\n\n";
+  md +=
+      "## Data\n\n- [layers.csv](layers.csv) (every replicate), "
+      "[layers_summary.csv](layers_summary.csv)\n\n";
   const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   md += provenance_md(ctx, secs);
   write_file_atomic(dir + "/index.md", md);

@@ -4,13 +4,13 @@
 #include <cmath>
 #include <span>
 
-#include "reports/random_normal.hpp"
 #include "reports/report_context.hpp"
 #include "reports/sharpness.hpp"
 #include "sim/native/codebook_lookup.hpp"
 #include "sim/native/philox.hpp"
 #include "sim/native/quant_absmax.hpp"
 #include "sim/native/quant_codebook.hpp"
+#include "sim/native/random_normal.hpp"
 #include "sim/optim/optim.hpp"
 
 namespace exmy::reports {
@@ -53,7 +53,7 @@ void init_layer(Layer& L, int in, int out, std::uint64_t seed, std::uint64_t& co
   // He initialisation: N(0, 2 / fan_in).
   const double sd = std::sqrt(2.0 / in);
   for (std::size_t i = 0; i < n; ++i) {
-    L.w[i] = static_cast<float>(sd * normal_fp64(seed, kStreamInit, counter++));
+    L.w[i] = static_cast<float>(sd * native::normal_fp64(seed, kStreamInit, counter++));
   }
   L.b.assign(out, 0.0f);
   L.gw.assign(n, 0.0f);
@@ -156,7 +156,7 @@ std::vector<AdamSnapshot> train_mlp_adam(const MlpConfig& cfg, std::uint64_t see
   init_layer(L3, H, C, seed, counter);
   std::vector<float> teacher(static_cast<std::size_t>(C) * D), scale(D);
   for (std::size_t i = 0; i < teacher.size(); ++i) {
-    teacher[i] = static_cast<float>(normal_fp64(seed, kStreamTeacher, i));
+    teacher[i] = static_cast<float>(native::normal_fp64(seed, kStreamTeacher, i));
     const int j = static_cast<int>(i % static_cast<std::size_t>(D));
     if (j < static_cast<int>(cfg.late_onsets.size()) * cfg.late_group) teacher[i] = 0.0f;
   }
@@ -183,7 +183,7 @@ std::vector<AdamSnapshot> train_mlp_adam(const MlpConfig& cfg, std::uint64_t see
         if (late < static_cast<int>(cfg.late_onsets.size()) && t < cfg.late_onsets[late]) {
           active = false;
         }
-        za[j] = active ? static_cast<float>(normal_fp64(seed, kStreamZ, i)) : 0.0f;
+        za[j] = active ? static_cast<float>(native::normal_fp64(seed, kStreamZ, i)) : 0.0f;
         x[static_cast<std::size_t>(b) * D + j] = scale[j] * za[j];
       }
       for (int c = 0; c < C; ++c) {

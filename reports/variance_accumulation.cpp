@@ -10,12 +10,12 @@
 #include <cstring>
 #include <vector>
 
-#include "reports/exact_dot.hpp"
 #include "reports/output_files.hpp"
 #include "reports/plotting.hpp"
-#include "reports/random_normal.hpp"
 #include "reports/variance_stats.hpp"
 #include "sim/gemm/gemm.hpp"
+#include "sim/native/exact_dot.hpp"
+#include "sim/native/random_normal.hpp"
 #include "sim/quant/quantize.hpp"
 
 namespace exmy::reports {
@@ -53,8 +53,10 @@ std::string run_accumulation_panel(const ReportContext& ctx, const std::string& 
   const int trials = tiny ? 8 : quick ? 48 : 128;
   const std::vector<std::string> models{"sm90", "cublas-sm90"};
   const std::uint64_t seed = ctx.options().seed;
-  ctx.progress("variance", "accumulation panel: e4m3fn tensor-wise, exact vs sm90 vs "
-                           "cublas-sm90, k up to " + std::to_string(ks.back()));
+  ctx.progress("variance",
+               "accumulation panel: e4m3fn tensor-wise, exact vs sm90 vs "
+               "cublas-sm90, k up to " +
+                   std::to_string(ks.back()));
   std::vector<gemm::AccumModel> ms;
   for (const auto& name : models) ms.push_back(gemm::parse_accum_model(name, 8));
   std::vector<Trial> out(ks.size() * static_cast<std::size_t>(trials));
@@ -65,8 +67,8 @@ std::string run_accumulation_panel(const ReportContext& ctx, const std::string& 
     const std::size_t n = static_cast<std::size_t>(kRows) * k;
     std::vector<float> u(n), v(n);
     for (std::size_t i = 0; i < n; ++i) {
-      u[i] = static_cast<float>(normal_fp64(seed, kStreamU, t * n + i));
-      v[i] = static_cast<float>(normal_fp64(seed, kStreamU + 1, t * n + i));
+      u[i] = static_cast<float>(native::normal_fp64(seed, kStreamU, t * n + i));
+      v[i] = static_cast<float>(native::normal_fp64(seed, kStreamU + 1, t * n + i));
     }
     // Tensor-wise absmax e4m3fn (SEMANTICS 7.4, SwitchBack's quantize_global order): codes and
     // the per-tensor scale a / 448 the GEMM applies in its epilogue.
@@ -87,7 +89,7 @@ std::string run_accumulation_panel(const ReportContext& ctx, const std::string& 
     Trial tr;
     tr.d_model.resize(models.size());
     tr.acc.resize(models.size());
-    ExactDot32 ex;
+    native::ExactDot32 ex;
     for (int r = 0; r < kRows; ++r) {
       for (int c = 0; c < kRows; ++c) {
         ex.clear();
@@ -163,8 +165,8 @@ std::string run_accumulation_panel(const ReportContext& ctx, const std::string& 
           .add(ci.lo)
           .add(ci.hi);
       md += "| " + std::to_string(ks[ki]) + " | " + models[mi] + " | " + fmt_g(vq, 3) + " | " +
-            fmt_g(vm, 3) + " | " + fmt_g(va, 3) + " | " + fmt_g(share, 3) + " (" +
-            fmt_g(ci.lo, 3) + " .. " + fmt_g(ci.hi, 3) + ") |\n";
+            fmt_g(vm, 3) + " | " + fmt_g(va, 3) + " | " + fmt_g(share, 3) + " (" + fmt_g(ci.lo, 3) +
+            " .. " + fmt_g(ci.hi, 3) + ") |\n";
       if (mi == 0) sm90_shares.push_back(share);
       if (ki + 1 == ks.size()) {
         if (mi == 0) {

@@ -3,11 +3,11 @@
 #include <string>
 #include <vector>
 
-#include "reports/exact_dot.hpp"
-#include "reports/random_normal.hpp"
 #include "sim/native/convert.hpp"
+#include "sim/native/exact_dot.hpp"
 #include "sim/native/mask.hpp"
 #include "sim/native/philox.hpp"
+#include "sim/native/random_normal.hpp"
 #include "sim/quant/quantize.hpp"
 
 namespace exmy::reports {
@@ -40,8 +40,8 @@ void draw_operand(std::uint64_t seed, InputDist dist, int di, int kidx, int oper
   for (int r = 0; r < rows; ++r) {
     for (int c = 0; c < k; ++c) {
       const std::uint64_t j = element_index(trial, rows, r, c);
-      double x = dist == InputDist::student_t ? student_t_fp64(seed, stream, j, kStudentNu)
-                                              : normal_fp64(seed, stream, j);
+      double x = dist == InputDist::student_t ? native::student_t_fp64(seed, stream, j, kStudentNu)
+                                              : native::normal_fp64(seed, stream, j);
       out[static_cast<std::size_t>(r) * k + c] = static_cast<float>(x);
     }
   }
@@ -134,10 +134,10 @@ Trial run_trial(const VarianceConfig& cfg, std::uint64_t seed, int di, int kidx,
   draw_operand(seed, dist, di, kidx, 0, trial, rows, k, u);
   draw_operand(seed, dist, di, kidx, 1, trial, rows, k, v);
   Trial t;
-  std::vector<ExactDot32> base(static_cast<std::size_t>(rows) * rows);
+  std::vector<native::ExactDot32> base(static_cast<std::size_t>(rows) * rows);
   for (int i = 0; i < rows; ++i) {
     for (int j = 0; j < rows; ++j) {
-      ExactDot32& acc = base[i * rows + j];
+      native::ExactDot32& acc = base[i * rows + j];
       acc.clear();
       const float* a = &u[static_cast<std::size_t>(i) * k];
       const float* b = &v[static_cast<std::size_t>(j) * k];
@@ -157,7 +157,7 @@ Trial run_trial(const VarianceConfig& cfg, std::uint64_t seed, int di, int kidx,
     SchemeTrial st;
     for (int i = 0; i < rows; ++i) {
       for (int j = 0; j < rows; ++j) {
-        ExactDot32 acc;
+        native::ExactDot32 acc;
         acc.clear();
         const float* a = &uh[static_cast<std::size_t>(i) * k];
         const float* b = &vh[static_cast<std::size_t>(j) * k];
@@ -268,10 +268,10 @@ std::vector<D3ShapeCell> run_d3_shapes(const ReportContext& ctx, int trials, int
         const double p = (static_cast<double>(w & ((1ull << 53) - 1)) + 0.5) / 9007199254740992.0;
         rest[op] = static_cast<float>(gaussian_max_quantile(n, p));
       }
-      std::vector<ExactDot32> base(static_cast<std::size_t>(rows) * rows);
+      std::vector<native::ExactDot32> base(static_cast<std::size_t>(rows) * rows);
       for (int i = 0; i < rows; ++i) {
         for (int j = 0; j < rows; ++j) {
-          ExactDot32& acc = base[i * rows + j];
+          native::ExactDot32& acc = base[i * rows + j];
           acc.clear();
           for (int c = 0; c < m.k; ++c) {
             acc.add_product(u[static_cast<std::size_t>(i) * m.k + c],
@@ -286,7 +286,7 @@ std::vector<D3ShapeCell> run_d3_shapes(const ReportContext& ctx, int trials, int
         quantize_operand(s, s.v_rowwise, 0, rows, m.k, v, vh, rest[1]);
         for (int i = 0; i < rows; ++i) {
           for (int j = 0; j < rows; ++j) {
-            ExactDot32 acc;
+            native::ExactDot32 acc;
             acc.clear();
             for (int c = 0; c < m.k; ++c) {
               acc.add_product(uh[static_cast<std::size_t>(i) * m.k + c],

@@ -1,6 +1,6 @@
 // The Monte Carlo behind section 1: for every (input distribution, k) and trial, draw U, V
 // (rows x k, fp32), quantize both with every scheme, and measure each of the rows^2 errors
-// d = <u^, v^> - <u, v> exactly (ExactDot32), plus per-element error statistics.
+// d = <u^, v^> - <u, v> exactly (native::ExactDot32), plus per-element error statistics.
 #pragma once
 
 #include <cstdint>

@@ -17,7 +17,7 @@
 
 #include "sim/native/philox.hpp"
 
-namespace exmy::reports {
+namespace exmy::native {
 
 // A uniform in (0, 1) with 53 random bits: (2^27 * (a >> 6) + (b >> 5) + 1/2) * 2^-53.
 inline double uniform53(std::uint32_t a, std::uint32_t b) {
@@ -27,7 +27,7 @@ inline double uniform53(std::uint32_t a, std::uint32_t b) {
 
 // Standard normal number j of (seed, stream), in fp64.
 inline double normal_fp64(std::uint64_t seed, std::uint32_t stream, std::uint64_t j) {
-  const native::Philox4 w = native::philox_block(seed, stream, j >> 1);
+  const Philox4 w = philox_block(seed, stream, j >> 1);
   const double u1 = uniform53(w.w[0], w.w[1]);
   const double u2 = uniform53(w.w[2], w.w[3]);
   const double r = std::sqrt(-2.0 * std::log(u1));
@@ -48,4 +48,4 @@ inline double student_t_fp64(std::uint64_t seed, std::uint32_t stream, std::uint
   return z / std::sqrt(chi2 / nu);
 }
 
-}  // namespace exmy::reports
+}  // namespace exmy::native

@@ -16,7 +16,7 @@
 
 #include "sim/native/convert.hpp"
 
-namespace exmy::reports {
+namespace exmy::native {
 
 class ExactDot32 {
  public:
@@ -123,4 +123,4 @@ class ExactDot32 {
   std::uint32_t adds_ = 0;
 };
 
-}  // namespace exmy::reports
+}  // namespace exmy::native

@@ -1,4 +1,4 @@
-// ExactDot32 (reports/exact_dot.hpp): the exact inner products behind the variance report.
+// ExactDot32 (sim/native/exact_dot.hpp): the exact inner products behind the variance report.
 // Checked against MPFR at a precision where every sum is exact, then rounded once (RNDN).
 #include <mpfr.h>
 
@@ -8,10 +8,10 @@
 #include <cstring>
 #include <vector>
 
-#include "reports/exact_dot.hpp"
+#include "sim/native/exact_dot.hpp"
 #include "sim/native/philox.hpp"
 
-using exmy::reports::ExactDot32;
+using exmy::native::ExactDot32;
 
 namespace {
 
