@@ -1,10 +1,8 @@
-// exmy report [all|variance|adam-heatmap|formats|spikes|extrabits|layers] --out DIR [--quick] [--seed N]
-// [--threads N]
-//
+// exmy report [all|SECTION] --out DIR [--quick] [--seed N] [--threads N] [--replace]
 // Exit status: 0 on success (also when figures were skipped because matplotlib is missing: the
 // CSVs and index.md are complete and say so, and a warning goes to stderr); 2 on bad arguments;
 // 130 when interrupted (SIGINT/SIGTERM), leaving only complete files behind.
-// --tiny (undocumented in the usage line) runs the test-size configuration of every section.
+// --tiny runs the test-size configuration of every section (for tests: not a meaningful report).
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -12,6 +10,7 @@
 #include <vector>
 
 #include "cli/command.hpp"
+#include "cli/options.hpp"
 #include "reports/output_files.hpp"
 #include "reports/report_context.hpp"
 #include "reports/sections.hpp"
@@ -28,59 +27,54 @@ unsigned long long parse_unsigned(const std::string& flag, const std::string& v,
   return exmy::number::parse_u64(v, flag, max, false);
 }
 
-const char* kUsage =
-    "usage: exmy report [all|variance|adam-heatmap|formats|spikes|extrabits|layers] --out DIR [--quick] "
-    "[--seed N] "
-    "[--threads N] [--replace]\n"
-    "  --quick      the reduced configuration (about 2 minutes on 2 cores; the full report about "
-    "10)\n"
-    "  --threads N  worker threads (default: OMP_NUM_THREADS if set, else every usable core); the "
-    "CSVs are byte-identical for every N\n"
-    "  --replace    remove sections that an earlier run left in DIR (otherwise refused: one "
-    "directory holds one run)";
+// "all, formats, variance, ...": the names a SECTION operand may take.
+std::string section_names() {
+  std::string names = "all";
+  for (const auto& s : rep::report_sections()) names += std::string(", ") + s.key;
+  return names;
+}
 
 int run_report(const exmy::cli::Args& args) {
   rep::ReportOptions o;
   std::string section = "all";
-  bool have_section = false;
   bool replace = false;
-  for (std::size_t i = 0; i < args.size(); ++i) {
-    const std::string& a = args[i];
-    auto value = [&]() -> std::string {
-      if (i + 1 >= args.size()) throw InputError(a + ": expected a value");
-      return args[++i];
-    };
-    if (a == "--help" || a == "-h") {
-      std::printf("%s\n", kUsage);
-      return 0;
-    } else if (a == "--out") {
-      o.out_dir = value();
-    } else if (a == "--replace") {
-      replace = true;
-    } else if (a == "--quick") {
-      o.quick = true;
-    } else if (a == "--tiny") {
-      o.tiny = 1;  // test size: seconds, not a meaningful report (tests/report)
-    } else if (a == "--seed") {
-      o.seed = parse_unsigned("--seed", value(), ~0ull);
-    } else if (a == "--threads") {
-      o.threads = static_cast<int>(parse_unsigned("--threads", value(), 1024));
-      if (o.threads == 0) throw InputError("--threads 0: expected at least 1");
-    } else if (!a.empty() && a[0] != '-' && !have_section) {
-      bool known = a == "all";
-      std::string names = "all";
-      for (const auto& s : rep::report_sections()) {
-        known = known || a == s.key;
-        names += std::string(", ") + s.key;
-      }
-      if (!known) throw InputError("section '" + a + "': expected one of " + names);
-      section = a;
-      have_section = true;
-    } else {
-      throw InputError("argument '" + a + "': unexpected (" + kUsage + ")");
-    }
-  }
-  if (o.out_dir.empty()) throw InputError(std::string("--out DIR: required (") + kUsage + ")");
+  exmy::cli::Options opts(
+      "exmy report [all|SECTION] --out DIR [--quick] [--seed N] [--threads N] [--replace]",
+      "Writes the report's sections (CSVs, figures, index.md) under DIR. Exit 0 on success (also "
+      "when matplotlib is missing: the figures are skipped with a warning), 2 on bad arguments, "
+      "130 when interrupted (only complete files are left).",
+      "exmy report variance --out report --quick");
+  opts.positional("SECTION", "what to write: one of " + section_names(), "all",
+                  [&](const std::string& a) {
+                    bool known = a == "all";
+                    for (const auto& s : rep::report_sections()) known = known || a == s.key;
+                    if (!known) {
+                      throw InputError("section '" + a + "': expected one of " + section_names());
+                    }
+                    section = a;
+                  })
+      .value({"--out"}, "DIR", "the directory to write (one directory holds one run)",
+             exmy::cli::Options::kRequired, [&](const std::string& v) { o.out_dir = v; })
+      .flag({"--quick"},
+            "the reduced configuration (about 2 minutes on 2 cores; the full report about 10)",
+            [&] { o.quick = true; })
+      .flag({"--tiny"}, "test size: seconds, not a meaningful report (for tests)",
+            [&] { o.tiny = 1; })
+      .value({"--seed"}, "N", "seed of every random input",
+             std::to_string(rep::ReportOptions{}.seed),
+             [&](const std::string& v) { o.seed = parse_unsigned("--seed", v, ~0ull); })
+      .value({"--threads"}, "N",
+             "worker threads (1 to 1024); the CSVs are byte-identical for every N",
+             "OMP_NUM_THREADS if set, else every usable core",
+             [&](const std::string& v) {
+               o.threads = static_cast<int>(parse_unsigned("--threads", v, 1024));
+               if (o.threads == 0) throw InputError("--threads 0: expected at least 1");
+             })
+      .flag({"--replace"},
+            "remove sections that an earlier run left in DIR (otherwise refused: one directory "
+            "holds one run)",
+            [&] { replace = true; });
+  if (!opts.parse(args)) return 0;
   std::vector<std::string> keys;
   for (const auto& s : rep::report_sections()) {
     if (section == "all" || section == s.key) keys.push_back(s.key);

@@ -5,6 +5,7 @@
 
 #include "cli/cli_util.hpp"
 #include "cli/command.hpp"
+#include "cli/options.hpp"
 #include "sim/common/error.hpp"
 #include "sim/format/registry.hpp"
 #include "sim/oracle/exact_text.hpp"
@@ -13,7 +14,6 @@
 namespace exmy::cli {
 namespace {
 
-constexpr const char* kUsage = "usage: exmy table FORMAT [--json]";
 // fp16/bf16 have 2^16 codes; wider formats would print billions of rows.
 constexpr int kMaxTableBits = 16;
 
@@ -32,21 +32,17 @@ std::string decimal_text(mpfr_srcptr v) {
 int run_table(const Args& args) {
   std::string name;
   bool json = false;
-  for (std::size_t i = 0; i < args.size(); ++i) {
-    if (args[i] == "--json") {
-      json = true;
-    } else if (args[i] == "--help" || args[i] == "-h") {
-      std::printf("%s\n", kUsage);
-      return 0;
-    } else if (!args[i].empty() && args[i][0] == '-' && args[i] != "-") {
-      throw InputError("unknown option '" + args[i] + "' (" + kUsage + ")");
-    } else if (name.empty()) {
-      name = args[i];
-    } else {
-      throw InputError("unexpected argument '" + args[i] + "' (" + kUsage + ")");
-    }
-  }
-  if (name.empty()) throw InputError(std::string("missing FORMAT (") + kUsage + ")");
+  Options opts("exmy table FORMAT [--json]",
+               "Every code of a format in ascending code order, with its class and exact value "
+               "(docs/SEMANTICS.md 11); formats of at most " +
+                   std::to_string(kMaxTableBits) + " bits.",
+               "exmy table e4m3fn");
+  opts.positional("FORMAT", "a format of the registry (e4m3fn, bf16, int4, nf4, ...)",
+                  Options::kRequired, [&](const std::string& v) { name = v; })
+      .flag({"--json"}, "print a JSON array of {code, class, value} instead of a table",
+            [&] { json = true; });
+  if (!opts.parse(args)) return 0;
+  if (name.empty()) throw InputError("missing FORMAT (" + opts.usage_hint() + ")");
   const Format f = parse_format(name);
   const int bits = f.code_bits();
   if (bits > kMaxTableBits) {
