@@ -1,6 +1,5 @@
-// exmy diagnose spikes --trace T.csv [--loss-col loss] [--rms-col rms] [--rms-threshold 2.3]
-//                      [--sigma 3.2] [--window 100] [--ignore-first 1000] [--dedup 10]
-//                      [--lead 1:8] [--out EVENTS.csv] [--json]
+// exmy diagnose spikes --trace T.csv [OPTIONS] | exmy diagnose sharpness --logits L --labels T
+// (each option with its default: exmy diagnose spikes --help).
 // Loss spikes and RMS spikes in a training log, by the heuristics of Wortsman et al. 2023
 // (appendix E), and how often an RMS spike precedes a loss spike by 1-8 steps against the rate
 // expected by chance (docs/SEMANTICS.md 14.4). The trace is a CSV with a header: a loss column,
@@ -15,6 +14,7 @@
 
 #include "cli/cli_util.hpp"
 #include "cli/command.hpp"
+#include "cli/options.hpp"
 #include "reports/sharpness.hpp"
 #include "reports/spikes.hpp"
 #include "sim/common/error.hpp"
@@ -25,8 +25,12 @@
 namespace exmy::cli {
 namespace {
 
-constexpr const char* kSharpUsage =
-    "usage: exmy diagnose sharpness --logits L.npy --labels T.npy [--eps 5e-4] [--json]";
+// A default as --help prints it: "2.3", "0.0005".
+std::string num_text(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%g", v);
+  return buf;
+}
 
 // Integer labels of any NumPy integer dtype, each in [0, classes).
 std::vector<std::size_t> read_labels(const std::string& path, std::size_t rows,
@@ -62,31 +66,41 @@ std::vector<std::size_t> read_labels(const std::string& path, std::size_t rows,
   return out;
 }
 
-int run_sharpness(const Args& args) {
+// What `exmy diagnose sharpness` was asked for.
+struct SharpnessArgs {
+  static constexpr double kPaperEps = 5e-4;  // To FP8 and back again, eq. 2
   std::string logits, labels;
-  double eps = 5e-4;
-  bool json = false;
-  for (std::size_t i = 1; i < args.size(); ++i) {
-    const std::string& a = args[i];
-    if (a == "--help" || a == "-h") {
-      std::printf("%s\n", kSharpUsage);
-      return 0;
-    } else if (a == "--logits") {
-      logits = option_value(args, i);
-    } else if (a == "--labels") {
-      labels = option_value(args, i);
-    } else if (a == "--eps") {
-      const std::string v = option_value(args, i);
-      eps = number::require_range(number::parse_f64(v, "--eps"), v, "--eps", 0.0, true, 1e6, false);
-    } else if (a == "--json") {
-      json = true;
-    } else {
-      throw InputError("argument '" + a + "': unexpected (" + kSharpUsage + ")");
-    }
-  }
-  if (logits.empty() || labels.empty()) {
-    throw InputError(std::string("--logits and --labels: required (") + kSharpUsage + ")");
-  }
+  double eps = kPaperEps;
+  bool json = false, quiet = false;
+};
+
+Options sharpness_options(SharpnessArgs& s) {
+  Options opts("exmy diagnose sharpness --logits L.npy --labels T.npy [--eps E] [--json] [--quiet]",
+               "Logit sharpness phi_eps of every row (To FP8 and back again, eqs. 1-2): the "
+               "largest cross-entropy change within an eps box around the logits, in closed "
+               "form; prints the mean and the maximum over the rows.",
+               "exmy diagnose sharpness --logits logits.npy --labels labels.npy");
+  opts.value({"--logits"}, "L.npy", "logits, rows x classes (<f4 or <f8, finite, >= 2 classes)",
+             Options::kRequired, [&](const std::string& v) { s.logits = v; })
+      .value({"--labels"}, "T.npy", "integer labels, one per row, each in [0, classes)",
+             Options::kRequired, [&](const std::string& v) { s.labels = v; })
+      .value({"--eps"}, "E", "half-width of the box, in [0, 1e6)",
+             num_text(SharpnessArgs::kPaperEps) + " (the paper's)",
+             [&](const std::string& v) {
+               s.eps = number::require_range(number::parse_f64(v, "--eps"), v, "--eps", 0.0, true,
+                                             1e6, false);
+             })
+      .flag({"--json"}, "print one JSON object {rows, classes, eps, mean, max}",
+            [&] { s.json = true; })
+      .flag({"--quiet"}, "print only the mean and maximum, one line", [&] { s.quiet = true; });
+  return opts;
+}
+
+int run_sharpness(const Args& args) {
+  SharpnessArgs s;
+  if (!sharpness_options(s).parse(args)) return 0;
+  const std::string &logits = s.logits, &labels = s.labels;
+  const double eps = s.eps;
   const io::NpyArray l = io::read_npy(logits);
   io::require_c_order(l, logits);
   if (l.shape.size() != 2 || l.shape[1] < 2) {
@@ -114,10 +128,12 @@ int run_sharpness(const Args& args) {
     sum += phi[r];
     mx = std::max(mx, phi[r]);
   }
-  if (json) {
+  if (s.json) {
     std::printf(
         "{\"rows\": %zu, \"classes\": %zu, \"eps\": %.17g, \"mean\": %.17g, \"max\": %.17g}\n",
         rows, v, eps, rows ? sum / rows : 0.0, mx);
+  } else if (s.quiet) {
+    std::printf("logit sharpness mean %.6g, max %.6g\n", rows ? sum / rows : 0.0, mx);
   } else {
     std::printf(
         "%zu rows x %zu classes, eps %g: logit sharpness mean %.6g, max %.6g (closed form: "
@@ -127,10 +143,18 @@ int run_sharpness(const Args& args) {
   return 0;
 }
 
-constexpr const char* kUsage =
-    "usage: exmy diagnose spikes --trace T.csv [--loss-col loss] [--rms-col rms] "
-    "[--rms-threshold 2.3] [--sigma 3.2] [--window 100] [--ignore-first 1000] [--dedup 10] "
-    "[--lead 1:8] [--out EVENTS.csv] [--json]";
+// --lead MIN:MAX into o.lead_min, o.lead_max.
+void parse_lead(const std::string& v, reports::SpikeOptions& o) {
+  const auto colon = v.find(':');
+  if (colon == std::string::npos) throw InputError("--lead '" + v + "': expected MIN:MAX");
+  o.lead_min =
+      static_cast<int>(number::parse_u64(v.substr(0, colon), "--lead MIN", 1u << 24, false));
+  o.lead_max =
+      static_cast<int>(number::parse_u64(v.substr(colon + 1), "--lead MAX", 1u << 24, false));
+  if (o.lead_min < 1 || o.lead_max < o.lead_min) {
+    throw InputError("--lead '" + v + "': expected 1 <= MIN <= MAX");
+  }
+}
 
 std::string steps_json(const std::vector<long>& v) {
   std::string s = "[";
@@ -138,72 +162,97 @@ std::string steps_json(const std::vector<long>& v) {
   return s + "]";
 }
 
-int run_diagnose(const Args& args) {
-  if (args.empty() || args[0] == "--help" || args[0] == "-h") {
-    std::printf("%s\n", kUsage);
-    return args.empty() ? 2 : 0;
-  }
-  if (args[0] == "sharpness") return run_sharpness(args);
-  if (args[0] != "spikes") {
-    throw InputError("diagnose '" + args[0] + "': expected spikes or sharpness (" + kUsage + "; " +
-                     kSharpUsage + ")");
-  }
+// What `exmy diagnose spikes` was asked for.
+struct SpikesArgs {
   reports::SpikeOptions o;
   std::string trace, out, loss_col = "loss", rms_col = "rms";
-  bool json = false;
-  for (std::size_t i = 1; i < args.size(); ++i) {
-    const std::string& a = args[i];
-    if (a == "--help" || a == "-h") {
-      std::printf("%s\n", kUsage);
-      return 0;
-    } else if (a == "--trace") {
-      trace = option_value(args, i);
-    } else if (a == "--loss-col") {
-      loss_col = option_value(args, i);
-      if (loss_col.empty()) throw InputError("--loss-col '': expected a column name");
-    } else if (a == "--rms-col") {
-      rms_col = option_value(args, i);
-    } else if (a == "--rms-threshold") {
-      const std::string v = option_value(args, i);
-      o.rms_threshold = number::require_range(number::parse_f64(v, "--rms-threshold"), v,
-                                              "--rms-threshold", 0.0, true, 1e300, false);
-    } else if (a == "--sigma") {
-      const std::string v = option_value(args, i);
-      o.sigma = number::require_range(number::parse_f64(v, "--sigma"), v, "--sigma", 0.0, false,
-                                      1e300, false);
-    } else if (a == "--window") {
-      o.window =
-          static_cast<int>(number::parse_u64(option_value(args, i), "--window", 1u << 24, false));
-      if (o.window < 2) throw InputError("--window: expected at least 2 (a standard deviation)");
-    } else if (a == "--ignore-first") {
-      o.ignore_first = static_cast<long>(
-          number::parse_u64(option_value(args, i), "--ignore-first", 1ull << 53, false));
-    } else if (a == "--dedup") {
-      o.dedup =
-          static_cast<int>(number::parse_u64(option_value(args, i), "--dedup", 1u << 24, false));
-      if (o.dedup < 1) throw InputError("--dedup: expected at least 1");
-    } else if (a == "--lead") {
-      const std::string v = option_value(args, i);
-      const auto colon = v.find(':');
-      if (colon == std::string::npos) throw InputError("--lead '" + v + "': expected MIN:MAX");
-      o.lead_min =
-          static_cast<int>(number::parse_u64(v.substr(0, colon), "--lead MIN", 1u << 24, false));
-      o.lead_max =
-          static_cast<int>(number::parse_u64(v.substr(colon + 1), "--lead MAX", 1u << 24, false));
-      if (o.lead_min < 1 || o.lead_max < o.lead_min) {
-        throw InputError("--lead '" + v + "': expected 1 <= MIN <= MAX");
-      }
-    } else if (a == "--out") {
-      out = option_value(args, i);
-    } else if (a == "--json") {
-      json = true;
-    } else {
-      throw InputError("argument '" + a + "': unexpected (" + kUsage + ")");
-    }
-  }
-  if (trace.empty()) throw InputError(std::string("--trace T.csv: required (") + kUsage + ")");
+  bool json = false, quiet = false;
+};
+
+Options spikes_options(SpikesArgs& s) {
+  const reports::SpikeOptions d;
+  Options opts("exmy diagnose spikes --trace T.csv [--loss-col NAME] [--rms-col NAME] [OPTIONS]",
+               "Loss spikes and RMS spikes in a training log, by the heuristics of Wortsman et al. "
+               "2023 (appendix E), and how often an RMS spike precedes a loss spike against the "
+               "rate expected by chance (docs/SEMANTICS.md 14.4).",
+               "exmy diagnose spikes --trace log.csv --ignore-first 500 --json");
+  opts.value({"--trace"}, "T.csv",
+             "the training log: a CSV with a header naming a loss column, optionally an RMS "
+             "column and a step column (else the row number)",
+             Options::kRequired, [&](const std::string& v) { s.trace = v; })
+      .value({"--loss-col"}, "NAME", "the loss column", s.loss_col,
+             [&](const std::string& v) {
+               if (v.empty()) throw InputError("--loss-col '': expected a column name");
+               s.loss_col = v;
+             })
+      .value({"--rms-col"}, "NAME",
+             "the RMS column (RMS_t = sqrt(mean(g^2 / u)) of the patch-embedding layer); '' "
+             "analyses the loss alone",
+             s.rms_col, [&](const std::string& v) { s.rms_col = v; })
+      .value({"--rms-threshold"}, "X", "an RMS spike is RMS_t >= X", num_text(d.rms_threshold),
+             [&](const std::string& v) {
+               s.o.rms_threshold =
+                   number::require_range(number::parse_f64(v, "--rms-threshold"), v,
+                                         "--rms-threshold", 0.0, true, 1e300, false);
+             })
+      .value({"--sigma"}, "S", "a loss deviation is loss_t > mean + S std of the window",
+             num_text(d.sigma),
+             [&](const std::string& v) {
+               s.o.sigma = number::require_range(number::parse_f64(v, "--sigma"), v, "--sigma", 0.0,
+                                                 false, 1e300, false);
+             })
+      .value({"--window"}, "N", "running statistics over the N previous finite losses (>= 2)",
+             std::to_string(d.window),
+             [&](const std::string& v) {
+               s.o.window = static_cast<int>(number::parse_u64(v, "--window", 1u << 24, false));
+               if (s.o.window < 2) {
+                 throw InputError("--window: expected at least 2 (a standard deviation)");
+               }
+             })
+      .value({"--ignore-first"}, "N", "steps before the first step + N are ignored (warmup)",
+             std::to_string(d.ignore_first),
+             [&](const std::string& v) {
+               s.o.ignore_first =
+                   static_cast<long>(number::parse_u64(v, "--ignore-first", 1ull << 53, false));
+             })
+      .value({"--dedup"}, "N", "events within N steps of a cluster's start join it (>= 1)",
+             std::to_string(d.dedup),
+             [&](const std::string& v) {
+               s.o.dedup = static_cast<int>(number::parse_u64(v, "--dedup", 1u << 24, false));
+               if (s.o.dedup < 1) throw InputError("--dedup: expected at least 1");
+             })
+      .value({"--lead"}, "MIN:MAX",
+             "an RMS spike MIN..MAX steps before a loss spike precedes it (1 <= MIN <= MAX)",
+             std::to_string(d.lead_min) + ":" + std::to_string(d.lead_max),
+             [&](const std::string& v) { parse_lead(v, s.o); })
+      .value({"--out"}, "EVENTS.csv", "also write every event (step, kind, preceded) as CSV",
+             "none", [&](const std::string& v) { s.out = v; })
+      .flag({"--json"},
+            "print one JSON object {trace, steps, analysed_steps, loss_spikes, rms_spikes, "
+            "preceded, chance_rate, p_value}",
+            [&] { s.json = true; })
+      .flag({"--quiet"}, "print only the verdict line (spike counts and the p-value)",
+            [&] { s.quiet = true; });
+  return opts;
+}
+
+// `exmy diagnose` alone or with --help: the sub-commands' usage lines, from their option tables.
+std::string diagnose_usage() {
+  SpikesArgs spikes;
+  SharpnessArgs sharpness;
+  return "usage: " + spikes_options(spikes).usage() + "\n       " +
+         sharpness_options(sharpness).usage() +
+         "\n(exmy diagnose spikes --help and exmy diagnose sharpness --help list their "
+         "options)\n";
+}
+
+int run_spikes(const Args& args) {
+  SpikesArgs s;
+  if (!spikes_options(s).parse(args)) return 0;
+  const reports::SpikeOptions& o = s.o;
+  const std::string &trace = s.trace, &out = s.out;
   const std::string text = io::read_small_file(trace, std::size_t{1} << 30, "a CSV training trace");
-  const reports::Trace t = reports::parse_trace_csv(text, trace, loss_col, rms_col);
+  const reports::Trace t = reports::parse_trace_csv(text, trace, s.loss_col, s.rms_col);
   const reports::SpikeResult r = reports::detect_spikes(t, o);
   if (!out.empty()) {
     std::string csv = "step,event,preceded_by_rms_spike\n";
@@ -223,13 +272,22 @@ int run_diagnose(const Args& args) {
     io::write_text_atomic(out, csv);
   }
   const bool have_rms = !t.rms.empty();
-  if (json) {
+  if (s.json) {
     std::printf(
         "{\"trace\": %s, \"steps\": %zu, \"analysed_steps\": %ld, \"loss_spikes\": %s, "
         "\"rms_spikes\": %s, \"preceded\": %ld, \"chance_rate\": %.6g, \"p_value\": %.6g}\n",
         json_string(trace).c_str(), t.step.size(), r.analysed_steps,
         steps_json(r.loss_spikes).c_str(), have_rms ? steps_json(r.rms_spikes).c_str() : "null",
         r.preceded_count, r.chance_rate, r.p_value);
+    return 0;
+  }
+  if (s.quiet) {
+    if (have_rms) {
+      std::printf("%zu loss spikes, %ld preceded by an RMS spike (p = %.3g)\n",
+                  r.loss_spikes.size(), r.preceded_count, r.p_value);
+    } else {
+      std::printf("%zu loss spikes (no RMS column)\n", r.loss_spikes.size());
+    }
     return 0;
   }
   std::printf("%s: %zu steps, %ld analysed (the first %ld ignored)\n", trace.c_str(), t.step.size(),
@@ -246,6 +304,19 @@ int run_diagnose(const Args& args) {
       "per loss spike; P(at least this many by chance) = %.3g)\n",
       o.lead_min, o.lead_max, r.preceded_count, r.loss_spikes.size(), r.chance_rate, r.p_value);
   return 0;
+}
+
+int run_diagnose(const Args& args) {
+  if (args.empty() || args[0] == "--help" || args[0] == "-h") {
+    std::fputs(diagnose_usage().c_str(), stdout);
+    return args.empty() ? 2 : 0;
+  }
+  const Args rest(args.begin() + 1, args.end());
+  if (args[0] == "sharpness") return run_sharpness(rest);
+  if (args[0] == "spikes") return run_spikes(rest);
+  throw InputError("diagnose '" + args[0] +
+                   "': expected spikes or sharpness (try exmy diagnose "
+                   "--help)");
 }
 
 }  // namespace

@@ -18,6 +18,7 @@
 
 #include "cli/cli_util.hpp"
 #include "cli/command.hpp"
+#include "cli/options.hpp"
 #include "cli/probe_sfu.hpp"
 #include "sim/common/error.hpp"
 
@@ -26,14 +27,51 @@ extern char** environ;
 namespace exmy::cli {
 namespace {
 
-constexpr const char* kUsage =
-    "usage: exmy probe gemm --device cuda --lib cublaslt --out PROFILE.json [--types bf16,fp16,"
-    "tf32,e4m3fn,e5m2,fp32] [--shapes MxNxK,...]\n"
-    "  infers where the library's kernels restart accumulation along K (designed inputs; fp32 "
-    "SGEMM:\n  its summation tree by cancellation pairs), writes the\n  accumulation model "
-    "per input type and shape, and checks each against the "
-    "library on random\n  inputs with `exmy gemm --device cuda` (needs torch with CUDA in "
-    "$EXMY_PYTHON, default python3)\n";
+// What `exmy probe gemm` was asked for.
+struct GemmProbe {
+  std::string out, types, shapes;  // --device and --lib are checked, not kept: one value each
+};
+
+Options gemm_options(GemmProbe& g) {
+  Options opts(
+      "exmy probe gemm --device cuda --lib cublaslt --out PROFILE.json [--types T,...] "
+      "[--shapes MxNxK,...]",
+      "Infers where the library's kernels restart accumulation along K (designed inputs; fp32 "
+      "SGEMM: its summation tree by cancellation pairs), writes the accumulation model per input "
+      "type and shape, and checks each against the library on random inputs with `exmy gemm "
+      "--device cuda` (needs torch with CUDA in $EXMY_PYTHON, default python3; the script is "
+      "$EXMY_PROBE_SCRIPT or the source tree's tools/probe_gemm.py).",
+      "exmy probe gemm --device cuda --lib cublaslt --out gemm-profile.json --types bf16");
+  opts.value({"--device"}, "cuda", "where the library runs (only cuda)", Options::kRequired,
+             [&](const std::string& v) {
+               if (v != "cuda") throw InputError("--device '" + v + "': expected cuda");
+             })
+      .value({"--lib"}, "cublaslt", "the library under test (cuBLASLt, through torch.mm)",
+             Options::kRequired,
+             [&](const std::string& v) {
+               if (v != "cublaslt") {
+                 throw InputError("--lib '" + v + "': expected cublaslt (through torch)");
+               }
+             })
+      .value({"--out"}, "PROFILE.json", "the profile to write", Options::kRequired,
+             [&](const std::string& v) {
+               if (v.empty()) throw InputError("--out '': expected the profile to write");
+               g.out = v;
+             })
+      .value({"--types"}, "T[,T...]", "input types: bf16, fp16, tf32, e4m3fn, e5m2, fp32",
+             "bf16,fp16,tf32,e4m3fn,e5m2,fp32 (the script's)",
+             [&](const std::string& v) { g.types = v; })
+      .value({"--shapes"}, "MxNxK[,MxNxK...]", "GEMM shapes to probe",
+             "the script's DEFAULT_SHAPES", [&](const std::string& v) { g.shapes = v; });
+  return opts;
+}
+
+// `exmy probe` alone or with --help: the sub-commands' usage lines, from their option tables.
+std::string probe_usage() {
+  GemmProbe unused;
+  return "usage: " + gemm_options(unused).usage() + "\n       " + probe_sfu_usage() +
+         "\n(exmy probe gemm --help and exmy probe sfu --help list their options)\n";
+}
 
 std::string self_path() {
   char buf[4096];
@@ -45,36 +83,16 @@ std::string self_path() {
 
 int run_probe(const Args& args) {
   if (args.empty() || args[0] == "--help" || args[0] == "-h") {
-    std::printf("%s", kUsage);
+    std::fputs(probe_usage().c_str(), stdout);
     return args.empty() ? 2 : 0;
   }
-  if (args[0] == "sfu") return run_probe_sfu(args);
+  if (args[0] == "sfu") return run_probe_sfu(Args(args.begin() + 1, args.end()));
   if (args[0] != "gemm") {
-    throw InputError("probe '" + args[0] + "': expected gemm or sfu (" + kUsage + ")");
+    throw InputError("probe '" + args[0] + "': expected gemm or sfu (try exmy probe --help)");
   }
-  std::string device, lib, out, types, shapes;
-  for (std::size_t i = 1; i < args.size(); ++i) {
-    const std::string& a = args[i];
-    if (a == "--device") {
-      device = option_value(args, i);
-    } else if (a == "--lib") {
-      lib = option_value(args, i);
-    } else if (a == "--out") {
-      out = option_value(args, i);
-    } else if (a == "--types") {
-      types = option_value(args, i);
-    } else if (a == "--shapes") {
-      shapes = option_value(args, i);
-    } else if (a == "--help" || a == "-h") {
-      std::printf("%s", kUsage);
-      return 0;
-    } else {
-      throw InputError("argument '" + a + "': unexpected (" + kUsage + ")");
-    }
-  }
-  if (device != "cuda") throw InputError("--device '" + device + "': expected cuda");
-  if (lib != "cublaslt") throw InputError("--lib '" + lib + "': expected cublaslt (through torch)");
-  if (out.empty()) throw InputError("--out: required (the profile to write)");
+  GemmProbe g;
+  if (!gemm_options(g).parse(Args(args.begin() + 1, args.end()))) return 0;
+  const std::string &out = g.out, &types = g.types, &shapes = g.shapes;
   const char* env_script = std::getenv("EXMY_PROBE_SCRIPT");
   const std::string script =
       env_script != nullptr && *env_script ? env_script : EXMY_SOURCE_DIR "/tools/probe_gemm.py";
@@ -106,8 +124,9 @@ int run_probe(const Args& args) {
 
 }  // namespace
 
-EXMY_COMMAND("probe", run_probe,
-             "probe gemm|sfu: infer a GPU library's accumulation models (through torch), or measure "
-             "the GPU's approximate instructions, and check them");
+EXMY_COMMAND(
+    "probe", run_probe,
+    "probe gemm|sfu: infer a GPU library's accumulation models (through torch), or measure "
+    "the GPU's approximate instructions, and check them");
 
 }  // namespace exmy::cli

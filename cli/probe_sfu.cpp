@@ -15,6 +15,7 @@
 #include <string>
 
 #include "cli/cli_util.hpp"
+#include "cli/options.hpp"
 #include "gpu/common/runtime.hpp"
 #include "gpu/sfu/sfu_probe.hpp"
 #include "sim/common/error.hpp"
@@ -23,10 +24,29 @@
 namespace exmy::cli {
 namespace {
 
-constexpr const char* kUsage =
-    "usage: exmy probe sfu --device cuda --out DIR\n"
-    "  measures rcp/sqrt/rsqrt/ex2/lg2 .approx.ftz.f32 on this GPU into DIR/sfu-tables.bin and\n"
-    "  DIR/sfu-tables.json, after checking exmy's models against every one of the 2^32 inputs\n";
+// What `exmy probe sfu` was asked for.
+struct SfuProbe {
+  std::string out;  // --device is checked, not kept: cuda is its only value
+};
+
+Options sfu_options(SfuProbe& p) {
+  Options opts("exmy probe sfu --device cuda --out DIR",
+               "Measures rcp/sqrt/rsqrt/ex2/lg2 .approx.ftz.f32 on this GPU into "
+               "DIR/sfu-tables.bin and DIR/sfu-tables.json, after checking exmy's models against "
+               "every one of the 2^32 inputs (docs/SEMANTICS.md 17); nothing is written unless "
+               "every model matches (exit 1).",
+               "exmy probe sfu --device cuda --out sfu-profile");
+  opts.value({"--device"}, "cuda", "the GPU to measure (only cuda)", Options::kRequired,
+             [&](const std::string& v) {
+               if (v != "cuda") throw InputError("--device '" + v + "': expected cuda");
+             })
+      .value({"--out"}, "DIR", "the directory to write the tables into", Options::kRequired,
+             [&](const std::string& v) {
+               if (v.empty()) throw InputError("--out '': expected the directory to write into");
+               p.out = v;
+             });
+  return opts;
+}
 
 std::string driver_line() {
   std::ifstream f("/proc/driver/nvidia/version");
@@ -50,23 +70,15 @@ std::string hex32(std::uint32_t v) {
 
 }  // namespace
 
+std::string probe_sfu_usage() {
+  SfuProbe unused;
+  return sfu_options(unused).usage();
+}
+
 int run_probe_sfu(const Args& args) {
-  std::string device, out;
-  for (std::size_t i = 1; i < args.size(); ++i) {
-    const std::string& a = args[i];
-    if (a == "--device") {
-      device = option_value(args, i);
-    } else if (a == "--out") {
-      out = option_value(args, i);
-    } else if (a == "--help" || a == "-h") {
-      std::printf("%s", kUsage);
-      return 0;
-    } else {
-      throw InputError("argument '" + a + "': unexpected (" + kUsage + ")");
-    }
-  }
-  if (device != "cuda") throw InputError("--device '" + device + "': expected cuda");
-  if (out.empty()) throw InputError("--out: required (the directory to write the tables into)");
+  SfuProbe p;
+  if (!sfu_options(p).parse(args)) return 0;
+  const std::string& out = p.out;
   if (gpu::device_count() == 0) {
     throw InputError("--device cuda: no usable GPU (" + gpu::device_name() + ")");
   }
@@ -101,8 +113,8 @@ int run_probe_sfu(const Args& args) {
     char dig[24];
     std::snprintf(dig, sizeof dig, "%016" PRIx64, c.digest);
     inst << (k ? "," : "") << "\n  {\"instruction\":" << json_string(c.instruction)
-         << ",\"inputs\":" << c.inputs << ",\"mismatches\":" << c.mismatches
-         << ",\"digest\":\"" << dig << "\"}";
+         << ",\"inputs\":" << c.inputs << ",\"mismatches\":" << c.mismatches << ",\"digest\":\""
+         << dig << "\"}";
   }
   if (!all_ok) {
     std::fprintf(stderr, "exmy probe sfu: a model does not match the hardware; nothing written\n");
@@ -115,21 +127,24 @@ int run_probe_sfu(const Args& args) {
          << ",\"entries\":" << info.entries << ",\"domain\":" << json_string(info.domain) << "}";
   }
   b.manifest = "{\"format\":\"exmy SFU tables 1\",\"device\":" + json_string(gpu::device_name()) +
-               ",\n \"driver\":" + json_string(driver_line()) + ",\n \"date\":" +
-               json_string(utc_now()) + ",\n \"exmy\":" + json_string(EXMY_GIT_SHA) +
+               ",\n \"driver\":" + json_string(driver_line()) +
+               ",\n \"date\":" + json_string(utc_now()) +
+               ",\n \"exmy\":" + json_string(EXMY_GIT_SHA) +
                ",\n \"command\":\"exmy probe sfu --device cuda --out DIR\",\n \"verified\":[" +
                inst.str() + "],\n \"tables\":[" + tabs.str() + "]}\n";
   const std::vector<std::uint8_t> bytes = sfu::encode(b);
   // The bundle must decode to exactly what was measured.
   const sfu::Bundle back = sfu::decode(bytes, "the encoded bundle");
   for (int k = 0; k < sfu::kTables; ++k) {
-    if (back.tables[k] != b.tables[k]) throw InputError("exmy probe sfu: encoding round trip failed");
+    if (back.tables[k] != b.tables[k])
+      throw InputError("exmy probe sfu: encoding round trip failed");
   }
   io::OutputSet outs;
   const std::string bin = outs.stage(out + "/sfu-tables.bin");
   {
     std::ofstream f(bin, std::ios::binary);
-    f.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
+    f.write(reinterpret_cast<const char*>(bytes.data()),
+            static_cast<std::streamsize>(bytes.size()));
     if (!f) throw InputError("cannot write " + bin);
   }
   const std::string js = outs.stage(out + "/sfu-tables.json");
