@@ -1,4 +1,4 @@
-// exmy fuzz --backend LIB.so --op cast --format F --round MODE [--cases N] [--seed S]:
+// exmy fuzz --backend LIB.so --op cast --format F --round MODE [--cases N] [--seed S] [...]:
 // RapidCheck properties of a backend plugin (include/exmy/backend.h) against exmy's reference
 // (the host array cast of sim/fast, which the verify campaigns prove equal to the MPFR oracle).
 // Inputs come from generators aimed at the boundary classes of F (SEMANTICS 13.5): exact ties
@@ -21,8 +21,10 @@
 #include <vector>
 
 #include "cli/backend_host.hpp"
+#include "cli/backend_options.hpp"
 #include "cli/cli_util.hpp"
 #include "cli/command.hpp"
+#include "cli/options.hpp"
 #include "sim/common/error.hpp"
 #include "sim/fast/array_cast.hpp"
 #include "sim/format/float_names.hpp"
@@ -30,11 +32,6 @@
 
 namespace exmy::cli {
 namespace {
-
-constexpr const char* kUsage =
-    "usage: exmy fuzz --backend LIB.so --op cast --format F --round MODE[+POLICY] "
-    "[--overflow none|satfinite|sat] [--cases N] [--seed S] [--entry host|device] [--timeout "
-    "SECONDS]";
 
 std::uint32_t bits(float v) {
   std::uint32_t u;
@@ -157,47 +154,95 @@ std::string hex(std::uint64_t v, int digits) {
   return buf;
 }
 
-int run_fuzz(const Args& args) {
-  std::string library, op, format_name, round_text, overflow_text;
-  int timeout = 600;          // seconds one backend call may take
-  bool device_entry = false;  // --entry device: exmy_backend_cast_f32_device
+// The lines under FAIL: the minimal counterexample, in codes and in values (a disagreement) or
+// with what the backend did (a crash, a write outside its codes, a nonzero return).
+std::string counterexample_text(const Failure& last, const FloatFormat& f, int digits,
+                                bool stochastic) {
+  std::string out;
+  char buf[512];
+  std::string context;
+  if (last.xs.size() > 1) {
+    context += "  index=" + std::to_string(last.index) + " of n=" + std::to_string(last.xs.size());
+  }
+  if (stochastic) context += "  seed=" + hex(last.seed, 1);
+  if (last.call.status == BackendCall::Status::ok) {
+    std::snprintf(buf, sizeof buf, "x=%s  expected=%s  got=%s%s\n",
+                  hex(last.xs[last.index], 8).c_str(), hex(last.expected, digits).c_str(),
+                  hex(last.got, digits).c_str(), context.c_str());
+    out += buf;
+    // The same in values: the input, exmy's code (the reference) and the backend's.
+    const auto value = [&](std::uint32_t c) {
+      char v[64];
+      std::snprintf(v, sizeof v, "%.9g %s", static_cast<double>(fast::decode_table(f)[c]),
+                    class_name(f.classify(c)));
+      return std::string(v);
+    };
+    float xv;
+    std::memcpy(&xv, &last.xs[last.index], 4);
+    std::snprintf(buf, sizeof buf, "  x = %.9g (%s); exmy %s = %s; backend %s = %s\n",
+                  static_cast<double>(xv), class_name(formats::fp32.classify(last.xs[last.index])),
+                  hex(last.expected, digits).c_str(), value(last.expected).c_str(),
+                  hex(last.got, digits).c_str(), value(last.got).c_str());
+    return out + buf;
+  }
+  std::string inputs;
+  for (std::size_t i = 0; i < last.xs.size() && i < 8; ++i) {
+    inputs += (i ? " " : "") + hex(last.xs[i], 8);
+  }
+  if (last.xs.size() > 8) inputs += " ... (" + std::to_string(last.xs.size()) + " elements)";
+  const std::string seed_text = stochastic ? "  seed=" + hex(last.seed, 1) : "";
+  if (last.call.status == BackendCall::Status::input_written ||
+      last.call.status == BackendCall::Status::out_of_bounds) {
+    return "x=" + inputs + "  " + last.call.crash + seed_text + "\n";
+  }
+  if (last.call.status == BackendCall::Status::crashed) {
+    return "x=" + inputs + "  crashed: " + last.call.crash + seed_text + "\n";
+  }
+  return "x=" + inputs + "  returned " + std::to_string(last.call.rc) +
+         " (the same request succeeded on x=1.0)\n";
+}
+
+// What `exmy fuzz` was asked for. The initial values are the defaults --help prints.
+struct FuzzArgs {
+  BackendRequest request;
   std::uint64_t cases = 10000, seed = 0;
-  for (std::size_t i = 0; i < args.size(); ++i) {
-    const std::string& a = args[i];
-    if (a == "--help" || a == "-h") {
-      std::printf("%s\n", kUsage);
-      return 0;
-    } else if (a == "--backend") {
-      library = option_value(args, i);
-    } else if (a == "--op") {
-      op = option_value(args, i);
-    } else if (a == "--format") {
-      format_name = option_value(args, i);
-    } else if (a == "--round") {
-      round_text = option_value(args, i);
-    } else if (a == "--overflow") {
-      overflow_text = option_value(args, i);
-    } else if (a == "--cases") {
-      cases = parse_uint(option_value(args, i), "--cases", 100000000);
-      if (cases == 0) throw InputError("--cases '0': expected 1 to 100000000");
-    } else if (a == "--entry") {
-      const std::string& e = option_value(args, i);
-      if (e != "host" && e != "device")
-        throw InputError("--entry '" + e + "': expected host or device");
-      device_entry = e == "device";
-    } else if (a == "--timeout") {
-      timeout = static_cast<int>(parse_uint(option_value(args, i), "--timeout", 86400));
-      if (timeout < 1) throw InputError("--timeout '0': expected 1 to 86400 seconds");
-    } else if (a == "--seed") {
-      seed = parse_uint(option_value(args, i), "--seed", ~std::uint64_t{0});
-    } else {
-      throw InputError("unknown argument '" + a + "' (" + kUsage + ")");
-    }
-  }
-  if (library.empty() || op.empty() || format_name.empty() || round_text.empty()) {
-    throw InputError(std::string("--backend, --op, --format and --round are required (") + kUsage +
-                     ")");
-  }
+  bool json = false, quiet = false;
+};
+
+Options fuzz_options(FuzzArgs& a) {
+  const FuzzArgs d;
+  Options opts("exmy fuzz --backend LIB.so --op cast --format F --round MODE[+POLICY] [OPTIONS]",
+               "RapidCheck properties of a backend plugin (include/exmy/backend.h) against exmy's "
+               "reference, on inputs aimed at the boundary classes of F (ties, the overflow "
+               "threshold, subnormals, NaN payloads); a failing case is shrunk to a minimal one. "
+               "Exit 0 every case agrees, 1 a counterexample or a crash, 2 bad arguments or a "
+               "backend that cannot be loaded or does not support the request, 130 interrupted.",
+               "exmy fuzz --backend ./libmine.so --op cast --format e4m3fn --round sr:8");
+  add_backend_options(opts, a.request);
+  opts.value({"--cases"}, "N", "test cases (1 to 100000000)", std::to_string(d.cases),
+             [&](const std::string& v) {
+               a.cases = parse_uint(v, "--cases", 100000000);
+               if (a.cases == 0) throw InputError("--cases '0': expected 1 to 100000000");
+             })
+      .value({"--seed"}, "S", "RapidCheck's seed (the same seed, the same cases)",
+             std::to_string(d.seed),
+             [&](const std::string& v) { a.seed = parse_uint(v, "--seed", ~std::uint64_t{0}); })
+      .flag({"--json"}, "print one JSON object (verdict, request, counterexample) instead of text",
+            [&] { a.json = true; })
+      .flag({"--quiet"}, "print only the verdict line (PASS:, FAIL: or INTERRUPTED:)",
+            [&] { a.quiet = true; });
+  return opts;
+}
+
+int run_fuzz(const Args& args) {
+  FuzzArgs fa;
+  if (!fuzz_options(fa).parse(args)) return 0;
+  const BackendRequest& req = fa.request;
+  const std::string &library = req.library, &op = req.op, &format_name = req.format_name,
+                    &round_text = req.round_text, &overflow_text = req.overflow_text;
+  const int timeout = req.timeout;
+  const bool device_entry = req.device_entry;
+  const std::uint64_t cases = fa.cases, seed = fa.seed;
   if (op != "cast") {
     throw InputError("--op '" + op + "': expected cast (ABI 1 fuzzes exmy_backend_cast_f32)");
   }
@@ -284,81 +329,85 @@ int run_fuzz(const Args& args) {
   const auto result =
       rc::detail::checkProperty(rc::detail::toProperty(property), meta, params, listener, {});
   std::signal(SIGINT, SIG_DFL);
+  // The verdict lines (all that --quiet prints), then the counterexample's details.
+  std::string verdict, detail;
+  int status = 0;
+  const auto line = [](std::string& into, const char* fmt, auto... v) {
+    char buf[1024];
+    std::snprintf(buf, sizeof buf, fmt, v...);
+    into += buf;
+  };
   if (verify::stop_requested()) {
-    std::printf("INTERRUPTED: %" PRIu64
-                " cases checked before Ctrl-C, %s; backend %s on %s "
-                "(--seed %" PRIu64 "); the backend process was ended\n",
-                cases_run,
-                last.any ? "a failure was found (below, not shrunk to the end)" : "none failed",
-                library.c_str(), what.c_str(), seed);
-    if (!last.any) return 130;
+    line(verdict,
+         "INTERRUPTED: %" PRIu64
+         " cases checked before Ctrl-C, %s; backend %s on %s "
+         "(--seed %" PRIu64 "); the backend process was ended\n",
+         cases_run, last.any ? "a failure was found (below, not shrunk to the end)" : "none failed",
+         library.c_str(), what.c_str(), seed);
+    status = 130;
   }
-
-  if (result.template is<rc::detail::SuccessResult>() && !last.any) {
-    std::printf("PASS: %" PRIu64 " cases, backend %s agrees with exmy on %s (--seed %" PRIu64 ")\n",
-                cases, library.c_str(), what.c_str(), seed);
-    return 0;
-  }
-  if (!last.any) {
-    std::string why = "RapidCheck gave up";
-    rc::detail::GaveUpResult gu;
-    rc::detail::Error er;
-    if (result.match(gu)) why += ": " + gu.description;
-    if (result.match(er)) why += ": " + er.description;
-    throw std::runtime_error(why);
+  if (!last.any && status != 130) {
+    if (!result.template is<rc::detail::SuccessResult>()) {
+      std::string why = "RapidCheck gave up";
+      rc::detail::GaveUpResult gu;
+      rc::detail::Error er;
+      if (result.match(gu)) why += ": " + gu.description;
+      if (result.match(er)) why += ": " + er.description;
+      throw std::runtime_error(why);
+    }
+    line(verdict,
+         "PASS: %" PRIu64 " cases, backend %s agrees with exmy on %s (--seed %" PRIu64 ")\n", cases,
+         library.c_str(), what.c_str(), seed);
   }
   const int digits = backend.code_bytes() == 1 ? 2 : 4;
-  const char* verdict =
+  const char* finding =
       last.call.status == BackendCall::Status::ok              ? "disagrees with exmy"
       : last.call.status == BackendCall::Status::crashed       ? "crashed"
       : last.call.status == BackendCall::Status::input_written ? "wrote to its input"
       : last.call.status == BackendCall::Status::out_of_bounds ? "wrote outside its buffers"
                                                                : "failed";
-  std::printf("FAIL: backend %s %s on %s (--seed %" PRIu64
-              "); minimal counterexample after %d shrinks:\n",
-              library.c_str(), verdict, what.c_str(), seed, listener.shrinks);
-  std::string context;
-  if (last.xs.size() > 1) {
-    context += "  index=" + std::to_string(last.index) + " of n=" + std::to_string(last.xs.size());
+  if (last.any) {
+    status = 1;
+    line(verdict,
+         "FAIL: backend %s %s on %s (--seed %" PRIu64
+         "); minimal counterexample after %d shrinks:\n",
+         library.c_str(), finding, what.c_str(), seed, listener.shrinks);
+    detail = counterexample_text(last, f, digits, stochastic);
   }
-  if (stochastic) context += "  seed=" + hex(last.seed, 1);
-  if (last.call.status == BackendCall::Status::ok) {
-    std::printf("x=%s  expected=%s  got=%s%s\n", hex(last.xs[last.index], 8).c_str(),
-                hex(last.expected, digits).c_str(), hex(last.got, digits).c_str(), context.c_str());
-    // The same in values: the input, exmy's code (the reference) and the backend's.
-    const auto value = [&](std::uint32_t c) {
-      char buf[64];
-      std::snprintf(buf, sizeof buf, "%.9g %s", static_cast<double>(fast::decode_table(f)[c]),
-                    class_name(f.classify(c)));
-      return std::string(buf);
-    };
-    float xv;
-    std::memcpy(&xv, &last.xs[last.index], 4);
-    std::printf("  x = %.9g (%s); exmy %s = %s; backend %s = %s\n", static_cast<double>(xv),
-                class_name(formats::fp32.classify(last.xs[last.index])),
-                hex(last.expected, digits).c_str(), value(last.expected).c_str(),
-                hex(last.got, digits).c_str(), value(last.got).c_str());
-    return 1;
-  }
-  std::string inputs;
-  for (std::size_t i = 0; i < last.xs.size() && i < 8; ++i) {
-    inputs += (i ? " " : "") + hex(last.xs[i], 8);
-  }
-  if (last.xs.size() > 8) inputs += " ... (" + std::to_string(last.xs.size()) + " elements)";
-  if (last.call.status == BackendCall::Status::input_written ||
-      last.call.status == BackendCall::Status::out_of_bounds) {
-    std::printf("x=%s  %s%s\n", inputs.c_str(), last.call.crash.c_str(),
-                stochastic ? ("  seed=" + hex(last.seed, 1)).c_str() : "");
-    return 1;
-  }
-  if (last.call.status == BackendCall::Status::crashed) {
-    std::printf("x=%s  crashed: %s%s\n", inputs.c_str(), last.call.crash.c_str(),
-                stochastic ? ("  seed=" + hex(last.seed, 1)).c_str() : "");
+  if (fa.json) {
+    std::string o =
+        "{\"verdict\": " +
+        json_string(status == 0   ? "PASS"
+                    : status == 1 ? "FAIL"
+                                  : "INTERRUPTED") +
+        ", \"backend\": " + json_string(library) + ", \"op\": " + json_string(op) +
+        ", \"format\": " + json_string(format_name) + ", \"rounding\": " + json_string(rounding) +
+        ", \"entry\": " + json_string(device_entry ? "device" : "host") +
+        ", \"seed\": " + std::to_string(seed) + ", \"cases\": " + std::to_string(cases) +
+        ", \"cases_run\": " + std::to_string(cases_run) +
+        ", \"interrupted\": " + (verify::stop_requested() ? "true" : "false") + ", \"failure\": ";
+    if (last.any) {
+      std::string xs;
+      for (const std::uint32_t x : last.xs) xs += (xs.empty() ? "" : ", ") + json_string(hex(x, 8));
+      o += "{\"finding\": " + json_string(finding) +
+           ", \"status\": " + json_string(call_status_name(last.call.status)) +
+           ", \"shrinks\": " + std::to_string(listener.shrinks) + ", \"inputs\": [" + xs + "]";
+      if (last.call.status == BackendCall::Status::ok) {
+        o += ", \"index\": " + std::to_string(last.index) +
+             ", \"expected\": " + json_string(hex(last.expected, digits)) +
+             ", \"got\": " + json_string(hex(last.got, digits));
+      }
+      if (stochastic) o += ", \"word_seed\": " + json_string(hex(last.seed, 1));
+      o += ", \"detail\": " + json_string(detail) + "}";
+    } else {
+      o += "null";
+    }
+    std::printf("%s}\n", o.c_str());
   } else {
-    std::printf("x=%s  returned %d (the same request succeeded on x=1.0)\n", inputs.c_str(),
-                last.call.rc);
+    std::fputs(verdict.c_str(), stdout);
+    if (!fa.quiet) std::fputs(detail.c_str(), stdout);
   }
-  return 1;
+  return status;
 }
 
 }  // namespace

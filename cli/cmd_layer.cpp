@@ -1,6 +1,4 @@
-// exmy layer --kind KIND --x X.npy --w W.npy --g G.npy --out-dir DIR [--dtype bf16|fp16|fp32]
-//            [--accum MODEL] [--fwd-format F] [--bwd-format F] [--mask-outer clamp|keep]
-//            [--mask-inner min|zero|keep] [--device cpu|cuda] [--strict]
+// exmy layer --kind KIND --x X.npy --w W.npy --g G.npy --out DIR [OPTIONS] (exmy layer --help)
 // One low-precision linear layer (docs/SEMANTICS.md 16): DIR/y.npy = X W^T, DIR/x_grad.npy =
 // G W, DIR/w_grad.npy = G^T X. X is b x n, W is m x n, G is b x m (row-major); inputs and
 // outputs are <u2 bit patterns for bf16/fp16 (or <f4 values that are values of the dtype) and
@@ -19,6 +17,7 @@
 #include "cli/cli_device.hpp"
 #include "cli/cli_util.hpp"
 #include "cli/command.hpp"
+#include "cli/options.hpp"
 #include "gpu/layer/layer.hpp"
 #include "sim/common/error.hpp"
 #include "sim/format/registry.hpp"
@@ -29,17 +28,6 @@
 
 namespace exmy::cli {
 namespace {
-
-constexpr const char* kUsage =
-    "usage: exmy layer --kind KIND --x X.npy --w W.npy --g G.npy --out-dir DIR "
-    "[--dtype bf16|fp16|fp32] [--accum MODEL] [--fwd-format F] [--bwd-format F] "
-    "[--mask-outer clamp|keep] [--mask-inner min|zero|keep] [--device cpu|cuda] [--strict]\n"
-    "  --strict: refuse (exit 2) a product whose shape lies outside the set on which a library\n"
-    "  model (cublas-sm90) was verified; without it each such product's rule is named on stderr\n"
-    "  KIND: plain, switchback, switchback-m, switchback-q, llm-int8, fp8-tensorwise, "
-    "switchback-fp8, masked:eXmY\n"
-    "  X: b x n, W: m x n, G: b x m; writes DIR/y.npy (b x m), DIR/x_grad.npy (b x n), "
-    "DIR/w_grad.npy (m x n)\n";
 
 struct Matrix {
   std::size_t rows = 0, cols = 0;
@@ -87,67 +75,91 @@ io::NpyArray output_array(const std::vector<float>& v, std::size_t rows, std::si
   return io::make_npy(codes, {rows, cols});
 }
 
-int run_layer(const Args& args) {
+// What `exmy layer` was asked for: the texts, checked after parsing in a fixed order (--accum
+// is parsed for --dtype). The initial values are the defaults --help prints.
+struct LayerArgs {
   std::string kind, x_path, w_path, g_path, out_dir, dtype = "bf16", accum = "fp32-seq";
   std::string fwd = "e4m3fn", bwd = "e5m2", outer = "clamp", inner = "min", device = "cpu";
-  bool strict = false;
-  for (std::size_t i = 0; i < args.size(); ++i) {
-    const std::string& a = args[i];
-    if (a == "--help" || a == "-h") {
-      std::printf("%s", kUsage);
-      return 0;
-    } else if (a == "--kind") {
-      kind = option_value(args, i);
-    } else if (a == "--x") {
-      x_path = option_value(args, i);
-    } else if (a == "--w") {
-      w_path = option_value(args, i);
-    } else if (a == "--g") {
-      g_path = option_value(args, i);
-    } else if (a == "--out-dir") {
-      out_dir = option_value(args, i);
-    } else if (a == "--dtype") {
-      dtype = option_value(args, i);
-    } else if (a == "--accum") {
-      accum = option_value(args, i);
-    } else if (a == "--strict") {
-      strict = true;
-    } else if (a == "--fwd-format") {
-      fwd = option_value(args, i);
-    } else if (a == "--bwd-format") {
-      bwd = option_value(args, i);
-    } else if (a == "--mask-outer") {
-      outer = option_value(args, i);
-    } else if (a == "--mask-inner") {
-      inner = option_value(args, i);
-    } else if (a == "--device") {
-      device = option_value(args, i);
-    } else {
-      throw InputError("argument '" + a + "': unexpected (" + kUsage + ")");
-    }
-  }
-  for (const auto& [v, name] : {std::pair<std::string, const char*>{kind, "--kind"},
-                                {x_path, "--x"},
-                                {w_path, "--w"},
-                                {g_path, "--g"},
-                                {out_dir, "--out-dir"}}) {
-    if (v.empty()) throw InputError(std::string(name) + ": required (exmy layer --help)");
-  }
+  bool strict = false, json = false, quiet = false;
+};
+
+Options layer_options(LayerArgs& a) {
+  Options opts("exmy layer --kind KIND --x X.npy --w W.npy --g G.npy --out DIR [OPTIONS]",
+               "One low-precision linear layer (docs/SEMANTICS.md 16): DIR/y.npy = X W^T "
+               "(b x m), DIR/x_grad.npy = G W (b x n), DIR/w_grad.npy = G^T X (m x n), for X "
+               "b x n, W m x n, G b x m. Inputs and outputs are <u2 bit patterns for bf16/fp16 (or "
+               "<f4 values of the dtype) and <f4 for fp32; the three outputs appear together or "
+               "not at all.",
+               "exmy layer --kind switchback --x X.npy --w W.npy --g G.npy --out out");
+  const auto text = [](std::string& into) { return [&into](const std::string& v) { into = v; }; };
+  opts.value({"--kind"}, "KIND",
+             "plain, switchback, switchback-m, switchback-q, llm-int8, fp8-tensorwise, "
+             "switchback-fp8 or masked:eXmY",
+             Options::kRequired, text(a.kind))
+      .value({"--x"}, "X.npy", "the input X, b x n", Options::kRequired, text(a.x_path))
+      .value({"--w"}, "W.npy", "the weights W, m x n", Options::kRequired, text(a.w_path))
+      .value({"--g"}, "G.npy", "the output gradient G, b x m", Options::kRequired, text(a.g_path))
+      .value({"--out", "--out-dir"}, "DIR", "the directory to write (must not exist)",
+             Options::kRequired, text(a.out_dir))
+      .value({"--dtype"}, "bf16|fp16|fp32", "the layer's 16- or 32-bit type", a.dtype,
+             text(a.dtype))
+      .value({"--accum"}, "MODEL", "accumulation model of the dtype products (SEMANTICS 15.2)",
+             a.accum, text(a.accum))
+      .value({"--fwd-format"}, "F", "float8 kinds: the format of X and W (<= 8 bits)", a.fwd,
+             text(a.fwd))
+      .value({"--bwd-format"}, "F", "float8 kinds: the format of G (<= 8 bits)", a.bwd, text(a.bwd))
+      .value({"--mask-outer"}, "clamp|keep", "masked: values beyond the grid's range", a.outer,
+             text(a.outer))
+      .value({"--mask-inner"}, "min|zero|keep", "masked: values below the grid's smallest normal",
+             a.inner, text(a.inner))
+      .value({"--device"}, "cpu|cuda", "where the layer runs (same bits)", a.device, text(a.device))
+      .flag({"--strict"},
+            "refuse (exit 2) a product whose shape lies outside the set on which a library model "
+            "(cublas-sm90) was verified; without it each such product's rule is named on stderr",
+            [&] { a.strict = true; })
+      .flag({"--json"}, "print one JSON object naming the files written and the shapes",
+            [&] { a.json = true; })
+      .flag({"--quiet"}, "no notes on stderr (products outside a model's verified shapes)",
+            [&] { a.quiet = true; });
+  return opts;
+}
+
+// --json: what was written, one object.
+std::string layer_json(const LayerArgs& a, const layer::LayerConfig& cfg,
+                       const layer::LayerShape& s) {
+  const auto file = [&](const char* name) { return json_string(a.out_dir + "/" + name); };
+  return "{\"out\": " + json_string(a.out_dir) +
+         ", \"kind\": " + json_string(layer::kind_name(cfg)) +
+         ", \"dtype\": " + json_string(layer::dtype_name(cfg.dtype)) +
+         ", \"accum\": " + json_string(a.accum) + ", \"device\": " + json_string(a.device) +
+         ", \"b\": " + std::to_string(s.b) + ", \"n\": " + std::to_string(s.n) +
+         ", \"m\": " + std::to_string(s.m) + ", \"files\": {\"y\": " + file("y.npy") +
+         ", \"x_grad\": " + file("x_grad.npy") + ", \"w_grad\": " + file("w_grad.npy") + "}}\n";
+}
+
+int run_layer(const Args& args) {
+  LayerArgs a;
+  if (!layer_options(a).parse(args)) return 0;
+  const std::string &kind = a.kind, &x_path = a.x_path, &w_path = a.w_path, &g_path = a.g_path,
+                    &out_dir = a.out_dir, &dtype = a.dtype, &accum = a.accum, &fwd = a.fwd,
+                    &bwd = a.bwd, &outer = a.outer, &inner = a.inner, &device = a.device;
+  const bool strict = a.strict;
   layer::LayerConfig cfg;
   layer::parse_kind(kind, cfg);
   cfg.dtype = layer::parse_dtype(dtype);
   cfg.accum = gemm::parse_accum_model(accum, layer::dtype_bits(cfg.dtype));
   if (cfg.accum.kind == gemm::AccumKind::exact && device == "cuda") {
-    throw InputError("--accum exact: the CPU reference only (MPFR); --device cuda runs the "
-                     "fp32-seq, pairwise and hw models");
+    throw InputError(
+        "--accum exact: the CPU reference only (MPFR); --device cuda runs the "
+        "fp32-seq, pairwise and hw models");
   }
-  for (const auto& [text, fmt, name] :
-       {std::tuple<const std::string&, FloatFormat*, const char*>{fwd, &cfg.fwd_format,
-                                                                   "--fwd-format"},
-        {bwd, &cfg.bwd_format, "--bwd-format"}}) {
+  for (const auto& [text, fmt, name] : {std::tuple<const std::string&, FloatFormat*, const char*>{
+                                            fwd, &cfg.fwd_format, "--fwd-format"},
+                                        {bwd, &cfg.bwd_format, "--bwd-format"}}) {
     const Format f = parse_format(text);
     if (f.kind != FormatKind::floating || f.fp.total_bits() > 8) {
-      throw InputError(std::string(name) + " '" + text + "': expected a float format of at most 8 bits");
+      throw InputError(std::string(name) + " '" + text +
+                       "': expected a float format of at most 8 bits");
     }
     *fmt = f.fp;
   }
@@ -189,21 +201,20 @@ int run_layer(const Args& args) {
       const gemm::ShapeModel sm = gemm::model_for_shape(cfg.accum, p.M, p.N, p.K, type);
       if (!sm.measured) {
         // Outside the verified set: one line naming the rule (as exmy gemm), or --strict refuses.
-        const std::string note = gemm::unverified_note(std::string("exmy layer: ") + p.name,
-                                                       accum, sm, p.M, p.N, p.K, type);
+        const std::string note = gemm::unverified_note(std::string("exmy layer: ") + p.name, accum,
+                                                       sm, p.M, p.N, p.K, type);
         if (strict) {
-          throw InputError("--strict: " + std::string(p.name) + " (" + std::to_string(p.M) +
-                           " x " + std::to_string(p.N) + " x " + std::to_string(p.K) +
+          throw InputError("--strict: " + std::string(p.name) + " (" + std::to_string(p.M) + " x " +
+                           std::to_string(p.N) + " x " + std::to_string(p.K) +
                            ") lies outside the shapes on which --accum " + accum +
                            " was verified; nothing written");
         }
-        std::fprintf(stderr, "%s\n", note.c_str());
+        if (!a.quiet) std::fprintf(stderr, "%s\n", note.c_str());
       }
     }
   }
-  const layer::LayerResult r = dev == Device::cuda
-                                   ? gpu::layer::run_layer(cfg, s, X.v, W.v, G.v)
-                                   : layer::run_layer(cfg, s, X.v, W.v, G.v);
+  const layer::LayerResult r = dev == Device::cuda ? gpu::layer::run_layer(cfg, s, X.v, W.v, G.v)
+                                                   : layer::run_layer(cfg, s, X.v, W.v, G.v);
   const std::string partial = out_dir + ".partial";
   fs::remove_all(partial);
   fs::create_directories(partial);
@@ -216,6 +227,7 @@ int run_layer(const Args& args) {
     fs::remove_all(partial);
     throw;
   }
+  if (a.json) std::fputs(layer_json(a, cfg, s).c_str(), stdout);
   return 0;
 }
 

@@ -29,8 +29,10 @@
 #include <vector>
 
 #include "cli/backend_host.hpp"
+#include "cli/backend_options.hpp"
 #include "cli/cli_util.hpp"
 #include "cli/command.hpp"
+#include "cli/options.hpp"
 #include "sim/common/error.hpp"
 #include "sim/common/shard.hpp"
 #include "sim/fast/array_cast.hpp"
@@ -49,11 +51,6 @@
 
 namespace exmy::cli {
 namespace {
-
-constexpr const char* kUsage =
-    "usage: exmy verify --backend LIB.so --op cast --format F --round MODE[+POLICY] "
-    "[--overflow none|satfinite|sat] [--depth full|ci] [--shard i/N] [--seed S] [--threads N] "
-    "[--entry host|device] [--timeout SECONDS] [--json] [--quiet]";
 
 constexpr int kChunkBits = 20;
 constexpr std::uint64_t kChunk = std::uint64_t{1} << kChunkBits;
@@ -123,61 +120,69 @@ std::pair<std::size_t, std::size_t> narrow_crash(BackendProcess& backend,
   return {lo, hi};
 }
 
-int run_verify_backend(const Args& args) {
-  std::string library, op, format_name, round_text, overflow_text;
-  int timeout = 600;          // seconds one backend call may take
-  bool device_entry = false;  // --entry device: exmy_backend_cast_f32_device
+// What `exmy verify --backend` was asked for. The initial values are the defaults --help prints.
+struct SweepArgs {
+  BackendRequest request;
   verify::Depth depth = verify::Depth::full;
   Shard shard;
   std::uint64_t seed = 0;
-  int threads = 0;
+  int threads = 0;  // 0: OpenMP's default
   bool json = false, progress = true;
-  for (std::size_t i = 0; i < args.size(); ++i) {
-    const std::string& a = args[i];
-    if (a == "--help" || a == "-h") {
-      std::printf("%s\n", kUsage);
-      return 0;
-    } else if (a == "--backend") {
-      library = option_value(args, i);
-    } else if (a == "--op") {
-      op = option_value(args, i);
-    } else if (a == "--format") {
-      format_name = option_value(args, i);
-    } else if (a == "--round") {
-      round_text = option_value(args, i);
-    } else if (a == "--overflow") {
-      overflow_text = option_value(args, i);
-    } else if (a == "--depth") {
-      const std::string& d = option_value(args, i);
-      if (d != "full" && d != "ci") throw InputError("--depth '" + d + "': expected full or ci");
-      depth = d == "full" ? verify::Depth::full : verify::Depth::ci;
-    } else if (a == "--shard") {
-      shard = parse_shard(option_value(args, i));
-    } else if (a == "--entry") {
-      const std::string& e = option_value(args, i);
-      if (e != "host" && e != "device")
-        throw InputError("--entry '" + e + "': expected host or device");
-      device_entry = e == "device";
-    } else if (a == "--timeout") {
-      timeout = static_cast<int>(parse_uint(option_value(args, i), "--timeout", 86400));
-      if (timeout < 1) throw InputError("--timeout '0': expected 1 to 86400 seconds");
-    } else if (a == "--seed") {
-      seed = parse_uint(option_value(args, i), "--seed", ~std::uint64_t{0});
-    } else if (a == "--threads") {
-      threads = static_cast<int>(parse_uint(option_value(args, i), "--threads", 4096));
-      if (threads < 1) throw InputError("--threads '0': expected 1 to 4096");
-    } else if (a == "--json") {
-      json = true;
-    } else if (a == "--quiet") {
-      progress = false;
-    } else {
-      throw InputError("unknown argument '" + a + "' (" + kUsage + ")");
-    }
-  }
-  if (library.empty() || op.empty() || format_name.empty() || round_text.empty()) {
-    throw InputError(std::string("--backend, --op, --format and --round are required (") + kUsage +
-                     ")");
-  }
+};
+
+Options sweep_options(SweepArgs& a) {
+  const SweepArgs d;
+  Options opts(
+      "exmy verify --backend LIB.so --op cast --format F --round MODE[+POLICY] [OPTIONS]",
+      "A backend plugin's casts against exmy's host array cast: full sweeps every fp32 input (in "
+      "calls of 2^20 consecutive codes), ci the designed inputs of SEMANTICS 13.5.1 (every tie "
+      "and its neighbours, binade and overflow edges, specials, sr words either side of each "
+      "boundary) and weighted random ones. The plugin runs in a child process on its own copy of "
+      "the inputs. Exit 0 all agree, 1 a mismatch or a backend crash or failure, 2 bad arguments "
+      "or an unusable backend, 130 interrupted.",
+      "exmy verify --backend ./libmine.so --op cast --format e4m3fn --round rne --depth ci");
+  add_backend_options(opts, a.request);
+  opts.value({"--depth"}, "full|ci", "full: every fp32 input; ci: the designed inputs",
+             d.depth == verify::Depth::full ? "full" : "ci",
+             [&](const std::string& v) {
+               if (v != "full" && v != "ci") {
+                 throw InputError("--depth '" + v + "': expected full or ci");
+               }
+               a.depth = v == "full" ? verify::Depth::full : verify::Depth::ci;
+             })
+      .value({"--shard"}, "i/N", "run slice i of N of the calls (SEMANTICS 13.4; verify merge)",
+             d.shard.text() + " (the whole run)",
+             [&](const std::string& v) { a.shard = parse_shard(v); })
+      .value({"--seed"}, "S", "seed of the sr words (call k of ci: S + k) and ci's random inputs",
+             std::to_string(d.seed),
+             [&](const std::string& v) { a.seed = parse_uint(v, "--seed", ~std::uint64_t{0}); })
+      .value({"--threads"}, "N", "threads computing exmy's codes (1 to 4096)",
+             "OMP_NUM_THREADS if set, else every core",
+             [&](const std::string& v) {
+               a.threads = static_cast<int>(parse_uint(v, "--threads", 4096));
+               if (a.threads < 1) throw InputError("--threads '0': expected 1 to 4096");
+             })
+      .flag({"--json"},
+            "print the summary as one JSON object (with the identity verify merge reads)",
+            [&] { a.json = true; })
+      .flag({"--quiet"}, "no progress lines on stderr (the summary still printed)",
+            [&] { a.progress = false; });
+  return opts;
+}
+
+int run_verify_backend(const Args& args) {
+  SweepArgs sa;
+  if (!sweep_options(sa).parse(args)) return 0;
+  const BackendRequest& req = sa.request;
+  const std::string &library = req.library, &op = req.op, &format_name = req.format_name,
+                    &round_text = req.round_text, &overflow_text = req.overflow_text;
+  const int timeout = req.timeout;
+  const bool device_entry = req.device_entry;
+  const verify::Depth depth = sa.depth;
+  const Shard shard = sa.shard;
+  const std::uint64_t seed = sa.seed;
+  const int threads = sa.threads;
+  const bool json = sa.json, progress = sa.progress;
   if (op != "cast") {
     throw InputError("--op '" + op + "': expected cast (ABI 1 sweeps exmy_backend_cast_f32)");
   }
