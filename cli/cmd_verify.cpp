@@ -1,14 +1,18 @@
 // exmy verify: the native engine (and the host fast path) against the MPFR oracle.
-//   exmy verify [--campaign decode|bf16|fp16|fp32-sample|fp32-top16|steps|all] [--op NAME]
-//               [--threads N] [--depth full|ci] [--json] [--quiet] [--device cpu|cuda]
-// --op NAME[,NAME...] runs those ops of the steps campaign (their names: verify::step_op_names()).
+//   exmy verify [--campaign NAME] [--op NAME[,NAME...]] [--threads N] [--depth full|ci]
+//               [--shard i/N] [--json] [--quiet] [--device cpu|cuda]   (exmy verify --help)
+//   exmy verify merge SHARD.json... [--json]
+// --backend LIB.so goes to cli/cmd_verify_backend.cpp, --device cuda to cli/cmd_verify_gpu.cpp.
 // Exit status: 0 all agree, 1 any mismatch, 130 interrupted (SIGINT), 2 bad arguments.
 #include <csignal>
 #include <cstdint>
 #include <cstdio>
+#include <optional>
 #include <string>
+#include <vector>
 
 #include "cli/command.hpp"
+#include "cli/options.hpp"
 #include "sim/common/error.hpp"
 #include "sim/common/number.hpp"
 #include "sim/common/shard.hpp"
@@ -25,39 +29,59 @@ extern "C" void verify_on_sigint(int) {
   std::signal(SIGINT, SIG_DFL);
 }
 
-constexpr const char* kUsage =
-    "usage: exmy verify [--campaign decode|bf16|fp16|fp32-sample|fp32-top16|steps|all] "
-    "[--op NAME[,NAME...]] [--threads N] [--depth full|ci] [--shard i/N] [--json] [--quiet] "
-    "[--device cpu|cuda]\n       exmy verify merge SHARD.json... [--json]";
-
 int parse_threads(const std::string& text) {
   const std::uint64_t n = number::parse_u64(text, "--threads", 4096, false);
   if (n < 1) throw InputError("--threads '" + text + "': expected 1 to 4096");
   return static_cast<int>(n);
 }
 
+// The value of option `name` in args (`name V` or `name=V`; "" when V is missing), or nullopt
+// when it is not given. The options that hand the run to another command (--backend,
+// --device cuda) are looked up before the option table, which does not know the other
+// command's options, is parsed.
+std::optional<std::string> option_text(const Args& args, const std::string& name) {
+  for (std::size_t i = 0; i < args.size() && args[i] != "--"; ++i) {
+    if (args[i] == name) return i + 1 < args.size() ? args[i + 1] : std::string();
+    if (args[i].rfind(name + "=", 0) == 0) return args[i].substr(name.size() + 1);
+  }
+  return std::nullopt;
+}
+
+#if EXMY_HAVE_CUDA
+// args without option `name` and its value (`name V` or `name=V`).
+Args without_option(const Args& args, const std::string& name) {
+  Args rest;
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    if (args[i] == name) {
+      ++i;  // and its value
+    } else if (args[i].rfind(name + "=", 0) != 0) {
+      rest.push_back(args[i]);
+    }
+  }
+  return rest;
+}
+
 // `--device cuda` hands every other argument to the device campaign (the hidden command
 // "verify-cuda", cli/cmd_verify_gpu.cpp), which has options of its own (--formats, --modes,
-// --out, ...); so it is decided before the CPU options are parsed.
+// --out, ...).
 int forward_to_device(const Args& args) {
-#if EXMY_HAVE_CUDA
   const auto it = commands().find("verify-cuda");
   if (it == commands().end()) {
     throw InputError("--device cuda: this build has no device verification campaign");
   }
-  Args rest;
-  for (std::size_t i = 0; i < args.size(); ++i) {
-    if (args[i] == "--device") {
-      ++i;
-      continue;
-    }
-    rest.push_back(args[i]);
-  }
-  return it->second.run(rest);
-#else
-  (void)args;
-  throw InputError("--device cuda: this build has no CUDA (configure with EXMY_CUDA=ON and nvcc)");
+  return it->second.run(without_option(args, "--device"));
+}
 #endif
+
+// --device of the CPU campaigns: cpu; cuda reaches here only in a build without CUDA (a CUDA
+// build forwards it before parsing).
+void check_device(const std::string& v) {
+  if (v == "cpu") return;
+  if (v == "cuda") {
+    throw InputError(
+        "--device cuda: this build has no CUDA (configure with EXMY_CUDA=ON and nvcc)");
+  }
+  throw InputError("--device '" + v + "': expected cpu or cuda");
 }
 
 // exmy verify merge A.json B.json ... [--json]: the --json outputs of the N shards of one run
@@ -68,17 +92,21 @@ int forward_to_device(const Args& args) {
 int run_merge(const Args& args) {
   bool json = false;
   std::vector<std::string> files;
-  for (std::size_t i = 1; i < args.size(); ++i) {
-    if (args[i] == "--json") {
-      json = true;
-    } else if (args[i] == "--help" || args[i] == "-h") {
-      std::printf("usage: exmy verify merge SHARD.json... [--json]\n");
-      return 0;
-    } else {
-      files.push_back(args[i]);
-    }
+  Options opts("exmy verify merge SHARD.json... [--json]",
+               "Adds up the --json outputs of the N shards of one run (--shard 0/N ... N-1/N, "
+               "each exactly once) and exits as the whole run would. Shards of another campaign "
+               "and missing shards are refused with exit 1, naming them (docs/SEMANTICS.md "
+               "13.4); a shard given twice or an unreadable file is exit 2.",
+               "exmy verify merge sweep-0.json sweep-1.json --json");
+  opts.positional(
+          "SHARD.json", "the --json output of one shard (one or more)", Options::kRequired,
+          [&](const std::string& f) { files.push_back(f); }, 0)
+      .flag({"--json"}, "print the merged summary as one JSON object", [&] { json = true; });
+  if (!opts.parse(Args(args.begin() + 1, args.end()))) return 0;
+  if (files.empty()) {
+    throw InputError("merge: expected the --json outputs of the shards (" + opts.usage_hint() +
+                     ")");
   }
-  if (files.empty()) throw InputError("merge: expected the --json outputs of the shards");
   std::vector<std::vector<verify::Result>> parts;
   std::vector<int> seen;
   std::uint64_t count = 0;
@@ -153,60 +181,52 @@ int run_merge(const Args& args) {
 int run_verify(const Args& args) {
   if (!args.empty() && args[0] == "merge") return run_merge(args);
   // --backend LIB.so sweeps a backend plugin instead (cli/cmd_verify_backend.cpp).
-  for (const std::string& a : args) {
-    if (a == "--backend") return commands().at("verify-backend").run(args);
-  }
-  for (const std::string& a : args) {
-    if (a == "--help" || a == "-h") {
-      std::printf(
-          "%s\n       exmy verify --backend LIB.so --op cast --format F --round MODE "
-          "[--depth full|ci] [--shard i/N] ...\n",
-          kUsage);
-      return 0;
-    }
-  }
-  for (std::size_t i = 0; i + 1 < args.size(); ++i) {
-    if (args[i] == "--device" && args[i + 1] == "cuda") return forward_to_device(args);
-  }
-  std::string campaign = "all", device = "cpu";
+  if (option_text(args, "--backend")) return commands().at("verify-backend").run(args);
+#if EXMY_HAVE_CUDA
+  if (option_text(args, "--device") == "cuda") return forward_to_device(args);
+#endif
+  std::string campaign = "all";
   verify::Options opts;
   bool json = false;
-  for (std::size_t i = 0; i < args.size(); ++i) {
-    const std::string& a = args[i];
-    const auto value = [&]() -> const std::string& {
-      if (i + 1 >= args.size()) throw InputError("option " + a + " needs a value");
-      return args[++i];
-    };
-    if (a == "--campaign") {
-      campaign = value();
-    } else if (a == "--threads") {
-      opts.threads = parse_threads(value());
-    } else if (a == "--depth") {
-      const std::string& d = value();
-      if (d == "full") {
-        opts.depth = verify::Depth::full;
-      } else if (d == "ci") {
-        opts.depth = verify::Depth::ci;
-      } else {
-        throw InputError("--depth '" + d + "': expected full or ci");
-      }
-    } else if (a == "--op") {
-      opts.op = value();
-    } else if (a == "--shard") {
-      opts.shard = parse_shard(value());
-    } else if (a == "--json") {
-      json = true;
-    } else if (a == "--quiet") {
-      opts.progress = false;
-    } else if (a == "--device") {
-      device = value();
-      if (device != "cpu" && device != "cuda") {
-        throw InputError("--device '" + device + "': expected cpu or cuda");
-      }
-    } else {
-      throw InputError("unknown argument '" + a + "' (" + kUsage + ")");
-    }
-  }
+  std::string campaigns = "all";
+  for (const std::string& c : verify::campaign_names()) campaigns += ", " + c;
+  Options table(
+      "exmy verify [--campaign NAME] [--op NAME[,NAME...]] [--threads N] [--depth full|ci] "
+      "[--shard i/N] [--json] [--quiet] [--device cpu|cuda]",
+      "The native engine (and the host fast path) against the MPFR oracle. Exit 0 all agree, 1 "
+      "any mismatch, 130 interrupted (Ctrl-C: the chunks in flight finish and what was checked "
+      "is printed), 2 bad arguments. Also: exmy verify merge SHARD.json... (merge --help); exmy "
+      "verify --backend LIB.so ... (a backend plugin; --backend x --help); exmy verify --device "
+      "cuda ... (the GPU campaign, with options of its own).",
+      "exmy verify --campaign fp16 --depth ci --quiet");
+  table
+      .value({"--campaign"}, "NAME", "one of " + campaigns + " (all: every one but steps)",
+             campaign, [&](const std::string& v) { campaign = v; })
+      .value({"--op"}, "NAME[,NAME...]", "steps campaign: only these ops", "every op",
+             [&](const std::string& v) { opts.op = v; })
+      .value({"--threads"}, "N", "worker threads (1 to 4096)",
+             "OMP_NUM_THREADS if set, else every core",
+             [&](const std::string& v) { opts.threads = parse_threads(v); })
+      .value({"--depth"}, "full|ci", "full: every input of each campaign; ci: the CI subset",
+             opts.depth == verify::Depth::full ? "full" : "ci",
+             [&](const std::string& d) {
+               if (d != "full" && d != "ci") {
+                 throw InputError("--depth '" + d + "': expected full or ci");
+               }
+               opts.depth = d == "full" ? verify::Depth::full : verify::Depth::ci;
+             })
+      .value({"--shard"}, "i/N", "run slice i of N of every campaign (SEMANTICS 13.4; merge)",
+             opts.shard.text() + " (the whole run)",
+             [&](const std::string& v) { opts.shard = parse_shard(v); })
+      .flag({"--json"}, "print the summary as one JSON object (with the identity merge reads)",
+            [&] { json = true; })
+      .flag({"--quiet"}, "no progress lines on stderr (the summary still printed)",
+            [&] { opts.progress = false; })
+      .value({"--device"}, "cpu|cuda",
+             "cpu: these campaigns; cuda: the GPU cast campaign (its options: exmy verify "
+             "--device cuda --help)",
+             "cpu", check_device);
+  if (!table.parse(args)) return 0;
   verify::clear_stop();
   std::signal(SIGINT, verify_on_sigint);
   const auto results = verify::run_campaigns(campaign, opts);

@@ -1,15 +1,13 @@
 // exmy verify --device cuda (the hidden command "verify-cuda" that cli/cmd_verify.cpp forwards
 // to): the exhaustive GPU cast campaign of gpu/verify/verify.hpp.
-//   exmy verify --device cuda [--campaign all|casts|hw] [--depth full|ci] [--threads N]
-//        [--formats a,b,...] [--modes rne,rtz,sr:8,...] [--seed N] [--path auto|generic|fast]
-//        [--first N --count N] [--shard i/N] [--gpus N|all] [--out FILE.md] [--json] [--quiet]
+//   exmy verify --device cuda [--campaign all|casts|hw] [--depth full|ci] [--formats a,b,...]
+//        [--modes rne,rtz,sr:8,...] [--gpus N|all] [OPTIONS]   (exmy verify --device cuda --help)
 // --gpus runs one child process per GPU (CUDA_VISIBLE_DEVICES), each a --shard of the inputs, and
 // adds their cases up; more children than GPUs share them round-robin.
 // --depth full sweeps all 2^32 fp32 inputs; ci the 2^26 inputs below and through the top binade
 // (large normals, inf, NaN). Exit status: 0 when the software casts agree with the CPU engine
 // everywhere (hardware differences are findings, printed but not failures), 1 otherwise,
 // 2 bad arguments. cli/cmd_verify.cpp forwards every argument but --device here.
-// --threads, --depth, --json, --quiet); the others need `exmy verify-cuda` directly.
 #if EXMY_HAVE_CUDA
 #include <fcntl.h>
 #include <spawn.h>
@@ -27,6 +25,7 @@
 
 #include "cli/cli_util.hpp"
 #include "cli/command.hpp"
+#include "cli/options.hpp"
 #include "gpu/common/runtime.hpp"
 #include "gpu/verify/verify.hpp"
 #include "sim/common/error.hpp"
@@ -183,84 +182,119 @@ std::vector<gpu::CampaignCase> run_children(const Args& args, int n, int visible
 
 int run_verify_cuda(const Args& args) {
   gpu::CampaignOptions o;
+  const gpu::CampaignOptions d;
   std::string campaign = "all", out_path;
   bool json = false, full = true, have_first = false, have_count = false;
   Shard shard{};
   int gpus = 1;
-  Args child_args;  // the arguments without --gpus, for the children
-  for (std::size_t i = 0; i < args.size(); ++i) {
-    const std::string& a = args[i];
-    if (a == "--campaign") {
-      campaign = option_value(args, i);
-      if (campaign != "all" && campaign != "casts" && campaign != "hw") {
-        throw InputError("--campaign '" + campaign +
-                         "': with --device cuda expected all, casts "
-                         "or hw");
-      }
-    } else if (a == "--depth") {
-      const std::string& d = option_value(args, i);
-      if (d != "full" && d != "ci") throw InputError("--depth '" + d + "': expected full or ci");
-      full = d == "full";
-    } else if (a == "--threads") {
-      o.cpu_threads = static_cast<int>(parse_uint(option_value(args, i), "--threads", 4096));
-    } else if (a == "--formats") {
-      for (const auto& name : split_commas(option_value(args, i))) {
-        const auto f = parse_float_format(name);
-        if (!f || f->total_bits() > 16) {
-          throw InputError("--formats: '" + name + "' is not a float format of <= 16 bits");
-        }
-        o.formats.push_back(*f);
-      }
-    } else if (a == "--modes") {
-      for (const auto& m : split_commas(option_value(args, i)))
-        o.roundings.push_back(parse_rounding(m));
-    } else if (a == "--seed") {
-      o.seed = parse_uint(option_value(args, i), "--seed", ~std::uint64_t{0});
-    } else if (a == "--path") {
-      const std::string& p = option_value(args, i);
-      if (p == "auto") {
-        o.path = gpu::CastPath::automatic;
-      } else if (p == "generic") {
-        o.path = gpu::CastPath::generic;
-      } else if (p == "fast") {
-        o.path = gpu::CastPath::fast;
-      } else {
-        throw InputError("--path '" + p + "': expected auto, generic or fast");
-      }
-    } else if (a == "--first") {
-      o.first = parse_uint(option_value(args, i), "--first", 0xFFFFFFFFull);
-      have_first = true;
-    } else if (a == "--count") {
-      o.count = parse_uint(option_value(args, i), "--count", std::uint64_t{1} << 32);
-      have_count = true;
-    } else if (a == "--out") {
-      out_path = option_value(args, i);
-    } else if (a == "--shard") {
-      shard = parse_shard(option_value(args, i));
-    } else if (a == "--gpus") {
-      const std::string& g = option_value(args, i);
-      gpus = g == "all" ? -1 : static_cast<int>(parse_uint(g, "--gpus", 1024));
-      if (gpus == 0) throw InputError("--gpus: expected all or a count >= 1");
-      continue;  // not forwarded
-    } else if (a == "--json") {
-      json = true;
-    } else if (a == "--quiet") {
-      o.progress = false;
-    } else {
-      throw InputError("unknown argument '" + a +
-                       "' (expected --campaign, --depth, --threads, --formats, --modes, --seed, "
-                       "--path, --first, --count, --shard, --gpus, --out, --json, --quiet)");
-    }
-  }
-  // The children of --gpus get every option but --gpus, --shard, --out, --json and --quiet.
-  for (std::size_t i = 0; i < args.size(); ++i) {
-    const std::string& a = args[i];
-    if (a == "--gpus" || a == "--shard" || a == "--out") {
-      ++i;
-    } else if (a != "--json" && a != "--quiet") {
-      child_args.push_back(a);
-    }
-  }
+  // The children of --gpus get every option but --gpus, --shard, --out, --json and --quiet
+  // (run_children adds their own --shard, --json and --quiet).
+  Args child_args;
+  const auto forward = [&](const char* name, const std::string& v) {
+    child_args.push_back(name);
+    child_args.push_back(v);
+  };
+  Options opts(
+      "exmy verify --device cuda [--campaign all|casts|hw] [--depth full|ci] [--formats F,...] "
+      "[--modes MODE,...] [--gpus N|all] [OPTIONS]",
+      "The exhaustive GPU cast campaign (gpu/verify/verify.hpp): the software casts against the "
+      "CPU engine, the hardware conversions as findings. Exit 0 when the software casts agree "
+      "everywhere (hardware differences are printed, not failures), 1 otherwise, 2 bad "
+      "arguments.",
+      "exmy verify --device cuda --depth ci --formats e4m3fn,e5m2 --modes rne,sr:8");
+  opts.value({"--campaign"}, "all|casts|hw", "casts: the software casts; hw: the hardware's",
+             campaign,
+             [&](const std::string& v) {
+               if (v != "all" && v != "casts" && v != "hw") {
+                 throw InputError("--campaign '" + v +
+                                  "': with --device cuda expected all, casts or hw");
+               }
+               campaign = v;
+               forward("--campaign", v);
+             })
+      .value({"--depth"}, "full|ci",
+             "full: all 2^32 fp32 inputs; ci: the 2^26 inputs below and through the top binade "
+             "(large normals, inf, NaN)",
+             "full",
+             [&](const std::string& v) {
+               if (v != "full" && v != "ci") {
+                 throw InputError("--depth '" + v + "': expected full or ci");
+               }
+               full = v == "full";
+               forward("--depth", v);
+             })
+      .value({"--threads"}, "N", "CPU threads computing the expected codes (0 to 4096)",
+             "every core",
+             [&](const std::string& v) {
+               o.cpu_threads = static_cast<int>(parse_uint(v, "--threads", 4096));
+               forward("--threads", v);
+             })
+      .value(
+          {"--formats", "--format"}, "F[,F...]", "float formats of at most 16 bits",
+          "every preset of at most 8 bits",
+          [&](const std::string& v) {
+            for (const auto& name : split_commas(v)) {
+              const auto f = parse_float_format(name);
+              if (!f || f->total_bits() > 16) {
+                throw InputError("--formats: '" + name + "' is not a float format of <= 16 bits");
+              }
+              o.formats.push_back(*f);
+            }
+            forward("--formats", v);
+          })
+      .value({"--modes", "--round"}, "MODE[,MODE...]", "roundings (rne, rtz, sr:8, ...)",
+             "rne,rtz,sr:8",
+             [&](const std::string& v) {
+               for (const auto& m : split_commas(v)) o.roundings.push_back(parse_rounding(m));
+               forward("--modes", v);
+             })
+      .value({"--seed"}, "N", "Philox key of the sr words (stream 0, index = input code)",
+             std::to_string(d.seed),
+             [&](const std::string& v) {
+               o.seed = parse_uint(v, "--seed", ~std::uint64_t{0});
+               forward("--seed", v);
+             })
+      .value({"--path"}, "auto|generic|fast", "which device cast kernel", "auto",
+             [&](const std::string& v) {
+               if (v == "auto") {
+                 o.path = gpu::CastPath::automatic;
+               } else if (v == "generic") {
+                 o.path = gpu::CastPath::generic;
+               } else if (v == "fast") {
+                 o.path = gpu::CastPath::fast;
+               } else {
+                 throw InputError("--path '" + v + "': expected auto, generic or fast");
+               }
+               forward("--path", v);
+             })
+      .value({"--first"}, "N", "the first fp32 input code of the range",
+             std::to_string(d.first) + " (ci: 2^26 codes below the last NaN)",
+             [&](const std::string& v) {
+               o.first = parse_uint(v, "--first", 0xFFFFFFFFull);
+               have_first = true;
+               forward("--first", v);
+             })
+      .value({"--count"}, "N", "how many fp32 inputs from --first", "2^32 (ci: 2^26)",
+             [&](const std::string& v) {
+               o.count = parse_uint(v, "--count", std::uint64_t{1} << 32);
+               have_count = true;
+               forward("--count", v);
+             })
+      .value({"--shard"}, "i/N", "run slice i of N of the input range (SEMANTICS 13.4)",
+             shard.text() + " (the whole range)",
+             [&](const std::string& v) { shard = parse_shard(v); })
+      .value({"--gpus"}, "N|all", "one child process per GPU, each a shard of the inputs",
+             std::to_string(gpus),
+             [&](const std::string& g) {
+               gpus = g == "all" ? -1 : static_cast<int>(parse_uint(g, "--gpus", 1024));
+               if (gpus == 0) throw InputError("--gpus: expected all or a count >= 1");
+             })
+      .value({"--out"}, "FILE.md", "also write the markdown report to FILE.md", "none",
+             [&](const std::string& v) { out_path = v; })
+      .flag({"--json"}, "print the cases as one JSON object instead of markdown",
+            [&] { json = true; })
+      .flag({"--quiet"}, "no progress lines on stderr", [&] { o.progress = false; });
+  if (!opts.parse(args)) return 0;
   if (!full && !have_first && !have_count) {
     o.count = std::uint64_t{1} << 26;
     o.first = 0x7F800000u + (std::uint64_t{1} << 23) - o.count;  // up to the last NaN code
