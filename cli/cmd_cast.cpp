@@ -1,7 +1,7 @@
-// exmy cast FORMAT [--round MODE] [--overflow none|satfinite|sat] [--seed N] [--rand WORD]
-//                  [--tie even|lower|bnb-cpu] [--json] [--] VALUE...
+// exmy cast FORMAT [--round MODE] [--overflow POLICY] [--seed N] [--rand WORD] [--tie RULE]
+//                  [--compat NAME] [--json] [--] VALUE...
 // exmy cast FORMAT --in X.npy --out Y.npy [--in-format bf16] [--decoded | --pack]
-//                  [--device cpu|cuda] [--threads N] [options as above]
+//                  [--device cpu|cuda] [--threads N] [options as above]   (exmy cast --help)
 // --threads N: CPU worker threads for arrays (default OMP_NUM_THREADS, else every core); the
 // output bytes are the same for every count.
 // --compat NAME (torch, ml_dtypes) replaces the rounding by another library's rule where the
@@ -28,6 +28,7 @@
 #include "cli/cli_device.hpp"
 #include "cli/cli_util.hpp"
 #include "cli/command.hpp"
+#include "cli/options.hpp"
 #include "gpu/host_arrays.hpp"
 #include "sim/common/error.hpp"
 #include "sim/fast/array_cast.hpp"
@@ -47,17 +48,10 @@
 namespace exmy::cli {
 namespace {
 
-// The mode, policy and tie spellings come from the rounding registry.
-const std::string kUsageText =
-    "usage: exmy cast FORMAT [--round " + round_mode_list("|") +
-    "|mask[:outer=clamp|keep,inner=min|zero|keep]] [--overflow " + overflow_list("|") +
-    "] [--seed N] [--rand WORD] [--tie " + tie_list("|") +
-    "] [--compat NAME] [--json] [--] VALUE...  |  exmy cast FORMAT --in X.npy --out Y.npy "
-    "[--in-format bf16] [--decoded | --pack] [--device cpu|cuda] [--threads N] [options]";
-const char* const kUsage = kUsageText.c_str();
 constexpr std::uint32_t kCastStream = 0;  // SEMANTICS 3.2: stream 0 = element-wise casts
 
-struct Options {
+// What `exmy cast` was asked for. The initial values are the defaults --help prints.
+struct CastArgs {
   std::string format;
   RoundSpec round;
   bool json = false;
@@ -68,77 +62,86 @@ struct Options {
   std::string in, out, in_format;
   bool decoded = false;
   bool pack = false;
-  std::string compat;  // --compat NAME (sim/format/compat.hpp)
+  std::string compat;                // --compat NAME (sim/format/compat.hpp)
   native::CompatCast compat_cast{};  // its rule for FORMAT, when compat is set
   Device device = Device::cpu;
   int threads = 0;  // --threads N for arrays on the CPU; 0: OMP_NUM_THREADS, else every core
   std::vector<std::string> values;
 };
 
-// Case-insensitive prefix test ("-Inf", "-NaN", "-infinity" are values, not options).
-bool starts_with_word(const std::string& s, const char* word) {
-  for (std::size_t i = 0; word[i] != '\0'; ++i) {
-    if (i >= s.size() || std::tolower(static_cast<unsigned char>(s[i])) != word[i]) return false;
-  }
-  return true;
+Options cast_options(CastArgs& o) {
+  const CastArgs d;
+  Options opts(
+      "exmy cast FORMAT [OPTIONS] [--] VALUE...  |  exmy cast FORMAT --in X.npy --out Y.npy "
+      "[OPTIONS]",
+      "Rounds exact values (decimal, hex-float, inf, nan; through the MPFR oracle) or a .npy "
+      "array (through the native engine) into FORMAT (docs/SEMANTICS.md 11). Negative values "
+      "are operands (-1.5, -inf); -- ends the options.",
+      "exmy cast e4m3fn --round sr:8 --seed 7 -- 0.3 -1e-3 inf");
+  opts.positional("FORMAT", "the target format (e4m3fn, bf16, int8, nf4, ...)", Options::kRequired,
+                  [&](const std::string& v) { o.format = v; })
+      .positional(
+          "VALUE", "exact values to round (not with --in)", "none",
+          [&](const std::string& v) { o.values.push_back(v); }, 0)
+      .value({"--round"}, "MODE",
+             round_mode_list("|") + "|mask[:outer=clamp|keep,inner=min|zero|keep]",
+             round_mode_name(d.round.rounding.mode),
+             [&](const std::string& v) { o.round = parse_round_spec(v); })
+      .value({"--overflow"}, "POLICY", overflow_list("|"), overflow_name(d.round.rounding.overflow),
+             [&](const std::string& v) { o.round.rounding.overflow = parse_overflow(v); })
+      .value({"--seed"}, "N", "Philox key of the sr:R words (stream 0, index = element)",
+             std::to_string(d.seed),
+             [&](const std::string& v) { o.seed = parse_uint(v, "--seed", ~std::uint64_t{0}); })
+      .value({"--rand"}, "WORD", "sr:R: this R-bit word for every element instead of Philox's",
+             "the Philox word of --seed per element",
+             [&](const std::string& v) {
+               o.rand = static_cast<std::uint32_t>(parse_uint(v, "--rand", 0xFFFFFFFFu));
+               o.have_rand = true;
+             })
+      .value({"--tie"}, "RULE",
+             "codebook formats: which of two equally near codes, " + tie_list("|"), tie_name(d.tie),
+             [&](const std::string& v) { o.tie = parse_tie(v); })
+      .value({"--compat"}, "NAME",
+             "another library's rule instead of the rounding (torch, ml_dtypes, ...; "
+             "sim/format/compat.hpp)",
+             "none (exmy's rounding)", [&](const std::string& v) { o.compat = v; })
+      .flag({"--json"}, "scalars: print a JSON array of {input, code, class, value, flags}",
+            [&] { o.json = true; })
+      .value({"--in"}, "X.npy", "the input array (<f4, <f8, <f2, or <u2 with --in-format bf16)",
+             "none (VALUE operands)", [&](const std::string& v) { o.in = v; })
+      .value({"--out"}, "Y.npy", "the output array (with --in)", "none",
+             [&](const std::string& v) { o.out = v; })
+      .value({"--in-format"}, "bf16", "read a '<u2' --in array as bf16 bit patterns",
+             "the dtype of --in",
+             [&](const std::string& v) {
+               if (v != "bf16") {
+                 throw InputError("--in-format '" + v + "': expected bf16 (uint16 bit patterns)");
+               }
+               o.in_format = v;
+             })
+      .flag({"--decoded"}, "write the rounded values as <f4 instead of codes",
+            [&] { o.decoded = true; })
+      .flag({"--pack"}, "write codes of at most 4 bits two per byte (even last dimension)",
+            [&] { o.pack = true; })
+      .value({"--device"}, "cpu|cuda", "where an array is cast (the same bits)", "cpu",
+             [&](const std::string& v) { o.device = parse_device(v); })
+      .value({"--threads"}, "N", "CPU threads for arrays (1 to 4096; the same bytes for every N)",
+             "OMP_NUM_THREADS if set, else every core", [&](const std::string& v) {
+               o.threads = static_cast<int>(parse_uint(v, "--threads", 4096));
+               if (o.threads == 0) throw InputError("--threads 0: expected 1 to 4096");
+             });
+  return opts;
 }
 
-Options parse_args(const Args& args) {
-  Options o;
-  bool values_only = false;
-  for (std::size_t i = 0; i < args.size(); ++i) {
-    const std::string& a = args[i];
-    // Negative numbers ("-1.5", "-inf", "-0x1p-3") are values, not options.
-    const bool looks_numeric =
-        a.size() > 1 && a[0] == '-' &&
-        (std::isdigit(static_cast<unsigned char>(a[1])) || a[1] == '.' ||
-         starts_with_word(a.substr(1), "inf") || starts_with_word(a.substr(1), "nan"));
-    if (values_only || a.empty() || a[0] != '-' || a == "-" || looks_numeric) {
-      if (o.format.empty()) {
-        o.format = a;
-      } else {
-        o.values.push_back(a);
-      }
-    } else if (a == "--") {
-      values_only = true;
-    } else if (a == "--json") {
-      o.json = true;
-    } else if (a == "--decoded") {
-      o.decoded = true;
-    } else if (a == "--pack") {
-      o.pack = true;
-    } else if (a == "--compat") {
-      o.compat = option_value(args, i);
-    } else if (a == "--round") {
-      o.round = parse_round_spec(option_value(args, i));
-    } else if (a == "--overflow") {
-      o.round.rounding.overflow = parse_overflow(option_value(args, i));
-    } else if (a == "--seed") {
-      o.seed = parse_uint(option_value(args, i), "--seed", ~std::uint64_t{0});
-    } else if (a == "--rand") {
-      o.rand = static_cast<std::uint32_t>(parse_uint(option_value(args, i), "--rand", 0xFFFFFFFFu));
-      o.have_rand = true;
-    } else if (a == "--tie") {
-      o.tie = parse_tie(option_value(args, i));
-    } else if (a == "--device") {
-      o.device = parse_device(option_value(args, i));
-    } else if (a == "--threads") {
-      o.threads = static_cast<int>(parse_uint(option_value(args, i), "--threads", 4096));
-      if (o.threads == 0) throw InputError("--threads 0: expected 1 to 4096");
-    } else if (a == "--in") {
-      o.in = option_value(args, i);
-    } else if (a == "--out") {
-      o.out = option_value(args, i);
-    } else if (a == "--in-format") {
-      o.in_format = option_value(args, i);
-      if (o.in_format != "bf16") {
-        throw InputError("--in-format '" + o.in_format + "': expected bf16 (uint16 bit patterns)");
-      }
-    } else {
-      throw InputError("unknown option '" + a + "' (" + kUsage + ")");
-    }
-  }
-  if (o.format.empty()) throw InputError(std::string("missing FORMAT (") + kUsage + ")");
+// "usage: exmy cast ...; try --help", for errors found after parsing.
+std::string cast_usage_hint() {
+  CastArgs unused;
+  return cast_options(unused).usage_hint();
+}
+
+// Checks what no single option can: FORMAT given, --rand with sr:R, --compat alone.
+void check_args(const CastArgs& o) {
+  if (o.format.empty()) throw InputError("missing FORMAT (" + cast_usage_hint() + ")");
   const Rounding& r = o.round.rounding;
   if (o.have_rand) {
     if (r.mode != RoundMode::sr || o.round.mask) {
@@ -159,11 +162,10 @@ Options parse_args(const Args& args) {
     }
   }
   if (o.pack && o.decoded) throw InputError("--pack and --decoded cannot be combined");
-  return o;
 }
 
 // The R-bit word of sr:R for element i (SEMANTICS 3.2), or the fixed --rand word.
-std::uint32_t random_word(const Options& o, std::uint64_t i) {
+std::uint32_t random_word(const CastArgs& o, std::uint64_t i) {
   const Rounding& r = o.round.rounding;
   if (r.mode != RoundMode::sr) return 0;
   if (o.have_rand) return o.rand;
@@ -186,7 +188,7 @@ struct ScalarResult {
   std::uint32_t flags = 0;
 };
 
-ScalarResult cast_scalar(const Options& o, const Format& f, const std::string& text,
+ScalarResult cast_scalar(const CastArgs& o, const Format& f, const std::string& text,
                          std::uint64_t index, mpfr_ptr x) {
   oracle::parse_exact(text, x);
   if (mpfr_nan_p(x) && !f.has_nan()) {
@@ -232,8 +234,8 @@ ScalarResult cast_scalar(const Options& o, const Format& f, const std::string& t
   return {e.code, e.flags};
 }
 
-int run_scalars(const Options& o, const Format& f) {
-  if (o.values.empty()) throw InputError(std::string("no VALUE given (") + kUsage + ")");
+int run_scalars(const CastArgs& o, const Format& f) {
+  if (o.values.empty()) throw InputError("no VALUE given (" + cast_usage_hint() + ")");
   oracle::MpfrValue x(oracle::kTextPrecision);
   oracle::MpfrValue v(64);
   std::string out;
@@ -273,7 +275,7 @@ struct ArrayInput {
   fast::ArrayInput type = fast::ArrayInput::fp32;
 };
 
-ArrayInput input_of(const Options& o, const io::NpyHeader& h) {
+ArrayInput input_of(const CastArgs& o, const io::NpyHeader& h) {
   io::require_c_order(h, o.in);
   if (o.in_format == "bf16") {
     if (h.descr != io::kDescrU16) {
@@ -302,7 +304,7 @@ struct NativeResult {
   std::uint32_t flags;  // the final conversion's flags (mask: non-zero = not representable)
 };
 
-NativeResult cast_native(const Options& o, const Format& f, const FloatFormat& from,
+NativeResult cast_native(const CastArgs& o, const Format& f, const FloatFormat& from,
                          std::uint64_t x, std::uint32_t rand) {
   const Rounding& r = o.round.rounding;
   if (o.round.mask) {
@@ -354,7 +356,8 @@ struct OutputLayout {
   std::size_t code_bytes = 1;  // bytes per code in memory before packing
 };
 
-OutputLayout output_layout(const Options& o, const Format& f, const std::vector<std::size_t>& shape) {
+OutputLayout output_layout(const CastArgs& o, const Format& f,
+                           const std::vector<std::size_t>& shape) {
   OutputLayout l;
   l.shape = shape;
   const int bits = f.code_bits();
@@ -366,7 +369,8 @@ OutputLayout output_layout(const Options& o, const Format& f, const std::vector<
       throw InputError("--pack: format " + f.name + " has " + std::to_string(bits) +
                        "-bit codes, expected at most 4");
     }
-    if (shape.empty()) throw InputError("--pack: " + o.in + " is 0-d, expected at least 1 dimension");
+    if (shape.empty())
+      throw InputError("--pack: " + o.in + " is 0-d, expected at least 1 dimension");
     if (shape.back() % 2 != 0) {
       throw InputError("--pack: " + o.in + " has an odd last dimension " +
                        std::to_string(shape.back()) + ", expected an even one");
@@ -384,7 +388,7 @@ OutputLayout output_layout(const Options& o, const Format& f, const std::vector<
 
 // Writes one piece of codes (n of them, l.code_bytes each) or decoded values: packed two per
 // byte with --pack (n even), as they are otherwise.
-void write_codes(io::NpyFileWriter& w, const Options& o, const OutputLayout& l,
+void write_codes(io::NpyFileWriter& w, const CastArgs& o, const OutputLayout& l,
                  const std::uint8_t* codes, std::size_t n, std::vector<std::uint8_t>& scratch) {
   if (o.pack) {
     scratch.resize(native::packed4_bytes(n));
@@ -398,7 +402,7 @@ void write_codes(io::NpyFileWriter& w, const Options& o, const OutputLayout& l,
 // Elements [first, first + n) of the array: codes into `codes` (code_bytes each) or, for
 // --decoded, values into `values`. Returns the index of the first element whose masked value the
 // format cannot hold (mask without --decoded), or SIZE_MAX.
-std::size_t cast_block(const Options& o, const Format& f, const ArrayInput& in, Engine engine,
+std::size_t cast_block(const CastArgs& o, const Format& f, const ArrayInput& in, Engine engine,
                        const std::uint8_t* data, std::size_t first, std::size_t n,
                        std::size_t code_bytes, std::uint8_t* codes, float* values) {
   std::size_t bad = SIZE_MAX;
@@ -428,8 +432,8 @@ std::size_t cast_block(const Options& o, const Format& f, const ArrayInput& in, 
     const std::size_t cb = f.fp.total_bits() <= 8 ? 1 : 2;
     for (std::size_t at = 0; at < n; at += kPiece) {
       const std::size_t m = n - at < kPiece ? n - at : kPiece;
-      fast::cast_to_codes(data + (first + at) * in.bytes, in.type, m, piece, f.fp,
-                          o.round.rounding, o.seed, kCastStream, first + at);
+      fast::cast_to_codes(data + (first + at) * in.bytes, in.type, m, piece, f.fp, o.round.rounding,
+                          o.seed, kCastStream, first + at);
       const auto* p8 = reinterpret_cast<const std::uint8_t*>(piece);
       for (std::size_t i = 0; i < m; ++i) values[at + i] = table[cb == 1 ? p8[i] : piece[i]];
     }
@@ -437,8 +441,7 @@ std::size_t cast_block(const Options& o, const Format& f, const ArrayInput& in, 
   }
   for (std::size_t i = 0; i < n; ++i) {
     const std::size_t g = first + i;
-    const NativeResult r =
-        cast_native(o, f, in.format, input_code(data, in, g), random_word(o, g));
+    const NativeResult r = cast_native(o, f, in.format, input_code(data, in, g), random_word(o, g));
     if (values) {
       values[i] = r.value;
     } else {
@@ -450,7 +453,7 @@ std::size_t cast_block(const Options& o, const Format& f, const ArrayInput& in, 
 }
 
 #if EXMY_HAVE_CUDA
-gpu::CastInput gpu_input(const Options& o, const io::NpyHeader& h) {
+gpu::CastInput gpu_input(const CastArgs& o, const io::NpyHeader& h) {
   io::NpyArray a;  // input_type reads the dtype only
   a.descr = h.descr;
   return input_type(a, o.in, o.in_format == "bf16");
@@ -460,7 +463,7 @@ gpu::CastInput gpu_input(const Options& o, const io::NpyHeader& h) {
 // The array on the GPU (gpu/cast/cast.hpp, cast_compat.hpp): float formats of at most 16 bits,
 // the Philox words of --seed, the compat rules; --pack packs the GPU's codes on the host. The
 // same codes and decoded values as the CPU path, written by the same writer.
-int run_arrays_cuda([[maybe_unused]] const Options& o, [[maybe_unused]] const Format& f) {
+int run_arrays_cuda([[maybe_unused]] const CastArgs& o, [[maybe_unused]] const Format& f) {
 #if EXMY_HAVE_CUDA
   if (f.kind != FormatKind::floating || f.fp.total_bits() > 16) {
     throw InputError("--device cuda: expected a float format of at most 16 bits, not '" + f.name +
@@ -511,9 +514,9 @@ int run_arrays_cuda([[maybe_unused]] const Options& o, [[maybe_unused]] const Fo
 #endif
 }
 
-int run_arrays(const Options& o, const Format& f) {
+int run_arrays(const CastArgs& o, const Format& f) {
   if (o.in.empty() || o.out.empty()) {
-    throw InputError("--in and --out go together (" + std::string(kUsage) + ")");
+    throw InputError("--in and --out go together (" + cast_usage_hint() + ")");
   }
   if (!o.values.empty()) throw InputError("VALUE arguments cannot be combined with --in");
   if (o.device == Device::cuda) return run_arrays_cuda(o, f);
@@ -527,8 +530,8 @@ int run_arrays(const Options& o, const Format& f) {
   const io::NpyHeader& h = file.header();
   const ArrayInput in = input_of(o, h);
   if (!o.compat.empty() && !in.fast) {
-    throw InputError(o.in + ": --compat " + o.compat + " casts '<f4', '<f2' or bf16 '<u2' arrays, not '" +
-                     h.descr + "'");
+    throw InputError(o.in + ": --compat " + o.compat +
+                     " casts '<f4', '<f2' or bf16 '<u2' arrays, not '" + h.descr + "'");
   }
   const OutputLayout l = output_layout(o, f, h.shape);
   const Engine engine = !o.compat.empty() ? Engine::compat
@@ -642,13 +645,9 @@ int run_arrays(const Options& o, const Format& f) {
 }
 
 int run_cast(const Args& args) {
-  for (const auto& a : args) {
-    if (a == "--help" || a == "-h") {
-      std::printf("%s\n", kUsage);
-      return 0;
-    }
-  }
-  Options o = parse_args(args);
+  CastArgs o;
+  if (!cast_options(o).parse(args)) return 0;
+  check_args(o);
   const Format f = parse_format(o.format);
   if (o.round.mask) check_mask_format(f);
   if (!o.compat.empty()) o.compat_cast = compat_rule(compat_profile(o.compat), CompatOp::cast, f);
