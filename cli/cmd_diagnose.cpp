@@ -236,14 +236,23 @@ Options spikes_options(SpikesArgs& s) {
   return opts;
 }
 
-// `exmy diagnose` alone or with --help: the sub-commands' usage lines, from their option tables.
-std::string diagnose_usage() {
+// `exmy diagnose` without a known sub-command: its help names them with their usage lines (from
+// their option tables).
+Options diagnose_options() {
   SpikesArgs spikes;
   SharpnessArgs sharpness;
-  return "usage: " + spikes_options(spikes).usage() + "\n       " +
-         sharpness_options(sharpness).usage() +
-         "\n(exmy diagnose spikes --help and exmy diagnose sharpness --help list their "
-         "options)\n";
+  Options opts("exmy diagnose spikes|sharpness [OPTIONS]",
+               "Training diagnostics:\n  " + spikes_options(spikes).usage() + "\n  " +
+                   sharpness_options(sharpness).usage() +
+                   "\n(exmy diagnose spikes --help and exmy diagnose sharpness --help list their "
+                   "options)",
+               "exmy diagnose spikes --trace log.csv");
+  opts.positional("SUB", "spikes or sharpness", Options::kRequired, [](const std::string& sub) {
+    throw InputError("diagnose '" + sub +
+                     "': expected spikes or sharpness (try exmy diagnose "
+                     "--help)");
+  });
+  return opts;
 }
 
 int run_spikes(const Args& args) {
@@ -307,16 +316,14 @@ int run_spikes(const Args& args) {
 }
 
 int run_diagnose(const Args& args) {
-  if (args.empty() || args[0] == "--help" || args[0] == "-h") {
-    std::fputs(diagnose_usage().c_str(), stdout);
-    return args.empty() ? 2 : 0;
-  }
-  const Args rest(args.begin() + 1, args.end());
-  if (args[0] == "sharpness") return run_sharpness(rest);
-  if (args[0] == "spikes") return run_spikes(rest);
-  throw InputError("diagnose '" + args[0] +
-                   "': expected spikes or sharpness (try exmy diagnose "
-                   "--help)");
+  const Args rest(args.empty() ? args.end() : args.begin() + 1, args.end());
+  if (!args.empty() && args[0] == "sharpness") return run_sharpness(rest);
+  if (!args.empty() && args[0] == "spikes") return run_spikes(rest);
+  const Options opts = diagnose_options();
+  if (!opts.parse(args)) return 0;
+  // No sub-command at all: the help, and the exit status of bad usage.
+  std::fputs(opts.help().c_str(), stdout);
+  return 2;
 }
 
 }  // namespace

@@ -66,11 +66,19 @@ Options gemm_options(GemmProbe& g) {
   return opts;
 }
 
-// `exmy probe` alone or with --help: the sub-commands' usage lines, from their option tables.
-std::string probe_usage() {
+// `exmy probe` without a known sub-command: its help names them with their usage lines (from
+// their option tables).
+Options probe_options() {
   GemmProbe unused;
-  return "usage: " + gemm_options(unused).usage() + "\n       " + probe_sfu_usage() +
-         "\n(exmy probe gemm --help and exmy probe sfu --help list their options)\n";
+  Options opts("exmy probe gemm|sfu [OPTIONS]",
+               "Probes of this machine's GPU:\n  " + gemm_options(unused).usage() + "\n  " +
+                   probe_sfu_usage() +
+                   "\n(exmy probe gemm --help and exmy probe sfu --help list their options)",
+               "exmy probe sfu --device cuda --out sfu-profile");
+  opts.positional("SUB", "gemm or sfu", Options::kRequired, [](const std::string& sub) {
+    throw InputError("probe '" + sub + "': expected gemm or sfu (try exmy probe --help)");
+  });
+  return opts;
 }
 
 std::string self_path() {
@@ -82,16 +90,17 @@ std::string self_path() {
 }
 
 int run_probe(const Args& args) {
-  if (args.empty() || args[0] == "--help" || args[0] == "-h") {
-    std::fputs(probe_usage().c_str(), stdout);
-    return args.empty() ? 2 : 0;
-  }
-  if (args[0] == "sfu") return run_probe_sfu(Args(args.begin() + 1, args.end()));
-  if (args[0] != "gemm") {
-    throw InputError("probe '" + args[0] + "': expected gemm or sfu (try exmy probe --help)");
+  const Args rest(args.empty() ? args.end() : args.begin() + 1, args.end());
+  if (!args.empty() && args[0] == "sfu") return run_probe_sfu(rest);
+  if (args.empty() || args[0] != "gemm") {
+    const Options opts = probe_options();
+    if (!opts.parse(args)) return 0;
+    // No sub-command at all: the help, and the exit status of bad usage.
+    std::fputs(opts.help().c_str(), stdout);
+    return 2;
   }
   GemmProbe g;
-  if (!gemm_options(g).parse(Args(args.begin() + 1, args.end()))) return 0;
+  if (!gemm_options(g).parse(rest)) return 0;
   const std::string &out = g.out, &types = g.types, &shapes = g.shapes;
   const char* env_script = std::getenv("EXMY_PROBE_SCRIPT");
   const std::string script =
