@@ -13,9 +13,9 @@
 #include <vector>
 
 #include "bench/common/gpu_bench.hpp"
+#include "bench/common/sr_floor.hpp"
 #include "gpu/cast/cast.hpp"
 #include "gpu/cast/hw_cast.hpp"
-#include "gpu/cast/sr_floor.hpp"
 #include "gpu/common/runtime.hpp"
 #include "gpu/quantize.hpp"
 #include "sim/format/float_names.hpp"
@@ -120,7 +120,7 @@ void cast_bench(benchmark::State& s, CastInput in, FloatFormat to, Rounding r, b
   });
 }
 
-// The floor of an sr:8 cast under SEMANTICS 3.2 (gpu/cast/sr_floor.hpp): the words alone, the
+// The floor of an sr:8 cast under SEMANTICS 3.2 (bench/common/sr_floor.hpp): the words alone, the
 // words with the cast's bytes, the bytes alone. Bytes counted as an 8-bit cast of `in` moves them.
 void floor_bench(benchmark::State& s, CastInput in, SrFloor what) {
   Buffers& b = buffers();

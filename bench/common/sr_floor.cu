@@ -1,11 +1,12 @@
-// The floor kernels of gpu/cast/sr_floor.hpp: Philox words as the sr casts draw them (the shared
-// round-1/2 prefix, keys from the launch arguments, as sr_span_kernel in cast.cu), 16-byte loads,
-// a resident grid-stride loop with four vectors in flight per thread.
+// The floor kernels of bench/common/sr_floor.hpp: Philox words as the sr casts draw them (the
+// round-1/2 prefix, keys from the launch arguments, as sr_span_kernel in
+// gpu/cast/cast_span_paths.cu), 16-byte loads, a resident grid-stride loop with four vectors in
+// flight per thread.
 #include <cuda_runtime.h>
 
 #include <string>
 
-#include "gpu/cast/sr_floor.hpp"
+#include "bench/common/sr_floor.hpp"
 #include "gpu/common/cuda_check.hpp"
 #include "gpu/common/launch.hpp"
 #include "sim/common/error.hpp"
