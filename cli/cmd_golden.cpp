@@ -1,8 +1,7 @@
-// exmy golden: golden corpora for other backends' CI (docs/SEMANTICS.md 13.7).
-//   exmy golden generate [--suite cast|quantize|step|all] --out DIR [--seed S] [--shard i/N]
-//   exmy golden merge DIR                         (the per-shard manifests into manifest.json)
-//   exmy golden check DIR --results RDIR [--suite NAME] [--strict-nan] [--max-reported N]
-//   exmy golden run --backend LIB.so DIR --out RDIR [--suite cast] [--device]
+// exmy golden: golden corpora for other backends' CI (docs/SEMANTICS.md 13.7), in four
+// sub-commands: generate (write a corpus, or one shard of it), merge (the per-shard manifests into
+// manifest.json), check (compare a backend's outputs with the corpus) and run (write a backend
+// plugin's outputs in check's layout). Each has its option table below (`exmy golden SUB --help`).
 // check exits 0 when every result agrees, 1 on a mismatch or a case without results, 2 for bad
 // input (a corrupt corpus, a malformed result file). run writes a backend plugin's outputs for
 // the cast cases in check's layout (the plugin runs in a child process: a crash is reported).
@@ -15,6 +14,7 @@
 #include "cli/backend_host.hpp"
 #include "cli/cli_util.hpp"
 #include "cli/command.hpp"
+#include "cli/options.hpp"
 #include "sim/common/error.hpp"
 #include "sim/common/number.hpp"
 #include "sim/common/shard.hpp"
@@ -26,39 +26,113 @@ namespace {
 
 namespace fs = std::filesystem;
 
-constexpr const char* kUsage =
-    "usage: exmy golden generate [--suite cast|quantize|step|all] --out DIR [--seed S] "
-    "[--shard i/N] [--quiet]\n"
-    "       exmy golden merge DIR\n"
-    "       exmy golden check DIR --results RDIR [--suite NAME] [--strict-nan] "
-    "[--max-reported N] [--allow-missing] [--json]\n"
-    "       exmy golden run --backend LIB.so DIR --out RDIR [--suite cast] [--device]";
+// The arguments of each sub-command, as given.
+struct MergeArgs {
+  std::string corpus;
+};
+struct CheckArgs {
+  golden::CheckOptions o;
+  bool json = false;
+};
+struct RunArgs {
+  std::string library, corpus, out, suite = "cast";
+  bool device = false;
+};
 
-int usage_ok() {
-  std::printf("%s\n", kUsage);
+// The option tables, one per sub-command; args[0] (the sub-command's name) is not theirs.
+Options generate_options(golden::GenerateOptions& o) {
+  Options opts("exmy golden generate --out DIR [OPTIONS]",
+               "Writes the golden corpus (or one shard of it) into DIR (docs/SEMANTICS.md 13.7).",
+               "exmy golden generate --out corpus");
+  opts.value({"--out"}, "DIR", "the corpus directory (replaced only once the new one is complete)",
+             Options::kRequired, [&](const std::string& v) { o.out = v; })
+      .value({"--suite"}, "cast|quantize|step|all", "the cases to write", o.suite,
+             [&](const std::string& v) { o.suite = v; })
+      .value({"--seed"}, "S", "seed of the random inputs (recorded in the manifest)",
+             std::to_string(o.seed),
+             [&](const std::string& v) { o.seed = parse_uint(v, "--seed", ~std::uint64_t{0}); })
+      .value({"--shard"}, "i/N", "write shard i of N (0 <= i < N); merge the shards' manifests",
+             "0/1 (everything)", [&](const std::string& v) { o.shard = parse_shard(v); })
+      .flag({"--quiet"}, "no progress on stderr", [&] { o.progress = false; });
+  return opts;
+}
+
+Options merge_options(MergeArgs& m) {
+  Options opts("exmy golden merge DIR",
+               "Merges the per-shard manifests of DIR (exmy golden generate --shard) into "
+               "manifest.json.",
+               "exmy golden merge corpus");
+  opts.positional("DIR", "the corpus directory the shards were written into", Options::kRequired,
+                  [&](const std::string& v) { m.corpus = v; });
+  return opts;
+}
+
+Options check_options(CheckArgs& c) {
+  Options opts("exmy golden check DIR --results RDIR [OPTIONS]",
+               "Compares your backend's outputs (RDIR, laid out like the corpus) with the corpus "
+               "DIR: exit 0 when every result agrees, 1 on a mismatch or a case without results.",
+               "exmy golden check corpus --results results --suite cast --allow-missing");
+  opts.positional("DIR", "the corpus directory", Options::kRequired,
+                  [&](const std::string& v) { c.o.corpus = v; })
+      .value({"--results"}, "RDIR", "the directory of your outputs, laid out like the corpus",
+             Options::kRequired, [&](const std::string& v) { c.o.results = v; })
+      .value({"--suite"}, "cast|quantize|step|all", "check only the cases of one suite", c.o.suite,
+             [&](const std::string& v) { c.o.suite = v; })
+      .flag({"--strict-nan"}, "fp32 NaNs compare by bits, not as a class",
+            [&] { c.o.strict_nan = true; })
+      .flag({"--allow-missing"}, "cases without results are listed, not failed",
+            [&] { c.o.allow_missing = true; })
+      .value(
+          {"--max-reported"}, "N", "first mismatches printed per case (0..1000)",
+          std::to_string(c.o.max_reported),
+          [&](const std::string& v) { c.o.max_reported = parse_uint(v, "--max-reported", 1000); })
+      .flag({"--json"}, "print JSON instead of the table", [&] { c.json = true; });
+  return opts;
+}
+
+Options run_options(RunArgs& r) {
+  Options opts("exmy golden run --backend LIB.so DIR --out RDIR [OPTIONS]",
+               "Runs the cast cases of the corpus DIR through a backend plugin (in a child "
+               "process: a crash is reported) and writes its outputs in check's layout.",
+               "exmy golden run --backend ./libmine.so corpus --out results");
+  opts.positional("DIR", "the corpus directory", Options::kRequired,
+                  [&](const std::string& v) { r.corpus = v; })
+      .value({"--backend"}, "LIB.so", "the plugin library (backend ABI 1)", Options::kRequired,
+             [&](const std::string& v) { r.library = v; })
+      .value({"--out"}, "RDIR", "the results directory", Options::kRequired,
+             [&](const std::string& v) { r.out = v; })
+      .value({"--suite"}, "cast|quantize|step|all", "the cases to run (ABI 1 runs casts)", r.suite,
+             [&](const std::string& v) { r.suite = v; })
+      .flag({"--device"},
+            "call the plugin's exmy_backend_cast_f32_device on device copies of the buffers",
+            [&] { r.device = true; });
+  return opts;
+}
+
+// The operand of a sub-command that has one (Options does not enforce positional operands).
+void require_operand(const std::string& value, const Options& opts) {
+  if (value.empty()) throw InputError("expected the corpus directory DIR; " + opts.usage_hint());
+}
+
+// `exmy golden --help`: the sub-commands' usage lines, from their tables.
+int overview() {
+  golden::GenerateOptions g;
+  MergeArgs m;
+  CheckArgs c;
+  RunArgs r;
+  std::printf("usage: exmy golden generate|merge|check|run ...\n\n");
+  for (const Options& o :
+       {generate_options(g), merge_options(m), check_options(c), run_options(r)}) {
+    std::printf("  %s\n", o.usage().c_str());
+  }
+  std::printf("\nexmy golden SUB --help lists the options of SUB with their defaults.\n");
   return 0;
 }
 
 int generate(const Args& args) {
   golden::GenerateOptions o;
-  for (std::size_t i = 1; i < args.size(); ++i) {
-    const std::string& a = args[i];
-    if (a == "--help" || a == "-h") return usage_ok();
-    if (a == "--suite") {
-      o.suite = option_value(args, i);
-    } else if (a == "--out") {
-      o.out = option_value(args, i);
-    } else if (a == "--seed") {
-      o.seed = parse_uint(option_value(args, i), "--seed", ~std::uint64_t{0});
-    } else if (a == "--shard") {
-      o.shard = parse_shard(option_value(args, i));
-    } else if (a == "--quiet") {
-      o.progress = false;
-    } else {
-      throw InputError("unknown argument '" + a + "' (" + kUsage + ")");
-    }
-  }
-  if (o.out.empty()) throw InputError("--out: expected the corpus directory");
+  const Options opts = generate_options(o);
+  if (!opts.parse(Args(args.begin() + 1, args.end()))) return 0;
   const golden::GenerateResult r = golden::generate(o);
   std::printf("golden corpus: %zu cases, %zu files, seed %llu, corpus_sha256 %s\n  %s\n", r.cases,
               r.files, static_cast<unsigned long long>(o.seed), r.corpus_sha256.c_str(),
@@ -67,40 +141,23 @@ int generate(const Args& args) {
 }
 
 int merge(const Args& args) {
-  if (args.size() == 2 && (args[1] == "--help" || args[1] == "-h")) return usage_ok();
-  if (args.size() != 2) throw InputError(std::string("merge: expected DIR (") + kUsage + ")");
-  const golden::GenerateResult r = golden::merge(args[1]);
+  MergeArgs m;
+  const Options opts = merge_options(m);
+  if (!opts.parse(Args(args.begin() + 1, args.end()))) return 0;
+  require_operand(m.corpus, opts);
+  const golden::GenerateResult r = golden::merge(m.corpus);
   std::printf("golden corpus merged: %zu cases, %zu files, corpus_sha256 %s\n  %s\n", r.cases,
               r.files, r.corpus_sha256.c_str(), r.manifest_path.c_str());
   return 0;
 }
 
 int check(const Args& args) {
-  golden::CheckOptions o;
-  bool json = false;
-  for (std::size_t i = 1; i < args.size(); ++i) {
-    const std::string& a = args[i];
-    if (a == "--help" || a == "-h") return usage_ok();
-    if (a == "--results") {
-      o.results = option_value(args, i);
-    } else if (a == "--suite") {
-      o.suite = option_value(args, i);
-    } else if (a == "--strict-nan") {
-      o.strict_nan = true;
-    } else if (a == "--allow-missing") {
-      o.allow_missing = true;
-    } else if (a == "--max-reported") {
-      o.max_reported = parse_uint(option_value(args, i), "--max-reported", 1000);
-    } else if (a == "--json") {
-      json = true;
-    } else if (!a.empty() && a[0] != '-' && o.corpus.empty()) {
-      o.corpus = a;
-    } else {
-      throw InputError("unknown argument '" + a + "' (" + kUsage + ")");
-    }
-  }
-  if (o.corpus.empty()) throw InputError("check: expected the corpus directory");
-  if (o.results.empty()) throw InputError("--results: expected the directory of your outputs");
+  CheckArgs a;
+  const Options opts = check_options(a);
+  if (!opts.parse(Args(args.begin() + 1, args.end()))) return 0;
+  require_operand(a.o.corpus, opts);
+  const golden::CheckOptions& o = a.o;
+  const bool json = a.json;
   if (!fs::is_directory(o.results)) {
     throw InputError("--results '" + o.results +
                      "': expected a directory laid out like the corpus");
@@ -144,28 +201,12 @@ int check(const Args& args) {
 
 // The cast cases of a corpus through a backend plugin, written in check's layout.
 int run(const Args& args) {
-  std::string library, corpus, out, suite = "cast";
-  bool device = false;
-  for (std::size_t i = 1; i < args.size(); ++i) {
-    const std::string& a = args[i];
-    if (a == "--help" || a == "-h") return usage_ok();
-    if (a == "--backend") {
-      library = option_value(args, i);
-    } else if (a == "--out") {
-      out = option_value(args, i);
-    } else if (a == "--suite") {
-      suite = option_value(args, i);
-    } else if (a == "--device") {
-      device = true;
-    } else if (!a.empty() && a[0] != '-' && corpus.empty()) {
-      corpus = a;
-    } else {
-      throw InputError("unknown argument '" + a + "' (" + kUsage + ")");
-    }
-  }
-  if (library.empty()) throw InputError("--backend: expected the plugin library (LIB.so)");
-  if (corpus.empty()) throw InputError("run: expected the corpus directory");
-  if (out.empty()) throw InputError("--out: expected the results directory");
+  RunArgs a;
+  const Options opts = run_options(a);
+  if (!opts.parse(Args(args.begin() + 1, args.end()))) return 0;
+  require_operand(a.corpus, opts);
+  const std::string &library = a.library, &corpus = a.corpus, &out = a.out, &suite = a.suite;
+  const bool device = a.device;
   std::size_t ran = 0, unsupported = 0, crashed = 0, skipped = 0;
   for (const golden::CaseInfo& c : golden::list_cases(corpus, suite)) {
     if (c.op != "cast") {
@@ -210,12 +251,13 @@ int run(const Args& args) {
 }
 
 int run_golden(const Args& args) {
-  if (args.empty() || args[0] == "--help" || args[0] == "-h") return usage_ok();
+  if (args.empty() || args[0] == "--help" || args[0] == "-h") return overview();
   if (args[0] == "generate") return generate(args);
   if (args[0] == "merge") return merge(args);
   if (args[0] == "check") return check(args);
   if (args[0] == "run") return run(args);
-  throw InputError("'" + args[0] + "': expected generate, merge, check or run (" + kUsage + ")");
+  throw InputError("'" + args[0] +
+                   "': expected generate, merge, check or run (exmy golden --help lists them)");
 }
 
 }  // namespace

@@ -1,6 +1,7 @@
 // exmy quantize / exmy dequantize: tensor quantization schemes on .npy arrays
 // (docs/SEMANTICS.md 7 and 11). Parse -> quant::Options -> run on a backend (cpu: sim/quant;
 // cuda: gpu/quantize through gpu/host_arrays); both produce a quant::Quantized, written here.
+// Both subcommands share one option table (quantize_options); `exmy quantize --help` prints it.
 //
 // --device cuda runs the GPU kernels (gpu/quantize.hpp) on the same arrays: the same bits as the
 // CPU reference; the element-wise exception flags are not collected there.
@@ -17,6 +18,7 @@
 #include "cli/cli_device.hpp"
 #include "cli/cli_util.hpp"
 #include "cli/command.hpp"
+#include "cli/options.hpp"
 #include "gpu/host_arrays.hpp"
 #include "sim/common/error.hpp"
 #include "sim/common/number.hpp"
@@ -30,32 +32,19 @@
 namespace exmy::cli {
 namespace {
 
-// The --compat names come from the profiles that cover quantize (sim/format/compat.hpp).
-const std::string kQuantizeUsageText =
-    "usage: exmy quantize --scheme tensor|rowwise|colwise|block:B|mx|nvfp4 --to TARGET --in X.npy "
-    "[--in-format bf16] --out Q.npy --state-out S.npy [--transpose] [--variant "
-    "absmax|te|te-current|torchao|ocp] [--scale-mode floor|ceil|even|rceil] [--two-level] "
-    "[--tensor-amax F] [--tensor-scale F] [--tensor-scale-out T.npy] [--pack] "
-    "[--order div-mul|recip-mul|mul-recip] [--nan propagate|ignore] [--round MODE] [--seed N] "
-    "[--margin M] [--prev-scale F] [--scale F] [--amax-epsilon F] [--pow2-scale] [--fp16-clamp] "
-    "[--norm recip-mul|div] [--tie " +
-    tie_list("|") + "] [--compat " + compat_profile_names(CompatOp::quantize, "|") +
-    "] [--device cpu|cuda]";
-const char* const kQuantizeUsage = kQuantizeUsageText.c_str();
-constexpr const char* kDequantizeUsage =
-    "usage: exmy dequantize --scheme S --from TARGET --in Q.npy --state S.npy --out X.npy "
-    "[--tensor-scale-in T.npy] [--transpose] [--pack] [--device cpu|cuda] [the quantize "
-    "switches that name the variant]";
+// Which of the two subcommands a table or a check is for: they share their switches, and differ
+// in the target's and the state's option names (quantize writes the state, dequantize reads it).
+enum class Direction { quantize, dequantize };
 
 struct CliOptions {
   quant::Options q;
-  bool have_scheme = false, have_target = false;
   std::string in, in_format, out, state, tensor_state;
   bool pack = false;         // codes of <= 4-bit formats two per byte (always for nvfp4)
   std::string compat;        // --compat NAME
   bool norm_or_nan = false;  // --norm or --nan given
   bool order = false;        // --order given
   Device device = Device::cpu;
+  bool json = false;  // the summary line as JSON
 };
 
 // A float option through the CLI's one number parser (sim/common/number.hpp): finite, one
@@ -67,122 +56,214 @@ float float_option(const std::string& text, const std::string& what, bool zero_o
   return v;
 }
 
-// Parses the switches shared by both subcommands; `target_flag` is --to or --from and
-// `state_flag` --state-out or --state.
-CliOptions parse(const Args& args, const std::string& target_flag, const std::string& state_flag,
-                 const char* usage) {
-  CliOptions o;
-  for (std::size_t i = 0; i < args.size(); ++i) {
-    const std::string& a = args[i];
-    if (a == "--help" || a == "-h") {
-      std::printf("%s\n", usage);
-      std::exit(0);
-    } else if (a == "--scheme") {
-      o.q.scheme = quant::parse_scheme(option_value(args, i));
-      o.have_scheme = true;
-    } else if (a == target_flag) {
-      o.q.target = quant::parse_target(option_value(args, i));
-      o.have_target = true;
-    } else if (a == "--in") {
-      o.in = option_value(args, i);
-    } else if (a == "--in-format") {
-      o.in_format = option_value(args, i);
-      if (o.in_format != "bf16") {
-        throw InputError("--in-format '" + o.in_format + "': expected bf16 (uint16 bit patterns)");
-      }
-    } else if (a == "--out") {
-      o.out = option_value(args, i);
-    } else if (a == state_flag) {
-      o.state = option_value(args, i);
-    } else if (a == "--transpose") {
-      o.q.transpose = true;
-    } else if (a == "--variant") {
-      const std::string& v = option_value(args, i);
-      o.q.variant = v == "switchback" ? native::CastVariant::absmax : quant::parse_variant(v);
-    } else if (a == "--scale-mode") {
-      o.q.scale_mode = quant::parse_scale_mode(option_value(args, i));
-    } else if (a == "--two-level") {
-      o.q.two_level = true;
-    } else if (a == "--tensor-amax" || a == "--tensor-scale") {
-      (a == "--tensor-amax" ? o.q.tensor_amax : o.q.tensor_scale) =
-          float_option(option_value(args, i), a);
-    } else if (a == "--tensor-scale-out" || a == "--tensor-scale-in") {
-      if (a != (state_flag == "--state-out" ? "--tensor-scale-out" : "--tensor-scale-in")) {
-        throw InputError("unknown argument '" + a + "' (" + usage + ")");
-      }
-      o.tensor_state = option_value(args, i);
-    } else if (a == "--pack") {
-      o.pack = true;
-    } else if (a == "--order") {
-      o.order = true;
-      const std::string& v = option_value(args, i);
-      if (v == "div-mul")
-        o.q.order = native::ScaleOrder::div_mul;
-      else if (v == "recip-mul")
-        o.q.order = native::ScaleOrder::recip_mul;
-      else if (v == "mul-recip")
-        o.q.order = native::ScaleOrder::mul_recip;
-      else
-        throw InputError("--order '" + v + "': expected div-mul, recip-mul or mul-recip");
-    } else if (a == "--nan") {
-      o.norm_or_nan = true;
-      const std::string& v = option_value(args, i);
-      if (v == "propagate")
-        o.q.nan = native::NanPolicy::propagate;
-      else if (v == "ignore")
-        o.q.nan = native::NanPolicy::ignore;
-      else
-        throw InputError("--nan '" + v + "': expected propagate or ignore");
-    } else if (a == "--round") {
-      const Rounding r = parse_rounding(option_value(args, i));
-      o.q.mode = r.mode;
-      o.q.sr_bits = r.sr_bits;
-    } else if (a == "--seed") {
-      o.q.seed = parse_uint(option_value(args, i), "--seed", UINT64_MAX);
-    } else if (a == "--margin") {
-      o.q.te_margin =
-          static_cast<int>(number::parse_i64(option_value(args, i), "--margin", -126, 126));
-    } else if (a == "--prev-scale") {
-      o.q.te_prev_scale = float_option(option_value(args, i), "--prev-scale");
-    } else if (a == "--scale") {
-      o.q.given_scale = float_option(option_value(args, i), "--scale");
-    } else if (a == "--amax-epsilon") {
-      o.q.te_amax_epsilon = float_option(option_value(args, i), "--amax-epsilon", true);
-    } else if (a == "--pow2-scale") {
-      o.q.pow2_scale = true;
-    } else if (a == "--fp16-clamp") {
-      o.q.torchao_fp16_source = true;
-    } else if (a == "--compat") {
-      o.compat = option_value(args, i);
-    } else if (a == "--norm") {
-      o.norm_or_nan = true;
-      const std::string& v = option_value(args, i);
-      if (v == "recip-mul")
-        o.q.norm = native::NormOrder::recip_mul;
-      else if (v == "div")
-        o.q.norm = native::NormOrder::div;
-      else
-        throw InputError("--norm '" + v + "': expected recip-mul or div");
-    } else if (a == "--tie") {
-      o.q.tie = parse_tie(option_value(args, i));
-    } else if (a == "--device") {
-      o.device = parse_device(option_value(args, i));
-    } else {
-      throw InputError("unknown argument '" + a + "' (" + usage + ")");
-    }
+// A float default as --help prints it ("1", "0").
+std::string float_text(float v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.9g", static_cast<double>(v));
+  return buf;
+}
+
+// A choice among a few names: the table --help lists, parsing, and the default's name.
+template <typename T>
+struct Choice {
+  const char* name;
+  T value;
+};
+template <typename T, std::size_t N>
+T choose(const Choice<T> (&choices)[N], const std::string& v, const char* what) {
+  std::string expected;
+  for (std::size_t k = 0; k < N; ++k) {
+    if (v == choices[k].name) return choices[k].value;
+    expected += (k == 0 ? "" : k + 1 == N ? " or " : ", ") + std::string(choices[k].name);
   }
-  if (!o.have_scheme) throw InputError("--scheme is required");
-  if (!o.have_target) throw InputError(target_flag + " is required");
+  throw InputError(std::string(what) + " '" + v + "': expected " + expected);
+}
+template <typename T, std::size_t N>
+std::string choice_names(const Choice<T> (&choices)[N]) {
+  std::string out;
+  for (std::size_t k = 0; k < N; ++k) out += (k ? "|" : "") + std::string(choices[k].name);
+  return out;
+}
+template <typename T, std::size_t N>
+std::string choice_name(const Choice<T> (&choices)[N], T value) {
+  for (const Choice<T>& c : choices) {
+    if (c.value == value) return c.name;
+  }
+  return "?";
+}
+
+constexpr Choice<native::ScaleOrder> kOrders[] = {{"div-mul", native::ScaleOrder::div_mul},
+                                                  {"recip-mul", native::ScaleOrder::recip_mul},
+                                                  {"mul-recip", native::ScaleOrder::mul_recip}};
+constexpr Choice<native::NanPolicy> kNans[] = {{"propagate", native::NanPolicy::propagate},
+                                               {"ignore", native::NanPolicy::ignore}};
+constexpr Choice<native::NormOrder> kNorms[] = {{"recip-mul", native::NormOrder::recip_mul},
+                                                {"div", native::NormOrder::div}};
+
+// "a|b|c" of a name list, and the name among them that `parse` maps to `value`.
+template <std::size_t N>
+std::string joined(const char* const (&names)[N]) {
+  std::string out;
+  for (std::size_t k = 0; k < N; ++k) out += (k ? "|" : "") + std::string(names[k]);
+  return out;
+}
+template <std::size_t N, typename Parse, typename T>
+std::string name_of(const char* const (&names)[N], Parse parse, T value) {
+  for (const char* n : names) {
+    if (parse(n) == value) return n;
+  }
+  return "?";
+}
+
+// The option table of `dir`, filling `o`. Dequantize takes quantize's switches too, so that the
+// switches of a quantization name the same plan when its codes are read back.
+Options quantize_options(CliOptions& o, Direction dir) {
+  const bool q = dir == Direction::quantize;
+  const quant::Options d;  // the defaults
+  Options opts(
+      q ? "exmy quantize --scheme S --to TARGET --in X.npy --out Q.npy --state-out "
+          "S.npy [OPTIONS]"
+        : "exmy dequantize --scheme S --from TARGET --in Q.npy --state-in S.npy --out X.npy "
+          "[OPTIONS]",
+      q ? "Quantizes X with one scale (state) per group of the scheme (docs/SEMANTICS.md "
+          "7, 11); writes the codes, the state and, with --two-level, the tensor scale "
+          "together."
+        : "Dequantizes codes and state back to fp32. The switches of the quantization "
+          "(variant, order, scale mode, ...) are accepted and name the same plan.",
+      q ? "exmy quantize --scheme block:32 --to e4m3fn --in x.npy --out q.npy "
+          "--state-out s.npy"
+        : "exmy dequantize --scheme block:32 --from e4m3fn --in q.npy --state-in s.npy "
+          "--out x.npy");
+  opts.value({"--scheme"}, "tensor|rowwise|colwise|block:B|mx|nvfp4",
+             "the groups that share a scale (block:B: B in 32..4096)", Options::kRequired,
+             [&](const std::string& v) { o.q.scheme = quant::parse_scheme(v); })
+      .value({q ? "--to" : "--from"}, "TARGET",
+             "element format: int8, a float format of <= 8 bits (e4m3fn, e5m2, e2m1fn, ...), "
+             "dynamic, dynamic-unsigned, linear, linear-unsigned or table:PATH",
+             Options::kRequired, [&](const std::string& v) { o.q.target = quant::parse_target(v); })
+      .value({"--in"}, q ? "X.npy" : "Q.npy",
+             q ? "the input: <f4, <f2, or <u2 bf16 bit patterns with --in-format bf16"
+               : "the codes (|u1, |i1 for int8; packed two per byte with --pack)",
+             Options::kRequired, [&](const std::string& v) { o.in = v; })
+      .value({"--out"}, q ? "Q.npy" : "X.npy",
+             q ? "the codes written (|u1, |i1 for int8)" : "the fp32 values written (<f4)",
+             Options::kRequired, [&](const std::string& v) { o.out = v; });
+  // The state file: --state-out written, --state-in read (as --tensor-scale-out / -in); --state
+  // is dequantize's older spelling.
+  const auto set_state = [&](const std::string& v) { o.state = v; };
+  if (q) {
+    opts.value({"--state-out"}, "S.npy",
+               "the state written: one scale per group (<f4; |u1 E8M0/E4M3 codes for mx, nvfp4)",
+               Options::kRequired, set_state);
+  } else {
+    opts.value({"--state-in", "--state"}, "S.npy", "the state of the quantization",
+               Options::kRequired, set_state);
+  }
+  opts.value({q ? "--tensor-scale-out" : "--tensor-scale-in"}, "T.npy",
+             q ? "the per-tensor scale written (with --two-level)"
+               : "the per-tensor scale (with --two-level)",
+             "none; required with --two-level", [&](const std::string& v) { o.tensor_state = v; })
+      .value({"--in-format"}, "bf16", "the input holds bf16 bit patterns (<u2)",
+             "the input's dtype (<f4 or <f2)",
+             [&](const std::string& v) {
+               if (v != "bf16") {
+                 throw InputError("--in-format '" + v + "': expected bf16 (uint16 bit patterns)");
+               }
+               o.in_format = v;
+             })
+      .flag({"--transpose"}, "fused quantize + transpose (2-d only): the codes are Q(x)^T",
+            [&] { o.q.transpose = true; })
+      .value({"--variant"}, joined(quant::kVariantNames),
+             "the library's scale rule (switchback is accepted as absmax)",
+             "absmax (mx: ocp, nvfp4: torchao; absmax means the same there)",
+             [&](const std::string& v) {
+               o.q.variant =
+                   v == "switchback" ? native::CastVariant::absmax : quant::parse_variant(v);
+             })
+      .value({"--scale-mode"}, joined(quant::kScaleModeNames), "mx: the E8M0 scale's rounding",
+             name_of(quant::kScaleModeNames, quant::parse_scale_mode, d.scale_mode),
+             [&](const std::string& v) { o.q.scale_mode = quant::parse_scale_mode(v); })
+      .flag({"--two-level"}, "nvfp4: a per-tensor fp32 scale above the block scales",
+            [&] { o.q.two_level = true; })
+      .value({"--tensor-amax"}, "F", "nvfp4 two-level: the tensor amax to use (calibration)",
+             "the input's amax",
+             [&](const std::string& v) { o.q.tensor_amax = float_option(v, "--tensor-amax"); })
+      .value({"--tensor-scale"}, "F", "nvfp4 two-level, torchao: the per-tensor scale itself",
+             "computed from the tensor amax",
+             [&](const std::string& v) { o.q.tensor_scale = float_option(v, "--tensor-scale"); })
+      .flag({"--pack"}, "codes of <= 4-bit formats two per byte (always for nvfp4)",
+            [&] { o.pack = true; })
+      .value({"--order"}, choice_names(kOrders), "absmax variant: the fp32 order of the scaling",
+             choice_name(kOrders, d.order),
+             [&](const std::string& v) {
+               o.order = true;
+               o.q.order = choose(kOrders, v, "--order");
+             })
+      .value({"--nan"}, choice_names(kNans), "a NaN element's effect on its group's absmax",
+             choice_name(kNans, d.nan),
+             [&](const std::string& v) {
+               o.norm_or_nan = true;
+               o.q.nan = choose(kNans, v, "--nan");
+             })
+      .value({"--round"}, round_mode_list("|"), "rounding of the scaled elements",
+             round_mode_name(d.mode),
+             [&](const std::string& v) {
+               const Rounding r = parse_rounding(v);
+               o.q.mode = r.mode;
+               o.q.sr_bits = r.sr_bits;
+             })
+      .value({"--seed"}, "N", "seed of stochastic rounding", std::to_string(d.seed),
+             [&](const std::string& v) { o.q.seed = parse_uint(v, "--seed", UINT64_MAX); })
+      .value({"--margin"}, "M", "te: scale = fmax / amax / 2^M (-126..126)",
+             std::to_string(d.te_margin),
+             [&](const std::string& v) {
+               o.q.te_margin = static_cast<int>(number::parse_i64(v, "--margin", -126, 126));
+             })
+      .value({"--prev-scale"}, "F", "te: the scale kept when the amax is 0 or not finite",
+             float_text(d.te_prev_scale),
+             [&](const std::string& v) { o.q.te_prev_scale = float_option(v, "--prev-scale"); })
+      .value({"--scale"}, "F", "te, torchao: this scale for every group (delayed scaling)",
+             "the scale computed from the amax",
+             [&](const std::string& v) { o.q.given_scale = float_option(v, "--scale"); })
+      .value({"--amax-epsilon"}, "F", "te-current: the amax's lower bound (>= 0)",
+             float_text(d.te_amax_epsilon),
+             [&](const std::string& v) {
+               o.q.te_amax_epsilon = float_option(v, "--amax-epsilon", true);
+             })
+      .flag({"--pow2-scale"}, "scales rounded to powers of two (torchao, te-current)",
+            [&] { o.q.pow2_scale = true; })
+      .flag({"--fp16-clamp"}, "torchao <= 0.5 with fp16 sources: scale <= 65504",
+            [&] { o.q.torchao_fp16_source = true; })
+      .value({"--norm"}, choice_names(kNorms), "codebook targets: the normalization by the absmax",
+             choice_name(kNorms, d.norm),
+             [&](const std::string& v) {
+               o.norm_or_nan = true;
+               o.q.norm = choose(kNorms, v, "--norm");
+             })
+      .value({"--tie"}, tie_list("|"), "codebook targets: nearest-code ties", tie_name(d.tie),
+             [&](const std::string& v) { o.q.tie = parse_tie(v); })
+      .value({"--compat"}, compat_profile_names(CompatOp::quantize, "|"),
+             "a library profile: its kernel rules fix --order, --norm and --nan",
+             "none (the options above)", [&](const std::string& v) { o.compat = v; })
+      .value({"--device"}, "cpu|cuda", "the CPU reference or the GPU kernels (the same bits)",
+             "cpu", [&](const std::string& v) { o.device = parse_device(v); })
+      .flag({"--json"}, "print the summary as JSON", [&] { o.json = true; });
+  return opts;
+}
+
+// Parses and checks the command line of `dir`; false after --help.
+bool parse(const Args& args, Direction dir, CliOptions& o) {
+  const bool quantize = dir == Direction::quantize;
+  if (!quantize_options(o, dir).parse(args)) return false;
+  const std::string state_flag = quantize ? "--state-out" : "--state-in";
   if (o.in.empty() || o.out.empty() || o.state.empty()) {
-    throw InputError("--in, --out and " + state_flag + " are required");
+    throw InputError("--in, --out and " + state_flag + " must name files");
   }
   // The profile's kernel rules (sim/quant/quant_compat.cpp), as the Python module applies them.
-  quant::apply_compat(
-      o.q, o.compat,
-      {.order = o.order, .norm_or_nan = o.norm_or_nan, .dequantize = state_flag != "--state-out"});
+  quant::apply_compat(o.q, o.compat,
+                      {.order = o.order, .norm_or_nan = o.norm_or_nan, .dequantize = !quantize});
   quant::validate_options(o.q);
-  const std::string tflag =
-      state_flag == "--state-out" ? "--tensor-scale-out" : "--tensor-scale-in";
+  const std::string tflag = quantize ? "--tensor-scale-out" : "--tensor-scale-in";
   if (o.q.two_level && o.tensor_state.empty()) {
     throw InputError("--two-level: " + tflag + " T.npy is required (the per-tensor scale)");
   }
@@ -200,13 +281,13 @@ CliOptions parse(const Args& args, const std::string& target_flag, const std::st
   // Outputs must be distinct files (one would silently replace the other), however spelt
   // (q.npy and ./q.npy are one file): checked before any work by staging them in a set that is
   // never committed.
-  if (state_flag == "--state-out") {
+  if (quantize) {
     io::OutputSet names;
     for (const std::string& p : {o.out, o.state, o.tensor_state}) {
       if (!p.empty()) names.stage(p);
     }
   }
-  return o;
+  return true;
 }
 
 // An empty array is accepted only when its 2-d view (quant::matrix_view) is at most 1 x 1 (shape
@@ -353,7 +434,8 @@ quant::Quantized quantize_cuda([[maybe_unused]] const CliOptions& o) {
 }
 
 int run_quantize(const Args& args) {
-  CliOptions o = parse(args, "--to", "--state-out", kQuantizeUsage);
+  CliOptions o;
+  if (!parse(args, Direction::quantize, o)) return 0;
   quant::Quantized q;
   if (o.device == Device::cuda) {
     q = quantize_cuda(o);
@@ -362,10 +444,18 @@ int run_quantize(const Args& args) {
     q = quant::quantize(in.x, in.shape, o.q);
   }
   write_quantized(o, q);
-  std::printf("%zu codes, %zu states, scheme %s, device %s, flags %s\n", q.codes.size(),
-              q.state.empty() ? q.scale_codes.size() : q.state.size(),
-              quant::scheme_name(o.q.scheme).c_str(), o.device == Device::cuda ? "cuda" : "cpu",
-              o.device == Device::cuda ? "(not collected)" : flags_text(q.flags).c_str());
+  const std::size_t states = q.state.empty() ? q.scale_codes.size() : q.state.size();
+  const bool cuda = o.device == Device::cuda;
+  if (o.json) {
+    // The element flags are not collected on the device: null there, not an empty list.
+    std::printf("{\"codes\":%zu,\"states\":%zu,\"scheme\":%s,\"device\":\"%s\",\"flags\":%s}\n",
+                q.codes.size(), states, json_string(quant::scheme_name(o.q.scheme)).c_str(),
+                cuda ? "cuda" : "cpu", cuda ? "null" : flags_json(q.flags).c_str());
+  } else {
+    std::printf("%zu codes, %zu states, scheme %s, device %s, flags %s\n", q.codes.size(), states,
+                quant::scheme_name(o.q.scheme).c_str(), cuda ? "cuda" : "cpu",
+                cuda ? "(not collected)" : flags_text(q.flags).c_str());
+  }
   return 0;
 }
 
@@ -382,7 +472,8 @@ std::vector<float> dequantize_cuda([[maybe_unused]] const quant::Quantized& q,
 }
 
 int run_dequantize(const Args& args) {
-  CliOptions o = parse(args, "--from", "--state", kDequantizeUsage);
+  CliOptions o;
+  if (!parse(args, Direction::dequantize, o)) return 0;
   io::NpyArray codes = io::read_npy(o.in);
   io::require_c_order(codes, o.in);
   const io::NpyArray state = io::read_npy(o.state);
@@ -445,7 +536,12 @@ int run_dequantize(const Args& args) {
   io::NpyFileWriter w(o.out, io::kDescrF32, in_shape);
   w.write(x.data(), x.size() * sizeof(float));
   w.commit();
-  std::printf("%zu values, scheme %s\n", x.size(), quant::scheme_name(o.q.scheme).c_str());
+  if (o.json) {
+    std::printf("{\"values\":%zu,\"scheme\":%s}\n", x.size(),
+                json_string(quant::scheme_name(o.q.scheme)).c_str());
+  } else {
+    std::printf("%zu values, scheme %s\n", x.size(), quant::scheme_name(o.q.scheme).c_str());
+  }
   return 0;
 }
 

@@ -1,14 +1,9 @@
-// exmy step --optimizer NAME --params P.npy --grads G.npy [--state DIR] --steps N --out DIR
-//           [--lr X --beta1 X --beta2 X --eps X --wd X --momentum X --dampening X --nesterov]
-//           [--block 256|2048] [--no-small-fallback] [--variant default|torch-fused|torch-order]
-//           [--param-dtype fp32|bf16|fp16] [--seed S] [--loss-scale none|dynamic|fixed:S]
-//           [--device cpu|cuda]
-// Runs N optimizer steps on one tensor (docs/SEMANTICS.md 9, 11.5). NAME is an entry of the
-// optimizer registry (sim/optim/registry.hpp), which also gives its defaults, its state files and
-// its CPU step; --device cuda runs the GPU kernels of gpu/optim/optim.hpp (optim_host.hpp), states
-// staying on the device between steps, and writes the same bytes. G.npy has P's shape (the same
-// gradient every step) or [N, *shape] (one per step). The state is saved in DIR as .npy files and
-// state.json (written last), and reloads without loss with --state DIR.
+// exmy step: N optimizer steps on one tensor (docs/SEMANTICS.md 9, 11.5). NAME is an entry of
+// the optimizer registry (sim/optim/registry.hpp), which also gives its defaults, its state files
+// and its CPU step; --device cuda runs the GPU kernels of gpu/optim/optim.hpp (optim_host.hpp),
+// states staying on the device between steps, and writes the same bytes. G.npy has P's shape (the
+// same gradient every step) or [N, *shape] (one per step). The state is saved in DIR as .npy files
+// and state.json (written last), and reloads without loss with --state DIR.
 #include <sys/stat.h>
 
 #include <chrono>
@@ -17,7 +12,9 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -25,6 +22,7 @@
 #include "cli/cli_device.hpp"
 #include "cli/cli_util.hpp"
 #include "cli/command.hpp"
+#include "cli/options.hpp"
 #include "gpu/optim/optim_host.hpp"
 #include "sim/common/error.hpp"
 #include "sim/common/number.hpp"
@@ -39,103 +37,112 @@ namespace {
 
 using optim::Storage;
 
-struct Options {
+// The command line of exmy step, as given; the numbers' defaults are the run's (optim::Config).
+struct StepArgs {
   std::string optimizer, params, grads, state, out;
   long steps = 1;
   optim::HyperOptions hyper;
-  int block = 256;
-  bool small_fallback = true;
-  std::string variant = "default";
+  int block = optim::Config{}.block;
+  bool small_fallback = optim::Config{}.small_fallback;
+  std::string variant = optim::Config{}.variant;
   std::string compat;  // --compat NAME, "" = the optimizer's default (torch-cpu for adam/adamw/sgd)
-  Storage st = Storage::f32;
-  std::uint64_t seed = 0;
+  Storage st = optim::Config{}.st;
+  std::uint64_t seed = optim::Config{}.seed;
   std::string loss_scale = "none";
   Device device = Device::cpu;
+  bool quiet = false;  // no progress on stderr
 };
 
-// The --compat names come from the profiles that cover a step (sim/format/compat.hpp).
-const std::string kUsageText =
-    "usage: exmy step --optimizer NAME --params P.npy --grads G.npy [--state DIR] --steps N --out "
-    "DIR [--lr X --beta1 X --beta2 X --eps X --wd X --momentum X --dampening X --nesterov] "
-    "[--block 256|2048] [--no-small-fallback] [--variant default|torch-fused|torch-order] "
-    "[--compat " +
-    compat_profile_names(CompatOp::step, "|") +
-    "] [--param-dtype fp32|bf16|fp16] [--seed S] "
-    "[--loss-scale none|dynamic|fixed:S] "
-    "[--device cpu|cuda]";
-const char* const kUsage = kUsageText.c_str();
-
-Options parse(const Args& args) {
-  Options o;
-  for (std::size_t i = 0; i < args.size(); ++i) {
-    const std::string& a = args[i];
-    if (a == "--help" || a == "-h") {
-      std::printf("%s\n", kUsage);
-      std::exit(0);
-    } else if (a == "--optimizer") {
-      o.optimizer = option_value(args, i);
-    } else if (a == "--params") {
-      o.params = option_value(args, i);
-    } else if (a == "--grads") {
-      o.grads = option_value(args, i);
-    } else if (a == "--state") {
-      o.state = option_value(args, i);
-    } else if (a == "--out") {
-      o.out = option_value(args, i);
-    } else if (a == "--steps") {
-      o.steps = static_cast<long>(parse_uint(option_value(args, i), "--steps", 1u << 30));
-    } else if (a == "--lr") {
-      o.hyper.lr = number::parse_f64(option_value(args, i), "--lr");
-    } else if (a == "--beta1") {
-      o.hyper.beta1 = number::parse_f64(option_value(args, i), "--beta1");
-    } else if (a == "--beta2") {
-      o.hyper.beta2 = number::parse_f64(option_value(args, i), "--beta2");
-    } else if (a == "--eps") {
-      o.hyper.eps = number::parse_f64(option_value(args, i), "--eps");
-    } else if (a == "--wd") {
-      o.hyper.wd = number::parse_f64(option_value(args, i), "--wd");
-    } else if (a == "--momentum") {
-      o.hyper.momentum = number::parse_f64(option_value(args, i), "--momentum");
-    } else if (a == "--dampening") {
-      o.hyper.dampening = number::parse_f64(option_value(args, i), "--dampening");
-    } else if (a == "--nesterov") {
-      o.hyper.nesterov = true;
-    } else if (a == "--block") {
-      o.block = static_cast<int>(parse_uint(option_value(args, i), "--block", 1u << 20));
-    } else if (a == "--no-small-fallback") {
-      o.small_fallback = false;
-    } else if (a == "--variant") {
-      o.variant = option_value(args, i);
-    } else if (a == "--compat") {
-      o.compat = option_value(args, i);
-    } else if (a == "--param-dtype") {
-      const std::string& v = option_value(args, i);
-      if (v == "fp32") {
-        o.st = Storage::f32;
-      } else if (v == "bf16") {
-        o.st = Storage::bf16;
-      } else if (v == "fp16") {
-        o.st = Storage::f16;
-      } else {
-        throw InputError("--param-dtype '" + v + "': expected fp32, bf16 or fp16");
-      }
-    } else if (a == "--seed") {
-      o.seed = parse_uint(option_value(args, i), "--seed", ~std::uint64_t{0});
-    } else if (a == "--loss-scale") {
-      o.loss_scale = option_value(args, i);
-    } else if (a == "--device") {
-      o.device = parse_device(option_value(args, i));
-    } else {
-      throw InputError("unknown option '" + a + "' (" + kUsage + ")");
+// "default" and every named variant of the registry, for --help.
+std::string variant_names() {
+  std::string out = "default";
+  for (const optim::Entry& e : optim::optimizers()) {
+    if (!e.variants.empty() && out.find(e.variants) == std::string::npos) {
+      out += "|" + std::string(e.variants);
     }
   }
-  if (o.optimizer.empty()) {
-    throw InputError("--optimizer is required (one of: " + optim::optimizer_names() + ")");
-  }
-  if (o.params.empty()) throw InputError("--params is required");
-  if (o.grads.empty()) throw InputError("--grads is required");
-  if (o.out.empty()) throw InputError("--out is required");
-  return o;
+  return out;
+}
+
+// --param-dtype: the storage format the parameters' values belong to.
+Storage parse_param_dtype(const std::string& v) {
+  if (v == "fp32") return Storage::f32;
+  if (v == "bf16") return Storage::bf16;
+  if (v == "fp16") return Storage::f16;
+  throw InputError("--param-dtype '" + v + "': expected fp32, bf16 or fp16");
+}
+
+// A hyperparameter option: parsed here, its domain checked against the optimizer after parsing
+// (optim::check_hyper_domains).
+std::function<void(const std::string&)> hyper_value(std::optional<double>& field,
+                                                    const char* name) {
+  return [&field, name](const std::string& v) { field = number::parse_f64(v, name); };
+}
+
+// The option table of exmy step, filling `o`.
+Options step_options(StepArgs& o) {
+  Options opts("exmy step --optimizer NAME --params P.npy --grads G.npy --out DIR [OPTIONS]",
+               "Runs N optimizer steps on one tensor (docs/SEMANTICS.md 9, 11.5) and saves the "
+               "state in DIR (.npy files and state.json, written last); prints state.json.",
+               "exmy step --optimizer adamw --params p.npy --grads g.npy --steps 10 --out s");
+  const std::string hyper_def = "the optimizer's library default (registry, SEMANTICS 9.9)";
+  opts.value({"--optimizer"}, "NAME",
+             "an optimizer of the registry, one of: " + optim::optimizer_names(),
+             Options::kRequired, [&](const std::string& v) { o.optimizer = v; })
+      .value({"--params"}, "P.npy", "the parameters: <f4 (or <f2, which implies fp16 storage)",
+             Options::kRequired, [&](const std::string& v) { o.params = v; })
+      .value({"--grads"}, "G.npy",
+             "<f4 gradients: P's shape (the same every step) or [N, *shape] (one per step)",
+             Options::kRequired, [&](const std::string& v) { o.grads = v; })
+      .value({"--out"}, "DIR", "the state directory written", Options::kRequired,
+             [&](const std::string& v) { o.out = v; })
+      .value({"--state"}, "DIR", "resume from a state directory written by exmy step",
+             "a fresh state", [&](const std::string& v) { o.state = v; })
+      .value({"--steps"}, "N", "steps to run (1..2^30)", std::to_string(o.steps),
+             [&](const std::string& v) {
+               o.steps = static_cast<long>(parse_uint(v, "--steps", 1u << 30));
+             })
+      .value({"--lr"}, "X", "learning rate", hyper_def, hyper_value(o.hyper.lr, "--lr"))
+      .value({"--beta1"}, "X", "Adam beta1 (momentum8bit: its momentum)", hyper_def,
+             hyper_value(o.hyper.beta1, "--beta1"))
+      .value({"--beta2"}, "X", "Adam beta2", hyper_def, hyper_value(o.hyper.beta2, "--beta2"))
+      .value({"--eps"}, "X", "Adam epsilon", hyper_def, hyper_value(o.hyper.eps, "--eps"))
+      .value({"--wd"}, "X", "weight decay", hyper_def, hyper_value(o.hyper.wd, "--wd"))
+      .value({"--momentum"}, "X", "SGD momentum", hyper_def,
+             hyper_value(o.hyper.momentum, "--momentum"))
+      .value({"--dampening"}, "X", "SGD dampening", hyper_def,
+             hyper_value(o.hyper.dampening, "--dampening"))
+      .flag({"--nesterov"}, "SGD Nesterov momentum", [&] { o.hyper.nesterov = true; })
+      .value({"--block"}, "B", "block size of 8-bit block-wise states (1..2^20)",
+             std::to_string(o.block),
+             [&](const std::string& v) {
+               o.block = static_cast<int>(parse_uint(v, "--block", 1u << 20));
+             })
+      .flag({"--no-small-fallback"},
+            "8-bit states also for tensors of fewer than 4096 elements (bitsandbytes keeps "
+            "those in 32-bit)",
+            [&] { o.small_fallback = false; })
+      .value({"--variant"}, variant_names(),
+             "a named kernel variant of the optimizer (SEMANTICS 12)", o.variant,
+             [&](const std::string& v) { o.variant = v; })
+      .value({"--compat"}, compat_profile_names(CompatOp::step, "|"),
+             "the kernels of a library profile", "the optimizer's (torch-cpu for adam, adamw, sgd)",
+             [&](const std::string& v) { o.compat = v; })
+      .value({"--param-dtype"}, "fp32|bf16|fp16",
+             "storage of the parameters: every value of P must be one of this format (P stays "
+             "<f4)",
+             "fp32 (fp16 for a <f2 P)", [&](const std::string& v) { o.st = parse_param_dtype(v); })
+      .value({"--seed"}, "S", "seed of stochastic rounding", std::to_string(o.seed),
+             [&](const std::string& v) { o.seed = parse_uint(v, "--seed", ~std::uint64_t{0}); })
+      .value({"--loss-scale"}, "none|dynamic|fixed:S",
+             "unscale the gradients (dynamic: PyTorch's GradScaler; a step with inf/NaN is "
+             "skipped)",
+             o.loss_scale, [&](const std::string& v) { o.loss_scale = v; })
+      .value({"--device"}, "cpu|cuda", "run the CPU steps or the GPU kernels (the same bytes)",
+             "cpu", [&](const std::string& v) { o.device = parse_device(v); })
+      .flag({"--quiet"}, "no progress on stderr (else a line a second after the first two seconds)",
+            [&] { o.quiet = true; });
+  return opts;
 }
 
 std::string shape_text(const std::vector<std::size_t>& shape) {
@@ -146,10 +153,11 @@ std::string shape_text(const std::vector<std::size_t>& shape) {
 
 // Progress of a long run on stderr: steps done, rate and the time left, at most once a second
 // and only after the first two seconds (short runs print nothing). EXMY_PROGRESS_SECONDS=S sets
-// both delays to S seconds (tests use 0: a line per step).
+// both delays to S seconds (tests use 0: a line per step); --quiet prints nothing.
 class Progress {
  public:
-  explicit Progress(long total) : total_(total), start_(Clock::now()), last_(start_) {
+  Progress(long total, bool quiet)
+      : total_(total), quiet_(quiet), start_(Clock::now()), last_(start_) {
     if (const char* e = std::getenv("EXMY_PROGRESS_SECONDS")) {
       const double s = number::parse_f64(e, "EXMY_PROGRESS_SECONDS");
       number::require_range(s, e, "EXMY_PROGRESS_SECONDS", 0.0, false, 1e6, false);
@@ -158,7 +166,7 @@ class Progress {
   }
   void update(long done) {
     const auto now = Clock::now();
-    if (done == 0 || now - last_ < every_ || now - start_ < first_) return;
+    if (quiet_ || done == 0 || now - last_ < every_ || now - start_ < first_) return;
     last_ = now;
     printed_ = true;
     const double secs = std::chrono::duration<double>(now - start_).count();
@@ -188,13 +196,15 @@ class Progress {
     return buf;
   }
   long total_;
+  bool quiet_;
   Clock::time_point start_, last_;
   std::chrono::duration<double> first_{2.0}, every_{1.0};
   bool printed_ = false;
 };
 
 int run_step(const Args& args) {
-  const Options o = parse(args);
+  StepArgs o;
+  if (!step_options(o).parse(args)) return 0;
   optim::Config c;
   c.opt = optim::find_optimizer(o.optimizer);
   const optim::Entry& e = *c.opt.entry;
@@ -299,7 +309,7 @@ int run_step(const Args& args) {
       o.device == Device::cuda ? gpu::optim_stepper(c, p, state) : optim::cpu_stepper(c, p, state);
   long t = t0;
   optim::RunRecord rec;
-  Progress progress(o.steps);
+  Progress progress(o.steps, o.quiet);
   for (long k = 0; k < o.steps; ++k) {
     progress.update(k);
     std::span<const float> gk = gall.subspan(per_step ? static_cast<std::size_t>(k) * n : 0, n);

@@ -230,7 +230,8 @@ TEST_CASE("every --variant and --scale-mode named in the usage text parses (te-c
     WARN("EXMY_CLI not set (run through ctest): usage text not read");
     return;
   }
-  // The usage text's own lists: each alternative between "--variant " and "]" must parse.
+  // The help text's own lists: each alternative of the option's value ("--variant a|b|c") must
+  // parse.
   const std::string cmd = cli() + " quantize --help";
   FILE* f = popen(cmd.c_str(), "r");
   REQUIRE(f != nullptr);
@@ -241,7 +242,7 @@ TEST_CASE("every --variant and --scale-mode named in the usage text parses (te-c
   for (const std::string flag : {"--variant ", "--scale-mode "}) {
     const std::size_t at = usage.find(flag);
     REQUIRE(at != std::string::npos);
-    const std::size_t end = usage.find(']', at);
+    const std::size_t end = usage.find_first_of(" \n", at + flag.size());
     std::string list = usage.substr(at + flag.size(), end - at - flag.size());
     std::size_t start = 0;
     int names = 0;

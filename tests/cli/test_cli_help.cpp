@@ -1,0 +1,180 @@
+// Issue 31: the option tables (cli/options.hpp) of quantize, dequantize, step, gemm and the golden
+// sub-commands. --help lists every option with its default or "(required)", a misspelt option is
+// refused with the nearest name, an old spelling kept as an alias is the same option, and the
+// summaries added with the tables (--json, --quiet) behave as their help says.
+#include <catch2/catch.hpp>
+#include <filesystem>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "sim/io/json.hpp"
+#include "sim/io/npy.hpp"
+#include "tests/support/cli_run.hpp"
+
+using namespace exmy;
+namespace fs = std::filesystem;
+
+namespace {
+
+bool have_cli() {
+  if (!testing::cli().empty()) return true;
+  WARN("exmy executable not found (run through ctest): skipped");
+  return false;
+}
+
+testing::Captured exmy_run(const std::string& args) {
+  return testing::run_captured(args, "exmy_help");
+}
+
+// A fresh directory per test case, removed at the end.
+struct Dir {
+  std::string path = testing::make_tmpdir("exmy_help");
+  ~Dir() { fs::remove_all(path); }
+  std::string operator/(const std::string& name) const { return path + "/" + name; }
+};
+
+// The entries of the "options:" section of a help text, one string each: a line "  --name ..."
+// and the lines indented under it (a long option's description is on the next line).
+std::vector<std::string> option_entries(const std::string& help) {
+  std::vector<std::string> entries;
+  std::istringstream in(help);
+  std::string line;
+  bool inside = false;
+  while (std::getline(in, line)) {
+    if (line == "options:") {
+      inside = true;
+    } else if (inside && line.rfind("  -", 0) == 0) {
+      entries.push_back(line);
+    } else if (inside && line.rfind("   ", 0) == 0 && !entries.empty()) {
+      entries.back() += "\n" + line;
+    } else if (inside) {
+      break;  // the blank line before "example:"
+    }
+  }
+  return entries;
+}
+
+const char* const kSubcommands[] = {"quantize",     "dequantize",      "step",
+                                    "gemm",         "golden generate", "golden merge",
+                                    "golden check", "golden run"};
+
+// A quantization of four values (tensor scheme, e4m3fn) in d: x.npy, q.npy, s.npy.
+std::string quantized(const Dir& d) {
+  io::write_npy(d / "x.npy", io::make_npy(std::vector<float>{1.0f, -2.0f, 0.5f, 3.0f}));
+  const auto c = exmy_run("quantize --scheme tensor --to e4m3fn --in " + (d / "x.npy") + " --out " +
+                          (d / "q.npy") + " --state-out " + (d / "s.npy"));
+  REQUIRE(c.status == 0);
+  return "--scheme tensor --from e4m3fn --in " + (d / "q.npy");
+}
+
+}  // namespace
+
+TEST_CASE("help_lists_defaults: every option of quantize, dequantize, step, gemm and golden",
+          "[cli][help]") {
+  if (!have_cli()) return;
+  for (const char* sub : kSubcommands) {
+    INFO(sub);
+    const auto c = exmy_run(std::string(sub) + " --help");
+    CHECK(c.status == 0);
+    CHECK(c.out.rfind(std::string("usage: exmy ") + sub, 0) == 0);
+    const std::vector<std::string> entries = option_entries(c.out);
+    CHECK(entries.size() >= 1);  // -h, --help at least
+    for (const std::string& e : entries) {
+      INFO(e);
+      CHECK(
+          (e.find("(default: ") != std::string::npos || e.find("(required)") != std::string::npos));
+    }
+  }
+  // exmy golden --help: each sub-command's usage line, from its table.
+  const auto g = exmy_run("golden --help");
+  CHECK(g.status == 0);
+  for (const char* sub : {"generate", "merge", "check", "run"}) {
+    CHECK(g.out.find(std::string("  exmy golden ") + sub) != std::string::npos);
+  }
+}
+
+TEST_CASE("help_near_miss: a misspelt option is refused with the nearest name", "[cli][help]") {
+  if (!have_cli()) return;
+  const struct {
+    const char* args;
+    const char* hint;
+  } cases[] = {
+      {"quantize --sheme tensor", "did you mean --scheme?"},
+      {"dequantize --scale-mod floor", "did you mean --scale-mode?"},
+      {"step --optimzer adamw", "did you mean --optimizer?"},
+      {"gemm --acum sm90", "did you mean --accum?"},
+      {"golden generate --sed 3", "did you mean --seed?"},
+      {"golden check corpus --result r", "did you mean --results?"},
+      {"golden run --backnd x.so", "did you mean --backend?"},
+  };
+  for (const auto& k : cases) {
+    INFO(k.args);
+    const auto c = exmy_run(k.args);
+    INFO(c.err);
+    CHECK(c.status == 2);
+    CHECK(c.err.find(k.hint) != std::string::npos);
+    CHECK(c.err.find("try --help") != std::string::npos);
+  }
+  // Operands: golden merge takes exactly one directory.
+  CHECK(exmy_run("golden merge").status == 2);
+  CHECK(exmy_run("golden merge a b").status == 2);
+  CHECK(exmy_run("quantize stray").status == 2);
+}
+
+TEST_CASE("help_alias_state: dequantize --state (the old spelling) is --state-in", "[cli][help]") {
+  if (!have_cli()) return;
+  const Dir d;
+  const std::string base = quantized(d);
+  const auto canonical =
+      exmy_run("dequantize " + base + " --state-in " + (d / "s.npy") + " --out " + (d / "a.npy"));
+  const auto alias =
+      exmy_run("dequantize " + base + " --state " + (d / "s.npy") + " --out " + (d / "b.npy"));
+  REQUIRE(canonical.status == 0);
+  CHECK(alias.status == 0);
+  CHECK(alias.out == canonical.out);
+  CHECK(alias.err == canonical.err);
+  CHECK(testing::slurp(d / "b.npy") == testing::slurp(d / "a.npy"));
+  // --help names the alias on the canonical option's line.
+  const auto h = exmy_run("dequantize --help");
+  CHECK(h.out.find("--state-in S.npy") != std::string::npos);
+  CHECK(h.out.find("[alias: --state]") != std::string::npos);
+}
+
+TEST_CASE("help_json_summary: quantize and dequantize --json print their summary as JSON",
+          "[cli][help]") {
+  if (!have_cli()) return;
+  const Dir d;
+  const std::string base = quantized(d);
+  const auto q = exmy_run("quantize --scheme tensor --to e4m3fn --in " + (d / "x.npy") + " --out " +
+                          (d / "q2.npy") + " --state-out " + (d / "s2.npy") + " --json");
+  REQUIRE(q.status == 0);
+  const io::Json j = io::parse_json(q.out, "quantize --json");
+  CHECK(j.at("codes", "codes").u64("codes") == 4);
+  CHECK(j.at("states", "states").u64("states") == 1);
+  CHECK(j.at("scheme", "scheme").str("scheme") == "tensor");
+  CHECK(j.at("device", "device").str("device") == "cpu");
+  CHECK(j.at("flags", "flags").kind == io::Json::Kind::array);
+  // The same codes as without --json.
+  CHECK(testing::slurp(d / "q2.npy") == testing::slurp(d / "q.npy"));
+  const auto dq = exmy_run("dequantize " + base + " --state-in " + (d / "s.npy") + " --out " +
+                           (d / "x2.npy") + " --json");
+  REQUIRE(dq.status == 0);
+  const io::Json k = io::parse_json(dq.out, "dequantize --json");
+  CHECK(k.at("values", "values").u64("values") == 4);
+  CHECK(k.at("scheme", "scheme").str("scheme") == "tensor");
+}
+
+TEST_CASE("help_step_quiet: step --quiet prints no progress", "[cli][help]") {
+  if (!have_cli()) return;
+  const Dir d;
+  io::write_npy(d / "p.npy", io::make_npy(std::vector<float>{1.0f, -2.0f, 0.5f, 3.0f}));
+  const std::string args = "step --optimizer adamw --params " + (d / "p.npy") + " --grads " +
+                           (d / "p.npy") + " --steps 3 --out ";
+  // EXMY_PROGRESS_SECONDS=0: a progress line per step, unless --quiet.
+  REQUIRE(testing::run(args + (d / "a"), d / "err_a", "EXMY_PROGRESS_SECONDS=0") == 0);
+  CHECK(testing::slurp(d / "err_a").find("exmy step: 1/3 steps") != std::string::npos);
+  REQUIRE(testing::run(args + (d / "b") + " --quiet", d / "err_b", "EXMY_PROGRESS_SECONDS=0") == 0);
+  CHECK(testing::slurp(d / "err_b").empty());
+  CHECK(testing::slurp(d / "b/params.npy") == testing::slurp(d / "a/params.npy"));
+}
