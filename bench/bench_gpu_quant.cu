@@ -17,7 +17,7 @@
 #include "gpu/cast/cast.hpp"
 #include "gpu/cast/hw_cast.hpp"
 #include "gpu/common/runtime.hpp"
-#include "gpu/quantize.hpp"
+#include "gpu/quant/quantize.hpp"
 #include "sim/format/float_names.hpp"
 #include "sim/quant/quantize.hpp"
 

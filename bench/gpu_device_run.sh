@@ -29,7 +29,7 @@ for step in "$@"; do
         mkdir -p /tmp/aside
         for f in gpu/*.cu gpu/*/*.cu tests/gpu/*.cu properties/gpu/*.cu bench/*.cu; do
           case $f in
-            gpu/cast/cast.cu|gpu/cast/hw_cast.cu|gpu/verify/verify.cu|gpu/quantize.cu|gpu/common/runtime.cu|bench/bench_gpu_quant.cu) ;;
+            gpu/cast/cast.cu|gpu/cast/hw_cast.cu|gpu/verify/verify.cu|gpu/quant/*.cu|gpu/common/runtime.cu|bench/bench_gpu_quant.cu) ;;
             *) [ -e "$f" ] && mv "$f" /tmp/aside/ && echo "set aside $f" | tee -a "$OUT/steps.log" ;;
           esac
         done

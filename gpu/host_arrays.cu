@@ -5,7 +5,7 @@
 
 #include "gpu/common/launch.hpp"
 #include "gpu/host_arrays.hpp"
-#include "gpu/quantize.hpp"
+#include "gpu/quant/quantize.hpp"
 #include "sim/common/error.hpp"
 
 namespace exmy::gpu {
@@ -46,8 +46,8 @@ std::vector<std::uint8_t> cast_compat_codes_host(const void* in, CastInput in_ty
   return codes.download<std::uint8_t>(n);
 }
 
-quant::Quantized quantize_host(const void* x, CastInput in_type, std::size_t rows,
-                               std::size_t cols, const quant::Options& opt) {
+quant::Quantized quantize_host(const void* x, CastInput in_type, std::size_t rows, std::size_t cols,
+                               const quant::Options& opt) {
   const std::size_t n = rows * cols;
   const std::size_t groups = quant::group_count(opt.scheme, rows, cols);
   const bool bytes = quant::make_plan(opt).byte_scales();

@@ -1,6 +1,6 @@
 // Host-array entry points to the GPU kernels, for the CLI's `--device cuda` and for callers that
 // hold their tensors in host memory: each call uploads its inputs, runs the device-pointer API
-// (gpu/cast/cast.hpp, gpu/quantize.hpp) on the default stream, and downloads the results
+// (gpu/cast/cast.hpp, gpu/quant/quantize.hpp) on the default stream, and downloads the results
 // (synchronous). Bits are those of the device-pointer API, which equal the CPU reference's.
 // Defined only in CUDA builds (gpu/host_arrays.cu); throws gpu::CudaError on CUDA failures.
 #pragma once
@@ -28,8 +28,8 @@ std::vector<std::uint8_t> cast_compat_codes_host(const void* in, CastInput in_ty
 
 // The rows x cols matrix at x (row-major) quantized under opt (shape and state_shape are the
 // matrix view's; the caller sets the tensor's own). Codes one per byte (unpacked).
-quant::Quantized quantize_host(const void* x, CastInput in_type, std::size_t rows,
-                               std::size_t cols, const quant::Options& opt);
+quant::Quantized quantize_host(const void* x, CastInput in_type, std::size_t rows, std::size_t cols,
+                               const quant::Options& opt);
 // The inverse: rows x cols fp32 values in the input layout.
 std::vector<float> dequantize_host(const quant::Quantized& q, std::size_t rows, std::size_t cols,
                                    const quant::Options& opt);

@@ -5,7 +5,7 @@
 # `exmy cast --device cuda` (fast presets, a generic format, sr), `exmy quantize --device cuda`
 # (each scheme). The CLI test suites run hundreds of child processes, which the tool's start-up
 # cost per process makes too slow to cover whole; these commands reach the same host wrappers
-# (gpu/optim/optim_host.cu, gpu/host_arrays.cu, gpu/quantize.cu) and kernels.
+# (gpu/optim/optim_host.cu, gpu/host_arrays.cu, gpu/quant/*.cu) and kernels.
 #   scripts/gpu-sanitize-cli.sh EXMY OUTDIR [TOOLS="memcheck racecheck"]
 # Writes OUTDIR/cli-sanitize.tsv (tool, command, exit, summary) and the logs as a .tar.gz.
 set -uo pipefail

@@ -1,5 +1,5 @@
 // The NVIDIA fp8 conversion instructions as device functions (sm_89 and newer), shared by the
-// hardware backend (gpu/cast/hw_cast.cu) and the quantizers' fp8 element paths (gpu/quantize.cu).
+// hardware backend (gpu/cast/hw_cast.cu) and the quantizers' fp8 element paths (gpu/quant/*.cu).
 // cvt.rn.satfinite.{e4m3x2,e5m2x2}.f32 equals exmy's e4m3fn / e5m2 cast under rne + satfinite on
 // every fp32 input that is not NaN (the exhaustive hw campaign of SEMANTICS 13: 0 mismatches
 // outside NaN on all 2^32 inputs, each format; a NaN becomes 0x7F whatever its sign), so a kernel

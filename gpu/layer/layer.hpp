@@ -1,5 +1,5 @@
 // The layers of sim/layer/linear_layer.hpp on the GPU: the same algorithm (layer::run_layer)
-// on an engine whose primitives are CUDA kernels (quantizers of gpu/quantize.hpp, the int8
+// on an engine whose primitives are CUDA kernels (quantizers of gpu/quant/quantize.hpp, the int8
 // product and the GEMM emulation of gpu/gemm/). Bits equal the CPU reference's
 // (tests/gpu/gemm_layer_test.cpp).
 #pragma once

@@ -14,7 +14,7 @@
 #include "gpu/cast/cast_reference.hpp"
 #include "gpu/cast/hw_cast.hpp"
 #include "gpu/common/launch.hpp"
-#include "gpu/fast_int8.hpp"
+#include "gpu/quant/fast_int8.hpp"
 #include "gpu/verify/verify.hpp"
 #include "sim/common/error.hpp"
 #include "sim/format/float_names.hpp"

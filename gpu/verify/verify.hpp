@@ -56,7 +56,7 @@ std::vector<CampaignCase> run_cast_campaign(const CampaignOptions& options);
 // A markdown table of the cases (one row each, per-class mismatch counts) plus the examples.
 std::string campaign_markdown(const std::vector<CampaignCase>& cases);
 
-// Mismatches between gpu/fast_int8.hpp and native::round_to_int8 (run on the device) over all
+// Mismatches between gpu/quant/fast_int8.hpp and native::round_to_int8 (run on the device) over all
 // 2^32 fp32 inputs y, for one of rne, rtz, rup, rdn.
 std::uint64_t verify_int8_rounding_exhaustive(RoundMode mode);
 

@@ -1,4 +1,4 @@
-// The GPU quantization kernels (gpu/quantize.cu: the state kernels, the single-pass and generic
+// The GPU quantization kernels (gpu/quant/*.cu: the state kernels, the single-pass and generic
 // element paths, the dequantizers) against the quantization oracle (sim/oracle/steps/quant.hpp)
 // directly: no native-engine code on the reference side, so a wrong order, rounding or tie rule in
 // the shared EXMY_HD functions fails here although the GPU-vs-CPU tests (both sides compile the

@@ -4,7 +4,7 @@
 //   group_state(plan, amax)               the state word of a group from its absmax
 //   quant_element(plan, x, state, word)   the code of one element
 //   dequant_element(plan, code, state)    the fp32 value of one code
-// The CPU reference loops (sim/quant/quantize.cpp) and the CUDA kernels (gpu/quantize.cu) call
+// The CPU reference loops (sim/quant/quantize.cpp) and the CUDA kernels (gpu/quant/*.cu) call
 // exactly these; a GPU fast path is a specialisation that must give the same bits
 // (docs/SEMANTICS.md 7; 7.9 lists the fast paths). Adding a scale rule or a target means adding
 // a case here, nowhere else.

@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "gpu/cast/widen.hpp"
-#include "gpu/quantize.hpp"
+#include "gpu/quant/quantize.hpp"
 #include "sim/native/convert.hpp"
 #include "sim/quant/quantize.hpp"
 #include "tests/gpu/gpu_test_util.hpp"
@@ -53,8 +53,8 @@ inline std::string compare_quantize(CastInput in_type, const std::vector<std::ui
       << native::bits_of(ref.tensor_scale);
     return t.str();
   }
-  dequantize(out.codes, out.state, out.scale_codes, rows, cols, opt, static_cast<float*>(ddeq.get()),
-             nullptr, tensor_scale);
+  dequantize(out.codes, out.state, out.scale_codes, rows, cols, opt,
+             static_cast<float*>(ddeq.get()), nullptr, tensor_scale);
   const auto codes = dcodes.download<std::uint8_t>(n);
   const auto state = dstate.download<std::uint32_t>(groups);
   const auto scales = dmx.download<std::uint8_t>(groups);

@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "gpu/quantize.hpp"
+#include "gpu/quant/quantize.hpp"
 #include "gpu/verify/verify.hpp"
 #include "sim/common/error.hpp"
 #include "sim/native/pack4.hpp"

@@ -1,4 +1,4 @@
-// The GPU codebook lookup table (gpu/quantize_codebook_table.hpp) against the reference search
+// The GPU codebook lookup table (gpu/quant/codebook_table.hpp) against the reference search
 // codebook_nearest: the table must give the reference's code for every fp32 input. CI checks
 // every bit pattern near each midpoint and each bucket edge plus a stride walk over all 2^32
 // patterns; the hidden "[.exhaustive]" case checks every bit pattern in [-1, 1] (the normalised
@@ -11,7 +11,7 @@
 #include <thread>
 #include <vector>
 
-#include "gpu/quantize_codebook_table.hpp"
+#include "gpu/quant/codebook_table.hpp"
 #include "sim/format/codebook.hpp"
 #include "sim/native/codebook_lookup.hpp"
 #include "sim/native/quant_fp32.hpp"

@@ -1,0 +1,54 @@
+// Internal to gpu/quant/*.cu: the quantize kernels' launch arguments (QArgs: the plan of
+// sim/native/quant_plan.hpp and the tensor's geometry) and the constants of their thread layout.
+// A named namespace, not an anonymous one: the launchers of every target kind (one .cu each) and
+// the shared host glue (quantize.cu, absmax.cu) pass QArgs between translation units.
+#pragma once
+
+#include <cstdint>
+
+#include "gpu/cast/fast_cast.hpp"
+#include "gpu/common/launch.hpp"
+#include "sim/native/quant_absmax.hpp"
+#include "sim/native/quant_int8.hpp"
+#include "sim/native/quant_plan.hpp"
+
+namespace exmy::gpu::quant_detail {
+
+static_assert(native::kAbsmaxInit == 0.0f, "absmax identity must be +0 (bit pattern 0)");
+
+constexpr int kRun = 16;                // consecutive elements per thread
+constexpr int kTile = kThreads * kRun;  // 4096 elements per block per step
+constexpr std::uint32_t kNanAbsBits = 0x7FC00000u;
+constexpr int kColRun = 8;  // columns per thread in the 2-d column-wise kernels
+// The int8 absmax target Q (y = Q x / a): the largest int8 code, as fp32 (exact).
+constexpr float kInt8Q = static_cast<float>(native::kInt8Max);
+
+enum class Kind : std::uint8_t { int8, flt, codebook, mx };
+
+// The plan (sim/native/quant_plan.hpp) and what the launch needs beside it.
+struct QArgs {
+  native::QuantPlan p;
+  Kind kind;
+  bool col;  // column-wise groups (g = c); otherwise contiguous groups of G
+  bool transpose;
+  std::uint64_t rows, cols, n, G, groups;
+  int G_shift = 0;    // log2(G) where G is a power of two (every single-pass geometry), else 0
+  FastCastPlan plan;  // for flt / mx targets where fast_cast_supported(fmt)
+  bool fast;
+  // MX elements whose fp8 cast may be the hardware instruction (gpu/cast/hw_cvt.hpp): e4m3fn or
+  // e5m2 under rne, on sm_89+ (the device code checks the architecture at compile time).
+  bool hw_e4m3 = false, hw_e5m2 = false;
+  // The fused kernel writes 4-bit codes two per byte (sim/native/pack4.hpp's layout).
+  bool packed4 = false;
+};
+
+namespace {
+
+// Whether the block-scaled rule is one of NVFP4's (E4M3 scale codes), on the host (path choice)
+// and on the device.
+__host__ __device__ __forceinline__ bool nvfp4_rule(const QArgs& a) {
+  return a.p.rule == native::ScaleRule::nvfp4_torchao || a.p.rule == native::ScaleRule::nvfp4_te;
+}
+
+}  // namespace
+}  // namespace exmy::gpu::quant_detail

@@ -1,0 +1,131 @@
+// Internal to gpu/quant/*.cu: the generic element path, the CPU reference's loop body
+// (sim/quant/quantize.cpp) on the same native:: functions: the per-group state from the absmax
+// (native::group_state, the MX E8M0 and NVFP4 E4M3 scale codes), one element's code
+// (quant_one) and its Philox words. The heavy native calls stay out of line (cold_*).
+#pragma once
+
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+#include "gpu/cast/hw_cvt.hpp"
+#include "gpu/quant/detail_args.cuh"
+#include "gpu/quant/fast_int8.hpp"
+#include "sim/native/codebook_lookup.hpp"
+#include "sim/native/philox.hpp"
+#include "sim/native/quant_absmax.hpp"
+#include "sim/native/quant_codebook.hpp"
+#include "sim/native/quant_int8.hpp"
+#include "sim/native/quant_mx.hpp"
+#include "sim/native/quant_plan.hpp"
+#include "sim/native/quant_scaled_cast.hpp"
+
+namespace exmy::gpu::quant_detail {
+namespace {
+
+// The per-group state (native::group_state): fp32 for int8 / flt / codebook, a byte code for the
+// block-scaled rules (Kind::mx: MX and NVFP4).
+// The plan's functions out of line: every kernel instantiation calls the same one body (the
+// generic paths are the cold ones; inlining the whole dispatch into each template instance
+// multiplied the compile time and the register pressure of the fast paths).
+__device__ __noinline__ std::uint32_t cold_group_state(const native::QuantPlan& p, float amax) {
+  return native::group_state(p, amax);
+}
+// `cb` is the codebook in shared memory (kernels with codebook targets copy it there): reading
+// the plan's own copy in parameter space with divergent indices would serialize.
+__device__ __noinline__ std::uint8_t cold_quant_element(const native::QuantPlan& p, const float* cb,
+                                                        float x, std::uint32_t state,
+                                                        std::uint32_t word) {
+  return static_cast<std::uint8_t>(native::quant_element(p, cb, x, state, word).code);
+}
+__device__ __noinline__ float cold_dequant_element(const native::QuantPlan& p, const float* cb,
+                                                   std::uint32_t code, std::uint32_t state) {
+  return native::dequant_element(p, cb, code, state);
+}
+__device__ __forceinline__ float state_of(const QArgs& a, float amax) {
+  return native::float_of(cold_group_state(a.p, amax));
+}
+
+// NVFP4 block scales with the fp8 instructions (gpu/cast/hw_cvt.hpp), sm_89+: the code is the
+// instruction's e4m3 cast of the native scale value (a non-NaN value in [-448, 448] casts as
+// e4m3_from_clamped does; the value's only NaN is CUDA's 0x7FFFFFFF, whose torch code 0x7F is the
+// instruction's), and the element factor is the native factor of the instruction's decode of the
+// code (exact for every non-NaN code; a NaN scale gives CUDA's NaN factor whatever the NaN's bits).
+__device__ __forceinline__ std::uint8_t nvfp4_scale_code(const QArgs& a, float amax) {
+#if defined(EXMY_HW_FP8)
+  const float v = a.p.rule == native::ScaleRule::nvfp4_te
+                      ? native::nvfp4_te_scale_value(amax, a.p.tensor)
+                      : native::nvfp4_torchao_scale_value(amax, a.p.tensor);
+  return static_cast<std::uint8_t>(cvt_f32x2<HwFp8::e4m3>(v, 0.0f));
+#else
+  return static_cast<std::uint8_t>(cold_group_state(a.p, amax));
+#endif
+}
+__device__ __forceinline__ float nvfp4_factor(const QArgs& a, std::uint8_t code) {
+#if defined(EXMY_HW_FP8)
+  const std::uint16_t h = static_cast<std::uint16_t>(cvt_to_f16x2<HwFp8::e4m3>(code));
+  const float s = __half2float(__ushort_as_half(h));
+  return a.p.rule == native::ScaleRule::nvfp4_te ? native::nvfp4_te_factor(s, a.p.tensor)
+                                                 : native::nvfp4_torchao_factor(s, a.p.tensor);
+#else
+  return native::nvfp4_element_scale(a.p, code);
+#endif
+}
+
+__device__ __forceinline__ std::uint8_t scale_code_of(const QArgs& a, float amax) {
+  if (nvfp4_rule(a)) return nvfp4_scale_code(a, amax);
+  return static_cast<std::uint8_t>(cold_group_state(a.p, amax));
+}
+
+// The heavy native paths, by name (mx elements, generic casts).
+__device__ __forceinline__ std::uint8_t cold_mx_element(FloatFormat f, float x, std::uint8_t scale,
+                                                        RoundMode mode, int sr_bits,
+                                                        std::uint32_t rand) {
+  return static_cast<std::uint8_t>(native::mx_element(f, x, scale, mode, sr_bits, rand).code);
+}
+__device__ __noinline__ std::uint8_t cold_codebook_nearest(const float* cb, float n, TieRule tie) {
+  return codebook_nearest(cb, n, tie);
+}
+
+__device__ __forceinline__ std::uint32_t stream_of(const QArgs& a) {
+  return a.p.stream();
+}
+
+// The code of element i (flat input index) given its group's state; `word` is the element's
+// 32-bit Philox word of stream_of(a) (unused unless a.p.mode is sr). quant::quantize's loop body,
+// for the target kind K.
+template <Kind K>
+__device__ __forceinline__ std::uint8_t quant_one(const QArgs& a, const float* cb, float x,
+                                                  float st, std::uint8_t mxs, std::uint32_t word) {
+  if constexpr (K == Kind::int8) {
+    // The integer rounding of native::round_to_int8 by one cvt (gpu/quant/fast_int8.hpp).
+    if (st == 0.0f) return 0;
+    if (int8_fast_mode(a.p.mode)) {
+      return static_cast<std::uint8_t>(
+          fast_round_to_int8(native::absmax_scale(x, st, kInt8Q, a.p.order, a.p.sfu), a.p.mode));
+    }
+  }
+  const std::uint32_t state = K == Kind::mx ? std::uint32_t{mxs} : native::bits_of(st);
+  return cold_quant_element(a.p, cb, x, state, word);
+}
+
+// The 32-bit Philox words of stream_of(a) for elements base .. base + kRun - 1.
+__device__ __forceinline__ void words_for_run(const QArgs& a, std::uint64_t base,
+                                              std::uint32_t w[kRun]) {
+  const std::uint32_t s = stream_of(a);
+  if ((base & 3u) == 0) {
+#pragma unroll
+    for (int q = 0; q < kRun / 4; ++q) {
+      const native::Philox4 b = native::philox_block(a.p.seed, s, (base >> 2) + q);
+#pragma unroll
+      for (int k = 0; k < 4; ++k) w[4 * q + k] = b.w[k];
+    }
+  } else {
+#pragma unroll
+    for (int k = 0; k < kRun; ++k) w[k] = native::philox_word(a.p.seed, s, base + k);
+  }
+}
+
+}  // namespace
+}  // namespace exmy::gpu::quant_detail

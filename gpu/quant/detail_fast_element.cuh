@@ -1,0 +1,436 @@
+// Internal to gpu/quant/*.cu: the fast element paths (the file comment of gpu/quant/quantize.cu
+// lists them): per-group operands hoisted out of the element loop (group_operands), then the
+// codes of a run of kRun elements for int8 (one cvt, gpu/quant/fast_int8.hpp), float targets
+// (gpu/cast/fast_cast.hpp), codebooks (gpu/quant/codebook_table.hpp), MX / NVFP4 (exponent shifts,
+// the fp8 instructions of gpu/cast/hw_cvt.hpp); generic_run is the same run on quant_one.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+#include "gpu/cast/fast_cast.hpp"
+#include "gpu/cast/hw_cvt.hpp"
+#include "gpu/quant/codebook_table.hpp"
+#include "gpu/quant/detail_args.cuh"
+#include "gpu/quant/detail_element.cuh"
+#include "gpu/quant/detail_input_words.cuh"
+#include "gpu/quant/fast_int8.hpp"
+#include "sim/native/codebook_lookup.hpp"
+#include "sim/native/philox.hpp"
+#include "sim/native/quant_codebook.hpp"
+#include "sim/native/quant_mx.hpp"
+#include "sim/native/quant_scaled_cast.hpp"
+
+namespace exmy::gpu::quant_detail {
+namespace {
+
+// ---- fast element paths ----
+// Per-group operands hoisted out of the element loop (group_operands; the state itself comes from
+// native::group_state before, in cold_group_state): the state, and the reciprocal-like operand of
+// the scaling order (RN32(1 / a) or RN32(Q / a)), exactly as native::absmax_scale and
+// native::codebook_normalize compute them per element; for NVFP4 the element factor
+// (native::nvfp4_element_scale).
+struct GroupOperands {
+  float st = 0.0f;
+  float aux = 0.0f;
+  int mx_exp = 0;  // mx: the scale's unbiased exponent X (scale code != 0xFF)
+  std::uint8_t mxs = 0;
+};
+
+template <Kind K>
+__device__ __forceinline__ GroupOperands group_operands(const QArgs& a, float st,
+                                                        std::uint8_t mxs) {
+  GroupOperands g;
+  g.st = st;
+  g.mxs = mxs;
+  if constexpr (K == Kind::int8 || K == Kind::flt) {
+    const float Q = K == Kind::int8 ? kInt8Q : a.p.fmax;
+    g.aux = a.p.order == native::ScaleOrder::mul_recip ? native::rn32_div(Q, st)
+            : a.p.order == native::ScaleOrder::fdividef_mul
+                ? native::sfu_div_approx_ftz_f(a.p.sfu, Q, st)  // __fdividef(127, absmax)
+                : native::rn32_div(1.0f, st);
+  } else if constexpr (K == Kind::codebook) {
+    g.aux = a.p.norm == native::NormOrder::bnb_cuda ? native::sfu_rcp_f(a.p.sfu, st)
+                                                    : native::rn32_div(1.0f, st);
+  } else if constexpr (K == Kind::mx) {
+    if (nvfp4_rule(a)) {
+      g.aux = nvfp4_factor(a, mxs);
+    } else if (a.p.rule == native::ScaleRule::mx_torchao) {
+      g.aux = native::mx_torchao_factor(mxs, a.p.mx_mode);
+    } else {
+      g.mx_exp = native::mx_scale_exp(mxs);
+    }
+  }
+  return g;
+}
+
+// int8, rne: y as native::absmax_scale in the order O without the canonical-NaN steps (a NaN y
+// gives code 0 either way), then one cvt.rni and the clamp.
+template <native::ScaleOrder O>
+__device__ __forceinline__ std::uint8_t fast_int8(const GroupOperands& g, float x) {
+  float y;
+  if constexpr (O == native::ScaleOrder::div_mul) {
+    y = native::rn_mul(kInt8Q, native::rn_div(x, g.st));
+  } else if constexpr (O == native::ScaleOrder::div_full_mul) {
+    y = native::rn_mul(kInt8Q, native::sfu_div_full_f(native::SfuTables{}, x, g.st));
+  } else if constexpr (O == native::ScaleOrder::recip_mul) {
+    y = native::rn_mul(kInt8Q, native::rn_mul(x, g.aux));
+  } else if constexpr (O == native::ScaleOrder::fdividef_mul) {
+    y = native::ftz_mul(x, g.aux);
+  } else {
+    y = native::rn_mul(x, g.aux);
+  }
+  const std::uint8_t c = static_cast<std::uint8_t>(fast_round_to_int8<RoundMode::rne>(y));
+  return g.st == 0.0f ? std::uint8_t{0} : c;
+}
+__device__ __forceinline__ std::uint8_t fast_int8(const QArgs& a, const GroupOperands& g, float x) {
+  switch (a.p.order) {
+    case native::ScaleOrder::div_mul:
+      return fast_int8<native::ScaleOrder::div_mul>(g, x);
+    case native::ScaleOrder::recip_mul:
+      return fast_int8<native::ScaleOrder::recip_mul>(g, x);
+    case native::ScaleOrder::div_full_mul:
+      return fast_int8<native::ScaleOrder::div_full_mul>(g, x);
+    case native::ScaleOrder::fdividef_mul:
+      return fast_int8<native::ScaleOrder::fdividef_mul>(g, x);
+    default:
+      return fast_int8<native::ScaleOrder::mul_recip>(g, x);
+  }
+}
+
+// Float targets, rne or sr:R (R <= 23 - M): quant_one's y, then the mode-specialised fast cast
+// (gpu/cast/fast_cast.hpp) = fast_cast_fp32. y keeps quant_one's canonical NaN (the cast keeps
+// a NaN's sign); an inner product or quotient feeding fmax * (.) needs no canonical step of its
+// own: a NaN there makes the outer product NaN, which is then made canonical. The form of y is a
+// per-group choice, taken once per run.
+enum class YForm : std::uint8_t { div_mul, recip_mul, mul_recip, unscaled, scale_mul };
+
+__device__ __forceinline__ YForm yform_of(const QArgs& a, const GroupOperands& g) {
+  if (a.p.rule != native::ScaleRule::absmax) return YForm::scale_mul;
+  if (g.st == 0.0f) return YForm::unscaled;  // absmax variant, all-zero group: y = x
+  switch (a.p.order) {
+    case native::ScaleOrder::div_mul:
+      return YForm::div_mul;
+    case native::ScaleOrder::recip_mul:
+      return YForm::recip_mul;
+    default:
+      return YForm::mul_recip;
+  }
+}
+
+template <FastMode M, YForm Y>
+__device__ __forceinline__ std::uint8_t fast_flt(const QArgs& a, const FastCastPlan& p,
+                                                 const GroupOperands& g, std::uint32_t xb,
+                                                 std::uint32_t word) {
+  const float x = native::float_of(xb);
+  float y;
+  if constexpr (Y == YForm::div_mul) {
+    y = native::rn32_mul(a.p.fmax, native::rn_div(x, g.st));
+  } else if constexpr (Y == YForm::recip_mul) {
+    y = native::rn32_mul(a.p.fmax, native::rn_mul(x, g.aux));
+  } else if constexpr (Y == YForm::mul_recip) {
+    y = native::rn32_mul(x, g.aux);
+  } else if constexpr (Y == YForm::unscaled) {
+    y = x;
+  } else {
+    y = native::rn32_mul(x, g.st);
+  }
+  const std::uint32_t yb = native::bits_of(y);
+  if constexpr (M == FastMode::sr) {
+    return static_cast<std::uint8_t>(fast_cast_fp32_fixed_inline<FastMode::sr>(
+        p, yb, native::sr_word(word, a.p.sr_bits), a.p.sr_bits));
+  } else {
+    return static_cast<std::uint8_t>(fast_cast_fp32_fixed_inline<FastMode::rne>(p, yb, 0u, 0));
+  }
+}
+
+// The same with the form chosen per element (kernels whose elements have different groups).
+template <FastMode M>
+__device__ __forceinline__ std::uint8_t fast_flt(const QArgs& a, const FastCastPlan& p,
+                                                 const GroupOperands& g, std::uint32_t xb,
+                                                 std::uint32_t word) {
+  switch (yform_of(a, g)) {
+    case YForm::div_mul:
+      return fast_flt<M, YForm::div_mul>(a, p, g, xb, word);
+    case YForm::recip_mul:
+      return fast_flt<M, YForm::recip_mul>(a, p, g, xb, word);
+    case YForm::mul_recip:
+      return fast_flt<M, YForm::mul_recip>(a, p, g, xb, word);
+    case YForm::unscaled:
+      return fast_flt<M, YForm::unscaled>(a, p, g, xb, word);
+    default:
+      return fast_flt<M, YForm::scale_mul>(a, p, g, xb, word);
+  }
+}
+
+// Codebook: native::codebook_normalize without the canonical-NaN step (a NaN n is in the last,
+// always slow, bucket and codebook_nearest gives it 0).
+template <native::NormOrder O>
+__device__ __forceinline__ float fast_normalize(const GroupOperands& g, float x) {
+  if constexpr (O == native::NormOrder::bnb_cuda) return native::ftz_mul(x, g.aux);  // aux = rcp
+  const float n = O == native::NormOrder::div ? native::rn_div(x, g.st) : native::rn_mul(x, g.aux);
+  return g.st == 0.0f ? 0.0f : n;
+}
+__device__ __forceinline__ float fast_normalize(const QArgs& a, const GroupOperands& g, float x) {
+  switch (a.p.norm) {
+    case native::NormOrder::div:
+      return fast_normalize<native::NormOrder::div>(g, x);
+    case native::NormOrder::bnb_cuda:
+      return fast_normalize<native::NormOrder::bnb_cuda>(g, x);
+    default:
+      return fast_normalize<native::NormOrder::recip_mul>(g, x);
+  }
+}
+
+// MX element, rne, fast-cast format: x * 2^-X is an fp32 number when x is normal and the
+// shifted exponent stays in [1, 254] (or x is +-0), and then the cast of that fp32 value is
+// native::mx_element's encode of the same Unpacked value. Other elements take the native path.
+__device__ __forceinline__ std::uint8_t fast_mx(const QArgs& a, const FastCastPlan& p,
+                                                const GroupOperands& g, std::uint32_t xb) {
+  const std::uint32_t mag = xb & 0x7FFFFFFFu;
+  const int e = static_cast<int>(mag >> 23);
+  const int es = e - g.mx_exp;
+  if (g.mxs != native::kE8m0Nan && (mag == 0 || (e >= 1 && e <= 254 && es >= 1 && es <= 254))) {
+    const std::uint32_t u = mag == 0 ? xb : xb - (static_cast<std::uint32_t>(g.mx_exp) << 23);
+    return static_cast<std::uint8_t>(fast_cast_fp32_fixed_inline<FastMode::rne>(p, u, 0u, 0));
+  }
+  return cold_mx_element(a.p.fmt, native::float_of(xb), g.mxs, a.p.mode, a.p.sr_bits, 0u);
+}
+
+// MX under torchao's arithmetic (native::mx_torchao_scaled with the block's factor in g.aux): the
+// fp8 cast of a clamped, non-NaN y is the mode-fixed fast cast (rne, satfinite), equal to
+// native::convert there; NaN is torch's 0x7F | sign; fp6 / fp4 take torchao's integer encoder.
+__device__ __forceinline__ std::uint8_t fast_mx_torchao(const QArgs& a, const FastCastPlan& p,
+                                                        const GroupOperands& g, std::uint32_t xb) {
+  float y = native::cuda_nan_result(native::rn_mul(native::float_of(xb), g.aux));
+  if (native::mx_torchao_clamps(a.p.fmt, a.p.mx_mode)) y = native::torch_clamp(y, a.p.fmax);
+  const std::uint32_t yb = native::bits_of(y);
+  if (a.p.fmt.total_bits() != 8) {
+    return native::torchao_f32_to_fx_unpacked(yb, a.p.fmt.exp_bits, a.p.fmt.man_bits);
+  }
+  if ((yb & 0x7FFFFFFFu) > 0x7F800000u)
+    return static_cast<std::uint8_t>(0x7Fu | ((yb >> 24) & 0x80u));
+  return static_cast<std::uint8_t>(fast_cast_fp32_fixed_inline<FastMode::rne>(p, yb, 0u, 0));
+}
+
+// The codes of a run from its kRun fp32 values y by the fp8 instruction (pairs), where every y
+// is a non-NaN value whose software cast (fast_cast_fp32_fixed<rne>, satfinite) is the code.
+template <HwFp8 T>
+__device__ __forceinline__ void hw_fp8_run(const float* y, std::uint8_t* c) {
+#pragma unroll
+  for (int k = 0; k < kRun; k += 2) {
+    const std::uint16_t pair = cvt_f32x2<T>(y[k], y[k + 1]);
+    c[k] = static_cast<std::uint8_t>(pair);
+    c[k + 1] = static_cast<std::uint8_t>(pair >> 8);
+  }
+}
+
+// OCP MX elements of a run (fast_mx) with the cast by the instruction: the scaled values are
+// exponent shifts, the elements fast_mx sends to the native path (a NaN scale; zero or
+// out-of-range exponents) are recomputed there after the instruction ran on all of them.
+template <CastInput In, HwFp8 T>
+__device__ __forceinline__ void mx_hw_run(const QArgs& a, const GroupOperands& g,
+                                          const std::uint32_t* w, std::uint8_t* c) {
+  float y[kRun];
+  std::uint32_t cold = g.mxs == native::kE8m0Nan ? 0xFFFFu : 0u;
+  const std::uint32_t shift = static_cast<std::uint32_t>(g.mx_exp) << 23;
+#pragma unroll
+  for (int k = 0; k < kRun; ++k) {
+    const std::uint32_t xb = exact_bits<In>(w, k);
+    const std::uint32_t mag = xb & 0x7FFFFFFFu;
+    const std::uint32_t e = mag >> 23;
+    const std::uint32_t es = e - static_cast<std::uint32_t>(g.mx_exp);
+    // fast_mx's condition: mag == 0, or e and e - X both in [1, 254].
+    const bool ok = mag == 0 || (e - 1u < 254u && es - 1u < 254u);
+    y[k] = native::float_of(mag == 0 ? xb : xb - shift);
+    cold |= ok ? 0u : (1u << k);
+  }
+  hw_fp8_run<T>(y, c);
+  if (cold != 0) {
+#pragma unroll
+    for (int k = 0; k < kRun; ++k) {
+      if ((cold >> k) & 1u) {
+        c[k] = cold_mx_element(a.p.fmt, native::float_of(exact_bits<In>(w, k)), g.mxs, a.p.mode,
+                               a.p.sr_bits, 0u);
+      }
+    }
+  }
+}
+
+// MX under torchao's arithmetic, fp8 elements (fast_mx_torchao) with the cast by the instruction:
+// y is non-NaN or CUDA's NaN 0x7FFFFFFF, whose code 0x7F | sign is 0x7F, the instruction's NaN.
+template <CastInput In, HwFp8 T>
+__device__ __forceinline__ void mx_torchao_hw_run(const QArgs& a, const GroupOperands& g,
+                                                  const std::uint32_t* w, std::uint8_t* c) {
+  float y[kRun];
+  const bool clamps = native::mx_torchao_clamps(a.p.fmt, a.p.mx_mode);
+#pragma unroll
+  for (int k = 0; k < kRun; ++k) {
+    y[k] = native::cuda_nan_result(native::rn_mul(native::float_of(exact_bits<In>(w, k)), g.aux));
+    if (clamps) y[k] = native::torch_clamp(y[k], a.p.fmax);
+  }
+  hw_fp8_run<T>(y, c);
+}
+
+// NVFP4 elements of a run under one variant (the rule is per call; the factor per group).
+template <CastInput In, native::ScaleRule R>
+__device__ __forceinline__ void nvfp4_run(const GroupOperands& g, const std::uint32_t* w,
+                                          std::uint8_t* c) {
+#pragma unroll
+  for (int k = 0; k < kRun; ++k) {
+    const float x = native::float_of(exact_bits<In>(w, k));
+    c[k] = static_cast<std::uint8_t>(R == native::ScaleRule::nvfp4_te
+                                         ? native::nvfp4_te_scaled(x, g.aux).code
+                                         : native::nvfp4_torchao_scaled(x, g.aux).code);
+  }
+}
+
+// Codes of one run of kRun elements (words w) sharing group state g, on the fast path of K; the
+// per-group choices (order, mode) are taken once per run.
+template <CastInput In, native::ScaleOrder O>
+__device__ __forceinline__ void fast_int8_run(const GroupOperands& g, const std::uint32_t* w,
+                                              std::uint8_t* c) {
+#pragma unroll
+  for (int k = 0; k < kRun; ++k) c[k] = fast_int8<O>(g, value_nan_free<In>(w, k));
+}
+
+template <CastInput In, YForm Y>
+__device__ __forceinline__ void flt_rne_run(const QArgs& a, const FastCastPlan& p,
+                                            const GroupOperands& g, const std::uint32_t* w,
+                                            std::uint8_t* c) {
+#pragma unroll
+  for (int k = 0; k < kRun; ++k) {
+    c[k] = fast_flt<FastMode::rne, Y>(a, p, g, exact_bits<In>(w, k), 0u);
+  }
+}
+
+template <CastInput In, native::NormOrder O>
+__device__ __forceinline__ void codebook_run(const QArgs& a, const float* cb,
+                                             const std::uint32_t* tab, const GroupOperands& g,
+                                             const std::uint32_t* w, std::uint8_t* c) {
+  std::uint32_t flags = 0;
+#pragma unroll
+  for (int k = 0; k < kRun; ++k) {
+    const std::uint32_t nb = native::bits_of(fast_normalize<O>(g, value_nan_free<In>(w, k)));
+    const std::uint32_t e = tab[codebook_table_index(nb)];
+    flags |= e;
+    c[k] = static_cast<std::uint8_t>(codebook_code_from_entry(e, nb));
+  }
+  if (flags & kCbSlow) {  // rare: a bucket the table does not resolve (inf, NaN, crowded)
+#pragma unroll
+    for (int k = 0; k < kRun; ++k) {
+      const float n = fast_normalize<O>(g, value_nan_free<In>(w, k));
+      if (tab[codebook_table_index(native::bits_of(n))] & kCbSlow) {
+        c[k] = cold_codebook_nearest(cb, n, a.p.tie);
+      }
+    }
+  }
+}
+
+template <CastInput In, Kind K>
+__device__ __forceinline__ void fast_run(const QArgs& a, const FastCastPlan& p, const float* cb,
+                                         const std::uint32_t* tab, const GroupOperands& g,
+                                         std::uint64_t base, const std::uint32_t* w,
+                                         std::uint8_t* c) {
+  if constexpr (K == Kind::int8) {
+    switch (a.p.order) {
+      case native::ScaleOrder::div_mul:
+        fast_int8_run<In, native::ScaleOrder::div_mul>(g, w, c);
+        break;
+      case native::ScaleOrder::recip_mul:
+        fast_int8_run<In, native::ScaleOrder::recip_mul>(g, w, c);
+        break;
+      case native::ScaleOrder::div_full_mul:
+        fast_int8_run<In, native::ScaleOrder::div_full_mul>(g, w, c);
+        break;
+      case native::ScaleOrder::fdividef_mul:
+        fast_int8_run<In, native::ScaleOrder::fdividef_mul>(g, w, c);
+        break;
+      default:
+        fast_int8_run<In, native::ScaleOrder::mul_recip>(g, w, c);
+        break;
+    }
+  } else if constexpr (K == Kind::flt) {
+    if (a.p.mode == RoundMode::sr) {
+      std::uint32_t rw[kRun];
+      words_for_run(a, base, rw);
+#pragma unroll
+      for (int k = 0; k < kRun; ++k)
+        c[k] = fast_flt<FastMode::sr>(a, p, g, exact_bits<In>(w, k), rw[k]);
+    } else {
+      switch (yform_of(a, g)) {
+        case YForm::div_mul:
+          flt_rne_run<In, YForm::div_mul>(a, p, g, w, c);
+          break;
+        case YForm::recip_mul:
+          flt_rne_run<In, YForm::recip_mul>(a, p, g, w, c);
+          break;
+        case YForm::mul_recip:
+          flt_rne_run<In, YForm::mul_recip>(a, p, g, w, c);
+          break;
+        case YForm::unscaled:
+          flt_rne_run<In, YForm::unscaled>(a, p, g, w, c);
+          break;
+        default:
+          flt_rne_run<In, YForm::scale_mul>(a, p, g, w, c);
+          break;
+      }
+    }
+  } else if constexpr (K == Kind::mx) {
+    if (nvfp4_rule(a)) {
+      // NVFP4: the group's element factor once (GroupOperands::aux), then multiply, clamp, encode.
+      if (a.p.rule == native::ScaleRule::nvfp4_te) {
+        nvfp4_run<In, native::ScaleRule::nvfp4_te>(g, w, c);
+      } else {
+        nvfp4_run<In, native::ScaleRule::nvfp4_torchao>(g, w, c);
+      }
+      return;
+    }
+#if defined(EXMY_HW_FP8)
+    if (a.hw_e4m3 || a.hw_e5m2) {
+      const bool torchao = a.p.rule == native::ScaleRule::mx_torchao;
+      if (a.hw_e4m3) {
+        torchao ? mx_torchao_hw_run<In, HwFp8::e4m3>(a, g, w, c)
+                : mx_hw_run<In, HwFp8::e4m3>(a, g, w, c);
+      } else {
+        torchao ? mx_torchao_hw_run<In, HwFp8::e5m2>(a, g, w, c)
+                : mx_hw_run<In, HwFp8::e5m2>(a, g, w, c);
+      }
+      return;
+    }
+#endif
+    if (a.p.rule == native::ScaleRule::mx_torchao) {
+#pragma unroll
+      for (int k = 0; k < kRun; ++k) c[k] = fast_mx_torchao(a, p, g, exact_bits<In>(w, k));
+    } else {
+#pragma unroll
+      for (int k = 0; k < kRun; ++k) c[k] = fast_mx(a, p, g, exact_bits<In>(w, k));
+    }
+  } else {
+    if (a.p.norm == native::NormOrder::div) {
+      codebook_run<In, native::NormOrder::div>(a, cb, tab, g, w, c);
+    } else if (a.p.norm == native::NormOrder::bnb_cuda) {
+      codebook_run<In, native::NormOrder::bnb_cuda>(a, cb, tab, g, w, c);
+    } else {
+      codebook_run<In, native::NormOrder::recip_mul>(a, cb, tab, g, w, c);
+    }
+  }
+}
+
+// Codes of one run sharing state (st, mxs) on the generic path (quant_one).
+template <CastInput In, Kind K>
+__device__ __forceinline__ void generic_run(const QArgs& a, const float* cb, float st,
+                                            std::uint8_t mxs, std::uint64_t base,
+                                            const std::uint32_t* w, std::uint8_t* c) {
+  std::uint32_t rw[kRun];
+  if (a.p.mode == RoundMode::sr) words_for_run(a, base, rw);
+#pragma unroll
+  for (int k = 0; k < kRun; ++k) {
+    c[k] = quant_one<K>(a, cb, native::float_of(exact_bits<In>(w, k)), st, mxs,
+                        a.p.mode == RoundMode::sr ? rw[k] : 0u);
+  }
+}
+
+}  // namespace
+}  // namespace exmy::gpu::quant_detail

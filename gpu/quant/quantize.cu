@@ -1,0 +1,221 @@
+// Tensor quantization kernels (gpu/quant/quantize.hpp). The per-element work is the body of the CPU
+// reference's loop (sim/quant/quantize.cpp) on the same native:: functions; what differs is only
+// how groups are reduced and how elements are assigned to threads:
+//   - single pass: contiguous groups of 16 * 2^k <= 4096 elements (row-wise with such rows,
+//     block-wise, MX): a thread holds 16 consecutive elements in registers, the group's absmax is
+//     a shuffle / shared-memory max over the group's 2^k threads, then codes are written;
+//   - otherwise: absmax kernel (atomicMax on |x| bit patterns), a per-group state kernel, then an
+//     element kernel (uniform state for tensor-wise, a 2-d kernel for column-wise, the general
+//     one otherwise) or the tiled transpose kernel.
+// absmax as the max of |x| bit patterns: for non-negative fp32 values the unsigned order of the
+// codes is the numeric order, +0 and -0 both map to 0, and a NaN maps to 0x7FC00000 (propagate:
+// above +inf 0x7F800000, and every NaN maps to the same code) or to 0 (ignore, the identity).
+// So the max over any order or tree equals the fold of native::absmax_combine, bit for bit.
+// bf16 / fp16 magnitudes are maxed as 16-bit patterns before widening: the exact widening is
+// strictly increasing on non-NaN magnitudes (and maps 0 to 0), so it commutes with max.
+//
+// Fast paths (chosen on the host per call; every other case runs the generic element function
+// quant_one, the reference loop body): int8 and float targets under rne (integer rounding by one
+// cvt, gpu/quant/fast_int8.hpp; float casts by gpu/cast/fast_cast.hpp, the mode fixed at compile
+// time), codebooks under the midpoint tie rules (one table read, gpu/quant/codebook_table.hpp), MX
+// elements under rne for fast-cast formats (the exact 2^-X scaling is an exponent-field shift).
+// Layout: this file (host glue: options, launch arguments, the path choice, gpu::quantize);
+// absmax.cu (absmax and state passes, gpu::group_absmax); dequantize.cu; quantize_<kind>.cu (the
+// launchers and code kernels of one target kind each); detail_*.cuh (what they share).
+// Where a fast path skips the canonical-NaN step of the reference (native::rn32_*), the element's
+// code does not depend on a NaN's bits: int8 rounding and codebook lookup send every NaN to 0.
+#include <string>
+
+#include "gpu/cast/fast_cast.hpp"
+#include "gpu/common/cuda_check.hpp"
+#include "gpu/common/launch.hpp"
+#include "gpu/quant/codebook_table.hpp"
+#include "gpu/quant/detail_args.cuh"
+#include "gpu/quant/detail_launch.cuh"
+#include "gpu/quant/quantize.hpp"
+#include "sim/common/error.hpp"
+#include "sim/native/pack4.hpp"
+
+namespace exmy::gpu::quant_detail {
+namespace {
+
+// packed[j] = codes 2j (low nibble) and 2j + 1 (high), sim/native/pack4.hpp's layout.
+__global__ void __launch_bounds__(kThreads)
+    pack4_kernel(const std::uint8_t* __restrict__ codes, std::uint64_t n,
+                 std::uint8_t* __restrict__ packed) {
+  const std::uint64_t pairs = (n + 1) / 2;
+  const std::uint64_t stride = static_cast<std::uint64_t>(gridDim.x) * blockDim.x;
+  for (std::uint64_t j = blockIdx.x * static_cast<std::uint64_t>(blockDim.x) + threadIdx.x;
+       j < pairs; j += stride) {
+    packed[j] = native::pack4_pair(codes[2 * j], 2 * j + 1 < n ? codes[2 * j + 1] : 0);
+  }
+}
+
+}  // namespace
+
+void check_options(std::size_t rows, std::size_t cols, const quant::Options& opt) {
+  using quant::Granularity;
+  quant::validate_options(opt);  // the checks the CPU path makes, then the GPU path's own
+  const auto k = opt.scheme.kind;
+  if ((k == Granularity::block || k == Granularity::mx || k == Granularity::nvfp4) &&
+      opt.scheme.block == 0) {
+    throw InputError("scheme block: expected a block size B >= 1");
+  }
+  if (k == Granularity::nvfp4 && cols % opt.scheme.block != 0) {
+    throw InputError("scheme nvfp4: expected a last dimension divisible by 16, got " +
+                     std::to_string(cols));
+  }
+  (void)rows;
+}
+
+QArgs make_args(std::size_t rows, std::size_t cols, const quant::Options& opt,
+                const native::Nvfp4Tensor& level) {
+  using quant::Granularity;
+  QArgs a{};
+  a.p = quant::make_plan(opt, level);
+  const quant::Scheme& s = opt.scheme;
+  a.kind = a.p.byte_scales()                                  ? Kind::mx
+           : a.p.element == native::ElementKind::int8         ? Kind::int8
+           : a.p.element == native::ElementKind::float_format ? Kind::flt
+                                                              : Kind::codebook;
+  a.col = s.kind == Granularity::col;
+  a.transpose = opt.transpose;
+  a.rows = rows;
+  a.cols = cols;
+  a.n = static_cast<std::uint64_t>(rows) * cols;
+  a.G = s.kind == Granularity::tensor ? (a.n > 0 ? a.n : 1)
+        : s.kind == Granularity::row  ? cols
+        : s.kind == Granularity::col  ? 1
+                                      : s.block;
+  a.groups = quant::group_count(s, rows, cols);
+  while (a.G_shift < 63 && (std::uint64_t{1} << (a.G_shift + 1)) <= a.G) ++a.G_shift;
+  if ((std::uint64_t{1} << a.G_shift) != a.G) a.G_shift = 0;
+  if (a.p.element == native::ElementKind::float_format) {
+    a.fast = a.kind == Kind::flt && fast_cast_supported(a.p.fmt);
+    if (fast_cast_supported(a.p.fmt)) {
+      a.plan = make_fast_cast_plan(a.p.fmt, Rounding{opt.mode, opt.sr_bits, Overflow::satfinite});
+    }
+  }
+  // The fp8 instruction where the MX fast paths cast with fast_cast_fp32_fixed<rne> under
+  // satfinite into e4m3fn / e5m2 (kernels compiled for sm_89+ only; others keep the software cast).
+  const bool mx_fp8_rne =
+      a.kind == Kind::mx && a.p.mode == RoundMode::rne &&
+      (a.p.rule == native::ScaleRule::mx || a.p.rule == native::ScaleRule::mx_torchao);
+  a.hw_e4m3 = mx_fp8_rne && a.p.fmt == formats::e4m3fn;
+  a.hw_e5m2 = mx_fp8_rne && a.p.fmt == formats::e5m2;
+  return a;
+}
+
+// Whether the element work of K runs on its fast path (see the file comment).
+bool fast_path(const QArgs& a) {
+  switch (a.kind) {
+    case Kind::int8:
+      return a.p.mode == RoundMode::rne;
+    case Kind::flt:
+      return a.fast && (a.p.mode == RoundMode::rne ||
+                        fast_mode_for(a.plan, Rounding{a.p.mode, a.p.sr_bits,
+                                                       Overflow::satfinite}) == FastMode::sr);
+    case Kind::codebook:
+      return a.p.mode != RoundMode::sr && codebook_table_supports(a.p.tie);
+    case Kind::mx:  // fast_mx: OCP (ScaleRule::mx); fast_mx_torchao; NVFP4 per group
+      return nvfp4_rule(a) ||
+             ((a.p.rule == native::ScaleRule::mx || a.p.rule == native::ScaleRule::mx_torchao) &&
+              fast_cast_supported(a.p.fmt) && a.p.mode == RoundMode::rne);
+  }
+  return false;
+}
+
+bool single_pass(const QArgs& a, const quant::Options& opt) {
+  using quant::Granularity;
+  const auto k = opt.scheme.kind;
+  if (a.transpose || a.n == 0) return false;
+  if (k != Granularity::row && k != Granularity::block && k != Granularity::mx &&
+      k != Granularity::nvfp4) {
+    return false;
+  }
+  const std::uint64_t G = a.G;
+  if (G < kRun || G > kTile || G % kRun != 0) return false;
+  const std::uint64_t S = G / kRun;
+  return (S & (S - 1)) == 0;
+}
+
+}  // namespace exmy::gpu::quant_detail
+
+namespace exmy::gpu {
+
+using namespace quant_detail;
+
+bool quantize_is_single_pass(std::size_t rows, std::size_t cols, const quant::Options& opt) {
+  return single_pass(make_args(rows, cols, opt), opt);
+}
+
+void quantize(const void* x, CastInput in_type, std::size_t rows, std::size_t cols,
+              const quant::Options& opt, const QuantizedOut& out, CUstream_st* stream) {
+  check_options(rows, cols, opt);
+  const bool bytes = quant::make_plan(opt).byte_scales();
+  if (out.codes == nullptr || (bytes ? out.scale_codes == nullptr : out.state == nullptr) ||
+      (opt.two_level && out.tensor_scale == nullptr)) {
+    throw InputError(
+        "quantize: output pointers for codes and state (scale codes, tensor scale) "
+        "are required");
+  }
+  // NVFP4 two-level: the per-tensor level from the tensor's absmax, read back to the host (the
+  // plan is built there), unless the options give it.
+  native::Nvfp4Tensor level;
+  if (opt.two_level) {
+    float tensor_amax = native::kAbsmaxInit;
+    if (opt.tensor_amax != opt.tensor_amax && opt.tensor_scale != opt.tensor_scale) {
+      void* scratch = nullptr;
+      cuda_check(cudaMallocAsync(&scratch, sizeof(float), stream), "cudaMallocAsync");
+      group_absmax(x, in_type, rows, cols, quant::Scheme{quant::Granularity::tensor, 0}, opt.nan,
+                   static_cast<float*>(scratch), stream);
+      cuda_check(
+          cudaMemcpyAsync(&tensor_amax, scratch, sizeof(float), cudaMemcpyDeviceToHost, stream),
+          "cudaMemcpyAsync");
+      cuda_check(cudaFreeAsync(scratch, stream), "cudaFreeAsync");
+      cuda_check(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
+    }
+    level = quant::nvfp4_tensor_level(opt, tensor_amax);
+    const float stored = quant::nvfp4_stored_scale(opt, level);
+    cuda_check(cudaMemcpy(out.tensor_scale, &stored, sizeof(float), cudaMemcpyHostToDevice),
+               "cudaMemcpy");
+  }
+  QArgs a = make_args(rows, cols, opt, level);
+  QuantizedOut o = out;
+  void* scratch = nullptr;
+  if (out.packed4) {
+    if (a.p.element != native::ElementKind::float_format || a.p.fmt.total_bits() > 4) {
+      throw InputError("quantize: packed codes need an element format of at most 4 bits, got '" +
+                       opt.target.name + "'");
+    }
+    // The single-pass kernel packs as it stores; the other paths write bytes to scratch, which
+    // one more kernel packs.
+    a.packed4 = single_pass(a, opt);
+    if (!a.packed4 && a.n > 0) {
+      cuda_check(cudaMallocAsync(&scratch, a.n, stream), "cudaMallocAsync");
+      o.codes = static_cast<std::uint8_t*>(scratch);
+    }
+  }
+  switch (a.kind) {
+    case Kind::int8:
+      run_quantize_int8(x, in_type, a, opt, o, stream);
+      break;
+    case Kind::flt:
+      run_quantize_float(x, in_type, a, opt, o, stream);
+      break;
+    case Kind::codebook:
+      run_quantize_codebook(x, in_type, a, opt, o, stream);
+      break;
+    case Kind::mx:
+      run_quantize_block_scaled(x, in_type, a, opt, o, stream);
+      break;
+  }
+  if (scratch != nullptr) {
+    const std::uint64_t pairs = (a.n + 1) / 2;
+    pack4_kernel<<<grid_for(pairs, 1), kThreads, 0, stream>>>(o.codes, a.n, out.codes);
+    cuda_check_launch("pack kernel launch");
+    cuda_check(cudaFreeAsync(scratch, stream), "cudaFreeAsync");
+  }
+}
+
+}  // namespace exmy::gpu
