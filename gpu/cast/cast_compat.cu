@@ -17,14 +17,7 @@ __global__ void __launch_bounds__(kThreads)
   const std::size_t stride = static_cast<std::size_t>(gridDim.x) * blockDim.x;
   for (std::size_t i = static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
        i += stride) {
-    std::uint32_t u;
-    if constexpr (In == CastInput::fp32) {
-      u = static_cast<const std::uint32_t*>(in)[i];
-    } else if constexpr (In == CastInput::bf16) {
-      u = widen_bf16(static_cast<const std::uint16_t*>(in)[i]);
-    } else {
-      u = widen_fp16(static_cast<const std::uint16_t*>(in)[i]);
-    }
+    const std::uint32_t u = widen_input<In>(static_cast<const InputElem<In>*>(in)[i]);
     codes[i] = static_cast<std::uint8_t>(native::compat_cast_fp32(rule, u));
   }
 }
