@@ -4,7 +4,8 @@
 // bf16/fp16 parameters (Adam/AdamW/SGD: 16-bit codes) or split formats (16-bit codes plus packed
 // extra bits). Calls are asynchronous on `stream`
 // except stable_adamw_step, which reads RMS_t back. Throws gpu::CudaError when a CUDA call fails.
-// Defined only in CUDA builds (gpu/optim/optim_kernels.cu, gpu/optim/optim_torch16.cu).
+// Defined only in CUDA builds (gpu/optim/optim_torch32.cu, optim_torch16.cu, optim_bnb8.cu,
+// optim_stable_adamw.cu, optim_split.cu).
 #pragma once
 
 #include <cstddef>

@@ -36,7 +36,7 @@ for f in tests/optim/test_torch_crosscheck_driver.cpp tests/optim/test_bnb8_sear
          gpu/common/runtime_nocuda.cpp; do
   stale "$(obj $f)" "$f" && spawn g++ $cxx -fopenmp $inc $defs -c "$f" -o "$(obj $f)"
 done
-kern="gpu/optim/optim_kernels.cu gpu/optim/optim_torch16.cu"
+kern="gpu/optim/optim_bnb8.cu gpu/optim/optim_split.cu gpu/optim/optim_stable_adamw.cu gpu/optim/optim_torch32.cu gpu/optim/optim_torch16.cu"
 for f in $kern gpu/common/runtime.cu properties/gpu/optim_props.cu tests/gpu/optim16_test.cu \
          bench/bench_optim_gpu.cu; do
   stale "$(obj $f)" "$f" && spawn nvcc $nv $inc $defs -DEXMY_HAVE_CUDA=1 -c "$f" -o "$(obj $f)"
