@@ -27,8 +27,13 @@ namespace {
 namespace fs = std::filesystem;
 
 // The arguments of each sub-command, as given.
+struct GenerateArgs {
+  golden::GenerateOptions o;
+  bool json = false;
+};
 struct MergeArgs {
   std::string corpus;
+  bool json = false;
 };
 struct CheckArgs {
   golden::CheckOptions o;
@@ -37,10 +42,12 @@ struct CheckArgs {
 struct RunArgs {
   std::string library, corpus, out, suite = "cast";
   bool device = false;
+  bool json = false;
 };
 
 // The option tables, one per sub-command; args[0] (the sub-command's name) is not theirs.
-Options generate_options(golden::GenerateOptions& o) {
+Options generate_options(GenerateArgs& g) {
+  golden::GenerateOptions& o = g.o;
   Options opts("exmy golden generate --out DIR [OPTIONS]",
                "Writes the golden corpus (or one shard of it) into DIR (docs/SEMANTICS.md 13.7).",
                "exmy golden generate --out corpus");
@@ -53,7 +60,8 @@ Options generate_options(golden::GenerateOptions& o) {
              [&](const std::string& v) { o.seed = parse_uint(v, "--seed", ~std::uint64_t{0}); })
       .value({"--shard"}, "i/N", "write shard i of N (0 <= i < N); merge the shards' manifests",
              "0/1 (everything)", [&](const std::string& v) { o.shard = parse_shard(v); })
-      .flag({"--quiet"}, "no progress on stderr", [&] { o.progress = false; });
+      .flag({"--quiet"}, "no progress on stderr", [&] { o.progress = false; })
+      .flag({"--json"}, "print the summary as JSON", [&] { g.json = true; });
   return opts;
 }
 
@@ -63,7 +71,8 @@ Options merge_options(MergeArgs& m) {
                "manifest.json.",
                "exmy golden merge corpus");
   opts.positional("DIR", "the corpus directory the shards were written into", Options::kRequired,
-                  [&](const std::string& v) { m.corpus = v; });
+                  [&](const std::string& v) { m.corpus = v; })
+      .flag({"--json"}, "print the summary as JSON", [&] { m.json = true; });
   return opts;
 }
 
@@ -105,7 +114,8 @@ Options run_options(RunArgs& r) {
              [&](const std::string& v) { r.suite = v; })
       .flag({"--device"},
             "call the plugin's exmy_backend_cast_f32_device on device copies of the buffers",
-            [&] { r.device = true; });
+            [&] { r.device = true; })
+      .flag({"--json"}, "print the summary as JSON", [&] { r.json = true; });
   return opts;
 }
 
@@ -116,7 +126,7 @@ void require_operand(const std::string& value, const Options& opts) {
 
 // `exmy golden --help`: the sub-commands' usage lines, from their tables.
 int overview() {
-  golden::GenerateOptions g;
+  GenerateArgs g;
   MergeArgs m;
   CheckArgs c;
   RunArgs r;
@@ -129,14 +139,27 @@ int overview() {
   return 0;
 }
 
+// The summary of generate and merge (a corpus written); seed only for generate.
+void print_corpus(const golden::GenerateResult& r, const char* what, const std::uint64_t* seed,
+                  bool json) {
+  if (json) {
+    std::printf("{\"cases\":%zu,\"files\":%zu,", r.cases, r.files);
+    if (seed) std::printf("\"seed\":%llu,", static_cast<unsigned long long>(*seed));
+    std::printf("\"corpus_sha256\":%s,\"manifest\":%s}\n", json_string(r.corpus_sha256).c_str(),
+                json_string(r.manifest_path).c_str());
+    return;
+  }
+  std::printf("%s: %zu cases, %zu files, ", what, r.cases, r.files);
+  if (seed) std::printf("seed %llu, ", static_cast<unsigned long long>(*seed));
+  std::printf("corpus_sha256 %s\n  %s\n", r.corpus_sha256.c_str(), r.manifest_path.c_str());
+}
+
 int generate(const Args& args) {
-  golden::GenerateOptions o;
-  const Options opts = generate_options(o);
+  GenerateArgs g;
+  const Options opts = generate_options(g);
   if (!opts.parse(Args(args.begin() + 1, args.end()))) return 0;
-  const golden::GenerateResult r = golden::generate(o);
-  std::printf("golden corpus: %zu cases, %zu files, seed %llu, corpus_sha256 %s\n  %s\n", r.cases,
-              r.files, static_cast<unsigned long long>(o.seed), r.corpus_sha256.c_str(),
-              r.manifest_path.c_str());
+  const golden::GenerateResult r = golden::generate(g.o);
+  print_corpus(r, "golden corpus", &g.o.seed, g.json);
   return 0;
 }
 
@@ -146,8 +169,7 @@ int merge(const Args& args) {
   if (!opts.parse(Args(args.begin() + 1, args.end()))) return 0;
   require_operand(m.corpus, opts);
   const golden::GenerateResult r = golden::merge(m.corpus);
-  std::printf("golden corpus merged: %zu cases, %zu files, corpus_sha256 %s\n  %s\n", r.cases,
-              r.files, r.corpus_sha256.c_str(), r.manifest_path.c_str());
+  print_corpus(r, "golden corpus merged", nullptr, m.json);
   return 0;
 }
 
@@ -243,10 +265,16 @@ int run(const Args& args) {
     }
     ++ran;
   }
-  std::printf(
-      "golden run: %zu cast cases written to %s, %zu unsupported by the backend, %zu "
-      "crashed, %zu other cases skipped (ABI 1 runs casts)\n",
-      ran, out.c_str(), unsupported, crashed, skipped);
+  if (a.json) {
+    std::printf(
+        "{\"written\":%zu,\"out\":%s,\"unsupported\":%zu,\"crashed\":%zu,\"skipped\":%zu}\n", ran,
+        json_string(out).c_str(), unsupported, crashed, skipped);
+  } else {
+    std::printf(
+        "golden run: %zu cast cases written to %s, %zu unsupported by the backend, %zu "
+        "crashed, %zu other cases skipped (ABI 1 runs casts)\n",
+        ran, out.c_str(), unsupported, crashed, skipped);
+  }
   return crashed == 0 ? 0 : 1;
 }
 

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "sim/golden/corpus.hpp"
 #include "sim/io/json.hpp"
 #include "sim/io/npy.hpp"
 #include "tests/support/cli_run.hpp"
@@ -177,4 +178,38 @@ TEST_CASE("help_step_quiet: step --quiet prints no progress", "[cli][help]") {
   REQUIRE(testing::run(args + (d / "b") + " --quiet", d / "err_b", "EXMY_PROGRESS_SECONDS=0") == 0);
   CHECK(testing::slurp(d / "err_b").empty());
   CHECK(testing::slurp(d / "b/params.npy") == testing::slurp(d / "a/params.npy"));
+}
+
+TEST_CASE("help_golden_json: golden generate, merge and run --json print their summary as JSON",
+          "[cli][help]") {
+  if (!have_cli()) return;
+  const Dir d;
+  const auto whole = exmy_run("golden generate --suite step --quiet --json --out " + (d / "c"));
+  REQUIRE(whole.status == 0);
+  const io::Json w = io::parse_json(whole.out, "golden generate --json");
+  const std::uint64_t cases = w.at("cases", "cases").u64("cases");
+  CHECK(cases > 0);
+  CHECK(w.at("seed", "seed").u64("seed") == golden::kDefaultSeed);
+  CHECK(fs::exists(w.at("manifest", "manifest").str("manifest")));
+  // Two shards merged: the same corpus (SEMANTICS 13.4), summarized in the same fields.
+  for (const char* shard : {"0/2", "1/2"}) {
+    REQUIRE(exmy_run(std::string("golden generate --suite step --quiet --shard ") + shard +
+                     " --out " + (d / "s"))
+                .status == 0);
+  }
+  const auto merged = exmy_run("golden merge " + (d / "s") + " --json");
+  REQUIRE(merged.status == 0);
+  const io::Json m = io::parse_json(merged.out, "golden merge --json");
+  CHECK(m.at("cases", "cases").u64("cases") == cases);
+  CHECK(m.at("corpus_sha256", "sha").str("sha") == w.at("corpus_sha256", "sha").str("sha"));
+  CHECK(m.find("seed") == nullptr);
+  // run: ABI 1 runs casts only, so a step corpus loads no plugin and skips every case.
+  const auto run = exmy_run("golden run --backend " + (d / "none.so") + " " + (d / "c") +
+                            " --suite step --out " + (d / "r") + " --json");
+  REQUIRE(run.status == 0);
+  const io::Json r = io::parse_json(run.out, "golden run --json");
+  CHECK(r.at("written", "written").u64("written") == 0);
+  CHECK(r.at("skipped", "skipped").u64("skipped") == cases);
+  CHECK(r.at("crashed", "crashed").u64("crashed") == 0);
+  CHECK(r.at("out", "out").str("out") == d / "r");
 }
