@@ -64,10 +64,43 @@ def rp_kernel(kernels):
     return False
 
 
-def candidates(t, K, restarts, rp=False):
+def lane_candidates(kernels, K):
+    """cuBLAS's CUDA-core kernels for vector-like and small-N shapes (SEMANTICS 15.2 `lanes`):
+    gemvx<..., 7> one warp per output (32 lanes, one contiguous run each at small K, strided by
+    one k at large K), gemvx<..., 6> two lanes of one run each, gemmSN_TN_kernel 16 lanes strided
+    by one k added in lane order; with splitKreduce the parts of ceil(K/S) k added in order."""
+    names = " ".join(kernels)
+    if "gemvx" in names:
+        base = ["fp32-seq:lanes=32,vec=auto", "fp32-seq:lanes=32", "fp32-seq:lanes=2,vec=auto"]
+        if "splitKreduce" in names:
+            return [b + ",split=%d" % S for S in range(2, 65) for b in base[:2] if S < K]
+        return base
+    if "gemmSN_TN_kernel" in names:
+        return ["fp32-seq:lanes=16,lanesum=seq"]
+    return []
+
+
+def sgemm_split_chunks(K):
+    """SIMT SGEMM + splitKreduce: S parts of ceil(ceil(K/S)/4)*4 k (measured: every part size
+    found on the learning capture is a multiple of 4, or K itself); in order of S."""
+    out = []
+    for S in range(2, 257):
+        P = -(-(-(-K // S)) // 4) * 4
+        if P < K and P not in out:
+            out.append(P)
+    return ["fp32-seq:chunk=%d" % P for P in out]
+
+
+def candidates(t, K, restarts, rp=False, kernels=()):
+    lanes = lane_candidates(kernels, K) if t in ("fp32", "tf32", "bf16", "fp16") else []
+    if lanes:
+        return lanes
     if rp:
         plain = candidates(t, K, restarts)
         return [m + ",rp" for m in plain if "chunk=" in m] + plain
+    if t == "fp32" and any("simt_sgemm" in k for k in kernels) and \
+            any("splitKreduce" in k for k in kernels):
+        return candidates(t, K, restarts) + sgemm_split_chunks(K)
     if t == "fp32":
         out = ["fp32-seq"]
         for C in (8, 16, 32, 64, 128, 256, 512):
@@ -100,7 +133,8 @@ def run_exmy(exmy, tmp, t, a, b, model, out):
     pa, pb, pc = (os.path.join(tmp, n) for n in ("a.npy", "b.npy", "c.npy"))
     np.save(pa, a)
     np.save(pb, b)
-    fmt = t
+    # The CUDA-core kernels (lanes models) of a TF32 request read the fp32 values unrounded.
+    fmt = "fp32" if t == "tf32" and model.startswith("fp32-seq") else t
     r = subprocess.run([exmy, "gemm", "--a", pa, "--b", pb, "--out", pc, "--a-format", fmt,
                         "--b-format", fmt, "--out-format", out, "--accum", model],
                        capture_output=True, text=True)
@@ -125,7 +159,9 @@ def fit_shape(args, t, ti, seed, e, want):
     with tempfile.TemporaryDirectory() as tmp:
         rp = t in ("bf16", "fp16") and rp_kernel(e["kernels"][t])
         res["rp"] = rp
-        for m in candidates(t, K, e.get("restarts"), rp):
+        ks = [k for o in e["kernels"] for k in e["kernels"][o]] if isinstance(
+            e.get("kernels"), dict) else []
+        for m in candidates(t, K, e.get("restarts"), rp, ks):
             got = run_exmy(args.exmy, tmp, t, a[:rows], b, m, out0)
             bad = int((got != w0).sum())
             tried.append([m, bad])
@@ -170,6 +206,8 @@ def main():
     p.add_argument("--jobs", type=int, default=2)
     p.add_argument("--fit-only", action="store_true")
     p.add_argument("--only-rp", action="store_true")  # refit the shapes with 16-bit partials
+    # refit only the shapes of --out without a clean model (new candidates), keep the others
+    p.add_argument("--only-unverified", action="store_true")
     p.add_argument("--check-products", type=float, default=2e7)
     p.add_argument("--limit", type=int, default=0)
     p.add_argument("--out", required=True)
@@ -189,6 +227,13 @@ def main():
         if args.only_rp and t in result:
             old = {r["i"]: r for r in result[t]["shapes"]}
             jobs = [j for j in jobs if rp_kernel(j[0]["kernels"][t])]
+        if args.only_unverified and t in result:
+            old = {r["i"]: r for r in result[t]["shapes"]}
+
+            def clean(r):
+                return "model" in r and all(c["mismatches"] == 0
+                                            for c in r.get("check", {}).values())
+            jobs = [j for j in jobs if not clean(old.get(j[0]["i"], {}))]
         with ThreadPoolExecutor(args.jobs) as ex:
             rs = list(ex.map(lambda j: fit_shape(args, t, ti, seed, j[0], j[1]), jobs))
         if old:

@@ -13,7 +13,8 @@
 namespace exmy::gemm {
 
 std::string accum_model_help() {
-  return "exact | fp32-seq[:chunk=P][,split=S[,tile=T][,tree]] | pairwise | "
+  return "exact | fp32-seq[:chunk=P | :lanes=L[,vec=V|auto][,lanesum=tree|seq]][,split=S[,tile=T]"
+         "[,tree]] | pairwise | "
          "hw:k=K,frac=N[,inter=M][,rne][,tf32[=rz|rna|rne]][,sub=G][,split=S[,tile=T][,tree]]"
          "[,chunk=P[,rp]] | amd:k=K[,frac=N][,two-stage][,tf32][,split=S[,tile=T][,tree]][,chunk=P] | "
          "sm80 | sm90 | sm100 | cublas-sm90 | cdna3";
@@ -155,6 +156,13 @@ AccumModel parse_accum_model(const std::string& text, int a_bits) {
         m.two_stage = true;
       } else if (key == "rp" && val.empty()) {
         m.rp = true;
+      } else if (seq && key == "lanes") {
+        m.lanes = num(1, 4096);
+        if ((m.lanes & (m.lanes - 1)) != 0) bad(text, "lanes must be a power of two");
+      } else if (seq && key == "vec") {
+        m.vec = val == "auto" ? 0 : num(1, 1 << 20);
+      } else if (seq && key == "lanesum" && (val == "tree" || val == "seq")) {
+        m.lane_seq = val == "seq";
       } else {
         bad(text, "unknown option '" + item + "'");
       }
@@ -163,6 +171,8 @@ AccumModel parse_accum_model(const std::string& text, int a_bits) {
     if (m.rp && (m.chunk == 0 || m.split_k > 1 || m.sub_group > 0)) {
       bad(text, "rp (16-bit split-K partials) needs chunk=P, and no split or sub");
     }
+    if (m.lanes > 1 && m.chunk > 0) bad(text, "lanes and chunk do not combine");
+    if (m.lanes == 1 && (m.vec != 1 || m.lane_seq)) bad(text, "vec and lanesum need lanes=L");
     if (amd && m.frac_bits > 30) bad(text, "amd's frac is at most 30");
     if (m.sub_group > 0 && m.k_group % m.sub_group != 0) {
       bad(text,

@@ -61,6 +61,12 @@ struct AccumModel {
   // output, each chunk's fp32 sum is rounded (RNE) to the output format before the chunks are
   // added in fp32 in order from +0; an fp32 output is unchanged. Needs chunk, no split.
   bool rp = false;
+  // fp32-seq over `lanes` threads (native::DotModel::lanes): lane of the part's j-th k is
+  // (j / vec) mod lanes (vec 0: `vec=auto`, ceil(part length / lanes)); lanes added by the
+  // halving tree, or in lane order (lane_seq). cuBLAS's gemvx, gemmSN kernels (SEMANTICS 15.2).
+  int lanes = 1;
+  int vec = 1;
+  bool lane_seq = false;
   // cublas-sm90 with 16-bit or fp32 (TF32) inputs: the promotion chunk depends on the shape and
   // is taken from the probed profile by model_for_shape (SEMANTICS 15.4).
   bool by_shape = false;
@@ -71,6 +77,7 @@ struct AccumModel {
 };
 
 // Parses exact | fp32-seq | pairwise |
+// fp32-seq:[chunk=P | lanes=L[,vec=V|auto][,lanesum=tree|seq]][,split=S[,tile=T][,tree]] |
 // hw:k=K,frac=N[,inter=M][,rne][,tf32[=rz|rna|rne]][,split=S[,tile=T][,tree]][,chunk=P[,rp]] |
 // a preset: sm80 | sm90 | sm100 | cublas-sm90 (sm90 with the instruction K of the input type).
 // Presets depend on the input formats: `a_bits` is the larger code width of A and B (8: FP8,
@@ -95,6 +102,9 @@ inline native::DotModel dot_model(const AccumModel& m) {
   d.reduce_tree = m.reduce_tree;
   d.chunk = m.chunk;
   d.sub_group = m.sub_group;
+  d.lanes = m.lanes;
+  d.vec = m.vec;
+  d.lane_seq = m.lane_seq;
   return d;
 }
 

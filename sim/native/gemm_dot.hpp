@@ -38,6 +38,15 @@ struct DotModel {
   int sub_group = 0;
   // amd (MMA-Sim's CDNA3 fused dot-add): FP8 sums even and odd k separately first.
   bool two_stage = false;
+  // fp32-seq spread over `lanes` threads (1: one chain), as cuBLAS's gemv, dot-like and small-N
+  // kernels do (SEMANTICS 15.2): within a part, its j-th k goes to lane (j / vec) mod lanes (vec
+  // 0: ceil(part length / lanes), one contiguous run per lane); each lane is an FMA chain in k
+  // order from +0; the lanes are then added in fp32 by the halving tree of a shared-memory or
+  // xor-shuffle reduction (lane i += lane i + lanes/2, then lanes/4, ...; lanes a power of two)
+  // or, with lane_seq, in lane order from lane 0.
+  int lanes = 1;
+  int vec = 1;
+  bool lane_seq = false;
 };
 
 // Block scales (MX E8M0 per 32 k, NVFP4 UE4M3 per 16 k): the scales of A's row and of B's row
@@ -414,6 +423,35 @@ EXMY_HD float dot_chain_b(const double* b, std::size_t sb, std::size_t k,
 EXMY_HD float dot_chunk(const double* a, std::size_t sa, const double* b, std::size_t sb,
                         std::size_t k0, std::size_t k1, int emin_a, int emin_b, const DotModel& m,
                         const DotBlockScales* bs = nullptr) {
+  if (m.kind == DotModel::Kind::fp32_seq && m.lanes > 1) {
+    const std::size_t n = k1 - k0, L = static_cast<std::size_t>(m.lanes);
+    std::size_t v = m.vec > 0 ? static_cast<std::size_t>(m.vec) : (n + L - 1) / L;
+    if (v == 0) v = 1;
+    // Lane l's chain: runs of v k starting at l v, every L v k.
+    auto lane = [&](std::size_t l) {
+      float c = 0.0f;
+      for (std::size_t j = l * v; j < n; j += L * v) {
+        for (std::size_t u = j; u < j + v && u < n; ++u) {
+          c = rn_fma(dot_chain_a(a, sa, k0 + u, bs), dot_chain_b(b, sb, k0 + u, bs), c);
+        }
+      }
+      return c;
+    };
+    if (m.lane_seq) {
+      float s = lane(0);
+      for (std::size_t l = 1; l < L; ++l) s = rn_add(s, lane(l));
+      return s;
+    }
+    // The halving reduction's last step adds the sum of the even lanes to that of the odd ones,
+    // and so on down: a balanced tree over the lanes in bit-reversed order.
+    int bits = 0;
+    while ((std::size_t{1} << bits) < L) ++bits;
+    return dot_tree_sum(L, [&](std::size_t i) {
+      std::size_t r = 0;
+      for (int t = 0; t < bits; ++t) r |= ((i >> t) & 1u) << (bits - 1 - t);
+      return lane(r);
+    });
+  }
   if (m.kind == DotModel::Kind::fp32_seq) {
     float c = 0.0f;
     for (std::size_t k = k0; k < k1; ++k) {

@@ -391,3 +391,86 @@ TEST_CASE("amd (CDNA3): truncated products, floored alignment, RNE per group", "
   CHECK_THROWS_AS(parse_accum_model("hw:k=8,frac=24,two-stage", 16), exmy::InputError);
   CHECK_THROWS_AS(parse_accum_model("amd:frac=24", 16), exmy::InputError);
 }
+
+TEST_CASE("lanes: strided FMA chains added by the halving tree or in lane order", "[gemm][lanes]") {
+  // b = 1: every fma adds a value of fp32, so each chain is a sequence of fp32 additions.
+  const double big = 16777216.0;  // 2^24: 2^24 + 1 ties back to 2^24
+  const std::vector<double> one4{p, p, p, p};
+  // lanes=4 hold one product each: halving adds (x0 + x2) + (x1 + x3) = 0 + 2; in lane order
+  // ((x0 + x1) + x2) + x3 = (2^24 - 2^24) + 1 = 1.
+  const std::vector<double> x{big, 1.0, -big, 1.0};
+  REQUIRE(dot(x, one4, "fp32-seq:lanes=4") == 2.0f);
+  REQUIRE(dot(x, one4, "fp32-seq:lanes=4,lanesum=seq") == 1.0f);
+  // lanes=2: vec=1 chains {x0, x2} = 0 and {x1, x3} = 2; vec=2 (= auto here) chains {x0, x1} =
+  // 2^24 and {x2, x3} = -2^24 + 1, whose sum is 1.
+  REQUIRE(dot(x, one4, "fp32-seq:lanes=2") == 2.0f);
+  REQUIRE(dot(x, one4, "fp32-seq:lanes=2,vec=2") == 1.0f);
+  REQUIRE(dot(x, one4, "fp32-seq:lanes=2,vec=auto") == 1.0f);
+  REQUIRE(dot(x, one4, "fp32-seq") == 1.0f);
+}
+
+TEST_CASE("lanes: agree with an explicit shared-memory reduction written from the description",
+          "[gemm][lanes]") {
+  // Values of many binades so that every order rounds differently.
+  std::vector<double> a(203), b(203);
+  std::uint32_t s = 12345;
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    s = s * 1103515245u + 12345u;
+    const int e = static_cast<int>((s >> 8) % 40) - 20;
+    const double m = static_cast<double>((s >> 12) & 0xFFF) / 4096.0 + 1.0;
+    a[i] = ((s & 1u) ? -m : m) * std::ldexp(1.0, e);
+    b[i] = 1.0;
+  }
+  // lanes L, vec v, over [k0, k1): volatile floats keep every addition a rounded fp32 one.
+  auto chains = [&](std::size_t k0, std::size_t k1, std::size_t L, std::size_t v) {
+    std::vector<float> acc(L, 0.0f);
+    for (std::size_t k = k0; k < k1; ++k) {
+      volatile float t = acc[((k - k0) / v) % L] + static_cast<float>(a[k]);
+      acc[((k - k0) / v) % L] = t;
+    }
+    return acc;
+  };
+  auto halving = [](std::vector<float> acc) {
+    for (std::size_t h = acc.size() / 2; h >= 1; h /= 2) {
+      for (std::size_t i = 0; i < h; ++i) {
+        volatile float t = acc[i] + acc[i + h];
+        acc[i] = t;
+      }
+    }
+    return acc[0];
+  };
+  auto in_order = [](const std::vector<float>& acc) {
+    volatile float t = acc[0];
+    for (std::size_t i = 1; i < acc.size(); ++i) t = t + acc[i];
+    return static_cast<float>(t);
+  };
+  const std::size_t K = a.size();
+  REQUIRE(dot(a, b, "fp32-seq:lanes=8") == halving(chains(0, K, 8, 1)));
+  REQUIRE(dot(a, b, "fp32-seq:lanes=32,vec=4") == halving(chains(0, K, 32, 4)));
+  REQUIRE(dot(a, b, "fp32-seq:lanes=16,lanesum=seq") == in_order(chains(0, K, 16, 1)));
+  // vec=auto: one run of ceil(203 / 32) = 7 k per lane.
+  REQUIRE(dot(a, b, "fp32-seq:lanes=32,vec=auto") == halving(chains(0, K, 32, 7)));
+  // split=3: parts of ceil(203 / 3) = 68 k (the last 67), each over the lanes with its own
+  // auto run (ceil(68 / 32) = 3), the parts added in order from +0.
+  volatile float split = 0.0f;
+  for (std::size_t k0 = 0; k0 < K; k0 += 68) {
+    const std::size_t k1 = std::min(K, k0 + 68);
+    split = split + halving(chains(k0, k1, 32, (k1 - k0 + 31) / 32));
+  }
+  REQUIRE(dot(a, b, "fp32-seq:lanes=32,vec=auto,split=3") == split);
+  // The orders differ on these values (the test separates them).
+  REQUIRE(halving(chains(0, K, 8, 1)) != in_order(chains(0, K, 8, 1)));
+  REQUIRE(dot(a, b, "fp32-seq:lanes=8") != dot(a, b, "fp32-seq"));
+}
+
+TEST_CASE("lanes: grammar", "[gemm][lanes]") {
+  REQUIRE_THROWS_AS(parse_accum_model("fp32-seq:lanes=3", 32), exmy::InputError);
+  REQUIRE_THROWS_AS(parse_accum_model("fp32-seq:lanes=4,chunk=8", 32), exmy::InputError);
+  REQUIRE_THROWS_AS(parse_accum_model("fp32-seq:vec=2", 32), exmy::InputError);
+  REQUIRE_THROWS_AS(parse_accum_model("fp32-seq:lanes=4,lanesum=bfly", 32), exmy::InputError);
+  REQUIRE_THROWS_AS(parse_accum_model("hw:k=16,frac=25,lanes=4", 16), exmy::InputError);
+  const AccumModel m = parse_accum_model("fp32-seq:lanes=32,vec=auto,split=5", 32);
+  REQUIRE(m.lanes == 32);
+  REQUIRE(m.vec == 0);
+  REQUIRE(m.split_k == 5);
+}
