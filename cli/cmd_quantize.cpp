@@ -1,9 +1,9 @@
 // exmy quantize / exmy dequantize: tensor quantization schemes on .npy arrays
 // (docs/SEMANTICS.md 7 and 11). Parse -> quant::Options -> run on a backend (cpu: sim/quant;
-// cuda: gpu/quantize through gpu/host_arrays); both produce a quant::Quantized, written here.
+// cuda: gpu/quant through gpu/host_arrays); both produce a quant::Quantized, written here.
 // Both subcommands share one option table (quantize_options); `exmy quantize --help` prints it.
 //
-// --device cuda runs the GPU kernels (gpu/quantize.hpp) on the same arrays: the same bits as the
+// --device cuda runs the GPU kernels (gpu/quant/quantize.hpp) on the same arrays: the same bits as the
 // CPU reference; the element-wise exception flags are not collected there.
 #include <algorithm>
 #include <cmath>
