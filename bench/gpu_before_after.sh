@@ -3,7 +3,7 @@
 # scripts/pack-device-binaries.sh), alternated ROUNDS times in one call so both see the same card,
 # clocks and temperature; then bench/compare_gbench.py prints AFTER/BEFORE per benchmark (median
 # of the per-round medians) and flags any more than 5% slower. Writes $OUT/{before,after}-*.json.
-#   bench/gpu_before_after.sh BEFORE.tar.xz AFTER.tar.xz [ROUNDS] [BENCHES]
+#   bench/gpu_before_after.sh BEFORE AFTER [ROUNDS] [BENCHES]     (each a .tar.xz pack or a directory)
 # BENCHES defaults to "bench_gpu_quant bench_optim_gpu bench_gemm_emulation".
 set -uo pipefail
 before=$1
@@ -12,8 +12,15 @@ rounds=${3:-2}
 benches=${4:-"bench_gpu_quant bench_optim_gpu bench_gemm_emulation"}
 OUT=${OUT:-/tmp/out}
 mkdir -p "$OUT" /tmp/ba/before /tmp/ba/after
-tar xJf "$before" -C /tmp/ba/before
-tar xJf "$after" -C /tmp/ba/after
+# A pack (tar.xz) is unpacked; a directory of binaries is used as it is.
+for side in before after; do
+  src=${!side}
+  if [ -d "$src" ]; then
+    cp "$src"/* "/tmp/ba/$side/"
+  else
+    tar xJf "$src" -C "/tmp/ba/$side"
+  fi
+done
 nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv,noheader | tee "$OUT/gpu.txt"
 for r in $(seq 1 "$rounds"); do
   for side in before after; do
