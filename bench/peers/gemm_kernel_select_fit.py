@@ -27,8 +27,28 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import gemm_kernel_select_capture as cap  # noqa: E402
 
 
+def bf16_rne(x):
+    """float32 array -> bf16 codes, round to nearest even (torch's .to(torch.bfloat16) for
+    finite values; the capture's inputs are all finite)."""
+    u = x.view(np.uint32).astype(np.uint64)
+    return ((u + 0x7FFF + ((u >> 16) & 1)) >> 16).astype(np.uint16)
+
+
 def inputs(t, seed, ti, i, M, N, K):
-    import torch
+    try:
+        import torch
+    except ImportError:  # numpy alone: the same codes (checked against the capture's checksums)
+        av = cap.gen_values(seed + i, 2 * ti, M, K, np)
+        bv = cap.gen_values(seed + i, 2 * ti + 1, N, K, np)
+        a = (av.astype(np.float64) * 2.0 ** -15).astype(np.float32)
+        b = (bv.astype(np.float64) * 2.0 ** -15).astype(np.float32)
+        if t == "bf16":
+            return bf16_rne(a), bf16_rne(b)
+        if t == "fp16":
+            return a.astype(np.float16).view(np.uint16), b.astype(np.float16).view(np.uint16)
+        if t == "e4m3fn":
+            raise RuntimeError("e4m3fn inputs need torch")
+        return a, b
     av = cap.gen_values(seed + i, 2 * ti, M, K, np)
     bv = cap.gen_values(seed + i, 2 * ti + 1, N, K, np)
     a = torch.from_numpy((av.astype(np.float64) * 2.0 ** -15).astype(np.float32))
