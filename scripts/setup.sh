@@ -48,8 +48,8 @@ cuda_args+=("-DEXMY_CUDA_ARCHS=${EXMY_CUDA_ARCHS:-90}")
 # pip cannot reach PyPI the extension is left out and python_package skips. (`pip install .`, the
 # packaging route, is checked by scripts/test-python.sh --pip.)
 py_args=(-DEXMY_PYTHON=OFF)
-venv="$build/pyenv"
 mkdir -p "$build"
+venv="$(cd "$build" && pwd)/pyenv"  # absolute: CMake's FindPython ignores a relative interpreter
 if [ -x "$venv/bin/python" ] || python3 -m venv "$venv" >/dev/null 2>&1; then
   if "$venv/bin/python" -c "import nanobind, numpy, pytest" 2>/dev/null ||
      "$venv/bin/pip" install -q --disable-pip-version-check "nanobind>=2" numpy pytest; then
