@@ -253,6 +253,10 @@ int run_fuzz(const Args& args) {
   const bool stochastic = r.mode == RoundMode::sr;
 
   constexpr std::size_t kMaxElements = 128;  // RapidCheck's containers stay below size 100
+  // Ctrl-C is exmy's from before the child exists (a SIGINT while the plugin loads or answers
+  // the probe ends the run as INTERRUPTED, exit 130, never by the signal).
+  verify::clear_stop();
+  std::signal(SIGINT, fuzz_on_sigint);
   BackendProcess backend(library, format_name, rounding, kMaxElements, device_entry);
   const std::string what = "cast fp32 -> " + format_name + " under " + rounding;
 
@@ -260,7 +264,7 @@ int run_fuzz(const Args& args) {
   // request itself is unsupported (exit 2), not a wrong answer.
   backend.set_timeout(timeout);
   const float one = 1.0f;
-  const BackendCall probe = backend.call(&one, 1, 0);
+  const BackendCall probe = backend.call(&one, 1, 0, nullptr, stop_flag);
   if (probe.status == BackendCall::Status::returned_nonzero) {
     throw InputError("--backend '" + library + "' does not support " + what + " (returned " +
                      std::to_string(probe.rc) + ")");
@@ -324,8 +328,6 @@ int run_fuzz(const Args& args) {
   QuietListener listener;
   // The overload with an explicit (empty) reproduce map does not read RC_PARAMS, which would
   // print its configuration and could change the run; --seed and --cases alone decide it.
-  verify::clear_stop();
-  std::signal(SIGINT, fuzz_on_sigint);
   const auto result =
       rc::detail::checkProperty(rc::detail::toProperty(property), meta, params, listener, {});
   std::signal(SIGINT, SIG_DFL);

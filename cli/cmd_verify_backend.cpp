@@ -206,10 +206,14 @@ int run_verify_backend(const Args& args) {
   }
   const std::uint64_t first = shard.begin(items), last = shard.end(items);
 
+  // Ctrl-C is exmy's from before the child exists: a SIGINT while the plugin loads or answers
+  // the probe ends the run through the summary (exit 130), never by the signal.
+  verify::clear_stop();
+  std::signal(SIGINT, verify_backend_on_sigint);
   BackendProcess backend(library, format_name, rounding, capacity, device_entry);
   backend.set_timeout(timeout);
   const float one = 1.0f;
-  const BackendCall probe = backend.call(&one, 1, seed);
+  const BackendCall probe = backend.call(&one, 1, seed, nullptr, stop_flag);
   if (probe.status == BackendCall::Status::returned_nonzero) {
     throw InputError("--backend '" + library + "' does not support cast fp32 -> " + format_name +
                      " under " + rounding + " (returned " + std::to_string(probe.rc) + ")");
@@ -260,8 +264,6 @@ int run_verify_backend(const Args& args) {
   verify::detail::Progress meter(res.name + (shard.whole() ? "" : " shard " + shard.text()),
                                  last - first, progress);
   const auto start = std::chrono::steady_clock::now();
-  verify::clear_stop();
-  std::signal(SIGINT, verify_backend_on_sigint);
   std::string failure;  // a crash or failing call ends the sweep
   CallInputs in;
   for (std::uint64_t item = first; item < last; ++item) {

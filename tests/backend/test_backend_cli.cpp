@@ -362,7 +362,18 @@ TEST_CASE("verify and fuzz --backend: Ctrl-C during a hung call ends the child, 
       execl("/bin/sh", "sh", "-c", cmd.c_str(), static_cast<char*>(nullptr));
       _exit(127);
     }
-    usleep(1500 * 1000);  // the NaN inputs of the first call hang the plugin by then
+    // Ctrl-C once the backend child exists (two processes name the plugin: exmy and the child
+    // it forked), then 0.5 s for the first call to hang on its NaN inputs. A fixed 1.5 s wait
+    // raced exmy's start under load: a SIGINT before exmy installs its handler kills it by the
+    // signal (regression: ctest on a loaded 2-core machine, 2026-11-27).
+    const std::string pattern = kHang.substr(0, kHang.size() - 3) + "[.]so";
+    const std::string count = dir + "/count";
+    for (int i = 0; i < 300; ++i) {
+      std::system(("pgrep -c -f '" + pattern + "' >'" + count + "' 2>/dev/null").c_str());
+      if (std::atoi(slurp(count).c_str()) >= 2) break;
+      usleep(100 * 1000);
+    }
+    usleep(500 * 1000);
     kill(pid, SIGINT);
     int st = 0;
     waitpid(pid, &st, 0);
@@ -375,7 +386,6 @@ TEST_CASE("verify and fuzz --backend: Ctrl-C during a hung call ends the child, 
     usleep(200 * 1000);
     const std::string left = dir + "/left";
     // "[.]so" keeps the pattern from matching the shell that runs pgrep.
-    const std::string pattern = kHang.substr(0, kHang.size() - 3) + "[.]so";
     std::system(("pgrep -f '" + pattern + "' >'" + left + "' 2>/dev/null").c_str());
     CHECK(slurp(left).empty());
   }
