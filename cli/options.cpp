@@ -69,7 +69,10 @@ bool looks_like_number(const std::string& a) {
 
 std::string Options::closest(const std::string& name) const {
   std::string best;
-  std::size_t best_d = 4;  // suggest only near misses
+  // Suggest only near misses: at most one edit per three letters of the name (a typo in
+  // --optimizer, not --bogus for --out).
+  const std::size_t letters = name.size() > 2 ? name.size() - 2 : 0;
+  std::size_t best_d = std::max<std::size_t>(1, letters / 3) + 1;
   for (const Entry& e : entries_) {
     for (const std::string& n : e.names) {
       const std::size_t d = edit_distance(name, n);
