@@ -218,7 +218,7 @@ TEST_CASE("help_b: diagnose --quiet prints the verdict line, --json one object",
 }
 
 TEST_CASE("help_b: fuzz --quiet prints the verdict line, --json one object", "[cli][help]") {
-  // The reference plugin beside the build tree's exmy (cli/exmy -> examples/backend_reference).
+  // The reference plugin in the build tree, two levels above the exmy binary (BUILD/cli/).
   const fs::path lib = fs::path(testing::cli()).parent_path().parent_path() /
                        "examples/backend_reference/libexmy_backend_reference.so";
   if (!fs::exists(lib)) {
