@@ -82,7 +82,7 @@ def _threads(threads) -> int:
 
 
 def cast(x, fmt: str, round: str = "rne", overflow: str = "none", seed: int = 0,
-         input: str | None = None, threads: int = 1) -> np.ndarray:
+         input: str | None = None, threads: int = 1, compat: str = "") -> np.ndarray:
     """Codes of ``x`` (float32, float16, bfloat16; NumPy or torch) in format ``fmt``.
 
     uint8 for formats of at most 8 bits, uint16 for 9..16 bits; ``round`` is an exmy mode
@@ -96,13 +96,18 @@ def cast(x, fmt: str, round: str = "rne", overflow: str = "none", seed: int = 0,
     rounding included). A negative or non-integer value raises ValueError. The cast runs
     without the GIL.
 
+    ``compat``: a cast profile of ``exmy cast --compat`` ("torch", "ml_dtypes": their e8m0fnu
+    conversions) replaces exmy's rounding by that library's rule, on the input widened to fp32;
+    it fixes the rounding, so ``round`` and ``overflow`` must stay at their defaults.
+
     The result is a new C-contiguous, writable NumPy array with the shape of ``x``, allocated by
     NumPy (``numpy.empty``), so large outputs get NumPy's transparent huge pages as NumPy's own
     arrays do.
     """
     t = _threads(threads)
     a, kind = _array(x)
-    return _exmy.cast(a, fmt, round, overflow, seed, input if input is not None else kind, t)
+    return _exmy.cast(a, fmt, round, overflow, seed, input if input is not None else kind, t,
+                      compat)
 
 
 def decode(codes, fmt: str) -> np.ndarray:

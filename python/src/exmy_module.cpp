@@ -7,19 +7,22 @@
 // python/exmy/__init__.py is the documented surface.
 #include <nanobind/nanobind.h>
 #include <nanobind/ndarray.h>
+#include <nanobind/stl/pair.h>
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
-#include <nanobind/stl/pair.h>
 
 #include <cstring>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "sim/common/error.hpp"
 #include "sim/fast/array_cast.hpp"
+#include "sim/format/compat.hpp"
 #include "sim/format/registry.hpp"
 #include "sim/format/rounding_names.hpp"
 #include "sim/golden/corpus.hpp"
+#include "sim/native/compat_e8m0.hpp"
 #include "sim/optim/registry.hpp"
 #include "sim/quant/quantize.hpp"
 
@@ -70,8 +73,10 @@ nb::object empty_numpy(const std::vector<std::size_t>& shape, const char* dtype,
 // or N > 1 threads; python/exmy/__init__.py checks the type first.
 int thread_count(long threads) {
   if (threads < 0 || threads > 1 << 16) {
-    throw InputError("threads: expected 0 (every core), 1 (one thread) or a positive thread "
-                     "count, got " + std::to_string(threads));
+    throw InputError(
+        "threads: expected 0 (every core), 1 (one thread) or a positive thread "
+        "count, got " +
+        std::to_string(threads));
   }
   return static_cast<int>(threads);
 }
@@ -93,13 +98,25 @@ const Format& float_format(const std::string& name, Format& holder) {
 
 // cast(x, fmt, round, overflow, seed, input, threads): x is float32, float16, or uint16 bf16
 // patterns; the cast runs without the GIL, on `threads` threads (the codes do not depend on it).
+// compat: a cast profile (sim/format/compat.hpp, as `exmy cast --compat`) replaces exmy's
+// rounding by that library's rule, on the input widened to fp32; it fixes the rounding, so round
+// and overflow must stay at their defaults (the CLI refuses --round/--overflow with --compat).
 nb::object cast(nb::ndarray<nb::c_contig, nb::device::cpu> x, const std::string& fmt,
                 const std::string& round, const std::string& overflow, std::uint64_t seed,
-                const std::string& input, long threads) {
+                const std::string& input, long threads, const std::string& compat) {
   Format holder;
-  const Format& f = float_format(fmt, holder);
+  const Format& f = compat.empty() ? float_format(fmt, holder) : (holder = parse_format(fmt));
   Rounding r = parse_rounding(round);
   r.overflow = parse_overflow(overflow);
+  native::CompatCast rule{};
+  if (!compat.empty()) {
+    const CompatProfile& profile = compat_profile(compat);  // unknown: lists the known names
+    if (!(r == Rounding{})) {
+      throw InputError("compat='" + compat +
+                       "' fixes the rounding: it cannot be combined with round or overflow");
+    }
+    rule = compat_rule(profile, CompatOp::cast, f);  // a format it does not cover: refused
+  }
   fast::ArrayInput in;
   if (x.dtype() == nb::dtype<float>()) {
     in = fast::ArrayInput::fp32;
@@ -109,14 +126,22 @@ nb::object cast(nb::ndarray<nb::c_contig, nb::device::cpu> x, const std::string&
              x.dtype().bits == 16) {
     in = fast::ArrayInput::fp16;
   } else {
-    throw InputError("x: expected float32, float16, or uint16 bf16 bit patterns with "
-                     "input='bf16'");
+    throw InputError(
+        "x: expected float32, float16, or uint16 bf16 bit patterns with "
+        "input='bf16'");
   }
   const int team = thread_count(threads);
   const std::size_t n = x.size();
   const std::vector<std::size_t> shape = shape_of(x);
   auto run = [&](auto* codes) {
     nb::gil_scoped_release release;
+    if (!compat.empty()) {
+      for (std::size_t i = 0; i < n; ++i) {
+        codes[i] = static_cast<std::remove_reference_t<decltype(*codes)>>(
+            native::compat_cast_fp32(rule, fast::widen_to_fp32(x.data(), in, i)));
+      }
+      return;
+    }
     fast::cast_to_codes(x.data(), in, n, codes, f.fp, r, seed, kCastStream, 0, team);
   };
   if (f.fp.total_bits() <= 8) {
@@ -188,16 +213,23 @@ quant::Options quant_options(const std::string& scheme, const std::string& to, c
     } else if (key == "order") {
       given.order = true;
       const std::string s = str();
-      if (s == "div-mul") o.order = native::ScaleOrder::div_mul;
-      else if (s == "recip-mul") o.order = native::ScaleOrder::recip_mul;
-      else if (s == "mul-recip") o.order = native::ScaleOrder::mul_recip;
-      else throw InputError("order '" + s + "': expected div-mul, recip-mul or mul-recip");
+      if (s == "div-mul")
+        o.order = native::ScaleOrder::div_mul;
+      else if (s == "recip-mul")
+        o.order = native::ScaleOrder::recip_mul;
+      else if (s == "mul-recip")
+        o.order = native::ScaleOrder::mul_recip;
+      else
+        throw InputError("order '" + s + "': expected div-mul, recip-mul or mul-recip");
     } else if (key == "nan") {
       given.norm_or_nan = true;
       const std::string s = str();
-      if (s == "propagate") o.nan = native::NanPolicy::propagate;
-      else if (s == "ignore") o.nan = native::NanPolicy::ignore;
-      else throw InputError("nan '" + s + "': expected propagate or ignore");
+      if (s == "propagate")
+        o.nan = native::NanPolicy::propagate;
+      else if (s == "ignore")
+        o.nan = native::NanPolicy::ignore;
+      else
+        throw InputError("nan '" + s + "': expected propagate or ignore");
     } else if (key == "round") {
       const Rounding r = parse_rounding(str());
       o.mode = r.mode;
@@ -209,9 +241,12 @@ quant::Options quant_options(const std::string& scheme, const std::string& to, c
     } else if (key == "norm") {
       given.norm_or_nan = true;
       const std::string s = str();
-      if (s == "recip-mul") o.norm = native::NormOrder::recip_mul;
-      else if (s == "div") o.norm = native::NormOrder::div;
-      else throw InputError("norm '" + s + "': expected recip-mul or div");
+      if (s == "recip-mul")
+        o.norm = native::NormOrder::recip_mul;
+      else if (s == "div")
+        o.norm = native::NormOrder::div;
+      else
+        throw InputError("norm '" + s + "': expected recip-mul or div");
     } else if (key == "tie") {
       o.tie = parse_tie(str());
     } else if (key == "transpose") {
@@ -235,7 +270,8 @@ quant::Options quant_options(const std::string& scheme, const std::string& to, c
     } else if (key == "tensor_scale") {
       o.tensor_scale = nb::cast<float>(v);
     } else {
-      throw InputError("unknown option '" + key + "' (the switches of exmy quantize, with _ for -)");
+      throw InputError("unknown option '" + key +
+                       "' (the switches of exmy quantize, with _ for -)");
     }
   }
   quant::apply_compat(o, compat, given);  // as `exmy quantize --compat` applies it
@@ -299,21 +335,34 @@ nb::dict step(const std::string& optimizer, Arr<const float> params, Arr<const f
   for (auto [k, v] : kw) {
     const std::string key = nb::cast<std::string>(k);
     const double d = key == "nesterov" ? 0.0 : nb::cast<double>(v);
-    if (key == "lr") h.lr = d;
-    else if (key == "beta1") h.beta1 = d;
-    else if (key == "beta2") h.beta2 = d;
-    else if (key == "eps") h.eps = d;
-    else if (key == "wd") h.wd = d;
-    else if (key == "momentum") h.momentum = d;
-    else if (key == "dampening") h.dampening = d;
-    else if (key == "nesterov") h.nesterov = nb::cast<bool>(v);
-    else throw InputError("unknown hyperparameter '" + key + "'");
+    if (key == "lr")
+      h.lr = d;
+    else if (key == "beta1")
+      h.beta1 = d;
+    else if (key == "beta2")
+      h.beta2 = d;
+    else if (key == "eps")
+      h.eps = d;
+    else if (key == "wd")
+      h.wd = d;
+    else if (key == "momentum")
+      h.momentum = d;
+    else if (key == "dampening")
+      h.dampening = d;
+    else if (key == "nesterov")
+      h.nesterov = nb::cast<bool>(v);
+    else
+      throw InputError("unknown hyperparameter '" + key + "'");
   }
   c.hyper = optim::resolve_hyper(*c.opt.entry, h);
-  if (param_dtype == "fp32") c.st = native::Storage::f32;
-  else if (param_dtype == "bf16") c.st = native::Storage::bf16;
-  else if (param_dtype == "fp16") c.st = native::Storage::f16;
-  else throw InputError("param_dtype '" + param_dtype + "': expected fp32, bf16 or fp16");
+  if (param_dtype == "fp32")
+    c.st = native::Storage::f32;
+  else if (param_dtype == "bf16")
+    c.st = native::Storage::bf16;
+  else if (param_dtype == "fp16")
+    c.st = native::Storage::f16;
+  else
+    throw InputError("param_dtype '" + param_dtype + "': expected fp32, bf16 or fp16");
   c.block = block;
   c.seed = seed;
   // The domain's rules, as `exmy step` applies them: hyperparameter domains, then the profile
@@ -324,8 +373,10 @@ nb::dict step(const std::string& optimizer, Arr<const float> params, Arr<const f
   if (steps < 1) throw InputError("steps: expected at least 1");
   const bool per_step = grads.size() == n * static_cast<std::size_t>(steps);
   if (!per_step && grads.size() != n) {
-    throw InputError("grads: expected " + std::to_string(n) + " elements (one gradient for every "
-                     "step) or steps x " + std::to_string(n));
+    throw InputError("grads: expected " + std::to_string(n) +
+                     " elements (one gradient for every "
+                     "step) or steps x " +
+                     std::to_string(n));
   }
   std::vector<float> p(params.data(), params.data() + n);
   optim::State s = optim::init_state(c, p);
@@ -391,7 +442,7 @@ NB_MODULE(_exmy, m) {
   m.attr("git_sha") = EXMY_GIT_SHA;
   m.def("cast", &cast, "x"_a, "fmt"_a, "round"_a = exmy::rounding_name(exmy::Rounding{}),
         "overflow"_a = exmy::overflow_name(exmy::Overflow::none), "seed"_a = 0, "input"_a = "",
-        "threads"_a = 1);
+        "threads"_a = 1, "compat"_a = "");
   m.def("decode", &decode, "codes"_a, "fmt"_a);
   m.def("table", &table, "fmt"_a);
   m.def("quantize", &quantize, "x"_a, "scheme"_a, "to"_a, "kwargs"_a);

@@ -280,6 +280,39 @@ def test_quantize_profile_cli_python_agree(tmp_path, profile, scheme, to):
         exmy.quantize(x, scheme, to, compat=profile, **fixed)
 
 
+# Every profile that covers `exmy cast` (its e8m0fnu conversions; the golden corpus has no cast
+# case under a profile): Python and the CLI apply it identically.
+CAST_PROFILES = ["torch", "ml_dtypes"]
+
+
+def _e8m0_inputs():
+    # Every binade edge and midpoint of fp32's range, both signs, zeros, subnormals, inf, NaN.
+    e = np.arange(-149, 128, dtype=np.float64)
+    v = np.concatenate([np.exp2(e), 1.5 * np.exp2(e), np.nextafter(np.exp2(e), 0),
+                        np.nextafter(1.5 * np.exp2(e), np.inf)]).astype(np.float32)
+    extra = np.array([0.0, -0.0, np.inf, -np.inf, np.nan, np.finfo(np.float32).max],
+                     np.float32)
+    return np.concatenate([v, -v, extra])
+
+
+@needs_cli
+@pytest.mark.parametrize("profile", CAST_PROFILES)
+def test_cast_profile_cli_python_agree(tmp_path, profile):
+    x = _e8m0_inputs()
+    np.save(tmp_path / "x.npy", x)
+    subprocess.run([cli(), "cast", "e8m0fnu", "--compat", profile, "--in", str(tmp_path / "x.npy"),
+                    "--out", str(tmp_path / "y.npy")], check=True)
+    got = exmy.cast(x, "e8m0fnu", compat=profile)
+    assert got.tobytes() == np.load(tmp_path / "y.npy").tobytes()
+    # The profile is applied: it is not exmy's rounding, and the two libraries differ.
+    other = CAST_PROFILES[1 - CAST_PROFILES.index(profile)]
+    assert not np.array_equal(got, exmy.cast(x, "e8m0fnu", compat=other))
+    with pytest.raises(ValueError, match="fixes the rounding"):
+        exmy.cast(x, "e8m0fnu", round="rtz", compat=profile)
+    with pytest.raises(ValueError, match="torch"):
+        exmy.cast(x, "e8m0fnu", compat="no-such-profile")
+
+
 def test_step_hyperparameter_domains_are_the_clis():
     p = np.zeros(8, np.float32)
     with pytest.raises(ValueError, match="--lr"):
