@@ -17,7 +17,8 @@ using namespace exmy;
 
 namespace {
 
-gemm::Operand operand(const std::string& fmt, std::size_t rows, std::size_t k, std::mt19937_64& rng) {
+gemm::Operand operand(const std::string& fmt, std::size_t rows, std::size_t k,
+                      std::mt19937_64& rng) {
   std::normal_distribution<float> d(0.0f, 1.0f);
   if (fmt == "fp32") {
     std::vector<float> v(rows * k);
@@ -47,8 +48,8 @@ int main(int argc, char** argv) {
     bool cpu;
   };
   const std::vector<Case> cases = {
-      {"e4m3fn", 256, 128, 8192, true}, {"bf16", 256, 128, 8192, true},
-      {"fp32", 256, 128, 1024, true},   {"e4m3fn", 4096, 4096, 4096, false},
+      {"e4m3fn", 256, 128, 8192, true},  {"bf16", 256, 128, 8192, true},
+      {"fp32", 256, 128, 1024, true},    {"e4m3fn", 4096, 4096, 4096, false},
       {"bf16", 4096, 4096, 4096, false}, {"e4m3fn", 128, 64, 65536, false},
   };
   std::mt19937_64 rng(7);
@@ -72,9 +73,9 @@ int main(int argc, char** argv) {
         "\"gpu_ms\": %.4f, \"gpu_products_per_s\": %.4g, \"gpu_emulated_tflops\": %.4g, "
         "\"cpu_s\": %.4f, \"cpu_products_per_s\": %.4g, \"speedup_vs_cpu_core\": %.1f, "
         "\"outputs_compared\": %zu, \"mismatches\": %zu}\n",
-        c.fmt, c.M, c.N, c.K, gpu_ms, products / (gpu_ms * 1e-3), 2 * products / (gpu_ms * 1e-3) / 1e12,
-        cpu_s, cpu_s > 0 ? products / cpu_s : 0.0, cpu_s > 0 ? cpu_s / (gpu_ms * 1e-3) : 0.0,
-        c.cpu ? c.M * c.N : std::size_t{0}, mismatches);
+        c.fmt, c.M, c.N, c.K, gpu_ms, products / (gpu_ms * 1e-3),
+        2 * products / (gpu_ms * 1e-3) / 1e12, cpu_s, cpu_s > 0 ? products / cpu_s : 0.0,
+        cpu_s > 0 ? cpu_s / (gpu_ms * 1e-3) : 0.0, c.cpu ? c.M * c.N : std::size_t{0}, mismatches);
     std::fflush(stdout);
   }
   return 0;

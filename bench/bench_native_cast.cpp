@@ -92,9 +92,11 @@ void BM_array_fp32_to_8bit(benchmark::State& state, const FloatFormat* f, RoundM
   state.SetItemsProcessed(state.iterations() * n);
 }
 BENCHMARK_CAPTURE(BM_array_fp32_to_8bit, e4m3fn_rne, &formats::e4m3fn, RoundMode::rne, 0)
-    ->Arg(20)->Arg(24);
+    ->Arg(20)
+    ->Arg(24);
 BENCHMARK_CAPTURE(BM_array_fp32_to_8bit, e4m3fn_sr8, &formats::e4m3fn, RoundMode::sr, 8)
-    ->Arg(20)->Arg(24);
+    ->Arg(20)
+    ->Arg(24);
 
 // 16-bit inputs -> e4m3fn rne (fast::cast_to_codes with ArrayInput::bf16 / fp16): the inputs are
 // the fp32 values rounded to the input type (rne, by exmy).
@@ -107,20 +109,26 @@ void BM_array_16bit_to_e4m3fn(benchmark::State& state, const FloatFormat* from,
                       Rounding{RoundMode::rne, 0}, 0, 0, 0);
   std::vector<std::uint8_t> out(n);
   for (auto _ : state) {
-    fast::cast_to_codes(in.data(), t, n, out.data(), formats::e4m3fn, Rounding{RoundMode::rne, 0}, 0,
-                        0, 0);
+    fast::cast_to_codes(in.data(), t, n, out.data(), formats::e4m3fn, Rounding{RoundMode::rne, 0},
+                        0, 0, 0);
     benchmark::DoNotOptimize(out.data());
   }
   state.SetItemsProcessed(state.iterations() * n);
 }
 BENCHMARK_CAPTURE(BM_array_16bit_to_e4m3fn, bf16, &formats::bf16, fast::ArrayInput::bf16)
-    ->Arg(20)->Arg(24);
+    ->Arg(20)
+    ->Arg(24);
 BENCHMARK_CAPTURE(BM_array_16bit_to_e4m3fn, fp16, &formats::fp16, fast::ArrayInput::fp16)
-    ->Arg(20)->Arg(24);
+    ->Arg(20)
+    ->Arg(24);
 
-BENCHMARK_CAPTURE(BM_array_fp32_to_16bit, bf16_rne, &formats::bf16, RoundMode::rne)->Arg(20)->Arg(24);
+BENCHMARK_CAPTURE(BM_array_fp32_to_16bit, bf16_rne, &formats::bf16, RoundMode::rne)
+    ->Arg(20)
+    ->Arg(24);
 BENCHMARK_CAPTURE(BM_array_fp32_to_16bit, bf16_rtz, &formats::bf16, RoundMode::rtz)->Arg(20);
-BENCHMARK_CAPTURE(BM_array_fp32_to_16bit, fp16_rne, &formats::fp16, RoundMode::rne)->Arg(20)->Arg(24);
+BENCHMARK_CAPTURE(BM_array_fp32_to_16bit, fp16_rne, &formats::fp16, RoundMode::rne)
+    ->Arg(20)
+    ->Arg(24);
 
 template <const FloatFormat& F>
 void BM_fp32_to_fixed_rne(benchmark::State& state) {
@@ -282,11 +290,13 @@ bool cpfloat_sanity() {
     ++compared;
     if (native::bits_of(e4[q[i]]) != native::bits_of(cpf[i])) {
       if (diff++ < 5) {
-        std::printf("  e4m3 rne differs: x=%a exmy=%a CPFloat=%a\n", as_floats(in)[i], e4[q[i]], cpf[i]);
+        std::printf("  e4m3 rne differs: x=%a exmy=%a CPFloat=%a\n", as_floats(in)[i], e4[q[i]],
+                    cpf[i]);
       }
     }
   }
-  std::printf("CPFloat E4M3 rne vs exmy e4m3fn rne, |x| < 464: %zu of %zu differ\n", diff, compared);
+  std::printf("CPFloat E4M3 rne vs exmy e4m3fn rne, |x| < 464: %zu of %zu differ\n", diff,
+              compared);
   ok = ok && diff == 0;
 
   o = exmy_cpf_new(EXMY_CPF_BF16_RNE);
@@ -297,7 +307,8 @@ bool cpfloat_sanity() {
   diff = 0;
   for (std::size_t i = 0; i < n; ++i) {
     if ((std::uint32_t{b[i]} << 16) != native::bits_of(cpf[i]) && diff++ < 5) {
-      std::printf("  bf16 rne differs: x=%a exmy=0x%04x CPFloat=%a\n", as_floats(in)[i], b[i], cpf[i]);
+      std::printf("  bf16 rne differs: x=%a exmy=0x%04x CPFloat=%a\n", as_floats(in)[i], b[i],
+                  cpf[i]);
     }
   }
   std::printf("CPFloat bf16 rne vs exmy bf16 rne, all %zu inputs: %zu differ\n", n, diff);
@@ -321,9 +332,10 @@ bool cpfloat_sanity() {
     up_exmy += e4[q[i]] == h;
     up_cpf += cpf[i] == h;
   }
-  std::printf("SR, %zu inexact inputs with |x| < 448: results off the two neighbours: exmy sr:8 "
-              "%zu, CPFloat %zu; rounded up: exmy %.4f, CPFloat %.4f\n",
-              inexact, off_exmy, off_cpf, double(up_exmy) / inexact, double(up_cpf) / inexact);
+  std::printf(
+      "SR, %zu inexact inputs with |x| < 448: results off the two neighbours: exmy sr:8 "
+      "%zu, CPFloat %zu; rounded up: exmy %.4f, CPFloat %.4f\n",
+      inexact, off_exmy, off_cpf, double(up_exmy) / inexact, double(up_cpf) / inexact);
   return ok && off_exmy == 0 && off_cpf == 0;
 }
 #endif

@@ -42,8 +42,8 @@ int run_memory(const Args& args) {
   Options opts("exmy memory --params N --optimizer NAME[,NAME...] [OPTIONS]",
                "Bytes per parameter and totals of each configuration (docs/SEMANTICS.md 9.8).",
                "exmy memory --params 7e9 --optimizer adamw,adamw8bit --weights bf16 --master");
-  opts.value({"--params"}, "N",
-             "parameter count: a whole number in [1, 2^53] (1.5e9 is one)", Options::kRequired,
+  opts.value({"--params"}, "N", "parameter count: a whole number in [1, 2^53] (1.5e9 is one)",
+             Options::kRequired,
              [&](const std::string& v) {
                // At most 2^53, so that every count is exact in the double the totals use.
                base.params = number::parse_f64(v, "--params");

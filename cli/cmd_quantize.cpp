@@ -3,8 +3,8 @@
 // cuda: gpu/quant through gpu/host_arrays); both produce a quant::Quantized, written here.
 // Both subcommands share one option table (quantize_options); `exmy quantize --help` prints it.
 //
-// --device cuda runs the GPU kernels (gpu/quant/quantize.hpp) on the same arrays: the same bits as the
-// CPU reference; the element-wise exception flags are not collected there.
+// --device cuda runs the GPU kernels (gpu/quant/quantize.hpp) on the same arrays: the same bits as
+// the CPU reference; the element-wise exception flags are not collected there.
 #include <algorithm>
 #include <cmath>
 #include <cstdint>

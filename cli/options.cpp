@@ -15,8 +15,12 @@ Options::Options(std::string usage, std::string about, std::string example)
 Options& Options::value(std::initializer_list<const char*> names, std::string meta,
                         std::string help, std::string def,
                         std::function<void(const std::string&)> on) {
-  entries_.push_back(Entry{{names.begin(), names.end()}, std::move(meta), std::move(help),
-                           std::move(def), std::move(on), nullptr});
+  entries_.push_back(Entry{{names.begin(), names.end()},
+                           std::move(meta),
+                           std::move(help),
+                           std::move(def),
+                           std::move(on),
+                           nullptr});
   return *this;
 }
 
@@ -82,7 +86,9 @@ std::string Options::closest(const std::string& name) const {
   return best;
 }
 
-std::string Options::usage_hint() const { return "usage: " + usage_ + "; try --help"; }
+std::string Options::usage_hint() const {
+  return "usage: " + usage_ + "; try --help";
+}
 
 std::vector<std::string> Options::spellings() const {
   std::vector<std::string> out;

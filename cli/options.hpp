@@ -3,7 +3,8 @@
 // same declarations, so the help text cannot drift from what the parser accepts.
 //
 //   Options opts("exmy memory --params N --optimizer NAME[,NAME...] [OPTIONS]",
-//                "Training memory per parameter ...", "exmy memory --params 7e9 --optimizer adamw");
+//                "Training memory per parameter ...", "exmy memory --params 7e9 --optimizer
+//                adamw");
 //   opts.value({"--params"}, "N", "parameter count", Options::kRequired,
 //              [&](const std::string& v) { ... });
 //   opts.flag({"--json"}, "print JSON", [&] { json = true; });

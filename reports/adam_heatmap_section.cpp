@@ -39,7 +39,6 @@ int training_seeds(bool quick, int tiny) {
   return tiny ? 2 : quick ? 3 : 5;
 }
 
-
 std::string mci(const MeanCi& m, int digits = 3) {
   return fmt_g(m.mean, digits) + " [" + fmt_g(m.lo, digits) + ", " + fmt_g(m.hi, digits) + "]";
 }
@@ -51,7 +50,7 @@ struct TrainVariant {
   const Codebook* v_book;
   int block;
   bool fp32_first_layer = false;
-  bool bnb = false;  // exmy's bitsandbytes 8-bit Adam model instead of the codebook emulation
+  bool bnb = false;    // exmy's bitsandbytes 8-bit Adam model instead of the codebook emulation
   bool dense = false;  // the fair task (MlpConfig::dense): no exactly-zero gradients
 };
 std::vector<TrainVariant> train_variants() {
@@ -73,8 +72,8 @@ std::vector<TrainVariant> train_variants() {
   v.push_back({"dense_fp32", nullptr, nullptr, 0, false, false, true});
   for (const auto& m : methods) {
     if (m.name == "dynamic" || m.name == "linear") {
-      v.push_back({"dense_8bit_" + m.name + "_block2048", m.m_book, m.v_book, 2048, false, false,
-                   true});
+      v.push_back(
+          {"dense_8bit_" + m.name + "_block2048", m.m_book, m.v_book, 2048, false, false, true});
     }
   }
   v.push_back({"dense_8bit_bnb_block2048", nullptr, nullptr, 2048, false, true, true});

@@ -6,8 +6,8 @@
 
 #include "cpfloat_binary32.h"
 
-void *exmy_cpf_new(int target) {
-  optstruct *o = init_optstruct();
+void* exmy_cpf_new(int target) {
+  optstruct* o = init_optstruct();
   if (o == NULL) return NULL;
   strcpy(o->format, "custom");
   o->explim = CPFLOAT_EXPRANGE_TARG;
@@ -46,15 +46,15 @@ void *exmy_cpf_new(int target) {
   return o;
 }
 
-void exmy_cpf_free(void *opts) {
-  if (opts != NULL) free_optstruct((optstruct *)opts);
+void exmy_cpf_free(void* opts) {
+  if (opts != NULL) free_optstruct((optstruct*)opts);
 }
 
-int exmy_cpf_round(void *opts, float *out, const float *in, size_t n) {
-  return cpfloatf(out, in, n, (optstruct *)opts);
+int exmy_cpf_round(void* opts, float* out, const float* in, size_t n) {
+  return cpfloatf(out, in, n, (optstruct*)opts);
 }
 
-const char *exmy_cpf_rng(void) {
+const char* exmy_cpf_rng(void) {
 #ifdef PCG_VARIANTS_H_INCLUDED
   return "pcg32";
 #else

@@ -19,12 +19,12 @@ extern "C" {
 enum exmy_cpf_target { EXMY_CPF_E4M3_RNE = 0, EXMY_CPF_E4M3_SR = 1, EXMY_CPF_BF16_RNE = 2 };
 
 /* A CPFloat option structure for `target` (NULL on failure); free with exmy_cpf_free. */
-void *exmy_cpf_new(int target);
-void exmy_cpf_free(void *opts);
+void* exmy_cpf_new(int target);
+void exmy_cpf_free(void* opts);
 /* out[i] = CPFloat's rounding of in[i]; returns CPFloat's status (0 = success). */
-int exmy_cpf_round(void *opts, float *out, const float *in, size_t n);
+int exmy_cpf_round(void* opts, float* out, const float* in, size_t n);
 /* "pcg32" or "rand()": the generator CPFloat's stochastic rounding draws from. */
-const char *exmy_cpf_rng(void);
+const char* exmy_cpf_rng(void);
 
 #ifdef __cplusplus
 }

@@ -94,7 +94,8 @@ class CpuRun {
       if (!any) std::printf("\nSame-run ratios (items/s over items/s; > 1 = faster):\n");
       any = true;
       std::printf("  %-52s %8.3f  (%.1f / %.1f M/s)", r.label.c_str(), a / b, a / 1e6, b / 1e6);
-      if (r.target > 0) std::printf("  target >= %.2g: %s", r.target, a / b >= r.target ? "met" : "not met");
+      if (r.target > 0)
+        std::printf("  target >= %.2g: %s", r.target, a / b >= r.target ? "met" : "not met");
       std::printf("\n");
     }
     benchmark::Shutdown();

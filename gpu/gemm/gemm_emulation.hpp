@@ -31,8 +31,9 @@ double gemm_emulate_time_ms(const gemm::Operand& a, const gemm::Operand& b,
 // out[i][j] = the dtype value (fp32: out_format 0, bf16 1, fp16 2) of the dequantized int8
 // product sum_k a[i][k] b[j][k] (SEMANTICS 8.1-8.2): a rows x k with one state per row, b cols x
 // k with one state per row (or a single tensor state when b_state has one entry).
-std::vector<float> int8_product(const std::vector<std::int8_t>& a, const std::vector<float>& a_state,
-                                std::size_t rows, const std::vector<std::int8_t>& b,
+std::vector<float> int8_product(const std::vector<std::int8_t>& a,
+                                const std::vector<float>& a_state, std::size_t rows,
+                                const std::vector<std::int8_t>& b,
                                 const std::vector<float>& b_state, std::size_t cols, std::size_t k,
                                 native::DequantOrder order, int out_format);
 

@@ -28,11 +28,9 @@ class GpuEngine final : public exmy::layer::LayerEngine {
                                               exmy::layer::int8_options(gran, order)));
   }
 
-  std::vector<float> int8_product(const Int8& a, std::size_t rows, const Int8& b,
-                                  std::size_t cols, std::size_t k, native::DequantOrder order,
-                                  DType d) override {
-    return gpu::int8_product(a.codes, a.state, rows, b.codes, b.state, cols, k, order,
-                             out_code(d));
+  std::vector<float> int8_product(const Int8& a, std::size_t rows, const Int8& b, std::size_t cols,
+                                  std::size_t k, native::DequantOrder order, DType d) override {
+    return gpu::int8_product(a.codes, a.state, rows, b.codes, b.state, cols, k, order, out_code(d));
   }
 
   std::vector<float> dequantize_int8_rows(const Int8& q, std::size_t rows, std::size_t cols,
@@ -43,9 +41,8 @@ class GpuEngine final : public exmy::layer::LayerEngine {
     qq.codes.resize(q.codes.size());
     std::memcpy(qq.codes.data(), q.codes.data(), q.codes.size());
     qq.state = q.state;
-    const std::vector<float> v =
-        dequantize_host(qq, rows, cols,
-                        exmy::layer::int8_options(Gran::row, native::ScaleOrder::div_mul));
+    const std::vector<float> v = dequantize_host(
+        qq, rows, cols, exmy::layer::int8_options(Gran::row, native::ScaleOrder::div_mul));
     return mask_round(v, 0, 0, MaskOuter::clamp, MaskInner::min, out_code(d));
   }
 
@@ -53,8 +50,8 @@ class GpuEngine final : public exmy::layer::LayerEngine {
                                  Gran gran, const FloatFormat& f, DType d) override {
     const quant::Options opt = exmy::layer::float8_options(gran, f);
     const quant::Quantized q = quantize_host(x.data(), CastInput::fp32, rows, cols, opt);
-    return mask_round(dequantize_host(q, rows, cols, opt), 0, 0, MaskOuter::clamp,
-                      MaskInner::min, out_code(d));
+    return mask_round(dequantize_host(q, rows, cols, opt), 0, 0, MaskOuter::clamp, MaskInner::min,
+                      out_code(d));
   }
 
   std::vector<float> gemm(const std::vector<float>& a, std::size_t rows,

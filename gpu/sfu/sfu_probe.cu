@@ -1,16 +1,15 @@
 // The SFU probe (gpu/sfu/sfu_probe.hpp): each instruction is issued through inline PTX so that
 // nvcc emits exactly that instruction (one MUFU operation on sm_90; checked with cuobjdump).
-#include "gpu/sfu/sfu_probe.hpp"
-
 #include <cuda_runtime.h>
 
 #include <memory>
 
 #include "gpu/common/cuda_check.hpp"
 #include "gpu/common/launch.hpp"
+#include "gpu/sfu/sfu_probe.hpp"
+#include "sim/native/libdevice_powf.hpp"
 #include "sim/native/philox.hpp"
 #include "sim/native/sfu_digest.hpp"
-#include "sim/native/libdevice_powf.hpp"
 #include "sim/native/sfu_sm90.hpp"
 
 namespace exmy::gpu {
@@ -26,11 +25,21 @@ __device__ __forceinline__ std::uint32_t hw(int op, std::uint32_t xb) {
   const float x = __uint_as_float(xb);
   float r;
   switch (op) {
-    case kRcp: asm volatile("rcp.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(x)); break;
-    case kSqrt: asm volatile("sqrt.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(x)); break;
-    case kRsqrt: asm volatile("rsqrt.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(x)); break;
-    case kEx2: asm volatile("ex2.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(x)); break;
-    default: asm volatile("lg2.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(x)); break;
+    case kRcp:
+      asm volatile("rcp.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(x));
+      break;
+    case kSqrt:
+      asm volatile("sqrt.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(x));
+      break;
+    case kRsqrt:
+      asm volatile("rsqrt.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(x));
+      break;
+    case kEx2:
+      asm volatile("ex2.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(x));
+      break;
+    default:
+      asm volatile("lg2.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(x));
+      break;
   }
   return __float_as_uint(r);
 }
@@ -38,11 +47,16 @@ __device__ __forceinline__ std::uint32_t hw(int op, std::uint32_t xb) {
 __device__ __forceinline__ std::uint32_t model(int op, const native::SfuTables& t,
                                                std::uint32_t x) {
   switch (op) {
-    case kRcp: return native::sfu_rcp(t, x);
-    case kSqrt: return native::sfu_sqrt(t, x);
-    case kRsqrt: return native::sfu_rsqrt(t, x);
-    case kEx2: return native::sfu_ex2(t, x);
-    default: return native::sfu_lg2(t, x);
+    case kRcp:
+      return native::sfu_rcp(t, x);
+    case kSqrt:
+      return native::sfu_sqrt(t, x);
+    case kRsqrt:
+      return native::sfu_rsqrt(t, x);
+    case kEx2:
+      return native::sfu_ex2(t, x);
+    default:
+      return native::sfu_lg2(t, x);
   }
 }
 
@@ -106,24 +120,42 @@ struct PowfCheck {
 __device__ __forceinline__ float comp_hw(int k, float a, float b) {
   float r;
   switch (k) {
-    case 0: asm volatile("rcp.approx.f32 %0, %1;" : "=f"(r) : "f"(a)); break;
-    case 1: asm volatile("sqrt.approx.f32 %0, %1;" : "=f"(r) : "f"(a)); break;
-    case 2: asm volatile("div.approx.ftz.f32 %0, %1, %2;" : "=f"(r) : "f"(a), "f"(b)); break;
-    case 3: asm volatile("div.approx.f32 %0, %1, %2;" : "=f"(r) : "f"(a), "f"(b)); break;
-    case 4: asm volatile("div.full.f32 %0, %1, %2;" : "=f"(r) : "f"(a), "f"(b)); break;
-    default: asm volatile("div.full.ftz.f32 %0, %1, %2;" : "=f"(r) : "f"(a), "f"(b)); break;
+    case 0:
+      asm volatile("rcp.approx.f32 %0, %1;" : "=f"(r) : "f"(a));
+      break;
+    case 1:
+      asm volatile("sqrt.approx.f32 %0, %1;" : "=f"(r) : "f"(a));
+      break;
+    case 2:
+      asm volatile("div.approx.ftz.f32 %0, %1, %2;" : "=f"(r) : "f"(a), "f"(b));
+      break;
+    case 3:
+      asm volatile("div.approx.f32 %0, %1, %2;" : "=f"(r) : "f"(a), "f"(b));
+      break;
+    case 4:
+      asm volatile("div.full.f32 %0, %1, %2;" : "=f"(r) : "f"(a), "f"(b));
+      break;
+    default:
+      asm volatile("div.full.ftz.f32 %0, %1, %2;" : "=f"(r) : "f"(a), "f"(b));
+      break;
   }
   return r;
 }
 __device__ __forceinline__ float comp_model(int k, float a, float b) {
   const native::SfuTables t{};
   switch (k) {
-    case 0: return native::sfu_rcp_full_f(t, a);
-    case 1: return native::sfu_sqrt_full_f(t, a);
-    case 2: return native::sfu_div_approx_ftz_f(t, a, b);
-    case 3: return native::sfu_div_approx_f(t, a, b);
-    case 4: return native::sfu_div_full_f(t, a, b);
-    default: return native::sfu_div_full_ftz_f(t, a, b);
+    case 0:
+      return native::sfu_rcp_full_f(t, a);
+    case 1:
+      return native::sfu_sqrt_full_f(t, a);
+    case 2:
+      return native::sfu_div_approx_ftz_f(t, a, b);
+    case 3:
+      return native::sfu_div_approx_f(t, a, b);
+    case 4:
+      return native::sfu_div_full_f(t, a, b);
+    default:
+      return native::sfu_div_full_ftz_f(t, a, b);
   }
 }
 // A composite: a = bits i with b fixed, or (a, b) random.
@@ -211,8 +243,8 @@ std::vector<std::uint32_t> inputs_of(sfu::Table t) {
 void sfu_measure(sfu::Bundle& b) {
   using sfu::Table;
   const std::pair<Table, int> direct[] = {
-      {Table::rcp, kRcp},    {Table::sqrt, kSqrt},   {Table::rsqrt, kRsqrt}, {Table::ex2p, kEx2},
-      {Table::ex2n, kEx2},   {Table::lg2e0, kLg2},   {Table::lg2e1, kLg2}};
+      {Table::rcp, kRcp},  {Table::sqrt, kSqrt}, {Table::rsqrt, kRsqrt}, {Table::ex2p, kEx2},
+      {Table::ex2n, kEx2}, {Table::lg2e0, kLg2}, {Table::lg2e1, kLg2}};
   for (const auto& [t, op] : direct) b.tables[static_cast<int>(t)] = measure(op, inputs_of(t));
   // S: lg2 at exponent −2 against −RZ(2 − L0) (sfu_lg2 without S).
   const std::vector<std::uint32_t> e2 = measure(kLg2, inputs_of(Table::lg2s));

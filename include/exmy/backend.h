@@ -71,17 +71,17 @@ EXMY_BACKEND_EXPORT unsigned exmy_backend_abi_version(void);
    formats of at most 8 bits, two (little-endian) for 9..16 bits. rounding is an exmy mode
    string ("rne", "rtz", "sr:8", ...); stochastic modes use exmy's Philox words (seed, stream 0,
    element index), so results are comparable. */
-EXMY_BACKEND_EXPORT int exmy_backend_cast_f32(const char *format, const char *rounding,
-                                              unsigned long long seed, const float *x,
-                                              void *codes, unsigned long long n);
+EXMY_BACKEND_EXPORT int exmy_backend_cast_f32(const char* format, const char* rounding,
+                                              unsigned long long seed, const float* x, void* codes,
+                                              unsigned long long n);
 
 /* ---- optional (ABI 1) -------------------------------------------------------------------- */
 
 /* exmy_backend_cast_f32 on device pointers x and codes, enqueued on `stream` (see above). */
-EXMY_BACKEND_EXPORT int exmy_backend_cast_f32_device(const char *format, const char *rounding,
-                                                     unsigned long long seed, const float *x,
-                                                     void *codes, unsigned long long n,
-                                                     void *stream);
+EXMY_BACKEND_EXPORT int exmy_backend_cast_f32_device(const char* format, const char* rounding,
+                                                     unsigned long long seed, const float* x,
+                                                     void* codes, unsigned long long n,
+                                                     void* stream);
 
 /* Tensor quantization of a row-major rows x cols fp32 matrix, as
      exmy quantize --scheme SCHEME --to TO OPTIONS --in x.npy --out codes.npy --state-out s.npy
@@ -91,35 +91,35 @@ EXMY_BACKEND_EXPORT int exmy_backend_cast_f32_device(const char *format, const c
    state the bytes of s.npy's data (state_bytes is the room the caller gives it). Stochastic
    element casts use stream 16 and codebook lookups stream 17 (SEMANTICS 3.2). exmy 0.1 does not
    call this entry point yet; it is reserved so that backends can be written against it. */
-EXMY_BACKEND_EXPORT int exmy_backend_quantize_f32(const char *scheme, const char *to,
-                                                  const char *options, unsigned long long seed,
-                                                  const float *x, unsigned long long rows,
-                                                  unsigned long long cols, void *codes,
-                                                  void *state, unsigned long long state_bytes);
+EXMY_BACKEND_EXPORT int exmy_backend_quantize_f32(const char* scheme, const char* to,
+                                                  const char* options, unsigned long long seed,
+                                                  const float* x, unsigned long long rows,
+                                                  unsigned long long cols, void* codes, void* state,
+                                                  unsigned long long state_bytes);
 
 /* One named array of an optimizer step, in the dtype `exmy step` writes for it ("f32", "bf16",
    "u8", ...), updated in place. */
 typedef struct exmy_backend_array {
-  const char *name; /* "params", "grads", and the state arrays of SEMANTICS 9 ("exp_avg", ...) */
-  const char *dtype;
-  void *data;
+  const char* name; /* "params", "grads", and the state arrays of SEMANTICS 9 ("exp_avg", ...) */
+  const char* dtype;
+  void* data;
   unsigned long long n; /* elements */
 } exmy_backend_array;
 
 /* `steps` optimizer steps, as `exmy step --optimizer OPTIMIZER OPTIONS` (SEMANTICS 9): options
    the hyperparameter options of the CLI, space separated ("--lr 1e-3 --weight-decay 0.01").
    Reserved like exmy_backend_quantize_f32: exmy 0.1 does not call it yet. */
-EXMY_BACKEND_EXPORT int exmy_backend_step(const char *optimizer, const char *options,
-                                          unsigned long long steps, exmy_backend_array *arrays,
+EXMY_BACKEND_EXPORT int exmy_backend_step(const char* optimizer, const char* options,
+                                          unsigned long long steps, exmy_backend_array* arrays,
                                           unsigned long long n_arrays);
 
 /* c (m x n, fp32, row-major) = a (m x k codes of a_format) times b (k x n codes of b_format)
    under the accumulation model `model` (SEMANTICS 8). Reserved: exmy defines no GEMM model yet,
    so no model name is valid in ABI 1 and a backend should return nonzero. */
-EXMY_BACKEND_EXPORT int exmy_backend_gemm(const char *model, const char *a_format,
-                                          const char *b_format, unsigned long long m,
-                                          unsigned long long n, unsigned long long k,
-                                          const void *a, const void *b, float *c);
+EXMY_BACKEND_EXPORT int exmy_backend_gemm(const char* model, const char* a_format,
+                                          const char* b_format, unsigned long long m,
+                                          unsigned long long n, unsigned long long k, const void* a,
+                                          const void* b, float* c);
 
 #ifdef __cplusplus
 } /* extern "C" */

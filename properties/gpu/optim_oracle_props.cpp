@@ -107,8 +107,8 @@ optim::AdamHyper gen_adam() {
   return h;
 }
 os::AdamHyper oracle_adam(const optim::AdamHyper& h) {
-  return os::AdamHyper{h.lr, h.beta1, h.beta2, h.eps, h.wd,
-                       static_cast<os::Kernels>(static_cast<int>(h.kernels))};
+  return os::AdamHyper{h.lr,  h.beta1, h.beta2,
+                       h.eps, h.wd,    static_cast<os::Kernels>(static_cast<int>(h.kernels))};
 }
 
 }  // namespace
@@ -121,8 +121,8 @@ TEST_CASE("GPU torch Adam/AdamW/SGD (every --compat profile) equal the step orac
     auto h = gen_adam();
     h.kernels = static_cast<native::TorchKernels>(*rc::gen::inRange(0, 3));
     const bool decoupled = *rc::gen::arbitrary<bool>();
-    optim::SgdHyper sh{h.lr, *rc::gen::element(0.9, 0.0), *rc::gen::element(0.0, 0.1), h.wd,
-                       *rc::gen::arbitrary<bool>(), h.kernels};
+    optim::SgdHyper sh{h.lr, *rc::gen::element(0.9, 0.0), *rc::gen::element(0.0, 0.1),
+                       h.wd, *rc::gen::arbitrary<bool>(), h.kernels};
     if (sh.nesterov) sh.dampening = 0.0;
     // SGD's fused=True kernel has an oracle too (fp64 arithmetic, 9.3).
     if (*rc::gen::arbitrary<bool>()) sh.kernels = native::TorchKernels::cuda_fused;
@@ -133,8 +133,9 @@ TEST_CASE("GPU torch Adam/AdamW/SGD (every --compat profile) equal the step orac
     dp.upload(p0), dps.upload(p0), dm.upload(zero), dv.upload(zero), db.upload(zero);
     os::Tensor P = real_f32(p0), PS = P, M = real_f32(zero), V = M, B = M;
     const os::AdamHyper oh = oracle_adam(h);
-    const os::SgdHyper osh{sh.lr, sh.momentum, sh.dampening, sh.wd, sh.nesterov,
-                           static_cast<os::Kernels>(static_cast<int>(sh.kernels))};
+    const os::SgdHyper osh{sh.lr,        sh.momentum,
+                           sh.dampening, sh.wd,
+                           sh.nesterov,  static_cast<os::Kernels>(static_cast<int>(sh.kernels))};
     for (int t = 1; t <= K; ++t) {
       const auto g = *rc::gen::container<std::vector<float>>(n, gen_grad(true));
       dg.upload(g);
@@ -182,8 +183,9 @@ TEST_CASE("GPU torch Adam/SGD on bf16/fp16 parameters equal the step oracle",
     dp.upload(p), dps.upload(p), dm.upload(zero), dv.upload(zero), db.upload(zero);
     os::Tensor P = real_codes(p, T), PS = P, M = real_codes(zero, T), V = M, B = M;
     const os::AdamHyper oh = oracle_adam(h);
-    const os::SgdHyper osh{sh.lr, sh.momentum, sh.dampening, sh.wd, sh.nesterov,
-                           static_cast<os::Kernels>(static_cast<int>(sh.kernels))};
+    const os::SgdHyper osh{sh.lr,        sh.momentum,
+                           sh.dampening, sh.wd,
+                           sh.nesterov,  static_cast<os::Kernels>(static_cast<int>(sh.kernels))};
     for (int t = 1; t <= K; ++t) {
       const auto g = *rc::gen::container<std::vector<std::uint16_t>>(n, code_gen);
       dg.upload(g);
@@ -221,10 +223,9 @@ TEST_CASE("GPU StableAdamW equals the step oracle (parameters, states, RMS)",
     for (int t = 1; t <= K; ++t) {
       const auto g = *rc::gen::container<std::vector<float>>(n, gen_grad(false));
       dg.upload(g);
-      const float rms = gpu::stable_adamw_step(h, t, static_cast<float*>(dp.get()),
-                                               static_cast<const float*>(dg.get()),
-                                               static_cast<float*>(dv.get()),
-                                               static_cast<float*>(du.get()), n);
+      const float rms = gpu::stable_adamw_step(
+          h, t, static_cast<float*>(dp.get()), static_cast<const float*>(dg.get()),
+          static_cast<float*>(dv.get()), static_cast<float*>(du.get()), n);
       const Real orms = os::stable_adamw_step(oh, t, P, real_f32(g), Vt, U);
       RC_ASSERT(same_f32(std::vector<float>{rms}, os::Tensor{orms}));
     }

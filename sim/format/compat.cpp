@@ -6,10 +6,14 @@ namespace exmy {
 
 const char* compat_op_name(CompatOp op) {
   switch (op) {
-    case CompatOp::cast: return "cast";
-    case CompatOp::step: return "step";
-    case CompatOp::quantize: return "quantize";
-    case CompatOp::gemm: return "gemm";
+    case CompatOp::cast:
+      return "cast";
+    case CompatOp::step:
+      return "step";
+    case CompatOp::quantize:
+      return "quantize";
+    case CompatOp::gemm:
+      return "gemm";
   }
   return "?";
 }
@@ -98,7 +102,8 @@ namespace {
 
 std::string known_names() {
   std::string names;
-  for (const CompatProfile& p : compat_profiles()) names += (names.empty() ? "" : ", ") + std::string(p.name);
+  for (const CompatProfile& p : compat_profiles())
+    names += (names.empty() ? "" : ", ") + std::string(p.name);
   return names;
 }
 
@@ -120,8 +125,8 @@ const CompatProfile& compat_profile(std::string_view name) {
   for (const CompatProfile& p : compat_profiles()) {
     if (name == p.name) return p;
   }
-  throw InputError("--compat '" + std::string(name) + "': unknown profile (known: " +
-                   known_names() + ")");
+  throw InputError("--compat '" + std::string(name) +
+                   "': unknown profile (known: " + known_names() + ")");
 }
 
 native::CompatCast compat_rule(const CompatProfile& p, CompatOp op, const Format& f) {
@@ -161,8 +166,8 @@ std::string compat_gemm_accum(const CompatProfile& p) {
     if (e.op == CompatOp::gemm) return e.format;
     covers += (covers.empty() ? "" : ", ") + std::string(compat_op_name(e.op)) + " " + e.format;
   }
-  throw InputError("--compat " + std::string(p.name) + " does not cover gemm (it covers: " +
-                   covers + ")");
+  throw InputError("--compat " + std::string(p.name) +
+                   " does not cover gemm (it covers: " + covers + ")");
 }
 
 native::TorchKernels compat_step_kernels(const CompatProfile& p, std::string_view optimizer) {

@@ -38,8 +38,8 @@ struct CompatEntry {
   const char* format;
   native::CompatCast rule = native::CompatCast::e8m0_torch;  // cast only
   native::TorchKernels kernels = native::TorchKernels::cpu;  // step only (torch optimizers)
-  native::BnbKernels bnb = native::BnbKernels::exact;         // step only (8-bit optimizers)
-  CompatQuant quant = CompatQuant::none;                      // quantize only
+  native::BnbKernels bnb = native::BnbKernels::exact;        // step only (8-bit optimizers)
+  CompatQuant quant = CompatQuant::none;                     // quantize only
 };
 
 struct CompatProfile {

@@ -6,14 +6,14 @@ namespace exmy {
 
 const std::vector<NamedFloatFormat>& float_presets() {
   static const std::vector<NamedFloatFormat> presets = {
-      {"fp64", formats::fp64},       {"fp32", formats::fp32},
-      {"tf32", formats::tf32},       {"bf16", formats::bf16},
-      {"fp16", formats::fp16},       {"e5m2", formats::e5m2},
-      {"e4m3fn", formats::e4m3fn},   {"e4m3fnuz", formats::e4m3fnuz},
+      {"fp64", formats::fp64},         {"fp32", formats::fp32},
+      {"tf32", formats::tf32},         {"bf16", formats::bf16},
+      {"fp16", formats::fp16},         {"e5m2", formats::e5m2},
+      {"e4m3fn", formats::e4m3fn},     {"e4m3fnuz", formats::e4m3fnuz},
       {"e5m2fnuz", formats::e5m2fnuz}, {"e4m3", formats::e4m3},
-      {"e3m4", formats::e3m4},       {"e4m3b11fnuz", formats::e4m3b11fnuz},
-      {"e2m3fn", formats::e2m3fn},   {"e3m2fn", formats::e3m2fn},
-      {"e2m1fn", formats::e2m1fn},   {"e8m0fnu", formats::e8m0fnu},
+      {"e3m4", formats::e3m4},         {"e4m3b11fnuz", formats::e4m3b11fnuz},
+      {"e2m3fn", formats::e2m3fn},     {"e3m2fn", formats::e3m2fn},
+      {"e2m1fn", formats::e2m1fn},     {"e8m0fnu", formats::e8m0fnu},
   };
   return presets;
 }

@@ -16,7 +16,8 @@ std::string accum_model_help() {
   return "exact | fp32-seq[:chunk=P | :lanes=L[,vec=V|auto][,lanesum=tree|seq]][,split=S[,tile=T]"
          "[,tree]] | pairwise | "
          "hw:k=K,frac=N[,inter=M][,rne][,tf32[=rz|rna|rne]][,sub=G][,split=S[,tile=T][,tree]]"
-         "[,chunk=P[,rp]] | amd:k=K[,frac=N][,two-stage][,tf32][,split=S[,tile=T][,tree]][,chunk=P] | "
+         "[,chunk=P[,rp]] | "
+         "amd:k=K[,frac=N][,two-stage][,tf32][,split=S[,tile=T][,tree]][,chunk=P] | "
          "sm80 | sm90 | sm100 | cublas-sm90 | cdna3";
 }
 
@@ -344,16 +345,18 @@ ShapeModel model_for_shape(const AccumModel& m, std::size_t M, std::size_t N, st
                              ? "this shape was measured (kernel " + unmodelled->kernel +
                                    ") and no model of exmy's family reproduced it; "
                              : "") +
-             "nearest modelled shape " + (in_class ? "of its alignment class " : "(none in its "
-             "alignment class) ") + best->type + " " + shape_name(best->M, best->N, best->K) +
+             "nearest modelled shape " +
+             (in_class ? "of its alignment class "
+                       : "(none in its "
+                         "alignment class) ") +
+             best->type + " " + shape_name(best->M, best->N, best->K) +
              (best->kernel.empty() ? "" : " (kernel " + best->kernel + ")") + ": " + best->model;
   }
   return r;
 }
 
 std::string unverified_note(const std::string& who, const std::string& accum, const ShapeModel& s,
-                            std::size_t M, std::size_t N, std::size_t K,
-                            const std::string& type) {
+                            std::size_t M, std::size_t N, std::size_t K, const std::string& type) {
   return who + ": warning: --accum " + accum + " " + type + " " + shape_name(M, N, K) +
          " lies outside the verified set (shapes checked bit for bit against the library); "
          "applied rule: " +

@@ -134,7 +134,6 @@ ShapeModel model_for_shape(const AccumModel& m, std::size_t M, std::size_t N, st
 // One line (no newline) for stderr when `s` was not verified at this shape: which rule was
 // applied and that the shape lies outside the verified set. `who`: "exmy gemm", ...
 std::string unverified_note(const std::string& who, const std::string& accum, const ShapeModel& s,
-                            std::size_t M, std::size_t N, std::size_t K,
-                            const std::string& type);
+                            std::size_t M, std::size_t N, std::size_t K, const std::string& type);
 
 }  // namespace exmy::gemm

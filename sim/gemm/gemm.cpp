@@ -253,8 +253,8 @@ std::vector<std::uint32_t> gemm_rounded_parts(const Operand& a, const Operand& b
     const std::size_t k1 = std::min(K, k0 + P);
     const std::vector<std::uint32_t> c = fp32_gemm(slice(a, k0, k1), slice(b, k0, k1), part);
     for (std::size_t i = 0; i < M * N; ++i) {
-      const std::uint32_t code = native::dot_out_code(native::f32_from_bits(c[i]), 1.0f,
-                                                      static_cast<int>(out));
+      const std::uint32_t code =
+          native::dot_out_code(native::f32_from_bits(c[i]), 1.0f, static_cast<int>(out));
       acc[i] = native::rn_add(acc[i], static_cast<float>(native::to_double(of, code)));
     }
     if (K == 0) break;

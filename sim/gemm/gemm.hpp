@@ -83,8 +83,7 @@ std::vector<std::uint32_t> gemm(const Operand& a, const Operand& b, const AccumM
 // each rounded to the output format, added in fp32 in order from +0; then alpha and the row/
 // column scales as gemm() applies them, and the output code. gemm() and the GPU emulation both
 // run it (with their own fp32_gemm). InputError with block scales.
-using Fp32Gemm = std::vector<std::uint32_t> (*)(const Operand&, const Operand&,
-                                                const AccumModel&);
+using Fp32Gemm = std::vector<std::uint32_t> (*)(const Operand&, const Operand&, const AccumModel&);
 std::vector<std::uint32_t> gemm_rounded_parts(const Operand& a, const Operand& b,
                                               const AccumModel& m, OutFormat out, double alpha,
                                               const RowColScales* scales, Fp32Gemm fp32_gemm);

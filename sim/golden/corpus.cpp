@@ -449,7 +449,8 @@ std::vector<StepCase> step_case_list() {
       {Storage::f32, "fp32"}, {Storage::bf16, "bf16"}, {Storage::f16, "fp16"}};
   for (const char* opt : {"adamw", "adam", "sgd"}) {
     for (const auto& [st, dn] : dtypes) {
-      for (const char* prof : {"torch-cpu", "torch-cuda", "torch-cuda-foreach", "torch-cuda-fused"}) {
+      for (const char* prof :
+           {"torch-cpu", "torch-cuda", "torch-cuda-foreach", "torch-cuda-fused"}) {
         v.push_back({std::string(opt) + "-" + dn + "-" + prof, opt, st,
                      std::string(prof) == "torch-cpu" ? "" : prof});
       }

@@ -14,8 +14,8 @@ namespace exmy::io {
 
 struct Json {
   enum class Kind { null, boolean, number, string, array, object } kind = Kind::null;
-  std::string text;                                  // string contents, number text, true/false
-  std::vector<Json> items;                           // array
+  std::string text;         // string contents, number text, true/false
+  std::vector<Json> items;  // array
   // Object members in order, as two parallel vectors: std::pair<std::string, Json> would need
   // Json complete inside its own definition (clang rejects it; vector<Json> is allowed).
   std::vector<std::string> keys;

@@ -103,8 +103,8 @@ class LayerEngine {
                                           std::size_t cols, std::size_t k,
                                           native::DequantOrder order, DType d) = 0;
   // dequantize_rowwise (SEMANTICS 7.3) of row-wise int8 codes, rounded to dtype.
-  virtual std::vector<float> dequantize_int8_rows(const Int8& q, std::size_t rows,
-                                                  std::size_t cols, DType d) = 0;
+  virtual std::vector<float> dequantize_int8_rows(const Int8& q, std::size_t rows, std::size_t cols,
+                                                  DType d) = 0;
   // The absmax-scaled float cast and its dequantization (SEMANTICS 7.4), rounded to dtype.
   virtual std::vector<float> fake_float8(const std::vector<float>& x, std::size_t rows,
                                          std::size_t cols, Gran gran, const FloatFormat& f,

@@ -53,13 +53,23 @@ EXMY_HD Encoded overflow_result(const FloatFormat& f, const Rounding& r, bool ne
     case Overflow::none:
       switch (r.mode) {
         case RoundMode::rtz:
-        case RoundMode::rto: to_inf = false; break;
-        case RoundMode::rup: to_inf = !neg; break;
-        case RoundMode::rdn: to_inf = neg; break;
-        default: to_inf = true; break;
+        case RoundMode::rto:
+          to_inf = false;
+          break;
+        case RoundMode::rup:
+          to_inf = !neg;
+          break;
+        case RoundMode::rdn:
+          to_inf = neg;
+          break;
+        default:
+          to_inf = true;
+          break;
       }
       break;
-    default: to_inf = false; break;
+    default:
+      to_inf = false;
+      break;
   }
   const std::uint64_t s = neg ? f.sign_bit() : 0;
   const std::uint32_t fl = flag::overflow | flag::inexact;
@@ -128,7 +138,8 @@ EXMY_HD Encoded encode(const FloatFormat& f, const Rounding& r, const Unpacked& 
     case ValueClass::zero:
       if (!f.has_zero()) return invalid_nan();
       return {(neg && f.has_neg_zero()) ? f.sign_bit() : 0, 0};
-    default: break;
+    default:
+      break;
   }
   if (!f.is_signed && neg) return invalid_nan();
   return round_pack(f, r, neg, u.exp, u.sig, u.sticky, rand);

@@ -20,11 +20,16 @@ enum class ValueClass : std::uint8_t { zero, subnormal, normal, inf, nan };
 
 constexpr const char* class_name(ValueClass c) {
   switch (c) {
-    case ValueClass::zero: return "zero";
-    case ValueClass::subnormal: return "subnormal";
-    case ValueClass::normal: return "normal";
-    case ValueClass::inf: return "inf";
-    case ValueClass::nan: return "nan";
+    case ValueClass::zero:
+      return "zero";
+    case ValueClass::subnormal:
+      return "subnormal";
+    case ValueClass::normal:
+      return "normal";
+    case ValueClass::inf:
+      return "inf";
+    case ValueClass::nan:
+      return "nan";
   }
   return "?";
 }
@@ -34,9 +39,9 @@ EXMY_HD constexpr std::uint64_t low_mask(int n) {
 }
 
 struct FloatFormat {
-  int exp_bits = 8;    // 1..11
-  int man_bits = 23;   // stored mantissa bits, 0..52
-  int bias = 127;      // exponent bias
+  int exp_bits = 8;   // 1..11
+  int man_bits = 23;  // stored mantissa bits, 0..52
+  int bias = 127;     // exponent bias
   bool is_signed = true;
   bool has_inf = true;  // only together with NanEncoding::ieee
   NanEncoding nan = NanEncoding::ieee;
@@ -74,15 +79,16 @@ struct FloatFormat {
   //             (e4m3fnuz: 1.875 * 2^(15-8) = 240).
   EXMY_HD constexpr std::uint64_t max_code() const {
     switch (nan) {
-      case NanEncoding::ieee: return ((exp_all_ones() - 1) << man_bits) | man_mask();
-      case NanEncoding::all_ones: return magnitude_mask() - 1;
-      default: return magnitude_mask();
+      case NanEncoding::ieee:
+        return ((exp_all_ones() - 1) << man_bits) | man_mask();
+      case NanEncoding::all_ones:
+        return magnitude_mask() - 1;
+      default:
+        return magnitude_mask();
     }
   }
   // Unbiased exponent and integer significand (with its leading one) of the largest finite.
-  EXMY_HD constexpr int emax() const {
-    return static_cast<int>(max_code() >> man_bits) - bias;
-  }
+  EXMY_HD constexpr int emax() const { return static_cast<int>(max_code() >> man_bits) - bias; }
   EXMY_HD constexpr std::uint64_t max_significand() const {
     return (std::uint64_t{1} << man_bits) | (max_code() & man_mask());
   }
@@ -98,9 +104,12 @@ struct FloatFormat {
       case NanEncoding::ieee:
         return s | (exp_all_ones() << man_bits) |
                (man_bits > 0 ? std::uint64_t{1} << (man_bits - 1) : 0);
-      case NanEncoding::all_ones: return s | magnitude_mask();
-      case NanEncoding::neg_zero: return sign_bit();
-      default: return 0;
+      case NanEncoding::all_ones:
+        return s | magnitude_mask();
+      case NanEncoding::neg_zero:
+        return sign_bit();
+      default:
+        return 0;
     }
   }
 
@@ -118,14 +127,13 @@ struct FloatFormat {
       case NanEncoding::neg_zero:
         if (code == sign_bit()) return ValueClass::nan;
         break;
-      default: break;
+      default:
+        break;
     }
     if (subnormals && e == 0) return m == 0 ? ValueClass::zero : ValueClass::subnormal;
     return ValueClass::normal;
   }
-  EXMY_HD constexpr bool is_negative(std::uint64_t code) const {
-    return (code & sign_bit()) != 0;
-  }
+  EXMY_HD constexpr bool is_negative(std::uint64_t code) const { return (code & sign_bit()) != 0; }
 };
 
 // Named presets (names follow ml_dtypes / LLVM APFloat). Limits, with their derivation:

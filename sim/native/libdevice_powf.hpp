@@ -70,7 +70,7 @@ EXMY_HD float cuda_powf(const SfuTables& t, float x, float y) {
   lo = rn_fma(s, 1.9251366722983220825e-08f, lo);
   lo = rn_fma(u, rn_mul(c, 3.0f), lo);
   lo = rn_fma(s, c, lo);
-  const float l = rn_add(hi, lo);             // log2|x|, high part
+  const float l = rn_add(hi, lo);                 // log2|x|, high part
   const float l_lo = rn_sub(lo, rn_add(-hi, l));  // and its low part
   // y·log2|x| = p + q; 2^(p+q) = 2^i · 2^f, i = rint(p).
   const float p = rn_mul(y, l);
@@ -86,8 +86,8 @@ EXMY_HD float cuda_powf(const SfuTables& t, float x, float y) {
   poly = rn_fma(f, poly, 0.69314718246459960938f);
   poly = rn_fma(f, poly, 1.0f);
   const std::uint32_t ii = static_cast<std::uint32_t>(f32_to_i32_rn(p));
-  float res = rn_mul(rn_mul(poly, f32_from_bits(bias + 0x7f000000u)),
-                     f32_from_bits((ii << 23) - bias));
+  float res =
+      rn_mul(rn_mul(poly, f32_from_bits(bias + 0x7f000000u)), f32_from_bits((ii << 23) - bias));
   if (f32_abs(p) > 152.0f) res = p >= 0.0f ? f32_from_bits(0x7F800000u) : 0.0f;
   // Special operands, in the SASS's order.
   if (x == 1.0f || y == 0.0f) return 1.0f;

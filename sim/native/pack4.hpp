@@ -11,7 +11,9 @@
 namespace exmy::native {
 
 // Bytes holding n packed 4-bit codes.
-EXMY_HD constexpr std::size_t packed4_bytes(std::size_t n) { return (n + 1) / 2; }
+EXMY_HD constexpr std::size_t packed4_bytes(std::size_t n) {
+  return (n + 1) / 2;
+}
 
 // The byte of codes lo (element 2i) and hi (element 2i + 1); only their low 4 bits are kept.
 EXMY_HD constexpr std::uint8_t pack4_pair(std::uint8_t lo, std::uint8_t hi) {

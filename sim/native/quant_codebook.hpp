@@ -32,8 +32,7 @@ EXMY_HD float codebook_normalize(float x, float a, NormOrder order, const SfuTab
 // kDequantizeBlockwise: x^ = RN32(code_value * a) (FMUL.FTZ under bnb-cuda).
 EXMY_HD float codebook_dequant(const float* values256, std::uint8_t code, float a,
                                NormOrder order = NormOrder::recip_mul) {
-  return order == NormOrder::bnb_cuda ? ftz_mul(values256[code], a)
-                                      : rn32_mul(values256[code], a);
+  return order == NormOrder::bnb_cuda ? ftz_mul(values256[code], a) : rn32_mul(values256[code], a);
 }
 
 }  // namespace exmy::native

@@ -22,17 +22,31 @@ EXMY_HD float rn32_canonical(float r) {
 
 // The quantizers' RN32 operations: the shared correctly rounded ones (fp32_ops.hpp) with the
 // NaN result made canonical.
-EXMY_HD float rn32_mul(float a, float b) { return rn32_canonical(rn_mul(a, b)); }
-EXMY_HD float rn32_div(float a, float b) { return rn32_canonical(rn_div(a, b)); }
-EXMY_HD float rn32_add(float a, float b) { return rn32_canonical(rn_add(a, b)); }
-EXMY_HD float rn32_sub(float a, float b) { return rn32_canonical(rn_sub(a, b)); }
+EXMY_HD float rn32_mul(float a, float b) {
+  return rn32_canonical(rn_mul(a, b));
+}
+EXMY_HD float rn32_div(float a, float b) {
+  return rn32_canonical(rn_div(a, b));
+}
+EXMY_HD float rn32_add(float a, float b) {
+  return rn32_canonical(rn_add(a, b));
+}
+EXMY_HD float rn32_sub(float a, float b) {
+  return rn32_canonical(rn_sub(a, b));
+}
 // int32 -> fp32, round to nearest even (exact for |v| <= 2^24).
 EXMY_HD float rn32_from_i32(std::int32_t v) {
   return rn_f32_from_i32(v);
 }
 
-EXMY_HD bool is_nan32(float x) { return f32_is_nan(x); }
-EXMY_HD float abs32(float x) { return f32_abs(x); }  // clears the sign bit; NaN stays NaN
-EXMY_HD bool is_finite32(float x) { return f32_is_finite(x); }
+EXMY_HD bool is_nan32(float x) {
+  return f32_is_nan(x);
+}
+EXMY_HD float abs32(float x) {
+  return f32_abs(x);
+}  // clears the sign bit; NaN stays NaN
+EXMY_HD bool is_finite32(float x) {
+  return f32_is_finite(x);
+}
 
 }  // namespace exmy::native

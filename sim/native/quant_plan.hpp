@@ -98,7 +98,8 @@ struct QuantPlan {
   std::uint64_t seed = 0;
   // ---- codebooks
   NormOrder norm = NormOrder::recip_mul;
-  SfuTables sfu{};  // NormOrder::bnb_cuda on the host: the rcp.approx table (device: the instruction)
+  SfuTables
+      sfu{};  // NormOrder::bnb_cuda on the host: the rcp.approx table (device: the instruction)
   TieRule tie = TieRule::even_index;
   float codebook[256] = {};
 
@@ -171,8 +172,9 @@ EXMY_HD Encoded quant_element(const QuantPlan& p, const float* table, float x, s
   switch (p.element) {
     case ElementKind::int8: {
       if (s == 0.0f) return {0, 0};  // all-zero group: codes 0, no division
-      const Int8Encoded e = round_to_int8(absmax_scale(x, s, static_cast<float>(kInt8Max), p.order, p.sfu),
-                                          Rounding{p.mode, p.sr_bits}, rand);
+      const Int8Encoded e =
+          round_to_int8(absmax_scale(x, s, static_cast<float>(kInt8Max), p.order, p.sfu),
+                        Rounding{p.mode, p.sr_bits}, rand);
       return {static_cast<std::uint8_t>(e.code), e.flags};
     }
     case ElementKind::float_format: {

@@ -36,7 +36,8 @@ namespace flag {
 inline constexpr std::uint32_t inexact = 1;
 inline constexpr std::uint32_t overflow = 2;
 inline constexpr std::uint32_t underflow = 4;  // tiny and inexact
-inline constexpr std::uint32_t invalid = 8;    // NaN into a format without NaN; negative into unsigned
+inline constexpr std::uint32_t invalid =
+    8;  // NaN into a format without NaN; negative into unsigned
 }  // namespace flag
 
 struct Encoded {

@@ -21,8 +21,8 @@
 
 #include <cstdint>
 
-#include "sim/native/hd.hpp"
 #include "sim/native/fp32_ops.hpp"
+#include "sim/native/hd.hpp"
 #include "sim/native/specialize/platform.hpp"
 
 namespace exmy::native {
@@ -145,9 +145,9 @@ EXMY_HD std::uint32_t sfu_lg2(const SfuTables& t, std::uint32_t x) {
 // The models on float values. Device code compiled for sm_90 issues the instruction itself (the
 // probe proved the tables equal to it on all 2^32 inputs); other code reads the tables.
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ == 900
-#define EXMY_SFU_HW(ptx, x)                            \
-  float r;                                             \
-  asm(ptx " %0, %1;" : "=f"(r) : "f"(x));              \
+#define EXMY_SFU_HW(ptx, x)               \
+  float r;                                \
+  asm(ptx " %0, %1;" : "=f"(r) : "f"(x)); \
   return r
 EXMY_HD float sfu_rcp_f(const SfuTables&, float x) {
   EXMY_SFU_HW("rcp.approx.ftz.f32", x);
@@ -230,4 +230,3 @@ EXMY_HD float sfu_powf(const SfuTables& t, float x, float y) {
 }
 
 }  // namespace exmy::native
-

@@ -44,9 +44,8 @@ native::TorchSgdScalars torch_sgd_scalars(const SgdHyper& h);
 void adam_step(const AdamHyper& h, bool decoupled, Storage st, long step, std::span<float> p,
                std::span<const float> g, std::span<float> m, std::span<float> v);
 // fused=True (`--compat torch-cuda-fused`; `--variant torch-fused` is the same model).
-void adam_fused_step(const AdamHyper& h, bool decoupled, Storage st, long step,
-                     std::span<float> p, std::span<const float> g, std::span<float> m,
-                     std::span<float> v);
+void adam_fused_step(const AdamHyper& h, bool decoupled, Storage st, long step, std::span<float> p,
+                     std::span<const float> g, std::span<float> m, std::span<float> v);
 void sgd_step(const SgdHyper& h, Storage st, long step, std::span<float> p,
               std::span<const float> g, std::span<float> buf);
 

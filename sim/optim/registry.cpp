@@ -494,9 +494,10 @@ void canonical_nans(const Config& c, State& s, std::span<float> p) {
                     c.hyper.sgd.kernels != native::TorchKernels::cpu || c.variant == "torch-fused";
   const float nan32 = native::f32_from_bits(cuda ? kCudaNan32 : kStepNan32);
   // A 16-bit tensor's NaN, as the fp32 value the files hold.
-  const float nan16 = cuda && c.st == Storage::bf16 ? native::f32_from_bits(kCudaNanBf16AsF32) : nan32;
-  const bool states16 = c.st != Storage::f32 && (c.opt.entry->family == Family::adam ||
-                                                  c.opt.entry->family == Family::sgd);
+  const float nan16 =
+      cuda && c.st == Storage::bf16 ? native::f32_from_bits(kCudaNanBf16AsF32) : nan32;
+  const bool states16 = c.st != Storage::f32 &&
+                        (c.opt.entry->family == Family::adam || c.opt.entry->family == Family::sgd);
   const auto fix = [&](std::span<float> v, float nan) {
     for (float& x : v) {
       if (std::isnan(x)) x = nan;
@@ -505,7 +506,8 @@ void canonical_nans(const Config& c, State& s, std::span<float> p) {
   fix(p, nan16);
   for (const StateArray& a : c.opt.entry->arrays(c, s)) {
     // torch's Adam/SGD states have the parameters' dtype.
-    if (auto* const* f = std::get_if<std::vector<float>*>(&a.data)) fix(**f, states16 ? nan16 : nan32);
+    if (auto* const* f = std::get_if<std::vector<float>*>(&a.data))
+      fix(**f, states16 ? nan16 : nan32);
   }
   if (!c.opt.entry->split) return;
   // Split parameters: the 16-bit part is a bf16/fp16 code; a NaN keeps its extra bits (they are

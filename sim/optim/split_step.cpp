@@ -48,9 +48,10 @@ SplitFormat parse_split_format(const std::string& name) {
 }
 
 std::string split_format_name(const SplitFormat& f) {
-  return std::string(f.hi == Storage::bf16 ? "bf16" : f.fp8 ? "e5m2" : "fp16") + "+" +
-         std::to_string(f.k) +
-         (f.sr ? ":sr" : "");
+  return std::string(f.hi == Storage::bf16 ? "bf16"
+                     : f.fp8               ? "e5m2"
+                                           : "fp16") +
+         "+" + std::to_string(f.k) + (f.sr ? ":sr" : "");
 }
 
 SplitTensor split_tensor(std::span<const float> x, const SplitFormat& f, std::uint64_t seed) {

@@ -86,9 +86,8 @@ void adam_step(const AdamHyper& h, bool decoupled, Storage st, long step, std::s
   }
 }
 
-void adam_fused_step(const AdamHyper& h, bool decoupled, Storage st, long step,
-                     std::span<float> p, std::span<const float> g, std::span<float> m,
-                     std::span<float> v) {
+void adam_fused_step(const AdamHyper& h, bool decoupled, Storage st, long step, std::span<float> p,
+                     std::span<const float> g, std::span<float> m, std::span<float> v) {
   check_sizes(p.size(), g.size(), "gradient");
   check_sizes(p.size(), m.size(), "exp_avg");
   check_sizes(p.size(), v.size(), "exp_avg_sq");

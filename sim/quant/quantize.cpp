@@ -2,7 +2,6 @@
 // here only decide groups, states and layout; each element goes through the native:: functions
 // the CUDA kernels use.
 #include "sim/quant/quantize.hpp"
-#include "sim/sfu/sfu_tables.hpp"
 
 #include <string>
 
@@ -10,6 +9,7 @@
 #include "sim/native/convert.hpp"
 #include "sim/native/philox.hpp"
 #include "sim/native/quant_plan.hpp"
+#include "sim/sfu/sfu_tables.hpp"
 
 namespace exmy::quant {
 
@@ -57,7 +57,9 @@ std::size_t group_of(const Scheme& s, std::size_t /*rows*/, std::size_t cols, st
 }
 
 namespace {
-bool is_float(const Target& t) { return t.kind == FormatKind::floating; }
+bool is_float(const Target& t) {
+  return t.kind == FormatKind::floating;
+}
 
 // The MX element formats of OCP MX v1.0 (and torchao's to_mx).
 bool mx_element_format(const FloatFormat& f) {
@@ -65,7 +67,9 @@ bool mx_element_format(const FloatFormat& f) {
          f == formats::e3m2fn || f == formats::e2m1fn;
 }
 
-bool given(float v) { return v == v; }
+bool given(float v) {
+  return v == v;
+}
 }  // namespace
 
 void validate_options(const Options& opt) {
@@ -80,9 +84,10 @@ void validate_options(const Options& opt) {
       throw InputError("scheme mx: --variant expected ocp or torchao");
     }
     if (v == CastVariant::torchao && !mx_element_format(opt.target.fp)) {
-      throw InputError("scheme mx --variant torchao: expected an element format of torchao's "
-                       "to_mx (e4m3fn, e5m2, e2m3fn, e3m2fn, e2m1fn), got '" + opt.target.name +
-                       "'");
+      throw InputError(
+          "scheme mx --variant torchao: expected an element format of torchao's "
+          "to_mx (e4m3fn, e5m2, e2m3fn, e3m2fn, e2m1fn), got '" +
+          opt.target.name + "'");
     }
   } else if (k == Granularity::nvfp4) {
     if (!(is_float(opt.target) && opt.target.fp == formats::e2m1fn)) {
@@ -92,13 +97,15 @@ void validate_options(const Options& opt) {
       throw InputError("scheme nvfp4: --variant expected torchao or te");
     }
     if (opt.mode != RoundMode::rne) {
-      throw InputError("scheme nvfp4: its element cast rounds to nearest even; --round does not "
-                       "apply");
+      throw InputError(
+          "scheme nvfp4: its element cast rounds to nearest even; --round does not "
+          "apply");
     }
     if (opt.transpose) throw InputError("scheme nvfp4: --transpose does not apply");
     if (v == CastVariant::te && !opt.two_level) {
-      throw InputError("scheme nvfp4 --variant te: TransformerEngine's NVFP4 always has a "
-                       "per-tensor scale; add --two-level");
+      throw InputError(
+          "scheme nvfp4 --variant te: TransformerEngine's NVFP4 always has a "
+          "per-tensor scale; add --two-level");
     }
   } else {
     if (v == CastVariant::ocp) throw InputError("--variant ocp: expected --scheme mx");
@@ -110,8 +117,9 @@ void validate_options(const Options& opt) {
     throw InputError("--scale-mode: expected --scheme mx");
   }
   if (k == Granularity::mx && opt.mode != RoundMode::rne && v == CastVariant::torchao) {
-    throw InputError("scheme mx --variant torchao: torch's element casts round to nearest even; "
-                     "--round does not apply");
+    throw InputError(
+        "scheme mx --variant torchao: torch's element casts round to nearest even; "
+        "--round does not apply");
   }
   const bool level_given = given(opt.tensor_amax) || given(opt.tensor_scale);
   if (k != Granularity::nvfp4 && (opt.two_level || level_given)) {
@@ -131,8 +139,9 @@ void validate_options(const Options& opt) {
       throw InputError("--tensor-scale: expected a finite value > 0");
     }
     if (v == CastVariant::te) {
-      throw InputError("--tensor-scale: TransformerEngine's reference takes the tensor amax; use "
-                       "--tensor-amax with --variant te");
+      throw InputError(
+          "--tensor-scale: TransformerEngine's reference takes the tensor amax; use "
+          "--tensor-amax with --variant te");
     }
   }
   if (opt.mode == RoundMode::sr && (opt.sr_bits < 1 || opt.sr_bits > 32)) {
@@ -388,8 +397,7 @@ std::vector<float> dequantize(const Quantized& q, const Options& opt) {
     for (std::size_t c = 0; c < cols; ++c) {
       const std::size_t i = r * cols + c;
       const std::size_t g = group_of(s, rows, cols, r, c);
-      const std::uint32_t st =
-          plan.byte_scales() ? q.scale_codes[g] : native::bits_of(q.state[g]);
+      const std::uint32_t st = plan.byte_scales() ? q.scale_codes[g] : native::bits_of(q.state[g]);
       out[i] = native::dequant_element(plan, q.codes[opt.transpose ? c * rows + r : i], st);
     }
   }

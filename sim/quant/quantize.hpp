@@ -62,7 +62,7 @@ struct Options {
   // Float targets: absmax (default), te, te-current, torchao. mx: ocp (default; absmax means the
   // same) or torchao. nvfp4: torchao (default; absmax means the same) or te.
   native::CastVariant variant = native::CastVariant::absmax;
-  native::ScaleOrder order = native::ScaleOrder::div_mul;     // absmax variant (int8 and float)
+  native::ScaleOrder order = native::ScaleOrder::div_mul;  // absmax variant (int8 and float)
   native::NanPolicy nan = native::NanPolicy::propagate;
   RoundMode mode = RoundMode::rne;
   int sr_bits = 0;  // RoundMode::sr; for codebooks any sr means bitsandbytes' stochastic lookup
@@ -91,12 +91,12 @@ inline constexpr std::uint32_t kStreamQuantCast = native::kStreamQuantCast;
 inline constexpr std::uint32_t kStreamQuantCodebook = native::kStreamQuantCodebook;
 
 struct Quantized {
-  std::vector<std::size_t> shape;        // codes' shape (the input's; transposed 2-d when asked)
-  std::vector<std::uint8_t> codes;       // one byte per element: int8 as two's complement bits
-  std::vector<float> state;              // fp32 absmax or scale per group (fp32 scale rules)
+  std::vector<std::size_t> shape;         // codes' shape (the input's; transposed 2-d when asked)
+  std::vector<std::uint8_t> codes;        // one byte per element: int8 as two's complement bits
+  std::vector<float> state;               // fp32 absmax or scale per group (fp32 scale rules)
   std::vector<std::uint8_t> scale_codes;  // mx: E8M0 codes; nvfp4: E4M3 codes (one per group)
-  std::vector<std::size_t> state_shape;  // tensor {1}; row {rows}; col {cols}; block/mx {nblocks};
-                                         // nvfp4 the input's shape with the last dim / 16
+  std::vector<std::size_t> state_shape;   // tensor {1}; row {rows}; col {cols}; block/mx {nblocks};
+                                          // nvfp4 the input's shape with the last dim / 16
   float tensor_scale = 1.0f;  // nvfp4 two-level: the per-tensor factor dequantization applies
   std::uint32_t flags = 0;    // OR of the element conversions' exmy::flag bits
 };

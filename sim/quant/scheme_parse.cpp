@@ -57,8 +57,8 @@ Target parse_target(std::string_view s) {
       "expected int8, a float format of <= 8 bits (e4m3fn, e5m2, e2m1fn, ...), dynamic, "
       "dynamic-unsigned, linear, linear-unsigned or table:PATH (codebook:PATH)";
   // codebook:PATH is the quantizer's older spelling of the registry's table:PATH.
-  const std::string name = s.substr(0, 9) == "codebook:" ? "table:" + std::string(s.substr(9))
-                                                         : std::string(s);
+  const std::string name =
+      s.substr(0, 9) == "codebook:" ? "table:" + std::string(s.substr(9)) : std::string(s);
   Format f;
   try {
     f = parse_format(name);

@@ -663,8 +663,7 @@ void run_split(const Run& r) {
       };
       // A NaN keeps its sign in the 16-bit part (section 6), and a NaN's sign is unspecified
       // (9.1): any two NaN codes agree.
-      const bool ok =
-          N.hi[i] == E[i].hi || (is_nan16(N.hi[i], f) && is_nan16(E[i].hi, f));
+      const bool ok = N.hi[i] == E[i].hi || (is_nan16(N.hi[i], f) && is_nan16(E[i].hi, f));
       r.ck.code("hi", t, i, N.hi[i], E[i].hi, ok, ops);
     }
     for (std::size_t w = 0; w < words.size(); ++w) {

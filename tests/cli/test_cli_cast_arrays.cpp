@@ -114,7 +114,8 @@ TEST_CASE("cast --in/--out equals the per-element native engine, for any thread 
   std::vector<std::uint16_t> h16(n);
   for (std::size_t i = 0; i < n; ++i) {
     f32[i] = native::float_of(bits[i]);
-    f64[i] = native::double_of(native::convert(formats::fp32, formats::fp64, Rounding{}, bits[i]).code);
+    f64[i] =
+        native::double_of(native::convert(formats::fp32, formats::fp64, Rounding{}, bits[i]).code);
     h16[i] = static_cast<std::uint16_t>(bits[i] >> 16);
   }
   std::filesystem::create_directories(kDir);
@@ -183,10 +184,10 @@ TEST_CASE("cast --in/--out equals the per-element native engine, for any thread 
       for (const char* threads : {"OMP_NUM_THREADS=1", "OMP_NUM_THREADS=2"}) {
         INFO(c.format << c.options << " from " << in.path.filename().string() << " " << threads);
         std::filesystem::remove(out);
-        const Run r = run_exmy(std::string("cast ") + c.format + c.options +
-                                   (c.decoded ? " --decoded" : "") + in.flag + " --in " +
-                                   in.path.string() + " --out " + out.string(),
-                               threads);
+        const Run r =
+            run_exmy(std::string("cast ") + c.format + c.options + (c.decoded ? " --decoded" : "") +
+                         in.flag + " --in " + in.path.string() + " --out " + out.string(),
+                     threads);
         REQUIRE(r.rc == 0);
         CHECK(slurp(out) == expect);
       }
@@ -255,8 +256,8 @@ TEST_CASE("cast e8m0fnu --compat torch|ml_dtypes: golden codes", "[cli][cast][co
   }
   // bf16 inputs widen exactly: 0x3FC0 is 1.5, 0x0040 is 2^-127 (fp32 0x00400000).
   io::write_npy(in.string(), io::make_npy(std::vector<std::uint16_t>{0x3FC0, 0x0040, 0x8000}));
-  REQUIRE(run_exmy("cast e8m0fnu --compat torch --in-format bf16 --in " + in.string() +
-                   " --out " + out.string())
+  REQUIRE(run_exmy("cast e8m0fnu --compat torch --in-format bf16 --in " + in.string() + " --out " +
+                   out.string())
               .rc == 0);
   CHECK(io::as_u8(io::read_npy(out.string()), out.string()) ==
         std::vector<std::uint8_t>{0x80, 0x00, 0x00});
@@ -308,7 +309,7 @@ TEST_CASE("cast --compat: scalars, and the errors", "[cli][cast][compat]") {
 TEST_CASE("cast --pack: two 4-bit codes per byte along the last dimension", "[cli][cast][pack]") {
   std::filesystem::create_directories(kDir);
   const auto in = kDir / "p.npy", out = kDir / "p_out.npy", never = kDir / "never.npy";
-  const std::vector<float> x = {0.0f, 0.5f, 1.0f, 1.5f, 2.0f, 3.0f,   4.0f,  6.0f,
+  const std::vector<float> x = {0.0f,  0.5f,  1.0f, 1.5f,  2.0f,  3.0f, 4.0f,  6.0f,
                                 -0.5f, -6.0f, 7.0f, 0.25f, -0.0f, 2.5f, 100.f, -1.0f};
   io::write_npy(in.string(), io::make_npy(x, {2, 2, 4}));
   for (const char* name : {"e2m1fn", "int4", "uint4", "e2m1", "e3m0"}) {

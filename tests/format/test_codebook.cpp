@@ -12,10 +12,10 @@
 
 #include "sim/common/error.hpp"
 #include "sim/format/codebook.hpp"
-#include "tests/support/bnb_transcriptions.hpp"
 #include "sim/io/npy.hpp"
 #include "sim/native/codebook_lookup.hpp"
 #include "sim/native/convert.hpp"
+#include "tests/support/bnb_transcriptions.hpp"
 
 using namespace exmy;
 using bnb_ref::bnb_cpu_quantize;
@@ -29,7 +29,6 @@ std::vector<const Codebook*> builtins() {
   return {&dynamic_codebook(true), &dynamic_codebook(false), &linear_codebook(true),
           &linear_codebook(false)};
 }
-
 
 // Nearest by exact distance (double holds fp32 differences exactly here); ties -> both allowed.
 bool is_a_nearest(const float* code, float x, int got) {

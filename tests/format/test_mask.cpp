@@ -138,12 +138,11 @@ TEST_CASE("mask inner=min: fp32 subnormals that truncate to 0 still go to min_no
           "[format][mask][regression]") {
   for (const float x : {0x1p-140f, 0x1p-127f, 0x1p-149f, -0x1p-140f}) {
     INFO(x);
-    CHECK(native::float_of(mask_fp32(native::bits_of(x), 5, 2, MaskOuter::clamp,
-                                     MaskInner::min)) == std::copysign(0x1p-14f, x));
+    CHECK(native::float_of(mask_fp32(native::bits_of(x), 5, 2, MaskOuter::clamp, MaskInner::min)) ==
+          std::copysign(0x1p-14f, x));
     CHECK(native::float_of(mask_fp32(native::bits_of(x), 5, 2, MaskOuter::clamp,
                                      MaskInner::zero)) == std::copysign(0.0f, x));
-    CHECK(std::signbit(native::float_of(
-              mask_fp32(native::bits_of(x), 5, 2, MaskOuter::clamp, MaskInner::zero))) ==
-          std::signbit(x));
+    CHECK(std::signbit(native::float_of(mask_fp32(native::bits_of(x), 5, 2, MaskOuter::clamp,
+                                                  MaskInner::zero))) == std::signbit(x));
   }
 }

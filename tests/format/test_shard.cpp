@@ -12,8 +12,8 @@ TEST_CASE("--shard i/N parses valid specs and names bad ones", "[shard]") {
   CHECK(s.index == 3);
   CHECK(s.count == 8);
   CHECK(s.text() == "3/8");
-  for (const char* bad : {"3/2", "2/2", "0/0", "1", "/4", "1/", "-1/4", "1/4x", " 1/4", "1/1048577",
-                          "a/b", "1//4"}) {
+  for (const char* bad :
+       {"3/2", "2/2", "0/0", "1", "/4", "1/", "-1/4", "1/4x", " 1/4", "1/1048577", "a/b", "1//4"}) {
     INFO(bad);
     CHECK_THROWS_AS(parse_shard(bad), InputError);
     try {

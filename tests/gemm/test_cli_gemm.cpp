@@ -190,10 +190,9 @@ TEST_CASE("exmy gemm: cublas-sm90 outside its verified set says so in one line; 
                       lines) == 0);
       REQUIRE(lines.empty());
       fs::remove(s + "/u.npy");
-      const int rc = run_err(
-          "gemm --a " + s + a + "600.npy --b " + s + b2 + "2.npy" + common + " --out " + s +
-              "/u.npy" + strict,
-          lines);
+      const int rc = run_err("gemm --a " + s + a + "600.npy --b " + s + b2 + "2.npy" + common +
+                                 " --out " + s + "/u.npy" + strict,
+                             lines);
       // Outside: exactly one line naming the rule and the shape; --strict refuses, writes nothing.
       REQUIRE(lines.size() == 1);
       REQUIRE(lines[0].find(fmt + " 600x2x3 lies outside the verified set") != std::string::npos);
@@ -203,8 +202,10 @@ TEST_CASE("exmy gemm: cublas-sm90 outside its verified set says so in one line; 
     }
   }
   // Models that are not a library's have no verified set: nothing said, --strict passes.
-  REQUIRE(run_err("gemm --a " + s + "/a600.npy --b " + s + "/b2.npy --a-format bf16 --b-format "
-                  "bf16 --out-format fp32 --accum sm90 --strict --out " + s + "/w.npy",
+  REQUIRE(run_err("gemm --a " + s + "/a600.npy --b " + s +
+                      "/b2.npy --a-format bf16 --b-format "
+                      "bf16 --out-format fp32 --accum sm90 --strict --out " +
+                      s + "/w.npy",
                   lines) == 0);
   REQUIRE(lines.empty());
   fs::remove_all(d);

@@ -211,8 +211,7 @@ TEST_CASE("rp: 16-bit split-K partials are rounded to the output format before t
   REQUIRE(gemm1(h, b, "hw:k=16,frac=25,chunk=2", OutFormat::fp16) == 0x3C01u);
   // rp needs chunk and no split.
   REQUIRE_THROWS_AS(parse_accum_model("hw:k=16,frac=25,rp", 16), exmy::InputError);
-  REQUIRE_THROWS_AS(parse_accum_model("hw:k=16,frac=25,chunk=8,split=2,rp", 16),
-                    exmy::InputError);
+  REQUIRE_THROWS_AS(parse_accum_model("hw:k=16,frac=25,chunk=8,split=2,rp", 16), exmy::InputError);
 }
 
 TEST_CASE("row/column scales: the three fp32 orders and exact", "[gemm]") {
@@ -284,8 +283,7 @@ TEST_CASE("block scales: exponents enter the hw alignment; chains multiply RN32(
   // smallest subnormal (2^-149), so RN32(x s) = 0 and the chain gives 0; the exact sum keeps it,
   // 2^-151 · 2^3 = 2^-148, a subnormal the output holds.
   CHECK(f32(gemm_scaled({0x1p-24, 0.0}, {1.0, 0.0}, {0x1p-127}, {0x1p3}, 2, "fp32-seq")) == 0.0f);
-  CHECK(f32(gemm_scaled({0x1p-24, 0.0}, {1.0, 0.0}, {0x1p-127}, {0x1p3}, 2, "exact")) ==
-        0x1p-148f);
+  CHECK(f32(gemm_scaled({0x1p-24, 0.0}, {1.0, 0.0}, {0x1p-127}, {0x1p3}, 2, "exact")) == 0x1p-148f);
   // The hw model adds the scales' exponents to the product's (no fp32 rounding of x·s): 2^-148.
   CHECK(f32(gemm_scaled({0x1p-24, 0.0}, {1.0, 0.0}, {0x1p-127}, {0x1p3}, 2, "hw:k=2,frac=25")) ==
         0x1p-148f);

@@ -61,10 +61,11 @@ TEST_CASE("cuBLASLt outputs captured on an H100 are reproduced bit for bit", "[g
   REQUIRE(outputs >= 12 * 2048);
 }
 
-TEST_CASE("the probed cuBLASLt profile: every modelled shape checked clean, the others not verified",
-          "[gemm][golden]") {
-  const std::filesystem::path path = kDir.parent_path().parent_path() / "profiles" / "sm90" /
-                                     "cublaslt-h100-gemm.json";
+TEST_CASE(
+    "the probed cuBLASLt profile: every modelled shape checked clean, the others not verified",
+    "[gemm][golden]") {
+  const std::filesystem::path path =
+      kDir.parent_path().parent_path() / "profiles" / "sm90" / "cublaslt-h100-gemm.json";
   std::ifstream in(path);
   REQUIRE(in.good());
   std::stringstream ss;
@@ -88,7 +89,8 @@ TEST_CASE("the probed cuBLASLt profile: every modelled shape checked clean, the 
           gemm::parse_accum_model("cublas-sm90", bits), e.at("M", "M").u64("M"),
           e.at("N", "N").u64("N"), e.at("K", "K").u64("K"), type);
       REQUIRE(!s.measured);
-      if (bits != 8) REQUIRE(s.from.find("no model of exmy's family reproduced it") != std::string::npos);
+      if (bits != 8)
+        REQUIRE(s.from.find("no model of exmy's family reproduced it") != std::string::npos);
       ++unmodelled;
       continue;
     }
@@ -103,27 +105,26 @@ TEST_CASE("the probed cuBLASLt profile: every modelled shape checked clean, the 
       REQUIRE(want.frac_bits == preset.frac_bits);
       REQUIRE(want.inter_bits == preset.inter_bits);
     } else {
-    // The model the preset takes for that shape is the profile's.
-    const int bits = type == "tf32" || type == "fp32" ? 32 : 16;
-    const gemm::AccumModel m = gemm::parse_accum_model("cublas-sm90", bits);
-    const gemm::ShapeModel s =
-        gemm::model_for_shape(m, e.at("M", "M").u64("M"), e.at("N", "N").u64("N"),
-                              e.at("K", "K").u64("K"), type);
-    const gemm::AccumModel want =
-        gemm::parse_accum_model(e.at("model", "model").str("model"), bits);
-    REQUIRE(s.measured);
-    REQUIRE(s.model.chunk == want.chunk);
-    REQUIRE(s.model.kind == want.kind);
-    REQUIRE(s.model.k_group == want.k_group);
-    REQUIRE(s.model.frac_bits == want.frac_bits);
-    REQUIRE(s.model.rp == want.rp);
-    // fp32 SGEMM (CUDA cores): an FMA chain (chunked) or a pairwise tree (the small-N
-    // kernels), never the TF32 tensor-core model.
-    if (type == "fp32") {
-      REQUIRE((s.model.kind == gemm::AccumKind::fp32_seq ||
-               s.model.kind == gemm::AccumKind::pairwise));
-      REQUIRE(!s.model.truncate_tf32);
-    }
+      // The model the preset takes for that shape is the profile's.
+      const int bits = type == "tf32" || type == "fp32" ? 32 : 16;
+      const gemm::AccumModel m = gemm::parse_accum_model("cublas-sm90", bits);
+      const gemm::ShapeModel s = gemm::model_for_shape(
+          m, e.at("M", "M").u64("M"), e.at("N", "N").u64("N"), e.at("K", "K").u64("K"), type);
+      const gemm::AccumModel want =
+          gemm::parse_accum_model(e.at("model", "model").str("model"), bits);
+      REQUIRE(s.measured);
+      REQUIRE(s.model.chunk == want.chunk);
+      REQUIRE(s.model.kind == want.kind);
+      REQUIRE(s.model.k_group == want.k_group);
+      REQUIRE(s.model.frac_bits == want.frac_bits);
+      REQUIRE(s.model.rp == want.rp);
+      // fp32 SGEMM (CUDA cores): an FMA chain (chunked) or a pairwise tree (the small-N
+      // kernels), never the TF32 tensor-core model.
+      if (type == "fp32") {
+        REQUIRE((s.model.kind == gemm::AccumKind::fp32_seq ||
+                 s.model.kind == gemm::AccumKind::pairwise));
+        REQUIRE(!s.model.truncate_tf32);
+      }
     }
     const io::Json& check = e.at("check", "check");
     for (std::size_t i = 0; i < check.values.size(); ++i) {

@@ -136,8 +136,9 @@ TEST_CASE("GPU 16-bit Adam/SGD: 3M elements, odd size, huge and tiny mixed", "[g
 
 TEST_CASE("GPU 16-bit Adam/SGD: storage must be bf16 or fp16", "[gpu][optim]") {
   optim::AdamHyper h;
-  CHECK_THROWS_AS(gpu::adam_step(h, true, false, Storage::f32, 1, nullptr, nullptr, nullptr, nullptr, 0),
-                  InputError);
+  CHECK_THROWS_AS(
+      gpu::adam_step(h, true, false, Storage::f32, 1, nullptr, nullptr, nullptr, nullptr, 0),
+      InputError);
   CHECK_THROWS_AS(gpu::sgd_step(optim::SgdHyper{}, Storage::f32, 1, nullptr, nullptr, nullptr, 0),
                   InputError);
 }

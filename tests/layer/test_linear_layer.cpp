@@ -369,18 +369,18 @@ TEST_CASE("exmy layer: outputs as dtype codes, together or not at all", "[cli][l
   // cublas-sm90 on these tiny products (4 x 2 x 3 ...) lies outside its verified set: one line
   // per product on stderr naming the rule; --strict refuses (exit 2) and writes nothing.
   const std::string err = s + "/err.txt";
-  const int plain = std::system((std::string(cli) + " layer --kind plain --accum cublas-sm90 " +
-                                 in + "--g " + s + "/g.npy --out-dir " + s + "/o5 >/dev/null 2>" +
-                                 err)
-                                    .c_str());
+  const int plain =
+      std::system((std::string(cli) + " layer --kind plain --accum cublas-sm90 " + in + "--g " + s +
+                   "/g.npy --out-dir " + s + "/o5 >/dev/null 2>" + err)
+                      .c_str());
   REQUIRE(WIFEXITED(plain));
   REQUIRE(WEXITSTATUS(plain) == 0);
   std::ifstream e(err);
   const std::string said((std::istreambuf_iterator<char>(e)), std::istreambuf_iterator<char>());
   REQUIRE(said.find("exmy layer: Y: warning: --accum cublas-sm90") != std::string::npos);
   REQUIRE(said.find("lies outside the verified set") != std::string::npos);
-  REQUIRE(run("--kind plain --accum cublas-sm90 --strict " + in + "--g " + s +
-              "/g.npy --out-dir " + s + "/o6") == 2);
+  REQUIRE(run("--kind plain --accum cublas-sm90 --strict " + in + "--g " + s + "/g.npy --out-dir " +
+              s + "/o6") == 2);
   REQUIRE(!fs::exists(s + "/o6"));
   fs::remove_all(d);
 }

@@ -7,8 +7,8 @@
 #include "optim_test_util.hpp"
 #include "sim/common/error.hpp"
 #include "sim/format/codebook.hpp"
-#include "tests/support/bnb_transcriptions.hpp"
 #include "sim/optim/optim.hpp"
+#include "tests/support/bnb_transcriptions.hpp"
 
 using namespace exmy;
 using namespace exmy::optim;

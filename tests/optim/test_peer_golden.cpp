@@ -19,7 +19,8 @@ namespace fs = std::filesystem;
 
 namespace {
 
-const fs::path kPeers = fs::path(__FILE__).parent_path().parent_path().parent_path() / "golden" / "peers";
+const fs::path kPeers =
+    fs::path(__FILE__).parent_path().parent_path().parent_path() / "golden" / "peers";
 
 std::string num(const io::Json& h, const char* k) {
   return h.at(k, k).text;  // the JSON number's text, as the capture wrote it
@@ -41,12 +42,11 @@ int differing_outputs(const fs::path& c, const io::Json& j, const std::string& p
                       const std::string& out) {
   const io::Json& h = j.at("hyper", "hyper");
   const std::string opt = j.at("optimizer", "optimizer").str("optimizer");
-  std::string args = "step --optimizer " + opt + (profile.empty() ? "" : " --compat " + profile) +
-                     " --params '" +
-                     (c / "params0.npy").string() + "' --grads '" + (c / "grads.npy").string() +
-                     "' --steps " + std::to_string(j.at("steps", "steps").u64("steps")) +
-                     " --out '" + out + "' --param-dtype " + j.at("dtype", "dtype").str("dtype") +
-                     " --lr " + num(h, "lr") + " --wd " + num(h, "wd");
+  std::string args =
+      "step --optimizer " + opt + (profile.empty() ? "" : " --compat " + profile) + " --params '" +
+      (c / "params0.npy").string() + "' --grads '" + (c / "grads.npy").string() + "' --steps " +
+      std::to_string(j.at("steps", "steps").u64("steps")) + " --out '" + out + "' --param-dtype " +
+      j.at("dtype", "dtype").str("dtype") + " --lr " + num(h, "lr") + " --wd " + num(h, "wd");
   if (opt == "momentum8bit" || opt == "sgd") {
     args += " --momentum " + num(h, "momentum");
     if (const io::Json* n = h.find("nesterov"); n != nullptr && n->boolean("nesterov")) {
@@ -54,7 +54,8 @@ int differing_outputs(const fs::path& c, const io::Json& j, const std::string& p
     }
     if (h.find("dampening") != nullptr) args += " --dampening " + num(h, "dampening");
   } else {
-    args += " --beta1 " + num(h, "beta1") + " --beta2 " + num(h, "beta2") + " --eps " + num(h, "eps");
+    args +=
+        " --beta1 " + num(h, "beta1") + " --beta2 " + num(h, "beta2") + " --eps " + num(h, "eps");
   }
   INFO(args);
   REQUIRE(testing::run(args, out + ".err") == 0);

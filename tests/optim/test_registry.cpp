@@ -35,7 +35,9 @@ std::string tmpdir() {
   return d;
 }
 
-std::string read_text(const std::string& path) { return testing::slurp(path); }
+std::string read_text(const std::string& path) {
+  return testing::slurp(path);
+}
 
 // The comma-separated names after `lead` up to `stop` in `text`.
 std::set<std::string> listed(const std::string& text, const std::string& lead,

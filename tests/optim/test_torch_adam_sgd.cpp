@@ -258,7 +258,8 @@ TEST_CASE("AdamW --compat torch-cuda / torch-cuda-foreach: 20 steps equal the CU
       for (auto& x : g) x = std::ldexp(x, -40);
       adam_step(h, true, Storage::f32, t, p, g, m, v);
       adam_step(h_cpu, true, Storage::f32, t, p_cpu, g, mc, vc);
-      for (std::size_t i = 0; i < n; ++i) plain_adamw_cuda(h, foreach, t, p2[i], g[i], m2[i], v2[i]);
+      for (std::size_t i = 0; i < n; ++i)
+        plain_adamw_cuda(h, foreach, t, p2[i], g[i], m2[i], v2[i]);
     }
     std::size_t diff = 0, differs_from_cpu = 0;
     for (std::size_t i = 0; i < n; ++i) {
@@ -292,7 +293,9 @@ TEST_CASE("SGD --compat torch-cuda: fp32 alphas on 16-bit parameters, identical 
     for (std::size_t i = 0; i < n; ++i) diff += bits(p[i]) != bits(pc[i]);
     INFO("storage " << static_cast<int>(st));
     // bf16: RN_bf16(0.9) != RN32(0.9) etc., so the CUDA step differs; fp32: T(x) = x.
-    if (st == Storage::f32) CHECK(diff == 0);
-    else CHECK(diff > 0);
+    if (st == Storage::f32)
+      CHECK(diff == 0);
+    else
+      CHECK(diff > 0);
   }
 }

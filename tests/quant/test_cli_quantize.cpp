@@ -1,7 +1,7 @@
 // exmy quantize / dequantize round trips through the CLI (EXMY_CLI is set by ctest), compared
 // with the library calls, and its input errors (exit code 2, no output file).
-#include <catch2/catch.hpp>
 #include <algorithm>
+#include <catch2/catch.hpp>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -13,8 +13,8 @@
 #include "sim/common/error.hpp"
 #include "sim/io/npy.hpp"
 #include "sim/quant/quantize.hpp"
-#include "tests/support/cli_run.hpp"
 #include "tests/quant/quant_test_util.hpp"
+#include "tests/support/cli_run.hpp"
 
 using namespace exmy;
 

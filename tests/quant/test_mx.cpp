@@ -213,10 +213,15 @@ TEST_CASE("torchao MX elements: RN32(x * factor) equals SEMANTICS 7.6's RN32(x /
   // only), then the element cast — for every code and boundary / random x.
   std::mt19937_64 rng(99);
   std::printf("torchao mx factor seed 99\n");
-  std::vector<float> xs = {0.0f, -0.0f, 1.0f, -1.0f, std::numeric_limits<float>::infinity(),
+  std::vector<float> xs = {0.0f,
+                           -0.0f,
+                           1.0f,
+                           -1.0f,
+                           std::numeric_limits<float>::infinity(),
                            -std::numeric_limits<float>::infinity(),
                            std::numeric_limits<float>::quiet_NaN(),
-                           std::numeric_limits<float>::max(), std::numeric_limits<float>::min(),
+                           std::numeric_limits<float>::max(),
+                           std::numeric_limits<float>::min(),
                            std::numeric_limits<float>::denorm_min()};
   for (int t = 0; t < 3000; ++t) xs.push_back(native::float_of(static_cast<std::uint32_t>(rng())));
   std::uint64_t bad = 0;
@@ -225,8 +230,8 @@ TEST_CASE("torchao MX elements: RN32(x * factor) equals SEMANTICS 7.6's RN32(x /
     for (int code = 0; code < 256; ++code) {
       float s = native::float_of(static_cast<std::uint32_t>(code) << 23);
       if (s < native::float_of(0x00800000u)) s = native::float_of(0x00800000u);
-      for (const auto mode : {native::MxScaleMode::floor, native::MxScaleMode::ceil,
-                              native::MxScaleMode::even}) {
+      for (const auto mode :
+           {native::MxScaleMode::floor, native::MxScaleMode::ceil, native::MxScaleMode::even}) {
         for (const float x : xs) {
           float y = native::cuda_nan_result(native::rn_div(x, s));
           if (f.total_bits() == 8) y = native::torch_clamp(y, native::format_max32(f));

@@ -50,21 +50,24 @@ TEST_CASE("bnb-cuda quantize/dequantize equal bitsandbytes on the GPU", "[quant]
     const io::Json j = io::parse_json(testing::slurp(c / "case.json"), "case.json");
     const std::string B = std::to_string(j.at("block", "block").u64("block"));
     const std::string dt = j.at("dtype", "dtype").str("dtype");
-    const std::string q = tmp + "/q.npy", s = tmp + "/s.npy", y = tmp + "/y.npy", q0 = tmp + "/q0.npy";
+    const std::string q = tmp + "/q.npy", s = tmp + "/s.npy", y = tmp + "/y.npy",
+                      q0 = tmp + "/q0.npy";
     REQUIRE(testing::run("quantize --scheme block:" + B + " --to dynamic --compat bnb-cuda --in '" +
                          (c / "x.npy").string() + "' --out " + q + " --state-out " + s) == 0);
-    REQUIRE(testing::run("dequantize --scheme block:" + B + " --from dynamic --compat bnb-cuda --in '" +
-                         (c / "codes.npy").string() + "' --state '" + (c / "absmax.npy").string() +
-                         "' --out " + y) == 0);
+    REQUIRE(testing::run("dequantize --scheme block:" + B +
+                         " --from dynamic --compat bnb-cuda --in '" + (c / "codes.npy").string() +
+                         "' --state '" + (c / "absmax.npy").string() + "' --out " + y) == 0);
     CHECK(io::read_npy(q).data == io::read_npy((c / "codes.npy").string()).data);
     // absmax: equal, except that an all-NaN block holds bitsandbytes' -FLT_MAX and exmy's 0.
     const auto x = floats(io::read_npy((c / "x.npy").string()));
-    const auto mine = floats(io::read_npy(s)), ref = floats(io::read_npy((c / "absmax.npy").string()));
+    const auto mine = floats(io::read_npy(s)),
+               ref = floats(io::read_npy((c / "absmax.npy").string()));
     REQUIRE(mine.size() == ref.size());
     const std::size_t b = std::stoul(B);
     for (std::size_t g = 0; g < ref.size(); ++g) {
       bool all_nan = true;
-      for (std::size_t i = g * b; i < std::min(x.size(), (g + 1) * b); ++i) all_nan &= std::isnan(x[i]);
+      for (std::size_t i = g * b; i < std::min(x.size(), (g + 1) * b); ++i)
+        all_nan &= std::isnan(x[i]);
       INFO("block " << g);
       if (all_nan) {
         CHECK(ref[g] == -3.40282347e38f);
@@ -73,12 +76,14 @@ TEST_CASE("bnb-cuda quantize/dequantize equal bitsandbytes on the GPU", "[quant]
         CHECK(same(mine[g], ref[g]));
       }
     }
-    const native::Storage st = dt == "bf16" ? native::Storage::bf16
-                               : dt == "fp16" ? native::Storage::f16 : native::Storage::f32;
+    const native::Storage st = dt == "bf16"   ? native::Storage::bf16
+                               : dt == "fp16" ? native::Storage::f16
+                                              : native::Storage::f32;
     const auto deq = floats(io::read_npy(y)), dref = floats(io::read_npy((c / "deq.npy").string()));
     REQUIRE(deq.size() == dref.size());
     std::size_t bad = 0;
-    for (std::size_t i = 0; i < deq.size(); ++i) bad += !same(native::to_storage(deq[i], st), dref[i]);
+    for (std::size_t i = 0; i < deq.size(); ++i)
+      bad += !same(native::to_storage(deq[i], st), dref[i]);
     CHECK(bad == 0);
     // Without the profile: other codes for the midpoint-placed elements.
     REQUIRE(testing::run("quantize --scheme block:" + B + " --to dynamic --in '" +
@@ -108,6 +113,7 @@ TEST_CASE("triton: SwitchBack's Triton row-wise int8 kernel's codes, every one",
   CHECK(io::read_npy(q).data != io::read_npy((c / "codes.npy").string()).data);
   // The profile covers only the row/column-wise kernels' in-kernel division.
   CHECK(testing::run("quantize --scheme tensor --to int8 --compat triton" + in) == 2);
-  CHECK(testing::run("quantize --scheme rowwise --to int8 --compat triton --order div-mul" + in) == 2);
+  CHECK(testing::run("quantize --scheme rowwise --to int8 --compat triton --order div-mul" + in) ==
+        2);
   fs::remove_all(tmp);
 }

@@ -33,11 +33,12 @@ SectionSummary run(const std::filesystem::path& dir, int threads) {
 }
 }  // namespace
 
-TEST_CASE("layers: int8 W_grad noisier than 16-bit, masks within 2^-M, same bytes on 1 and 2 "
-          "threads",
-          "[layers]") {
-  const auto base = std::filesystem::temp_directory_path() /
-                    ("exmy_test_layers_" + std::to_string(::getpid()));
+TEST_CASE(
+    "layers: int8 W_grad noisier than 16-bit, masks within 2^-M, same bytes on 1 and 2 "
+    "threads",
+    "[layers]") {
+  const auto base =
+      std::filesystem::temp_directory_path() / ("exmy_test_layers_" + std::to_string(::getpid()));
   const SectionSummary s = run(base / "a", 2);
   run(base / "b", 1);
   for (const char* f : {"layers.csv", "layers_summary.csv"}) {

@@ -88,13 +88,19 @@ TEST_CASE("ftz arithmetic: flushed by the exponent-unbounded rounding (measured 
   // (1 − 2^-24)·2^-126 is below 2^-126 after rounding: 0. (1 − 2^-23)(1 + 2^-23)·2^-126 =
   // (1 − 2^-46)·2^-126 rounds to 2^-126: kept (tininess after rounding).
   CHECK(f32_bits(native::ftz_mul(f32_from_bits(0x3f7fffffu), f32_from_bits(0x00800000u))) == 0u);
-  CHECK(f32_bits(native::ftz_fma(f32_from_bits(0x3f7fffffu), f32_from_bits(0x00800000u), 0.0f)) == 0u);
-  CHECK(f32_bits(native::ftz_mul(f32_from_bits(0x3f7ffffeu), f32_from_bits(0x00800001u))) == 0x00800000u);
-  CHECK(f32_bits(native::ftz_mul(f32_from_bits(0x3f7fffffu), f32_from_bits(0x00800001u))) == 0x00800000u);
-  CHECK(f32_bits(native::ftz_mul(f32_from_bits(0xbf7fffffu), f32_from_bits(0x00800000u))) == 0x80000000u);
+  CHECK(f32_bits(native::ftz_fma(f32_from_bits(0x3f7fffffu), f32_from_bits(0x00800000u), 0.0f)) ==
+        0u);
+  CHECK(f32_bits(native::ftz_mul(f32_from_bits(0x3f7ffffeu), f32_from_bits(0x00800001u))) ==
+        0x00800000u);
+  CHECK(f32_bits(native::ftz_mul(f32_from_bits(0x3f7fffffu), f32_from_bits(0x00800001u))) ==
+        0x00800000u);
+  CHECK(f32_bits(native::ftz_mul(f32_from_bits(0xbf7fffffu), f32_from_bits(0x00800000u))) ==
+        0x80000000u);
   // Subnormal operands are zeros.
-  CHECK(f32_bits(native::ftz_add(f32_from_bits(0x00800001u), f32_from_bits(0x80000002u))) == 0x00800001u);
-  CHECK(f32_bits(native::ftz_fma(1.0f, f32_from_bits(0x00800000u), f32_from_bits(0x80000001u))) == 0x00800000u);
+  CHECK(f32_bits(native::ftz_add(f32_from_bits(0x00800001u), f32_from_bits(0x80000002u))) ==
+        0x00800001u);
+  CHECK(f32_bits(native::ftz_fma(1.0f, f32_from_bits(0x00800000u), f32_from_bits(0x80000001u))) ==
+        0x00800000u);
   CHECK(f32_bits(native::ftz_mul(f32_from_bits(0x00000001u), 1e30f)) == 0u);
   // A difference below 2^-126 is exact and then flushed.
   CHECK(f32_bits(native::ftz_add(f32_from_bits(0x00800001u), f32_from_bits(0x80800000u))) == 0u);
@@ -113,15 +119,17 @@ TEST_CASE("sfu tables: a damaged file is an error naming it, never a fallback", 
   REQUIRE(bytes.size() > 4096);
   CHECK_NOTHROW(sfu::decode(bytes, "G.bin"));
   bytes[bytes.size() - 1000] ^= 0x40u;  // inside the last table's payload
-  CHECK_THROWS_WITH(sfu::decode(bytes, "G.bin"),
-                    Catch::Contains("G.bin") && (Catch::Contains("CRC") ||
-                                                 Catch::Contains("corrupt") ||
-                                                 Catch::Contains("short")));
+  CHECK_THROWS_WITH(
+      sfu::decode(bytes, "G.bin"),
+      Catch::Contains("G.bin") &&
+          (Catch::Contains("CRC") || Catch::Contains("corrupt") || Catch::Contains("short")));
   // A wrong magic, a truncated header.
   std::vector<std::uint8_t> bad = {'E', 'X', 'M', 'Y', 'S', 'F', 'U', '2'};
-  CHECK_THROWS_WITH(sfu::decode(bad, "F.bin"), Catch::Contains("F.bin") && Catch::Contains("magic"));
+  CHECK_THROWS_WITH(sfu::decode(bad, "F.bin"),
+                    Catch::Contains("F.bin") && Catch::Contains("magic"));
   std::vector<std::uint8_t> trunc = {'E', 'X', 'M', 'Y', 'S', 'F', 'U', '1', 8, 0};
-  CHECK_THROWS_WITH(sfu::decode(trunc, "T.bin"), Catch::Contains("T.bin") && Catch::Contains("truncated"));
+  CHECK_THROWS_WITH(sfu::decode(trunc, "T.bin"),
+                    Catch::Contains("T.bin") && Catch::Contains("truncated"));
 }
 
 TEST_CASE("sfu models: the CPU models equal the hardware on all 2^32 inputs (digests)",
@@ -138,11 +146,21 @@ TEST_CASE("sfu models: the CPU models equal the hardware on all 2^32 inputs (dig
         const std::uint32_t x = (static_cast<std::uint32_t>(hi) << 16) | lo;
         std::uint32_t r = 0;
         switch (op) {
-          case 0: r = native::sfu_rcp(t, x); break;
-          case 1: r = native::sfu_sqrt(t, x); break;
-          case 2: r = native::sfu_rsqrt(t, x); break;
-          case 3: r = native::sfu_ex2(t, x); break;
-          default: r = native::sfu_lg2(t, x); break;
+          case 0:
+            r = native::sfu_rcp(t, x);
+            break;
+          case 1:
+            r = native::sfu_sqrt(t, x);
+            break;
+          case 2:
+            r = native::sfu_rsqrt(t, x);
+            break;
+          case 3:
+            r = native::sfu_ex2(t, x);
+            break;
+          default:
+            r = native::sfu_lg2(t, x);
+            break;
         }
         sum += native::sfu_digest_term(x, r);
       }

@@ -21,9 +21,7 @@ class CaseLabels {
  public:
   void add(const std::string& label) { labels_.insert(label); }
   // The class of `bits` in `f` (class_name: zero, subnormal, normal, inf, nan).
-  void add_class(const FloatFormat& f, std::uint64_t bits) {
-    add(class_name(f.classify(bits)));
-  }
+  void add_class(const FloatFormat& f, std::uint64_t bits) { add(class_name(f.classify(bits))); }
   void add_fp32(float x) {
     std::uint32_t u;
     std::memcpy(&u, &x, sizeof u);
