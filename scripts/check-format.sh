@@ -8,8 +8,8 @@
 # Exit 0 when no file would change, 1 listing them (one path a line, then a count on stderr),
 # 2 on bad usage or without clang-format. CLANG_FORMAT picks the binary (default clang-format;
 # Debian 12's is version 14, and other versions may format some constructs differently).
-# Not in CI yet: on 2026-11-27 it flags files that others were editing; run it with --since on
-# your own change, and --fix only on files you own.
+# CI runs it on every source (.ci/run; clang-format installed where missing). While others edit
+# the same tree, run it with --since on your own change, and --fix only on files you own.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 cf="${CLANG_FORMAT:-clang-format}"

@@ -28,7 +28,7 @@ if [ "$pip_route" = 1 ]; then
   EXMY_CLI="$build/cli/exmy" "$venv/bin/python" -m pytest -q -p no:cacheprovider "$root/python/tests"
   exit 0
 fi
-so=$(find "$build/python" -maxdepth 1 -name '_exmy*.so' 2>/dev/null | head -1)
+so=$(find "$build/python" -maxdepth 1 -name '_exmy*.so' 2>/dev/null | head -1 || true)
 if [ -z "$so" ] || [ ! -x "$venv/bin/python" ]; then
   echo "python_package: skipped: this build has no Python extension (EXMY_PYTHON=OFF;" \
        "scripts/setup.sh turns it on where pip can install nanobind)" >&2
