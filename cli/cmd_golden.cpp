@@ -112,9 +112,17 @@ Options run_options(RunArgs& r) {
              [&](const std::string& v) { r.out = v; })
       .value({"--suite"}, "cast|quantize|step|all", "the cases to run (ABI 1 runs casts)", r.suite,
              [&](const std::string& v) { r.suite = v; })
-      .flag({"--device"},
-            "call the plugin's exmy_backend_cast_f32_device on device copies of the buffers",
-            [&] { r.device = true; })
+      .value({"--entry"}, "host|device",
+             "the plugin's entry point (as verify --backend and fuzz): device calls "
+             "exmy_backend_cast_f32_device on device copies of the buffers",
+             "host",
+             [&](const std::string& v) {
+               if (v != "host" && v != "device") {
+                 throw InputError("--entry '" + v + "': expected host or device");
+               }
+               r.device = v == "device";
+             })
+      .flag({"--device"}, "the older spelling of --entry device", [&] { r.device = true; })
       .flag({"--json"}, "print the summary as JSON", [&] { r.json = true; });
   return opts;
 }

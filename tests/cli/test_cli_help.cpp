@@ -213,3 +213,25 @@ TEST_CASE("help_golden_json: golden generate, merge and run --json print their s
   CHECK(r.at("crashed", "crashed").u64("crashed") == 0);
   CHECK(r.at("out", "out").str("out") == d / "r");
 }
+
+TEST_CASE("help_golden_entry: golden run --entry host|device, --device its older spelling",
+          "[cli][help]") {
+  if (!have_cli()) return;
+  const auto help = exmy_run("golden run --help");
+  CHECK(help.status == 0);
+  CHECK(help.out.find("--entry host|device") != std::string::npos);
+  CHECK(help.out.find("(default: host)") != std::string::npos);
+  CHECK(help.out.find("the older spelling of --entry device") != std::string::npos);
+  const auto bad = exmy_run("golden run corpus --backend x.so --out r --entry gpu");
+  CHECK(bad.status == 2);
+  CHECK(bad.err.find("--entry 'gpu': expected host or device") != std::string::npos);
+  // Both spellings reach the same refusal of a missing corpus (the option parsed, then the run).
+  const Dir d;
+  const auto a = exmy_run("golden run " + (d / "none") + " --backend x.so --out " + (d / "r") +
+                          " --entry device");
+  const auto b =
+      exmy_run("golden run " + (d / "none") + " --backend x.so --out " + (d / "r") + " --device");
+  CHECK(a.status == 2);
+  CHECK(a.status == b.status);
+  CHECK(a.err == b.err);
+}
