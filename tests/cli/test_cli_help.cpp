@@ -12,11 +12,20 @@
 #include "sim/io/json.hpp"
 #include "sim/io/npy.hpp"
 #include "tests/support/cli_run.hpp"
+#include "tests/support/help_text.hpp"
 
 using namespace exmy;
 namespace fs = std::filesystem;
 
 namespace {
+
+using testing::option_entries;
+using testing::states_default;
+
+// A fresh directory per test case, removed at the end.
+struct Dir : testing::TempDir {
+  Dir() : testing::TempDir("exmy_help") {}
+};
 
 bool have_cli() {
   if (!testing::cli().empty()) return true;
@@ -26,34 +35,6 @@ bool have_cli() {
 
 testing::Captured exmy_run(const std::string& args) {
   return testing::run_captured(args, "exmy_help");
-}
-
-// A fresh directory per test case, removed at the end.
-struct Dir {
-  std::string path = testing::make_tmpdir("exmy_help");
-  ~Dir() { fs::remove_all(path); }
-  std::string operator/(const std::string& name) const { return path + "/" + name; }
-};
-
-// The entries of the "options:" section of a help text, one string each: a line "  --name ..."
-// and the lines indented under it (a long option's description is on the next line).
-std::vector<std::string> option_entries(const std::string& help) {
-  std::vector<std::string> entries;
-  std::istringstream in(help);
-  std::string line;
-  bool inside = false;
-  while (std::getline(in, line)) {
-    if (line == "options:") {
-      inside = true;
-    } else if (inside && line.rfind("  -", 0) == 0) {
-      entries.push_back(line);
-    } else if (inside && line.rfind("   ", 0) == 0 && !entries.empty()) {
-      entries.back() += "\n" + line;
-    } else if (inside) {
-      break;  // the blank line before "example:"
-    }
-  }
-  return entries;
 }
 
 const char* const kSubcommands[] = {"quantize",     "dequantize",      "step",
@@ -83,8 +64,7 @@ TEST_CASE("help_lists_defaults: every option of quantize, dequantize, step, gemm
     CHECK(entries.size() >= 1);  // -h, --help at least
     for (const std::string& e : entries) {
       INFO(e);
-      CHECK(
-          (e.find("(default: ") != std::string::npos || e.find("(required)") != std::string::npos));
+      CHECK(states_default(e));
     }
   }
   // exmy golden --help: each sub-command's usage line, from its table.

@@ -14,44 +14,23 @@
 #include "sim/io/json.hpp"
 #include "sim/io/npy.hpp"
 #include "tests/support/cli_run.hpp"
+#include "tests/support/help_text.hpp"
 
 using namespace exmy;
 namespace fs = std::filesystem;
 
 namespace {
 
+using testing::option_entries;
+using testing::states_default;
+
 // A fresh directory per test case, removed at the end.
-struct Dir {
-  std::string path = testing::make_tmpdir("exmy_help_b");
-  ~Dir() { fs::remove_all(path); }
-  std::string operator/(const std::string& name) const { return path + "/" + name; }
+struct Dir : testing::TempDir {
+  Dir() : testing::TempDir("exmy_help_b") {}
 };
 
 testing::Captured exmy_run(const std::string& args) {
   return testing::run_captured(args, "exmy_help_b_run");
-}
-
-// The entries of the "options:" section of a --help text: one per option, with the lines that
-// continue it (indented help under a long option name) joined to it.
-std::vector<std::string> option_entries(const std::string& help) {
-  std::vector<std::string> out;
-  std::istringstream in(help);
-  std::string line;
-  bool inside = false;
-  while (std::getline(in, line)) {
-    if (line == "options:") {
-      inside = true;
-      continue;
-    }
-    if (!inside) continue;
-    if (line.empty()) break;
-    if (line.rfind("  -", 0) == 0) {
-      out.push_back(line);
-    } else if (!out.empty()) {
-      out.back() += " " + line;
-    }
-  }
-  return out;
 }
 
 std::size_t lines(const std::string& s) {
@@ -80,8 +59,7 @@ TEST_CASE("help_b: --help of every sub-command lists each option with its defaul
     CHECK(entries.size() >= 1);  // at least -h, --help
     for (const std::string& e : entries) {
       INFO(e);
-      CHECK(
-          (e.find("(default: ") != std::string::npos || e.find("(required)") != std::string::npos));
+      CHECK(states_default(e));
     }
   }
 }

@@ -23,10 +23,8 @@ struct Run {
 };
 
 // A fresh directory per test case, removed at the end.
-struct Dir {
-  std::string path = testing::make_tmpdir("exmy_hostile");
-  ~Dir() { fs::remove_all(path); }
-  std::string operator/(const std::string& name) const { return path + "/" + name; }
+struct Dir : testing::TempDir {
+  Dir() : testing::TempDir("exmy_hostile") {}
 };
 
 bool have_cli() {

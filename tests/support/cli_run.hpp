@@ -61,6 +61,19 @@ inline std::string make_tmpdir(const std::string& prefix) {
   return d ? d : "";
 }
 
+// A fresh directory for one test case (make_tmpdir), removed with everything in it at the end.
+struct TempDir {
+  explicit TempDir(const std::string& prefix) : path(make_tmpdir(prefix)) {}
+  ~TempDir() {
+    std::error_code ec;
+    std::filesystem::remove_all(path, ec);
+  }
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+  std::string operator/(const std::string& name) const { return path + "/" + name; }
+  std::string path;
+};
+
 // `exmy ARGS` with stdout and stderr captured (files in a directory of `prefix`, made once per
 // prefix and process); status -1 when exmy did not exit normally (a signal killed it).
 struct Captured {
