@@ -275,6 +275,7 @@ struct ServeConfig {
   _exit(0);
 #else
   fail("--entry device: this exmy build has no CUDA");
+  _exit(0);  // fail() exits; said again so that serve() visibly never returns ([[noreturn]])
 #endif
 }
 

@@ -41,4 +41,15 @@ std::string flags_text(std::uint32_t flags) {
   return s.empty() ? "-" : s;
 }
 
+std::vector<std::string> split_commas(std::string_view text) {
+  std::vector<std::string> out;
+  std::size_t pos = 0;
+  while (true) {
+    const auto comma = text.find(',', pos);
+    out.emplace_back(text.substr(pos, comma == std::string_view::npos ? text.npos : comma - pos));
+    if (comma == std::string_view::npos) return out;
+    pos = comma + 1;
+  }
+}
+
 }  // namespace exmy::cli

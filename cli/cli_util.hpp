@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "sim/common/error.hpp"
 #include "sim/format/rounding_names.hpp"
@@ -16,14 +17,9 @@ namespace exmy::cli {
 // A decimal or 0x-hex unsigned integer <= max; `what` names the option in the message.
 std::uint64_t parse_uint(std::string_view text, const std::string& what, std::uint64_t max);
 
-// The value following option args[i] (advancing i); InputError if it is missing.
-template <typename Args>
-const std::string& option_value(const Args& args, std::size_t& i) {
-  if (i + 1 >= args.size()) {
-    throw InputError("option " + args[i] + " needs a value");
-  }
-  return args[++i];
-}
+// The comma-separated items of a list option, empty items kept (so that a caller can name them
+// in its error): "a,,b" -> {"a", "", "b"}; "" -> {""}.
+std::vector<std::string> split_commas(std::string_view text);
 
 // Flag names of an exmy::flag bit set, as a JSON array: ["inexact","overflow"].
 std::string flags_json(std::uint32_t flags);

@@ -23,18 +23,6 @@ int dtype_bytes(const std::string& s, const char* what) {
   throw InputError(std::string(what) + " '" + s + "': expected fp32, bf16 or fp16");
 }
 
-std::vector<std::string> split_commas(const std::string& v) {
-  std::vector<std::string> out;
-  std::size_t pos = 0;
-  while (pos <= v.size()) {
-    const auto comma = v.find(',', pos);
-    out.push_back(v.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos));
-    if (comma == std::string::npos) break;
-    pos = comma + 1;
-  }
-  return out;
-}
-
 int run_memory(const Args& args) {
   optim::MemoryConfig base;
   std::vector<std::string> optimizers;

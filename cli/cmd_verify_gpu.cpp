@@ -37,12 +37,11 @@
 namespace exmy::cli {
 namespace {
 
-std::vector<std::string> split_commas(const std::string& s) {
+// The non-empty items of a comma list ("e4m3fn,,e5m2" names two formats, as it always has).
+std::vector<std::string> list_items(const std::string& s) {
   std::vector<std::string> out;
-  std::string cur;
-  std::istringstream in(s);
-  while (std::getline(in, cur, ',')) {
-    if (!cur.empty()) out.push_back(cur);
+  for (std::string& item : split_commas(s)) {
+    if (!item.empty()) out.push_back(std::move(item));
   }
   return out;
 }
@@ -83,7 +82,7 @@ void write_file(const std::string& path, const std::string& text) {
 // (children share devices round-robin when n > visible: the partition is tested on one GPU).
 std::string child_device(int k, int visible) {
   std::vector<std::string> ids;
-  if (const char* v = std::getenv("CUDA_VISIBLE_DEVICES")) ids = split_commas(v);
+  if (const char* v = std::getenv("CUDA_VISIBLE_DEVICES")) ids = list_items(v);
   const int d = k % visible;
   return d < static_cast<int>(ids.size()) ? ids[d] : std::to_string(d);
 }
@@ -233,7 +232,7 @@ int run_verify_cuda(const Args& args) {
           {"--formats", "--format"}, "F[,F...]", "float formats of at most 16 bits",
           "every preset of at most 8 bits",
           [&](const std::string& v) {
-            for (const auto& name : split_commas(v)) {
+            for (const auto& name : list_items(v)) {
               const auto f = parse_float_format(name);
               if (!f || f->total_bits() > 16) {
                 throw InputError("--formats: '" + name + "' is not a float format of <= 16 bits");
@@ -245,7 +244,7 @@ int run_verify_cuda(const Args& args) {
       .value({"--modes", "--round"}, "MODE[,MODE...]", "roundings (rne, rtz, sr:8, ...)",
              "rne,rtz,sr:8",
              [&](const std::string& v) {
-               for (const auto& m : split_commas(v)) o.roundings.push_back(parse_rounding(m));
+               for (const auto& m : list_items(v)) o.roundings.push_back(parse_rounding(m));
                forward("--modes", v);
              })
       .value({"--seed"}, "N", "Philox key of the sr words (stream 0, index = input code)",
