@@ -98,7 +98,8 @@ def cast(x, fmt: str, round: str = "rne", overflow: str = "none", seed: int = 0,
 
     ``compat``: a cast profile of ``exmy cast --compat`` ("torch", "ml_dtypes": their e8m0fnu
     conversions) replaces exmy's rounding by that library's rule, on the input widened to fp32;
-    it fixes the rounding, so ``round`` and ``overflow`` must stay at their defaults.
+    it fixes the rounding, so ``round`` and ``overflow`` must stay at their defaults. A compat cast
+    runs on the calling thread whatever ``threads`` says (its codes would be the same either way).
 
     The result is a new C-contiguous, writable NumPy array with the shape of ``x``, allocated by
     NumPy (``numpy.empty``), so large outputs get NumPy's transparent huge pages as NumPy's own
