@@ -134,9 +134,10 @@ Options quantize_options(CliOptions& o, Direction dir) {
           "--state-out s.npy"
         : "exmy dequantize --scheme block:32 --from e4m3fn --in q.npy --state-in s.npy "
           "--out x.npy");
-  opts.value({"--scheme"}, "tensor|rowwise|colwise|block:B|mx|nvfp4",
-             "the groups that share a scale (block:B: B in 32..4096)", Options::kRequired,
-             [&](const std::string& v) { o.q.scheme = quant::parse_scheme(v); })
+  opts.value({"--scheme"}, "tensor|rowwise|colwise|block:B|block:RxC|mx|nvfp4",
+             "the groups that share a scale (block:B: B in 32..4096; block:RxC: R x C tiles of a "
+             "2-d input)",
+             Options::kRequired, [&](const std::string& v) { o.q.scheme = quant::parse_scheme(v); })
       .value({q ? "--to" : "--from"}, "TARGET",
              "element format: int8, a float format of <= 8 bits (e4m3fn, e5m2, e2m1fn, ...), "
              "dynamic, dynamic-unsigned, linear, linear-unsigned or table:PATH",
@@ -180,6 +181,9 @@ Options quantize_options(CliOptions& o, Direction dir) {
                o.q.variant =
                    v == "switchback" ? native::CastVariant::absmax : quant::parse_variant(v);
              })
+      .value({"--scale-format"}, joined(quant::kScaleFormatNames),
+             "block:RxC: the tile scale's form (deepgemm: fp32|ue8m0; te: fp32|pow2)", "fp32",
+             [&](const std::string& v) { o.q.scale_format = quant::parse_scale_format(v); })
       .value({"--scale-mode"}, joined(quant::kScaleModeNames), "mx: the E8M0 scale's rounding",
              name_of(quant::kScaleModeNames, quant::parse_scale_mode, d.scale_mode),
              [&](const std::string& v) { o.q.scale_mode = quant::parse_scale_mode(v); })
@@ -441,7 +445,11 @@ int run_quantize(const Args& args) {
     q = quantize_cuda(o);
   } else {
     const InputValues in = read_values(o);
-    q = quant::quantize(in.x, in.shape, o.q);
+    quant::Options opt = o.q;
+    opt.source = in.type == gpu::CastInput::bf16   ? native::Storage::bf16
+                 : in.type == gpu::CastInput::fp16 ? native::Storage::f16
+                                                   : native::Storage::f32;
+    q = quant::quantize(in.x, in.shape, opt);
   }
   write_quantized(o, q);
   const std::size_t states = q.state.empty() ? q.scale_codes.size() : q.state.size();

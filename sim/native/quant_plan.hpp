@@ -4,13 +4,14 @@
 //   group_state(plan, amax)               the state word of a group from its absmax
 //   quant_element(plan, x, state, word)   the code of one element
 //   dequant_element(plan, code, state)    the fp32 value of one code
+//   stored_state(plan, state)             the fp32 value the state file holds for a state word
 // The CPU reference loops (sim/quant/quantize.cpp) and the CUDA kernels (gpu/quant/*.cu) call
 // exactly these; a GPU fast path is a specialisation that must give the same bits
 // (docs/SEMANTICS.md 7; 7.9 lists the fast paths). Adding a scale rule or a target means adding
 // a case here, nowhere else.
 //
 // The state word of a group is its scale in the plan's scale format: fp32 bits (absmax, te,
-// te-current, torchao), an E8M0 code (MX) or an E4M3 code (NVFP4).
+// te-current, torchao, the 2-D block rules), an E8M0 code (MX) or an E4M3 code (NVFP4).
 #pragma once
 
 #include <cstdint>
@@ -21,6 +22,7 @@
 #include "sim/native/hd.hpp"
 #include "sim/native/philox.hpp"
 #include "sim/native/quant_absmax.hpp"
+#include "sim/native/quant_block2d.hpp"
 #include "sim/native/quant_codebook.hpp"
 #include "sim/native/quant_fp32.hpp"
 #include "sim/native/quant_int8.hpp"
@@ -33,21 +35,24 @@
 namespace exmy::native {
 
 // How elements are grouped under one state (SEMANTICS 7.1). MX and NVFP4 are `block` groups with
-// a byte scale rule.
-enum class GroupShape : std::uint8_t { tensor, row, col, block };
+// a byte scale rule; `tile` groups are tile_rows × tile_cols tiles of the 2-d view (7.12).
+enum class GroupShape : std::uint8_t { tensor, row, col, block, tile };
 
 enum class ElementKind : std::uint8_t { int8, float_format, codebook };
 
 // Where the state comes from and what format holds it.
 enum class ScaleRule : std::uint8_t {
-  absmax,         // fp32 absmax (int8, float absmax variant, codebooks)
-  te,             // fp32 scale, TransformerEngine delayed-scaling formula
-  te_current,     // fp32 scale, TransformerEngine current scaling
-  torchao,        // fp32 scale, torchao.float8
-  mx,             // E8M0 code, OCP MX v1.0 arithmetic (exact scaling), mode mx_mode
-  mx_torchao,     // E8M0 code, torchao to_mx arithmetic, mode mx_mode
-  nvfp4_torchao,  // E4M3 code, torchao nvfp4_quantize
-  nvfp4_te,       // E4M3 code, TransformerEngine's NVFP4 reference quantizer
+  absmax,          // fp32 absmax (int8, float absmax variant, codebooks)
+  te,              // fp32 scale, TransformerEngine delayed-scaling formula
+  te_current,      // fp32 scale, TransformerEngine current scaling
+  torchao,         // fp32 scale, torchao.float8
+  mx,              // E8M0 code, OCP MX v1.0 arithmetic (exact scaling), mode mx_mode
+  mx_torchao,      // E8M0 code, torchao to_mx arithmetic, mode mx_mode
+  nvfp4_torchao,   // E4M3 code, torchao nvfp4_quantize
+  nvfp4_te,        // E4M3 code, TransformerEngine's NVFP4 reference quantizer
+  block_deepgemm,  // fp32 sf, DeepGEMM's per_token / per_block casts (tiles)
+  block_te,        // fp32 scale, TransformerEngine's blockwise reference quantizer (tiles)
+  block_torchao,   // fp32 scale, torchao's blockwise FP8 training kernels (tiles)
 };
 
 enum class ScaleFormat : std::uint8_t { fp32, e8m0, e4m3 };
@@ -74,7 +79,8 @@ inline constexpr std::uint32_t kStreamQuantCodebook = 17;
 struct QuantPlan {
   // ---- groups
   GroupShape groups = GroupShape::tensor;
-  std::uint32_t block = 0;  // elements per block (block shape)
+  std::uint32_t block = 0;                     // elements per block (block shape)
+  std::uint32_t tile_rows = 0, tile_cols = 0;  // tile shape
   // ---- element target
   ElementKind element = ElementKind::int8;
   FloatFormat fmt{};  // float_format elements
@@ -92,6 +98,11 @@ struct QuantPlan {
   bool given = false;  // te / te_current / torchao: given_scale replaces the computed scale
   float given_scale = 0.0f;
   Nvfp4Tensor tensor{};  // NVFP4: the per-tensor scale (one level when !tensor.two_level)
+  // 2-D block rules: the scale form, the amax floor (te: amax_epsilon; torchao: its eps in the
+  // source's compute type) and the largest finite value of the source dtype (te).
+  BlockScaleFormat block_scale = BlockScaleFormat::fp32;
+  float block_eps = 0.0f;
+  float source_max = 0.0f;
   // ---- rounding
   RoundMode mode = RoundMode::rne;
   int sr_bits = 0;
@@ -133,8 +144,25 @@ EXMY_HD std::uint32_t group_state(const QuantPlan& p, float amax) {
       return nvfp4_torchao_scale_code(amax, p.tensor);
     case ScaleRule::nvfp4_te:
       return nvfp4_te_scale_code(amax, p.tensor);
+    case ScaleRule::block_deepgemm:
+      return bits_of(deepgemm_sf(amax, p.block_scale == BlockScaleFormat::ue8m0));
+    case ScaleRule::block_te:
+      return bits_of(te_block_scale(amax, p.fmax, p.block_eps, p.source_max,
+                                    p.block_scale == BlockScaleFormat::pow2));
+    case ScaleRule::block_torchao:
+      return bits_of(torchao_block_scale(amax, p.fmax, p.block_eps));
   }
   return 0;
+}
+
+// The fp32 value the state file holds for a state word: the state itself, except the 2-D te and
+// torchao rules, whose files hold their dequantization scale RN32(1 / s) (TE's scale_inv,
+// torchao's reciprocal scale). Byte states are not fp32 values (callers store the code).
+EXMY_HD float stored_state(const QuantPlan& p, std::uint32_t state) {
+  if (p.rule == ScaleRule::block_te || p.rule == ScaleRule::block_torchao) {
+    return rn32_div(1.0f, float_of(state));
+  }
+  return float_of(state);
 }
 
 // NVFP4 elements are x times a per-group factor (torchao: RN32(1/S) or RN32(RN32(1/pts)/S); te:
@@ -165,6 +193,12 @@ EXMY_HD Encoded quant_element(const QuantPlan& p, const float* table, float x, s
     case ScaleRule::nvfp4_torchao:
     case ScaleRule::nvfp4_te:
       return nvfp4_element_scaled(p, x, nvfp4_element_scale(p, state));
+    case ScaleRule::block_deepgemm:
+      return {deepgemm_element(x, float_of(state)), 0};
+    case ScaleRule::block_te:
+      return te_block_element(p.fmt, p.fmax, x, float_of(state));
+    case ScaleRule::block_torchao:
+      return torchao_block_element(p.fmt, p.fmax, x, float_of(state));
     default:
       break;
   }
@@ -197,6 +231,7 @@ EXMY_HD Encoded quant_element(const QuantPlan& p, float x, std::uint32_t state,
 }
 
 // The fp32 value of `code` in a group with state word `state` (`table` as for quant_element).
+// The 2-D block rules read the stored state (stored_state), their dequantization scale.
 EXMY_HD float dequant_element(const QuantPlan& p, const float* table, std::uint32_t code,
                               std::uint32_t state) {
   switch (p.rule) {
@@ -207,6 +242,10 @@ EXMY_HD float dequant_element(const QuantPlan& p, const float* table, std::uint3
       return nvfp4_torchao_dequant(code, static_cast<std::uint8_t>(state), p.tensor);
     case ScaleRule::nvfp4_te:
       return nvfp4_te_dequant(code, static_cast<std::uint8_t>(state), p.tensor);
+    case ScaleRule::block_deepgemm:
+    case ScaleRule::block_te:
+    case ScaleRule::block_torchao:
+      return rn32_mul(to_float(p.fmt, code), float_of(state));
     default:
       break;
   }

@@ -30,6 +30,7 @@ enum class CastVariant : std::uint8_t {
   torchao,     // torchao.float8
   te_current,  // TransformerEngine 2.x current scaling (compute_scale_from_amax)
   ocp,         // MX: the OCP Microscaling v1.0 arithmetic (exact scaling)
+  deepgemm,    // 2-D blocks: DeepGEMM's casts (sim/native/quant_block2d.hpp)
 };
 
 // The target format's largest finite value as fp32 (448 for e4m3fn, 57344 for e5m2). Formats

@@ -35,6 +35,8 @@ std::size_t group_count(const Scheme& s, std::size_t rows, std::size_t cols) {
     case Granularity::mx:
     case Granularity::nvfp4:
       return (rows * cols + s.block - 1) / s.block;
+    case Granularity::tile:
+      return ((rows + s.tile_rows - 1) / s.tile_rows) * ((cols + s.tile_cols - 1) / s.tile_cols);
   }
   return 0;
 }
@@ -52,6 +54,8 @@ std::size_t group_of(const Scheme& s, std::size_t /*rows*/, std::size_t cols, st
     case Granularity::mx:
     case Granularity::nvfp4:
       return (r * cols + c) / s.block;
+    case Granularity::tile:
+      return (r / s.tile_rows) * ((cols + s.tile_cols - 1) / s.tile_cols) + c / s.tile_cols;
   }
   return 0;
 }
@@ -69,6 +73,78 @@ bool mx_element_format(const FloatFormat& f) {
 
 bool given(float v) {
   return v == v;
+}
+
+// The library rules of block:RxC (7.12): their targets, scale forms, rounding and NaN rule are the
+// library's own, so the switches that would change them are refused rather than ignored.
+bool block_rule(native::CastVariant v) {
+  return v == native::CastVariant::deepgemm || v == native::CastVariant::te ||
+         v == native::CastVariant::torchao;
+}
+
+std::string variant_name(native::CastVariant v) {
+  for (const char* n : kVariantNames) {
+    if (parse_variant(n) == v) return n;
+  }
+  return "?";
+}
+
+void validate_tile_options(const Options& opt) {
+  using native::BlockScaleFormat;
+  using native::CastVariant;
+  const CastVariant v = opt.variant;
+  const std::string name = "scheme " + scheme_name(opt.scheme);
+  if (opt.transpose) throw InputError(name + ": --transpose does not apply");
+  if (v == CastVariant::ocp) throw InputError("--variant ocp: expected --scheme mx");
+  if (!is_float(opt.target) && v != CastVariant::absmax) {
+    throw InputError(name + " --variant " + variant_name(v) + ": expected a float target format");
+  }
+  const BlockScaleFormat sf = opt.scale_format;
+  if (!block_rule(v)) {
+    if (sf != BlockScaleFormat::fp32) {
+      throw InputError(name + ": --scale-format pow2/ue8m0 expected --variant deepgemm or te");
+    }
+    return;
+  }
+  const std::string vn = name + " --variant " + variant_name(v);
+  const FloatFormat& f = opt.target.fp;
+  const bool e4m3 = f == formats::e4m3fn;
+  if (v == CastVariant::te ? !(e4m3 || f == formats::e5m2) : !e4m3) {
+    throw InputError(vn + ": expected --to e4m3fn" + (v == CastVariant::te ? " or e5m2" : "") +
+                     ", got '" + opt.target.name + "'");
+  }
+  if ((v == CastVariant::deepgemm && sf == BlockScaleFormat::pow2) ||
+      (v == CastVariant::te && sf == BlockScaleFormat::ue8m0) ||
+      (v == CastVariant::torchao && sf != BlockScaleFormat::fp32)) {
+    throw InputError(vn + ": --scale-format expected " +
+                     (v == CastVariant::deepgemm ? "fp32 or ue8m0"
+                      : v == CastVariant::te     ? "fp32 or pow2"
+                                                 : "fp32"));
+  }
+  if (opt.mode != RoundMode::rne) {
+    throw InputError(vn + ": the library casts round to nearest even; --round does not apply");
+  }
+  if (opt.nan != native::NanPolicy::propagate) {
+    throw InputError(vn + ": the library's NaN rule applies; --nan does not");
+  }
+  if (given(opt.given_scale)) throw InputError(vn + ": --scale does not apply");
+  if (opt.pow2_scale) throw InputError(vn + ": use --scale-format pow2, not --pow2-scale");
+  if (v != CastVariant::te && opt.te_amax_epsilon != 0.0f) {
+    throw InputError(vn + ": --amax-epsilon expected --variant te");
+  }
+}
+
+// The largest finite value of the source dtype (TE's torch.finfo(x.dtype).max).
+float source_max(native::Storage s) {
+  switch (s) {
+    case native::Storage::bf16:
+      return native::float_of(0x7F7F0000u);
+    case native::Storage::f16:
+      return 65504.0f;
+    case native::Storage::f32:
+      break;
+  }
+  return native::float_of(0x7F7FFFFFu);
 }
 }  // namespace
 
@@ -107,11 +183,19 @@ void validate_options(const Options& opt) {
           "scheme nvfp4 --variant te: TransformerEngine's NVFP4 always has a "
           "per-tensor scale; add --two-level");
     }
+  } else if (k == Granularity::tile) {
+    validate_tile_options(opt);
   } else {
     if (v == CastVariant::ocp) throw InputError("--variant ocp: expected --scheme mx");
+    if (v == CastVariant::deepgemm) {
+      throw InputError("--variant deepgemm: expected --scheme block:RxC (block:1x128, ...)");
+    }
     if (!is_float(opt.target) && v != CastVariant::absmax) {
       throw InputError("--variant te/te-current/torchao: expected a float target format");
     }
+  }
+  if (k != Granularity::tile && opt.scale_format != native::BlockScaleFormat::fp32) {
+    throw InputError("--scale-format: expected --scheme block:RxC");
   }
   if (k != Granularity::mx && opt.scale_mode != native::MxScaleMode::floor) {
     throw InputError("--scale-mode: expected --scheme mx");
@@ -196,8 +280,13 @@ native::QuantPlan make_plan(const Options& opt, const native::Nvfp4Tensor& tenso
     case Granularity::nvfp4:
       p.groups = native::GroupShape::block;
       break;
+    case Granularity::tile:
+      p.groups = native::GroupShape::tile;
+      break;
   }
   p.block = static_cast<std::uint32_t>(s.block);
+  p.tile_rows = static_cast<std::uint32_t>(s.tile_rows);
+  p.tile_cols = static_cast<std::uint32_t>(s.tile_cols);
   const Target& t = opt.target;
   switch (t.kind) {
     case FormatKind::integer:
@@ -217,6 +306,10 @@ native::QuantPlan make_plan(const Options& opt, const native::Nvfp4Tensor& tenso
     p.rule = opt.variant == CastVariant::torchao ? ScaleRule::mx_torchao : ScaleRule::mx;
   } else if (s.kind == Granularity::nvfp4) {
     p.rule = opt.variant == CastVariant::te ? ScaleRule::nvfp4_te : ScaleRule::nvfp4_torchao;
+  } else if (s.kind == Granularity::tile && block_rule(opt.variant)) {
+    p.rule = opt.variant == CastVariant::deepgemm ? ScaleRule::block_deepgemm
+             : opt.variant == CastVariant::te     ? ScaleRule::block_te
+                                                  : ScaleRule::block_torchao;
   } else if (t.kind == FormatKind::floating) {
     switch (opt.variant) {
       case CastVariant::te:
@@ -246,6 +339,13 @@ native::QuantPlan make_plan(const Options& opt, const native::Nvfp4Tensor& tenso
   p.given = given(opt.given_scale) && !p.byte_scales() && p.rule != ScaleRule::absmax;
   p.given_scale = opt.given_scale;
   p.tensor = tensor;
+  p.block_scale = opt.scale_format;
+  p.source_max = source_max(opt.source);
+  if (p.rule == ScaleRule::block_te) p.block_eps = opt.te_amax_epsilon;
+  if (p.rule == ScaleRule::block_torchao) {
+    p.block_eps = native::torchao_block_eps(opt.source == native::Storage::f16);
+    p.nan = native::NanPolicy::ignore;  // Triton's max.f32 reductions skip NaN
+  }
   p.mode = opt.mode;
   p.sr_bits = opt.sr_bits;
   p.seed = opt.seed;
@@ -282,6 +382,9 @@ std::vector<std::size_t> state_shape(const Scheme& s, const std::vector<std::siz
   }
   std::size_t rows, cols;
   matrix_view(shape, rows, cols);
+  if (s.kind == Granularity::tile) {
+    return {(rows + s.tile_rows - 1) / s.tile_rows, (cols + s.tile_cols - 1) / s.tile_cols};
+  }
   return {group_count(s, rows, cols)};
 }
 
@@ -299,6 +402,23 @@ void check_codes(const std::vector<std::uint8_t>& codes, const Options& opt) {
 }
 
 void check_shape(const Options& opt, const std::vector<std::size_t>& shape) {
+  if (opt.scheme.kind == Granularity::tile) {
+    const std::string name = "scheme " + scheme_name(opt.scheme);
+    if (shape.size() != 2) {
+      throw InputError(name + ": expected a 2-d input (rows, cols), got " +
+                       std::to_string(shape.size()) + " dimensions");
+    }
+    // torchao's kernels assert whole tiles (K % block_size; M and N % block_size for weights).
+    if (opt.variant == native::CastVariant::torchao &&
+        (shape[0] % opt.scheme.tile_rows != 0 || shape[1] % opt.scheme.tile_cols != 0)) {
+      throw InputError(name + " --variant torchao: expected rows divisible by " +
+                       std::to_string(opt.scheme.tile_rows) + " and cols by " +
+                       std::to_string(opt.scheme.tile_cols) +
+                       " (torchao refuses partial tiles), got " + std::to_string(shape[0]) + "x" +
+                       std::to_string(shape[1]));
+    }
+    return;
+  }
   if (opt.scheme.kind != Granularity::nvfp4) return;
   const std::size_t last = shape.empty() ? 1 : shape.back();
   if (last % opt.scheme.block != 0) {
@@ -328,7 +448,8 @@ Quantized quantize(std::span<const float> x, const std::vector<std::size_t>& sha
                      std::to_string(x.size()) + " values were given");
   }
   const Scheme& s = opt.scheme;
-  std::vector<float> amax = group_absmax(x, s, rows, cols, opt.nan);
+  // The plan's NaN rule (a library rule may fix it, as torchao's tiles do).
+  std::vector<float> amax = group_absmax(x, s, rows, cols, make_plan(opt).nan);
   // The NVFP4 tensor level: the absmax of the whole tensor is the max over its groups' absmax
   // (absmax_combine is associative and commutative).
   float tensor_amax = native::kAbsmaxInit;
@@ -350,7 +471,8 @@ Quantized quantize(std::span<const float> x, const std::vector<std::size_t>& sha
     q.scale_codes.assign(state.begin(), state.end());
   } else {
     q.state.resize(state.size());
-    for (std::size_t g = 0; g < state.size(); ++g) q.state[g] = native::float_of(state[g]);
+    for (std::size_t g = 0; g < state.size(); ++g)
+      q.state[g] = native::stored_state(plan, state[g]);
   }
 
   const bool sr = opt.mode == RoundMode::sr;

@@ -14,6 +14,7 @@
 #include "sim/format/registry.hpp"
 #include "sim/native/codebook_lookup.hpp"
 #include "sim/native/float_format.hpp"
+#include "sim/native/optim_storage.hpp"
 #include "sim/native/quant_absmax.hpp"
 #include "sim/native/quant_codebook.hpp"
 #include "sim/native/quant_int8.hpp"
@@ -26,15 +27,18 @@ namespace exmy::quant {
 // Scaling granularity. A tensor of shape (d0, ..., dn-1) is viewed as a matrix of
 // rows = d0*...*dn-2 and cols = dn-1 (a 1-d tensor is one row, a 0-d tensor one element).
 // mx: blocks of 32 with an E8M0 scale; nvfp4: blocks of 16 along the last dimension with an
-// E4M3 scale (cols % 16 == 0).
-enum class Granularity : std::uint8_t { tensor, row, col, block, mx, nvfp4 };
+// E4M3 scale (cols % 16 == 0); tile: R×C tiles of a 2-d tensor, partial tiles at the bottom and
+// right edges (docs/SEMANTICS.md 7.12).
+enum class Granularity : std::uint8_t { tensor, row, col, block, mx, nvfp4, tile };
 
 struct Scheme {
   Granularity kind = Granularity::tensor;
-  std::size_t block = 0;  // block: B in [32, 4096]; mx: 32; nvfp4: 16
+  std::size_t block = 0;                     // block: B in [32, 4096]; mx: 32; nvfp4: 16; tile: R*C
+  std::size_t tile_rows = 0, tile_cols = 0;  // tile: R, C
 };
 
-// "tensor", "rowwise", "colwise", "block:B", "mx", "nvfp4" (InputError otherwise, B in 32..4096).
+// "tensor", "rowwise", "colwise", "block:B", "block:RxC", "mx", "nvfp4" (InputError otherwise, B
+// in 32..4096; R, C in 1..4096).
 Scheme parse_scheme(std::string_view s);
 std::string scheme_name(const Scheme& s);
 
@@ -49,11 +53,15 @@ Target float_target(const FloatFormat& f);
 
 // "floor", "ceil", "even", "rceil" (InputError otherwise).
 native::MxScaleMode parse_scale_mode(std::string_view s);
-// "absmax", "te", "te-current", "torchao", "ocp" (InputError otherwise; the scheme decides which
-// apply, validate_options).
+// "absmax", "te", "te-current", "torchao", "ocp", "deepgemm" (InputError otherwise; the scheme
+// decides which apply, validate_options).
 native::CastVariant parse_variant(std::string_view s);
 // Every name parse_variant accepts, in the order of the usage texts.
-inline constexpr const char* kVariantNames[] = {"absmax", "te", "te-current", "torchao", "ocp"};
+inline constexpr const char* kVariantNames[] = {"absmax",  "te",  "te-current",
+                                                "torchao", "ocp", "deepgemm"};
+// "fp32", "pow2", "ue8m0": the 2-D block scales' form (InputError otherwise).
+native::BlockScaleFormat parse_scale_format(std::string_view s);
+inline constexpr const char* kScaleFormatNames[] = {"fp32", "pow2", "ue8m0"};
 inline constexpr const char* kScaleModeNames[] = {"floor", "ceil", "even", "rceil"};
 
 struct Options {
@@ -84,6 +92,11 @@ struct Options {
   native::NormOrder norm = native::NormOrder::recip_mul;  // codebook normalization
   TieRule tie = TieRule::even_index;                      // codebook nearest-code ties
   bool transpose = false;  // fused quantize + transpose (2-d views only): codes are Q(x)^T
+  // tile schemes: the scale form (deepgemm: fp32 | ue8m0; te: fp32 | pow2; others fp32).
+  native::BlockScaleFormat scale_format = native::BlockScaleFormat::fp32;
+  // The input's dtype before its exact widening to fp32 (tile te / torchao read it: TE's
+  // finfo(x.dtype).max, torchao's eps in fp16).
+  native::Storage source = native::Storage::f32;
 };
 
 // Random streams (SEMANTICS 3.2), as the plan defines them.

@@ -14,6 +14,13 @@ namespace {
 // Block sizes of block-wise schemes: bitsandbytes' range of kQuantizeBlockwise instantiations.
 constexpr std::size_t kMinBlock = 32;
 constexpr std::size_t kMaxBlock = 4096;
+// Tile sides of block:RxC (DeepGEMM and TE use 1 and 128; MX-style 1x32, NVFP4-style 16x16).
+constexpr std::size_t kMaxTileSide = 4096;
+
+bool parse_size(std::string_view t, std::size_t& v) {
+  const auto [end, ec] = std::from_chars(t.data(), t.data() + t.size(), v);
+  return ec == std::errc{} && end == t.data() + t.size();
+}
 }  // namespace
 
 Scheme parse_scheme(std::string_view s) {
@@ -25,13 +32,18 @@ Scheme parse_scheme(std::string_view s) {
   if (s.substr(0, 6) == "block:") {
     const std::string_view num = s.substr(6);
     std::size_t b = 0;
-    const auto [end, ec] = std::from_chars(num.data(), num.data() + num.size(), b);
-    if (ec == std::errc{} && end == num.data() + num.size() && b >= kMinBlock && b <= kMaxBlock) {
-      return {Granularity::block, b};
+    if (parse_size(num, b) && b >= kMinBlock && b <= kMaxBlock) return {Granularity::block, b};
+    const std::size_t x = num.find('x');
+    std::size_t r = 0, c = 0;
+    if (x != std::string_view::npos && parse_size(num.substr(0, x), r) &&
+        parse_size(num.substr(x + 1), c) && r >= 1 && c >= 1 && r <= kMaxTileSide &&
+        c <= kMaxTileSide) {
+      return {Granularity::tile, r * c, r, c};
     }
   }
   throw InputError("scheme '" + std::string(s) +
-                   "': expected tensor, rowwise, colwise, block:B (B in 32..4096), mx or nvfp4");
+                   "': expected tensor, rowwise, colwise, block:B (B in 32..4096), block:RxC "
+                   "(R, C in 1..4096), mx or nvfp4");
 }
 
 std::string scheme_name(const Scheme& s) {
@@ -48,6 +60,8 @@ std::string scheme_name(const Scheme& s) {
       return "mx";
     case Granularity::nvfp4:
       return "nvfp4";
+    case Granularity::tile:
+      return "block:" + std::to_string(s.tile_rows) + "x" + std::to_string(s.tile_cols);
   }
   return "?";
 }
@@ -112,8 +126,16 @@ native::CastVariant parse_variant(std::string_view s) {
   if (s == "te-current") return native::CastVariant::te_current;
   if (s == "torchao") return native::CastVariant::torchao;
   if (s == "ocp") return native::CastVariant::ocp;
+  if (s == "deepgemm") return native::CastVariant::deepgemm;
   throw InputError("--variant '" + std::string(s) +
-                   "': expected absmax, te, te-current, torchao or ocp");
+                   "': expected absmax, te, te-current, torchao, ocp or deepgemm");
+}
+
+native::BlockScaleFormat parse_scale_format(std::string_view s) {
+  if (s == "fp32") return native::BlockScaleFormat::fp32;
+  if (s == "pow2") return native::BlockScaleFormat::pow2;
+  if (s == "ue8m0") return native::BlockScaleFormat::ue8m0;
+  throw InputError("--scale-format '" + std::string(s) + "': expected fp32, pow2 or ue8m0");
 }
 
 }  // namespace exmy::quant
