@@ -93,7 +93,11 @@ const std::vector<CompatProfile>& compat_profiles() {
         {.op = CompatOp::quantize, .format = "linear", .quant = CompatQuant::bnb_codebook},
         {.op = CompatOp::quantize,
          .format = "linear-unsigned",
-         .quant = CompatQuant::bnb_codebook}}},
+         .quant = CompatQuant::bnb_codebook},
+        // quantize_4bit / dequantize_4bit (kQuantizeBlockwise<..., NF4|FP4>,
+        // kQuantizeBlockwiseSmall, kDequantizeBlockwise; sim/quant/bnb4bit.hpp)
+        {.op = CompatOp::quantize, .format = "nf4", .quant = CompatQuant::bnb_4bit},
+        {.op = CompatOp::quantize, .format = "fp4", .quant = CompatQuant::bnb_4bit}}},
   };
   return profiles;
 }

@@ -29,6 +29,7 @@ enum class CompatQuant : std::uint8_t {
   triton_div_full,    // SwitchBack's Triton kernels: x / max_val as div.full.f32 (row/colwise)
   bnb_int8_fdividef,  // bitsandbytes' kInt8VectorQuant: x * __fdividef(127, absmax)
   bnb_codebook,       // bitsandbytes' kQuantizeBlockwise: rcp.approx normalization, FTZ, fmaxf
+  bnb_4bit,           // bitsandbytes' quantize_4bit / dequantize_4bit (NF4, FP4; sim/quant/bnb4bit)
 };
 
 struct CompatEntry {

@@ -41,6 +41,11 @@ void apply_compat(Options& o, std::string_view profile, const CompatGiven& given
       }
       o.order = native::ScaleOrder::fdividef_mul;
       return;
+    case CompatQuant::bnb_4bit:
+      // nf4 / fp4 are not targets of Options: the CLI and the Python module run them through
+      // sim/quant/bnb4bit.hpp, whose model is the profile itself (docs/SEMANTICS.md 7.12).
+      throw InputError("--compat " + name + ": " + o.target.name +
+                       " runs through quant::bnb4_quantize, not quant::quantize");
     case CompatQuant::bnb_codebook:
       // bitsandbytes' CUDA kernels as compiled (docs/SEMANTICS.md 7.5): rcp.approx
       // normalization, FTZ arithmetic, fmaxf absmax. The profile fixes what --norm and --nan

@@ -92,6 +92,20 @@ std::uint8_t nearest(const Codebook& cb, const Real& n, Tie tie);
 // 5.4: u ∈ [0, 1) an fp32 value.
 std::uint8_t nearest_stochastic(const Codebook& cb, const Real& n, const Real& u);
 
+// ---- 7.12 bitsandbytes 4-bit (NF4, FP4) --------------------------------------------------------
+// From the document's tables: levels and thresholds are its decimal literals, each rounded once to
+// fp32 (as a C `f` literal is). The code of a normalized fp32 value n: NF4 #{k : n > t_k}; FP4
+// the magnitude code of rank #{k : |n| > t_k} with sign bit n < 0 (NaN: all comparisons false).
+// The value of a code with absmax a: level × a rounded to fp32 with FTZ (a subnormal operand or
+// result is a zero of its sign), FP4's sign applied to the level first.
+enum class Bnb4 { nf4, fp4 };
+std::uint8_t bnb4_code(Bnb4 t, const Real& n);
+Real bnb4_value(Bnb4 t, std::uint8_t code, const Real& a);
+// The k-th level in code order (NF4 k = 0..15; FP4 magnitudes k = 0..7) and threshold (ascending;
+// NF4 k = 0..14, FP4 k = 0..6), fp32 values.
+Real bnb4_level(Bnb4 t, int k);
+Real bnb4_threshold(Bnb4 t, int k);
+
 // ---- 8 matmul -----------------------------------------------------------------------------------
 // 8.1: A (M×K) and B (N×K) int8 codes, acc = A·Bᵀ exact, wrapped to int32.
 std::vector<std::int32_t> matmul_int8(const std::vector<std::int8_t>& a,
