@@ -1,0 +1,227 @@
+"""Launch geometry and summation trees of cuBLAS GEMMs through torch (issue 30; docs/SEMANTICS.md
+15.6). Run on the GPU machine:
+
+    python3 bench/peers/gemm_launch_probe.py --plan PLAN.json --out DIR [--budget-s 480]
+
+PLAN.json: {"launch": {TYPE: [[M, N, K], ...]}, "fprev": {TYPE: [[M, N, K], ...]}} with TYPE in
+bf16, fp16, tf32, fp32 (the types of gemm_kernel_select_capture.py: 16-bit inputs give a 16-bit
+and an fp32 output, tf32 and fp32 an fp32 output).
+
+Part 1, launch geometry: per shape and output, the CUDA kernels one torch.mm launches, with their
+grid and block dimensions (torch.profiler's trace). The kernel choice does not depend on the
+values, so the inputs are zeros. Split-K parts, tile counts and reduction kernels are read off
+the grid: they are the per-shape facts the accumulation model needs (the kernel -> model map is
+the model; the grid says which instance ran).
+
+Part 2, summation trees (FPRev, Xie et al., USENIX ATC 2025): for one output (r, c), the product
+at k = i is +BIG, at k = j is -BIG and 1 at every other k, with BIG = 2^40 (exact in bf16, tf32
+and fp32; 2^40 > 2^17 * 16384, so any partial sum of units added to a partial holding BIG is
+absorbed, also inside a tensor-core sum that aligns to the largest exponent). The output is then
+the number of units outside the smallest sub-sum that holds both i and j: K - |leaves(lca(i, j))|.
+Row r of A holds BIG at its anchor i_r, column c of B holds -BIG at its sweep index j_c (ones
+elsewhere, so the products at i_r and j_c are +-BIG and the rest 1; anchors and sweep indices are
+disjoint). The sweep runs along the larger of M and N; the other dimension holds up to 16
+anchors, repeated. Only the anchor rows (or columns) are stored: DIR/fprev_<type>.npz holds per
+shape the anchors, the sweep indices and the counts (int16).
+"""
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+import numpy as np
+import torch
+
+BIG = 2.0 ** 40
+ANCHORS_MAX = 16
+
+
+def info_block():
+    info = {"device": torch.cuda.get_device_name(), "torch": torch.__version__,
+            "cuda": torch.version.cuda,
+            "driver": subprocess.run(["nvidia-smi", "--query-gpu=driver_version",
+                                      "--format=csv,noheader"], capture_output=True,
+                                     text=True).stdout.strip(),
+            "allow_bf16_reduced_precision_reduction":
+                torch.backends.cuda.matmul.allow_bf16_reduced_precision_reduction,
+            "allow_fp16_reduced_precision_reduction":
+                torch.backends.cuda.matmul.allow_fp16_reduced_precision_reduction}
+    try:
+        sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..",
+                                        "tools"))
+        import probe_gemm
+        info["cublas"] = probe_gemm.cublas_version()
+    except Exception as e:  # evidence only
+        info["cublas"] = "unknown (%s)" % e
+    return info
+
+
+DT = {"bf16": torch.bfloat16, "fp16": torch.float16, "tf32": torch.float32,
+      "fp32": torch.float32}
+
+
+def outs_of(t):
+    return (t, "fp32") if t in ("bf16", "fp16") else ("fp32",)
+
+
+def mm(t, a, b, out):
+    """torch.mm(a, b.t()) as gemm_kernel_select_capture.py calls it."""
+    torch.backends.cuda.matmul.allow_tf32 = t == "tf32"
+    try:
+        if out == "fp32" and t in ("bf16", "fp16"):
+            return torch.mm(a, b.t(), out_dtype=torch.float32)
+        return torch.mm(a, b.t())
+    finally:
+        torch.backends.cuda.matmul.allow_tf32 = False
+
+
+def launch_chunk(t, shapes):
+    """[(kernels of out 0), (kernels of out 1)...] per shape: [name, grid, block] each."""
+    from torch.profiler import profile, ProfilerActivity
+    with tempfile.TemporaryDirectory() as td:
+        with profile(activities=[ProfilerActivity.CUDA]) as prof:
+            for M, N, K in shapes:
+                a = torch.zeros(M, K, device="cuda", dtype=DT[t])
+                b = torch.zeros(N, K, device="cuda", dtype=DT[t])
+                for o in outs_of(t):
+                    torch.cuda._sleep(10)
+                    mm(t, a, b, o)
+                torch.cuda._sleep(10)
+            torch.cuda.synchronize()
+        path = os.path.join(td, "trace.json")
+        prof.export_chrome_trace(path)
+        with open(path) as f:
+            ev = json.load(f)["traceEvents"]
+    ks = sorted([e for e in ev if e.get("cat") == "kernel"], key=lambda e: e["ts"])
+    groups, cur = [], None
+    for e in ks:
+        if "spin_kernel" in e["name"] or "sleep" in e["name"].lower():
+            if cur is not None:
+                groups.append(cur)
+            cur = []
+        elif cur is not None:
+            a = e.get("args", {})
+            cur.append([e["name"], a.get("grid"), a.get("block")])
+    if cur is not None:
+        groups.append(cur)
+    # Per shape: the zeros' fill kernels come before the first marker (shape 0) or sit in the
+    # group after the previous shape's last marker, which is dropped (it precedes the next
+    # shape's first marker and holds only fills).
+    res = []
+    gi = 0
+    for _ in shapes:
+        per = []
+        for _o in range(len(outs_of(t))):
+            per.append(groups[gi] if gi < len(groups) else None)
+            gi += 1
+        gi += 1
+        res.append(per)
+    return res
+
+
+def fprev_shape(t, M, N, K, max_calls):
+    """Counts K - |leaves(lca(anchor, j))| for the anchors and every swept j (or a sample)."""
+    dt = DT[t]
+    sweep_rows = M > N  # sweep along the larger dimension
+    S, A = (M, N) if sweep_rows else (N, M)  # sweep slots, anchor slots
+    na = min(A, ANCHORS_MAX)
+    cand = [0, 1, 2, 3, 4, 7, 8, 15, 16, 31, 32, 63, 64, 127, 128, K // 2, K - 1]
+    anchors = []
+    for x in cand:
+        if 0 <= x < K and x not in anchors:
+            anchors.append(x)
+    anchors = anchors[:na]
+    if K < len(anchors) + 1 or not anchors:
+        return None
+    aset = set(anchors)
+    sweep = [k for k in range(K) if k not in aset]
+    calls = -(-len(sweep) // S)
+    if calls > max_calls:  # sample evenly, keep both ends
+        idx = np.unique(np.linspace(0, len(sweep) - 1, max_calls * S).round().astype(int))
+        sweep = [sweep[i] for i in idx]
+    anc_slot = torch.tensor([anchors[s % len(anchors)] for s in range(A)], device="cuda")
+    counts = np.full((len(anchors), len(sweep)), -1, dtype=np.int16)  # K <= 16384
+    for c0 in range(0, len(sweep), S):
+        js = sweep[c0:c0 + S]
+        sw = torch.tensor(js + [-1] * (S - len(js)), device="cuda")
+        big_side = torch.ones(A, K, device="cuda")
+        big_side[torch.arange(A, device="cuda"), anc_slot] = BIG
+        neg_side = torch.ones(S, K, device="cuda")
+        ok = sw >= 0
+        neg_side[torch.arange(S, device="cuda")[ok], sw[ok]] = -BIG
+        if sweep_rows:
+            a, b = neg_side, big_side  # rows of A sweep, columns of B hold anchors
+        else:
+            a, b = big_side, neg_side
+        out = mm(t, a.to(dt), b.to(dt), "fp32").float()
+        o = out.cpu().numpy()
+        blk = o[:len(js), :len(anchors)].T if sweep_rows else o[:len(anchors), :len(js)]
+        counts[:, c0:c0 + len(js)] = np.rint(blk).astype(np.int16)
+        if not np.all(np.abs(blk - np.rint(blk)) == 0):
+            counts[:, c0:c0 + len(js)][np.abs(blk - np.rint(blk)) > 0] = -2
+    return {"anchors": np.array(anchors, np.int32), "sweep": np.array(sweep, np.int32),
+            "counts": counts, "sweep_rows": sweep_rows}
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("--plan", required=True)
+    p.add_argument("--out", required=True)
+    p.add_argument("--budget-s", type=float, default=480)
+    p.add_argument("--max-calls", type=int, default=400)
+    args = p.parse_args()
+    os.makedirs(args.out, exist_ok=True)
+    with open(args.plan) as f:
+        plan = json.load(f)
+    t0 = time.time()
+    info = info_block()
+    print(json.dumps(info), flush=True)
+    launch = {"info": info, "types": {}}
+    n_launch = sum(len(v) for v in plan.get("launch", {}).values())
+    done = 0
+    for t, shapes in plan.get("launch", {}).items():
+        rows = []
+        for c0 in range(0, len(shapes), 400):
+            chunk = [tuple(s) for s in shapes[c0:c0 + 400]]
+            for s, per in zip(chunk, launch_chunk(t, chunk)):
+                rows.append({"M": s[0], "N": s[1], "K": s[2],
+                             "kernels": dict(zip(outs_of(t), per))})
+            done += len(chunk)
+            el = time.time() - t0
+            print("launch %s %d/%d  %.0f s (eta %.0f s)" % (t, done, n_launch, el,
+                                                            el / done * (n_launch - done)),
+                  flush=True)
+        launch["types"][t] = rows
+    tmp = os.path.join(args.out, "launch.json.tmp")
+    with open(tmp, "w") as f:
+        json.dump(launch, f)
+    os.replace(tmp, os.path.join(args.out, "launch.json"))
+    print("launch done %.0f s" % (time.time() - t0), flush=True)
+    for t, shapes in plan.get("fprev", {}).items():
+        arrays, meta = {}, []
+        for si, (M, N, K) in enumerate(shapes):
+            if time.time() - t0 > args.budget_s:
+                print("budget reached at %s shape %d" % (t, si), flush=True)
+                break
+            ts = time.time()
+            r = fprev_shape(t, M, N, K, args.max_calls)
+            if r is None:
+                continue
+            key = "s%d" % si
+            for name in ("anchors", "sweep", "counts"):
+                arrays[key + "_" + name] = r[name]
+            meta.append({"key": key, "M": M, "N": N, "K": K, "sweep_rows": r["sweep_rows"],
+                         "bad": int((r["counts"] == -2).sum()), "s": round(time.time() - ts, 2)})
+            print("fprev %s %dx%dx%d %.1f s" % (t, M, N, K, time.time() - ts), flush=True)
+        arrays["meta"] = np.array(json.dumps({"info": info, "type": t, "shapes": meta}))
+        tmp = os.path.join(args.out, "fprev_%s.tmp.npz" % t)
+        np.savez_compressed(tmp, **arrays)
+        os.replace(tmp, os.path.join(args.out, "fprev_%s.npz" % t))
+    print("total %.0f s" % (time.time() - t0), flush=True)
+
+
+if __name__ == "__main__":
+    main()
