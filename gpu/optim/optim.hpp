@@ -57,6 +57,13 @@ void bnb_momentum8_step(const native::Bnb8Scalars& s, native::Storage pt, std::u
                         const std::uint16_t* g, const Bnb8DeviceState& st, std::size_t n,
                         CUstream_st* stream = nullptr);
 
+// bitsandbytes' RMSprop/Adagrad/Lion (one state; `op`), fp32 or 16-bit (`pt`) parameters.
+void bnb1_step(const native::Bnb8Scalars& s, native::Bnb1Op op, float* p, const float* g,
+               const Bnb8DeviceState& st, std::size_t n, CUstream_st* stream = nullptr);
+void bnb1_step(const native::Bnb8Scalars& s, native::Bnb1Op op, native::Storage pt,
+               std::uint16_t* p, const std::uint16_t* g, const Bnb8DeviceState& st, std::size_t n,
+               CUstream_st* stream = nullptr);
+
 // Returns RMS_t (synchronizes the stream).
 float stable_adamw_step(const optim::AdamHyper& h, long step, float* p, const float* g, float* v,
                         float* u, std::size_t n, CUstream_st* stream = nullptr);

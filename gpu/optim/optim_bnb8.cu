@@ -1,4 +1,5 @@
-// CUDA kernels of bitsandbytes' 8-bit Adam and momentum (gpu/optim/optim.hpp): blockwise dynamic
+// CUDA kernels of bitsandbytes' 8-bit Adam, Momentum, RMSprop, Adagrad and Lion
+// (gpu/optim/optim.hpp): blockwise dynamic
 // codebook states with fp32 absmax, fp32 or bf16/fp16 parameters; the vectorised fast path for
 // full blocks, element-wise kernels for the rest, and the 32-bit fallback steps. Each kernel calls
 // the per-element functions of sim/native/optim_*.hpp; what is specific to the GPU is only the
@@ -15,6 +16,7 @@
 #include "gpu/optim/optim.hpp"
 #include "sim/common/error.hpp"
 #include "sim/native/bnb_dynamic_map.hpp"
+#include "sim/native/optim_bnb8_ops.hpp"
 #include "sim/native/optim_bnb8_search.hpp"
 
 namespace exmy::gpu {
@@ -310,6 +312,99 @@ __global__ void __launch_bounds__(kThreads)
   }
 }
 
+// bitsandbytes' one-state RMSprop/Adagrad/Lion (section 9.4.1): the Momentum kernels' data
+// movement around the operation's phase functions; Lion's step l per element between phases.
+template <native::Storage ST>
+__global__ void __launch_bounds__(kThreads)
+    k_bnb1_8_warp(native::Bnb8Scalars s, native::Bnb1Op op, typename ParamIO<ST>::T* p,
+                  const typename ParamIO<ST>::T* g, std::uint8_t* q1, float* absmax1, std::size_t n,
+                  std::size_t nblocks, const float* codes) {
+  using IO = ParamIO<ST>;
+  __shared__ float c1[256], mids1[256];
+  load_code(codes, c1, mids1);
+  const int lane = threadIdx.x & 31;
+  const std::size_t warps = static_cast<std::size_t>(gridDim.x) * (kThreads / 32);
+  for (std::size_t qb = (blockIdx.x * static_cast<std::size_t>(kThreads) + threadIdx.x) / 32;
+       qb < nblocks; qb += warps) {
+    const std::size_t lo = qb * 256;
+    const float a1 = absmax1[qb];
+    float s1[kWarpE], pv[kWarpE], l[kWarpE];
+    float m1 = -FLT_MAX;
+#pragma unroll
+    for (int e = 0; e < kWarpE; ++e) {
+      const std::size_t i = lo + e * 32 + lane;
+      if (i < n) {
+        pv[e] = IO::load(p, i);
+        s1[e] = native::bnb1_state8(s, op, ST, pv[e], IO::load(g, i),
+                                    native::bnb_dequant(s, c1, q1[i], a1), l[e]);
+      } else {
+        s1[e] = native::bnb1_padding8(s, op, ST, c1, a1);
+      }
+      m1 = fmaxf(m1, native::f32_abs(s1[e]));
+    }
+    m1 = warp_max(m1);
+    if (lane == 0) absmax1[qb] = m1;
+#pragma unroll
+    for (int e = 0; e < kWarpE; ++e) {
+      const std::size_t i = lo + e * 32 + lane;
+      if (i >= n) continue;
+      IO::store(p, i, native::bnb1_param8(s, op, ST, pv[e], IO::load(g, i), s1[e], l[e]));
+      q1[i] = native::bnb_quant_signed(s, c1, mids1, s1[e], m1);
+    }
+  }
+}
+
+template <int E, native::Storage ST>
+__global__ void __launch_bounds__(kThreads)
+    k_bnb1_8(native::Bnb8Scalars s, native::Bnb1Op op, typename ParamIO<ST>::T* p,
+             const typename ParamIO<ST>::T* g, std::uint8_t* q1, float* absmax1, std::size_t n,
+             std::size_t nblocks, const float* codes) {
+  using IO = ParamIO<ST>;
+  __shared__ float c1[256], mids1[256], red[kThreads / 32];
+  load_code(codes, c1, mids1);
+  constexpr std::size_t B = static_cast<std::size_t>(kThreads) * E;
+  for (std::size_t qb = blockIdx.x; qb < nblocks; qb += gridDim.x) {
+    const std::size_t lo = qb * B;
+    const float a1 = absmax1[qb];
+    float s1[E], pv[E], l[E];
+    float m1 = -FLT_MAX;
+#pragma unroll
+    for (int e = 0; e < E; ++e) {
+      const std::size_t i = lo + e * kThreads + threadIdx.x;
+      if (i < n) {
+        pv[e] = IO::load(p, i);
+        s1[e] = native::bnb1_state8(s, op, ST, pv[e], IO::load(g, i),
+                                    native::bnb_dequant(s, c1, q1[i], a1), l[e]);
+      } else {
+        s1[e] = native::bnb1_padding8(s, op, ST, c1, a1);
+      }
+      m1 = fmaxf(m1, native::f32_abs(s1[e]));
+    }
+    m1 = block_max(m1, red);
+    if (threadIdx.x == 0) absmax1[qb] = m1;
+#pragma unroll
+    for (int e = 0; e < E; ++e) {
+      const std::size_t i = lo + e * kThreads + threadIdx.x;
+      if (i >= n) continue;
+      IO::store(p, i, native::bnb1_param8(s, op, ST, pv[e], IO::load(g, i), s1[e], l[e]));
+      q1[i] = native::bnb_quant_signed(s, c1, mids1, s1[e], m1);
+    }
+  }
+}
+
+template <native::Storage ST>
+__global__ void k_bnb1_32(native::Bnb8Scalars s, native::Bnb1Op op, typename ParamIO<ST>::T* p,
+                          const typename ParamIO<ST>::T* g, float* s1, std::size_t n) {
+  using IO = ParamIO<ST>;
+  for (std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x; i < n;
+       i += static_cast<std::size_t>(gridDim.x) * blockDim.x) {
+    float pi = IO::load(p, i), a = s1[i];
+    native::bnb1_element32(s, op, ST, pi, IO::load(g, i), a, static_cast<int>(i % 4));
+    IO::store(p, i, pi);
+    s1[i] = a;
+  }
+}
+
 // ---- 8-bit Adam, fast path (full blocks, aligned pointers) ----------------------------------
 // Both maps with their thresholds (+inf sentinels) and bucket tables
 // (sim/native/optim_bnb8_search.hpp), one copy in device memory and one per CTA in shared memory.
@@ -598,6 +693,29 @@ void launch_bnb_momentum8(const native::Bnb8Scalars& s, typename ParamIO<ST>::T*
   cuda_check_launch("bnb_momentum8_step");
 }
 
+template <native::Storage ST>
+void launch_bnb1(const native::Bnb8Scalars& s, native::Bnb1Op op, typename ParamIO<ST>::T* p,
+                 const typename ParamIO<ST>::T* g, const Bnb8DeviceState& st, std::size_t n,
+                 cudaStream_t stream) {
+  if (n == 0) return;
+  if (!st.is_8bit) {
+    k_bnb1_32<ST><<<grid_for(n, 4), kThreads, 0, stream>>>(s, op, p, g, st.s1, n);
+  } else {
+    const std::size_t nb = (n + st.block - 1) / st.block;
+    if (st.block == 256) {
+      const std::size_t ctas = (nb + 7) / 8;
+      k_bnb1_8_warp<ST><<<ctas_8bit(ctas), kThreads, 0, stream>>>(s, op, p, g, st.q1, st.absmax1, n,
+                                                                  nb, device_codes());
+    } else if (st.block == 2048) {
+      k_bnb1_8<8, ST><<<ctas_8bit(nb), kThreads, 0, stream>>>(s, op, p, g, st.q1, st.absmax1, n, nb,
+                                                              device_codes());
+    } else {
+      throw InputError("bnb1_step: block must be 256 or 2048");
+    }
+  }
+  cuda_check_launch("bnb1_step");
+}
+
 // f(std::integral_constant<Storage, ST>{}) for the 16-bit parameter storage pt (bf16 or fp16),
 // the one dispatch of the 16-bit overloads below.
 template <class F>
@@ -636,6 +754,17 @@ void bnb_momentum8_step(const native::Bnb8Scalars& s, native::Storage pt, std::u
   with_storage16(pt, "bnb_momentum8_step", [&](auto ST) {
     launch_bnb_momentum8<decltype(ST)::value>(s, p, g, st, n, stream);
   });
+}
+
+void bnb1_step(const native::Bnb8Scalars& s, native::Bnb1Op op, float* p, const float* g,
+               const Bnb8DeviceState& st, std::size_t n, CUstream_st* stream) {
+  launch_bnb1<native::Storage::f32>(s, op, p, g, st, n, stream);
+}
+void bnb1_step(const native::Bnb8Scalars& s, native::Bnb1Op op, native::Storage pt,
+               std::uint16_t* p, const std::uint16_t* g, const Bnb8DeviceState& st, std::size_t n,
+               CUstream_st* stream) {
+  with_storage16(pt, "bnb1_step",
+                 [&](auto ST) { launch_bnb1<decltype(ST)::value>(s, op, p, g, st, n, stream); });
 }
 
 }  // namespace exmy::gpu

@@ -47,8 +47,9 @@ class DeviceStepper final : public optim::Stepper {
     // bf16/fp16 parameters and gradients live on the device as 16-bit codes; so do torch's
     // Adam/SGD states (the parameters' dtype), while bitsandbytes' absmax and fallback states
     // stay fp32.
-    param16_ = c.st != Storage::f32 && (f == Family::adam || f == Family::sgd ||
-                                        f == Family::adam8 || f == Family::momentum8);
+    param16_ =
+        c.st != Storage::f32 && (f == Family::adam || f == Family::sgd || f == Family::adam8 ||
+                                 f == Family::momentum8 || f == Family::bnb1);
     state16_ = c.st != Storage::f32 && (f == Family::adam || f == Family::sgd);
     const std::size_t elem = param16_ ? 2 : 4;
     if (param16_) scratch16_.resize(n_);
@@ -129,6 +130,17 @@ class DeviceStepper final : public optim::Stepper {
                              bnb_state(), n_);
         } else {
           bnb_momentum8_step(s, p_dev_->as<float>(), g_dev_->as<float>(), bnb_state(), n_);
+        }
+        break;
+      }
+      case Family::bnb1: {
+        const native::Bnb8Scalars s = optim::bnb8_scalars(h.adam, t, false);
+        const native::Bnb1Op op = c.opt.entry->bnb_op;
+        if (param16_) {
+          bnb1_step(s, op, c.st, p_dev_->as<std::uint16_t>(), g_dev_->as<std::uint16_t>(),
+                    bnb_state(), n_);
+        } else {
+          bnb1_step(s, op, p_dev_->as<float>(), g_dev_->as<float>(), bnb_state(), n_);
         }
         break;
       }

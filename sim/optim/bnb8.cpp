@@ -1,4 +1,5 @@
-// bitsandbytes 8-bit block-wise Adam/AdamW/Momentum reference steps (docs/SEMANTICS.md 9.4).
+// bitsandbytes 8-bit block-wise Adam/AdamW/Momentum/RMSprop/Adagrad/Lion reference steps
+// (docs/SEMANTICS.md 9.4).
 #include <cfloat>
 #include <cmath>
 
@@ -157,6 +158,45 @@ void bnb_momentum8_step(const native::Bnb8Scalars& s, Storage st, std::span<floa
     S.absmax1[b] = m1;
     for (std::size_t j = 0; j < cnt; ++j) {
       p[lo + j] = native::bnb_momentum8_param(s, st, p[lo + j], s1[j]);
+      S.q1[lo + j] = native::bnb_quant_signed(s, c1, mids1, s1[j], m1);
+    }
+  }
+}
+
+// RMSprop, Adagrad, Lion (9.4.1): the block loop of bnb_momentum8_step around the operation's
+// phase functions.
+void bnb1_step(const native::Bnb8Scalars& s, native::Bnb1Op op, Storage st, std::span<float> p,
+               std::span<const float> g, Bnb8State& S) {
+  const std::size_t n = p.size();
+  check(n, g.size(), "gradient");
+  if (!S.is_8bit) {
+    check(n, S.s1.size(), "state1");
+    for (std::size_t i = 0; i < n; ++i)
+      native::bnb1_element32(s, op, st, p[i], native::to_storage(g[i], st), S.s1[i],
+                             static_cast<int>(i % 4));
+    return;
+  }
+  check(n, S.q1.size(), "state1");
+  const float* c1 = dynamic_codebook(true).values.data();
+  float mids1[256];
+  native::bnb_midpoints(c1, mids1);
+  const std::size_t B = static_cast<std::size_t>(S.block);
+  std::vector<float> s1(B), l(B);
+  for (std::size_t lo = 0, b = 0; lo < n; lo += B, ++b) {
+    const std::size_t cnt = std::min(B, n - lo);
+    const float a1 = S.absmax1[b];
+    float m1 = -FLT_MAX;
+    for (std::size_t j = 0; j < cnt; ++j) {
+      s1[j] = native::bnb1_state8(s, op, st, p[lo + j], native::to_storage(g[lo + j], st),
+                                  native::bnb_dequant(s, c1, S.q1[lo + j], a1), l[j]);
+      m1 = native::f32_fmax(m1, native::f32_abs(s1[j]));
+    }
+    if (cnt < B)
+      m1 = native::f32_fmax(m1, native::f32_abs(native::bnb1_padding8(s, op, st, c1, a1)));
+    S.absmax1[b] = m1;
+    for (std::size_t j = 0; j < cnt; ++j) {
+      p[lo + j] =
+          native::bnb1_param8(s, op, st, p[lo + j], native::to_storage(g[lo + j], st), s1[j], l[j]);
       S.q1[lo + j] = native::bnb_quant_signed(s, c1, mids1, s1[j], m1);
     }
   }

@@ -11,6 +11,7 @@
 #include "sim/native/bnb_kernels.hpp"
 #include "sim/native/optim_adamw.hpp"
 #include "sim/native/optim_bnb8.hpp"
+#include "sim/native/optim_bnb8_ops.hpp"
 #include "sim/native/optim_split.hpp"
 #include "sim/native/optim_stable_adamw.hpp"
 
@@ -67,6 +68,9 @@ void bnb_adam8_step(const native::Bnb8Scalars& s, Storage st, std::span<float> p
                     std::span<const float> g, Bnb8State& state);
 void bnb_momentum8_step(const native::Bnb8Scalars& s, Storage st, std::span<float> p,
                         std::span<const float> g, Bnb8State& state);
+// RMSprop8bit / Adagrad8bit / Lion8bit and their 32-bit states (section 9.4.1).
+void bnb1_step(const native::Bnb8Scalars& s, native::Bnb1Op op, Storage st, std::span<float> p,
+               std::span<const float> g, Bnb8State& state);
 
 // ---- StableAdamW
 // ---------------------------------------------------------------------------------

@@ -30,6 +30,16 @@ void init_adam8(const Config& c, std::span<const float> p, State& s) {
 void init_momentum8(const Config& c, std::span<const float> p, State& s) {
   s.bnb = bnb8_init(p.size(), false, c.block, c.small_fallback);
 }
+// The *32bit entries keep fp32 states at every size; the 8-bit ones below min_8bit_size.
+void init_bnb1(const Config& c, std::span<const float> p, State& s) {
+  s.bnb = bnb8_init(p.size(), false, c.block, c.small_fallback);
+  if (c.opt.entry->state32 && s.bnb.is_8bit) {
+    s.bnb.is_8bit = false;
+    s.bnb.q1.clear();
+    s.bnb.absmax1.clear();
+    s.bnb.s1.assign(p.size(), 0.0f);
+  }
+}
 void init_split_two(const Config& c, std::span<const float> p, State& s) {
   init_two(c, p, s);
   s.split = split_tensor(p, c.opt.split, c.seed);
@@ -91,6 +101,10 @@ float step_momentum8(const Config& c, long t, std::span<float> p, std::span<cons
   bnb_momentum8_step(bnb8_scalars(c.hyper.adam, t, false), c.st, p, g, s.bnb);
   return 0.0f;
 }
+float step_bnb1(const Config& c, long t, std::span<float> p, std::span<const float> g, State& s) {
+  bnb1_step(bnb8_scalars(c.hyper.adam, t, false), c.opt.entry->bnb_op, c.st, p, g, s.bnb);
+  return 0.0f;
+}
 float step_stable(const Config& c, long t, std::span<float> p, std::span<const float> g, State& s) {
   return stable_adamw_step(c.hyper.adam, t, p, g, s.s1, s.s2);
 }
@@ -116,6 +130,20 @@ constexpr Hyper with_wd(double wd) {
   h.adam.wd = wd;
   return h;
 }
+
+// bitsandbytes' one-state optimizers (section 9.4.1): RMSprop(lr 1e-2, alpha 0.99 as beta1,
+// eps 1e-8), Adagrad(lr 1e-2, eps 1e-10), Lion(lr 1e-4, betas (0.9, 0.99), eps unused); wd 0.
+constexpr Hyper bnb1_hyper(double lr, double beta1, double beta2, double eps) {
+  Hyper h{};
+  h.adam.lr = lr;
+  h.adam.beta1 = beta1;
+  h.adam.beta2 = beta2;
+  h.adam.eps = eps;
+  return h;
+}
+constexpr Hyper kRmsprop = bnb1_hyper(1e-2, 0.99, 0.0, 1e-8);
+constexpr Hyper kAdagrad = bnb1_hyper(1e-2, 0.0, 0.0, 1e-10);
+constexpr Hyper kLion = bnb1_hyper(1e-4, 0.9, 0.99, 0.0);
 
 constexpr std::array<bool, 3> kGpuAll{true, true, true};
 constexpr std::array<bool, 3> kGpuF32{true, false, false};
@@ -186,6 +214,96 @@ const Entry kTable[] = {
      .init = init_momentum8,
      .arrays = arrays_bnb,
      .cpu_step = step_momentum8},
+    // bitsandbytes' RMSprop8bit/32bit, Adagrad8bit/32bit, Lion8bit/32bit; the paged Lion
+    // optimizers keep their states in managed (paged) memory and run the same kernels.
+    {.name = "rmsprop8bit",
+     .family = Family::bnb1,
+     .defaults = kRmsprop,
+     .state_bytes = 1.0,
+     .absmax_states = 1,
+     .bnb_op = native::Bnb1Op::rmsprop,
+     .gpu = kGpuAll,
+     .example = "rmsprop8bit",
+     .init = init_bnb1,
+     .arrays = arrays_bnb,
+     .cpu_step = step_bnb1},
+    {.name = "rmsprop32bit",
+     .family = Family::bnb1,
+     .defaults = kRmsprop,
+     .state_bytes = 4.0,
+     .bnb_op = native::Bnb1Op::rmsprop,
+     .state32 = true,
+     .gpu = kGpuAll,
+     .example = "rmsprop32bit",
+     .init = init_bnb1,
+     .arrays = arrays_bnb,
+     .cpu_step = step_bnb1},
+    {.name = "adagrad8bit",
+     .family = Family::bnb1,
+     .defaults = kAdagrad,
+     .state_bytes = 1.0,
+     .absmax_states = 1,
+     .bnb_op = native::Bnb1Op::adagrad,
+     .gpu = kGpuAll,
+     .example = "adagrad8bit",
+     .init = init_bnb1,
+     .arrays = arrays_bnb,
+     .cpu_step = step_bnb1},
+    {.name = "adagrad32bit",
+     .family = Family::bnb1,
+     .defaults = kAdagrad,
+     .state_bytes = 4.0,
+     .bnb_op = native::Bnb1Op::adagrad,
+     .state32 = true,
+     .gpu = kGpuAll,
+     .example = "adagrad32bit",
+     .init = init_bnb1,
+     .arrays = arrays_bnb,
+     .cpu_step = step_bnb1},
+    {.name = "lion8bit",
+     .family = Family::bnb1,
+     .defaults = kLion,
+     .state_bytes = 1.0,
+     .absmax_states = 1,
+     .bnb_op = native::Bnb1Op::lion,
+     .gpu = kGpuAll,
+     .example = "lion8bit",
+     .init = init_bnb1,
+     .arrays = arrays_bnb,
+     .cpu_step = step_bnb1},
+    {.name = "lion32bit",
+     .family = Family::bnb1,
+     .defaults = kLion,
+     .state_bytes = 4.0,
+     .bnb_op = native::Bnb1Op::lion,
+     .state32 = true,
+     .gpu = kGpuAll,
+     .example = "lion32bit",
+     .init = init_bnb1,
+     .arrays = arrays_bnb,
+     .cpu_step = step_bnb1},
+    {.name = "paged_lion8bit",
+     .family = Family::bnb1,
+     .defaults = kLion,
+     .state_bytes = 1.0,
+     .absmax_states = 1,
+     .bnb_op = native::Bnb1Op::lion,
+     .gpu = kGpuAll,
+     .example = "paged_lion8bit",
+     .init = init_bnb1,
+     .arrays = arrays_bnb,
+     .cpu_step = step_bnb1},
+    {.name = "paged_lion32bit",
+     .family = Family::bnb1,
+     .defaults = kLion,
+     .state_bytes = 4.0,
+     .bnb_op = native::Bnb1Op::lion,
+     .state32 = true,
+     .gpu = kGpuAll,
+     .example = "paged_lion32bit",
+     .init = init_bnb1,
+     .arrays = arrays_bnb,
+     .cpu_step = step_bnb1},
     {.name = "stableadamw",
      .family = Family::stable,
      .decoupled = true,
@@ -310,7 +428,8 @@ Selected find_optimizer(std::string_view name) {
 }
 
 bool is_blockwise(const Entry& e) {
-  return e.family == Family::adam8 || e.family == Family::momentum8;
+  return e.family == Family::adam8 || e.family == Family::momentum8 ||
+         (e.family == Family::bnb1 && !e.state32);
 }
 
 Hyper resolve_hyper(const Entry& e, const HyperOptions& o) {
@@ -326,6 +445,10 @@ Hyper resolve_hyper(const Entry& e, const HyperOptions& o) {
   // bitsandbytes' Momentum keeps its momentum in beta1: --beta1, else --momentum, else 0.9.
   if (e.family == Family::momentum8) {
     h.adam.beta1 = h.sgd.momentum = o.beta1 ? *o.beta1 : h.sgd.momentum;
+  }
+  // bitsandbytes' RMSprop keeps its alpha in beta1.
+  if (e.family == Family::bnb1 && e.bnb_op == native::Bnb1Op::rmsprop && o.alpha) {
+    h.adam.beta1 = *o.alpha;
   }
   return h;
 }
@@ -362,6 +485,14 @@ void check_hyper_domains(const Entry& e, const Hyper& h) {
     case Family::momentum8:
       check(h.adam.lr, "--lr", 0.0, inf, true);
       check(h.adam.beta1, "--momentum / --beta1", 0.0, 1.0, true);
+      check(h.adam.wd, "--wd", 0.0, inf, true);
+      return;
+    case Family::bnb1:  // bitsandbytes' Optimizer1State checks
+      check(h.adam.lr, "--lr", 0.0, inf, true);
+      check(h.adam.eps, "--eps", 0.0, inf, true);
+      check(h.adam.beta1, e.bnb_op == native::Bnb1Op::rmsprop ? "--alpha / --beta1" : "--beta1",
+            0.0, 1.0, true);
+      check(h.adam.beta2, "--beta2", 0.0, 1.0, true);
       check(h.adam.wd, "--wd", 0.0, inf, true);
       return;
     case Family::adam:

@@ -224,7 +224,19 @@ std::vector<float> to_float(const std::vector<Real>& x) {
 }
 
 // ---- the ops -------------------------------------------------------------------------------
-enum class Family { adam, sgd, adam8, momentum8, stable, split_adam, split_sgd, loss, requant };
+// bnb1: bitsandbytes' one-state RMSprop/Adagrad/Lion (Op::bnb1op).
+enum class Family {
+  adam,
+  sgd,
+  adam8,
+  momentum8,
+  bnb1,
+  stable,
+  split_adam,
+  split_sgd,
+  loss,
+  requant
+};
 
 struct Op {
   std::string name;
@@ -236,6 +248,7 @@ struct Op {
   os::SplitFmt split{};      // split formats
   bool fixed_scale = false;  // loss: fixed:S instead of dynamic
   int kernels = 0;  // adam/sgd: 0 torch-cpu, 1 torch-cuda, 2 torch-cuda-foreach, 3 torch-cuda-fused
+  native::Bnb1Op bnb1op{};  // bnb1
 };
 
 std::vector<Op> all_ops() {
@@ -271,6 +284,21 @@ std::vector<Op> all_ops() {
   ops.push_back(Op{"momentum8bit-b256", Family::momentum8, Storage::f32, true, 256});
   ops.push_back(Op{"momentum8bit-b2048", Family::momentum8, Storage::f32, true, 2048});
   ops.push_back(Op{"momentum8bit-small", Family::momentum8, Storage::f32, true, 256, true});
+  const std::pair<const char*, native::Bnb1Op> bnb1_ops[] = {
+      {"rmsprop8bit", native::Bnb1Op::rmsprop},
+      {"adagrad8bit", native::Bnb1Op::adagrad},
+      {"lion8bit", native::Bnb1Op::lion}};
+  for (const auto& [name, bop] : bnb1_ops) {
+    for (Storage st : {Storage::f32, Storage::bf16, Storage::f16}) {
+      const std::string sfx = st == Storage::f32 ? "" : std::string("-") + storage_name(st);
+      Op o{std::string(name) + "-b256" + sfx, Family::bnb1, st, true, 256};
+      o.bnb1op = bop;
+      ops.push_back(o);
+      o.name = std::string(name) + "-small" + sfx;
+      o.small = true;
+      ops.push_back(o);
+    }
+  }
   ops.push_back(Op{"bnb8-requantize", Family::requant});
   ops.push_back(Op{"stableadamw", Family::stable});
   struct S {
@@ -352,6 +380,29 @@ std::vector<Cfg> configs(const Op& op) {
       c = {a, b};
       break;
     }
+    case Family::bnb1: {  // bitsandbytes' defaults, then larger steps with weight decay
+      Cfg a{"defaults", {}, {}};
+      Cfg b{"wd", {}, {}};
+      switch (op.bnb1op) {
+        case native::Bnb1Op::rmsprop:
+          a.a = {1e-2, 0.99, 0.0, 1e-8, 0.0};
+          b.label = "lr0.1 alpha0.9 eps1e-6 wd0.01";
+          b.a = {0.1, 0.9, 0.0, 1e-6, 0.01};
+          break;
+        case native::Bnb1Op::adagrad:
+          a.a = {1e-2, 0.0, 0.0, 1e-10, 0.0};
+          b.label = "lr0.5 eps1e-6 wd1e-3";
+          b.a = {0.5, 0.0, 0.0, 1e-6, 1e-3};
+          break;
+        case native::Bnb1Op::lion:
+          a.a = {1e-4, 0.9, 0.99, 0.0, 0.0};
+          b.label = "lr0.01 b0.5,0.9 wd0.1";
+          b.a = {1e-2, 0.5, 0.9, 0.0, 0.1};
+          break;
+      }
+      c = {a, b};
+      break;
+    }
     case Family::stable: {
       Cfg a{"b0.9,0.99 eps1e-6 wd0.01", {}, {}};
       a.a = {1e-3, 0.9, 0.99, 1e-6, 0.01};
@@ -387,7 +438,7 @@ std::vector<Cls> classes_of(const Op& op) {
 }
 
 std::size_t elements_of(const Op& op, const Sizes& z) {
-  if (op.family == Family::adam8 || op.family == Family::momentum8) {
+  if (op.family == Family::adam8 || op.family == Family::momentum8 || op.family == Family::bnb1) {
     return op.small ? z.n_small : z.n_8bit;
   }
   return z.n_elem;
@@ -508,6 +559,10 @@ void run_bnb8(const Run& r) {
     if (adam) {
       optim::bnb_adam8_step(sc, st, p, g, S);
       os::bnb_adam8_step(h, t, T, c1, c2, P, to_real(g), O);
+    } else if (r.op.family == Family::bnb1) {
+      optim::bnb1_step(sc, r.op.bnb1op, st, p, g, S);
+      os::bnb1_step(static_cast<os::Bnb1Op>(static_cast<int>(r.op.bnb1op)), h, t, T, c1, P,
+                    to_real(g), O);
     } else {
       optim::bnb_momentum8_step(sc, st, p, g, S);
       os::bnb_momentum8_step(h, t, T, c1, P, to_real(g), O);
@@ -764,6 +819,7 @@ void run_case(const Run& r) {
       return run_sgd(r);
     case Family::adam8:
     case Family::momentum8:
+    case Family::bnb1:
       return run_bnb8(r);
     case Family::requant:
       return run_requant(r);

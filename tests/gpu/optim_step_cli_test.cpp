@@ -127,6 +127,11 @@ TEST_CASE("exmy step --device cuda writes the CPU's bytes for every optimizer an
             same_files(d, std::to_string(label++), common + " --no-small-fallback");
             same_files(d, std::to_string(label++), common + " --no-small-fallback --block 2048");
           }
+          if (e.family == optim::Family::bnb1 && e.state32) {
+            // the *32bit optimizers: kOptimizer32bit1State as compiled (SEMANTICS 9.4.1)
+            same_files(d, std::to_string(label++), common + " --compat bnb-cuda");
+            same_files(d, std::to_string(label++), common + " --compat bnb-cuda --wd 0.1");
+          }
           if (e.variants.size() > 0) {
             same_files(d, std::to_string(label++),
                        common + " --variant " + std::string(e.variants));

@@ -1,5 +1,6 @@
 // docs/SEMANTICS.md 5.3 (nearest code, ties to the even index) and 9.4 (bitsandbytes 8-bit
-// block-wise Adam/AdamW and Momentum, and the 32-bit fallback below 4096 elements) on exact values.
+// block-wise Adam/AdamW and Momentum, and the 32-bit fallback below 4096 elements; 9.4.1 RMSprop,
+// Adagrad, Lion) on exact values.
 #include <cfloat>
 #include <stdexcept>
 
@@ -202,6 +203,94 @@ void bnb_momentum8_step(const AdamHyper& h, long t, const FloatFormat& T, const 
     st.a1[b] = m1;
     for (std::size_t j = 0; j < cnt; ++j) {
       p[lo + j] = param(p[lo + j], s1[j]);
+      st.q1[lo + j] = requantize_signed(code1, s1[j], m1, st.q1_nan[lo + j]);
+    }
+  }
+}
+
+namespace {
+
+// sgn(x) = (0 < x) − (x < 0) as an exact value (NaN: 0).
+Real sgn(const Real& x) {
+  return Real::of_double(gt(x, Real()) ? 1.0 : lt(x, Real()) ? -1.0 : 0.0);
+}
+
+}  // namespace
+
+void bnb1_step(Bnb1Op op, const AdamHyper& h, long t, const FloatFormat& T, const Codebook& code1,
+               Tensor& p, const Tensor& g, Bnb8State& st) {
+  const std::size_t n = p.size();
+  check(n, g.size());
+  const Scalars s = scalars(h, t);
+  // The step of RMSprop/Adagrad: lr ⊗ (g ⊘ (√s1 ⊕ eps)), g the gradient without the decay term.
+  const auto delta = [&](const Real& gi, const Real& s1) {
+    return mul(F32, s.lr, div(F32, gi, add(F32, sqrt(F32, s1), s.eps)));
+  };
+  const auto coupled = [&](const Real& pi, const Real& gi) {
+    return s.has_wd ? add(F32, gi, mul(F32, pi, s.wd)) : gi;
+  };
+  if (!st.is_8bit) {  // kOptimizer32bit1State: the gradient register has type T
+    for (std::size_t i = 0; i < n; ++i) {
+      Real gi = g[i];
+      if (op != Bnb1Op::lion) gi = round(T, coupled(p[i], gi));
+      Real& s1 = st.s1[i];
+      switch (op) {
+        case Bnb1Op::rmsprop:  // s1 ⊗ β1 ⊕ ((1 ⊖ β1) ⊗ g) ⊗ g
+          s1 = add(F32, mul(F32, s1, s.b1), mul(F32, mul(F32, s.omb1, gi), gi));
+          p[i] = round(T, sub(F32, p[i], delta(gi, s1)));
+          break;
+        case Bnb1Op::adagrad:
+          s1 = add(F32, s1, mul(F32, gi, gi));
+          p[i] = round(T, sub(F32, p[i], delta(gi, s1)));
+          break;
+        case Bnb1Op::lion: {
+          if (s.has_wd) p[i] = round(T, mul(F32, p[i], s.decay));
+          const Real c = add(F32, mul(F32, s1, s.b1), mul(F32, s.omb1, gi));
+          p[i] = round(T, sub(F32, p[i], mul(F32, s.lr, sgn(c))));
+          s1 = add(F32, mul(F32, s1, s.b2), mul(F32, s.omb2, gi));
+          break;
+        }
+      }
+    }
+    return;
+  }
+  const std::size_t B = static_cast<std::size_t>(st.block);
+  for (std::size_t lo = 0, b = 0; lo < n; lo += B, ++b) {
+    const std::size_t cnt = std::min(B, n - lo);
+    Tensor s1(B), pv(B), l(B);
+    Real m1 = floor_max();
+    for (std::size_t j = 0; j < B; ++j) {
+      const bool pad = j >= cnt;  // padding lanes: g = p = 0, q1 = 128
+      Real pj = pad ? Real() : p[lo + j];
+      const Real gj = pad ? Real() : g[lo + j];
+      Real sj = dequant(code1, pad ? 128 : st.q1[lo + j], st.a1[b]);
+      switch (op) {
+        case Bnb1Op::rmsprop: {  // s1 ⊗ β1 ⊕ (1 ⊖ β1) ⊗ (g' ⊗ g'), g' = g ⊕ p ⊗ wd
+          const Real gc = coupled(pj, gj);
+          sj = add(F32, mul(F32, sj, s.b1), mul(F32, s.omb1, mul(F32, gc, gc)));
+          break;
+        }
+        case Bnb1Op::adagrad: {
+          const Real gc = coupled(pj, gj);
+          sj = add(F32, sj, mul(F32, gc, gc));
+          break;
+        }
+        case Bnb1Op::lion: {  // decoupled decay, the step T(lr ⊗ sgn(c)), then the state
+          if (s.has_wd) pj = round(T, mul(F32, pj, s.decay));
+          const Real c = add(F32, mul(F32, sj, s.b1), mul(F32, s.omb1, gj));
+          l[j] = round(T, mul(F32, s.lr, sgn(c)));
+          sj = add(F32, mul(F32, sj, s.b2), mul(F32, s.omb2, gj));
+          break;
+        }
+      }
+      s1[j] = sj;
+      pv[j] = pj;
+      m1 = fmax(m1, abs(sj));
+    }
+    st.a1[b] = m1;
+    for (std::size_t j = 0; j < cnt; ++j) {
+      p[lo + j] = op == Bnb1Op::lion ? round(T, sub(F32, pv[j], l[j]))
+                                     : round(T, sub(F32, pv[j], delta(g[lo + j], s1[j])));
       st.q1[lo + j] = requantize_signed(code1, s1[j], m1, st.q1_nan[lo + j]);
     }
   }

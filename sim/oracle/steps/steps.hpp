@@ -85,6 +85,11 @@ void bnb_adam8_step(const AdamHyper& h, long t, const FloatFormat& T, const Code
 // Momentum: h.beta1 is the momentum (9.9).
 void bnb_momentum8_step(const AdamHyper& h, long t, const FloatFormat& T, const Codebook& code1,
                         Tensor& p, const Tensor& g, Bnb8State& st);
+// 9.4.1 RMSprop / Adagrad / Lion (one state; RMSprop's alpha is h.beta1), 8-bit blocks or the
+// fp32 states (kOptimizer32bit1State) when st.is_8bit is false.
+enum class Bnb1Op { rmsprop, adagrad, lion };
+void bnb1_step(Bnb1Op op, const AdamHyper& h, long t, const FloatFormat& T, const Codebook& code1,
+               Tensor& p, const Tensor& g, Bnb8State& st);
 
 // ---- 9.5 StableAdamW, 10 the fixed sum tree -------------------------------------------------
 // Section 10's fp64 sum of fp32 terms.

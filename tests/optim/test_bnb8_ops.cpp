@@ -1,0 +1,182 @@
+// bitsandbytes' one-state RMSprop8bit / Adagrad8bit / Lion8bit and their 32-bit states
+// (docs/SEMANTICS.md 9.4.1): expected values worked by hand from the section's formulas, the
+// registry's state layout, and the engine against the MPFR step oracle over several steps of
+// heavy-tailed gradients with exact zeros (the verify campaign covers every input class).
+#include <catch2/catch.hpp>
+#include <cfloat>
+#include <cmath>
+#include <random>
+
+#include "optim_test_util.hpp"
+#include "sim/format/codebook.hpp"
+#include "sim/optim/optim.hpp"
+#include "sim/optim/registry.hpp"
+#include "sim/oracle/steps/steps.hpp"
+
+using namespace exmy;
+using namespace exmy::optim;
+using native::Bnb1Op;
+using optim_test::bits;
+
+namespace {
+
+const Bnb1Op kOps[] = {Bnb1Op::rmsprop, Bnb1Op::adagrad, Bnb1Op::lion};
+
+AdamHyper hyper(Bnb1Op op, double wd = 0.0, bool cuda = false) {
+  AdamHyper h;
+  h.lr = op == Bnb1Op::lion ? 1e-4 : 1e-2;
+  h.beta1 = op == Bnb1Op::rmsprop ? 0.99 : op == Bnb1Op::lion ? 0.9 : 0.0;
+  h.beta2 = op == Bnb1Op::lion ? 0.99 : 0.0;
+  h.eps = op == Bnb1Op::adagrad ? 1e-10 : op == Bnb1Op::lion ? 0.0 : 1e-8;
+  h.wd = wd;
+  if (cuda) h.bnb = native::BnbKernels::cuda_sm90;
+  return h;
+}
+
+// Student-t with 2 degrees of freedom times 1e-2 (heavy tails), every 7th gradient exactly 0,
+// rounded to the parameters' dtype. The seed is printed.
+std::vector<float> heavy_tailed(std::size_t n, std::uint64_t seed, Storage st) {
+  std::printf("bnb1 test data: student-t(2) n=%zu seed=%llu\n", n,
+              static_cast<unsigned long long>(seed));
+  std::mt19937_64 rng(seed);
+  std::student_t_distribution<double> t2(2.0);
+  std::vector<float> g(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    g[i] = i % 7 == 0 ? 0.0f : native::to_storage(static_cast<float>(1e-2 * t2(rng)), st);
+  }
+  return g;
+}
+
+}  // namespace
+
+TEST_CASE("bnb1: zero gradients in a zero state keep the parameters; all-zero blocks code 255",
+          "[optim][bnb8][bnb1]") {
+  for (const bool cuda : {false, true}) {
+    for (const Bnb1Op op : kOps) {
+      for (const std::size_t n : {std::size_t{5000}, std::size_t{300}}) {
+        auto p = optim_test::normal_values(n, 3);
+        const auto p0 = p;
+        const std::vector<float> g(n, 0.0f);
+        Bnb8State st = bnb8_init(n, false, 256, true);
+        bnb1_step(bnb8_scalars(hyper(op, 0.0, cuda), 1, false), op, Storage::f32, p, g, st);
+        for (std::size_t i = 0; i < n; ++i) REQUIRE(bits(p[i]) == bits(p0[i]));
+        if (st.is_8bit) {
+          // s1 = +0 everywhere: 0/0 → NaN → code 0 (−1.0), whose sign differs: guard → 255.
+          for (const std::uint8_t q : st.q1) REQUIRE(q == 255);
+          for (const float a : st.absmax1) REQUIRE(bits(a) == 0u);
+        } else {
+          for (const float s : st.s1) REQUIRE(bits(s) == 0u);
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("bnb1: below 4096 elements the 32-bit states, the *32bit names at every size",
+          "[optim][bnb8][bnb1]") {
+  const auto state_of = [](const char* name, std::size_t n) {
+    Config c;
+    c.opt = find_optimizer(name);
+    const std::vector<float> p(n, 1.0f);
+    return init_state(c, p);
+  };
+  CHECK_FALSE(state_of("lion8bit", 4095).bnb.is_8bit);
+  CHECK(state_of("lion8bit", 4096).bnb.is_8bit);
+  CHECK(state_of("rmsprop8bit", 4096).bnb.absmax1.size() == 16);
+  for (const char* name : {"lion32bit", "rmsprop32bit", "adagrad32bit", "paged_lion32bit"}) {
+    const State s = state_of(name, 70000);
+    CHECK_FALSE(s.bnb.is_8bit);
+    CHECK(s.bnb.s1.size() == 70000);
+    CHECK(s.bnb.q1.empty());
+  }
+  // The saved arrays carry bitsandbytes' names: state1 (+ absmax1 for 8-bit states).
+  Config c;
+  c.opt = find_optimizer("adagrad8bit");
+  State s8 = state_of("adagrad8bit", 5000);
+  const auto a = c.opt.entry->arrays(c, s8);
+  REQUIRE(a.size() == 2);
+  CHECK(std::string(a[0].file) == "state1");
+  CHECK(std::string(a[1].file) == "absmax1");
+}
+
+TEST_CASE("bnb1: 8-bit RMSprop and Adagrad divide the loaded gradient, 32-bit the decayed one",
+          "[optim][bnb8][bnb1]") {
+  // p = 1, wd = 0.5, g = −0.5: the state sees g' = g ⊕ p ⊗ wd = 0, so s1 = 0. The 8-bit kernel
+  // divides g itself: p ← 1 ⊖ lr ⊗ (−0.5 ⊘ (0 ⊕ eps)); the 32-bit kernel overwrote its gradient
+  // register with g' = 0 and leaves p = 1 (section 9.4.1, exact arithmetic).
+  for (const Bnb1Op op : {Bnb1Op::rmsprop, Bnb1Op::adagrad}) {
+    for (const std::size_t n : {std::size_t{4096}, std::size_t{100}}) {
+      const AdamHyper h = hyper(op, 0.5);
+      std::vector<float> p(n, 1.0f);
+      const std::vector<float> g(n, -0.5f);
+      Bnb8State st = bnb8_init(n, false, 256, true);
+      bnb1_step(bnb8_scalars(h, 1, false), op, Storage::f32, p, g, st);
+      const float lr = static_cast<float>(h.lr), eps = static_cast<float>(h.eps);
+      const float want = st.is_8bit ? 1.0f - lr * (-0.5f / (0.0f + eps)) : 1.0f;
+      for (const float x : p) REQUIRE(bits(x) == bits(want));
+    }
+  }
+}
+
+TEST_CASE("bnb1: Lion's step is rounded to the parameters' dtype in the 8-bit kernel",
+          "[optim][bnb8][bnb1]") {
+  // l = T(lr ⊗ sgn(c)): lr 1e-4 = 0x38D1B717 rounds to the bf16 0x38D2 (low half 0xB717 > 0x8000).
+  native::Bnb8Scalars s = bnb8_scalars(hyper(Bnb1Op::lion), 1, false);
+  float p = 1.0f, l = 0.0f;
+  native::bnb1_state8(s, Bnb1Op::lion, Storage::bf16, p, 0.5f, 0.0f, l);
+  CHECK(bits(l) == 0x38D20000u);
+  native::bnb1_state8(s, Bnb1Op::lion, Storage::f32, p, -0.5f, 0.0f, l);
+  CHECK(bits(l) == bits(-1e-4f));
+  // sgn(NaN) = 0: a NaN state leaves the parameter alone.
+  native::bnb1_state8(s, Bnb1Op::lion, Storage::f32, p, 0.5f, NAN, l);
+  CHECK(bits(l) == 0u);
+  CHECK(bits(native::bnb1_param8(s, Bnb1Op::lion, Storage::f32, 3.0f, 0.5f, NAN, l)) == bits(3.0f));
+  // Decoupled weight decay (0.50): p ← T(p ⊗ (1 ⊖ lr ⊗ wd)) before the sign step.
+  AdamHyper hw = hyper(Bnb1Op::lion, 0.25);
+  s = bnb8_scalars(hw, 1, false);
+  p = 2.0f;
+  native::bnb1_state8(s, Bnb1Op::lion, Storage::f32, p, 0.0f, 0.0f, l);
+  const float lr = static_cast<float>(hw.lr);
+  CHECK(bits(p) == bits(2.0f * (1.0f - lr * 0.25f)));
+}
+
+TEST_CASE("bnb1: the engine equals the MPFR step oracle over 4 steps of heavy-tailed gradients",
+          "[optim][bnb8][bnb1]") {
+  const auto cb1 = dynamic_codebook(true).values;
+  const oracle::steps::Codebook oc = oracle::steps::make_codebook(cb1);
+  for (const Bnb1Op op : kOps) {
+    for (const Storage st : {Storage::f32, Storage::bf16, Storage::f16}) {
+      for (const std::size_t n : {std::size_t{4096 + 300}, std::size_t{1000}}) {
+        for (const double wd : {0.0, 0.01}) {
+          const AdamHyper h = hyper(op, wd);
+          std::vector<float> p = optim_test::normal_values(n, 7);
+          for (float& x : p) x = native::to_storage(x, st);
+          std::vector<oracle::steps::Real> P;
+          for (const float x : p) P.push_back(oracle::steps::Real::of_double(x));
+          Bnb8State s = bnb8_init(n, false, 256, true);
+          oracle::steps::Bnb8State o = oracle::steps::bnb8_init(n, false, 256, true);
+          const oracle::steps::AdamHyper oh{h.lr, h.beta1, h.beta2, h.eps, h.wd};
+          const auto& T = st == Storage::f32    ? oracle::steps::F32
+                          : st == Storage::bf16 ? oracle::steps::BF16
+                                                : oracle::steps::F16;
+          for (long t = 1; t <= 4; ++t) {
+            const auto g = heavy_tailed(n, 100 + static_cast<std::uint64_t>(t), st);
+            std::vector<oracle::steps::Real> G;
+            for (const float x : g) G.push_back(oracle::steps::Real::of_double(x));
+            bnb1_step(bnb8_scalars(h, t, false), op, st, p, g, s);
+            oracle::steps::bnb1_step(static_cast<oracle::steps::Bnb1Op>(static_cast<int>(op)), oh,
+                                     t, T, oc, P, G, o);
+            for (std::size_t i = 0; i < n; ++i) REQUIRE(bits(p[i]) == P[i].f32_bits());
+            if (s.is_8bit) {
+              REQUIRE(s.q1 == o.q1);
+              for (std::size_t b = 0; b < o.a1.size(); ++b)
+                REQUIRE(bits(s.absmax1[b]) == o.a1[b].f32_bits());
+            } else {
+              for (std::size_t i = 0; i < n; ++i) REQUIRE(bits(s.s1[i]) == o.s1[i].f32_bits());
+            }
+          }
+        }
+      }
+    }
+  }
+}
