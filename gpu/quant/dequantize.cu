@@ -48,6 +48,10 @@ void dequantize(const std::uint8_t* codes, const float* state, const std::uint8_
                 CUstream_st* stream, float tensor_scale) {
   check_options(rows, cols, opt);
   const QArgs a = make_args(rows, cols, opt, quant::nvfp4_tensor_from_scale(opt, tensor_scale));
+  if (opt.scheme.kind == quant::Granularity::tile) {
+    run_dequantize_tile(codes, state, a, out, stream);  // quantize_tile.cu
+    return;
+  }
   if (a.n == 0) return;
   const std::uint64_t blocks = (a.n + kThreads - 1) / kThreads;
   dequant_kernel<<<blocks_for(blocks, 1), kThreads, 0, stream>>>(codes, state, mx_scales, out, a);

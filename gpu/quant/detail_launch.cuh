@@ -50,6 +50,10 @@ RunQuantize run_quantize_int8;
 RunQuantize run_quantize_float;
 RunQuantize run_quantize_codebook;
 RunQuantize run_quantize_block_scaled;
+// block:RxC tiles, every target kind and input type (quantize_tile.cu), and their dequantizer.
+RunQuantize run_quantize_tile;
+void run_dequantize_tile(const std::uint8_t* codes, const float* state, const QArgs& a, float* out,
+                         cudaStream_t s);
 
 // The number of kTile-element tiles covering the tensor.
 inline std::uint64_t tile_count(const QArgs& a) {

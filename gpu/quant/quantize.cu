@@ -150,7 +150,12 @@ bool quantize_is_single_pass(std::size_t rows, std::size_t cols, const quant::Op
 }
 
 void quantize(const void* x, CastInput in_type, std::size_t rows, std::size_t cols,
-              const quant::Options& opt, const QuantizedOut& out, CUstream_st* stream) {
+              const quant::Options& opt_in, const QuantizedOut& out, CUstream_st* stream) {
+  // The input's dtype is part of the plan (the 2-D te / torchao rules read it, SEMANTICS 7.15).
+  quant::Options opt = opt_in;
+  opt.source = in_type == CastInput::bf16   ? native::Storage::bf16
+               : in_type == CastInput::fp16 ? native::Storage::f16
+                                            : native::Storage::f32;
   check_options(rows, cols, opt);
   const bool bytes = quant::make_plan(opt).byte_scales();
   if (out.codes == nullptr || (bytes ? out.scale_codes == nullptr : out.state == nullptr) ||
@@ -196,20 +201,23 @@ void quantize(const void* x, CastInput in_type, std::size_t rows, std::size_t co
       o.codes = static_cast<std::uint8_t*>(scratch);
     }
   }
-  switch (a.kind) {
-    case Kind::int8:
-      run_quantize_int8(x, in_type, a, opt, o, stream);
-      break;
-    case Kind::flt:
-      run_quantize_float(x, in_type, a, opt, o, stream);
-      break;
-    case Kind::codebook:
-      run_quantize_codebook(x, in_type, a, opt, o, stream);
-      break;
-    case Kind::mx:
-      run_quantize_block_scaled(x, in_type, a, opt, o, stream);
-      break;
-  }
+  if (opt.scheme.kind == quant::Granularity::tile) {
+    run_quantize_tile(x, in_type, a, opt, o, stream);  // every target kind (quantize_tile.cu)
+  } else
+    switch (a.kind) {
+      case Kind::int8:
+        run_quantize_int8(x, in_type, a, opt, o, stream);
+        break;
+      case Kind::flt:
+        run_quantize_float(x, in_type, a, opt, o, stream);
+        break;
+      case Kind::codebook:
+        run_quantize_codebook(x, in_type, a, opt, o, stream);
+        break;
+      case Kind::mx:
+        run_quantize_block_scaled(x, in_type, a, opt, o, stream);
+        break;
+    }
   if (scratch != nullptr) {
     const std::uint64_t pairs = (a.n + 1) / 2;
     pack4_kernel<<<grid_for(pairs, 1), kThreads, 0, stream>>>(o.codes, a.n, out.codes);

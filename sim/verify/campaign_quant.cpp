@@ -80,6 +80,8 @@ const char* variant_name(native::CastVariant v) {
       return "torchao";
     case native::CastVariant::ocp:
       return "ocp";
+    case native::CastVariant::deepgemm:
+      return "deepgemm";
   }
   return "?";
 }

@@ -413,4 +413,65 @@ TEST_CASE("GPU packed 4-bit codes equal pack4 of the CPU codes", "[gpu][quant]")
   CHECK_THROWS_AS(quantize(dx.get(), CastInput::fp32, 1, 64, wide, out), InputError);
 }
 
+TEST_CASE("GPU block:RxC tiles equal the CPU reference (deepgemm, te, torchao, absmax)",
+          "[gpu][quant][block2d]") {
+  // Tiles of 1x128, 128x128, 16x16, 32x32, 1x32 and 128x1 on whole and partial shapes, every input
+  // type (the plan takes the source dtype from it on both sides), specials in the data.
+  struct Case {
+    const char* scheme;
+    const char* variant;
+    const char* fmt;
+    const char* to;
+  };
+  const Case cases[] = {
+      {"block:1x128", "deepgemm", "fp32", "e4m3fn"},
+      {"block:1x128", "deepgemm", "ue8m0", "e4m3fn"},
+      {"block:128x128", "deepgemm", "fp32", "e4m3fn"},
+      {"block:128x128", "deepgemm", "ue8m0", "e4m3fn"},
+      {"block:1x128", "te", "fp32", "e4m3fn"},
+      {"block:128x128", "te", "pow2", "e5m2"},
+      {"block:1x128", "torchao", "fp32", "e4m3fn"},
+      {"block:128x128", "torchao", "fp32", "e4m3fn"},
+      {"block:16x16", "absmax", "fp32", "e2m1fn"},
+      {"block:32x32", "te", "pow2", "e4m3fn"},
+      {"block:1x32", "absmax", "fp32", "int8"},
+      {"block:128x1", "deepgemm", "fp32", "e4m3fn"},
+  };
+  const std::vector<Shape> whole = {{256, 256}, {128, 384}};
+  const std::vector<Shape> partial = {{130, 200}, {1, 1}, {37, 19}};
+  for (const Case& c : cases) {
+    quant::Options o = options(c.scheme, c.to);
+    o.variant = quant::parse_variant(c.variant);
+    o.scale_format = quant::parse_scale_format(c.fmt);
+    const bool whole_only = std::string(c.variant) == "torchao";
+    for (const CastInput in : {CastInput::fp32, CastInput::bf16, CastInput::fp16}) {
+      o.source = in == CastInput::bf16   ? native::Storage::bf16
+                 : in == CastInput::fp16 ? native::Storage::f16
+                                         : native::Storage::f32;
+      for (const auto* shapes : {&whole, &partial}) {
+        if (whole_only && shapes == &partial) continue;
+        for (const Shape& sh : *shapes) {
+          for (bool specials : {false, true}) {
+            auto xs = data(sh.rows * sh.cols, 11, specials);
+            if (in != CastInput::fp32) {
+              for (auto& v : xs) v >>= 16;  // bf16 / fp16 codes from the top halves
+            }
+            INFO(c.scheme << " " << c.variant << " " << c.fmt << " " << c.to << " input "
+                          << static_cast<int>(in) << " " << sh.rows << "x" << sh.cols);
+            REQUIRE(exmy::gpu::testing::compare_quantize(in, xs, sh.rows, sh.cols, o) == "");
+          }
+        }
+      }
+    }
+  }
+  // An all-zero tile and a tile holding only NaN, per library rule.
+  std::vector<std::uint32_t> edge(2 * 128, 0u);
+  for (std::size_t i = 128; i < 256; ++i) edge[i] = 0x7FC00000u;
+  for (const char* v : {"deepgemm", "te", "torchao"}) {
+    quant::Options o = options("block:1x128", "e4m3fn");
+    o.variant = quant::parse_variant(v);
+    REQUIRE(exmy::gpu::testing::compare_quantize(CastInput::fp32, edge, 2, 128, o) == "");
+  }
+}
+
 #endif  // EXMY_HAVE_CUDA
