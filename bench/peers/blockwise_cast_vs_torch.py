@@ -5,10 +5,10 @@
   - DeepGEMM's per_token_cast_to_fp8 (1x128) and per_block_cast_to_fp8 (128x128), with and without
     use_ue8m0, run with torch on CUDA (the functions are copied below from DeepGEMM's
     deep_gemm/utils/math.py at 54e2261, MIT licence, Copyright (c) 2025 DeepSeek);
-  - TransformerEngine's pure-python reference quantizer (tests/pytorch/references/
+  - TransformerEngine's pure-python reference quantizer (TransformerEngine/tests/pytorch/references/
     blockwise_quantizer_reference.py + quantize_scale_calc.py): not part of the TE wheel, so the
     script imports it from --te-ref DIR (a directory holding `references/` from TE's
-    tests/pytorch); without it the TE cases are skipped and the summary says so;
+    TransformerEngine/tests/pytorch); without it the TE cases are skipped and the summary says so;
   - torchao 0.18's Triton kernels (torchao.prototype.blockwise_fp8_training.kernels:
     triton_fp8_blockwise_act_quant_lhs 1x128, triton_fp8_blockwise_act_quant_rhs 128x1,
     triton_fp8_blockwise_weight_quant_rhs 128x128).
@@ -39,7 +39,7 @@ ap = argparse.ArgumentParser()
 ap.add_argument("--exmy", required=True)
 ap.add_argument("--out", required=True)
 ap.add_argument("--device", default="cpu", choices=["cpu", "cuda"], help="exmy's backend")
-ap.add_argument("--te-ref", default="", help="directory holding TE's tests/pytorch/references")
+ap.add_argument("--te-ref", default="", help="directory holding TE's TransformerEngine/tests/pytorch/references")
 ap.add_argument("--quick", action="store_true")
 args = ap.parse_args()
 os.makedirs(args.out, exist_ok=True)

@@ -1,5 +1,5 @@
 // 2-D block (tile) scaling with the arithmetic of the libraries that train with it
-// (docs/SEMANTICS.md 7.12). One fp32 scale per R×C tile; the three named rules:
+// (docs/SEMANTICS.md 7.15). One fp32 scale per R×C tile; the three named rules:
 //
 //   deepgemm  DeepGEMM deep_gemm/utils/math.py per_token_cast_to_fp8 (1×128) and
 //             per_block_cast_to_fp8 (128×128) as torch runs them on CUDA:
@@ -10,7 +10,7 @@
 //                      the exponent clamped to [1, 254] (ceil_to_ue8m0 at DeepGEMM's head)
 //               code = torch e4m3fn(RN32(x · RN32(1/sf)))   (1.0 / sf is Tensor.__rtruediv__ =
 //                                             reciprocal(sf) · 1.0); stored scale sf.
-//   te        TransformerEngine tests/pytorch/references: quantize_scale_calc.py
+//   te        TransformerEngine TransformerEngine/tests/pytorch/references: quantize_scale_calc.py
 //             scale_from_amax_tensor inside blockwise_quantizer_reference.py:
 //               a = max(amax, RN32(eps)) (NaN propagates); s = RN32(fmax / a); s = +inf → the
 //               source dtype's largest finite value; pow2: s = 2^(frexp(s).exp − 1) (frexp of NaN
