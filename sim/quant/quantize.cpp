@@ -75,7 +75,7 @@ bool given(float v) {
   return v == v;
 }
 
-// The library rules of block:RxC (7.12): their targets, scale forms, rounding and NaN rule are the
+// The library rules of block:RxC (7.15): their targets, scale forms, rounding and NaN rule are the
 // library's own, so the switches that would change them are refused rather than ignored.
 bool block_rule(native::CastVariant v) {
   return v == native::CastVariant::deepgemm || v == native::CastVariant::te ||

@@ -1,4 +1,4 @@
-// 2-D block scaling, block:RxC (SEMANTICS 7.12), against a reference written here from the
+// 2-D block scaling, block:RxC (SEMANTICS 7.15), against a reference written here from the
 // libraries' sources (DeepGEMM deep_gemm/utils/math.py, TransformerEngine's
 // blockwise_quantizer_reference.py + quantize_scale_calc.py, torchao 0.18
 // blockwise_fp8_training/kernels.py) in fp64 arithmetic with explicit fp32 roundings and a
@@ -270,7 +270,7 @@ TEST_CASE("block:RxC refuses what the libraries refuse, naming it", "[quant][blo
 }
 
 TEST_CASE("block:RxC boundary tiles against the library references", "[quant][block2d]") {
-  // Each row of 8 is one 1x8 tile; the table covers the edges named in SEMANTICS 7.12.
+  // Each row of 8 is one 1x8 tile; the table covers the edges named in SEMANTICS 7.15.
   const float eps4 = static_cast<float>(1e-4);
   const float below = std::nextafter(eps4, 0.0f), above = std::nextafter(eps4, 1.0f);
   const float big = 448.0f, tiny = from_bits(0x00000100u);  // a subnormal amax
