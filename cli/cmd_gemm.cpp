@@ -188,6 +188,7 @@ int run_gemm(const Args& args) {
   };
   if (!g.rows_path.empty()) rc.a_rows = read_scales(g.rows_path, A.rows, "--scale-a-rows");
   if (!g.cols_path.empty()) rc.b_cols = read_scales(g.cols_path, B.rows, "--scale-b-rows");
+  gemm::check_gemm_problem(A, B, m, g.scale_a * g.scale_b, of);
   const std::vector<std::uint32_t> c =
       dev == Device::cuda ? gpu::gemm_emulate(A, B, m, of, g.scale_a * g.scale_b, &rc)
                           : gemm::gemm(A, B, m, of, g.scale_a * g.scale_b, &rc);

@@ -3,7 +3,8 @@
 // G W, DIR/w_grad.npy = G^T X. X is b x n, W is m x n, G is b x m (row-major); inputs and
 // outputs are <u2 bit patterns for bf16/fp16 (or <f4 values that are values of the dtype) and
 // <f4 for fp32. Every input is checked before anything is written; the three outputs appear
-// together (written to DIR.partial, then renamed) or not at all; DIR must not exist.
+// together (written to a staging directory beside DIR, then renamed to DIR in one step) or not
+// at all; DIR must not exist, and nothing that exists is ever deleted.
 #include <sys/stat.h>
 
 #include <cstdio>
@@ -22,6 +23,7 @@
 #include "sim/common/error.hpp"
 #include "sim/format/registry.hpp"
 #include "sim/gemm/accum_model.hpp"
+#include "sim/io/files.hpp"
 #include "sim/io/npy.hpp"
 #include "sim/layer/linear_layer.hpp"
 #include "sim/native/convert.hpp"
@@ -176,9 +178,13 @@ int run_layer(const Args& args) {
                      std::to_string(G.rows) + "x" + std::to_string(G.cols) +
                      ": expected X b x n, W m x n, G b x m");
   }
-  namespace fs = std::filesystem;
-  if (fs::exists(out_dir)) {
-    throw InputError("--out-dir '" + out_dir + "': exists (expected a new directory)");
+  // DIR's parent holds the staging directory (the same file system, for the rename).
+  const std::string parent = io::parent_directory(out_dir, "--out");
+  {
+    struct stat st {};
+    if (::lstat(out_dir.c_str(), &st) == 0) {
+      throw InputError("--out '" + out_dir + "': exists (expected a new directory)");
+    }
   }
   const layer::LayerShape s{X.rows, X.cols, W.rows};
   if (cfg.accum.by_shape) {
@@ -198,7 +204,7 @@ int run_layer(const Args& args) {
                     {"W_grad", s.m, s.n, s.b, wg16}};
     for (const auto& p : products) {
       if (!p.sixteen) continue;
-      const gemm::ShapeModel sm = gemm::model_for_shape(cfg.accum, p.M, p.N, p.K, type);
+      const gemm::ShapeModel sm = gemm::model_for_shape(cfg.accum, p.M, p.N, p.K, type, type);
       if (!sm.measured) {
         // Outside the verified set: one line naming the rule (as exmy gemm), or --strict refuses.
         const std::string note = gemm::unverified_note(std::string("exmy layer: ") + p.name, accum,
@@ -215,18 +221,11 @@ int run_layer(const Args& args) {
   }
   const layer::LayerResult r = dev == Device::cuda ? gpu::layer::run_layer(cfg, s, X.v, W.v, G.v)
                                                    : layer::run_layer(cfg, s, X.v, W.v, G.v);
-  const std::string partial = out_dir + ".partial";
-  fs::remove_all(partial);
-  fs::create_directories(partial);
-  try {
-    io::write_npy(partial + "/y.npy", output_array(r.y, s.b, s.m, cfg.dtype));
-    io::write_npy(partial + "/x_grad.npy", output_array(r.x_grad, s.b, s.n, cfg.dtype));
-    io::write_npy(partial + "/w_grad.npy", output_array(r.w_grad, s.m, s.n, cfg.dtype));
-    fs::rename(partial, out_dir);
-  } catch (...) {
-    fs::remove_all(partial);
-    throw;
-  }
+  const io::StagingDir stage(parent);
+  io::write_npy(stage.path() + "/y.npy", output_array(r.y, s.b, s.m, cfg.dtype));
+  io::write_npy(stage.path() + "/x_grad.npy", output_array(r.x_grad, s.b, s.n, cfg.dtype));
+  io::write_npy(stage.path() + "/w_grad.npy", output_array(r.w_grad, s.m, s.n, cfg.dtype));
+  io::publish_directory(stage.path(), out_dir, false);
   if (a.json) std::fputs(layer_json(a, cfg, s).c_str(), stdout);
   return 0;
 }

@@ -16,6 +16,7 @@
 #include "reports/sections.hpp"
 #include "sim/common/error.hpp"
 #include "sim/common/number.hpp"
+#include "sim/io/files.hpp"
 
 namespace {
 
@@ -88,8 +89,6 @@ int run_report(const exmy::cli::Args& args) {
                        " from an earlier run; one directory holds one run (use a fresh "
                        "directory, or --replace to remove them)");
     }
-    for (const auto& k : stale) std::filesystem::remove_all(o.out_dir + "/" + k);
-    std::fprintf(stderr, "exmy report: removed the earlier run's section(s) %s\n", names.c_str());
   }
   for (const auto& k : keys) {
     const std::filesystem::path p = o.out_dir + "/" + k;
@@ -109,9 +108,11 @@ int run_report(const exmy::cli::Args& args) {
   try {
     for (const auto& key : keys) {
       const auto ts = std::chrono::steady_clock::now();
-      // A re-run section starts from an empty directory: no figure or CSV of an earlier run
-      // survives under this run's provenance.
-      std::filesystem::remove_all(o.out_dir + "/" + key);
+      // A section is written into a staging directory and swapped in whole when complete: no
+      // figure or CSV of an earlier run survives under this run's provenance, and an interrupted
+      // run leaves the earlier section as it was (and nothing half-written beside it).
+      const exmy::io::StagingDir stage(o.out_dir);
+      ctx.stage_sections_in(stage.path());
       if (key == "formats") ran.push_back(rep::run_formats_section(ctx));
       if (key == "variance") ran.push_back(rep::run_variance_section(ctx));
       if (key == "adam-heatmap") ran.push_back(rep::run_adam_heatmap_section(ctx));
@@ -120,12 +121,27 @@ int run_report(const exmy::cli::Args& args) {
       if (key == "layers") ran.push_back(rep::run_layers_section(ctx));
       ran.back().seconds =
           std::chrono::duration<double>(std::chrono::steady_clock::now() - ts).count();
+      rep::throw_if_interrupted();
+      exmy::io::publish_directory(stage.path() + "/" + key, o.out_dir + "/" + key, true);
+      ctx.stage_sections_in("");
+    }
+    // --replace: the earlier run's other sections go once this run is complete (an interrupted
+    // run deletes nothing).
+    for (const auto& k : stale) {
+      const exmy::io::StagingDir trash(o.out_dir);
+      exmy::io::publish_directory(o.out_dir + "/" + k, trash.path() + "/" + k, false);
+    }
+    if (!stale.empty()) {
+      std::string names;
+      for (const auto& k : stale) names += (names.empty() ? "" : ", ") + k;
+      std::fprintf(stderr, "exmy report: removed the earlier run's section(s) %s\n", names.c_str());
     }
     const double secs =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     rep::write_top_index(ctx, ran, secs);
   } catch (const rep::Interrupted&) {
     std::fprintf(stderr, "exmy report: interrupted; only complete files were written\n");
+    exmy::io::restore_sigint_cleanup();
     return 130;
   }
   for (const auto& s : ran) {

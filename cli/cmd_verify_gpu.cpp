@@ -18,6 +18,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -33,6 +34,7 @@
 #include "sim/format/float_names.hpp"
 #include "sim/io/files.hpp"
 #include "sim/io/json.hpp"
+#include "sim/io/pending_paths.hpp"
 
 namespace exmy::cli {
 namespace {
@@ -66,15 +68,7 @@ std::string cases_json(const std::vector<gpu::CampaignCase>& cases) {
 }
 
 void write_file(const std::string& path, const std::string& text) {
-  const std::string tmp = path + ".tmp";
-  {
-    std::ofstream f(tmp);
-    if (!f) throw InputError("--out '" + path + "': cannot write");
-    f << text;
-  }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    throw InputError("--out '" + path + "': cannot rename the temporary file");
-  }
+  io::write_text_atomic(path, text);  // staged, removed on a signal (sim/io/files.hpp)
 }
 
 // ---- several GPUs: one child process per GPU, each a shard of the inputs ----------------------
@@ -117,7 +111,17 @@ std::vector<gpu::CampaignCase> run_children(const Args& args, int n, int visible
   self[len] = 0;
   char dir[] = "/tmp/exmy_gpus_XXXXXX";
   if (!mkdtemp(dir)) throw InputError("--gpus: cannot make a temporary directory");
+  // The shards' directory and the children go with exmy, however it ends.
+  const io::PendingPath pending_dir(dir);
+  struct RemoveDir {
+    const char* d;
+    ~RemoveDir() {
+      std::error_code ec;
+      std::filesystem::remove_all(d, ec);
+    }
+  } remove_dir{dir};
   std::vector<pid_t> pids(n);
+  std::vector<io::PendingChild> pending_children;
   for (int k = 0; k < n; ++k) {
     std::vector<std::string> a = {self, "verify-cuda"};
     a.insert(a.end(), args.begin(), args.end());
@@ -141,6 +145,7 @@ std::vector<gpu::CampaignCase> run_children(const Args& args, int n, int visible
     if (posix_spawn(&pids[k], self, &fa, nullptr, argv.data(), envp.data()) != 0) {
       throw InputError("--gpus: cannot start child " + std::to_string(k));
     }
+    pending_children.emplace_back(pids[k], false);
     posix_spawn_file_actions_destroy(&fa);
     std::fprintf(stderr, "[verify cuda] shard %d/%d on CUDA device %s (pid %d)\n", k, n,
                  child_device(k, visible).c_str(), static_cast<int>(pids[k]));
@@ -174,7 +179,6 @@ std::vector<gpu::CampaignCase> run_children(const Args& args, int n, int visible
       m->seconds = std::max(m->seconds, c.seconds);
     }
   }
-  std::system((std::string("rm -rf '") + dir + "'").c_str());
   if (!failure.empty()) throw InputError("--gpus:" + failure);
   return merged;
 }

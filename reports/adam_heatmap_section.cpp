@@ -143,7 +143,7 @@ GridSummary summarize(const ErrorGrid& g) {
 
 SectionSummary run_adam_heatmap_section(const ReportContext& ctx) {
   const auto t0 = std::chrono::steady_clock::now();
-  const std::string dir = ctx.options().out_dir + "/adam-heatmap";
+  const std::string dir = ctx.section_dir("adam-heatmap");
   make_directories(dir);
   const MlpConfig cfg = mlp_config(ctx.options().quick, ctx.options().tiny);
   const int nseeds = training_seeds(ctx.options().quick, ctx.options().tiny);

@@ -145,7 +145,7 @@ double normwise(const std::vector<float>& a, const std::vector<double>& x) {
 
 SectionSummary run_extrabits_section(const ReportContext& ctx) {
   const auto t0 = std::chrono::steady_clock::now();
-  const std::string dir = ctx.options().out_dir + "/extrabits";
+  const std::string dir = ctx.section_dir("extrabits");
   make_directories(dir);
   const auto fmts = formats_compared();
   const std::uint64_t seed = ctx.options().seed;

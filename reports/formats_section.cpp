@@ -51,7 +51,7 @@ std::vector<NamedFloatFormat> profiled_formats() {
 
 SectionSummary run_formats_section(const ReportContext& ctx) {
   const auto t0 = std::chrono::steady_clock::now();
-  const std::string dir = ctx.options().out_dir + "/formats";
+  const std::string dir = ctx.section_dir("formats");
   make_directories(dir);
   const FormatsConfig cfg = formats_config(ctx.options().quick, ctx.options().tiny);
   const auto fmts = profiled_formats();

@@ -105,7 +105,7 @@ struct Cell {
 
 SectionSummary run_layers_section(const ReportContext& ctx) {
   const auto t0 = std::chrono::steady_clock::now();
-  const std::string dir = ctx.options().out_dir + "/layers";
+  const std::string dir = ctx.section_dir("layers");
   make_directories(dir);
   const std::uint64_t seed = ctx.options().seed;
   const bool tiny = ctx.options().tiny != 0, quick = ctx.options().quick;

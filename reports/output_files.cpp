@@ -7,6 +7,7 @@
 #include <system_error>
 
 #include "sim/common/error.hpp"
+#include "sim/io/files.hpp"
 
 namespace exmy::reports {
 
@@ -19,15 +20,7 @@ void make_directories(const std::string& dir) {
 }
 
 void write_file_atomic(const std::string& path, const std::string& content) {
-  const std::string tmp = path + ".tmp-" + std::to_string(static_cast<long>(getpid()));
-  std::FILE* f = std::fopen(tmp.c_str(), "wb");
-  if (f == nullptr) throw InputError(path + ": cannot open for writing");
-  const bool ok = std::fwrite(content.data(), 1, content.size(), f) == content.size();
-  const bool closed = std::fclose(f) == 0;
-  if (!ok || !closed || std::rename(tmp.c_str(), path.c_str()) != 0) {
-    std::remove(tmp.c_str());
-    throw InputError(path + ": write failed");
-  }
+  io::write_text_atomic(path, content);  // one commit path for every output (sim/io/files.hpp)
 }
 
 Csv::Csv(const std::vector<std::string>& header) {

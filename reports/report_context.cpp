@@ -3,6 +3,7 @@
 #include <sched.h>
 #include <sys/utsname.h>
 
+#include <algorithm>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
@@ -10,10 +11,12 @@
 #include <exception>
 #include <fstream>
 #include <mutex>
+#include <optional>
 #include <thread>
 
 #include "gpu/common/runtime.hpp"
 #include "report_build_info.hpp"
+#include "sim/common/threads.hpp"
 
 namespace exmy::reports {
 
@@ -152,8 +155,9 @@ ReportContext::ReportContext(ReportOptions opts)
   if (opts_.threads > 0) {
     threads_ = opts_.threads;
     threads_source_ = "--threads";
-  } else if (omp != nullptr && std::atoi(omp) > 0) {
-    threads_ = std::atoi(omp);
+  } else if (const std::optional<int> env = env_threads(omp)) {
+    // Held to --threads' range (1 to 1024): OMP_NUM_THREADS=100000 is not 100000 threads.
+    threads_ = std::min(*env, 1024);
     threads_source_ = "OMP_NUM_THREADS";
   } else {
     threads_ = usable_cores();

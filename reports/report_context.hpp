@@ -58,6 +58,13 @@ class ReportContext {
   // Where the thread count came from: "--threads", "OMP_NUM_THREADS" or "hardware concurrency".
   const std::string& threads_source() const { return threads_source_; }
   const Provenance& provenance() const { return prov_; }
+  // Where section `key` writes: a directory inside the staging directory set by
+  // stage_sections_in (the report swaps each finished section into out_dir whole), else
+  // out_dir/key.
+  std::string section_dir(const std::string& key) const {
+    return (stage_.empty() ? opts_.out_dir : stage_) + "/" + key;
+  }
+  void stage_sections_in(const std::string& dir) { stage_ = dir; }
 
   // Runs fn(i) for i in [0, n) on threads() threads. Each i must write only its own outputs.
   // Rethrows the first exception (Interrupted included) after all workers stop.
@@ -68,6 +75,7 @@ class ReportContext {
 
  private:
   ReportOptions opts_;
+  std::string stage_;
   int threads_;
   std::string threads_source_;
   Provenance prov_;

@@ -27,7 +27,7 @@ struct SpikeRun {
 
 SectionSummary run_spikes_section(const ReportContext& ctx) {
   const auto t0 = std::chrono::steady_clock::now();
-  const std::string dir = ctx.options().out_dir + "/spikes";
+  const std::string dir = ctx.section_dir("spikes");
   make_directories(dir);
   const int steps = ctx.options().tiny ? 200 : ctx.options().quick ? 2000 : 4000;
   const std::vector<SpikeRun> runs{

@@ -135,7 +135,7 @@ std::string verdict_for(double lo, double hi, double value, double expected, dou
 
 SectionSummary run_variance_section(const ReportContext& ctx) {
   const auto t0 = std::chrono::steady_clock::now();
-  const std::string dir = ctx.options().out_dir + "/variance";
+  const std::string dir = ctx.section_dir("variance");
   make_directories(dir);
   const VarianceConfig cfg = variance_config(ctx.options().quick, ctx.options().tiny);
   const VarianceResults res = run_variance_experiment(ctx, cfg);

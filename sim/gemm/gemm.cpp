@@ -9,6 +9,7 @@
 #include <limits>
 #include <vector>
 
+#include "sim/common/checked_size.hpp"
 #include "sim/common/error.hpp"
 #include "sim/format/registry.hpp"
 #include "sim/io/npy.hpp"
@@ -276,13 +277,33 @@ std::vector<std::uint32_t> gemm_rounded_parts(const Operand& a, const Operand& b
   return c;
 }
 
-std::vector<std::uint32_t> gemm(const Operand& a, const Operand& b, const AccumModel& model,
-                                OutFormat out, double alpha, const RowColScales* scales) {
+void check_gemm_problem(const Operand& a, const Operand& b, const AccumModel& m, double alpha,
+                        OutFormat out) {
   if (a.cols != b.cols) {
     throw InputError("A is " + std::to_string(a.rows) + " x " + std::to_string(a.cols) +
                      " and B is " + std::to_string(b.rows) + " x " + std::to_string(b.cols) +
                      ": expected the same K (C = A B^T)");
   }
+  // C as 32-bit codes, and the output file's 2 or 4 bytes per element.
+  checked_alloc_bytes({a.rows, b.rows}, sizeof(std::uint32_t),
+                      "C = A B^T (M = A's rows, N = B's rows)");
+  (void)out;
+  if (m.kind != AccumKind::exact && alpha != 1.0) {
+    const float f = native::rn_f32(alpha);
+    if (!std::isfinite(f) || f == 0.0f) {
+      char buf[64];
+      std::snprintf(buf, sizeof buf, "%.17g", alpha);
+      throw InputError(std::string("--scale-a x --scale-b = ") + buf +
+                       ": the model applies alpha in fp32, where it would be " +
+                       (f == 0.0f ? "0" : "inf") +
+                       " (expected a product within fp32's range, about 1.2e-38 to 3.4e38)");
+    }
+  }
+}
+
+std::vector<std::uint32_t> gemm(const Operand& a, const Operand& b, const AccumModel& model,
+                                OutFormat out, double alpha, const RowColScales* scales) {
+  check_gemm_problem(a, b, model, alpha, out);
   const std::size_t M = a.rows, N = b.rows, K = a.cols;
   check_scales(scales, M, N);
   const bool rows = scales != nullptr && !scales->a_rows.empty();

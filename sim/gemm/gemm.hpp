@@ -88,6 +88,13 @@ std::vector<std::uint32_t> gemm_rounded_parts(const Operand& a, const Operand& b
                                               const AccumModel& m, OutFormat out, double alpha,
                                               const RowColScales* scales, Fp32Gemm fp32_gemm);
 
+// The checks every GEMM (CPU or CUDA) runs before it allocates: C's M x N (the operands are
+// backed by their files) within what size_t addresses and this machine's memory holds (sim/common/
+// checked_size.hpp), and, for a model that applies alpha in fp32 (all but exact), an alpha
+// that stays a finite nonzero fp32 (1e300 would silently become inf). InputError naming them.
+void check_gemm_problem(const Operand& a, const Operand& b, const AccumModel& m, double alpha,
+                        OutFormat out);
+
 // The model gemm() runs for these operands: model_for_shape with the operands' type (32-bit
 // operands: tf32 if either is tf32, else the fp32 SGEMM), then block_scaled_model when they
 // carry block scales. InputError: block scales on one side only or of different blocks, a

@@ -14,6 +14,7 @@
 #include <map>
 #include <memory>
 #include <random>
+#include <set>
 #include <variant>
 
 #include "sim/common/error.hpp"
@@ -577,11 +578,11 @@ std::string content_hash(const std::map<std::string, std::string>& files) {
 
 std::string manifest_text(const GenerateOptions& opt,
                           const std::map<std::string, std::string>& files, std::size_t cases,
-                          const std::string& shard_text) {
+                          const std::string& shard_text, const std::string& suite) {
   std::vector<std::pair<std::string, std::string>> f = {
       {"corpus", "exmy-golden"},          {"corpus_version", std::to_string(kCorpusVersion)},
       {"exmy_version", EXMY_VERSION},     {"semantics_revision", kSemanticsRevision},
-      {"git_sha", EXMY_GIT_SHA},          {"suite", opt.suite},
+      {"git_sha", EXMY_GIT_SHA},          {"suite", suite},
       {"seed", std::to_string(opt.seed)}, {"shard", shard_text},
       {"cases", std::to_string(cases)},   {"corpus_sha256", content_hash(files)}};
   for (const auto& [path, hash] : files) f.push_back({"file:" + path, hash});
@@ -721,8 +722,39 @@ GenerateResult generate(const GenerateOptions& opt) {
                                         ? "manifest.json"
                                         : "manifest-shard-" + std::to_string(opt.shard.index) +
                                               "-of-" + std::to_string(opt.shard.count) + ".json";
+  // One suite written over a whole corpus keeps the corpus's other suites: their files stay on
+  // disk and their manifest entries are carried over (a corpus of another seed is refused, as
+  // its cases would no longer follow from the recorded seed).
+  std::map<std::string, std::string> listed = files;
+  std::string suite_text = opt.suite;
+  std::size_t listed_cases = cases;
+  const bool one_suite = opt.suite != "all" && opt.suite != "default";
+  if (one_suite && opt.shard.whole() && fs::exists(fs::path(opt.out) / "manifest.json")) {
+    const io::FlatJson old = read_manifest(opt.out);
+    if (old.str("seed") != std::to_string(opt.seed)) {
+      throw InputError("--out '" + opt.out + "': holds a corpus of seed " + old.str("seed") +
+                       ", not " + std::to_string(opt.seed) +
+                       " (expected the same --seed to regenerate one suite of it, or a fresh "
+                       "directory)");
+    }
+    std::set<std::string> suites = {opt.suite};
+    for (const auto& [rel, hash] : manifest_files(old)) {
+      const std::string suite = rel.substr(0, rel.find('/'));
+      if (suite == opt.suite) continue;
+      listed.emplace(rel, hash);
+      suites.insert(suite);
+      const std::string tail = "/case.json";
+      if (rel.size() > tail.size() && rel.compare(rel.size() - tail.size(), tail.size(), tail) == 0)
+        ++listed_cases;
+    }
+    suite_text.clear();
+    for (const std::string& name : suite_names()) {
+      if (suites.count(name)) suite_text += (suite_text.empty() ? "" : ",") + name;
+    }
+    if (suites.size() == suite_names().size()) suite_text = "all";
+  }
   io::write_text_atomic((root / manifest_name).string(),
-                        manifest_text(opt, files, cases, shard_text));
+                        manifest_text(opt, listed, listed_cases, shard_text, suite_text));
   // Move the staged tree into place: every file, the manifest last.
   io::OutputSet outs;
   std::vector<std::string> rels;
@@ -734,9 +766,9 @@ GenerateResult generate(const GenerateOptions& opt) {
   }
   outs.commit();
   GenerateResult r;
-  r.cases = cases;
-  r.files = files.size();
-  r.corpus_sha256 = content_hash(files);
+  r.cases = listed_cases;
+  r.files = listed.size();
+  r.corpus_sha256 = content_hash(listed);
   r.manifest_path = (fs::path(opt.out) / manifest_name).string();
   return r;
 }
@@ -846,7 +878,13 @@ GenerateResult merge(const std::string& dir) {
   std::uint64_t count = 0;
   std::vector<std::pair<std::string, std::string>> generator;  // fields every shard must share
   std::vector<bool> seen;
-  for (const auto& entry : fs::directory_iterator(dir)) {
+  std::error_code dir_ec;
+  fs::directory_iterator entries(dir, dir_ec);
+  if (dir_ec) {
+    throw InputError("'" + dir + "': cannot list the directory (" + dir_ec.message() +
+                     "; expected the corpus directory holding the shard manifests)");
+  }
+  for (const auto& entry : entries) {
     const std::string name = entry.path().filename().string();
     unsigned long long i = 0, n = 0;
     char tail[8] = {};
@@ -854,7 +892,12 @@ GenerateResult merge(const std::string& dir) {
         name != "manifest-shard-" + std::to_string(i) + "-of-" + std::to_string(n) + ".json") {
       continue;
     }
-    if (n == 0 || i >= n || (count != 0 && n != count)) {
+    if (n == 0 || i >= n || n > (std::uint64_t{1} << 20)) {
+      throw InputError("'" + entry.path().string() + "': shard " + std::to_string(i) + " of " +
+                       std::to_string(n) +
+                       " (expected shard i of N with i < N and 1 <= N <= 1048576, as --shard)");
+    }
+    if (count != 0 && n != count) {
       throw InputError("'" + entry.path().string() + "': shard " + std::to_string(i) + " of " +
                        std::to_string(n) + " does not fit the other shards (of " +
                        std::to_string(count) + ")");

@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include "sim/io/pending_paths.hpp"
+
 namespace exmy::io {
 
 // The bytes of a regular file of at most max_bytes, or InputError naming `path` and `expected`
@@ -15,7 +17,10 @@ std::string read_small_file(const std::string& path, std::size_t max_bytes,
                             const std::string& expected);
 
 // One file written atomically: the text goes to a temporary file in the same directory, renamed
-// over `path` when complete.
+// over `path` when complete. Every temporary of this file is registered for removal on
+// SIGINT/SIGTERM/SIGHUP (pending_paths.hpp); a path naming a device, pipe or socket is refused;
+// commits to one directory by concurrent exmy runs take turns (an advisory lock), so that each
+// run's outputs land together.
 void write_text_atomic(const std::string& path, const std::string& text);
 
 // The outputs of one run, appearing together or not at all. stage(final) names a temporary
@@ -44,13 +49,15 @@ class OutputSet {
  private:
   struct Entry {
     std::string tmp, final_path, canonical;
+    PendingPath pending;  // removed by a signal until committed (staged temporaries only)
   };
   std::vector<Entry> entries_;
   std::size_t committed_ = 0;
 };
 
-// A temporary directory `parent`/.exmy-stage.PID.N, removed with its files on destruction:
-// for writers that write a set of files into a directory (optim::save_state).
+// A temporary directory `parent`/.exmy-stage.PID.N, removed with its files on destruction or by
+// a signal (pending_paths.hpp): for writers that write a set of files into a directory
+// (optim::save_state, layer, report sections, golden corpora).
 class StagingDir {
  public:
   explicit StagingDir(const std::string& parent);
@@ -61,6 +68,19 @@ class StagingDir {
 
  private:
   std::string path_;
+  PendingPath pending_;
 };
+
+// Moves the finished directory `staged` (a StagingDir or a directory inside one, same file
+// system) to `final_path` in one step. A final_path that exists is refused unless `replace`;
+// with `replace` the two are exchanged atomically and the previous tree ends up at `staged`,
+// for its StagingDir to remove. InputError naming final_path on any failure; nothing that
+// exmy did not create is deleted.
+void publish_directory(const std::string& staged, const std::string& final_path, bool replace);
+
+// The directory that holds `path` ("." for a bare name; trailing slashes ignored), checked to be
+// an existing directory: InputError naming `option` and why otherwise (missing, a file, a
+// symlink loop, a name too long), never a filesystem exception.
+std::string parent_directory(const std::string& path, const std::string& option);
 
 }  // namespace exmy::io

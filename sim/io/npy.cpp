@@ -12,7 +12,9 @@
 #include <fstream>
 #include <string_view>
 
+#include "sim/common/checked_size.hpp"
 #include "sim/common/error.hpp"
+#include "sim/io/files.hpp"
 
 namespace exmy::io {
 
@@ -393,25 +395,22 @@ NpyMappedFile::~NpyMappedFile() {
 
 NpyFileWriter::NpyFileWriter(const std::string& path, const std::string& descr,
                              const std::vector<std::size_t>& shape, bool fortran_order)
-    : path_(path), tmp_(path + ".tmp." + std::to_string(::getpid())) {
+    : path_(path), out_(std::make_unique<OutputSet>()) {
   if (descr_item_size(descr) == 0) throw InputError(path + ": cannot write dtype '" + descr + "'");
-  expected_ = shape_count(shape) * descr_item_size(descr);
+  expected_ = checked_bytes(shape, descr_item_size(descr), path);
+  tmp_ = out_->stage(path);
   file_ = std::fopen(tmp_.c_str(), "wb");
   if (!file_) throw InputError(path + ": cannot open for writing");
   const std::string head = header_bytes(descr, fortran_order, shape);
   if (std::fwrite(head.data(), 1, head.size(), file_) != head.size()) {
     std::fclose(file_);
     file_ = nullptr;
-    std::remove(tmp_.c_str());
     throw InputError(path + ": write failed");
   }
 }
 
 NpyFileWriter::~NpyFileWriter() {
-  if (file_) {
-    std::fclose(file_);
-    std::remove(tmp_.c_str());
-  }
+  if (file_) std::fclose(file_);  // out_ removes the temporary
 }
 
 void NpyFileWriter::write(const void* bytes, std::size_t n) {
@@ -433,14 +432,8 @@ void NpyFileWriter::commit() {
   const bool ok = std::fflush(file_) == 0;
   const bool closed = std::fclose(file_) == 0;
   file_ = nullptr;
-  if (!ok || !closed) {
-    std::remove(tmp_.c_str());
-    throw InputError(path_ + ": write failed");
-  }
-  if (std::rename(tmp_.c_str(), path_.c_str()) != 0) {
-    std::remove(tmp_.c_str());
-    throw InputError(path_ + ": cannot rename temporary file into place");
-  }
+  if (!ok || !closed) throw InputError(path_ + ": write failed");
+  out_->commit();
 }
 
 void write_npy(const std::string& path, const NpyArray& a) {

@@ -6,10 +6,13 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
+#include <memory>
 #include <string>
 #include <vector>
 
 namespace exmy::io {
+
+class OutputSet;
 
 // A raw array: the dtype string as NumPy writes it ("<f4", "|u1", "<u2", ...), the shape, the
 // memory order, and the bytes (count() * item_size() of them, little-endian).
@@ -81,7 +84,8 @@ class NpyMappedFile {
 // A .npy file written in pieces: the header at construction, the data by write() in order, and
 // commit() renames the temporary file over `path` after checking that exactly
 // count(shape) * item_size(descr) bytes were written. Destroyed without commit() (an exception
-// on the way), it removes the temporary file, so no partial output is ever left.
+// on the way), it removes the temporary file, so no partial output is ever left; the temporary
+// is staged by io::OutputSet (files.hpp), so a signal removes it too.
 class NpyFileWriter {
  public:
   NpyFileWriter(const std::string& path, const std::string& descr,
@@ -95,6 +99,7 @@ class NpyFileWriter {
 
  private:
   std::string path_, tmp_;
+  std::unique_ptr<OutputSet> out_;
   std::FILE* file_ = nullptr;
   std::size_t expected_ = 0, written_ = 0;
 };
