@@ -1,0 +1,91 @@
+// GPU bitsandbytes 4-bit quantization (gpu/quant/bnb4bit.hpp) against the CPU reference
+// (sim/quant/bnb4bit.hpp), byte for byte: nf4/fp4 x every block size x fp32/fp16/bf16 inputs x
+// plain/double quantization x odd and short sizes, with special values in the data.
+#include <catch2/catch.hpp>
+
+#if EXMY_HAVE_CUDA
+#include <cstdint>
+#include <cstring>
+#include <vector>
+
+#include "gpu/quant/bnb4bit.hpp"
+#include "sim/native/convert.hpp"
+#include "sim/quant/bnb4bit.hpp"
+#include "tests/gpu/gpu_test_util.hpp"
+
+using namespace exmy;
+
+namespace {
+
+// fp32 bit patterns: varied magnitudes, zeros, and every 29th element a special value.
+std::vector<std::uint32_t> data(std::size_t n, std::uint32_t salt) {
+  std::vector<std::uint32_t> v(n);
+  std::uint32_t h = 0x9E3779B9u ^ salt;
+  for (std::size_t i = 0; i < n; ++i) {
+    h = h * 1664525u + 1013904223u;
+    if (i % 29 == 3) {
+      v[i] = exmy::gpu::testing::special_fp32(h >> 8, h);
+    } else if (i % 13 == 5) {
+      v[i] = (h & 1) ? 0x80000000u : 0u;
+    } else {
+      const std::uint32_t e = 110 + ((h >> 9) % 24);
+      v[i] = (h & 0x80000000u) | (e << 23) | ((h * 2654435761u) & 0x7FFFFFu);
+    }
+  }
+  return v;
+}
+
+}  // namespace
+
+TEST_CASE("GPU bnb 4-bit quantize/dequantize equals the CPU reference", "[gpu][quant][bnb4]") {
+  const std::size_t sizes[] = {1, 33, 64, 1001, 12345};
+  int cases = 0;
+  for (const native::Bnb4Type t : {native::Bnb4Type::nf4, native::Bnb4Type::fp4}) {
+    for (std::size_t block = 32; block <= 4096; block *= 2) {
+      for (const bool dq : {false, true}) {
+        for (const gpu::CastInput in :
+             {gpu::CastInput::fp32, gpu::CastInput::fp16, gpu::CastInput::bf16}) {
+          for (const std::size_t n : sizes) {
+            INFO("type " << int(t) << " block " << block << " dq " << dq << " in " << int(in)
+                         << " n " << n);
+            const std::vector<std::uint32_t> w = data(n, static_cast<std::uint32_t>(n + block));
+            // The input in its dtype, and its exact fp32 widening for the CPU reference.
+            std::vector<std::uint16_t> h(n);
+            std::vector<float> x(n);
+            for (std::size_t i = 0; i < n; ++i) {
+              if (in == gpu::CastInput::fp32) {
+                std::memcpy(&x[i], &w[i], 4);
+              } else {
+                const FloatFormat f = in == gpu::CastInput::bf16 ? formats::bf16 : formats::fp16;
+                h[i] = static_cast<std::uint16_t>(
+                    native::convert(formats::fp32, f, Rounding{}, w[i]).code);
+                x[i] = native::to_float(f, h[i]);
+              }
+            }
+            quant::Bnb4Options o;
+            o.type = t;
+            o.block = block;
+            o.double_quant = dq;
+            const void* raw = in == gpu::CastInput::fp32 ? static_cast<const void*>(w.data())
+                                                         : static_cast<const void*>(h.data());
+            const quant::Bnb4Quantized g = gpu::bnb4_quantize_host(raw, in, n, o);
+            const quant::Bnb4Quantized c = quant::bnb4_quantize(x, o);
+            REQUIRE(g.packed == c.packed);
+            REQUIRE(g.absmax_codes == c.absmax_codes);
+            REQUIRE(std::memcmp(g.absmax.data(), c.absmax.data(), c.absmax.size() * 4) == 0);
+            REQUIRE(std::memcmp(g.absmax2.data(), c.absmax2.data(), c.absmax2.size() * 4) == 0);
+            REQUIRE(std::memcmp(&g.offset, &c.offset, 4) == 0);
+            for (const native::Bnb4Dtype d :
+                 {native::Bnb4Dtype::fp32, native::Bnb4Dtype::fp16, native::Bnb4Dtype::bf16}) {
+              REQUIRE(gpu::bnb4_dequantize_host(c, n, d, o) == quant::bnb4_dequantize(c, n, d, o));
+            }
+            ++cases;
+          }
+        }
+      }
+    }
+  }
+  CHECK(cases == 2 * 8 * 2 * 3 * 5);
+}
+
+#endif  // EXMY_HAVE_CUDA
