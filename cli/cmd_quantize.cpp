@@ -20,6 +20,7 @@
 #include "cli/command.hpp"
 #include "cli/options.hpp"
 #include "gpu/host_arrays.hpp"
+#include "gpu/quant/bnb4bit.hpp"
 #include "sim/common/error.hpp"
 #include "sim/common/number.hpp"
 #include "sim/format/compat.hpp"
@@ -27,6 +28,7 @@
 #include "sim/io/npy.hpp"
 #include "sim/native/convert.hpp"
 #include "sim/native/pack4.hpp"
+#include "sim/quant/bnb4bit.hpp"
 #include "sim/quant/quantize.hpp"
 
 namespace exmy::cli {
@@ -45,6 +47,14 @@ struct CliOptions {
   bool order = false;        // --order given
   Device device = Device::cpu;
   bool json = false;  // the summary line as JSON
+  // bitsandbytes' 4-bit path (--to/--from nf4|fp4, docs/SEMANTICS.md 7.14): not a target of
+  // quant::Options but quant::bnb4_quantize's own.
+  bool bnb4 = false;
+  native::Bnb4Type bnb4_type = native::Bnb4Type::nf4;
+  bool double_quant = false;
+  std::string state2, offset;  // --state2-out/--state2, --offset-out/--offset
+  std::string shape;           // dequantize: the tensor's shape (default (2 * bytes,))
+  native::Bnb4Dtype out_dtype = native::Bnb4Dtype::fp32;  // dequantize --out-format
 };
 
 // A float option through the CLI's one number parser (sim/common/number.hpp): finite, one
@@ -141,7 +151,15 @@ Options quantize_options(CliOptions& o, Direction dir) {
       .value({q ? "--to" : "--from"}, "TARGET",
              "element format: int8, a float format of <= 8 bits (e4m3fn, e5m2, e2m1fn, ...), "
              "dynamic, dynamic-unsigned, linear, linear-unsigned or table:PATH",
-             Options::kRequired, [&](const std::string& v) { o.q.target = quant::parse_target(v); })
+             Options::kRequired,
+             [&](const std::string& v) {
+               if (v == "nf4" || v == "fp4") {  // bitsandbytes' 4-bit types (--compat bnb-cuda)
+                 o.bnb4 = true;
+                 o.bnb4_type = quant::parse_bnb4_type(v);
+               } else {
+                 o.q.target = quant::parse_target(v);
+               }
+             })
       .value({"--in"}, q ? "X.npy" : "Q.npy",
              q ? "the input: <f4, <f2, or <u2 bf16 bit patterns with --in-format bf16"
                : "the codes (|u1, |i1 for int8; packed two per byte with --pack)",
@@ -249,10 +267,73 @@ Options quantize_options(CliOptions& o, Direction dir) {
       .value({"--compat"}, compat_profile_names(CompatOp::quantize, "|"),
              "a library profile: its kernel rules fix --order, --norm and --nan",
              "none (the options above)", [&](const std::string& v) { o.compat = v; })
-      .value({"--device"}, "cpu|cuda", "the CPU reference or the GPU kernels (the same bits)",
+      .flag({"--double-quant"},
+            "nf4/fp4: bitsandbytes' compress_statistics (absmax quantized to 8 bits, block 256)",
+            [&] { o.double_quant = true; })
+      .value({q ? "--state2-out" : "--state2"}, "S2.npy",
+             "nf4/fp4 --double-quant: the fp32 absmax of the absmax codes",
+             "none; required with --double-quant", [&](const std::string& v) { o.state2 = v; })
+      .value({q ? "--offset-out" : "--offset"}, "O.npy",
+             "nf4/fp4 --double-quant: the fp32 offset (torch's mean of the absmax), shape (1,)",
+             "none; required with --double-quant", [&](const std::string& v) { o.offset = v; });
+  if (!q) {
+    opts.value({"--shape"}, "D0,D1,...", "nf4/fp4: the dequantized tensor's shape",
+               "(2 * bytes of Q,)", [&](const std::string& v) { o.shape = v; })
+        .value({"--out-format"}, "fp32|fp16|bf16",
+               "nf4/fp4: the dtype written (bitsandbytes returns the input's; bf16 as <u2 bits)",
+               "fp32", [&](const std::string& v) {
+                 if (v == "fp32") {
+                   o.out_dtype = native::Bnb4Dtype::fp32;
+                 } else if (v == "fp16") {
+                   o.out_dtype = native::Bnb4Dtype::fp16;
+                 } else if (v == "bf16") {
+                   o.out_dtype = native::Bnb4Dtype::bf16;
+                 } else {
+                   throw InputError("--out-format '" + v + "': expected fp32, fp16 or bf16");
+                 }
+               });
+  }
+  opts.value({"--device"}, "cpu|cuda", "the CPU reference or the GPU kernels (the same bits)",
              "cpu", [&](const std::string& v) { o.device = parse_device(v); })
       .flag({"--json"}, "print the summary as JSON", [&] { o.json = true; });
   return opts;
+}
+
+// The checks of the nf4/fp4 path: bitsandbytes' 4-bit kernels are the bnb-cuda profile's (the
+// registry entry says so), on blocks of the flattened tensor; the other switches are not theirs.
+bool parse_bnb4(CliOptions& o, bool quantize) {
+  const char* type = quant::bnb4_type_name(o.bnb4_type);
+  if (compat_is_default(o.compat)) {
+    throw InputError(std::string(type) +
+                     ": bitsandbytes' 4-bit type needs --compat bnb-cuda (its kernels' rules)");
+  }
+  if (compat_quantize_entry(compat_profile(o.compat), type).quant != CompatQuant::bnb_4bit) {
+    throw InputError("--compat " + o.compat + ": does not cover " + type);
+  }
+  if (o.q.scheme.kind != quant::Granularity::block) {
+    throw InputError(std::string(type) + ": expected --scheme block:B (B = 32 .. 4096)");
+  }
+  quant::check_bnb4_block(o.q.scheme.block);
+  if (o.pack || o.q.transpose || o.q.two_level || o.order || o.norm_or_nan ||
+      o.q.mode != RoundMode::rne) {
+    throw InputError(std::string(type) +
+                     ": --pack, --transpose, --two-level, --order, --norm, --nan and --round do "
+                     "not apply (codes are always two per byte, bitsandbytes' rules fixed)");
+  }
+  if (o.double_quant != (!o.state2.empty() && !o.offset.empty())) {
+    throw InputError(quantize ? "--double-quant needs --state2-out S2.npy and --offset-out O.npy"
+                              : "--double-quant needs --state2 S2.npy and --offset O.npy");
+  }
+  if (!o.double_quant && (!o.state2.empty() || !o.offset.empty())) {
+    throw InputError("--state2 / --offset: expected --double-quant");
+  }
+  if (quantize) {
+    io::OutputSet names;  // distinct outputs, never committed
+    for (const std::string& p : {o.out, o.state, o.state2, o.offset}) {
+      if (!p.empty()) names.stage(p);
+    }
+  }
+  return true;
 }
 
 // Parses and checks the command line of `dir`; false after --help.
@@ -263,6 +344,7 @@ bool parse(const Args& args, Direction dir, CliOptions& o) {
   if (o.in.empty() || o.out.empty() || o.state.empty()) {
     throw InputError("--in, --out and " + state_flag + " must name files");
   }
+  if (o.bnb4) return parse_bnb4(o, quantize);
   // The profile's kernel rules (sim/quant/quant_compat.cpp), as the Python module applies them.
   quant::apply_compat(o.q, o.compat,
                       {.order = o.order, .norm_or_nan = o.norm_or_nan, .dequantize = !quantize});
@@ -437,9 +519,147 @@ quant::Quantized quantize_cuda([[maybe_unused]] const CliOptions& o) {
 #endif
 }
 
+// ---- bitsandbytes' 4-bit path (docs/SEMANTICS.md 7.14) --------------------------------------
+
+quant::Bnb4Options bnb4_options(const CliOptions& o) {
+  quant::Bnb4Options b;
+  b.type = o.bnb4_type;
+  b.block = o.q.scheme.block;
+  b.double_quant = o.double_quant;
+  return b;
+}
+
+// quantize_4bit's arrays: Q (ceil(n/2),) uint8; S (blocks,) fp32 absmax or, with
+// --double-quant, uint8 absmax codes; S2 (ceil(blocks/256),) fp32; O (1,) fp32. Together or not
+// at all.
+void write_bnb4(const CliOptions& o, const quant::Bnb4Quantized& q) {
+  io::OutputSet outs;
+  write_array(outs, o.out, io::kDescrU8, {q.packed.size()}, q.packed.data(), q.packed.size());
+  if (o.double_quant) {
+    write_array(outs, o.state, io::kDescrU8, {q.absmax_codes.size()}, q.absmax_codes.data(),
+                q.absmax_codes.size());
+    write_array(outs, o.state2, io::kDescrF32, {q.absmax2.size()}, q.absmax2.data(),
+                q.absmax2.size() * sizeof(float));
+    write_array(outs, o.offset, io::kDescrF32, {1}, &q.offset, sizeof(float));
+  } else {
+    write_array(outs, o.state, io::kDescrF32, {q.absmax.size()}, q.absmax.data(),
+                q.absmax.size() * sizeof(float));
+  }
+  outs.commit();
+}
+
+int run_bnb4_quantize(const CliOptions& o) {
+  const quant::Bnb4Options b = bnb4_options(o);
+  quant::Bnb4Quantized q;
+  std::size_t n = 0;
+  if (o.device == Device::cuda) {
+#if EXMY_HAVE_CUDA
+    const io::NpyMappedFile file(o.in);
+    const io::NpyHeader& h = file.header();
+    io::require_c_order(h, o.in);
+    io::NpyArray a;  // input_type reads the dtype only
+    a.descr = h.descr;
+    n = h.count();
+    if (n == 0) throw InputError(o.in + ": bitsandbytes' quantize_4bit needs at least one element");
+    q = gpu::bnb4_quantize_host(file.data(), input_type(a, o.in, o.in_format == "bf16"), n, b);
+#else
+    throw InputError("--device cuda: this exmy was built without CUDA");
+#endif
+  } else {
+    const InputValues in = read_values(o);
+    n = in.x.size();
+    q = quant::bnb4_quantize(in.x, b);
+  }
+  write_bnb4(o, q);
+  const std::size_t blocks = (n + b.block - 1) / b.block;
+  if (o.json) {
+    std::printf(
+        "{\"values\":%zu,\"bytes\":%zu,\"blocks\":%zu,\"type\":\"%s\",\"double_quant\":%s}\n", n,
+        q.packed.size(), blocks, quant::bnb4_type_name(b.type), b.double_quant ? "true" : "false");
+  } else {
+    std::printf("%zu values, %zu bytes, %zu blocks of %zu, %s%s, device %s\n", n, q.packed.size(),
+                blocks, b.block, quant::bnb4_type_name(b.type),
+                b.double_quant ? " (double quantization)" : "",
+                o.device == Device::cuda ? "cuda" : "cpu");
+  }
+  return 0;
+}
+
+// "D0,D1,..." (each >= 1).
+std::vector<std::size_t> parse_shape_list(const std::string& text) {
+  std::vector<std::size_t> shape;
+  std::size_t pos = 0;
+  while (pos <= text.size()) {
+    const std::size_t comma = std::min(text.find(',', pos), text.size());
+    const std::string item = text.substr(pos, comma - pos);
+    shape.push_back(static_cast<std::size_t>(number::parse_i64(item, "--shape", 1, INT64_MAX)));
+    pos = comma + 1;
+  }
+  return shape;
+}
+
+int run_bnb4_dequantize(const CliOptions& o) {
+  const quant::Bnb4Options b = bnb4_options(o);
+  quant::Bnb4Quantized q;
+  const io::NpyArray codes = io::read_npy(o.in);
+  io::require_c_order(codes, o.in);
+  q.packed = io::as_u8(codes, o.in);
+  std::vector<std::size_t> shape =
+      o.shape.empty() ? std::vector<std::size_t>{q.packed.size() * 2} : parse_shape_list(o.shape);
+  std::size_t n = 1;
+  for (const std::size_t d : shape) n *= d;
+  if ((n + 1) / 2 != q.packed.size()) {
+    throw InputError(o.in + ": " + std::to_string(q.packed.size()) + " bytes hold " +
+                     std::to_string(2 * q.packed.size() - 1) + " or " +
+                     std::to_string(2 * q.packed.size()) + " values, but --shape has " +
+                     std::to_string(n));
+  }
+  const io::NpyArray state = io::read_npy(o.state);
+  if (o.double_quant) {
+    q.absmax_codes = io::as_u8(state, o.state);
+    q.absmax2 = io::as_f32(io::read_npy(o.state2), o.state2);
+    const std::vector<float> off = io::as_f32(io::read_npy(o.offset), o.offset);
+    if (off.size() != 1) {
+      throw InputError(o.offset + ": expected one fp32 offset, got " + std::to_string(off.size()) +
+                       " values");
+    }
+    q.offset = off[0];
+  } else {
+    q.absmax = io::as_f32(state, o.state);
+  }
+  std::vector<std::uint32_t> y;
+  if (o.device == Device::cuda) {
+#if EXMY_HAVE_CUDA
+    y = gpu::bnb4_dequantize_host(q, n, o.out_dtype, b);
+#else
+    throw InputError("--device cuda: this exmy was built without CUDA");
+#endif
+  } else {
+    y = quant::bnb4_dequantize(q, n, o.out_dtype, b);
+  }
+  if (o.out_dtype == native::Bnb4Dtype::fp32) {
+    io::NpyFileWriter w(o.out, io::kDescrF32, shape);
+    w.write(y.data(), y.size() * sizeof(std::uint32_t));
+    w.commit();
+  } else {
+    std::vector<std::uint16_t> h(y.begin(), y.end());
+    io::NpyFileWriter w(
+        o.out, o.out_dtype == native::Bnb4Dtype::fp16 ? io::kDescrF16 : io::kDescrU16, shape);
+    w.write(h.data(), h.size() * sizeof(std::uint16_t));
+    w.commit();
+  }
+  if (o.json) {
+    std::printf("{\"values\":%zu,\"type\":\"%s\"}\n", n, quant::bnb4_type_name(b.type));
+  } else {
+    std::printf("%zu values, %s, blocks of %zu\n", n, quant::bnb4_type_name(b.type), b.block);
+  }
+  return 0;
+}
+
 int run_quantize(const Args& args) {
   CliOptions o;
   if (!parse(args, Direction::quantize, o)) return 0;
+  if (o.bnb4) return run_bnb4_quantize(o);
   quant::Quantized q;
   if (o.device == Device::cuda) {
     q = quantize_cuda(o);
@@ -482,6 +702,7 @@ std::vector<float> dequantize_cuda([[maybe_unused]] const quant::Quantized& q,
 int run_dequantize(const Args& args) {
   CliOptions o;
   if (!parse(args, Direction::dequantize, o)) return 0;
+  if (o.bnb4) return run_bnb4_dequantize(o);
   io::NpyArray codes = io::read_npy(o.in);
   io::require_c_order(codes, o.in);
   const io::NpyArray state = io::read_npy(o.state);

@@ -1,6 +1,6 @@
 // bitsandbytes' 4-bit block-wise quantization (QLoRA's NF4 and bitsandbytes' own FP4), bit for bit
 // with bitsandbytes 0.50.2 csrc/kernels.cu as nvcc --use_fast_math compiles it for sm_90
-// (docs/SEMANTICS.md 7.12). Host and device: the CPU loops (sim/quant/bnb4bit.cpp) and the CUDA
+// (docs/SEMANTICS.md 7.14). Host and device: the CPU loops (sim/quant/bnb4bit.cpp) and the CUDA
 // kernels (gpu/quant/bnb4bit.cu) call these element functions.
 //
 //   absmax   a = fmaxf-fold of |x| over the block under FTZ, from -FLT_MAX per thread; the

@@ -1,5 +1,5 @@
 // torch.Tensor.mean() of a contiguous 1-d float32 CUDA tensor, bit for bit with PyTorch 2.11 as
-// it runs on an H100/H200 (docs/SEMANTICS.md 7.12.3): what bitsandbytes' double quantization takes
+// it runs on an H100/H200 (docs/SEMANTICS.md 7.14.4): what bitsandbytes' double quantization takes
 // as its offset (`offset = absmax.mean()`). Host only: a model of the launch, not a kernel.
 //
 // mean_out on CUDA calls mean_stub -> mean_kernel_impl<float> (ReduceMomentKernel.cu):

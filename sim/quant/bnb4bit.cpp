@@ -1,4 +1,4 @@
-// bitsandbytes' 4-bit quantization, the CPU reference (docs/SEMANTICS.md 7.12): block loops
+// bitsandbytes' 4-bit quantization, the CPU reference (docs/SEMANTICS.md 7.14): block loops
 // over sim/native/bnb_4bit.hpp's element functions; the double quantization's second level runs
 // through quant::quantize / quant::dequantize under the bnb-cuda profile (the 8-bit
 // kQuantizeBlockwise / kDequantizeBlockwise that quantize_blockwise and dequantize_blockwise call).

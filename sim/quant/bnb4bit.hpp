@@ -1,5 +1,5 @@
 // bitsandbytes' 4-bit quantization (quantize_4bit / dequantize_4bit, QLoRA's NF4 and bitsandbytes'
-// FP4) with its optional double quantization, the CPU reference (docs/SEMANTICS.md 7.12). The
+// FP4) with its optional double quantization, the CPU reference (docs/SEMANTICS.md 7.14). The
 // element steps are sim/native/bnb_4bit.hpp's; the second level is this folder's 8-bit block-wise
 // codebook quantization under --compat bnb-cuda; the offset is sim/native/torch_mean_cuda.hpp.
 #pragma once

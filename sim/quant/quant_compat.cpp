@@ -43,7 +43,7 @@ void apply_compat(Options& o, std::string_view profile, const CompatGiven& given
       return;
     case CompatQuant::bnb_4bit:
       // nf4 / fp4 are not targets of Options: the CLI and the Python module run them through
-      // sim/quant/bnb4bit.hpp, whose model is the profile itself (docs/SEMANTICS.md 7.12).
+      // sim/quant/bnb4bit.hpp, whose model is the profile itself (docs/SEMANTICS.md 7.14).
       throw InputError("--compat " + name + ": " + o.target.name +
                        " runs through quant::bnb4_quantize, not quant::quantize");
     case CompatQuant::bnb_codebook:

@@ -1,4 +1,4 @@
-// bitsandbytes' 4-bit quantization (docs/SEMANTICS.md 7.12): the native element functions against
+// bitsandbytes' 4-bit quantization (docs/SEMANTICS.md 7.14): the native element functions against
 // the MPFR oracle (sim/oracle/steps/quant_bnb4.cpp, the document's tables) on every threshold's
 // neighbourhood and the special values; the NF4 levels re-derived from QLoRA's quantiles; the
 // block rules (absmax 0, subnormal absmax, NaN blocks, odd n, every block size) against a
@@ -102,7 +102,7 @@ TEST_CASE("bnb 4-bit tables equal the document's literals, parsed by the oracle"
   for (int k = 0; k < 7; ++k) {
     CHECK(bits(native::bnb_fp4_threshold(k)) == oq::bnb4_threshold(oq::Bnb4::fp4, k).f32_bits());
   }
-  // The three FP4 literals that are not the rounded midpoints (SEMANTICS 7.12.1).
+  // The three FP4 literals that are not the rounded midpoints (SEMANTICS 7.14.1).
   CHECK(bits(native::bnb_fp4_threshold(0)) == 0x3B2AAAB9u);
   CHECK(bits(native::bnb_fp4_threshold(4)) == 0x3ED55556u);
   CHECK(bits(native::bnb_fp4_threshold(5)) == 0x3F155550u);
@@ -259,7 +259,7 @@ TEST_CASE("bnb 4-bit values and stores equal the oracle for every code", "[quant
 
 namespace {
 
-// The document's block rules (SEMANTICS 7.12.2), written here: absmax, then each element's code
+// The document's block rules (SEMANTICS 7.14.2), written here: absmax, then each element's code
 // from the oracle on ftz(RN32(x * rcp.approx(absmax))). The reciprocal is the SFU table's value
 // (the SFU model is verified on its own, sim/sfu).
 struct RefQuant {
@@ -346,7 +346,7 @@ TEST_CASE("bnb 4-bit block rules: zero, subnormal and NaN blocks, odd n, every b
         CHECK(bits(q.absmax[b]) == bits(r.absmax[b]));
     }
   }
-  // The named outcomes of SEMANTICS 7.12.2.
+  // The named outcomes of SEMANTICS 7.14.2.
   quant::Bnb4Options o;
   o.block = 32;
   CHECK(bits(quant::bnb4_quantize(std::vector<float>(32, nan), o).absmax[0]) == 0xFF7FFFFFu);
@@ -396,7 +396,7 @@ TEST_CASE("bnb 4-bit quantize/dequantize equals the reference on random tensors"
 }
 
 TEST_CASE("torch's CUDA mean: launch shapes and the summation order", "[quant][bnb4]") {
-  // setReduceConfig for one output over a contiguous fp32 vector (SEMANTICS 7.12.3).
+  // setReduceConfig for one output over a contiguous fp32 vector (SEMANTICS 7.14.4).
   CHECK(native::torch_cuda_mean_launch(100).vectorized == false);
   CHECK(native::torch_cuda_mean_launch(100).block_width == 64);
   CHECK(native::torch_cuda_mean_launch(129).vectorized == true);

@@ -92,7 +92,7 @@ std::uint8_t nearest(const Codebook& cb, const Real& n, Tie tie);
 // 5.4: u ∈ [0, 1) an fp32 value.
 std::uint8_t nearest_stochastic(const Codebook& cb, const Real& n, const Real& u);
 
-// ---- 7.12 bitsandbytes 4-bit (NF4, FP4) --------------------------------------------------------
+// ---- 7.14 bitsandbytes 4-bit (NF4, FP4) --------------------------------------------------------
 // From the document's tables: levels and thresholds are its decimal literals, each rounded once to
 // fp32 (as a C `f` literal is). The code of a normalized fp32 value n: NF4 #{k : n > t_k}; FP4
 // the magnitude code of rank #{k : |n| > t_k} with sign bit n < 0 (NaN: all comparisons false).

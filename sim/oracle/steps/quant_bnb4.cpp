@@ -1,4 +1,4 @@
-// docs/SEMANTICS.md 7.12: bitsandbytes' NF4 and FP4 element steps, from the document's tables of
+// docs/SEMANTICS.md 7.14: bitsandbytes' NF4 and FP4 element steps, from the document's tables of
 // decimal literals (parsed exactly and rounded once to fp32) and its comparison rules.
 #include <cmath>
 #include <stdexcept>
