@@ -8,6 +8,7 @@
 #if defined(__linux__)
 #include <sys/prctl.h>
 #endif
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -282,12 +283,15 @@ struct ServeConfig {
 }  // namespace
 
 BackendProcess::BackendProcess(std::string library, std::string format, std::string rounding,
-                               std::size_t capacity, bool device)
+                               std::size_t capacity, bool device, int timeout_s,
+                               bool (*interrupted)())
     : device_(device),
       library_(std::move(library)),
       format_(std::move(format)),
       rounding_(std::move(rounding)),
-      capacity_(capacity == 0 ? 1 : capacity) {
+      capacity_(capacity == 0 ? 1 : capacity),
+      timeout_s_(timeout_s),
+      load_interrupted_(interrupted) {
 #if !EXMY_HAVE_CUDA
   if (device_) throw InputError("--entry device: this exmy build has no CUDA");
 #endif
@@ -337,8 +341,9 @@ BackendProcess::~BackendProcess() {
 
 void BackendProcess::start() {
   int down[2], up[2];
-  if (pipe(down) != 0) throw InputError("--backend: cannot create a pipe");
-  if (pipe(up) != 0) {
+  // Close-on-exec: a plugin that starts a program does not hand it exmy's pipes.
+  if (pipe2(down, O_CLOEXEC) != 0) throw InputError("--backend: cannot create a pipe");
+  if (pipe2(up, O_CLOEXEC) != 0) {
     close(down[0]);
     close(down[1]);
     throw InputError("--backend: cannot create a pipe");
@@ -348,6 +353,8 @@ void BackendProcess::start() {
   const pid_t pid = fork();
   if (pid < 0) throw InputError("--backend: cannot start the backend process");
   if (pid == 0) {
+    // A process group of its own: whatever the plugin starts is killed with it (kill_group).
+    setpgid(0, 0);
 #if defined(__linux__)
     // The child never outlives exmy, however exmy ends (a second Ctrl-C, a kill): no orphan.
     prctl(PR_SET_PDEATHSIG, SIGKILL);
@@ -360,26 +367,26 @@ void BackendProcess::start() {
     serve(ServeConfig{library_, format_, rounding_, x_, codes_, capacity_, code_bytes_, device_},
           down[0], up[1]);
   }
+  setpgid(pid, pid);  // also here, so that it holds before the parent relies on it
   close(down[0]);
   close(up[1]);
   pid_ = pid;
+  group_ = pid;
+  pending_ = io::PendingChild(pid, true);
   to_child_ = down[1];
   from_child_ = up[0];
   Hello hello{};
-  pollfd p{from_child_, POLLIN, 0};
-  int ready;
-  do {
-    ready = poll(&p, 1, timeout_s_ * 1000);
-  } while (ready < 0 && errno == EINTR);
-  if (ready == 0) {
-    kill(pid_, SIGKILL);
+  int st = 0;
+  const int ready = wait_readable(load_interrupted_, &st);
+  if (ready == 0 || ready == -1) {
+    kill_group();
     stop();
+    if (ready == -1) throw BackendInterrupted();
     throw InputError("--backend '" + library_ + "': the library did not finish loading within " +
-                     std::to_string(timeout_s_) + " s");
+                     std::to_string(timeout_s_) + " s (--timeout)");
   }
-  if (!read_all(from_child_, &hello, sizeof hello)) {
-    int st = 0;
-    waitpid(pid_, &st, 0);
+  if (ready == -2 || !read_all(from_child_, &hello, sizeof hello)) {
+    if (ready != -2) waitpid(pid_, &st, 0);
     pid_ = -1;
     stop();
     throw InputError("--backend '" + library_ + "': the library crashed while loading (" +
@@ -392,6 +399,10 @@ void BackendProcess::start() {
   }
 }
 
+void BackendProcess::kill_group() {
+  if (group_ > 0) kill(-group_, SIGKILL);
+}
+
 void BackendProcess::stop() {
   if (to_child_ >= 0) close(to_child_);
   if (from_child_ >= 0) close(from_child_);
@@ -400,7 +411,32 @@ void BackendProcess::stop() {
     int st = 0;
     waitpid(pid_, &st, 0);  // the child leaves its loop when the pipe closes
   }
+  // Whatever the plugin started goes with it (the group outlives its leader while members are
+  // left; none may be).
+  if (group_ > 0) kill(-group_, SIGKILL);
+  group_ = -1;
+  pending_.release();
   pid_ = -1;
+}
+
+int BackendProcess::wait_readable(bool (*interrupted)(), int* status) {
+  pollfd p{from_child_, POLLIN, 0};
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(timeout_s_);
+  for (;;) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+                          deadline - std::chrono::steady_clock::now())
+                          .count();
+    if (left <= 0) return 0;
+    const int ready = poll(&p, 1, static_cast<int>(std::min<long long>(left, 200)));
+    if (ready > 0) return 1;
+    if (interrupted != nullptr && interrupted()) return -1;
+    // The child may be dead while a process it started holds the pipe open: no end of file
+    // comes, but its status says what happened.
+    if (pid_ > 0 && waitpid(pid_, status, WNOHANG) == pid_) {
+      pid_ = -1;
+      return -2;
+    }
+  }
 }
 
 const char* call_status_name(BackendCall::Status s) {
@@ -458,32 +494,20 @@ BackendCall BackendProcess::call(const float* inputs, std::size_t n, std::uint64
   BackendCall result;
   const Request req{n, seed};
   Reply rep{};
-  bool hung = false, stopped = false;
+  bool hung = false, stopped = false, reaped = false;
+  int st = 0;
   if (write_all(to_child_, &req, sizeof req)) {
     // Wait for the reply at most timeout_s_ seconds: a backend that never returns is killed and
     // reported like one that crashed. A signal (Ctrl-C) wakes the poll: `interrupted` decides.
-    pollfd p{from_child_, POLLIN, 0};
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(timeout_s_);
-    int ready;
-    for (;;) {
-      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
-                            deadline - std::chrono::steady_clock::now())
-                            .count();
-      ready = left <= 0 ? 0 : poll(&p, 1, static_cast<int>(std::min<long long>(left, 200)));
-      if (ready > 0) break;
-      if (interrupted != nullptr && interrupted()) {
-        stopped = true;
-        break;
-      }
-      if (ready == 0 && left <= 0) break;
-    }
-    if (stopped || ready == 0) {
-      hung = !stopped;
-      kill(pid_, SIGKILL);
-    } else if (read_all(from_child_, &rep, sizeof rep)) {
+    const int ready = wait_readable(interrupted, &st);
+    stopped = ready == -1;
+    hung = ready == 0;
+    reaped = ready == -2;
+    if (stopped || hung) {
+      kill_group();
+    } else if (!reaped && read_all(from_child_, &rep, sizeof rep)) {
       if (rep.device_error != 0) {
         rep.device_error_name[sizeof rep.device_error_name - 1] = '\0';
-        int st = 0;
         waitpid(pid_, &st, 0);  // the child ends after a device error
         pid_ = -1;
         stop();
@@ -531,8 +555,7 @@ BackendCall BackendProcess::call(const float* inputs, std::size_t n, std::uint64
     }
   }
   // The child ended (or was ended) in the middle of the call: that call crashed it.
-  int st = 0;
-  waitpid(pid_, &st, 0);
+  if (!reaped && pid_ > 0) waitpid(pid_, &st, 0);
   pid_ = -1;
   stop();
   result.status = BackendCall::Status::crashed;

@@ -8,10 +8,12 @@
 #include <sys/types.h>
 
 #include <cstdint>
+#include <stdexcept>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "sim/io/pending_paths.hpp"
 #include "sim/native/float_format.hpp"
 #include "sim/native/rounding.hpp"
 
@@ -50,14 +52,28 @@ const char* call_status_name(BackendCall::Status s);
 // the child. After every call exmy compares the backend's copy of the inputs with the caller's
 // pristine array and the guard bytes with their pattern; the caller's arrays live in exmy's
 // private memory, which the child (a fork taken before they were filled) never sees.
+// Thrown by BackendProcess's constructor when `interrupted` (a Ctrl-C flag) turned true while the
+// library was loading: the child was ended; the command exits 130.
+struct BackendInterrupted : std::runtime_error {
+  BackendInterrupted() : std::runtime_error("interrupted while the backend loaded") {}
+};
+
+// The child runs in a process group of its own, so that everything it starts (a plugin that
+// forks) is killed with it: on a timeout, a Ctrl-C, when exmy is done, and by the signal
+// cleanup of sim/io/pending_paths.hpp when a signal ends exmy. A child that dies while one of
+// its own children still holds the reply pipe is reported by its exit status (a crash), not as
+// a timeout. The pipes are close-on-exec.
 class BackendProcess {
  public:
   // Starts the child and loads `library` there. InputError (exit 2) when the file is missing or
-  // not loadable, an entry point is missing, the ABI version differs, or the child dies while
-  // loading. `capacity` is the most elements one call may have. `device`: call
-  // exmy_backend_cast_f32_device on device copies of the buffers instead (CUDA builds).
+  // not loadable, an entry point is missing, the ABI version differs, the child dies while
+  // loading, or loading takes more than `timeout_s`; BackendInterrupted when `interrupted`
+  // (polled while waiting) turns true. `capacity` is the most elements one call may have.
+  // `device`: call exmy_backend_cast_f32_device on device copies of the buffers instead (CUDA
+  // builds).
   BackendProcess(std::string library, std::string format, std::string rounding,
-                 std::size_t capacity, bool device = false);
+                 std::size_t capacity, bool device = false, int timeout_s = 600,
+                 bool (*interrupted)() = nullptr);
   ~BackendProcess();
   BackendProcess(const BackendProcess&) = delete;
   BackendProcess& operator=(const BackendProcess&) = delete;
@@ -83,6 +99,11 @@ class BackendProcess {
  private:
   void start();
   void stop();
+  void kill_group();
+  // Waits up to timeout_s_ for the reply pipe to become readable, polling `interrupted` and
+  // whether the child died: 1 readable, 0 timed out, -1 interrupted, -2 the child ended (its
+  // status in *status, already reaped).
+  int wait_readable(bool (*interrupted)(), int* status);
   void arm_guards(std::size_t n);
   std::string check_guards(std::size_t n) const;  // "" or what was written where
   bool device_ = false;
@@ -92,9 +113,11 @@ class BackendProcess {
   void* map_ = nullptr;
   float* x_ = nullptr;
   std::uint8_t* codes_ = nullptr;
-  pid_t pid_ = -1;
+  pid_t pid_ = -1, group_ = -1;
+  io::PendingChild pending_;  // the child's process group, killed by a signal that ends exmy
   int to_child_ = -1, from_child_ = -1;
   int timeout_s_ = 600;
+  bool (*load_interrupted_)() = nullptr;
 };
 
 }  // namespace exmy::cli

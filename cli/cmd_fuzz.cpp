@@ -17,6 +17,7 @@
 #include <csignal>
 #include <cstdio>
 #include <cstring>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -28,6 +29,7 @@
 #include "sim/common/error.hpp"
 #include "sim/fast/array_cast.hpp"
 #include "sim/format/float_names.hpp"
+#include "sim/io/pending_paths.hpp"
 #include "sim/verify/campaign.hpp"
 
 namespace exmy::cli {
@@ -141,7 +143,7 @@ class QuietListener : public rc::detail::TestListener {
 
 extern "C" void fuzz_on_sigint(int) {
   verify::request_stop();
-  std::signal(SIGINT, SIG_DFL);
+  io::restore_sigint_cleanup();
 }
 
 bool stop_flag() {
@@ -257,12 +259,19 @@ int run_fuzz(const Args& args) {
   // the probe ends the run as INTERRUPTED, exit 130, never by the signal).
   verify::clear_stop();
   std::signal(SIGINT, fuzz_on_sigint);
-  BackendProcess backend(library, format_name, rounding, kMaxElements, device_entry);
+  std::optional<BackendProcess> loaded;
+  try {
+    loaded.emplace(library, format_name, rounding, kMaxElements, device_entry, timeout, stop_flag);
+  } catch (const BackendInterrupted&) {
+    io::restore_sigint_cleanup();
+    std::fprintf(stderr, "INTERRUPTED while the backend loaded: nothing was checked\n");
+    return 130;
+  }
+  BackendProcess& backend = *loaded;
   const std::string what = "cast fp32 -> " + format_name + " under " + rounding;
 
   // One element that every backend of the request supports: a nonzero return here means the
   // request itself is unsupported (exit 2), not a wrong answer.
-  backend.set_timeout(timeout);
   const float one = 1.0f;
   const BackendCall probe = backend.call(&one, 1, 0, nullptr, stop_flag);
   if (probe.status == BackendCall::Status::returned_nonzero) {
@@ -330,7 +339,7 @@ int run_fuzz(const Args& args) {
   // print its configuration and could change the run; --seed and --cases alone decide it.
   const auto result =
       rc::detail::checkProperty(rc::detail::toProperty(property), meta, params, listener, {});
-  std::signal(SIGINT, SIG_DFL);
+  io::restore_sigint_cleanup();
   // The verdict lines (all that --quiet prints), then the counterexample's details.
   std::string verdict, detail;
   int status = 0;

@@ -5,10 +5,13 @@
 // check exits 0 when every result agrees, 1 on a mismatch or a case without results, 2 for bad
 // input (a corrupt corpus, a malformed result file). run writes a backend plugin's outputs for
 // the cast cases in check's layout (the plugin runs in a child process: a crash is reported).
+#include <atomic>
 #include <chrono>
+#include <csignal>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <optional>
 #include <string>
 
 #include "cli/backend_host.hpp"
@@ -20,6 +23,7 @@
 #include "sim/common/shard.hpp"
 #include "sim/golden/corpus.hpp"
 #include "sim/io/npy.hpp"
+#include "sim/io/pending_paths.hpp"
 
 namespace exmy::cli {
 namespace {
@@ -41,6 +45,7 @@ struct CheckArgs {
 };
 struct RunArgs {
   std::string library, corpus, out, suite = "cast";
+  int timeout = 600;  // seconds the plugin may take to load and per case
   bool device = false;
   bool json = false;
 };
@@ -123,6 +128,14 @@ Options run_options(RunArgs& r) {
                r.device = v == "device";
              })
       .flag({"--device"}, "the older spelling of --entry device", [&] { r.device = true; })
+      .value({"--timeout"}, "SECONDS",
+             "the most the plugin may take to load, and per case (1 to 86400; as verify "
+             "--backend)",
+             std::to_string(r.timeout),
+             [&](const std::string& v) {
+               r.timeout = static_cast<int>(parse_uint(v, "--timeout", 86400));
+               if (r.timeout < 1) throw InputError("--timeout '0': expected 1 to 86400 seconds");
+             })
       .flag({"--json"}, "print the summary as JSON", [&] { r.json = true; });
   return opts;
 }
@@ -229,6 +242,15 @@ int check(const Args& args) {
   return ok ? 0 : 1;
 }
 
+std::atomic<bool> g_golden_stop{false};
+extern "C" void golden_on_sigint(int) {
+  g_golden_stop.store(true);
+  io::restore_sigint_cleanup();
+}
+bool golden_stopped() {
+  return g_golden_stop.load();
+}
+
 // The cast cases of a corpus through a backend plugin, written in check's layout.
 int run(const Args& args) {
   RunArgs a;
@@ -238,7 +260,19 @@ int run(const Args& args) {
   const std::string &library = a.library, &corpus = a.corpus, &out = a.out, &suite = a.suite;
   const bool device = a.device;
   std::size_t ran = 0, unsupported = 0, crashed = 0, skipped = 0;
+  // Ctrl-C ends the plugin (its whole process group) and the run, with the summary of the
+  // cases written so far (exit 130); a second Ctrl-C goes to the signal cleanup.
+  g_golden_stop.store(false);
+  std::signal(SIGINT, golden_on_sigint);
+  struct Restore {
+    ~Restore() { io::restore_sigint_cleanup(); }
+  } restore;
+  bool interrupted = false;
   for (const golden::CaseInfo& c : golden::list_cases(corpus, suite)) {
+    if (golden_stopped()) {
+      interrupted = true;
+      break;
+    }
     if (c.op != "cast") {
       ++skipped;  // ABI 1 plugins implement casts; other entry points are reserved
       continue;
@@ -246,8 +280,20 @@ int run(const Args& args) {
     const io::NpyArray x = io::read_npy((fs::path(c.dir) / "x.npy").string());
     const std::vector<float> xs = io::as_f32(x, c.dir + "/x.npy");
     const Rounding r = parse_backend_rounding(c.round + "+" + c.overflow);
-    BackendProcess backend(library, c.format, backend_rounding_text(r), xs.size(), device);
-    const BackendCall call = backend.call(xs.data(), xs.size(), c.seed);
+    std::optional<BackendProcess> loaded;
+    try {
+      loaded.emplace(library, c.format, backend_rounding_text(r), xs.size(), device, a.timeout,
+                     golden_stopped);
+    } catch (const BackendInterrupted&) {
+      interrupted = true;
+      break;
+    }
+    BackendProcess& backend = *loaded;
+    const BackendCall call = backend.call(xs.data(), xs.size(), c.seed, nullptr, golden_stopped);
+    if (golden_stopped()) {
+      interrupted = true;
+      break;
+    }
     if (call.status == BackendCall::Status::crashed ||
         call.status == BackendCall::Status::input_written ||
         call.status == BackendCall::Status::out_of_bounds) {
@@ -282,6 +328,11 @@ int run(const Args& args) {
         "golden run: %zu cast cases written to %s, %zu unsupported by the backend, %zu "
         "crashed, %zu other cases skipped (ABI 1 runs casts)\n",
         ran, out.c_str(), unsupported, crashed, skipped);
+  }
+  if (interrupted) {
+    std::fprintf(stderr,
+                 "golden run: INTERRUPTED (Ctrl-C): the summary counts the cases before it\n");
+    return 130;
   }
   return crashed == 0 ? 0 : 1;
 }

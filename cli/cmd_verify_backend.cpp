@@ -24,6 +24,7 @@
 #include <csignal>
 #include <cstdio>
 #include <cstring>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -37,6 +38,7 @@
 #include "sim/common/shard.hpp"
 #include "sim/fast/array_cast.hpp"
 #include "sim/format/float_names.hpp"
+#include "sim/io/pending_paths.hpp"
 #include "sim/io/sha256.hpp"
 #include "sim/native/convert.hpp"
 #include "sim/native/philox.hpp"
@@ -58,7 +60,7 @@ constexpr std::uint64_t kChunks = (std::uint64_t{1} << 32) / kChunk;
 
 extern "C" void verify_backend_on_sigint(int) {
   verify::request_stop();
-  std::signal(SIGINT, SIG_DFL);
+  io::restore_sigint_cleanup();
 }
 
 bool stop_flag() {
@@ -210,8 +212,15 @@ int run_verify_backend(const Args& args) {
   // the probe ends the run through the summary (exit 130), never by the signal.
   verify::clear_stop();
   std::signal(SIGINT, verify_backend_on_sigint);
-  BackendProcess backend(library, format_name, rounding, capacity, device_entry);
-  backend.set_timeout(timeout);
+  std::optional<BackendProcess> loaded;
+  try {
+    loaded.emplace(library, format_name, rounding, capacity, device_entry, timeout, stop_flag);
+  } catch (const BackendInterrupted&) {
+    io::restore_sigint_cleanup();
+    std::fprintf(stderr, "INTERRUPTED while the backend loaded: nothing was checked\n");
+    return 130;
+  }
+  BackendProcess& backend = *loaded;
   const float one = 1.0f;
   const BackendCall probe = backend.call(&one, 1, seed, nullptr, stop_flag);
   if (probe.status == BackendCall::Status::returned_nonzero) {
@@ -437,7 +446,7 @@ int run_verify_backend(const Args& args) {
     }
     meter.add(1);
   }
-  std::signal(SIGINT, SIG_DFL);
+  io::restore_sigint_cleanup();
   for (std::size_t k = 0; k < n_labels; ++k) {
     if (label_checks[k] > 0) res.by_label.push_back({labels[k], label_checks[k], label_bad[k]});
   }
