@@ -1,5 +1,6 @@
 #include "cli/cli_util.hpp"
 
+#include <cstdarg>
 #include <cstdio>
 
 #include "sim/common/error.hpp"
@@ -50,6 +51,23 @@ std::vector<std::string> split_commas(std::string_view text) {
     if (comma == std::string_view::npos) return out;
     pos = comma + 1;
   }
+}
+
+}  // namespace exmy::cli
+
+namespace exmy::cli {
+
+std::string format_text(const char* fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  va_list again;
+  va_copy(again, ap);
+  const int n = std::vsnprintf(nullptr, 0, fmt, ap);
+  va_end(ap);
+  std::string s(n > 0 ? static_cast<std::size_t>(n) : 0, '\0');
+  if (n > 0) std::vsnprintf(s.data(), s.size() + 1, fmt, again);
+  va_end(again);
+  return s;
 }
 
 }  // namespace exmy::cli

@@ -26,6 +26,11 @@ std::string flags_json(std::uint32_t flags);
 // The same, space separated ("-" when none), for plain text.
 std::string flags_text(std::uint32_t flags);
 
+// printf into a string of whatever length the text needs: a table line with a long input or an
+// exact decimal of hundreds of digits is never cut (a fixed buffer cut the line and its newline,
+// so that the next value landed on the same line).
+std::string format_text(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
+
 // A JSON string literal of s (sim/io/json_write.hpp: the one quoting).
 using io::json_string;
 

@@ -252,11 +252,9 @@ int run_scalars(const CastArgs& o, const Format& f) {
              ", \"flags\": " + flags_json(r.flags) + "}";
       out += i + 1 < o.values.size() ? ",\n" : "\n";
     } else {
-      char line[512];
-      std::snprintf(line, sizeof line, "%-24s  0x%0*llx  %-9s  %-24s  %s\n", o.values[i].c_str(),
-                    hex_digits, static_cast<unsigned long long>(r.code), cls, value.c_str(),
-                    flags_text(r.flags).c_str());
-      out += line;
+      out += format_text("%-24s  0x%0*llx  %-9s  %-24s  %s\n", o.values[i].c_str(), hex_digits,
+                         static_cast<unsigned long long>(r.code), cls, value.c_str(),
+                         flags_text(r.flags).c_str());
     }
   }
   if (o.json) out += "]\n";

@@ -6,6 +6,7 @@
 // what torch.mm calls on NVIDIA GPUs), so the probe itself is tools/probe_gemm.py, run by the
 // Python interpreter $EXMY_PYTHON (default python3) with this exmy as the checker
 // (`exmy gemm --device cuda`). The script is $EXMY_PROBE_SCRIPT or the source tree's.
+#include <fcntl.h>
 #include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -21,6 +22,7 @@
 #include "cli/options.hpp"
 #include "cli/probe_sfu.hpp"
 #include "sim/common/error.hpp"
+#include "sim/io/pending_paths.hpp"
 
 extern char** environ;
 
@@ -110,6 +112,32 @@ int run_probe(const Args& args) {
   }
   const char* env_py = std::getenv("EXMY_PYTHON");
   const std::string python = env_py != nullptr && *env_py ? env_py : "python3";
+  // The probe measures cuBLAS through torch: a Python without it is one line here, not the
+  // script's traceback.
+  {
+    std::vector<std::string> check_s{python, "-c", "import torch"};
+    std::vector<char*> check;
+    for (auto& a : check_s) check.push_back(a.data());
+    check.push_back(nullptr);
+    posix_spawn_file_actions_t quiet;
+    posix_spawn_file_actions_init(&quiet);
+    posix_spawn_file_actions_addopen(&quiet, 1, "/dev/null", O_WRONLY, 0);
+    posix_spawn_file_actions_addopen(&quiet, 2, "/dev/null", O_WRONLY, 0);
+    pid_t cpid = 0;
+    const bool started =
+        posix_spawnp(&cpid, python.c_str(), &quiet, nullptr, check.data(), environ) == 0;
+    posix_spawn_file_actions_destroy(&quiet);
+    int cst = 0;
+    if (started) {
+      const io::PendingChild pending(cpid, false);
+      waitpid(cpid, &cst, 0);
+    }
+    if (!started || !WIFEXITED(cst) || WEXITSTATUS(cst) != 0) {
+      throw InputError(python + (started ? ": cannot import torch" : ": cannot be started") +
+                       " (exmy probe gemm measures the GPU library through torch; set "
+                       "EXMY_PYTHON to a Python with torch and CUDA)");
+    }
+  }
   std::vector<std::string> argv_s{python, script, "--out", out, "--exmy", self_path()};
   if (!types.empty()) argv_s.insert(argv_s.end(), {"--types", types});
   if (!shapes.empty()) argv_s.insert(argv_s.end(), {"--shapes", shapes});
@@ -121,6 +149,7 @@ int run_probe(const Args& args) {
     throw InputError("cannot start " + python + " (set EXMY_PYTHON to a Python with torch)");
   }
   int status = 0;
+  const io::PendingChild pending(pid, false);  // a signal that ends exmy ends the probe too
   if (waitpid(pid, &status, 0) < 0) throw InputError("exmy probe: waitpid failed");
   if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
     std::fprintf(stderr, "exmy probe gemm: the probe failed (%s exited %d); nothing written\n",

@@ -287,7 +287,8 @@ int run_step(const Args& args) {
   optim::State state = optim::init_state(c, p);
   optim::Resume resume;
   if (!o.state.empty()) {
-    resume = optim::resume_state_dir(c, o.optimizer, o.state, p, o.params, pa.shape, state);
+    resume = optim::resume_state_dir(c, o.optimizer, o.state, p, o.params, pa.shape, state,
+                                     {o.compat, o.steps});
   }
   const long t0 = resume.step;
   optim::DynamicScaler scaler = resume.scaler;
@@ -324,19 +325,19 @@ int run_step(const Args& args) {
       const bool inf = optim::unscale_and_check(g, scaler.scale);
       optim::update_scale(scaler, inf);
       if (inf) {
-        rec.skipped.push_back(k);
+        rec.note_skipped(k);
         continue;
       }
     } else if (scale_mode == Scale::fixed) {
       const bool inf = optim::unscale_and_check(g, fixed_scale);
       if (inf) {
-        rec.skipped.push_back(k);
+        rec.note_skipped(k);
         continue;
       }
     }
     ++t;
     const float rms = engine->step(t, gk);
-    if (e.reports_rms) rec.rms.push_back(rms);
+    if (e.reports_rms) rec.note_rms(rms);
   }
   engine->finish();
   progress.finish(o.steps);

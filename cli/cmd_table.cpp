@@ -64,12 +64,9 @@ int run_table(const Args& args) {
              "\", \"value\": " + json_string(value) + "}";
       out += code + 1 < n ? ",\n" : "\n";
     } else {
-      char line[256];
-      std::snprintf(line, sizeof line, "%6llu  0x%0*llx  %-9s  %-24s  %s\n",
-                    static_cast<unsigned long long>(code), hex_digits,
-                    static_cast<unsigned long long>(code), cls, value.c_str(),
-                    decimal_text(v).c_str());
-      out += line;
+      out += format_text(
+          "%6llu  0x%0*llx  %-9s  %-24s  %s\n", static_cast<unsigned long long>(code), hex_digits,
+          static_cast<unsigned long long>(code), cls, value.c_str(), decimal_text(v).c_str());
     }
   }
   if (json) out += "]\n";

@@ -3,6 +3,7 @@
 
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -25,6 +26,10 @@ std::string json_float(float v) {
   return buf;
 }
 
+const char* storage_text(Storage st) {
+  return st == Storage::bf16 ? "bf16" : st == Storage::f16 ? "fp16" : "fp32";
+}
+
 }  // namespace
 
 std::string state_json(const Config& c, const RunRecord& r) {
@@ -32,6 +37,9 @@ std::string state_json(const Config& c, const RunRecord& r) {
   std::string rms, skipped;
   for (const float v : r.rms) rms += (rms.empty() ? "" : ",") + json_float(v);
   for (const long k : r.skipped) skipped += (skipped.empty() ? "" : ",") + std::to_string(k);
+  // Counts: the totals, of which the lists hold the first RunRecord::kHistory.
+  const std::uint64_t rms_count = std::max<std::uint64_t>(r.rms_count, r.rms.size());
+  const std::uint64_t skipped_count = std::max<std::uint64_t>(r.skipped_count, r.skipped.size());
   return "{\"optimizer\":" + io::json_string(r.optimizer) + ",\"n\":" + std::to_string(r.n) +
          ",\"step\":" + std::to_string(r.step) + ",\"block\":" + std::to_string(r.block) +
          ",\"is_8bit\":" + (r.is_8bit ? "true" : "false") +
@@ -39,13 +47,17 @@ std::string state_json(const Config& c, const RunRecord& r) {
          ",\"seed\":" + std::to_string(r.seed) + ",\"scale\":" + json_float(r.scaler.scale) +
          ",\"growth_tracker\":" + std::to_string(r.scaler.growth_tracker) +
          ",\"variant\":" + io::json_string(r.variant) +
-         ",\"compat\":" + io::json_string(r.compat.empty() ? "default" : r.compat) + ",\"rms\":[" +
-         rms + "],\"skipped\":[" + skipped + "]}\n";
+         ",\"compat\":" + io::json_string(r.compat.empty() ? "default" : r.compat) +
+         ",\"param_dtype\":" + io::json_string(storage_text(c.st)) +
+         ",\"rms_count\":" + std::to_string(rms_count) + ",\"rms\":[" + rms +
+         "],\"skipped_count\":" + std::to_string(skipped_count) + ",\"skipped\":[" + skipped +
+         "]}\n";
 }
 
 Resume resume_state_dir(const Config& c, std::string_view name, const std::string& dir,
                         std::span<const float> p, const std::string& params_path,
-                        const std::vector<std::size_t>& shape, State& s) {
+                        const std::vector<std::size_t>& shape, State& s,
+                        const ResumeRequest& want) {
   const Entry& e = *c.opt.entry;
   const std::string sf = dir + "/state.json";
   struct stat sd {};
@@ -64,12 +76,36 @@ Resume resume_state_dir(const Config& c, std::string_view name, const std::strin
                      std::to_string(p.size()));
   }
   Resume r;
-  // The step count continues from here: at most what --steps can add keeps it in a long.
-  r.step = static_cast<long>(js.i64("step", 0, INT64_MAX / 2));
+  // The step count continues from here; a run that would pass kMaxStepCount is refused now, so
+  // that every state.json exmy writes is one it reads.
+  r.step = static_cast<long>(js.i64("step", 0, kMaxStepCount));
+  if (want.steps > kMaxStepCount - r.step) {
+    throw InputError(sf + ": step " + std::to_string(r.step) + " + --steps " +
+                     std::to_string(want.steps) + " would pass the step counter's limit " +
+                     std::to_string(kMaxStepCount));
+  }
   r.scaler.scale = js.f32("scale");
-  if (!(r.scaler.scale > 0.0f)) {
+  // 0 is what a dynamic scale reaches after enough halvings (as PyTorch's GradScaler, which has
+  // no floor): a state exmy writes, so one it reads.
+  if (!(r.scaler.scale >= 0.0f) || std::isinf(r.scaler.scale)) {
     throw InputError(sf + ": \"scale\" is " + js.value("scale").text +
-                     ", expected a loss scale > 0");
+                     ", expected a finite loss scale >= 0");
+  }
+  // The settings that make the continued run the same computation (docs/SEMANTICS.md 11.5).
+  const std::string want_compat = want.compat.empty() ? "default" : want.compat;
+  if (js.has("variant") && js.str("variant") != c.variant) {
+    throw InputError(sf + ": recorded --variant " + js.str("variant") + ", this run asks for " +
+                     c.variant + " (expected the same variant to continue a run)");
+  }
+  if (js.has("compat") && js.str("compat") != want_compat) {
+    throw InputError(sf + ": recorded --compat " + js.str("compat") + ", this run asks for " +
+                     want_compat + " (expected the same profile to continue a run)");
+  }
+  if (js.has("param_dtype") && js.str("param_dtype") != storage_text(c.st)) {
+    throw InputError(sf + ": recorded --param-dtype " + js.str("param_dtype") +
+                     ", this run's parameters are " + storage_text(c.st) +
+                     " (expected the same storage to continue a run: --param-dtype " +
+                     js.str("param_dtype") + ")");
   }
   r.scaler.growth_tracker = static_cast<int>(js.i64("growth_tracker", 0, INT32_MAX));
   if (is_blockwise(e) &&

@@ -25,9 +25,35 @@ struct RunRecord {
   std::uint64_t seed = 0;
   DynamicScaler scaler;  // scale and growth_tracker of --loss-scale dynamic
   std::string variant = "default";
-  std::string compat;         // "" = the default profile (written "default")
-  std::vector<float> rms;     // RMS_t of each applied step, where the entry reports it
-  std::vector<long> skipped;  // indices of the steps skipped for an inf/NaN gradient
+  std::string compat;  // "" = the default profile (written "default")
+  // RMS_t of the applied steps, where the entry reports it, and the indices of the steps skipped
+  // for an inf/NaN gradient: the first kHistory of each, with their total counts. Bounded, so
+  // that a run of 2^30 steps neither grows memory without bound nor writes a state.json larger
+  // than the 64 MiB it reads back (docs/SEMANTICS.md 11.0).
+  static constexpr std::size_t kHistory = 4096;
+  std::vector<float> rms;
+  std::vector<long> skipped;
+  std::uint64_t rms_count = 0, skipped_count = 0;
+  void note_rms(float v) {
+    if (rms.size() < kHistory) rms.push_back(v);
+    ++rms_count;
+  }
+  void note_skipped(long k) {
+    if (skipped.size() < kHistory) skipped.push_back(k);
+    ++skipped_count;
+  }
+};
+
+// The largest step counter: state.json holds at most this; a run that would pass it is refused
+// before it starts (never a state written that its reader refuses).
+inline constexpr long kMaxStepCount = INT64_MAX / 2;
+
+// What the continuing run asks for, checked against what state.json recorded: a profile, a
+// variant or a parameter storage that differs is refused by name (the resumed run would silently
+// be another computation); `steps` must fit below kMaxStepCount.
+struct ResumeRequest {
+  std::string compat;  // --compat as given ("" = the default profile)
+  long steps = 0;      // --steps
 };
 
 // state.json of run c with record r, one line ending in a newline (NaN/inf rms as null).
@@ -41,11 +67,12 @@ struct Resume {
 // Reads the state directory `dir` written by an earlier run and checks it against run c on n
 // parameters (the optimizer `name` as typed, the element count, block size and 8-bit layout of
 // `fresh`, the split format), then loads its arrays into s (load_state; `p` read from
-// `params_path`, `shape` the parameters'). InputError naming the file and the field otherwise; a
-// missing directory is an error, never a fresh start.
+// `params_path`, `shape` the parameters'), and checks the recorded variant, compat profile and
+// parameter storage against c and `want` (ResumeRequest). InputError naming the file and the field
+// otherwise; a missing directory is an error, never a fresh start.
 Resume resume_state_dir(const Config& c, std::string_view name, const std::string& dir,
                         std::span<const float> p, const std::string& params_path,
-                        const std::vector<std::size_t>& shape, State& s);
+                        const std::vector<std::size_t>& shape, State& s, const ResumeRequest& want);
 
 // Writes the run's directory `out` (created if missing): params.npy of shape `shape`, every state
 // array and state.json (`json`, from state_json), all staged inside `out` and renamed into place

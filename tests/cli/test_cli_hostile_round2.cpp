@@ -12,11 +12,13 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <cstdint>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -362,4 +364,109 @@ TEST_CASE("golden_merge_huge_shard_count: a shard count of 2^40 in a file name i
     CHECK(m.find("internal error") == std::string::npos);
     CHECK(std::count(m.begin(), m.end(), '\n') == 1);
   }
+}
+
+TEST_CASE("cast_long_decimal_line: a long exact decimal keeps its line and newline",
+          "[cli][hostile]") {
+  if (!have_cli()) return;
+  const std::string tiny = "0." + std::string(600, '0') + "1";
+  const testing::Captured c = testing::run_captured("cast e4m3fn " + tiny + " 1.5", "exmy_h36");
+  REQUIRE(c.status == 0);
+  // Two lines: the long input echoed whole, then 1.5 on its own line.
+  CHECK(std::count(c.out.begin(), c.out.end(), '\n') == 2);
+  CHECK(c.out.find(tiny + " ") == 0);
+  CHECK(c.out.find("\n1.5 ") != std::string::npos);
+}
+
+TEST_CASE("probe_gemm_without_torch: one line, no Python traceback", "[cli][hostile]") {
+  if (!have_cli()) return;
+  const Dir d;
+  // A Python that cannot import torch (whatever this machine has installed).
+  const std::string py = d / "python";
+  std::ofstream(py) << "#!/bin/sh\necho 'Traceback (most recent call last):' >&2\nexit 1\n";
+  fs::permissions(py, fs::perms::owner_all);
+  const std::string err = d / "err";
+  CHECK(testing::run("probe gemm --device cuda --lib cublaslt --out '" + (d / "p.json") + "'", err,
+                     "EXMY_PYTHON='" + py + "'") == 2);
+  const std::string e = testing::slurp(err);
+  INFO(e);
+  CHECK(e.find("cannot import torch") != std::string::npos);
+  CHECK(e.find("Traceback") == std::string::npos);
+  CHECK(std::count(e.begin(), e.end(), '\n') == 1);
+  CHECK_FALSE(testing::exists(d / "p.json"));
+}
+
+namespace {
+// `exmy step` on 4 parameters (fp32, or fp16 codes), one gradient, into d/OUT; extra options.
+int step(const Dir& d, const std::string& params, const std::string& out, const std::string& extra,
+         const std::string& err = "/dev/null") {
+  const std::string g = d / "g.npy";
+  if (!testing::exists(g))
+    io::write_npy(g, io::make_npy(std::vector<float>{0.1f, -0.2f, 0.3f, 0.4f}));
+  return testing::run("step --optimizer adamw --params '" + params + "' --grads '" + g +
+                          "' --out '" + (d / out) + "' " + extra,
+                      err);
+}
+}  // namespace
+
+TEST_CASE("step_resume_checks_settings: compat, variant and parameter storage must match",
+          "[cli][hostile]") {
+  if (!have_cli()) return;
+  const Dir d;
+  const std::string p = f32_file(d, "p.npy", {1, 2, 3, 4});
+  const std::string err = d / "err";
+  REQUIRE(step(d, p, "A", "--compat torch-cuda") == 0);
+  const std::string a = d / "A";
+  CHECK(step(d, a + "/params.npy", "B", "--state '" + a + "'", err) == 2);
+  CHECK(testing::slurp(err).find("recorded --compat torch-cuda") != std::string::npos);
+  CHECK(step(d, a + "/params.npy", "B", "--state '" + a + "' --compat torch-cuda") == 0);
+  REQUIRE(step(d, p, "V", "") == 0);
+  const std::string v = d / "V";
+  CHECK(step(d, v + "/params.npy", "W", "--state '" + v + "' --variant torch-fused", err) == 2);
+  CHECK(testing::slurp(err).find("recorded --variant default") != std::string::npos);
+  // An fp16 run (a <f2 P) continued from its params.npy (<f4) without --param-dtype fp16 would
+  // be an fp32 run.
+  io::write_npy(d / "p16.npy",
+                io::make_npy(std::vector<std::uint16_t>{0x3c00, 0x4000, 0x4200, 0x4400}));
+  {
+    // make_npy gives <u2: the same bytes as <f2 fp16 values.
+    std::string bytes = testing::slurp(d / "p16.npy");
+    bytes.replace(bytes.find("<u2"), 3, "<f2");
+    std::ofstream(d / "p16.npy", std::ios::binary) << bytes;
+  }
+  REQUIRE(step(d, d / "p16.npy", "H", "") == 0);
+  const std::string h = d / "H";
+  CHECK(step(d, h + "/params.npy", "H2", "--state '" + h + "'", err) == 2);
+  CHECK(testing::slurp(err).find("recorded --param-dtype fp16") != std::string::npos);
+  CHECK(step(d, h + "/params.npy", "H2", "--state '" + h + "' --param-dtype fp16") == 0);
+}
+
+TEST_CASE(
+    "step_states_written_are_read: a scale halved to 0, a long skipped history, the step "
+    "limit",
+    "[cli][hostile]") {
+  if (!have_cli()) return;
+  const Dir d;
+  const std::string p = f32_file(d, "p1.npy", {1.0f});
+  const std::string g = f32_file(d, "ginf.npy", {std::numeric_limits<float>::infinity()});
+  const std::string base = "step --optimizer adamw --grads '" + g + "' --loss-scale dynamic ";
+  // 100000 skipped steps: the scale halves to 0 (no floor, as GradScaler), the history is
+  // bounded (the counts are whole), and the state is read back.
+  REQUIRE(testing::run(base + "--params '" + p + "' --steps 100000 --out '" + (d / "S") + "'") ==
+          0);
+  const std::string js = testing::slurp(d / "S/state.json");
+  CHECK(js.find("\"scale\":0,") != std::string::npos);
+  CHECK(js.find("\"skipped_count\":100000") != std::string::npos);
+  CHECK(js.size() < 64 * 1024);
+  CHECK(testing::run(base + "--params '" + (d / "S/params.npy") + "' --state '" + (d / "S") +
+                     "' --out '" + (d / "S2") + "'") == 0);
+  // A step counter at the limit is read, and a run that would pass it is refused by name.
+  std::string at_limit = js;
+  at_limit.replace(at_limit.find("\"step\":0"), 8, "\"step\":4611686018427387903");
+  std::ofstream(d / "S/state.json") << at_limit;
+  const std::string err = d / "err";
+  CHECK(testing::run(base + "--params '" + (d / "S/params.npy") + "' --state '" + (d / "S") +
+                         "' --out '" + (d / "S3") + "'",
+                     err) == 2);
+  CHECK(testing::slurp(err).find("would pass the step counter's limit") != std::string::npos);
 }
