@@ -148,7 +148,7 @@ int run_gemm(const Args& args) {
   {
     // A library model (cublas-sm90) holds on the shapes it was verified on; elsewhere exmy says
     // which rule it applied (one line), and --strict refuses.
-    const gemm::ShapeModel sm = gemm::operand_model(A, B, m);  // checks block-scale rules too
+    const gemm::ShapeModel sm = gemm::operand_model(A, B, m, of);  // checks block-scale rules too
     if (!sm.measured) {
       const bool tf32 = A.type == "tf32" || B.type == "tf32";
       const std::string type = A.code_bits == 32 ? (tf32 ? "tf32" : "fp32") : A.type;

@@ -204,7 +204,7 @@ int run_layer(const Args& args) {
                     {"W_grad", s.m, s.n, s.b, wg16}};
     for (const auto& p : products) {
       if (!p.sixteen) continue;
-      const gemm::ShapeModel sm = gemm::model_for_shape(cfg.accum, p.M, p.N, p.K, type);
+      const gemm::ShapeModel sm = gemm::model_for_shape(cfg.accum, p.M, p.N, p.K, type, type);
       if (!sm.measured) {
         // Outside the verified set: one line naming the rule (as exmy gemm), or --strict refuses.
         const std::string note = gemm::unverified_note(std::string("exmy layer: ") + p.name, accum,

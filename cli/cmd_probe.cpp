@@ -1,6 +1,6 @@
 // exmy probe sfu ... (cli/probe_sfu.cpp)
 // exmy probe gemm --device cuda --lib cublaslt --out PROFILE.json [--types T,...]
-//                 [--shapes MxNxK,...]
+//                 [--shapes MxNxK,...] [--launch [--random N] [--seed S]]
 // Infers the accumulation models of a black-box GEMM library on this machine's GPU and checks
 // them bit for bit (docs/SEMANTICS.md 15.4). The library is driven through torch (cuBLASLt is
 // what torch.mm calls on NVIDIA GPUs), so the probe itself is tools/probe_gemm.py, run by the
@@ -22,6 +22,7 @@
 #include "cli/options.hpp"
 #include "cli/probe_sfu.hpp"
 #include "sim/common/error.hpp"
+#include "sim/common/number.hpp"
 #include "sim/io/pending_paths.hpp"
 
 extern char** environ;
@@ -32,6 +33,8 @@ namespace {
 // What `exmy probe gemm` was asked for.
 struct GemmProbe {
   std::string out, types, shapes;  // --device and --lib are checked, not kept: one value each
+  bool launch = false;             // record kernel launches (tools/gemm_launch.py) instead
+  std::string random, seed;
 };
 
 Options gemm_options(GemmProbe& g) {
@@ -64,7 +67,19 @@ Options gemm_options(GemmProbe& g) {
              "bf16,fp16,tf32,e4m3fn,e5m2,fp32 (the script's)",
              [&](const std::string& v) { g.types = v; })
       .value({"--shapes"}, "MxNxK[,MxNxK...]", "GEMM shapes to probe",
-             "the script's DEFAULT_SHAPES", [&](const std::string& v) { g.shapes = v; });
+             "the script's DEFAULT_SHAPES", [&](const std::string& v) { g.shapes = v; })
+      .flag({"--launch"},
+            "record the kernel, tile and split count cuBLAS launches per input type, output type "
+            "and shape, merged into --out (EXMY_GEMM_PROFILE=PROFILE.json makes those shapes "
+            "verified where the kernel family's rule is; docs/SEMANTICS.md 15.6)",
+            [&] { g.launch = true; })
+      .value({"--random"}, "N", "with --launch: N random shapes instead of --shapes", "none",
+             [&](const std::string& v) {
+               g.random = std::to_string(number::parse_u64(v, "--random", 1000000));
+             })
+      .value({"--seed"}, "S", "with --random: the shapes' seed", "1", [&](const std::string& v) {
+        g.seed = std::to_string(number::parse_u64(v, "--seed", ~std::uint64_t{0} >> 1));
+      });
   return opts;
 }
 
@@ -103,6 +118,10 @@ int run_probe(const Args& args) {
   }
   GemmProbe g;
   if (!gemm_options(g).parse(rest)) return 0;
+  if (!g.launch && (!g.random.empty() || !g.seed.empty())) {
+    throw InputError(
+        "--random / --seed: only with --launch (they draw the shapes whose launches are recorded)");
+  }
   const std::string &out = g.out, &types = g.types, &shapes = g.shapes;
   const char* env_script = std::getenv("EXMY_PROBE_SCRIPT");
   const std::string script =
@@ -141,6 +160,9 @@ int run_probe(const Args& args) {
   std::vector<std::string> argv_s{python, script, "--out", out, "--exmy", self_path()};
   if (!types.empty()) argv_s.insert(argv_s.end(), {"--types", types});
   if (!shapes.empty()) argv_s.insert(argv_s.end(), {"--shapes", shapes});
+  if (g.launch) argv_s.push_back("--launch");
+  if (!g.random.empty()) argv_s.insert(argv_s.end(), {"--random", g.random});
+  if (!g.seed.empty()) argv_s.insert(argv_s.end(), {"--seed", g.seed});
   std::vector<char*> argv;
   for (auto& s : argv_s) argv.push_back(s.data());
   argv.push_back(nullptr);

@@ -5,6 +5,8 @@ through `exmy probe gemm --device cuda --lib cublaslt --out PROFILE.json`:
 
     python3 tools/probe_gemm.py --out PROFILE.json [--exmy PATH] [--types bf16,fp16,tf32]
                                 [--shapes MxNxK,...]
+    python3 tools/probe_gemm.py --launch --out PROFILE.json [--types ...]
+                                [--shapes MxNxK,... | --random N [--seed S]]
 
 Probe, per (input type, shape): row r of A holds BIG = 1024 at k = i_r and DELTA = 3 * 2^-15
 (0.75 of fp32's ulp at BIG; exact in bf16, fp16 and tf32) at k = i_r + 1, zeros elsewhere, B is
@@ -21,10 +23,17 @@ instruction parameters), `hw:k=8,frac=25,tf32=rne,chunk=P` (fp32 inputs with TF3
 no restart gives the model without chunk; anything else is reported as not modelled. With
 --exmy, each model is then run by `exmy gemm --device cuda` on N(0, 1) inputs and compared bit
 for bit with torch (fp32 output, and for 16-bit inputs the 16-bit output too).
+
+--launch (exmy probe gemm --launch) records instead, per input type (bf16, fp16, tf32, fp32),
+output type and shape (--shapes, or --random N [--seed S]), the kernel cuBLAS launches, its tile
+and split count S = gridDim.z and the reduction that follows (tools/gemm_launch.py), and merges
+them into the profile --out: `exmy gemm --accum cublas-sm90` with EXMY_GEMM_PROFILE=that file
+turns each record of a verified kernel family into its model (docs/SEMANTICS.md 15.6).
 """
 import argparse
 import datetime
 import json
+import math
 import os
 import subprocess
 import sys
@@ -149,24 +158,77 @@ def cublas_version():
         return "unknown (%s)" % e
 
 
+def parse_shapes(text):
+    try:
+        shapes = [tuple(int(v) for v in s.split("x")) for s in text.split(",")]
+        assert all(len(s) == 3 and min(s) > 0 for s in shapes)
+    except Exception:
+        sys.exit("--shapes '%s': expected MxNxK[,MxNxK...]" % text)
+    return shapes
+
+
+def launch_main(args):
+    """exmy probe gemm --launch: the kernel, tile and split count cuBLAS launches for each input
+    type, output type and shape (tools/gemm_launch.py), merged into the profile --out (written
+    atomically; records of another device or library version are refused)."""
+    import random
+    import gemm_launch
+    types = args.types.split(",")
+    for t in types:
+        if t not in gemm_launch.TYPES:
+            sys.exit("--types: '%s' (with --launch: bf16, fp16, tf32, fp32)" % t)
+    if args.random and args.shapes:
+        sys.exit("--random and --shapes: choose one")
+    if args.random:
+        rng = random.Random(args.seed)
+        shapes = [(max(1, round(math.exp(rng.uniform(0, math.log(512))))),
+                   max(1, round(math.exp(rng.uniform(0, math.log(512))))),
+                   max(1, round(math.exp(rng.uniform(0, math.log(16384))))))
+                  for _ in range(args.random)]
+    else:
+        shapes = parse_shapes(args.shapes) if args.shapes else DEFAULT_SHAPES
+    if not torch.cuda.is_available():
+        sys.exit("exmy probe gemm: no CUDA device visible to torch")
+    info = gemm_launch.info_block()
+    info["date"] = datetime.date.today().isoformat()
+    info["tool"] = "exmy probe gemm --launch (tools/probe_gemm.py)"
+    t0 = time.time()
+    rows = gemm_launch.capture({t: shapes for t in types},
+                               lambda t, n, tot: print("launch %s %d/%d (%.0f s)" %
+                                                       (t, n, tot, time.time() - t0), flush=True))
+    try:
+        sec = gemm_launch.write_profile(args.out, gemm_launch.compact(rows, info))
+    except ValueError as e:
+        sys.exit("%s: %s" % (args.out, e))
+    print("%s: launch records %s" % (args.out, ", ".join(
+        "%s %d" % (k, len(v) // 5) for k, v in sorted(sec["records"].items()))))
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--out", required=True)
     p.add_argument("--exmy")
     p.add_argument("--types", default="bf16,fp16,tf32,e4m3fn,e5m2,fp32")
     p.add_argument("--shapes")
+    p.add_argument("--launch", action="store_true",
+                   help="record the launch (kernel, split count) of each GEMM instead of probing "
+                        "its accumulation; merged into --out")
+    p.add_argument("--random", type=int, default=0,
+                   help="with --launch: N random shapes (M, N log-uniform in 1..512, K in "
+                        "1..16384) instead of --shapes")
+    p.add_argument("--seed", type=int, default=1)
     args = p.parse_args()
+    if args.launch:
+        if args.types == p.get_default("types"):
+            args.types = "bf16,fp16,tf32,fp32"
+        return launch_main(args)
+    if args.random:
+        sys.exit("--random: only with --launch")
     types = args.types.split(",")
     for t in types:
         if t not in DTYPES:
             sys.exit("--types: '%s' (expected bf16, fp16, tf32, e4m3fn, e5m2, fp32)" % t)
-    shapes = DEFAULT_SHAPES
-    if args.shapes:
-        try:
-            shapes = [tuple(int(v) for v in s.split("x")) for s in args.shapes.split(",")]
-            assert all(len(s) == 3 and min(s) > 0 for s in shapes)
-        except Exception:
-            sys.exit("--shapes '%s': expected MxNxK[,MxNxK...]" % args.shapes)
+    shapes = parse_shapes(args.shapes) if args.shapes else DEFAULT_SHAPES
     if not torch.cuda.is_available():
         sys.exit("exmy probe gemm: no CUDA device visible to torch")
     entries = []

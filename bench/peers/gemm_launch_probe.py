@@ -27,9 +27,7 @@ shape the anchors, the sweep indices and the counts (int16).
 import argparse
 import json
 import os
-import subprocess
 import sys
-import tempfile
 import time
 
 import numpy as np
@@ -39,87 +37,12 @@ BIG = 2.0 ** 40
 ANCHORS_MAX = 16
 
 
-def info_block():
-    info = {"device": torch.cuda.get_device_name(), "torch": torch.__version__,
-            "cuda": torch.version.cuda,
-            "driver": subprocess.run(["nvidia-smi", "--query-gpu=driver_version",
-                                      "--format=csv,noheader"], capture_output=True,
-                                     text=True).stdout.strip(),
-            "allow_bf16_reduced_precision_reduction":
-                torch.backends.cuda.matmul.allow_bf16_reduced_precision_reduction,
-            "allow_fp16_reduced_precision_reduction":
-                torch.backends.cuda.matmul.allow_fp16_reduced_precision_reduction}
-    try:
-        sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..",
-                                        "tools"))
-        import probe_gemm
-        info["cublas"] = probe_gemm.cublas_version()
-    except Exception as e:  # evidence only
-        info["cublas"] = "unknown (%s)" % e
-    return info
-
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tools"))
+# The launch capture (kernels, grid, block per shape and output) is exmy probe gemm --launch's.
+from gemm_launch import info_block, launch_chunk, mm, outs_of  # noqa: E402,F401
 
 DT = {"bf16": torch.bfloat16, "fp16": torch.float16, "tf32": torch.float32,
       "fp32": torch.float32}
-
-
-def outs_of(t):
-    return (t, "fp32") if t in ("bf16", "fp16") else ("fp32",)
-
-
-def mm(t, a, b, out):
-    """torch.mm(a, b.t()) as gemm_kernel_select_capture.py calls it."""
-    torch.backends.cuda.matmul.allow_tf32 = t == "tf32"
-    try:
-        if out == "fp32" and t in ("bf16", "fp16"):
-            return torch.mm(a, b.t(), out_dtype=torch.float32)
-        return torch.mm(a, b.t())
-    finally:
-        torch.backends.cuda.matmul.allow_tf32 = False
-
-
-def launch_chunk(t, shapes):
-    """[(kernels of out 0), (kernels of out 1)...] per shape: [name, grid, block] each."""
-    from torch.profiler import profile, ProfilerActivity
-    with tempfile.TemporaryDirectory() as td:
-        with profile(activities=[ProfilerActivity.CUDA]) as prof:
-            for M, N, K in shapes:
-                a = torch.zeros(M, K, device="cuda", dtype=DT[t])
-                b = torch.zeros(N, K, device="cuda", dtype=DT[t])
-                for o in outs_of(t):
-                    torch.cuda._sleep(10)
-                    mm(t, a, b, o)
-                torch.cuda._sleep(10)
-            torch.cuda.synchronize()
-        path = os.path.join(td, "trace.json")
-        prof.export_chrome_trace(path)
-        with open(path) as f:
-            ev = json.load(f)["traceEvents"]
-    ks = sorted([e for e in ev if e.get("cat") == "kernel"], key=lambda e: e["ts"])
-    groups, cur = [], None
-    for e in ks:
-        if "spin_kernel" in e["name"] or "sleep" in e["name"].lower():
-            if cur is not None:
-                groups.append(cur)
-            cur = []
-        elif cur is not None:
-            a = e.get("args", {})
-            cur.append([e["name"], a.get("grid"), a.get("block")])
-    if cur is not None:
-        groups.append(cur)
-    # Per shape: the zeros' fill kernels come before the first marker (shape 0) or sit in the
-    # group after the previous shape's last marker, which is dropped (it precedes the next
-    # shape's first marker and holds only fills).
-    res = []
-    gi = 0
-    for _ in shapes:
-        per = []
-        for _o in range(len(outs_of(t))):
-            per.append(groups[gi] if gi < len(groups) else None)
-            gi += 1
-        gi += 1
-        res.append(per)
-    return res
 
 
 def fprev_shape(t, M, N, K, max_calls):

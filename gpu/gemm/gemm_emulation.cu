@@ -114,7 +114,8 @@ struct DeviceBlockScales {
   }
 };
 
-Prepared prepare(const gemm::Operand& a, const gemm::Operand& b, const gemm::AccumModel& model) {
+Prepared prepare(const gemm::Operand& a, const gemm::Operand& b, const gemm::AccumModel& model,
+                 gemm::OutFormat out) {
   if (model.kind == gemm::AccumKind::exact) {
     throw InputError(
         "--accum exact: the CPU reference only (MPFR); the GPU runs fp32-seq, "
@@ -125,7 +126,7 @@ Prepared prepare(const gemm::Operand& a, const gemm::Operand& b, const gemm::Acc
                      " and B is " + std::to_string(b.rows) + " x " + std::to_string(b.cols) +
                      ": expected the same K (C = A B^T)");
   }
-  const gemm::AccumModel m = gemm::operand_model(a, b, model).model;
+  const gemm::AccumModel m = gemm::operand_model(a, b, model, out).model;
   Prepared p;
   p.a = a.v;
   std::vector<double> bv = b.v;
@@ -157,15 +158,15 @@ std::vector<std::uint32_t> gemm_emulate(const gemm::Operand& a, const gemm::Oper
                                         const gemm::AccumModel& m, gemm::OutFormat out,
                                         double alpha, const gemm::RowColScales* scales) {
   if (out != gemm::OutFormat::fp32 && m.kind != gemm::AccumKind::exact &&
-      gemm::operand_model(a, b, m).model.rp) {
+      gemm::operand_model(a, b, m, out).model.rp) {
     // 16-bit split-K partials: the chunks' fp32 sums here, rounded and added on the host.
     return gemm::gemm_rounded_parts(
-        a, b, gemm::operand_model(a, b, m).model, out, alpha, scales,
+        a, b, gemm::operand_model(a, b, m, out).model, out, alpha, scales,
         [](const gemm::Operand& x, const gemm::Operand& y, const gemm::AccumModel& mm) {
           return gemm_emulate(x, y, mm, gemm::OutFormat::fp32);
         });
   }
-  const Prepared p = prepare(a, b, m);
+  const Prepared p = prepare(a, b, m, out);
   const std::size_t M = a.rows, N = b.rows, K = a.cols;
   gemm::check_scales(scales, M, N);
   const bool rows = scales != nullptr && !scales->a_rows.empty();
@@ -191,7 +192,7 @@ std::vector<std::uint32_t> gemm_emulate(const gemm::Operand& a, const gemm::Oper
 
 double gemm_emulate_time_ms(const gemm::Operand& a, const gemm::Operand& b,
                             const gemm::AccumModel& m, gemm::OutFormat out, int reps) {
-  const Prepared p = prepare(a, b, m);
+  const Prepared p = prepare(a, b, m, out);
   const std::size_t M = a.rows, N = b.rows, K = a.cols;
   const DeviceBuffer da(p.a.data(), p.a.size() * sizeof(double));
   const DeviceBuffer db(p.bt.data(), p.bt.size() * sizeof(double));

@@ -1,14 +1,13 @@
 #include "sim/gemm/accum_model.hpp"
 
 #include <cmath>
-#include <cstdlib>
 #include <limits>
 #include <vector>
 
 #include "sim/common/error.hpp"
 #include "sim/common/number.hpp"
-#include "sim/io/files.hpp"
-#include "sim/io/json.hpp"
+#include "sim/gemm/gemm_profile.hpp"
+#include "sim/gemm/launch_rules.hpp"
 
 namespace exmy::gemm {
 
@@ -184,56 +183,6 @@ AccumModel parse_accum_model(const std::string& text, int a_bits) {
   return preset(text, a_bits);
 }
 
-namespace {
-
-const char kCublasSm90Profile[] =
-#include "cublas_sm90_profile.inc"
-    ;
-
-struct ProfileEntry {
-  std::string type;
-  std::size_t M, N, K;
-  std::string model;   // empty: measured, but no model of exmy's family reproduced it
-  std::string kernel;  // the library's kernel there (torch.profiler), when recorded
-};
-
-// The first kernel name an entry records ("kernels": a list, or per output an object of lists).
-std::string entry_kernel(const io::Json& e) {
-  const io::Json* k = e.find("kernels");
-  if (k == nullptr) return "";
-  if (k->kind == io::Json::Kind::object && !k->values.empty()) k = &k->values.front();
-  if (k->kind == io::Json::Kind::array && !k->items.empty() &&
-      k->items.front().kind == io::Json::Kind::string) {
-    return k->items.front().text;
-  }
-  return "";
-}
-
-// The compiled-in profile, or the one $EXMY_GEMM_PROFILE names (a profile written by
-// `exmy probe gemm` on the user's own GPU).
-const std::vector<ProfileEntry>& cublas_sm90_profile() {
-  static const std::vector<ProfileEntry> entries = [] {
-    const char* env = std::getenv("EXMY_GEMM_PROFILE");
-    const bool own = env != nullptr && *env != '\0';
-    const std::string text =
-        own ? io::read_small_file(env, std::size_t{64} << 20, "a GEMM profile (exmy probe gemm)")
-            : std::string(kCublasSm90Profile);
-    const io::Json j = io::parse_json(text, own ? env : "cublaslt-h100-gemm.json");
-    std::vector<ProfileEntry> v;
-    for (const io::Json& e : j.at("entries", "profile entries").items) {
-      const io::Json* model = e.find("model");
-      const bool modelled = model != nullptr && model->kind == io::Json::Kind::string;
-      v.push_back({e.at("type", "type").str("type"), e.at("M", "M").u64("M"),
-                   e.at("N", "N").u64("N"), e.at("K", "K").u64("K"),
-                   modelled ? model->str("model") : std::string(), entry_kernel(e)});
-    }
-    return v;
-  }();
-  return entries;
-}
-
-}  // namespace
-
 AccumModel block_scaled_model(const AccumModel& m, int a_value_bits, int b_value_bits) {
   if (m.kind == AccumKind::amd) {
     throw InputError("--accum " + m.name +
@@ -273,19 +222,45 @@ std::string shape_name(std::size_t M, std::size_t N, std::size_t K) {
 }  // namespace
 
 ShapeModel model_for_shape(const AccumModel& m, std::size_t M, std::size_t N, std::size_t K,
-                           const std::string& type) {
+                           const std::string& type, const std::string& out) {
+  if (!m.library) return ShapeModel{m, true, ""};
+  return model_for_shape(m, M, N, K, type, out, cublas_sm90_profile());
+}
+
+ShapeModel model_for_shape(const AccumModel& m, std::size_t M, std::size_t N, std::size_t K,
+                           const std::string& type, const std::string& out,
+                           const GemmProfile& profile) {
   ShapeModel r{m, true, ""};
   if (!m.library) return r;
   if (!m.by_shape) {
     // FP8: one rule (chunk = 128) at every shape, verified on the profile's FP8 shapes.
     r.from = "one rule for every FP8 shape: " + std::string("hw:k=32,frac=13,inter=13,chunk=128");
     r.measured = false;
-    for (const ProfileEntry& e : cublas_sm90_profile()) {
+    for (const ProfileEntry& e : profile.entries) {
       if (e.type == type && e.M == M && e.N == N && e.K == K && !e.model.empty()) {
         r.measured = true;
       }
     }
     return r;
+  }
+  const int bits = type == "tf32" || type == "fp32" ? 32 : 16;
+  auto take = [&](const std::string& model) {
+    r.model = parse_accum_model(model, bits);
+    r.model.name = m.name;
+    r.model.library = true;
+  };
+  // The launch record of this GEMM (the kernel the library ran, its split count), through the
+  // family rules of launch_rules.cpp (SEMANTICS 15.6): a verified rule is the model, silently.
+  const LaunchRecord* rec = out.empty() ? nullptr : find_launch(profile, type, out, M, N, K);
+  LaunchRule lr;
+  if (rec != nullptr) {
+    lr = launch_rule(*rec, type, out, K);
+    if (lr.status == LaunchRule::Status::verified) {
+      take(lr.model);
+      r.measured = true;
+      r.from = lr.why;
+      return r;
+    }
   }
   // The verified set: the profile's shapes of this input type whose model reproduced the
   // library bit for bit (tools/probe_gemm.py's checks, the random-shape campaigns of
@@ -306,7 +281,7 @@ ShapeModel model_for_shape(const AccumModel& m, std::size_t M, std::size_t N, st
   const ProfileEntry* unmodelled = nullptr;
   double best_d = std::numeric_limits<double>::infinity(), any_d = best_d;
   auto l2 = [](std::size_t x) { return std::log2(static_cast<double>(x < 1 ? 1 : x)); };
-  for (const ProfileEntry& e : cublas_sm90_profile()) {
+  for (const ProfileEntry& e : profile.entries) {
     if (e.type != type) continue;
     if (e.model.empty()) {
       if (e.M == M && e.N == N && e.K == K) unmodelled = &e;
@@ -328,20 +303,29 @@ ShapeModel model_for_shape(const AccumModel& m, std::size_t M, std::size_t N, st
     best = best_any;
     best_d = any_d;
   }
-  if (best == nullptr) {
-    throw InputError("--accum " + m.name + ": no probed cuBLASLt model for input type " + type +
-                     " (the profile covers bf16, fp16, tf32 and fp32)");
+  const bool verified_entry = best != nullptr && best_d == 0;
+  // A launch record whose family rule is not verified (for this output type): the rule, named
+  // as unverified, unless the shape itself holds a verified model.
+  if (!verified_entry && lr.status == LaunchRule::Status::unverified) {
+    take(lr.model);
+    r.measured = false;
+    r.from = lr.why;
+    return r;
   }
-  const int bits = type == "tf32" || type == "fp32" ? 32 : 16;
-  r.model = parse_accum_model(best->model, bits);
-  r.model.name = m.name;
-  r.model.library = true;
-  r.measured = best_d == 0;
+  const std::string launch_note = rec != nullptr && !verified_entry ? lr.why + "; " : "";
+  if (best == nullptr) {
+    throw InputError("--accum " + m.name + ": " + launch_note +
+                     "no probed cuBLASLt model for input type " + type + " in " + profile.source +
+                     " (the compiled-in profile covers bf16, fp16, tf32 and fp32)");
+  }
+  take(best->model);
+  r.measured = verified_entry;
   if (r.measured) {
     r.from = "verified shape " + best->type + " " + shape_name(best->M, best->N, best->K) + ": " +
              best->model;
   } else {
-    r.from = std::string(unmodelled != nullptr
+    r.from = launch_note +
+             std::string(unmodelled != nullptr
                              ? "this shape was measured (kernel " + unmodelled->kernel +
                                    ") and no model of exmy's family reproduced it; "
                              : "") +

@@ -118,18 +118,30 @@ std::string accum_model_help();
 
 // The model a GEMM of this shape runs. For `cublas-sm90` with 16-bit or fp32 (TF32) inputs:
 // the model tools/probe_gemm.py inferred on an H100 for this input type ("bf16", "fp16",
-// "tf32", "fp32") and shape (golden/profiles/sm90/cublaslt-h100-gemm.json, compiled in), or,
+// "tf32", "fp32") and shape (golden/profiles/sm90/cublaslt-h100-gemm.json, compiled in,
+// gemm_profile.hpp), or,
 // for a shape it did not probe, the nearest probed shape's. `verified` says whether the shape
 // lies in the set on which the model was checked against the library bit for bit (cublas-sm90
 // FP8 too: its one rule, checked on the profile's FP8 shapes); `rule` names what was applied.
 // Every model other than cublas-sm90 is returned as it is (verified: nothing to check).
+//
+// `out` ("fp32", "bf16", "fp16"; "" when unknown) selects the launch record of that GEMM in the
+// profile: where one exists and the kernel family's rule is verified for the input and output
+// type (launch_rules.hpp), its model is applied and the shape is verified; a record whose rule is
+// not verified applies that rule unless the shape holds a verified model of its own, announced;
+// without a record, the probed models as above (SEMANTICS 15.6).
 struct ShapeModel {
   AccumModel model;
   bool measured = true;  // verified: the shape lies in the verified set
   std::string from;      // the rule applied ("nearest probed shape bf16 256x128x8192: hw:...")
 };
 ShapeModel model_for_shape(const AccumModel& m, std::size_t M, std::size_t N, std::size_t K,
-                           const std::string& type);
+                           const std::string& type, const std::string& out);
+// The same with a given profile in place of cublas-sm90's (tests, other GPUs' profiles).
+struct GemmProfile;
+ShapeModel model_for_shape(const AccumModel& m, std::size_t M, std::size_t N, std::size_t K,
+                           const std::string& type, const std::string& out,
+                           const GemmProfile& profile);
 
 // One line (no newline) for stderr when `s` was not verified at this shape: which rule was
 // applied and that the shape lies outside the verified set. `who`: "exmy gemm", ...

@@ -173,11 +173,12 @@ double max_abs(const std::vector<double>& v) {
 }
 }  // namespace
 
-ShapeModel operand_model(const Operand& a, const Operand& b, const AccumModel& m) {
+ShapeModel operand_model(const Operand& a, const Operand& b, const AccumModel& m, OutFormat out) {
   // 32-bit operands: TF32 tensor cores if either is tf32, else the fp32 SGEMM (CUDA cores).
   const bool tf32 = a.type == "tf32" || b.type == "tf32";
+  const char* out_name = out == OutFormat::fp32 ? "fp32" : out == OutFormat::bf16 ? "bf16" : "fp16";
   ShapeModel r = model_for_shape(m, a.rows, b.rows, a.cols,
-                                 a.code_bits == 32 ? (tf32 ? "tf32" : "fp32") : a.type);
+                                 a.code_bits == 32 ? (tf32 ? "tf32" : "fp32") : a.type, out_name);
   if ((a.scale_block == 0) != (b.scale_block == 0) || a.scale_block != b.scale_block) {
     throw InputError("block scales: A's block " + std::to_string(a.scale_block) + ", B's " +
                      std::to_string(b.scale_block) +
@@ -308,7 +309,7 @@ std::vector<std::uint32_t> gemm(const Operand& a, const Operand& b, const AccumM
   check_scales(scales, M, N);
   const bool rows = scales != nullptr && !scales->a_rows.empty();
   const bool cols = scales != nullptr && !scales->b_cols.empty();
-  const AccumModel m = operand_model(a, b, model).model;
+  const AccumModel m = operand_model(a, b, model, out).model;
   if (m.rp && out != OutFormat::fp32) {
     return gemm_rounded_parts(a, b, m, out, alpha, scales,
                               [](const Operand& x, const Operand& y, const AccumModel& mm) {

@@ -95,12 +95,12 @@ std::vector<std::uint32_t> gemm_rounded_parts(const Operand& a, const Operand& b
 void check_gemm_problem(const Operand& a, const Operand& b, const AccumModel& m, double alpha,
                         OutFormat out);
 
-// The model gemm() runs for these operands: model_for_shape with the operands' type (32-bit
-// operands: tf32 if either is tf32, else the fp32 SGEMM), then block_scaled_model when they
-// carry block scales. InputError: block scales on one side only or of different blocks, a
-// sub-group model without block scales, or operands whose products could leave its integer
-// range.
-ShapeModel operand_model(const Operand& a, const Operand& b, const AccumModel& m);
+// The model gemm() runs for these operands and output: model_for_shape with the operands' type
+// (32-bit operands: tf32 if either is tf32, else the fp32 SGEMM) and the output's (the launch
+// record of that GEMM), then block_scaled_model when they carry block scales. InputError: block
+// scales on one side only or of different blocks, a sub-group model without block scales, or
+// operands whose products could leave its integer range.
+ShapeModel operand_model(const Operand& a, const Operand& b, const AccumModel& m, OutFormat out);
 
 // The block scales of output (i, j) as the dot product reads them (bs.a / bs.b null: none).
 native::DotBlockScales block_scales_of(const Operand& a, const Operand& b, std::size_t i,

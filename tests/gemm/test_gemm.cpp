@@ -177,20 +177,20 @@ TEST_CASE("cublas-sm90 takes the probed chunk by input type and shape", "[gemm]"
                         {&t32, "tf32", 32, 32, 16384, 288},
                         {&t32, "tf32", 256, 128, 1024, 64}}) {
     INFO(w.type << " " << w.M << "x" << w.N << "x" << w.K);
-    const ShapeModel s = model_for_shape(*w.m, w.M, w.N, w.K, w.type);
+    const ShapeModel s = model_for_shape(*w.m, w.M, w.N, w.K, w.type, "");
     REQUIRE(s.measured);
     REQUIRE(s.model.chunk == w.chunk);
     REQUIRE(s.model.k_group == (std::string(w.type) == "tf32" ? 8 : 16));
     REQUIRE(s.model.truncate_tf32 == (std::string(w.type) == "tf32"));
   }
-  // Not probed: the nearest probed shape's model, flagged.
-  const ShapeModel near = model_for_shape(b16, 128, 64, 8000, "bf16");
+  // Not probed: the nearest probed shape's model, flagged ("" output: no launch record consulted).
+  const ShapeModel near = model_for_shape(b16, 128, 64, 8000, "bf16", "");
   REQUIRE(!near.measured);
   REQUIRE(near.model.chunk == 1408);
   REQUIRE(near.from.find("128x64x8192") != std::string::npos);
   // Other models are not by shape.
-  REQUIRE(model_for_shape(parse_accum_model("sm90", 16), 1, 1, 1, "bf16").model.chunk == 0);
-  REQUIRE_THROWS_AS(model_for_shape(b16, 64, 64, 64, "e6m9"), exmy::InputError);
+  REQUIRE(model_for_shape(parse_accum_model("sm90", 16), 1, 1, 1, "bf16", "").model.chunk == 0);
+  REQUIRE_THROWS_AS(model_for_shape(b16, 64, 64, 64, "e6m9", ""), exmy::InputError);
 }
 
 TEST_CASE("rp: 16-bit split-K partials are rounded to the output format before the fp32 sum",

@@ -87,7 +87,7 @@ TEST_CASE(
       const int bits = type == "tf32" || type == "fp32" ? 32 : type == "e4m3fn" ? 8 : 16;
       const gemm::ShapeModel s = gemm::model_for_shape(
           gemm::parse_accum_model("cublas-sm90", bits), e.at("M", "M").u64("M"),
-          e.at("N", "N").u64("N"), e.at("K", "K").u64("K"), type);
+          e.at("N", "N").u64("N"), e.at("K", "K").u64("K"), type, "");
       REQUIRE(!s.measured);
       if (bits != 8)
         REQUIRE(s.from.find("no model of exmy's family reproduced it") != std::string::npos);
@@ -109,7 +109,7 @@ TEST_CASE(
       const int bits = type == "tf32" || type == "fp32" ? 32 : 16;
       const gemm::AccumModel m = gemm::parse_accum_model("cublas-sm90", bits);
       const gemm::ShapeModel s = gemm::model_for_shape(
-          m, e.at("M", "M").u64("M"), e.at("N", "N").u64("N"), e.at("K", "K").u64("K"), type);
+          m, e.at("M", "M").u64("M"), e.at("N", "N").u64("N"), e.at("K", "K").u64("K"), type, "");
       const gemm::AccumModel want =
           gemm::parse_accum_model(e.at("model", "model").str("model"), bits);
       REQUIRE(s.measured);

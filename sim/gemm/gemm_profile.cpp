@@ -1,0 +1,166 @@
+#include "sim/gemm/gemm_profile.hpp"
+
+#include <cstdlib>
+
+#include "sim/common/error.hpp"
+#include "sim/io/files.hpp"
+#include "sim/io/json.hpp"
+
+namespace exmy::gemm {
+
+std::string launch_key(const std::string& in, const std::string& out, std::size_t M, std::size_t N,
+                       std::size_t K) {
+  return in + ">" + out + " " + std::to_string(M) + "x" + std::to_string(N) + "x" +
+         std::to_string(K);
+}
+
+const LaunchRecord* find_launch(const GemmProfile& p, const std::string& in, const std::string& out,
+                                std::size_t M, std::size_t N, std::size_t K) {
+  const auto it = p.launch.find(launch_key(in, out, M, N, K));
+  return it == p.launch.end() ? nullptr : &it->second;
+}
+
+namespace {
+
+// The first kernel name an entry records ("kernels": a list, or per output an object of lists).
+std::string entry_kernel(const io::Json& e) {
+  const io::Json* k = e.find("kernels");
+  if (k == nullptr) return "";
+  if (k->kind == io::Json::Kind::object && !k->values.empty()) k = &k->values.front();
+  if (k->kind == io::Json::Kind::array && !k->items.empty() &&
+      k->items.front().kind == io::Json::Kind::string) {
+    return k->items.front().text;
+  }
+  return "";
+}
+
+bool is_type(const std::string& t) {
+  return t == "bf16" || t == "fp16" || t == "tf32" || t == "fp32";
+}
+
+void read_launch(const io::Json& launch, const std::string& src, GemmProfile& p) {
+  const std::string at = src + ": launch";
+  if (launch.kind != io::Json::Kind::object) throw InputError(at + ": expected an object");
+  const io::Json& info = launch.at("info", at);
+  if (info.kind != io::Json::Kind::object) throw InputError(at + ".info: expected an object");
+  if (const io::Json* d = info.find("device")) p.launch_device = d->str(at + ".info.device");
+  const io::Json& kernels = launch.at("kernels", at);
+  if (kernels.kind != io::Json::Kind::array) throw InputError(at + ".kernels: expected an array");
+  std::vector<LaunchRecord> ks;
+  for (std::size_t i = 0; i < kernels.items.size(); ++i) {
+    const std::string w = at + ".kernels[" + std::to_string(i) + "]";
+    const io::Json& k = kernels.items[i];
+    if (k.kind != io::Json::Kind::array || k.items.size() != 3) {
+      throw InputError(w + ": expected [family, key, reduce]");
+    }
+    LaunchRecord r;
+    r.family = k.items[0].str(w + "[0] (family)");
+    r.key = k.items[1].str(w + "[1] (key)");
+    r.reduce = k.items[2].str(w + "[2] (reduce)");
+    ks.push_back(r);
+  }
+  const io::Json& records = launch.at("records", at);
+  if (records.kind != io::Json::Kind::object) {
+    throw InputError(at + ".records: expected an object of \"IN>OUT\": [M, N, K, kernel, S, ...]");
+  }
+  for (std::size_t g = 0; g < records.keys.size(); ++g) {
+    const std::string& io_key = records.keys[g];
+    const std::string w = at + ".records[\"" + io_key + "\"]";
+    const auto gt = io_key.find('>');
+    const std::string in = io_key.substr(0, gt);
+    const std::string out = gt == std::string::npos ? "" : io_key.substr(gt + 1);
+    const bool out_ok = out == "fp32" || ((in == "bf16" || in == "fp16") && out == in);
+    if (gt == std::string::npos || !is_type(in) || !out_ok) {
+      throw InputError(w +
+                       ": expected IN>OUT with IN bf16, fp16, tf32 or fp32 and OUT fp32 or "
+                       "the 16-bit input's own type");
+    }
+    const io::Json& flat = records.values[g];
+    if (flat.kind != io::Json::Kind::array || flat.items.size() % 5 != 0) {
+      throw InputError(w + ": expected a flat array of [M, N, K, kernel index, S] groups");
+    }
+    for (std::size_t i = 0; i < flat.items.size(); i += 5) {
+      auto num = [&](std::size_t j, const char* name) {
+        const std::uint64_t v =
+            flat.items[i + j].u64(w + "[" + std::to_string(i + j) + "] (" + name + ")");
+        return v;
+      };
+      const std::uint64_t M = num(0, "M"), N = num(1, "N"), K = num(2, "K"), k = num(3, "kernel"),
+                          S = num(4, "S");
+      const std::string wi = w + "[" + std::to_string(i) + ".." + std::to_string(i + 4) + "]";
+      if (M == 0 || N == 0 || K == 0 || S == 0) {
+        throw InputError(wi + ": M, N, K and S must be positive");
+      }
+      if (k >= ks.size()) {
+        throw InputError(wi + ": kernel index " + std::to_string(k) + " (the profile has " +
+                         std::to_string(ks.size()) + " kernels)");
+      }
+      LaunchRecord r = ks[k];
+      r.split = S;
+      p.launch[launch_key(in, out, M, N, K)] = r;
+    }
+  }
+}
+
+}  // namespace
+
+GemmProfile parse_gemm_profile(const std::string& text, const std::string& source) {
+  const io::Json j = io::parse_json(text, source);
+  GemmProfile p;
+  p.source = source;
+  if (j.kind != io::Json::Kind::object) throw InputError(source + ": expected a JSON object");
+  const io::Json* entries = j.find("entries");
+  const io::Json* launch = j.find("launch");
+  if (entries == nullptr && launch == nullptr) {
+    throw InputError(source +
+                     ": expected 'entries' (exmy probe gemm) or 'launch' (exmy probe gemm "
+                     "--launch)");
+  }
+  if (entries != nullptr) {
+    if (entries->kind != io::Json::Kind::array) {
+      throw InputError(source + ": entries: expected an array");
+    }
+    for (std::size_t i = 0; i < entries->items.size(); ++i) {
+      const io::Json& e = entries->items[i];
+      const std::string w = source + ": entries[" + std::to_string(i) + "]";
+      const io::Json* model = e.find("model");
+      const bool modelled = model != nullptr && model->kind == io::Json::Kind::string;
+      p.entries.push_back({e.at("type", w).str(w + ".type"), e.at("M", w).u64(w + ".M"),
+                           e.at("N", w).u64(w + ".N"), e.at("K", w).u64(w + ".K"),
+                           modelled ? model->text : std::string(), entry_kernel(e)});
+    }
+  }
+  if (launch != nullptr) read_launch(*launch, source, p);
+  return p;
+}
+
+void merge_gemm_profile(GemmProfile& into, const GemmProfile& more) {
+  into.entries.insert(into.entries.end(), more.entries.begin(), more.entries.end());
+  for (const auto& [k, v] : more.launch) into.launch[k] = v;
+  if (!more.launch_device.empty()) into.launch_device = more.launch_device;
+}
+
+namespace {
+const char kCublasSm90Profile[] =
+#include "cublas_sm90_profile.inc"
+    ;
+const char kCublasSm90Launch[] =
+#include "cublas_sm90_launch.inc"
+    ;
+}  // namespace
+
+const GemmProfile& cublas_sm90_profile() {
+  static const GemmProfile profile = [] {
+    const char* env = std::getenv("EXMY_GEMM_PROFILE");
+    if (env != nullptr && *env != '\0') {
+      return parse_gemm_profile(
+          io::read_small_file(env, std::size_t{64} << 20, "a GEMM profile (exmy probe gemm)"), env);
+    }
+    GemmProfile p = parse_gemm_profile(kCublasSm90Profile, "cublaslt-h100-gemm.json");
+    merge_gemm_profile(p, parse_gemm_profile(kCublasSm90Launch, "cublaslt-h100-launch.json"));
+    return p;
+  }();
+  return profile;
+}
+
+}  // namespace exmy::gemm

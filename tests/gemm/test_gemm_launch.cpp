@@ -1,0 +1,314 @@
+// Launch records and the kernel family -> model rules (docs/SEMANTICS.md 15.6): the rules against
+// cases worked by hand from bench/results/2026-11-28-h100-gemm-launch.md ("parts of
+// P = g ceil(ceil(K/S)/g) consecutive k, g = 4 for the SIMT SGEMM, 8 for the 16-bit s1688gemm";
+// SIMT SGEMM fp32 and TF32 verified, s1688gemm's fp32 output not), the precedence of
+// `--accum cublas-sm90` (record + verified rule: silent; record + unverified rule, or no record:
+// announced), profile parse errors, and the CLI ($EXMY_CLI, set by ctest).
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "sim/common/error.hpp"
+#include "sim/gemm/accum_model.hpp"
+#include "sim/gemm/gemm_profile.hpp"
+#include "sim/gemm/launch_rules.hpp"
+#include "sim/io/npy.hpp"
+
+using namespace exmy;
+using namespace exmy::gemm;
+namespace fs = std::filesystem;
+
+namespace {
+
+LaunchRecord rec(const char* family, std::uint64_t S, const char* reduce) {
+  LaunchRecord r;
+  r.family = family;
+  r.key = std::string("cutlass_test_") + family;
+  r.reduce = reduce;
+  r.split = S;
+  return r;
+}
+
+// A profile with one verified entry and launch records (the kernels' names are the doc's).
+const char* kProfile = R"({
+ "entries": [
+  {"type": "bf16", "M": 64, "N": 64, "K": 512, "model": "hw:k=16,frac=25"},
+  {"type": "bf16", "M": 40, "N": 40, "K": 400, "model": "hw:k=16,frac=25,chunk=200"},
+  {"type": "fp32", "M": 64, "N": 64, "K": 512, "model": "fp32-seq:chunk=128"}
+ ],
+ "launch": {
+  "info": {"device": "NVIDIA H100 80GB HBM3", "cublas": 130100},
+  "kernels": [
+   ["simt_sgemm", "cutlass_80_simt_sgemm_64x64_8x5_tn_align1", "splitKreduce/f32"],
+   ["s1688gemm", "cutlass_75_tensorop_s1688gemm_bf16_64x64_tn_align1", "splitKreduce/f32"],
+   ["wmma", "cutlass_80_wmma_tensorop_s161616gemm_bf16_32x32_128x1_tn_align2", ""]
+  ],
+  "records": {
+   "fp32>fp32": [64, 64, 512, 0, 5, 30, 30, 437, 0, 5],
+   "bf16>bf16": [33, 65, 777, 1, 14],
+   "bf16>fp32": [33, 65, 777, 1, 14, 40, 40, 400, 1, 2, 50, 50, 600, 2, 1]
+  }
+ }
+})";
+
+}  // namespace
+
+TEST_CASE("split-K parts: P = g ceil(ceil(K/S)/g)", "[gemm][launch]") {
+  // Worked from the results doc's formula.
+  REQUIRE(split_part(437, 5, 4) == 88);    // ceil(437/5) = 88, a multiple of 4
+  REQUIRE(split_part(1646, 25, 4) == 68);  // ceil(1646/25) = 66 -> 68
+  REQUIRE(split_part(6, 2, 4) == 4);       // 3 -> 4
+  REQUIRE(split_part(777, 14, 8) == 56);   // ceil(777/14) = 56
+  REQUIRE(split_part(401, 4, 8) == 104);   // 101 -> 104
+  REQUIRE(split_part(100, 1, 8) == 104);   // one part, whole units of 8
+}
+
+TEST_CASE("family rules: SIMT SGEMM and 16-bit s1688gemm", "[gemm][launch]") {
+  // SIMT SGEMM, fp32 and TF32 requests (CUDA cores read fp32 unrounded): fp32-seq, with a split
+  // the parts as chunks of P = 4 ceil(ceil(K/S)/4). Verified (507/507 fp32, 39/39 TF32 shapes).
+  LaunchRule r = launch_rule(rec("simt_sgemm", 5, "splitKreduce/f32"), "fp32", "fp32", 437);
+  REQUIRE(r.status == LaunchRule::Status::verified);
+  REQUIRE(r.model == "fp32-seq:chunk=88");
+  REQUIRE(r.why.find("split 5") != std::string::npos);
+  REQUIRE(r.why.find("verified family") != std::string::npos);
+  r = launch_rule(rec("simt_sgemm", 1, ""), "tf32", "fp32", 1000);
+  REQUIRE(r.status == LaunchRule::Status::verified);
+  REQUIRE(r.model == "fp32-seq");
+  // The chain reads fp32 values: the model string has no tf32 rounding.
+  REQUIRE(!parse_accum_model(r.model, 32).truncate_tf32);
+  // 16-bit s1688gemm: hw k = 8, 25 fraction bits, parts of 8 ceil(ceil(K/S)/8); 16-bit partials
+  // in the reduction (torch's reduced-precision split-K) add rp.
+  r = launch_rule(rec("s1688gemm", 14, "splitKreduce/f32"), "bf16", "bf16", 777);
+  REQUIRE(r.status == LaunchRule::Status::verified);
+  REQUIRE(r.model == "hw:k=8,frac=25,chunk=56");
+  r = launch_rule(rec("s1688gemm", 6, "splitKreduce/bf16"), "bf16", "bf16", 41);
+  REQUIRE(r.model == "hw:k=8,frac=25,chunk=8,rp");
+  r = launch_rule(rec("s1688gemm", 1, ""), "bf16", "bf16", 95);
+  REQUIRE(r.model == "hw:k=8,frac=25");
+  // The fp32 output of s1688gemm missed on 113 of 455 shapes: the rule is named, unverified.
+  r = launch_rule(rec("s1688gemm", 14, "splitKreduce/f32"), "bf16", "fp32", 777);
+  REQUIRE(r.status == LaunchRule::Status::unverified);
+  REQUIRE(r.model == "hw:k=8,frac=25,chunk=56");
+  REQUIRE(r.why.find("not verified") != std::string::npos);
+  // No rule: other families, a split without splitKreduce, CUDA-core chains with 16-bit parts.
+  REQUIRE(launch_rule(rec("wmma", 1, ""), "bf16", "bf16", 64).status == LaunchRule::Status::none);
+  REQUIRE(launch_rule(rec("gemvx", 1, ""), "fp32", "fp32", 64).status == LaunchRule::Status::none);
+  REQUIRE(launch_rule(rec("simt_sgemm", 3, ""), "fp32", "fp32", 64).status ==
+          LaunchRule::Status::none);
+  REQUIRE(launch_rule(rec("simt_sgemm", 2, "reduce_1Block"), "fp32", "fp32", 64).status ==
+          LaunchRule::Status::none);
+  REQUIRE(launch_rule(rec("s1688gemm", 1, ""), "bf16", "fp16", 64).status ==
+          LaunchRule::Status::none);
+  REQUIRE(launch_rule(rec("simt_sgemm", 1, ""), "bf16", "bf16", 64).status ==
+          LaunchRule::Status::none);
+}
+
+TEST_CASE("cublas-sm90 precedence: verified launch rule, verified shape, unverified, nearest",
+          "[gemm][launch]") {
+  const GemmProfile p = parse_gemm_profile(kProfile, "test-profile.json");
+  REQUIRE(p.launch.size() == 6);
+  const AccumModel b16 = parse_accum_model("cublas-sm90", 16);
+  const AccumModel f32 = parse_accum_model("cublas-sm90", 32);
+  // Record + verified rule: the rule's model, verified (silent), also where an entry exists.
+  ShapeModel s = model_for_shape(f32, 30, 30, 437, "fp32", "fp32", p);
+  REQUIRE(s.measured);
+  REQUIRE(s.model.kind == AccumKind::fp32_seq);
+  REQUIRE(s.model.chunk == 88);
+  REQUIRE(s.model.library);
+  s = model_for_shape(f32, 64, 64, 512, "fp32", "fp32", p);
+  REQUIRE(s.measured);
+  REQUIRE(s.model.chunk == 104);  // the record's split 5: ceil(512/5) = 103 -> 104
+  s = model_for_shape(b16, 33, 65, 777, "bf16", "bf16", p);
+  REQUIRE(s.measured);
+  REQUIRE(s.model.k_group == 8);
+  REQUIRE(s.model.chunk == 56);
+  // Record + unverified rule, no verified model at the shape: the rule, announced as such.
+  s = model_for_shape(b16, 33, 65, 777, "bf16", "fp32", p);
+  REQUIRE(!s.measured);
+  REQUIRE(s.model.k_group == 8);
+  REQUIRE(s.model.chunk == 56);
+  REQUIRE(s.from.find("not verified") != std::string::npos);
+  // Record + unverified rule at a verified shape: the shape's own verified model.
+  s = model_for_shape(b16, 40, 40, 400, "bf16", "fp32", p);
+  REQUIRE(s.measured);
+  REQUIRE(s.model.k_group == 16);
+  REQUIRE(s.model.chunk == 200);
+  // Record without a rule (wmma): the nearest-shape rule, announced, naming the record.
+  s = model_for_shape(b16, 50, 50, 600, "bf16", "fp32", p);
+  REQUIRE(!s.measured);
+  REQUIRE(s.from.find("launch record wmma") != std::string::npos);
+  REQUIRE(s.from.find("no rule") != std::string::npos);
+  REQUIRE(s.from.find("nearest modelled shape") != std::string::npos);
+  // No record: the nearest-shape rule, announced; an unknown output consults no record.
+  s = model_for_shape(b16, 33, 65, 778, "bf16", "bf16", p);
+  REQUIRE(!s.measured);
+  REQUIRE(s.from.find("launch record") == std::string::npos);
+  s = model_for_shape(b16, 33, 65, 777, "bf16", "", p);
+  REQUIRE(!s.measured);
+  REQUIRE(s.model.k_group == 16);
+  // A profile with launch records only: a verified rule needs no entry; elsewhere no model.
+  const GemmProfile only = parse_gemm_profile(
+      R"({"launch": {"info": {}, "kernels": [["simt_sgemm", "k", ""]],
+          "records": {"fp32>fp32": [7, 7, 70, 0, 1]}}})",
+      "launch-only.json");
+  REQUIRE(model_for_shape(f32, 7, 7, 70, "fp32", "fp32", only).measured);
+  try {
+    model_for_shape(f32, 7, 7, 71, "fp32", "fp32", only);
+    FAIL("expected InputError");
+  } catch (const InputError& e) {
+    REQUIRE(std::string(e.what()).find("launch-only.json") != std::string::npos);
+  }
+}
+
+TEST_CASE("the compiled-in launch records: the H100 capture's kernels", "[gemm][launch]") {
+  // bench/results/2026-11-28-h100-gemm-launch.md: 8,020 shapes; fp32 116x26x1646 ran
+  // cutlass_80_simt_sgemm_64x64_8x5 with gridDim.z = 25 and splitKreduce.
+  const GemmProfile& p = cublas_sm90_profile();
+  const LaunchRecord* r = find_launch(p, "fp32", "fp32", 116, 26, 1646);
+  REQUIRE(r != nullptr);
+  REQUIRE(r->family == "simt_sgemm");
+  REQUIRE(r->key == "cutlass_80_simt_sgemm_64x64_8x5_tn_align1");
+  REQUIRE(r->split == 25);
+  REQUIRE(r->reduce == "splitKreduce/f32");
+  const ShapeModel s =
+      model_for_shape(parse_accum_model("cublas-sm90", 32), 116, 26, 1646, "fp32", "fp32");
+  REQUIRE(s.measured);
+  REQUIRE(s.model.kind == AccumKind::fp32_seq);
+  REQUIRE(s.model.chunk == 68);
+  REQUIRE(p.launch.size() == 11961);  // 8,020 shapes, two outputs for 16-bit inputs
+}
+
+TEST_CASE("profile parse errors name the file and the field", "[gemm][launch]") {
+  struct Bad {
+    const char* text;
+    const char* field;
+  };
+  for (const Bad& b : {
+           Bad{"[1]", "expected a JSON object"},
+           Bad{"{}", "'entries'"},
+           Bad{R"({"entries": [{"type": "bf16", "M": 1, "N": 1}]})", "entries[0]"},
+           Bad{R"({"entries": [{"type": 3, "M": 1, "N": 1, "K": 1}]})", "entries[0].type"},
+           Bad{R"({"launch": {"kernels": [], "records": {}}})", "launch: missing field 'info'"},
+           Bad{R"({"launch": {"info": {}, "kernels": [["a", "b"]], "records": {}}})",
+               "launch.kernels[0]"},
+           Bad{R"({"launch": {"info": {}, "kernels": [], "records": {"bf16>fp16": []}}})",
+               "launch.records[\"bf16>fp16\"]"},
+           Bad{R"({"launch": {"info": {}, "kernels": [], "records": {"fp32>fp32": [1, 2, 3]}}})",
+               "flat array"},
+           Bad{R"({"launch": {"info": {}, "kernels": [["a", "b", ""]],
+                "records": {"fp32>fp32": [1, 2, 3, 1, 1]}}})",
+               "kernel index 1"},
+           Bad{R"({"launch": {"info": {}, "kernels": [["a", "b", ""]],
+                "records": {"fp32>fp32": [1, 2, 3, 0, "x"]}}})",
+               "(S)"},
+           Bad{R"({"launch": {"info": {}, "kernels": [["a", "b", ""]],
+                "records": {"fp32>fp32": [1, 0, 3, 0, 1]}}})",
+               "must be positive"},
+           Bad{R"({"launch": )", "invalid JSON"},
+       }) {
+    INFO(b.text);
+    try {
+      parse_gemm_profile(b.text, "my-profile.json");
+      FAIL("expected InputError");
+    } catch (const InputError& e) {
+      const std::string what = e.what();
+      INFO(what);
+      REQUIRE(what.find("my-profile.json") != std::string::npos);
+      REQUIRE(what.find(b.field) != std::string::npos);
+    }
+  }
+}
+
+namespace {
+std::string cli() {
+  const char* p = std::getenv("EXMY_CLI");
+  return p ? p : "";
+}
+// Runs exmy with `env` prepended; stderr to `err`.
+int run_cli(const std::string& env, const std::string& args, const std::string& err) {
+  const int rc = std::system((env + " " + cli() + " " + args + " >/dev/null 2>" + err).c_str());
+  return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
+}
+std::string slurp(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+}  // namespace
+
+TEST_CASE("exmy gemm --accum cublas-sm90 with launch records: silent, announced, --strict",
+          "[cli][launch]") {
+  if (cli().empty()) {
+    WARN("EXMY_CLI not set (run through ctest): skipped");
+    return;
+  }
+  const fs::path d = fs::temp_directory_path() / ("exmy_test_launch_" + std::to_string(::getpid()));
+  fs::remove_all(d);
+  fs::create_directories(d);
+  const std::string s = d.string(), err = s + "/err.txt";
+  // fp32 18 x 2 x 6: the H100 ran cutlass_80_simt_sgemm_32x128_8x5 with S = 2 and splitKreduce
+  // (launch capture) -> fp32-seq:chunk=4: verified, nothing on stderr, --strict runs it.
+  std::vector<float> a(18 * 6), b(2 * 6);
+  for (std::size_t i = 0; i < a.size(); ++i) a[i] = 1.0f + static_cast<float>(i % 7) * 0x1p-22f;
+  for (std::size_t i = 0; i < b.size(); ++i) b[i] = 1.0f - static_cast<float>(i % 5) * 0x1p-23f;
+  io::write_npy(s + "/a.npy", io::make_npy(a, {18, 6}));
+  io::write_npy(s + "/b.npy", io::make_npy(b, {2, 6}));
+  const std::string f32 = "gemm --a " + s + "/a.npy --b " + s + "/b.npy --a-format fp32 " +
+                          "--b-format fp32 --out-format fp32 ";
+  REQUIRE(run_cli("", f32 + "--accum cublas-sm90 --strict --out " + s + "/c.npy", err) == 0);
+  REQUIRE(slurp(err).empty());
+  REQUIRE(run_cli("", f32 + "--accum fp32-seq:chunk=4 --out " + s + "/e.npy", err) == 0);
+  REQUIRE(io::read_npy(s + "/c.npy").data == io::read_npy(s + "/e.npy").data);
+  // bf16 3 x 2 x 1 with an fp32 output: s1688gemm, whose fp32 output is not verified: one line
+  // naming the rule and why; --strict refuses (exit 2, nothing written). The bf16 output of the
+  // same GEMM is verified: silent.
+  io::write_npy(s + "/h3.npy", io::make_npy(std::vector<std::uint16_t>(3, 0x3F80), {3, 1}));
+  io::write_npy(s + "/h2.npy", io::make_npy(std::vector<std::uint16_t>(2, 0x4000), {2, 1}));
+  const std::string b16 = "gemm --a " + s + "/h3.npy --b " + s + "/h2.npy --a-format bf16 " +
+                          "--b-format bf16 --accum cublas-sm90 ";
+  REQUIRE(run_cli("", b16 + "--out-format fp32 --out " + s + "/f.npy", err) == 0);
+  const std::string line = slurp(err);
+  REQUIRE(line.find("launch record s1688gemm") != std::string::npos);
+  REQUIRE(line.find("not verified") != std::string::npos);
+  REQUIRE(line.find('\n') == line.size() - 1);  // one line
+  REQUIRE(run_cli("", b16 + "--out-format fp32 --strict --out " + s + "/g.npy", err) == 2);
+  REQUIRE_FALSE(fs::exists(s + "/g.npy"));
+  REQUIRE(run_cli("", b16 + "--out-format bf16 --strict --out " + s + "/h.npy", err) == 0);
+  REQUIRE(slurp(err).empty());
+  // No launch record (K = 7 at 18 x 2 was not captured): announced, --strict refuses.
+  std::vector<float> a7(18 * 7, 1.0f), b7(2 * 7, 1.0f);
+  io::write_npy(s + "/a7.npy", io::make_npy(a7, {18, 7}));
+  io::write_npy(s + "/b7.npy", io::make_npy(b7, {2, 7}));
+  const std::string f7 = "gemm --a " + s + "/a7.npy --b " + s + "/b7.npy --a-format fp32 " +
+                         "--b-format fp32 --out-format fp32 --accum cublas-sm90 ";
+  REQUIRE(run_cli("", f7 + "--out " + s + "/i.npy", err) == 0);
+  REQUIRE(slurp(err).find("outside the verified set") != std::string::npos);
+  REQUIRE(run_cli("", f7 + "--strict --out " + s + "/j.npy", err) == 2);
+  // A user's profile ($EXMY_GEMM_PROFILE) with a record for that shape makes it verified; a
+  // malformed one is refused naming the file and the field.
+  {
+    std::ofstream o(s + "/mine.json");
+    o << R"({"launch": {"info": {"device": "test"}, "kernels": [["simt_sgemm", "k", ""]],
+            "records": {"fp32>fp32": [18, 2, 7, 0, 1]}}})";
+  }
+  REQUIRE(run_cli("EXMY_GEMM_PROFILE=" + s + "/mine.json", f7 + "--strict --out " + s + "/k.npy",
+                  err) == 0);
+  REQUIRE(slurp(err).empty());
+  {
+    std::ofstream o(s + "/bad.json");
+    o << R"({"launch": {"info": {}, "kernels": [["simt_sgemm", "k", ""]],
+            "records": {"fp32>fp32": [18, 2, 7, 4, 1]}}})";
+  }
+  REQUIRE(run_cli("EXMY_GEMM_PROFILE=" + s + "/bad.json", f7 + "--out " + s + "/l.npy", err) == 2);
+  REQUIRE(slurp(err).find("bad.json: launch.records[\"fp32>fp32\"]") != std::string::npos);
+  REQUIRE_FALSE(fs::exists(s + "/l.npy"));
+  fs::remove_all(d);
+}
