@@ -29,6 +29,7 @@
 #include "sim/native/convert.hpp"
 #include "sim/native/pack4.hpp"
 #include "sim/quant/bnb4bit.hpp"
+#include "sim/quant/dequant_checks.hpp"
 #include "sim/quant/quantize.hpp"
 
 namespace exmy::cli {
@@ -759,6 +760,7 @@ int run_dequantize(const Args& args) {
     }
     q.tensor_scale = tv[0];
   }
+  quant::check_dequantize_inputs(q, o.q);  // codes and states exmy could have written
   const std::vector<float> x =
       o.device == Device::cuda ? dequantize_cuda(q, in_shape, o) : quant::dequantize(q, o.q);
   std::vector<std::uint8_t>().swap(q.codes);  // no longer needed: released before writing

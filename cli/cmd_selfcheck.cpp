@@ -12,6 +12,7 @@
 #include "sim/common/error.hpp"
 #include "sim/common/number.hpp"
 #include "sim/format/float_names.hpp"
+#include "sim/io/pending_paths.hpp"
 #include "sim/oracle/exact_text.hpp"
 #include "sim/oracle/mpfr_engine.hpp"
 #include "sim/oracle/mpfr_value.hpp"
@@ -23,7 +24,7 @@ namespace {
 
 extern "C" void selfcheck_on_sigint(int) {
   verify::request_stop();
-  std::signal(SIGINT, SIG_DFL);
+  io::restore_sigint_cleanup();
 }
 
 const char* nan_convention(const FloatFormat& f) {
@@ -137,7 +138,7 @@ int run_selfcheck(const Args& args) {
   verify::clear_stop();
   std::signal(SIGINT, selfcheck_on_sigint);
   const auto results = verify::run_campaigns("all", opts);
-  std::signal(SIGINT, SIG_DFL);
+  io::restore_sigint_cleanup();
   if (json) {
     std::string rows;
     for (const auto& p : float_presets()) rows += (rows.empty() ? "" : ", ") + format_json(p);

@@ -17,6 +17,7 @@
 #include "sim/common/number.hpp"
 #include "sim/common/shard.hpp"
 #include "sim/io/files.hpp"
+#include "sim/io/pending_paths.hpp"
 #include "sim/verify/campaign.hpp"
 #include "sim/verify/summary.hpp"
 
@@ -26,7 +27,7 @@ namespace {
 extern "C" void verify_on_sigint(int) {
   // First Ctrl-C: finish the chunks in flight and print what was checked; a second one kills.
   verify::request_stop();
-  std::signal(SIGINT, SIG_DFL);
+  io::restore_sigint_cleanup();
 }
 
 int parse_threads(const std::string& text) {
@@ -227,10 +228,16 @@ int run_verify(const Args& args) {
              "--device cuda --help)",
              "cpu", check_device);
   if (!table.parse(args)) return 0;
+  // An option that does not apply is refused, not ignored (issue 36: --op bogus ran every
+  // campaign).
+  if (!opts.op.empty() && campaign != "steps") {
+    throw InputError("--op '" + opts.op +
+                     "': selects ops of --campaign steps only (got --campaign " + campaign + ")");
+  }
   verify::clear_stop();
   std::signal(SIGINT, verify_on_sigint);
   const auto results = verify::run_campaigns(campaign, opts);
-  std::signal(SIGINT, SIG_DFL);
+  io::restore_sigint_cleanup();
   // What makes shard files one run (verify merge compares it).
   const verify::Identity identity = {
       {"op", "verify"},

@@ -7,12 +7,14 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <variant>
 
 #include "sim/common/error.hpp"
 #include "sim/io/files.hpp"
 #include "sim/io/flat_json.hpp"
 #include "sim/io/json_write.hpp"
 #include "sim/io/npy.hpp"
+#include "sim/optim/registry.hpp"
 
 namespace exmy::optim {
 namespace {
@@ -28,6 +30,32 @@ std::string json_float(float v) {
 
 const char* storage_text(Storage st) {
   return st == Storage::bf16 ? "bf16" : st == Storage::f16 ? "fp16" : "fp32";
+}
+
+// Values no step can produce are refused, so that a tampered or foreign state is not stepped on
+// as if exmy had written it: block absmax arrays and Adam's second moment are sums of squares or
+// magnitudes, never negative (NaN is kept: a diverged run writes it).
+void check_loaded_state(const Config& c, const std::string& dir, State& s) {
+  const Entry& e = *c.opt.entry;
+  const bool adam_moments =
+      e.family == Family::adam || e.family == Family::stable || e.family == Family::split_adam;
+  for (const StateArray& a : e.arrays(c, s)) {
+    const std::string file = a.file;
+    const bool nonneg =
+        file == "absmax1" || file == "absmax2" || (adam_moments && file == "state2");
+    auto* const* v = std::get_if<std::vector<float>*>(&a.data);
+    if (!nonneg || v == nullptr) continue;
+    const std::vector<float>& x = **v;
+    for (std::size_t i = 0; i < x.size(); ++i) {
+      if (std::signbit(x[i]) && !std::isnan(x[i]) && x[i] != 0.0f) {
+        char buf[48];
+        std::snprintf(buf, sizeof buf, "%.9g", static_cast<double>(x[i]));
+        throw InputError(dir + "/" + file + ".npy: element " + std::to_string(i) + " is " + buf +
+                         (file == "state2" ? " (exp_avg_sq)" : "") +
+                         ", expected >= 0 (no step writes a negative value there)");
+      }
+    }
+  }
 }
 
 }  // namespace
@@ -116,6 +144,7 @@ Resume resume_state_dir(const Config& c, std::string_view name, const std::strin
     throw InputError(sf + ": split format differs from --optimizer");
   }
   load_state(c, dir, p, params_path, shape, s);
+  check_loaded_state(c, dir, s);
   return r;
 }
 

@@ -470,3 +470,68 @@ TEST_CASE(
                      err) == 2);
   CHECK(testing::slurp(err).find("would pass the step counter's limit") != std::string::npos);
 }
+
+TEST_CASE("dequantize_refuses_foreign_inputs: codes and states no quantization writes",
+          "[cli][hostile]") {
+  if (!have_cli()) return;
+  const Dir d;
+  std::vector<float> xs(32);
+  for (std::size_t i = 0; i < xs.size(); ++i) xs[i] = static_cast<float>(i) * 0.25f - 3.0f;
+  const std::string x = f32_file(d, "x.npy", xs);
+  const std::string err = d / "err";
+  const auto rewrite_last = [&](const std::string& path, std::size_t from_end,
+                                const std::string& bytes) {
+    std::string s = testing::slurp(path);
+    s.replace(s.size() - from_end, bytes.size(), bytes);
+    std::ofstream(path, std::ios::binary) << s;
+  };
+  // int8: -128 (0x80) is never written (saturation to [-127, 127]).
+  REQUIRE(testing::run("quantize --scheme tensor --to int8 --in '" + x + "' --out '" +
+                       (d / "q.npy") + "' --state-out '" + (d / "s.npy") + "'") == 0);
+  const std::string deq = "dequantize --scheme tensor --from int8 --in '" + (d / "q.npy") +
+                          "' --state-in '" + (d / "s.npy") + "' --out '" + (d / "y.npy") + "'";
+  REQUIRE(testing::run(deq) == 0);
+  rewrite_last(d / "q.npy", 1, std::string(1, '\x80'));
+  CHECK(testing::run(deq, err) == 2);
+  CHECK(testing::slurp(err).find("is -128") != std::string::npos);
+  // A negative absmax state.
+  REQUIRE(testing::run("quantize --scheme tensor --to int8 --in '" + x + "' --out '" +
+                       (d / "q.npy") + "' --state-out '" + (d / "s.npy") + "'") == 0);
+  rewrite_last(d / "s.npy", 1, std::string(1, '\xc0'));  // the sign bit of the one fp32 state
+  CHECK(testing::run(deq, err) == 2);
+  CHECK(testing::slurp(err).find("expected an absmax or scale >= 0") != std::string::npos);
+  // NVFP4: a UE4M3 block scale with its sign bit set.
+  REQUIRE(testing::run("quantize --scheme nvfp4 --to e2m1fn --in '" + x + "' --out '" +
+                       (d / "qn.npy") + "' --state-out '" + (d / "sn.npy") + "'") == 0);
+  const std::string deqn = "dequantize --scheme nvfp4 --from e2m1fn --in '" + (d / "qn.npy") +
+                           "' --state-in '" + (d / "sn.npy") + "' --out '" + (d / "yn.npy") + "'";
+  REQUIRE(testing::run(deqn) == 0);
+  std::string sn = testing::slurp(d / "sn.npy");
+  sn.back() = static_cast<char>(sn.back() | 0x80);
+  std::ofstream(d / "sn.npy", std::ios::binary) << sn;
+  CHECK(testing::run(deqn, err) == 2);
+  CHECK(testing::slurp(err).find("sign bit set") != std::string::npos);
+}
+
+TEST_CASE("step_state_negative_exp_avg_sq: a negative second moment is refused", "[cli][hostile]") {
+  if (!have_cli()) return;
+  const Dir d;
+  const std::string p = f32_file(d, "p.npy", {1, 2, 3, 4});
+  REQUIRE(step(d, p, "A", "") == 0);
+  std::string v = testing::slurp(d / "A/state2.npy");
+  v[v.size() - 1] = static_cast<char>(v.back() | 0x80);  // the last element's sign bit
+  std::ofstream(d / "A/state2.npy", std::ios::binary) << v;
+  const std::string err = d / "err";
+  CHECK(step(d, d / "A/params.npy", "B", "--state '" + (d / "A") + "'", err) == 2);
+  CHECK(testing::slurp(err).find("(exp_avg_sq), expected >= 0") != std::string::npos);
+  CHECK_FALSE(testing::exists(d / "B/state.json"));
+}
+
+TEST_CASE("verify_op_without_steps: --op is refused where it does not apply", "[cli][hostile]") {
+  if (!have_cli()) return;
+  const Dir d;
+  const std::string err = d / "err";
+  CHECK(testing::run("verify --op bogus --depth ci --quiet", err) == 2);
+  CHECK(testing::slurp(err).find("--campaign steps only") != std::string::npos);
+  CHECK(testing::run("verify --campaign fp16 --op adamw-fp32 --depth ci --quiet", err) == 2);
+}
