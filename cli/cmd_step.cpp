@@ -107,7 +107,9 @@ Options step_options(StepArgs& o) {
              hyper_value(o.hyper.beta1, "--beta1"))
       .value({"--beta2"}, "X", "Adam beta2", hyper_def, hyper_value(o.hyper.beta2, "--beta2"))
       .value({"--eps"}, "X", "Adam epsilon", hyper_def, hyper_value(o.hyper.eps, "--eps"))
-      .value({"--alpha"}, "X", "RMSprop's smoothing constant (rmsprop8bit, rmsprop32bit)",
+      .value({"--beta3"}, "X", "AdEMAMix's beta3 (the slow EMA)", hyper_def,
+             hyper_value(o.hyper.beta3, "--beta3"))
+      .value({"--alpha"}, "X", "AdEMAMix's alpha; RMSprop's smoothing constant (its beta1)",
              hyper_def, hyper_value(o.hyper.alpha, "--alpha"))
       .value({"--wd"}, "X", "weight decay", hyper_def, hyper_value(o.hyper.wd, "--wd"))
       .value({"--momentum"}, "X", "SGD momentum", hyper_def,

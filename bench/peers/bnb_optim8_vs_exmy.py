@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
-"""bitsandbytes 0.50.2's one-state 8-bit optimizers (and their 32-bit and paged forms) on CUDA
-against `exmy step --compat bnb-cuda`, bit for bit (docs/SEMANTICS.md 9.4.1).
+"""bitsandbytes 0.50.2's RMSprop/Adagrad/Lion/AdEMAMix 8-bit optimizers (and their 32-bit and
+paged forms) on CUDA against `exmy step --compat bnb-cuda`, bit for bit (docs/SEMANTICS.md
+9.4.1, 9.4.2).
 
     python3 bench/peers/bnb_optim8_vs_exmy.py --exmy build/cli/exmy --out OUTDIR
         [--exmy-device cpu|cuda|both] [--steps 5] [--only NAME[,NAME...]]
@@ -9,9 +10,14 @@ For each case (optimizer x parameter dtype x size x hyperparameter set) the scri
 bitsandbytes optimizer for several steps on heavy-tailed gradients (Student-t with 2 degrees of
 freedom times 1e-2, with exact zeros, huge x1e4 and tiny x1e-30 entries: the last flushed by the
 kernels' FTZ arithmetic), then `exmy step` on the same inputs, and compares the parameters and
-every state array (state1, absmax1 — uint8 codes and fp32 absmax, or fp32 state1 for the 32-bit
-kernels) byte for byte. Sizes: 20001 elements (8-bit states, the last block of 256 partial) and
-1001 (below min_8bit_size 4096: the 32-bit kernels). The paged optimizers run the same kernels
+every state array (state1, absmax1, and AdEMAMix's state2, absmax2 — uint8 codes and fp32
+absmax, or fp32 states for the 32-bit kernels; AdEMAMix's state1 (2, n) and absmax1 (2, blocks))
+byte for byte. Sizes: 20001 elements (8-bit states, the last block of 256 partial; AdEMAMix:
+20224 = 79·256, see below) and 1001 (below min_8bit_size 4096: the 32-bit kernels).
+AdEMAMix8bit at a size that is not a multiple of 256 indexes m2's absmax at absmax1[(n+i)/256],
+overlapping m1's last block (SEMANTICS 9.4.2): exmy refuses it under bnb-cuda; the script runs
+bitsandbytes twice on the same 20001-element input and records whether the two runs agree and
+whether absmax1's last entry stayed 0 (the evidence), without comparing it to exmy. The paged optimizers run the same kernels
 on managed memory: their cases check that exmy accepts the names and gives the same bytes.
 LAMB8bit / LARS8bit: bitsandbytes 0.50.2 has no 8-bit kernel for them; the script records what
 the library does at 8192 elements (SEMANTICS 9.4.1) and does not compare them.
@@ -58,8 +64,17 @@ def cases():
     lion = [("defaults", {}, []),
             ("lr0.01 b0.5,0.9 wd0.1", dict(lr=0.01, betas=(0.5, 0.9), weight_decay=0.1),
              ["--lr", "0.01", "--beta1", "0.5", "--beta2", "0.9", "--wd", "0.1"])]
+    adm = [("defaults", {}, []),
+           ("lr0.01 b0.5,0.9,0.99 alpha2 eps1e-6 wd0.1",
+            dict(lr=0.01, betas=(0.5, 0.9, 0.99), alpha=2.0, eps=1e-6, weight_decay=0.1),
+            ["--lr", "0.01", "--beta1", "0.5", "--beta2", "0.9", "--beta3", "0.99", "--alpha", "2",
+             "--eps", "1e-6", "--wd", "0.1"])]
     o = bnb.optim
     return {
+        "ademamix8bit": (o.AdEMAMix8bit, adm),
+        "ademamix32bit": (o.AdEMAMix32bit, adm),
+        "paged_ademamix8bit": (o.PagedAdEMAMix8bit, adm),
+        "paged_ademamix32bit": (o.PagedAdEMAMix32bit, adm),
         "rmsprop8bit": (o.RMSprop8bit, rms),
         "rmsprop32bit": (o.RMSprop32bit, rms),
         "adagrad8bit": (o.Adagrad8bit, ada),
@@ -118,7 +133,7 @@ def main():
         if only and name not in only:
             continue
         for dtype in ("fp32", "bf16", "fp16"):
-            for n in (20001, 1001):
+            for n in ((20224, 1001) if "ademamix" in name else (20001, 1001)):
                 for label, kwargs, flags in hypers:
                     seed += 1
                     rng = np.random.default_rng(seed)
@@ -159,8 +174,19 @@ def main():
                                 total_bad += 1
                         rows.append(row)
                         print(json.dumps(row), flush=True)
-    # LAMB8bit / LARS8bit at 8192 elements: what bitsandbytes 0.50.2 does (no 8-bit kernel).
+    # AdEMAMix8bit at 20001 elements (not a multiple of 256): two identical bitsandbytes runs.
     notes = {}
+    if not only or "ademamix8bit" in only:
+        rng = np.random.default_rng(12345)
+        p0 = rng.normal(0.0, 1.0, size=20001).astype(np.float32)
+        g = gradients(rng, a.steps, 20001, "fp32")
+        r1 = run_bnb(bnb.optim.AdEMAMix8bit, {}, p0, g, "fp32")
+        r2 = run_bnb(bnb.optim.AdEMAMix8bit, {}, p0, g, "fp32")
+        notes["ademamix8bit_20001"] = {
+            "runs_differ_in": {k: bit_diff(r1[k], r2[k]) for k in r1},
+            "absmax1_last_entry": float(r1["absmax1"].reshape(-1)[-1]),
+            "exmy": "refused under --compat bnb-cuda (SEMANTICS 9.4.2)"}
+    # LAMB8bit / LARS8bit at 8192 elements: what bitsandbytes 0.50.2 does (no 8-bit kernel).
     for cname, kw in (("LAMB8bit", {}), ("LARS8bit", {"momentum": 0.9})):
         p = torch.nn.Parameter(torch.randn(8192, device="cuda"))
         try:
@@ -176,11 +202,14 @@ def main():
         json.dump(summary, f, indent=1)
     with open(os.path.join(a.out, "summary.md"), "w") as f:
         f.write(f"# bitsandbytes one-state optimizers vs exmy --compat bnb-cuda\n\n{info}\n\n")
-        f.write("| case | exmy engine | params | state1 | absmax1 | error |\n|---|---|---|---|---|---|\n")
+        f.write("| case | exmy engine | params | state1 | absmax1 | state2 | absmax2 | error |\n"
+                "|---|---|---|---|---|---|---|---|\n")
         for r in rows:
             f.write(f"| {r['case']} | {r['exmy_device']} | {r.get('params', '')} | "
-                    f"{r.get('state1', '')} | {r.get('absmax1', '')} | {r.get('error', '')} |\n")
-        f.write(f"\nfiles differing: {total_bad}\n\nLAMB8bit/LARS8bit at 8192 elements: {notes}\n")
+                    f"{r.get('state1', '')} | {r.get('absmax1', '')} | {r.get('state2', '')} | "
+                    f"{r.get('absmax2', '')} | {r.get('error', '')} |\n")
+        f.write(f"\nfiles differing: {total_bad}\n\nnotes (AdEMAMix8bit race, LAMB8bit/LARS8bit at "
+                f"8192 elements): {notes}\n")
     print(f"files differing: {total_bad} ({len(rows)} case runs)")
     return 0 if total_bad == 0 else 1
 

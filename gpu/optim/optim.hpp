@@ -64,6 +64,13 @@ void bnb1_step(const native::Bnb8Scalars& s, native::Bnb1Op op, native::Storage 
                std::uint16_t* p, const std::uint16_t* g, const Bnb8DeviceState& st, std::size_t n,
                CUstream_st* stream = nullptr);
 
+// bitsandbytes' AdEMAMix: st.q1 / st.s1 hold m1 then m2 (2n), st.absmax1 2·blocks.
+void bnb_ademamix_step(const native::Bnb8Scalars& s, float* p, const float* g,
+                       const Bnb8DeviceState& st, std::size_t n, CUstream_st* stream = nullptr);
+void bnb_ademamix_step(const native::Bnb8Scalars& s, native::Storage pt, std::uint16_t* p,
+                       const std::uint16_t* g, const Bnb8DeviceState& st, std::size_t n,
+                       CUstream_st* stream = nullptr);
+
 // Returns RMS_t (synchronizes the stream).
 float stable_adamw_step(const optim::AdamHyper& h, long step, float* p, const float* g, float* v,
                         float* u, std::size_t n, CUstream_st* stream = nullptr);

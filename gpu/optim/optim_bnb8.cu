@@ -1,4 +1,4 @@
-// CUDA kernels of bitsandbytes' 8-bit Adam, Momentum, RMSprop, Adagrad and Lion
+// CUDA kernels of bitsandbytes' 8-bit Adam, Momentum, RMSprop, Adagrad, Lion and AdEMAMix
 // (gpu/optim/optim.hpp): blockwise dynamic
 // codebook states with fp32 absmax, fp32 or bf16/fp16 parameters; the vectorised fast path for
 // full blocks, element-wise kernels for the rest, and the 32-bit fallback steps. Each kernel calls
@@ -16,6 +16,7 @@
 #include "gpu/optim/optim.hpp"
 #include "sim/common/error.hpp"
 #include "sim/native/bnb_dynamic_map.hpp"
+#include "sim/native/optim_bnb8_ademamix.hpp"
 #include "sim/native/optim_bnb8_ops.hpp"
 #include "sim/native/optim_bnb8_search.hpp"
 
@@ -405,6 +406,82 @@ __global__ void k_bnb1_32(native::Bnb8Scalars s, native::Bnb1Op op, typename Par
   }
 }
 
+// bitsandbytes' AdEMAMix (section 9.4.2): the element-wise 8-bit Adam kernels with a third state,
+// m2 = q1[n + i] with absmax1[nblocks_total + qb]. `n` and `nb_all` are the whole tensor's (the
+// host may launch on a tail of blocks: `first` is the index of the kernel's first block).
+template <int E, native::Storage ST>
+__global__ void __launch_bounds__(kThreads)
+    k_bnb_ademamix8(native::Bnb8Scalars s, typename ParamIO<ST>::T* p,
+                    const typename ParamIO<ST>::T* g, std::uint8_t* q1, std::uint8_t* q2,
+                    float* absmax1, float* absmax2, std::size_t n, std::size_t nblocks,
+                    const float* codes) {
+  using IO = ParamIO<ST>;
+  __shared__ float c1[256], c2[256], mids1[256], mids2[256], red[kThreads / 32];
+  load_code(codes, c1, mids1);
+  load_code(codes + 256, c2, mids2);
+  constexpr std::size_t B = static_cast<std::size_t>(kThreads) * E;
+  std::uint8_t* q3 = q1 + n;
+  float* absmax3 = absmax1 + nblocks;
+  for (std::size_t qb = blockIdx.x; qb < nblocks; qb += gridDim.x) {
+    const std::size_t lo = qb * B;
+    const float a1 = absmax1[qb], a2 = absmax2[qb], a3 = absmax3[qb];
+    float s1[E], s2[E], s3[E];
+    bool ok[E];
+    float m1 = -FLT_MAX, m2 = -FLT_MAX, m3 = -FLT_MAX;
+#pragma unroll
+    for (int e = 0; e < E; ++e) {
+      const std::size_t i = lo + e * kThreads + threadIdx.x;
+      if (i < n) {
+        s1[e] = native::bnb_dequant(s, c1, q1[i], a1);
+        s2[e] = native::bnb_dequant(s, c2, q2[i], a2);
+        s3[e] = native::bnb_dequant(s, c1, q3[i], a3);
+        ok[e] = native::bnb_ademamix8_states(s, ST, IO::load(g, i), s1[e], s2[e], s3[e]);
+      } else {
+        native::bnb_ademamix8_padding(s, ST, c1, c2, a1, a2, a3, s1[e], s2[e], s3[e]);
+        ok[e] = false;
+      }
+      m1 = fmaxf(m1, native::f32_abs(s1[e]));
+      m2 = fmaxf(m2, native::f32_abs(s2[e]));
+      m3 = fmaxf(m3, native::f32_abs(s3[e]));
+    }
+    m1 = block_max(m1, red);
+    m2 = block_max(m2, red);
+    m3 = block_max(m3, red);
+    if (threadIdx.x == 0) {
+      absmax1[qb] = m1;
+      absmax2[qb] = m2;
+      absmax3[qb] = m3;
+    }
+#pragma unroll
+    for (int e = 0; e < E; ++e) {
+      const std::size_t i = lo + e * kThreads + threadIdx.x;
+      if (i >= n) continue;
+      if (ok[e]) {
+        IO::store(p, i, native::bnb_ademamix_param(s, ST, IO::load(p, i), s1[e], s2[e], s3[e]));
+      }
+      q1[i] = native::bnb_quant_signed(s, c1, mids1, s1[e], m1);
+      q2[i] = native::bnb_quant_unsigned(s, mids2, s2[e], m2);
+      q3[i] = native::bnb_quant_signed(s, c1, mids1, s3[e], m3);
+    }
+  }
+}
+
+template <native::Storage ST>
+__global__ void k_bnb_ademamix32(native::Bnb8Scalars s, typename ParamIO<ST>::T* p,
+                                 const typename ParamIO<ST>::T* g, float* s1, float* s2,
+                                 std::size_t n) {
+  using IO = ParamIO<ST>;
+  for (std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x; i < n;
+       i += static_cast<std::size_t>(gridDim.x) * blockDim.x) {
+    float pi = IO::load(p, i), a = s1[i], b = s2[i], c = s1[n + i];
+    native::bnb_ademamix32_element(s, ST, pi, IO::load(g, i), a, b, c);
+    IO::store(p, i, pi);
+    s1[i] = a;
+    s2[i] = b;
+    s1[n + i] = c;
+  }
+}
+
 // ---- 8-bit Adam, fast path (full blocks, aligned pointers) ----------------------------------
 // Both maps with their thresholds (+inf sentinels) and bucket tables
 // (sim/native/optim_bnb8_search.hpp), one copy in device memory and one per CTA in shared memory.
@@ -716,6 +793,28 @@ void launch_bnb1(const native::Bnb8Scalars& s, native::Bnb1Op op, typename Param
   cuda_check_launch("bnb1_step");
 }
 
+template <native::Storage ST>
+void launch_bnb_ademamix(const native::Bnb8Scalars& s, typename ParamIO<ST>::T* p,
+                         const typename ParamIO<ST>::T* g, const Bnb8DeviceState& st, std::size_t n,
+                         cudaStream_t stream) {
+  if (n == 0) return;
+  if (!st.is_8bit) {
+    k_bnb_ademamix32<ST><<<grid_for(n, 4), kThreads, 0, stream>>>(s, p, g, st.s1, st.s2, n);
+  } else {
+    const std::size_t nb = (n + st.block - 1) / st.block;
+    if (st.block == 256) {
+      k_bnb_ademamix8<1, ST><<<ctas_8bit(nb), kThreads, 0, stream>>>(
+          s, p, g, st.q1, st.q2, st.absmax1, st.absmax2, n, nb, device_codes());
+    } else if (st.block == 2048) {
+      k_bnb_ademamix8<8, ST><<<ctas_8bit(nb), kThreads, 0, stream>>>(
+          s, p, g, st.q1, st.q2, st.absmax1, st.absmax2, n, nb, device_codes());
+    } else {
+      throw InputError("bnb_ademamix_step: block must be 256 or 2048");
+    }
+  }
+  cuda_check_launch("bnb_ademamix_step");
+}
+
 // f(std::integral_constant<Storage, ST>{}) for the 16-bit parameter storage pt (bf16 or fp16),
 // the one dispatch of the 16-bit overloads below.
 template <class F>
@@ -765,6 +864,18 @@ void bnb1_step(const native::Bnb8Scalars& s, native::Bnb1Op op, native::Storage 
                CUstream_st* stream) {
   with_storage16(pt, "bnb1_step",
                  [&](auto ST) { launch_bnb1<decltype(ST)::value>(s, op, p, g, st, n, stream); });
+}
+
+void bnb_ademamix_step(const native::Bnb8Scalars& s, float* p, const float* g,
+                       const Bnb8DeviceState& st, std::size_t n, CUstream_st* stream) {
+  launch_bnb_ademamix<native::Storage::f32>(s, p, g, st, n, stream);
+}
+void bnb_ademamix_step(const native::Bnb8Scalars& s, native::Storage pt, std::uint16_t* p,
+                       const std::uint16_t* g, const Bnb8DeviceState& st, std::size_t n,
+                       CUstream_st* stream) {
+  with_storage16(pt, "bnb_ademamix_step", [&](auto ST) {
+    launch_bnb_ademamix<decltype(ST)::value>(s, p, g, st, n, stream);
+  });
 }
 
 }  // namespace exmy::gpu

@@ -47,9 +47,9 @@ class DeviceStepper final : public optim::Stepper {
     // bf16/fp16 parameters and gradients live on the device as 16-bit codes; so do torch's
     // Adam/SGD states (the parameters' dtype), while bitsandbytes' absmax and fallback states
     // stay fp32.
-    param16_ =
-        c.st != Storage::f32 && (f == Family::adam || f == Family::sgd || f == Family::adam8 ||
-                                 f == Family::momentum8 || f == Family::bnb1);
+    param16_ = c.st != Storage::f32 &&
+               (f == Family::adam || f == Family::sgd || f == Family::adam8 ||
+                f == Family::momentum8 || f == Family::bnb1 || f == Family::ademamix);
     state16_ = c.st != Storage::f32 && (f == Family::adam || f == Family::sgd);
     const std::size_t elem = param16_ ? 2 : 4;
     if (param16_) scratch16_.resize(n_);
@@ -141,6 +141,16 @@ class DeviceStepper final : public optim::Stepper {
                     bnb_state(), n_);
         } else {
           bnb1_step(s, op, p_dev_->as<float>(), g_dev_->as<float>(), bnb_state(), n_);
+        }
+        break;
+      }
+      case Family::ademamix: {
+        const native::Bnb8Scalars s = optim::bnb8_scalars(h.adam, t, false);
+        if (param16_) {
+          bnb_ademamix_step(s, c.st, p_dev_->as<std::uint16_t>(), g_dev_->as<std::uint16_t>(),
+                            bnb_state(), n_);
+        } else {
+          bnb_ademamix_step(s, p_dev_->as<float>(), g_dev_->as<float>(), bnb_state(), n_);
         }
         break;
       }

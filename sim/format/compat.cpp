@@ -99,6 +99,14 @@ const std::vector<CompatProfile>& compat_profiles() {
          native::TorchKernels::cpu, native::BnbKernels::cuda_sm90},
         {CompatOp::step, "paged_lion32bit", native::CompatCast::e8m0_torch,
          native::TorchKernels::cpu, native::BnbKernels::cuda_sm90},
+        {CompatOp::step, "ademamix8bit", native::CompatCast::e8m0_torch, native::TorchKernels::cpu,
+         native::BnbKernels::cuda_sm90},
+        {CompatOp::step, "ademamix32bit", native::CompatCast::e8m0_torch, native::TorchKernels::cpu,
+         native::BnbKernels::cuda_sm90},
+        {CompatOp::step, "paged_ademamix8bit", native::CompatCast::e8m0_torch,
+         native::TorchKernels::cpu, native::BnbKernels::cuda_sm90},
+        {CompatOp::step, "paged_ademamix32bit", native::CompatCast::e8m0_torch,
+         native::TorchKernels::cpu, native::BnbKernels::cuda_sm90},
         // int8_vectorwise_quant (kInt8VectorQuant: LLM.int8()'s row-wise int8)
         {.op = CompatOp::quantize, .format = "int8", .quant = CompatQuant::bnb_int8_fdividef},
         // quantize_blockwise / dequantize_blockwise (kQuantizeBlockwise, kDequantizeBlockwise)

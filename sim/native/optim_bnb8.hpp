@@ -27,6 +27,11 @@ struct Bnb8Scalars {
   float c2_eps = 1e-8f;    // RN32(c2 * eps)
   float step_size = 0.0f;  // RN32(RN32(-lr * c2) / c1), c1 = RN32(1 - RN32(beta1^t))
   float decay = 1.0f;      // RN32(1 - RN32(lr * wd))
+  // AdEMAMix (section 9.4.2): β3, α, and the bias corrections as the kernels use them.
+  float beta3 = 0.0f, alpha = 0.0f, one_minus_beta3 = 1.0f;
+  float c1 = 1.0f;      // correction1 = 1 ⊖ RN32(β1^t) (bnb-cuda: 1 ⊖ __powf(β1, t))
+  float rcp_c1 = 1.0f;  // bnb-cuda: rcp.approx(c1) (s1 / c1 as s1 ⊗ rcp(c1))
+  float rcp_c2 = 1.0f;  // bnb-cuda: rcp.approx(c2)
   // torch_order only:
   float neg_step = 0.0f;     // RN32(-(lr / (1 - beta1^t))) (fp64)
   float bc2_sqrt = 1.0f;     // RN32(sqrt(1 - beta2^t)) (fp64)
@@ -50,6 +55,10 @@ EXMY_HD void bnb_sm90_scalars(Bnb8Scalars& s) {
   s.decay = ftz_fma(-s.lr, s.wd, 1.0f);
   s.one_minus_beta1 = ftz_add(-s.beta1, 1.0f);
   s.one_minus_beta2 = ftz_add(-s.beta2, 1.0f);
+  s.one_minus_beta3 = ftz_add(-s.beta3, 1.0f);
+  s.c1 = c1;
+  s.rcp_c1 = sfu_rcp_f(s.sfu, c1);
+  s.rcp_c2 = sfu_rcp_f(s.sfu, s.c2);
 }
 
 // Dequantization: RN32(code value * absmax).

@@ -1,4 +1,4 @@
-// bitsandbytes 8-bit block-wise Adam/AdamW/Momentum/RMSprop/Adagrad/Lion reference steps
+// bitsandbytes 8-bit block-wise Adam/AdamW/Momentum/RMSprop/Adagrad/Lion/AdEMAMix reference steps
 // (docs/SEMANTICS.md 9.4).
 #include <cfloat>
 #include <cmath>
@@ -42,6 +42,8 @@ native::Bnb8Scalars bnb8_scalars(const AdamHyper& h, long step, bool torch_order
   s.eps = static_cast<float>(h.eps);
   s.lr = static_cast<float>(h.lr);
   s.wd = static_cast<float>(h.wd);
+  s.beta3 = static_cast<float>(h.beta3);
+  s.alpha = static_cast<float>(h.alpha);
   const double t = static_cast<double>(step);
   s.neg_step = static_cast<float>(-(h.lr / (1.0 - std::pow(h.beta1, t))));
   s.bc2_sqrt = static_cast<float>(std::pow(1.0 - std::pow(h.beta2, t), 0.5));
@@ -55,11 +57,13 @@ native::Bnb8Scalars bnb8_scalars(const AdamHyper& h, long step, bool torch_order
   }
   s.one_minus_beta1 = 1.0f - s.beta1;
   s.one_minus_beta2 = 1.0f - s.beta2;
+  s.one_minus_beta3 = 1.0f - s.beta3;
   // The kernel's powf(beta, step) in fp32, here correctly rounded (fp64 pow of the fp32 beta,
   // then RN32); bitsandbytes' __powf/__fdividef are approximations (section 12).
   const float pw1 = static_cast<float>(std::pow(static_cast<double>(s.beta1), t));
   const float pw2 = static_cast<float>(std::pow(static_cast<double>(s.beta2), t));
   const float c1 = 1.0f - pw1;
+  s.c1 = c1;
   s.c2 = std::sqrt(1.0f - pw2);
   s.c2_eps = s.c2 * s.eps;
   s.step_size = (-s.lr * s.c2) / c1;
@@ -198,6 +202,74 @@ void bnb1_step(const native::Bnb8Scalars& s, native::Bnb1Op op, Storage st, std:
       p[lo + j] =
           native::bnb1_param8(s, op, st, p[lo + j], native::to_storage(g[lo + j], st), s1[j], l[j]);
       S.q1[lo + j] = native::bnb_quant_signed(s, c1, mids1, s1[j], m1);
+    }
+  }
+}
+
+Bnb8State bnb_ademamix_init(std::size_t n, int block, bool small_fallback) {
+  Bnb8State s = bnb8_init(n, true, block, small_fallback);
+  s.ademamix = true;
+  if (s.is_8bit) {
+    s.q1.assign(2 * n, 0);
+    s.absmax1.assign(2 * s.absmax2.size(), 0.0f);
+  } else {
+    s.s1.assign(2 * n, 0.0f);
+  }
+  return s;
+}
+
+// 9.4.2: Adam's block loop with a third state, m2 = state 1's second half, whose block absmax is
+// absmax1[blocks + b].
+void bnb_ademamix_step(const native::Bnb8Scalars& s, Storage st, std::span<float> p,
+                       std::span<const float> g, Bnb8State& S) {
+  const std::size_t n = p.size();
+  check(n, g.size(), "gradient");
+  if (!S.is_8bit) {
+    check(2 * n, S.s1.size(), "state1");
+    for (std::size_t i = 0; i < n; ++i) {
+      native::bnb_ademamix32_element(s, st, p[i], native::to_storage(g[i], st), S.s1[i], S.s2[i],
+                                     S.s1[n + i]);
+    }
+    return;
+  }
+  check(2 * n, S.q1.size(), "state1");
+  const float* c1 = dynamic_codebook(true).values.data();
+  const float* c2 = dynamic_codebook(false).values.data();
+  float mids1[256], mids2[256];
+  native::bnb_midpoints(c1, mids1);
+  native::bnb_midpoints(c2, mids2);
+  const std::size_t B = static_cast<std::size_t>(S.block), nb = S.absmax2.size();
+  std::vector<float> s1(B), s2(B), s3(B);
+  std::vector<char> ok(B);
+  for (std::size_t lo = 0, b = 0; lo < n; lo += B, ++b) {
+    const std::size_t cnt = std::min(B, n - lo);
+    const float a1 = S.absmax1[b], a2 = S.absmax2[b], a3 = S.absmax1[nb + b];
+    float m1 = -FLT_MAX, m2 = -FLT_MAX, m3 = -FLT_MAX;
+    for (std::size_t j = 0; j < cnt; ++j) {
+      s1[j] = native::bnb_dequant(s, c1, S.q1[lo + j], a1);
+      s2[j] = native::bnb_dequant(s, c2, S.q2[lo + j], a2);
+      s3[j] = native::bnb_dequant(s, c1, S.q1[n + lo + j], a3);
+      ok[j] = native::bnb_ademamix8_states(s, st, native::to_storage(g[lo + j], st), s1[j], s2[j],
+                                           s3[j]);
+      m1 = native::f32_fmax(m1, native::f32_abs(s1[j]));
+      m2 = native::f32_fmax(m2, native::f32_abs(s2[j]));
+      m3 = native::f32_fmax(m3, native::f32_abs(s3[j]));
+    }
+    if (cnt < B) {
+      float ps1, ps2, ps3;
+      native::bnb_ademamix8_padding(s, st, c1, c2, a1, a2, a3, ps1, ps2, ps3);
+      m1 = native::f32_fmax(m1, native::f32_abs(ps1));
+      m2 = native::f32_fmax(m2, native::f32_abs(ps2));
+      m3 = native::f32_fmax(m3, native::f32_abs(ps3));
+    }
+    S.absmax1[b] = m1;
+    S.absmax2[b] = m2;
+    S.absmax1[nb + b] = m3;
+    for (std::size_t j = 0; j < cnt; ++j) {
+      if (ok[j]) p[lo + j] = native::bnb_ademamix_param(s, st, p[lo + j], s1[j], s2[j], s3[j]);
+      S.q1[lo + j] = native::bnb_quant_signed(s, c1, mids1, s1[j], m1);
+      S.q2[lo + j] = native::bnb_quant_unsigned(s, mids2, s2[j], m2);
+      S.q1[n + lo + j] = native::bnb_quant_signed(s, c1, mids1, s3[j], m3);
     }
   }
 }

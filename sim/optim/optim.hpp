@@ -11,6 +11,7 @@
 #include "sim/native/bnb_kernels.hpp"
 #include "sim/native/optim_adamw.hpp"
 #include "sim/native/optim_bnb8.hpp"
+#include "sim/native/optim_bnb8_ademamix.hpp"
 #include "sim/native/optim_bnb8_ops.hpp"
 #include "sim/native/optim_split.hpp"
 #include "sim/native/optim_stable_adamw.hpp"
@@ -22,6 +23,7 @@ using native::Storage;
 
 struct AdamHyper {
   double lr = 1e-3, beta1 = 0.9, beta2 = 0.999, eps = 1e-8, wd = 0.0;
+  double beta3 = 0.0, alpha = 0.0;  // AdEMAMix (bitsandbytes' betas[2] and alpha)
   // The PyTorch kernels modelled (`--compat torch-cpu|torch-cuda|torch-cuda-foreach`).
   native::TorchKernels kernels = native::TorchKernels::cpu;
   // The bitsandbytes kernels modelled by the 8-bit optimizers (`--compat bnb-cuda`).
@@ -58,6 +60,9 @@ struct Bnb8State {
   std::vector<std::uint8_t> q1, q2;     // codes (8-bit)
   std::vector<float> absmax1, absmax2;  // per block (8-bit)
   std::vector<float> s1, s2;            // fp32 states (fallback)
+  // AdEMAMix: state 1 holds m1 then m2 (2n codes or fp32 values, bitsandbytes' (2, *shape)
+  // buffer), absmax1 the 2·blocks absmax of m1 then m2.
+  bool ademamix = false;
 };
 inline constexpr std::size_t kMin8bitSize = 4096;  // bitsandbytes' min_8bit_size
 // Zero state as bitsandbytes creates it (codes 0, absmax 0). `small_fallback` keeps tensors with
@@ -68,6 +73,11 @@ void bnb_adam8_step(const native::Bnb8Scalars& s, Storage st, std::span<float> p
                     std::span<const float> g, Bnb8State& state);
 void bnb_momentum8_step(const native::Bnb8Scalars& s, Storage st, std::span<float> p,
                         std::span<const float> g, Bnb8State& state);
+// AdEMAMix8bit / AdEMAMix32bit (section 9.4.2): zero state (bnb8_init's two states with state 1
+// doubled) and one step.
+Bnb8State bnb_ademamix_init(std::size_t n, int block, bool small_fallback);
+void bnb_ademamix_step(const native::Bnb8Scalars& s, Storage st, std::span<float> p,
+                       std::span<const float> g, Bnb8State& state);
 // RMSprop8bit / Adagrad8bit / Lion8bit and their 32-bit states (section 9.4.1).
 void bnb1_step(const native::Bnb8Scalars& s, native::Bnb1Op op, Storage st, std::span<float> p,
                std::span<const float> g, Bnb8State& state);

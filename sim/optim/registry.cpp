@@ -40,6 +40,30 @@ void init_bnb1(const Config& c, std::span<const float> p, State& s) {
     s.bnb.s1.assign(p.size(), 0.0f);
   }
 }
+// bitsandbytes 0.50.2's 8-bit AdEMAMix indexes m2's absmax as absmax1[(n + i) / 256]: for n not a
+// multiple of 256 that overlaps m1's last block (two CTAs race on absmax1[blocks - 1]) and misses
+// the last entry, so its result depends on scheduling (SEMANTICS 9.4.2); bnb-cuda refuses it.
+void init_ademamix(const Config& c, std::span<const float> p, State& s) {
+  s.bnb = bnb_ademamix_init(p.size(), c.block, c.small_fallback);
+  if (c.opt.entry->state32 && s.bnb.is_8bit) {
+    s.bnb = bnb_ademamix_init(p.size(), c.block, true);
+    s.bnb.is_8bit = false;
+    s.bnb.q1.clear();
+    s.bnb.q2.clear();
+    s.bnb.absmax1.clear();
+    s.bnb.absmax2.clear();
+    s.bnb.s1.assign(2 * p.size(), 0.0f);
+    s.bnb.s2.assign(p.size(), 0.0f);
+  }
+  if (s.bnb.is_8bit && c.hyper.adam.bnb == native::BnbKernels::cuda_sm90 &&
+      p.size() % static_cast<std::size_t>(c.block) != 0) {
+    throw InputError("--optimizer " + c.opt.name +
+                     " --compat bnb-cuda: " + std::to_string(p.size()) +
+                     " elements is not a multiple of 256; bitsandbytes 0.50.2's 8-bit AdEMAMix "
+                     "then reads and writes m2's absmax at absmax1[(n + i) / 256], which overlaps "
+                     "m1's last block (a race between two thread blocks, no defined result)");
+  }
+}
 void init_split_two(const Config& c, std::span<const float> p, State& s) {
   init_two(c, p, s);
   s.split = split_tensor(p, c.opt.split, c.seed);
@@ -57,6 +81,13 @@ std::vector<StateArray> arrays_one(const Config&, State& s) {
 }
 std::vector<StateArray> arrays_bnb(const Config&, State& s) {
   Bnb8State& b = s.bnb;
+  if (b.ademamix) {
+    if (!b.is_8bit) return {{"state1", &b.s1, true, 2}, {"state2", &b.s2, true}};
+    return {{"state1", &b.q1, true, 2},
+            {"absmax1", &b.absmax1, false, 2},
+            {"state2", &b.q2, true},
+            {"absmax2", &b.absmax2, false}};
+  }
   if (!b.is_8bit) {
     if (!b.two_states) return {{"state1", &b.s1, true}};
     return {{"state1", &b.s1, true}, {"state2", &b.s2, true}};
@@ -105,6 +136,11 @@ float step_bnb1(const Config& c, long t, std::span<float> p, std::span<const flo
   bnb1_step(bnb8_scalars(c.hyper.adam, t, false), c.opt.entry->bnb_op, c.st, p, g, s.bnb);
   return 0.0f;
 }
+float step_ademamix(const Config& c, long t, std::span<float> p, std::span<const float> g,
+                    State& s) {
+  bnb_ademamix_step(bnb8_scalars(c.hyper.adam, t, false), c.st, p, g, s.bnb);
+  return 0.0f;
+}
 float step_stable(const Config& c, long t, std::span<float> p, std::span<const float> g, State& s) {
   return stable_adamw_step(c.hyper.adam, t, p, g, s.s1, s.s2);
 }
@@ -144,6 +180,16 @@ constexpr Hyper bnb1_hyper(double lr, double beta1, double beta2, double eps) {
 constexpr Hyper kRmsprop = bnb1_hyper(1e-2, 0.99, 0.0, 1e-8);
 constexpr Hyper kAdagrad = bnb1_hyper(1e-2, 0.0, 0.0, 1e-10);
 constexpr Hyper kLion = bnb1_hyper(1e-4, 0.9, 0.99, 0.0);
+
+// AdEMAMix8bit / AdEMAMix32bit: lr 1e-3, betas (0.9, 0.999, 0.9999), alpha 5, eps 1e-8, wd 1e-2.
+constexpr Hyper ademamix_hyper() {
+  Hyper h = bnb1_hyper(1e-3, 0.9, 0.999, 1e-8);
+  h.adam.beta3 = 0.9999;
+  h.adam.alpha = 5.0;
+  h.adam.wd = 1e-2;
+  return h;
+}
+constexpr Hyper kAdemamix = ademamix_hyper();
 
 constexpr std::array<bool, 3> kGpuAll{true, true, true};
 constexpr std::array<bool, 3> kGpuF32{true, false, false};
@@ -304,6 +350,51 @@ const Entry kTable[] = {
      .init = init_bnb1,
      .arrays = arrays_bnb,
      .cpu_step = step_bnb1},
+    // bitsandbytes' AdEMAMix8bit/32bit and the paged ones (same kernels on managed memory).
+    {.name = "ademamix8bit",
+     .family = Family::ademamix,
+     .decoupled = true,
+     .defaults = kAdemamix,
+     .state_bytes = 3.0,
+     .absmax_states = 3,
+     .gpu = kGpuAll,
+     .example = "ademamix8bit",
+     .init = init_ademamix,
+     .arrays = arrays_bnb,
+     .cpu_step = step_ademamix},
+    {.name = "ademamix32bit",
+     .family = Family::ademamix,
+     .decoupled = true,
+     .defaults = kAdemamix,
+     .state_bytes = 12.0,
+     .state32 = true,
+     .gpu = kGpuAll,
+     .example = "ademamix32bit",
+     .init = init_ademamix,
+     .arrays = arrays_bnb,
+     .cpu_step = step_ademamix},
+    {.name = "paged_ademamix8bit",
+     .family = Family::ademamix,
+     .decoupled = true,
+     .defaults = kAdemamix,
+     .state_bytes = 3.0,
+     .absmax_states = 3,
+     .gpu = kGpuAll,
+     .example = "paged_ademamix8bit",
+     .init = init_ademamix,
+     .arrays = arrays_bnb,
+     .cpu_step = step_ademamix},
+    {.name = "paged_ademamix32bit",
+     .family = Family::ademamix,
+     .decoupled = true,
+     .defaults = kAdemamix,
+     .state_bytes = 12.0,
+     .state32 = true,
+     .gpu = kGpuAll,
+     .example = "paged_ademamix32bit",
+     .init = init_ademamix,
+     .arrays = arrays_bnb,
+     .cpu_step = step_ademamix},
     {.name = "stableadamw",
      .family = Family::stable,
      .decoupled = true,
@@ -375,6 +466,20 @@ void load_array(const std::string& path, std::vector<T>& v, const std::vector<st
   v = std::move(got);
 }
 
+// The shape an array is saved with: the parameters' (or 1-d), with a leading `stack` rows.
+std::vector<std::size_t> saved_shape(const StateArray& a, const std::vector<std::size_t>& shape,
+                                     std::size_t size) {
+  const std::size_t k = static_cast<std::size_t>(a.stack);
+  if (k <= 1) return a.param_shaped ? shape : std::vector<std::size_t>{size};
+  std::vector<std::size_t> out{k};
+  if (a.param_shaped) {
+    out.insert(out.end(), shape.begin(), shape.end());
+  } else {
+    out.push_back(size / k);
+  }
+  return out;
+}
+
 class HostStepper final : public Stepper {
  public:
   HostStepper(const Config& c, std::span<float> p, State& s) : c_(c), p_(p), s_(s) {}
@@ -429,7 +534,7 @@ Selected find_optimizer(std::string_view name) {
 
 bool is_blockwise(const Entry& e) {
   return e.family == Family::adam8 || e.family == Family::momentum8 ||
-         (e.family == Family::bnb1 && !e.state32);
+         ((e.family == Family::bnb1 || e.family == Family::ademamix) && !e.state32);
 }
 
 Hyper resolve_hyper(const Entry& e, const HyperOptions& o) {
@@ -446,6 +551,8 @@ Hyper resolve_hyper(const Entry& e, const HyperOptions& o) {
   if (e.family == Family::momentum8) {
     h.adam.beta1 = h.sgd.momentum = o.beta1 ? *o.beta1 : h.sgd.momentum;
   }
+  if (o.beta3) h.adam.beta3 = *o.beta3;
+  if (e.family == Family::ademamix && o.alpha) h.adam.alpha = *o.alpha;
   // bitsandbytes' RMSprop keeps its alpha in beta1.
   if (e.family == Family::bnb1 && e.bnb_op == native::Bnb1Op::rmsprop && o.alpha) {
     h.adam.beta1 = *o.alpha;
@@ -493,6 +600,14 @@ void check_hyper_domains(const Entry& e, const Hyper& h) {
       check(h.adam.beta1, e.bnb_op == native::Bnb1Op::rmsprop ? "--alpha / --beta1" : "--beta1",
             0.0, 1.0, true);
       check(h.adam.beta2, "--beta2", 0.0, 1.0, true);
+      check(h.adam.wd, "--wd", 0.0, inf, true);
+      return;
+    case Family::ademamix:  // bitsandbytes' Optimizer2State checks (α unchecked there)
+      check(h.adam.lr, "--lr", 0.0, inf, true);
+      check(h.adam.eps, "--eps", 0.0, inf, true);
+      check(h.adam.beta1, "--beta1", 0.0, 1.0, true);
+      check(h.adam.beta2, "--beta2", 0.0, 1.0, true);
+      check(h.adam.beta3, "--beta3", 0.0, 1.0, true);
       check(h.adam.wd, "--wd", 0.0, inf, true);
       return;
     case Family::adam:
@@ -550,8 +665,7 @@ void load_state(const Config& c, const std::string& dir, std::span<const float> 
     std::visit(
         [&](auto* v) {
           using T = typename std::remove_reference_t<decltype(*v)>::value_type;
-          const std::vector<std::size_t> want =
-              a.param_shaped ? shape : std::vector<std::size_t>{v->size()};
+          const std::vector<std::size_t> want = saved_shape(a, shape, v->size());
           if constexpr (std::is_same_v<T, float>) {
             load_array<T>(path, *v, want, io::as_f32);
           } else if constexpr (std::is_same_v<T, std::uint8_t>) {
@@ -588,8 +702,7 @@ void save_state(const Config& c, const std::string& dir, const std::vector<std::
                               : std::is_same_v<T, std::uint8_t>  ? io::kDescrU8
                               : std::is_same_v<T, std::uint16_t> ? io::kDescrU16
                                                                  : io::kDescrU32;
-          io::NpyFileWriter w(dir + "/" + a.file + ".npy", descr,
-                              a.param_shaped ? shape : std::vector<std::size_t>{v->size()});
+          io::NpyFileWriter w(dir + "/" + a.file + ".npy", descr, saved_shape(a, shape, v->size()));
           w.write(v->data(), v->size() * sizeof(T));
           w.commit();
         },

@@ -22,7 +22,8 @@ namespace exmy::optim {
 
 // What a step does to one tensor; entries of one family share their step and state layout.
 // bnb1: bitsandbytes' one-state RMSprop/Adagrad/Lion (the entry's bnb_op), 8-bit or 32-bit.
-enum class Family { adam, sgd, adam8, momentum8, bnb1, stable, split_adam, split_sgd };
+// ademamix: bitsandbytes' AdEMAMix, 8-bit or 32-bit.
+enum class Family { adam, sgd, adam8, momentum8, bnb1, ademamix, stable, split_adam, split_sgd };
 
 // Hyperparameters of one run: the union of what the families read (Adam-style: lr, betas, eps,
 // wd; SGD-style: lr, momentum, dampening, nesterov, wd).
@@ -34,7 +35,8 @@ struct Hyper {
 // Hyperparameters given on the command line; the rest take the entry's defaults.
 struct HyperOptions {
   // alpha: RMSprop's smoothing constant (bitsandbytes passes it as beta1).
-  std::optional<double> lr, beta1, beta2, eps, wd, momentum, dampening, alpha;
+  // alpha: AdEMAMix's α; beta3: AdEMAMix's β3.
+  std::optional<double> lr, beta1, beta2, eps, wd, momentum, dampening, alpha, beta3;
   bool nesterov = false;
 };
 
@@ -49,6 +51,9 @@ struct StateArray {
                std::vector<std::uint32_t>*>
       data;
   bool param_shaped;
+  // > 1: saved with a leading dimension of this many rows, (stack, *shape) or (stack, n/stack)
+  // (AdEMAMix's state1 and absmax1 hold m1 and m2 as bitsandbytes stacks them).
+  int stack = 1;
 };
 
 struct Entry {
@@ -64,7 +69,7 @@ struct Entry {
   int absmax_states = 0;           // 8-bit states, each with one fp32 absmax per block
   bool reports_rms = false;        // the step returns RMS_t (StableAdamW), reported in state.json
   native::Bnb1Op bnb_op{};         // bnb1: the operation
-  bool state32 = false;            // bnb1: 32-bit states at every size (the *32bit optimizers)
+  bool state32 = false;  // bnb1, ademamix: 32-bit states at every size (the *32bit optimizers)
   // Parameter dtypes (by Storage: fp32, bf16, fp16) for which gpu/optim/optim.hpp has a kernel;
   // gpu/optim/optim_host.cu runs it (a pointer cannot live here: sim/ does not link gpu/).
   std::array<bool, 3> gpu;

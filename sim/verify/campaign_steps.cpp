@@ -224,13 +224,14 @@ std::vector<float> to_float(const std::vector<Real>& x) {
 }
 
 // ---- the ops -------------------------------------------------------------------------------
-// bnb1: bitsandbytes' one-state RMSprop/Adagrad/Lion (Op::bnb1op).
+// bnb1: bitsandbytes' one-state RMSprop/Adagrad/Lion (Op::bnb1op); ademamix: its AdEMAMix.
 enum class Family {
   adam,
   sgd,
   adam8,
   momentum8,
   bnb1,
+  ademamix,
   stable,
   split_adam,
   split_sgd,
@@ -298,6 +299,11 @@ std::vector<Op> all_ops() {
       o.small = true;
       ops.push_back(o);
     }
+  }
+  for (Storage st : {Storage::f32, Storage::bf16, Storage::f16}) {
+    const std::string sfx = st == Storage::f32 ? "" : std::string("-") + storage_name(st);
+    ops.push_back(Op{"ademamix8bit-b256" + sfx, Family::ademamix, st, true, 256});
+    ops.push_back(Op{"ademamix8bit-small" + sfx, Family::ademamix, st, true, 256, true});
   }
   ops.push_back(Op{"bnb8-requantize", Family::requant});
   ops.push_back(Op{"stableadamw", Family::stable});
@@ -380,6 +386,18 @@ std::vector<Cfg> configs(const Op& op) {
       c = {a, b};
       break;
     }
+    case Family::ademamix: {  // bitsandbytes' defaults, then other betas, alpha and decay
+      Cfg a{"defaults", {}, {}};
+      a.a = {1e-3, 0.9, 0.999, 1e-8, 1e-2};
+      a.a.beta3 = 0.9999;
+      a.a.alpha = 5.0;
+      Cfg b{"lr0.01 b0.5,0.9,0.99 alpha2 eps1e-6 wd0.1", {}, {}};
+      b.a = {1e-2, 0.5, 0.9, 1e-6, 0.1};
+      b.a.beta3 = 0.99;
+      b.a.alpha = 2.0;
+      c = {a, b};
+      break;
+    }
     case Family::bnb1: {  // bitsandbytes' defaults, then larger steps with weight decay
       Cfg a{"defaults", {}, {}};
       Cfg b{"wd", {}, {}};
@@ -438,7 +456,8 @@ std::vector<Cls> classes_of(const Op& op) {
 }
 
 std::size_t elements_of(const Op& op, const Sizes& z) {
-  if (op.family == Family::adam8 || op.family == Family::momentum8 || op.family == Family::bnb1) {
+  if (op.family == Family::adam8 || op.family == Family::momentum8 || op.family == Family::bnb1 ||
+      op.family == Family::ademamix) {
     return op.small ? z.n_small : z.n_8bit;
   }
   return z.n_elem;
@@ -525,7 +544,8 @@ const os::Codebook& oracle_codebook(bool is_signed) {
 }
 
 void run_bnb8(const Run& r) {
-  const bool adam = r.op.family == Family::adam8;
+  const bool ademamix = r.op.family == Family::ademamix;
+  const bool adam = r.op.family == Family::adam8 || ademamix;  // two states (and m2 in state 1)
   const Storage st = r.op.st;
   const FloatFormat& T = storage_format(st);
   Gen gen(r.seed, st);
@@ -533,8 +553,10 @@ void run_bnb8(const Run& r) {
   std::vector<float> p(n), g(n);
   for (std::size_t i = 0; i < n; ++i) p[i] = gen.value(r.cls, Gen::Role::param, i);
   std::vector<Real> P = to_real(p);
-  optim::Bnb8State S = optim::bnb8_init(n, adam, r.op.block, r.op.small);
+  optim::Bnb8State S = ademamix ? optim::bnb_ademamix_init(n, r.op.block, r.op.small)
+                                : optim::bnb8_init(n, adam, r.op.block, r.op.small);
   os::Bnb8State O = os::bnb8_init(n, adam, r.op.block, r.op.small);
+  if (ademamix) os::bnb_ademamix_init(O, n);
   const os::AdamHyper h{r.cfg.a.lr, r.cfg.a.beta1, r.cfg.a.beta2, r.cfg.a.eps, r.cfg.a.wd};
   const os::Codebook& c1 = oracle_codebook(true);
   const os::Codebook& c2 = oracle_codebook(false);
@@ -556,7 +578,10 @@ void run_bnb8(const Run& r) {
     const optim::Bnb8State S0 = S;
     const std::vector<float> p0 = p;
     const native::Bnb8Scalars sc = optim::bnb8_scalars(r.cfg.a, t, false);
-    if (adam) {
+    if (ademamix) {
+      optim::bnb_ademamix_step(sc, st, p, g, S);
+      os::bnb_ademamix_step(h, r.cfg.a.beta3, r.cfg.a.alpha, t, T, c1, c2, P, to_real(g), O);
+    } else if (adam) {
       optim::bnb_adam8_step(sc, st, p, g, S);
       os::bnb_adam8_step(h, t, T, c1, c2, P, to_real(g), O);
     } else if (r.op.family == Family::bnb1) {
@@ -593,15 +618,24 @@ void run_bnb8(const Run& r) {
         const bool ok1 = S.q1[i] == O.q1[i] || (O.q1_nan[i] && (S.q1[i] == 0 || S.q1[i] == 255));
         r.ck.code("q1", t, i, S.q1[i], O.q1[i], ok1, ops);
         if (adam) r.ck.code("q2", t, i, S.q2[i], O.q2[i], S.q2[i] == O.q2[i], ops);
+        if (ademamix) {  // m2: state 1's second half
+          const std::size_t k = n + i;
+          const bool ok3 = S.q1[k] == O.q1[k] || (O.q1_nan[k] && (S.q1[k] == 0 || S.q1[k] == 255));
+          r.ck.code("q1.m2", t, i, S.q1[k], O.q1[k], ok3, ops);
+        }
       } else {
         r.ck.value("s1", t, i, S.s1[i], O.s1[i], ops);
         if (adam) r.ck.value("s2", t, i, S.s2[i], O.s2[i], ops);
+        if (ademamix) r.ck.value("s1.m2", t, i, S.s1[n + i], O.s1[n + i], ops);
       }
     }
     if (O.is_8bit) {
+      // AdEMAMix's absmax1 holds m1's then m2's blocks (twice absmax2's length).
       for (std::size_t b = 0; b < O.a1.size(); ++b) {
         r.ck.value("absmax1", t, b, S.absmax1[b], O.a1[b], nullptr);
-        if (adam) r.ck.value("absmax2", t, b, S.absmax2[b], O.a2[b], nullptr);
+      }
+      for (std::size_t b = 0; adam && b < O.a2.size(); ++b) {
+        r.ck.value("absmax2", t, b, S.absmax2[b], O.a2[b], nullptr);
       }
     }
   }
@@ -820,6 +854,7 @@ void run_case(const Run& r) {
     case Family::adam8:
     case Family::momentum8:
     case Family::bnb1:
+    case Family::ademamix:
       return run_bnb8(r);
     case Family::requant:
       return run_requant(r);

@@ -8,6 +8,7 @@
 #include <random>
 
 #include "optim_test_util.hpp"
+#include "sim/common/error.hpp"
 #include "sim/format/codebook.hpp"
 #include "sim/optim/optim.hpp"
 #include "sim/optim/registry.hpp"
@@ -179,4 +180,79 @@ TEST_CASE("bnb1: the engine equals the MPFR step oracle over 4 steps of heavy-ta
       }
     }
   }
+}
+
+TEST_CASE("ademamix: the engine equals the MPFR step oracle over 4 steps of heavy-tailed gradients",
+          "[optim][bnb8][ademamix]") {
+  const oracle::steps::Codebook oc1 = oracle::steps::make_codebook(dynamic_codebook(true).values);
+  const oracle::steps::Codebook oc2 = oracle::steps::make_codebook(dynamic_codebook(false).values);
+  for (const Storage st : {Storage::f32, Storage::bf16, Storage::f16}) {
+    for (const std::size_t n : {std::size_t{4096 + 300}, std::size_t{1000}}) {
+      for (const double wd : {0.0, 0.01}) {
+        AdamHyper h;
+        h.wd = wd;
+        h.beta3 = 0.9999;
+        h.alpha = 5.0;
+        std::vector<float> p = optim_test::normal_values(n, 9);
+        for (float& x : p) x = native::to_storage(x, st);
+        std::vector<oracle::steps::Real> P;
+        for (const float x : p) P.push_back(oracle::steps::Real::of_double(x));
+        Bnb8State s = bnb_ademamix_init(n, 256, true);
+        oracle::steps::Bnb8State o = oracle::steps::bnb8_init(n, true, 256, true);
+        oracle::steps::bnb_ademamix_init(o, n);
+        const oracle::steps::AdamHyper oh{h.lr, h.beta1, h.beta2, h.eps, h.wd};
+        const auto& T = st == Storage::f32    ? oracle::steps::F32
+                        : st == Storage::bf16 ? oracle::steps::BF16
+                                              : oracle::steps::F16;
+        for (long t = 1; t <= 4; ++t) {
+          const auto g = heavy_tailed(n, 200 + static_cast<std::uint64_t>(t), st);
+          std::vector<oracle::steps::Real> G;
+          for (const float x : g) G.push_back(oracle::steps::Real::of_double(x));
+          bnb_ademamix_step(bnb8_scalars(h, t, false), st, p, g, s);
+          oracle::steps::bnb_ademamix_step(oh, h.beta3, h.alpha, t, T, oc1, oc2, P, G, o);
+          for (std::size_t i = 0; i < n; ++i) REQUIRE(bits(p[i]) == P[i].f32_bits());
+          if (s.is_8bit) {
+            REQUIRE(s.q1 == o.q1);
+            REQUIRE(s.q2 == o.q2);
+            for (std::size_t b = 0; b < o.a1.size(); ++b)
+              REQUIRE(bits(s.absmax1[b]) == o.a1[b].f32_bits());
+          } else {
+            for (std::size_t i = 0; i < 2 * n; ++i) REQUIRE(bits(s.s1[i]) == o.s1[i].f32_bits());
+            for (std::size_t i = 0; i < n; ++i) REQUIRE(bits(s.s2[i]) == o.s2[i].f32_bits());
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("ademamix: bitsandbytes' state layout; bnb-cuda refuses sizes that race on absmax1",
+          "[optim][bnb8][ademamix]") {
+  Config c;
+  c.opt = find_optimizer("ademamix8bit");
+  c.hyper = resolve_hyper(*c.opt.entry, HyperOptions{});
+  CHECK(c.hyper.adam.beta3 == 0.9999);
+  CHECK(c.hyper.adam.alpha == 5.0);
+  CHECK(c.hyper.adam.wd == 0.01);
+  State s = init_state(c, std::vector<float>(5000, 1.0f));
+  const auto a = c.opt.entry->arrays(c, s);
+  REQUIRE(a.size() == 4);
+  CHECK(std::string(a[0].file) == "state1");
+  CHECK(a[0].stack == 2);  // (2, *shape): m1 then m2
+  CHECK(s.bnb.q1.size() == 10000);
+  CHECK(std::string(a[1].file) == "absmax1");
+  CHECK(a[1].stack == 2);  // (2, blocks)
+  CHECK(s.bnb.absmax1.size() == 2 * 20);
+  CHECK(std::string(a[2].file) == "state2");
+  CHECK(std::string(a[3].file) == "absmax2");
+  // 5000 = 19·256 + 136: bitsandbytes' m2 absmax index (n + i) / 256 overlaps m1's last block.
+  apply_compat(c, "bnb-cuda");
+  CHECK_THROWS_AS(init_state(c, std::vector<float>(5000, 1.0f)), InputError);
+  CHECK(init_state(c, std::vector<float>(5120, 1.0f)).bnb.is_8bit);
+  CHECK_FALSE(init_state(c, std::vector<float>(1000, 1.0f)).bnb.is_8bit);  // 32-bit kernel: fine
+  c.opt = find_optimizer("ademamix32bit");
+  const State s32 = init_state(c, std::vector<float>(5000, 1.0f));
+  CHECK_FALSE(s32.bnb.is_8bit);
+  CHECK(s32.bnb.s1.size() == 10000);
+  CHECK(s32.bnb.s2.size() == 5000);
 }

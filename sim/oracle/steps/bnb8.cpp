@@ -1,6 +1,6 @@
 // docs/SEMANTICS.md 5.3 (nearest code, ties to the even index) and 9.4 (bitsandbytes 8-bit
 // block-wise Adam/AdamW and Momentum, and the 32-bit fallback below 4096 elements; 9.4.1 RMSprop,
-// Adagrad, Lion) on exact values.
+// Adagrad, Lion; 9.4.2 AdEMAMix) on exact values.
 #include <cfloat>
 #include <stdexcept>
 
@@ -292,6 +292,79 @@ void bnb1_step(Bnb1Op op, const AdamHyper& h, long t, const FloatFormat& T, cons
       p[lo + j] = op == Bnb1Op::lion ? round(T, sub(F32, pv[j], l[j]))
                                      : round(T, sub(F32, pv[j], delta(g[lo + j], s1[j])));
       st.q1[lo + j] = requantize_signed(code1, s1[j], m1, st.q1_nan[lo + j]);
+    }
+  }
+}
+
+void bnb_ademamix_init(Bnb8State& st, std::size_t n) {
+  if (st.is_8bit) {
+    st.q1.assign(2 * n, 0);
+    st.a1.assign(2 * st.a2.size(), Real());
+    st.q1_nan.assign(2 * n, 0);
+  } else {
+    st.s1.assign(2 * n, Real());
+  }
+}
+
+void bnb_ademamix_step(const AdamHyper& h, double beta3, double alpha, long t, const FloatFormat& T,
+                       const Codebook& code1, const Codebook& code2, Tensor& p, const Tensor& g,
+                       Bnb8State& st) {
+  const std::size_t n = p.size();
+  check(n, g.size());
+  const Scalars s = scalars(h, t);
+  const Real b3 = round(F32, Real::of_double(beta3));
+  const Real al = round(F32, Real::of_double(alpha));
+  const Real omb3 = sub(F32, one(), b3);
+  const Real tt = Real::of_double(static_cast<double>(t));
+  const Real c1 = sub(F32, one(), pow(F32, s.b1, tt));  // 1 ⊖ RN32(β1^t); s.c2 is √(1 ⊖ β2^t)
+  // p ← T(p ⊖ lr ⊗ (((m1 ⊘ c1) ⊕ (α ⊗ m2)) ⊘ ((√ν ⊘ c2) ⊕ eps))), then T(p ⊗ decay) (wd > 0)
+  const auto param = [&](const Real& pi, const Real& m1, const Real& nu, const Real& m2) {
+    const Real num = add(F32, div(F32, m1, c1), mul(F32, al, m2));
+    const Real den = add(F32, div(F32, sqrt(F32, nu), s.c2), s.eps);
+    Real q = round(T, sub(F32, pi, mul(F32, s.lr, div(F32, num, den))));
+    if (s.has_wd) q = round(T, mul(F32, q, s.decay));
+    return q;
+  };
+  if (!st.is_8bit) {  // kOptimizer32bit2State ADEMAMIX: no finiteness test
+    for (std::size_t i = 0; i < n; ++i) {
+      st.s1[i] = add(F32, mul(F32, st.s1[i], s.b1), mul(F32, s.omb1, g[i]));
+      st.s1[n + i] = add(F32, mul(F32, st.s1[n + i], b3), mul(F32, omb3, g[i]));
+      st.s2[i] = add(F32, mul(F32, st.s2[i], s.b2), mul(F32, mul(F32, s.omb2, g[i]), g[i]));
+      p[i] = param(p[i], st.s1[i], st.s2[i], st.s1[n + i]);
+    }
+    return;
+  }
+  const std::size_t B = static_cast<std::size_t>(st.block), nb = st.a2.size();
+  for (std::size_t lo = 0, b = 0; lo < n; lo += B, ++b) {
+    const std::size_t cnt = std::min(B, n - lo);
+    Tensor m1(B), nu(B), m2(B);
+    std::vector<bool> finite(B, true);
+    Real x1 = floor_max(), x2 = floor_max(), x3 = floor_max();
+    for (std::size_t j = 0; j < B; ++j) {
+      const bool pad = j >= cnt;  // padding lanes: g = 0, m1 and m2 code 128, ν code 0
+      const Real gj = pad ? Real() : g[lo + j];
+      if (!gj.is_finite()) {
+        finite[j] = false;
+      } else {
+        m1[j] = dequant(code1, pad ? 128 : st.q1[lo + j], st.a1[b]);
+        m1[j] = add(F32, mul(F32, m1[j], s.b1), mul(F32, s.omb1, gj));
+        nu[j] = dequant(code2, pad ? 0 : st.q2[lo + j], st.a2[b]);
+        nu[j] = add(F32, mul(F32, nu[j], s.b2), mul(F32, mul(F32, s.omb2, gj), gj));
+        m2[j] = dequant(code1, pad ? 128 : st.q1[n + lo + j], st.a1[nb + b]);
+        m2[j] = add(F32, mul(F32, m2[j], b3), mul(F32, omb3, gj));
+      }
+      x1 = fmax(x1, abs(m1[j]));
+      x2 = fmax(x2, abs(nu[j]));
+      x3 = fmax(x3, abs(m2[j]));
+    }
+    st.a1[b] = x1;
+    st.a2[b] = x2;
+    st.a1[nb + b] = x3;
+    for (std::size_t j = 0; j < cnt; ++j) {
+      if (finite[j]) p[lo + j] = param(p[lo + j], m1[j], nu[j], m2[j]);
+      st.q1[lo + j] = requantize_signed(code1, m1[j], x1, st.q1_nan[lo + j]);
+      st.q2[lo + j] = nearest_even(code2, div(F32, nu[j], x2));
+      st.q1[n + lo + j] = requantize_signed(code1, m2[j], x3, st.q1_nan[n + lo + j]);
     }
   }
 }

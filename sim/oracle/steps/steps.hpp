@@ -90,6 +90,12 @@ void bnb_momentum8_step(const AdamHyper& h, long t, const FloatFormat& T, const 
 enum class Bnb1Op { rmsprop, adagrad, lion };
 void bnb1_step(Bnb1Op op, const AdamHyper& h, long t, const FloatFormat& T, const Codebook& code1,
                Tensor& p, const Tensor& g, Bnb8State& st);
+// 9.4.2 AdEMAMix: st.q1 / st.a1 / st.s1 hold m1 then m2 (2n codes, 2·blocks absmax, 2n fp32);
+// beta3 and alpha as given. bnb8_init(n, true, ...) then ademamix_init doubles state 1.
+void bnb_ademamix_init(Bnb8State& st, std::size_t n);
+void bnb_ademamix_step(const AdamHyper& h, double beta3, double alpha, long t, const FloatFormat& T,
+                       const Codebook& code1, const Codebook& code2, Tensor& p, const Tensor& g,
+                       Bnb8State& st);
 
 // ---- 9.5 StableAdamW, 10 the fixed sum tree -------------------------------------------------
 // Section 10's fp64 sum of fp32 terms.
