@@ -4,6 +4,7 @@
 // --device cuda runs the emulation kernel (gpu/gemm/), the same bits for every model but exact.
 // Every input is checked before anything is written; exit 2 names the bad input. The options are
 // the table in run_gemm (`exmy gemm --help` prints it).
+#include <algorithm>
 #include <cstdio>
 #include <string>
 #include <vector>
@@ -193,15 +194,22 @@ int run_gemm(const Args& args) {
       dev == Device::cuda ? gpu::gemm_emulate(A, B, m, of, g.scale_a * g.scale_b, &rc)
                           : gemm::gemm(A, B, m, of, g.scale_a * g.scale_b, &rc);
   const std::vector<std::size_t> shape{A.rows, B.rows};
-  if (of == gemm::OutFormat::fp32) {
-    // fp32 output is <f4: the bit patterns with the float dtype.
-    io::NpyArray arr = io::make_npy(std::vector<std::uint32_t>(c), shape);
-    arr.descr = "<f4";
-    io::write_npy(g.out, arr);
+  // Written from C as it is, in pieces (no copy of the whole output): fp32 as <f4 bit patterns,
+  // bf16/fp16 as <u2 codes.
+  const bool f32 = of == gemm::OutFormat::fp32;
+  io::NpyFileWriter w(g.out, f32 ? "<f4" : "<u2", shape);
+  if (f32) {
+    w.write(c.data(), c.size() * sizeof(std::uint32_t));
   } else {
-    std::vector<std::uint16_t> h(c.begin(), c.end());
-    io::write_npy(g.out, io::make_npy(h, shape));
+    std::vector<std::uint16_t> h;
+    for (std::size_t i0 = 0; i0 < c.size(); i0 += std::size_t{1} << 20) {
+      const std::size_t i1 = std::min(c.size(), i0 + (std::size_t{1} << 20));
+      h.assign(c.begin() + static_cast<std::ptrdiff_t>(i0),
+               c.begin() + static_cast<std::ptrdiff_t>(i1));
+      w.write(h.data(), h.size() * sizeof(std::uint16_t));
+    }
   }
+  w.commit();
   return 0;
 }
 

@@ -45,7 +45,48 @@ Operand operand_from_fp32(const std::vector<float>& x, std::size_t rows, std::si
   return o;
 }
 
+namespace {
+// An fp32/tf32 operand straight from the mapped file to its doubles, 16 MiB at a time, each
+// chunk's pages dropped once converted: resident memory stays near the doubles themselves
+// (reading the array, copying it to floats and then to doubles held four times the file).
+Operand read_fp32_operand(const std::string& path, const std::string& fmt_name, const char* which) {
+  const io::NpyMappedFile f(path);
+  const io::NpyHeader& h = f.header();
+  io::require_c_order(h, path);
+  if (h.shape.size() != 2) {
+    throw InputError(path + ": " + std::to_string(h.shape.size()) + "-d array (expected the 2-d " +
+                     which + ", rows x K)");
+  }
+  if (h.descr != "<f4") {
+    throw InputError(path + ": dtype " + h.descr + " (expected <f4 for " + fmt_name + ")");
+  }
+  Operand o;
+  o.rows = h.shape[0];
+  o.cols = h.shape[1];
+  o.code_bits = 32;
+  o.emin = -126;
+  o.type = fmt_name;  // fp32 (cuBLAS SGEMM on CUDA cores) or tf32 (tensor cores)
+  const std::size_t n = h.count();
+  check_allocation(n * sizeof(double), path + ": operand " + which + " as doubles");
+  // reserve, not resize: the doubles' pages are touched as they are filled, while the file's
+  // are dropped behind them.
+  o.v.reserve(n);
+  constexpr std::size_t kChunk = std::size_t{1} << 22;  // elements (16 MiB of fp32)
+  for (std::size_t i0 = 0; i0 < n; i0 += kChunk) {
+    const std::size_t i1 = std::min(n, i0 + kChunk);
+    for (std::size_t i = i0; i < i1; ++i) {
+      float x;
+      std::memcpy(&x, f.data() + i * 4, 4);
+      o.v.push_back(x);
+    }
+    f.release_before(i1 * 4);
+  }
+  return o;
+}
+}  // namespace
+
 Operand read_operand(const std::string& path, const std::string& fmt_name, const char* which) {
+  if (fmt_name == "fp32" || fmt_name == "tf32") return read_fp32_operand(path, fmt_name, which);
   const io::NpyArray a = io::read_npy(path);
   io::require_c_order(a, path);
   if (a.shape.size() != 2) {
@@ -316,14 +357,22 @@ std::vector<std::uint32_t> gemm(const Operand& a, const Operand& b, const AccumM
                                 return gemm(x, y, mm, OutFormat::fp32);
                               });
   }
-  std::vector<double> av = a.v, bv = b.v;
+  // The operands as the model reads them: TF32-truncated copies only where the model truncates
+  // (a copy of both operands' doubles otherwise doubled the peak memory for nothing).
+  std::vector<double> a_tf32, b_tf32;
   if (m.truncate_tf32) {
     const int mode = static_cast<int>(m.tf32_round);
-    if (a.code_bits == 32)
-      for (auto& x : av) x = native::dot_tf32(static_cast<float>(x), mode);
-    if (b.code_bits == 32)
-      for (auto& x : bv) x = native::dot_tf32(static_cast<float>(x), mode);
+    if (a.code_bits == 32) {
+      a_tf32 = a.v;
+      for (auto& x : a_tf32) x = native::dot_tf32(static_cast<float>(x), mode);
+    }
+    if (b.code_bits == 32) {
+      b_tf32 = b.v;
+      for (auto& x : b_tf32) x = native::dot_tf32(static_cast<float>(x), mode);
+    }
   }
+  const std::vector<double>& av = a_tf32.empty() ? a.v : a_tf32;
+  const std::vector<double>& bv = b_tf32.empty() ? b.v : b_tf32;
   std::vector<std::uint32_t> c(M * N);
   if (m.kind == AccumKind::exact) {
     // The exact sum in MPFR (precision covers every fp32 x fp32 product exactly and the whole

@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdint>
 #include <cstdio>
@@ -387,6 +388,13 @@ NpyMappedFile::NpyMappedFile(const std::string& path) {
   void* p = ::mmap(nullptr, size_, PROT_READ, MAP_PRIVATE | MAP_POPULATE, fd, 0);
   if (p == MAP_FAILED) fail(path, "cannot map for reading (expected a .npy file)");
   base_ = static_cast<const std::uint8_t*>(p);
+}
+
+void NpyMappedFile::release_before(std::size_t bytes) const {
+  if (!base_) return;
+  const std::size_t page = static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
+  const std::size_t end = std::min(size_, header_.data_offset + bytes) / page * page;
+  if (end > 0) ::madvise(const_cast<std::uint8_t*>(base_), end, MADV_DONTNEED);
 }
 
 NpyMappedFile::~NpyMappedFile() {

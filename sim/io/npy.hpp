@@ -74,6 +74,10 @@ class NpyMappedFile {
   const NpyHeader& header() const { return header_; }
   // The first data byte (count() * item_size() bytes; nullptr for an empty array).
   const std::uint8_t* data() const { return base_ ? base_ + header_.data_offset : nullptr; }
+  // Drops the pages holding data bytes [0, bytes) from memory (the mapping stays valid; they are
+  // read again if touched): a reader that converts the array front to back keeps its resident
+  // memory to the converted copy plus one chunk.
+  void release_before(std::size_t bytes) const;
 
  private:
   NpyHeader header_;
