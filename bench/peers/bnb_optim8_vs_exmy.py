@@ -4,7 +4,11 @@ paged forms) on CUDA against `exmy step --compat bnb-cuda`, bit for bit (docs/SE
 9.4.1, 9.4.2).
 
     python3 bench/peers/bnb_optim8_vs_exmy.py --exmy build/cli/exmy --out OUTDIR
-        [--exmy-device cpu|cuda|both] [--steps 5] [--only NAME[,NAME...]]
+        [--exmy-device cpu|cuda|both] [--steps 5] [--only NAME[,NAME...]] [--golden DIR]
+
+--golden DIR also writes golden-size cases (4501 elements, AdEMAMix 4608, and 301; 3 steps) in
+the layout of golden/peers/bnb-cuda (case.json with the hyperparameters, params0.npy, grads.npy,
+and bitsandbytes' params.npy, state1.npy, ...), which tests/optim/test_peer_golden.cpp replays.
 
 For each case (optimizer x parameter dtype x size x hyperparameter set) the script runs the
 bitsandbytes optimizer for several steps on heavy-tailed gradients (Student-t with 2 degrees of
@@ -113,6 +117,51 @@ def bit_diff(a, b):
     return int(np.count_nonzero((ea != eb).any(axis=1)))
 
 
+def hyper_of(name, flags):
+    """case.json's hyper from the exmy flags (the keys test_peer_golden.cpp passes back)."""
+    h = {"lr": None, "wd": None, "beta1": None, "beta2": None, "eps": None}
+    defaults = {"rmsprop": (1e-2, 0.0, 0.99, 0.0, 1e-8), "adagrad": (1e-2, 0.0, 0.0, 0.0, 1e-10),
+                "lion": (1e-4, 0.0, 0.9, 0.99, 0.0), "ademamix": (1e-3, 1e-2, 0.9, 0.999, 1e-8)}
+    base = next(v for k, v in defaults.items() if k in name)
+    h.update(lr=base[0], wd=base[1], beta1=base[2], beta2=base[3], eps=base[4])
+    if "ademamix" in name:
+        h.update(beta3=0.9999, alpha=5.0)
+    for k, v in zip(flags[::2], flags[1::2]):
+        h[k.lstrip("-")] = float(v)
+    if "alpha" in h and "rmsprop" in name:
+        h["beta1"] = h.pop("alpha")
+    return h
+
+
+def write_golden(root, only, info):
+    seed = 1000
+    for name, (cls, hypers) in cases().items():
+        if (only and name not in only) or name.startswith("paged_"):
+            continue
+        for dtype in ("fp32", "bf16", "fp16"):
+            for n in ((4608, 301) if "ademamix" in name else (4501, 301)):
+                label, kwargs, flags = hypers[-1]  # the set with weight decay
+                seed += 1
+                rng = np.random.default_rng(seed)
+                p0 = torch.from_numpy(rng.normal(0.0, 1.0, size=n).astype(np.float32)).to(
+                    DT[dtype]).float().numpy()
+                g = gradients(rng, 3, n, dtype)
+                ref = run_bnb(cls, kwargs, p0, g, dtype)
+                d = os.path.join(root, f"{name}-{dtype}" + ("-small" if n == 301 else "") + "-wd")
+                os.makedirs(d, exist_ok=True)
+                np.save(os.path.join(d, "params0.npy"), p0)
+                np.save(os.path.join(d, "grads.npy"), g)
+                for k, v in ref.items():
+                    np.save(os.path.join(d, k + ".npy"), v.astype(np.float32) if k == "params" else v)
+                case = {"optimizer": name, "dtype": dtype, "n": n, "steps": 3,
+                        "hyper": hyper_of(name, flags), "specials": False, "seed": seed,
+                        "bitsandbytes": bnb.__version__, "torch": torch.__version__,
+                        "device": info["device"],
+                        "command": "bench/peers/bnb_optim8_vs_exmy.py --golden DIR"}
+                with open(os.path.join(d, "case.json"), "w") as f:
+                    json.dump(case, f, indent=1)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--exmy", required=True)
@@ -120,6 +169,7 @@ def main():
     ap.add_argument("--exmy-device", default="cpu", choices=["cpu", "cuda", "both"])
     ap.add_argument("--steps", type=int, default=5)
     ap.add_argument("--only", default="")
+    ap.add_argument("--golden", default="")
     a = ap.parse_args()
     os.makedirs(a.out, exist_ok=True)
     devices = ["cpu", "cuda"] if a.exmy_device == "both" else [a.exmy_device]
@@ -174,6 +224,8 @@ def main():
                                 total_bad += 1
                         rows.append(row)
                         print(json.dumps(row), flush=True)
+    if a.golden:
+        write_golden(a.golden, only, info)
     # AdEMAMix8bit at 20001 elements (not a multiple of 256): two identical bitsandbytes runs.
     notes = {}
     if not only or "ademamix8bit" in only:

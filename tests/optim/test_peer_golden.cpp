@@ -56,6 +56,9 @@ int differing_outputs(const fs::path& c, const io::Json& j, const std::string& p
   } else {
     args +=
         " --beta1 " + num(h, "beta1") + " --beta2 " + num(h, "beta2") + " --eps " + num(h, "eps");
+    // AdEMAMix (bench/peers/bnb_optim8_vs_exmy.py --golden)
+    if (h.find("beta3") != nullptr) args += " --beta3 " + num(h, "beta3");
+    if (h.find("alpha") != nullptr) args += " --alpha " + num(h, "alpha");
   }
   INFO(args);
   REQUIRE(testing::run(args, out + ".err") == 0);
