@@ -351,6 +351,10 @@ nb::dict step(const std::string& optimizer, Arr<const float> params, Arr<const f
       h.dampening = d;
     else if (key == "nesterov")
       h.nesterov = nb::cast<bool>(v);
+    else if (key == "alpha")  // AdEMAMix's alpha; RMSprop's smoothing constant
+      h.alpha = d;
+    else if (key == "beta3")  // AdEMAMix's beta3
+      h.beta3 = d;
     else
       throw InputError("unknown hyperparameter '" + key + "'");
   }
