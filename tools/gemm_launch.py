@@ -31,7 +31,7 @@ import sys
 import tempfile
 
 # Kernel families, first match wins (the names cuBLAS 13.1 launched for torch.mm on an H100;
-# bench/results/2026-11-28-h100-gemm-launch.md). exmy's rule table (sim/gemm/launch_model.cpp)
+# bench/results/2026-11-28-h100-gemm-launch.md). exmy's rule table (sim/gemm/launch_rules.cpp)
 # is keyed by these names.
 FAMILIES = [
     ("simt_sgemm", r"cutlass_\d+_simt_sgemm_"),

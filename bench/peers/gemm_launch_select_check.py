@@ -2,7 +2,7 @@
 captures (issue 30; docs/SEMANTICS.md 15.6). Off the GPU:
 
     python3 bench/peers/gemm_launch_select_check.py EXMY --captures DIR1,DIR2 --out CHECK.json \
-        [--types fp32,tf32,bf16,fp16] [--full-products 5e6] [--check-products 5e6] [--jobs 2]
+        [--types fp32,tf32,bf16,fp16] [--full-products 2e6] [--check-products 2e6] [--jobs 2]
 
 Per captured shape and output type (the captures of gemm_kernel_select_capture.py; the launch
 records compiled into EXMY came from the same GPU and library):
@@ -187,8 +187,8 @@ def main():
     p.add_argument("exmy")
     p.add_argument("--captures", required=True)
     p.add_argument("--types", default="fp32,tf32,bf16,fp16")
-    p.add_argument("--full-products", type=float, default=5e6)
-    p.add_argument("--check-products", type=float, default=5e6)
+    p.add_argument("--full-products", type=float, default=2e6)
+    p.add_argument("--check-products", type=float, default=2e6)
     p.add_argument("--jobs", type=int, default=2)
     p.add_argument("--limit", type=int, default=0, help="first N shapes per capture (a trial)")
     p.add_argument("--out", required=True)
