@@ -28,6 +28,7 @@
 #include "sim/common/number.hpp"
 #include "sim/format/compat.hpp"
 #include "sim/io/npy.hpp"
+#include "sim/optim/hyper_applies.hpp"
 #include "sim/optim/optim.hpp"
 #include "sim/optim/registry.hpp"
 #include "sim/optim/state_file.hpp"
@@ -212,6 +213,7 @@ int run_step(const Args& args) {
   optim::Config c;
   c.opt = optim::find_optimizer(o.optimizer);
   const optim::Entry& e = *c.opt.entry;
+  optim::check_hyper_applies(e, o.hyper);  // an option the optimizer does not read: refused
   c.hyper = optim::resolve_hyper(e, o.hyper);
   optim::check_hyper_domains(e, c.hyper);
   c.st = o.st;

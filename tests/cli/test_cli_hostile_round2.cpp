@@ -535,3 +535,22 @@ TEST_CASE("verify_op_without_steps: --op is refused where it does not apply", "[
   CHECK(testing::slurp(err).find("--campaign steps only") != std::string::npos);
   CHECK(testing::run("verify --campaign fp16 --op adamw-fp32 --depth ci --quiet", err) == 2);
 }
+
+TEST_CASE("step_hyper_not_read: an option the optimizer does not read is refused by name",
+          "[cli][hostile]") {
+  if (!have_cli()) return;
+  const Dir d;
+  const std::string p = f32_file(d, "p.npy", {1, 2, 3, 4});
+  const std::string err = d / "err";
+  CHECK(step(d, p, "A", "--momentum 0.9", err) == 2);
+  CHECK(testing::slurp(err).find("--momentum: adamw does not read it") != std::string::npos);
+  CHECK(step(d, p, "A", "--beta3 0.9", err) == 2);
+  CHECK_FALSE(testing::exists(d / "A/state.json"));
+  CHECK(step(d, p, "A", "--beta1 0.8 --beta2 0.99 --eps 1e-6 --wd 0.1 --lr 0.01") == 0);
+  const std::string g = d / "g.npy";
+  CHECK(testing::run("step --optimizer sgd --params '" + p + "' --grads '" + g + "' --out '" +
+                     (d / "S") + "' --momentum 0.9 --nesterov --dampening 0") == 0);
+  CHECK(testing::run("step --optimizer sgd --params '" + p + "' --grads '" + g + "' --out '" +
+                         (d / "S2") + "' --beta1 0.9",
+                     err) == 2);
+}
