@@ -146,7 +146,10 @@ def write_golden(root, only, info):
                 p0 = torch.from_numpy(rng.normal(0.0, 1.0, size=n).astype(np.float32)).to(
                     DT[dtype]).float().numpy()
                 g = gradients(rng, 3, n, dtype)
-                ref = run_bnb(cls, kwargs, p0, g, dtype)
+                try:
+                    ref = run_bnb(cls, kwargs, p0, g, dtype)
+                except Exception:  # a combination bitsandbytes refuses: no golden case
+                    continue
                 d = os.path.join(root, f"{name}-{dtype}" + ("-small" if n == 301 else "") + "-wd")
                 os.makedirs(d, exist_ok=True)
                 np.save(os.path.join(d, "params0.npy"), p0)
@@ -190,8 +193,12 @@ def main():
                     p0 = torch.from_numpy(rng.normal(0.0, 1.0, size=n).astype(np.float32)).to(
                         DT[dtype]).float().numpy()
                     g = gradients(rng, a.steps, n, dtype)
-                    ref = run_bnb(cls, kwargs, p0, g, dtype)
                     case = f"{name}-{dtype}-{n}-{label.replace(' ', '_')}"
+                    try:
+                        ref = run_bnb(cls, kwargs, p0, g, dtype)
+                    except Exception as e:  # e.g. no bf16 32-bit RMSprop/Adagrad in 0.50.2
+                        ref = None
+                        bnb_error = f"{type(e).__name__}: {e}"
                     d = os.path.join(work, case)
                     os.makedirs(d, exist_ok=True)
                     np.save(os.path.join(d, "params0.npy"), p0)
@@ -205,6 +212,13 @@ def main():
                                "--out", out, "--quiet"] + flags
                         r = subprocess.run(cmd, capture_output=True, text=True)
                         row = {"case": case, "exmy_device": dev, "seed": seed}
+                        if ref is None:  # the library refused: exmy must refuse too (exit 2)
+                            row["bitsandbytes"] = bnb_error[:200]
+                            row["exmy_rc"] = r.returncode
+                            if r.returncode != 2:
+                                total_bad += 1
+                            rows.append(row)
+                            continue
                         if r.returncode != 0:
                             row["error"] = r.stderr.strip()[-300:]
                             total_bad += 1

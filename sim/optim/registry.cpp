@@ -39,6 +39,16 @@ void init_bnb1(const Config& c, std::span<const float> p, State& s) {
     s.bnb.absmax1.clear();
     s.bnb.s1.assign(p.size(), 0.0f);
   }
+  // bitsandbytes 0.50.2 compiles kOptimizer32bit1State<bf16, RMSPROP/ADAGRAD> but its Python
+  // table (str2optimizer32bit) has no bf16 entry for them: the library raises ValueError.
+  if (!s.bnb.is_8bit && c.st == Storage::bf16 &&
+      c.hyper.adam.bnb == native::BnbKernels::cuda_sm90 &&
+      c.opt.entry->bnb_op != native::Bnb1Op::lion) {
+    throw InputError("--optimizer " + c.opt.name +
+                     " --compat bnb-cuda --param-dtype bf16: bitsandbytes 0.50.2 has no bf16 "
+                     "32-bit RMSprop/Adagrad step (it raises ValueError for fp32 states of bf16 "
+                     "parameters, i.e. below 4096 elements or with the *32bit optimizers)");
+  }
 }
 // bitsandbytes 0.50.2's 8-bit AdEMAMix indexes m2's absmax as absmax1[(n + i) / 256]: for n not a
 // multiple of 256 that overlaps m1's last block (two CTAs race on absmax1[blocks - 1]) and misses

@@ -120,16 +120,22 @@ TEST_CASE("exmy step --device cuda writes the CPU's bytes for every optimizer an
             continue;
           }
           same_files(d, std::to_string(label++), common);
-          if (blockwise) {
+          // bitsandbytes 0.50.2 has no bf16 32-bit RMSprop/Adagrad: bnb-cuda refuses it (9.4.1).
+          const bool bnb_refuses = e.family == optim::Family::bnb1 &&
+                                   e.bnb_op != native::Bnb1Op::lion && st == optim::Storage::bf16 &&
+                                   (e.state32 || n < 4096);
+          if (blockwise && !bnb_refuses) {
             // bitsandbytes' kernels as compiled (SEMANTICS 9.4), every parameter dtype
             same_files(d, std::to_string(label++), common + " --compat bnb-cuda");
             same_files(d, std::to_string(label++), common + " --compat bnb-cuda --wd 0.1");
+          }
+          if (blockwise) {
             same_files(d, std::to_string(label++), common + " --block 2048");
             same_files(d, std::to_string(label++), common + " --no-small-fallback");
             same_files(d, std::to_string(label++), common + " --no-small-fallback --block 2048");
           }
           if ((e.family == optim::Family::bnb1 || e.family == optim::Family::ademamix) &&
-              e.state32) {
+              e.state32 && !bnb_refuses) {
             // the *32bit optimizers: kOptimizer32bit1State/2State as compiled (SEMANTICS 9.4.1-2)
             same_files(d, std::to_string(label++), common + " --compat bnb-cuda");
             same_files(d, std::to_string(label++), common + " --compat bnb-cuda --wd 0.1");
