@@ -21,6 +21,7 @@
 #include "cli/options.hpp"
 #include "gpu/host_arrays.hpp"
 #include "gpu/quant/bnb4bit.hpp"
+#include "sim/common/checked_size.hpp"
 #include "sim/common/error.hpp"
 #include "sim/common/number.hpp"
 #include "sim/format/compat.hpp"
@@ -607,8 +608,7 @@ int run_bnb4_dequantize(const CliOptions& o) {
   q.packed = io::as_u8(codes, o.in);
   std::vector<std::size_t> shape =
       o.shape.empty() ? std::vector<std::size_t>{q.packed.size() * 2} : parse_shape_list(o.shape);
-  std::size_t n = 1;
-  for (const std::size_t d : shape) n *= d;
+  const std::size_t n = checked_count(shape, "--shape");  // a product that wraps is refused
   if ((n + 1) / 2 != q.packed.size()) {
     throw InputError(o.in + ": " + std::to_string(q.packed.size()) + " bytes hold " +
                      std::to_string(2 * q.packed.size() - 1) + " or " +

@@ -145,12 +145,14 @@ int run_probe_sfu(const Args& args) {
     std::ofstream f(bin, std::ios::binary);
     f.write(reinterpret_cast<const char*>(bytes.data()),
             static_cast<std::streamsize>(bytes.size()));
+    f.close();  // a full disk shows at the flush of close, not before
     if (!f) throw InputError("cannot write " + bin);
   }
   const std::string js = outs.stage(out + "/sfu-tables.json");
   {
     std::ofstream f(js);
     f << b.manifest;
+    f.close();
     if (!f) throw InputError("cannot write " + js);
   }
   outs.commit();

@@ -554,3 +554,24 @@ TEST_CASE("step_hyper_not_read: an option the optimizer does not read is refused
                          (d / "S2") + "' --beta1 0.9",
                      err) == 2);
 }
+
+TEST_CASE("bnb4_shape_wrap: a --shape whose product wraps is refused", "[cli][hostile]") {
+  if (!have_cli()) return;
+  const Dir d;
+  io::NpyArray q;
+  q.descr = "|u1";
+  q.shape = {0};
+  io::write_npy(d / "q.npy", q);
+  io::NpyArray s;
+  s.descr = "<f4";
+  s.shape = {0};
+  io::write_npy(d / "s.npy", s);
+  const std::string err = d / "err";
+  // 2^32 x 2^32 wraps to 0 elements, which 0 bytes of codes would "hold".
+  CHECK(testing::run("dequantize --scheme block:64 --from nf4 --compat bnb-cuda --in '" +
+                         (d / "q.npy") + "' --state '" + (d / "s.npy") + "' --out '" +
+                         (d / "x.npy") + "' --shape 4294967296,4294967296",
+                     err) == 2);
+  CHECK(testing::slurp(err).find("overflows 64 bits") != std::string::npos);
+  CHECK_FALSE(testing::exists(d / "x.npy"));
+}
