@@ -22,7 +22,7 @@ import time
 import traceback
 
 
-class Interrupted(Exception):
+class Interrupted(BaseException):  # not caught by the scripts' per-case "except Exception"
     pass
 
 
