@@ -283,6 +283,9 @@ def compare(name, lib_q, lib_s, ex_q, ex_s, ex_d, R, C, variant, fmt, cpu_lib):
         res.update(error=f"shapes: library codes {lib_q.shape} scales {lib_s.shape}, exmy "
                          f"{ex_q.shape} {ex_s.shape}")
         return res
+    if lib_s.ndim == 2 and lib_s.shape != ex_s.shape and lib_s.shape == ex_s.shape[::-1]:
+        lib_s = lib_s.T  # a library that keeps a column-tile scale transposed
+        res["scale_layout"] = "transposed"
     lib_s = lib_s.reshape(ex_s.shape)
     code_ne = lib_q != ex_q
     lb, eb = f32_bits(lib_s), f32_bits(ex_s)
