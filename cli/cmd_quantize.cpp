@@ -32,6 +32,7 @@
 #include "sim/quant/bnb4bit.hpp"
 #include "sim/quant/dequant_checks.hpp"
 #include "sim/quant/quantize.hpp"
+#include "sim/quant/scheme_registry.hpp"
 
 namespace exmy::cli {
 namespace {
@@ -146,7 +147,7 @@ Options quantize_options(CliOptions& o, Direction dir) {
           "--state-out s.npy"
         : "exmy dequantize --scheme block:32 --from e4m3fn --in q.npy --state-in s.npy "
           "--out x.npy");
-  opts.value({"--scheme"}, "tensor|rowwise|colwise|block:B|block:RxC|mx|nvfp4",
+  opts.value({"--scheme"}, quant::scheme_list("|"),
              "the groups that share a scale (block:B: B in 32..4096; block:RxC: R x C tiles of a "
              "2-d input)",
              Options::kRequired, [&](const std::string& v) { o.q.scheme = quant::parse_scheme(v); })
@@ -194,7 +195,7 @@ Options quantize_options(CliOptions& o, Direction dir) {
              })
       .flag({"--transpose"}, "fused quantize + transpose (2-d only): the codes are Q(x)^T",
             [&] { o.q.transpose = true; })
-      .value({"--variant"}, joined(quant::kVariantNames),
+      .value({"--variant"}, quant::variant_list("|"),
              "the library's scale rule (switchback is accepted as absmax)",
              "absmax (mx: ocp, nvfp4: torchao; absmax means the same there)",
              [&](const std::string& v) {
@@ -358,7 +359,7 @@ bool parse(const Args& args, Direction dir, CliOptions& o) {
   if (!o.q.two_level && !o.tensor_state.empty()) {
     throw InputError(tflag + ": expected --two-level");
   }
-  if (o.q.scheme.kind == quant::Granularity::nvfp4) o.pack = true;
+  if (quant::scheme_entry(o.q.scheme).packed_codes) o.pack = true;  // nvfp4
   if (o.pack) {
     const bool narrow = o.q.target.kind == FormatKind::floating && o.q.target.fp.total_bits() <= 4;
     if (!narrow) {

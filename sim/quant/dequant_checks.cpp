@@ -28,7 +28,7 @@ void check_dequantize_inputs(const Quantized& q, const Options& opt) {
       }
     }
   }
-  if (opt.scheme.kind == Granularity::nvfp4) {
+  if (make_plan(opt).scale_format() == native::ScaleFormat::e4m3) {  // NVFP4's block scales
     for (std::size_t g = 0; g < q.scale_codes.size(); ++g) {
       if (q.scale_codes[g] & 0x80) {
         char hex[8];

@@ -9,6 +9,7 @@
 #include "sim/native/convert.hpp"
 #include "sim/native/philox.hpp"
 #include "sim/native/quant_plan.hpp"
+#include "sim/quant/scheme_registry.hpp"
 #include "sim/sfu/sfu_tables.hpp"
 
 namespace exmy::quant {
@@ -23,115 +24,53 @@ void matrix_view(const std::vector<std::size_t>& shape, std::size_t& rows, std::
   for (std::size_t d = 0; d + 1 < shape.size(); ++d) rows *= shape[d];
 }
 
+// The group geometry is the registry entry's (tensor, row, col, 1-d blocks, 2-d tiles); the sizes
+// are the Scheme's.
 std::size_t group_count(const Scheme& s, std::size_t rows, std::size_t cols) {
-  switch (s.kind) {
-    case Granularity::tensor:
+  switch (scheme_entry(s).groups) {
+    case native::GroupShape::tensor:
       return 1;
-    case Granularity::row:
+    case native::GroupShape::row:
       return rows;
-    case Granularity::col:
+    case native::GroupShape::col:
       return cols;
-    case Granularity::block:
-    case Granularity::mx:
-    case Granularity::nvfp4:
+    case native::GroupShape::block:
       return (rows * cols + s.block - 1) / s.block;
-    case Granularity::tile:
+    case native::GroupShape::tile:
       return ((rows + s.tile_rows - 1) / s.tile_rows) * ((cols + s.tile_cols - 1) / s.tile_cols);
   }
   return 0;
 }
 
-std::size_t group_of(const Scheme& s, std::size_t /*rows*/, std::size_t cols, std::size_t r,
-                     std::size_t c) {
-  switch (s.kind) {
-    case Granularity::tensor:
+namespace {
+// The group of element (r, c) under a geometry (the loops hoist the registry lookup).
+inline std::size_t group_index(native::GroupShape g, const Scheme& s, std::size_t cols,
+                               std::size_t r, std::size_t c) {
+  switch (g) {
+    case native::GroupShape::tensor:
       return 0;
-    case Granularity::row:
+    case native::GroupShape::row:
       return r;
-    case Granularity::col:
+    case native::GroupShape::col:
       return c;
-    case Granularity::block:
-    case Granularity::mx:
-    case Granularity::nvfp4:
+    case native::GroupShape::block:
       return (r * cols + c) / s.block;
-    case Granularity::tile:
+    case native::GroupShape::tile:
       return (r / s.tile_rows) * ((cols + s.tile_cols - 1) / s.tile_cols) + c / s.tile_cols;
   }
   return 0;
 }
+}  // namespace
+
+std::size_t group_of(const Scheme& s, std::size_t /*rows*/, std::size_t cols, std::size_t r,
+                     std::size_t c) {
+  return group_index(scheme_entry(s).groups, s, cols, r, c);
+}
 
 namespace {
-bool is_float(const Target& t) {
-  return t.kind == FormatKind::floating;
-}
-
-// The MX element formats of OCP MX v1.0 (and torchao's to_mx).
-bool mx_element_format(const FloatFormat& f) {
-  return f == formats::e4m3fn || f == formats::e5m2 || f == formats::e2m3fn ||
-         f == formats::e3m2fn || f == formats::e2m1fn;
-}
-
+// NaN is the options' "not given".
 bool given(float v) {
   return v == v;
-}
-
-// The library rules of block:RxC (7.15): their targets, scale forms, rounding and NaN rule are the
-// library's own, so the switches that would change them are refused rather than ignored.
-bool block_rule(native::CastVariant v) {
-  return v == native::CastVariant::deepgemm || v == native::CastVariant::te ||
-         v == native::CastVariant::torchao;
-}
-
-std::string variant_name(native::CastVariant v) {
-  for (const char* n : kVariantNames) {
-    if (parse_variant(n) == v) return n;
-  }
-  return "?";
-}
-
-void validate_tile_options(const Options& opt) {
-  using native::BlockScaleFormat;
-  using native::CastVariant;
-  const CastVariant v = opt.variant;
-  const std::string name = "scheme " + scheme_name(opt.scheme);
-  if (opt.transpose) throw InputError(name + ": --transpose does not apply");
-  if (v == CastVariant::ocp) throw InputError("--variant ocp: expected --scheme mx");
-  if (!is_float(opt.target) && v != CastVariant::absmax) {
-    throw InputError(name + " --variant " + variant_name(v) + ": expected a float target format");
-  }
-  const BlockScaleFormat sf = opt.scale_format;
-  if (!block_rule(v)) {
-    if (sf != BlockScaleFormat::fp32) {
-      throw InputError(name + ": --scale-format pow2/ue8m0 expected --variant deepgemm or te");
-    }
-    return;
-  }
-  const std::string vn = name + " --variant " + variant_name(v);
-  const FloatFormat& f = opt.target.fp;
-  const bool e4m3 = f == formats::e4m3fn;
-  if (v == CastVariant::te ? !(e4m3 || f == formats::e5m2) : !e4m3) {
-    throw InputError(vn + ": expected --to e4m3fn" + (v == CastVariant::te ? " or e5m2" : "") +
-                     ", got '" + opt.target.name + "'");
-  }
-  if ((v == CastVariant::deepgemm && sf == BlockScaleFormat::pow2) ||
-      (v == CastVariant::te && sf == BlockScaleFormat::ue8m0) ||
-      (v == CastVariant::torchao && sf != BlockScaleFormat::fp32)) {
-    throw InputError(vn + ": --scale-format expected " +
-                     (v == CastVariant::deepgemm ? "fp32 or ue8m0"
-                      : v == CastVariant::te     ? "fp32 or pow2"
-                                                 : "fp32"));
-  }
-  if (opt.mode != RoundMode::rne) {
-    throw InputError(vn + ": the library casts round to nearest even; --round does not apply");
-  }
-  if (opt.nan != native::NanPolicy::propagate) {
-    throw InputError(vn + ": the library's NaN rule applies; --nan does not");
-  }
-  if (given(opt.given_scale)) throw InputError(vn + ": --scale does not apply");
-  if (opt.pow2_scale) throw InputError(vn + ": use --scale-format pow2, not --pow2-scale");
-  if (v != CastVariant::te && opt.te_amax_epsilon != 0.0f) {
-    throw InputError(vn + ": --amax-epsilon expected --variant te");
-  }
 }
 
 // The largest finite value of the source dtype (TE's torch.finfo(x.dtype).max).
@@ -146,68 +85,39 @@ float source_max(native::Storage s) {
   }
   return native::float_of(0x7F7FFFFFu);
 }
+
+// The names of the schemes whose entry accepts a switch ("block:RxC", "nvfp4 or ...").
+template <typename Accepts>
+std::string schemes_accepting(Accepts accepts) {
+  std::vector<const char*> names;
+  for (const SchemeEntry& e : schemes()) {
+    if (accepts(e)) names.push_back(e.grammar);
+  }
+  std::string out;
+  for (std::size_t k = 0; k < names.size(); ++k) {
+    out += (k == 0 ? "" : k + 1 == names.size() ? " or " : ", ") + std::string(names[k]);
+  }
+  return out;
+}
 }  // namespace
 
 void validate_options(const Options& opt) {
   using native::CastVariant;
-  const Granularity k = opt.scheme.kind;
+  const SchemeEntry& e = scheme_entry(opt.scheme);
   const CastVariant v = opt.variant;
-  if (k == Granularity::mx) {
-    if (!is_float(opt.target)) {
-      throw InputError("scheme mx: expected a float element format (e4m3fn, e5m2, e2m1fn, ...)");
-    }
-    if (v != CastVariant::absmax && v != CastVariant::ocp && v != CastVariant::torchao) {
-      throw InputError("scheme mx: --variant expected ocp or torchao");
-    }
-    if (v == CastVariant::torchao && !mx_element_format(opt.target.fp)) {
-      throw InputError(
-          "scheme mx --variant torchao: expected an element format of torchao's "
-          "to_mx (e4m3fn, e5m2, e2m3fn, e3m2fn, e2m1fn), got '" +
-          opt.target.name + "'");
-    }
-  } else if (k == Granularity::nvfp4) {
-    if (!(is_float(opt.target) && opt.target.fp == formats::e2m1fn)) {
-      throw InputError("scheme nvfp4: expected --to e2m1fn, got '" + opt.target.name + "'");
-    }
-    if (v != CastVariant::absmax && v != CastVariant::torchao && v != CastVariant::te) {
-      throw InputError("scheme nvfp4: --variant expected torchao or te");
-    }
-    if (opt.mode != RoundMode::rne) {
-      throw InputError(
-          "scheme nvfp4: its element cast rounds to nearest even; --round does not "
-          "apply");
-    }
-    if (opt.transpose) throw InputError("scheme nvfp4: --transpose does not apply");
-    if (v == CastVariant::te && !opt.two_level) {
-      throw InputError(
-          "scheme nvfp4 --variant te: TransformerEngine's NVFP4 always has a "
-          "per-tensor scale; add --two-level");
-    }
-  } else if (k == Granularity::tile) {
-    validate_tile_options(opt);
-  } else {
-    if (v == CastVariant::ocp) throw InputError("--variant ocp: expected --scheme mx");
-    if (v == CastVariant::deepgemm) {
-      throw InputError("--variant deepgemm: expected --scheme block:RxC (block:1x128, ...)");
-    }
-    if (!is_float(opt.target) && v != CastVariant::absmax) {
-      throw InputError("--variant te/te-current/torchao: expected a float target format");
-    }
+  e.validate(opt);
+  if (!e.scale_format && opt.scale_format != native::BlockScaleFormat::fp32) {
+    throw InputError("--scale-format: expected --scheme " +
+                     schemes_accepting([](const SchemeEntry& x) { return x.scale_format; }));
   }
-  if (k != Granularity::tile && opt.scale_format != native::BlockScaleFormat::fp32) {
-    throw InputError("--scale-format: expected --scheme block:RxC");
-  }
-  if (k != Granularity::mx && opt.scale_mode != native::MxScaleMode::floor) {
-    throw InputError("--scale-mode: expected --scheme mx");
-  }
-  if (k == Granularity::mx && opt.mode != RoundMode::rne && v == CastVariant::torchao) {
-    throw InputError(
-        "scheme mx --variant torchao: torch's element casts round to nearest even; "
-        "--round does not apply");
+  if (!e.scale_mode && opt.scale_mode != native::MxScaleMode::floor) {
+    throw InputError("--scale-mode: expected --scheme " +
+                     schemes_accepting([](const SchemeEntry& x) { return x.scale_mode; }));
   }
   const bool level_given = given(opt.tensor_amax) || given(opt.tensor_scale);
-  if (k != Granularity::nvfp4 && (opt.two_level || level_given)) {
-    throw InputError("--two-level / --tensor-amax / --tensor-scale: expected --scheme nvfp4");
+  if (!e.two_level && (opt.two_level || level_given)) {
+    throw InputError("--two-level / --tensor-amax / --tensor-scale: expected --scheme " +
+                     schemes_accepting([](const SchemeEntry& x) { return x.two_level; }));
   }
   if (level_given && !opt.two_level) {
     throw InputError("--tensor-amax / --tensor-scale: expected --two-level");
@@ -265,25 +175,8 @@ native::QuantPlan make_plan(const Options& opt, const native::Nvfp4Tensor& tenso
   using native::ScaleRule;
   native::QuantPlan p;
   const Scheme& s = opt.scheme;
-  switch (s.kind) {
-    case Granularity::tensor:
-      p.groups = native::GroupShape::tensor;
-      break;
-    case Granularity::row:
-      p.groups = native::GroupShape::row;
-      break;
-    case Granularity::col:
-      p.groups = native::GroupShape::col;
-      break;
-    case Granularity::block:
-    case Granularity::mx:
-    case Granularity::nvfp4:
-      p.groups = native::GroupShape::block;
-      break;
-    case Granularity::tile:
-      p.groups = native::GroupShape::tile;
-      break;
-  }
+  const SchemeEntry& e = scheme_entry(s);
+  p.groups = e.groups;
   p.block = static_cast<std::uint32_t>(s.block);
   p.tile_rows = static_cast<std::uint32_t>(s.tile_rows);
   p.tile_cols = static_cast<std::uint32_t>(s.tile_cols);
@@ -302,32 +195,7 @@ native::QuantPlan make_plan(const Options& opt, const native::Nvfp4Tensor& tenso
       for (int k = 0; k < 256; ++k) p.codebook[k] = t.cb->values[k];
       break;
   }
-  if (s.kind == Granularity::mx) {
-    p.rule = opt.variant == CastVariant::torchao ? ScaleRule::mx_torchao : ScaleRule::mx;
-  } else if (s.kind == Granularity::nvfp4) {
-    p.rule = opt.variant == CastVariant::te ? ScaleRule::nvfp4_te : ScaleRule::nvfp4_torchao;
-  } else if (s.kind == Granularity::tile && block_rule(opt.variant)) {
-    p.rule = opt.variant == CastVariant::deepgemm ? ScaleRule::block_deepgemm
-             : opt.variant == CastVariant::te     ? ScaleRule::block_te
-                                                  : ScaleRule::block_torchao;
-  } else if (t.kind == FormatKind::floating) {
-    switch (opt.variant) {
-      case CastVariant::te:
-        p.rule = ScaleRule::te;
-        break;
-      case CastVariant::te_current:
-        p.rule = ScaleRule::te_current;
-        break;
-      case CastVariant::torchao:
-        p.rule = ScaleRule::torchao;
-        break;
-      default:
-        p.rule = ScaleRule::absmax;
-        break;
-    }
-  } else {
-    p.rule = ScaleRule::absmax;
-  }
+  p.rule = e.rule(opt);
   p.mx_mode = opt.scale_mode;
   p.order = opt.order;
   p.nan = opt.nan;
@@ -363,9 +231,10 @@ namespace {
 std::vector<float> group_absmax(std::span<const float> x, const Scheme& s, std::size_t rows,
                                 std::size_t cols, native::NanPolicy nan) {
   std::vector<float> amax(group_count(s, rows, cols), native::kAbsmaxInit);
+  const native::GroupShape shape = scheme_entry(s).groups;
   for (std::size_t r = 0; r < rows; ++r) {
     for (std::size_t c = 0; c < cols; ++c) {
-      float& a = amax[group_of(s, rows, cols, r, c)];
+      float& a = amax[group_index(shape, s, cols, r, c)];
       a = native::absmax_combine(a, x[r * cols + c], nan);
     }
   }
@@ -375,17 +244,7 @@ std::vector<float> group_absmax(std::span<const float> x, const Scheme& s, std::
 }  // namespace
 
 std::vector<std::size_t> state_shape(const Scheme& s, const std::vector<std::size_t>& shape) {
-  if (s.kind == Granularity::nvfp4) {
-    std::vector<std::size_t> st = shape.empty() ? std::vector<std::size_t>{1} : shape;
-    st.back() /= s.block;
-    return st;
-  }
-  std::size_t rows, cols;
-  matrix_view(shape, rows, cols);
-  if (s.kind == Granularity::tile) {
-    return {(rows + s.tile_rows - 1) / s.tile_rows, (cols + s.tile_cols - 1) / s.tile_cols};
-  }
-  return {group_count(s, rows, cols)};
+  return scheme_entry(s).state_shape(s, shape);
 }
 
 void check_codes(const std::vector<std::uint8_t>& codes, const Options& opt) {
@@ -402,29 +261,8 @@ void check_codes(const std::vector<std::uint8_t>& codes, const Options& opt) {
 }
 
 void check_shape(const Options& opt, const std::vector<std::size_t>& shape) {
-  if (opt.scheme.kind == Granularity::tile) {
-    const std::string name = "scheme " + scheme_name(opt.scheme);
-    if (shape.size() != 2) {
-      throw InputError(name + ": expected a 2-d input (rows, cols), got " +
-                       std::to_string(shape.size()) + " dimensions");
-    }
-    // torchao's kernels assert whole tiles (K % block_size; M and N % block_size for weights).
-    if (opt.variant == native::CastVariant::torchao &&
-        (shape[0] % opt.scheme.tile_rows != 0 || shape[1] % opt.scheme.tile_cols != 0)) {
-      throw InputError(name + " --variant torchao: expected rows divisible by " +
-                       std::to_string(opt.scheme.tile_rows) + " and cols by " +
-                       std::to_string(opt.scheme.tile_cols) +
-                       " (torchao refuses partial tiles), got " + std::to_string(shape[0]) + "x" +
-                       std::to_string(shape[1]));
-    }
-    return;
-  }
-  if (opt.scheme.kind != Granularity::nvfp4) return;
-  const std::size_t last = shape.empty() ? 1 : shape.back();
-  if (last % opt.scheme.block != 0) {
-    throw InputError("scheme nvfp4: expected a last dimension divisible by 16, got " +
-                     std::to_string(last));
-  }
+  const SchemeEntry& e = scheme_entry(opt.scheme);
+  if (e.check_shape != nullptr) e.check_shape(opt, shape);
 }
 
 std::vector<std::size_t> codes_shape(const std::vector<std::size_t>& shape, const Options& opt) {
@@ -481,7 +319,7 @@ Quantized quantize(std::span<const float> x, const std::vector<std::size_t>& sha
       const std::size_t i = r * cols + c;
       const std::uint32_t word = sr ? native::philox_word(opt.seed, plan.stream(), i) : 0u;
       const Encoded e =
-          native::quant_element(plan, x[i], state[group_of(s, rows, cols, r, c)], word);
+          native::quant_element(plan, x[i], state[group_index(plan.groups, s, cols, r, c)], word);
       q.flags |= e.flags;
       q.codes[opt.transpose ? c * rows + r : i] = static_cast<std::uint8_t>(e.code);
     }
@@ -518,7 +356,7 @@ std::vector<float> dequantize(const Quantized& q, const Options& opt) {
   for (std::size_t r = 0; r < rows; ++r) {
     for (std::size_t c = 0; c < cols; ++c) {
       const std::size_t i = r * cols + c;
-      const std::size_t g = group_of(s, rows, cols, r, c);
+      const std::size_t g = group_index(plan.groups, s, cols, r, c);
       const std::uint32_t st = plan.byte_scales() ? q.scale_codes[g] : native::bits_of(q.state[g]);
       out[i] = native::dequant_element(plan, q.codes[opt.transpose ? c * rows + r : i], st);
     }

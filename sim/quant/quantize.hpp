@@ -3,8 +3,10 @@
 // function from sim/native/quant_*.hpp, which the CUDA kernels call too.
 #pragma once
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
+#include <iterator>
 #include <span>
 #include <string>
 #include <string_view>
@@ -53,12 +55,33 @@ Target float_target(const FloatFormat& f);
 
 // "floor", "ceil", "even", "rceil" (InputError otherwise).
 native::MxScaleMode parse_scale_mode(std::string_view s);
-// "absmax", "te", "te-current", "torchao", "ocp", "deepgemm" (InputError otherwise; the scheme
-// decides which apply, validate_options).
+// The --variant names, one table: parse_variant, variant_name, the usage texts (variant_list),
+// the verify campaign's op names, the oracle bridge and the Python module all read it. Order: the
+// usage texts'. Which variants a scheme accepts is its registry entry's check
+// (sim/quant/scheme_registry.hpp).
+struct VariantName {
+  const char* name;
+  native::CastVariant value;
+};
+inline constexpr VariantName kVariants[] = {{"absmax", native::CastVariant::absmax},
+                                            {"te", native::CastVariant::te},
+                                            {"te-current", native::CastVariant::te_current},
+                                            {"torchao", native::CastVariant::torchao},
+                                            {"ocp", native::CastVariant::ocp},
+                                            {"deepgemm", native::CastVariant::deepgemm}};
+// The names of kVariants (an array of const char*).
+inline constexpr auto kVariantNames = [] {
+  std::array<const char*, std::size(kVariants)> names{};
+  for (std::size_t k = 0; k < names.size(); ++k) names[k] = kVariants[k].name;
+  return names;
+}();
+// A name of kVariants (InputError listing them otherwise; the scheme decides which apply,
+// validate_options).
 native::CastVariant parse_variant(std::string_view s);
-// Every name parse_variant accepts, in the order of the usage texts.
-inline constexpr const char* kVariantNames[] = {"absmax",  "te",  "te-current",
-                                                "torchao", "ocp", "deepgemm"};
+// The name of a variant ("?" for a value outside the table).
+const char* variant_name(native::CastVariant v);
+// "absmax|te|..." (the names joined by `sep`), for --help.
+std::string variant_list(std::string_view sep);
 // "fp32", "pow2", "ue8m0": the 2-D block scales' form (InputError otherwise).
 native::BlockScaleFormat parse_scale_format(std::string_view s);
 inline constexpr const char* kScaleFormatNames[] = {"fp32", "pow2", "ue8m0"};

@@ -68,26 +68,9 @@ struct QOp {
   native::CastVariant variant = native::CastVariant::absmax;
 };
 
-const char* variant_name(native::CastVariant v) {
-  switch (v) {
-    case native::CastVariant::absmax:
-      return "absmax";
-    case native::CastVariant::te:
-      return "te";
-    case native::CastVariant::te_current:
-      return "te-current";
-    case native::CastVariant::torchao:
-      return "torchao";
-    case native::CastVariant::ocp:
-      return "ocp";
-    case native::CastVariant::deepgemm:
-      return "deepgemm";
-  }
-  return "?";
-}
-
 std::vector<QOp> all_qops() {
   using native::CastVariant;
+  using quant::variant_name;  // the names of quant::kVariants
   std::vector<QOp> ops;
   ops.push_back({"quant-int8", Fam::int8, "int8"});
   for (const char* f : {"e4m3fn", "e5m2", "e4m3fnuz", "e3m2fn", "e2m1fn"}) {

@@ -4,8 +4,10 @@
 #include <cmath>
 #include <cstring>
 #include <optional>
+#include <string>
 
 #include "sim/common/error.hpp"
+#include "sim/quant/scheme_registry.hpp"
 
 namespace exmy::verify {
 namespace {
@@ -22,57 +24,52 @@ std::optional<Real> given(float v) {
   if (std::isnan(v)) return std::nullopt;
   return real(v);
 }
-oq::Groups groups_of(quant::Granularity g) {
-  switch (g) {
-    case quant::Granularity::tensor:
-      return oq::Groups::tensor;
-    case quant::Granularity::row:
-      return oq::Groups::rowwise;
-    case quant::Granularity::col:
-      return oq::Groups::colwise;
-    case quant::Granularity::block:
-      return oq::Groups::block;
-    case quant::Granularity::mx:
-      return oq::Groups::mx;
-    case quant::Granularity::nvfp4:
-      return oq::Groups::nvfp4;
-    case quant::Granularity::tile:
-      break;  // refused by oracle_quant_spec
+// The schemes and variants the oracle's quantization steps model, by exmy's id and name (the
+// scheme registry, quant::kVariants); any other is refused by name, never mapped to a neighbour.
+constexpr struct {
+  quant::Granularity kind;
+  oq::Groups groups;
+} kOracleGroups[] = {{quant::Granularity::tensor, oq::Groups::tensor},
+                     {quant::Granularity::row, oq::Groups::rowwise},
+                     {quant::Granularity::col, oq::Groups::colwise},
+                     {quant::Granularity::block, oq::Groups::block},
+                     {quant::Granularity::mx, oq::Groups::mx},
+                     {quant::Granularity::nvfp4, oq::Groups::nvfp4}};
+constexpr struct {
+  const char* name;
+  oq::Variant variant;
+} kOracleVariants[] = {{"absmax", oq::Variant::absmax},
+                       {"te", oq::Variant::te},
+                       {"te-current", oq::Variant::te_current},
+                       {"torchao", oq::Variant::torchao},
+                       {"ocp", oq::Variant::ocp}};
+
+oq::Groups groups_of(const quant::Scheme& s) {
+  for (const auto& g : kOracleGroups) {
+    if (g.kind == s.kind) return g.groups;
   }
-  return oq::Groups::tensor;
+  // 2-D block scaling (SEMANTICS 7.15) has no oracle step yet: its independent check is the
+  // library-source reference of tests/quant/test_block2d.cpp and the device comparison with the
+  // libraries (bench/peers/blockwise_cast_vs_torch.py).
+  throw InputError(std::string("the quantization oracle does not cover ") +
+                   quant::scheme_entry(s).grammar + " schemes");
 }
 oq::Variant variant_of(native::CastVariant v) {
-  switch (v) {
-    case native::CastVariant::absmax:
-      return oq::Variant::absmax;
-    case native::CastVariant::te:
-      return oq::Variant::te;
-    case native::CastVariant::te_current:
-      return oq::Variant::te_current;
-    case native::CastVariant::torchao:
-      return oq::Variant::torchao;
-    case native::CastVariant::ocp:
-      return oq::Variant::ocp;
-    case native::CastVariant::deepgemm:
-      break;  // tiles only, refused by oracle_quant_spec
+  const std::string name = quant::variant_name(v);
+  for (const auto& e : kOracleVariants) {
+    if (name == e.name) return e.variant;
   }
-  return oq::Variant::absmax;
+  throw InputError("the quantization oracle does not cover --variant " + name);
 }
 
 }  // namespace
 
 OracleQuant oracle_quant_spec(const quant::Options& o, std::size_t rows, std::size_t cols) {
-  // 2-D block scaling (SEMANTICS 7.15) has no oracle step yet: its independent check is the
-  // library-source reference of tests/quant/test_block2d.cpp and the device comparison with the
-  // libraries (bench/peers/blockwise_cast_vs_torch.py).
-  if (o.scheme.kind == quant::Granularity::tile) {
-    throw InputError("the quantization oracle does not cover block:RxC schemes");
-  }
   OracleQuant r;
   oq::Spec& s = r.spec;
   s.layout.rows = rows;
   s.layout.cols = cols;
-  s.layout.groups = groups_of(o.scheme.kind);
+  s.layout.groups = groups_of(o.scheme);
   s.layout.block = o.scheme.block;
   switch (o.target.kind) {
     case FormatKind::integer:
