@@ -10,6 +10,7 @@
 #include "gpu/quant/detail_element.cuh"
 #include "gpu/quant/detail_launch.cuh"
 #include "gpu/quant/quantize.hpp"
+#include "sim/quant/scheme_registry.hpp"
 
 namespace exmy::gpu::quant_detail {
 namespace {
@@ -37,6 +38,16 @@ __global__ void __launch_bounds__(kThreads)
 }
 
 }  // namespace
+
+void run_dequantize_contiguous(const std::uint8_t* codes, const float* state,
+                               const std::uint8_t* scale_codes, const QArgs& a, float* out,
+                               cudaStream_t s) {
+  if (a.n == 0) return;
+  const std::uint64_t blocks = (a.n + kThreads - 1) / kThreads;
+  dequant_kernel<<<blocks_for(blocks, 1), kThreads, 0, s>>>(codes, state, scale_codes, out, a);
+  cuda_check_launch("dequantize kernel launch");
+}
+
 }  // namespace exmy::gpu::quant_detail
 
 namespace exmy::gpu {
@@ -48,14 +59,8 @@ void dequantize(const std::uint8_t* codes, const float* state, const std::uint8_
                 CUstream_st* stream, float tensor_scale) {
   check_options(rows, cols, opt);
   const QArgs a = make_args(rows, cols, opt, quant::nvfp4_tensor_from_scale(opt, tensor_scale));
-  if (opt.scheme.kind == quant::Granularity::tile) {
-    run_dequantize_tile(codes, state, a, out, stream);  // quantize_tile.cu
-    return;
-  }
-  if (a.n == 0) return;
-  const std::uint64_t blocks = (a.n + kThreads - 1) / kThreads;
-  dequant_kernel<<<blocks_for(blocks, 1), kThreads, 0, stream>>>(codes, state, mx_scales, out, a);
-  cuda_check_launch("dequantize kernel launch");
+  // The scheme's launcher (its registry entry names it; detail_launch.cuh's table runs it).
+  launcher(quant::scheme_entry(opt.scheme).gpu).dequantize(codes, state, mx_scales, a, out, stream);
 }
 
 }  // namespace exmy::gpu

@@ -15,6 +15,7 @@
 #include "gpu/quant/detail_args.cuh"
 #include "gpu/quant/quantize.hpp"
 #include "sim/quant/quantize.hpp"
+#include "sim/quant/scheme_registry.hpp"
 
 namespace exmy::gpu::quant_detail {
 
@@ -50,10 +51,33 @@ RunQuantize run_quantize_int8;
 RunQuantize run_quantize_float;
 RunQuantize run_quantize_codebook;
 RunQuantize run_quantize_block_scaled;
-// block:RxC tiles, every target kind and input type (quantize_tile.cu), and their dequantizer.
+
+// The launchers a scheme's registry entry names (quant::GpuLauncher): quantize (codes, state,
+// scale codes of every target kind and input type) and dequantize (out = fp32 in the input
+// layout; state or scale_codes per the plan's scale format).
+using RunDequantize = void(const std::uint8_t* codes, const float* state,
+                           const std::uint8_t* scale_codes, const QArgs& a, float* out,
+                           cudaStream_t s);
+// Contiguous groups: the launcher of the target kind (quantize.cu), the element-wise
+// dequantizer (dequantize.cu).
+RunQuantize run_quantize_contiguous;
+RunDequantize run_dequantize_contiguous;
+// 2-d tiles: one warp per tile (quantize_tile.cu).
 RunQuantize run_quantize_tile;
-void run_dequantize_tile(const std::uint8_t* codes, const float* state, const QArgs& a, float* out,
-                         cudaStream_t s);
+RunDequantize run_dequantize_tile;
+
+struct Launcher {
+  RunQuantize* quantize;
+  RunDequantize* dequantize;
+};
+// The launcher of an id, the one table gpu::quantize and gpu::dequantize dispatch through.
+inline const Launcher& launcher(quant::GpuLauncher id) {
+  static constexpr Launcher kTable[] = {
+      {run_quantize_contiguous, run_dequantize_contiguous},  // GpuLauncher::contiguous
+      {run_quantize_tile, run_dequantize_tile},              // GpuLauncher::tile
+  };
+  return kTable[static_cast<int>(id)];
+}
 
 // The number of kTile-element tiles covering the tensor.
 inline std::uint64_t tile_count(const QArgs& a) {

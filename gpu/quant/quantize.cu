@@ -35,6 +35,7 @@
 #include "gpu/quant/quantize.hpp"
 #include "sim/common/error.hpp"
 #include "sim/native/pack4.hpp"
+#include "sim/quant/scheme_registry.hpp"
 
 namespace exmy::gpu::quant_detail {
 namespace {
@@ -54,39 +55,36 @@ __global__ void __launch_bounds__(kThreads)
 }  // namespace
 
 void check_options(std::size_t rows, std::size_t cols, const quant::Options& opt) {
-  using quant::Granularity;
   quant::validate_options(opt);  // the checks the CPU path makes, then the GPU path's own
-  const auto k = opt.scheme.kind;
-  if ((k == Granularity::block || k == Granularity::mx || k == Granularity::nvfp4) &&
+  const native::GroupShape groups = quant::scheme_entry(opt.scheme).groups;
+  if ((groups == native::GroupShape::block || groups == native::GroupShape::tile) &&
       opt.scheme.block == 0) {
     throw InputError("scheme block: expected a block size B >= 1");
   }
-  if (k == Granularity::nvfp4 && cols % opt.scheme.block != 0) {
-    throw InputError("scheme nvfp4: expected a last dimension divisible by 16, got " +
-                     std::to_string(cols));
-  }
-  (void)rows;
+  // The scheme's shape rule on the matrix view (nvfp4's last dimension; a tile scheme's whole
+  // tiles where its library asks for them; the 2-d rule is the caller's, on the file's shape).
+  quant::check_shape(opt, {rows, cols});
 }
 
 QArgs make_args(std::size_t rows, std::size_t cols, const quant::Options& opt,
                 const native::Nvfp4Tensor& level) {
-  using quant::Granularity;
   QArgs a{};
   a.p = quant::make_plan(opt, level);
   const quant::Scheme& s = opt.scheme;
+  const native::GroupShape groups = a.p.groups;
   a.kind = a.p.byte_scales()                                  ? Kind::mx
            : a.p.element == native::ElementKind::int8         ? Kind::int8
            : a.p.element == native::ElementKind::float_format ? Kind::flt
                                                               : Kind::codebook;
-  a.col = s.kind == Granularity::col;
+  a.col = groups == native::GroupShape::col;
   a.transpose = opt.transpose;
   a.rows = rows;
   a.cols = cols;
   a.n = static_cast<std::uint64_t>(rows) * cols;
-  a.G = s.kind == Granularity::tensor ? (a.n > 0 ? a.n : 1)
-        : s.kind == Granularity::row  ? cols
-        : s.kind == Granularity::col  ? 1
-                                      : s.block;
+  a.G = groups == native::GroupShape::tensor ? (a.n > 0 ? a.n : 1)
+        : groups == native::GroupShape::row  ? cols
+        : groups == native::GroupShape::col  ? 1
+                                             : s.block;
   a.groups = quant::group_count(s, rows, cols);
   while (a.G_shift < 63 && (std::uint64_t{1} << (a.G_shift + 1)) <= a.G) ++a.G_shift;
   if ((std::uint64_t{1} << a.G_shift) != a.G) a.G_shift = 0;
@@ -125,12 +123,28 @@ bool fast_path(const QArgs& a) {
   return false;
 }
 
-bool single_pass(const QArgs& a, const quant::Options& opt) {
-  using quant::Granularity;
-  const auto k = opt.scheme.kind;
+void run_quantize_contiguous(const void* x, CastInput in, const QArgs& a, const quant::Options& opt,
+                             const QuantizedOut& o, cudaStream_t s) {
+  switch (a.kind) {  // one launcher per target kind (quantize_<kind>.cu)
+    case Kind::int8:
+      run_quantize_int8(x, in, a, opt, o, s);
+      break;
+    case Kind::flt:
+      run_quantize_float(x, in, a, opt, o, s);
+      break;
+    case Kind::codebook:
+      run_quantize_codebook(x, in, a, opt, o, s);
+      break;
+    case Kind::mx:
+      run_quantize_block_scaled(x, in, a, opt, o, s);
+      break;
+  }
+}
+
+bool single_pass(const QArgs& a, const quant::Options& /*opt*/) {
   if (a.transpose || a.n == 0) return false;
-  if (k != Granularity::row && k != Granularity::block && k != Granularity::mx &&
-      k != Granularity::nvfp4) {
+  // Contiguous groups: rows, or 1-d blocks (block:B, mx, nvfp4).
+  if (a.p.groups != native::GroupShape::row && a.p.groups != native::GroupShape::block) {
     return false;
   }
   const std::uint64_t G = a.G;
@@ -201,23 +215,8 @@ void quantize(const void* x, CastInput in_type, std::size_t rows, std::size_t co
       o.codes = static_cast<std::uint8_t*>(scratch);
     }
   }
-  if (opt.scheme.kind == quant::Granularity::tile) {
-    run_quantize_tile(x, in_type, a, opt, o, stream);  // every target kind (quantize_tile.cu)
-  } else
-    switch (a.kind) {
-      case Kind::int8:
-        run_quantize_int8(x, in_type, a, opt, o, stream);
-        break;
-      case Kind::flt:
-        run_quantize_float(x, in_type, a, opt, o, stream);
-        break;
-      case Kind::codebook:
-        run_quantize_codebook(x, in_type, a, opt, o, stream);
-        break;
-      case Kind::mx:
-        run_quantize_block_scaled(x, in_type, a, opt, o, stream);
-        break;
-    }
+  // The scheme's launcher (its registry entry names it; detail_launch.cuh's table runs it).
+  launcher(quant::scheme_entry(opt.scheme).gpu).quantize(x, in_type, a, opt, o, stream);
   if (scratch != nullptr) {
     const std::uint64_t pairs = (a.n + 1) / 2;
     pack4_kernel<<<grid_for(pairs, 1), kThreads, 0, stream>>>(o.codes, a.n, out.codes);
