@@ -30,8 +30,10 @@ namespace exmy::quant {
 // rows = d0*...*dn-2 and cols = dn-1 (a 1-d tensor is one row, a 0-d tensor one element).
 // mx: blocks of 32 with an E8M0 scale; nvfp4: blocks of 16 along the last dimension with an
 // E4M3 scale (cols % 16 == 0); tile: R×C tiles of a 2-d tensor, partial tiles at the bottom and
-// right edges (docs/SEMANTICS.md 7.15).
-enum class Granularity : std::uint8_t { tensor, row, col, block, mx, nvfp4, tile };
+// right edges (docs/SEMANTICS.md 7.15); nvfp4_2d: NVFP4 on 16×16 tiles of a 2-d tensor
+// (TransformerEngine's 2-D weight scaling, 7.16). The scheme registry
+// (sim/quant/scheme_registry.hpp) has one entry per id.
+enum class Granularity : std::uint8_t { tensor, row, col, block, mx, nvfp4, tile, nvfp4_2d };
 
 struct Scheme {
   Granularity kind = Granularity::tensor;

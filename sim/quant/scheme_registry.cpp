@@ -293,6 +293,47 @@ ScaleRule nvfp4_rule(const Options& opt) {
   return opt.variant == CastVariant::te ? ScaleRule::nvfp4_te : ScaleRule::nvfp4_torchao;
 }
 
+// ---- nvfp4:16x16, TransformerEngine's 2-D weight scaling (docs/SEMANTICS.md 7.16) --------------
+// The NVFP4 te rule (7.11) on 16×16 tiles: one E4M3 scale per tile from the tile's amax, under
+// the tensor's global encode scale; partial edge tiles as TE's zero padding gives them.
+
+constexpr std::size_t kNvfp4Tile = 16;
+
+bool parse_nvfp4_2d(std::string_view s, Scheme& out) {
+  if (s != "nvfp4:16x16") return false;
+  out = {Granularity::nvfp4_2d, kNvfp4Tile * kNvfp4Tile, kNvfp4Tile, kNvfp4Tile};
+  return true;
+}
+
+std::string name_nvfp4_2d(const Scheme&) {
+  return "nvfp4:16x16";
+}
+
+void validate_nvfp4_2d(const Options& opt) {
+  if (!(is_float(opt.target) && opt.target.fp == formats::e2m1fn)) {
+    throw InputError("scheme nvfp4:16x16: expected --to e2m1fn, got '" + opt.target.name + "'");
+  }
+  if (opt.variant != CastVariant::te) {
+    throw InputError(
+        "scheme nvfp4:16x16: --variant expected te (TransformerEngine's 2-D weight "
+        "scaling; torchao has none)");
+  }
+  if (opt.mode != RoundMode::rne) {
+    throw InputError(
+        "scheme nvfp4:16x16: its element cast rounds to nearest even; --round does not apply");
+  }
+  if (opt.transpose) throw InputError("scheme nvfp4:16x16: --transpose does not apply");
+  if (!opt.two_level) {
+    throw InputError(
+        "scheme nvfp4:16x16 --variant te: TransformerEngine's NVFP4 always has a per-tensor "
+        "scale; add --two-level");
+  }
+}
+
+ScaleRule nvfp4_2d_rule(const Options&) {
+  return ScaleRule::nvfp4_te;
+}
+
 // ---- the registry -------------------------------------------------------------------------------
 
 using native::GroupShape;
@@ -320,6 +361,9 @@ const SchemeEntry kSchemes[] = {
     {Granularity::nvfp4, "nvfp4", "", parse_names<Granularity::nvfp4, kNvB, kNvfp4>, name_nvfp4,
      GroupShape::block, nvfp4_state_shape, validate_nvfp4, check_nvfp4_shape, nvfp4_rule, false,
      false, true, true, GpuLauncher::contiguous},
+    {Granularity::nvfp4_2d, "nvfp4:16x16", "", parse_nvfp4_2d, name_nvfp4_2d, GroupShape::tile,
+     tile_state_shape, validate_nvfp4_2d, check_tile_shape, nvfp4_2d_rule, false, false, true, true,
+     GpuLauncher::tile},
 };
 
 }  // namespace

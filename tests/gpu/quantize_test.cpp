@@ -474,4 +474,26 @@ TEST_CASE("GPU block:RxC tiles equal the CPU reference (deepgemm, te, torchao, a
   }
 }
 
+TEST_CASE("GPU nvfp4:16x16 (TE 2-D weight scaling) equals the CPU reference",
+          "[gpu][quant][nvfp4_2d]") {
+  // E4M3 tile scales through the tile launcher, the two-level tensor scale, every input type,
+  // whole and partial tiles, specials (NaN, inf) in the data.
+  quant::Options o = options("nvfp4:16x16", "e2m1fn");
+  o.variant = quant::parse_variant("te");
+  o.two_level = true;
+  for (const CastInput in : {CastInput::fp32, CastInput::bf16, CastInput::fp16}) {
+    for (const Shape& sh : std::vector<Shape>{{256, 256}, {48, 80}, {37, 18}, {1, 2}}) {
+      for (bool specials : {false, true}) {
+        auto xs = data(sh.rows * sh.cols, 13, specials);
+        if (in != CastInput::fp32) {
+          for (auto& v : xs) v >>= 16;
+        }
+        INFO("input " << static_cast<int>(in) << " " << sh.rows << "x" << sh.cols << " specials "
+                      << specials);
+        REQUIRE(exmy::gpu::testing::compare_quantize(in, xs, sh.rows, sh.cols, o) == "");
+      }
+    }
+  }
+}
+
 #endif  // EXMY_HAVE_CUDA
