@@ -7,6 +7,7 @@
 #include <system_error>
 
 #include "sim/common/error.hpp"
+#include "sim/io/csv_write.hpp"
 #include "sim/io/files.hpp"
 
 namespace exmy::reports {
@@ -24,8 +25,7 @@ void write_file_atomic(const std::string& path, const std::string& content) {
 }
 
 Csv::Csv(const std::vector<std::string>& header) {
-  for (std::size_t i = 0; i < header.size(); ++i) done_ += (i ? "," : "") + header[i];
-  done_ += "\n";
+  io::append_csv_record(done_, header);
 }
 
 Csv& Csv::row() {
@@ -38,7 +38,7 @@ Csv& Csv::row() {
 
 void Csv::field(const std::string& s) {
   if (row_has_field_) cur_ += ",";
-  cur_ += s;
+  io::append_csv_field(cur_, s);  // RFC 4180 quoting: the one CSV writer (sim/io/csv_write.hpp)
   row_has_field_ = true;
 }
 

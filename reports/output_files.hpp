@@ -14,8 +14,10 @@ void make_directories(const std::string& dir);
 // temporary is removed on every error path.
 void write_file_atomic(const std::string& path, const std::string& content);
 
-// CSV text built in memory. Numbers are printed with a fixed printf format so that equal doubles
-// give equal bytes (the determinism tests compare CSV bytes).
+// CSV text built in memory; every field (header and rows) goes through io::append_csv_field, so
+// text holding commas, quotes or line breaks is quoted as RFC 4180 says. Numbers are printed with a
+// fixed printf format so that equal doubles give equal bytes (the determinism tests compare CSV
+// bytes).
 class Csv {
  public:
   explicit Csv(const std::vector<std::string>& header);

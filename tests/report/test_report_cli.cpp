@@ -15,6 +15,7 @@
 #include <thread>
 #include <vector>
 
+#include "../io/rfc4180_parse.hpp"
 #include "sim/io/json.hpp"
 
 extern char** environ;
@@ -78,6 +79,25 @@ bool has_temp_files(const fs::path& d) {
   return false;
 }
 
+// Every .csv under d parsed by the strict RFC 4180 reader (written from the RFC, not from the
+// report's writer); every record has the header's column count. Returns the files checked.
+int check_every_csv(const fs::path& d) {
+  int files = 0;
+  for (const auto& e : fs::recursive_directory_iterator(d)) {
+    if (e.path().extension() != ".csv") continue;
+    INFO(e.path().string());
+    exmy::test::CsvRows rows;
+    REQUIRE_NOTHROW(rows = exmy::test::parse_csv_rfc4180(slurp(e.path())));
+    REQUIRE(!rows.empty());
+    for (std::size_t r = 1; r < rows.size(); ++r) {
+      INFO("record " << r + 1);
+      REQUIRE(rows[r].size() == rows[0].size());
+    }
+    ++files;
+  }
+  return files;
+}
+
 }  // namespace
 
 TEST_CASE("exmy report all (test size) writes every section and a top index", "[cli]") {
@@ -115,6 +135,16 @@ TEST_CASE("exmy report all (test size) writes every section and a top index", "[
   REQUIRE(claims.rfind("source,where,claim,measured,value,lo,hi,expected,verdict,link\n", 0) == 0);
   REQUIRE(claims.find("arithmetic restatement") != std::string::npos);
   REQUIRE(claims.find("not computable") != std::string::npos);
+  // Regression (issue 35): unquoted commas split 27 of 28 claims.csv rows into extra columns.
+  // Every CSV the report writes parses strictly, with the header's column count in every row.
+  REQUIRE(check_every_csv(d) >= 17);
+  const auto claim_rows = exmy::test::parse_csv_rfc4180(claims);
+  REQUIRE(claim_rows.size() > 10);
+  bool comma_field = false;
+  for (const auto& r : claim_rows) {
+    for (const auto& f : r) comma_field = comma_field || f.find(',') != std::string::npos;
+  }
+  REQUIRE(comma_field);  // the table does hold fields with commas, and they stay one field
   const std::string html = slurp(d / "report.html");
   REQUIRE(html.find("<table class=\"sortable\">") != std::string::npos);
   REQUIRE(html.find("<section id=\"variance\">") != std::string::npos);
