@@ -3,6 +3,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "reports/claims.hpp"
 #include "reports/output_files.hpp"
 
 namespace exmy::reports {
@@ -198,18 +199,21 @@ std::string markdown_to_html(const std::string& md, const std::string& base_dir,
 std::string claims_html(const std::vector<Claim>& claims) {
   std::string h =
       "<table class=\"sortable\"><thead><tr><th>source</th><th>where</th><th>claim</th>"
-      "<th>exmy measures</th><th>value</th><th>95% interval</th><th>expected</th>"
+      "<th>exmy measures</th><th>kind</th><th>value</th><th>95% interval</th><th>expected</th>"
       "<th>verdict</th><th>figure / data</th></tr></thead><tbody>\n";
   for (const auto& c : claims) {
     const std::string cls =
-        c.verdict.rfind("reproduced", 0) == 0 || c.verdict.rfind("agrees", 0) == 0 ? "ok"
+        c.verdict.rfind("reproduced", 0) == 0 || c.verdict.rfind("agrees", 0) == 0 ||
+                c.verdict.rfind("consistent", 0) == 0
+            ? "ok"
         : c.verdict.rfind("not computable", 0) == 0 || c.verdict.rfind("arithmetic", 0) == 0 ||
                 c.verdict.rfind("inconclusive", 0) == 0
             ? "na"
             : "bad";
     h += "<tr class=\"" + cls + "\"><td>" + escape(c.source) + "</td><td>" + escape(c.where) +
          "</td><td>" + escape(c.claim) + "</td><td>" + escape(c.measured) + "</td><td>" +
-         (c.has_value ? fmt_g(c.value, 4) : std::string("-")) + "</td><td>" +
+         escape(c.kind) + "</td><td>" + (c.has_value ? fmt_g(c.value, 4) : std::string("-")) +
+         "</td><td>" +
          (c.has_ci ? "[" + fmt_g(c.lo, 3) + ", " + fmt_g(c.hi, 3) + "]" : std::string("-")) +
          "</td><td>" + escape(c.expected) + "</td><td>" + escape(c.verdict) + "</td><td>" +
          (c.link.empty() ? std::string("-")
@@ -227,8 +231,8 @@ void write_report_html(const std::string& dir, const std::string& top_md,
       "<style>body{font-family:sans-serif;max-width:1300px;margin:auto;padding:1em;line-height:1.4}"
       "table{border-collapse:collapse;margin:0.5em 0;font-size:0.85em}"
       "th,td{border:1px solid #ccc;padding:3px 6px;vertical-align:top}"
-      "th{background:#f0f0f0;cursor:pointer}tr.ok td:nth-child(8){background:#e3f6e3}"
-      "tr.bad td:nth-child(8){background:#fbe3e3}tr.na td:nth-child(8){background:#f3f3f3}"
+      "th{background:#f0f0f0;cursor:pointer}tr.ok td:nth-child(9){background:#e3f6e3}"
+      "tr.bad td:nth-child(9){background:#fbe3e3}tr.na td:nth-child(9){background:#f3f3f3}"
       "img{max-width:100%}figure{margin:1em 0}figcaption{font-size:0.85em;color:#444}"
       "code{background:#f4f4f4}</style>\n"
       "<script>function sortTable(th){const t=th.closest('table'),b=t.tBodies[0],"
@@ -242,7 +246,7 @@ void write_report_html(const std::string& dir, const std::string& top_md,
       "<p>Every computable claim of the source papers next to exmy's value, its 95% interval "
       "and a verdict; closed forms this report derives are listed as such, and arithmetic "
       "restatements are never called reproductions. Click a column header to sort.</p>\n" +
-      claims_html(claims);
+      markdown_to_html(claim_kinds_md(), dir, "") + claims_html(claims);
   h += markdown_to_html(top_md, dir, "");
   for (const auto& s : ran) {
     const std::string md = read_all(dir + "/" + s.key + "/index.md");

@@ -21,8 +21,11 @@ struct Claim {
   double lo = 0, hi = 0;  // 95% interval
   bool has_ci = false;
   std::string expected;  // the paper's or the closed form's value, as text
-  // reproduced | partly reproduced | not reproduced | agrees | disagrees |
-  // arithmetic restatement | not computable
+  // reproduction | closed-form check | unit check | proxy | arithmetic restatement |
+  // not computable (reports/claims.hpp: what each means and the verdicts it may use)
+  std::string kind;
+  // A verdict of the kind's words (claims.hpp): a check says agrees/disagrees, a proxy
+  // consistent/inconsistent; only a reproduction says "reproduced".
   std::string verdict;
   std::string link;  // figure or CSV, relative to DIR
 

@@ -1,6 +1,7 @@
 // DIR/index.md: the run's sections with their headlines and run times, then the provenance.
 #include <filesystem>
 
+#include "reports/claims.hpp"
 #include "reports/html_page.hpp"
 #include "reports/output_files.hpp"
 #include "reports/plotting.hpp"
@@ -54,6 +55,7 @@ std::vector<Claim> not_computed_claims() {
     c.where = where;
     c.claim = claim;
     c.measured = why;
+    c.kind = "not computable";
     c.verdict = "not computable";
     return c;
   };
@@ -76,14 +78,14 @@ std::vector<Claim> not_computed_claims() {
 
 std::string claims_md(const std::vector<Claim>& claims) {
   std::string md =
-      "| source | where | claim | exmy measures | value [95% interval] | expected | verdict | "
-      "figure / data |\n|---|---|---|---|---|---|---|---|\n";
+      "| source | where | claim | exmy measures | kind | value [95% interval] | expected | "
+      "verdict | figure / data |\n|---|---|---|---|---|---|---|---|---|\n";
   for (const auto& c : claims) {
     std::string v = c.has_value ? fmt_g(c.value, 4) : std::string("-");
     if (c.has_ci) v += " [" + fmt_g(c.lo, 3) + ", " + fmt_g(c.hi, 3) + "]";
-    md += "| " + c.source + " | " + c.where + " | " + c.claim + " | " + c.measured + " | " + v +
-          " | " + (c.expected.empty() ? "-" : c.expected) + " | " + c.verdict + " | " +
-          (c.link.empty() ? std::string("-") : "[" + c.link + "](" + c.link + ")") + " |\n";
+    md += "| " + c.source + " | " + c.where + " | " + c.claim + " | " + c.measured + " | " +
+          c.kind + " | " + v + " | " + (c.expected.empty() ? "-" : c.expected) + " | " + c.verdict +
+          " | " + (c.link.empty() ? std::string("-") : "[" + c.link + "](" + c.link + ")") + " |\n";
   }
   return md;
 }
@@ -96,23 +98,8 @@ void write_top_index(const ReportContext& ctx, const std::vector<SectionSummary>
   std::vector<Claim> claims;
   for (const auto& s : ran) claims.insert(claims.end(), s.claims.begin(), s.claims.end());
   for (const auto& c : not_computed_claims()) claims.push_back(c);
-  Csv csv(
-      {"source", "where", "claim", "measured", "value", "lo", "hi", "expected", "verdict", "link"});
-  for (const auto& c : claims) {
-    csv.row().add(c.source).add(c.where).add(c.claim).add(c.measured);
-    if (c.has_value) {
-      csv.add(c.value);
-    } else {
-      csv.add(std::string());
-    }
-    if (c.has_ci) {
-      csv.add(c.lo).add(c.hi);
-    } else {
-      csv.add(std::string()).add(std::string());
-    }
-    csv.add(c.expected).add(c.verdict).add(c.link);
-  }
-  write_file_atomic(dir + "/claims.csv", csv.text());
+  for (const auto& c : claims) require_valid_claim(c);  // a check never says "reproduced"
+  write_file_atomic(dir + "/claims.csv", claims_csv(claims));
 
   std::string md = "# exmy report\n\n";
   md +=
@@ -120,6 +107,7 @@ void write_top_index(const ReportContext& ctx, const std::vector<SectionSummary>
       "with a 95% interval and a verdict ([claims.csv](claims.csv); the same table, "
       "sortable, in [report.html](report.html) with every figure inline). Closed forms this "
       "report derives are marked as such; arithmetic restatements are not reproductions.\n\n";
+  md += claim_kinds_md();
   md += claims_md(claims) + "\n";
   md += "## Sections\n\n| section | run time |\n|---|---|\n";
   for (const auto& s : ran) {

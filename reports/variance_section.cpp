@@ -325,7 +325,7 @@ SectionSummary run_variance_section(const ReportContext& ctx) {
   const auto shaped = run_d3_shapes(ctx, d3_trials, res.replicates);
   Csv d3s({"model", "matmul", "k", "scheme", "var_d", "measured_wgrad_over_this", "lo", "hi",
            "model_wgrad_over_this", "u_elements", "v_elements"});
-  std::string d3s_md;
+  std::string d3s_md, d3_row_note;
   for (const auto& c : shaped) {
     const D3Matmul& m = mm[static_cast<std::size_t>(c.matmul)];
     if (m.matmul.rfind("weight", 0) == 0) continue;
@@ -351,7 +351,14 @@ SectionSummary run_variance_section(const ReportContext& ctx) {
         .add(kr)
         .add(m.u_elements)
         .add(m.v_elements);
-    if (c.scheme == "int8_tensor" && m.matmul.rfind("forward", 0) == 0) {
+    if ((c.scheme == "int8_tensor" || c.scheme == "int8_row") &&
+        m.matmul.rfind("forward", 0) == 0) {
+      // Tensor-wise int8 on i.i.d. N(0, 1) operands builds in the paper's premise (one s_q for
+      // every matmul, nearly independent of k), so its ratio follows the k ratio by
+      // construction: a check. Row-wise int8 on X and G (one absmax per k-vector of each
+      // operand, as LLM.int8()'s vector-wise quantization and SwitchBack's row-wise X use) lets
+      // s_q grow with k, so the data could contradict the k ratio: the reproduction row.
+      const bool row = c.scheme == "int8_row";
       Claim cl;
       cl.source = kPaper;
       cl.where = "appendix D.3";
@@ -361,14 +368,28 @@ SectionSummary run_variance_section(const ReportContext& ctx) {
                      : "LLaMA-65B's weight gradient is 16x less noisy than its forward matmul "
                        "(if D.1 is a good model)";
       cl.measured =
-          "Var(d) weight grad / forward, int8 tensor-wise absmax, operands of the "
-          "paper's shapes, gaussian";
+          row ? "Var(d) weight grad / forward, int8 row-wise absmax on both operands (one scale "
+                "per k-vector: LLM.int8() vector-wise, SwitchBack's X), operands of the paper's "
+                "shapes, gaussian"
+              : "Var(d) weight grad / forward, int8 tensor-wise absmax (the paper's equal-s_q "
+                "premise built in: a check of eq. 12's k-proportionality, not of D.3), operands "
+                "of the paper's shapes, gaussian";
       cl.set(w->var_d / c.var_d, ci.lo, ci.hi);
       cl.expected = fmt_g(kr, 4);
-      cl.verdict = verdict_for(ci.lo, ci.hi, cl.value, kr, 1.25, "reproduced", "partly reproduced",
-                               "not reproduced");
+      cl.kind = row ? "reproduction" : "closed-form check";
+      cl.verdict = row ? verdict_for(ci.lo, ci.hi, cl.value, kr, 1.25, "reproduced",
+                                     "partly reproduced", "not reproduced")
+                       : verdict_for(ci.lo, ci.hi, cl.value, kr, 1.25, "agrees",
+                                     "agrees within 25%", "disagrees");
       cl.link = "variance/d3_ratios.png";
       sum.claims.push_back(cl);
+      if (row) {
+        d3_row_note += "- " + m.model +
+                       ": weight grad / forward with row-wise int8 = " + ci_text(cl.value, ci) +
+                       " against the k ratio " + fmt_g(kr, 3) + ": " + cl.verdict +
+                       " by this report's rule (interval containing the k ratio)";
+        d3_row_note += ".\n";
+      }
     }
     d3s_md += "| " + m.model + " | " + m.matmul + " | " + std::to_string(m.k) + " | " + c.scheme +
               " | " + fmt_g(c.var_d, 4) + " | " + ci_text(w->var_d / c.var_d, ci) + " | " +
@@ -457,6 +478,7 @@ SectionSummary run_variance_section(const ReportContext& ctx) {
       c.set(rne->delta_var / rne->predicted, rne->delta_var_ci.lo / rne->predicted,
             rne->delta_var_ci.hi / rne->predicted);
       c.expected = "1";
+      c.kind = "reproduction";
       c.verdict = verdict_for(c.lo, c.hi, c.value, 1.0, 1.25, "reproduced", "partly reproduced",
                               "not reproduced");
       c.link = "variance/variance_vs_k.png";
@@ -472,6 +494,7 @@ SectionSummary run_variance_section(const ReportContext& ctx) {
       c.measured = "Var(d) / predicted, e8m3 rne (no scaling), gaussian, k=" + std::to_string(kref);
       c.set(rne->var_d / rne->predicted, rne->ratio_ci.lo, rne->ratio_ci.hi);
       c.expected = "1";
+      c.kind = "reproduction";
       c.verdict = verdict_for(c.lo, c.hi, c.value, 1.0, 1.25, "reproduced", "partly reproduced",
                               "not reproduced");
       c.link = "variance/variance_vs_k.png";
@@ -497,6 +520,7 @@ SectionSummary run_variance_section(const ReportContext& ctx) {
       c.measured = "Var(d)/predicted, e8m3_mask, gaussian, k=" + std::to_string(kref);
       c.set(mask->var_d / mask->predicted, mask->ratio_ci.lo, mask->ratio_ci.hi);
       c.expected = fmt_g(mask->mask_factor, 4);
+      c.kind = "closed-form check";
       c.verdict = verdict_for(c.lo, c.hi, c.value, mask->mask_factor, 1.05, "agrees",
                               "agrees within 5%", "disagrees");
       c.link = "variance/closed_forms.png";
@@ -526,11 +550,16 @@ SectionSummary run_variance_section(const ReportContext& ctx) {
       c.claim =
           "the variance of the quantized inner product's error grows linearly in k when s_q "
           "does not depend on k (eq. 12)";
-      c.measured = "log-log slope of Var(d) vs k, e8m3 rne, gaussian";
+      // With unscaled e8m3 the element errors are i.i.d. and s_q is fixed by construction, so
+      // Var(d) of a sum of k of them is exactly linear in k: no data could make this row fail.
+      c.measured =
+          "log-log slope of Var(d) vs k, e8m3 rne (no scaling: s_q fixed, so exactly linear by "
+          "construction), gaussian";
       c.set(rne->slope_var, rne->slope_var_ci.lo, rne->slope_var_ci.hi);
       c.expected = "1";
-      c.verdict = verdict_for(c.lo, c.hi, c.value, 1.0, 1.05, "reproduced", "partly reproduced",
-                              "not reproduced");
+      c.kind = "closed-form check";
+      c.verdict =
+          verdict_for(c.lo, c.hi, c.value, 1.0, 1.05, "agrees", "agrees within 5%", "disagrees");
       c.link = "variance/variance_vs_k.png";
       sum.claims.push_back(c);
       Claim a;
@@ -542,6 +571,7 @@ SectionSummary run_variance_section(const ReportContext& ctx) {
       a.measured = "log-log slope of Var(d) vs k, int8_row, gaussian";
       a.set(row->slope_var, row->slope_var_ci.lo, row->slope_var_ci.hi);
       a.expected = fmt_g(row->slope_closed, 3);
+      a.kind = "closed-form check";
       a.verdict = verdict_for(a.lo, a.hi, a.value, row->slope_closed, 1.03, "agrees",
                               "agrees within 3%", "disagrees");
       a.link = "variance/sigma_q_vs_k.png";
@@ -566,6 +596,7 @@ SectionSummary run_variance_section(const ReportContext& ctx) {
       c.measured = "paired ratio Var(d) e8m3_sr / e8m3_rne, gaussian, k=" + std::to_string(kref);
       c.set(e.value, e.ci.lo, e.ci.hi);
       c.expected = "2";
+      c.kind = "closed-form check";
       c.verdict =
           verdict_for(c.lo, c.hi, c.value, 2.0, 1.05, "agrees", "agrees within 5%", "disagrees");
       c.link = "variance/closed_forms.png";
@@ -652,6 +683,7 @@ SectionSummary run_variance_section(const ReportContext& ctx) {
         "32768/2048)";
     c.set(clip_hi);
     c.expected = "51.2, 12.8; 4, 16";
+    c.kind = "arithmetic restatement";
     c.verdict = "arithmetic restatement";
     c.link = "variance/d3_model.csv";
     sum.claims.push_back(c);
@@ -681,6 +713,14 @@ SectionSummary run_variance_section(const ReportContext& ctx) {
         "| model | matmul | k | scheme | Var(d) | measured wgrad/this | k ratio |\n"
         "|---|---|---|---|---|---|---|\n" +
         d3s_md;
+  md +=
+      "\n**D.3 with the schemes SwitchBack and LLM.int8() use.** Tensor-wise int8 on i.i.d. "
+      "operands keeps s_q nearly the same for every matmul, which is D.3's premise; its rows "
+      "therefore follow the k ratios by construction and are listed as closed-form checks. "
+      "With one absmax per k-vector of each operand (`int8_row`: rows of X and G in the "
+      "forward and input-gradient matmuls, their token columns in the weight gradient), s_q "
+      "grows with k, the data could contradict D.3, and these are the reproduction rows:\n\n" +
+      d3_row_note;
   md += "\n" + figure_md(fig, "d3_ratios",
                          "D.3: weight-gradient noise over the other matmuls' noise, k ratio "
                          "(black) vs measured per scheme with 95% intervals");

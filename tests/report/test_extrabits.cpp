@@ -58,6 +58,12 @@ TEST_CASE("extrabits: one add within the closed-form bounds, extra bits help ove
   REQUIRE(at256.at("e5m2+4").second < 4 * std::ldexp(1.0, -7));
   // The claims reached the summary with values (figure 6 left and right, table 3).
   REQUIRE(s.claims.size() == 3);
-  REQUIRE(s.claims[0].verdict == "reproduced");
+  // Regression (issue 35): fp16+8 after one add is truncation against fp16's round to nearest,
+  // worse by construction on any data: a unit check, never "reproduced"; table 3 is a proxy.
+  REQUIRE(s.claims[0].kind == "unit check");
+  REQUIRE(s.claims[0].verdict == "agrees");
+  REQUIRE(s.claims[1].kind == "reproduction");
+  REQUIRE(s.claims[2].kind == "proxy");
+  REQUIRE(s.claims[2].verdict.find("reproduced") == std::string::npos);
   std::filesystem::remove_all(dir);
 }

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "../io/rfc4180_parse.hpp"
+#include "reports/claims.hpp"
 #include "sim/io/json.hpp"
 
 extern char** environ;
@@ -132,7 +133,8 @@ TEST_CASE("exmy report all (test size) writes every section and a top index", "[
   // The claim table: first in index.md, in claims.csv, and sortable in the one-page HTML.
   REQUIRE(top.find("## Claims") < top.find("## Sections"));
   const std::string claims = slurp(d / "claims.csv");
-  REQUIRE(claims.rfind("source,where,claim,measured,value,lo,hi,expected,verdict,link\n", 0) == 0);
+  REQUIRE(claims.rfind("source,where,claim,measured,kind,value,lo,hi,expected,verdict,link\n", 0) ==
+          0);
   REQUIRE(claims.find("arithmetic restatement") != std::string::npos);
   REQUIRE(claims.find("not computable") != std::string::npos);
   // Regression (issue 35): unquoted commas split 27 of 28 claims.csv rows into extra columns.
@@ -145,6 +147,34 @@ TEST_CASE("exmy report all (test size) writes every section and a top index", "[
     for (const auto& f : r) comma_field = comma_field || f.find(',') != std::string::npos;
   }
   REQUIRE(comma_field);  // the table does hold fields with commas, and they stay one field
+  // Regression (issue 35): every row has a kind and a verdict of that kind's words; the rows
+  // that cannot fail are checks; D.3 has its row-wise int8 reproduction rows.
+  int d3_row = 0, d3_tensor = 0;
+  for (std::size_t r = 1; r < claim_rows.size(); ++r) {
+    exmy::reports::Claim c;
+    c.claim = claim_rows[r][2];
+    c.measured = claim_rows[r][3];
+    c.kind = claim_rows[r][4];
+    c.verdict = claim_rows[r][9];
+    INFO(c.claim << " | " << c.measured);
+    REQUIRE(exmy::reports::claim_problem(c).empty());
+    if (c.kind != "reproduction") REQUIRE(c.verdict.find("reproduced") == std::string::npos);
+    if (c.measured.find("fixed, so exactly linear") != std::string::npos) {
+      REQUIRE(c.kind == "closed-form check");
+    }
+    if (claim_rows[r][1] == "appendix D.3" &&
+        c.measured.find("int8 row-wise") != std::string::npos) {
+      REQUIRE(c.kind == "reproduction");
+      ++d3_row;
+    }
+    if (claim_rows[r][1] == "appendix D.3" &&
+        c.measured.find("int8 tensor-wise") != std::string::npos) {
+      REQUIRE(c.kind == "closed-form check");
+      ++d3_tensor;
+    }
+  }
+  REQUIRE(d3_row == 2);
+  REQUIRE(d3_tensor == 2);
   const std::string html = slurp(d / "report.html");
   REQUIRE(html.find("<table class=\"sortable\">") != std::string::npos);
   REQUIRE(html.find("<section id=\"variance\">") != std::string::npos);
