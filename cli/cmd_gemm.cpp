@@ -190,24 +190,31 @@ int run_gemm(const Args& args) {
   if (!g.rows_path.empty()) rc.a_rows = read_scales(g.rows_path, A.rows, "--scale-a-rows");
   if (!g.cols_path.empty()) rc.b_cols = read_scales(g.cols_path, B.rows, "--scale-b-rows");
   gemm::check_gemm_problem(A, B, m, g.scale_a * g.scale_b, of);
-  const std::vector<std::uint32_t> c =
-      dev == Device::cuda ? gpu::gemm_emulate(A, B, m, of, g.scale_a * g.scale_b, &rc)
-                          : gemm::gemm(A, B, m, of, g.scale_a * g.scale_b, &rc);
   const std::vector<std::size_t> shape{A.rows, B.rows};
-  // Written from C as it is, in pieces (no copy of the whole output): fp32 as <f4 bit patterns,
-  // bf16/fp16 as <u2 codes.
+  // C written as it is produced (no copy of the whole output on the CPU): fp32 as <f4 bit
+  // patterns, bf16/fp16 as <u2 codes.
   const bool f32 = of == gemm::OutFormat::fp32;
   io::NpyFileWriter w(g.out, f32 ? "<f4" : "<u2", shape);
-  if (f32) {
-    w.write(c.data(), c.size() * sizeof(std::uint32_t));
-  } else {
-    std::vector<std::uint16_t> h;
-    for (std::size_t i0 = 0; i0 < c.size(); i0 += std::size_t{1} << 20) {
-      const std::size_t i1 = std::min(c.size(), i0 + (std::size_t{1} << 20));
-      h.assign(c.begin() + static_cast<std::ptrdiff_t>(i0),
-               c.begin() + static_cast<std::ptrdiff_t>(i1));
+  std::vector<std::uint16_t> h;
+  const auto put = [&](const std::uint32_t* c, std::size_t n) {
+    if (f32) {
+      w.write(c, n * sizeof(std::uint32_t));
+      return;
+    }
+    for (std::size_t i0 = 0; i0 < n; i0 += std::size_t{1} << 20) {
+      const std::size_t i1 = std::min(n, i0 + (std::size_t{1} << 20));
+      h.assign(c + i0, c + i1);
       w.write(h.data(), h.size() * sizeof(std::uint16_t));
     }
+  };
+  if (dev == Device::cuda) {
+    const std::vector<std::uint32_t> c = gpu::gemm_emulate(A, B, m, of, g.scale_a * g.scale_b, &rc);
+    put(c.data(), c.size());
+  } else {
+    gemm::gemm_rows(A, B, m, of, g.scale_a * g.scale_b, &rc,
+                    [&](std::size_t i0, std::size_t i1, const std::uint32_t* c) {
+                      put(c, (i1 - i0) * B.rows);
+                    });
   }
   w.commit();
   return 0;

@@ -128,8 +128,8 @@ Prepared prepare(const gemm::Operand& a, const gemm::Operand& b, const gemm::Acc
   }
   const gemm::AccumModel m = gemm::operand_model(a, b, model, out).model;
   Prepared p;
-  p.a = a.v;
-  std::vector<double> bv = b.v;
+  p.a = a.values();  // the doubles, decoded from a stored operand (read_operand) if need be
+  std::vector<double> bv = b.values();
   if (m.truncate_tf32) {
     const int mode = static_cast<int>(m.tf32_round);
     if (a.code_bits == 32)
@@ -140,8 +140,8 @@ Prepared prepare(const gemm::Operand& a, const gemm::Operand& b, const gemm::Acc
   p.bt = transposed(bv, b.rows, b.cols);
   p.m = gemm::dot_model(m);
   if (a.scale_block != 0) {  // operand_model checked that both sides have the same block
-    p.scale_a = a.scales;
-    p.scale_bt = transposed(b.scales, b.rows, b.cols / b.scale_block);
+    p.scale_a = a.scale_values();
+    p.scale_bt = transposed(b.scale_values(), b.rows, b.cols / b.scale_block);
   }
   return p;
 }

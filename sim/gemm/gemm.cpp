@@ -46,60 +46,115 @@ Operand operand_from_fp32(const std::vector<float>& x, std::size_t rows, std::si
 }
 
 namespace {
-// An fp32/tf32 operand straight from the mapped file to its doubles, 16 MiB at a time, each
-// chunk's pages dropped once converted: resident memory stays near the doubles themselves
-// (reading the array, copying it to floats and then to doubles held four times the file).
-Operand read_fp32_operand(const std::string& path, const std::string& fmt_name, const char* which) {
-  const io::NpyMappedFile f(path);
-  const io::NpyHeader& h = f.header();
+template <class T>
+T load(const void* data, std::size_t i) {
+  T x;
+  std::memcpy(&x, static_cast<const unsigned char*>(data) + i * sizeof(T), sizeof(T));
+  return x;
+}
+
+// Rows [r0, r1) of a stored operand as doubles: fp32 values converted, codes through the table.
+// A row-strided store (col_stride 1) is read row by row, a transposed view column by column, so
+// that each pass reads its memory in order.
+template <class T>
+void decode_rows(const OperandStore& s, std::size_t cols, std::size_t r0, std::size_t r1,
+                 double* out) {
+  const auto value = [&](std::size_t idx) {
+    if constexpr (sizeof(T) == 4) {
+      return static_cast<double>(load<float>(s.data, idx));
+    } else {
+      return s.table[load<T>(s.data, idx)];
+    }
+  };
+  if (s.col_stride == 1 || r1 - r0 == 1) {
+    for (std::size_t r = r0; r < r1; ++r) {
+      double* o = out + (r - r0) * cols;
+      for (std::size_t k = 0; k < cols; ++k) o[k] = value(r * s.row_stride + k * s.col_stride);
+    }
+  } else {
+    for (std::size_t k = 0; k < cols; ++k) {
+      for (std::size_t r = r0; r < r1; ++r) {
+        out[(r - r0) * cols + k] = value(r * s.row_stride + k * s.col_stride);
+      }
+    }
+  }
+}
+}  // namespace
+
+void Operand::rows_into(std::size_t r0, std::size_t r1, double* out) const {
+  if (!store) {
+    std::copy(v.begin() + static_cast<std::ptrdiff_t>(r0 * cols),
+              v.begin() + static_cast<std::ptrdiff_t>(r1 * cols), out);
+    return;
+  }
+  switch (store->elem_bytes) {
+    case 1:
+      decode_rows<std::uint8_t>(*store, cols, r0, r1, out);
+      break;
+    case 2:
+      decode_rows<std::uint16_t>(*store, cols, r0, r1, out);
+      break;
+    default:
+      decode_rows<float>(*store, cols, r0, r1, out);
+      break;
+  }
+}
+
+std::vector<double> Operand::values() const {
+  if (!store) return v;
+  std::vector<double> r(rows * cols);
+  if (!r.empty()) rows_into(0, rows, r.data());
+  return r;
+}
+
+std::vector<double> Operand::scale_values() const {
+  if (!scales.empty()) return scales;
+  std::vector<double> r(scale_codes.size());
+  for (std::size_t i = 0; i < r.size(); ++i) r[i] = scale_table[scale_codes[i]];
+  return r;
+}
+
+Operand operand_view_f32(const float* data, std::size_t rows, std::size_t cols,
+                         std::size_t row_stride, std::size_t col_stride) {
+  auto s = std::make_shared<OperandStore>();
+  s->data = data;
+  s->elem_bytes = 4;
+  s->row_stride = row_stride;
+  s->col_stride = col_stride;
+  Operand o;
+  o.rows = rows;
+  o.cols = cols;
+  o.store = std::move(s);
+  return o;
+}
+
+Operand read_operand(const std::string& path, const std::string& fmt_name, const char* which) {
+  // The file stays mapped and the operand reads it in place (OperandStore): its pages are the
+  // input's own, not a copy.
+  auto file = std::make_shared<const io::NpyMappedFile>(path);
+  const io::NpyHeader& h = file->header();
   io::require_c_order(h, path);
   if (h.shape.size() != 2) {
     throw InputError(path + ": " + std::to_string(h.shape.size()) + "-d array (expected the 2-d " +
                      which + ", rows x K)");
   }
-  if (h.descr != "<f4") {
-    throw InputError(path + ": dtype " + h.descr + " (expected <f4 for " + fmt_name + ")");
-  }
   Operand o;
   o.rows = h.shape[0];
   o.cols = h.shape[1];
-  o.code_bits = 32;
-  o.emin = -126;
-  o.type = fmt_name;  // fp32 (cuBLAS SGEMM on CUDA cores) or tf32 (tensor cores)
-  const std::size_t n = h.count();
-  check_allocation(n * sizeof(double), path + ": operand " + which + " as doubles");
-  // reserve, not resize: the doubles' pages are touched as they are filled, while the file's
-  // are dropped behind them.
-  o.v.reserve(n);
-  constexpr std::size_t kChunk = std::size_t{1} << 22;  // elements (16 MiB of fp32)
-  for (std::size_t i0 = 0; i0 < n; i0 += kChunk) {
-    const std::size_t i1 = std::min(n, i0 + kChunk);
-    for (std::size_t i = i0; i < i1; ++i) {
-      float x;
-      std::memcpy(&x, f.data() + i * 4, 4);
-      o.v.push_back(x);
-    }
-    f.release_before(i1 * 4);
-  }
-  return o;
-}
-}  // namespace
-
-Operand read_operand(const std::string& path, const std::string& fmt_name, const char* which) {
-  if (fmt_name == "fp32" || fmt_name == "tf32") return read_fp32_operand(path, fmt_name, which);
-  const io::NpyArray a = io::read_npy(path);
-  io::require_c_order(a, path);
-  if (a.shape.size() != 2) {
-    throw InputError(path + ": " + std::to_string(a.shape.size()) + "-d array (expected the 2-d " +
-                     which + ", rows x K)");
-  }
-  const std::size_t rows = a.shape[0], cols = a.shape[1];
+  auto store = std::make_shared<OperandStore>();
+  store->data = file->data();
+  store->row_stride = o.cols;
+  store->col_stride = 1;
   if (fmt_name == "fp32" || fmt_name == "tf32") {
-    if (a.descr != "<f4") {
-      throw InputError(path + ": dtype " + a.descr + " (expected <f4 for " + fmt_name + ")");
+    if (h.descr != "<f4") {
+      throw InputError(path + ": dtype " + h.descr + " (expected <f4 for " + fmt_name + ")");
     }
-    Operand o = operand_from_fp32(io::as_f32(a, path), rows, cols);
+    o.code_bits = 32;
+    o.emin = -126;
     o.type = fmt_name;  // fp32 (cuBLAS SGEMM on CUDA cores) or tf32 (tensor cores)
+    store->elem_bytes = 4;
+    store->keep = std::move(file);
+    o.store = std::move(store);
     return o;
   }
   const Format f = parse_format(fmt_name);
@@ -107,25 +162,37 @@ Operand read_operand(const std::string& path, const std::string& fmt_name, const
     throw InputError(std::string(which == std::string("A") ? "--a-format" : "--b-format") + " '" +
                      fmt_name + "': expected a float format of at most 16 bits, fp32 or tf32");
   }
-  std::vector<std::uint16_t> codes;
-  if (f.fp.total_bits() <= 8) {
-    const auto u = io::as_u8(a, path);
-    codes.assign(u.begin(), u.end());
-  } else {
-    codes = io::as_u16(a, path);
+  const bool narrow = f.fp.total_bits() <= 8;
+  const char* want = narrow ? io::kDescrU8 : io::kDescrU16;
+  if (h.descr != want) {
+    throw InputError(path + ": dtype '" + h.descr + "', expected '" + want + "'");
   }
+  const std::size_t n = h.count();
   const std::uint64_t limit = std::uint64_t{1} << f.fp.total_bits();
-  for (std::size_t i = 0; i < codes.size(); ++i) {
-    if (codes[i] >= limit) {
-      throw InputError(path + ": code " + std::to_string(codes[i]) + " at index " +
-                       std::to_string(i) + " (expected a " + fmt_name + " code below " +
-                       std::to_string(limit) + ")");
+  for (std::size_t i = 0; i < n; ++i) {
+    const std::uint64_t c =
+        narrow ? load<std::uint8_t>(file->data(), i) : load<std::uint16_t>(file->data(), i);
+    if (c >= limit) {
+      throw InputError(path + ": code " + std::to_string(c) + " at index " + std::to_string(i) +
+                       " (expected a " + fmt_name + " code below " + std::to_string(limit) + ")");
     }
   }
-  Operand o = operand_from_codes(codes, rows, cols, f.fp);
+  // The values as operand_from_codes decodes them, one per code.
+  const FloatFormat& fmt = f.fp;
+  store->elem_bytes = narrow ? 1 : 2;
+  store->table.resize(static_cast<std::size_t>(limit));
+  for (std::uint64_t c = 0; c < limit; ++c) store->table[c] = native::to_double(fmt, c);
+  store->keep = std::move(file);
+  const auto same = [&](const FloatFormat& g) {
+    return g.exp_bits == fmt.exp_bits && g.man_bits == fmt.man_bits && g.bias == fmt.bias;
+  };
+  o.code_bits = narrow ? 8 : 16;
+  o.value_bits = fmt.total_bits();
+  o.emin = fmt.subnormals ? 1 - fmt.bias : -fmt.bias;
   // Formats other than bf16/fp16 keep their name (FP8: e4m3fn, e5m2 select cublas-sm90's
   // verified FP8 shapes).
-  if (o.type == "other") o.type = fmt_name;
+  o.type = same(formats::bf16) ? "bf16" : same(formats::fp16) ? "fp16" : fmt_name;
+  o.store = std::move(store);
   return o;
 }
 
@@ -165,7 +232,7 @@ void read_block_scales(const std::string& path, const std::string& fmt, std::siz
     throw InputError(opt + ": K = " + std::to_string(op.cols) +
                      " is not a multiple of the block (" + std::to_string(block) + ")");
   }
-  const io::NpyArray s = io::read_npy(path);
+  io::NpyArray s = io::read_npy(path);
   io::require_c_order(s, path);
   const std::size_t nb = op.cols / block;
   if (s.shape != std::vector<std::size_t>{op.rows, nb}) {
@@ -175,9 +242,13 @@ void read_block_scales(const std::string& path, const std::string& fmt, std::siz
                      std::to_string(op.rows) + " x " + std::to_string(nb) + ": the rows of " +
                      which + " x K / " + std::to_string(block) + ")");
   }
-  const std::vector<std::uint8_t> codes = io::as_u8(s, path);
+  if (s.descr != io::kDescrU8) {
+    throw InputError(path + ": dtype '" + s.descr + "', expected '" + io::kDescrU8 + "'");
+  }
+  // Kept as the file's codes (one byte per block), decoded through a 256-entry table.
+  std::vector<std::uint8_t> codes = std::move(s.data);
+  codes.resize(s.count());
   const FloatFormat f = parse_format(fmt).fp;
-  op.scales.resize(codes.size());
   for (std::size_t i = 0; i < codes.size(); ++i) {
     if (fmt == "e4m3fn" && (codes[i] & 0x80u) != 0) {
       char hex[8];
@@ -185,30 +256,34 @@ void read_block_scales(const std::string& path, const std::string& fmt, std::siz
       throw InputError(path + ": element " + std::to_string(i) + " is " + hex +
                        " with the sign bit set (expected unsigned UE4M3 codes)");
     }
-    op.scales[i] = native::to_double(f, codes[i]);
   }
+  op.scales.clear();
+  op.scale_table.resize(256);
+  for (unsigned c = 0; c < 256; ++c) op.scale_table[c] = native::to_double(f, c);
+  op.scale_codes = std::move(codes);
   op.scale_block = block;
   op.scale_emin = fmt == "e8m0fnu" ? -127 : 1 - f.bias;
 }
 
-native::DotBlockScales block_scales_of(const Operand& a, const Operand& b, std::size_t i,
-                                       std::size_t j) {
-  native::DotBlockScales s;
-  if (a.scale_block == 0) return s;
-  const std::size_t nb = a.cols / a.scale_block;
-  s.a = a.scales.data() + i * nb;
-  s.b = b.scales.data() + j * nb;
-  s.block = static_cast<int>(a.scale_block);
-  s.emin_a = a.scale_emin;
-  s.emin_b = b.scale_emin;
-  return s;
+namespace {
+// Rows of an operand this many at a time keep a decoded block near 4 MiB of doubles.
+std::size_t rows_per_block(std::size_t cols, std::size_t limit) {
+  const std::size_t per = (std::size_t{1} << 19) / std::max<std::size_t>(cols, 1);
+  return std::max<std::size_t>(1, std::min(per, std::max<std::size_t>(limit, 1)));
 }
 
-namespace {
-double max_abs(const std::vector<double>& v) {
+// The largest finite |value| of an operand, decoded a block of rows at a time.
+double max_abs(const Operand& o) {
   double m = 0;
-  for (double x : v) {
-    if (std::isfinite(x)) m = std::max(m, std::fabs(x));
+  const std::size_t step = rows_per_block(o.cols, o.rows);
+  std::vector<double> buf;
+  for (std::size_t r0 = 0; r0 < o.rows; r0 += step) {
+    const std::size_t r1 = std::min(o.rows, r0 + step);
+    buf.resize((r1 - r0) * o.cols);
+    o.rows_into(r0, r1, buf.data());
+    for (double x : buf) {
+      if (std::isfinite(x)) m = std::max(m, std::fabs(x));
+    }
   }
   return m;
 }
@@ -249,11 +324,12 @@ ShapeModel operand_model(const Operand& a, const Operand& b, const AccumModel& m
     // A sub-group term is at most sub * max|a| max|b| * 4 (two scale significands < 2) units of
     // 2^(emax - frac): it must stay below 2^62 for the exact integer sum.
     const double terms = static_cast<double>(r.model.k_group / r.model.sub_group + 1);
-    const double bound = terms * static_cast<double>(r.model.sub_group) * max_abs(a.v) *
-                         max_abs(b.v) * 4.0 * std::ldexp(1.0, r.model.frac_bits);
+    const double ma = max_abs(a), mb = max_abs(b);
+    const double bound = terms * static_cast<double>(r.model.sub_group) * ma * mb * 4.0 *
+                         std::ldexp(1.0, r.model.frac_bits);
     if (!(bound < std::ldexp(1.0, 62))) {
       throw InputError("--accum " + m.name + ": sub-group sums of these operands (max |a| " +
-                       std::to_string(max_abs(a.v)) + ", max |b| " + std::to_string(max_abs(b.v)) +
+                       std::to_string(ma) + ", max |b| " + std::to_string(mb) +
                        ") leave the model's 62-bit range (it is MMA-Sim's FP4 form)");
     }
   }
@@ -265,6 +341,38 @@ float dot_fp32(const double* a, const double* b, std::size_t k, int emin_a, int 
   return native::dot_model_fp32(a, 1, b, 1, k, emin_a, emin_b, dot_model(m));
 }
 
+namespace {
+// rp (SEMANTICS 15.2): one chunk's fp32 output code (as an fp32 GEMM writes it) rounded to the
+// 16-bit output format and added to the running fp32 sum.
+float add_rounded_part(float acc, std::uint32_t fp32_code, OutFormat out) {
+  const FloatFormat of = out == OutFormat::bf16 ? formats::bf16 : formats::fp16;
+  const std::uint32_t code =
+      native::dot_out_code(native::f32_from_bits(fp32_code), 1.0f, static_cast<int>(out));
+  return native::rn_add(acc, static_cast<float>(native::to_double(of, code)));
+}
+
+// The epilogue of output (i, j): alpha, then the row/column scales, then the output code.
+std::uint32_t epilogue(float acc, double alpha, const RowColScales* scales, bool rows, bool cols,
+                       std::size_t i, std::size_t j, OutFormat out) {
+  if (alpha != 1.0) acc = native::rn_mul(native::rn_f32(alpha), acc);
+  if (rows || cols) {
+    acc = native::dot_rowcol(acc, rows ? scales->a_rows[i] : 1.0f, cols ? scales->b_cols[j] : 1.0f,
+                             static_cast<int>(scales->order));
+  }
+  return native::dot_out_code(acc, 1.0f, static_cast<int>(out));
+}
+
+// rp's per-chunk model: one accumulation over the chunk, fp32 out.
+AccumModel rounded_part_model(const AccumModel& m) {
+  AccumModel part = m;
+  part.chunk = 0;
+  part.rp = false;
+  part.by_shape = false;
+  part.library = false;
+  return part;
+}
+}  // namespace
+
 std::vector<std::uint32_t> gemm_rounded_parts(const Operand& a, const Operand& b,
                                               const AccumModel& m, OutFormat out, double alpha,
                                               const RowColScales* scales, Fp32Gemm fp32_gemm) {
@@ -273,21 +381,19 @@ std::vector<std::uint32_t> gemm_rounded_parts(const Operand& a, const Operand& b
   }
   const std::size_t M = a.rows, N = b.rows, K = a.cols;
   check_scales(scales, M, N);
-  AccumModel part = m;  // each chunk: one accumulation, fp32 out
-  part.chunk = 0;
-  part.rp = false;
-  part.by_shape = false;
-  part.library = false;
+  const AccumModel part = rounded_part_model(m);  // each chunk: one accumulation, fp32 out
   const std::size_t P = static_cast<std::size_t>(m.chunk);
-  const FloatFormat of = out == OutFormat::bf16 ? formats::bf16 : formats::fp16;
   std::vector<float> acc(M * N, 0.0f);
   auto slice = [](const Operand& o, std::size_t k0, std::size_t k1) {
     Operand s = o;
+    s.store.reset();
     s.cols = k1 - k0;
     s.v.assign(s.rows * s.cols, 0.0);
+    std::vector<double> row(o.cols);
     for (std::size_t r = 0; r < o.rows; ++r) {
-      std::copy(o.v.begin() + static_cast<std::ptrdiff_t>(r * o.cols + k0),
-                o.v.begin() + static_cast<std::ptrdiff_t>(r * o.cols + k1),
+      o.rows_into(r, r + 1, row.data());
+      std::copy(row.begin() + static_cast<std::ptrdiff_t>(k0),
+                row.begin() + static_cast<std::ptrdiff_t>(k1),
                 s.v.begin() + static_cast<std::ptrdiff_t>(r * s.cols));
     }
     return s;
@@ -295,11 +401,7 @@ std::vector<std::uint32_t> gemm_rounded_parts(const Operand& a, const Operand& b
   for (std::size_t k0 = 0; k0 < K || (K == 0 && k0 == 0); k0 += P) {
     const std::size_t k1 = std::min(K, k0 + P);
     const std::vector<std::uint32_t> c = fp32_gemm(slice(a, k0, k1), slice(b, k0, k1), part);
-    for (std::size_t i = 0; i < M * N; ++i) {
-      const std::uint32_t code =
-          native::dot_out_code(native::f32_from_bits(c[i]), 1.0f, static_cast<int>(out));
-      acc[i] = native::rn_add(acc[i], static_cast<float>(native::to_double(of, code)));
-    }
+    for (std::size_t i = 0; i < M * N; ++i) acc[i] = add_rounded_part(acc[i], c[i], out);
     if (K == 0) break;
   }
   const bool rows = scales != nullptr && !scales->a_rows.empty();
@@ -307,13 +409,7 @@ std::vector<std::uint32_t> gemm_rounded_parts(const Operand& a, const Operand& b
   std::vector<std::uint32_t> c(M * N);
   for (std::size_t i = 0; i < M; ++i) {
     for (std::size_t j = 0; j < N; ++j) {
-      float v = acc[i * N + j];
-      if (alpha != 1.0) v = native::rn_mul(native::rn_f32(alpha), v);
-      if (rows || cols) {
-        v = native::dot_rowcol(v, rows ? scales->a_rows[i] : 1.0f, cols ? scales->b_cols[j] : 1.0f,
-                               static_cast<int>(scales->order));
-      }
-      c[i * N + j] = native::dot_out_code(v, 1.0f, static_cast<int>(out));
+      c[i * N + j] = epilogue(acc[i * N + j], alpha, scales, rows, cols, i, j, out);
     }
   }
   return c;
@@ -343,83 +439,132 @@ void check_gemm_problem(const Operand& a, const Operand& b, const AccumModel& m,
   }
 }
 
-std::vector<std::uint32_t> gemm(const Operand& a, const Operand& b, const AccumModel& model,
-                                OutFormat out, double alpha, const RowColScales* scales) {
+void gemm_rows(const Operand& a, const Operand& b, const AccumModel& model, OutFormat out,
+               double alpha, const RowColScales* scales, const RowSink& sink) {
   check_gemm_problem(a, b, model, alpha, out);
   const std::size_t M = a.rows, N = b.rows, K = a.cols;
   check_scales(scales, M, N);
   const bool rows = scales != nullptr && !scales->a_rows.empty();
   const bool cols = scales != nullptr && !scales->b_cols.empty();
   const AccumModel m = operand_model(a, b, model, out).model;
-  if (m.rp && out != OutFormat::fp32) {
-    return gemm_rounded_parts(a, b, m, out, alpha, scales,
-                              [](const Operand& x, const Operand& y, const AccumModel& mm) {
-                                return gemm(x, y, mm, OutFormat::fp32);
-                              });
+  // rp with a 16-bit output: each output element as gemm_rounded_parts computes it (the chunks'
+  // fp32 GEMMs, element by element: the same dot products on the same k ranges).
+  const bool rp16 = m.rp && out != OutFormat::fp32;
+  if (rp16 && (a.scale_block != 0 || b.scale_block != 0)) {
+    throw InputError("--accum " + m.name + ": rp (16-bit split-K partials) with block scales");
   }
-  // The operands as the model reads them: TF32-truncated copies only where the model truncates
-  // (a copy of both operands' doubles otherwise doubled the peak memory for nothing).
-  std::vector<double> a_tf32, b_tf32;
-  if (m.truncate_tf32) {
-    const int mode = static_cast<int>(m.tf32_round);
-    if (a.code_bits == 32) {
-      a_tf32 = a.v;
-      for (auto& x : a_tf32) x = native::dot_tf32(static_cast<float>(x), mode);
+  const AccumModel part = rounded_part_model(m);
+  const std::size_t P = static_cast<std::size_t>(m.chunk);
+  if (rp16) (void)operand_model(a, b, part, OutFormat::fp32);  // the chunks' GEMMs check these
+  // Blocks of rows of A and B decoded to doubles (TF32-truncated where the model truncates),
+  // C a block of rows of A at a time: a few MiB in all besides the operands' stored form.
+  const std::size_t TA = std::max<std::size_t>(
+      1, std::min(rows_per_block(K, M), (std::size_t{1} << 20) / std::max<std::size_t>(N, 1)));
+  const std::size_t TB = rows_per_block(K, N);
+  const std::size_t nb = a.scale_block != 0 ? K / a.scale_block : 0;
+  std::vector<double> ab(std::min(TA, M) * K), bb(std::min(TB, N) * K);
+  std::vector<double> as(std::min(TA, M) * nb), bs(std::min(TB, N) * nb);
+  std::vector<std::uint32_t> c(std::min(TA, M) * N);
+  const bool tf32 = m.truncate_tf32;
+  const int mode = static_cast<int>(m.tf32_round);
+  const auto decode = [&](const Operand& o, std::size_t r0, std::size_t r1, double* vals,
+                          double* scl) {
+    o.rows_into(r0, r1, vals);
+    if (tf32 && o.code_bits == 32) {
+      for (std::size_t t = 0; t < (r1 - r0) * K; ++t) {
+        vals[t] = native::dot_tf32(static_cast<float>(vals[t]), mode);
+      }
     }
-    if (b.code_bits == 32) {
-      b_tf32 = b.v;
-      for (auto& x : b_tf32) x = native::dot_tf32(static_cast<float>(x), mode);
+    for (std::size_t t = 0; t < (r1 - r0) * nb; ++t) scl[t] = o.scale(r0 * nb + t);
+  };
+  const native::DotModel dm = dot_model(m), dpart = dot_model(part);
+  // exact: the sum in MPFR (precision covers every fp32 x fp32 product exactly and the whole
+  // exponent span), scaled by alpha, rounded once to the output format (RNE).
+  const bool exact = m.kind == AccumKind::exact;
+  const Format of = parse_format(out == OutFormat::fp32   ? "fp32"
+                                 : out == OutFormat::bf16 ? "bf16"
+                                                          : "fp16");
+  mpfr_t acc, p;
+  mpfr_init2(acc, 1200);
+  mpfr_init2(p, 1200);
+  struct Clear {
+    mpfr_t &x, &y;
+    ~Clear() {
+      mpfr_clear(x);
+      mpfr_clear(y);
     }
-  }
-  const std::vector<double>& av = a_tf32.empty() ? a.v : a_tf32;
-  const std::vector<double>& bv = b_tf32.empty() ? b.v : b_tf32;
-  std::vector<std::uint32_t> c(M * N);
-  if (m.kind == AccumKind::exact) {
-    // The exact sum in MPFR (precision covers every fp32 x fp32 product exactly and the whole
-    // exponent span), scaled by alpha, rounded once to the output format (RNE).
-    const Format of = parse_format(out == OutFormat::fp32   ? "fp32"
-                                   : out == OutFormat::bf16 ? "bf16"
-                                                            : "fp16");
-    mpfr_t acc, p;
-    mpfr_init2(acc, 1200);
-    mpfr_init2(p, 1200);
-    for (std::size_t i = 0; i < M; ++i) {
-      for (std::size_t j = 0; j < N; ++j) {
-        mpfr_set_zero(acc, 1);
-        for (std::size_t k = 0; k < K; ++k) {
-          mpfr_set_d(p, av[i * K + k], MPFR_RNDN);
-          mpfr_mul_d(p, p, bv[j * K + k], MPFR_RNDN);  // exact at 1200 bits
-          if (a.scale_block != 0) {                    // the block scales (exact too)
-            const std::size_t nb = K / a.scale_block, blk = k / a.scale_block;
-            mpfr_mul_d(p, p, a.scales[i * nb + blk], MPFR_RNDN);
-            mpfr_mul_d(p, p, b.scales[j * nb + blk], MPFR_RNDN);
+  } clear{acc, p};
+  for (std::size_t i0 = 0; i0 < M; i0 += TA) {
+    const std::size_t i1 = std::min(M, i0 + TA);
+    decode(a, i0, i1, ab.data(), as.data());
+    for (std::size_t j0 = 0; j0 < N; j0 += TB) {
+      const std::size_t j1 = std::min(N, j0 + TB);
+      decode(b, j0, j1, bb.data(), bs.data());
+      for (std::size_t i = i0; i < i1; ++i) {
+        const double* ar = ab.data() + (i - i0) * K;
+        const double* asr = as.data() + (i - i0) * nb;
+        for (std::size_t j = j0; j < j1; ++j) {
+          const double* br = bb.data() + (j - j0) * K;
+          const double* bsr = bs.data() + (j - j0) * nb;
+          std::uint32_t& code = c[(i - i0) * N + j];
+          if (exact) {
+            mpfr_set_zero(acc, 1);
+            for (std::size_t k = 0; k < K; ++k) {
+              mpfr_set_d(p, ar[k], MPFR_RNDN);
+              mpfr_mul_d(p, p, br[k], MPFR_RNDN);  // exact at 1200 bits
+              if (nb != 0) {                       // the block scales (exact too)
+                const std::size_t blk = k / a.scale_block;
+                mpfr_mul_d(p, p, asr[blk], MPFR_RNDN);
+                mpfr_mul_d(p, p, bsr[blk], MPFR_RNDN);
+              }
+              mpfr_add(acc, acc, p, MPFR_RNDN);  // exact: the span fits
+            }
+            mpfr_mul_d(acc, acc, alpha, MPFR_RNDN);  // exact at 1200 bits, as are the scales
+            if (rows) mpfr_mul_d(acc, acc, scales->a_rows[i], MPFR_RNDN);
+            if (cols) mpfr_mul_d(acc, acc, scales->b_cols[j], MPFR_RNDN);
+            code = static_cast<std::uint32_t>(of.encode(acc, Rounding{}).code);
+            continue;
           }
-          mpfr_add(acc, acc, p, MPFR_RNDN);  // exact: the span fits
+          float v;
+          if (rp16) {
+            v = 0.0f;
+            for (std::size_t k0 = 0; k0 < K || (K == 0 && k0 == 0); k0 += P) {
+              const std::size_t k1 = std::min(K, k0 + P);
+              const float part_acc =
+                  native::dot_model_fp32(ar + k0, 1, br + k0, 1, k1 - k0, a.emin, b.emin, dpart);
+              v = add_rounded_part(v, native::dot_out_code(part_acc, 1.0f, 0), out);
+              if (K == 0) break;
+            }
+          } else {
+            native::DotBlockScales sc;
+            if (nb != 0) {
+              sc.a = asr;
+              sc.b = bsr;
+              sc.block = static_cast<int>(a.scale_block);
+              sc.emin_a = a.scale_emin;
+              sc.emin_b = b.scale_emin;
+            }
+            v = native::dot_model_fp32(ar, 1, br, 1, K, a.emin, b.emin, dm,
+                                       nb != 0 ? &sc : nullptr);
+          }
+          code = epilogue(v, alpha, scales, rows, cols, i, j, out);
         }
-        mpfr_mul_d(acc, acc, alpha, MPFR_RNDN);  // exact at 1200 bits, as are the scales
-        if (rows) mpfr_mul_d(acc, acc, scales->a_rows[i], MPFR_RNDN);
-        if (cols) mpfr_mul_d(acc, acc, scales->b_cols[j], MPFR_RNDN);
-        c[i * N + j] = static_cast<std::uint32_t>(of.encode(acc, Rounding{}).code);
       }
     }
-    mpfr_clear(acc);
-    mpfr_clear(p);
-    return c;
+    sink(i0, i1, c.data());
   }
-  const native::DotModel dm = dot_model(m);
-  for (std::size_t i = 0; i < M; ++i) {
-    for (std::size_t j = 0; j < N; ++j) {
-      const native::DotBlockScales bs = block_scales_of(a, b, i, j);
-      float acc = native::dot_model_fp32(&av[i * K], 1, &bv[j * K], 1, K, a.emin, b.emin, dm,
-                                         bs.a != nullptr ? &bs : nullptr);
-      if (alpha != 1.0) acc = native::rn_mul(native::rn_f32(alpha), acc);
-      if (rows || cols) {
-        acc = native::dot_rowcol(acc, rows ? scales->a_rows[i] : 1.0f,
-                                 cols ? scales->b_cols[j] : 1.0f, static_cast<int>(scales->order));
-      }
-      c[i * N + j] = native::dot_out_code(acc, 1.0f, static_cast<int>(out));
-    }
-  }
+}
+
+std::vector<std::uint32_t> gemm(const Operand& a, const Operand& b, const AccumModel& model,
+                                OutFormat out, double alpha, const RowColScales* scales) {
+  check_gemm_problem(a, b, model, alpha, out);
+  std::vector<std::uint32_t> c(a.rows * b.rows);
+  const std::size_t N = b.rows;
+  gemm_rows(a, b, model, out, alpha, scales,
+            [&](std::size_t i0, std::size_t i1, const std::uint32_t* codes) {
+              std::copy(codes, codes + (i1 - i0) * N,
+                        c.begin() + static_cast<std::ptrdiff_t>(i0 * N));
+            });
   return c;
 }
 

@@ -5,6 +5,8 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -13,12 +15,27 @@
 
 namespace exmy::gemm {
 
+// An operand's elements as stored (read_operand maps its file; views such as the layer's
+// transposes point into another array): fp32 values (4 bytes) or codes of 1 or 2 bytes, element
+// (r, k) at data[r row_stride + k col_stride] (in elements). Codes decode through `table`
+// (2^bits values). `keep` owns what data points into (the mapped file), if anything.
+struct OperandStore {
+  const void* data = nullptr;
+  int elem_bytes = 4;
+  std::size_t row_stride = 0, col_stride = 1;
+  std::vector<double> table;
+  std::shared_ptr<const void> keep;
+};
+
 // One operand: values (exact in fp64: every format here has at most 24 significand bits and a
 // range inside fp64's) and the exponent below which its values are subnormal (the hw model
-// reads subnormal significands at that exponent).
+// reads subnormal significands at that exponent). The values are either held as doubles (v) or
+// stay in their stored form (store, v empty) and are decoded a few rows at a time (rows_into): a
+// 1 GiB fp32 operand held as doubles would be 2 GiB (issue 36's memory bound).
 struct Operand {
   std::size_t rows = 0, cols = 0;
-  std::vector<double> v;  // rows x cols, row-major
+  std::vector<double> v;  // rows x cols, row-major (empty when store is set)
+  std::shared_ptr<const OperandStore> store;
   int emin = -126;
   int code_bits = 32;  // 8 / 16 / 32: selects the presets' instruction
   // "bf16", "fp16", "fp32", "tf32" or (read_operand) the format's name, e.g. "e4m3fn";
@@ -28,11 +45,29 @@ struct Operand {
   int value_bits = 32;  // the format's width (4 for e2m1): selects sm100's block-scaled kind
   // Block scales (MX: E8M0 per 32 k; NVFP4: UE4M3 per 16 k), rows x (cols / scale_block)
   // values, row-major; scale_block 0 = none. scale_emin: the scale format's minimum exponent
-  // (E8M0 -127, UE4M3 -6).
+  // (E8M0 -127, UE4M3 -6). Held as values (scales) or as 8-bit codes (scale_codes, decoded by
+  // scale_table; read_block_scales): doubles would be a quarter of an FP8 operand again.
   std::vector<double> scales;
+  std::vector<std::uint8_t> scale_codes;
+  std::vector<double> scale_table;
   std::size_t scale_block = 0;
   int scale_emin = -127;
+
+  // Rows [r0, r1) as doubles, (r1 - r0) x cols row-major, into out.
+  void rows_into(std::size_t r0, std::size_t r1, double* out) const;
+  // Every value (rows x cols), e.g. for a device upload.
+  std::vector<double> values() const;
+  // Block scale i (row-major over rows x cols / scale_block), and all of them.
+  double scale(std::size_t i) const {
+    return scales.empty() ? scale_table[scale_codes[i]] : scales[i];
+  }
+  std::vector<double> scale_values() const;
 };
+
+// An fp32 matrix as an operand without a copy: element (r, k) is data[r row_stride + k
+// col_stride] (a transpose is a view with the strides swapped). The caller keeps data alive.
+Operand operand_view_f32(const float* data, std::size_t rows, std::size_t cols,
+                         std::size_t row_stride, std::size_t col_stride);
 
 // Reads an operand's block scales (`which`: "A" or "B") from a 2-d |u1 .npy of codes of `fmt`
 // (e8m0fnu, or e4m3fn with the sign bit clear: UE4M3), shape rows x K / block, and attaches them.
@@ -78,6 +113,13 @@ std::vector<std::uint32_t> gemm(const Operand& a, const Operand& b, const AccumM
                                 OutFormat out, double alpha = 1.0,
                                 const RowColScales* scales = nullptr);
 
+// gemm() a block of rows at a time: sink(i0, i1, codes) receives rows [i0, i1) of C ((i1 - i0)
+// x N codes, row-major) in order, so that C need not be held whole. The operands are decoded a
+// few rows at a time (the same values, in the same order of arithmetic, as gemm()).
+using RowSink = std::function<void(std::size_t i0, std::size_t i1, const std::uint32_t* codes)>;
+void gemm_rows(const Operand& a, const Operand& b, const AccumModel& m, OutFormat out, double alpha,
+               const RowColScales* scales, const RowSink& sink);
+
 // A model with `rp` and a 16-bit output (SEMANTICS 15.2): the fp32 accumulators of each chunk
 // of m.chunk k (`fp32_gemm` on the K-slices with the model's chunk and rp removed, fp32 out),
 // each rounded to the output format, added in fp32 in order from +0; then alpha and the row/
@@ -101,10 +143,6 @@ void check_gemm_problem(const Operand& a, const Operand& b, const AccumModel& m,
 // scales on one side only or of different blocks, a sub-group model without block scales, or
 // operands whose products could leave its integer range.
 ShapeModel operand_model(const Operand& a, const Operand& b, const AccumModel& m, OutFormat out);
-
-// The block scales of output (i, j) as the dot product reads them (bs.a / bs.b null: none).
-native::DotBlockScales block_scales_of(const Operand& a, const Operand& b, std::size_t i,
-                                       std::size_t j);
 
 // The model's fp32 accumulator of one dot product (hw, fp32-seq, pairwise): exposed for tests
 // and the probe. a and b hold K values each.
