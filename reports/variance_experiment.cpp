@@ -471,12 +471,14 @@ VarianceResults run_variance_experiment(const ReportContext& ctx, const Variance
           const CellStats r = cell_stats(trials, pick, si, rows, k);
           c.rep_var_d.push_back(r.var_d);
           c.rep_sigma_q2.push_back(0.5 * (r.qu2 + r.qv2));
+          c.rep_nsr.push_back(r.var_uv > 0 ? r.var_d / r.var_uv : 0.0);
           dv.push_back(r.var_w - r.var_uv);
           const double p = eq12(r, k);
           ratio.push_back(p > 0 ? r.var_d / p : 0.0);
         }
         c.var_d_ci = percentile_interval(c.rep_var_d);
         c.sigma_q2_ci = percentile_interval(c.rep_sigma_q2);
+        c.nsr_ci = percentile_interval(c.rep_nsr);
         c.delta_var_ci = percentile_interval(dv);
         c.ratio_ci = percentile_interval(ratio);
         res.cells[first + si] = std::move(c);

@@ -61,6 +61,11 @@ struct VarianceCell {
   Interval var_d_ci, delta_var_ci, ratio_ci, sigma_q2_ci;
   std::vector<double> rep_var_d;     // the replicates of var_d (slopes and paired ratios)
   std::vector<double> rep_sigma_q2;  // ... of (s_qu^2 + s_qv^2) / 2
+  // Relative noise Var(d) / Var(<u, v>) (the noise against the signal it perturbs; appendix D.2's
+  // "drown out useful signal" is about this ratio): the replicates (the same trial draws for
+  // numerator and denominator) and their 95% interval.
+  std::vector<double> rep_nsr;
+  Interval nsr_ci;
 };
 
 struct VarianceResults {

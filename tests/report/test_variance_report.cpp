@@ -120,6 +120,63 @@ TEST_CASE("variance experiment: eq. 12 bookkeeping and the k-law on the tiny con
   REQUIRE(std::fabs(r.find(InputDist::gaussian, "e8m3_rne", 1024)->mean_qu) < 1e-3);
 }
 
+// Issue 35: the relative noise Var(d) / Var(<u,v>) with paired bootstrap intervals. Floats
+// without scaling: flat in k (both variances proportional to k); row-wise int8: grows only with
+// the absmax, far less than k.
+TEST_CASE("relative noise against k: flat for floats, slow growth for row-wise int8",
+          "[variance]") {
+  const std::uint64_t seed = 35;
+  INFO("seed " << seed);
+  const std::string dir = temp_dir("rel");
+  ReportContext ctx(tiny_options(dir, seed, 2));
+  const VarianceConfig cfg = variance_config(false, 1);
+  const VarianceResults r = run_variance_experiment(ctx, cfg);
+  for (const auto& c : r.cells) {
+    INFO(dist_name(c.dist) << " " << cfg.schemes[c.scheme].name << " k=" << c.k);
+    REQUIRE(c.rep_nsr.size() == static_cast<std::size_t>(r.replicates));
+    REQUIRE(c.nsr_ci.lo <= c.var_d / c.var_uv);
+    REQUIRE(c.var_d / c.var_uv <= c.nsr_ci.hi);
+  }
+  auto nsr = [&](const char* s, int k) {
+    const VarianceCell* c = r.find(InputDist::gaussian, s, k);
+    return c->var_d / c->var_uv;
+  };
+  const int k0 = cfg.ks.front(), k1 = cfg.ks.back();  // 16 and 1024: a 64x range
+  INFO("e8m3_rne " << nsr("e8m3_rne", k0) << " -> " << nsr("e8m3_rne", k1) << "; int8_row "
+                   << nsr("int8_row", k0) << " -> " << nsr("int8_row", k1));
+  REQUIRE(nsr("e8m3_rne", k1) / nsr("e8m3_rne", k0) > 0.5);
+  REQUIRE(nsr("e8m3_rne", k1) / nsr("e8m3_rne", k0) < 2.0);
+  // e8m3 rne: about 2^-2M/12 relative error per element on each operand (two operands): ~1e-3.
+  REQUIRE(nsr("e8m3_rne", k1) > 3e-4);
+  REQUIRE(nsr("e8m3_rne", k1) < 3e-3);
+  REQUIRE(nsr("int8_row", k1) / nsr("int8_row", k0) > 1.0);
+  REQUIRE(nsr("int8_row", k1) / nsr("int8_row", k0) < 8.0);  // k grew 64x
+  // The section writes the table, the CSV and the D.2 rows (a reproduction and a check).
+  const SectionSummary sum = run_variance_section(ctx);
+  const std::string csv = slurp(dir + "/variance/relative_noise.csv");
+  REQUIRE(csv.rfind("dist,scheme,k_min,k_max,noise_to_signal_kmin", 0) == 0);
+  REQUIRE(csv.find("\ngaussian,int8_row,16,1024,") != std::string::npos);
+  REQUIRE(slurp(dir + "/variance/variance.csv")
+              .find("noise_to_signal,noise_to_signal_lo,"
+                    "noise_to_signal_hi\n") != std::string::npos);
+  REQUIRE(slurp(dir + "/variance/index.md").find("## Relative noise") != std::string::npos);
+  int d2 = 0;
+  for (const auto& c : sum.claims) {
+    if (c.where == "appendix D.2 (takeaways)") {
+      ++d2;
+      REQUIRE(c.kind == "reproduction");
+      REQUIRE(c.value < 0.5);  // relative noise does not grow like k
+      REQUIRE(c.verdict == "not reproduced");
+    }
+    if (c.where == "relative noise with a k-independent s_q") {
+      ++d2;
+      REQUIRE(c.kind == "closed-form check");
+    }
+  }
+  REQUIRE(d2 == 2);
+  std::filesystem::remove_all(dir);
+}
+
 TEST_CASE("variance section: same seed, any thread count -> identical CSV bytes", "[variance]") {
   const std::string d1 = temp_dir("t1"), d2 = temp_dir("t2"), d3 = temp_dir("s2");
   run_variance_section(ReportContext(tiny_options(d1, 7, 1)));
