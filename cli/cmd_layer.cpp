@@ -7,9 +7,11 @@
 // at all; DIR must not exist, and nothing that exists is ever deleted.
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <memory>
 #include <string>
 #include <tuple>
 #include <utility>
@@ -31,50 +33,73 @@
 namespace exmy::cli {
 namespace {
 
+// An input matrix: <f4 files stay mapped and are read in place; <u2 codes are decoded to
+// floats (the engines' primitives take fp32 values).
 struct Matrix {
   std::size_t rows = 0, cols = 0;
-  std::vector<float> v;
+  std::unique_ptr<io::NpyMappedFile> file;
+  std::vector<float> decoded;
+  const float* data() const {
+    return file ? reinterpret_cast<const float*>(file->data()) : decoded.data();
+  }
 };
 
 Matrix read_matrix(const std::string& path, layer::DType d, const char* name) {
-  const io::NpyArray a = io::read_npy(path);
-  io::require_c_order(a, path);
-  if (a.shape.size() != 2) {
-    throw InputError(path + ": " + std::to_string(a.shape.size()) + "-d array (expected the 2-d " +
+  auto file = std::make_unique<io::NpyMappedFile>(path);
+  const io::NpyHeader& h = file->header();
+  io::require_c_order(h, path);
+  if (h.shape.size() != 2) {
+    throw InputError(path + ": " + std::to_string(h.shape.size()) + "-d array (expected the 2-d " +
                      name + ")");
   }
   Matrix m;
-  m.rows = a.shape[0];
-  m.cols = a.shape[1];
-  if (a.descr == "<f4") {
-    m.v = io::as_f32(a, path);
-  } else if (a.descr == "<u2" && d != layer::DType::fp32) {
-    const std::vector<std::uint16_t> codes = io::as_u16(a, path);
+  m.rows = h.shape[0];
+  m.cols = h.shape[1];
+  if (h.descr == "<f4" && h.data_offset % alignof(float) == 0) {
+    m.file = std::move(file);  // the mapping is page-aligned: so are the floats
+  } else if (h.descr == "<f4") {
+    m.decoded.resize(h.count());  // a header of unusual length: aligned by a copy
+    if (!m.decoded.empty()) std::memcpy(m.decoded.data(), file->data(), m.decoded.size() * 4);
+  } else if (h.descr == "<u2" && d != layer::DType::fp32) {
     const FloatFormat& f = layer::dtype_format(d);
-    m.v.resize(codes.size());
-    for (std::size_t i = 0; i < codes.size(); ++i) {
-      m.v[i] = static_cast<float>(native::to_double(f, codes[i]));
+    m.decoded.resize(h.count());
+    for (std::size_t i = 0; i < m.decoded.size(); ++i) {
+      std::uint16_t c;
+      std::memcpy(&c, file->data() + 2 * i, 2);
+      m.decoded[i] = static_cast<float>(native::to_double(f, c));
     }
   } else {
-    throw InputError(path + ": dtype " + a.descr + " (expected <f4" +
+    throw InputError(path + ": dtype " + h.descr + " (expected <f4" +
                      (d == layer::DType::fp32 ? "" : " or <u2 " + layer::dtype_name(d) + " codes") +
                      " for --dtype " + layer::dtype_name(d) + ")");
   }
   return m;
 }
 
-io::NpyArray output_array(const std::vector<float>& v, std::size_t rows, std::size_t cols,
-                          layer::DType d) {
-  if (d == layer::DType::fp32) return io::make_npy(v, {rows, cols});
-  const FloatFormat& f = layer::dtype_format(d);
-  std::vector<std::uint16_t> codes(v.size());
-  for (std::size_t i = 0; i < v.size(); ++i) {
-    std::uint32_t u;
-    std::memcpy(&u, &v[i], 4);
-    // Exact: every value is already of the dtype (NaN keeps its quiet NaN).
-    codes[i] = static_cast<std::uint16_t>(native::convert(formats::fp32, f, Rounding{}, u, 0).code);
+// One output, written in pieces (no second copy): fp32 values as <f4, bf16/fp16 as <u2 codes.
+void write_output(const std::string& path, const std::vector<float>& v, std::size_t rows,
+                  std::size_t cols, layer::DType d) {
+  const bool f32 = d == layer::DType::fp32;
+  io::NpyFileWriter w(path, f32 ? "<f4" : "<u2", {rows, cols});
+  if (f32) {
+    w.write(v.data(), v.size() * sizeof(float));
+  } else {
+    const FloatFormat& f = layer::dtype_format(d);
+    std::vector<std::uint16_t> codes;
+    for (std::size_t i0 = 0; i0 < v.size(); i0 += std::size_t{1} << 20) {
+      const std::size_t i1 = std::min(v.size(), i0 + (std::size_t{1} << 20));
+      codes.resize(i1 - i0);
+      for (std::size_t i = i0; i < i1; ++i) {
+        std::uint32_t u;
+        std::memcpy(&u, &v[i], 4);
+        // Exact: every value is already of the dtype (NaN keeps its quiet NaN).
+        codes[i - i0] =
+            static_cast<std::uint16_t>(native::convert(formats::fp32, f, Rounding{}, u, 0).code);
+      }
+      w.write(codes.data(), codes.size() * sizeof(std::uint16_t));
+    }
   }
-  return io::make_npy(codes, {rows, cols});
+  w.commit();
 }
 
 // What `exmy layer` was asked for: the texts, checked after parsing in a fixed order (--accum
@@ -219,12 +244,16 @@ int run_layer(const Args& args) {
       }
     }
   }
-  const layer::LayerResult r = dev == Device::cuda ? gpu::layer::run_layer(cfg, s, X.v, W.v, G.v)
-                                                   : layer::run_layer(cfg, s, X.v, W.v, G.v);
+  const layer::LayerResult r =
+      dev == Device::cuda
+          ? gpu::layer::run_layer(cfg, s, std::vector<float>(X.data(), X.data() + X.rows * X.cols),
+                                  std::vector<float>(W.data(), W.data() + W.rows * W.cols),
+                                  std::vector<float>(G.data(), G.data() + G.rows * G.cols))
+          : layer::run_layer(cfg, s, X.data(), W.data(), G.data());
   const io::StagingDir stage(parent);
-  io::write_npy(stage.path() + "/y.npy", output_array(r.y, s.b, s.m, cfg.dtype));
-  io::write_npy(stage.path() + "/x_grad.npy", output_array(r.x_grad, s.b, s.n, cfg.dtype));
-  io::write_npy(stage.path() + "/w_grad.npy", output_array(r.w_grad, s.m, s.n, cfg.dtype));
+  write_output(stage.path() + "/y.npy", r.y, s.b, s.m, cfg.dtype);
+  write_output(stage.path() + "/x_grad.npy", r.x_grad, s.b, s.n, cfg.dtype);
+  write_output(stage.path() + "/w_grad.npy", r.w_grad, s.m, s.n, cfg.dtype);
   io::publish_directory(stage.path(), out_dir, false);
   if (a.json) std::fputs(layer_json(a, cfg, s).c_str(), stdout);
   return 0;

@@ -15,13 +15,6 @@ namespace {
 using native::bits_of;
 using native::float_of;
 
-std::vector<float> transpose(const std::vector<float>& a, std::size_t rows, std::size_t cols) {
-  std::vector<float> t(a.size());
-  for (std::size_t r = 0; r < rows; ++r)
-    for (std::size_t c = 0; c < cols; ++c) t[c * rows + r] = a[r * cols + c];
-  return t;
-}
-
 std::vector<float> to_dtype_all(std::vector<float> v, DType d) {
   for (float& x : v) x = to_dtype(x, d);
   return v;
@@ -73,6 +66,19 @@ class CpuEngine final : public LayerEngine {
     return decode_output(gemm::gemm(A, B, m, out_format(d)), d);
   }
 
+  std::vector<float> gemm_view(const MatView& a, const MatView& b, const gemm::AccumModel& m,
+                               DType d) override {
+    const gemm::Operand A = view_operand(a, d), B = view_operand(b, d);
+    std::vector<float> r(a.rows * b.rows);
+    gemm::gemm_rows(A, B, m, out_format(d), 1.0, nullptr,
+                    [&](std::size_t i0, std::size_t i1, const std::uint32_t* c) {
+                      for (std::size_t t = 0; t < (i1 - i0) * b.rows; ++t) {
+                        r[i0 * b.rows + t] = decode_output_code(c[t], d);
+                      }
+                    });
+    return r;
+  }
+
   std::vector<float> mask(const std::vector<float>& v, const LayerConfig& cfg) override {
     std::vector<float> r(v.size());
     for (std::size_t i = 0; i < v.size(); ++i) {
@@ -84,12 +90,15 @@ class CpuEngine final : public LayerEngine {
   }
 };
 
-void check_values(const std::vector<float>& v, std::size_t want, DType d, const char* name) {
+void check_count(const std::vector<float>& v, std::size_t want, const char* name) {
   if (v.size() != want) {
     throw InputError(std::string(name) + ": " + std::to_string(v.size()) + " values (expected " +
                      std::to_string(want) + ")");
   }
-  for (std::size_t i = 0; i < v.size(); ++i) {
+}
+
+void check_values(const float* v, std::size_t count, DType d, const char* name) {
+  for (std::size_t i = 0; i < count; ++i) {
     const float x = v[i];
     if (x == x && bits_of(to_dtype(x, d)) != bits_of(x)) {
       throw InputError(std::string(name) + ": value at index " + std::to_string(i) + " is not a " +
@@ -222,13 +231,37 @@ void gemm_operands(const std::vector<float>& a, std::size_t rows, const std::vec
   A.code_bits = B.code_bits = dtype_bits(d);
 }
 
+float decode_output_code(std::uint32_t c, DType d) {
+  return d == DType::fp32 ? float_of(c) : static_cast<float>(native::to_double(dtype_format(d), c));
+}
+
 std::vector<float> decode_output(const std::vector<std::uint32_t>& c, DType d) {
   std::vector<float> out(c.size());
-  for (std::size_t i = 0; i < c.size(); ++i) {
-    out[i] = d == DType::fp32 ? float_of(c[i])
-                              : static_cast<float>(native::to_double(dtype_format(d), c[i]));
-  }
+  for (std::size_t i = 0; i < c.size(); ++i) out[i] = decode_output_code(c[i], d);
   return out;
+}
+
+MatView view_of(const float* data, std::size_t rows, std::size_t cols) {
+  return {data, rows, cols, cols, 1};
+}
+
+MatView transposed_view(const float* data, std::size_t rows, std::size_t cols) {
+  return {data, cols, rows, 1, cols};
+}
+
+std::vector<float> contiguous(const MatView& v) {
+  std::vector<float> r(v.rows * v.cols);
+  for (std::size_t i = 0; i < v.rows; ++i)
+    for (std::size_t k = 0; k < v.cols; ++k) r[i * v.cols + k] = v.data[i * v.rs + k * v.cs];
+  return r;
+}
+
+gemm::Operand view_operand(const MatView& v, DType d) {
+  gemm::Operand o = gemm::operand_view_f32(v.data, v.rows, v.cols, v.rs, v.cs);
+  o.emin = 1 - dtype_format(d).bias;
+  o.type = dtype_name(d);
+  o.code_bits = dtype_bits(d);
+  return o;
 }
 
 LayerEngine& cpu_engine() {
@@ -238,6 +271,14 @@ LayerEngine& cpu_engine() {
 
 LayerResult run_layer(const LayerConfig& cfg, const LayerShape& s, const std::vector<float>& x,
                       const std::vector<float>& w, const std::vector<float>& g, LayerEngine& e) {
+  check_count(x, s.b * s.n, "X");
+  check_count(w, s.m * s.n, "W");
+  check_count(g, s.b * s.m, "G");
+  return run_layer(cfg, s, x.data(), w.data(), g.data(), e);
+}
+
+LayerResult run_layer(const LayerConfig& cfg, const LayerShape& s, const float* x, const float* w,
+                      const float* g, LayerEngine& e) {
   const std::size_t b = s.b, n = s.n, m = s.m;
   check_values(x, b * n, cfg.dtype, "X");
   check_values(w, m * n, cfg.dtype, "W");
@@ -247,14 +288,21 @@ LayerResult run_layer(const LayerConfig& cfg, const LayerShape& s, const std::ve
   const DType d = cfg.dtype;
   const gemm::AccumModel& am = cfg.accum;
   LayerResult r;
-  // The transposes the backward products read: W^T (n x m), G^T (m x b), X^T (n x b).
-  const std::vector<float> wt = transpose(w, m, n), gt = transpose(g, b, m),
-                           xt = transpose(x, b, n);
+  // The backward products read W^T (n x m), G^T (m x b) and X^T (n x b) as transposed views of
+  // the inputs (no copies); the quantizers read the arrays themselves (copied for them: they
+  // take vectors).
+  const auto gv = [&](const MatView& a, const MatView& bb) { return e.gemm_view(a, bb, am, d); };
+  const MatView X = view_of(x, b, n), W = view_of(w, m, n), G = view_of(g, b, m);
+  const MatView Wt = transposed_view(w, m, n), Gt = transposed_view(g, b, m),
+                Xt = transposed_view(x, b, n);
+  const auto vec = [](const float* p, std::size_t count) {
+    return std::vector<float>(p, p + count);
+  };
   switch (cfg.kind) {
     case Kind::plain: {
-      r.y = e.gemm(x, b, w, m, n, am, d);
-      r.x_grad = e.gemm(g, b, wt, n, m, am, d);
-      r.w_grad = e.gemm(gt, m, xt, n, b, am, d);
+      r.y = gv(X, W);
+      r.x_grad = gv(G, Wt);
+      r.w_grad = gv(Gt, Xt);
       break;
     }
     case Kind::switchback:
@@ -262,32 +310,34 @@ LayerResult run_layer(const LayerConfig& cfg, const LayerShape& s, const std::ve
       // quantize_rowwise (x / absmax first) for X and G; quantize_global (absmax_inv on the
       // host) for W; quantize_global_transpose gives W's codes transposed with the same state,
       // i.e. the tensor-wise quantization of W^T.
-      const Int8 xq = e.quantize_int8(x, b, n, Gran::row, ScaleOrder::div_mul);
-      const Int8 wq = e.quantize_int8(w, m, n, Gran::tensor, ScaleOrder::recip_mul);
-      const Int8 wtq = e.quantize_int8(wt, n, m, Gran::tensor, ScaleOrder::recip_mul);
-      const Int8 gq = e.quantize_int8(g, b, m, Gran::row, ScaleOrder::div_mul);
+      const std::vector<float> xv = vec(x, b * n), wv = vec(w, m * n), gvv = vec(g, b * m);
+      const Int8 xq = e.quantize_int8(xv, b, n, Gran::row, ScaleOrder::div_mul);
+      const Int8 wq = e.quantize_int8(wv, m, n, Gran::tensor, ScaleOrder::recip_mul);
+      const Int8 wtq = e.quantize_int8(contiguous(Wt), n, m, Gran::tensor, ScaleOrder::recip_mul);
+      const Int8 gq = e.quantize_int8(gvv, b, m, Gran::row, ScaleOrder::div_mul);
       r.y = e.int8_product(xq, b, wq, m, n, DequantOrder::switchback, d);
       // The erratum: X_grad is dequantized with G's row states (the pseudocode says state_X).
       r.x_grad = e.int8_product(gq, b, wtq, n, m, DequantOrder::switchback, d);
       if (cfg.kind == Kind::switchback) {
-        r.w_grad = e.gemm(gt, m, xt, n, b, am, d);
+        r.w_grad = gv(Gt, Xt);
       } else {
         // SwitchBackM keeps only X's int8 codes: dequantize_rowwise, then .to(G.dtype).
         const std::vector<float> xhat = e.dequantize_int8_rows(xq, b, n, d);
-        r.w_grad = e.gemm(gt, m, transpose(xhat, b, n), n, b, am, d);
+        r.w_grad = gv(Gt, transposed_view(xhat.data(), b, n));
       }
       break;
     }
     case Kind::switchback_q: {
       // Row-wise W forward (eq. 4, int8_matmul_rowwise_dequantize); backward W^T from
       // quantize_columnwise_and_transpose (one state per column of W = per row of W^T).
-      const Int8 xq = e.quantize_int8(x, b, n, Gran::row, ScaleOrder::div_mul);
-      const Int8 wq = e.quantize_int8(w, m, n, Gran::row, ScaleOrder::div_mul);
-      const Int8 wcq = e.quantize_int8(w, m, n, Gran::col, ScaleOrder::div_mul);
-      const Int8 gq = e.quantize_int8(g, b, m, Gran::row, ScaleOrder::div_mul);
+      const std::vector<float> xv = vec(x, b * n), wv = vec(w, m * n), gvv = vec(g, b * m);
+      const Int8 xq = e.quantize_int8(xv, b, n, Gran::row, ScaleOrder::div_mul);
+      const Int8 wq = e.quantize_int8(wv, m, n, Gran::row, ScaleOrder::div_mul);
+      const Int8 wcq = e.quantize_int8(wv, m, n, Gran::col, ScaleOrder::div_mul);
+      const Int8 gq = e.quantize_int8(gvv, b, m, Gran::row, ScaleOrder::div_mul);
       r.y = e.int8_product(xq, b, wq, m, n, DequantOrder::switchback, d);
       r.x_grad = e.int8_product(gq, b, wcq, n, m, DequantOrder::switchback, d);
-      r.w_grad = e.gemm(gt, m, xt, n, b, am, d);
+      r.w_grad = gv(Gt, Xt);
       break;
     }
     case Kind::llm_int8: {
@@ -295,12 +345,13 @@ LayerResult run_layer(const LayerConfig& cfg, const LayerShape& s, const std::ve
       // (x * __fdividef(127, absmax) under --use_fast_math: ScaleOrder::fdividef_mul), and
       // bitsandbytes' epilogue.
       constexpr ScaleOrder kBnb = ScaleOrder::fdividef_mul;
-      const Int8 xq = e.quantize_int8(x, b, n, Gran::row, kBnb);
-      const Int8 wq = e.quantize_int8(w, m, n, Gran::row, kBnb);
-      const Int8 wcq = e.quantize_int8(w, m, n, Gran::col, kBnb);
-      const Int8 gq = e.quantize_int8(g, b, m, Gran::row, kBnb);
-      const Int8 gcq = e.quantize_int8(g, b, m, Gran::col, kBnb);
-      const Int8 xcq = e.quantize_int8(x, b, n, Gran::col, kBnb);
+      const std::vector<float> xv = vec(x, b * n), wv = vec(w, m * n), gvv = vec(g, b * m);
+      const Int8 xq = e.quantize_int8(xv, b, n, Gran::row, kBnb);
+      const Int8 wq = e.quantize_int8(wv, m, n, Gran::row, kBnb);
+      const Int8 wcq = e.quantize_int8(wv, m, n, Gran::col, kBnb);
+      const Int8 gq = e.quantize_int8(gvv, b, m, Gran::row, kBnb);
+      const Int8 gcq = e.quantize_int8(gvv, b, m, Gran::col, kBnb);
+      const Int8 xcq = e.quantize_int8(xv, b, n, Gran::col, kBnb);
       r.y = e.int8_product(xq, b, wq, m, n, DequantOrder::bnb, d);
       r.x_grad = e.int8_product(gq, b, wcq, n, m, DequantOrder::bnb, d);
       r.w_grad = e.int8_product(gcq, m, xcq, n, b, DequantOrder::bnb, d);
@@ -310,21 +361,26 @@ LayerResult run_layer(const LayerConfig& cfg, const LayerShape& s, const std::ve
     case Kind::switchback_fp8: {
       const bool sb = cfg.kind == Kind::switchback_fp8;
       const Gran act = sb ? Gran::row : Gran::tensor;
-      const std::vector<float> xh = e.fake_float8(x, b, n, act, cfg.fwd_format, d);
-      const std::vector<float> wh = e.fake_float8(w, m, n, Gran::tensor, cfg.fwd_format, d);
-      const std::vector<float> gh = e.fake_float8(g, b, m, act, cfg.bwd_format, d);
-      r.y = e.gemm(xh, b, wh, m, n, am, d);
-      r.x_grad = e.gemm(gh, b, transpose(wh, m, n), n, m, am, d);
-      r.w_grad = sb ? e.gemm(gt, m, xt, n, b, am, d)
-                    : e.gemm(transpose(gh, b, m), m, transpose(xh, b, n), n, b, am, d);
+      const std::vector<float> xh = e.fake_float8(vec(x, b * n), b, n, act, cfg.fwd_format, d);
+      const std::vector<float> wh =
+          e.fake_float8(vec(w, m * n), m, n, Gran::tensor, cfg.fwd_format, d);
+      const std::vector<float> gh = e.fake_float8(vec(g, b * m), b, m, act, cfg.bwd_format, d);
+      r.y = gv(view_of(xh.data(), b, n), view_of(wh.data(), m, n));
+      r.x_grad = gv(view_of(gh.data(), b, m), transposed_view(wh.data(), m, n));
+      r.w_grad =
+          sb ? gv(Gt, Xt) : gv(transposed_view(gh.data(), b, m), transposed_view(xh.data(), b, n));
       break;
     }
     case Kind::masked: {
       // Figure 11: every product's inputs and its output masked (forward and backward).
-      const std::vector<float> xm = e.mask(x, cfg), wm = e.mask(w, cfg), gm = e.mask(g, cfg);
-      r.y = e.mask(e.gemm(xm, b, wm, m, n, am, d), cfg);
-      r.x_grad = e.mask(e.gemm(gm, b, transpose(wm, m, n), n, m, am, d), cfg);
-      r.w_grad = e.mask(e.gemm(transpose(gm, b, m), m, transpose(xm, b, n), n, b, am, d), cfg);
+      const std::vector<float> xm = e.mask(vec(x, b * n), cfg), wm = e.mask(vec(w, m * n), cfg),
+                               gm = e.mask(vec(g, b * m), cfg);
+      const MatView XM = view_of(xm.data(), b, n), WM = view_of(wm.data(), m, n),
+                    GM = view_of(gm.data(), b, m);
+      r.y = e.mask(gv(XM, WM), cfg);
+      r.x_grad = e.mask(gv(GM, transposed_view(wm.data(), m, n)), cfg);
+      r.w_grad =
+          e.mask(gv(transposed_view(gm.data(), b, m), transposed_view(xm.data(), b, n)), cfg);
       break;
     }
   }

@@ -88,6 +88,18 @@ struct Int8 {
 };
 enum class Gran : std::uint8_t { tensor, row, col };
 
+// A matrix operand of a product without a copy: element (r, k) at data[r rs + k cs]; a
+// transpose is a view of the same data with rs and cs swapped. The caller keeps data alive.
+struct MatView {
+  const float* data = nullptr;
+  std::size_t rows = 0, cols = 0, rs = 0, cs = 1;
+};
+// A row-major rows x cols matrix, and its transpose (cols x rows).
+MatView view_of(const float* data, std::size_t rows, std::size_t cols);
+MatView transposed_view(const float* data, std::size_t rows, std::size_t cols);
+// The view's elements as a row-major matrix.
+std::vector<float> contiguous(const MatView& v);
+
 // The primitives a layer is made of. The layer's algorithm (run_layer) exists once; the CPU
 // reference (cpu_engine) and the CUDA kernels (gpu/layer/layer.hpp) each implement these, with
 // the same bits.
@@ -113,6 +125,13 @@ class LayerEngine {
   virtual std::vector<float> gemm(const std::vector<float>& a, std::size_t rows,
                                   const std::vector<float>& b, std::size_t cols, std::size_t k,
                                   const gemm::AccumModel& m, DType d) = 0;
+  // gemm() of views (C = A B^T, k = a.cols): by default on contiguous copies of the views; the
+  // CPU reference reads the views in place and writes C's values directly (a transposed 1 GiB
+  // operand and C's codes beside its values exceeded issue 36's memory bound).
+  virtual std::vector<float> gemm_view(const MatView& a, const MatView& b,
+                                       const gemm::AccumModel& m, DType d) {
+    return gemm(contiguous(a), a.rows, contiguous(b), b.rows, a.cols, m, d);
+  }
   // mask (SEMANTICS 2.1) of every value, then rounded to dtype.
   virtual std::vector<float> mask(const std::vector<float>& v, const LayerConfig& cfg) = 0;
 };
@@ -131,6 +150,9 @@ void gemm_operands(const std::vector<float>& a, std::size_t rows, const std::vec
                    std::size_t cols, std::size_t k, DType d, gemm::Operand& A, gemm::Operand& B);
 // A product's output codes (fp32 bits, or bf16/fp16 codes) as values of dtype d.
 std::vector<float> decode_output(const std::vector<std::uint32_t>& c, DType d);
+float decode_output_code(std::uint32_t c, DType d);
+// A view (values of dtype d) as a GEMM operand read in place, as gemm_operands would set it up.
+gemm::Operand view_operand(const MatView& v, DType d);
 
 // Runs the layer on `engine` (default: the CPU reference). Every input value must already be a
 // value of cfg.dtype (InputError names the first that is not); NaN and infinities go through the
@@ -138,5 +160,9 @@ std::vector<float> decode_output(const std::vector<std::uint32_t>& c, DType d);
 LayerResult run_layer(const LayerConfig& cfg, const LayerShape& s, const std::vector<float>& x,
                       const std::vector<float>& w, const std::vector<float>& g,
                       LayerEngine& engine = cpu_engine());
+// The same on arrays of b x n, m x n and b x m values (e.g. mapped input files): the plain kind
+// reads them in place; the others copy what their quantizers read.
+LayerResult run_layer(const LayerConfig& cfg, const LayerShape& s, const float* x, const float* w,
+                      const float* g, LayerEngine& engine = cpu_engine());
 
 }  // namespace exmy::layer
