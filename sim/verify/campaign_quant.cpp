@@ -59,7 +59,7 @@ Real real(float x) {
 }
 
 // ---- ops and configurations ------------------------------------------------------------------
-enum class Fam { int8, cast, codebook, mx, nvfp4, matmul_int8, matmul_fp32 };
+enum class Fam { int8, cast, codebook, mx, nvfp4, tile, matmul_int8, matmul_fp32 };
 
 struct QOp {
   std::string name;
@@ -89,6 +89,11 @@ std::vector<QOp> all_qops() {
   }
   ops.push_back({"quant-nvfp4-torchao", Fam::nvfp4, "e2m1fn", CastVariant::torchao});
   ops.push_back({"quant-nvfp4-te", Fam::nvfp4, "e2m1fn", CastVariant::te});
+  // 2-D block scaling under the three library rules (7.15).
+  ops.push_back({"quant-tile-deepgemm", Fam::tile, "e4m3fn", CastVariant::deepgemm});
+  ops.push_back({"quant-tile-te", Fam::tile, "e4m3fn", CastVariant::te});
+  ops.push_back({"quant-tile-te-e5m2", Fam::tile, "e5m2", CastVariant::te});
+  ops.push_back({"quant-tile-torchao", Fam::tile, "e4m3fn", CastVariant::torchao});
   ops.push_back({"matmul-int8", Fam::matmul_int8, "int8"});
   ops.push_back({"matmul-fp32", Fam::matmul_fp32, "fp32"});
   return ops;
@@ -283,6 +288,33 @@ std::vector<QCfg> qconfigs(const QOp& op) {
         ts.opt.tensor_scale = 0.0625f;
         ts.label += " tensor-scale0.0625";
         out.push_back(ts);
+      }
+      break;
+    }
+    case Fam::tile: {
+      // Whole tiles (2x5 and 1x25 on rows x 50) and partial ones (3x7; torchao refuses them),
+      // each scale format of the rule, fp32 / bf16 / fp16 sources (TE's finfo max, torchao's eps).
+      const bool dg = op.variant == native::CastVariant::deepgemm;
+      const bool te = op.variant == native::CastVariant::te;
+      std::vector<native::BlockScaleFormat> fmts = {native::BlockScaleFormat::fp32};
+      if (dg) fmts.push_back(native::BlockScaleFormat::ue8m0);
+      if (te) fmts.push_back(native::BlockScaleFormat::pow2);
+      for (const char* s : {"block:2x5", "block:1x25", "block:3x7"}) {
+        if (op.variant == native::CastVariant::torchao && std::string(s) == "block:3x7") continue;
+        for (const auto f : fmts) {
+          for (const auto src :
+               {native::Storage::f32, native::Storage::bf16, native::Storage::f16}) {
+            QCfg c = base(s);
+            c.opt.scale_format = f;
+            c.opt.source = src;
+            c.label += std::string(" ") + quant::kScaleFormatNames[static_cast<int>(f)] + " " +
+                       (src == native::Storage::f32    ? "fp32"
+                        : src == native::Storage::bf16 ? "bf16"
+                                                       : "fp16") +
+                       "-source";
+            out.push_back(c);
+          }
+        }
       }
       break;
     }

@@ -34,7 +34,8 @@ constexpr struct {
                      {quant::Granularity::col, oq::Groups::colwise},
                      {quant::Granularity::block, oq::Groups::block},
                      {quant::Granularity::mx, oq::Groups::mx},
-                     {quant::Granularity::nvfp4, oq::Groups::nvfp4}};
+                     {quant::Granularity::nvfp4, oq::Groups::nvfp4},
+                     {quant::Granularity::tile, oq::Groups::tile}};
 constexpr struct {
   const char* name;
   oq::Variant variant;
@@ -48,11 +49,22 @@ oq::Groups groups_of(const quant::Scheme& s) {
   for (const auto& g : kOracleGroups) {
     if (g.kind == s.kind) return g.groups;
   }
-  // 2-D block scaling (SEMANTICS 7.15) has no oracle step yet: its independent check is the
-  // library-source reference of tests/quant/test_block2d.cpp and the device comparison with the
-  // libraries (bench/peers/blockwise_cast_vs_torch.py).
   throw InputError(std::string("the quantization oracle does not cover ") +
                    quant::scheme_entry(s).grammar + " schemes");
+}
+// 7.15's library rules of a tile scheme (the other variants apply per tile as elsewhere).
+oq::TileRule tile_rule_of(const quant::Options& o) {
+  if (o.scheme.kind != quant::Granularity::tile) return oq::TileRule::none;
+  switch (o.variant) {
+    case native::CastVariant::deepgemm:
+      return oq::TileRule::deepgemm;
+    case native::CastVariant::te:
+      return oq::TileRule::te;
+    case native::CastVariant::torchao:
+      return oq::TileRule::torchao;
+    default:
+      return oq::TileRule::none;
+  }
 }
 oq::Variant variant_of(native::CastVariant v) {
   const std::string name = quant::variant_name(v);
@@ -71,6 +83,15 @@ OracleQuant oracle_quant_spec(const quant::Options& o, std::size_t rows, std::si
   s.layout.cols = cols;
   s.layout.groups = groups_of(o.scheme);
   s.layout.block = o.scheme.block;
+  s.layout.tile_rows = o.scheme.tile_rows;
+  s.layout.tile_cols = o.scheme.tile_cols;
+  s.tile_rule = tile_rule_of(o);
+  s.tile_scale = o.scale_format == native::BlockScaleFormat::pow2    ? oq::TileScale::pow2
+                 : o.scale_format == native::BlockScaleFormat::ue8m0 ? oq::TileScale::ue8m0
+                                                                     : oq::TileScale::fp32;
+  s.source = o.source == native::Storage::bf16  ? oq::Source::bf16
+             : o.source == native::Storage::f16 ? oq::Source::fp16
+                                                : oq::Source::fp32;
   switch (o.target.kind) {
     case FormatKind::integer:
       s.target = oq::Target::int8;
@@ -88,7 +109,8 @@ OracleQuant oracle_quant_spec(const quant::Options& o, std::size_t rows, std::si
       s.codebook = r.codebook.get();
       break;
   }
-  s.variant = variant_of(o.variant);
+  // A tile's library rule is s.tile_rule (deepgemm has no variant outside tiles).
+  s.variant = s.tile_rule == oq::TileRule::none ? variant_of(o.variant) : oq::Variant::absmax;
   if (s.layout.groups == oq::Groups::mx && s.variant == oq::Variant::absmax) {
     s.variant = oq::Variant::ocp;  // "absmax means the same" (7.8)
   }

@@ -19,10 +19,11 @@
 namespace exmy::oracle::steps::quant {
 
 // ---- 7.1 groups ---------------------------------------------------------------------------------
-enum class Groups { tensor, rowwise, colwise, block, mx, nvfp4 };
+enum class Groups { tensor, rowwise, colwise, block, mx, nvfp4, tile };
 struct Layout {
   Groups groups = Groups::tensor;
-  std::size_t block = 0;  // Groups::block: B
+  std::size_t block = 0;                     // Groups::block: B
+  std::size_t tile_rows = 1, tile_cols = 1;  // Groups::tile (7.15): R × C, row-major over tiles
   std::size_t rows = 1, cols = 1;
   std::size_t size() const { return rows * cols; }
 };
@@ -41,6 +42,11 @@ enum class Variant { absmax, te, te_current, torchao, ocp };  // 7.4, 7.6, 7.11
 enum class ScaleMode { floor, ceil, even, rceil };            // 7.6
 enum class Norm { recip_mul, div };                           // 7.5
 enum class Tie { even, lower, bnb_cpu };                      // 5.3
+// 7.15: the library rule of a tile scheme (none: the rules above, per tile), the tile scale's
+// form, and the input's dtype before its exact widening (TE's finfo(x.dtype).max, torchao's eps).
+enum class TileRule { none, deepgemm, te, torchao };
+enum class TileScale { fp32, pow2, ue8m0 };
+enum class Source { fp32, bf16, fp16 };
 
 struct Spec {
   Layout layout;
@@ -67,6 +73,10 @@ struct Spec {
   Norm norm = Norm::recip_mul;
   Tie tie = Tie::even;
   bool transpose = false;  // 7.7
+  // 7.15
+  TileRule tile_rule = TileRule::none;
+  TileScale tile_scale = TileScale::fp32;
+  Source source = Source::fp32;
 };
 
 struct Quantized {

@@ -21,6 +21,9 @@ std::size_t group_count(const Layout& l) {
       return (n + 31) / 32;
     case Groups::nvfp4:
       return n / 16;
+    case Groups::tile:
+      return ((l.rows + l.tile_rows - 1) / l.tile_rows) *
+             ((l.cols + l.tile_cols - 1) / l.tile_cols);
   }
   return 1;
 }
@@ -39,6 +42,9 @@ std::size_t group_of(const Layout& l, std::size_t i) {
       return i / 32;
     case Groups::nvfp4:  // 16 consecutive elements along the last dimension (cols % 16 == 0)
       return (i / l.cols) * (l.cols / 16) + (i % l.cols) / 16;
+    case Groups::tile:  // tile (r / R, c / C), partial tiles at the bottom and right edges
+      return (i / l.cols / l.tile_rows) * ((l.cols + l.tile_cols - 1) / l.tile_cols) +
+             (i % l.cols) / l.tile_cols;
   }
   return 0;
 }

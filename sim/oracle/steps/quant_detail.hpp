@@ -98,6 +98,16 @@ std::uint8_t nvfp4_scale(const Spec& s, const Nvfp4Level& t, const Real& a);
 std::uint64_t nvfp4_code(const Spec& s, const Nvfp4Level& t, const Real& x, std::uint8_t scale);
 Real nvfp4_dequant(const Spec& s, const Nvfp4Level& t, std::uint64_t code, std::uint8_t scale);
 
+// 7.15 2-D block scaling under a library rule (spec.tile_rule): the tile's internal scale from
+// its absmax (NaN handled by the rule), the stored (dequantization) scale, the element code with
+// the internal scale, dequantization with the stored one.
+Real tile_scale(const Spec& s, const Real& a);
+Real tile_stored(const Spec& s, const Real& scale);
+std::uint64_t tile_code(const Spec& s, const Real& x, const Real& scale);
+Real tile_dequant(const Spec& s, std::uint64_t code, const Real& stored);
+// The rule's NaN handling of the absmax (deepgemm, te: torch.amax propagates; torchao: skipped).
+NanRule tile_nan(const Spec& s);
+
 }  // namespace exmy::oracle::steps::quant::detail
 
 namespace exmy::oracle::steps::quant::detail {

@@ -7,8 +7,9 @@
 namespace exmy::oracle::steps::quant {
 namespace {
 
-enum class Kind { int8, cast, codebook, mx, nvfp4 };
+enum class Kind { int8, cast, codebook, mx, nvfp4, tile };
 Kind kind_of(const Spec& s) {
+  if (s.layout.groups == Groups::tile && s.tile_rule != TileRule::none) return Kind::tile;
   if (s.layout.groups == Groups::mx) return Kind::mx;
   if (s.layout.groups == Groups::nvfp4) return Kind::nvfp4;
   switch (s.target) {
@@ -41,11 +42,17 @@ Quantized quantize(const Tensor& x, const Spec& s) {
   const Layout& l = s.layout;
   if (x.size() != l.size()) throw std::logic_error("quant oracle: tensor size and layout differ");
   const Kind k = kind_of(s);
-  const Tensor a = group_absmax(x, l, s.nan);
+  const Tensor a = group_absmax(x, l, k == Kind::tile ? tile_nan(s) : s.nan);
   Quantized q;
   q.codes.assign(x.size(), 0);
   Nvfp4Level level;
-  if (k == Kind::mx || k == Kind::nvfp4) {
+  Tensor tile_scales;  // 7.15: the scale the elements use (the state holds the stored one)
+  if (k == Kind::tile) {
+    for (const Real& ag : a) {
+      tile_scales.push_back(tile_scale(s, ag));
+      q.state.push_back(tile_stored(s, tile_scales.back()));
+    }
+  } else if (k == Kind::mx || k == Kind::nvfp4) {
     if (k == Kind::nvfp4) level = nvfp4_level(s, tensor_absmax(x, s.nan));
     for (const Real& ag : a) {
       q.scale_codes.push_back(k == Kind::mx ? mx_scale(s, ag) : nvfp4_scale(s, level, ag));
@@ -72,6 +79,9 @@ Quantized quantize(const Tensor& x, const Spec& s) {
         break;
       case Kind::nvfp4:
         c = nvfp4_code(s, level, x[i], q.scale_codes[g]);
+        break;
+      case Kind::tile:
+        c = tile_code(s, x[i], tile_scales[g]);
         break;
     }
     q.codes[code_index(s, i)] = c;
@@ -103,6 +113,9 @@ Tensor dequantize(const Quantized& q, const Spec& s) {
         break;
       case Kind::nvfp4:
         out[i] = nvfp4_dequant(s, level, c, q.scale_codes[g]);
+        break;
+      case Kind::tile:
+        out[i] = tile_dequant(s, c, q.state[g]);
         break;
     }
   }
