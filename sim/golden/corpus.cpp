@@ -15,6 +15,7 @@
 #include <memory>
 #include <random>
 #include <set>
+#include <tuple>
 #include <variant>
 
 #include "sim/common/error.hpp"
@@ -28,6 +29,7 @@
 #include "sim/io/npy.hpp"
 #include "sim/io/sha256.hpp"
 #include "sim/optim/registry.hpp"
+#include "sim/quant/bnb4bit.hpp"
 #include "sim/quant/quantize.hpp"
 #include "sim/verify/campaign.hpp"
 #include "sim/verify/sample_inputs.hpp"
@@ -198,11 +200,28 @@ std::vector<float> quant_inputs(std::size_t rows, std::size_t cols, std::uint64_
   return x;
 }
 
+// x rounded (RNE) into a 16-bit source dtype, x replaced by the widened values, and the file the
+// CLI reads: bf16 bits as <u2 (--in-format bf16) or <f2.
+io::NpyArray narrow_input(std::vector<float>& x, Storage st, std::vector<std::size_t> shape) {
+  const FloatFormat& T = st == Storage::bf16 ? formats::bf16 : formats::fp16;
+  std::vector<std::uint16_t> codes(x.size());
+  fast::cast_to_codes(x.data(), fast::ArrayInput::fp32, x.size(), codes.data(), T, Rounding{}, 0, 0,
+                      0);
+  const auto& table = fast::decode_table(T);
+  for (std::size_t i = 0; i < x.size(); ++i) x[i] = table[codes[i]];
+  io::NpyArray a = io::make_npy(codes, std::move(shape));
+  if (st == Storage::f16) a.descr = "<f2";
+  return a;
+}
+
 struct QuantCase {
   std::string id;
   std::string args;  // the exmy quantize switches it stands for
   std::function<quant::Options()> options;
   bool specials;
+  // The input's dtype (x.npy: <f4, bf16 bits as <u2 with --in-format bf16, or <f2): 7.15's TE and
+  // torchao rules read it.
+  Storage source = Storage::f32;
 };
 
 // The quantization cases: every scheme × target × variant of section 7 that the CLI accepts, at
@@ -381,6 +400,51 @@ std::vector<QuantCase> quant_case_list() {
         return o;
       },
       false);
+  // 2-D block scaling (7.15): each library rule x scale format on whole tiles (1x128 on the
+  // 32 x 256 input) and partial ones (128x128: 32 of 128 rows; 16x48: 256 = 5·48 + 16 columns);
+  // torchao on whole tiles only (it refuses partial ones); TE and torchao with 16-bit sources.
+  for (const char* var : {"deepgemm", "te", "torchao"}) {
+    const std::string vn = var;
+    const std::vector<const char*> fmts = vn == "deepgemm"
+                                              ? std::vector<const char*>{"fp32", "ue8m0"}
+                                          : vn == "te" ? std::vector<const char*>{"fp32", "pow2"}
+                                                       : std::vector<const char*>{"fp32"};
+    const std::vector<const char*> tiles =
+        vn == "torchao" ? std::vector<const char*>{"1x128", "32x128"}
+                        : std::vector<const char*>{"1x128", "128x128", "16x48"};
+    for (const char* fmt : fmts) {
+      for (const char* tile : tiles) {
+        const std::string sc = std::string("block:") + tile;
+        add(
+            std::string("e4m3fn-tile") + tile + "-" + var + "-" + fmt,
+            "--scheme " + sc + " --to e4m3fn --variant " + var + " --scale-format " + fmt,
+            [=] {
+              auto o = base(sc, "e4m3fn");
+              o.variant = quant::parse_variant(var);
+              o.scale_format = quant::parse_scale_format(fmt);
+              return o;
+            },
+            true);
+      }
+    }
+  }
+  for (const auto& [var, src, name] :
+       {std::tuple{"te", Storage::bf16, "bf16"}, std::tuple{"te", Storage::f16, "fp16"},
+        std::tuple{"torchao", Storage::f16, "fp16"},
+        std::tuple{"deepgemm", Storage::bf16, "bf16"}}) {
+    add(
+        std::string("e4m3fn-tile1x128-") + var + "-fp32-" + name + "-source",
+        std::string("--scheme block:1x128 --to e4m3fn --variant ") + var +
+            (src == Storage::bf16 ? " --in-format bf16" : ""),
+        [=] {
+          auto o = base("block:1x128", "e4m3fn");
+          o.variant = quant::parse_variant(var);
+          o.source = src;
+          return o;
+        },
+        true);
+    v.back().source = src;
+  }
   add(
       "dynamic-block256-sr", "--scheme block:256 --to dynamic --round sr:8 --seed 7",
       [=] {
@@ -400,7 +464,10 @@ void quant_cases(std::uint64_t seed, std::vector<CaseMaker>& out) {
     const std::string id = "quantize/" + qc.id;
     out.push_back({id, [=] {
                      const quant::Options o = qc.options();
-                     const std::vector<float> x = quant_inputs(kRows, kCols, seed, qc.specials);
+                     std::vector<float> x = quant_inputs(kRows, kCols, seed, qc.specials);
+                     io::NpyArray x_file = io::make_npy(x, {kRows, kCols});
+                     if (qc.source != Storage::f32)
+                       x_file = narrow_input(x, qc.source, {kRows, kCols});
                      const quant::Quantized q = quant::quantize(x, {kRows, kCols}, o);
                      const std::vector<float> d = quant::dequantize(q, o);
                      Case c;
@@ -417,7 +484,7 @@ void quant_cases(std::uint64_t seed, std::vector<CaseMaker>& out) {
                                  {"cli", "exmy quantize " + qc.args +
                                              " --in x.npy --out codes.npy --state-out state.npy; "
                                              "exmy dequantize (same switches)"}};
-                     c.inputs.push_back({"x", io::make_npy(x, {kRows, kCols})});
+                     c.inputs.push_back({"x", std::move(x_file)});
                      c.expected.push_back({"codes", io::make_npy(q.codes, q.shape)});
                      if (byte_scale) {
                        c.expected.push_back({"scales", io::make_npy(q.scale_codes)});
@@ -431,6 +498,91 @@ void quant_cases(std::uint64_t seed, std::vector<CaseMaker>& out) {
                      }
                      return c;
                    }});
+  }
+}
+
+// bitsandbytes' 4-bit quantization (7.14): nf4 / fp4 x block sizes (the warp kernel's 32 and 64,
+// 256, the largest 4096) x plain / double quantization x fp32, bf16 and fp16 inputs, on n = 8229
+// values (odd: the last byte's low nibble codes the padding; a partial last block; 258 absmax
+// values at block 32, two second-level blocks). Plain cases carry ±inf and NaN; double
+// quantization's offset is the mean of every absmax, so its cases stay finite.
+void bnb4_cases(std::uint64_t seed, std::vector<CaseMaker>& out) {
+  constexpr std::size_t kN = 8229;
+  const std::pair<Storage, const char*> dtypes[] = {
+      {Storage::f32, "fp32"}, {Storage::bf16, "bf16"}, {Storage::f16, "fp16"}};
+  for (const char* type : {"nf4", "fp4"}) {
+    for (const std::size_t block : {32, 64, 256, 4096}) {
+      for (const bool dq : {false, true}) {
+        for (const auto& [st, dn] : dtypes) {
+          const std::string id = std::string("quantize/") + type + "-block" +
+                                 std::to_string(block) + (dq ? "-dq-" : "-") + dn;
+          out.push_back(
+              {id, [=] {
+                 std::vector<float> x = quant_inputs(33, 256, seed, !dq);
+                 x.resize(kN);
+                 if (!dq) {  // the specials sit in the last row: bring some in
+                   x[kN - 3] = INFINITY;
+                   x[kN - 2] = NAN;
+                   x[100] = -INFINITY;
+                 }
+                 io::NpyArray x_file = io::make_npy(x);
+                 if (st != Storage::f32) x_file = narrow_input(x, st, {kN});
+                 quant::Bnb4Options o;
+                 o.type = quant::parse_bnb4_type(type);
+                 o.block = block;
+                 o.double_quant = dq;
+                 const quant::Bnb4Quantized q = quant::bnb4_quantize(x, o);
+                 const native::Bnb4Dtype d = st == Storage::f32    ? native::Bnb4Dtype::fp32
+                                             : st == Storage::bf16 ? native::Bnb4Dtype::bf16
+                                                                   : native::Bnb4Dtype::fp16;
+                 const std::vector<std::uint32_t> y = quant::bnb4_dequantize(q, kN, d, o);
+                 const std::string sch = "--scheme block:" + std::to_string(block);
+                 const std::string dqq =
+                     dq ? " --double-quant --state2-out state2.npy --offset-out offset.npy" : "";
+                 const std::string dqd =
+                     dq ? " --double-quant --state2 state2.npy --offset offset.npy" : "";
+                 Case c;
+                 c.id = id;
+                 c.fields = {
+                     {"op", "quantize-bnb4"},
+                     {"args", sch + " --to " + type + " --compat bnb-cuda" +
+                                  (dq ? " --double-quant" : "") +
+                                  (st == Storage::bf16 ? " --in-format bf16" : "")},
+                     {"seed", std::to_string(seed)},
+                     {"inputs", "x"},
+                     {"outputs", dq ? "codes,state,state2,offset,dequant" : "codes,state,dequant"},
+                     {"cli", "exmy quantize " + sch + " --to " + type + " --compat bnb-cuda" + dqq +
+                                 " --in x.npy" + (st == Storage::bf16 ? " --in-format bf16" : "") +
+                                 " --out codes.npy --state-out state.npy; exmy "
+                                 "dequantize " +
+                                 sch + " --from " + type + " --compat bnb-cuda" + dqd +
+                                 " --in codes.npy --state state.npy --shape " + std::to_string(kN) +
+                                 " --out-format " + dn + " --out dequant.npy"}};
+                 c.inputs.push_back({"x", std::move(x_file)});
+                 c.expected.push_back({"codes", io::make_npy(q.packed)});
+                 if (dq) {
+                   c.expected.push_back({"state", io::make_npy(q.absmax_codes)});
+                   c.expected.push_back({"state2", io::make_npy(q.absmax2)});
+                   c.expected.push_back({"offset", io::make_npy(std::vector<float>{q.offset})});
+                 } else {
+                   c.expected.push_back({"state", io::make_npy(q.absmax)});
+                 }
+                 if (st == Storage::f32) {
+                   std::vector<float> yf(kN);
+                   std::memcpy(yf.data(), y.data(), kN * 4);
+                   c.expected.push_back({"dequant", io::make_npy(yf)});
+                 } else {
+                   std::vector<std::uint16_t> y16(kN);
+                   for (std::size_t i = 0; i < kN; ++i) y16[i] = static_cast<std::uint16_t>(y[i]);
+                   io::NpyArray a = io::make_npy(y16);
+                   if (st == Storage::f16) a.descr = "<f2";
+                   c.expected.push_back({"dequant", std::move(a)});
+                 }
+                 return c;
+               }});
+        }
+      }
+    }
   }
 }
 
@@ -551,7 +703,10 @@ std::vector<CaseMaker> all_cases(const std::string& suite, std::uint64_t seed) {
   std::vector<CaseMaker> v;
   const bool all = suite == "all" || suite == "default";
   if (all || suite == "cast") cast_cases(seed, v);
-  if (all || suite == "quantize") quant_cases(seed, v);
+  if (all || suite == "quantize") {
+    quant_cases(seed, v);
+    bnb4_cases(seed, v);
+  }
   if (all || suite == "step") step_cases(seed, v);
   if (v.empty()) {
     throw InputError("--suite '" + suite + "': expected cast, quantize, step or all");

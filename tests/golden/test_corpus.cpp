@@ -10,6 +10,8 @@
 
 #include "sim/common/error.hpp"
 #include "sim/golden/corpus.hpp"
+#include "sim/io/files.hpp"
+#include "sim/io/flat_json.hpp"
 #include "sim/io/npy.hpp"
 #include "sim/io/sha256.hpp"
 #include "tests/support/cli_run.hpp"
@@ -55,7 +57,7 @@ TEST_CASE("sha256: FIPS 180-4 examples", "[golden][sha256]") {
 TEST_CASE("golden corpus: generate, check, and every documented failure", "[golden]") {
   const std::string dir = make_tmpdir("exmy_golden"), corpus = dir + "/c", res = dir + "/r";
   const golden::GenerateResult g = gen("quantize", corpus);
-  CHECK(g.cases == 188);
+  CHECK(g.cases == 254);
   CHECK(fs::exists(corpus + "/manifest.json"));
   copy_expected(corpus, res);
   golden::CheckOptions o;
@@ -63,7 +65,7 @@ TEST_CASE("golden corpus: generate, check, and every documented failure", "[gold
   o.results = res;
   {
     const golden::CheckReport r = golden::check(o);
-    CHECK(r.cases.size() == 188);
+    CHECK(r.cases.size() == 254);
     CHECK(r.mismatches == 0);
     CHECK(r.missing == 0);
     CHECK(r.checks > 100000);
@@ -134,9 +136,9 @@ TEST_CASE("golden corpus: the default suite is pinned", "[golden][pinned]") {
   // docs/SEMANTICS.md 13.7, and update this value.
   const std::string dir = make_tmpdir("exmy_golden_pin");
   const golden::GenerateResult g = gen("all", dir + "/c");
-  CHECK(g.cases == 646);
-  CHECK(g.corpus_sha256 == "674d54a4199f1e20e528f04945f223779e69a565d0c787ce875a77fd9d76a126");
-  CHECK(golden::kCorpusVersion == 3);
+  CHECK(g.cases == 712);
+  CHECK(g.corpus_sha256 == "c6594e0536b02d6facd88ef0d63d2a8a5465dca928584ded957b7d3adfd037e7");
+  CHECK(golden::kCorpusVersion == 4);
   fs::remove_all(dir);
 }
 
@@ -159,5 +161,61 @@ TEST_CASE("exmy golden: exit codes", "[golden][cli]") {
   CHECK(run("golden check " + dir + "/nothing --results " + dir + "/r") == 2);
   CHECK(run("golden --help") == 0);
   CHECK(run("golden check --help") == 0);
+  fs::remove_all(dir);
+}
+
+TEST_CASE("golden corpus: the block:RxC and nf4/fp4 cases are what the CLI writes",
+          "[golden][cli][block2d][bnb4]") {
+  // The corpus computes these cases through the library calls (quant::quantize, bnb4_quantize);
+  // users reproduce them with the case's command line. Each is run through exmy here and its
+  // outputs checked against the case's expected arrays by `exmy golden check`.
+  REQUIRE_FALSE(exmy::testing::cli().empty());
+  const std::string dir = make_tmpdir("exmy_golden_q"), corpus = dir + "/c", res = dir + "/r";
+  gen("quantize", corpus);
+  const std::string cli = "'" + exmy::testing::cli() + "'";
+  std::size_t ran = 0;
+  for (const auto& e : fs::directory_iterator(corpus + "/quantize")) {
+    const std::string name = e.path().filename().string();
+    const bool tile = name.rfind("e4m3fn-tile", 0) == 0;
+    const bool bnb4 = name.rfind("nf4-", 0) == 0 || name.rfind("fp4-", 0) == 0;
+    if (!tile && !bnb4) continue;
+    const std::string cj = (e.path() / "case.json").string();
+    const io::FlatJson c(io::read_small_file(cj, 1 << 20, "case.json"), cj);
+    const std::string out = res + "/quantize/" + name;
+    fs::create_directories(out);
+    fs::copy_file(e.path() / "x.npy", fs::path(out) / "x.npy");
+    std::string cmd;
+    if (bnb4) {  // the case's own command line, exmy replaced by the binary under test
+      std::string line = c.str("cli");
+      for (std::size_t p = 0; (p = line.find("exmy ", p)) != std::string::npos;) {
+        if (p == 0 || line[p - 1] == ' ') {
+          line.replace(p, 4, cli);
+          p += cli.size();
+        } else {
+          p += 5;
+        }
+      }
+      cmd = line;
+    } else {
+      std::string args = c.str("args"), deq = args;
+      deq.replace(deq.find("--to"), 4, "--from");
+      if (const auto f = deq.find(" --in-format bf16"); f != std::string::npos) deq.erase(f, 17);
+      cmd = cli + " quantize " + args + " --in x.npy --out codes.npy --state-out state.npy && " +
+            cli + " dequantize " + deq + " --in codes.npy --state-in state.npy --out dequant.npy";
+    }
+    INFO(name << ": " << cmd);
+    CHECK(std::system(("cd '" + out + "' && " + cmd + " >/dev/null").c_str()) == 0);
+    ++ran;
+  }
+  CHECK(ran == 18 + 48);
+  golden::CheckOptions o;
+  o.corpus = corpus;
+  o.results = res;
+  o.allow_missing = true;  // only these cases ran
+  const golden::CheckReport r = golden::check(o);
+  std::size_t checked = 0;
+  for (const auto& cr : r.cases) checked += cr.missing ? 0 : 1;
+  CHECK(r.mismatches == 0);
+  CHECK(checked == ran);
   fs::remove_all(dir);
 }
