@@ -6,6 +6,7 @@
 // and state.json (written last), and reloads without loss with --state DIR.
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdint>
@@ -80,6 +81,27 @@ std::function<void(const std::string&)> hyper_value(std::optional<double>& field
   return [&field, name](const std::string& v) { field = number::parse_f64(v, name); };
 }
 
+// The options of the families' extra hyperparameters (optim::ExtraHyper), once per name.
+void extra_hyper_options(Options& t, optim::HyperOptions& h) {
+  std::vector<std::string_view> seen;
+  for (const optim::Entry& e : optim::optimizers()) {
+    for (const optim::ExtraHyper& x : e.def->extras) {
+      if (std::find(seen.begin(), seen.end(), x.option) != seen.end()) continue;
+      seen.push_back(x.option);
+      const std::string name(x.option);
+      if (x.flag) {
+        t.flag({name.c_str()}, std::string(x.help),
+               [&h, name] { h.extra.emplace_back(name, 1.0); });
+      } else {
+        t.value({name.c_str()}, "X", std::string(x.help), "the optimizer's library default",
+                [&h, name](const std::string& v) {
+                  h.extra.emplace_back(name, number::parse_f64(v, name.c_str()));
+                });
+      }
+    }
+  }
+}
+
 // The option table of exmy step, filling `o`.
 Options step_options(StepArgs& o) {
   Options opts("exmy step --optimizer NAME --params P.npy --grads G.npy --out DIR [OPTIONS]",
@@ -147,6 +169,7 @@ Options step_options(StepArgs& o) {
              "cpu", [&](const std::string& v) { o.device = parse_device(v); })
       .flag({"--quiet"}, "no progress on stderr (else a line a second after the first two seconds)",
             [&] { o.quiet = true; });
+  extra_hyper_options(opts, o.hyper);
   return opts;
 }
 

@@ -12,6 +12,7 @@
 
 #include "gpu/common/launch.hpp"
 #include "gpu/common/runtime.hpp"
+#include "gpu/optim/launchers.hpp"
 #include "gpu/optim/optim.hpp"
 #include "gpu/optim/optim_host.hpp"
 #include "sim/common/error.hpp"
@@ -20,7 +21,6 @@ namespace exmy::gpu {
 namespace {
 
 using native::Storage;
-using optim::Family;
 
 // The 16-bit code of a value of storage st: RN, which is the CPU's to_storage on the way in.
 std::uint16_t encode16(Storage st, float x) {
@@ -28,6 +28,152 @@ std::uint16_t encode16(Storage st, float x) {
 }
 float decode16(Storage st, std::uint16_t c) {
   return st == Storage::bf16 ? native::f32_from_bf16(c) : native::f32_from_f16(c);
+}
+
+// ---- the core families' launchers (launchers.hpp) ---------------------------------------------
+float* f32(const StepLaunch& l, const char* file) {
+  return static_cast<float*>(l.array(file));
+}
+std::uint16_t* u16(const StepLaunch& l, const char* file) {
+  return static_cast<std::uint16_t*>(l.array(file));
+}
+float* p32(const StepLaunch& l) {
+  return static_cast<float*>(l.p);
+}
+const float* g32(const StepLaunch& l) {
+  return static_cast<const float*>(l.g);
+}
+std::uint16_t* p16(const StepLaunch& l) {
+  return static_cast<std::uint16_t*>(l.p);
+}
+const std::uint16_t* g16(const StepLaunch& l) {
+  return static_cast<const std::uint16_t*>(l.g);
+}
+bool fused(const optim::Config& c) {
+  return c.variant == "torch-fused" || c.hyper.adam.kernels == native::TorchKernels::cuda_fused;
+}
+
+Bnb8DeviceState bnb_state(const StepLaunch& l) {
+  const optim::Bnb8State& b = l.s.bnb;
+  Bnb8DeviceState d;
+  d.block = b.block;
+  d.is_8bit = b.is_8bit;
+  if (b.is_8bit) {
+    d.q1 = static_cast<std::uint8_t*>(l.array("state1"));
+    d.absmax1 = f32(l, "absmax1");
+    if (b.two_states) {
+      d.q2 = static_cast<std::uint8_t*>(l.array("state2"));
+      d.absmax2 = f32(l, "absmax2");
+    }
+  } else {
+    d.s1 = f32(l, "state1");
+    if (b.two_states) d.s2 = f32(l, "state2");
+  }
+  return d;
+}
+
+float launch_adam(const StepLaunch& l) {
+  const optim::Config& c = l.c;
+  const bool dec = c.opt.entry->decoupled;
+  if (l.states16) {
+    adam_step(c.hyper.adam, dec, fused(c), c.st, l.t, p16(l), g16(l), u16(l, "state1"),
+              u16(l, "state2"), l.n);
+  } else {
+    adam_step(c.hyper.adam, dec, fused(c), l.t, p32(l), g32(l), f32(l, "state1"), f32(l, "state2"),
+              l.n);
+  }
+  return 0.0f;
+}
+float launch_sgd(const StepLaunch& l) {
+  if (l.states16) {
+    sgd_step(l.c.hyper.sgd, l.c.st, l.t, p16(l), g16(l), u16(l, "state1"), l.n);
+  } else {
+    sgd_step(l.c.hyper.sgd, l.t, p32(l), g32(l), f32(l, "state1"), l.n);
+  }
+  return 0.0f;
+}
+float launch_adam8(const StepLaunch& l) {
+  const native::Bnb8Scalars s =
+      optim::bnb8_scalars(l.c.hyper.adam, l.t, l.c.variant == "torch-order");
+  if (l.codes16) {
+    bnb_adam8_step(s, l.c.st, p16(l), g16(l), bnb_state(l), l.n);
+  } else {
+    bnb_adam8_step(s, p32(l), g32(l), bnb_state(l), l.n);
+  }
+  return 0.0f;
+}
+float launch_momentum8(const StepLaunch& l) {
+  const native::Bnb8Scalars s = optim::bnb8_scalars(l.c.hyper.adam, l.t, false);
+  if (l.codes16) {
+    bnb_momentum8_step(s, l.c.st, p16(l), g16(l), bnb_state(l), l.n);
+  } else {
+    bnb_momentum8_step(s, p32(l), g32(l), bnb_state(l), l.n);
+  }
+  return 0.0f;
+}
+float launch_bnb1(const StepLaunch& l) {
+  const native::Bnb8Scalars s = optim::bnb8_scalars(l.c.hyper.adam, l.t, false);
+  const native::Bnb1Op op = l.c.opt.entry->bnb_op;
+  if (l.codes16) {
+    bnb1_step(s, op, l.c.st, p16(l), g16(l), bnb_state(l), l.n);
+  } else {
+    bnb1_step(s, op, p32(l), g32(l), bnb_state(l), l.n);
+  }
+  return 0.0f;
+}
+float launch_ademamix(const StepLaunch& l) {
+  const native::Bnb8Scalars s = optim::bnb8_scalars(l.c.hyper.adam, l.t, false);
+  if (l.codes16) {
+    bnb_ademamix_step(s, l.c.st, p16(l), g16(l), bnb_state(l), l.n);
+  } else {
+    bnb_ademamix_step(s, p32(l), g32(l), bnb_state(l), l.n);
+  }
+  return 0.0f;
+}
+float launch_stable(const StepLaunch& l) {
+  return stable_adamw_step(l.c.hyper.adam, l.t, p32(l), g32(l), f32(l, "state1"), f32(l, "state2"),
+                           l.n);
+}
+float launch_split_adam(const StepLaunch& l) {
+  const optim::Config& c = l.c;
+  split_adam_step(c.hyper.adam, c.opt.entry->decoupled, l.t, c.seed, c.opt.split, u16(l, "hi"),
+                  static_cast<std::uint32_t*>(l.array("extra")), g32(l), f32(l, "state1"),
+                  f32(l, "state2"), l.n);
+  return 0.0f;
+}
+float launch_split_sgd(const StepLaunch& l) {
+  const optim::Config& c = l.c;
+  split_sgd_step(c.hyper.sgd, l.t, c.seed, c.opt.split, u16(l, "hi"),
+                 static_cast<std::uint32_t*>(l.array("extra")), g32(l), f32(l, "state1"), l.n);
+  return 0.0f;
+}
+
+}  // namespace
+#define EXMY_OPTIM_FAMILY(N) EXMY_GPU_FAMILY_LAUNCHER(N);
+#include "sim/common/optim_families.inc"
+#undef EXMY_OPTIM_FAMILY
+namespace {
+
+// The table: the core families, then those of cmake/ExmyOptimFamilies.cmake.
+StepLauncher find_launcher(std::string_view family) {
+  static const std::vector<FamilyLauncher> table = [] {
+    std::vector<FamilyLauncher> t = {
+        {"adam", launch_adam},           {"sgd", launch_sgd},
+        {"adam8", launch_adam8},         {"momentum8", launch_momentum8},
+        {"bnb1", launch_bnb1},           {"ademamix", launch_ademamix},
+        {"stable", launch_stable},       {"split_adam", launch_split_adam},
+        {"split_sgd", launch_split_sgd},
+    };
+#define EXMY_OPTIM_FAMILY(N) t.push_back(kGpuLauncher_##N);
+#include "sim/common/optim_families.inc"
+#undef EXMY_OPTIM_FAMILY
+    return t;
+  }();
+  for (const FamilyLauncher& f : table) {
+    if (f.family == family) return f.launch;
+  }
+  throw InputError("--device cuda: no GPU launcher for the optimizer family '" +
+                   std::string(family) + "'");
 }
 
 class DeviceStepper final : public optim::Stepper {
@@ -43,14 +189,12 @@ class DeviceStepper final : public optim::Stepper {
           "approximate instructions; this one is " +
           device_name() + " (run it with --device cpu)");
     }
-    const Family f = c.opt.entry->family;
+    const optim::FamilyDef& f = *c.opt.entry->def;
+    launcher_ = find_launcher(f.name);
     // bf16/fp16 parameters and gradients live on the device as 16-bit codes; so do torch's
-    // Adam/SGD states (the parameters' dtype), while bitsandbytes' absmax and fallback states
-    // stay fp32.
-    param16_ = c.st != Storage::f32 &&
-               (f == Family::adam || f == Family::sgd || f == Family::adam8 ||
-                f == Family::momentum8 || f == Family::bnb1 || f == Family::ademamix);
-    state16_ = c.st != Storage::f32 && (f == Family::adam || f == Family::sgd);
+    // states (the parameters' dtype), while bitsandbytes' absmax and fallback states stay fp32.
+    param16_ = c.st != Storage::f32 && f.param_codes16;
+    state16_ = c.st != Storage::f32 && f.states_param_dtype;
     const std::size_t elem = param16_ ? 2 : 4;
     if (param16_) scratch16_.resize(n_);
     // Split entries keep their parameters in the state (hi, extra): p is not uploaded.
@@ -89,85 +233,16 @@ class DeviceStepper final : public optim::Stepper {
       g_dev_->upload(g.data(), n_ * 4);
     }
     stepped_ = true;
-    const optim::Config& c = c_;
-    const optim::Hyper& h = c.hyper;
-    const bool decoupled = c.opt.entry->decoupled;
-    const bool fused =
-        c.variant == "torch-fused" || h.adam.kernels == native::TorchKernels::cuda_fused;
-    float rms = 0.0f;
-    switch (c.opt.entry->family) {
-      case Family::adam:
-        if (state16_) {
-          adam_step(h.adam, decoupled, fused, c.st, t, p_dev_->as<std::uint16_t>(),
-                    g_dev_->as<std::uint16_t>(), u16("state1"), u16("state2"), n_);
-        } else {
-          adam_step(h.adam, decoupled, fused, t, p_dev_->as<float>(), g_dev_->as<float>(),
-                    f32("state1"), f32("state2"), n_);
-        }
-        break;
-      case Family::sgd:
-        if (state16_) {
-          sgd_step(h.sgd, c.st, t, p_dev_->as<std::uint16_t>(), g_dev_->as<std::uint16_t>(),
-                   u16("state1"), n_);
-        } else {
-          sgd_step(h.sgd, t, p_dev_->as<float>(), g_dev_->as<float>(), f32("state1"), n_);
-        }
-        break;
-      case Family::adam8: {
-        const native::Bnb8Scalars s = optim::bnb8_scalars(h.adam, t, c.variant == "torch-order");
-        if (param16_) {
-          bnb_adam8_step(s, c.st, p_dev_->as<std::uint16_t>(), g_dev_->as<std::uint16_t>(),
-                         bnb_state(), n_);
-        } else {
-          bnb_adam8_step(s, p_dev_->as<float>(), g_dev_->as<float>(), bnb_state(), n_);
-        }
-        break;
-      }
-      case Family::momentum8: {
-        const native::Bnb8Scalars s = optim::bnb8_scalars(h.adam, t, false);
-        if (param16_) {
-          bnb_momentum8_step(s, c.st, p_dev_->as<std::uint16_t>(), g_dev_->as<std::uint16_t>(),
-                             bnb_state(), n_);
-        } else {
-          bnb_momentum8_step(s, p_dev_->as<float>(), g_dev_->as<float>(), bnb_state(), n_);
-        }
-        break;
-      }
-      case Family::bnb1: {
-        const native::Bnb8Scalars s = optim::bnb8_scalars(h.adam, t, false);
-        const native::Bnb1Op op = c.opt.entry->bnb_op;
-        if (param16_) {
-          bnb1_step(s, op, c.st, p_dev_->as<std::uint16_t>(), g_dev_->as<std::uint16_t>(),
-                    bnb_state(), n_);
-        } else {
-          bnb1_step(s, op, p_dev_->as<float>(), g_dev_->as<float>(), bnb_state(), n_);
-        }
-        break;
-      }
-      case Family::ademamix: {
-        const native::Bnb8Scalars s = optim::bnb8_scalars(h.adam, t, false);
-        if (param16_) {
-          bnb_ademamix_step(s, c.st, p_dev_->as<std::uint16_t>(), g_dev_->as<std::uint16_t>(),
-                            bnb_state(), n_);
-        } else {
-          bnb_ademamix_step(s, p_dev_->as<float>(), g_dev_->as<float>(), bnb_state(), n_);
-        }
-        break;
-      }
-      case Family::stable:
-        rms = stable_adamw_step(h.adam, t, p_dev_->as<float>(), g_dev_->as<float>(), f32("state1"),
-                                f32("state2"), n_);
-        break;
-      case Family::split_adam:
-        split_adam_step(h.adam, decoupled, t, c.seed, c.opt.split, array("hi").as<std::uint16_t>(),
-                        array("extra").as<std::uint32_t>(), g_dev_->as<float>(), f32("state1"),
-                        f32("state2"), n_);
-        break;
-      case Family::split_sgd:
-        split_sgd_step(h.sgd, t, c.seed, c.opt.split, array("hi").as<std::uint16_t>(),
-                       array("extra").as<std::uint32_t>(), g_dev_->as<float>(), f32("state1"), n_);
-        break;
-    }
+    const StepLaunch l{c_,
+                       s_,
+                       t,
+                       n_,
+                       param16_,
+                       state16_,
+                       p_dev_ ? p_dev_->get() : nullptr,
+                       g_dev_->get(),
+                       [this](const char* file) -> void* { return array(file).get(); }};
+    const float rms = launcher_(l);
     cuda_check_launch("optimizer step");
     return rms;
   }
@@ -230,28 +305,6 @@ class DeviceStepper final : public optim::Stepper {
     }
     throw InputError(std::string("optimizer state: no array '") + file + "'");
   }
-  float* f32(const char* file) const { return array(file).as<float>(); }
-  std::uint16_t* u16(const char* file) const { return array(file).as<std::uint16_t>(); }
-
-  Bnb8DeviceState bnb_state() const {
-    const optim::Bnb8State& b = s_.bnb;
-    Bnb8DeviceState d;
-    d.block = b.block;
-    d.is_8bit = b.is_8bit;
-    if (b.is_8bit) {
-      d.q1 = array("state1").as<std::uint8_t>();
-      d.absmax1 = f32("absmax1");
-      if (b.two_states) {
-        d.q2 = array("state2").as<std::uint8_t>();
-        d.absmax2 = f32("absmax2");
-      }
-    } else {
-      d.s1 = f32("state1");
-      if (b.two_states) d.s2 = f32("state2");
-    }
-    return d;
-  }
-
   const optim::Config& c_;
   std::span<float> p_;
   optim::State& s_;
@@ -259,6 +312,7 @@ class DeviceStepper final : public optim::Stepper {
   bool param16_ = false;  // p and g as 16-bit codes
   bool state16_ = false;  // the fp32 state arrays as 16-bit codes too (torch Adam/SGD)
   bool stepped_ = false;
+  StepLauncher launcher_ = nullptr;
   std::unique_ptr<DeviceBuffer> p_dev_, g_dev_;
   std::vector<std::pair<std::string, std::unique_ptr<DeviceBuffer>>> arrays_;
   std::vector<std::uint16_t> scratch16_;

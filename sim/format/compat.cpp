@@ -19,14 +19,11 @@ const char* compat_op_name(CompatOp op) {
 }
 
 namespace {
+// One rule for the torch.optim families (each says which kernels it models).
 CompatProfile step_profile(const char* name, const char* source, native::TorchKernels k) {
-  CompatProfile p{name, source, {}};
-  for (const char* opt : {"adamw", "adam", "sgd"}) {
-    CompatEntry e{CompatOp::step, opt};
-    e.kernels = k;
-    p.entries.push_back(e);
-  }
-  return p;
+  CompatEntry e{CompatOp::step, kTorchOptim.data()};
+  e.kernels = k;
+  return CompatProfile{name, source, {e}};
 }
 // torch on CUDA: the foreach=False optimizer kernels, and its matrix products, which cuBLASLt
 // runs (torch.mm / torch._scaled_mm on sm_90: the probed `cublas-sm90` models, SEMANTICS 15).
@@ -63,9 +60,8 @@ const std::vector<CompatProfile>& compat_profiles() {
       {"torch-cuda-fused",
        "PyTorch 2.11 CUDA fused Adam/AdamW/SGD kernels (FusedAdamMathFunctor, "
        "FusedSgdMathFunctor; fused=True) as compiled for sm_90",
-       {{CompatOp::step, "adamw", native::CompatCast::e8m0_torch, native::TorchKernels::cuda_fused},
-        {CompatOp::step, "adam", native::CompatCast::e8m0_torch, native::TorchKernels::cuda_fused},
-        {CompatOp::step, "sgd", native::CompatCast::e8m0_torch, native::TorchKernels::cuda_fused}}},
+       {{CompatOp::step, kTorchOptim.data(), native::CompatCast::e8m0_torch,
+         native::TorchKernels::cuda_fused}}},
       // SwitchBack's Triton kernels (quantize_rowwise / _columnwise): Triton's fp32 division.
       {"triton",
        "SwitchBack's Triton int8 kernels (quantize_rowwise, quantize_columnwise) as Triton 3.x "
@@ -77,35 +73,8 @@ const std::vector<CompatProfile>& compat_profiles() {
        "bitsandbytes 0.50.2 CUDA kernels (kOptimizerStatic8bit2StateBlockwise, "
        "kOptimizerStatic8bit1StateBlockwise, kOptimizer32bit2State/1State, kInt8VectorQuant, "
        "kQuantizeBlockwise) as compiled for sm_90 with --use_fast_math",
-       {{CompatOp::step, "adamw8bit", native::CompatCast::e8m0_torch, native::TorchKernels::cpu,
-         native::BnbKernels::cuda_sm90},
-        {CompatOp::step, "adam8bit", native::CompatCast::e8m0_torch, native::TorchKernels::cpu,
-         native::BnbKernels::cuda_sm90},
-        {CompatOp::step, "momentum8bit", native::CompatCast::e8m0_torch, native::TorchKernels::cpu,
-         native::BnbKernels::cuda_sm90},
-        {CompatOp::step, "rmsprop8bit", native::CompatCast::e8m0_torch, native::TorchKernels::cpu,
-         native::BnbKernels::cuda_sm90},
-        {CompatOp::step, "rmsprop32bit", native::CompatCast::e8m0_torch, native::TorchKernels::cpu,
-         native::BnbKernels::cuda_sm90},
-        {CompatOp::step, "adagrad8bit", native::CompatCast::e8m0_torch, native::TorchKernels::cpu,
-         native::BnbKernels::cuda_sm90},
-        {CompatOp::step, "adagrad32bit", native::CompatCast::e8m0_torch, native::TorchKernels::cpu,
-         native::BnbKernels::cuda_sm90},
-        {CompatOp::step, "lion8bit", native::CompatCast::e8m0_torch, native::TorchKernels::cpu,
-         native::BnbKernels::cuda_sm90},
-        {CompatOp::step, "lion32bit", native::CompatCast::e8m0_torch, native::TorchKernels::cpu,
-         native::BnbKernels::cuda_sm90},
-        {CompatOp::step, "paged_lion8bit", native::CompatCast::e8m0_torch,
-         native::TorchKernels::cpu, native::BnbKernels::cuda_sm90},
-        {CompatOp::step, "paged_lion32bit", native::CompatCast::e8m0_torch,
-         native::TorchKernels::cpu, native::BnbKernels::cuda_sm90},
-        {CompatOp::step, "ademamix8bit", native::CompatCast::e8m0_torch, native::TorchKernels::cpu,
-         native::BnbKernels::cuda_sm90},
-        {CompatOp::step, "ademamix32bit", native::CompatCast::e8m0_torch, native::TorchKernels::cpu,
-         native::BnbKernels::cuda_sm90},
-        {CompatOp::step, "paged_ademamix8bit", native::CompatCast::e8m0_torch,
-         native::TorchKernels::cpu, native::BnbKernels::cuda_sm90},
-        {CompatOp::step, "paged_ademamix32bit", native::CompatCast::e8m0_torch,
+       {// every bitsandbytes optimizer (8-bit and 32-bit states, paged or not)
+        {CompatOp::step, kBitsandbytes.data(), native::CompatCast::e8m0_torch,
          native::TorchKernels::cpu, native::BnbKernels::cuda_sm90},
         // int8_vectorwise_quant (kInt8VectorQuant: LLM.int8()'s row-wise int8)
         {.op = CompatOp::quantize, .format = "int8", .quant = CompatQuant::bnb_int8_fdividef},
@@ -196,14 +165,11 @@ std::string compat_gemm_accum(const CompatProfile& p) {
                    " does not cover gemm (it covers: " + covers + ")");
 }
 
-native::TorchKernels compat_step_kernels(const CompatProfile& p, std::string_view optimizer) {
-  return compat_step_entry(p, optimizer).kernels;
-}
-
-const CompatEntry& compat_step_entry(const CompatProfile& p, std::string_view optimizer) {
+const CompatEntry& compat_step_entry(const CompatProfile& p, std::string_view library,
+                                     std::string_view optimizer) {
   std::string covers;
   for (const CompatEntry& e : p.entries) {
-    if (e.op == CompatOp::step && optimizer == e.format) return e;
+    if (e.op == CompatOp::step && !library.empty() && library == e.format) return e;
     covers += (covers.empty() ? "" : ", ") + std::string(compat_op_name(e.op)) + " " + e.format;
   }
   throw InputError("--compat " + std::string(p.name) + " does not cover step --optimizer " +

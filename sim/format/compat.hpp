@@ -34,7 +34,8 @@ enum class CompatQuant : std::uint8_t {
 
 struct CompatEntry {
   CompatOp op;
-  // cast: the format's canonical name (any alias of it matches); step: the optimizer's name;
+  // cast: the format's canonical name (any alias of it matches); step: the optimizers' library
+  // (kTorchOptim, kBitsandbytes: a rule for every optimizer of the library's families);
   // quantize: the codebook's name; gemm: the accumulation model (sim/gemm/accum_model.hpp).
   const char* format;
   native::CompatCast rule = native::CompatCast::e8m0_torch;  // cast only
@@ -62,9 +63,10 @@ const CompatProfile& compat_profile(std::string_view name);
 // operation and the format (and what the profile covers) when p does not cover them.
 native::CompatCast compat_rule(const CompatProfile& p, CompatOp op, const Format& f);
 
-// The PyTorch kernels profile p models for `exmy step --optimizer NAME`; an InputError naming the
-// profile and the optimizer (and what the profile covers) when p does not cover it.
-native::TorchKernels compat_step_kernels(const CompatProfile& p, std::string_view optimizer);
+// The libraries of the optimizer families (sim/optim/registry.hpp FamilyDef::library), which
+// step entries name.
+inline constexpr std::string_view kTorchOptim = "torch.optim";
+inline constexpr std::string_view kBitsandbytes = "bitsandbytes";
 // The entry of profile p for `exmy quantize/dequantize` to `target` (its name); an InputError
 // naming the profile, the target and what the profile covers otherwise.
 const CompatEntry& compat_quantize_entry(const CompatProfile& p, std::string_view target);
@@ -72,8 +74,10 @@ const CompatEntry& compat_quantize_entry(const CompatProfile& p, std::string_vie
 // Whether `name` means "no profile": "" or "default" (what state.json records then).
 bool compat_is_default(std::string_view name);
 
-// The entry of profile p for `exmy step --optimizer NAME` (same error as above).
-const CompatEntry& compat_step_entry(const CompatProfile& p, std::string_view optimizer);
+// The entry of profile p for the optimizers of `library` (step --optimizer `optimizer`, one of
+// them); an InputError naming the profile, the optimizer and what the profile covers otherwise.
+const CompatEntry& compat_step_entry(const CompatProfile& p, std::string_view library,
+                                     std::string_view optimizer);
 
 // The accumulation model (`--accum` string) profile p gives `exmy gemm`; an InputError naming
 // the profile and what it covers when it has no gemm entry.

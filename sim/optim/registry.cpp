@@ -165,6 +165,128 @@ float step_split_sgd(const Config& c, long t, std::span<float>, std::span<const 
   return 0.0f;
 }
 
+// ---- the core families (sim/optim/registry.hpp FamilyDef) -------------------------------------
+void domains_sgd(const Entry&, const Hyper& h) {
+  const double inf = HUGE_VAL;
+  check_domain(h.sgd.lr, "--lr", 0.0, inf, true);
+  check_domain(h.sgd.momentum, "--momentum", 0.0, inf, true);
+  check_domain(h.sgd.wd, "--wd", 0.0, inf, true);
+  if (h.sgd.nesterov && (h.sgd.momentum <= 0.0 || h.sgd.dampening != 0.0)) {
+    throw InputError("--nesterov: expected --momentum > 0 and --dampening 0 (PyTorch's rule)");
+  }
+}
+void domains_momentum8(const Entry&, const Hyper& h) {
+  const double inf = HUGE_VAL;
+  check_domain(h.adam.lr, "--lr", 0.0, inf, true);
+  check_domain(h.adam.beta1, "--momentum / --beta1", 0.0, 1.0, true);
+  check_domain(h.adam.wd, "--wd", 0.0, inf, true);
+}
+void domains_bnb1(const Entry& e, const Hyper& h) {  // bitsandbytes' Optimizer1State checks
+  const double inf = HUGE_VAL;
+  check_domain(h.adam.lr, "--lr", 0.0, inf, true);
+  check_domain(h.adam.eps, "--eps", 0.0, inf, true);
+  check_domain(h.adam.beta1, e.bnb_op == native::Bnb1Op::rmsprop ? "--alpha / --beta1" : "--beta1",
+               0.0, 1.0, true);
+  check_domain(h.adam.beta2, "--beta2", 0.0, 1.0, true);
+  check_domain(h.adam.wd, "--wd", 0.0, inf, true);
+}
+void domains_ademamix(const Entry&, const Hyper& h) {  // Optimizer2State's checks (α unchecked)
+  const double inf = HUGE_VAL;
+  check_domain(h.adam.lr, "--lr", 0.0, inf, true);
+  check_domain(h.adam.eps, "--eps", 0.0, inf, true);
+  check_domain(h.adam.beta1, "--beta1", 0.0, 1.0, true);
+  check_domain(h.adam.beta2, "--beta2", 0.0, 1.0, true);
+  check_domain(h.adam.beta3, "--beta3", 0.0, 1.0, true);
+  check_domain(h.adam.wd, "--wd", 0.0, inf, true);
+}
+void domains_adam(const Entry&, const Hyper& h) {
+  const double inf = HUGE_VAL;
+  check_domain(h.adam.lr, "--lr", 0.0, inf, true);
+  check_domain(h.adam.eps, "--eps", 0.0, inf, true);
+  check_domain(h.adam.beta1, "--beta1", 0.0, 1.0, true);
+  check_domain(h.adam.beta2, "--beta2", 0.0, 1.0, true);
+  check_domain(h.adam.wd, "--wd", 0.0, inf, true);
+}
+
+// bitsandbytes' Momentum keeps its momentum in beta1: --beta1, else --momentum, else 0.9.
+void resolve_momentum8(const Entry&, const HyperOptions& o, Hyper& h) {
+  h.adam.beta1 = h.sgd.momentum = o.beta1 ? *o.beta1 : h.sgd.momentum;
+}
+void resolve_ademamix(const Entry&, const HyperOptions& o, Hyper& h) {
+  if (o.alpha) h.adam.alpha = *o.alpha;
+}
+// bitsandbytes' RMSprop keeps its alpha in beta1.
+void resolve_bnb_rmsprop(const Entry&, const HyperOptions& o, Hyper& h) {
+  if (o.alpha) h.adam.beta1 = *o.alpha;
+}
+
+// Second moments are never negative (Adam's exp_avg_sq, AdEMAMix's nu); RMSprop's and Adagrad's
+// state1 is a sum of squares too.
+bool nonneg_state2(const Entry&, std::string_view file) {
+  return file == "state2";
+}
+bool nonneg_bnb1(const Entry& e, std::string_view file) {
+  return e.bnb_op != native::Bnb1Op::lion && file == "state1";
+}
+
+constexpr unsigned kAllTorchKernels = 0xF;
+constexpr unsigned kReadsAdam = kLr | kEps | kBeta1 | kBeta2 | kWd;
+constexpr unsigned kReadsSgd = kLr | kWd | kMomentum | kDampening | kNesterov;
+
+constexpr FamilyDef kAdamDef{.name = "adam",
+                             .library = kTorchOptim,
+                             .torch_kernels = kAllTorchKernels,
+                             .reads = kReadsAdam,
+                             .states_param_dtype = true,
+                             .param_codes16 = true,
+                             .domains = domains_adam,
+                             .nonnegative = nonneg_state2};
+constexpr FamilyDef kSgdDef{.name = "sgd",
+                            .library = kTorchOptim,
+                            .torch_kernels = kAllTorchKernels,
+                            .reads = kReadsSgd,
+                            .states_param_dtype = true,
+                            .param_codes16 = true,
+                            .domains = domains_sgd};
+constexpr FamilyDef kAdam8Def{.name = "adam8",
+                              .library = kBitsandbytes,
+                              .reads = kReadsAdam,
+                              .param_codes16 = true,
+                              .domains = domains_adam};
+constexpr FamilyDef kMomentum8Def{.name = "momentum8",
+                                  .library = kBitsandbytes,
+                                  .reads = kLr | kWd | kMomentum | kBeta1,
+                                  .param_codes16 = true,
+                                  .domains = domains_momentum8,
+                                  .resolve = resolve_momentum8};
+constexpr FamilyDef kBnb1Def{.name = "bnb1",
+                             .library = kBitsandbytes,
+                             .reads = kLr | kEps | kBeta1 | kBeta2 | kWd,
+                             .param_codes16 = true,
+                             .domains = domains_bnb1,
+                             .nonnegative = nonneg_bnb1};
+constexpr FamilyDef kBnb1RmspropDef{.name = "bnb1",
+                                    .library = kBitsandbytes,
+                                    .reads = kLr | kEps | kBeta1 | kBeta2 | kWd | kAlpha,
+                                    .param_codes16 = true,
+                                    .domains = domains_bnb1,
+                                    .resolve = resolve_bnb_rmsprop,
+                                    .nonnegative = nonneg_bnb1};
+constexpr FamilyDef kAdemamixDef{.name = "ademamix",
+                                 .library = kBitsandbytes,
+                                 .reads = kLr | kEps | kBeta1 | kBeta2 | kBeta3 | kAlpha | kWd,
+                                 .param_codes16 = true,
+                                 .domains = domains_ademamix,
+                                 .resolve = resolve_ademamix,
+                                 .nonnegative = nonneg_state2};
+constexpr FamilyDef kStableDef{
+    .name = "stable", .reads = kReadsAdam, .domains = domains_adam, .nonnegative = nonneg_state2};
+constexpr FamilyDef kSplitAdamDef{.name = "split_adam",
+                                  .reads = kReadsAdam,
+                                  .domains = domains_adam,
+                                  .nonnegative = nonneg_state2};
+constexpr FamilyDef kSplitSgdDef{.name = "split_sgd", .reads = kReadsSgd, .domains = domains_sgd};
+
 // ---- library defaults ------------------------------------------------------------------------
 // torch.optim.Adam/AdamW: lr 1e-3, betas (0.9, 0.999), eps 1e-8, weight_decay 0 (Adam) or 1e-2
 // (AdamW); bitsandbytes Adam8bit/AdamW8bit the same. SGD: exmy's lr 1e-3 and momentum 0.9
@@ -207,6 +329,7 @@ constexpr std::array<bool, 3> kGpuF32{true, false, false};
 const Entry kTable[] = {
     {.name = "adamw",
      .family = Family::adam,
+     .def = &kAdamDef,
      .decoupled = true,
      .defaults = with_wd(1e-2),
      .variants = "torch-fused",
@@ -218,6 +341,7 @@ const Entry kTable[] = {
      .cpu_step = step_adam},
     {.name = "adam",
      .family = Family::adam,
+     .def = &kAdamDef,
      .defaults = kHyper,
      .variants = "torch-fused",
      .state_bytes = 8.0,
@@ -228,6 +352,7 @@ const Entry kTable[] = {
      .cpu_step = step_adam},
     {.name = "sgd",
      .family = Family::sgd,
+     .def = &kSgdDef,
      .defaults = kHyper,
      .state_bytes = 4.0,
      .gpu = kGpuAll,
@@ -237,6 +362,7 @@ const Entry kTable[] = {
      .cpu_step = step_sgd},
     {.name = "adamw8bit",
      .family = Family::adam8,
+     .def = &kAdam8Def,
      .decoupled = true,
      .defaults = with_wd(1e-2),
      .variants = "torch-order",
@@ -250,6 +376,7 @@ const Entry kTable[] = {
     // bitsandbytes' Adam8bit is the AdamW kernel with weight decay 0.
     {.name = "adam8bit",
      .family = Family::adam8,
+     .def = &kAdam8Def,
      .decoupled = true,
      .defaults = kHyper,
      .variants = "torch-order",
@@ -262,6 +389,7 @@ const Entry kTable[] = {
      .cpu_step = step_adam8},
     {.name = "momentum8bit",
      .family = Family::momentum8,
+     .def = &kMomentum8Def,
      .defaults = kHyper,
      .state_bytes = 1.0,
      .absmax_states = 1,
@@ -274,6 +402,7 @@ const Entry kTable[] = {
     // optimizers keep their states in managed (paged) memory and run the same kernels.
     {.name = "rmsprop8bit",
      .family = Family::bnb1,
+     .def = &kBnb1RmspropDef,
      .defaults = kRmsprop,
      .state_bytes = 1.0,
      .absmax_states = 1,
@@ -285,6 +414,7 @@ const Entry kTable[] = {
      .cpu_step = step_bnb1},
     {.name = "rmsprop32bit",
      .family = Family::bnb1,
+     .def = &kBnb1RmspropDef,
      .defaults = kRmsprop,
      .state_bytes = 4.0,
      .bnb_op = native::Bnb1Op::rmsprop,
@@ -296,6 +426,7 @@ const Entry kTable[] = {
      .cpu_step = step_bnb1},
     {.name = "adagrad8bit",
      .family = Family::bnb1,
+     .def = &kBnb1Def,
      .defaults = kAdagrad,
      .state_bytes = 1.0,
      .absmax_states = 1,
@@ -307,6 +438,7 @@ const Entry kTable[] = {
      .cpu_step = step_bnb1},
     {.name = "adagrad32bit",
      .family = Family::bnb1,
+     .def = &kBnb1Def,
      .defaults = kAdagrad,
      .state_bytes = 4.0,
      .bnb_op = native::Bnb1Op::adagrad,
@@ -318,6 +450,7 @@ const Entry kTable[] = {
      .cpu_step = step_bnb1},
     {.name = "lion8bit",
      .family = Family::bnb1,
+     .def = &kBnb1Def,
      .defaults = kLion,
      .state_bytes = 1.0,
      .absmax_states = 1,
@@ -329,6 +462,7 @@ const Entry kTable[] = {
      .cpu_step = step_bnb1},
     {.name = "lion32bit",
      .family = Family::bnb1,
+     .def = &kBnb1Def,
      .defaults = kLion,
      .state_bytes = 4.0,
      .bnb_op = native::Bnb1Op::lion,
@@ -340,6 +474,7 @@ const Entry kTable[] = {
      .cpu_step = step_bnb1},
     {.name = "paged_lion8bit",
      .family = Family::bnb1,
+     .def = &kBnb1Def,
      .defaults = kLion,
      .state_bytes = 1.0,
      .absmax_states = 1,
@@ -351,6 +486,7 @@ const Entry kTable[] = {
      .cpu_step = step_bnb1},
     {.name = "paged_lion32bit",
      .family = Family::bnb1,
+     .def = &kBnb1Def,
      .defaults = kLion,
      .state_bytes = 4.0,
      .bnb_op = native::Bnb1Op::lion,
@@ -363,6 +499,7 @@ const Entry kTable[] = {
     // bitsandbytes' AdEMAMix8bit/32bit and the paged ones (same kernels on managed memory).
     {.name = "ademamix8bit",
      .family = Family::ademamix,
+     .def = &kAdemamixDef,
      .decoupled = true,
      .defaults = kAdemamix,
      .state_bytes = 3.0,
@@ -374,6 +511,7 @@ const Entry kTable[] = {
      .cpu_step = step_ademamix},
     {.name = "ademamix32bit",
      .family = Family::ademamix,
+     .def = &kAdemamixDef,
      .decoupled = true,
      .defaults = kAdemamix,
      .state_bytes = 12.0,
@@ -385,6 +523,7 @@ const Entry kTable[] = {
      .cpu_step = step_ademamix},
     {.name = "paged_ademamix8bit",
      .family = Family::ademamix,
+     .def = &kAdemamixDef,
      .decoupled = true,
      .defaults = kAdemamix,
      .state_bytes = 3.0,
@@ -396,6 +535,7 @@ const Entry kTable[] = {
      .cpu_step = step_ademamix},
     {.name = "paged_ademamix32bit",
      .family = Family::ademamix,
+     .def = &kAdemamixDef,
      .decoupled = true,
      .defaults = kAdemamix,
      .state_bytes = 12.0,
@@ -407,6 +547,7 @@ const Entry kTable[] = {
      .cpu_step = step_ademamix},
     {.name = "stableadamw",
      .family = Family::stable,
+     .def = &kStableDef,
      .decoupled = true,
      .defaults = kHyper,
      .state_bytes = 8.0,
@@ -419,6 +560,7 @@ const Entry kTable[] = {
     {.name = "adamw-FMT",
      .split = true,
      .family = Family::split_adam,
+     .def = &kSplitAdamDef,
      .decoupled = true,
      .defaults = with_wd(1e-2),
      .state_bytes = 8.0,
@@ -430,6 +572,7 @@ const Entry kTable[] = {
     {.name = "adam-FMT",
      .split = true,
      .family = Family::split_adam,
+     .def = &kSplitAdamDef,
      .defaults = kHyper,
      .state_bytes = 8.0,
      .gpu = kGpuAll,
@@ -440,6 +583,7 @@ const Entry kTable[] = {
     {.name = "sgd-FMT",
      .split = true,
      .family = Family::split_sgd,
+     .def = &kSplitSgdDef,
      .defaults = kHyper,
      .state_bytes = 4.0,
      .gpu = kGpuAll,
@@ -490,6 +634,25 @@ std::vector<std::size_t> saved_shape(const StateArray& a, const std::vector<std:
   return out;
 }
 
+// The entries of the families of cmake/ExmyOptimFamilies.cmake (sim/optim/family_N.cpp).
+#define EXMY_OPTIM_FAMILY(N) EXMY_OPTIM_FAMILY_ENTRIES(N);
+}  // namespace
+#include "sim/common/optim_families.inc"
+namespace {
+#undef EXMY_OPTIM_FAMILY
+
+const std::vector<Entry>& table() {
+  static const std::vector<Entry> t = [] {
+    std::vector<Entry> v(std::begin(kTable), std::end(kTable));
+#define EXMY_OPTIM_FAMILY(N) \
+  for (const Entry& e : family_entries_##N()) v.push_back(e);
+#include "sim/common/optim_families.inc"
+#undef EXMY_OPTIM_FAMILY
+    return v;
+  }();
+  return t;
+}
+
 class HostStepper final : public Stepper {
  public:
   HostStepper(const Config& c, std::span<float> p, State& s) : c_(c), p_(p), s_(s) {}
@@ -507,12 +670,12 @@ class HostStepper final : public Stepper {
 }  // namespace
 
 std::span<const Entry> optimizers() {
-  return kTable;
+  return table();
 }
 
 std::string optimizer_names() {
   std::string out;
-  for (const Entry& e : kTable) {
+  for (const Entry& e : table()) {
     if (!out.empty()) out += ", ";
     out += e.name;
   }
@@ -522,7 +685,7 @@ std::string optimizer_names() {
 }
 
 std::optional<Selected> lookup_optimizer(std::string_view name) {
-  for (const Entry& e : kTable) {
+  for (const Entry& e : table()) {
     if (!e.split) {
       if (name == e.name) return Selected{&e, std::string(name), {}};
       continue;
@@ -557,16 +720,15 @@ Hyper resolve_hyper(const Entry& e, const HyperOptions& o) {
   if (o.momentum) h.sgd.momentum = *o.momentum;
   if (o.dampening) h.sgd.dampening = *o.dampening;
   h.sgd.nesterov = o.nesterov;
-  // bitsandbytes' Momentum keeps its momentum in beta1: --beta1, else --momentum, else 0.9.
-  if (e.family == Family::momentum8) {
-    h.adam.beta1 = h.sgd.momentum = o.beta1 ? *o.beta1 : h.sgd.momentum;
-  }
   if (o.beta3) h.adam.beta3 = *o.beta3;
-  if (e.family == Family::ademamix && o.alpha) h.adam.alpha = *o.alpha;
-  // bitsandbytes' RMSprop keeps its alpha in beta1.
-  if (e.family == Family::bnb1 && e.bnb_op == native::Bnb1Op::rmsprop && o.alpha) {
-    h.adam.beta1 = *o.alpha;
+  // The family's extra hyperparameters: given, else its default.
+  for (std::size_t k = 0; k < e.def->extras.size(); ++k) {
+    h.extra[k] = e.def->extras[k].def;
+    for (const auto& [name, v] : o.extra) {
+      if (name == e.def->extras[k].option) h.extra[k] = v;
+    }
   }
+  if (e.def->resolve != nullptr) e.def->resolve(e, o, h);
   return h;
 }
 
@@ -578,64 +740,36 @@ void check_variant(const Config& c) {
   }
 }
 
+void check_domain(double v, const char* what, double lo, double hi, bool hi_open) {
+  // The shortest decimal that reads back as v: the text the user typed, for typed values.
+  char text[40];
+  for (int digits = 1; digits <= 17; ++digits) {
+    std::snprintf(text, sizeof text, "%.*g", digits, v);
+    if (std::strtod(text, nullptr) == v) break;
+  }
+  number::require_range(v, text, what, lo, false, hi, hi_open);
+}
+
 void check_hyper_domains(const Entry& e, const Hyper& h) {
-  const auto check = [](double v, const char* what, double lo, double hi, bool hi_open) {
-    // The shortest decimal that reads back as v: the text the user typed, for typed values.
-    char text[40];
-    for (int digits = 1; digits <= 17; ++digits) {
-      std::snprintf(text, sizeof text, "%.*g", digits, v);
-      if (std::strtod(text, nullptr) == v) break;
-    }
-    number::require_range(v, text, what, lo, false, hi, hi_open);
-  };
-  const double inf = HUGE_VAL;
-  switch (e.family) {
-    case Family::sgd:
-    case Family::split_sgd:
-      check(h.sgd.lr, "--lr", 0.0, inf, true);
-      check(h.sgd.momentum, "--momentum", 0.0, inf, true);
-      check(h.sgd.wd, "--wd", 0.0, inf, true);
-      if (h.sgd.nesterov && (h.sgd.momentum <= 0.0 || h.sgd.dampening != 0.0)) {
-        throw InputError("--nesterov: expected --momentum > 0 and --dampening 0 (PyTorch's rule)");
-      }
-      return;
-    case Family::momentum8:
-      check(h.adam.lr, "--lr", 0.0, inf, true);
-      check(h.adam.beta1, "--momentum / --beta1", 0.0, 1.0, true);
-      check(h.adam.wd, "--wd", 0.0, inf, true);
-      return;
-    case Family::bnb1:  // bitsandbytes' Optimizer1State checks
-      check(h.adam.lr, "--lr", 0.0, inf, true);
-      check(h.adam.eps, "--eps", 0.0, inf, true);
-      check(h.adam.beta1, e.bnb_op == native::Bnb1Op::rmsprop ? "--alpha / --beta1" : "--beta1",
-            0.0, 1.0, true);
-      check(h.adam.beta2, "--beta2", 0.0, 1.0, true);
-      check(h.adam.wd, "--wd", 0.0, inf, true);
-      return;
-    case Family::ademamix:  // bitsandbytes' Optimizer2State checks (α unchecked there)
-      check(h.adam.lr, "--lr", 0.0, inf, true);
-      check(h.adam.eps, "--eps", 0.0, inf, true);
-      check(h.adam.beta1, "--beta1", 0.0, 1.0, true);
-      check(h.adam.beta2, "--beta2", 0.0, 1.0, true);
-      check(h.adam.beta3, "--beta3", 0.0, 1.0, true);
-      check(h.adam.wd, "--wd", 0.0, inf, true);
-      return;
-    case Family::adam:
-    case Family::adam8:
-    case Family::stable:
-    case Family::split_adam:
-      check(h.adam.lr, "--lr", 0.0, inf, true);
-      check(h.adam.eps, "--eps", 0.0, inf, true);
-      check(h.adam.beta1, "--beta1", 0.0, 1.0, true);
-      check(h.adam.beta2, "--beta2", 0.0, 1.0, true);
-      check(h.adam.wd, "--wd", 0.0, inf, true);
-      return;
+  if (e.def->domains != nullptr) e.def->domains(e, h);
+  for (std::size_t k = 0; k < e.def->extras.size(); ++k) {
+    const ExtraHyper& x = e.def->extras[k];
+    if (!x.flag) check_domain(h.extra[k], std::string(x.option).c_str(), x.lo, x.hi, x.hi_open);
   }
 }
 
 void apply_compat(Config& c, std::string_view profile) {
   if (compat_is_default(profile)) return;
-  const CompatEntry& ce = compat_step_entry(compat_profile(profile), c.opt.entry->name);
+  const Entry& e = *c.opt.entry;
+  const CompatProfile& p = compat_profile(profile);
+  // A profile covers every optimizer of a library (bitsandbytes: all its 8-bit kernels); of
+  // torch.optim, the families that model the profile's kernels.
+  const CompatEntry& ce = compat_step_entry(p, e.def->library, e.name);
+  if (e.def->library == kTorchOptim &&
+      ((e.def->torch_kernels >> static_cast<int>(ce.kernels)) & 1u) == 0) {
+    throw InputError("--compat " + std::string(profile) + " does not cover step --optimizer " +
+                     c.opt.name + " (torch 2.11 has no such kernel for it)");
+  }
   if ((ce.kernels != native::TorchKernels::cpu || ce.bnb != native::BnbKernels::exact) &&
       c.variant != "default") {
     throw InputError("--compat " + std::string(profile) + " with --variant " + c.variant +
@@ -750,8 +884,7 @@ void canonical_nans(const Config& c, State& s, std::span<float> p) {
   // A 16-bit tensor's NaN, as the fp32 value the files hold.
   const float nan16 =
       cuda && c.st == Storage::bf16 ? native::f32_from_bits(kCudaNanBf16AsF32) : nan32;
-  const bool states16 = c.st != Storage::f32 &&
-                        (c.opt.entry->family == Family::adam || c.opt.entry->family == Family::sgd);
+  const bool states16 = c.st != Storage::f32 && c.opt.entry->def->states_param_dtype;
   const auto fix = [&](std::span<float> v, float nan) {
     for (float& x : v) {
       if (std::isnan(x)) x = nan;

@@ -13,6 +13,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <variant>
 #include <vector>
 
@@ -22,14 +23,53 @@ namespace exmy::optim {
 
 // What a step does to one tensor; entries of one family share their step and state layout.
 // bnb1: bitsandbytes' one-state RMSprop/Adagrad/Lion (the entry's bnb_op), 8-bit or 32-bit.
-// ademamix: bitsandbytes' AdEMAMix, 8-bit or 32-bit.
-enum class Family { adam, sgd, adam8, momentum8, bnb1, ademamix, stable, split_adam, split_sgd };
+// ademamix: bitsandbytes' AdEMAMix, 8-bit or 32-bit. `registered`: a family of
+// cmake/ExmyOptimFamilies.cmake, described by its FamilyDef alone (nothing switches on it).
+enum class Family {
+  adam,
+  sgd,
+  adam8,
+  momentum8,
+  bnb1,
+  ademamix,
+  stable,
+  split_adam,
+  split_sgd,
+  registered
+};
+
+// The hyperparameter options common to the families (exmy step's --lr ... --beta3), as bits.
+enum HyperBit : unsigned {
+  kLr = 1u << 0,
+  kBeta1 = 1u << 1,
+  kBeta2 = 1u << 2,
+  kEps = 1u << 3,
+  kWd = 1u << 4,
+  kMomentum = 1u << 5,
+  kDampening = 1u << 6,
+  kNesterov = 1u << 7,
+  kAlpha = 1u << 8,
+  kBeta3 = 1u << 9,
+};
+
+// A hyperparameter only some families read ("--centered"): declared by the family, its option
+// generated in exmy step's table, its value in Hyper::extra at the family's index.
+struct ExtraHyper {
+  std::string_view option;  // "--centered"
+  std::string_view help;
+  bool flag = false;  // a flag: 1 when given; else a value option
+  double def = 0.0;   // the library default
+  double lo = 0.0, hi = 0.0;
+  bool hi_open = true;  // value options: the domain [lo, hi) or [lo, hi]
+};
+inline constexpr int kMaxExtraHyper = 4;
 
 // Hyperparameters of one run: the union of what the families read (Adam-style: lr, betas, eps,
-// wd; SGD-style: lr, momentum, dampening, nesterov, wd).
+// wd; SGD-style: lr, momentum, dampening, nesterov, wd), and the family's extra ones.
 struct Hyper {
   AdamHyper adam;
   SgdHyper sgd;
+  std::array<double, kMaxExtraHyper> extra{};
 };
 
 // Hyperparameters given on the command line; the rest take the entry's defaults.
@@ -38,10 +78,56 @@ struct HyperOptions {
   // alpha: AdEMAMix's α; beta3: AdEMAMix's β3.
   std::optional<double> lr, beta1, beta2, eps, wd, momentum, dampening, alpha, beta3;
   bool nesterov = false;
+  // Extra hyperparameters given (ExtraHyper::option, value; a flag's value is 1).
+  std::vector<std::pair<std::string, double>> extra;
 };
 
 struct Config;
 struct State;
+struct Entry;
+
+// One op of `exmy verify --campaign steps` generated from a family (sim/verify runs the entry's
+// CPU step against the family's step oracle): a name, the parameters' storage, the kernels
+// modelled and the hyperparameter configurations run.
+struct CampaignConfig {
+  std::string label;
+  Hyper hyper;
+};
+struct CampaignOp {
+  std::string name;
+  Storage st = Storage::f32;
+  native::TorchKernels kernels = native::TorchKernels::cpu;
+  std::vector<CampaignConfig> configs;
+};
+
+// What the layers need to know of one family besides its entries: the one place that names its
+// launcher (gpu/optim's table, by `name`), its step oracle (sim/oracle/steps' table, by `name`),
+// its compat group, the options it reads and their domains, its campaign ops.
+struct FamilyDef {
+  std::string_view name;
+  // The compatibility profiles that cover it (sim/format/compat.hpp): kTorchOptim or
+  // kBitsandbytes, "" for none. A torch.optim family is covered by the profiles whose kernels it
+  // models (bit k of torch_kernels: native::TorchKernels k).
+  std::string_view library;
+  unsigned torch_kernels = 0;
+  unsigned reads = 0;  // HyperBit: the common options it reads
+  std::span<const ExtraHyper> extras = {};
+  // fp32 state arrays hold values of the parameters' dtype (torch.optim's zeros_like(param)); the
+  // GPU keeps them as 16-bit codes for bf16/fp16 parameters.
+  bool states_param_dtype = false;
+  // The GPU keeps bf16/fp16 parameters and gradients as 16-bit codes.
+  bool param_codes16 = false;
+  // InputError for a value outside a domain the library enforces (check_domain).
+  void (*domains)(const Entry& e, const Hyper& h) = nullptr;
+  // Quirks of the mapping from options to Hyper after the common one (may be null).
+  void (*resolve)(const Entry& e, const HyperOptions& o, Hyper& h) = nullptr;
+  // Whether the saved array `file` is never negative (a reloaded state is checked); may be null.
+  bool (*nonnegative)(const Entry& e, std::string_view file) = nullptr;
+  // The campaign's ops for entry e (null: the campaign's hand-written ops of sim/verify).
+  std::vector<CampaignOp> (*campaign)(const Entry& e) = nullptr;
+};
+// InputError naming `what` unless lo <= v and v < hi (v <= hi where !hi_open), v as typed.
+void check_domain(double v, const char* what, double lo, double hi, bool hi_open);
 
 // One saved state array: `<file>.npy`, a view of the host vector that holds it, and whether it is
 // saved with the parameters' shape (else 1-d: per-block absmax, packed extra-bit words).
@@ -62,6 +148,7 @@ struct Entry {
   std::string_view name;
   bool split = false;
   Family family;
+  const FamilyDef* def = nullptr;  // never null in the table
   bool decoupled = false;          // decoupled weight decay (AdamW); false: Adam's L2 / coupled
   Hyper defaults;                  // the library defaults (section 9.9)
   std::string_view variants = "";  // named variant besides "default" (section 12), "" if none
@@ -83,8 +170,11 @@ struct Entry {
                     State& s);
 };
 
-// The table, in the order usage texts list it.
+// The table, in the order usage texts list it: the core entries, then those of each family of
+// cmake/ExmyOptimFamilies.cmake in its order.
 std::span<const Entry> optimizers();
+// Defined by sim/optim/family_N.cpp for each family N of cmake/ExmyOptimFamilies.cmake.
+#define EXMY_OPTIM_FAMILY_ENTRIES(N) std::span<const Entry> family_entries_##N()
 // "adamw, adam, ..., adamw-FMT, adam-FMT, sgd-FMT (FMT: bf16+K or fp16+K, K extra bits, :sr for
 // stochastic rounding)": the names of every entry, for usage and error texts.
 std::string optimizer_names();
@@ -137,6 +227,7 @@ void apply_compat(Config& c, std::string_view profile);
 // The tensor state of one optimizer; each family uses the members its `arrays` lists.
 struct State {
   std::vector<float> s1, s2;  // fp32 moments: Adam m, v; SGD buf; StableAdamW v, u
+  std::vector<float> s3;      // a third fp32 state where a family keeps one
   Bnb8State bnb;              // 8-bit states (or their 32-bit fallback)
   SplitTensor split;          // split-format parameters (hi codes, extra words)
 };

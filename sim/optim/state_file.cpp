@@ -37,14 +37,11 @@ const char* storage_text(Storage st) {
 // magnitudes, never negative (NaN is kept: a diverged run writes it).
 void check_loaded_state(const Config& c, const std::string& dir, State& s) {
   const Entry& e = *c.opt.entry;
-  const bool adam_moments = e.family == Family::adam || e.family == Family::stable ||
-                            e.family == Family::split_adam || e.family == Family::ademamix;
-  // RMSprop's and Adagrad's fp32 state1 (the 32-bit states) is a sum of squares too.
-  const bool square_state1 = e.family == Family::bnb1 && e.bnb_op != native::Bnb1Op::lion;
   for (const StateArray& a : e.arrays(c, s)) {
     const std::string file = a.file;
+    // The family names its own (second moments, sums of squares).
     const bool nonneg = file == "absmax1" || file == "absmax2" ||
-                        (adam_moments && file == "state2") || (square_state1 && file == "state1");
+                        (e.def->nonnegative != nullptr && e.def->nonnegative(e, file));
     auto* const* v = std::get_if<std::vector<float>*>(&a.data);
     if (!nonneg || v == nullptr) continue;
     const std::vector<float>& x = **v;

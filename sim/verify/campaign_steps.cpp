@@ -16,10 +16,14 @@
 #include <functional>
 #include <memory>
 #include <random>
+#include <stdexcept>
+#include <variant>
 
 #include "sim/common/error.hpp"
 #include "sim/format/codebook.hpp"
 #include "sim/optim/optim.hpp"
+#include "sim/optim/registry.hpp"
+#include "sim/oracle/steps/family_table.hpp"
 #include "sim/oracle/steps/steps.hpp"
 #include "sim/verify/campaign.hpp"
 #include "sim/verify/campaign_detail.hpp"
@@ -225,7 +229,10 @@ std::vector<float> to_float(const std::vector<Real>& x) {
 
 // ---- the ops -------------------------------------------------------------------------------
 // bnb1: bitsandbytes' one-state RMSprop/Adagrad/Lion (Op::bnb1op); ademamix: its AdEMAMix.
+// registered: an op a registry family generates (optim::FamilyDef::campaign), run by
+// run_registered on the entry's CPU step and the family's oracle (family_table.hpp).
 enum class Family {
+  registered,
   adam,
   sgd,
   adam8,
@@ -249,7 +256,9 @@ struct Op {
   os::SplitFmt split{};      // split formats
   bool fixed_scale = false;  // loss: fixed:S instead of dynamic
   int kernels = 0;  // adam/sgd: 0 torch-cpu, 1 torch-cuda, 2 torch-cuda-foreach, 3 torch-cuda-fused
-  native::Bnb1Op bnb1op{};  // bnb1
+  native::Bnb1Op bnb1op{};                   // bnb1
+  const optim::Entry* entry = nullptr;       // registered
+  std::vector<optim::CampaignConfig> reg{};  // registered: its configurations
 };
 
 std::vector<Op> all_ops() {
@@ -340,6 +349,17 @@ std::vector<Op> all_ops() {
   Op fixed{"loss-fixed", Family::loss};
   fixed.fixed_scale = true;
   ops.push_back(fixed);
+  // The ops the registry's families generate.
+  for (const optim::Entry& e : optim::optimizers()) {
+    if (e.def->campaign == nullptr) continue;
+    for (optim::CampaignOp& c : e.def->campaign(e)) {
+      Op o{c.name, Family::registered, c.st};
+      o.kernels = static_cast<int>(c.kernels);
+      o.entry = &e;
+      o.reg = std::move(c.configs);
+      ops.push_back(std::move(o));
+    }
+  }
   return ops;
 }
 
@@ -349,10 +369,14 @@ struct Cfg {
   std::string label;
   optim::AdamHyper a;
   optim::SgdHyper s;
+  optim::Hyper h{};  // registered ops
 };
 std::vector<Cfg> configs(const Op& op) {
   std::vector<Cfg> c;
   switch (op.family) {
+    case Family::registered:
+      for (const optim::CampaignConfig& r : op.reg) c.push_back(Cfg{r.label, {}, {}, r.hyper});
+      break;
     case Family::adam:
     case Family::split_adam:
     case Family::adam8:
@@ -845,8 +869,77 @@ void run_loss(const Run& r) {
   }
 }
 
+// An op of a registry family: the entry's CPU step (sim/optim, on sim/native) against the
+// family's oracle, every fp32 state array of the entry compared by its file name.
+void run_registered(const Run& r) {
+  const optim::Entry& e = *r.op.entry;
+  const os::FamilyOracle* oracle = os::family_oracle(e.def->name);
+  if (oracle == nullptr) {
+    throw std::logic_error("verify steps: no oracle for the optimizer family '" +
+                           std::string(e.def->name) + "' (sim/oracle/steps/family_table.hpp)");
+  }
+  const Storage st = r.op.st;
+  const FloatFormat& T = storage_format(st);
+  optim::Config c;
+  c.opt = optim::Selected{&e, std::string(e.name), {}};
+  c.hyper = r.cfg.h;
+  c.hyper.adam.kernels = c.hyper.sgd.kernels = static_cast<native::TorchKernels>(r.op.kernels);
+  c.st = st;
+  Gen gen(r.seed, st);
+  const std::size_t n = elements_of(r.op, r.z);
+  std::vector<float> p(n), g(n);
+  for (std::size_t i = 0; i < n; ++i) p[i] = gen.value(r.cls, Gen::Role::param, i);
+  optim::State S = optim::init_state(c, p);
+  std::vector<optim::StateArray> arrays = e.arrays(c, S);
+  std::vector<std::vector<float>*> nat;
+  for (const optim::StateArray& a : arrays) {
+    auto* const* v = std::get_if<std::vector<float>*>(&a.data);
+    if (v == nullptr)
+      throw std::logic_error("verify steps: a registered family's state is not fp32");
+    nat.push_back(*v);
+  }
+  std::vector<Real> P = to_real(p);
+  std::vector<std::vector<Real>> O;
+  for (const auto* v : nat) O.push_back(to_real(*v));
+  std::vector<std::vector<Real>*> optr;
+  for (auto& o : O) optr.push_back(&o);
+  const optim::Hyper& hy = c.hyper;
+  os::FamilyHyper h;
+  h.lr = hy.adam.lr, h.beta1 = hy.adam.beta1, h.beta2 = hy.adam.beta2, h.eps = hy.adam.eps;
+  h.wd = hy.adam.wd, h.momentum = hy.sgd.momentum, h.dampening = hy.sgd.dampening;
+  h.alpha = hy.adam.alpha, h.beta3 = hy.adam.beta3, h.nesterov = hy.sgd.nesterov;
+  for (std::size_t k = 0; k < h.extra.size(); ++k) h.extra[k] = hy.extra[k];
+  h.kernels = static_cast<os::Kernels>(r.op.kernels);
+  for (long t = 1; t <= r.z.steps; ++t) {
+    for (std::size_t i = 0; i < n; ++i) g[i] = gen.value(r.cls, Gen::Role::grad, i);
+    // The native engine starts from the oracle's parameters and states.
+    p = to_float(P);
+    for (std::size_t k = 0; k < nat.size(); ++k) *nat[k] = to_float(O[k]);
+    const std::vector<float> p0 = p;
+    std::vector<std::vector<float>> s0;
+    for (const auto* v : nat) s0.push_back(*v);
+    e.cpu_step(c, t, p, g, S);
+    oracle->step(h, T, t, P, to_real(g), optr);
+    for (std::size_t i = 0; i < n; ++i) {
+      const auto ops = [&] {
+        std::string s = "p " + hex32(p0[i]) + " g " + hex32(g[i]);
+        for (std::size_t k = 0; k < nat.size(); ++k) {
+          s += std::string(" ") + arrays[k].file + " " + hex32(s0[k][i]);
+        }
+        return s;
+      };
+      r.ck.value("p", t, i, p[i], P[i], ops);
+      for (std::size_t k = 0; k < nat.size(); ++k) {
+        r.ck.value(arrays[k].file, t, i, (*nat[k])[i], O[k][i], ops);
+      }
+    }
+  }
+}
+
 void run_case(const Run& r) {
   switch (r.op.family) {
+    case Family::registered:
+      return run_registered(r);
     case Family::adam:
       return run_adam(r);
     case Family::sgd:
