@@ -472,3 +472,51 @@ TEST_CASE("lanes: grammar", "[gemm][lanes]") {
   REQUIRE(m.vec == 0);
   REQUIRE(m.split_k == 5);
 }
+
+TEST_CASE("stored operands: views read in place give the bits of the same values held as doubles",
+          "[gemm][stored]") {
+  // gemm() decodes stored operands a block of rows at a time (about 4 MiB of doubles: 128 rows
+  // at K = 4096), so 130 rows cross a block boundary on either side. A is a transposed view
+  // (column stride != 1), B a row-major view; the reference holds the same values in v.
+  const std::size_t K = 4096;
+  for (const auto& [M, N] : {std::pair<std::size_t, std::size_t>{130, 3}, {3, 130}}) {
+    std::vector<float> at(K * M), b(N * K);  // at: A^T, K x M row-major
+    std::uint32_t s = 12345;
+    const auto next = [&] {
+      s = s * 1664525u + 1013904223u;
+      return static_cast<float>(static_cast<std::int32_t>(s >> 8) - (1 << 23)) * 0x1p-20f;
+    };
+    for (float& x : at) x = next();
+    for (float& x : b) x = next();
+    const Operand Av = operand_view_f32(at.data(), M, K, 1, M);
+    const Operand Bv = operand_view_f32(b.data(), N, K, K, 1);
+    Operand A, B;
+    A.rows = M;
+    B.rows = N;
+    A.cols = B.cols = K;
+    for (std::size_t i = 0; i < M; ++i)
+      for (std::size_t k = 0; k < K; ++k) A.v.push_back(at[k * M + i]);
+    B.v.assign(b.begin(), b.end());
+    REQUIRE(Av.values() == A.v);
+    // Each element is its own dot product, whatever the blocks: fp32-seq's, one by one.
+    const std::vector<std::uint32_t> c =
+        gemm(Av, Bv, parse_accum_model("fp32-seq", 32), OutFormat::fp32);
+    for (std::size_t i = 0; i < M; ++i) {
+      for (std::size_t j = 0; j < N; ++j) {
+        const float d =
+            dot_fp32(&A.v[i * K], &B.v[j * K], K, -126, -126, parse_accum_model("fp32-seq", 32));
+        std::uint32_t u;
+        std::memcpy(&u, &d, 4);
+        REQUIRE(c[i * N + j] == u);
+      }
+    }
+    for (const char* model : {"fp32-seq", "pairwise", "hw:k=8,frac=24,tf32=rne,split=3",
+                              "hw:k=8,frac=24,chunk=64,rp"}) {
+      INFO(model << " M " << M << " N " << N);
+      const AccumModel m = parse_accum_model(model, 32);
+      for (const OutFormat out : {OutFormat::fp32, OutFormat::bf16}) {
+        CHECK(gemm(Av, Bv, m, out, 0.75) == gemm(A, B, m, out, 0.75));
+      }
+    }
+  }
+}
