@@ -1,8 +1,8 @@
 # The optimizer families that live in their own files (docs/SEMANTICS.md 9.9): one name per
 # family. A family N is four sources besides its element functions in sim/native:
-#   sim/optim/family_N.cpp         its registry entries, CPU loop, hyperparameters, campaign ops
-#   sim/oracle/steps/family_N.cpp  its step oracle (the oracle's family table)
-#   gpu/optim/family_N.cu          its kernels and launcher (gpu/optim's launcher table)
+#   sim/optim/family_<N>.cpp         its registry entries, CPU loop, hyperparameters, campaign ops
+#   sim/oracle/steps/family_<N>.cpp  its step oracle (the oracle's family table)
+#   gpu/optim/family_<N>.cu          its kernels and launcher (gpu/optim's launcher table)
 # sim/CMakeLists.txt and gpu/CMakeLists.txt add the sources; exmy_optim_families_inc writes the
 # list as EXMY_OPTIM_FAMILY(N) lines, which the three tables expand (no static initialisers:
 # the families are found in a static library without whole-archive linking).

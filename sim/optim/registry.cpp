@@ -634,7 +634,7 @@ std::vector<std::size_t> saved_shape(const StateArray& a, const std::vector<std:
   return out;
 }
 
-// The entries of the families of cmake/ExmyOptimFamilies.cmake (sim/optim/family_N.cpp).
+// The entries of the families of cmake/ExmyOptimFamilies.cmake (sim/optim/family_<N>.cpp).
 #define EXMY_OPTIM_FAMILY(N) EXMY_OPTIM_FAMILY_ENTRIES(N);
 }  // namespace
 #include "sim/common/optim_families.inc"

@@ -173,7 +173,7 @@ struct Entry {
 // The table, in the order usage texts list it: the core entries, then those of each family of
 // cmake/ExmyOptimFamilies.cmake in its order.
 std::span<const Entry> optimizers();
-// Defined by sim/optim/family_N.cpp for each family N of cmake/ExmyOptimFamilies.cmake.
+// Defined by sim/optim/family_<N>.cpp for each family N of cmake/ExmyOptimFamilies.cmake.
 #define EXMY_OPTIM_FAMILY_ENTRIES(N) std::span<const Entry> family_entries_##N()
 // "adamw, adam, ..., adamw-FMT, adam-FMT, sgd-FMT (FMT: bf16+K or fp16+K, K extra bits, :sr for
 // stochastic rounding)": the names of every entry, for usage and error texts.

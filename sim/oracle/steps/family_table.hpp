@@ -1,7 +1,7 @@
 // The step oracles of the optimizer families of cmake/ExmyOptimFamilies.cmake, by family name
 // (sim/optim/registry.hpp FamilyDef::name): `exmy verify --campaign steps` runs each family's
 // registry entry against the oracle found here. A family N defines kFamilyOracle_N in
-// sim/oracle/steps/family_N.cpp, from docs/SEMANTICS.md alone (no engine code, as steps.hpp).
+// sim/oracle/steps/family_<N>.cpp, from docs/SEMANTICS.md alone (no engine code, as steps.hpp).
 #pragma once
 
 #include <array>
