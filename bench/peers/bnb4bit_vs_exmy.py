@@ -62,13 +62,7 @@ def parse_args(argv=None):
                     help="cpu: exmy one process per case stands in for bitsandbytes (plumbing)")
     ap.add_argument("--selftest", action="store_true",
                     help="= --lib-device cpu --quick, block sizes 32, 64 and 4096")
-    ap.add_argument("--check-batching", type=int, default=0, metavar="K",
-                    help="rerun K cases per plain group one exmy process each; their bits must "
-                         "equal the batched run's")
-    ap.add_argument("--no-batch", action="store_true", help="one exmy process per case (slow)")
-    ap.add_argument("--only", default="", help="run the groups whose name contains this text")
-    ap.add_argument("--plant-diff", action="store_true",
-                    help="test hook: flip one code of the first library result (expect exit 1)")
+    H.add_batching_args(ap, "plain group")
     a = ap.parse_args(argv)
     if a.selftest:
         a.lib_device, a.quick = "cpu", True

@@ -129,6 +129,17 @@ def layout_2d(shapes, R, C, min_width=1024):
     return pos, (y + shelf_h, width)
 
 
+def add_batching_args(ap, groups="groups"):
+    """The options both peer scripts share: batching checks, a filter and the planted-bit hook."""
+    ap.add_argument("--check-batching", type=int, default=0, metavar="K",
+                    help="rerun K cases per %s one exmy process each; their bits must equal "
+                         "the batched run's" % groups)
+    ap.add_argument("--no-batch", action="store_true", help="one exmy process per case (slow)")
+    ap.add_argument("--only", default="", help="run the groups whose name contains this text")
+    ap.add_argument("--plant-diff", action="store_true",
+                    help="test hook: flip one code of the first library result (expect exit 1)")
+
+
 def write_atomic(path, text):
     d = os.path.dirname(os.path.abspath(path))
     fd, tmp = tempfile.mkstemp(dir=d, prefix=".tmp-", suffix=os.path.basename(path))
