@@ -221,16 +221,30 @@ int check(const Args& args) {
     }
     std::printf("]}\n");
   } else {
-    for (const auto& c : r.cases) {
-      if (c.missing && c.checks == 0) {
-        std::printf("%-48s no results\n", c.id.c_str());
-        continue;
+    // Mismatching cases first (what a user must read), then the clean ones; the cases without
+    // any results are one summary line (a corpus checked against a backend that covers a few
+    // formats would otherwise bury the verdict under hundreds of "no results" lines).
+    std::vector<const golden::CaseReport*> none;
+    for (int pass = 0; pass < 2; ++pass) {
+      for (const auto& c : r.cases) {
+        if (c.missing && c.checks == 0) {
+          if (pass == 0) none.push_back(&c);
+          continue;
+        }
+        if ((pass == 0) != (c.mismatches > 0)) continue;
+        std::printf("%-48s %10llu checks %8llu mismatches%s\n", c.id.c_str(),
+                    static_cast<unsigned long long>(c.checks),
+                    static_cast<unsigned long long>(c.mismatches),
+                    c.missing ? " (some outputs missing)" : "");
+        for (const auto& line : c.first) std::printf("    %s\n", line.c_str());
       }
-      std::printf("%-48s %10llu checks %8llu mismatches%s\n", c.id.c_str(),
-                  static_cast<unsigned long long>(c.checks),
-                  static_cast<unsigned long long>(c.mismatches),
-                  c.missing ? " (some outputs missing)" : "");
-      for (const auto& line : c.first) std::printf("    %s\n", line.c_str());
+    }
+    if (!none.empty()) {
+      std::string names;
+      for (std::size_t k = 0; k < none.size() && k < 3; ++k) names += (k ? ", " : "") + none[k]->id;
+      std::printf("%zu cases without results (%s%s; --json lists each)%s\n", none.size(),
+                  names.c_str(), none.size() > 3 ? ", ..." : "",
+                  o.allow_missing ? ": allowed by --allow-missing" : "");
     }
     std::printf("%s: %zu cases, %llu checks, %llu mismatches, %llu cases without results\n",
                 r.mismatches == 0 && (r.missing == 0 || o.allow_missing) ? "PASS" : "FAIL",

@@ -372,6 +372,27 @@ std::string hex_of(const io::NpyArray& a, std::size_t i) {
   std::snprintf(buf, sizeof buf, "0x%0*" PRIx64, static_cast<int>(2 * w), u);
   return buf;
 }
+// "(0.001953125, subnormal)": a code of a float format of at most 16 bits as its value.
+std::string code_value_text(const FloatFormat& f, const io::NpyArray& a, std::size_t i) {
+  std::uint64_t u = 0;
+  std::memcpy(&u, a.data.data() + i * a.item_size(), a.item_size());
+  u &= f.total_bits() >= 64 ? ~0ull : (1ull << f.total_bits()) - 1;
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "(%.9g, %s)", static_cast<double>(fast::decode_table(f)[u]),
+                class_name(f.classify(u)));
+  return buf;
+}
+// "(0.000976562616, normal)": an fp32 input element as its value.
+std::string f32_value_text(const io::NpyArray& a, std::size_t i) {
+  std::uint32_t u;
+  std::memcpy(&u, a.data.data() + i * 4, 4);
+  float v;
+  std::memcpy(&v, &u, 4);
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "(%.9g, %s)", static_cast<double>(v),
+                class_name(formats::fp32.classify(u)));
+  return buf;
+}
 bool same_element(const io::NpyArray& e, const io::NpyArray& g, std::size_t i, bool strict_nan) {
   const std::size_t w = e.item_size();
   if (std::memcmp(e.data.data() + i * w, g.data.data() + i * w, w) == 0) return true;
@@ -529,6 +550,13 @@ CheckReport check(const CheckOptions& opt) {
       x = std::make_unique<io::NpyArray>(
           io::read_npy((fs::path(opt.corpus) / id / "x.npy").string()));
     }
+    // A cast case's codes are also reported as values with their class (the case's format).
+    std::unique_ptr<Format> fmt;
+    if (c.str("op") == "cast" && c.has("format")) {
+      Format f = parse_format(c.str("format"));
+      if (f.kind == FormatKind::floating && f.fp.total_bits() <= 16)
+        fmt = std::make_unique<Format>(std::move(f));
+    }
     for (const std::string& name : split_list(c.str("outputs"))) {
       const std::string epath = (fs::path(opt.corpus) / id / "expected" / (name + ".npy")).string();
       const std::string rpath = (fs::path(opt.results) / id / (name + ".npy")).string();
@@ -548,10 +576,13 @@ CheckReport check(const CheckOptions& opt) {
         if (same_element(e, g, i, opt.strict_nan)) continue;
         ++cr.mismatches;
         if (cr.first.size() < opt.max_reported) {
+          const bool codes = fmt && name == "codes" && e.item_size() <= 2;
           std::string line = name + "[" + std::to_string(i) + "]: expected " + hex_of(e, i) +
-                             ", got " + hex_of(g, i);
+                             (codes ? " " + code_value_text(fmt->fp, e, i) : "") + ", got " +
+                             hex_of(g, i) + (codes ? " " + code_value_text(fmt->fp, g, i) : "");
           if (x && x->count() == e.count() && !c.has("args")) {
-            line += " (x = " + hex_of(*x, i) + ")";
+            line += " (x = " + hex_of(*x, i) +
+                    (x->descr == "<f4" ? " " + f32_value_text(*x, i) : "") + ")";
           }
           cr.first.push_back(line);
         }

@@ -3,6 +3,7 @@
 // edited manifest and missing results each reported as documented; shards merge to the same
 // corpus; the default suite's content hash pinned (a change is a deliberate version bump); the
 // CLI's exit codes.
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <filesystem>
 #include <fstream>
@@ -217,5 +218,41 @@ TEST_CASE("golden corpus: the block:RxC and nf4/fp4 cases are what the CLI write
   for (const auto& cr : r.cases) checked += cr.missing ? 0 : 1;
   CHECK(r.mismatches == 0);
   CHECK(checked == ran);
+  fs::remove_all(dir);
+}
+
+// Issue 34: `golden check` against a backend that covers a few cases printed one "no results"
+// line per missing case before the verdict, and its mismatch lines were hex only. Now the
+// mismatching cases come first, their codes carry values and classes, and the missing cases are
+// one summary line.
+TEST_CASE("exmy golden check: mismatches first, values with classes, one line for missing cases",
+          "[golden][cli]") {
+  REQUIRE_FALSE(exmy::testing::cli().empty());
+  const std::string dir = make_tmpdir("exmy_golden_lines");
+  using exmy::testing::run;
+  REQUIRE(run("golden generate --suite cast --out " + dir + "/c --quiet") == 0);
+  // Results for one case only, with one flipped code: e4m3fn rne element 0.
+  const std::string id = "cast/e4m3fn/rne-none";
+  fs::create_directories(dir + "/r/" + id);
+  io::NpyArray a = io::read_npy(dir + "/c/" + id + "/expected/codes.npy");
+  a.data[0] ^= 1;
+  io::write_npy(dir + "/r/" + id + "/codes.npy", a);
+  const auto c = exmy::testing::run_captured(
+      "golden check " + dir + "/c --results " + dir + "/r --allow-missing",
+      "exmy_golden_lines_run");
+  CHECK(c.status == 1);
+  CHECK(c.out.find("no results") == std::string::npos);
+  const auto first = c.out.find(id), summary = c.out.find("cases without results (");
+  REQUIRE(first != std::string::npos);
+  REQUIRE(summary != std::string::npos);
+  CHECK(first < summary);
+  CHECK(c.out.find("allowed by --allow-missing") != std::string::npos);
+  // "codes[0]: expected 0xNN (value, class), got 0xMM (value, class) (x = 0x... (value, class))"
+  const auto line = c.out.find("codes[0]: expected 0x");
+  REQUIRE(line != std::string::npos);
+  const std::string l = c.out.substr(line, c.out.find('\n', line) - line);
+  CHECK(std::count(l.begin(), l.end(), '(') >= 4);
+  CHECK((l.find("normal") != std::string::npos || l.find("zero") != std::string::npos ||
+         l.find("nan") != std::string::npos || l.find("inf") != std::string::npos));
   fs::remove_all(dir);
 }
