@@ -11,6 +11,7 @@
 #include "reports/output_files.hpp"
 #include "reports/plotting.hpp"
 #include "reports/sections.hpp"
+#include "reports/sharpness.hpp"
 #include "reports/variance_stats.hpp"
 
 namespace exmy::reports {
@@ -259,31 +260,25 @@ SectionSummary run_adam_heatmap_section(const ReportContext& ctx) {
   Csv sharp({"optimizer", "seed", "onset_step", "sharpness_before", "fp32_sharpness_same_steps",
              "ratio"});
   std::vector<double> sharp_ratios;
-  for (std::size_t v = 1; v < variants.size(); ++v) {
+  for (std::size_t v = 0; v < variants.size(); ++v) {
+    // Each 8-bit run against the fp32 run of its own task (the fair task's dense_fp32 for the
+    // dense variants; the sparse task's fp32 otherwise) and seed; the baselines themselves are
+    // not compared (the loop used the sparse fp32 run for every variant, issue 35).
+    const std::size_t base = variants[v].dense ? dense_fp32 : 0;
+    if (v == base || v == dense_fp32 || v == 0) continue;
     for (int sd = 0; sd < nseeds; ++sd) {
       const TrainLog& l8 = logs[v * nseeds + sd];
-      const TrainLog& l32 = logs[static_cast<std::size_t>(sd)];
-      std::size_t onset = l8.loss.size();
-      for (std::size_t i = 0; i < l8.loss.size() && i < l32.loss.size(); ++i) {
-        if (!std::isfinite(l8.loss[i]) || l8.loss[i] > 3.0f * l32.loss[i]) {
-          onset = i;
-          break;
-        }
-      }
-      if (onset == l8.loss.size() || onset < 3) continue;
-      double a = 0, b = 0;
-      for (std::size_t i = onset - 3; i < onset; ++i) {
-        a += l8.sharpness[i] / 3.0;
-        b += l32.sharpness[i] / 3.0;
-      }
-      const double ratio = b > 0 ? a / b : 0.0;
+      const TrainLog& l32 = logs[base * nseeds + static_cast<std::size_t>(sd)];
+      const auto s = sharpness_before_divergence(l8.loss, l8.sharpness, l32.loss, l32.sharpness);
+      if (!s) continue;
+      const double ratio = s->baseline > 0 ? s->before / s->baseline : 0.0;
       sharp_ratios.push_back(ratio);
       sharp.row()
           .add(variants[v].name)
           .add(static_cast<long long>(sd))
-          .add(static_cast<long long>(l8.step[onset]))
-          .add(a)
-          .add(b)
+          .add(static_cast<long long>(l8.step[s->onset]))
+          .add(s->before)
+          .add(s->baseline)
           .add(ratio);
     }
   }

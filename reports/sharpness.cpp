@@ -1,6 +1,8 @@
 #include "reports/sharpness.hpp"
 
+#include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <vector>
 
 namespace exmy::reports {
@@ -27,6 +29,32 @@ double logit_sharpness(std::span<const double> y, std::size_t label, double eps)
   const double f0 = softmax_cross_entropy(base, label);
   const double f1 = softmax_cross_entropy(worst, label);
   return 100.0 * (f1 - f0) / (1.0 + f0);
+}
+
+std::optional<SharpnessBefore> sharpness_before_divergence(std::span<const float> loss,
+                                                           std::span<const float> sharpness,
+                                                           std::span<const float> base_loss,
+                                                           std::span<const float> base_sharpness) {
+  const std::size_t n =
+      std::min({loss.size(), sharpness.size(), base_loss.size(), base_sharpness.size()});
+  std::size_t onset = n;
+  for (std::size_t i = 0; i < n; ++i) {
+    if (!std::isfinite(loss[i]) || loss[i] > 3.0f * base_loss[i]) {
+      onset = i;
+      break;
+    }
+  }
+  if (onset == n || onset < 3) return std::nullopt;
+  bool identical = true;
+  double a = 0, b = 0;
+  for (std::size_t i = onset - 3; i < onset; ++i) {
+    identical = identical && std::memcmp(&loss[i], &base_loss[i], sizeof(float)) == 0 &&
+                std::memcmp(&sharpness[i], &base_sharpness[i], sizeof(float)) == 0;
+    a += sharpness[i] / 3.0;
+    b += base_sharpness[i] / 3.0;
+  }
+  if (identical) return std::nullopt;
+  return SharpnessBefore{onset, a, b};
 }
 
 }  // namespace exmy::reports

@@ -9,6 +9,7 @@
 #pragma once
 
 #include <cstddef>
+#include <optional>
 #include <span>
 
 namespace exmy::reports {
@@ -19,5 +20,22 @@ double softmax_cross_entropy(std::span<const double> y, std::size_t label);
 // phi_eps for one row of logits (the paper's eps is 5e-4).
 double logit_sharpness(std::span<const double> y, std::size_t label, double eps);
 double logit_sharpness(std::span<const float> y, std::size_t label, double eps);
+
+// Sharpness before divergence ("To FP8 and back again", section 3.1), one low-precision run
+// against its baseline run (the fp32 run of the same task and seed): the onset is the first step
+// whose loss is not finite or exceeds 3x the baseline's at that step; the result holds the mean
+// sharpness of both runs over the 3 steps before it. No result when the run never diverges, the
+// onset is before step 3, or the run is bit-identical to its baseline over those 3 steps (loss
+// and sharpness): such steps say nothing about the low-precision run (issue 35: onsets at steps
+// 4-6 averaged steps where both runs were still the same).
+struct SharpnessBefore {
+  std::size_t onset;  // index into the logs
+  double before;      // the run's mean sharpness over onset-3 .. onset-1
+  double baseline;    // the baseline's over the same steps
+};
+std::optional<SharpnessBefore> sharpness_before_divergence(std::span<const float> loss,
+                                                           std::span<const float> sharpness,
+                                                           std::span<const float> base_loss,
+                                                           std::span<const float> base_sharpness);
 
 }  // namespace exmy::reports

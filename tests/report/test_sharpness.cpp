@@ -59,3 +59,34 @@ TEST_CASE("logit sharpness: two classes in closed form", "[sharpness]") {
   REQUIRE(logit_sharpness(y, 0, eps) == Approx(expect).epsilon(1e-12));
   REQUIRE(logit_sharpness(y, 0, 0.0) == 0.0);
 }
+
+// Issue 35: the sharpness-before-divergence rows paired every 8-bit run with the sparse task's
+// fp32 run and averaged steps where the run was still bit-identical to its baseline. The rule,
+// from its statement in reports/sharpness.hpp, on hand-made logs.
+TEST_CASE("sharpness before divergence: onset, the 3 steps before it, identical steps refused",
+          "[report][sharpness]") {
+  using exmy::reports::sharpness_before_divergence;
+  const std::vector<float> base_loss{2.0f, 2.0f, 2.0f, 2.0f, 2.0f, 2.0f};
+  const std::vector<float> base_sharp{1.0f, 1.0f, 1.0f, 1.0f, 1.0f, 1.0f};
+  // Differs from step 1 on; loss 7 > 3 x 2 at step 4: onset 4, steps 1..3 averaged.
+  const std::vector<float> loss{2.0f, 2.5f, 3.0f, 5.0f, 7.0f, NAN};
+  const std::vector<float> sharp{1.0f, 3.0f, 6.0f, 9.0f, 12.0f, 0.0f};
+  const auto s = sharpness_before_divergence(loss, sharp, base_loss, base_sharp);
+  REQUIRE(s);
+  CHECK(s->onset == 4);
+  CHECK(s->before == Approx(6.0));
+  CHECK(s->baseline == Approx(1.0));
+  // A non-finite loss is an onset too (step 3 here).
+  const std::vector<float> nan_loss{2.0f, 2.1f, 2.2f, NAN, 2.0f, 2.0f};
+  const auto n = sharpness_before_divergence(nan_loss, sharp, base_loss, base_sharp);
+  REQUIRE(n);
+  CHECK(n->onset == 3);
+  // Never diverges: no row.
+  CHECK_FALSE(sharpness_before_divergence(base_loss, sharp, base_loss, base_sharp));
+  // Onset before step 3: no row.
+  const std::vector<float> early{2.0f, 9.0f, 2.0f, 2.0f, 2.0f, 2.0f};
+  CHECK_FALSE(sharpness_before_divergence(early, sharp, base_loss, base_sharp));
+  // The 3 steps before the onset bit-identical to the baseline: no row (the old code made one).
+  const std::vector<float> same_then_jump{2.0f, 2.0f, 2.0f, 2.0f, 9.0f, 9.0f};
+  CHECK_FALSE(sharpness_before_divergence(same_then_jump, base_sharp, base_loss, base_sharp));
+}
