@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <cinttypes>
 #include <cmath>
@@ -15,6 +16,7 @@
 #include <memory>
 #include <random>
 #include <set>
+#include <stdexcept>
 #include <tuple>
 #include <variant>
 
@@ -241,21 +243,20 @@ void step_cases(std::uint64_t seed, std::vector<CaseMaker>& out) {
              states.push_back({a.file, std::move(arr)});
              outputs += std::string(",") + a.file;
            }
-           cs.fields = {
-               {"op", "step"},
-               {"optimizer", sc.optimizer},
-               {"param_dtype", std::string(optim::dtype_name(sc.st))},
-               {"compat", sc.compat.empty() ? std::string("default") : sc.compat},
-               {"steps", std::to_string(kSteps)},
-               {"seed", std::to_string(seed)},
-               {"inputs", "params,grads"},
-               {"outputs", outputs},
-               {"cli", std::string("exmy step ") + sc.optimizer +
-                           " --params params.npy --grads grads.npy --steps " +
-                           std::to_string(kSteps) + " --param-dtype " +
-                           std::string(optim::dtype_name(sc.st)) +
-                           (sc.compat.empty() ? std::string() : " --compat " + sc.compat) +
-                           " --seed " + std::to_string(seed) + " --out OUT --state STATE"}};
+           cs.fields = {{"op", "step"},
+                        {"optimizer", sc.optimizer},
+                        {"param_dtype", std::string(optim::dtype_name(sc.st))},
+                        {"compat", sc.compat.empty() ? std::string("default") : sc.compat},
+                        {"steps", std::to_string(kSteps)},
+                        {"seed", std::to_string(seed)},
+                        {"inputs", "params,grads"},
+                        {"outputs", outputs},
+                        {"cli", std::string("exmy step --optimizer ") + sc.optimizer +
+                                    " --params params.npy --grads grads.npy --steps " +
+                                    std::to_string(kSteps) + " --param-dtype " +
+                                    std::string(optim::dtype_name(sc.st)) +
+                                    (sc.compat.empty() ? std::string() : " --compat " + sc.compat) +
+                                    " --seed " + std::to_string(seed) + " --out out"}};
            cs.inputs.push_back({"params", io::make_npy(p0)});
            cs.inputs.push_back({"grads", io::make_npy(g, {kSteps, kN})});
            cs.expected.push_back({"params", io::make_npy(p)});
@@ -348,7 +349,10 @@ io::FlatJson read_manifest(const std::string& corpus) {
   const auto v = number::parse_u64(m.str("corpus_version"), path + ": corpus_version", 1000000);
   if (v != static_cast<std::uint64_t>(kCorpusVersion)) {
     throw InputError(path + ": corpus version " + std::to_string(v) + ", this exmy reads version " +
-                     std::to_string(kCorpusVersion));
+                     std::to_string(kCorpusVersion) +
+                     " (regenerate it with this exmy: exmy golden generate --out DIR --seed " +
+                     (m.has("seed") ? m.str("seed") : std::string("S")) +
+                     ", then rerun your kernel on its inputs; docs/SEMANTICS.md 13.7)");
   }
   return m;
 }
@@ -433,6 +437,14 @@ GenerateResult generate(const GenerateOptions& opt) {
   for (std::size_t k = 0; k < makers.size(); ++k) {
     if (k < opt.shard.begin(makers.size()) || k >= opt.shard.end(makers.size())) continue;
     const Case c = makers[k].make();
+    // Every name is portable (letters, digits, '-', '_', '.', and '/' between suite and case):
+    // a maker that breaks the rule is exmy's bug, found here rather than by a user's CI.
+    for (const char ch : c.id) {
+      if (!std::isalnum(static_cast<unsigned char>(ch)) && ch != '-' && ch != '_' && ch != '.' &&
+          ch != '/') {
+        throw std::logic_error("golden case name '" + c.id + "' is not portable");
+      }
+    }
     const fs::path dir = root / c.id;
     mkdirs(dir / "expected");
     auto put_text = [&](const std::string& rel, const std::string& text) {

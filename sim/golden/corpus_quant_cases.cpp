@@ -27,9 +27,11 @@
 #include "sim/io/json_write.hpp"
 #include "sim/io/npy.hpp"
 #include "sim/io/sha256.hpp"
+#include "sim/native/pack4.hpp"
 #include "sim/optim/registry.hpp"
 #include "sim/quant/bnb4bit.hpp"
 #include "sim/quant/quantize.hpp"
+#include "sim/quant/scheme_registry.hpp"
 #include "sim/verify/campaign.hpp"
 #include "sim/verify/sample_inputs.hpp"
 
@@ -335,10 +337,29 @@ std::vector<QuantCase> quant_case_list() {
   return v;
 }
 
+// The commands that compute a quantization case (docs/SEMANTICS.md 13.7: run in a directory
+// holding x.npy, they write every output as <name>.npy there): exmy quantize with the case's
+// switches, then exmy dequantize of its codes with the same switches (--to read as --from).
+std::string replay_command(const QuantCase& qc, bool byte_scale, bool two_level) {
+  const std::string state = byte_scale ? "scales.npy" : "state.npy";
+  std::string from = qc.args;
+  const auto to = from.find("--to ");
+  if (to != std::string::npos) from.replace(to, 5, "--from ");
+  const std::string in_format = qc.source == Storage::bf16 ? " --in-format bf16" : "";
+  return "exmy quantize " + qc.args + " --in x.npy" + in_format + " --out codes.npy --state-out " +
+         state + (two_level ? " --tensor-scale-out tensor_scale.npy" : "") +
+         " && exmy dequantize " + from + " --in codes.npy --state-in " + state +
+         (two_level ? " --tensor-scale-in tensor_scale.npy" : "") + " --out dequant.npy";
+}
+
 void quant_cases(std::uint64_t seed, std::vector<CaseMaker>& out) {
   constexpr std::size_t kRows = 32, kCols = 256;
   for (const QuantCase& qc : quant_case_list()) {
-    const std::string id = "quantize/" + qc.id;
+    // Case names are portable (issue 34: GitHub's artifact upload and Windows refuse ':'):
+    // "block:256" is spelled "block256" as the nf4/fp4 cases spell it.
+    std::string name = qc.id;
+    for (std::size_t k; (k = name.find("block:")) != std::string::npos;) name.erase(k + 5, 1);
+    const std::string id = "quantize/" + name;
     out.push_back({id, [=] {
                      const quant::Options o = qc.options();
                      std::vector<float> x = quant_inputs(kRows, kCols, seed, qc.specials);
@@ -358,15 +379,27 @@ void quant_cases(std::uint64_t seed, std::vector<CaseMaker>& out) {
                                  {"seed", std::to_string(seed)},
                                  {"inputs", "x"},
                                  {"outputs", outputs},
-                                 {"cli", "exmy quantize " + qc.args +
-                                             " --in x.npy --out codes.npy --state-out state.npy; "
-                                             "exmy dequantize (same switches)"}};
+                                 {"cli", replay_command(qc, byte_scale, o.two_level)}};
                      c.inputs.push_back({"x", std::move(x_file)});
-                     c.expected.push_back({"codes", io::make_npy(q.codes, q.shape)});
+                     // The arrays as `exmy quantize` writes them (cli/cmd_quantize.cpp
+                     // write_quantized; scripts/golden-replay.py holds the two equal): int8 codes
+                     // as |i1, always-packed schemes (nvfp4) two codes per byte, the state in its
+                     // scheme's shape (block:RxC: rows/R x cols/C).
+                     io::NpyArray codes = io::make_npy(q.codes, q.shape);
+                     if (quant::scheme_entry(o.scheme).packed_codes) {
+                       std::vector<std::uint8_t> packed(native::packed4_bytes(q.codes.size()));
+                       native::pack4(q.codes.data(), q.codes.size(), packed.data());
+                       std::vector<std::size_t> shape = q.shape;
+                       shape.back() /= 2;
+                       codes = io::make_npy(packed, shape);
+                     } else if (o.target.kind == FormatKind::integer) {
+                       codes.descr = io::kDescrI8;
+                     }
+                     c.expected.push_back({"codes", std::move(codes)});
                      if (byte_scale) {
-                       c.expected.push_back({"scales", io::make_npy(q.scale_codes)});
+                       c.expected.push_back({"scales", io::make_npy(q.scale_codes, q.state_shape)});
                      } else {
-                       c.expected.push_back({"state", io::make_npy(q.state)});
+                       c.expected.push_back({"state", io::make_npy(q.state, q.state_shape)});
                      }
                      c.expected.push_back({"dequant", io::make_npy(d, {kRows, kCols})});
                      if (o.two_level) {
