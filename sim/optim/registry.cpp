@@ -786,8 +786,9 @@ void apply_compat(Config& c, std::string_view profile) {
     throw InputError("--compat " + std::string(profile) + " does not cover step --optimizer " +
                      c.opt.name + " (torch 2.11 has no such kernel for it)");
   }
+  // double-buffer (AdEMAMix32bit) names bitsandbytes' state layout, not other kernels.
   if ((ce.kernels != native::TorchKernels::cpu || ce.bnb != native::BnbKernels::exact) &&
-      c.variant != "default") {
+      c.variant != "default" && c.variant != "double-buffer") {
     throw InputError("--compat " + std::string(profile) + " with --variant " + c.variant +
                      ": choose one (the variant is a model of other kernels)");
   }
