@@ -4,7 +4,11 @@ paged forms) on CUDA against `exmy step --compat bnb-cuda`, bit for bit (docs/SE
 9.4.1, 9.4.2).
 
     python3 bench/peers/bnb_optim8_vs_exmy.py --exmy build/cli/exmy --out OUTDIR
-        [--exmy-device cpu|cuda|both] [--steps 5] [--only NAME[,NAME...]] [--golden DIR]
+        [--exmy-device cpu|cuda|both] [--steps 5] [--only NAME[,NAME...]] [--dtypes fp32,...]
+        [--sizes 1001,...] [--hyper SUBSTR] [--no-notes] [--golden DIR]
+
+The filters select cases without changing any case's seed (a re-run of the failing cases
+reproduces their inputs).
 
 --golden DIR also writes golden-size cases (4501 elements, AdEMAMix 4608, and 301; 3 steps) in
 the layout of golden/peers/bnb-cuda (case.json with the hyperparameters, params0.npy, grads.npy,
@@ -74,11 +78,18 @@ def cases():
             ["--lr", "0.01", "--beta1", "0.5", "--beta2", "0.9", "--beta3", "0.99", "--alpha", "2",
              "--eps", "1e-6", "--wd", "0.1"])]
     o = bnb.optim
+    # bitsandbytes 0.50.2's AdEMAMix32bit / PagedAdEMAMix32bit subclass Optimizer2State, not
+    # AdEMAMix: state1 gets the parameters' shape while the kernel keeps m2 at state1[n + i]
+    # (issue #2075; SEMANTICS 9.4.2). exmy refuses those names under bnb-cuda; its
+    # `--variant double-buffer` is AdEMAMix(optim_bits=32), compared here. ademamix32bit_evidence()
+    # records what AdEMAMix32bit itself does.
+    dbl = ["--variant", "double-buffer"]
     return {
         "ademamix8bit": (o.AdEMAMix8bit, adm),
-        "ademamix32bit": (o.AdEMAMix32bit, adm),
+        "ademamix32bit": (lambda ps, **kw: o.AdEMAMix(ps, optim_bits=32, **kw), adm, dbl),
         "paged_ademamix8bit": (o.PagedAdEMAMix8bit, adm),
-        "paged_ademamix32bit": (o.PagedAdEMAMix32bit, adm),
+        "paged_ademamix32bit": (lambda ps, **kw: o.PagedAdEMAMix(ps, optim_bits=32, **kw), adm,
+                                dbl),
         "rmsprop8bit": (o.RMSprop8bit, rms),
         "rmsprop32bit": (o.RMSprop32bit, rms),
         "adagrad8bit": (o.Adagrad8bit, ada),
@@ -111,7 +122,7 @@ def bit_diff(a, b):
     a = np.ascontiguousarray(a)
     b = np.ascontiguousarray(b)
     if a.shape != b.shape or a.dtype != b.dtype:
-        return f"shape/dtype {a.shape} {a.dtype} vs {b.shape} {b.dtype}"
+        return f"shape/dtype exmy {a.shape} {a.dtype} vs bitsandbytes {b.shape} {b.dtype}"
     ea = a.view(np.uint8).reshape(max(a.size, 1), -1)
     eb = b.view(np.uint8).reshape(max(b.size, 1), -1)
     return int(np.count_nonzero((ea != eb).any(axis=1)))
@@ -135,7 +146,7 @@ def hyper_of(name, flags):
 
 def write_golden(root, only, info):
     seed = 1000
-    for name, (cls, hypers) in cases().items():
+    for name, (cls, hypers, *extra) in cases().items():
         if (only and name not in only) or name.startswith("paged_"):
             continue
         for dtype in ("fp32", "bf16", "fp16"):
@@ -157,6 +168,7 @@ def write_golden(root, only, info):
                 for k, v in ref.items():
                     np.save(os.path.join(d, k + ".npy"), v.astype(np.float32) if k == "params" else v)
                 case = {"optimizer": name, "dtype": dtype, "n": n, "steps": 3,
+                        "exmy_flags": " ".join(extra[0]) if extra else "",
                         "hyper": hyper_of(name, flags), "specials": False, "seed": seed,
                         "bitsandbytes": bnb.__version__, "torch": torch.__version__,
                         "device": info["device"],
@@ -165,15 +177,69 @@ def write_golden(root, only, info):
                     json.dump(case, f, indent=1)
 
 
+def ademamix32bit_evidence(a, work):
+    """bitsandbytes' AdEMAMix32bit (state1 of p's shape, m2 at state1[n + i]: SEMANTICS 9.4.2).
+
+    Records the state shapes, whether exmy refuses the name under bnb-cuda (exit 2), and the
+    aliasing hypothesis: m1 and m2 depend on the gradients only, so bitsandbytes' state1 should
+    equal m1 (row 0 of exmy's --variant double-buffer state1) and, where m2 overwrote state2
+    (the allocation after state1's 512-byte-rounded block), state2[j] = m2[j + pad] with
+    pad = (512-byte round-up of 4n - 4n) / 4 -- the hypothesis, not a model exmy offers."""
+    out = {}
+    for n in (20224, 1001):
+        rng = np.random.default_rng(777 + n)
+        p0 = rng.normal(0.0, 1.0, size=n).astype(np.float32)
+        g = gradients(rng, a.steps, n, "fp32")
+        try:
+            ref = run_bnb(bnb.optim.AdEMAMix32bit, {}, p0, g, "fp32")
+        except Exception as e:  # the library's own error, recorded verbatim
+            out[str(n)] = f"{type(e).__name__}: {e}"
+            continue
+        d = os.path.join(work, f"ademamix32bit-evidence-{n}")
+        os.makedirs(d, exist_ok=True)
+        np.save(os.path.join(d, "params0.npy"), p0)
+        np.save(os.path.join(d, "grads.npy"), g)
+        base = [a.exmy, "step", "--optimizer", "ademamix32bit", "--params",
+                os.path.join(d, "params0.npy"), "--grads", os.path.join(d, "grads.npy"),
+                "--steps", str(a.steps), "--param-dtype", "fp32", "--compat", "bnb-cuda",
+                "--quiet"]
+        refused = subprocess.run(base + ["--out", os.path.join(d, "plain")],
+                                 capture_output=True, text=True).returncode
+        r = subprocess.run(base + ["--variant", "double-buffer", "--out", os.path.join(d, "dbl")],
+                           capture_output=True, text=True)
+        row = {"state1_shape": list(ref["state1"].shape), "state2_shape": list(ref["state2"].shape),
+               "exmy_rc_without_variant": refused}
+        if r.returncode == 0:
+            s1 = np.load(os.path.join(d, "dbl", "state1.npy"))
+            pad = (-(4 * n) % 512) // 4
+            m1, m2 = s1[0], s1[1]
+            st2 = ref["state2"].reshape(-1)
+            row["state1_vs_exmy_m1"] = bit_diff(m1, ref["state1"].reshape(-1))
+            row["pad_floats"] = pad
+            row["state2_vs_exmy_m2_shifted"] = bit_diff(m2[pad:], st2[:n - pad])
+        else:
+            row["exmy_error"] = r.stderr.strip()[-300:]
+        out[str(n)] = row
+    return out
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--exmy", required=True)
     ap.add_argument("--out", required=True)
     ap.add_argument("--exmy-device", default="cpu", choices=["cpu", "cuda", "both"])
     ap.add_argument("--steps", type=int, default=5)
-    ap.add_argument("--only", default="")
+    ap.add_argument("--only", default="", help="optimizer names, comma-separated")
+    ap.add_argument("--dtypes", default="", help="fp32,bf16,fp16 (default all)")
+    ap.add_argument("--sizes", default="", help="e.g. 1001,20224 (default all)")
+    ap.add_argument("--hyper", default="",
+                    help="substring of the hyperparameter label (defaults | lr0.01...)")
+    ap.add_argument("--no-notes", action="store_true",
+                    help="skip the AdEMAMix8bit race, AdEMAMix32bit and LAMB/LARS notes")
     ap.add_argument("--golden", default="")
     a = ap.parse_args()
+    dtypes = set(x for x in a.dtypes.split(",") if x)
+    sizes = set(int(x) for x in a.sizes.split(",") if x)
     os.makedirs(a.out, exist_ok=True)
     devices = ["cpu", "cuda"] if a.exmy_device == "both" else [a.exmy_device]
     only = set(x for x in a.only.split(",") if x)
@@ -182,13 +248,16 @@ def main():
             "device": torch.cuda.get_device_name(), "capability": torch.cuda.get_device_capability()}
     work = tempfile.mkdtemp(prefix="bnb_optim8_")
     seed = 0
-    for name, (cls, hypers) in cases().items():
-        if only and name not in only:
-            continue
+    for name, (cls, hypers, *extra) in cases().items():
         for dtype in ("fp32", "bf16", "fp16"):
             for n in ((20224, 1001) if "ademamix" in name else (20001, 1001)):
                 for label, kwargs, flags in hypers:
-                    seed += 1
+                    seed += 1  # every case keeps its seed whatever the filters select
+                    if ((only and name not in only) or (dtypes and dtype not in dtypes)
+                            or (sizes and n not in sizes)
+                            or (a.hyper and a.hyper not in label.replace(" ", "_"))):
+                        continue
+                    flags = flags + (extra[0] if extra else [])
                     rng = np.random.default_rng(seed)
                     p0 = torch.from_numpy(rng.normal(0.0, 1.0, size=n).astype(np.float32)).to(
                         DT[dtype]).float().numpy()
@@ -242,7 +311,9 @@ def main():
         write_golden(a.golden, only, info)
     # AdEMAMix8bit at 20001 elements (not a multiple of 256): two identical bitsandbytes runs.
     notes = {}
-    if not only or "ademamix8bit" in only:
+    if not a.no_notes and (not only or only & {"ademamix32bit", "paged_ademamix32bit"}):
+        notes["ademamix32bit"] = ademamix32bit_evidence(a, work)
+    if not a.no_notes and (not only or "ademamix8bit" in only):
         rng = np.random.default_rng(12345)
         p0 = rng.normal(0.0, 1.0, size=20001).astype(np.float32)
         g = gradients(rng, a.steps, 20001, "fp32")
@@ -253,7 +324,7 @@ def main():
             "absmax1_last_entry": float(r1["absmax1"].reshape(-1)[-1]),
             "exmy": "refused under --compat bnb-cuda (SEMANTICS 9.4.2)"}
     # LAMB8bit / LARS8bit at 8192 elements: what bitsandbytes 0.50.2 does (no 8-bit kernel).
-    for cname, kw in (("LAMB8bit", {}), ("LARS8bit", {"momentum": 0.9})):
+    for cname, kw in (() if a.no_notes else (("LAMB8bit", {}), ("LARS8bit", {"momentum": 0.9}))):
         p = torch.nn.Parameter(torch.randn(8192, device="cuda"))
         try:
             opt = getattr(bnb.optim, cname)([p], lr=1e-3, **kw)

@@ -156,7 +156,7 @@ def test_golden_check(tmp_path):
         dest.mkdir(parents=True, exist_ok=True)
         shutil.copy(e, dest / e.name)
     r = exmy.golden_check(tmp_path / "c", tmp_path / "r")
-    # corpus version 5 (as 4): 188 cases + 18 block:RxC + 48 nf4/fp4
+    # corpus version 5: 188 cases + 18 block:RxC + 48 nf4/fp4
     assert r["ok"] and r["mismatches"] == 0 and len(r["cases"]) == 254
     f = tmp_path / "r/quantize/int8-rowwise-div-mul/codes.npy"
     a = np.load(f)

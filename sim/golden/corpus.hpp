@@ -22,7 +22,7 @@ namespace exmy::golden {
 // definitions produced the default suite; changing what the default suite contains is a
 // deliberate bump of kCorpusVersion (the test pinning its hash says so).
 inline constexpr int kCorpusVersion = 5;
-inline constexpr const char* kSemanticsRevision = "2026-11-24";
+inline constexpr const char* kSemanticsRevision = "2026-12-01";
 inline constexpr std::uint64_t kDefaultSeed = 20261124;
 
 // "cast", "quantize", "step"; "all" (= "default") is every suite.

@@ -103,7 +103,9 @@ EXMY_HD float bnb1_padding8(const Bnb8Scalars& s, Bnb1Op op, Storage st, const f
 // positions i ≡ 0 (mod 4), fma(g, 1, p ⊗ wd) at the thread's other three (as in Momentum);
 // RMSprop s1 = fma(s1, β1, g ⊗ (g ⊗ (1 ⊖ β1))), p ← T(fma((g ⊗ rcp(sqrt(s1) ⊕ eps)) ⊗ lr, −1, p));
 // Adagrad s1 = fma(g, g, s1), p ← T(fma(−(g ⊗ rcp(sqrt(s1) ⊕ eps)), lr, p)); Lion
-// c = fma(s1, β1, g ⊗ (1 ⊖ β1)), p ← T(decay ⊗ p), p ← T(fma(sgn(c) ⊗ lr, −1, p)),
+// c = fma(s1, β1, g ⊗ (1 ⊖ β1)), l = sgn(c) ⊗ lr; fp32 parameters with wd > 0
+// p ← fma(decay, p, −l) (one rounding: kOptimizer32bit1State<float, LION> at sm_90 offset
+// 0x1380), otherwise p ← T(decay ⊗ p) (wd > 0) and p ← T(fma(l, −1, p));
 // s1 = fma(s1, β2, g ⊗ (1 ⊖ β2)). `pos` is the element's flat index mod 4.
 EXMY_HD void bnb1_element32(const Bnb8Scalars& s, Bnb1Op op, Storage st, float& p, float g,
                             float& s1, int pos = 0) {
@@ -129,8 +131,17 @@ EXMY_HD void bnb1_element32(const Bnb8Scalars& s, Bnb1Op op, Storage st, float& 
       }
       case Bnb1Op::lion: {
         const float c = ftz_fma(s1, s.beta1, ftz_mul(g, s.one_minus_beta1));
-        if (s.wd > 0.0f) p = to_storage(ftz_mul(s.decay, p), st);
-        p = to_storage(ftz_fma(ftz_mul(bnb_sgn(c), s.lr), -1.0f, p), st);
+        // The step l = (sgn(c) ⊗ lr) ⊗ update_scale (update_scale 1). For fp32 parameters with
+        // wd > 0 nvcc contracted the two source statements p = p·decay; p = p − l into one
+        // FFMA p = fma(decay, p, −l) (no store of T in between); 16-bit parameters round
+        // decay ⊗ p to T first, and without decay it is fma(l, −1, p).
+        const float l = ftz_mul(ftz_mul(bnb_sgn(c), s.lr), 1.0f);
+        if (s.wd > 0.0f && st == Storage::f32) {
+          p = ftz_fma(s.decay, p, -l);
+        } else {
+          if (s.wd > 0.0f) p = to_storage(ftz_mul(s.decay, p), st);
+          p = to_storage(ftz_fma(l, -1.0f, p), st);
+        }
         s1 = ftz_fma(s1, s.beta2, ftz_mul(g, s.one_minus_beta2));
         return;
       }

@@ -53,7 +53,21 @@ void init_bnb1(const Config& c, std::span<const float> p, State& s) {
 // bitsandbytes 0.50.2's 8-bit AdEMAMix indexes m2's absmax as absmax1[(n + i) / 256]: for n not a
 // multiple of 256 that overlaps m1's last block (two CTAs race on absmax1[blocks - 1]) and misses
 // the last entry, so its result depends on scheduling (SEMANTICS 9.4.2); bnb-cuda refuses it.
+// bitsandbytes 0.50.2's AdEMAMix32bit / PagedAdEMAMix32bit subclass Optimizer2State, not AdEMAMix:
+// they allocate state1 with p's shape while kOptimizer32bit2State ADEMAMIX reads and writes m2 at
+// state1[n + i], past the end of the buffer (bitsandbytes issue #2075, fix in PR #2076), so m2
+// lands in whatever the caching allocator put there (state2 when it follows state1 directly).
+// bnb-cuda refuses them; `--variant double-buffer` models AdEMAMix(optim_bits=32), whose
+// init_state allocates (2, *shape) — what AdEMAMix32bit becomes with PR #2076.
 void init_ademamix(const Config& c, std::span<const float> p, State& s) {
+  if (c.opt.entry->state32 && c.hyper.adam.bnb == native::BnbKernels::cuda_sm90 &&
+      c.variant != "double-buffer") {
+    throw InputError("--optimizer " + c.opt.name +
+                     " --compat bnb-cuda: bitsandbytes 0.50.2's AdEMAMix32bit allocates state1 "
+                     "with the parameters' shape but its kernel keeps m2 at state1[n + i], past "
+                     "the end (bitsandbytes issue #2075): no defined result; --variant "
+                     "double-buffer models AdEMAMix(optim_bits=32), state1 of shape (2, n)");
+  }
   s.bnb = bnb_ademamix_init(p.size(), c.block, c.small_fallback);
   if (c.opt.entry->state32 && s.bnb.is_8bit) {
     s.bnb = bnb_ademamix_init(p.size(), c.block, true);
@@ -514,6 +528,7 @@ const Entry kTable[] = {
      .def = &kAdemamixDef,
      .decoupled = true,
      .defaults = kAdemamix,
+     .variants = "double-buffer",
      .state_bytes = 12.0,
      .state32 = true,
      .gpu = kGpuAll,
@@ -538,6 +553,7 @@ const Entry kTable[] = {
      .def = &kAdemamixDef,
      .decoupled = true,
      .defaults = kAdemamix,
+     .variants = "double-buffer",
      .state_bytes = 12.0,
      .state32 = true,
      .gpu = kGpuAll,
@@ -770,8 +786,9 @@ void apply_compat(Config& c, std::string_view profile) {
     throw InputError("--compat " + std::string(profile) + " does not cover step --optimizer " +
                      c.opt.name + " (torch 2.11 has no such kernel for it)");
   }
+  // double-buffer (AdEMAMix32bit) names bitsandbytes' state layout, not other kernels.
   if ((ce.kernels != native::TorchKernels::cpu || ce.bnb != native::BnbKernels::exact) &&
-      c.variant != "default") {
+      c.variant != "default" && c.variant != "double-buffer") {
     throw InputError("--compat " + std::string(profile) + " with --variant " + c.variant +
                      ": choose one (the variant is a model of other kernels)");
   }

@@ -141,6 +141,54 @@ TEST_CASE("bnb1: Lion's step is rounded to the parameters' dtype in the 8-bit ke
   CHECK(bits(p) == bits(2.0f * (1.0f - lr * 0.25f)));
 }
 
+// Regression (H200 run 2026-12-01: lion32bit/paged_lion32bit and the small lion8bit cases with
+// wd 0.1 differed on ~50 % of fp32 parameters, 16-bit ones exact). bitsandbytes 0.50.2's
+// kOptimizer32bit1State<float, LION> source is `p = p * (1 - lr*wd); p = p - lr*sgn(c)`; the sm_90
+// SASS of libbitsandbytes_cuda130.so keeps p in a register and emits one FFMA
+// p = fma(decay, p, -(sgn(c)·lr·update_scale)) (offset 0x1380, decay = fma(-wd, lr, 1) at 0x0290).
+// Worked by hand (exact rationals, then one RN32): lr 0.01f, wd 0.1f, decay = RN32(1 - wd·lr) =
+// 0x3F7FBE77; p = 0x3E8BA859, g = 0.5, s1 = 0: c > 0, l = lr; fma gives RN32(decay·p - lr) =
+// 0x3E8665E0, two roundings RN32(RN32(decay·p) - lr) = 0x3E8665E1 (the exact profile: source
+// order).
+TEST_CASE("bnb1: bnb-cuda 32-bit Lion contracts the decoupled decay into the step for fp32",
+          "[optim][bnb8][bnb1][bnbfix]") {
+  AdamHyper h = hyper(Bnb1Op::lion, 0.1, true);
+  h.lr = 0.01;
+  h.beta1 = 0.5;
+  h.beta2 = 0.9;
+  const float p0 = native::f32_from_bits(0x3E8BA859u);
+  {
+    const native::Bnb8Scalars s = bnb8_scalars(h, 1, false);
+    REQUIRE(bits(s.decay) == 0x3F7FBE77u);
+    float p = p0, s1 = 0.0f;
+    native::bnb1_element32(s, Bnb1Op::lion, Storage::f32, p, 0.5f, s1);
+    CHECK(bits(p) == 0x3E8665E0u);
+    // s1 = fma(0, β2, g ⊗ (1 ⊖ β2)): 1 ⊖ 0.9f = 0x3DCCCCD0 (exact), times 0.5 = 0x3D4CCCD0.
+    CHECK(bits(s1) == 0x3D4CCCD0u);
+    // The same element at every flat position (no per-lane contraction variants for Lion).
+    for (int pos = 0; pos < 4; ++pos) {
+      float q = p0, t = 0.0f;
+      native::bnb1_element32(s, Bnb1Op::lion, Storage::f32, q, 0.5f, t, pos);
+      CHECK(bits(q) == 0x3E8665E0u);
+    }
+    // Without weight decay: fma(l, -1, p) = RN32(p - lr), unchanged.
+    AdamHyper h0 = h;
+    h0.wd = 0.0;
+    const native::Bnb8Scalars s0 = bnb8_scalars(h0, 1, false);
+    float q = p0, t = 0.0f;
+    native::bnb1_element32(s0, Bnb1Op::lion, Storage::f32, q, 0.5f, t);
+    CHECK(bits(q) == bits(p0 - 0.01f));
+  }
+  {  // the exact profile keeps the source's two statements
+    AdamHyper he = h;
+    he.bnb = native::BnbKernels::exact;
+    const native::Bnb8Scalars s = bnb8_scalars(he, 1, false);
+    float p = p0, s1 = 0.0f;
+    native::bnb1_element32(s, Bnb1Op::lion, Storage::f32, p, 0.5f, s1);
+    CHECK(bits(p) == 0x3E8665E1u);
+  }
+}
+
 TEST_CASE("bnb1: the engine equals the MPFR step oracle over 4 steps of heavy-tailed gradients",
           "[optim][bnb8][bnb1]") {
   const auto cb1 = dynamic_codebook(true).values;
@@ -250,9 +298,29 @@ TEST_CASE("ademamix: bitsandbytes' state layout; bnb-cuda refuses sizes that rac
   CHECK_THROWS_AS(init_state(c, std::vector<float>(5000, 1.0f)), InputError);
   CHECK(init_state(c, std::vector<float>(5120, 1.0f)).bnb.is_8bit);
   CHECK_FALSE(init_state(c, std::vector<float>(1000, 1.0f)).bnb.is_8bit);  // 32-bit kernel: fine
-  c.opt = find_optimizer("ademamix32bit");
-  const State s32 = init_state(c, std::vector<float>(5000, 1.0f));
-  CHECK_FALSE(s32.bnb.is_8bit);
-  CHECK(s32.bnb.s1.size() == 10000);
-  CHECK(s32.bnb.s2.size() == 5000);
+  // Regression (H200 run 2026-12-01: bitsandbytes' AdEMAMix32bit state1 had shape (n,), exmy's
+  // (2, n), params/state2 differed almost everywhere). bitsandbytes 0.50.2's ademamix.py: class
+  // AdEMAMix32bit(Optimizer2State) -- not AdEMAMix, whose init_state allocates
+  // _get_state_double_buffer (2, *p.size()) -- so Optimizer2State.init_state gives state1 =
+  // zeros_like(p) while kOptimizer32bit2State ADEMAMIX loads/stores m2 at state1[n + i] (issue
+  // #2075): no defined result, refused; --variant double-buffer is AdEMAMix(optim_bits=32).
+  for (const char* name : {"ademamix32bit", "paged_ademamix32bit"}) {
+    c.opt = find_optimizer(name);
+    c.variant = "default";
+    CHECK_THROWS_AS(init_state(c, std::vector<float>(5000, 1.0f)), InputError);
+    CHECK_THROWS_AS(init_state(c, std::vector<float>(1001, 1.0f)), InputError);
+    c.variant = "double-buffer";
+    const State s32 = init_state(c, std::vector<float>(5000, 1.0f));
+    CHECK_FALSE(s32.bnb.is_8bit);
+    CHECK(s32.bnb.s1.size() == 10000);
+    CHECK(s32.bnb.s2.size() == 5000);
+    const auto a32 = c.opt.entry->arrays(c, const_cast<State&>(s32));
+    REQUIRE(a32.size() == 2);
+    CHECK(a32[0].stack == 2);
+  }
+  // The exact profile models the kernel with the buffer it expects (m2 = state1's second half).
+  Config e;
+  e.opt = find_optimizer("ademamix32bit");
+  e.hyper = resolve_hyper(*e.opt.entry, HyperOptions{});
+  CHECK(init_state(e, std::vector<float>(5000, 1.0f)).bnb.s1.size() == 10000);
 }

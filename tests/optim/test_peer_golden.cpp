@@ -60,6 +60,11 @@ int differing_outputs(const fs::path& c, const io::Json& j, const std::string& p
     if (h.find("beta3") != nullptr) args += " --beta3 " + num(h, "beta3");
     if (h.find("alpha") != nullptr) args += " --alpha " + num(h, "alpha");
   }
+  // Extra exmy flags the capture names (AdEMAMix32bit's `--variant double-buffer`,
+  // SEMANTICS 9.4.2).
+  if (const io::Json* x = j.find("exmy_flags"); x != nullptr && !x->str("exmy_flags").empty()) {
+    args += " " + x->str("exmy_flags");
+  }
   INFO(args);
   REQUIRE(testing::run(args, out + ".err") == 0);
   int differ = 0;

@@ -5,6 +5,7 @@
 // reference written here from the document; torch's CUDA mean order; the CLI.
 #include <algorithm>
 #include <catch2/catch.hpp>
+#include <cfloat>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -406,7 +407,7 @@ TEST_CASE("torch's CUDA mean: launch shapes and the summation order", "[quant][b
   CHECK(native::torch_cuda_mean_launch(262144).ctas == 32);          // 4096^2 weights, block 64
   CHECK(native::torch_cuda_mean_launch(8u << 20, 114).ctas == 456);  // SM-bound (H100 PCIe)
   CHECK(native::torch_cuda_mean_launch(8u << 20, 132).ctas == 528);
-  // n = 4: one lane per element, the warp tree (x0 + x1) + (x2 + x3). A left-to-right sum gives
+  // n = 4: one lane per element, the warp tree (x0 + x2) + (x1 + x3). A left-to-right sum gives
   // 1; the tree keeps 2^-23.
   const float e = std::ldexp(1.0f, -24);
   const float v4[] = {1.0f, e, e, e};
@@ -419,6 +420,83 @@ TEST_CASE("torch's CUDA mean: launch shapes and the summation order", "[quant][b
   // Vectorized: 4 accumulators per lane over strided float4s, then the lane sum.
   std::vector<float> big(1000, 1.0f);
   CHECK(native::torch_cuda_mean(big.data(), big.size()) == 1.0f);
+}
+
+// Regression (H200 run 2026-12-01, torch 2.11: 13 of 690 bitsandbytes 4-bit cases differed, all
+// with compress_statistics; offset 1 ulp off at N = 128, 130, 131, 257, 1023 and larger). torch
+// 2.11's Reduce.cuh: setReduceConfig vectorizes when dim0 >= 128 (not > 128), and block_x_reduce's
+// CUDA intra-warp loop is `for (offset = dim_x >> 1; offset > 0; offset >>= 1)` (decreasing;
+// ROCm/fbcode keep 1, 2, 4, ...). Values worked by hand from that source.
+TEST_CASE("torch's CUDA mean: torch 2.11's vectorization bound and decreasing warp shuffle",
+          "[quant][bnb4][bnbfix]") {
+  CHECK(native::torch_cuda_mean_launch(127).vectorized == false);
+  CHECK(native::torch_cuda_mean_launch(127).block_width == 64);
+  CHECK(native::torch_cuda_mean_launch(128).vectorized == true);  // dim0 = 128 >= 128
+  CHECK(native::torch_cuda_mean_launch(128).block_width == 32);   // last_pow2(128 / 4)
+  // n = 4, lanes 0..3 = x: decreasing offsets (x0 + x2) + (x1 + x3), increasing (x0 + x1) +
+  // (x2 + x3). x = {1, e, -1, e}, e = 2^-24: (1 - 1) + (e + e) = 2^-23, while 1 + e rounds to 1
+  // (tie to even) and -1 + e = -(1 - 2^-24) is exact: 1 - (1 - 2^-24) = 2^-24.
+  const float e = std::ldexp(1.0f, -24);
+  const float x4[] = {1.0f, e, -1.0f, e};
+  CHECK(native::torch_cuda_mean_sum(x4, 4) == std::ldexp(1.0f, -23));
+  native::TorchCudaDevice rocm;
+  rocm.shuffle_decreasing = false;
+  CHECK(native::torch_cuda_mean_sum(x4, 4, rocm) == e);
+  // n = 128: 32 lanes, lane t sums its float4 x[4t .. 4t+3]. Lane sums 1 (lane 0), e (lanes 1
+  // and 2), -1 (lane 16). Decreasing offsets pair (0, 16) first: 1 - 1 = 0, then offset 2 adds
+  // lane 2 (e) and offset 1 lane 1 (e): 2e. Increasing: 1 + e = 1 twice (ties to even), then
+  // offset 16 adds -1: 0.
+  std::vector<float> x128(128, 0.0f);
+  x128[0] = 1.0f;    // lane 0
+  x128[4] = e;       // lane 1
+  x128[8] = e;       // lane 2
+  x128[64] = -1.0f;  // lane 16
+  CHECK(native::torch_cuda_mean_sum(x128.data(), 128) == 2 * e);
+  CHECK(native::torch_cuda_mean_sum(x128.data(), 128, rocm) == 0.0f);
+  // The H200's "specials block 32" case: bitsandbytes wrote absmax2 = +inf (0x7F800000). The
+  // absmax of special_blocks() (bench/peers/bnb4bit_vs_exmy.py) at B = 32, N = 15 (< 128:
+  // scalar loads, bw = 8, lane t sums x[t] + x[t + 8]): -FLT_MAX at 4, 5 (NaN blocks), +inf at 6,
+  // 0.5 at 7, 3.4e38 at 10, 11, 2e-30 at 12, 13. Lanes: 0, 0, 3.4e38, 3.4e38, -M, -M, inf, 0.5.
+  // Decreasing: offset 4 gives -M, -M, inf, 3.4e38; offset 2: inf, -M + 3.4e38; offset 1: inf.
+  // Increasing: 3.4e38 + 3.4e38 overflows to inf and -M + -M to -inf, then -inf + inf = NaN.
+  const float M = FLT_MAX, big = 3.4e38f, tiny = 2e-30f, inf = INFINITY;
+  const float a15[] = {0, 0, 0, 0, -M, -M, inf, 0.5f, 0, 0, big, big, tiny, tiny, 0};
+  CHECK(native::torch_cuda_mean_launch(15).block_width == 8);
+  CHECK(bits(native::torch_cuda_mean(a15, 15)) == 0x7F800000u);
+  CHECK(bits(native::torch_cuda_mean(a15, 15, rocm)) == 0x7FFFFFFFu);
+  // ... and through quantize_4bit: A - inf is -inf or NaN, absmax2 = fmaxf |.| = +inf.
+  std::vector<float> sp;
+  const float nan = NAN, sub = native::f32_from_bits(0x00000123u);
+  for (int i = 0; i < 64; ++i) sp.push_back(0.0f);
+  for (int i = 0; i < 32; ++i) {
+    sp.push_back(sub);
+    sp.push_back(-sub);
+  }
+  for (int i = 0; i < 64; ++i) sp.push_back(nan);
+  sp.push_back(1.0f);
+  sp.push_back(inf);
+  for (int i = 0; i < 62; ++i) sp.push_back(0.5f);
+  for (int i = 0; i < 64; ++i) sp.push_back(-0.0f);
+  for (int i = 0; i < 32; ++i) {
+    sp.push_back(3.0e38f);
+    sp.push_back(-3.4e38f);
+  }
+  for (int i = 0; i < 32; ++i) {
+    sp.push_back(1e-30f);
+    sp.push_back(-2e-30f);
+  }
+  for (int i = 0; i < 5; ++i) sp.push_back(nan);
+  REQUIRE(sp.size() == 453);
+  for (const auto t : {native::Bnb4Type::nf4, native::Bnb4Type::fp4}) {
+    quant::Bnb4Options o;
+    o.type = t;
+    o.block = 32;
+    o.double_quant = true;
+    const quant::Bnb4Quantized d = quant::bnb4_quantize(sp, o);
+    CHECK(bits(d.offset) == 0x7F800000u);
+    REQUIRE(d.absmax2.size() == 1);
+    CHECK(bits(d.absmax2[0]) == 0x7F800000u);
+  }
 }
 
 TEST_CASE("bnb 4-bit input checks", "[quant][bnb4]") {
