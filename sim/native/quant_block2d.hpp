@@ -19,7 +19,7 @@
 //   torchao   torchao 0.18 prototype/blockwise_fp8_training/kernels.py (Triton):
 //               a = maxnum(amax, eps) with eps = RN32(1e-12) for every source dtype (tl.clamp
 //               turns its Python-float bounds into fp32 tensors before the promotion, so an fp16
-//               amax is widened to fp32: Triton python/triton/language/core.py clamp, then
+//               amax is widened to fp32: Triton core.clamp (language core module), then
 //               semantic.py computation_type_impl rule 2); NaN elements never reach the max
 //               (max.f32 ignores NaN); s = RN32(RN64(448 / a)) = RN32(448 / a);
 //               y = RN32(x · s); clip = min.xorsign.abs(y, 448) (a NaN y gives +448: GPU NaNs are
