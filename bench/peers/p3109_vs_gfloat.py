@@ -190,8 +190,10 @@ def formats(kmax):
 
 
 def inputs(f, rng, nrandom):
-    vals = sorted({float(v) for c in range(2 ** f.k)
-                   if not isinstance(v := f.decode(c), str) and v >= 0})
+    codes = range(2 ** f.k) if f.k <= 10 else sorted(
+        set(range(64)) | set(range(f.maxc - 63, f.maxc + 1)) |
+        {rng.randrange(f.maxc) for _ in range(512)})
+    vals = sorted({float(v) for c in codes if not isinstance(v := f.decode(c), str) and v >= 0})
     xs = set()
     for i, v in enumerate(vals):
         xs.update((v, np.nextafter(v, math.inf), np.nextafter(v, -math.inf)))
@@ -284,6 +286,8 @@ def main(argv=None):
     ap.add_argument("--tables", help="P3109/Public 'Value Tables/Hexadecimal' directory")
     ap.add_argument("--decode-k", type=int, default=11)
     ap.add_argument("--encode-k", type=int, default=8)
+    ap.add_argument("--also", default="",
+                    help="comma-separated formats encoded besides K <= --encode-k (e.g. K > 8)")
     ap.add_argument("--random", type=int, default=256)
     ap.add_argument("--seed", type=int, default=20261201)
     ap.add_argument("--out")
@@ -342,7 +346,9 @@ def main(argv=None):
 
     # encode ------------------------------------------------------------------------------------
     jobs, cells = [], []
-    for f in formats(a.encode_k):
+    extra = [Fmt(int(n[6:n.index("p")]), int(n[n.index("p") + 1:-2]), n[-2] == "s", n[-1] == "e")
+             for n in a.also.split(",") if n]
+    for f in formats(a.encode_k) + extra:
         x = inputs(f, rng, a.random)
         xp = os.path.join(tmp, f"{f.name}.npy")
         np.save(xp, x)
@@ -408,7 +414,7 @@ def main(argv=None):
         lines += ["", f"first difference from the report: {totals['first']}"]
     lines += ["", "gfloat runs: " + (", ".join(gf_versions) or "none (--gfloat-python not given)"),
               f"formats decoded: K = 3..{a.decode_k}, every P, s/u, e/f ({len(formats(a.decode_k))});"
-              f" encoded: K = 3..{a.encode_k} ({len(formats(a.encode_k))}) x {len(ROUNDS)} modes + "
+              f" encoded: K = 3..{a.encode_k} ({len(formats(a.encode_k))}) and {a.also or 'no others'} x {len(ROUNDS)} modes + "
               f"{len(SR)} stochastic (mode, N, word) x {len(SATS)} saturations", ""]
     text = "\n".join(lines) + "\n"
     sys.stdout.write(text)
