@@ -27,6 +27,7 @@
 
 #include "cli/cli_device.hpp"
 #include "cli/cli_util.hpp"
+#include "cli/cmd_cast_p3109.hpp"
 #include "cli/command.hpp"
 #include "cli/options.hpp"
 #include "gpu/host_arrays.hpp"
@@ -643,6 +644,7 @@ int run_arrays(const CastArgs& o, const Format& f) {
 }
 
 int run_cast(const Args& args) {
+  if (is_p3109_cast(args)) return run_cast_p3109(args);  // binary<K>p<P><s|u><e|f>
   CastArgs o;
   if (!cast_options(o).parse(args)) return 0;
   check_args(o);

@@ -17,8 +17,10 @@
 //               and 0 gives exponent 0), then s = 0 where a = +inf; s = 1 where a = 0;
 //               code = torch fp8(clamp(RN32(x · s), −fmax, fmax)); stored scale RN32(1/s).
 //   torchao   torchao 0.18 prototype/blockwise_fp8_training/kernels.py (Triton):
-//               a = maxnum(amax, eps) with eps = 1e-12 in the source's compute type (fp32 for
-//               fp32 and bf16 inputs, fp16 for fp16 inputs: 0); NaN elements never reach the max
+//               a = maxnum(amax, eps) with eps = RN32(1e-12) for every source dtype (tl.clamp
+//               turns its Python-float bounds into fp32 tensors before the promotion, so an fp16
+//               amax is widened to fp32: Triton core.clamp (language core module), then
+//               semantic.py computation_type_impl rule 2); NaN elements never reach the max
 //               (max.f32 ignores NaN); s = RN32(RN64(448 / a)) = RN32(448 / a);
 //               y = RN32(x · s); clip = min.xorsign.abs(y, 448) (a NaN y gives +448: GPU NaNs are
 //               positive); code = cvt.rn.satfinite e4m3; stored scale RN32(1/s).
@@ -112,9 +114,12 @@ EXMY_HD Encoded te_block_element(const FloatFormat& f, float fmax, float x, floa
   return {torch_fp8_from_fp32(f, bits_of(y)), 0};
 }
 
-// torchao's eps in the compute type of the source (fp16 sources: 1e-12 rounds to 0 in fp16).
-EXMY_HD float torchao_block_eps(bool fp16_source) {
-  return fp16_source ? 0.0f : float_of(kTorchaoEpsBits);
+// torchao's eps: RN32(1e-12) whatever the source dtype. (Until issue 32 this returned 0 for fp16
+// sources, reading tl.clamp as if the scalar 1e-12 took the fp16 tensor's type; Triton's
+// core.clamp makes min/max fp32 tensors first, so the clamp runs in fp32 — the H200 run of
+// 2026-12-01 showed all-zero fp16 tiles coding as ±0 with a finite scale, not +448.)
+EXMY_HD float torchao_block_eps() {
+  return float_of(kTorchaoEpsBits);
 }
 
 // torchao's scale: 448 / a in fp64 rounded to fp32 (the same as one RN32 division: a quotient of

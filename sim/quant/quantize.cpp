@@ -211,7 +211,7 @@ native::QuantPlan make_plan(const Options& opt, const native::Nvfp4Tensor& tenso
   p.source_max = source_max(opt.source);
   if (p.rule == ScaleRule::block_te) p.block_eps = opt.te_amax_epsilon;
   if (p.rule == ScaleRule::block_torchao) {
-    p.block_eps = native::torchao_block_eps(opt.source == native::Storage::f16);
+    p.block_eps = native::torchao_block_eps();
     p.nan = native::NanPolicy::ignore;  // Triton's max.f32 reductions skip NaN
   }
   p.mode = opt.mode;

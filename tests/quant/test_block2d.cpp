@@ -77,7 +77,7 @@ float ceil_ue8m0_ref(float sf) {
 // One library's quantization of a rows x cols fp32 matrix in R x C tiles.
 RefOut reference(Lib lib, const std::vector<float>& x, std::size_t rows, std::size_t cols,
                  std::size_t R, std::size_t C, const FloatFormat& f, const std::string& scale_fmt,
-                 float src_max, bool fp16_source, float te_eps = 0.0f) {
+                 float src_max, float te_eps = 0.0f) {
   const float fmax = static_cast<float>(native::to_double(f, f.max_code()));
   const std::size_t tr = (rows + R - 1) / R, tc = (cols + C - 1) / C;
   RefOut out;
@@ -119,8 +119,9 @@ RefOut reference(Lib lib, const std::vector<float>& x, std::size_t rows, std::si
         mult = s;
         stored = div32(1.0f, s);
       } else {
-        // tl.clamp(max |x| over non-NaN, min=EPS); EPS fp32, or fp16's 0 for fp16 sources.
-        const float eps = fp16_source ? 0.0f : static_cast<float>(1e-12);
+        // tl.clamp(max |x| over non-NaN, min=EPS): Triton's core.clamp makes EPS an fp32
+        // tensor, so the clamp is fp32 with RN32(1e-12) for fp16 sources too.
+        const float eps = static_cast<float>(1e-12);
         const float a = std::max(amax, eps);
         const float s = rn32(448.0 / static_cast<double>(a));
         mult = s;
@@ -177,9 +178,8 @@ void check_against_reference(const std::vector<float>& x, std::size_t rows, std:
   const float src_max = source == native::Storage::bf16  ? from_bits(0x7F7F0000u)
                         : source == native::Storage::f16 ? 65504.0f
                                                          : from_bits(0x7F7FFFFFu);
-  const RefOut ref =
-      reference(lib_of(variant), x, rows, cols, o.scheme.tile_rows, o.scheme.tile_cols, o.target.fp,
-                fmt, src_max, source == native::Storage::f16, te_eps);
+  const RefOut ref = reference(lib_of(variant), x, rows, cols, o.scheme.tile_rows,
+                               o.scheme.tile_cols, o.target.fp, fmt, src_max, te_eps);
   INFO(scheme << " " << variant << " " << fmt << " " << rows << "x" << cols);
   REQUIRE(q.state.size() == ref.stored.size());
   for (std::size_t g = 0; g < ref.stored.size(); ++g) {
@@ -350,13 +350,29 @@ TEST_CASE("block:RxC named edges, by hand", "[quant][block2d]") {
   q = quantize(nan, {1, 4}, tile_opts("block:1x4", "torchao"));
   CHECK(q.state[0] == 1.0f);
   CHECK(q.codes[1] == 0x7E);
-  // torchao with an fp16 source and an all-zero tile: eps is 0 in fp16, the scale is 448/0 = inf,
-  // 0 * inf is NaN and clips to +448; the stored reciprocal is 0.
-  Options o = tile_opts("block:1x4", "torchao");
-  o.source = native::Storage::f16;
-  q = quantize(z, {1, 4}, o);
-  CHECK(q.state[0] == 0.0f);
-  CHECK(q.codes == std::vector<std::uint8_t>{0x7E, 0x7E, 0x7E, 0x7E});
+}
+
+// Regression (issue 32, H200 2026-12-01: torchao 1x128 float16 specials, 256 codes and 2 scales
+// differed): an all-zero tile of an fp16 source. torchao 0.18 kernels.py computes
+// tl.clamp(tl.max(tl.abs(x)), min=EPS, max=inf) with EPS = 1e-12; Triton's core.clamp turns the
+// bounds into fp32 tensors (to_tensor) before semantic.clamp's promotion, and an fp16 tensor
+// against an fp32 tensor computes in fp32 (computation_type_impl rule 2). So a' = RN32(1e-12)
+// (0x2B8CBCCC), s = RN32(448 / a') = 4.48e14 (0x57CBBA10), y = ±0 · s = ±0 and the codes are
+// ±0 (0x00 / 0x80); the stored reciprocal is RN32(1/s) = 0x2720D7C5. exmy had taken eps in fp16
+// (0), s = inf, 0 · inf = NaN → +448 (0x7E) and a stored 0.
+TEST_CASE("block:RxC torchao fp16 all-zero tile clamps in fp32 (regression)",
+          "[quant][block2d][regression]") {
+  const std::vector<float> z = {-0.0f, 0.0f, -0.0f, 0.0f};
+  for (const native::Storage src :
+       {native::Storage::f16, native::Storage::bf16, native::Storage::f32}) {
+    INFO("source " << static_cast<int>(src));
+    Options o = tile_opts("block:1x4", "torchao");
+    o.source = src;
+    const Quantized q = quantize(z, {1, 4}, o);
+    REQUIRE(q.state.size() == 1);
+    CHECK(native::bits_of(q.state[0]) == 0x2720D7C5u);  // RN32(1 / 0x57CBBA10)
+    CHECK(q.codes == std::vector<std::uint8_t>{0x80, 0x00, 0x80, 0x00});
+  }
 }
 
 TEST_CASE("block:RxC partial edge tiles take the amax of the elements present",

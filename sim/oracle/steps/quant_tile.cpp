@@ -89,8 +89,9 @@ Real tile_scale(const Spec& s, const Real& a) {
       return sc;
     }
     case TileRule::torchao: {
-      // a′ = maxnum(a, ε): ε = RN32(1e-12), or 0 (1e-12 in fp16) for fp16 inputs; a never NaN.
-      const Real eps = s.source == Source::fp16 ? Real() : round(F32, R(1e-12));
+      // a′ = maxnum(a, ε): ε = RN32(1e-12) for every source (tl.clamp widens an fp16 amax to
+      // fp32: Triton core.clamp makes its float bounds fp32 tensors); a never NaN.
+      const Real eps = round(F32, R(1e-12));
       const Real ap = lt(a, eps) ? eps : a;
       return round(F32, div(F64, fmax, ap));  // RN32(RN64(448 / a′))
     }
