@@ -7,7 +7,8 @@
 #   scripts/test-python.sh [build-dir]           (default: build)
 #   scripts/test-python.sh --pip [build-dir]     the packaging route instead: `pip install .`
 #                                                (scikit-build-core builds the engine again, about
-#                                                7 min on 2 cores), then the same tests
+#                                                7 min on 2 cores), then the same tests against
+#                                                the package's own exmy/bin/exmy
 #   scripts/test-python.sh --wheel [WHEEL]       the self-contained wheel (scripts/build-wheel.sh
 #                                                builds one when WHEEL is not given: ~10 min on 2
 #                                                cores; not in CI) in a fresh venv in an empty
@@ -66,7 +67,10 @@ if [ "$pip_route" = 1 ]; then
   if command -v ccache >/dev/null 2>&1; then export CMAKE_CXX_COMPILER_LAUNCHER=ccache; fi
   "$venv/bin/pip" install -q --disable-pip-version-check --no-build-isolation "$root"
   cd "$build"
-  EXMY_CLI="$build/cli/exmy" "$venv/bin/python" -m pytest -q -p no:cacheprovider "$root/python/tests"
+  # The package's own executable (exmy/bin/exmy) where it has one, else this build's.
+  exe=$("$venv/bin/python" -c 'from exmy._cli import executable; print(executable())')
+  [ -f "$exe" ] || exe=$build/cli/exmy
+  EXMY_CLI="$exe" "$venv/bin/python" -m pytest -q -p no:cacheprovider "$root/python/tests"
   exit 0
 fi
 so=$(find "$build/python" -maxdepth 1 -name '_exmy*.so' 2>/dev/null | head -1 || true)
