@@ -9,7 +9,8 @@
 # .devdeps/wheel-deps (kept: about 5 min the first time on 2 cores, nothing later). Set
 # EXMY_WHEEL_DEPS=PREFIX to use a prefix that already holds PIC lib/libmpfr.a, lib/libgmp.a.
 # The wheel is tagged linux_x86_64 (glibc of this machine); scripts/test-python.sh --wheel
-# installs it in a fresh venv and checks it. CI does not run this (about 10 min on 2 cores).
+# installs it in a fresh venv and checks it. CI does not run this (1,164 s for the wheel on 2
+# loaded cores, bench/results/2026-12-01-cpu-wheel.md).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD

@@ -10,7 +10,7 @@
 #                                                7 min on 2 cores), then the same tests against
 #                                                the package's own exmy/bin/exmy
 #   scripts/test-python.sh --wheel [WHEEL]       the self-contained wheel (scripts/build-wheel.sh
-#                                                builds one when WHEEL is not given: ~10 min on 2
+#                                                builds one when WHEEL is not given: 19 min on 2
 #                                                cores; not in CI) in a fresh venv in an empty
 #                                                directory with LD_LIBRARY_PATH empty: the console
 #                                                script (exmy --help, exmy cast), exmy.cast with an
