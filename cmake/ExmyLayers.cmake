@@ -18,11 +18,15 @@
 #   exmy::gpu                 gpu/                  CUDA kernels
 #
 # exmy_include_tree(NAME PATH...): makes build/include/NAME/PATH -> source PATH for each PATH
-# (a file or a folder) and sets EXMY_TREE_<NAME> to build/include/NAME. The paths are recorded
+# (a file or a folder) and sets EXMY_TREE_<NAME> to build/include/NAME in the build tree and to
+# the one include folder of the installed package, <prefix>/include/exmy, where every tree's
+# headers are installed under their source paths (cmake/ExmyInstall.cmake). The paths are recorded
 # in the global property EXMY_TREE_PATHS_<NAME>; a target that sets its property
 # EXMY_LAYER_TREE to NAME owns the tree, and exmy_check_layer_includes
 # (cmake/ExmyLayerCheck.cmake) lets a source include a header only from its own tree or from the
 # trees of the targets it links directly.
+include(GNUInstallDirs)
+set(EXMY_INSTALL_INCLUDEDIR ${CMAKE_INSTALL_INCLUDEDIR}/exmy)
 function(exmy_include_tree name)
   set(root ${PROJECT_BINARY_DIR}/include/${name})
   foreach(path IN LISTS ARGN)
@@ -34,5 +38,6 @@ function(exmy_include_tree name)
     file(CREATE_LINK ${PROJECT_SOURCE_DIR}/${path} ${root}/${path} SYMBOLIC)
   endforeach()
   set_property(GLOBAL PROPERTY EXMY_TREE_PATHS_${name} ${ARGN})
-  set(EXMY_TREE_${name} ${root} PARENT_SCOPE)
+  set(EXMY_TREE_${name} "$<BUILD_INTERFACE:${root}>;$<INSTALL_INTERFACE:${EXMY_INSTALL_INCLUDEDIR}>"
+      PARENT_SCOPE)
 endfunction()

@@ -47,6 +47,18 @@ std::optional<FloatFormat> parse_float_format(std::string_view name) {
   if (name == "float64") return formats::fp64;
   if (name == "float16" || name == "half") return formats::fp16;
   if (name == "bfloat16") return formats::bf16;
+  // ml_dtypes' and NumPy's dtype names: float8_e4m3fn, float6_e2m3fn, float4_e2m1fn, ... name
+  // the eXmY format after the width, which must be its width.
+  for (const char* w : {"float8_", "float6_", "float4_"}) {
+    const std::string_view prefix = w;
+    if (name.substr(0, prefix.size()) == prefix) {
+      const std::string_view rest = name.substr(prefix.size());
+      if (rest.substr(0, 5) == "float") return std::nullopt;
+      const auto f = parse_float_format(rest);
+      if (!f || f->total_bits() != prefix[5] - '0') return std::nullopt;
+      return f;
+    }
+  }
   std::string_view s = name;
   int x = 0, y = 0;
   if (s.empty() || s[0] != 'e') return std::nullopt;
