@@ -327,3 +327,33 @@ def test_step_hyperparameter_domains_are_the_clis():
         exmy.step("adamw8bit", p, p, beta2=1.0)
     with pytest.raises(ValueError, match="does not cover step optimizer adamw8bit"):
         exmy.step("adamw8bit", p, p, compat="torch-cuda")
+
+
+@needs_cli
+def test_plugin_reports_mismatches_before_missing_cases(tmp_path, exmy_check):
+    subprocess.run([cli(), "golden", "generate", "--suite", "quantize", "--out",
+                    str(tmp_path / "c"), "--quiet"], check=True, stdout=subprocess.DEVNULL)
+    cases = sorted(p.parent for p in (tmp_path / "c").rglob("expected"))
+    for i, e in enumerate(cases):
+        if i % 3 == 0:
+            continue  # every third case without results: missing
+        dest = tmp_path / "r" / e.relative_to(tmp_path / "c")
+        dest.mkdir(parents=True)
+        for f in (e / "expected").glob("*.npy"):
+            shutil.copy(f, dest / f.name)
+    last = tmp_path / "r" / cases[-1].relative_to(tmp_path / "c")  # a late case, wrong bits
+    if not (last / "codes.npy").exists():
+        last = tmp_path / "r" / cases[-2].relative_to(tmp_path / "c")
+    a = np.load(last / "codes.npy")
+    a.flat[0] ^= 1
+    np.save(last / "codes.npy", a)
+    with pytest.raises(AssertionError) as e:
+        exmy_check.golden(tmp_path / "c", tmp_path / "r")
+    lines = str(e.value).splitlines()
+    assert lines[0].startswith("1 mismatches in 1 cases")
+    assert lines[1] == "mismatches:" and last.name in lines[2]
+    assert "missing:" in lines and lines.index("missing:") > 2
+    # with allow_missing only the mismatch fails
+    with pytest.raises(AssertionError) as e:
+        exmy_check.golden(tmp_path / "c", tmp_path / "r", allow_missing=True)
+    assert "missing:" not in str(e.value).splitlines()
