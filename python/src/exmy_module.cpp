@@ -7,11 +7,14 @@
 // python/exmy/__init__.py is the documented surface.
 #include <nanobind/nanobind.h>
 #include <nanobind/ndarray.h>
+#include <nanobind/stl/optional.h>
 #include <nanobind/stl/pair.h>
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
 
 #include <cstring>
+#include <memory>
+#include <optional>
 #include <string>
 #include <type_traits>
 #include <vector>
@@ -19,12 +22,16 @@
 #include "sim/common/error.hpp"
 #include "sim/fast/array_cast.hpp"
 #include "sim/format/compat.hpp"
+#include "sim/format/float_names.hpp"
 #include "sim/format/registry.hpp"
 #include "sim/format/rounding_names.hpp"
+#include "sim/gemm/gemm.hpp"
 #include "sim/golden/corpus.hpp"
 #include "sim/native/compat_e8m0.hpp"
+#include "sim/optim/hyper_applies.hpp"
 #include "sim/optim/registry.hpp"
 #include "sim/quant/quantize.hpp"
+#include "sim/verify/backend_inputs.hpp"
 
 namespace nb = nanobind;
 using namespace nb::literals;
@@ -328,12 +335,27 @@ nb::object dequantize(nb::dict q, const std::string& scheme, const std::string& 
 // ---- step: `exmy step` on arrays -------------------------------------------------------------
 nb::dict step(const std::string& optimizer, Arr<const float> params, Arr<const float> grads,
               long steps, const std::string& param_dtype, const std::string& compat,
-              std::uint64_t seed, int block, const nb::kwargs& kw) {
+              std::uint64_t seed, int block, const std::string& variant, const nb::kwargs& kw) {
   optim::Config c;
   c.opt = optim::find_optimizer(optimizer);
   optim::HyperOptions h;
   for (auto [k, v] : kw) {
     const std::string key = nb::cast<std::string>(k);
+    // A family's extra hyperparameter (RMSprop's centered, ...): its option without the dashes.
+    std::string option = "--" + key;
+    for (char& ch : option) ch = ch == '_' ? '-' : ch;
+    const optim::ExtraHyper* extra = nullptr;
+    for (const optim::ExtraHyper& x : c.opt.entry->def->extras) {
+      if (x.option == option) extra = &x;
+    }
+    if (extra != nullptr) {
+      if (extra->flag) {
+        if (nb::cast<bool>(v)) h.extra.emplace_back(option, 1.0);
+      } else {
+        h.extra.emplace_back(option, nb::cast<double>(v));
+      }
+      continue;
+    }
     const double d = key == "nesterov" ? 0.0 : nb::cast<double>(v);
     if (key == "lr")
       h.lr = d;
@@ -358,6 +380,7 @@ nb::dict step(const std::string& optimizer, Arr<const float> params, Arr<const f
     else
       throw InputError("unknown hyperparameter '" + key + "'");
   }
+  optim::check_hyper_applies(*c.opt.entry, h);  // one the optimizer does not read: refused
   c.hyper = optim::resolve_hyper(*c.opt.entry, h);
   if (param_dtype == "fp32")
     c.st = native::Storage::f32;
@@ -369,10 +392,12 @@ nb::dict step(const std::string& optimizer, Arr<const float> params, Arr<const f
     throw InputError("param_dtype '" + param_dtype + "': expected fp32, bf16 or fp16");
   c.block = block;
   c.seed = seed;
+  c.variant = variant;
   // The domain's rules, as `exmy step` applies them: hyperparameter domains, then the profile
   // (its PyTorch or bitsandbytes kernels).
   optim::check_hyper_domains(*c.opt.entry, c.hyper);
   optim::apply_compat(c, compat);
+  optim::check_variant(c);
   const std::size_t n = params.size();
   if (steps < 1) throw InputError("steps: expected at least 1");
   const bool per_step = grads.size() == n * static_cast<std::size_t>(steps);
@@ -399,6 +424,280 @@ nb::dict step(const std::string& optimizer, Arr<const float> params, Arr<const f
     std::visit([&](auto* vec) { d[a.file] = to_numpy(std::move(*vec), {vec->size()}); }, a.data);
   }
   d["params"] = to_numpy(std::move(p), shape_of(params));
+  return d;
+}
+
+// ---- gemm: `exmy gemm` on arrays (cli/cmd_gemm.cpp reads the same operands from files) -------
+// An operand from a 2-d C-contiguous array: float32 values for fp32/tf32, else codes of a float
+// format of at most 16 bits (uint8 up to 8 bits, uint16 above), decoded through the table
+// read_operand builds (sim/gemm/gemm.cpp), with the same type (bf16, fp16 or the format's name:
+// FP8 names select cublas-sm90's verified FP8 shapes). The array outlives the GEMM (the caller
+// holds it), so the store points into it.
+gemm::Operand operand_from_array(const nb::ndarray<nb::c_contig, nb::device::cpu>& a,
+                                 const std::string& fmt_name, const std::string& which) {
+  if (a.ndim() != 2) {
+    throw InputError(which + ": a " + std::to_string(a.ndim()) +
+                     "-d array (expected 2-d, rows x K)");
+  }
+  gemm::Operand o;
+  o.rows = a.shape(0);
+  o.cols = a.shape(1);
+  auto store = std::make_shared<gemm::OperandStore>();
+  store->data = a.data();
+  store->row_stride = o.cols;
+  store->col_stride = 1;
+  if (fmt_name == "fp32" || fmt_name == "tf32") {
+    if (a.dtype() != nb::dtype<float>()) {
+      throw InputError(which + ": expected float32 values for " + which + "_format='" + fmt_name +
+                       "'");
+    }
+    o.code_bits = 32;
+    o.emin = -126;
+    o.type = fmt_name;
+    store->elem_bytes = 4;
+    o.store = std::move(store);
+    return o;
+  }
+  const Format f = parse_format(fmt_name);
+  if (f.kind != FormatKind::floating || f.fp.total_bits() > 16) {
+    throw InputError(which + "_format '" + fmt_name +
+                     "': expected a float format of at most 16 bits, fp32 or tf32");
+  }
+  const bool narrow = f.fp.total_bits() <= 8;
+  if (a.dtype() != (narrow ? nb::dtype<std::uint8_t>() : nb::dtype<std::uint16_t>())) {
+    throw InputError(which + ": expected " + (narrow ? "uint8" : "uint16") + " codes of " +
+                     fmt_name);
+  }
+  const std::uint64_t limit = std::uint64_t{1} << f.fp.total_bits();
+  const std::size_t n = a.size();
+  for (std::size_t i = 0; i < n; ++i) {
+    const std::uint64_t c = narrow ? static_cast<const std::uint8_t*>(a.data())[i]
+                                   : static_cast<const std::uint16_t*>(a.data())[i];
+    if (c >= limit) {
+      throw InputError(which + ": code " + std::to_string(c) + " at index " + std::to_string(i) +
+                       " (expected a " + fmt_name + " code below " + std::to_string(limit) + ")");
+    }
+  }
+  const FloatFormat& fmt = f.fp;
+  store->elem_bytes = narrow ? 1 : 2;
+  store->table.resize(static_cast<std::size_t>(limit));
+  for (std::uint64_t c = 0; c < limit; ++c) store->table[c] = native::to_double(fmt, c);
+  const auto same = [&](const FloatFormat& g) {
+    return g.exp_bits == fmt.exp_bits && g.man_bits == fmt.man_bits && g.bias == fmt.bias;
+  };
+  o.code_bits = narrow ? 8 : 16;
+  o.value_bits = fmt.total_bits();
+  o.emin = fmt.subnormals ? 1 - fmt.bias : -fmt.bias;
+  o.type = same(formats::bf16) ? "bf16" : same(formats::fp16) ? "fp16" : fmt_name;
+  o.store = std::move(store);
+  return o;
+}
+
+// Block scales of one operand (MX: E8M0 per 32 k; NVFP4: UE4M3 per 16 k) from a uint8 array of
+// rows x K / block codes: the checks and table of gemm::read_block_scales, on an array.
+void block_scales_from_array(const nb::ndarray<nb::c_contig, nb::device::cpu>& s,
+                             const std::string& fmt, std::size_t block, gemm::Operand& op,
+                             const std::string& which) {
+  const std::string arg = "block_scale_" + which;
+  if (fmt != "e8m0fnu" && fmt != "e4m3fn") {
+    throw InputError("block_scale_format '" + fmt +
+                     "': expected e8m0fnu (MX) or e4m3fn (NVFP4's unsigned UE4M3)");
+  }
+  if (block == 0 || block > 4096) throw InputError("block: expected 1..4096 elements of k");
+  if (op.cols % block != 0) {
+    throw InputError(arg + ": K = " + std::to_string(op.cols) +
+                     " is not a multiple of the block (" + std::to_string(block) + ")");
+  }
+  const std::size_t nb_ = op.cols / block;
+  if (s.ndim() != 2 || s.shape(0) != op.rows || s.shape(1) != nb_) {
+    throw InputError(arg + ": expected shape (" + std::to_string(op.rows) + ", " +
+                     std::to_string(nb_) + "): the rows of " + which + " x K / " +
+                     std::to_string(block));
+  }
+  if (s.dtype() != nb::dtype<std::uint8_t>()) throw InputError(arg + ": expected uint8 codes");
+  const auto* c = static_cast<const std::uint8_t*>(s.data());
+  std::vector<std::uint8_t> codes(c, c + s.size());
+  for (std::size_t i = 0; i < codes.size(); ++i) {
+    if (fmt == "e4m3fn" && (codes[i] & 0x80u) != 0) {
+      throw InputError(arg + ": element " + std::to_string(i) + " = " + std::to_string(codes[i]) +
+                       " has the sign bit set (expected unsigned UE4M3 codes)");
+    }
+  }
+  const FloatFormat f = parse_format(fmt).fp;
+  op.scales.clear();
+  op.scale_table.resize(256);
+  for (unsigned k = 0; k < 256; ++k) op.scale_table[k] = native::to_double(f, k);
+  op.scale_codes = std::move(codes);
+  op.scale_block = block;
+  op.scale_emin = fmt == "e8m0fnu" ? -127 : 1 - f.bias;
+}
+
+// One finite float32 scale per row (1-d or n x 1), as exmy gemm --scale-a-rows reads them.
+std::vector<float> row_scales(const nb::ndarray<nb::c_contig, nb::device::cpu>& s, std::size_t want,
+                              const char* arg) {
+  if (s.dtype() != nb::dtype<float>()) throw InputError(std::string(arg) + ": expected float32");
+  if (s.size() != want || s.ndim() > 2 || (s.ndim() == 2 && s.shape(1) != 1)) {
+    throw InputError(std::string(arg) + ": " + std::to_string(s.size()) + " values (expected " +
+                     std::to_string(want) + ", 1-d or n x 1)");
+  }
+  const auto* p = static_cast<const float*>(s.data());
+  std::vector<float> v(p, p + s.size());
+  for (std::size_t i = 0; i < v.size(); ++i) {
+    if (!(v[i] - v[i] == 0)) {
+      throw InputError(std::string(arg) + ": value at index " + std::to_string(i) +
+                       " is not finite");
+    }
+  }
+  return v;
+}
+
+using OptArray = std::optional<nb::ndarray<nb::c_contig, nb::device::cpu>>;
+
+// gemm(a, b, a_format, b_format, out_format, accum, compat, ...) -> (C, note): C = A B^T as
+// run_gemm computes it on the CPU (cli/cmd_gemm.cpp); `note` is the line exmy gemm prints on
+// stderr for a shape outside a library model's verified set ("" otherwise); strict refuses it.
+nb::tuple gemm_py(nb::ndarray<nb::c_contig, nb::device::cpu> a,
+                  nb::ndarray<nb::c_contig, nb::device::cpu> b, const std::string& a_fmt,
+                  const std::string& b_fmt, const std::string& out_fmt, std::string accum,
+                  const std::string& compat, double scale_a, double scale_b, OptArray a_rows,
+                  OptArray b_rows, const std::string& scale_order, OptArray block_a,
+                  OptArray block_b, const std::string& block_format, std::size_t block,
+                  bool strict) {
+  if (!compat.empty()) {
+    if (!accum.empty()) {
+      throw InputError("compat='" + compat + "' with accum='" + accum +
+                       "': choose one (the profile names an accumulation model)");
+    }
+    accum = compat_gemm_accum(compat_profile(compat));
+  }
+  if (accum.empty())
+    throw InputError("accum: required (an accumulation model) unless compat names one");
+  gemm::OutFormat of;
+  if (out_fmt == "fp32") {
+    of = gemm::OutFormat::fp32;
+  } else if (out_fmt == "bf16") {
+    of = gemm::OutFormat::bf16;
+  } else if (out_fmt == "fp16") {
+    of = gemm::OutFormat::fp16;
+  } else {
+    throw InputError("out_format '" + out_fmt + "': expected fp32, bf16 or fp16");
+  }
+  for (const auto& [v, name] :
+       {std::pair<double, const char*>{scale_a, "scale_a"}, {scale_b, "scale_b"}}) {
+    if (!(v > 0) || !(v - v == 0)) {
+      throw InputError(std::string(name) + ": expected a positive finite scale, got " +
+                       std::to_string(v));
+    }
+  }
+  gemm::Operand A = operand_from_array(a, a_fmt, "a");
+  gemm::Operand B = operand_from_array(b, b_fmt, "b");
+  if (block_a.has_value() != block_b.has_value()) {
+    throw InputError(std::string(block_a ? "block_scale_b" : "block_scale_a") +
+                     ": required with the other operand's block scales");
+  }
+  if (block_a) {
+    if (block == 0) block = block_format == "e4m3fn" ? 16 : 32;
+    block_scales_from_array(*block_a, block_format, block, A, "a");
+    block_scales_from_array(*block_b, block_format, block, B, "b");
+  } else if (block != 0 || block_format != "e8m0fnu") {
+    throw InputError("block / block_scale_format: only with block_scale_a and block_scale_b");
+  }
+  const int bits = A.code_bits > B.code_bits ? A.code_bits : B.code_bits;
+  gemm::AccumModel m = gemm::parse_accum_model(accum, bits);
+  if (a_fmt == "tf32" || b_fmt == "tf32") m.truncate_tf32 = true;
+  std::string note;
+  const gemm::ShapeModel sm = gemm::operand_model(A, B, m, of);
+  if (!sm.measured) {
+    const bool tf32 = A.type == "tf32" || B.type == "tf32";
+    const std::string type = A.code_bits == 32 ? (tf32 ? "tf32" : "fp32") : A.type;
+    note = "exmy.gemm: accum='" + accum + "' " + type + " " + std::to_string(A.rows) + "x" +
+           std::to_string(B.rows) + "x" + std::to_string(A.cols) +
+           " lies outside the verified set (shapes checked bit for bit against the library); "
+           "applied rule: " +
+           sm.from;
+    if (strict) throw InputError("strict: " + note);
+  }
+  gemm::RowColScales rc;
+  if (scale_order == "a-first" || scale_order == "a_first") {
+    rc.order = gemm::RowColScales::Order::a_first;
+  } else if (scale_order == "b-first" || scale_order == "b_first") {
+    rc.order = gemm::RowColScales::Order::b_first;
+  } else if (scale_order == "product") {
+    rc.order = gemm::RowColScales::Order::product;
+  } else {
+    throw InputError("scale_order '" + scale_order + "': expected a-first, b-first or product");
+  }
+  if (a_rows) rc.a_rows = row_scales(*a_rows, A.rows, "scale_a_rows");
+  if (b_rows) rc.b_cols = row_scales(*b_rows, B.rows, "scale_b_rows");
+  gemm::check_gemm_problem(A, B, m, scale_a * scale_b, of);
+  const std::vector<std::size_t> shape{A.rows, B.rows};
+  const bool f32 = of == gemm::OutFormat::fp32;
+  auto run = [&](auto* out) {
+    nb::gil_scoped_release release;
+    gemm::gemm_rows(A, B, m, of, scale_a * scale_b, &rc,
+                    [&](std::size_t i0, std::size_t i1, const std::uint32_t* c) {
+                      const std::size_t n = (i1 - i0) * B.rows;
+                      auto* dst = out + i0 * B.rows;
+                      if constexpr (sizeof(*out) == 4) {
+                        std::memcpy(dst, c, n * 4);
+                      } else {
+                        for (std::size_t i = 0; i < n; ++i) {
+                          dst[i] = static_cast<std::uint16_t>(c[i]);
+                        }
+                      }
+                    });
+  };
+  nb::object out;
+  if (f32) {
+    float* data = nullptr;
+    out = empty_numpy(shape, "float32", data);
+    run(data);
+  } else {
+    std::uint16_t* data = nullptr;
+    out = empty_numpy(shape, "uint16", data);
+    run(data);
+  }
+  return nb::make_tuple(out, note);
+}
+
+// ---- the designed inputs of `exmy verify --depth ci` (SEMANTICS 13.5.1), for exmy.fuzz --------
+// (x: uint32 fp32 patterns of every call concatenated, input class per element, word class per
+// element, class names, word class names, the calls' seeds and lengths, designed count).
+nb::dict designed_inputs(const std::string& fmt, const std::string& round, std::uint64_t seed,
+                         std::size_t random_elements, std::size_t call_elements) {
+  Format holder;
+  const Format& f = float_format(fmt, holder);
+  const Rounding r = parse_rounding(round);
+  verify::SweepSize size;
+  size.random_elements = random_elements;
+  if (call_elements != 0) size.call_elements = call_elements;
+  verify::DesignedSweep sw;
+  {
+    nb::gil_scoped_release release;
+    sw = verify::designed_cast_sweep(f.fp, r, seed, size);
+  }
+  std::vector<std::uint32_t> x;
+  std::vector<std::uint8_t> input, word;
+  std::vector<std::uint64_t> seeds, lengths;
+  for (const verify::DesignedCall& c : sw.calls) {
+    x.insert(x.end(), c.x.begin(), c.x.end());
+    input.insert(input.end(), c.input.begin(), c.input.end());
+    word.insert(word.end(), c.word.begin(), c.word.end());
+    seeds.push_back(c.seed);
+    lengths.push_back(c.x.size());
+  }
+  nb::dict d;
+  const std::size_t n = x.size();
+  const std::size_t calls = seeds.size();
+  d["x"] = to_numpy(std::move(x), {n});
+  d["input_class"] = to_numpy(std::move(input), {n});
+  d["word_class"] = to_numpy(std::move(word), {word.size()});
+  d["input_classes"] = nb::cast(sw.input_classes);
+  d["word_classes"] = nb::cast(sw.word_classes);
+  d["call_seeds"] = to_numpy(std::move(seeds), {calls});
+  d["call_lengths"] = to_numpy(std::move(lengths), {calls});
+  d["random_seed"] = sw.random_seed;
+  d["designed"] = sw.designed;
   return d;
 }
 
@@ -452,7 +751,14 @@ NB_MODULE(_exmy, m) {
   m.def("quantize", &quantize, "x"_a, "scheme"_a, "to"_a, "kwargs"_a);
   m.def("dequantize", &dequantize, "q"_a, "scheme"_a, "to"_a, "kwargs"_a);
   m.def("step", &step, "optimizer"_a, "params"_a, "grads"_a, "steps"_a = 1,
-        "param_dtype"_a = "fp32", "compat"_a = "", "seed"_a = 0, "block"_a = 256, "kwargs"_a);
+        "param_dtype"_a = "fp32", "compat"_a = "", "seed"_a = 0, "block"_a = 256,
+        "variant"_a = "default", "kwargs"_a);
+  m.def("gemm", &gemm_py, "a"_a, "b"_a, "a_format"_a, "b_format"_a, "out_format"_a, "accum"_a,
+        "compat"_a, "scale_a"_a, "scale_b"_a, "scale_a_rows"_a.none(), "scale_b_rows"_a.none(),
+        "scale_order"_a, "block_scale_a"_a.none(), "block_scale_b"_a.none(), "block_scale_format"_a,
+        "block"_a, "strict"_a);
+  m.def("designed_inputs", &designed_inputs, "fmt"_a, "round"_a, "seed"_a, "random_elements"_a,
+        "call_elements"_a);
   m.def("golden_check", &golden_check, "corpus"_a, "results"_a, "suite"_a = "all",
         "strict_nan"_a = false, "allow_missing"_a = false);
 }
