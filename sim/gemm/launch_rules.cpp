@@ -52,11 +52,15 @@ constexpr FamilyRule kRules[] = {
 };
 
 std::string record_name(const LaunchRecord& r) {
-  return "launch record " + r.family + " (" + r.key + ") split " + std::to_string(r.split) +
-         (r.reduce.empty() ? "" : " + " + r.reduce);
+  return launch_record_name(r);
 }
 
 }  // namespace
+
+std::string launch_record_name(const LaunchRecord& r) {
+  return "launch record " + r.family + " (" + r.key + ") split " + std::to_string(r.split) +
+         (r.reduce.empty() ? "" : " + " + r.reduce);
+}
 
 LaunchRule launch_rule(const LaunchRecord& r, const std::string& in, const std::string& out,
                        std::size_t K) {
