@@ -16,7 +16,7 @@ std::string accum_model_help() {
   return "exact | fp32-seq[:chunk=P | :lanes=L[,vec=V|auto][,lanesum=tree|seq]][,split=S[,tile=T]"
          "[,tree]] | pairwise | "
          "hw:k=K,frac=N[,inter=M][,rne][,tf32[=rz|rna|rne]][,sub=G][,split=S[,tile=T][,tree]]"
-         "[,chunk=P[,rp]] | "
+         "[,chunk=P[,rp]][,ktile=T] | "
          "amd:k=K[,frac=N][,two-stage][,tf32][,split=S[,tile=T][,tree]][,chunk=P] | "
          "sm80 | sm90 | sm100 | cublas-sm90[-h100|-h200] | cdna3";
 }
@@ -151,6 +151,8 @@ AccumModel parse_accum_model(const std::string& text, int a_bits) {
         m.tile = num(1, 1 << 20);
       } else if (key == "chunk") {
         m.chunk = num(1, 1 << 24);
+      } else if (key == "ktile" && !seq && !amd) {
+        m.ktile = num(1, 1 << 20);
       } else if (key == "sub") {
         m.sub_group = num(1, 4096);
       } else if (key == "two-stage" && val.empty()) {

@@ -144,6 +144,55 @@ TEST_CASE("family rules: SIMT SGEMM and 16-bit s1688gemm", "[gemm][launch]") {
           LaunchRule::Status::none);
 }
 
+TEST_CASE("family rules: TF32 sm80 xmma and TF32 s1688gemm (k-tile residue first)",
+          "[gemm][launch]") {
+  // From the results notes (bench/results/2026-11-28-h100-gemm-launch.md, 2026-12-01-h200-gemm-
+  // campaign.md): sm80 xmma TF32 kernels (mma.sync m16n8k8, tf32 rounded to nearest even) run
+  // hw:k=8,frac=25,tf32=rne with no split; CUTLASS TF32 s1688gemm adds splitKreduce parts of
+  // P = 4 ceil(ceil(K/S)/4) and, within each part, runs the residue of its k tile T first, T the
+  // third number of the name's "<M>x<N>_<T>x<stages>".
+  LaunchRecord x = rec("xmma_tf32", 1, "");
+  x.key = "sm80_xmma_gemm_f32f32_tf32f32_f32_tn_n_tilesize32x32x64_stage3_warpsize2x2x1";
+  LaunchRule r = launch_rule(x, "tf32", "fp32", 402);
+  // Verified: bit-exact on every captured shape of the sm80 kernel (H100 426, H200 160).
+  REQUIRE(r.status == LaunchRule::Status::verified);
+  REQUIRE(r.model == "hw:k=8,frac=25,tf32=rne");
+  const AccumModel xm = parse_accum_model(r.model, 32);
+  REQUIRE(xm.truncate_tf32);
+  REQUIRE(xm.tf32_round == AccumModel::Tf32Round::rne);
+  REQUIRE(xm.chunk == 0);
+  // The sm90 (warpgroup, segment-k) xmma TF32 kernel the H200 ran at 338x344x12676: no rule.
+  LaunchRecord x90 = x;
+  x90.key =
+      "sm90_xmma_gemm_f32f32_tf32f32_f32_tn_n_tilesize64x128x32_warpgroupsize1x1x1_execute_"
+      "segment_k_on_kernel__5x_cublas";
+  REQUIRE(launch_rule(x90, "tf32", "fp32", 12676).status == LaunchRule::Status::none);
+  x.split = 2;  // a split without a reduction: not the rule's case
+  REQUIRE(launch_rule(x, "tf32", "fp32", 402).status == LaunchRule::Status::none);
+  // 52x310x402 on the H100 and H200: 64x64_16x6 (T = 16), S = 6: ceil(402/6) = 67 -> P = 68.
+  LaunchRecord t = rec("s1688gemm_tf32", 6, "splitKreduce/f32");
+  t.key = "cutlass_80_tensorop_s1688gemm_64x64_16x6_tn_align1";
+  r = launch_rule(t, "tf32", "fp32", 402);
+  REQUIRE(r.model == "hw:k=8,frac=25,tf32=rne,chunk=68,ktile=16");
+  // Not verified: the H100 captures' outputs were not checked with the k-tile rule.
+  REQUIRE(r.status == LaunchRule::Status::unverified);
+  REQUIRE(r.why.find("not verified") != std::string::npos);
+  // 77x333x6031: 64x128_32x6 (T = 32), S = 22: ceil(6031/22) = 275 -> 276.
+  t.key = "cutlass_80_tensorop_s1688gemm_64x128_32x6_tn_align1";
+  t.split = 22;
+  REQUIRE(launch_rule(t, "tf32", "fp32", 6031).model ==
+          "hw:k=8,frac=25,tf32=rne,chunk=276,ktile=32");
+  // Without a split (no reduction): one accumulation with the residue tile first.
+  t.reduce = "";
+  t.split = 1;
+  REQUIRE(launch_rule(t, "tf32", "fp32", 108).model == "hw:k=8,frac=25,tf32=rne,ktile=32");
+  // A name without a k tile: no rule.
+  t.key = "cutlass_80_tensorop_s1688gemm_tn_align1";
+  REQUIRE(launch_rule(t, "tf32", "fp32", 108).status == LaunchRule::Status::none);
+  // fp32 requests of these families have no rule (the CUDA cores' kernels are others).
+  REQUIRE(launch_rule(x, "fp32", "fp32", 402).status == LaunchRule::Status::none);
+}
+
 TEST_CASE("cublas-sm90 precedence: verified launch rule, verified shape, unverified, nearest",
           "[gemm][launch]") {
   const GemmProfile p = parse_gemm_profile(kProfile, "test-profile.json");
