@@ -9,6 +9,8 @@ bench/peers/gemm_launch_probe.py. Off the GPU it converts a launch capture into 
 compact form:
 
     python3 tools/gemm_launch.py --from LAUNCH.json --out PROFILE.json [--source TEXT]
+    python3 tools/gemm_launch.py --from LAUNCH.json --base BASE_LAUNCH.json[.xz] \
+        --base-profile NAME --out DELTA.json [--source TEXT]
 
 The profile section (merged into PROFILE.json if it exists; its other members are kept):
 
@@ -21,6 +23,18 @@ kernel's name without its parameter list (the CUTLASS/xmma/nvjet name holds the 
 the kernels that followed ("splitKreduce/f32", "splitKreduce/bf16", "splitKreduce/fp16",
 "reduce_1Block", "xmma_split_k", joined by "+"), "" when none did. S is gridDim.z of the GEMM
 kernel (for split-K kernels the number of parts; its meaning for other families is theirs).
+
+With --base, the section is a delta against another GPU's capture of the same shapes (written
+for the compiled-in profiles of a second GPU, docs/SEMANTICS.md 15.6): the records are those of
+the shapes whose launch differs from the base's (any kernel's name, grid or block, so also a
+split carried in the grid that the record's S does not show) or that the base lacks, "absent"
+lists the base's (shape, output)s this capture does not hold, and "base" names the base:
+
+    "launch": {"info": {...}, "base": {"device", "profile", "launches", "same", "differ",
+               "absent", "new"}, "kernels": [...], "records": {...}, "absent": {"IN>OUT": [M,
+               N, K, ...]}}
+
+Every other (shape, output) of the base launched the same kernels with the same grids.
 """
 import argparse
 import json
@@ -308,18 +322,91 @@ def dumps_compact(prof):
     return "{\n " + body + "\n}\n"
 
 
+def open_capture(path):
+    """A launch capture (gemm_launch_probe.py's launch.json, or .json.xz)."""
+    if path.endswith(".xz"):
+        import lzma
+        with lzma.open(path, "rt") as f:
+            return json.load(f)
+    with open(path) as f:
+        return json.load(f)
+
+
+def launches(types_rows):
+    """{(in, out, M, N, K): the kernels as captured ([name, grid, block] each)}."""
+    out = {}
+    for t, rows in types_rows.items():
+        for r in rows:
+            for o, ks in r["kernels"].items():
+                if ks:
+                    out[(t, o, r["M"], r["N"], r["K"])] = ks
+    return out
+
+
+def delta(cap, base_cap, info, base_profile):
+    """The delta section of capture `cap` against `base_cap` (module docstring)."""
+    mine, theirs = launches(cap["types"]), launches(base_cap["types"])
+    differ = {k for k in mine if theirs.get(k) != mine[k]}
+    absent = sorted(k for k in theirs if k not in mine)
+    rows = {}
+    for (t, o, M, N, K) in sorted(differ):
+        rows.setdefault(t, {}).setdefault((M, N, K), {})[o] = mine[(t, o, M, N, K)]
+    sec = compact({t: [{"M": s[0], "N": s[1], "K": s[2], "kernels": ks}
+                       for s, ks in sorted(v.items())] for t, v in sorted(rows.items())}, info)
+    ab = {}
+    for (t, o, M, N, K) in absent:
+        ab.setdefault("%s>%s" % (t, o), []).extend([M, N, K])
+    return {"info": info,
+            "base": {"device": base_cap["info"]["device"], "profile": base_profile,
+                     "launches": len(theirs), "same": len(theirs) - len(absent) -
+                     len([k for k in differ if k in theirs]),
+                     "differ": len([k for k in differ if k in theirs]),
+                     "absent": len(absent), "new": len([k for k in differ if k not in theirs])},
+            "kernels": sec["kernels"], "records": sec["records"], "absent": ab}
+
+
+def dumps_delta(prof):
+    """A delta profile: like dumps_compact, with the base and absent members."""
+    launch = prof["launch"]
+    body = {k: v for k, v in launch.items() if k not in ("base", "absent")}
+    text = dumps_compact({"profile": prof["profile"], "launch": body})
+    extra = '  "base": ' + json.dumps(launch["base"], sort_keys=True) + ",\n"
+    text = text.replace('  "kernels": [', extra + '  "kernels": [', 1)
+    ab = '  "absent": ' + json.dumps(launch["absent"], sort_keys=True,
+                                     separators=(",", ":")) + "\n }"
+    i = text.rindex("  }\n }")
+    return text[:i] + "  },\n" + ab + text[i + len("  }\n }"):]
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--from", dest="src", required=True,
                    help="launch capture (gemm_launch_probe.py's launch.json)")
     p.add_argument("--out", required=True, help="profile to write or merge into")
     p.add_argument("--source", help="where the capture came from (kept in info)")
+    p.add_argument("--base", help="another GPU's launch capture of the same shapes: write a "
+                   "delta against it (a new --out, not merged)")
+    p.add_argument("--base-profile", help="with --base: the profile holding the base's records "
+                   "(its file name, kept in base.profile)")
     args = p.parse_args()
-    with open(args.src) as f:
-        cap = json.load(f)
+    cap = open_capture(args.src)
     info = dict(cap["info"])
     if args.source:
         info["source"] = args.source
+    if args.base:
+        if not args.base_profile:
+            sys.exit("--base needs --base-profile (the base records' profile file name)")
+        base = open_capture(args.base)
+        if base["info"].get("device") == info.get("device"):
+            sys.exit("--base: the base capture is of the same device (%s)" % info.get("device"))
+        sec = delta(cap, base, info, args.base_profile)
+        tmp = args.out + ".tmp"
+        with open(tmp, "w") as f:
+            f.write(dumps_delta({"profile": "cublas-sm90", "launch": sec}))
+        os.replace(tmp, args.out)
+        print("%s: delta against %s: %s" % (args.out, sec["base"]["device"],
+                                            json.dumps(sec["base"], sort_keys=True)))
+        return
     try:
         sec = write_profile(args.out, compact(cap["types"], info))
     except ValueError as e:

@@ -34,34 +34,18 @@ sys.path.insert(0, os.path.join(ROOT, "tools"))
 import gemm_kernel_select_fit as fit  # noqa: E402
 import gemm_kernel_select_merge as merge  # noqa: E402
 import gemm_launch  # noqa: E402
+import gemm_launch_rules as rules  # noqa: E402
 
 ALL_TYPES = ["bf16", "fp16", "tf32", "fp32", "e4m3fn"]
 
 
-def split_part(K, S, g):
-    return g * (-(-(-(-K // S)) // g))
-
-
 def family_rule(rec, t, o, K, verified_table):
-    """Replica of sim/gemm/launch_rules.cpp: (model, verified) or None."""
-    fam, _key, red, S = rec
-    if fam == "simt_sgemm" and t in ("fp32", "tf32") and o == "fp32":
-        base, g = "fp32-seq", 4
-    elif fam == "s1688gemm" and t in ("bf16", "fp16") and o in (t, "fp32"):
-        base, g = "hw:k=8,frac=25", 8
-    else:
+    """Replica of sim/gemm/launch_rules.cpp (gemm_launch_rules.py): (model, verified) or None;
+    verified as --verified says."""
+    r = rules.family_rule(rec, t, o, K)
+    if r is None:
         return None
-    split = red.startswith("splitKreduce/")
-    if (S > 1 and not split) or (red and not split):
-        return None
-    m = base
-    if split:
-        m += (":chunk=%d" if base.startswith("fp32-seq") else ",chunk=%d") % split_part(K, S, g)
-        if red in ("splitKreduce/bf16", "splitKreduce/fp16"):
-            if base.startswith("fp32-seq"):
-                return None
-            m += ",rp"
-    return m, verified_table.get((fam, t, o), False)
+    return r[0], verified_table.get((rec[0], t, o), False)
 
 
 def launch_model(args, t, o, M, N, K):
@@ -197,7 +181,7 @@ def main():
     p.add_argument("--launch-profile", default=os.path.join(ROOT, "golden", "profiles", "sm90",
                                                             "cublaslt-h100-launch.json"))
     p.add_argument("--verified", default="simt_sgemm:fp32:fp32,simt_sgemm:tf32:fp32,"
-                   "s1688gemm:bf16:bf16",
+                   "s1688gemm:bf16:bf16,xmma_tf32:tf32:fp32",
                    help="family:in:out triples verified in launch_rules.cpp (the replica's)")
     args = p.parse_args()
     args.profile = os.path.abspath(args.profile)

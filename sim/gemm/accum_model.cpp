@@ -1,5 +1,6 @@
 #include "sim/gemm/accum_model.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <vector>
@@ -15,9 +16,9 @@ std::string accum_model_help() {
   return "exact | fp32-seq[:chunk=P | :lanes=L[,vec=V|auto][,lanesum=tree|seq]][,split=S[,tile=T]"
          "[,tree]] | pairwise | "
          "hw:k=K,frac=N[,inter=M][,rne][,tf32[=rz|rna|rne]][,sub=G][,split=S[,tile=T][,tree]]"
-         "[,chunk=P[,rp]] | "
+         "[,chunk=P[,rp]][,ktile=T] | "
          "amd:k=K[,frac=N][,two-stage][,tf32][,split=S[,tile=T][,tree]][,chunk=P] | "
-         "sm80 | sm90 | sm100 | cublas-sm90 | cdna3";
+         "sm80 | sm90 | sm100 | cublas-sm90[-h100|-h200] | cdna3";
 }
 
 namespace {
@@ -150,6 +151,8 @@ AccumModel parse_accum_model(const std::string& text, int a_bits) {
         m.tile = num(1, 1 << 20);
       } else if (key == "chunk") {
         m.chunk = num(1, 1 << 24);
+      } else if (key == "ktile" && !seq && !amd) {
+        m.ktile = num(1, 1 << 20);
       } else if (key == "sub") {
         m.sub_group = num(1, 4096);
       } else if (key == "two-stage" && val.empty()) {
@@ -180,6 +183,19 @@ AccumModel parse_accum_model(const std::string& text, int a_bits) {
     }
     return m;
   }
+  // cublas-sm90-NAME: one GPU's launch records (checked against the profile where a GEMM reads
+  // them: model_for_shape).
+  if (text.rfind("cublas-sm90-", 0) == 0) {
+    const std::string gpu = text.substr(12);
+    if (gpu.empty() ||
+        gpu.find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789-") != std::string::npos) {
+      bad(text, "cublas-sm90-NAME needs a GPU name such as h100 or h200");
+    }
+    AccumModel m = preset("cublas-sm90", a_bits);
+    m.name = text;
+    m.gpu = gpu;
+    return m;
+  }
   return preset(text, a_bits);
 }
 
@@ -206,7 +222,7 @@ AccumModel block_scaled_model(const AccumModel& m, int a_value_bits, int b_value
     }
     return r;
   }
-  if (m.name == "sm90" || m.name == "cublas-sm90" || m.name == "sm80") {
+  if (m.name == "sm90" || m.name == "cublas-sm90" || m.name == "sm80" || !m.gpu.empty()) {
     throw InputError("--accum " + m.name +
                      ": block scales need a block-scaled MMA (sm100's tcgen05 kinds); Hopper and "
                      "Ampere have none (a dequantizing kernel is fp32-seq or exact on the scaled "
@@ -227,18 +243,99 @@ ShapeModel model_for_shape(const AccumModel& m, std::size_t M, std::size_t N, st
   return model_for_shape(m, M, N, K, type, out, cublas_sm90_profile());
 }
 
+namespace {
+
+// The output types of a GEMM with inputs of `type` (the launch records' outputs).
+std::vector<std::string> outs_of(const std::string& type) {
+  if (type == "bf16" || type == "fp16") return {type, "fp32"};
+  return {"fp32"};
+}
+
+// The launch of GEMM `key` for the target GPU `gpu` ("" = every GPU of the profile): the record
+// and, for "", whether the GPUs that recorded it disagree (then the base GPU's record, and a
+// note naming each GPU's).
+struct TargetLaunch {
+  const LaunchRecord* rec = nullptr;
+  std::string note;  // non-empty: the GPUs disagree (announced)
+};
+TargetLaunch target_launch(const GemmProfile& p, const std::string& gpu, const std::string& key) {
+  TargetLaunch t;
+  const std::vector<std::string> gpus = launch_gpus(p);
+  if (!gpu.empty()) {
+    t.rec = find_launch_on(p, gpu, key);
+    return t;
+  }
+  for (const std::string& g : gpus) {
+    if ((t.rec = find_launch_on(p, g, key)) != nullptr) break;
+  }
+  if (!launches_differ(p, key)) return t;
+  t.note = "the launch differs between the sm90 GPUs exmy has records of (";
+  for (std::size_t i = 0; i < gpus.size(); ++i) {
+    const LaunchRecord* r = find_launch_on(p, gpus[i], key);
+    t.note += (i ? "; " : "") + gpus[i] + ": " + (r ? launch_record_name(*r) : "not recorded");
+  }
+  t.note +=
+      "; kernel, grid or split), so no GPU's launch is verified for cublas-sm90 without a "
+      "GPU (cublas-sm90-NAME names one); applied " +
+      gpus.front() + "'s: ";
+  return t;
+}
+
+// Whether the profile's entries (measured on one GPU) hold for the target: on their own GPU;
+// for "" unless the GPUs' launches differ at the shape; on another GPU only where both GPUs
+// recorded every output's launch and they agree (the same kernels: the same arithmetic).
+// `why`: what keeps them from holding.
+bool entries_hold(const GemmProfile& p, const std::string& gpu, const std::string& type,
+                  std::size_t M, std::size_t N, std::size_t K, std::string& why) {
+  const std::vector<std::string> gpus = launch_gpus(p);
+  const std::string eg = gpu_name(p.entries_device.empty() ? p.launch_device : p.entries_device);
+  const bool eg_has = std::find(gpus.begin(), gpus.end(), eg) != gpus.end();
+  if (gpu == eg) return true;
+  for (const std::string& o : outs_of(type)) {
+    const std::string key = launch_key(type, o, M, N, K);
+    if (launches_differ(p, key)) {
+      why = "its launch differs between " +
+            (gpu.empty() ? std::string("the sm90 GPUs") : eg + " and " + gpu);
+      return false;
+    }
+    if (gpu.empty()) continue;
+    if (!eg_has || find_launch_on(p, eg, key) == nullptr ||
+        find_launch_on(p, gpu, key) == nullptr) {
+      why = gpu + "'s launch at this shape was not recorded beside " + eg + "'s";
+      return false;
+    }
+  }
+  return true;
+}
+
+}  // namespace
+
 ShapeModel model_for_shape(const AccumModel& m, std::size_t M, std::size_t N, std::size_t K,
                            const std::string& type, const std::string& out,
                            const GemmProfile& profile) {
   ShapeModel r{m, true, ""};
   if (!m.library) return r;
+  if (!m.gpu.empty()) {
+    const std::vector<std::string> gpus = launch_gpus(profile);
+    if (std::find(gpus.begin(), gpus.end(), m.gpu) == gpus.end()) {
+      std::string have;
+      for (const std::string& g : gpus) have += (have.empty() ? "" : ", ") + g;
+      throw InputError("--accum " + m.name + ": " + profile.source +
+                       " holds no launch records of GPU '" + m.gpu + "' (it holds " +
+                       (have.empty() ? std::string("none") : have) + ")");
+    }
+  }
+  const std::string eg =
+      gpu_name(profile.entries_device.empty() ? profile.launch_device : profile.entries_device);
+  std::string hold_why;
   if (!m.by_shape) {
     // FP8: one rule (chunk = 128) at every shape, verified on the profile's FP8 shapes.
     r.from = "one rule for every FP8 shape: " + std::string("hw:k=32,frac=13,inter=13,chunk=128");
     r.measured = false;
     for (const ProfileEntry& e : profile.entries) {
       if (e.type == type && e.M == M && e.N == N && e.K == K && !e.model.empty()) {
-        r.measured = true;
+        r.measured = entries_hold(profile, m.gpu, type, M, N, K, hold_why);
+        if (!r.measured) r.from += " (verified at this shape on " + eg + "; " + hold_why + ")";
       }
     }
     return r;
@@ -248,19 +345,24 @@ ShapeModel model_for_shape(const AccumModel& m, std::size_t M, std::size_t N, st
     r.model = parse_accum_model(model, bits);
     r.model.name = m.name;
     r.model.library = true;
+    r.model.gpu = m.gpu;
   };
-  // The launch record of this GEMM (the kernel the library ran, its split count), through the
-  // family rules of launch_rules.cpp (SEMANTICS 15.6): a verified rule is the model, silently.
-  const LaunchRecord* rec = out.empty() ? nullptr : find_launch(profile, type, out, M, N, K);
+  // The launch record of this GEMM on the target GPU (the kernel the library ran, its split
+  // count), through the family rules of launch_rules.cpp (SEMANTICS 15.6): a verified rule is
+  // the model, silently, unless the GPUs' launches differ there (cublas-sm90 without a GPU).
+  TargetLaunch tl;
+  if (!out.empty()) tl = target_launch(profile, m.gpu, launch_key(type, out, M, N, K));
+  const LaunchRecord* rec = tl.rec;
   LaunchRule lr;
   if (rec != nullptr) {
     lr = launch_rule(*rec, type, out, K);
-    if (lr.status == LaunchRule::Status::verified) {
+    if (lr.status == LaunchRule::Status::verified && tl.note.empty()) {
       take(lr.model);
       r.measured = true;
       r.from = lr.why;
       return r;
     }
+    lr.why = tl.note + lr.why;
   }
   // The verified set: the profile's shapes of this input type whose model reproduced the
   // library bit for bit (tools/probe_gemm.py's checks, the random-shape campaigns of
@@ -303,16 +405,24 @@ ShapeModel model_for_shape(const AccumModel& m, std::size_t M, std::size_t N, st
     best = best_any;
     best_d = any_d;
   }
-  const bool verified_entry = best != nullptr && best_d == 0;
+  // A verified entry of the shape holds for the target GPU where entries_hold says so.
+  const bool exact_entry = best != nullptr && best_d == 0;
+  const bool verified_entry = exact_entry && entries_hold(profile, m.gpu, type, M, N, K, hold_why);
+  const std::string entry_note =
+      exact_entry && !verified_entry
+          ? "verified shape on " + eg + " (" + best->model + "), not for " +
+                (m.gpu.empty() ? std::string("every sm90 GPU") : m.gpu) + ": " + hold_why + "; "
+          : "";
   // A launch record whose family rule is not verified (for this output type): the rule, named
   // as unverified, unless the shape itself holds a verified model.
-  if (!verified_entry && lr.status == LaunchRule::Status::unverified) {
+  if (!verified_entry && lr.status != LaunchRule::Status::none) {
     take(lr.model);
     r.measured = false;
-    r.from = lr.why;
+    r.from = entry_note + lr.why;
     return r;
   }
-  const std::string launch_note = rec != nullptr && !verified_entry ? lr.why + "; " : "";
+  const std::string launch_note =
+      entry_note + (rec != nullptr && !verified_entry ? lr.why + "; " : "");
   if (best == nullptr) {
     throw InputError("--accum " + m.name + ": " + launch_note +
                      "no probed cuBLASLt model for input type " + type + " in " + profile.source +

@@ -67,19 +67,29 @@ struct AccumModel {
   int lanes = 1;
   int vec = 1;
   bool lane_seq = false;
+  // hw: within each chunk, part or the whole K, the k-tile residue ((length) mod ktile k) first,
+  // then whole tiles of ktile k, the groups of k_group k starting at each tile's start (0: groups
+  // from the start; native::DotModel::ktile). cuBLAS's TF32 s1688gemm kernels (SEMANTICS 15.6).
+  int ktile = 0;
   // cublas-sm90 with 16-bit or fp32 (TF32) inputs: the promotion chunk depends on the shape and
   // is taken from the probed profile by model_for_shape (SEMANTICS 15.4).
   bool by_shape = false;
   // cublas-sm90 (every input type): a library's measured model, which holds on the shapes it was
   // verified on; model_for_shape says whether a shape lies in that set.
   bool library = false;
+  // cublas-sm90-NAME: the GPU whose launch records and verified set apply ("h100", "h200";
+  // gemm_profile.hpp's gpu_name). "" (cublas-sm90): every sm90 GPU of the profile, a GEMM
+  // whose launch differs between them announced (SEMANTICS 15.6).
+  std::string gpu;
   std::string name;  // the string it was parsed from, for messages and provenance
 };
 
 // Parses exact | fp32-seq | pairwise |
 // fp32-seq:[chunk=P | lanes=L[,vec=V|auto][,lanesum=tree|seq]][,split=S[,tile=T][,tree]] |
-// hw:k=K,frac=N[,inter=M][,rne][,tf32[=rz|rna|rne]][,split=S[,tile=T][,tree]][,chunk=P[,rp]] |
-// a preset: sm80 | sm90 | sm100 | cublas-sm90 (sm90 with the instruction K of the input type).
+// hw:k=K,frac=N[,inter=M][,rne][,tf32[=rz|rna|rne]][,split=S[,tile=T][,tree]][,chunk=P[,rp]]
+//   [,ktile=T] |
+// a preset: sm80 | sm90 | sm100 | cublas-sm90 (sm90 with the instruction K of the input type) |
+// cublas-sm90-NAME (cublas-sm90 with one GPU's launch records: cublas-sm90-h100, -h200).
 // Presets depend on the input formats: `a_bits` is the larger code width of A and B (8: FP8,
 // 16: bf16/fp16, 32: fp32/tf32). InputError names the string and the grammar.
 AccumModel parse_accum_model(const std::string& text, int a_bits);
@@ -105,6 +115,7 @@ inline native::DotModel dot_model(const AccumModel& m) {
   d.lanes = m.lanes;
   d.vec = m.vec;
   d.lane_seq = m.lane_seq;
+  d.ktile = m.ktile;
   return d;
 }
 

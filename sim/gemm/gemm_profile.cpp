@@ -1,5 +1,6 @@
 #include "sim/gemm/gemm_profile.hpp"
 
+#include <cctype>
 #include <cstdlib>
 
 #include "sim/common/error.hpp"
@@ -18,6 +19,51 @@ const LaunchRecord* find_launch(const GemmProfile& p, const std::string& in, con
                                 std::size_t M, std::size_t N, std::size_t K) {
   const auto it = p.launch.find(launch_key(in, out, M, N, K));
   return it == p.launch.end() ? nullptr : &it->second;
+}
+
+std::string gpu_name(const std::string& device) {
+  std::string d = device;
+  if (d.rfind("NVIDIA ", 0) == 0) {
+    d = d.substr(7);
+    d = d.substr(0, d.find(' '));
+  }
+  for (char& c : d) {
+    c = c == ' ' ? '-' : static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  }
+  return d;
+}
+
+std::vector<std::string> launch_gpus(const GemmProfile& p) {
+  std::vector<std::string> names;
+  if (!p.launch_device.empty() || !p.launch.empty()) names.push_back(gpu_name(p.launch_device));
+  for (const LaunchGpu& g : p.other_gpus) names.push_back(g.name);
+  return names;
+}
+
+const LaunchRecord* find_launch_on(const GemmProfile& p, const std::string& gpu,
+                                   const std::string& key) {
+  const auto base = p.launch.find(key);
+  const LaunchRecord* from_base = base == p.launch.end() ? nullptr : &base->second;
+  if (!launch_gpus(p).empty() && gpu == launch_gpus(p).front()) return from_base;
+  for (const LaunchGpu& g : p.other_gpus) {
+    if (g.name != gpu) continue;
+    const auto it = g.differ.find(key);
+    if (it != g.differ.end()) return &it->second;
+    return g.absent.count(key) != 0 ? nullptr : from_base;
+  }
+  std::string have;
+  for (const std::string& n : launch_gpus(p)) have += (have.empty() ? "" : ", ") + n;
+  throw InputError(p.source + ": no launch records of GPU '" + gpu + "' (it holds " +
+                   (have.empty() ? std::string("none") : have) + ")");
+}
+
+bool launches_differ(const GemmProfile& p, const std::string& key) {
+  // A delta lists a GEMM when its launch differs from the base's or the base lacks it: they
+  // disagree when the base (or another delta) recorded it too.
+  const bool in_base = p.launch.count(key) != 0;
+  int listed = 0;
+  for (const LaunchGpu& g : p.other_gpus) listed += g.differ.count(key) != 0 ? 1 : 0;
+  return listed > 0 && (in_base || listed > 1);
 }
 
 namespace {
@@ -43,7 +89,24 @@ void read_launch(const io::Json& launch, const std::string& src, GemmProfile& p)
   if (launch.kind != io::Json::Kind::object) throw InputError(at + ": expected an object");
   const io::Json& info = launch.at("info", at);
   if (info.kind != io::Json::Kind::object) throw InputError(at + ".info: expected an object");
-  if (const io::Json* d = info.find("device")) p.launch_device = d->str(at + ".info.device");
+  std::string device;
+  if (const io::Json* d = info.find("device")) device = d->str(at + ".info.device");
+  // A delta (launch.base): this GPU's records where they differ from the base GPU's.
+  const io::Json* base = launch.find("base");
+  LaunchGpu* delta = nullptr;
+  if (base != nullptr) {
+    if (base->kind != io::Json::Kind::object) throw InputError(at + ".base: expected an object");
+    if (device.empty()) throw InputError(at + ".info.device: a delta (launch.base) needs one");
+    LaunchGpu g;
+    g.device = device;
+    g.name = gpu_name(device);
+    g.base_device = base->at("device", at + ".base").str(at + ".base.device");
+    if (g.base_device == device) throw InputError(at + ".base.device: the delta's own device");
+    p.other_gpus.push_back(g);
+    delta = &p.other_gpus.back();
+  } else {
+    p.launch_device = device;
+  }
   const io::Json& kernels = launch.at("kernels", at);
   if (kernels.kind != io::Json::Kind::array) throw InputError(at + ".kernels: expected an array");
   std::vector<LaunchRecord> ks;
@@ -97,7 +160,28 @@ void read_launch(const io::Json& launch, const std::string& src, GemmProfile& p)
       }
       LaunchRecord r = ks[k];
       r.split = S;
-      p.launch[launch_key(in, out, M, N, K)] = r;
+      (delta != nullptr ? delta->differ : p.launch)[launch_key(in, out, M, N, K)] = r;
+    }
+  }
+  if (delta == nullptr) return;
+  const io::Json* absent = launch.find("absent");
+  if (absent == nullptr) return;
+  if (absent->kind != io::Json::Kind::object) {
+    throw InputError(at + ".absent: expected an object of \"IN>OUT\": [M, N, K, ...]");
+  }
+  for (std::size_t g = 0; g < absent->keys.size(); ++g) {
+    const std::string w = at + ".absent[\"" + absent->keys[g] + "\"]";
+    const io::Json& flat = absent->values[g];
+    const auto gt = absent->keys[g].find('>');
+    if (gt == std::string::npos) throw InputError(w + ": expected IN>OUT");
+    if (flat.kind != io::Json::Kind::array || flat.items.size() % 3 != 0) {
+      throw InputError(w + ": expected a flat array of [M, N, K] groups");
+    }
+    for (std::size_t i = 0; i < flat.items.size(); i += 3) {
+      const std::string wi = w + "[" + std::to_string(i) + "]";
+      delta->absent.insert(launch_key(absent->keys[g].substr(0, gt), absent->keys[g].substr(gt + 1),
+                                      flat.items[i].u64(wi), flat.items[i + 1].u64(wi),
+                                      flat.items[i + 2].u64(wi)));
     }
   }
 }
@@ -117,6 +201,7 @@ GemmProfile parse_gemm_profile(const std::string& text, const std::string& sourc
                      "--launch)");
   }
   if (entries != nullptr) {
+    if (const io::Json* d = j.find("device")) p.entries_device = d->str(source + ": device");
     if (entries->kind != io::Json::Kind::array) {
       throw InputError(source + ": entries: expected an array");
     }
@@ -136,8 +221,17 @@ GemmProfile parse_gemm_profile(const std::string& text, const std::string& sourc
 
 void merge_gemm_profile(GemmProfile& into, const GemmProfile& more) {
   into.entries.insert(into.entries.end(), more.entries.begin(), more.entries.end());
+  if (into.entries_device.empty()) into.entries_device = more.entries_device;
   for (const auto& [k, v] : more.launch) into.launch[k] = v;
   if (!more.launch_device.empty()) into.launch_device = more.launch_device;
+  for (const LaunchGpu& g : more.other_gpus) {
+    if (g.base_device != into.launch_device) {
+      throw InputError(more.source + ": launch.base.device: a delta against '" + g.base_device +
+                       "', but the launch records here are of '" + into.launch_device + "'");
+    }
+    std::erase_if(into.other_gpus, [&](const LaunchGpu& o) { return o.name == g.name; });
+    into.other_gpus.push_back(g);
+  }
 }
 
 namespace {
@@ -147,17 +241,27 @@ const char kCublasSm90Profile[] =
 const char kCublasSm90Launch[] =
 #include "cublas_sm90_launch.inc"
     ;
+const char kCublasSm90LaunchH200[] =
+#include "cublas_sm90_launch_h200.inc"
+    ;
 }  // namespace
 
 const GemmProfile& cublas_sm90_profile() {
   static const GemmProfile profile = [] {
     const char* env = std::getenv("EXMY_GEMM_PROFILE");
     if (env != nullptr && *env != '\0') {
-      return parse_gemm_profile(
+      GemmProfile mine = parse_gemm_profile(
           io::read_small_file(env, std::size_t{64} << 20, "a GEMM profile (exmy probe gemm)"), env);
+      if (!mine.other_gpus.empty()) {
+        throw InputError(std::string(env) +
+                         ": launch.base: a delta (tools/gemm_launch.py --base) needs its base "
+                         "GPU's records; $EXMY_GEMM_PROFILE takes one GPU's own records");
+      }
+      return mine;
     }
     GemmProfile p = parse_gemm_profile(kCublasSm90Profile, "cublaslt-h100-gemm.json");
     merge_gemm_profile(p, parse_gemm_profile(kCublasSm90Launch, "cublaslt-h100-launch.json"));
+    merge_gemm_profile(p, parse_gemm_profile(kCublasSm90LaunchH200, "cublaslt-h200-launch.json"));
     return p;
   }();
   return profile;

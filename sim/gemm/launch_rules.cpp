@@ -26,6 +26,11 @@ struct FamilyRule {
   bool verified;
   // Why it is (or is not) verified: the evidence, for messages.
   const char* evidence;
+  // ktile=T with T the k tile of the kernel's name (CUTLASS "<M>x<N>_<T>x<stages>"): the
+  // mainloop runs the residue tile first (kernel_ktile below).
+  bool ktile_from_key = false;
+  // The rule holds only for kernels whose name starts so (nullptr: every kernel of the family).
+  const char* key_prefix = nullptr;
 };
 
 // SIMT SGEMM (cutlass_80_simt_sgemm_*): CUDA-core FMA chains, also for TF32 requests (the CUDA
@@ -49,21 +54,62 @@ constexpr FamilyRule kRules[] = {
     {"s1688gemm", "fp16", "fp32", "hw:k=8,frac=25", 8, false,
      "the fp32 output of this family differs on 8 of 52 captured fp16 shapes (bf16: 113 of "
      "455)"},
+    // TF32 (issue 30, 2026-12-01): sm80 xmma TF32 kernels (sm80_xmma_gemm_*tf32*, mma.sync
+    // m16n8k8, never split on the H100 or H200: S = 1, no reduction) and CUTLASS TF32 s1688gemm
+    // (cutlass_80_tensorop_s1688gemm_*), whose mainloop runs the k-tile residue of each split
+    // part first (FPRev trees, bench/results/2026-12-01-h200-gemm-campaign.md).
+    {"xmma_tf32", "tf32", "fp32", "hw:k=8,frac=25,tf32=rne", 4, true,
+     "bit-exact on all 426 captured H100 and all 160 captured H200 TF32 shapes of the sm80 "
+     "kernel",
+     false, "sm80_xmma_gemm_"},
+    {"s1688gemm_tf32", "tf32", "fp32", "hw:k=8,frac=25,tf32=rne", 4, false,
+     "the FPRev trees of 32 shapes on the H100 and the H200 and all 8 captured H200 shapes "
+     "with a record agree; the H100 captures' outputs are not yet checked with it",
+     true},
 };
 
+// The k tile T of a CUTLASS kernel name ("..._64x64_16x6_tn_align1" -> 16), 0 if none.
+std::size_t kernel_ktile(const std::string& key) {
+  // The first "_<digits>x<digits>_<digits>x<digits>_" group: tile M x N, then k tile x stages.
+  for (std::size_t i = 0; i < key.size(); ++i) {
+    if (key[i] != '_') continue;
+    std::size_t j = i + 1;
+    std::size_t nums[4] = {0, 0, 0, 0};
+    bool ok = true;
+    for (int n = 0; n < 4 && ok; ++n) {
+      const std::size_t start = j;
+      std::size_t v = 0;
+      while (j < key.size() && key[j] >= '0' && key[j] <= '9') v = v * 10 + (key[j++] - '0');
+      const char want = n == 0 || n == 2 ? 'x' : '_';
+      ok = j > start && j < key.size() && key[j] == want;
+      nums[n] = v;
+      ++j;
+    }
+    if (ok) return nums[2];
+  }
+  return 0;
+}
+
 std::string record_name(const LaunchRecord& r) {
-  return "launch record " + r.family + " (" + r.key + ") split " + std::to_string(r.split) +
-         (r.reduce.empty() ? "" : " + " + r.reduce);
+  return launch_record_name(r);
 }
 
 }  // namespace
+
+std::string launch_record_name(const LaunchRecord& r) {
+  return "launch record " + r.family + " (" + r.key + ") split " + std::to_string(r.split) +
+         (r.reduce.empty() ? "" : " + " + r.reduce);
+}
 
 LaunchRule launch_rule(const LaunchRecord& r, const std::string& in, const std::string& out,
                        std::size_t K) {
   LaunchRule lr;
   const FamilyRule* rule = nullptr;
   for (const FamilyRule& f : kRules) {
-    if (r.family == f.family && in == f.in && out == f.out) rule = &f;
+    if (r.family == f.family && in == f.in && out == f.out &&
+        (f.key_prefix == nullptr || r.key.rfind(f.key_prefix, 0) == 0)) {
+      rule = &f;
+    }
   }
   if (rule == nullptr) {
     lr.why =
@@ -98,6 +144,14 @@ LaunchRule launch_rule(const LaunchRecord& r, const std::string& in, const std::
       }
       model += ",rp";
     }
+  }
+  if (rule->ktile_from_key) {
+    const std::size_t T = kernel_ktile(r.key);
+    if (T == 0) {
+      lr.why = record_name(r) + ": the kernel's name holds no k tile (<M>x<N>_<T>x<stages>)";
+      return lr;
+    }
+    model += ",ktile=" + std::to_string(T);
   }
   lr.model = model;
   lr.status = rule->verified ? LaunchRule::Status::verified : LaunchRule::Status::unverified;

@@ -26,6 +26,9 @@ struct LaunchRule {
 LaunchRule launch_rule(const LaunchRecord& r, const std::string& in, const std::string& out,
                        std::size_t K);
 
+// "launch record FAMILY (KEY) split S[ + REDUCE]", for messages.
+std::string launch_record_name(const LaunchRecord& r);
+
 // The part size of split-K kernels whose parts are whole units of g k: P = g ceil(ceil(K/S)/g).
 std::size_t split_part(std::size_t K, std::size_t S, std::size_t g);
 

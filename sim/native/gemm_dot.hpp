@@ -47,6 +47,12 @@ struct DotModel {
   int lanes = 1;
   int vec = 1;
   bool lane_seq = false;
+  // hw: the k tiling of a CUTLASS mainloop that runs the residue tile first (cuBLAS's TF32
+  // s1688gemm kernels, SEMANTICS 15.6): within each promotion chunk, part or the whole K
+  // [k0, k1), the first tile holds (k1 - k0) mod ktile k (none when 0), every later tile ktile k,
+  // and the groups of k_group k start at each tile's start (a tile's last group holds what is
+  // left). 0: groups from k0.
+  int ktile = 0;
 };
 
 // Block scales (MX E8M0 per 32 k, NVFP4 UE4M3 per 16 k): the scales of A's row and of B's row
@@ -467,11 +473,20 @@ EXMY_HD float dot_chunk(const double* a, std::size_t sa, const double* b, std::s
   }
   float c = 0.0f;
   const std::size_t g = static_cast<std::size_t>(m.k_group);
-  for (std::size_t k = k0; k < k1; k += g) {
-    const std::size_t e = k + g < k1 ? k + g : k1;
-    c = m.kind == DotModel::Kind::amd
-            ? dot_amd_group(c, a, sa, b, sb, k, e, emin_a, emin_b, m)
-            : dot_fused_group(c, a, sa, b, sb, k, e, emin_a, emin_b, m, bs);
+  // Tiles [t0, t1): one tile of the whole range, or ktile's residue tile first, then whole tiles.
+  const std::size_t T = m.ktile > 0 ? static_cast<std::size_t>(m.ktile) : k1 - k0;
+  const std::size_t r = T > 0 ? (k1 - k0) % T : 0;
+  std::size_t t0 = k0;
+  std::size_t t1 = r > 0 ? k0 + r : k0 + T;
+  while (t0 < k1) {
+    for (std::size_t k = t0; k < t1; k += g) {
+      const std::size_t e = k + g < t1 ? k + g : t1;
+      c = m.kind == DotModel::Kind::amd
+              ? dot_amd_group(c, a, sa, b, sb, k, e, emin_a, emin_b, m)
+              : dot_fused_group(c, a, sa, b, sb, k, e, emin_a, emin_b, m, bs);
+    }
+    t0 = t1;
+    t1 = t0 + T < k1 ? t0 + T : k1;
   }
   return c;
 }

@@ -100,6 +100,52 @@ TEST_CASE("chunk: the hw sum restarts every P k and chunks add in fp32", "[gemm]
   REQUIRE(dot(a, b, "hw:k=1,frac=1,chunk=2") == 1.75f);
 }
 
+TEST_CASE("ktile: the k-tile residue first, groups from each tile's start", "[gemm][ktile]") {
+  // FPRev's operands (Xie et al.): +2^40 at k = i, -2^40 at k = j, 1 elsewhere. In one k = 8
+  // group with 25 fraction bits a 1 beside 2^40 is truncated away (1 < 2^(40 - 25)), so the
+  // result counts the ones outside the groups that hold i and j and the chain before them.
+  // K = 20, ktile=16: the residue tile holds 20 mod 16 = 4 k, then one tile of 16: groups
+  // [0,4) [4,12) [12,20). i = 0, j = 5: +2^40 in [0,4), cancelled in [4,12), then 8 ones: 8.
+  // Without ktile the groups are [0,8) [8,16) [16,20): both in [0,8), then 8 + 4 ones: 12.
+  std::vector<double> a(20, 1.0), b(20, 1.0);
+  a[0] = 0x1p40;
+  a[5] = -0x1p40;
+  REQUIRE(dot(a, b, "hw:k=8,frac=25") == 12.0f);
+  REQUIRE(dot(a, b, "hw:k=8,frac=25,ktile=16") == 8.0f);
+  // j = 3: both in the residue tile [0,4): the 16 later ones survive.
+  std::vector<double> a3(20, 1.0);
+  a3[0] = 0x1p40;
+  a3[3] = -0x1p40;
+  REQUIRE(dot(a3, b, "hw:k=8,frac=25,ktile=16") == 16.0f);
+  // A residue of 12 (K = 28, ktile=16) is one group of 8 and one of 4: [0,8) [8,12) [12,20)
+  // [20,28). i = 0, j = 9: cancelled in [8,12), then 16 ones. (Groups from the start: [0,8)
+  // [8,16) ...: j = 9 in [8,16), then 12 ones.)
+  std::vector<double> a9(28, 1.0), b28(28, 1.0);
+  a9[0] = 0x1p40;
+  a9[9] = -0x1p40;
+  REQUIRE(dot(a9, b28, "hw:k=8,frac=25,ktile=16") == 16.0f);
+  REQUIRE(dot(a9, b28, "hw:k=8,frac=25") == 12.0f);
+  // K a multiple of the tile: no residue, the same groups as without ktile.
+  std::vector<double> a32(32, 1.0), b32(32, 1.0);
+  a32[0] = 0x1p40;
+  a32[9] = -0x1p40;
+  REQUIRE(dot(a32, b32, "hw:k=8,frac=25,ktile=16") == dot(a32, b32, "hw:k=8,frac=25"));
+  // Within each promotion chunk (split part): chunk=12, ktile=8 on K = 24: parts [0,12) and
+  // [12,24), each with a residue tile of 4: [0,4) [4,12) | [12,16) [16,24). i = 12, j = 17:
+  // part 2's ones sit beside +-2^40 in both its groups, so part 2 = 0; part 1 = 12 ones: 12.
+  // Without ktile part 2's groups are [12,20) [20,24): both in [12,20), then 4 ones: 12 + 4.
+  std::vector<double> c(24, 1.0), d(24, 1.0);
+  c[12] = 0x1p40;
+  c[17] = -0x1p40;
+  REQUIRE(dot(c, d, "hw:k=8,frac=25,chunk=12,ktile=8") == 12.0f);
+  REQUIRE(dot(c, d, "hw:k=8,frac=25,chunk=12") == 16.0f);
+  // Grammar: hw only, positive.
+  REQUIRE_THROWS_AS(parse_accum_model("fp32-seq:ktile=16", 32), exmy::InputError);
+  REQUIRE_THROWS_AS(parse_accum_model("amd:k=8,ktile=16", 32), exmy::InputError);
+  REQUIRE_THROWS_AS(parse_accum_model("hw:k=8,frac=25,ktile=0", 32), exmy::InputError);
+  REQUIRE(parse_accum_model("hw:k=8,frac=25,ktile=32", 32).ktile == 32);
+}
+
 TEST_CASE("tf32 inputs: toward zero, ties away or ties to even", "[gemm]") {
   // 1 + 2^-11 is exactly half a tf32 ulp above 1 (tf32 keeps 10 fraction bits): a tie.
   const double tie = 1.0 + std::ldexp(1.0, -11);

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "sim/gemm/gemm.hpp"
+#include "sim/gemm/gemm_profile.hpp"
 #include "sim/io/json.hpp"
 #include "sim/io/npy.hpp"
 
@@ -105,11 +106,21 @@ TEST_CASE(
       REQUIRE(want.frac_bits == preset.frac_bits);
       REQUIRE(want.inter_bits == preset.inter_bits);
     } else {
-      // The model the preset takes for that shape is the profile's.
+      // The model the H100's preset takes for that shape is the profile's (an H100 profile).
+      // cublas-sm90 without a GPU agrees except where the H200 launched another kernel or grid
+      // (SEMANTICS 15.6): announced there.
       const int bits = type == "tf32" || type == "fp32" ? 32 : 16;
-      const gemm::AccumModel m = gemm::parse_accum_model("cublas-sm90", bits);
-      const gemm::ShapeModel s = gemm::model_for_shape(
-          m, e.at("M", "M").u64("M"), e.at("N", "N").u64("N"), e.at("K", "K").u64("K"), type, "");
+      const gemm::AccumModel m = gemm::parse_accum_model("cublas-sm90-h100", bits);
+      const std::size_t M = e.at("M", "M").u64("M"), N = e.at("N", "N").u64("N"),
+                        K = e.at("K", "K").u64("K");
+      const gemm::ShapeModel s = gemm::model_for_shape(m, M, N, K, type, "");
+      bool differ = false;
+      for (const char* o : {"fp32", "bf16", "fp16"}) {
+        differ = differ || gemm::launches_differ(gemm::cublas_sm90_profile(),
+                                                 gemm::launch_key(type, o, M, N, K));
+      }
+      REQUIRE(gemm::model_for_shape(gemm::parse_accum_model("cublas-sm90", bits), M, N, K, type, "")
+                  .measured == !differ);
       const gemm::AccumModel want =
           gemm::parse_accum_model(e.at("model", "model").str("model"), bits);
       REQUIRE(s.measured);

@@ -58,6 +58,40 @@ const char* kProfile = R"({
  }
 })";
 
+// Two GPUs (SEMANTICS 15.6): the base GPU's records and a second GPU's delta (tools/gemm_launch.py
+// --base): the second GPU launches the base's kernels except at the GEMMs its delta lists
+// (another kernel, or the same record with another grid) and those it marks absent.
+const char* kTwoGpuBase = R"({
+ "device": "NVIDIA H100 80GB HBM3",
+ "entries": [
+  {"type": "fp32", "M": 64, "N": 64, "K": 512, "model": "fp32-seq:chunk=128"},
+  {"type": "fp32", "M": 9, "N": 9, "K": 90, "model": "fp32-seq"},
+  {"type": "fp32", "M": 5, "N": 5, "K": 50, "model": "fp32-seq"},
+  {"type": "e4m3fn", "M": 16, "N": 16, "K": 64, "model": "hw:k=32,frac=13,inter=13,chunk=128"}
+ ],
+ "launch": {
+  "info": {"device": "NVIDIA H100 80GB HBM3"},
+  "kernels": [["simt_sgemm", "cutlass_80_simt_sgemm_a", "splitKreduce/f32"],
+              ["gemvx", "gemvx_a", ""]],
+  "records": {"fp32>fp32": [64, 64, 512, 0, 5, 30, 30, 437, 0, 5, 9, 9, 90, 1, 1,
+                            7, 7, 70, 0, 2]}
+ }
+})";
+const char* kTwoGpuDelta = R"({"launch": {
+  "info": {"device": "NVIDIA H200"},
+  "base": {"device": "NVIDIA H100 80GB HBM3"},
+  "kernels": [["simt_sgemm", "cutlass_80_simt_sgemm_a", "splitKreduce/f32"],
+              ["simt_sgemm", "cutlass_80_simt_sgemm_b", ""]],
+  "records": {"fp32>fp32": [30, 30, 437, 0, 7, 7, 7, 70, 0, 2, 3, 3, 30, 1, 1]},
+  "absent": {"fp32>fp32": [9, 9, 90]}
+}})";
+
+GemmProfile two_gpus() {
+  GemmProfile p = parse_gemm_profile(kTwoGpuBase, "base.json");
+  merge_gemm_profile(p, parse_gemm_profile(kTwoGpuDelta, "delta.json"));
+  return p;
+}
+
 }  // namespace
 
 TEST_CASE("split-K parts: P = g ceil(ceil(K/S)/g)", "[gemm][launch]") {
@@ -108,6 +142,55 @@ TEST_CASE("family rules: SIMT SGEMM and 16-bit s1688gemm", "[gemm][launch]") {
           LaunchRule::Status::none);
   REQUIRE(launch_rule(rec("simt_sgemm", 1, ""), "bf16", "bf16", 64).status ==
           LaunchRule::Status::none);
+}
+
+TEST_CASE("family rules: TF32 sm80 xmma and TF32 s1688gemm (k-tile residue first)",
+          "[gemm][launch]") {
+  // From the results notes (bench/results/2026-11-28-h100-gemm-launch.md, 2026-12-01-h200-gemm-
+  // campaign.md): sm80 xmma TF32 kernels (mma.sync m16n8k8, tf32 rounded to nearest even) run
+  // hw:k=8,frac=25,tf32=rne with no split; CUTLASS TF32 s1688gemm adds splitKreduce parts of
+  // P = 4 ceil(ceil(K/S)/4) and, within each part, runs the residue of its k tile T first, T the
+  // third number of the name's "<M>x<N>_<T>x<stages>".
+  LaunchRecord x = rec("xmma_tf32", 1, "");
+  x.key = "sm80_xmma_gemm_f32f32_tf32f32_f32_tn_n_tilesize32x32x64_stage3_warpsize2x2x1";
+  LaunchRule r = launch_rule(x, "tf32", "fp32", 402);
+  // Verified: bit-exact on every captured shape of the sm80 kernel (H100 426, H200 160).
+  REQUIRE(r.status == LaunchRule::Status::verified);
+  REQUIRE(r.model == "hw:k=8,frac=25,tf32=rne");
+  const AccumModel xm = parse_accum_model(r.model, 32);
+  REQUIRE(xm.truncate_tf32);
+  REQUIRE(xm.tf32_round == AccumModel::Tf32Round::rne);
+  REQUIRE(xm.chunk == 0);
+  // The sm90 (warpgroup, segment-k) xmma TF32 kernel the H200 ran at 338x344x12676: no rule.
+  LaunchRecord x90 = x;
+  x90.key =
+      "sm90_xmma_gemm_f32f32_tf32f32_f32_tn_n_tilesize64x128x32_warpgroupsize1x1x1_execute_"
+      "segment_k_on_kernel__5x_cublas";
+  REQUIRE(launch_rule(x90, "tf32", "fp32", 12676).status == LaunchRule::Status::none);
+  x.split = 2;  // a split without a reduction: not the rule's case
+  REQUIRE(launch_rule(x, "tf32", "fp32", 402).status == LaunchRule::Status::none);
+  // 52x310x402 on the H100 and H200: 64x64_16x6 (T = 16), S = 6: ceil(402/6) = 67 -> P = 68.
+  LaunchRecord t = rec("s1688gemm_tf32", 6, "splitKreduce/f32");
+  t.key = "cutlass_80_tensorop_s1688gemm_64x64_16x6_tn_align1";
+  r = launch_rule(t, "tf32", "fp32", 402);
+  REQUIRE(r.model == "hw:k=8,frac=25,tf32=rne,chunk=68,ktile=16");
+  // Not verified: the H100 captures' outputs were not checked with the k-tile rule.
+  REQUIRE(r.status == LaunchRule::Status::unverified);
+  REQUIRE(r.why.find("not verified") != std::string::npos);
+  // 77x333x6031: 64x128_32x6 (T = 32), S = 22: ceil(6031/22) = 275 -> 276.
+  t.key = "cutlass_80_tensorop_s1688gemm_64x128_32x6_tn_align1";
+  t.split = 22;
+  REQUIRE(launch_rule(t, "tf32", "fp32", 6031).model ==
+          "hw:k=8,frac=25,tf32=rne,chunk=276,ktile=32");
+  // Without a split (no reduction): one accumulation with the residue tile first.
+  t.reduce = "";
+  t.split = 1;
+  REQUIRE(launch_rule(t, "tf32", "fp32", 108).model == "hw:k=8,frac=25,tf32=rne,ktile=32");
+  // A name without a k tile: no rule.
+  t.key = "cutlass_80_tensorop_s1688gemm_tn_align1";
+  REQUIRE(launch_rule(t, "tf32", "fp32", 108).status == LaunchRule::Status::none);
+  // fp32 requests of these families have no rule (the CUDA cores' kernels are others).
+  REQUIRE(launch_rule(x, "fp32", "fp32", 402).status == LaunchRule::Status::none);
 }
 
 TEST_CASE("cublas-sm90 precedence: verified launch rule, verified shape, unverified, nearest",
@@ -183,6 +266,150 @@ TEST_CASE("the compiled-in launch records: the H100 capture's kernels", "[gemm][
   REQUIRE(s.model.kind == AccumKind::fp32_seq);
   REQUIRE(s.model.chunk == 68);
   REQUIRE(p.launch.size() == 11961);  // 8,020 shapes, two outputs for 16-bit inputs
+}
+
+TEST_CASE("GPU names and a second GPU's launch records as a delta", "[gemm][launch]") {
+  REQUIRE(gpu_name("NVIDIA H100 80GB HBM3") == "h100");
+  REQUIRE(gpu_name("NVIDIA H200") == "h200");
+  REQUIRE(gpu_name("NVIDIA H100 PCIe") == "h100");
+  REQUIRE(gpu_name("Test GPU") == "test-gpu");
+  const GemmProfile p = two_gpus();
+  REQUIRE(launch_gpus(p) == std::vector<std::string>{"h100", "h200"});
+  const std::string k437 = launch_key("fp32", "fp32", 30, 30, 437);
+  const std::string k70 = launch_key("fp32", "fp32", 7, 7, 70);
+  const std::string k512 = launch_key("fp32", "fp32", 64, 64, 512);
+  const std::string k90 = launch_key("fp32", "fp32", 9, 9, 90);
+  const std::string k30 = launch_key("fp32", "fp32", 3, 3, 30);
+  // 30x30x437: S = 5 on the base, 7 on the second GPU.
+  REQUIRE(find_launch_on(p, "h100", k437)->split == 5);
+  REQUIRE(find_launch_on(p, "h200", k437)->split == 7);
+  REQUIRE(launches_differ(p, k437));
+  // 7x7x70: listed in the delta with the base's very record (a grid the record does not hold
+  // differs): the launches differ all the same.
+  REQUIRE(find_launch_on(p, "h200", k70)->split == find_launch_on(p, "h100", k70)->split);
+  REQUIRE(launches_differ(p, k70));
+  // 64x64x512: not listed: the base's record on both.
+  REQUIRE(find_launch_on(p, "h200", k512) == find_launch_on(p, "h100", k512));
+  REQUIRE_FALSE(launches_differ(p, k512));
+  // 9x9x90 absent on the second GPU; 3x3x30 only there: no disagreement among those recorded.
+  REQUIRE(find_launch_on(p, "h200", k90) == nullptr);
+  REQUIRE_FALSE(launches_differ(p, k90));
+  REQUIRE(find_launch_on(p, "h100", k30) == nullptr);
+  REQUIRE(find_launch_on(p, "h200", k30)->key == "cutlass_80_simt_sgemm_b");
+  REQUIRE_FALSE(launches_differ(p, k30));
+  try {
+    find_launch_on(p, "a100", k512);
+    FAIL("expected InputError");
+  } catch (const InputError& e) {
+    REQUIRE(std::string(e.what()).find("h100, h200") != std::string::npos);
+  }
+  // A delta against another base is refused when merged.
+  GemmProfile other = parse_gemm_profile(
+      R"({"launch": {"info": {"device": "NVIDIA A100"}, "kernels": [], "records": {}}})", "a.json");
+  try {
+    merge_gemm_profile(other, parse_gemm_profile(kTwoGpuDelta, "delta.json"));
+    FAIL("expected InputError");
+  } catch (const InputError& e) {
+    REQUIRE(std::string(e.what()).find("delta.json: launch.base.device") != std::string::npos);
+  }
+}
+
+TEST_CASE("cublas-sm90 across GPUs: agreed launches silent, differing ones announced",
+          "[gemm][launch]") {
+  const GemmProfile p = two_gpus();
+  const AccumModel all = parse_accum_model("cublas-sm90", 32);
+  const AccumModel h100 = parse_accum_model("cublas-sm90-h100", 32);
+  const AccumModel h200 = parse_accum_model("cublas-sm90-h200", 32);
+  REQUIRE(all.gpu.empty());
+  REQUIRE(h200.gpu == "h200");
+  REQUIRE(h200.name == "cublas-sm90-h200");
+  // 30x30x437 (S 5 vs 7): each GPU's own record, verified (SIMT SGEMM); without a GPU the base's
+  // rule, announced, naming both records.
+  ShapeModel s = model_for_shape(h100, 30, 30, 437, "fp32", "fp32", p);
+  REQUIRE(s.measured);
+  REQUIRE(s.model.chunk == 88);  // 4 ceil(ceil(437/5)/4)
+  s = model_for_shape(h200, 30, 30, 437, "fp32", "fp32", p);
+  REQUIRE(s.measured);
+  REQUIRE(s.model.chunk == 64);  // ceil(437/7) = 63 -> 64
+  REQUIRE(s.model.gpu == "h200");
+  s = model_for_shape(all, 30, 30, 437, "fp32", "fp32", p);
+  REQUIRE_FALSE(s.measured);
+  REQUIRE(s.model.chunk == 88);
+  REQUIRE(s.from.find("h100: launch record simt_sgemm") != std::string::npos);
+  REQUIRE(s.from.find("split 7") != std::string::npos);
+  // The same record with another grid: announced without a GPU, verified with one.
+  REQUIRE_FALSE(model_for_shape(all, 7, 7, 70, "fp32", "fp32", p).measured);
+  REQUIRE(model_for_shape(h200, 7, 7, 70, "fp32", "fp32", p).measured);
+  // Agreed (64x64x512): verified for every target.
+  for (const AccumModel* m : {&all, &h100, &h200}) {
+    REQUIRE(model_for_shape(*m, 64, 64, 512, "fp32", "fp32", p).measured);
+  }
+  // 3x3x30 recorded on the second GPU only: its record; verified there and for cublas-sm90
+  // (no GPU that recorded it disagrees); on the base GPU no record, the nearest-shape rule.
+  REQUIRE(model_for_shape(h200, 3, 3, 30, "fp32", "fp32", p).measured);
+  REQUIRE(model_for_shape(all, 3, 3, 30, "fp32", "fp32", p).measured);
+  REQUIRE_FALSE(model_for_shape(h100, 3, 3, 30, "fp32", "fp32", p).measured);
+  // Entries are the base GPU's facts (the profile's device). 9x9x90: an entry (fp32-seq) and a
+  // gemvx record (no rule) on the base, absent on the second GPU: verified on h100 and for
+  // cublas-sm90 (no disagreement), announced on h200 naming why.
+  REQUIRE(model_for_shape(h100, 9, 9, 90, "fp32", "fp32", p).measured);
+  REQUIRE(model_for_shape(all, 9, 9, 90, "fp32", "fp32", p).measured);
+  s = model_for_shape(h200, 9, 9, 90, "fp32", "fp32", p);
+  REQUIRE_FALSE(s.measured);
+  REQUIRE(s.model.kind == AccumKind::fp32_seq);
+  REQUIRE(s.from.find("verified shape on h100") != std::string::npos);
+  REQUIRE(s.from.find("not recorded") != std::string::npos);
+  // 5x5x50: an entry without any launch record: the base GPU's evidence only.
+  REQUIRE(model_for_shape(all, 5, 5, 50, "fp32", "fp32", p).measured);
+  REQUIRE_FALSE(model_for_shape(h200, 5, 5, 50, "fp32", "fp32", p).measured);
+  // FP8 (one rule, verified on the entries' shapes): on h100 and cublas-sm90 as before; on h200
+  // announced (no H200 launch recorded there).
+  const AccumModel f8 = parse_accum_model("cublas-sm90", 8);
+  const AccumModel f8h200 = parse_accum_model("cublas-sm90-h200", 8);
+  REQUIRE(f8h200.chunk == 128);
+  REQUIRE(model_for_shape(f8, 16, 16, 64, "e4m3fn", "fp32", p).measured);
+  s = model_for_shape(f8h200, 16, 16, 64, "e4m3fn", "fp32", p);
+  REQUIRE_FALSE(s.measured);
+  REQUIRE(s.from.find("verified at this shape on h100") != std::string::npos);
+  // A GPU the profile does not hold, and malformed names.
+  try {
+    model_for_shape(parse_accum_model("cublas-sm90-a100", 32), 9, 9, 90, "fp32", "fp32", p);
+    FAIL("expected InputError");
+  } catch (const InputError& e) {
+    REQUIRE(std::string(e.what()).find("GPU 'a100' (it holds h100, h200)") != std::string::npos);
+  }
+  REQUIRE_THROWS_AS(parse_accum_model("cublas-sm90-", 32), InputError);
+  REQUIRE_THROWS_AS(parse_accum_model("cublas-sm90-H200", 32), InputError);
+}
+
+TEST_CASE("the compiled-in H200 launch records: 18 launches differ from the H100's",
+          "[gemm][launch]") {
+  // bench/results/2026-12-01-h200-gemm-campaign.md: of 11,961 (shape, output) launches of the
+  // 8,020 shapes, 11,943 are the H100's; the 18 others are nvjet kernels (16 another tile, the
+  // two outputs of bf16 128x256x12288 the same kernel with another grid).
+  const GemmProfile& p = cublas_sm90_profile();
+  REQUIRE(launch_gpus(p) == std::vector<std::string>{"h100", "h200"});
+  std::size_t differ = 0;
+  for (const auto& [key, r] : p.launch) {
+    if (!launches_differ(p, key)) continue;
+    ++differ;
+    REQUIRE(r.family == "nvjet");
+    REQUIRE(find_launch_on(p, "h200", key)->family == "nvjet");
+  }
+  REQUIRE(differ == 18);
+  const std::string k = launch_key("bf16", "bf16", 23, 48, 8);
+  REQUIRE(find_launch_on(p, "h100", k)->key == "nvjet_sm90_tst_64x8_64x16_1x4_h_bz_TNT");
+  REQUIRE(find_launch_on(p, "h200", k)->key == "nvjet_sm90_tst_8x64_64x16_4x1_v_bz_TNN");
+  const std::string g = launch_key("bf16", "fp32", 128, 256, 12288);
+  REQUIRE(launches_differ(p, g));
+  REQUIRE(find_launch_on(p, "h200", g)->key == find_launch_on(p, "h100", g)->key);
+  // An agreed GEMM (fp32 116x26x1646, SIMT SGEMM S = 25): verified on both GPUs and for both.
+  for (const char* name : {"cublas-sm90", "cublas-sm90-h100", "cublas-sm90-h200"}) {
+    const ShapeModel s =
+        model_for_shape(parse_accum_model(name, 32), 116, 26, 1646, "fp32", "fp32");
+    REQUIRE(s.measured);
+    REQUIRE(s.model.chunk == 68);
+  }
 }
 
 TEST_CASE("profile parse errors name the file and the field", "[gemm][launch]") {
@@ -267,6 +494,14 @@ TEST_CASE("exmy gemm --accum cublas-sm90 with launch records: silent, announced,
   REQUIRE(slurp(err).empty());
   REQUIRE(run_cli("", f32 + "--accum fp32-seq:chunk=4 --out " + s + "/e.npy", err) == 0);
   REQUIRE(io::read_npy(s + "/c.npy").data == io::read_npy(s + "/e.npy").data);
+  // The H200 launched the same kernels there: cublas-sm90-h200 is verified too; an unknown GPU
+  // is refused (exit 2).
+  REQUIRE(run_cli("", f32 + "--accum cublas-sm90-h200 --strict --out " + s + "/c2.npy", err) == 0);
+  REQUIRE(slurp(err).empty());
+  REQUIRE(io::read_npy(s + "/c2.npy").data == io::read_npy(s + "/e.npy").data);
+  REQUIRE(run_cli("", f32 + "--accum cublas-sm90-a100 --out " + s + "/c3.npy", err) == 2);
+  REQUIRE(slurp(err).find("GPU 'a100'") != std::string::npos);
+  REQUIRE_FALSE(fs::exists(s + "/c3.npy"));
   // bf16 3 x 2 x 1 with an fp32 output: s1688gemm, whose fp32 output is not verified: one line
   // naming the rule and why; --strict refuses (exit 2, nothing written). The bf16 output of the
   // same GEMM is verified: silent.
@@ -310,5 +545,15 @@ TEST_CASE("exmy gemm --accum cublas-sm90 with launch records: silent, announced,
   REQUIRE(run_cli("EXMY_GEMM_PROFILE=" + s + "/bad.json", f7 + "--out " + s + "/l.npy", err) == 2);
   REQUIRE(slurp(err).find("bad.json: launch.records[\"fp32>fp32\"]") != std::string::npos);
   REQUIRE_FALSE(fs::exists(s + "/l.npy"));
+  // A delta (tools/gemm_launch.py --base) alone has no base records: refused.
+  {
+    std::ofstream o(s + "/delta.json");
+    o << R"({"launch": {"info": {"device": "NVIDIA H200"}, "base": {"device": "NVIDIA H100"},
+            "kernels": [], "records": {}}})";
+  }
+  REQUIRE(run_cli("EXMY_GEMM_PROFILE=" + s + "/delta.json", f7 + "--out " + s + "/m.npy", err) ==
+          2);
+  REQUIRE(slurp(err).find("delta.json: launch.base") != std::string::npos);
+  REQUIRE_FALSE(fs::exists(s + "/m.npy"));
   fs::remove_all(d);
 }
