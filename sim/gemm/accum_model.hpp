@@ -67,6 +67,11 @@ struct AccumModel {
   int lanes = 1;
   int vec = 1;
   bool lane_seq = false;
+  // hw, amd: k-tiles of `ktile` k with the residue first (native::DotModel::ktile; 0: none):
+  // every accumulation from +0 runs its first (length mod ktile) k, then whole tiles, the groups
+  // starting at each tile's beginning. CUTLASS 2.x kernels with a K that is not a multiple of
+  // their k-tile (cuBLAS's wmma and s1688gemm, SEMANTICS 15.6).
+  int ktile = 0;
   // cublas-sm90 with 16-bit or fp32 (TF32) inputs: the promotion chunk depends on the shape and
   // is taken from the probed profile by model_for_shape (SEMANTICS 15.4).
   bool by_shape = false;
@@ -78,7 +83,8 @@ struct AccumModel {
 
 // Parses exact | fp32-seq | pairwise |
 // fp32-seq:[chunk=P | lanes=L[,vec=V|auto][,lanesum=tree|seq]][,split=S[,tile=T][,tree]] |
-// hw:k=K,frac=N[,inter=M][,rne][,tf32[=rz|rna|rne]][,split=S[,tile=T][,tree]][,chunk=P[,rp]] |
+// hw:k=K,frac=N[,inter=M][,rne][,tf32[=rz|rna|rne]][,ktile=T][,split=S[,tile=T][,tree]]
+//   [,chunk=P[,rp]] |
 // a preset: sm80 | sm90 | sm100 | cublas-sm90 (sm90 with the instruction K of the input type).
 // Presets depend on the input formats: `a_bits` is the larger code width of A and B (8: FP8,
 // 16: bf16/fp16, 32: fp32/tf32). InputError names the string and the grammar.
@@ -105,6 +111,7 @@ inline native::DotModel dot_model(const AccumModel& m) {
   d.lanes = m.lanes;
   d.vec = m.vec;
   d.lane_seq = m.lane_seq;
+  d.ktile = m.ktile;
   return d;
 }
 

@@ -47,6 +47,12 @@ struct DotModel {
   int lanes = 1;
   int vec = 1;
   bool lane_seq = false;
+  // hw and amd: every accumulation from +0 (a part, a chunk, or the whole K) runs as k-tiles of
+  // `ktile` k (a multiple of k_group; 0: none) with the partial tile first, as CUTLASS 2.x's
+  // predicated mainloop does with a residue: its first (n mod ktile) k, then whole tiles; the
+  // groups of k_group k start at the beginning of each tile (the residue tile's last group may
+  // be short).
+  int ktile = 0;
 };
 
 // Block scales (MX E8M0 per 32 k, NVFP4 UE4M3 per 16 k): the scales of A's row and of B's row
@@ -467,11 +473,16 @@ EXMY_HD float dot_chunk(const double* a, std::size_t sa, const double* b, std::s
   }
   float c = 0.0f;
   const std::size_t g = static_cast<std::size_t>(m.k_group);
-  for (std::size_t k = k0; k < k1; k += g) {
-    const std::size_t e = k + g < k1 ? k + g : k1;
+  // The groups of [k0, k1): of g k from k0, or, with k-tiles, of g k from k0 within the residue
+  // tile [k0, k0 + r) and then from k0 + r (the whole tiles: ktile is a multiple of g).
+  const std::size_t r = m.ktile > 0 ? (k1 - k0) % static_cast<std::size_t>(m.ktile) : 0;
+  for (std::size_t k = k0; k < k1;) {
+    const std::size_t lim = k < k0 + r ? k0 + r : k1;
+    const std::size_t e = k + g < lim ? k + g : lim;
     c = m.kind == DotModel::Kind::amd
             ? dot_amd_group(c, a, sa, b, sb, k, e, emin_a, emin_b, m)
             : dot_fused_group(c, a, sa, b, sb, k, e, emin_a, emin_b, m, bs);
+    k = e;
   }
   return c;
 }
