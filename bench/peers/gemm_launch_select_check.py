@@ -42,20 +42,35 @@ def split_part(K, S, g):
     return g * (-(-(-(-K // S)) // g))
 
 
+def name_ktile(key):
+    """The k-tile T of a CUTLASS name's _<M>x<N>_<T>x<stages>_ (0 if none)."""
+    import re
+    m = re.search(r"_(\d+)x(\d+)_(\d+)x(\d+)_", key)
+    return int(m.group(3)) if m else 0
+
+
 def family_rule(rec, t, o, K, verified_table):
     """Replica of sim/gemm/launch_rules.cpp: (model, verified) or None."""
-    fam, _key, red, S = rec
+    fam, key, red, S = rec
+    ktile = 0
+    aligned = 0  # parts of whole units of this many k where K is a multiple of it
     if fam == "simt_sgemm" and t in ("fp32", "tf32") and o == "fp32":
         base, g = "fp32-seq", 4
     elif fam == "s1688gemm" and t in ("bf16", "fp16") and o in (t, "fp32"):
-        base, g = "hw:k=8,frac=25", 8
+        base, g, ktile = "hw:k=8,frac=25", 8, 32
+    elif fam == "wmma" and t in ("bf16", "fp16") and o in (t, "fp32"):
+        base, g, ktile, aligned = "hw:k=16,frac=25", 8, name_ktile(key), 64
+        if ktile == 0 or ktile % 16:
+            return None
     else:
         return None
     split = red.startswith("splitKreduce/")
     if (S > 1 and not split) or (red and not split):
         return None
-    m = base
+    m = base + (",ktile=%d" % ktile if ktile else "")
     if split:
+        if aligned and K % aligned == 0:
+            g = aligned
         m += (":chunk=%d" if base.startswith("fp32-seq") else ",chunk=%d") % split_part(K, S, g)
         if red in ("splitKreduce/bf16", "splitKreduce/fp16"):
             if base.startswith("fp32-seq"):
@@ -197,7 +212,9 @@ def main():
     p.add_argument("--launch-profile", default=os.path.join(ROOT, "golden", "profiles", "sm90",
                                                             "cublaslt-h100-launch.json"))
     p.add_argument("--verified", default="simt_sgemm:fp32:fp32,simt_sgemm:tf32:fp32,"
-                   "s1688gemm:bf16:bf16",
+                   "s1688gemm:bf16:bf16,s1688gemm:fp16:fp16,s1688gemm:bf16:fp32,"
+                   "s1688gemm:fp16:fp32,wmma:bf16:bf16,wmma:bf16:fp32,wmma:fp16:fp16,"
+                   "wmma:fp16:fp32",
                    help="family:in:out triples verified in launch_rules.cpp (the replica's)")
     args = p.parse_args()
     args.profile = os.path.abspath(args.profile)
