@@ -2,6 +2,7 @@
 scripts (gemm_gpu_campaign.py, gemm_launch_select_check.py): a launch record (family, key,
 reduce, S) of a GEMM with input type t, output type o and depth K -> (model, verified) or None.
 Keep in step with kRules there; the C++ table is the definition."""
+import re
 
 
 def split_part(K, S, g):
@@ -9,28 +10,35 @@ def split_part(K, S, g):
     return g * (-(-(-(-K // S)) // g))
 
 
-# (family, in, out): (base model, unit g, verified)
+FROM_NAME = -1
+# (family, in, out): (base model, unit g, verified, ktile (0, FROM_NAME or T), aligned unit)
 RULES = {
-    ("simt_sgemm", "fp32", "fp32"): ("fp32-seq", 4, True),
-    ("simt_sgemm", "tf32", "fp32"): ("fp32-seq", 4, True),
-    ("s1688gemm", "bf16", "bf16"): ("hw:k=8,frac=25", 8, True),
-    ("s1688gemm", "fp16", "fp16"): ("hw:k=8,frac=25", 8, False),
-    ("s1688gemm", "bf16", "fp32"): ("hw:k=8,frac=25", 8, False),
-    ("s1688gemm", "fp16", "fp32"): ("hw:k=8,frac=25", 8, False),
-    ("xmma_tf32", "tf32", "fp32"): ("hw:k=8,frac=25,tf32=rne", 4, True),
-    ("s1688gemm_tf32", "tf32", "fp32"): ("hw:k=8,frac=25,tf32=rne", 4, False),
+    ("simt_sgemm", "fp32", "fp32"): ("fp32-seq", 4, True, 0, 0),
+    ("simt_sgemm", "tf32", "fp32"): ("fp32-seq", 4, True, 0, 0),
+    ("s1688gemm", "bf16", "bf16"): ("hw:k=8,frac=25", 8, True, 32, 0),
+    ("s1688gemm", "fp16", "fp16"): ("hw:k=8,frac=25", 8, True, 32, 0),
+    ("s1688gemm", "bf16", "fp32"): ("hw:k=8,frac=25", 8, True, 32, 0),
+    ("s1688gemm", "fp16", "fp32"): ("hw:k=8,frac=25", 8, True, 32, 0),
+    ("wmma", "bf16", "bf16"): ("hw:k=16,frac=25", 8, True, FROM_NAME, 64),
+    ("wmma", "bf16", "fp32"): ("hw:k=16,frac=25", 8, True, FROM_NAME, 64),
+    ("wmma", "fp16", "fp16"): ("hw:k=16,frac=25", 8, True, FROM_NAME, 64),
+    ("wmma", "fp16", "fp32"): ("hw:k=16,frac=25", 8, True, FROM_NAME, 64),
+    ("xmma_tf32", "tf32", "fp32"): ("hw:k=8,frac=25,tf32=rne", 4, True, 0, 0),
+    ("s1688gemm_tf32", "tf32", "fp32"): ("hw:k=8,frac=25,tf32=rne", 4, False, FROM_NAME, 0),
 }
 # Rules that hold only for kernels whose name starts so.
 KEY_PREFIX = {"xmma_tf32": "sm80_xmma_gemm_"}
-# Families whose model takes ktile=T, T the k tile of the kernel's name.
-KTILE_FROM_KEY = {"s1688gemm_tf32"}
+# The instruction k of each base (a k-tile must be a multiple of it).
+INSTR_K = {"hw:k=8,frac=25": 8, "hw:k=16,frac=25": 16, "hw:k=8,frac=25,tf32=rne": 8}
 
 
-def kernel_ktile(key):
-    """The k tile of a CUTLASS name ("..._64x64_16x6_tn_align1" -> 16), 0 if none."""
-    import re
+def name_ktile(key):
+    """The k-tile T of a CUTLASS name's _<M>x<N>_<T>x<stages>_ (0 if none)."""
     m = re.search(r"_(\d+)x(\d+)_(\d+)x(\d+)_", key)
     return int(m.group(3)) if m else 0
+
+
+kernel_ktile = name_ktile  # the older name
 
 
 def family_rule(rec, t, o, K):
@@ -39,21 +47,23 @@ def family_rule(rec, t, o, K):
     rule = RULES.get((fam, t, o))
     if rule is None or not key.startswith(KEY_PREFIX.get(fam, "")):
         return None
-    base, g, verified = rule
+    base, g, verified, ktile, aligned = rule
     split = red.startswith("splitKreduce/")
     if (S > 1 and not split) or (red and not split):
         return None
     m = base
+    if ktile:
+        T = name_ktile(key) if ktile == FROM_NAME else ktile
+        if not T or T % INSTR_K.get(base, 1):
+            return None
+        m += ",ktile=%d" % T
     if split:
         seq = base.startswith("fp32-seq")
+        if aligned and K % aligned == 0:
+            g = aligned
         m += (":chunk=%d" if seq else ",chunk=%d") % split_part(K, S, g)
         if red in ("splitKreduce/bf16", "splitKreduce/fp16"):
             if seq:
                 return None
             m += ",rp"
-    if fam in KTILE_FROM_KEY:
-        T = kernel_ktile(key)
-        if not T:
-            return None
-        m += ",ktile=%d" % T
     return m, verified

@@ -181,7 +181,9 @@ def main():
     p.add_argument("--launch-profile", default=os.path.join(ROOT, "golden", "profiles", "sm90",
                                                             "cublaslt-h100-launch.json"))
     p.add_argument("--verified", default="simt_sgemm:fp32:fp32,simt_sgemm:tf32:fp32,"
-                   "s1688gemm:bf16:bf16,xmma_tf32:tf32:fp32",
+                   "s1688gemm:bf16:bf16,s1688gemm:fp16:fp16,s1688gemm:bf16:fp32,"
+                   "s1688gemm:fp16:fp32,wmma:bf16:bf16,wmma:bf16:fp32,wmma:fp16:fp16,"
+                   "wmma:fp16:fp32,xmma_tf32:tf32:fp32",
                    help="family:in:out triples verified in launch_rules.cpp (the replica's)")
     args = p.parse_args()
     args.profile = os.path.abspath(args.profile)

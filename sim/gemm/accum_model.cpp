@@ -15,9 +15,9 @@ namespace exmy::gemm {
 std::string accum_model_help() {
   return "exact | fp32-seq[:chunk=P | :lanes=L[,vec=V|auto][,lanesum=tree|seq]][,split=S[,tile=T]"
          "[,tree]] | pairwise | "
-         "hw:k=K,frac=N[,inter=M][,rne][,tf32[=rz|rna|rne]][,sub=G][,split=S[,tile=T][,tree]]"
-         "[,chunk=P[,rp]][,ktile=T] | "
-         "amd:k=K[,frac=N][,two-stage][,tf32][,split=S[,tile=T][,tree]][,chunk=P] | "
+         "hw:k=K,frac=N[,inter=M][,rne][,tf32[=rz|rna|rne]][,sub=G][,ktile=T][,split=S[,tile=T]"
+         "[,tree]][,chunk=P[,rp]] | "
+         "amd:k=K[,frac=N][,two-stage][,tf32][,ktile=T][,split=S[,tile=T][,tree]][,chunk=P] | "
          "sm80 | sm90 | sm100 | cublas-sm90[-h100|-h200] | cdna3";
 }
 
@@ -120,7 +120,7 @@ AccumModel parse_accum_model(const std::string& text, int a_bits) {
         return static_cast<int>(v);
       };
       const bool group_key = key == "k" || key == "frac" || key == "inter" || key == "rne" ||
-                             key == "tf32" || key == "sub" || key == "two-stage";
+                             key == "tf32" || key == "sub" || key == "two-stage" || key == "ktile";
       if (amd && (key == "inter" || key == "rne" || key == "sub")) {
         bad(text, "'" + key + "' is an option of hw (amd normalises to fp32 by RNE itself)");
       }
@@ -149,10 +149,10 @@ AccumModel parse_accum_model(const std::string& text, int a_bits) {
         m.reduce_tree = true;
       } else if (key == "tile") {
         m.tile = num(1, 1 << 20);
+      } else if (key == "ktile") {
+        m.ktile = num(1, 1 << 20);
       } else if (key == "chunk") {
         m.chunk = num(1, 1 << 24);
-      } else if (key == "ktile" && !seq && !amd) {
-        m.ktile = num(1, 1 << 20);
       } else if (key == "sub") {
         m.sub_group = num(1, 4096);
       } else if (key == "two-stage" && val.empty()) {
@@ -177,6 +177,11 @@ AccumModel parse_accum_model(const std::string& text, int a_bits) {
     if (m.lanes > 1 && m.chunk > 0) bad(text, "lanes and chunk do not combine");
     if (m.lanes == 1 && (m.vec != 1 || m.lane_seq)) bad(text, "vec and lanesum need lanes=L");
     if (amd && m.frac_bits > 30) bad(text, "amd's frac is at most 30");
+    if (m.ktile > 0 && m.ktile % m.k_group != 0) {
+      bad(text, "ktile=" + std::to_string(m.ktile) +
+                    " must be a multiple of k=" + std::to_string(m.k_group));
+    }
+    if (m.ktile > 0 && m.sub_group > 0) bad(text, "ktile and sub do not combine");
     if (m.sub_group > 0 && m.k_group % m.sub_group != 0) {
       bad(text,
           "sub=" + std::to_string(m.sub_group) + " must divide k=" + std::to_string(m.k_group));

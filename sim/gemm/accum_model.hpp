@@ -67,9 +67,10 @@ struct AccumModel {
   int lanes = 1;
   int vec = 1;
   bool lane_seq = false;
-  // hw: within each chunk, part or the whole K, the k-tile residue ((length) mod ktile k) first,
-  // then whole tiles of ktile k, the groups of k_group k starting at each tile's start (0: groups
-  // from the start; native::DotModel::ktile). cuBLAS's TF32 s1688gemm kernels (SEMANTICS 15.6).
+  // hw, amd: k-tiles of `ktile` k with the residue first (native::DotModel::ktile; 0: none):
+  // every accumulation from +0 runs its first (length mod ktile) k, then whole tiles, the groups
+  // starting at each tile's beginning. CUTLASS 2.x kernels with a K that is not a multiple of
+  // their k-tile (cuBLAS's wmma and s1688gemm, SEMANTICS 15.6).
   int ktile = 0;
   // cublas-sm90 with 16-bit or fp32 (TF32) inputs: the promotion chunk depends on the shape and
   // is taken from the probed profile by model_for_shape (SEMANTICS 15.4).
@@ -86,8 +87,8 @@ struct AccumModel {
 
 // Parses exact | fp32-seq | pairwise |
 // fp32-seq:[chunk=P | lanes=L[,vec=V|auto][,lanesum=tree|seq]][,split=S[,tile=T][,tree]] |
-// hw:k=K,frac=N[,inter=M][,rne][,tf32[=rz|rna|rne]][,split=S[,tile=T][,tree]][,chunk=P[,rp]]
-//   [,ktile=T] |
+// hw:k=K,frac=N[,inter=M][,rne][,tf32[=rz|rna|rne]][,ktile=T][,split=S[,tile=T][,tree]]
+//   [,chunk=P[,rp]] |
 // a preset: sm80 | sm90 | sm100 | cublas-sm90 (sm90 with the instruction K of the input type) |
 // cublas-sm90-NAME (cublas-sm90 with one GPU's launch records: cublas-sm90-h100, -h200).
 // Presets depend on the input formats: `a_bits` is the larger code width of A and B (8: FP8,

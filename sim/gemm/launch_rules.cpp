@@ -2,6 +2,9 @@
 
 #include <cstring>
 
+#include "sim/common/error.hpp"
+#include "sim/gemm/accum_model.hpp"
+
 namespace exmy::gemm {
 
 std::size_t split_part(std::size_t K, std::size_t S, std::size_t g) {
@@ -26,34 +29,57 @@ struct FamilyRule {
   bool verified;
   // Why it is (or is not) verified: the evidence, for messages.
   const char* evidence;
-  // ktile=T with T the k tile of the kernel's name (CUTLASS "<M>x<N>_<T>x<stages>"): the
-  // mainloop runs the residue tile first (kernel_ktile below).
-  bool ktile_from_key = false;
+  // The kernel's k-tile, its residue first (`ktile=T`, SEMANTICS 15.2): 0 none; kFromName the
+  // k-tile in the kernel's name (CUTLASS's _<M>x<N>_<T>x<stages>_); else that many k.
+  int ktile = 0;
+  // Where K is a multiple of this many k (0: never), the split parts are whole units of it
+  // instead of `unit` (cuBLAS's wmma kernels: 64; bench/results/2026-12-01-h200-gemm-wmma.md).
+  std::size_t aligned_unit = 0;
   // The rule holds only for kernels whose name starts so (nullptr: every kernel of the family).
   const char* key_prefix = nullptr;
 };
 
+constexpr int kFromName = -1;
+
 // SIMT SGEMM (cutlass_80_simt_sgemm_*): CUDA-core FMA chains, also for TF32 requests (the CUDA
 // cores read the fp32 values unrounded); 16-bit s1688gemm (cutlass_75_tensorop_*s1688gemm_*):
-// mma.sync m16n8k8, MMA-Sim's Hopper parameters k = 8, 25 fraction bits. Verified: bit-exact on
-// every captured shape of the family in the 2026-11-27 random-shape captures (H100, cuBLAS
-// 130100), each output with its own launch record (bench/results/2026-11-28-h100-gemm-launch.md,
-// addendum); the others name what was measured.
+// mma.sync m16n8k8, MMA-Sim's Hopper parameters k = 8, 25 fraction bits, k-tiles of 32 with the
+// residue first. Verified: bit-exact on every captured shape of the family in the 2026-11-27
+// random-shape captures (H100, cuBLAS 130100), each output with its own launch record
+// (bench/results/2026-11-28-h100-gemm-launch.md, addendum), or on every output of every shape of
+// the family in the H200's held-out capture of 2026-12-01 (same cuBLAS; split counts fitted
+// where the shape has no record: bench/results/2026-12-01-h200-gemm-wmma.md).
 constexpr FamilyRule kRules[] = {
     {"simt_sgemm", "fp32", "fp32", "fp32-seq", 4, true,
      "bit-exact on all 507 captured fp32 shapes of the family"},
     {"simt_sgemm", "tf32", "fp32", "fp32-seq", 4, true,
      "bit-exact on all 39 captured TF32 shapes of the family"},
     {"s1688gemm", "bf16", "bf16", "hw:k=8,frac=25", 8, true,
-     "bit-exact on all 455 captured bf16 shapes of the family"},
-    {"s1688gemm", "fp16", "fp16", "hw:k=8,frac=25", 8, false,
-     "bit-exact on 51 of 52 captured fp16 shapes; 121x445x1420 differs in 1 output"},
-    {"s1688gemm", "bf16", "fp32", "hw:k=8,frac=25", 8, false,
-     "the fp32 output of this family differs on 113 of 455 captured bf16 shapes (1 to 2,859 "
-     "outputs, 1 to 64 ulp: the k = 8 unit's arithmetic is not modelled)"},
-    {"s1688gemm", "fp16", "fp32", "hw:k=8,frac=25", 8, false,
-     "the fp32 output of this family differs on 8 of 52 captured fp16 shapes (bf16: 113 of "
-     "455)"},
+     "bit-exact on all 455 captured H100 bf16 shapes and all 169 of the H200 capture", 32},
+    {"s1688gemm", "fp16", "fp16", "hw:k=8,frac=25", 8, true,
+     "bit-exact on all 15 fp16 shapes of the H200 capture; the H100's one miss (121x445x1420) "
+     "is a shape where the k-tile's residue moves the groups",
+     32},
+    {"s1688gemm", "bf16", "fp32", "hw:k=8,frac=25", 8, true,
+     "bit-exact on all 169 bf16 shapes (941,191 outputs) of the H200 capture; the H100's 107 "
+     "misses of 455 are all shapes where the k-tile's residue moves the groups",
+     32},
+    {"s1688gemm", "fp16", "fp32", "hw:k=8,frac=25", 8, true,
+     "bit-exact on all 15 fp16 shapes of the H200 capture; the H100's 8 misses of 52 are all "
+     "shapes where the k-tile's residue moves the groups",
+     32},
+    // wmma (cutlass_75/80_wmma_tensorop_*s161616gemm_*, wmma m16n16k16): MMA-Sim's Hopper
+    // k = 16 unit, the kernel's k-tile (its name) with the residue first; split parts of
+    // 8 ceil(ceil(K/S)/8) k, or 64 ceil(ceil(K/S)/64) where K is a multiple of 64 (FPRev trees
+    // on the H200, bench/results/2026-12-01-h200-gemm-wmma.md).
+    {"wmma", "bf16", "bf16", "hw:k=16,frac=25", 8, true,
+     "bit-exact on all 61 bf16 shapes (199,634 outputs) of the H200 capture", kFromName, 64},
+    {"wmma", "bf16", "fp32", "hw:k=16,frac=25", 8, true,
+     "bit-exact on all 61 bf16 shapes (199,634 outputs) of the H200 capture", kFromName, 64},
+    {"wmma", "fp16", "fp16", "hw:k=16,frac=25", 8, true,
+     "bit-exact on all 183 fp16 shapes (1,110,687 outputs) of the H200 capture", kFromName, 64},
+    {"wmma", "fp16", "fp32", "hw:k=16,frac=25", 8, true,
+     "bit-exact on all 183 fp16 shapes (1,110,687 outputs) of the H200 capture", kFromName, 64},
     // TF32 (issue 30, 2026-12-01): sm80 xmma TF32 kernels (sm80_xmma_gemm_*tf32*, mma.sync
     // m16n8k8, never split on the H100 or H200: S = 1, no reduction) and CUTLASS TF32 s1688gemm
     // (cutlass_80_tensorop_s1688gemm_*), whose mainloop runs the k-tile residue of each split
@@ -61,31 +87,29 @@ constexpr FamilyRule kRules[] = {
     {"xmma_tf32", "tf32", "fp32", "hw:k=8,frac=25,tf32=rne", 4, true,
      "bit-exact on all 426 captured H100 and all 160 captured H200 TF32 shapes of the sm80 "
      "kernel",
-     false, "sm80_xmma_gemm_"},
+     0, 0, "sm80_xmma_gemm_"},
     {"s1688gemm_tf32", "tf32", "fp32", "hw:k=8,frac=25,tf32=rne", 4, false,
      "the FPRev trees of 32 shapes on the H100 and the H200 and all 8 captured H200 shapes "
      "with a record agree; the H100 captures' outputs are not yet checked with it",
-     true},
+     kFromName},
 };
 
-// The k tile T of a CUTLASS kernel name ("..._64x64_16x6_tn_align1" -> 16), 0 if none.
-std::size_t kernel_ktile(const std::string& key) {
-  // The first "_<digits>x<digits>_<digits>x<digits>_" group: tile M x N, then k tile x stages.
+// The k-tile T of a CUTLASS kernel name's _<M>x<N>_<T>x<stages>_ (0 if it has none).
+std::size_t name_ktile(const std::string& key) {
+  // The first "_AxB_CxD_" whose four fields are numbers: C.
   for (std::size_t i = 0; i < key.size(); ++i) {
     if (key[i] != '_') continue;
-    std::size_t j = i + 1;
-    std::size_t nums[4] = {0, 0, 0, 0};
+    std::size_t p = i + 1;
+    std::size_t f[4] = {0, 0, 0, 0};
     bool ok = true;
     for (int n = 0; n < 4 && ok; ++n) {
-      const std::size_t start = j;
-      std::size_t v = 0;
-      while (j < key.size() && key[j] >= '0' && key[j] <= '9') v = v * 10 + (key[j++] - '0');
-      const char want = n == 0 || n == 2 ? 'x' : '_';
-      ok = j > start && j < key.size() && key[j] == want;
-      nums[n] = v;
-      ++j;
+      const std::size_t q = p;
+      while (p < key.size() && key[p] >= '0' && key[p] <= '9') f[n] = f[n] * 10 + (key[p++] - '0');
+      const char want = n % 2 == 0 ? 'x' : '_';
+      ok = p > q && p < key.size() && key[p] == want;
+      ++p;
     }
-    if (ok) return nums[2];
+    if (ok) return f[2];
   }
   return 0;
 }
@@ -130,8 +154,26 @@ LaunchRule launch_rule(const LaunchRecord& r, const std::string& in, const std::
   // With splitKreduce (also after S = 1: cuBLAS then reduces one part) the parts are chunks
   // added from +0 in fp32; without it, one accumulation.
   std::string model = rule->base;
+  if (rule->ktile != 0) {
+    const std::size_t T =
+        rule->ktile == kFromName ? name_ktile(r.key) : static_cast<std::size_t>(rule->ktile);
+    if (T == 0) {
+      lr.why = record_name(r) + ": the kernel's name holds no k-tile (_MxN_TxS_), which the " +
+               "family rule needs";
+      return lr;
+    }
+    model += ",ktile=" + std::to_string(T);
+    try {
+      (void)parse_accum_model(model, 16);
+    } catch (const InputError&) {  // a k-tile that is not a multiple of the instruction's k
+      lr.why = record_name(r) + ": the kernel's k-tile " + std::to_string(T) +
+               " is not a multiple of the family's instruction k";
+      return lr;
+    }
+  }
   if (split_reduce) {
-    const std::size_t P = split_part(K, r.split, rule->unit);
+    const bool aligned = rule->aligned_unit > 0 && K % rule->aligned_unit == 0;
+    const std::size_t P = split_part(K, r.split, aligned ? rule->aligned_unit : rule->unit);
     const bool seq = std::strncmp(rule->base, "fp32-seq", 8) == 0;
     model += (seq ? ":chunk=" : ",chunk=") + std::to_string(P);
     const bool partial16 = r.reduce == "splitKreduce/bf16" || r.reduce == "splitKreduce/fp16";
@@ -144,14 +186,6 @@ LaunchRule launch_rule(const LaunchRecord& r, const std::string& in, const std::
       }
       model += ",rp";
     }
-  }
-  if (rule->ktile_from_key) {
-    const std::size_t T = kernel_ktile(r.key);
-    if (T == 0) {
-      lr.why = record_name(r) + ": the kernel's name holds no k tile (<M>x<N>_<T>x<stages>)";
-      return lr;
-    }
-    model += ",ktile=" + std::to_string(T);
   }
   lr.model = model;
   lr.status = rule->verified ? LaunchRule::Status::verified : LaunchRule::Status::unverified;

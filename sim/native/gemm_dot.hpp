@@ -47,11 +47,11 @@ struct DotModel {
   int lanes = 1;
   int vec = 1;
   bool lane_seq = false;
-  // hw: the k tiling of a CUTLASS mainloop that runs the residue tile first (cuBLAS's TF32
-  // s1688gemm kernels, SEMANTICS 15.6): within each promotion chunk, part or the whole K
-  // [k0, k1), the first tile holds (k1 - k0) mod ktile k (none when 0), every later tile ktile k,
-  // and the groups of k_group k start at each tile's start (a tile's last group holds what is
-  // left). 0: groups from k0.
+  // hw and amd: every accumulation from +0 (a part, a chunk, or the whole K) runs as k-tiles of
+  // `ktile` k (a multiple of k_group; 0: none) with the partial tile first, as CUTLASS 2.x's
+  // predicated mainloop does with a residue: its first (n mod ktile) k, then whole tiles; the
+  // groups of k_group k start at the beginning of each tile (the residue tile's last group may
+  // be short).
   int ktile = 0;
 };
 
@@ -473,20 +473,16 @@ EXMY_HD float dot_chunk(const double* a, std::size_t sa, const double* b, std::s
   }
   float c = 0.0f;
   const std::size_t g = static_cast<std::size_t>(m.k_group);
-  // Tiles [t0, t1): one tile of the whole range, or ktile's residue tile first, then whole tiles.
-  const std::size_t T = m.ktile > 0 ? static_cast<std::size_t>(m.ktile) : k1 - k0;
-  const std::size_t r = T > 0 ? (k1 - k0) % T : 0;
-  std::size_t t0 = k0;
-  std::size_t t1 = r > 0 ? k0 + r : k0 + T;
-  while (t0 < k1) {
-    for (std::size_t k = t0; k < t1; k += g) {
-      const std::size_t e = k + g < t1 ? k + g : t1;
-      c = m.kind == DotModel::Kind::amd
-              ? dot_amd_group(c, a, sa, b, sb, k, e, emin_a, emin_b, m)
-              : dot_fused_group(c, a, sa, b, sb, k, e, emin_a, emin_b, m, bs);
-    }
-    t0 = t1;
-    t1 = t0 + T < k1 ? t0 + T : k1;
+  // The groups of [k0, k1): of g k from k0, or, with k-tiles, of g k from k0 within the residue
+  // tile [k0, k0 + r) and then from k0 + r (the whole tiles: ktile is a multiple of g).
+  const std::size_t r = m.ktile > 0 ? (k1 - k0) % static_cast<std::size_t>(m.ktile) : 0;
+  for (std::size_t k = k0; k < k1;) {
+    const std::size_t lim = k < k0 + r ? k0 + r : k1;
+    const std::size_t e = k + g < lim ? k + g : lim;
+    c = m.kind == DotModel::Kind::amd
+            ? dot_amd_group(c, a, sa, b, sb, k, e, emin_a, emin_b, m)
+            : dot_fused_group(c, a, sa, b, sb, k, e, emin_a, emin_b, m, bs);
+    k = e;
   }
   return c;
 }

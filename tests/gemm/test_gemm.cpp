@@ -139,9 +139,9 @@ TEST_CASE("ktile: the k-tile residue first, groups from each tile's start", "[ge
   c[17] = -0x1p40;
   REQUIRE(dot(c, d, "hw:k=8,frac=25,chunk=12,ktile=8") == 12.0f);
   REQUIRE(dot(c, d, "hw:k=8,frac=25,chunk=12") == 16.0f);
-  // Grammar: hw only, positive.
+  // Grammar: hw and amd (SEMANTICS 15.2), positive.
   REQUIRE_THROWS_AS(parse_accum_model("fp32-seq:ktile=16", 32), exmy::InputError);
-  REQUIRE_THROWS_AS(parse_accum_model("amd:k=8,ktile=16", 32), exmy::InputError);
+  REQUIRE(parse_accum_model("amd:k=8,ktile=16", 32).ktile == 16);
   REQUIRE_THROWS_AS(parse_accum_model("hw:k=8,frac=25,ktile=0", 32), exmy::InputError);
   REQUIRE(parse_accum_model("hw:k=8,frac=25,ktile=32", 32).ktile == 32);
 }
@@ -237,6 +237,41 @@ TEST_CASE("cublas-sm90 takes the probed chunk by input type and shape", "[gemm]"
   // Other models are not by shape.
   REQUIRE(model_for_shape(parse_accum_model("sm90", 16), 1, 1, 1, "bf16", "").model.chunk == 0);
   REQUIRE_THROWS_AS(model_for_shape(b16, 64, 64, 64, "e6m9", ""), exmy::InputError);
+}
+
+TEST_CASE("ktile: the residue tile first, groups restart at each tile (CUTLASS 2.x mainloop)",
+          "[gemm][ktile]") {
+  // SEMANTICS 15.2 ktile=T. K = 5, k = 2, T = 4: the residue 5 mod 4 = 1 k is its own group,
+  // then the tile [1, 5) in groups [1, 3), [3, 5); without ktile the groups are [0, 2), [2, 4),
+  // [4, 5). frac 2, s = 3/16 (exponent -3), L = 1:
+  //   plain: [s, s] E = -3, both exact: 0.375; [c = 0.375, L, s] E = 0, quantum 1/4: 0.25 + 1 + 0
+  //          = 1.25; [c = 1.25, s] E = 0: 1.25 + 0 = 1.25.
+  //   ktile: [s] = 0.1875; [c = 0.1875, s, L] E = 0: 0 + 0 + 1 = 1; [c = 1, s, s]: 1.
+  const double s = 0.1875, L = 1.0;
+  const std::vector<double> a{s, s, L, s, s}, b(5, p);
+  REQUIRE(dot(a, b, "hw:k=2,frac=2") == 1.25f);
+  REQUIRE(dot(a, b, "hw:k=2,frac=2,ktile=4") == 1.0f);
+  // A residue of 0 (K a multiple of T) is the plain grouping: K = 4 of [s, s, L, s].
+  const std::vector<double> a4{s, s, L, s}, b4(4, p);
+  REQUIRE(dot(a4, b4, "hw:k=2,frac=2,ktile=4") == dot(a4, b4, "hw:k=2,frac=2"));
+  // Every accumulation from +0 has its own residue: chunk=5 (split-K parts as cuBLAS's
+  // splitKreduce reads them) over two copies: 1 + 1 = 2 with ktile, 1.25 + 1.25 = 2.5 without;
+  // the same for split=2 (parts of ceil(10/2) = 5) and for rp's per-chunk sums (bf16 out).
+  std::vector<double> a10(a);
+  a10.insert(a10.end(), a.begin(), a.end());
+  const std::vector<double> b10(10, p);
+  REQUIRE(dot(a10, b10, "hw:k=2,frac=2,chunk=5") == 2.5f);
+  REQUIRE(dot(a10, b10, "hw:k=2,frac=2,ktile=4,chunk=5") == 2.0f);
+  REQUIRE(dot(a10, b10, "hw:k=2,frac=2,ktile=4,split=2") == 2.0f);
+  REQUIRE(gemm1(a10, b10, "hw:k=2,frac=2,ktile=4,chunk=5,rp", OutFormat::bf16) == 0x4000u);
+  REQUIRE(gemm1(a10, b10, "hw:k=2,frac=2,chunk=5,rp", OutFormat::bf16) == 0x4020u);
+  // Grammar: hw and amd only, a multiple of k, not with sub.
+  REQUIRE(parse_accum_model("hw:k=16,frac=25,ktile=128", 16).ktile == 128);
+  REQUIRE(parse_accum_model("amd:k=8,ktile=32", 16).ktile == 32);
+  REQUIRE(parse_accum_model("hw:k=16,frac=25", 16).ktile == 0);
+  REQUIRE_THROWS_AS(parse_accum_model("hw:k=16,frac=25,ktile=40", 16), exmy::InputError);
+  REQUIRE_THROWS_AS(parse_accum_model("fp32-seq:ktile=32", 32), exmy::InputError);
+  REQUIRE_THROWS_AS(parse_accum_model("hw:k=32,frac=25,sub=16,ktile=64", 8), exmy::InputError);
 }
 
 TEST_CASE("rp: 16-bit split-K partials are rounded to the output format before the fp32 sum",
