@@ -152,9 +152,12 @@ Options step_options(StepArgs& o) {
       .value({"--variant"}, variant_names(),
              "a named kernel variant of the optimizer (SEMANTICS 12)", o.variant,
              [&](const std::string& v) { o.variant = v; })
-      .value({"--compat"}, compat_profile_names(CompatOp::step, "|"),
-             "the kernels of a library profile", "the optimizer's (torch-cpu for adam, adamw, sgd)",
-             [&](const std::string& v) { o.compat = v; })
+      .value(
+          {"--compat"}, compat_profile_names(CompatOp::step, "|"),
+          "the kernels of a library profile (torch-cpu[:avx512|:avx2][:tN]: N threads, SEMANTICS "
+          "9.2.2)",
+          "the optimizer's (torch-cpu for adam, adamw, sgd)",
+          [&](const std::string& v) { o.compat = v; })
       .value({"--param-dtype"}, "fp32|bf16|fp16",
              "storage of the parameters: every value of P must be one of this format (P stays "
              "<f4)",

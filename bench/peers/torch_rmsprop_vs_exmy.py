@@ -52,7 +52,9 @@ def differ(a, b):
 
 
 def torch_run(p0, grads, dtype, device, foreach, kw):
-    p = torch.nn.Parameter(torch.from_numpy(p0).to(device=device, dtype=dtype))
+    # a copy: torch.from_numpy(p0).to(cpu, float32) would be p0's own memory, and the CPU step
+    # would change the array exmy reads next (the H200 run of 2026-12-01, fp32 CPU rows)
+    p = torch.nn.Parameter(torch.tensor(p0, dtype=torch.float32).to(device=device, dtype=dtype))
     opt = torch.optim.RMSprop([p], foreach=foreach, **kw)
     for g in grads:
         p.grad = torch.from_numpy(g).to(device=device, dtype=dtype)

@@ -27,11 +27,21 @@ __device__ std::uint16_t encode16(float x) {
   return ST == Storage::bf16 ? native::bf16_from_f32(x) : native::f16_from_f32(x);
 }
 
+// Under torch-cpu, whether element i is in an ATen CPU chunk's scalar tail (SEMANTICS 9.2.2).
+struct Tails {
+  bool cpu;
+  native::TorchCpuLoop loop;
+  std::size_t n;
+  __device__ bool at(std::size_t i) const {
+    return cpu && native::torch_cpu_scalar_tail(i, n, 2, loop);
+  }
+};
+
 template <Storage ST>
 __device__ void adam16_one(const native::TorchAdamScalars& s, std::uint16_t& p, std::uint16_t g,
-                           std::uint16_t& m, std::uint16_t& v) {
+                           std::uint16_t& m, std::uint16_t& v, bool tail) {
   float pf = decode16<ST>(p), mf = decode16<ST>(m), vf = decode16<ST>(v);
-  native::torch_adam_element(s, ST, pf, decode16<ST>(g), mf, vf);
+  native::torch_adam_element(s, ST, pf, decode16<ST>(g), mf, vf, tail);
   p = encode16<ST>(pf);
   m = encode16<ST>(mf);
   v = encode16<ST>(vf);
@@ -39,9 +49,9 @@ __device__ void adam16_one(const native::TorchAdamScalars& s, std::uint16_t& p, 
 
 template <Storage ST>
 __device__ void sgd16_one(const native::TorchSgdScalars& s, bool first, std::uint16_t& p,
-                          std::uint16_t g, std::uint16_t& b) {
+                          std::uint16_t g, std::uint16_t& b, bool tail) {
   float pf = decode16<ST>(p), bf = decode16<ST>(b);
-  native::torch_sgd_element(s, ST, pf, decode16<ST>(g), bf, first);
+  native::torch_sgd_element(s, ST, pf, decode16<ST>(g), bf, first, tail);
   p = encode16<ST>(pf);
   b = encode16<ST>(bf);
 }
@@ -49,8 +59,8 @@ __device__ void sgd16_one(const native::TorchSgdScalars& s, bool first, std::uin
 // Grid-stride over groups of four (ushort4 where all pointers are 8-byte aligned), scalar tail.
 template <Storage ST>
 __global__ void __launch_bounds__(kThreads)
-    k_adam16(native::TorchAdamScalars s, bool vec, std::uint16_t* p, const std::uint16_t* g,
-             std::uint16_t* m, std::uint16_t* v, std::size_t n) {
+    k_adam16(native::TorchAdamScalars s, Tails t, bool vec, std::uint16_t* p,
+             const std::uint16_t* g, std::uint16_t* m, std::uint16_t* v, std::size_t n) {
   const std::size_t tid = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x;
   const std::size_t stride = static_cast<std::size_t>(gridDim.x) * blockDim.x;
   const std::size_t n4 = vec ? n / kPerThread : 0;
@@ -58,17 +68,17 @@ __global__ void __launch_bounds__(kThreads)
     ushort4 P = reinterpret_cast<ushort4*>(p)[k], M = reinterpret_cast<ushort4*>(m)[k];
     ushort4 V = reinterpret_cast<ushort4*>(v)[k];
     const ushort4 G = reinterpret_cast<const ushort4*>(g)[k];
-    adam16_one<ST>(s, P.x, G.x, M.x, V.x);
-    adam16_one<ST>(s, P.y, G.y, M.y, V.y);
-    adam16_one<ST>(s, P.z, G.z, M.z, V.z);
-    adam16_one<ST>(s, P.w, G.w, M.w, V.w);
+    adam16_one<ST>(s, P.x, G.x, M.x, V.x, t.at(k * kPerThread + 0));
+    adam16_one<ST>(s, P.y, G.y, M.y, V.y, t.at(k * kPerThread + 1));
+    adam16_one<ST>(s, P.z, G.z, M.z, V.z, t.at(k * kPerThread + 2));
+    adam16_one<ST>(s, P.w, G.w, M.w, V.w, t.at(k * kPerThread + 3));
     reinterpret_cast<ushort4*>(p)[k] = P;
     reinterpret_cast<ushort4*>(m)[k] = M;
     reinterpret_cast<ushort4*>(v)[k] = V;
   }
   for (std::size_t i = n4 * kPerThread + tid; i < n; i += stride) {
     std::uint16_t pi = p[i], mi = m[i], vi = v[i];
-    adam16_one<ST>(s, pi, g[i], mi, vi);
+    adam16_one<ST>(s, pi, g[i], mi, vi, t.at(i));
     p[i] = pi;
     m[i] = mi;
     v[i] = vi;
@@ -92,7 +102,7 @@ __global__ void __launch_bounds__(kThreads)
 
 template <Storage ST>
 __global__ void __launch_bounds__(kThreads)
-    k_sgd16(native::TorchSgdScalars s, bool first, bool vec, std::uint16_t* p,
+    k_sgd16(native::TorchSgdScalars s, Tails t, bool first, bool vec, std::uint16_t* p,
             const std::uint16_t* g, std::uint16_t* buf, std::size_t n) {
   const std::size_t tid = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x;
   const std::size_t stride = static_cast<std::size_t>(gridDim.x) * blockDim.x;
@@ -100,16 +110,16 @@ __global__ void __launch_bounds__(kThreads)
   for (std::size_t k = tid; k < n4; k += stride) {
     ushort4 P = reinterpret_cast<ushort4*>(p)[k], B = reinterpret_cast<ushort4*>(buf)[k];
     const ushort4 G = reinterpret_cast<const ushort4*>(g)[k];
-    sgd16_one<ST>(s, first, P.x, G.x, B.x);
-    sgd16_one<ST>(s, first, P.y, G.y, B.y);
-    sgd16_one<ST>(s, first, P.z, G.z, B.z);
-    sgd16_one<ST>(s, first, P.w, G.w, B.w);
+    sgd16_one<ST>(s, first, P.x, G.x, B.x, t.at(k * kPerThread + 0));
+    sgd16_one<ST>(s, first, P.y, G.y, B.y, t.at(k * kPerThread + 1));
+    sgd16_one<ST>(s, first, P.z, G.z, B.z, t.at(k * kPerThread + 2));
+    sgd16_one<ST>(s, first, P.w, G.w, B.w, t.at(k * kPerThread + 3));
     reinterpret_cast<ushort4*>(p)[k] = P;
     reinterpret_cast<ushort4*>(buf)[k] = B;
   }
   for (std::size_t i = n4 * kPerThread + tid; i < n; i += stride) {
     std::uint16_t pi = p[i], bi = buf[i];
-    sgd16_one<ST>(s, first, pi, g[i], bi);
+    sgd16_one<ST>(s, first, pi, g[i], bi, t.at(i));
     p[i] = pi;
     buf[i] = bi;
   }
@@ -139,12 +149,14 @@ void adam_step(const optim::AdamHyper& h, bool decoupled, bool fused, Storage st
     return;
   }
   const native::TorchAdamScalars s = optim::torch_adam_scalars(h, step, decoupled);
+  const Tails t{h.kernels == native::TorchKernels::cpu, h.cpu, n};
   const bool vec = aligned8(p, g, m, v);
   if (st == Storage::bf16) {
     k_adam16<Storage::bf16>
-        <<<grid_for(n, kPerThread), kThreads, 0, stream>>>(s, vec, p, g, m, v, n);
+        <<<grid_for(n, kPerThread), kThreads, 0, stream>>>(s, t, vec, p, g, m, v, n);
   } else {
-    k_adam16<Storage::f16><<<grid_for(n, kPerThread), kThreads, 0, stream>>>(s, vec, p, g, m, v, n);
+    k_adam16<Storage::f16>
+        <<<grid_for(n, kPerThread), kThreads, 0, stream>>>(s, t, vec, p, g, m, v, n);
   }
   cuda_check_launch("adam_step (16-bit)");
 }
@@ -154,13 +166,14 @@ void sgd_step(const optim::SgdHyper& h, Storage st, long step, std::uint16_t* p,
   check_storage16(st, "sgd_step");
   if (n == 0) return;
   const native::TorchSgdScalars s = optim::torch_sgd_scalars(h);
+  const Tails t{h.kernels == native::TorchKernels::cpu, h.cpu, n};
   const bool vec = aligned8(p, g, buf);
   if (st == Storage::bf16) {
     k_sgd16<Storage::bf16>
-        <<<grid_for(n, kPerThread), kThreads, 0, stream>>>(s, step == 1, vec, p, g, buf, n);
+        <<<grid_for(n, kPerThread), kThreads, 0, stream>>>(s, t, step == 1, vec, p, g, buf, n);
   } else {
     k_sgd16<Storage::f16>
-        <<<grid_for(n, kPerThread), kThreads, 0, stream>>>(s, step == 1, vec, p, g, buf, n);
+        <<<grid_for(n, kPerThread), kThreads, 0, stream>>>(s, t, step == 1, vec, p, g, buf, n);
   }
   cuda_check_launch("sgd_step (16-bit)");
 }

@@ -42,16 +42,29 @@ EXMY_HD float add_scalar(float x, Storage st, TorchKernels k = TorchKernels::cpu
   return k == TorchKernels::cpu ? to_storage(x, st) : x;
 }
 
+// a.add(b, alpha=alpha) with alpha = add_scalar(...), on a tensor of storage st (the ufunc add of
+// aten/src/ATen/native/ufunc/add.h): its Vectorized form vec::fmadd(b, alpha, a) computes in fp32
+// (one rounding to T), its scalar form self + alpha * other, in fp32 contracted by GCC to the same
+// FMA, but for bf16/fp16 in c10::BFloat16/Half arithmetic, the product rounded to T first. The CPU
+// scalar form runs on each chunk's tail (torch_cpu_scalar_tail, SEMANTICS 9.2.2); CUDA and the
+// Vectorized CPU form are the FMA.
+EXMY_HD float torch_add_alpha(float a, float b, float alpha, Storage st, bool cpu_tail) {
+  if (cpu_tail && st != Storage::f32)
+    return to_storage(rn_add(a, to_storage(rn_mul(alpha, b), st)), st);
+  return to_storage(rn_fma(b, alpha, a), st);
+}
+
 // One element. p, m, v hold values of storage type `st` (exact in fp32); g is the gradient value.
 EXMY_HD void torch_adam_element(const TorchAdamScalars& s, Storage st, float& p, float g, float& m,
-                                float& v) {
+                                float& v, bool tail = false) {
   const bool cpu = s.k == TorchKernels::cpu;
   if (s.has_wd) {
     if (s.decoupled) {
       p = to_storage(rn_mul(p, s.decay), st);  // param.mul_(1 - lr*wd)
     } else {
-      // grad.add(param, alpha=wd): vec::fmadd on the CPU, a + alpha*b contracted by nvcc.
-      g = to_storage(rn_fma(p, add_scalar(s.wd, st, s.k), g), st);
+      // grad.add(param, alpha=wd): vec::fmadd on the CPU (its scalar tail: torch_add_alpha),
+      // a + alpha*b contracted by nvcc.
+      g = torch_add_alpha(g, p, add_scalar(s.wd, st, s.k), st, tail);
     }
   }
   // exp_avg.lerp_(grad, 1 - beta1): ATen's lerp (CPU lerp_vec, CUDA at::native::lerp), one FMA
@@ -159,23 +172,25 @@ EXMY_HD void torch_fused_sgd_element(const TorchSgdScalars& s, Storage st, float
 }
 
 // `first` is true on the step that creates the momentum buffer (buf = grad.clone()).
+// tail: the element is in a CPU chunk's scalar tail (torch_cpu_scalar_tail).
 EXMY_HD void torch_sgd_element(const TorchSgdScalars& s, Storage st, float& p, float g, float& buf,
-                               bool first) {
+                               bool first, bool tail = false) {
   if (s.k == TorchKernels::cuda_fused) return torch_fused_sgd_element(s, st, p, g, buf, first);
   // grad.add(param, alpha=wd)
-  if (s.has_wd) g = to_storage(rn_fma(p, add_scalar(s.wd, st, s.k), g), st);
+  if (s.has_wd) g = torch_add_alpha(g, p, add_scalar(s.wd, st, s.k), st, tail);
   if (s.has_momentum) {
     if (first) {
       buf = g;
     } else {
       buf = to_storage(rn_mul(buf, s.momentum), st);  // buf.mul_(momentum): fp32 scalar
       // .add_(grad, alpha=1-dampening)
-      buf = to_storage(rn_fma(g, add_scalar(s.one_minus_dampening, st, s.k), buf), st);
+      buf = torch_add_alpha(buf, g, add_scalar(s.one_minus_dampening, st, s.k), st, tail);
     }
     // nesterov: grad.add(buf, alpha=momentum)
-    g = s.nesterov ? to_storage(rn_fma(buf, add_scalar(s.momentum, st, s.k), g), st) : buf;
+    g = s.nesterov ? torch_add_alpha(g, buf, add_scalar(s.momentum, st, s.k), st, tail) : buf;
   }
-  p = to_storage(rn_fma(g, add_scalar(s.neg_lr, st, s.k), p), st);  // param.add_(grad, alpha=-lr)
+  p = torch_add_alpha(p, g, add_scalar(s.neg_lr, st, s.k), st,
+                      tail);  // param.add_(grad, alpha=-lr)
 }
 
 }  // namespace exmy::native

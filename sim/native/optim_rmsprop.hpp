@@ -48,11 +48,13 @@ inline TorchRmspropScalars torch_rmsprop_scalars(double lr, double alpha, double
 
 // One element: p, sq (square_avg), ga (grad_avg, centered only), buf (momentum_buffer, momentum
 // only) hold values of storage st; g is the gradient value (of st). Every tensor op rounds to st.
+// tail: the element is in a CPU chunk's scalar tail (torch_cpu_scalar_tail; the two adds with
+// alpha differ there for bf16/fp16).
 EXMY_HD void torch_rmsprop_element(const TorchRmspropScalars& s, Storage st, float& p, float g,
-                                   float& sq, float& ga, float& buf) {
+                                   float& sq, float& ga, float& buf, bool tail = false) {
   const bool cpu = s.k == TorchKernels::cpu;
   // grad = grad.add(param, alpha=weight_decay): fma(p, alpha, g) (CPU vec::fmadd, nvcc's FFMA)
-  if (s.has_wd) g = to_storage(rn_fma(p, add_scalar(s.wd, st, s.k), g), st);
+  if (s.has_wd) g = torch_add_alpha(g, p, add_scalar(s.wd, st, s.k), st, tail);
   // square_avg.mul_(alpha).addcmul_(grad, grad, value=1 - alpha): the CPU's fma(value*g, g, sq),
   // CUDA's fma(value, g*g, sq) (the forms of Adam's exp_avg_sq, 9.2)
   sq = to_storage(rn_mul(sq, s.alpha), st);
@@ -75,7 +77,7 @@ EXMY_HD void torch_rmsprop_element(const TorchRmspropScalars& s, Storage st, flo
     // fma(1, g/avg, buf) are both buf + RN(g/avg)
     buf = to_storage(rn_mul(buf, s.momentum), st);
     buf = to_storage(rn_add(buf, rn_div(g, avg)), st);
-    p = to_storage(rn_fma(buf, add_scalar(s.neg_lr, st, s.k), p), st);  // add_(buf, alpha=-lr)
+    p = torch_add_alpha(p, buf, add_scalar(s.neg_lr, st, s.k), st, tail);  // add_(buf, alpha=-lr)
   } else {
     // param.addcdiv_(grad, avg, value=-lr): CPU p + (value*g)/avg unfused, CUDA fma(value, g/avg,
     // p)

@@ -66,11 +66,15 @@ float step(const Config& c, long, std::span<float> p, std::span<const float> g, 
                      std::to_string(g.size()));
   }
   const native::TorchRmspropScalars sc = scalars(c.hyper);
+  const bool cpu = sc.k == native::TorchKernels::cpu;
   float unused = 0.0f;
   for (std::size_t i = 0; i < p.size(); ++i) {
     float& ga = sc.centered ? s.s3[i] : unused;
     float& buf = sc.has_momentum ? s.s2[i] : unused;
-    native::torch_rmsprop_element(sc, c.st, p[i], native::to_storage(g[i], c.st), s.s1[i], ga, buf);
+    const bool tail = cpu && native::torch_cpu_scalar_tail(i, p.size(), native::storage_bytes(c.st),
+                                                           c.hyper.adam.cpu);
+    native::torch_rmsprop_element(sc, c.st, p[i], native::to_storage(g[i], c.st), s.s1[i], ga, buf,
+                                  tail);
   }
   return 0.0f;
 }

@@ -26,6 +26,7 @@ struct AdamHyper {
   double beta3 = 0.0, alpha = 0.0;  // AdEMAMix (bitsandbytes' betas[2] and alpha)
   // The PyTorch kernels modelled (`--compat torch-cpu|torch-cuda|torch-cuda-foreach`).
   native::TorchKernels kernels = native::TorchKernels::cpu;
+  native::TorchCpuLoop cpu{};  // torch-cpu's capability and threads (`:avx2`, `:tN`)
   // The bitsandbytes kernels modelled by the 8-bit optimizers (`--compat bnb-cuda`).
   native::BnbKernels bnb = native::BnbKernels::exact;
 };
@@ -33,6 +34,7 @@ struct SgdHyper {
   double lr = 1e-3, momentum = 0.9, dampening = 0.0, wd = 0.0;
   bool nesterov = false;
   native::TorchKernels kernels = native::TorchKernels::cpu;
+  native::TorchCpuLoop cpu{};
 };
 
 // ---- PyTorch Adam / AdamW / SGD

@@ -774,10 +774,45 @@ void check_hyper_domains(const Entry& e, const Hyper& h) {
   }
 }
 
+namespace {
+// torch-cpu's switches (docs/SEMANTICS.md 9.2.2): `:tN` (at::get_num_threads()) and the ATen
+// capability `:avx512` or `:avx2` (ATEN_CPU_CAPABILITY; both compute the same bits), after the
+// profile's name.
+native::TorchCpuLoop parse_cpu_switches(std::string_view profile, std::string_view rest) {
+  native::TorchCpuLoop loop;
+  if (rest.empty()) throw InputError("--compat " + std::string(profile) + ": an empty switch");
+  while (!rest.empty()) {
+    const std::size_t colon = rest.find(':');
+    const std::string_view sw = rest.substr(0, colon);
+    rest = colon == std::string_view::npos ? std::string_view{} : rest.substr(colon + 1);
+    if (sw == "avx512" || sw == "avx2") continue;
+    if (sw.size() > 1 && sw.size() < 8 && sw[0] == 't' &&
+        sw.find_first_not_of("0123456789", 1) == std::string_view::npos &&
+        std::stoul(std::string(sw.substr(1))) > 0) {
+      loop.threads = static_cast<std::uint32_t>(std::stoul(std::string(sw.substr(1))));
+      continue;
+    }
+    throw InputError("--compat " + std::string(profile) + ": unknown switch '" + std::string(sw) +
+                     "' (torch-cpu takes :avx512, :avx2 and :tN with N >= 1 threads; ATen's "
+                     "DEFAULT capability, without FMA, is not modelled)");
+  }
+  return loop;
+}
+}  // namespace
+
 void apply_compat(Config& c, std::string_view profile) {
   if (compat_is_default(profile)) return;
   const Entry& e = *c.opt.entry;
-  const CompatProfile& p = compat_profile(profile);
+  const std::size_t colon = profile.find(':');
+  const CompatProfile& p = compat_profile(profile.substr(0, colon));
+  native::TorchCpuLoop loop;
+  if (colon != std::string_view::npos) {
+    if (std::string_view(p.name) != "torch-cpu") {
+      throw InputError("--compat " + std::string(profile) + ": only torch-cpu takes switches");
+    }
+    loop = parse_cpu_switches(profile, profile.substr(colon + 1));
+  }
+  c.hyper.adam.cpu = c.hyper.sgd.cpu = loop;
   // A profile covers every optimizer of a library (bitsandbytes: all its 8-bit kernels); of
   // torch.optim, the families that model the profile's kernels.
   const CompatEntry& ce = compat_step_entry(p, e.def->library, e.name);

@@ -81,8 +81,11 @@ void adam_step(const AdamHyper& h, bool decoupled, Storage st, long step, std::s
   check_sizes(p.size(), m.size(), "exp_avg");
   check_sizes(p.size(), v.size(), "exp_avg_sq");
   const native::TorchAdamScalars s = torch_adam_scalars(h, step, decoupled);
+  const bool cpu = h.kernels == native::TorchKernels::cpu;
   for (std::size_t i = 0; i < p.size(); ++i) {
-    native::torch_adam_element(s, st, p[i], native::to_storage(g[i], st), m[i], v[i]);
+    const bool tail =
+        cpu && native::torch_cpu_scalar_tail(i, p.size(), native::storage_bytes(st), h.cpu);
+    native::torch_adam_element(s, st, p[i], native::to_storage(g[i], st), m[i], v[i], tail);
   }
 }
 
@@ -102,8 +105,11 @@ void sgd_step(const SgdHyper& h, Storage st, long step, std::span<float> p,
   check_sizes(p.size(), g.size(), "gradient");
   check_sizes(p.size(), buf.size(), "momentum_buffer");
   const native::TorchSgdScalars s = torch_sgd_scalars(h);
+  const bool cpu = h.kernels == native::TorchKernels::cpu;
   for (std::size_t i = 0; i < p.size(); ++i) {
-    native::torch_sgd_element(s, st, p[i], native::to_storage(g[i], st), buf[i], step == 1);
+    const bool tail =
+        cpu && native::torch_cpu_scalar_tail(i, p.size(), native::storage_bytes(st), h.cpu);
+    native::torch_sgd_element(s, st, p[i], native::to_storage(g[i], st), buf[i], step == 1, tail);
   }
 }
 

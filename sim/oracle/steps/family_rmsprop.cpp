@@ -34,9 +34,11 @@ void rmsprop_step(const FamilyHyper& h, const FloatFormat& T, long, Tensor& p, c
   // The alpha of add and a Python-number operand: T(x) on the CPU, the fp32 x on CUDA.
   const auto scalar = [&](const Real& x) { return cpu ? round(T, x) : x; };
   for (std::size_t i = 0; i < p.size(); ++i) {
+    // the CPU kernels' scalar tail (9.2.2): the adds with alpha, 1 and 5, round α ⊗ b to T first
+    const bool tail = cpu && cpu_scalar_tail(i, p.size(), T);
     Real gi = round(T, g[i]);
     // 1. g ← T(fma(p, T(λ), g))
-    if (has_wd) gi = round(T, fma(F32, p[i], scalar(lambda), gi));
+    if (has_wd) gi = cpu_add_alpha(gi, p[i], scalar(lambda), T, tail);
     // 2. s ← T(s ⊗ α); CPU s ← T(fma(w ⊗ g, g, s)), CUDA s ← T(fma(w, g ⊗ g, s))
     sq[i] = round(T, mul(F32, sq[i], a));
     sq[i] =
@@ -59,7 +61,7 @@ void rmsprop_step(const FamilyHyper& h, const FloatFormat& T, long, Tensor& p, c
       Real& b = (*buf)[i];
       b = round(T, mul(F32, b, mu));
       b = round(T, add(F32, b, div(F32, gi, avg)));
-      p[i] = round(T, fma(F32, b, scalar(nlr), p[i]));
+      p[i] = cpu_add_alpha(p[i], b, scalar(nlr), T, tail);
     } else {
       // 5'. CPU p ← T(p ⊕ ((−lr ⊗ g) ⊘ avg)), CUDA p ← T(fma(−lr, g ⊘ avg, p))
       p[i] = round(T, cpu ? add(F32, p[i], div(F32, mul(F32, nlr, gi), avg))

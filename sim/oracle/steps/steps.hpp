@@ -32,6 +32,16 @@ struct SgdHyper {
   Kernels kernels = Kernels::cpu;
 };
 
+// ---- 9.2.2 the ATen CPU kernels' scalar tails -------------------------------------------------
+// Whether element i of an n-element tensor of T is left to the kernel's scalar lambda: the tensor
+// in ceil(n / 32768) equal chunks of ceil(n / chunks) (one below 32768 elements; as many threads
+// as chunks), in each the elements past the last whole group of 64 bytes.
+bool cpu_scalar_tail(std::size_t i, std::size_t n, const FloatFormat& T);
+// a.add(b, alpha) with α the alpha as the kernel holds it: T(fma(b, α, a)), except on the CPU's
+// scalar tail of a 16-bit T: T(a ⊕ T(α ⊗ b)).
+Real cpu_add_alpha(const Real& a, const Real& b, const Real& alpha, const FloatFormat& T,
+                   bool tail);
+
 // ---- 9.2 torch.optim.Adam / AdamW (_single_tensor_adam) -----------------------------------
 struct TorchAdamScalars {
   bool has_wd = false, decoupled = true;
@@ -42,12 +52,13 @@ struct TorchAdamScalars {
 TorchAdamScalars torch_adam_scalars(const AdamHyper& h, long t, bool decoupled);
 // One element at step t; p, m, v and g are values of T.
 void torch_adam_element(const TorchAdamScalars& s, const FloatFormat& T, Real& p, Real g, Real& m,
-                        Real& v);
+                        Real& v, bool tail = false);
 void torch_adam_step(const AdamHyper& h, bool decoupled, const FloatFormat& T, long t, Tensor& p,
                      const Tensor& g, Tensor& m, Tensor& v);
 
 // ---- 9.3 torch.optim.SGD (_single_tensor_sgd) ---------------------------------------------
-void torch_sgd_element(const SgdHyper& h, const FloatFormat& T, long t, Real& p, Real g, Real& buf);
+void torch_sgd_element(const SgdHyper& h, const FloatFormat& T, long t, Real& p, Real g, Real& buf,
+                       bool tail = false);
 void torch_sgd_step(const SgdHyper& h, const FloatFormat& T, long t, Tensor& p, const Tensor& g,
                     Tensor& buf);
 

@@ -2,6 +2,7 @@
 // kernels and on the CUDA kernels (9.2 "PyTorch CUDA kernels": `--compat torch-cuda`,
 // `torch-cuda-foreach`), storage T = fp32, bf16 or fp16 (every tensor op computes in fp32 and
 // rounds to T).
+#include <algorithm>
 #include <stdexcept>
 
 #include "sim/oracle/steps/steps.hpp"
@@ -25,6 +26,21 @@ void check(std::size_t n, std::size_t a) {
 }
 
 }  // namespace
+
+bool cpu_scalar_tail(std::size_t i, std::size_t n, const FloatFormat& T) {
+  const std::size_t chunks = n < 32768 ? 1 : (n + 32767) / 32768;
+  const std::size_t size = (n + chunks - 1) / chunks;  // every chunk but the last
+  const std::size_t first = i - i % size;
+  const std::size_t len = std::min(n, first + size) - first;
+  const std::size_t group = 64 / (T.total_bits() / 8);  // two 32-byte vectors
+  return i - first >= len - len % group;
+}
+
+Real cpu_add_alpha(const Real& a, const Real& b, const Real& alpha, const FloatFormat& T,
+                   bool tail) {
+  if (tail && T.total_bits() == 16) return round(T, add(F32, a, round(T, mul(F32, alpha, b))));
+  return round(T, fma(F32, b, alpha, a));
+}
 
 // 9.2 host scalars: CPython doubles (each Python operation RN64; pow correctly rounded here, the
 // C library's in CPython), then RN32 where the tensor op receives them.
@@ -52,7 +68,7 @@ TorchAdamScalars torch_adam_scalars(const AdamHyper& h, long t, bool decoupled) 
 }
 
 void torch_adam_element(const TorchAdamScalars& s, const FloatFormat& T, Real& p, Real g, Real& m,
-                        Real& v) {
+                        Real& v, bool tail) {
   const bool cpu = s.kernels == Kernels::cpu;
   // The alpha of add and a Python-number operand: T(x) on the CPU, the fp32 x on CUDA.
   const auto scalar = [&](const Real& x) { return cpu ? round(T, x) : x; };
@@ -61,7 +77,7 @@ void torch_adam_element(const TorchAdamScalars& s, const FloatFormat& T, Real& p
     if (s.decoupled) {
       p = round(T, mul(F32, p, s.decay));  // p ← p ⊗ decay
     } else {
-      g = round(T, fma(F32, p, scalar(s.lambda), g));  // g ← fma(p, T(λ), g)
+      g = cpu_add_alpha(g, p, scalar(s.lambda), T, cpu && tail);  // g ← fma(p, T(λ), g)
     }
   }
   // 2. m ← lerp(m, g, w1): fma(w1, g ⊖ m, m) if |w1| < 0.5, else fma(w1 − 1, g ⊖ m, g)
@@ -89,7 +105,10 @@ void torch_adam_step(const AdamHyper& h, bool decoupled, const FloatFormat& T, l
   check(p.size(), m.size());
   check(p.size(), v.size());
   const TorchAdamScalars s = torch_adam_scalars(h, t, decoupled);
-  for (std::size_t i = 0; i < p.size(); ++i) torch_adam_element(s, T, p[i], g[i], m[i], v[i]);
+  const bool cpu = h.kernels == Kernels::cpu;
+  for (std::size_t i = 0; i < p.size(); ++i) {
+    torch_adam_element(s, T, p[i], g[i], m[i], v[i], cpu && cpu_scalar_tail(i, p.size(), T));
+  }
 }
 
 // 9.3 fused=True (FusedSgdMathFunctor): every scalar RN32 of the Python double once, the element
@@ -108,32 +127,35 @@ void torch_fused_sgd_element(const SgdHyper& h, const FloatFormat& T, long t, Re
 }
 
 // 9.3. The `T(·)` scalars are the alphas of add (9.1): RN32 of the Python double, then T.
-void torch_sgd_element(const SgdHyper& h, const FloatFormat& T, long t, Real& p, Real g,
-                       Real& buf) {
+void torch_sgd_element(const SgdHyper& h, const FloatFormat& T, long t, Real& p, Real g, Real& buf,
+                       bool tail) {
   if (h.kernels == Kernels::cuda_fused) return torch_fused_sgd_element(h, T, t, p, g, buf);
   const Real mu = round(F32, py(h.momentum));
   // The alphas of add: T(x) on the CPU, the fp32 x on CUDA.
   const auto alpha = [&](const Real& x) { return h.kernels == Kernels::cpu ? round(T, x) : x; };
-  if (h.wd != 0.0) g = round(T, fma(F32, p, alpha(round(F32, py(h.wd))), g));
+  tail = tail && h.kernels == Kernels::cpu;
+  if (h.wd != 0.0) g = cpu_add_alpha(g, p, alpha(round(F32, py(h.wd))), T, tail);
   if (h.momentum != 0.0) {
     if (t == 1) {
       buf = g;
     } else {
       buf = round(T, mul(F32, buf, mu));
       const Real omd = round(F32, sub(F64, one(), py(h.dampening)));  // RN32(1 − dampening)
-      buf = round(T, fma(F32, g, alpha(omd), buf));
+      buf = cpu_add_alpha(buf, g, alpha(omd), T, tail);
     }
-    g = h.nesterov ? round(T, fma(F32, buf, alpha(mu), g)) : buf;
+    g = h.nesterov ? cpu_add_alpha(g, buf, alpha(mu), T, tail) : buf;
   }
   const Real neg_lr = round(F32, neg(py(h.lr)));  // RN32(−lr)
-  p = round(T, fma(F32, g, alpha(neg_lr), p));
+  p = cpu_add_alpha(p, g, alpha(neg_lr), T, tail);
 }
 
 void torch_sgd_step(const SgdHyper& h, const FloatFormat& T, long t, Tensor& p, const Tensor& g,
                     Tensor& buf) {
   check(p.size(), g.size());
   check(p.size(), buf.size());
-  for (std::size_t i = 0; i < p.size(); ++i) torch_sgd_element(h, T, t, p[i], g[i], buf[i]);
+  for (std::size_t i = 0; i < p.size(); ++i) {
+    torch_sgd_element(h, T, t, p[i], g[i], buf[i], cpu_scalar_tail(i, p.size(), T));
+  }
 }
 
 }  // namespace exmy::oracle::steps

@@ -1,0 +1,271 @@
+#!/usr/bin/env python3
+"""torch.optim against `exmy step`, bit for bit (docs/SEMANTICS.md 9.2, 9.2.1, 9.2.2, 9.3): every
+case of CASES on the same inputs, torch on the CPU under each ATen capability asked for
+(ATEN_CPU_CAPABILITY=avx512|avx2, one child process each: torch reads the variable once) against
+`--compat torch-cpu:CAP:tT` (T = torch.get_num_threads() there), and on CUDA (foreach=False,
+foreach=True and fused=True where torch 2.11 has them) against torch-cuda / torch-cuda-foreach /
+torch-cuda-fused, exmy on its CPU engine or (--exmy-device cuda) its GPU kernels; fp32/bf16/fp16
+parameters; 3 steps of heavy-tailed gradients (Student t, 2 degrees of freedom, 10% exact zeros);
+sizes 1,000, 50,003 and 100,003 (odd: the kernels' scalar tails; over 32,768: ATen's parallel
+chunks, each with its own tail). Every bit of params and of each state array (NaNs as a class),
+the first differing element with its operands.
+
+MKL: torch computes an fp32 CPU sqrt with MKL's vsSqrt (VML_HA), whose AVX-512 code path is not
+correctly rounded (SEMANTICS 9.2.2); the CPU children run with MKL_ENABLE_INSTRUCTIONS=AVX2, the
+path exmy models, unless --mkl-native (then fp32 rows whose step takes a sqrt may differ: they are
+reported, marked mkl-native).
+
+usage: torch_optim_vs_exmy.py --exmy build/cli/exmy --out DIR [--exmy-device cpu|cuda]
+       [--capabilities avx512,avx2] [--only SUBSTR] [--no-cuda] [--quick] [--mkl-native]
+Writes DIR/summary.json and DIR/summary.md; exit 0 when no bit differs, 1 when any does, 2 on a
+harness error. Needs torch 2.11 (a CUDA build for the CUDA rows) and numpy.
+"""
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+import torch
+
+DT = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
+
+# (family, config): torch class, kwargs, exmy optimizer, exmy args, [(torch state, exmy file)],
+# the CUDA forms torch 2.11 has ("single", "foreach", "fused").
+RMS_STATES = [("square_avg", "square_avg"), ("momentum_buffer", "momentum_buffer"),
+              ("grad_avg", "grad_avg")]
+ADAM_STATES = [("exp_avg", "state1"), ("exp_avg_sq", "state2"), ("max_exp_avg_sq", "state3")]
+SGD_STATES = [("momentum_buffer", "state1")]
+ALL = ("single", "foreach", "fused")
+NOFUSED = ("single", "foreach")
+CASES = [
+    ("rmsprop", "defaults", "RMSprop", dict(lr=1e-2, alpha=0.99, eps=1e-8), "rmsprop",
+     "--lr 1e-2 --alpha 0.99 --eps 1e-8", RMS_STATES, NOFUSED),
+    ("rmsprop", "centered", "RMSprop", dict(lr=1e-2, alpha=0.99, eps=1e-8, centered=True),
+     "rmsprop", "--lr 1e-2 --alpha 0.99 --eps 1e-8 --centered", RMS_STATES, NOFUSED),
+    ("rmsprop", "mom-wd", "RMSprop",
+     dict(lr=0.05, alpha=0.9, eps=1e-6, weight_decay=0.01, momentum=0.9), "rmsprop",
+     "--lr 0.05 --alpha 0.9 --eps 1e-6 --wd 0.01 --momentum 0.9", RMS_STATES, NOFUSED),
+    ("rmsprop", "centered-mom-a0.3", "RMSprop",
+     dict(lr=0.1, alpha=0.3, eps=1e-8, momentum=0.5, centered=True), "rmsprop",
+     "--lr 0.1 --alpha 0.3 --eps 1e-8 --momentum 0.5 --centered", RMS_STATES, NOFUSED),
+    ("adam", "l2-wd", "Adam", dict(lr=1e-2, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.01),
+     "adam", "--lr 1e-2 --beta1 0.9 --beta2 0.999 --eps 1e-8 --wd 0.01", ADAM_STATES, ALL),
+    ("adamw", "defaults", "AdamW", dict(lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.01),
+     "adamw", "--lr 1e-3 --beta1 0.9 --beta2 0.999 --eps 1e-8 --wd 0.01", ADAM_STATES, ALL),
+    ("sgd", "mom-wd", "SGD", dict(lr=0.05, momentum=0.9, weight_decay=0.01), "sgd",
+     "--lr 0.05 --momentum 0.9 --wd 0.01", SGD_STATES, ALL),
+    ("sgd", "nesterov-damp0", "SGD", dict(lr=0.1, momentum=0.5, nesterov=True, weight_decay=1e-3),
+     "sgd", "--lr 0.1 --momentum 0.5 --nesterov --wd 1e-3", SGD_STATES, ALL),
+    ("sgd", "mom-damp0.3", "SGD", dict(lr=1e-2, momentum=0.5, dampening=0.3), "sgd",
+     "--lr 1e-2 --momentum 0.5 --dampening 0.3", SGD_STATES, ALL),
+]
+SIZES = [1000, 50003, 100003]
+
+
+def bits(t):
+    return t.detach().float().cpu().numpy().astype(np.float32).view(np.uint32)
+
+
+def differ(a, b):
+    """Indices where fp32 bit patterns differ (any two NaNs agree)."""
+    na = (a & 0x7FFFFFFF) > 0x7F800000
+    nb = (b & 0x7FFFFFFF) > 0x7F800000
+    return np.nonzero((a != b) & ~(na & nb))[0]
+
+
+def inputs(seed, n, steps, dname):
+    rng = np.random.default_rng([seed, n, list(DT).index(dname)])
+    p = (rng.standard_normal(n) * 0.5).astype(np.float32)
+    gs = []
+    for _ in range(steps):
+        g = (rng.standard_t(2, n) * 1e-2).astype(np.float32)
+        g[rng.random(n) < 0.1] = 0.0
+        gs.append(g)
+    # values of the dtype, as the CLI requires and torch holds them; copies, never views of the
+    # arrays exmy reads (torch.from_numpy(...).to(cpu, float32) is the same memory)
+    cast = lambda a: torch.from_numpy(a.copy()).to(DT[dname]).float().numpy().copy()
+    return cast(p), [cast(g) for g in gs]
+
+
+def torch_run(case, p0, grads, dname, device, form):
+    _, _, cls, kw, _, _, states, _ = case
+    p = torch.nn.Parameter(torch.tensor(p0, dtype=torch.float32).to(device=device, dtype=DT[dname]))
+    extra = {"foreach": form == "foreach"}
+    if form == "fused":
+        extra = {"fused": True}
+    opt = getattr(torch.optim, cls)([p], **kw, **extra)
+    for g in grads:
+        p.grad = torch.tensor(g, dtype=torch.float32).to(device=device, dtype=DT[dname])
+        opt.step()
+    st = opt.state[p]
+    out = {"p": bits(p)}
+    for tname, efile in states:
+        if tname in st and torch.is_tensor(st[tname]) and st[tname].numel() == p.numel():
+            out[efile] = bits(st[tname])
+    return out
+
+
+def exmy_run(args, work, case, p0, grads, dname, profile):
+    np.save(os.path.join(work, "p.npy"), p0)
+    np.save(os.path.join(work, "g.npy"), np.stack(grads))
+    out = os.path.join(work, "s")
+    shutil.rmtree(out, ignore_errors=True)  # no file of an earlier case may be read as this one's
+    cmd = (f"{args.exmy} step --optimizer {case[4]} --params {work}/p.npy --grads {work}/g.npy "
+           f"--steps {len(grads)} --param-dtype {dname} --compat {profile} {case[5]} "
+           f"--device {args.exmy_device} --quiet --out {out}")
+    r = subprocess.run(cmd, shell=True, capture_output=True, text=True)
+    if r.returncode != 0:
+        raise RuntimeError(f"{cmd}: exit {r.returncode}: {r.stderr.strip()}")
+    res = {"p": np.load(os.path.join(out, "params.npy")).astype(np.float32).view(np.uint32)}
+    for _, efile in case[6]:
+        f = os.path.join(out, efile + ".npy")
+        if os.path.exists(f):
+            res[efile] = np.load(f).astype(np.float32).view(np.uint32)
+    return res, cmd
+
+
+def compare(t, e, p0, grads):
+    diff, first = {}, {}
+    for k, tb in t.items():
+        if k not in e:
+            diff[k] = "missing in exmy"
+            continue
+        d = differ(tb, e[k])
+        diff[k] = int(d.size)
+        if d.size:
+            i = int(d[0])
+            first[k] = {"index": i, "torch": f"0x{tb[i]:08x}", "exmy": f"0x{e[k][i]:08x}",
+                        "p0": f"0x{p0.view(np.uint32)[i]:08x}",
+                        "g": [f"0x{g.view(np.uint32)[i]:08x}" for g in grads]}
+    for k in e:
+        if k not in t:
+            diff[k] = "missing in torch"
+    return diff, first
+
+
+def run_rows(args, device, cap):
+    """The rows of one torch device: cpu (under the capability this process runs) or cuda."""
+    rows = []
+    threads = torch.get_num_threads()
+    forms = ["single"] if device == "cpu" else ["single", "foreach", "fused"]
+    with tempfile.TemporaryDirectory() as work:
+        for case in CASES:
+            label = f"{case[0]} {case[1]}"
+            if args.only and args.only not in label:
+                continue
+            for n in ([1000] if args.quick else SIZES):
+                for dname in DT:
+                    p0, grads = inputs(args.seed, n, 3, dname)
+                    for form in forms:
+                        if form not in case[7]:
+                            continue
+                        if form == "fused" and dname != "fp32" and case[0] in ("adam", "adamw"):
+                            pass  # torch's fused Adam takes bf16/fp16 too; exmy refuses: reported
+                        if device == "cpu":
+                            profile = f"torch-cpu:{cap}:t{threads}"
+                        else:
+                            profile = {"single": "torch-cuda", "foreach": "torch-cuda-foreach",
+                                       "fused": "torch-cuda-fused"}[form]
+                        row = {"family": case[0], "config": case[1], "n": n, "dtype": dname,
+                               "torch": device, "form": form, "profile": profile,
+                               "exmy_device": args.exmy_device}
+                        if device == "cpu":
+                            row["capability"] = cap
+                            row["mkl"] = os.environ.get("MKL_ENABLE_INSTRUCTIONS", "native")
+                        t = torch_run(case, p0, grads, dname, device, form)
+                        try:
+                            e, cmd = exmy_run(args, work, case, p0, grads, dname, profile)
+                        except RuntimeError as ex:
+                            row["exmy_refused"] = str(ex).splitlines()[-1][-300:]
+                            rows.append(row)
+                            continue
+                        row["differing"], first = compare(t, e, p0, grads)
+                        if first:
+                            row["first"] = first
+                        row["command"] = cmd
+                        rows.append(row)
+    return rows
+
+
+def failing(r):
+    return any(v != 0 for v in r.get("differing", {}).values())
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--exmy", required=True)
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--exmy-device", default="cpu", choices=["cpu", "cuda"])
+    ap.add_argument("--seed", type=int, default=20261201)
+    ap.add_argument("--capabilities", default="avx512,avx2")
+    ap.add_argument("--only", default="", help="cases whose 'family config' contains this")
+    ap.add_argument("--no-cuda", action="store_true", help="CPU rows only")
+    ap.add_argument("--quick", action="store_true", help="size 1,000 only")
+    ap.add_argument("--mkl-native", action="store_true",
+                    help="leave MKL's instruction set to MKL (fp32 sqrt may differ)")
+    ap.add_argument("--child-cpu", default="", help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    args.exmy = os.path.abspath(args.exmy)
+    if args.child_cpu:  # one capability's CPU rows, written as JSON on stdout's last line
+        got = torch.backends.cpu.get_cpu_capability().lower()
+        if got != args.child_cpu:
+            print(json.dumps({"unavailable": f"asked {args.child_cpu}, torch runs {got}"}))
+            return 0
+        print(json.dumps({"rows": run_rows(args, "cpu", args.child_cpu)}))
+        return 0
+    os.makedirs(args.out, exist_ok=True)
+    rows, notes = [], []
+    for cap in [c for c in args.capabilities.split(",") if c]:
+        env = dict(os.environ, ATEN_CPU_CAPABILITY=cap)
+        if not args.mkl_native:
+            env["MKL_ENABLE_INSTRUCTIONS"] = "AVX2"
+        cmd = [sys.executable, os.path.abspath(__file__), "--exmy", args.exmy, "--out", args.out,
+               "--exmy-device", args.exmy_device, "--seed", str(args.seed), "--only", args.only,
+               "--child-cpu", cap] + (["--quick"] if args.quick else [])
+        r = subprocess.run(cmd, env=env, capture_output=True, text=True)
+        if r.returncode != 0:
+            raise RuntimeError(f"capability {cap}: exit {r.returncode}: {r.stderr.strip()[-2000:]}")
+        res = json.loads(r.stdout.strip().splitlines()[-1])
+        if "unavailable" in res:
+            notes.append(f"capability {cap}: {res['unavailable']} (no rows)")
+        rows += res.get("rows", [])
+    cuda = torch.cuda.is_available() and not args.no_cuda
+    if cuda:
+        rows += run_rows(args, "cuda", None)
+    elif not args.no_cuda:
+        notes.append("no GPU: the CUDA rows did not run")
+    fails = sum(1 for r in rows if failing(r))
+    refused = sum(1 for r in rows if "exmy_refused" in r)
+    arrays = sum(len(r.get("differing", {})) for r in rows)
+    summary = {"torch": torch.__version__, "cuda": cuda, "seed": args.seed,
+               "threads": torch.get_num_threads(), "rows": len(rows), "arrays": arrays,
+               "differing_rows": fails, "exmy_refused": refused, "notes": notes, "cases": rows}
+    with open(os.path.join(args.out, "summary.json"), "w") as f:
+        json.dump(summary, f, indent=1)
+    with open(os.path.join(args.out, "summary.md"), "w") as f:
+        f.write(f"# torch.optim vs exmy (torch {torch.__version__}, CUDA {cuda}, seed {args.seed})"
+                f"\n\n{len(rows)} rows, {arrays} arrays compared, {fails} rows with a differing "
+                f"bit, {refused} refused by exmy.\n\n")
+        for nline in notes:
+            f.write(f"- {nline}\n")
+        f.write("\n| family | config | n | dtype | torch | form | profile | differing |\n"
+                "|---|---|---|---|---|---|---|---|\n")
+        for r in rows:
+            d = r.get("differing", r.get("exmy_refused", ""))
+            f.write(f"| {r['family']} | {r['config']} | {r['n']} | {r['dtype']} | {r['torch']} | "
+                    f"{r['form']} | {r['profile']} | {d} |\n")
+    print(f"{len(rows)} rows, {arrays} arrays, {fails} differing rows, {refused} refused; "
+          f"{args.out}/summary.md")
+    return 1 if fails else 0
+
+
+if __name__ == "__main__":
+    try:
+        sys.exit(main())
+    except Exception as ex:  # a harness error is not a result
+        print(f"torch_optim_vs_exmy: {ex}", file=sys.stderr)
+        sys.exit(2)
