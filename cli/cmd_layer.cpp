@@ -2,9 +2,9 @@
 // One low-precision linear layer (docs/SEMANTICS.md 16): DIR/y.npy = X W^T, DIR/x_grad.npy =
 // G W, DIR/w_grad.npy = G^T X. X is b x n, W is m x n, G is b x m (row-major); inputs and
 // outputs are <u2 bit patterns for bf16/fp16 (or <f4 values that are values of the dtype) and
-// <f4 for fp32. Every input is checked before anything is written; the three outputs appear
-// together (written to a staging directory beside DIR, then renamed to DIR in one step) or not
-// at all; DIR must not exist, and nothing that exists is ever deleted.
+// <f4 for fp32. Every input is checked before anything is written; the outputs stream into a
+// staging directory beside DIR as they are computed, which is renamed to DIR in one step: they
+// appear together or not at all; DIR must not exist, and nothing that exists is ever deleted.
 #include <sys/stat.h>
 
 #include <algorithm>
@@ -33,15 +33,13 @@
 namespace exmy::cli {
 namespace {
 
-// An input matrix: <f4 files stay mapped and are read in place; <u2 codes are decoded to
-// floats (the engines' primitives take fp32 values).
+// An input matrix, read in place: <f4 files and <u2 codes stay mapped (a view of the mapping);
+// <f4 data at an unaligned offset is copied once.
 struct Matrix {
   std::size_t rows = 0, cols = 0;
   std::unique_ptr<io::NpyMappedFile> file;
   std::vector<float> decoded;
-  const float* data() const {
-    return file ? reinterpret_cast<const float*>(file->data()) : decoded.data();
-  }
+  layer::MatView view;
 };
 
 Matrix read_matrix(const std::string& path, layer::DType d, const char* name) {
@@ -56,18 +54,18 @@ Matrix read_matrix(const std::string& path, layer::DType d, const char* name) {
   m.rows = h.shape[0];
   m.cols = h.shape[1];
   if (h.descr == "<f4" && h.data_offset % alignof(float) == 0) {
-    m.file = std::move(file);  // the mapping is page-aligned: so are the floats
+    // The mapping is page-aligned: so are the floats.
+    m.view = layer::view_of(reinterpret_cast<const float*>(file->data()), m.rows, m.cols);
+    m.file = std::move(file);
   } else if (h.descr == "<f4") {
     m.decoded.resize(h.count());  // a header of unusual length: aligned by a copy
     if (!m.decoded.empty()) std::memcpy(m.decoded.data(), file->data(), m.decoded.size() * 4);
+    m.view = layer::view_of(m.decoded.data(), m.rows, m.cols);
   } else if (h.descr == "<u2" && d != layer::DType::fp32) {
-    const FloatFormat& f = layer::dtype_format(d);
-    m.decoded.resize(h.count());
-    for (std::size_t i = 0; i < m.decoded.size(); ++i) {
-      std::uint16_t c;
-      std::memcpy(&c, file->data() + 2 * i, 2);
-      m.decoded[i] = static_cast<float>(native::to_double(f, c));
-    }
+    // Codes decode through a table of their fp32 values where they are read (MatView::at).
+    m.view = layer::view_of_codes(reinterpret_cast<const std::uint16_t*>(file->data()), m.rows,
+                                  m.cols, d);
+    m.file = std::move(file);
   } else {
     throw InputError(path + ": dtype " + h.descr + " (expected <f4" +
                      (d == layer::DType::fp32 ? "" : " or <u2 " + layer::dtype_name(d) + " codes") +
@@ -76,31 +74,42 @@ Matrix read_matrix(const std::string& path, layer::DType d, const char* name) {
   return m;
 }
 
-// One output, written in pieces (no second copy): fp32 values as <f4, bf16/fp16 as <u2 codes.
-void write_output(const std::string& path, const std::vector<float>& v, std::size_t rows,
-                  std::size_t cols, layer::DType d) {
-  const bool f32 = d == layer::DType::fp32;
-  io::NpyFileWriter w(path, f32 ? "<f4" : "<u2", {rows, cols});
-  if (f32) {
-    w.write(v.data(), v.size() * sizeof(float));
-  } else {
-    const FloatFormat& f = layer::dtype_format(d);
-    std::vector<std::uint16_t> codes;
-    for (std::size_t i0 = 0; i0 < v.size(); i0 += std::size_t{1} << 20) {
-      const std::size_t i1 = std::min(v.size(), i0 + (std::size_t{1} << 20));
-      codes.resize(i1 - i0);
+// One output file, written a block of rows at a time as the layer delivers them: fp32 values as
+// <f4, bf16/fp16 as <u2 codes.
+class OutputFile {
+ public:
+  OutputFile(const std::string& path, std::size_t rows, std::size_t cols, layer::DType d)
+      : w_(path, d == layer::DType::fp32 ? "<f4" : "<u2", {rows, cols}), cols_(cols), d_(d) {}
+  void write(const float* v, std::size_t count) {
+    if (d_ == layer::DType::fp32) {
+      w_.write(v, count * sizeof(float));
+      return;
+    }
+    const FloatFormat& f = layer::dtype_format(d_);
+    for (std::size_t i0 = 0; i0 < count; i0 += std::size_t{1} << 20) {
+      const std::size_t i1 = std::min(count, i0 + (std::size_t{1} << 20));
+      codes_.resize(i1 - i0);
       for (std::size_t i = i0; i < i1; ++i) {
         std::uint32_t u;
         std::memcpy(&u, &v[i], 4);
         // Exact: every value is already of the dtype (NaN keeps its quiet NaN).
-        codes[i - i0] =
+        codes_[i - i0] =
             static_cast<std::uint16_t>(native::convert(formats::fp32, f, Rounding{}, u, 0).code);
       }
-      w.write(codes.data(), codes.size() * sizeof(std::uint16_t));
+      w_.write(codes_.data(), codes_.size() * sizeof(std::uint16_t));
     }
   }
-  w.commit();
-}
+  layer::RowSink sink() {
+    return [this](std::size_t i0, std::size_t i1, const float* v) { write(v, (i1 - i0) * cols_); };
+  }
+  void commit() { w_.commit(); }
+
+ private:
+  io::NpyFileWriter w_;
+  std::size_t cols_;
+  layer::DType d_;
+  std::vector<std::uint16_t> codes_;
+};
 
 // What `exmy layer` was asked for: the texts, checked after parsing in a fixed order (--accum
 // is parsed for --dtype). The initial values are the defaults --help prints.
@@ -244,16 +253,25 @@ int run_layer(const Args& args) {
       }
     }
   }
-  const layer::LayerResult r =
-      dev == Device::cuda
-          ? gpu::layer::run_layer(cfg, s, std::vector<float>(X.data(), X.data() + X.rows * X.cols),
-                                  std::vector<float>(W.data(), W.data() + W.rows * W.cols),
-                                  std::vector<float>(G.data(), G.data() + G.rows * G.cols))
-          : layer::run_layer(cfg, s, X.data(), W.data(), G.data());
+  // Every input checked before anything is written.
+  layer::check_inputs(cfg, s, X.view, W.view, G.view);
   const io::StagingDir stage(parent);
-  write_output(stage.path() + "/y.npy", r.y, s.b, s.m, cfg.dtype);
-  write_output(stage.path() + "/x_grad.npy", r.x_grad, s.b, s.n, cfg.dtype);
-  write_output(stage.path() + "/w_grad.npy", r.w_grad, s.m, s.n, cfg.dtype);
+  OutputFile y(stage.path() + "/y.npy", s.b, s.m, cfg.dtype);
+  OutputFile xg(stage.path() + "/x_grad.npy", s.b, s.n, cfg.dtype);
+  OutputFile wg(stage.path() + "/w_grad.npy", s.m, s.n, cfg.dtype);
+  if (dev == Device::cuda) {
+    const layer::LayerResult r = gpu::layer::run_layer(
+        cfg, s, layer::contiguous(X.view), layer::contiguous(W.view), layer::contiguous(G.view));
+    y.write(r.y.data(), r.y.size());
+    xg.write(r.x_grad.data(), r.x_grad.size());
+    wg.write(r.w_grad.data(), r.w_grad.size());
+  } else {
+    // Each output streams into its file as the products deliver its rows.
+    layer::run_layer_rows(cfg, s, X.view, W.view, G.view, {y.sink(), xg.sink(), wg.sink()});
+  }
+  y.commit();
+  xg.commit();
+  wg.commit();
   io::publish_directory(stage.path(), out_dir, false);
   if (a.json) std::fputs(layer_json(a, cfg, s).c_str(), stdout);
   return 0;

@@ -4,7 +4,8 @@
 # output bytes) (docs/SEMANTICS.md 11.0). Prints a Markdown table; exits 1 if a row breaks the
 # bound.
 #   scripts/measure-memory.sh EXMY WORKDIR [FILTER]   (WORKDIR needs ~6 GB free; Python 3 +
-#   numpy; FILTER: an extended regex, only the rows whose subcommand matches, e.g. 'gemm|layer')
+#   numpy; FILTER: an extended regex, only the rows whose subcommand matches, e.g. 'gemm|layer';
+#   ROWS (environment): an extended regex on the whole command line, e.g. ROWS='--kind switchback ')
 set -euo pipefail
 exmy=$(realpath "$1")
 work=$2
@@ -54,6 +55,14 @@ np.save("sa8.npy", r.integers(120, 135, (x2.shape[0], x2.shape[1] // 32)).astype
 np.save("sb8.npy", r.integers(120, 135, (16, x2.shape[1] // 32)).astype(np.uint8))
 PY
 fi
+if [ ! -f g16c.npy ] || [ ! -f g16h.npy ]; then  # layer on 16-bit codes: G as bf16 / fp16 codes
+  python3 - <<'PY'
+import numpy as np
+g = np.load("g16.npy")
+np.save("g16c.npy", (g.view(np.uint32) >> 16).astype(np.uint16))  # bf16 codes (truncated)
+np.save("g16h.npy", g.astype(np.float16).view(np.uint16))          # fp16 codes
+PY
+fi
 bytes() { local t=0; for f in "$@"; do [ -e "$f" ] && t=$((t + $(du -b "$f" | cut -f1))); done; echo $t; }
 bad=0
 echo "| command | input MiB | output MiB | peak RSS MiB | bound MiB | ratio to in+out | wall |"
@@ -61,6 +70,7 @@ echo "|---|---|---|---|---|---|---|"
 row() {  # row "inputs" "outputs" command...
   local ins=$1 outs=$2; shift 2
   [[ $1 =~ ^($filter)$ ]] || return 0
+  [[ "$*" =~ ${ROWS:-.} ]] || return 0
   rm -rf $outs
   /usr/bin/time -v "$exmy" "$@" > /dev/null 2> time.txt || { echo "FAILED: $*"; cat time.txt | head -3; exit 1; }
   local rss wall i o
@@ -97,4 +107,15 @@ row "x2.npy b16.npy" c.npy gemm --a x2.npy --b b16.npy --out c.npy --a-format fp
 row "a16.npy b16c.npy" c.npy gemm --a a16.npy --b b16c.npy --out c.npy --a-format bf16 --b-format bf16 --out-format bf16 --accum sm90
 row "a8.npy b8.npy sa8.npy sb8.npy" c.npy gemm --a a8.npy --b b8.npy --out c.npy --a-format e4m3fn --b-format e4m3fn --out-format fp32 --accum sm100 --block-scale-a sa8.npy --block-scale-b sb8.npy
 row "x2.npy b16.npy g16.npy" L layer --kind plain --dtype fp32 --x x2.npy --w b16.npy --g g16.npy --out L
+# layer on 16-bit codes (X: a16.npy, 512 MiB of <u2; the outputs <u2) and every other kind on the
+# 1 GiB fp32 X (issue 36, 2026-12-01): the inputs stay mapped, prepared operands keep their group
+# states only, the outputs stream into their files.
+row "a16.npy b16c.npy g16c.npy" L layer --kind plain --dtype bf16 --x a16.npy --w b16c.npy --g g16c.npy --out L
+row "a16.npy b16c.npy g16h.npy" L layer --kind plain --dtype fp16 --x a16.npy --w b16c.npy --g g16h.npy --out L
+row "a16.npy b16c.npy g16c.npy" L layer --kind switchback --dtype bf16 --x a16.npy --w b16c.npy --g g16c.npy --out L
+row "a16.npy b16c.npy g16c.npy" L layer --kind llm-int8 --dtype bf16 --x a16.npy --w b16c.npy --g g16c.npy --out L
+row "a16.npy b16c.npy g16c.npy" L layer --kind fp8-tensorwise --dtype bf16 --x a16.npy --w b16c.npy --g g16c.npy --out L
+for kind in switchback switchback-m switchback-q llm-int8 fp8-tensorwise switchback-fp8 masked:e4m3; do
+  row "x2.npy b16.npy g16.npy" L layer --kind $kind --dtype fp32 --x x2.npy --w b16.npy --g g16.npy --out L
+done
 exit $bad

@@ -82,6 +82,10 @@ void decode_rows(const OperandStore& s, std::size_t cols, std::size_t r0, std::s
 }  // namespace
 
 void Operand::rows_into(std::size_t r0, std::size_t r1, double* out) const {
+  if (source) {
+    source->rows_into(r0, r1, out);
+    return;
+  }
   if (!store) {
     std::copy(v.begin() + static_cast<std::ptrdiff_t>(r0 * cols),
               v.begin() + static_cast<std::ptrdiff_t>(r1 * cols), out);
@@ -101,7 +105,7 @@ void Operand::rows_into(std::size_t r0, std::size_t r1, double* out) const {
 }
 
 std::vector<double> Operand::values() const {
-  if (!store) return v;
+  if (!store && !source) return v;
   std::vector<double> r(rows * cols);
   if (!r.empty()) rows_into(0, rows, r.data());
   return r;
@@ -387,6 +391,7 @@ std::vector<std::uint32_t> gemm_rounded_parts(const Operand& a, const Operand& b
   auto slice = [](const Operand& o, std::size_t k0, std::size_t k1) {
     Operand s = o;
     s.store.reset();
+    s.source.reset();
     s.cols = k1 - k0;
     s.v.assign(s.rows * s.cols, 0.0);
     std::vector<double> row(o.cols);
@@ -494,12 +499,15 @@ void gemm_rows(const Operand& a, const Operand& b, const AccumModel& model, OutF
       mpfr_clear(y);
     }
   } clear{acc, p};
+  // B in one block (N <= TB): decoded once, not once per block of A (the same values).
+  const bool b_once = N <= TB;
+  if (b_once && N > 0) decode(b, 0, N, bb.data(), bs.data());
   for (std::size_t i0 = 0; i0 < M; i0 += TA) {
     const std::size_t i1 = std::min(M, i0 + TA);
     decode(a, i0, i1, ab.data(), as.data());
     for (std::size_t j0 = 0; j0 < N; j0 += TB) {
       const std::size_t j1 = std::min(N, j0 + TB);
-      decode(b, j0, j1, bb.data(), bs.data());
+      if (!b_once) decode(b, j0, j1, bb.data(), bs.data());
       for (std::size_t i = i0; i < i1; ++i) {
         const double* ar = ab.data() + (i - i0) * K;
         const double* asr = as.data() + (i - i0) * nb;

@@ -27,15 +27,26 @@ struct OperandStore {
   std::shared_ptr<const void> keep;
 };
 
+// An operand's rows computed where the GEMM reads them (the layer's prepared operands: each
+// element a function of a mapped input's, SEMANTICS 16): rows [r0, r1) as doubles, (r1 - r0) x
+// cols row-major, into out.
+class RowSource {
+ public:
+  virtual ~RowSource() = default;
+  virtual void rows_into(std::size_t r0, std::size_t r1, double* out) const = 0;
+};
+
 // One operand: values (exact in fp64: every format here has at most 24 significand bits and a
 // range inside fp64's) and the exponent below which its values are subnormal (the hw model
-// reads subnormal significands at that exponent). The values are either held as doubles (v) or
-// stay in their stored form (store, v empty) and are decoded a few rows at a time (rows_into): a
+// reads subnormal significands at that exponent). The values are either held as doubles (v),
+// stay in their stored form (store, v empty) or are computed (source), and are decoded a few rows
+// at a time (rows_into): a
 // 1 GiB fp32 operand held as doubles would be 2 GiB (issue 36's memory bound).
 struct Operand {
   std::size_t rows = 0, cols = 0;
   std::vector<double> v;  // rows x cols, row-major (empty when store is set)
   std::shared_ptr<const OperandStore> store;
+  std::shared_ptr<const RowSource> source;  // or computed (v empty, store null)
   int emin = -126;
   int code_bits = 32;  // 8 / 16 / 32: selects the presets' instruction
   // "bf16", "fp16", "fp32", "tf32" or (read_operand) the format's name, e.g. "e4m3fn";

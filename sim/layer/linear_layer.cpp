@@ -1,6 +1,9 @@
 #include "sim/layer/linear_layer.hpp"
 
+#include <algorithm>
+#include <array>
 #include <cstring>
+#include <stdexcept>
 
 #include "sim/common/error.hpp"
 #include "sim/format/registry.hpp"
@@ -15,80 +18,11 @@ namespace {
 using native::bits_of;
 using native::float_of;
 
-std::vector<float> to_dtype_all(std::vector<float> v, DType d) {
-  for (float& x : v) x = to_dtype(x, d);
-  return v;
-}
-
 quant::Granularity granularity(Gran g) {
   return g == Gran::tensor ? quant::Granularity::tensor
          : g == Gran::row  ? quant::Granularity::row
                            : quant::Granularity::col;
 }
-
-// The CPU reference of the primitives: sim/quant (quantize, matmul, dequantize), sim/gemm.
-class CpuEngine final : public LayerEngine {
- public:
-  Int8 quantize_int8(const std::vector<float>& x, std::size_t rows, std::size_t cols, Gran gran,
-                     native::ScaleOrder order) override {
-    return int8_of(quant::quantize(x, {rows, cols}, int8_options(gran, order)));
-  }
-
-  std::vector<float> int8_product(const Int8& a, std::size_t rows, const Int8& b, std::size_t cols,
-                                  std::size_t k, native::DequantOrder order, DType d) override {
-    const std::vector<std::int32_t> acc = quant::matmul_int8_nt(a.codes, b.codes, rows, cols, k);
-    return to_dtype_all(quant::dequantize_product(acc, rows, cols, a.state, b.state, order), d);
-  }
-
-  std::vector<float> dequantize_int8_rows(const Int8& q, std::size_t rows, std::size_t cols,
-                                          DType d) override {
-    std::vector<float> v(rows * cols);
-    for (std::size_t i = 0; i < rows; ++i)
-      for (std::size_t j = 0; j < cols; ++j)
-        v[i * cols + j] =
-            to_dtype(native::dequant_absmax(static_cast<float>(q.codes[i * cols + j]), q.state[i],
-                                            static_cast<float>(native::kInt8Max)),
-                     d);
-    return v;
-  }
-
-  std::vector<float> fake_float8(const std::vector<float>& x, std::size_t rows, std::size_t cols,
-                                 Gran gran, const FloatFormat& f, DType d) override {
-    const quant::Options opt = float8_options(gran, f);
-    return to_dtype_all(quant::dequantize(quant::quantize(x, {rows, cols}, opt), opt), d);
-  }
-
-  std::vector<float> gemm(const std::vector<float>& a, std::size_t rows,
-                          const std::vector<float>& b, std::size_t cols, std::size_t k,
-                          const gemm::AccumModel& m, DType d) override {
-    gemm::Operand A, B;
-    gemm_operands(a, rows, b, cols, k, d, A, B);
-    return decode_output(gemm::gemm(A, B, m, out_format(d)), d);
-  }
-
-  std::vector<float> gemm_view(const MatView& a, const MatView& b, const gemm::AccumModel& m,
-                               DType d) override {
-    const gemm::Operand A = view_operand(a, d), B = view_operand(b, d);
-    std::vector<float> r(a.rows * b.rows);
-    gemm::gemm_rows(A, B, m, out_format(d), 1.0, nullptr,
-                    [&](std::size_t i0, std::size_t i1, const std::uint32_t* c) {
-                      for (std::size_t t = 0; t < (i1 - i0) * b.rows; ++t) {
-                        r[i0 * b.rows + t] = decode_output_code(c[t], d);
-                      }
-                    });
-    return r;
-  }
-
-  std::vector<float> mask(const std::vector<float>& v, const LayerConfig& cfg) override {
-    std::vector<float> r(v.size());
-    for (std::size_t i = 0; i < v.size(); ++i) {
-      r[i] = to_dtype(float_of(exmy::mask_fp32(bits_of(v[i]), cfg.mask_e, cfg.mask_m,
-                                               cfg.mask_outer, cfg.mask_inner)),
-                      cfg.dtype);
-    }
-    return r;
-  }
-};
 
 void check_count(const std::vector<float>& v, std::size_t want, const char* name) {
   if (v.size() != want) {
@@ -97,14 +31,33 @@ void check_count(const std::vector<float>& v, std::size_t want, const char* name
   }
 }
 
-void check_values(const float* v, std::size_t count, DType d, const char* name) {
-  for (std::size_t i = 0; i < count; ++i) {
-    const float x = v[i];
-    if (x == x && bits_of(to_dtype(x, d)) != bits_of(x)) {
-      throw InputError(std::string(name) + ": value at index " + std::to_string(i) + " is not a " +
-                       dtype_name(d) + " value");
+void check_values(const MatView& v, DType d, const char* name) {
+  if (v.table != nullptr) return;  // codes of the dtype: its values by construction
+  for (std::size_t r = 0; r < v.rows; ++r) {
+    for (std::size_t c = 0; c < v.cols; ++c) {
+      const float x = v.at(r, c);
+      if (x == x && bits_of(to_dtype(x, d)) != bits_of(x)) {
+        throw InputError(std::string(name) + ": value at index " + std::to_string(r * v.cols + c) +
+                         " is not a " + dtype_name(d) + " value");
+      }
     }
   }
+}
+
+// An operand computed by the vector primitives, held as values.
+OpView held(std::vector<float> v, std::size_t rows, std::size_t cols) {
+  auto p = std::make_shared<const std::vector<float>>(std::move(v));
+  OpView o = op_view(view_of(p->data(), rows, cols));
+  o.keep = p;
+  return o;
+}
+
+// A sink into a rows x cols vector.
+RowSink collect(std::vector<float>& into, std::size_t rows, std::size_t cols) {
+  into.assign(rows * cols, 0.0f);
+  return [&into, cols](std::size_t i0, std::size_t i1, const float* v) {
+    std::copy(v, v + (i1 - i0) * cols, into.begin() + static_cast<std::ptrdiff_t>(i0 * cols));
+  };
 }
 
 }  // namespace
@@ -242,31 +195,127 @@ std::vector<float> decode_output(const std::vector<std::uint32_t>& c, DType d) {
 }
 
 MatView view_of(const float* data, std::size_t rows, std::size_t cols) {
-  return {data, rows, cols, cols, 1};
+  MatView v;
+  v.data = data;
+  v.rows = rows;
+  v.cols = cols;
+  v.rs = cols;
+  return v;
 }
 
-MatView transposed_view(const float* data, std::size_t rows, std::size_t cols) {
-  return {data, cols, rows, 1, cols};
+MatView view_of_codes(const std::uint16_t* codes, std::size_t rows, std::size_t cols, DType d) {
+  MatView v;
+  v.data = codes;
+  v.rows = rows;
+  v.cols = cols;
+  v.rs = cols;
+  v.table = code_values(d);
+  return v;
+}
+
+MatView transposed(const MatView& v) {
+  MatView t = v;
+  t.rows = v.cols;
+  t.cols = v.rows;
+  t.rs = v.cs;
+  t.cs = v.rs;
+  return t;
+}
+
+const float* code_values(DType d) {
+  if (d == DType::fp32) throw std::logic_error("code_values: fp32 has no 16-bit codes");
+  const auto table = [](const FloatFormat& f) {
+    std::vector<float> t(std::size_t{1} << 16);
+    for (std::uint32_t c = 0; c < (1u << 16); ++c) {
+      t[c] = static_cast<float>(native::to_double(f, c));
+    }
+    return t;
+  };
+  static const std::array<std::vector<float>, 2> tables{table(formats::bf16), table(formats::fp16)};
+  return tables[d == DType::bf16 ? 0 : 1].data();
+}
+
+void rows_f32(const MatView& v, std::size_t r0, std::size_t r1, float* out) {
+  // A row-major view row by row, a transposed one column by column: memory in order.
+  if (v.cs == 1 || r1 - r0 == 1) {
+    for (std::size_t r = r0; r < r1; ++r)
+      for (std::size_t k = 0; k < v.cols; ++k) out[(r - r0) * v.cols + k] = v.at(r, k);
+  } else {
+    for (std::size_t k = 0; k < v.cols; ++k)
+      for (std::size_t r = r0; r < r1; ++r) out[(r - r0) * v.cols + k] = v.at(r, k);
+  }
 }
 
 std::vector<float> contiguous(const MatView& v) {
   std::vector<float> r(v.rows * v.cols);
-  for (std::size_t i = 0; i < v.rows; ++i)
-    for (std::size_t k = 0; k < v.cols; ++k) r[i * v.cols + k] = v.data[i * v.rs + k * v.cs];
+  if (!r.empty()) rows_f32(v, 0, v.rows, r.data());
   return r;
 }
 
-gemm::Operand view_operand(const MatView& v, DType d) {
-  gemm::Operand o = gemm::operand_view_f32(v.data, v.rows, v.cols, v.rs, v.cs);
-  o.emin = 1 - dtype_format(d).bias;
-  o.type = dtype_name(d);
-  o.code_bits = dtype_bits(d);
+OpView OpView::transposed() const {
+  OpView o = *this;
+  o.v = layer::transposed(v);
+  o.t = !t;
   return o;
 }
 
-LayerEngine& cpu_engine() {
-  static CpuEngine engine;
-  return engine;
+OpView op_view(const MatView& v) {
+  OpView o;
+  o.v = v;
+  return o;
+}
+
+std::vector<float> contiguous(const OpView& v) {
+  std::vector<float> r(v.rows() * v.cols());
+  for (std::size_t i = 0; i < v.rows(); ++i)
+    for (std::size_t k = 0; k < v.cols(); ++k) r[i * v.cols() + k] = v.at(i, k);
+  return r;
+}
+
+// The defaults: the vector primitives on contiguous copies.
+OpView LayerEngine::prepare_float8(const MatView& x, Gran gran, const FloatFormat& f, DType d) {
+  return held(fake_float8(contiguous(x), x.rows, x.cols, gran, f, d), x.rows, x.cols);
+}
+
+OpView LayerEngine::prepare_int8_rows(const MatView& x, DType d) {
+  const Int8 q =
+      quantize_int8(contiguous(x), x.rows, x.cols, Gran::row, native::ScaleOrder::div_mul);
+  return held(dequantize_int8_rows(q, x.rows, x.cols, d), x.rows, x.cols);
+}
+
+OpView LayerEngine::prepare_mask(const MatView& x, const LayerConfig& cfg) {
+  return held(mask(contiguous(x), cfg), x.rows, x.cols);
+}
+
+void LayerEngine::gemm_rows(const OpView& a, const OpView& b, const gemm::AccumModel& m, DType d,
+                            const RowSink& out) {
+  const std::vector<float> c =
+      gemm(contiguous(a), a.rows(), contiguous(b), b.rows(), a.cols(), m, d);
+  out(0, a.rows(), c.data());
+}
+
+void LayerEngine::int8_product_rows(const Int8Operand& a, const Int8Operand& b,
+                                    native::DequantOrder order, DType d, const RowSink& out) {
+  const Int8 qa = quantize_int8(contiguous(a.src), a.src.rows, a.src.cols, a.gran, a.order);
+  const Int8 qb = quantize_int8(contiguous(b.src), b.src.rows, b.src.cols, b.gran, b.order);
+  const std::vector<float> c = int8_product(qa, a.rows(), qb, b.rows(), a.cols(), order, d);
+  out(0, a.rows(), c.data());
+}
+
+void LayerEngine::mask_values(float* v, std::size_t count, const LayerConfig& cfg) {
+  const std::vector<float> r = mask(std::vector<float>(v, v + count), cfg);
+  std::copy(r.begin(), r.end(), v);
+}
+
+void check_inputs(const LayerConfig& cfg, const LayerShape& s, const MatView& x, const MatView& w,
+                  const MatView& g) {
+  if (x.rows != s.b || x.cols != s.n || w.rows != s.m || w.cols != s.n || g.rows != s.b ||
+      g.cols != s.m) {
+    throw std::logic_error("check_inputs: views do not match the shape");
+  }
+  check_values(x, cfg.dtype, "X");
+  check_values(w, cfg.dtype, "W");
+  check_values(g, cfg.dtype, "G");
 }
 
 LayerResult run_layer(const LayerConfig& cfg, const LayerShape& s, const std::vector<float>& x,
@@ -279,30 +328,39 @@ LayerResult run_layer(const LayerConfig& cfg, const LayerShape& s, const std::ve
 
 LayerResult run_layer(const LayerConfig& cfg, const LayerShape& s, const float* x, const float* w,
                       const float* g, LayerEngine& e) {
+  const MatView X = view_of(x, s.b, s.n), W = view_of(w, s.m, s.n), G = view_of(g, s.b, s.m);
+  check_inputs(cfg, s, X, W, G);
+  LayerResult r;
+  run_layer_rows(cfg, s, X, W, G,
+                 {collect(r.y, s.b, s.m), collect(r.x_grad, s.b, s.n), collect(r.w_grad, s.m, s.n)},
+                 e);
+  return r;
+}
+
+void run_layer_rows(const LayerConfig& cfg, const LayerShape& s, const MatView& x, const MatView& w,
+                    const MatView& g, const LayerSinks& out, LayerEngine& e) {
   const std::size_t b = s.b, n = s.n, m = s.m;
-  check_values(x, b * n, cfg.dtype, "X");
-  check_values(w, m * n, cfg.dtype, "W");
-  check_values(g, b * m, cfg.dtype, "G");
   using native::DequantOrder;
   using native::ScaleOrder;
   const DType d = cfg.dtype;
   const gemm::AccumModel& am = cfg.accum;
-  LayerResult r;
   // The backward products read W^T (n x m), G^T (m x b) and X^T (n x b) as transposed views of
-  // the inputs (no copies); the quantizers read the arrays themselves (copied for them: they
-  // take vectors).
-  const auto gv = [&](const MatView& a, const MatView& bb) { return e.gemm_view(a, bb, am, d); };
-  const MatView X = view_of(x, b, n), W = view_of(w, m, n), G = view_of(g, b, m);
-  const MatView Wt = transposed_view(w, m, n), Gt = transposed_view(g, b, m),
-                Xt = transposed_view(x, b, n);
-  const auto vec = [](const float* p, std::size_t count) {
-    return std::vector<float>(p, p + count);
+  // the inputs (no copies); a prepared operand (fake float8, int8 round trip, mask) is read the
+  // same way.
+  const auto gv = [&](const OpView& a, const OpView& bb, const RowSink& o) {
+    e.gemm_rows(a, bb, am, d, o);
   };
+  const auto q8 = [&](const Int8Operand& a, const Int8Operand& bb, DequantOrder order,
+                      const RowSink& o) { e.int8_product_rows(a, bb, order, d, o); };
+  const OpView X = op_view(x), W = op_view(w), G = op_view(g);
+  const MatView Wt = transposed(w);
+  (void)b;
+  (void)m;
   switch (cfg.kind) {
     case Kind::plain: {
-      r.y = gv(X, W);
-      r.x_grad = gv(G, Wt);
-      r.w_grad = gv(Gt, Xt);
+      gv(X, W, out.y);
+      gv(G, W.transposed(), out.x_grad);
+      gv(G.transposed(), X.transposed(), out.w_grad);
       break;
     }
     case Kind::switchback:
@@ -310,34 +368,27 @@ LayerResult run_layer(const LayerConfig& cfg, const LayerShape& s, const float* 
       // quantize_rowwise (x / absmax first) for X and G; quantize_global (absmax_inv on the
       // host) for W; quantize_global_transpose gives W's codes transposed with the same state,
       // i.e. the tensor-wise quantization of W^T.
-      const std::vector<float> xv = vec(x, b * n), wv = vec(w, m * n), gvv = vec(g, b * m);
-      const Int8 xq = e.quantize_int8(xv, b, n, Gran::row, ScaleOrder::div_mul);
-      const Int8 wq = e.quantize_int8(wv, m, n, Gran::tensor, ScaleOrder::recip_mul);
-      const Int8 wtq = e.quantize_int8(contiguous(Wt), n, m, Gran::tensor, ScaleOrder::recip_mul);
-      const Int8 gq = e.quantize_int8(gvv, b, m, Gran::row, ScaleOrder::div_mul);
-      r.y = e.int8_product(xq, b, wq, m, n, DequantOrder::switchback, d);
+      q8({x, Gran::row, ScaleOrder::div_mul}, {w, Gran::tensor, ScaleOrder::recip_mul},
+         DequantOrder::switchback, out.y);
       // The erratum: X_grad is dequantized with G's row states (the pseudocode says state_X).
-      r.x_grad = e.int8_product(gq, b, wtq, n, m, DequantOrder::switchback, d);
+      q8({g, Gran::row, ScaleOrder::div_mul}, {Wt, Gran::tensor, ScaleOrder::recip_mul},
+         DequantOrder::switchback, out.x_grad);
       if (cfg.kind == Kind::switchback) {
-        r.w_grad = gv(Gt, Xt);
+        gv(G.transposed(), X.transposed(), out.w_grad);
       } else {
         // SwitchBackM keeps only X's int8 codes: dequantize_rowwise, then .to(G.dtype).
-        const std::vector<float> xhat = e.dequantize_int8_rows(xq, b, n, d);
-        r.w_grad = gv(Gt, transposed_view(xhat.data(), b, n));
+        gv(G.transposed(), e.prepare_int8_rows(x, d).transposed(), out.w_grad);
       }
       break;
     }
     case Kind::switchback_q: {
       // Row-wise W forward (eq. 4, int8_matmul_rowwise_dequantize); backward W^T from
       // quantize_columnwise_and_transpose (one state per column of W = per row of W^T).
-      const std::vector<float> xv = vec(x, b * n), wv = vec(w, m * n), gvv = vec(g, b * m);
-      const Int8 xq = e.quantize_int8(xv, b, n, Gran::row, ScaleOrder::div_mul);
-      const Int8 wq = e.quantize_int8(wv, m, n, Gran::row, ScaleOrder::div_mul);
-      const Int8 wcq = e.quantize_int8(wv, m, n, Gran::col, ScaleOrder::div_mul);
-      const Int8 gq = e.quantize_int8(gvv, b, m, Gran::row, ScaleOrder::div_mul);
-      r.y = e.int8_product(xq, b, wq, m, n, DequantOrder::switchback, d);
-      r.x_grad = e.int8_product(gq, b, wcq, n, m, DequantOrder::switchback, d);
-      r.w_grad = gv(Gt, Xt);
+      q8({x, Gran::row, ScaleOrder::div_mul}, {w, Gran::row, ScaleOrder::div_mul},
+         DequantOrder::switchback, out.y);
+      q8({g, Gran::row, ScaleOrder::div_mul}, {w, Gran::col, ScaleOrder::div_mul},
+         DequantOrder::switchback, out.x_grad);
+      gv(G.transposed(), X.transposed(), out.w_grad);
       break;
     }
     case Kind::llm_int8: {
@@ -345,46 +396,44 @@ LayerResult run_layer(const LayerConfig& cfg, const LayerShape& s, const float* 
       // (x * __fdividef(127, absmax) under --use_fast_math: ScaleOrder::fdividef_mul), and
       // bitsandbytes' epilogue.
       constexpr ScaleOrder kBnb = ScaleOrder::fdividef_mul;
-      const std::vector<float> xv = vec(x, b * n), wv = vec(w, m * n), gvv = vec(g, b * m);
-      const Int8 xq = e.quantize_int8(xv, b, n, Gran::row, kBnb);
-      const Int8 wq = e.quantize_int8(wv, m, n, Gran::row, kBnb);
-      const Int8 wcq = e.quantize_int8(wv, m, n, Gran::col, kBnb);
-      const Int8 gq = e.quantize_int8(gvv, b, m, Gran::row, kBnb);
-      const Int8 gcq = e.quantize_int8(gvv, b, m, Gran::col, kBnb);
-      const Int8 xcq = e.quantize_int8(xv, b, n, Gran::col, kBnb);
-      r.y = e.int8_product(xq, b, wq, m, n, DequantOrder::bnb, d);
-      r.x_grad = e.int8_product(gq, b, wcq, n, m, DequantOrder::bnb, d);
-      r.w_grad = e.int8_product(gcq, m, xcq, n, b, DequantOrder::bnb, d);
+      q8({x, Gran::row, kBnb}, {w, Gran::row, kBnb}, DequantOrder::bnb, out.y);
+      q8({g, Gran::row, kBnb}, {w, Gran::col, kBnb}, DequantOrder::bnb, out.x_grad);
+      q8({g, Gran::col, kBnb}, {x, Gran::col, kBnb}, DequantOrder::bnb, out.w_grad);
       break;
     }
     case Kind::fp8_tensorwise:
     case Kind::switchback_fp8: {
       const bool sb = cfg.kind == Kind::switchback_fp8;
       const Gran act = sb ? Gran::row : Gran::tensor;
-      const std::vector<float> xh = e.fake_float8(vec(x, b * n), b, n, act, cfg.fwd_format, d);
-      const std::vector<float> wh =
-          e.fake_float8(vec(w, m * n), m, n, Gran::tensor, cfg.fwd_format, d);
-      const std::vector<float> gh = e.fake_float8(vec(g, b * m), b, m, act, cfg.bwd_format, d);
-      r.y = gv(view_of(xh.data(), b, n), view_of(wh.data(), m, n));
-      r.x_grad = gv(view_of(gh.data(), b, m), transposed_view(wh.data(), m, n));
-      r.w_grad =
-          sb ? gv(Gt, Xt) : gv(transposed_view(gh.data(), b, m), transposed_view(xh.data(), b, n));
+      const OpView xh = e.prepare_float8(x, act, cfg.fwd_format, d);
+      const OpView wh = e.prepare_float8(w, Gran::tensor, cfg.fwd_format, d);
+      const OpView gh = e.prepare_float8(g, act, cfg.bwd_format, d);
+      gv(xh, wh, out.y);
+      gv(gh, wh.transposed(), out.x_grad);
+      if (sb) {
+        gv(G.transposed(), X.transposed(), out.w_grad);
+      } else {
+        gv(gh.transposed(), xh.transposed(), out.w_grad);
+      }
       break;
     }
     case Kind::masked: {
       // Figure 11: every product's inputs and its output masked (forward and backward).
-      const std::vector<float> xm = e.mask(vec(x, b * n), cfg), wm = e.mask(vec(w, m * n), cfg),
-                               gm = e.mask(vec(g, b * m), cfg);
-      const MatView XM = view_of(xm.data(), b, n), WM = view_of(wm.data(), m, n),
-                    GM = view_of(gm.data(), b, m);
-      r.y = e.mask(gv(XM, WM), cfg);
-      r.x_grad = e.mask(gv(GM, transposed_view(wm.data(), m, n)), cfg);
-      r.w_grad =
-          e.mask(gv(transposed_view(gm.data(), b, m), transposed_view(xm.data(), b, n)), cfg);
+      const OpView xm = e.prepare_mask(x, cfg), wm = e.prepare_mask(w, cfg),
+                   gm = e.prepare_mask(g, cfg);
+      const auto masked = [&](const RowSink& o, std::size_t cols) -> RowSink {
+        return [&e, &cfg, o, cols](std::size_t i0, std::size_t i1, const float* v) {
+          std::vector<float> t(v, v + (i1 - i0) * cols);
+          e.mask_values(t.data(), t.size(), cfg);
+          o(i0, i1, t.data());
+        };
+      };
+      gv(xm, wm, masked(out.y, m));
+      gv(gm, wm.transposed(), masked(out.x_grad, n));
+      gv(gm.transposed(), xm.transposed(), masked(out.w_grad, n));
       break;
     }
   }
-  return r;
 }
 
 }  // namespace exmy::layer

@@ -17,6 +17,9 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
+#include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -88,17 +91,81 @@ struct Int8 {
 };
 enum class Gran : std::uint8_t { tensor, row, col };
 
-// A matrix operand of a product without a copy: element (r, k) at data[r rs + k cs]; a
-// transpose is a view of the same data with rs and cs swapped. The caller keeps data alive.
+// A matrix of dtype values as stored, read in place: element (r, k) at data[r rs + k cs], an fp32
+// value, or a 16-bit code of the dtype whose value is table[code] (code_values; the CLI maps <u2
+// inputs). A transpose is the same data with rs and cs swapped. The caller keeps data alive.
 struct MatView {
-  const float* data = nullptr;
+  const void* data = nullptr;
   std::size_t rows = 0, cols = 0, rs = 0, cs = 1;
+  const float* table = nullptr;  // codes: their values; nullptr: fp32 values
+  float at(std::size_t r, std::size_t k) const {
+    const std::size_t i = r * rs + k * cs;
+    const auto* p = static_cast<const unsigned char*>(data);
+    if (table != nullptr) {
+      std::uint16_t c;
+      std::memcpy(&c, p + 2 * i, 2);
+      return table[c];
+    }
+    float x;
+    std::memcpy(&x, p + 4 * i, 4);
+    return x;
+  }
 };
-// A row-major rows x cols matrix, and its transpose (cols x rows).
+// A row-major rows x cols matrix of fp32 values, or of 16-bit codes of d (bf16 or fp16).
 MatView view_of(const float* data, std::size_t rows, std::size_t cols);
-MatView transposed_view(const float* data, std::size_t rows, std::size_t cols);
-// The view's elements as a row-major matrix.
+MatView view_of_codes(const std::uint16_t* codes, std::size_t rows, std::size_t cols, DType d);
+MatView transposed(const MatView& v);
+// The values of d's 2^16 codes (d bf16 or fp16) as fp32, as the CLI has decoded <u2 inputs.
+const float* code_values(DType d);
+// Rows [r0, r1) of the view's elements, row-major, into out; and all of them.
+void rows_f32(const MatView& v, std::size_t r0, std::size_t r1, float* out);
 std::vector<float> contiguous(const MatView& v);
+
+// An elementwise step of a product operand (SEMANTICS 16): a quantization round trip with its
+// group states, or the mask. apply(x, r, c): the element x at (r, c) of the matrix the step was
+// prepared on.
+class ElementStep {
+ public:
+  virtual ~ElementStep() = default;
+  virtual float apply(float x, std::size_t r, std::size_t c) const = 0;
+};
+
+// A product operand: element (r, k) is step(v(r, k)), or v(r, k) itself without a step; `t`: v
+// is the transpose of the matrix the step was prepared on. `keep` owns what v points into (an
+// operand held as values), if anything.
+struct OpView {
+  MatView v;
+  std::shared_ptr<const ElementStep> step;
+  bool t = false;
+  std::shared_ptr<const void> keep;
+  std::size_t rows() const { return v.rows; }
+  std::size_t cols() const { return v.cols; }
+  float at(std::size_t r, std::size_t k) const {
+    const float x = v.at(r, k);
+    return !step ? x : t ? step->apply(x, k, r) : step->apply(x, r, k);
+  }
+  OpView transposed() const;
+};
+OpView op_view(const MatView& v);
+std::vector<float> contiguous(const OpView& v);
+
+// An int8 operand of a product: the SEMANTICS 7.3 quantization of src by gran with the given fp32
+// order. Its rows are src's (row-wise: one state each; tensor-wise: one state), or src's columns
+// (column-wise: the codes of the transpose, one state per column of src).
+struct Int8Operand {
+  MatView src;
+  Gran gran = Gran::row;
+  native::ScaleOrder order = native::ScaleOrder::div_mul;
+  std::size_t rows() const { return gran == Gran::col ? src.cols : src.rows; }
+  std::size_t cols() const { return gran == Gran::col ? src.rows : src.cols; }
+};
+
+// Rows [i0, i1) of an output, (i1 - i0) x its columns values of the dtype, row-major. Each
+// output's rows arrive once, in order.
+using RowSink = std::function<void(std::size_t i0, std::size_t i1, const float* values)>;
+struct LayerSinks {
+  RowSink y, x_grad, w_grad;
+};
 
 // The primitives a layer is made of. The layer's algorithm (run_layer) exists once; the CPU
 // reference (cpu_engine) and the CUDA kernels (gpu/layer/layer.hpp) each implement these, with
@@ -125,15 +192,29 @@ class LayerEngine {
   virtual std::vector<float> gemm(const std::vector<float>& a, std::size_t rows,
                                   const std::vector<float>& b, std::size_t cols, std::size_t k,
                                   const gemm::AccumModel& m, DType d) = 0;
-  // gemm() of views (C = A B^T, k = a.cols): by default on contiguous copies of the views; the
-  // CPU reference reads the views in place and writes C's values directly (a transposed 1 GiB
-  // operand and C's codes beside its values exceeded issue 36's memory bound).
-  virtual std::vector<float> gemm_view(const MatView& a, const MatView& b,
-                                       const gemm::AccumModel& m, DType d) {
-    return gemm(contiguous(a), a.rows, contiguous(b), b.rows, a.cols, m, d);
-  }
   // mask (SEMANTICS 2.1) of every value, then rounded to dtype.
   virtual std::vector<float> mask(const std::vector<float>& v, const LayerConfig& cfg) = 0;
+
+  // What run_layer is written in: the operands as views of the inputs, the products' outputs a
+  // block of rows at a time. By default each is the primitive above on contiguous copies, held
+  // and delivered whole (the GPU engine). The CPU reference reads the views in place, keeps only
+  // the group states of a prepared operand (each element is computed where a product reads it)
+  // and delivers blocks of rows: nothing of the inputs' or outputs' size is held (issue 36's
+  // memory bound, SEMANTICS 11.0), with the same bits.
+  // fake_float8 of x.
+  virtual OpView prepare_float8(const MatView& x, Gran gran, const FloatFormat& f, DType d);
+  // dequantize_int8_rows of quantize_int8(x, row-wise, div-mul) (SwitchBackM's X).
+  virtual OpView prepare_int8_rows(const MatView& x, DType d);
+  // mask of x.
+  virtual OpView prepare_mask(const MatView& x, const LayerConfig& cfg);
+  // gemm of A and B (C = A B^T, k = a.cols()).
+  virtual void gemm_rows(const OpView& a, const OpView& b, const gemm::AccumModel& m, DType d,
+                         const RowSink& out);
+  // int8_product of the two quantizations (k = a.cols()).
+  virtual void int8_product_rows(const Int8Operand& a, const Int8Operand& b,
+                                 native::DequantOrder order, DType d, const RowSink& out);
+  // mask of `count` values in place.
+  virtual void mask_values(float* v, std::size_t count, const LayerConfig& cfg);
 };
 
 LayerEngine& cpu_engine();
@@ -151,8 +232,15 @@ void gemm_operands(const std::vector<float>& a, std::size_t rows, const std::vec
 // A product's output codes (fp32 bits, or bf16/fp16 codes) as values of dtype d.
 std::vector<float> decode_output(const std::vector<std::uint32_t>& c, DType d);
 float decode_output_code(std::uint32_t c, DType d);
-// A view (values of dtype d) as a GEMM operand read in place, as gemm_operands would set it up.
-gemm::Operand view_operand(const MatView& v, DType d);
+
+// InputError naming the first input value that is not a value of cfg.dtype (16-bit codes always
+// are). run_layer checks; run_layer_rows expects checked inputs.
+void check_inputs(const LayerConfig& cfg, const LayerShape& s, const MatView& x, const MatView& w,
+                  const MatView& g);
+// The layer on views of X (b x n), W (m x n) and G (b x m), each output delivered to its sink
+// (in the order Y, X_grad, W_grad).
+void run_layer_rows(const LayerConfig& cfg, const LayerShape& s, const MatView& x, const MatView& w,
+                    const MatView& g, const LayerSinks& out, LayerEngine& engine = cpu_engine());
 
 // Runs the layer on `engine` (default: the CPU reference). Every input value must already be a
 // value of cfg.dtype (InputError names the first that is not); NaN and infinities go through the
@@ -160,8 +248,7 @@ gemm::Operand view_operand(const MatView& v, DType d);
 LayerResult run_layer(const LayerConfig& cfg, const LayerShape& s, const std::vector<float>& x,
                       const std::vector<float>& w, const std::vector<float>& g,
                       LayerEngine& engine = cpu_engine());
-// The same on arrays of b x n, m x n and b x m values (e.g. mapped input files): the plain kind
-// reads them in place; the others copy what their quantizers read.
+// The same on arrays of b x n, m x n and b x m values, read in place.
 LayerResult run_layer(const LayerConfig& cfg, const LayerShape& s, const float* x, const float* w,
                       const float* g, LayerEngine& engine = cpu_engine());
 

@@ -3,6 +3,7 @@
 // the CUDA kernels use.
 #include "sim/quant/quantize.hpp"
 
+#include <stdexcept>
 #include <string>
 
 #include "sim/common/error.hpp"
@@ -241,6 +242,20 @@ std::vector<float> group_absmax(std::span<const float> x, const Scheme& s, std::
   return amax;
 }
 
+// The plan and the state words of a quantization from its group maxima (quantize() and
+// PieceQuantizer).
+void states_of(const Options& opt, const std::vector<float>& amax, native::Nvfp4Tensor& level,
+               native::QuantPlan& plan, std::vector<std::uint32_t>& state) {
+  // The NVFP4 tensor level: the absmax of the whole tensor is the max over its groups' absmax
+  // (absmax_combine is associative and commutative).
+  float tensor_amax = native::kAbsmaxInit;
+  for (const float a : amax) tensor_amax = native::absmax_combine(tensor_amax, a, opt.nan);
+  level = nvfp4_tensor_level(opt, tensor_amax);
+  plan = make_plan(opt, level);
+  state.resize(amax.size());
+  for (std::size_t g = 0; g < amax.size(); ++g) state[g] = native::group_state(plan, amax[g]);
+}
+
 }  // namespace
 
 std::vector<std::size_t> state_shape(const Scheme& s, const std::vector<std::size_t>& shape) {
@@ -288,19 +303,15 @@ Quantized quantize(std::span<const float> x, const std::vector<std::size_t>& sha
   const Scheme& s = opt.scheme;
   // The plan's NaN rule (a library rule may fix it, as torchao's tiles do).
   std::vector<float> amax = group_absmax(x, s, rows, cols, make_plan(opt).nan);
-  // The NVFP4 tensor level: the absmax of the whole tensor is the max over its groups' absmax
-  // (absmax_combine is associative and commutative).
-  float tensor_amax = native::kAbsmaxInit;
-  for (const float a : amax) tensor_amax = native::absmax_combine(tensor_amax, a, opt.nan);
-  const native::Nvfp4Tensor level = nvfp4_tensor_level(opt, tensor_amax);
-  const native::QuantPlan plan = make_plan(opt, level);
+  native::Nvfp4Tensor level;
+  native::QuantPlan plan;
+  std::vector<std::uint32_t> state;
+  states_of(opt, amax, level, plan, state);
 
   Quantized q;
   q.shape = out_shape;
   q.state_shape = state_shape(s, shape);
   q.tensor_scale = nvfp4_stored_scale(opt, level);
-  std::vector<std::uint32_t> state(amax.size());
-  for (std::size_t g = 0; g < amax.size(); ++g) state[g] = native::group_state(plan, amax[g]);
   // The group maxima are done with: released before the codes are allocated, so that peak
   // memory stays within the CLI's bound (docs/SEMANTICS.md 11.0; NVFP4 has a group per 16).
   std::vector<float>().swap(amax);
@@ -325,6 +336,52 @@ Quantized quantize(std::span<const float> x, const std::vector<std::size_t>& sha
     }
   }
   return q;
+}
+
+PieceQuantizer::PieceQuantizer(const Options& opt, std::size_t rows, std::size_t cols)
+    : opt_(opt), rows_(rows), cols_(cols) {
+  // quantize()'s checks, in its order, for a 2-d input of rows x cols.
+  const std::vector<std::size_t> shape{rows, cols};
+  (void)codes_shape(shape, opt);
+  validate_options(opt);
+  check_shape(opt, shape);
+  groups_ = scheme_entry(opt.scheme).groups;
+  amax_nan_ = make_plan(opt).nan;
+  sr_ = opt.mode == RoundMode::sr;
+  amax_.assign(group_count(opt.scheme, rows, cols), native::kAbsmaxInit);
+}
+
+std::size_t PieceQuantizer::group(std::size_t r, std::size_t c) const {
+  return group_index(groups_, opt_.scheme, cols_, r, c);
+}
+
+void PieceQuantizer::add_rows(std::size_t r0, std::size_t r1, const float* x) {
+  if (r0 != next_ || r1 < r0 || r1 > rows_) {
+    throw std::logic_error("PieceQuantizer: rows added out of order");
+  }
+  // group_absmax's fold, element by element in the same order.
+  for (std::size_t r = r0; r < r1; ++r) {
+    for (std::size_t c = 0; c < cols_; ++c) {
+      float& a = amax_[group(r, c)];
+      a = native::absmax_combine(a, x[(r - r0) * cols_ + c], amax_nan_);
+    }
+  }
+  next_ = r1;
+}
+
+void PieceQuantizer::finish() {
+  if (next_ != rows_) throw std::logic_error("PieceQuantizer: finish() before the last row");
+  native::Nvfp4Tensor level;
+  states_of(opt_, amax_, level, plan_, state_);
+  std::vector<float>().swap(amax_);
+  if (!plan_.byte_scales()) {
+    stored_.resize(state_.size());
+    for (std::size_t g = 0; g < state_.size(); ++g) {
+      stored_[g] = native::stored_state(plan_, state_[g]);
+    }
+  }
+  // dequantize()'s plan: the level as the stored tensor scale gives it back.
+  dplan_ = make_plan(opt_, nvfp4_tensor_from_scale(opt_, nvfp4_stored_scale(opt_, level)));
 }
 
 std::vector<float> dequantize(const Quantized& q, const Options& opt) {

@@ -17,6 +17,7 @@
 #include "sim/native/codebook_lookup.hpp"
 #include "sim/native/float_format.hpp"
 #include "sim/native/optim_storage.hpp"
+#include "sim/native/philox.hpp"
 #include "sim/native/quant_absmax.hpp"
 #include "sim/native/quant_codebook.hpp"
 #include "sim/native/quant_int8.hpp"
@@ -193,6 +194,47 @@ inline Quantized quantize(const std::vector<float>& x, const std::vector<std::si
                           const Options& opt) {
   return quantize(std::span<const float>(x), shape, opt);
 }
+
+// quantize() and dequantize() of an input read a block of rows at a time, one element where it
+// is needed (the layer's operands, read from mapped files: issue 36's memory bound, SEMANTICS
+// 11.0): the same checks, group maxima, plan and states as quantize(), so that every code, state
+// and value is quantize()'s and dequantize()'s. Add every row in order (add_rows), then finish();
+// then code() and value() of any element (r, c) of the rows x cols input.
+class PieceQuantizer {
+ public:
+  PieceQuantizer(const Options& opt, std::size_t rows, std::size_t cols);
+  // Rows [r0, r1) of the input, (r1 - r0) x cols fp32 values, row-major; r0 continues the last.
+  void add_rows(std::size_t r0, std::size_t r1, const float* x);
+  void finish();
+  // The code of input element (r, c) of value x (Quantized::codes at r cols + c, or its
+  // transposed place).
+  std::uint8_t code(std::size_t r, std::size_t c, float x) const {
+    const std::uint32_t word =
+        sr_ ? native::philox_word(opt_.seed, plan_.stream(), r * cols_ + c) : 0u;
+    return static_cast<std::uint8_t>(
+        native::quant_element(plan_, x, state_[group(r, c)], word).code);
+  }
+  // dequantize()'s value of element (r, c) with code `code`.
+  float value(std::size_t r, std::size_t c, std::uint8_t code) const {
+    const std::size_t g = group(r, c);
+    const std::uint32_t st =
+        dplan_.byte_scales() ? (state_[g] & 0xFFu) : native::bits_of(stored_[g]);
+    return native::dequant_element(dplan_, code, st);
+  }
+  // Quantized::state (empty for byte scales), one per group.
+  const std::vector<float>& state() const { return stored_; }
+
+ private:
+  std::size_t group(std::size_t r, std::size_t c) const;
+  Options opt_;
+  std::size_t rows_ = 0, cols_ = 0, next_ = 0;
+  native::GroupShape groups_ = native::GroupShape::tensor;
+  native::NanPolicy amax_nan_ = native::NanPolicy::propagate;
+  bool sr_ = false;
+  std::vector<float> amax_, stored_;
+  std::vector<std::uint32_t> state_;
+  native::QuantPlan plan_, dplan_;
+};
 
 // Dequantize to fp32 in the *input* layout (a transposed quantization is transposed back).
 // `q.shape` must be the codes' shape as quantize produced it.

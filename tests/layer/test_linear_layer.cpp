@@ -4,6 +4,7 @@
 // sharing, masked outputs on the grid), and the CLI contract (exit 2, nothing written).
 #include <unistd.h>
 
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <cstdlib>
@@ -16,8 +17,10 @@
 #include <vector>
 
 #include "sim/common/error.hpp"
+#include "sim/format/registry.hpp"
 #include "sim/io/npy.hpp"
 #include "sim/layer/linear_layer.hpp"
+#include "sim/native/convert.hpp"
 #include "sim/native/sfu_sm90.hpp"
 #include "sim/sfu/sfu_tables.hpp"
 
@@ -383,4 +386,108 @@ TEST_CASE("exmy layer: outputs as dtype codes, together or not at all", "[cli][l
               s + "/o6") == 2);
   REQUIRE(!fs::exists(s + "/o6"));
   fs::remove_all(d);
+}
+
+namespace {
+// The vector primitives of the CPU reference with LayerEngine's default view forms: the layer as
+// it ran before it streamed (contiguous copies, whole outputs), and as the GPU engine runs it.
+class VectorEngine final : public LayerEngine {
+ public:
+  Int8 quantize_int8(const std::vector<float>& x, std::size_t rows, std::size_t cols, Gran gran,
+                     native::ScaleOrder order) override {
+    return cpu_engine().quantize_int8(x, rows, cols, gran, order);
+  }
+  std::vector<float> int8_product(const Int8& a, std::size_t rows, const Int8& b, std::size_t cols,
+                                  std::size_t k, native::DequantOrder order, DType d) override {
+    return cpu_engine().int8_product(a, rows, b, cols, k, order, d);
+  }
+  std::vector<float> dequantize_int8_rows(const Int8& q, std::size_t rows, std::size_t cols,
+                                          DType d) override {
+    return cpu_engine().dequantize_int8_rows(q, rows, cols, d);
+  }
+  std::vector<float> fake_float8(const std::vector<float>& x, std::size_t rows, std::size_t cols,
+                                 Gran gran, const FloatFormat& f, DType d) override {
+    return cpu_engine().fake_float8(x, rows, cols, gran, f, d);
+  }
+  std::vector<float> gemm(const std::vector<float>& a, std::size_t rows,
+                          const std::vector<float>& b, std::size_t cols, std::size_t k,
+                          const gemm::AccumModel& m, DType d) override {
+    return cpu_engine().gemm(a, rows, b, cols, k, m, d);
+  }
+  std::vector<float> mask(const std::vector<float>& v, const LayerConfig& cfg) override {
+    return cpu_engine().mask(v, cfg);
+  }
+};
+
+std::vector<std::uint32_t> bits_of_all(const std::vector<float>& v) {
+  std::vector<std::uint32_t> r(v.size());
+  if (!v.empty()) std::memcpy(r.data(), v.data(), v.size() * 4);
+  return r;
+}
+
+// The dtype's code of each value (exact: values of the dtype).
+std::vector<std::uint16_t> codes_of(const std::vector<float>& v, DType d) {
+  std::vector<std::uint16_t> c(v.size());
+  for (std::size_t i = 0; i < v.size(); ++i) {
+    c[i] = static_cast<std::uint16_t>(
+        native::convert(formats::fp32, dtype_format(d), Rounding{}, native::bits_of(v[i]), 0).code);
+  }
+  return c;
+}
+}  // namespace
+
+// Issue 36: the CPU reference streams (prepared operands computed where the products read them,
+// int8 tiles, outputs a block of rows at a time); its bits must be those of the vector
+// primitives. Shapes with several blocks of rows in every product (b 70 > the 32 and 64 rows of
+// a block at n = 16384, W_grad's B in 3 blocks), NaN / inf / -0 / subnormal inputs, and 16-bit
+// inputs read as codes (view_of_codes) against the same values as fp32.
+TEST_CASE("the streamed layer equals the vector primitives, and codes equal their values",
+          "[layer][stream]") {
+  const std::size_t b = 70, n = 16384, m = 5;
+  VectorEngine vec;
+  int compared = 0;
+  for (const DType dt : {DType::fp32, DType::bf16, DType::fp16}) {
+    std::vector<float> x = bf16_values(b * n, 31, 3.0f, dt), w = bf16_values(m * n, 32, 0.5f, dt),
+                       g = bf16_values(b * m, 33, 0.01f, dt);
+    x[5] = NAN;
+    x[n + 7] = INFINITY;
+    x[2 * n + 1] = -0.0f;
+    w[3] = to_dtype(1e-40f, dt);
+    g[4] = -INFINITY;
+    for (std::size_t k = 0; k < n; ++k) x[3 * n + k] = 0.0f;  // a zero row
+    for (const std::string kind : {"plain", "switchback", "switchback-m", "switchback-q",
+                                   "llm-int8", "fp8-tensorwise", "switchback-fp8", "masked:e4m3"}) {
+      for (const std::string accum : {"fp32-seq", "sm90"}) {
+        if (accum == "sm90" && kind != "plain" && kind != "fp8-tensorwise" &&
+            kind != "switchback") {
+          continue;
+        }
+        INFO(kind << " " << dtype_name(dt) << " " << accum);
+        const LayerConfig c = config(kind, dt, accum);
+        const LayerResult want = run_layer(c, {b, n, m}, x, w, g, vec);
+        const LayerResult got = run_layer(c, {b, n, m}, x, w, g);
+        REQUIRE(bits_of_all(got.y) == bits_of_all(want.y));
+        REQUIRE(bits_of_all(got.x_grad) == bits_of_all(want.x_grad));
+        REQUIRE(bits_of_all(got.w_grad) == bits_of_all(want.w_grad));
+        ++compared;
+        if (dt == DType::fp32) continue;
+        const std::vector<std::uint16_t> xc = codes_of(x, dt), wc = codes_of(w, dt),
+                                         gc = codes_of(g, dt);
+        LayerResult r;
+        const auto into = [](std::vector<float>& v, std::size_t rows, std::size_t cols) {
+          v.assign(rows * cols, 0.0f);
+          return [&v, cols](std::size_t i0, std::size_t i1, const float* p) {
+            std::copy(p, p + (i1 - i0) * cols, v.begin() + static_cast<std::ptrdiff_t>(i0 * cols));
+          };
+        };
+        run_layer_rows(c, {b, n, m}, view_of_codes(xc.data(), b, n, dt),
+                       view_of_codes(wc.data(), m, n, dt), view_of_codes(gc.data(), b, m, dt),
+                       {into(r.y, b, m), into(r.x_grad, b, n), into(r.w_grad, m, n)});
+        REQUIRE(bits_of_all(r.y) == bits_of_all(want.y));
+        REQUIRE(bits_of_all(r.x_grad) == bits_of_all(want.x_grad));
+        REQUIRE(bits_of_all(r.w_grad) == bits_of_all(want.w_grad));
+      }
+    }
+  }
+  REQUIRE(compared == 3 * (8 + 3));
 }
