@@ -29,29 +29,35 @@ el "build done"
 T=$(find build-dev -name exmy_test_gpu -type f -perm -u+x | head -1)
 E=$PWD/$(find build-dev -path '*cli/exmy' -type f | head -1)
 export EXMY_CLI=$E LD_LIBRARY_PATH=$PWD/.devdeps/usr/lib/x86_64-linux-gnu:${LD_LIBRARY_PATH:-}
-timeout 70 "$T" "[gpu][quant],[gpu][gemm],[gpu][layer]" 2>&1 | tail -3
+timeout 60 "$T" "[gpu][quant],[gpu][gemm],[gpu][layer]" 2>&1 | tail -3
 el "gpu tests done"
 P=/tmp/peers; mkdir -p $P
-timeout 120 python3 bench/peers/bnb_optim8_vs_exmy.py --exmy "$E" --out $P/o8 --exmy-device both \
-  --only ademamix32bit,paged_ademamix32bit,lion8bit,lion32bit,paged_lion8bit,paged_lion32bit 2>&1 | tail -4
-el "o8 done"
-timeout 60 python3 bench/peers/bnb4bit_vs_exmy.py --exmy "$E" --device cuda --out $P/b4 --only double-quant 2>&1 | tail -3
-el "b4 done"
-timeout 90 python3 bench/peers/blockwise_cast_vs_torch.py --exmy "$E" --out $P/bw --device cuda \
-  --te-ref .teref --only torchao 2>&1 | tail -3
-el "bw done"
-if [ -f bench/peers/torch_optim_vs_exmy.py ]; then
-  left=$(( 540 - ($(date +%s) - t0) ))
-  [ $left -gt 30 ] && timeout $left python3 bench/peers/torch_optim_vs_exmy.py --exmy "$E" \
-    --out $P/topt 2>&1 | tail -4
-  el "torch optim done"
-fi
+# The four comparisons at once (each is mostly exmy processes on the CPU and small GPU calls),
+# each with its own log and a deadline that leaves the benchmark its quiet GPU.
+dl=$(( 470 - ($(date +%s) - t0) ))
+[ $dl -lt 60 ] && dl=60
+timeout $dl python3 bench/peers/bnb_optim8_vs_exmy.py --exmy "$E" --out $P/o8 --exmy-device both \
+  --only ademamix32bit,paged_ademamix32bit,lion8bit,lion32bit,paged_lion8bit,paged_lion32bit \
+  > $P/o8.log 2>&1 &
+timeout $dl python3 bench/peers/bnb4bit_vs_exmy.py --exmy "$E" --device cuda --out $P/b4 \
+  --only double-quant > $P/b4.log 2>&1 &
+timeout $dl python3 bench/peers/blockwise_cast_vs_torch.py --exmy "$E" --out $P/bw --device cuda \
+  --te-ref .teref --only torchao > $P/bw.log 2>&1 &
+timeout $dl python3 bench/peers/torch_optim_vs_exmy.py --exmy "$E" --out $P/topt > $P/topt.log 2>&1 &
+wait
+for f in o8 b4 bw topt; do echo "--- $f"; tail -4 $P/$f.log; done
+el "peers done"
 (cd $P && tar cf "$OUT/peers.tar" .)
 left=$(( 585 - ($(date +%s) - t0) ))
 if [ -d build-before ] && [ $left -gt 40 ]; then
+  # before: bench_optim_gpu of 3436d35 (the commit before the launcher tables), built off the
+  # device and carried xz-packed with its libbenchmark; after: this tree's, built above.
   B=$(find build-dev -name bench_optim_gpu -type f -perm -u+x | head -1)
-  mkdir -p /tmp/ba-after && cp "$B" /tmp/ba-after/
-  OUT=/tmp/bench timeout $left bash bench/gpu_before_after.sh build-before /tmp/ba-after 2 bench_optim_gpu 2>&1 | tail -16
+  mkdir -p /tmp/ba-after /tmp/ba-before && cp "$B" /tmp/ba-after/
+  xz -dc build-before/bench_optim_gpu.xz > /tmp/ba-before/bench_optim_gpu
+  chmod +x /tmp/ba-before/bench_optim_gpu
+  export LD_LIBRARY_PATH=$LD_LIBRARY_PATH:$PWD/build-before
+  OUT=/tmp/bench timeout $left bash bench/gpu_before_after.sh /tmp/ba-before /tmp/ba-after 2 bench_optim_gpu 2>&1 | tail -16
   (cd /tmp/bench && tar cf "$OUT/bench.tar" .)
 fi
 el "all done"
