@@ -36,14 +36,14 @@ P=/tmp/peers; mkdir -p $P
 # each with its own log and a deadline that leaves the benchmark its quiet GPU.
 dl=$(( 470 - ($(date +%s) - t0) ))
 [ $dl -lt 60 ] && dl=60
-timeout $dl python3 bench/peers/bnb_optim8_vs_exmy.py --exmy "$E" --out $P/o8 --exmy-device both \
+timeout -k 5 $dl python3 bench/peers/bnb_optim8_vs_exmy.py --exmy "$E" --out $P/o8 --exmy-device both \
   --only ademamix32bit,paged_ademamix32bit,lion8bit,lion32bit,paged_lion8bit,paged_lion32bit \
   > $P/o8.log 2>&1 &
-timeout $dl python3 bench/peers/bnb4bit_vs_exmy.py --exmy "$E" --device cuda --out $P/b4 \
+timeout -k 5 $dl python3 bench/peers/bnb4bit_vs_exmy.py --exmy "$E" --device cuda --out $P/b4 \
   --only double-quant > $P/b4.log 2>&1 &
-timeout $dl python3 bench/peers/blockwise_cast_vs_torch.py --exmy "$E" --out $P/bw --device cuda \
+timeout -k 5 $dl python3 bench/peers/blockwise_cast_vs_torch.py --exmy "$E" --out $P/bw --device cuda \
   --te-ref .teref --only torchao > $P/bw.log 2>&1 &
-timeout $dl python3 bench/peers/torch_optim_vs_exmy.py --exmy "$E" --out $P/topt > $P/topt.log 2>&1 &
+timeout -k 5 $dl python3 bench/peers/torch_optim_vs_exmy.py --exmy "$E" --out $P/topt > $P/topt.log 2>&1 &
 wait
 for f in o8 b4 bw topt; do echo "--- $f"; tail -4 $P/$f.log; done
 el "peers done"
