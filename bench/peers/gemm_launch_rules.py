@@ -26,6 +26,9 @@ RULES = {
     ("xmma_tf32", "tf32", "fp32"): ("hw:k=8,frac=25,tf32=rne", 4, True, 0, 0),
     ("s1688gemm_tf32", "tf32", "fp32"): ("hw:k=8,frac=25,tf32=rne", 4, False, FROM_NAME, 0),
 }
+# Rules whose split parts are whole k-tiles (P = T ceil(ceil(K/T)/S)) where T divides K and
+# K >= T S (kRules' tile_parts).
+TILE_PARTS = {("s1688gemm_tf32", "tf32", "fp32")}
 # Rules that hold only for kernels whose name starts so.
 KEY_PREFIX = {"xmma_tf32": "sm80_xmma_gemm_"}
 # The instruction k of each base (a k-tile must be a multiple of it).
@@ -52,6 +55,7 @@ def family_rule(rec, t, o, K):
     if (S > 1 and not split) or (red and not split):
         return None
     m = base
+    T = 0
     if ktile:
         T = name_ktile(key) if ktile == FROM_NAME else ktile
         if not T or T % INSTR_K.get(base, 1):
@@ -61,6 +65,8 @@ def family_rule(rec, t, o, K):
         seq = base.startswith("fp32-seq")
         if aligned and K % aligned == 0:
             g = aligned
+        if (fam, t, o) in TILE_PARTS and T and K % T == 0 and K >= T * S:
+            g = T
         m += (":chunk=%d" if seq else ",chunk=%d") % split_part(K, S, g)
         if red in ("splitKreduce/bf16", "splitKreduce/fp16"):
             if seq:

@@ -37,6 +37,10 @@ struct FamilyRule {
   std::size_t aligned_unit = 0;
   // The rule holds only for kernels whose name starts so (nullptr: every kernel of the family).
   const char* key_prefix = nullptr;
+  // Split parts of whole k-tiles (P = T ceil(ceil(K/T)/S)) where the k-tile T divides K and
+  // K >= T S (else `unit`): cuBLAS's TF32 s1688gemm at 413x3x4640 (S = 17) and 437x16x4160
+  // (S = 15) on the H200 (bench/results/2026-12-01-h200-gemm-campaign.md).
+  bool tile_parts = false;
 };
 
 constexpr int kFromName = -1;
@@ -91,7 +95,7 @@ constexpr FamilyRule kRules[] = {
     {"s1688gemm_tf32", "tf32", "fp32", "hw:k=8,frac=25,tf32=rne", 4, false,
      "the FPRev trees of 32 shapes on the H100 and the H200 and all 8 captured H200 shapes "
      "with a record agree; the H100 captures' outputs are not yet checked with it",
-     kFromName},
+     kFromName, 0, nullptr, true},
 };
 
 // The k-tile T of a CUTLASS kernel name's _<M>x<N>_<T>x<stages>_ (0 if it has none).
@@ -154,9 +158,9 @@ LaunchRule launch_rule(const LaunchRecord& r, const std::string& in, const std::
   // With splitKreduce (also after S = 1: cuBLAS then reduces one part) the parts are chunks
   // added from +0 in fp32; without it, one accumulation.
   std::string model = rule->base;
+  std::size_t T = 0;
   if (rule->ktile != 0) {
-    const std::size_t T =
-        rule->ktile == kFromName ? name_ktile(r.key) : static_cast<std::size_t>(rule->ktile);
+    T = rule->ktile == kFromName ? name_ktile(r.key) : static_cast<std::size_t>(rule->ktile);
     if (T == 0) {
       lr.why = record_name(r) + ": the kernel's name holds no k-tile (_MxN_TxS_), which the " +
                "family rule needs";
@@ -173,7 +177,9 @@ LaunchRule launch_rule(const LaunchRecord& r, const std::string& in, const std::
   }
   if (split_reduce) {
     const bool aligned = rule->aligned_unit > 0 && K % rule->aligned_unit == 0;
-    const std::size_t P = split_part(K, r.split, aligned ? rule->aligned_unit : rule->unit);
+    const bool tiles = rule->tile_parts && T > 0 && K % T == 0 && K >= T * r.split;
+    const std::size_t P =
+        split_part(K, r.split, tiles ? T : (aligned ? rule->aligned_unit : rule->unit));
     const bool seq = std::strncmp(rule->base, "fp32-seq", 8) == 0;
     model += (seq ? ":chunk=" : ",chunk=") + std::to_string(P);
     const bool partial16 = r.reduce == "splitKreduce/bf16" || r.reduce == "splitKreduce/fp16";

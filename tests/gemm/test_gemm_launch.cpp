@@ -183,6 +183,23 @@ TEST_CASE("family rules: TF32 sm80 xmma and TF32 s1688gemm (k-tile residue first
   t.split = 22;
   REQUIRE(launch_rule(t, "tf32", "fp32", 6031).model ==
           "hw:k=8,frac=25,tf32=rne,ktile=32,chunk=276");
+  // Whole k-tiles where T divides K and K >= T S: 413x3x4640 on the H200, 64x64_16x6 (T = 16),
+  // S = 17: 16 ceil(290/17) = 288 (16 parts of 288 and one of 32), not 4 ceil(273/4) = 276;
+  // 437x16x4160, S = 15: 16 ceil(260/15) = 288. 243x164x48, S = 4 (K < T S): 4-units, 12.
+  t.key = "cutlass_80_tensorop_s1688gemm_64x64_16x6_tn_align1";
+  t.split = 17;
+  REQUIRE(launch_rule(t, "tf32", "fp32", 4640).model ==
+          "hw:k=8,frac=25,tf32=rne,ktile=16,chunk=288");
+  t.split = 15;
+  REQUIRE(launch_rule(t, "tf32", "fp32", 4160).model ==
+          "hw:k=8,frac=25,tf32=rne,ktile=16,chunk=288");
+  t.split = 4;
+  REQUIRE(launch_rule(t, "tf32", "fp32", 48).model == "hw:k=8,frac=25,tf32=rne,ktile=16,chunk=12");
+  // 16 does not divide 4097 (17x31x4097, S = 61): 4-units, 4 ceil(68/4) = 68.
+  t.split = 61;
+  REQUIRE(launch_rule(t, "tf32", "fp32", 4097).model ==
+          "hw:k=8,frac=25,tf32=rne,ktile=16,chunk=68");
+  t.key = "cutlass_80_tensorop_s1688gemm_64x128_32x6_tn_align1";
   // Without a split (no reduction): one accumulation with the residue tile first.
   t.reduce = "";
   t.split = 1;
