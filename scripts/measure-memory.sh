@@ -94,6 +94,9 @@ row x.npy "q.npy s.npy" quantize --scheme block:256 --to dynamic --in x.npy --ou
 row x.npy "q.npy s.npy" quantize --scheme mx --to e4m3fn --in x.npy --out q.npy --state-out s.npy
 row x.npy "q.npy s.npy" quantize --scheme nvfp4 --to e2m1fn --in x.npy --out q.npy --state-out s.npy --pack
 row x2.npy "q.npy s.npy" quantize --scheme tensor --to e4m3fn --variant te --in x2.npy --out q.npy --state-out s.npy
+# 16-bit sources (bf16 bits as <u2, 512 MiB): SEMANTICS 11.0's stated exception (widened to fp32).
+row xb.npy "q.npy s.npy" quantize --scheme block:256 --to dynamic --in xb.npy --in-format bf16 --out q.npy --state-out s.npy
+row xb.npy "q.npy s.npy" quantize --scheme mx --to e4m3fn --in xb.npy --in-format bf16 --out q.npy --state-out s.npy
 [[ dequantize =~ ^($filter)$ ]] &&
   "$exmy" quantize --scheme block:256 --to dynamic --in x.npy --out q.npy --state-out s.npy > /dev/null
 row "q.npy s.npy" d.npy dequantize --scheme block:256 --from dynamic --in q.npy --state s.npy --out d.npy
