@@ -439,58 +439,18 @@ gemm::Operand operand_from_array(const nb::ndarray<nb::c_contig, nb::device::cpu
     throw InputError(which + ": a " + std::to_string(a.ndim()) +
                      "-d array (expected 2-d, rows x K)");
   }
-  gemm::Operand o;
-  o.rows = a.shape(0);
-  o.cols = a.shape(1);
-  auto store = std::make_shared<gemm::OperandStore>();
-  store->data = a.data();
-  store->row_stride = o.cols;
-  store->col_stride = 1;
-  if (fmt_name == "fp32" || fmt_name == "tf32") {
-    if (a.dtype() != nb::dtype<float>()) {
-      throw InputError(which + ": expected float32 values for " + which + "_format='" + fmt_name +
-                       "'");
-    }
-    o.code_bits = 32;
-    o.emin = -126;
-    o.type = fmt_name;
-    store->elem_bytes = 4;
-    o.store = std::move(store);
-    return o;
+  const bool values = fmt_name == "fp32" || fmt_name == "tf32";
+  if (values && a.dtype() != nb::dtype<float>()) {
+    throw InputError(which + ": expected float32 values for " + which + "_format='" + fmt_name +
+                     "'");
   }
-  const Format f = parse_format(fmt_name);
-  if (f.kind != FormatKind::floating || f.fp.total_bits() > 16) {
-    throw InputError(which + "_format '" + fmt_name +
-                     "': expected a float format of at most 16 bits, fp32 or tf32");
-  }
-  const bool narrow = f.fp.total_bits() <= 8;
-  if (a.dtype() != (narrow ? nb::dtype<std::uint8_t>() : nb::dtype<std::uint16_t>())) {
-    throw InputError(which + ": expected " + (narrow ? "uint8" : "uint16") + " codes of " +
-                     fmt_name);
-  }
-  const std::uint64_t limit = std::uint64_t{1} << f.fp.total_bits();
-  const std::size_t n = a.size();
-  for (std::size_t i = 0; i < n; ++i) {
-    const std::uint64_t c = narrow ? static_cast<const std::uint8_t*>(a.data())[i]
-                                   : static_cast<const std::uint16_t*>(a.data())[i];
-    if (c >= limit) {
-      throw InputError(which + ": code " + std::to_string(c) + " at index " + std::to_string(i) +
-                       " (expected a " + fmt_name + " code below " + std::to_string(limit) + ")");
-    }
-  }
-  const FloatFormat& fmt = f.fp;
-  store->elem_bytes = narrow ? 1 : 2;
-  store->table.resize(static_cast<std::size_t>(limit));
-  for (std::uint64_t c = 0; c < limit; ++c) store->table[c] = native::to_double(fmt, c);
-  const auto same = [&](const FloatFormat& g) {
-    return g.exp_bits == fmt.exp_bits && g.man_bits == fmt.man_bits && g.bias == fmt.bias;
-  };
-  o.code_bits = narrow ? 8 : 16;
-  o.value_bits = fmt.total_bits();
-  o.emin = fmt.subnormals ? 1 - fmt.bias : -fmt.bias;
-  o.type = same(formats::bf16) ? "bf16" : same(formats::fp16) ? "fp16" : fmt_name;
-  o.store = std::move(store);
-  return o;
+  // The elements' NumPy type string, for the checks read_operand runs on a file's header.
+  const std::string descr = a.dtype() == nb::dtype<float>()           ? "<f4"
+                            : a.dtype() == nb::dtype<std::uint8_t>()  ? "|u1"
+                            : a.dtype() == nb::dtype<std::uint16_t>() ? "<u2"
+                                                                      : "another dtype";
+  return gemm::operand_from_elements(a.data(), a.shape(0), a.shape(1), descr, fmt_name, which,
+                                     which + "_format", nullptr);
 }
 
 // Block scales of one operand (MX: E8M0 per 32 k; NVFP4: UE4M3 per 16 k) from a uint8 array of

@@ -142,42 +142,51 @@ Operand read_operand(const std::string& path, const std::string& fmt_name, const
     throw InputError(path + ": " + std::to_string(h.shape.size()) + "-d array (expected the 2-d " +
                      which + ", rows x K)");
   }
+  const void* data = file->data();
+  return operand_from_elements(data, h.shape[0], h.shape[1], h.descr, fmt_name, path,
+                               std::string(which) == "A" ? "--a-format" : "--b-format",
+                               std::move(file));
+}
+
+Operand operand_from_elements(const void* data, std::size_t rows, std::size_t cols,
+                              const std::string& descr, const std::string& fmt_name,
+                              const std::string& what, const std::string& fmt_option,
+                              std::shared_ptr<const void> keep) {
   Operand o;
-  o.rows = h.shape[0];
-  o.cols = h.shape[1];
+  o.rows = rows;
+  o.cols = cols;
   auto store = std::make_shared<OperandStore>();
-  store->data = file->data();
+  store->data = data;
   store->row_stride = o.cols;
   store->col_stride = 1;
+  store->keep = std::move(keep);
   if (fmt_name == "fp32" || fmt_name == "tf32") {
-    if (h.descr != "<f4") {
-      throw InputError(path + ": dtype " + h.descr + " (expected <f4 for " + fmt_name + ")");
+    if (descr != "<f4") {
+      throw InputError(what + ": dtype " + descr + " (expected <f4 for " + fmt_name + ")");
     }
     o.code_bits = 32;
     o.emin = -126;
     o.type = fmt_name;  // fp32 (cuBLAS SGEMM on CUDA cores) or tf32 (tensor cores)
     store->elem_bytes = 4;
-    store->keep = std::move(file);
     o.store = std::move(store);
     return o;
   }
   const Format f = parse_format(fmt_name);
   if (f.kind != FormatKind::floating || f.fp.total_bits() > 16) {
-    throw InputError(std::string(which == std::string("A") ? "--a-format" : "--b-format") + " '" +
-                     fmt_name + "': expected a float format of at most 16 bits, fp32 or tf32");
+    throw InputError(fmt_option + " '" + fmt_name +
+                     "': expected a float format of at most 16 bits, fp32 or tf32");
   }
   const bool narrow = f.fp.total_bits() <= 8;
   const char* want = narrow ? io::kDescrU8 : io::kDescrU16;
-  if (h.descr != want) {
-    throw InputError(path + ": dtype '" + h.descr + "', expected '" + want + "'");
+  if (descr != want) {
+    throw InputError(what + ": dtype '" + descr + "', expected '" + want + "'");
   }
-  const std::size_t n = h.count();
+  const std::size_t n = rows * cols;
   const std::uint64_t limit = std::uint64_t{1} << f.fp.total_bits();
   for (std::size_t i = 0; i < n; ++i) {
-    const std::uint64_t c =
-        narrow ? load<std::uint8_t>(file->data(), i) : load<std::uint16_t>(file->data(), i);
+    const std::uint64_t c = narrow ? load<std::uint8_t>(data, i) : load<std::uint16_t>(data, i);
     if (c >= limit) {
-      throw InputError(path + ": code " + std::to_string(c) + " at index " + std::to_string(i) +
+      throw InputError(what + ": code " + std::to_string(c) + " at index " + std::to_string(i) +
                        " (expected a " + fmt_name + " code below " + std::to_string(limit) + ")");
     }
   }
@@ -186,7 +195,6 @@ Operand read_operand(const std::string& path, const std::string& fmt_name, const
   store->elem_bytes = narrow ? 1 : 2;
   store->table.resize(static_cast<std::size_t>(limit));
   for (std::uint64_t c = 0; c < limit; ++c) store->table[c] = native::to_double(fmt, c);
-  store->keep = std::move(file);
   const auto same = [&](const FloatFormat& g) {
     return g.exp_bits == fmt.exp_bits && g.man_bits == fmt.man_bits && g.bias == fmt.bias;
   };

@@ -97,6 +97,14 @@ Operand operand_from_fp32(const std::vector<float>& x, std::size_t rows, std::si
 // <u2 above) or <f4 for fp32/tf32. InputError names the file and what was expected (rank,
 // dtype, a code out of range, a format that is not a float of at most 16 bits).
 Operand read_operand(const std::string& path, const std::string& fmt, const char* which);
+// The operand of rows x cols C-order elements at `data` as read_operand makes it (also for arrays
+// in memory, the Python binding's): `descr` is their NumPy type string (<f4 for fp32/tf32, |u1
+// codes up to 8 bits, <u2 above), `what` names them in messages and `fmt_option` names the format
+// argument; `keep` holds what owns `data` (may be null when the caller outlives the GEMM).
+Operand operand_from_elements(const void* data, std::size_t rows, std::size_t cols,
+                              const std::string& descr, const std::string& fmt,
+                              const std::string& what, const std::string& fmt_option,
+                              std::shared_ptr<const void> keep);
 
 enum class OutFormat : std::uint8_t { fp32, bf16, fp16 };
 OutFormat parse_out_format(const std::string& s);
