@@ -264,8 +264,8 @@ SectionSummary run_adam_heatmap_section(const ReportContext& ctx) {
     // Each 8-bit run against the fp32 run of its own task (the fair task's dense_fp32 for the
     // dense variants; the sparse task's fp32 otherwise) and seed; the baselines themselves are
     // not compared (the loop used the sparse fp32 run for every variant, issue 35).
+    if (v == 0 || v == dense_fp32) continue;  // the two baselines
     const std::size_t base = variants[v].dense ? dense_fp32 : 0;
-    if (v == base || v == dense_fp32 || v == 0) continue;
     for (int sd = 0; sd < nseeds; ++sd) {
       const TrainLog& l8 = logs[v * nseeds + sd];
       const TrainLog& l32 = logs[base * nseeds + static_cast<std::size_t>(sd)];
