@@ -25,11 +25,11 @@ cfg() {  # cfg SRC BUILD: the flags of scripts/device-build.sh
     -DMPFR_INCLUDE_DIR="$p/include" -DMPFR_LIBRARY="$p/lib/x86_64-linux-gnu/libmpfr.a" \
     -DGMP_LIBRARY="$p/lib/x86_64-linux-gnu/libgmp.a" -DCMAKE_CXX_FLAGS="-I$p/include" >/dev/null
 }
-( cfg . build-dev && cmake --build build-dev -j10 --target exmy exmy_test_gpu bench_gpu_quant bench_optim_gpu \
+( cfg . build-dev && cmake --build build-dev -j9 --target exmy exmy_test_gpu bench_gpu_quant bench_optim_gpu \
     > /tmp/build-after.log 2>&1; echo "after build rc $?" >> /tmp/build-after.log ) &
 ba=$!
 ( rm -rf /tmp/before && mkdir -p /tmp/before && tar xJf build-before/src.tar.xz -C /tmp/before &&
-  cfg /tmp/before build-dev-before && cmake --build build-dev-before -j6 --target bench_gpu_quant bench_optim_gpu \
+  cfg /tmp/before build-dev-before && cmake --build build-dev-before -j5 --target bench_gpu_quant bench_optim_gpu \
     > /tmp/build-before.log 2>&1; echo "before build rc $?" >> /tmp/build-before.log ) &
 bb=$!
 # Captures, two at a time; each a deadline of 150 s.
