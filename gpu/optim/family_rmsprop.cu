@@ -19,7 +19,7 @@ using native::Storage;
 // keeps no grad_avg / momentum_buffer.
 template <typename T, Storage ST>
 __global__ void __launch_bounds__(kThreads)
-    k_rmsprop(native::TorchRmspropScalars s, native::TorchCpuLoop loop, T* p, const T* g, T* sq,
+    k_rmsprop(native::TorchRmspropScalars s, native::TorchCpuTails tails, T* p, const T* g, T* sq,
               T* ga, T* buf, std::size_t n) {
   const auto dec = [](T x) -> float {
     if constexpr (ST == Storage::f32) {
@@ -44,8 +44,7 @@ __global__ void __launch_bounds__(kThreads)
     float pi = dec(p[i]), si = dec(sq[i]);
     float gi = ga ? dec(ga[i]) : 0.0f, bi = buf ? dec(buf[i]) : 0.0f;
     // torch-cpu: the scalar tails of the ATen CPU kernels (SEMANTICS 9.2.2)
-    const bool tail = s.k == native::TorchKernels::cpu &&
-                      native::torch_cpu_scalar_tail(i, n, native::storage_bytes(ST), loop);
+    const bool tail = s.k == native::TorchKernels::cpu && tails.at(i);
     native::torch_rmsprop_element(s, ST, pi, dec(g[i]), si, gi, bi, tail);
     p[i] = enc(pi);
     sq[i] = enc(si);
@@ -56,11 +55,12 @@ __global__ void __launch_bounds__(kThreads)
 
 template <typename T, Storage ST>
 void launch(const native::TorchRmspropScalars& s, const StepLaunch& l) {
-  const native::TorchCpuLoop loop = l.c.hyper.adam.cpu;
+  const native::TorchCpuTails tails =
+      native::torch_cpu_tails(l.n, native::storage_bytes(ST), l.c.hyper.adam.cpu);
   T* ga = s.centered ? static_cast<T*>(l.array("grad_avg")) : nullptr;
   T* buf = s.has_momentum ? static_cast<T*>(l.array("momentum_buffer")) : nullptr;
   k_rmsprop<T, ST>
-      <<<grid_for(l.n, 4), kThreads>>>(s, loop, static_cast<T*>(l.p), static_cast<const T*>(l.g),
+      <<<grid_for(l.n, 4), kThreads>>>(s, tails, static_cast<T*>(l.p), static_cast<const T*>(l.g),
                                        static_cast<T*>(l.array("square_avg")), ga, buf, l.n);
 }
 

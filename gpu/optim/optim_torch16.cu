@@ -28,13 +28,13 @@ __device__ std::uint16_t encode16(float x) {
 }
 
 // Under torch-cpu, whether element i is in an ATen CPU chunk's scalar tail (SEMANTICS 9.2.2).
+// `cpu` is false where no tail changes a bit (every CUDA profile; Adam's tails differ only in
+// grad.add(param, alpha=wd), which AdamW and a zero weight decay never run), so those runs skip
+// the index arithmetic.
 struct Tails {
   bool cpu;
-  native::TorchCpuLoop loop;
-  std::size_t n;
-  __device__ bool at(std::size_t i) const {
-    return cpu && native::torch_cpu_scalar_tail(i, n, 2, loop);
-  }
+  native::TorchCpuTails idx;
+  __device__ bool at(std::size_t i) const { return cpu && idx.at(i); }
 };
 
 template <Storage ST>
@@ -149,7 +149,8 @@ void adam_step(const optim::AdamHyper& h, bool decoupled, bool fused, Storage st
     return;
   }
   const native::TorchAdamScalars s = optim::torch_adam_scalars(h, step, decoupled);
-  const Tails t{h.kernels == native::TorchKernels::cpu, h.cpu, n};
+  const Tails t{h.kernels == native::TorchKernels::cpu && s.has_wd && !s.decoupled,
+                native::torch_cpu_tails(n, 2, h.cpu)};
   const bool vec = aligned8(p, g, m, v);
   if (st == Storage::bf16) {
     k_adam16<Storage::bf16>
@@ -166,7 +167,7 @@ void sgd_step(const optim::SgdHyper& h, Storage st, long step, std::uint16_t* p,
   check_storage16(st, "sgd_step");
   if (n == 0) return;
   const native::TorchSgdScalars s = optim::torch_sgd_scalars(h);
-  const Tails t{h.kernels == native::TorchKernels::cpu, h.cpu, n};
+  const Tails t{h.kernels == native::TorchKernels::cpu, native::torch_cpu_tails(n, 2, h.cpu)};
   const bool vec = aligned8(p, g, buf);
   if (st == Storage::bf16) {
     k_sgd16<Storage::bf16>

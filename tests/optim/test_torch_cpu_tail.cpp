@@ -150,3 +150,46 @@ TEST_CASE("torch-cpu switches: :avx512 :avx2 :tN, refused elsewhere", "[optim][t
   CHECK(testing::run(base + "--compat torch-cpu:default --out " + dir + "/c") == 2);
   CHECK_FALSE(testing::exists(dir + "/c/params.npy"));
 }
+
+// Regression (bench_optim_gpu, H200, 2026-12-01): the GPU kernels called torch_cpu_scalar_tail per
+// element, two 64-bit divisions each, and the 16-bit Adam kernel ran 1.49x slower than before the
+// tails were modelled. They now use TorchCpuTails, worked out once per tensor; it must name the
+// same elements as torch_cpu_scalar_tail: every element of every n below 70,000 (serial and 1..3
+// chunks) for a few loops, and the elements next to every chunk boundary of large tensors,
+// 2^32 + a little included (the 64-bit path).
+TEST_CASE("torch-cpu scalar tails: the precomputed index equals the rule", "[optim][torch-cpu]") {
+  const native::TorchCpuLoop loops[] = {{32, 0}, {32, 1}, {32, 2}, {64, 3}, {32, 16}};
+  for (const auto loop : loops) {
+    for (const std::size_t bytes : {std::size_t{2}, std::size_t{4}}) {
+      for (std::size_t n = 0; n < 70000; n += (n < 300 ? 1 : 997)) {
+        const native::TorchCpuTails t = native::torch_cpu_tails(n, bytes, loop);
+        std::size_t differ = 0;
+        for (std::size_t i = 0; i < n; ++i) {
+          differ += t.at(i) != native::torch_cpu_scalar_tail(i, n, bytes, loop);
+        }
+        INFO("n " << n << " bytes " << bytes << " vec " << loop.vec_bytes << " threads "
+                  << loop.threads);
+        REQUIRE(differ == 0);
+      }
+    }
+  }
+  const std::size_t big[] = {std::size_t{1} << 26, (std::size_t{1} << 26) + 12345,
+                             (std::size_t{1} << 32) + 77, 5000000029};
+  for (const std::uint32_t threads : {0u, 7u, 16u, 96u}) {
+    const native::TorchCpuLoop loop{32, threads};
+    for (const std::size_t n : big) {
+      const native::TorchCpuTails t = native::torch_cpu_tails(n, 2, loop);
+      std::size_t checked = 0, differ = 0;
+      for (std::size_t b = 0; b < n + t.chunk; b += t.chunk) {
+        const std::size_t lo = b < 40 ? 0 : b - 40;
+        for (std::size_t i = lo; i < b + 40 && i < n; ++i, ++checked) {
+          differ += t.at(i) != native::torch_cpu_scalar_tail(i, n, 2, loop);
+        }
+        if (threads == 0 && b > (std::size_t{1} << 22)) break;  // 2^17 chunks: a sample
+      }
+      INFO("n " << n << " threads " << threads);
+      CHECK(checked > 0);
+      CHECK(differ == 0);
+    }
+  }
+}
