@@ -9,7 +9,8 @@
 //     tests/peers/amd_ocp/amd_ocp_compare.cpp -o /tmp/amd_ocp_compare
 //   /tmp/amd_ocp_compare [--quick] [--fp32-all TARGETS] [--only-fp32-all] [--fp32-random N]
 //                        [--seed S]
-// TARGETS: digits 0-4 for e4m3, e5m2, e2m3, e3m2, e2m1 (every fp32 input at scale 0).
+// TARGETS: digits 0-4 for e4m3, e5m2, e2m3, e3m2, e2m1 (every fp32 input; --fp32-all-scale X,
+// --fp32-all-sr W: at scale X, stochastic with seed W).
 // Prints one line per check with the number of inputs compared and the number that differ, and
 // exits 1 if any differ.
 #include <cinttypes>
@@ -229,16 +230,19 @@ void sweep_decode() {
 }
 
 // fp32 sources: all 2^32 inputs at the given scales (RNE), or a boundary table + random inputs.
-void sweep32_all(AmdOcp t, int scale) {
-  Tally rne;
+void sweep32_all(AmdOcp t, int scale, bool sr = false, std::uint32_t seed = 0) {
+  Tally tally;
+  const auto x = static_cast<std::int8_t>(scale);
   for (std::uint64_t b = 0; b <= 0xFFFFFFFFull; ++b) {
     const auto u = static_cast<std::uint32_t>(b);
-    rne.check(amd_encode(AmdWide::fp32, t, u, static_cast<std::int8_t>(scale), false, 0),
-              exmy::native::amd_ocp_encode(t, AmdWide::fp32, u, static_cast<std::int8_t>(scale)),
-              "rne32", AmdWide::fp32, t, u, scale, 0);
+    tally.check(amd_encode(AmdWide::fp32, t, u, x, sr, seed),
+                exmy::native::amd_ocp_encode(t, AmdWide::fp32, u, x, sr, seed),
+                sr ? "sr32" : "rne32", AmdWide::fp32, t, u, scale, seed);
   }
-  rne.report(std::string("encode rne fp32 -> ") + target_name(t) + " (all 2^32, scale " +
-             std::to_string(scale) + ")");
+  char what[96];
+  std::snprintf(what, sizeof what, "encode %s fp32 -> %s (all 2^32, scale %d%s)",
+                sr ? "sr " : "rne", target_name(t), scale, sr ? ", one seed" : "");
+  tally.report(what);
 }
 
 void sweep32_sample(std::uint64_t n, std::mt19937_64& gen) {
@@ -290,6 +294,9 @@ int main(int argc, char** argv) {
   std::string fp32_all;
   std::setvbuf(stdout, nullptr, _IOLBF, 0);
   bool only32 = false;  // --only-fp32-all: skip every sweep but --fp32-all
+  int all_scale = 0;    // --fp32-all-scale X: the scale of --fp32-all
+  bool all_sr = false;  // --fp32-all-sr W: --fp32-all with stochastic rounding, seed W
+  std::uint32_t all_seed = 0;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     const bool has_value = i + 1 < argc;
@@ -298,13 +305,19 @@ int main(int argc, char** argv) {
     if (a == "--seed" && has_value) seed = std::stoull(argv[++i]);
     if (a == "--fp32-random" && has_value) random_n = std::stoull(argv[++i]);
     if (a == "--fp32-all" && has_value) fp32_all = argv[++i];
+    if (a == "--fp32-all-scale" && has_value) all_scale = std::stoi(argv[++i]);
+    if (a == "--fp32-all-sr" && has_value) {
+      all_sr = true;
+      all_seed = static_cast<std::uint32_t>(std::stoul(argv[++i], nullptr, 0));
+    }
   }
   std::printf("amd_ocp_compare: seed %" PRIu64 "%s\n", seed, g_quick ? " (--quick: 8 scales)" : "");
   std::mt19937_64 gen(seed);
   if (only32) {
     for (char c : fp32_all) {
-      if (c >= '0' && c <= '4') sweep32_all(kTargets[c - '0'], 0);
+      if (c >= '0' && c <= '4') sweep32_all(kTargets[c - '0'], all_scale, all_sr, all_seed);
     }
+    if (all_sr) std::printf("seed 0x%08" PRIx32 "\n", all_seed);
     std::printf("%s\n", g_failures == 0 ? "all equal" : "DIFFERENCES");
     return g_failures == 0 ? 0 : 1;
   }
