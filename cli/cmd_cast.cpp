@@ -27,6 +27,7 @@
 
 #include "cli/cli_device.hpp"
 #include "cli/cli_util.hpp"
+#include "cli/cmd_cast_amd.hpp"
 #include "cli/cmd_cast_p3109.hpp"
 #include "cli/command.hpp"
 #include "cli/options.hpp"
@@ -645,6 +646,7 @@ int run_arrays(const CastArgs& o, const Format& f) {
 
 int run_cast(const Args& args) {
   if (is_p3109_cast(args)) return run_cast_p3109(args);  // binary<K>p<P><s|u><e|f>
+  if (is_amd_cast(args)) return run_cast_amd(args);      // --compat amd-gfx950 (its options)
   CastArgs o;
   if (!cast_options(o).parse(args)) return 0;
   check_args(o);

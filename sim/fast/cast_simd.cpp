@@ -215,7 +215,8 @@ EXMY_SIMD_INLINE typename Vec<W>::u32 cast_vector(const VPlan<W>& c, typename Ve
 template <int W>
 struct GPlan {
   using U32 = typename Vec<W>::u32;
-  U32 norm_min, cbias, par_or, half_m1, sub_magic, below_mask, max_code, ov0, rmask, sr_sub_shift;
+  U32 norm_min, cbias, par_or, par_xor, half_m1, sub_magic, below_mask, max_code, ov0, rmask,
+      sr_sub_shift;
   U32 sign_keep, zero_clear, uns, neg_code;
   // The lean domain (|u| - lean_lo <= lean_span, unsigned, tested as signed after flipping bit 31)
   // plus zero where f has one (formats reaching below fp32's range: zero is inline there too);
@@ -228,6 +229,7 @@ struct GPlan {
     norm_min = simd::splat<W>(p.norm_min);
     cbias = simd::splat<W>(p.cbias);
     par_or = simd::splat<W>(p.par_or);
+    par_xor = simd::splat<W>(p.par_xor);
     half_m1 = simd::splat<W>(p.half_m1);
     // Without below_round the below-range sum is masked off: any normal fp32 number serves.
     sub_magic = simd::splat<W>(p.below_round ? p.sub_magic : 0x4B000000u);
@@ -265,9 +267,9 @@ struct GPlan {
 // native::fast_cast_fp32_lean<Mode, Signed, NegZero>(p, u, rand, R) on every lane: exact where
 // lean_lanes is set (fast_lean_domain, and zero where f has one); the other lanes are redone by
 // fix_lanes. Line by line as in fast_cast.hpp: the rounding of the magnitude bits with cbias added
-// in the code domain (par_or: M = 0), below f's normal range round_below_normal (rne, rtz) or the
-// sr shift of the fp32 significand, masked by below_mask (formats without subnormals: code 0),
-// overflow as overflow[0] (the sign or'ed in after), then the sign shape.
+// in the code domain (par_or, par_xor: M = 0), below f's normal range round_below_normal (rne, rtz)
+// or the sr shift of the fp32 significand, masked by below_mask (formats without subnormals: code
+// 0), overflow as overflow[0] (the sign or'ed in after), then the sign shape.
 template <int W, FastMode Mode>
 EXMY_SIMD_INLINE typename Vec<W>::u32 lean_full(const GPlan<W>& c, typename Vec<W>::u32 u,
                                                 typename Vec<W>::u32 rand) {
@@ -284,7 +286,7 @@ EXMY_SIMD_INLINE typename Vec<W>::u32 lean_full(const GPlan<W>& c, typename Vec<
     t = select(sub, tb & c.below_mask, (a >> c.d) + c.cbias);
   } else if constexpr (Mode == FastMode::rne) {
     const U32 tb = (U32)((F32)a + (F32)c.sub_magic) - c.sub_magic;  // round_below_normal<rne>
-    const U32 par = ((a >> c.d) | c.par_or) & 1u;
+    const U32 par = (((a >> c.d) ^ c.par_xor) | c.par_or) & 1u;
     const U32 tn = ((a + c.half_m1 + par) >> c.d) + c.cbias;
     t = select(sub, tb & c.below_mask, tn);
   } else {
@@ -340,7 +342,7 @@ EXMY_SIMD_INLINE typename Vec<W>::u32 lean_vector(const GPlan<W>& c, const nativ
     if constexpr (Mode == FastMode::rtz) {
       t = a >> c.d;
     } else if constexpr (Mode == FastMode::rne) {
-      t = (a + c.half_m1 + (((a >> c.d) | c.par_or) & 1u)) >> c.d;
+      t = (a + c.half_m1 + ((((a >> c.d) ^ c.par_xor) | c.par_or) & 1u)) >> c.d;
     } else {
       t = ((a >> c.sr_norm_shift) + (rand & c.rmask)) >> c.R;
     }

@@ -49,6 +49,17 @@ const std::vector<CompatProfile>& compat_profiles() {
       {"ml_dtypes",
        "ml_dtypes 0.6 ConvertImpl<float, float8_e8m0fnu> (ml_dtypes/include/float8.h)",
        {{CompatOp::cast, "e8m0fnu", native::CompatCast::e8m0_ml_dtypes}}},
+      // AMD gfx950's OCP conversions with scale (docs/SEMANTICS.md 12.1): here at scale 0,
+      // nearest; `exmy cast --compat amd-gfx950` adds --scale-exp, --sr-seed, --decode-to.
+      {"amd-gfx950",
+       "AMD HIP host model of gfx950's cvt_scalef32 conversions (amd_hip_ocp_host.hpp "
+       "fcbx::from_float/from_float_sr/to_float, ROCm/rocm-systems 20d6c1cc; encodings per "
+       "amd_hip_ocp_fp.hpp 0e2eede0)",
+       {{CompatOp::cast, "e4m3fn", native::CompatCast::amd_e4m3},
+        {CompatOp::cast, "e5m2", native::CompatCast::amd_e5m2},
+        {CompatOp::cast, "e2m3fn", native::CompatCast::amd_e2m3},
+        {CompatOp::cast, "e3m2fn", native::CompatCast::amd_e3m2},
+        {CompatOp::cast, "e2m1fn", native::CompatCast::amd_e2m1}}},
       // torch.optim Adam/AdamW/SGD on the kernels that ran them (docs/SEMANTICS.md 9.2, 9.3).
       step_profile("torch-cpu", "PyTorch 2.11 ATen CPU kernels (_single_tensor_adam/_sgd)",
                    native::TorchKernels::cpu),

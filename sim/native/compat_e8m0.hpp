@@ -1,11 +1,13 @@
 // Other libraries' fp32 -> e8m0fnu conversions, transcribed as rules on the fp32 bit pattern so
 // that exmy can reproduce them bit for bit (`exmy cast e8m0fnu --compat torch|ml_dtypes`,
-// sim/format/compat.hpp). exmy's own conversion (native::convert) is sections 2-4 of
-// docs/SEMANTICS.md; these differ from it where section 12 says. Host and device.
+// sim/format/compat.hpp), and the dispatch of every compat cast. exmy's own conversion
+// (native::convert) is sections 2-4 of docs/SEMANTICS.md; these differ from it where section 12
+// says. Host and device.
 #pragma once
 
 #include <cstdint>
 
+#include "sim/native/compat_amd_ocp.hpp"
 #include "sim/native/hd.hpp"
 
 namespace exmy::native {
@@ -51,12 +53,33 @@ EXMY_HD constexpr std::uint8_t e8m0_from_fp32_ml_dtypes(std::uint32_t u) {
   return static_cast<std::uint8_t>(code > 0xFEu ? 0xFFu : code);
 }
 
-// The element-wise compat casts (registered by name in sim/format/compat.cpp).
-enum class CompatCast : std::uint8_t { e8m0_torch, e8m0_ml_dtypes };
+// The element-wise compat casts (registered by name in sim/format/compat.cpp). amd_*: AMD
+// gfx950's OCP conversions (sim/native/compat_amd_ocp.hpp) at scale exponent 0, nearest-even,
+// the form every door without the scale and seed options runs (the CLI's `--scale-exp` and
+// `--sr-seed` are cli/cmd_cast_amd.cpp's).
+enum class CompatCast : std::uint8_t {
+  e8m0_torch,
+  e8m0_ml_dtypes,
+  amd_e4m3,
+  amd_e5m2,
+  amd_e2m3,
+  amd_e3m2,
+  amd_e2m1,
+};
 
 // The code of fp32 bits u under compat cast c.
-EXMY_HD constexpr std::uint32_t compat_cast_fp32(CompatCast c, std::uint32_t u) {
-  return c == CompatCast::e8m0_torch ? e8m0_from_fp32_torch(u) : e8m0_from_fp32_ml_dtypes(u);
+EXMY_HD std::uint32_t compat_cast_fp32(CompatCast c, std::uint32_t u) {
+  switch (c) {
+    case CompatCast::e8m0_torch:
+      return e8m0_from_fp32_torch(u);
+    case CompatCast::e8m0_ml_dtypes:
+      return e8m0_from_fp32_ml_dtypes(u);
+    default: {
+      const auto t =
+          static_cast<AmdOcp>(static_cast<int>(c) - static_cast<int>(CompatCast::amd_e4m3));
+      return amd_ocp_encode(t, AmdWide::fp32, u, 0);
+    }
+  }
 }
 
 }  // namespace exmy::native

@@ -91,7 +91,7 @@ EXMY_HD Encoded round_pack(const FloatFormat& f, const Rounding& r, bool neg, in
   const int s = 63 + q - exp;  // bits of sig below the quantum; >= 11 since M <= 52
   const QuantumSplit split = split_at_quantum(sig, s, sticky);
   const bool inexact = split_inexact(split);
-  std::uint64_t t = round_quantum(split, neg, r, rand);
+  std::uint64_t t = round_quantum(split, neg, r, rand, code_parity_odd(f, split.t, q));
   if ((t >> (M + 1)) != 0) {  // carry out of the significand: next binade
     t >>= 1;
     ++q;

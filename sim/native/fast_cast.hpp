@@ -57,9 +57,13 @@ struct FastCastPlan {
   // index 0 positive, 1 negative.
   std::uint32_t zero[2] = {0, 0}, inf[2] = {0, 0}, nan[2] = {0, 0}, overflow[2] = {0, 0};
   // The mode-fixed path (fast_cast_fp32_fixed) on every format of fast_fixed_supported:
-  Rounding r;                    // the rounding the plan was made for (the out-of-line inputs)
-  std::uint32_t cbias = 0;       // (bias - 127) << M mod 2^32: fp32's exponent field -> f's
-  std::uint32_t par_or = 0;      // 1 when M = 0: the kept significand T = 1 is odd (section 2)
+  Rounding r;               // the rounding the plan was made for (the out-of-line inputs)
+  std::uint32_t cbias = 0;  // (bias - 127) << M mod 2^32: fp32's exponent field -> f's
+  // rne's tie parity (native::code_parity_odd): par_or = 1 when M = 0 without a zero (T = 1 is
+  // odd); par_xor = cbias's last bit when M = 0 with a zero (the code's parity: the fp32 exponent
+  // field xor the rebias); both 0 for M >= 1 (T's last bit is the code's).
+  std::uint32_t par_or = 0;
+  std::uint32_t par_xor = 0;
   bool below_round = false;      // inputs below norm_min round to f's subnormals (else code 0)
   std::uint32_t below_mask = 0;  // ~0 where below_round, else 0 (the lean path's select)
   // The lean domain (fast_cast_fp32_lean): |u| in [lean_lo, lean_lo + lean_span] is finite, no
@@ -147,7 +151,8 @@ inline FastCastPlan make_fast_cast_plan(const FloatFormat& f, const Rounding& r)
   }
   p.r = r;
   p.cbias = static_cast<std::uint32_t>(f.bias - 127) << f.man_bits;
-  p.par_or = f.man_bits == 0 ? 1u : 0u;
+  p.par_or = f.man_bits == 0 && !f.subnormals ? 1u : 0u;
+  p.par_xor = f.man_bits == 0 && f.subnormals ? (p.cbias & 1u) : 0u;
   const int e0 = f.emin() + 127;  // fp32 biased exponent of 2^emin (p.e0 is max(e0, 1))
   // With e0 >= 1 the fp32 inputs below 2^emin round to f's subnormals (the quantum's magic
   // 2^(emin - M + 23) is then an fp32 normal); without subnormals they all give code 0 (section 2
@@ -302,8 +307,9 @@ EXMY_HD std::uint32_t round_below_normal(const FastCastPlan& p, std::uint32_t a)
 //   rtz  (a >> d) + cbias;
 //   rne  ((a + 2^(d-1) - 1 + ((a >> d) & 1)) >> d) + cbias: the half-minus-one plus the kept
 //        parity carries exactly when the fraction exceeds one half, or equals it with T odd; for
-//        M = 0 the kept significand is T = 1 (odd) whatever the exponent's parity, so par_or
-//        forces the parity to 1;
+//        M = 0 the kept significand is T = 1 whatever the exponent: formats without a zero take
+//        that 1 (par_or), formats with a zero the code's parity (a >> d) + cbias (par_xor,
+//        native::code_parity_odd);
 //   sr:R (((a >> (d - R)) + rand) >> R) + cbias: the top R fraction bits plus the R-bit word
 //        carry exactly when frac_R + rand >= 2^R (section 3).
 // a + 2^(d-1) < 2^31 + 2^22, so no sum wraps; a carry out of the mantissa moves into the
@@ -334,7 +340,7 @@ EXMY_HD std::uint32_t fast_round_magnitude(const FastCastPlan& p, std::uint32_t 
     const std::uint32_t tn = (a >> p.normal_shift) + p.cbias;
     t = sub ? round_below_normal<Mode>(p, a) & p.below_mask : tn;
   } else if constexpr (Mode == FastMode::rne) {
-    const std::uint32_t par = ((a >> p.normal_shift) | p.par_or) & 1u;
+    const std::uint32_t par = (((a >> p.normal_shift) ^ p.par_xor) | p.par_or) & 1u;
     const std::uint32_t tn = ((a + p.half_m1 + par) >> p.normal_shift) + p.cbias;
     t = sub ? round_below_normal<Mode>(p, a) & p.below_mask : tn;
   } else {

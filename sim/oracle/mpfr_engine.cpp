@@ -181,11 +181,15 @@ Encoded round_finite(const FloatFormat& f, const Rounding& r, bool negative, mpf
   const bool inexact = !mpfr_zero_p(s.frac);
   const int vs_half = inexact ? mpfr_cmp_ui_2exp(s.frac, 1, -1) : -1;  // sign of f - 1/2
 
-  // Step 3: the mode decides whether T moves one quantum away from zero.
+  // Step 3: the mode decides whether T moves one quantum away from zero. The parity of rne's
+  // ties and of rto: T's last bit, except for M = 0 formats with a zero, whose T is 1 in every
+  // binade: there the parity is the code's, the exponent field q + bias (below 2^emin, T = 0 is
+  // code 0 and T = 1 code 1).
+  const bool odd = (M == 0 && f.subnormals && T != 0) ? ((q + f.bias) & 1) != 0 : (T & 1) == 1;
   bool up = false;
   switch (r.mode) {
     case RoundMode::rne:
-      up = vs_half > 0 || (vs_half == 0 && (T & 1) == 1);
+      up = vs_half > 0 || (vs_half == 0 && odd);
       break;
     case RoundMode::rna:
       up = vs_half >= 0;
@@ -199,7 +203,7 @@ Encoded round_finite(const FloatFormat& f, const Rounding& r, bool negative, mpf
       up = inexact && negative;
       break;
     case RoundMode::rto:
-      if (inexact) T |= 1;
+      up = inexact && !odd;  // an inexact even result moves to the odd neighbour
       break;
     case RoundMode::sr: {
       // Section 3.1: floor(f * 2^R) + w >= 2^R rounds away from zero.

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <catch2/catch.hpp>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <random>
@@ -16,6 +17,7 @@
 
 #include "sim/format/registry.hpp"
 #include "sim/io/npy.hpp"
+#include "sim/native/compat_amd_ocp.hpp"
 #include "sim/native/convert.hpp"
 #include "sim/native/int_format.hpp"
 #include "sim/native/pack4.hpp"
@@ -288,7 +290,8 @@ TEST_CASE("cast --compat: scalars, and the errors", "[cli][cast][compat]") {
   };
   const Case cases[] = {
       {"cast e8m0fnu --compat numpy 1",
-       "--compat 'numpy': unknown profile (known: torch, ml_dtypes, torch-cpu, torch-cuda, "
+       "--compat 'numpy': unknown profile (known: torch, ml_dtypes, amd-gfx950, torch-cpu, "
+       "torch-cuda, "
        "torch-cuda-foreach, torch-cuda-fused, triton, bnb-cuda)"},
       {"cast e4m3fn --compat torch 1", "--compat torch does not cover cast to e4m3fn"},
       {"cast int8 --compat ml_dtypes 1", "--compat ml_dtypes does not cover cast to int8"},
@@ -370,5 +373,61 @@ TEST_CASE("cast e5m2 --round mask: 0x1p-140 and 0x1p-127 both go to 2^-14", "[cl
     ++at;
   }
   CHECK(hits == 2);
+  std::filesystem::remove_all(kDir);
+}
+
+// SEMANTICS 12.1: `--compat amd-gfx950` arrays are native::amd_ocp_encode / amd_ocp_decode per
+// element (the group's Philox word under --stochastic), and its own errors are one line, exit 2.
+TEST_CASE("cast --compat amd-gfx950: arrays, decode and errors", "[cli][cast][compat]") {
+  std::filesystem::create_directories(kDir);
+  const auto in = kDir / "amd.npy", out = kDir / "amd_out.npy";
+  const std::vector<std::uint32_t> bits = test_bits(1001);
+  std::vector<float> x;
+  for (std::uint32_t b : bits) x.push_back(native::float_of(b));
+  io::write_npy(in.string(), io::make_npy(x));
+  REQUIRE(run_exmy("cast e2m1fn --compat amd-gfx950 --scale-exp 2 --stochastic --seed 5 --in " +
+                   in.string() + " --out " + out.string())
+              .rc == 0);
+  const auto codes = io::as_u8(io::read_npy(out.string()), out.string());
+  REQUIRE(codes.size() == bits.size());
+  for (std::size_t i = 0; i < bits.size(); ++i) {
+    const std::uint32_t seed = native::philox_word(5, 0, i / 2);  // fp4: one seed per pair
+    INFO("element " << i);
+    CHECK(codes[i] == native::amd_ocp_encode(native::AmdOcp::e2m1, native::AmdWide::fp32, bits[i],
+                                             2, true, seed));
+  }
+  // Decode every e4m3 code to bf16 at scale -3.
+  std::vector<std::uint8_t> all(256);
+  for (int c = 0; c < 256; ++c) all[c] = static_cast<std::uint8_t>(c);
+  io::write_npy(in.string(), io::make_npy(all));
+  REQUIRE(run_exmy("cast e4m3fn --compat amd-gfx950 --decode-to bf16 --scale-exp -3 --in " +
+                   in.string() + " --out " + out.string())
+              .rc == 0);
+  const io::NpyArray d = io::read_npy(out.string());
+  REQUIRE(d.descr == "<u2");
+  for (int c = 0; c < 256; ++c) {
+    std::uint16_t v;
+    std::memcpy(&v, d.data.data() + 2 * c, 2);
+    INFO("code " << c);
+    CHECK(v == native::amd_ocp_decode(native::AmdOcp::e4m3, native::AmdWide::bf16, c, -3));
+  }
+  struct Case {
+    const char* args;
+    const char* message;
+  };
+  const Case cases[] = {
+      {"cast e8m0fnu --compat amd-gfx950 1", "--compat amd-gfx950 does not cover cast to e8m0fnu"},
+      {"cast e4m3fn --compat amd-gfx950 --scale-exp 200 1", "--scale-exp '200'"},
+      {"cast e4m3fn --compat amd-gfx950 --sr-seed 1 --stochastic 1", "exclude each other"},
+      {"cast e4m3fn --compat amd-gfx950 --decode-to fp8 1", "--decode-to 'fp8'"},
+      {"cast e4m3fn --compat amd-gfx950 --round rtz 1", "unknown option '--round'"},
+  };
+  for (const Case& c : cases) {
+    INFO(c.args);
+    const Run r = run_exmy(c.args);
+    CHECK(r.rc == 2);
+    CHECK(r.err.find(c.message) != std::string::npos);
+    CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
+  }
   std::filesystem::remove_all(kDir);
 }

@@ -4,6 +4,7 @@
 #include <random>
 
 #include "sim/native/convert.hpp"
+#include "sim/native/p3109.hpp"
 #include "sim/native/philox.hpp"
 #include "sim/oracle/steps/philox.hpp"
 
@@ -104,4 +105,54 @@ TEST_CASE("Philox4x32-10 known answers (Random123 kat_vectors)", "[native][philo
   CHECK(c.w[1] == 0x94fdccebu);
   CHECK(c.w[2] == 0x5001e420u);
   CHECK(c.w[3] == 0x24126ea1u);
+}
+
+// Regression (exmy issue: M = 0 ties). With no mantissa bits the kept significand T is 1 in every
+// binade, so "T odd" sent every tie up: e7m0b64fnuz (= P3109 binary8p1se) gave 6 -> 8 where
+// P3109's CodeIsEven gives 4 (4 is exponent code 66, even). Formats with a zero now take the
+// code's parity (docs/SEMANTICS.md section 2, step 3); those without (e8m0fnu) keep ties up, as
+// ml_dtypes 0.7 and torch round them. Checked against the P3109 engine (sim/native/p3109.hpp, its
+// own rounding code) on every fp16 and bf16 input, K = 3..8, rne and rto, SatFinite.
+TEST_CASE("regression: M = 0 formats with a zero round ties to the even code",
+          "[native][m0-ties]") {
+  const FloatFormat b8p1{7, 0, 64, true, false, NanEncoding::neg_zero, true};  // e7m0b64fnuz
+  CHECK(from_f32(b8p1, 6.0f) == 66);   // 6 = tie of 4 (66) and 8 (67): 4
+  CHECK(from_f32(b8p1, 3.0f) == 66);   // tie of 2 (65) and 4 (66): 4
+  CHECK(from_f32(b8p1, 12.0f) == 68);  // tie of 8 (67) and 16 (68): 16
+  CHECK(from_f32(b8p1, -6.0f) == (0x80 | 66));
+  CHECK(from_f32(b8p1, 6.5f) == 67);  // above the tie
+  // rto: an inexact even code moves to its odd neighbour.
+  const Rounding rto{RoundMode::rto};
+  CHECK(from_f32(b8p1, 5.0f, rto) == 67);  // 4 (even) inexact -> 8
+  CHECK(from_f32(b8p1, 9.0f, rto) == 67);  // 8 (odd) stays
+  CHECK(from_f32(b8p1, 4.0f, rto) == 66);  // exact stays
+  // e8m0fnu (no zero) keeps ties up: 3 -> 4 (code 129), 1.5 -> 2 (128), as ml_dtypes 0.7.
+  CHECK(from_f32(formats::e8m0fnu, 3.0f) == 129);
+  CHECK(from_f32(formats::e8m0fnu, 1.5f) == 128);
+  CHECK(from_f32(formats::e8m0fnu, 6.0f) == 130);
+
+  for (int k = 3; k <= 8; ++k) {
+    const FloatFormat g{k - 1, 0, 1 << (k - 2), true, false, NanEncoding::neg_zero, true};
+    const native::P3109Format p{k, 1, true, false};
+    for (const bool to_odd : {false, true}) {
+      const Rounding r{to_odd ? RoundMode::rto : RoundMode::rne, 0, Overflow::satfinite};
+      const native::P3109Projection pr{
+          to_odd ? native::P3109Round::to_odd : native::P3109Round::nearest_even, 0,
+          native::P3109Sat::sat_finite};
+      for (const FloatFormat& src : {formats::fp16, formats::bf16}) {
+        int bad = 0;
+        for (std::uint32_t c = 0; c < 0x10000u; ++c) {
+          const native::Unpacked u = native::unpack(src, c);
+          if (u.cls == ValueClass::nan) continue;
+          const std::uint64_t want = native::p3109_project(p, pr, u).code;
+          const std::uint64_t got = native::encode(g, r, u).code;
+          if (want != got && ++bad <= 3) {
+            INFO("K " << k << " rto " << to_odd << " input 0x" << std::hex << c);
+            CHECK(got == want);
+          }
+        }
+        CHECK(bad == 0);
+      }
+    }
+  }
 }

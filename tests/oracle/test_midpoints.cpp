@@ -60,9 +60,11 @@ bool is_zero_code(const FloatFormat& f, std::uint64_t mag) {
   return oracle::classify(f, mag) == ValueClass::zero;
 }
 
-// Parity of T (the integer significand of section 2) at magnitude code c.
+// The parity that rne's ties and rto read at magnitude code c (section 2, step 3): T's last bit,
+// which is the code's for M >= 1; for M = 0 the code's in formats with a zero (e4m0fn: ties to the
+// even exponent field), and T = 1 in formats without one (e4m0fnu, e8m0fnu: ties up).
 bool t_is_odd(const FloatFormat& f, std::uint64_t c) {
-  if (f.man_bits == 0) return !is_zero_code(f, c);  // T = 1 for every nonzero value
+  if (f.man_bits == 0 && !f.subnormals) return true;
   return (c & 1) != 0;
 }
 
