@@ -397,13 +397,14 @@ void check_empty_bounded(const std::vector<std::size_t>& shape, const std::strin
   }
 }
 
-// The input as fp32 values, without a copy of a large file: fp32 is a read-only mapping of the
-// file (io::NpyMappedFile); fp16 and bf16 (bit patterns, --in-format bf16) are widened exactly
-// into memory (4 bytes per element: the one case above the README's memory bound).
+// The input's values, without a copy of a large file: fp32 is a read-only mapping of the file
+// (io::NpyMappedFile); fp16 and bf16 (bit patterns, --in-format bf16) are the mapped codes, each
+// widened exactly where the quantizer reads it (quant::Values): no fp32 copy (docs/SEMANTICS.md
+// 11.0's memory bound; it was the one case above it).
 struct InputValues {
   std::unique_ptr<io::NpyMappedFile> file;
-  std::vector<float> widened;
-  std::span<const float> x;
+  std::vector<float> widened;  // an fp32 file whose data is not 4-byte aligned: copied
+  quant::Values x;
   std::vector<std::size_t> shape;
   gpu::CastInput type = gpu::CastInput::fp32;
 };
@@ -420,14 +421,6 @@ InputValues read_values(const CliOptions& o) {
   v.type = input_type(a, o.in, o.in_format == "bf16");
   const std::size_t n = h.count();
   const std::uint8_t* data = v.file->data();
-  const auto widen = [&](const FloatFormat& f) {
-    v.widened.resize(n);
-    for (std::size_t i = 0; i < n; ++i) {
-      std::uint16_t u;
-      std::memcpy(&u, data + i * 2, 2);
-      v.widened[i] = native::to_float(f, u);
-    }
-  };
   switch (v.type) {
     case gpu::CastInput::fp32:
       if (n == 0) {
@@ -439,16 +432,16 @@ InputValues read_values(const CliOptions& o) {
         // writers may not): copy rather than read misaligned floats.
         v.widened.resize(n);
         std::memcpy(v.widened.data(), data, n * sizeof(float));
+        v.x = v.widened;
       }
       break;
     case gpu::CastInput::bf16:
-      widen(formats::bf16);
+      v.x = quant::Values(data, n, formats::bf16);
       break;
     case gpu::CastInput::fp16:
-      widen(formats::fp16);
+      v.x = quant::Values(data, n, formats::fp16);
       break;
   }
-  if (!v.widened.empty()) v.x = v.widened;
   return v;
 }
 

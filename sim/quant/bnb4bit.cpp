@@ -33,7 +33,7 @@ void check_bnb4_block(std::size_t block) {
                    ": bitsandbytes' 4-bit blocks are 32, 64, 128, 256, 512, 1024, 2048 or 4096");
 }
 
-std::vector<float> bnb4_block_absmax(std::span<const float> x, std::size_t block) {
+std::vector<float> bnb4_block_absmax(const Values& x, std::size_t block) {
   const std::size_t n = x.size();
   const std::size_t blocks = (n + block - 1) / block;
   std::vector<float> a(blocks);
@@ -60,7 +60,7 @@ Options stats_options() {
 
 }  // namespace
 
-Bnb4Quantized bnb4_quantize(std::span<const float> x, const Bnb4Options& opt) {
+Bnb4Quantized bnb4_quantize(const Values& x, const Bnb4Options& opt) {
   check_bnb4_block(opt.block);
   if (x.empty()) throw InputError("input: bitsandbytes' quantize_4bit needs at least one element");
   const std::size_t n = x.size();

@@ -12,6 +12,7 @@
 
 #include "sim/native/bnb_4bit.hpp"
 #include "sim/native/torch_mean_cuda.hpp"
+#include "sim/quant/values.hpp"
 
 namespace exmy::quant {
 
@@ -43,11 +44,12 @@ const char* bnb4_type_name(native::Bnb4Type t);
 void check_bnb4_block(std::size_t block);
 
 // The 4-bit absmax of every block of x (plain, before any double quantization).
-std::vector<float> bnb4_block_absmax(std::span<const float> x, std::size_t block);
+std::vector<float> bnb4_block_absmax(const Values& x, std::size_t block);
 
 // quantize_4bit(x, blocksize, compress_statistics, quant_type) on the flattened x (fp32 values;
-// bf16 and fp16 inputs widened exactly: the kernels read them as (float)vals[j]).
-Bnb4Quantized bnb4_quantize(std::span<const float> x, const Bnb4Options& opt);
+// bf16 and fp16 inputs widened exactly, as Values reads their codes: the kernels read them as
+// (float)vals[j]).
+Bnb4Quantized bnb4_quantize(const Values& x, const Bnb4Options& opt);
 
 // The fp32 absmax dequantize_4bit uses: the plain absmax, or for double quantization
 // dequantize_blockwise(codes, absmax2) then `absmax += offset` (torch, RN32).

@@ -229,7 +229,7 @@ native::QuantPlan make_plan(const Options& opt, const native::Nvfp4Tensor& tenso
 
 namespace {
 
-std::vector<float> group_absmax(std::span<const float> x, const Scheme& s, std::size_t rows,
+std::vector<float> group_absmax(const Values& x, const Scheme& s, std::size_t rows,
                                 std::size_t cols, native::NanPolicy nan) {
   std::vector<float> amax(group_count(s, rows, cols), native::kAbsmaxInit);
   const native::GroupShape shape = scheme_entry(s).groups;
@@ -289,8 +289,7 @@ std::vector<std::size_t> codes_shape(const std::vector<std::size_t>& shape, cons
   return {shape[1], shape[0]};
 }
 
-Quantized quantize(std::span<const float> x, const std::vector<std::size_t>& shape,
-                   const Options& opt) {
+Quantized quantize(const Values& x, const std::vector<std::size_t>& shape, const Options& opt) {
   const std::vector<std::size_t> out_shape = codes_shape(shape, opt);
   validate_options(opt);
   check_shape(opt, shape);

@@ -24,6 +24,7 @@
 #include "sim/native/quant_plan.hpp"
 #include "sim/native/quant_scaled_cast.hpp"
 #include "sim/native/rounding.hpp"
+#include "sim/quant/values.hpp"
 
 namespace exmy::quant {
 
@@ -185,15 +186,11 @@ void check_codes(const std::vector<std::uint8_t>& codes, const Options& opt);
 // rows/cols of the matrix view of a shape.
 void matrix_view(const std::vector<std::size_t>& shape, std::size_t& rows, std::size_t& cols);
 
-// Quantize x (fp32, row-major, `shape`). InputError on bad combinations (e.g. transpose of a
-// non-2-d tensor, mx with an int8 or codebook target, codebook with a non-block scheme). x is read
-// only (the CLI passes a read-only mapping of the input file: no copy of a large input).
-Quantized quantize(std::span<const float> x, const std::vector<std::size_t>& shape,
-                   const Options& opt);
-inline Quantized quantize(const std::vector<float>& x, const std::vector<std::size_t>& shape,
-                          const Options& opt) {
-  return quantize(std::span<const float>(x), shape, opt);
-}
+// Quantize x (fp32 values or 16-bit codes widened exactly, row-major, `shape`). InputError on bad
+// combinations (e.g. transpose of a non-2-d tensor, mx with an int8 or codebook target, codebook
+// with a non-block scheme). x is read only (the CLI passes a read-only mapping of the input file:
+// no copy of a large input, fp32 or 16-bit).
+Quantized quantize(const Values& x, const std::vector<std::size_t>& shape, const Options& opt);
 
 // quantize() and dequantize() of an input read a block of rows at a time, one element where it
 // is needed (the layer's operands, read from mapped files: issue 36's memory bound, SEMANTICS
