@@ -594,20 +594,37 @@ std::vector<std::size_t> parse_shape_list(const std::string& text) {
   return shape;
 }
 
+// Values a dequantization writes per piece (4 MiB of fp32): the output is written as it is
+// computed, from codes read in place (issue 36's memory bound, docs/SEMANTICS.md 11.0).
+constexpr std::size_t kDequantChunk = std::size_t{1} << 20;
+
+// The dtype check of codes read in place: the reader's own error for another dtype.
+void require_codes_descr(const io::NpyHeader& h, const std::string& want, const std::string& what) {
+  if (h.descr == want) return;
+  const io::NpyArray a{h.descr, {}, false, {}};  // the dtype only
+  if (want == io::kDescrI8) {
+    (void)io::as_i8(a, what);
+  } else {
+    (void)io::as_u8(a, what);
+  }
+}
+
 int run_bnb4_dequantize(const CliOptions& o) {
   const quant::Bnb4Options b = bnb4_options(o);
   quant::Bnb4Quantized q;
-  const io::NpyArray codes = io::read_npy(o.in);
-  io::require_c_order(codes, o.in);
-  q.packed = io::as_u8(codes, o.in);
+  // The packed codes stay in the mapped file (read in place; copied for --device cuda only).
+  const io::NpyMappedFile codes(o.in);
+  const io::NpyHeader& ch = codes.header();
+  io::require_c_order(ch, o.in);
+  require_codes_descr(ch, io::kDescrU8, o.in);
+  const std::size_t bytes = ch.count();
   std::vector<std::size_t> shape =
-      o.shape.empty() ? std::vector<std::size_t>{q.packed.size() * 2} : parse_shape_list(o.shape);
+      o.shape.empty() ? std::vector<std::size_t>{bytes * 2} : parse_shape_list(o.shape);
   const std::size_t n = checked_count(shape, "--shape");  // a product that wraps is refused
-  if ((n + 1) / 2 != q.packed.size()) {
-    throw InputError(o.in + ": " + std::to_string(q.packed.size()) + " bytes hold " +
-                     std::to_string(2 * q.packed.size() - 1) + " or " +
-                     std::to_string(2 * q.packed.size()) + " values, but --shape has " +
-                     std::to_string(n));
+  if ((n + 1) / 2 != bytes) {
+    throw InputError(o.in + ": " + std::to_string(bytes) + " bytes hold " +
+                     std::to_string(2 * bytes - 1) + " or " + std::to_string(2 * bytes) +
+                     " values, but --shape has " + std::to_string(n));
   }
   const io::NpyArray state = io::read_npy(o.state);
   if (o.double_quant) {
@@ -622,25 +639,40 @@ int run_bnb4_dequantize(const CliOptions& o) {
   } else {
     q.absmax = io::as_f32(state, o.state);
   }
-  std::vector<std::uint32_t> y;
+  const bool f32 = o.out_dtype == native::Bnb4Dtype::fp32;
+  const std::string descr = f32                                          ? io::kDescrF32
+                            : o.out_dtype == native::Bnb4Dtype::fp16 ? io::kDescrF16
+                                                                     : io::kDescrU16;
+  // The bits of values [i0, i1) in the output's width.
+  const auto write_bits = [&](io::NpyFileWriter& w, const std::uint32_t* y, std::size_t count,
+                              std::vector<std::uint16_t>& h) {
+    if (f32) {
+      w.write(y, count * sizeof(std::uint32_t));
+    } else {
+      h.assign(y, y + count);
+      w.write(h.data(), count * sizeof(std::uint16_t));
+    }
+  };
+  std::vector<std::uint16_t> h;
   if (o.device == Device::cuda) {
 #if EXMY_HAVE_CUDA
-    y = gpu::bnb4_dequantize_host(q, n, o.out_dtype, b);
+    if (bytes > 0) q.packed.assign(codes.data(), codes.data() + bytes);
+    const std::vector<std::uint32_t> y = gpu::bnb4_dequantize_host(q, n, o.out_dtype, b);
+    io::NpyFileWriter w(o.out, descr, shape);
+    write_bits(w, y.data(), y.size(), h);
+    w.commit();
 #else
     throw InputError("--device cuda: this exmy was built without CUDA");
 #endif
   } else {
-    y = quant::bnb4_dequantize(q, n, o.out_dtype, b);
-  }
-  if (o.out_dtype == native::Bnb4Dtype::fp32) {
-    io::NpyFileWriter w(o.out, io::kDescrF32, shape);
-    w.write(y.data(), y.size() * sizeof(std::uint32_t));
-    w.commit();
-  } else {
-    std::vector<std::uint16_t> h(y.begin(), y.end());
-    io::NpyFileWriter w(
-        o.out, o.out_dtype == native::Bnb4Dtype::fp16 ? io::kDescrF16 : io::kDescrU16, shape);
-    w.write(h.data(), h.size() * sizeof(std::uint16_t));
+    const std::vector<float> absmax = quant::bnb4_dequantize_absmax(q, bytes, n, b);
+    io::NpyFileWriter w(o.out, descr, shape);
+    std::vector<std::uint32_t> y(std::min(n, kDequantChunk));
+    for (std::size_t i0 = 0; i0 < n; i0 += kDequantChunk) {
+      const std::size_t i1 = std::min(n, i0 + kDequantChunk);
+      quant::bnb4_dequantize_values(codes.data(), absmax, i0, i1, o.out_dtype, b, y.data());
+      write_bits(w, y.data(), i1 - i0, h);
+    }
     w.commit();
   }
   if (o.json) {
@@ -698,32 +730,28 @@ int run_dequantize(const Args& args) {
   CliOptions o;
   if (!parse(args, Direction::dequantize, o)) return 0;
   if (o.bnb4) return run_bnb4_dequantize(o);
-  io::NpyArray codes = io::read_npy(o.in);
-  io::require_c_order(codes, o.in);
+  // The codes stay in the mapped file, read in place (packed or not) and the values written a
+  // piece at a time: no copy of the codes, no unpacked copy, no whole fp32 result (issue 36).
+  // --device cuda copies them into q.codes, as before.
+  const io::NpyMappedFile file(o.in);
+  const io::NpyHeader& ch = file.header();
+  io::require_c_order(ch, o.in);
   const io::NpyArray state = io::read_npy(o.state);
   io::require_c_order(state, o.state);
   quant::Quantized q;
-  q.shape = codes.shape;
+  q.shape = ch.shape;
+  quant::Codes codes;
   if (o.pack) {
     if (q.shape.empty()) q.shape = {1};
     q.shape.back() *= 2;
-    const std::vector<std::uint8_t> packed = io::as_u8(codes, o.in);
-    q.codes.resize(packed.size() * 2);
-    native::unpack4(packed.data(), q.codes.size(), q.codes.data());
+    require_codes_descr(ch, io::kDescrU8, o.in);
+    codes = {file.data(), ch.count() * 2, true};
   } else {
-    // The codes' bytes as they are (int8 codes are two's complement bytes): checked for the
-    // expected dtype, then moved, not copied.
-    const std::string want_descr =
-        o.q.target.kind == FormatKind::integer ? io::kDescrI8 : io::kDescrU8;
-    if (codes.descr != want_descr) {
-      // Another spelling of the dtype passes; a wrong dtype gets the reader's own error.
-      if (o.q.target.kind == FormatKind::integer) {
-        (void)io::as_i8(codes, o.in);
-      } else {
-        (void)io::as_u8(codes, o.in);
-      }
-    }
-    q.codes = std::move(codes.data);
+    // The codes' bytes as they are (int8 codes are two's complement bytes), of the expected
+    // dtype.
+    require_codes_descr(ch, o.q.target.kind == FormatKind::integer ? io::kDescrI8 : io::kDescrU8,
+                        o.in);
+    codes = {file.data(), ch.count(), false};
   }
   std::vector<std::size_t> in_shape = q.shape;
   if (o.q.transpose) {
@@ -754,18 +782,34 @@ int run_dequantize(const Args& args) {
     }
     q.tensor_scale = tv[0];
   }
-  quant::check_dequantize_inputs(q, o.q);  // codes and states exmy could have written
-  const std::vector<float> x =
-      o.device == Device::cuda ? dequantize_cuda(q, in_shape, o) : quant::dequantize(q, o.q);
-  std::vector<std::uint8_t>().swap(q.codes);  // no longer needed: released before writing
-  io::NpyFileWriter w(o.out, io::kDescrF32, in_shape);
-  w.write(x.data(), x.size() * sizeof(float));
-  w.commit();
+  quant::check_dequantize_inputs(q, codes, o.q);  // codes and states exmy could have written
+  std::size_t values = 0;
+  if (o.device == Device::cuda) {
+    q.codes.resize(codes.size);
+    for (std::size_t i = 0; i < codes.size; ++i) q.codes[i] = codes[i];
+    const std::vector<float> x = dequantize_cuda(q, in_shape, o);
+    std::vector<std::uint8_t>().swap(q.codes);  // no longer needed: released before writing
+    io::NpyFileWriter w(o.out, io::kDescrF32, in_shape);
+    w.write(x.data(), x.size() * sizeof(float));
+    w.commit();
+    values = x.size();
+  } else {
+    const quant::Dequantizer d(q, codes, o.q);
+    io::NpyFileWriter w(o.out, io::kDescrF32, in_shape);
+    std::vector<float> x(std::min(d.size(), kDequantChunk));
+    for (std::size_t i0 = 0; i0 < d.size(); i0 += kDequantChunk) {
+      const std::size_t i1 = std::min(d.size(), i0 + kDequantChunk);
+      d.values(i0, i1, x.data());
+      w.write(x.data(), (i1 - i0) * sizeof(float));
+    }
+    w.commit();
+    values = d.size();
+  }
   if (o.json) {
-    std::printf("{\"values\":%zu,\"scheme\":%s}\n", x.size(),
+    std::printf("{\"values\":%zu,\"scheme\":%s}\n", values,
                 json_string(quant::scheme_name(o.q.scheme)).c_str());
   } else {
-    std::printf("%zu values, scheme %s\n", x.size(), quant::scheme_name(o.q.scheme).c_str());
+    std::printf("%zu values, scheme %s\n", values, quant::scheme_name(o.q.scheme).c_str());
   }
   return 0;
 }

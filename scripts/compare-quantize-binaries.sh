@@ -165,6 +165,30 @@ add dequantize --scheme block:64 --from nf4 --compat bnb-cuda --in $D/nf_fp32/q.
 add dequantize --scheme block:64 --from dynamic --in $D/blk_fp32/q.npy --state-in $D/mx_fp32/s.npy --out d.npy
 add dequantize --scheme mx --from e2m1fn --in $D/mx_fp32/q.npy --state-in $D/mx_fp32/s.npy --out d.npy --pack --transpose
 add dequantize --scheme block:64 --from dynamic --in $D/blk_fp32/q.npy --state-in $D/blk_fp32/s.npy --out nodir/d.npy
+/usr/bin/python3 - "$D" <<'PY'
+import sys, numpy as np
+d = sys.argv[1]
+q = np.load(f"{d}/i8t_fp32/q.npy")
+q.view(np.uint8).reshape(-1)[5] = 0x80  # int8 -128: never written
+np.save(f"{d}/bad_i8.npy", q)
+np.save(f"{d}/bad_u8_as_i8.npy", q.view(np.uint8))
+m = np.load(f"{d}/blk_fp32/q.npy")
+np.save(f"{d}/blk_f4.npy", m.astype(np.float32))
+c = np.load(f"{d}/mx_fp32/q.npy")
+np.save(f"{d}/mx_wide.npy", np.full(2 * c.size, 0x1F, np.uint8).reshape(c.shape[0], -1))
+raw = open(f"{d}/blk_fp32/q.npy", "rb").read()
+open(f"{d}/trunc.npy", "wb").write(raw[:-7])
+PY
+add dequantize --scheme rowwise --from int8 --in $D/bad_i8.npy --state-in $D/i8t_fp32/s.npy --out d.npy --transpose
+add dequantize --scheme rowwise --from int8 --in $D/bad_u8_as_i8.npy --state-in $D/i8t_fp32/s.npy --out d.npy --transpose
+add dequantize --scheme block:64 --from dynamic --in $D/blk_f4.npy --state-in $D/blk_fp32/s.npy --out d.npy
+add dequantize --scheme block:64 --from nf4 --compat bnb-cuda --in $D/blk_f4.npy --state-in $D/nf_fp32/s.npy --out d.npy
+add dequantize --scheme mx --from e2m1fn --in $D/mx_wide.npy --state-in $D/mx_fp32/s.npy --out d.npy
+add dequantize --scheme mx --from e2m1fn --in $D/blk_f4.npy --state-in $D/mx_fp32/s.npy --out d.npy --pack
+add dequantize --scheme block:64 --from dynamic --in $D/trunc.npy --state-in $D/blk_fp32/s.npy --out d.npy
+add dequantize --scheme block:64 --from nf4 --compat bnb-cuda --in $D/trunc.npy --state-in $D/nf_fp32/s.npy --out d.npy
+add dequantize --scheme block:64 --from dynamic --in $D/blk_fp32/q.npy --state-in $D/blk_fp32/s.npy --out d.npy --device cuda
+add dequantize --scheme block:64 --from nf4 --compat bnb-cuda --in $D/nf_fp32/q.npy --state-in $D/nf_fp32/s.npy --out d.npy --device cuda
 run_one() {  # run_one BIN DIR ARGS...
   local bin=$1 dir=$2; shift 2
   mkdir -p "$dir"

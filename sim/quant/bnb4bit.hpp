@@ -59,5 +59,14 @@ std::vector<float> bnb4_dequant_absmax(const Bnb4Quantized& q, std::size_t block
 // dequantize_4bit: n values in dtype `d` (bits: fp32 words, or fp16/bf16 in the low 16 bits).
 std::vector<std::uint32_t> bnb4_dequantize(const Bnb4Quantized& q, std::size_t n,
                                            native::Bnb4Dtype d, const Bnb4Options& opt);
+// bnb4_dequantize a piece at a time (the CLI writes its output as it goes: issue 36's memory
+// bound): bnb4_dequantize's checks, in its order, for n values whose codes are `packed_bytes`
+// bytes (q.packed is not read), and the absmax it uses; then values [i0, i1) from the packed
+// codes (read in place) and that absmax.
+std::vector<float> bnb4_dequantize_absmax(const Bnb4Quantized& q, std::size_t packed_bytes,
+                                          std::size_t n, const Bnb4Options& opt);
+void bnb4_dequantize_values(const std::uint8_t* packed, const std::vector<float>& absmax,
+                            std::size_t i0, std::size_t i1, native::Bnb4Dtype d,
+                            const Bnb4Options& opt, std::uint32_t* out);
 
 }  // namespace exmy::quant

@@ -263,9 +263,13 @@ std::vector<std::size_t> state_shape(const Scheme& s, const std::vector<std::siz
 }
 
 void check_codes(const std::vector<std::uint8_t>& codes, const Options& opt) {
+  check_codes(codes_of(codes), opt);
+}
+
+void check_codes(const Codes& codes, const Options& opt) {
   if (opt.target.kind != FormatKind::floating || opt.target.fp.total_bits() >= 8) return;
   const std::uint32_t limit = 1u << opt.target.fp.total_bits();
-  for (std::size_t i = 0; i < codes.size(); ++i) {
+  for (std::size_t i = 0; i < codes.size; ++i) {
     if (codes[i] >= limit) {
       throw InputError("codes: element " + std::to_string(i) + " holds " +
                        std::to_string(codes[i]) + ", expected a code of " +
@@ -383,7 +387,8 @@ void PieceQuantizer::finish() {
   dplan_ = make_plan(opt_, nvfp4_tensor_from_scale(opt_, nvfp4_stored_scale(opt_, level)));
 }
 
-std::vector<float> dequantize(const Quantized& q, const Options& opt) {
+Dequantizer::Dequantizer(const Quantized& q, Codes codes, const Options& opt)
+    : q_(q), codes_(codes), opt_(opt) {
   validate_options(opt);
   const Scheme& s = opt.scheme;
   // The input layout: undo the transpose of the codes' shape.
@@ -393,30 +398,42 @@ std::vector<float> dequantize(const Quantized& q, const Options& opt) {
     in_shape = {q.shape[1], q.shape[0]};
   }
   check_shape(opt, in_shape);
-  std::size_t rows, cols;
-  matrix_view(in_shape, rows, cols);
-  if (q.codes.size() != rows * cols) {
-    throw InputError("codes: shape has " + std::to_string(rows * cols) + " elements but " +
-                     std::to_string(q.codes.size()) + " codes were given");
+  matrix_view(in_shape, rows_, cols_);
+  if (codes.size != rows_ * cols_) {
+    throw InputError("codes: shape has " + std::to_string(rows_ * cols_) + " elements but " +
+                     std::to_string(codes.size) + " codes were given");
   }
-  const native::QuantPlan plan = make_plan(opt, nvfp4_tensor_from_scale(opt, q.tensor_scale));
-  const std::size_t groups = group_count(s, rows, cols);
-  const std::size_t have = plan.byte_scales() ? q.scale_codes.size() : q.state.size();
+  plan_ = make_plan(opt, nvfp4_tensor_from_scale(opt, q.tensor_scale));
+  const std::size_t groups = group_count(s, rows_, cols_);
+  const std::size_t have = plan_.byte_scales() ? q.scale_codes.size() : q.state.size();
   if (have != groups) {
-    throw InputError("state: scheme " + scheme_name(s) + " on " + std::to_string(rows) + "x" +
-                     std::to_string(cols) + " expects " + std::to_string(groups) +
+    throw InputError("state: scheme " + scheme_name(s) + " on " + std::to_string(rows_) + "x" +
+                     std::to_string(cols_) + " expects " + std::to_string(groups) +
                      " entries, got " + std::to_string(have));
   }
-  check_codes(q.codes, opt);
-  std::vector<float> out(rows * cols);
-  for (std::size_t r = 0; r < rows; ++r) {
-    for (std::size_t c = 0; c < cols; ++c) {
-      const std::size_t i = r * cols + c;
-      const std::size_t g = group_index(plan.groups, s, cols, r, c);
-      const std::uint32_t st = plan.byte_scales() ? q.scale_codes[g] : native::bits_of(q.state[g]);
-      out[i] = native::dequant_element(plan, q.codes[opt.transpose ? c * rows + r : i], st);
+  check_codes(codes, opt);
+}
+
+void Dequantizer::values(std::size_t i0, std::size_t i1, float* out) const {
+  const Scheme& s = opt_.scheme;
+  const bool byte_scales = plan_.byte_scales();
+  std::size_t r = cols_ == 0 ? 0 : i0 / cols_, c = cols_ == 0 ? 0 : i0 % cols_;
+  for (std::size_t i = i0; i < i1; ++i) {
+    const std::size_t g = group_index(plan_.groups, s, cols_, r, c);
+    const std::uint32_t st = byte_scales ? q_.scale_codes[g] : native::bits_of(q_.state[g]);
+    out[i - i0] =
+        native::dequant_element(plan_, codes_[opt_.transpose ? c * rows_ + r : i], st);
+    if (++c == cols_) {
+      c = 0;
+      ++r;
     }
   }
+}
+
+std::vector<float> dequantize(const Quantized& q, const Options& opt) {
+  const Dequantizer d(q, codes_of(q.codes), opt);
+  std::vector<float> out(d.size());
+  d.values(0, d.size(), out.data());
   return out;
 }
 

@@ -17,6 +17,7 @@
 #include "sim/native/codebook_lookup.hpp"
 #include "sim/native/float_format.hpp"
 #include "sim/native/optim_storage.hpp"
+#include "sim/native/pack4.hpp"
 #include "sim/native/philox.hpp"
 #include "sim/native/quant_absmax.hpp"
 #include "sim/native/quant_codebook.hpp"
@@ -236,5 +237,39 @@ class PieceQuantizer {
 // Dequantize to fp32 in the *input* layout (a transposed quantization is transposed back).
 // `q.shape` must be the codes' shape as quantize produced it.
 std::vector<float> dequantize(const Quantized& q, const Options& opt);
+
+// Codes read in place: one byte per element, or two per byte in sim/native/pack4.hpp's order
+// (--pack), e.g. a mapped .npy file (no copy, no unpacked copy: issue 36's memory bound).
+struct Codes {
+  const std::uint8_t* data = nullptr;
+  std::size_t size = 0;  // elements
+  bool packed = false;
+  std::uint8_t operator[](std::size_t i) const {
+    return packed ? native::unpack4_at(data, i) : data[i];
+  }
+};
+inline Codes codes_of(const std::vector<std::uint8_t>& c) {
+  return {c.data(), c.size(), false};
+}
+// check_codes of codes read in place.
+void check_codes(const Codes& codes, const Options& opt);
+
+// dequantize() a piece at a time: the constructor makes dequantize()'s checks, in its order, and
+// its plan, for q's shape, state, scale codes and tensor scale (q.codes is not read: the codes are
+// `codes`; q and the codes must outlive this object); values(i0, i1, out) writes the input-layout
+// elements [i0, i1) of dequantize()'s result into out.
+class Dequantizer {
+ public:
+  Dequantizer(const Quantized& q, Codes codes, const Options& opt);
+  std::size_t size() const { return rows_ * cols_; }
+  void values(std::size_t i0, std::size_t i1, float* out) const;
+
+ private:
+  const Quantized& q_;
+  Codes codes_;
+  Options opt_;
+  std::size_t rows_ = 0, cols_ = 0;
+  native::QuantPlan plan_;
+};
 
 }  // namespace exmy::quant
