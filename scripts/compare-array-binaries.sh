@@ -1,14 +1,15 @@
 #!/usr/bin/env bash
-# Byte identity of two exmy binaries on `exmy quantize` / `exmy dequantize` (issue 36: reading a
-# 16-bit source through its codes instead of an fp32 copy, and streaming dequantize, must not
-# change one output bit): every scheme x target family x source dtype (<f4, <f2, <u2 bf16 codes
+# Byte identity of two exmy binaries on `exmy quantize` / `dequantize` / `diagnose sharpness` /
+# `step` (issue 36: reading a 16-bit source through its codes instead of an fp32 copy, streaming
+# dequantize and sharpness, must not change one output bit): every scheme x target family x source dtype (<f4, <f2, <u2 bf16 codes
 # with --in-format bf16) x variants / rounding / transpose / pack / two-level, bitsandbytes'
 # nf4/fp4 with and without double quantization, dequantize of each (every --out-format of nf4/fp4,
 # --pack, --transpose, --two-level), inputs with NaN, infinities, -0, subnormals, zero groups and
 # values beyond fp16's range, and error cases. Each run's stdout, stderr, exit code, output files
-# (byte for byte) and what it left in its directory are compared. Prints the counts; exits 1 if any
-# run differs (all differences are listed).
-#   scripts/compare-quantize-binaries.sh OLD_EXMY NEW_EXMY WORKDIR   (Python 3 + numpy)
+# (byte for byte) and what it left in its directory are compared. Sharpness: <f4 and <f8 logits,
+# odd shapes, non-finite values, bad labels, bad shapes and dtypes. Step: fp32 and fp16 parameters,
+# several optimizers, resume. Prints the counts; exits 1 if any run differs (all are listed).
+#   scripts/compare-array-binaries.sh OLD_EXMY NEW_EXMY WORKDIR   (Python 3 + numpy)
 set -euo pipefail
 old=$(realpath "$1")
 new=$(realpath "$2")
@@ -189,6 +190,57 @@ add dequantize --scheme block:64 --from dynamic --in $D/trunc.npy --state-in $D/
 add dequantize --scheme block:64 --from nf4 --compat bnb-cuda --in $D/trunc.npy --state-in $D/nf_fp32/s.npy --out d.npy
 add dequantize --scheme block:64 --from dynamic --in $D/blk_fp32/q.npy --state-in $D/blk_fp32/s.npy --out d.npy --device cuda
 add dequantize --scheme block:64 --from nf4 --compat bnb-cuda --in $D/nf_fp32/q.npy --state-in $D/nf_fp32/s.npy --out d.npy --device cuda
+# diagnose sharpness
+/usr/bin/python3 - "$I" <<'PY'
+import sys, numpy as np
+d = sys.argv[1]
+r = np.random.default_rng(7)
+for name, (m, k) in {"a": (5, 7), "b": (64, 1000), "c": (1, 2)}.items():
+    l = (r.standard_normal((m, k)) * 8).astype(np.float32)
+    np.save(f"{d}/lg_{name}_f4.npy", l)
+    np.save(f"{d}/lg_{name}_f8.npy", l.astype(np.float64) * 1.000001)
+    np.save(f"{d}/lb_{name}.npy", r.integers(0, k, m).astype(np.int64))
+    np.save(f"{d}/lb_{name}_u1.npy", r.integers(0, min(k, 255), m).astype(np.uint8))
+l = np.load(f"{d}/lg_b_f4.npy"); l[3, 17] = np.inf; np.save(f"{d}/lg_inf_f4.npy", l)
+l = np.load(f"{d}/lg_b_f8.npy"); l[9, 2] = np.nan; np.save(f"{d}/lg_nan_f8.npy", l)
+np.save(f"{d}/lg_f2.npy", np.zeros((5, 7), np.float16))
+np.save(f"{d}/lg_1d.npy", np.zeros(7, np.float32))
+np.save(f"{d}/lg_1c.npy", np.zeros((5, 1), np.float32))
+np.save(f"{d}/lb_bad.npy", np.array([0, 1, 2, 7, 0], np.int64))
+np.save(f"{d}/lb_f4.npy", np.zeros(5, np.float32))
+np.save(f"{d}/lg_ft.npy", np.asfortranarray(np.ones((5, 7), np.float32)))
+# step: fp32 and fp16 parameters, gradients
+p = (r.standard_normal((33, 70))).astype(np.float32)
+np.save(f"{d}/sp_f4.npy", p)
+np.save(f"{d}/sp_f2.npy", p.astype(np.float16))
+np.save(f"{d}/sp_bf.npy", (p.view(np.uint32) & 0xFFFF0000).view(np.float32))
+np.save(f"{d}/sg.npy", (r.standard_normal((33, 70)) * 1e-2).astype(np.float32))
+np.save(f"{d}/sg3.npy", (r.standard_normal((3, 33, 70)) * 1e-2).astype(np.float32))
+PY
+for dt in f4 f8; do
+  for n in a b c; do
+    add diagnose sharpness --logits $I/lg_${n}_$dt.npy --labels $I/lb_$n.npy
+    add diagnose sharpness --logits $I/lg_${n}_$dt.npy --labels $I/lb_${n}_u1.npy --eps 0.25 --json
+    add diagnose sharpness --logits $I/lg_${n}_$dt.npy --labels $I/lb_$n.npy --quiet --eps 1e-3
+  done
+done
+add diagnose sharpness --logits $I/lg_inf_f4.npy --labels $I/lb_b.npy
+add diagnose sharpness --logits $I/lg_nan_f8.npy --labels $I/lb_b.npy
+add diagnose sharpness --logits $I/lg_f2.npy --labels $I/lb_a.npy
+add diagnose sharpness --logits $I/lg_1d.npy --labels $I/lb_a.npy
+add diagnose sharpness --logits $I/lg_1c.npy --labels $I/lb_a.npy
+add diagnose sharpness --logits $I/lg_a_f4.npy --labels $I/lb_bad.npy
+add diagnose sharpness --logits $I/lg_a_f4.npy --labels $I/lb_f4.npy
+add diagnose sharpness --logits $I/lg_a_f4.npy --labels $I/lb_b.npy
+add diagnose sharpness --logits $I/lg_ft.npy --labels $I/lb_a.npy
+add diagnose sharpness --logits $I/missing.npy --labels $I/lb_a.npy
+for opt in adamw sgd adamw8bit rmsprop8bit; do
+  add step --optimizer $opt --params $I/sp_f4.npy --grads $I/sg.npy --steps 2 --out o
+  add step --optimizer $opt --params $I/sp_f2.npy --grads $I/sg3.npy --steps 3 --out o
+  add step --optimizer $opt --params $I/sp_bf.npy --param-dtype bf16 --grads $I/sg.npy --steps 1 --out o
+done
+add step --optimizer adamw --params $I/sp_f4.npy --grads $I/sg.npy --steps 1 --out o --param-dtype fp16
+add step --optimizer adamw --params $I/lg_f2.npy --grads $I/sg.npy --steps 1 --out o
 run_one() {  # run_one BIN DIR ARGS...
   local bin=$1 dir=$2; shift 2
   mkdir -p "$dir"
@@ -210,5 +262,5 @@ for c in "${cases[@]}"; do
   fi
 done
 ok=$(grep -lx 0 "$work"/a/*/rc | wc -l)
-echo "quantize/dequantize runs: $n; byte-identical (stdout, stderr, exit code, every output file, nothing else left): $same; differing: $differ; runs that exited 0: $ok"
+echo "quantize/dequantize/sharpness/step runs: $n; byte-identical (stdout, stderr, exit code, every output file, nothing else left): $same; differing: $differ; runs that exited 0: $ok"
 [ "$differ" -eq 0 ]
