@@ -92,6 +92,7 @@ row() {  # row "inputs" "outputs" command...
   local ins=$1 outs=$2; shift 2
   [[ $1 =~ ^($filter)$ ]] || return 0
   [[ "$*" =~ ${ROWS:-.} ]] || return 0
+  [ -z "${DEVICE:-}" ] || set -- "$@" --device "$DEVICE"
   rm -rf $outs
   /usr/bin/time -v "$exmy" "$@" > /dev/null 2> time.txt || { echo "FAILED: $*"; cat time.txt | head -3; exit 1; }
   local rss wall i o

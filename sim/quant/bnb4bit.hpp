@@ -50,6 +50,9 @@ std::vector<float> bnb4_block_absmax(const Values& x, std::size_t block);
 // bf16 and fp16 inputs widened exactly, as Values reads their codes: the kernels read them as
 // (float)vals[j]).
 Bnb4Quantized bnb4_quantize(const Values& x, const Bnb4Options& opt);
+inline Bnb4Quantized bnb4_quantize(const std::vector<float>& x, const Bnb4Options& opt) {
+  return bnb4_quantize(Values(x), opt);
+}
 
 // The fp32 absmax dequantize_4bit uses: the plain absmax, or for double quantization
 // dequantize_blockwise(codes, absmax2) then `absmax += offset` (torch, RN32).

@@ -192,6 +192,10 @@ void matrix_view(const std::vector<std::size_t>& shape, std::size_t& rows, std::
 // with a non-block scheme). x is read only (the CLI passes a read-only mapping of the input file:
 // no copy of a large input, fp32 or 16-bit).
 Quantized quantize(const Values& x, const std::vector<std::size_t>& shape, const Options& opt);
+inline Quantized quantize(const std::vector<float>& x, const std::vector<std::size_t>& shape,
+                          const Options& opt) {
+  return quantize(Values(x), shape, opt);
+}
 
 // quantize() and dequantize() of an input read a block of rows at a time, one element where it
 // is needed (the layer's operands, read from mapped files: issue 36's memory bound, SEMANTICS
