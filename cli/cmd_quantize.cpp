@@ -640,7 +640,7 @@ int run_bnb4_dequantize(const CliOptions& o) {
     q.absmax = io::as_f32(state, o.state);
   }
   const bool f32 = o.out_dtype == native::Bnb4Dtype::fp32;
-  const std::string descr = f32                                          ? io::kDescrF32
+  const std::string descr = f32                                      ? io::kDescrF32
                             : o.out_dtype == native::Bnb4Dtype::fp16 ? io::kDescrF16
                                                                      : io::kDescrU16;
   // The bits of values [i0, i1) in the output's width.

@@ -135,8 +135,7 @@ struct Staged {
       : a(oa.rows * oa.cols * sizeof(double)),
         bt(ob.rows * ob.cols * sizeof(double)),
         scale_a(oa.scale_block != 0 ? oa.rows * (oa.cols / oa.scale_block) * sizeof(double) : 0),
-        scale_bt(oa.scale_block != 0 ? ob.rows * (ob.cols / ob.scale_block) * sizeof(double)
-                                     : 0) {
+        scale_bt(oa.scale_block != 0 ? ob.rows * (ob.cols / ob.scale_block) * sizeof(double) : 0) {
     upload_values(oa, m, a.as<double>());
     {
       const DeviceBuffer b(ob.rows * ob.cols * sizeof(double));
@@ -170,7 +169,8 @@ struct Staged {
       const std::size_t r1 = std::min(o.rows, r0 + T), n = (r1 - r0) * K;
       o.rows_into(r0, r1, buf.data());  // the values of Operand::values(), rows [r0, r1)
       if (m.truncate_tf32 && o.code_bits == 32) {
-        for (std::size_t t = 0; t < n; ++t) buf[t] = native::dot_tf32(static_cast<float>(buf[t]), mode);
+        for (std::size_t t = 0; t < n; ++t)
+          buf[t] = native::dot_tf32(static_cast<float>(buf[t]), mode);
       }
       cuda_check(cudaMemcpy(dst + r0 * K, buf.data(), n * sizeof(double), cudaMemcpyHostToDevice),
                  "upload");
@@ -183,9 +183,9 @@ struct Staged {
     for (std::size_t i0 = 0; i0 < n; i0 += T) {
       const std::size_t i1 = std::min(n, i0 + T);
       for (std::size_t i = i0; i < i1; ++i) buf[i - i0] = o.scale(i);  // Operand::scale_values()
-      cuda_check(cudaMemcpy(dst + i0, buf.data(), (i1 - i0) * sizeof(double),
-                            cudaMemcpyHostToDevice),
-                 "upload");
+      cuda_check(
+          cudaMemcpy(dst + i0, buf.data(), (i1 - i0) * sizeof(double), cudaMemcpyHostToDevice),
+          "upload");
     }
   }
   static void transpose(const double* in, std::size_t rows, std::size_t cols, double* out) {
@@ -274,8 +274,8 @@ double gemm_emulate_time_ms(const gemm::Operand& a, const gemm::Operand& b,
   std::vector<double> ms;
   for (int r = 0; r < reps + 1; ++r) {
     cuda_check(cudaEventRecord(e0), "cudaEventRecord");
-    k_gemm_emulate<<<grid2d(M, N), kTile>>>(st.a.as<double>(), st.bt.as<double>(), M, N, K,
-                                            a.emin, b.emin, dm, st.k, 1.0f, nullptr, nullptr, 0,
+    k_gemm_emulate<<<grid2d(M, N), kTile>>>(st.a.as<double>(), st.bt.as<double>(), M, N, K, a.emin,
+                                            b.emin, dm, st.k, 1.0f, nullptr, nullptr, 0,
                                             static_cast<int>(out), dc.as<std::uint32_t>());
     cuda_check_launch("k_gemm_emulate");
     cuda_check(cudaEventRecord(e1), "cudaEventRecord");

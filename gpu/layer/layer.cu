@@ -67,8 +67,7 @@ class GpuEngine final : public exmy::layer::LayerEngine {
   // holds no contiguous fp32 copy of X (or of a transpose) and no double copy of it (issue 36).
   // The kernel reads the same doubles as gemm() on contiguous copies: the same bits.
   void gemm_rows(const exmy::layer::OpView& a, const exmy::layer::OpView& b,
-                 const gemm::AccumModel& m, DType d,
-                 const exmy::layer::RowSink& out) override {
+                 const gemm::AccumModel& m, DType d, const exmy::layer::RowSink& out) override {
     const gemm::Operand A = exmy::layer::gemm_operand(a, d), B = exmy::layer::gemm_operand(b, d);
     const std::size_t N = b.rows();
     std::vector<float> vals;

@@ -287,7 +287,6 @@ gemm::Operand gemm_operand(const OpView& v, DType d) {
   return o;
 }
 
-
 OpView OpView::transposed() const {
   OpView o = *this;
   o.v = layer::transposed(v);

@@ -421,8 +421,7 @@ void Dequantizer::values(std::size_t i0, std::size_t i1, float* out) const {
   for (std::size_t i = i0; i < i1; ++i) {
     const std::size_t g = group_index(plan_.groups, s, cols_, r, c);
     const std::uint32_t st = byte_scales ? q_.scale_codes[g] : native::bits_of(q_.state[g]);
-    out[i - i0] =
-        native::dequant_element(plan_, codes_[opt_.transpose ? c * rows_ + r : i], st);
+    out[i - i0] = native::dequant_element(plan_, codes_[opt_.transpose ? c * rows_ + r : i], st);
     if (++c == cols_) {
       c = 0;
       ++r;

@@ -22,7 +22,7 @@ class Values {
  public:
   Values() = default;
   // fp32 values (not copied: they must outlive this object).
-  Values(std::span<const float> x) : f32_(x.data()), n_(x.size()) {}  // NOLINT: implicit
+  Values(std::span<const float> x) : f32_(x.data()), n_(x.size()) {}     // NOLINT: implicit
   Values(const std::vector<float>& x) : f32_(x.data()), n_(x.size()) {}  // NOLINT: implicit
   // n codes of format f (16 bits or narrower), two bytes each at `codes` (not copied).
   Values(const std::uint8_t* codes, std::size_t n, const FloatFormat& f)

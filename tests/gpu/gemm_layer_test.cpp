@@ -288,8 +288,9 @@ TEST_CASE("GPU layer on views of 16-bit codes equals the CPU layer (issue 36)",
       };
       layer::run_layer_rows(cfg, {b, n, m}, X, W, G,
                             {collect(cpu.y, m), collect(cpu.x_grad, n), collect(cpu.w_grad, n)});
-      gpu::layer::run_layer_rows(cfg, {b, n, m}, X, W, G,
-                                 {collect(gpu.y, m), collect(gpu.x_grad, n), collect(gpu.w_grad, n)});
+      gpu::layer::run_layer_rows(
+          cfg, {b, n, m}, X, W, G,
+          {collect(gpu.y, m), collect(gpu.x_grad, n), collect(gpu.w_grad, n)});
       REQUIRE(cpu.y.size() == b * m);
       REQUIRE(std::memcmp(cpu.y.data(), gpu.y.data(), cpu.y.size() * 4) == 0);
       REQUIRE(std::memcmp(cpu.x_grad.data(), gpu.x_grad.data(), cpu.x_grad.size() * 4) == 0);

@@ -54,13 +54,14 @@ float fp16_value(std::uint16_t c) {
   const int e = (c >> 10) & 0x1F;
   const int m = c & 0x3FF;
   if (e == 0x1F) {
-    const std::uint32_t u = (neg ? 0x80000000u : 0u) | 0x7F800000u | (static_cast<std::uint32_t>(m) << 13);
+    const std::uint32_t u =
+        (neg ? 0x80000000u : 0u) | 0x7F800000u | (static_cast<std::uint32_t>(m) << 13);
     float f;
     std::memcpy(&f, &u, 4);
     return f;
   }
-  const double v = e == 0 ? std::ldexp(static_cast<double>(m), -24)
-                          : std::ldexp(1.0 + m / 1024.0, e - 15);
+  const double v =
+      e == 0 ? std::ldexp(static_cast<double>(m), -24) : std::ldexp(1.0 + m / 1024.0, e - 15);
   return static_cast<float>(neg ? -v : v);
 }
 
@@ -247,8 +248,8 @@ TEST_CASE("bnb4_dequantize_values in pieces = bnb4_dequantize", "[quant][in_plac
     b.type = native::Bnb4Type::nf4;
     b.double_quant = dq;
     const Bnb4Quantized q = bnb4_quantize(x, b);
-    for (const auto d : {native::Bnb4Dtype::fp32, native::Bnb4Dtype::fp16,
-                         native::Bnb4Dtype::bf16}) {
+    for (const auto d :
+         {native::Bnb4Dtype::fp32, native::Bnb4Dtype::fp16, native::Bnb4Dtype::bf16}) {
       const std::vector<std::uint32_t> want = bnb4_dequantize(q, x.size(), d, b);
       Bnb4Quantized meta = q;
       meta.packed.clear();
@@ -259,8 +260,7 @@ TEST_CASE("bnb4_dequantize_values in pieces = bnb4_dequantize", "[quant][in_plac
         bnb4_dequantize_values(q.packed.data(), a, i0, i1, d, b, got.data() + i0);
       }
       REQUIRE(got == want);
-      REQUIRE_THROWS_AS(bnb4_dequantize_absmax(meta, q.packed.size() - 1, x.size(), b),
-                        InputError);
+      REQUIRE_THROWS_AS(bnb4_dequantize_absmax(meta, q.packed.size() - 1, x.size(), b), InputError);
     }
   }
 }
