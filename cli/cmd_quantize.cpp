@@ -471,10 +471,16 @@ void write_array(io::OutputSet& outs, const std::string& path, const std::string
 void write_quantized(const CliOptions& o, quant::Quantized& q) {
   io::OutputSet outs;
   if (o.pack) {
-    // Packed in place (pack4 reads codes 2j, 2j+1 before it writes byte j): no second buffer.
-    const std::size_t bytes = native::packed4_bytes(q.codes.size());
-    native::pack4(q.codes.data(), q.codes.size(), q.codes.data());
-    write_array(outs, o.out, io::kDescrU8, packed_shape(q.shape, o.in), q.codes.data(), bytes);
+    // The CPU quantizer packs as it goes (quant::quantize's pack_codes); the GPU's codes are
+    // packed here in place (pack4 reads codes 2j, 2j+1 before it writes byte j): no second
+    // buffer either way.
+    const std::vector<std::size_t> shape = packed_shape(q.shape, o.in);
+    if (!q.packed) {
+      native::pack4(q.codes.data(), q.codes.size(), q.codes.data());
+      q.codes.resize(native::packed4_bytes(q.codes.size()));
+      q.packed = true;
+    }
+    write_array(outs, o.out, io::kDescrU8, shape, q.codes.data(), q.codes.size());
   } else {
     write_array(outs, o.out, o.q.target.kind == FormatKind::integer ? io::kDescrI8 : io::kDescrU8,
                 q.shape, q.codes.data(), q.codes.size());
@@ -696,18 +702,20 @@ int run_quantize(const Args& args) {
     opt.source = in.type == gpu::CastInput::bf16   ? native::Storage::bf16
                  : in.type == gpu::CastInput::fp16 ? native::Storage::f16
                                                    : native::Storage::f32;
-    q = quant::quantize(in.x, in.shape, opt);
+    q = quant::quantize(in.x, in.shape, opt, o.pack);
   }
+  // Codes as elements (before packing: the summary counts elements, not bytes).
+  const std::size_t ncodes = q.packed ? checked_count(q.shape, "codes") : q.codes.size();
   write_quantized(o, q);
   const std::size_t states = q.state.empty() ? q.scale_codes.size() : q.state.size();
   const bool cuda = o.device == Device::cuda;
   if (o.json) {
     // The element flags are not collected on the device: null there, not an empty list.
     std::printf("{\"codes\":%zu,\"states\":%zu,\"scheme\":%s,\"device\":\"%s\",\"flags\":%s}\n",
-                q.codes.size(), states, json_string(quant::scheme_name(o.q.scheme)).c_str(),
+                ncodes, states, json_string(quant::scheme_name(o.q.scheme)).c_str(),
                 cuda ? "cuda" : "cpu", cuda ? "null" : flags_json(q.flags).c_str());
   } else {
-    std::printf("%zu codes, %zu states, scheme %s, device %s, flags %s\n", q.codes.size(), states,
+    std::printf("%zu codes, %zu states, scheme %s, device %s, flags %s\n", ncodes, states,
                 quant::scheme_name(o.q.scheme).c_str(), cuda ? "cuda" : "cpu",
                 cuda ? "(not collected)" : flags_text(q.flags).c_str());
   }

@@ -98,6 +98,8 @@ for dt in fp32 fp16 bf16; do
   done
   for shape in s odd; do
     add quantize --scheme rowwise --to int8 $(src $shape $dt) $Q --transpose
+    add quantize --scheme rowwise --to e2m1fn $(src $shape $dt) $Q --transpose --pack
+    add quantize --scheme colwise --to e2m1fn $(src $shape $dt) $Q --transpose --pack --json
     add quantize --scheme block:16x32 --to e4m3fn $(src $shape $dt) $Q --variant deepgemm --scale-format ue8m0
     add quantize --scheme block:1x128 --to e4m3fn $(src $shape $dt) $Q --variant te --scale-format pow2
     add quantize --scheme block:4x8 --to e4m3fn $(src $shape $dt) $Q --variant torchao

@@ -293,7 +293,8 @@ std::vector<std::size_t> codes_shape(const std::vector<std::size_t>& shape, cons
   return {shape[1], shape[0]};
 }
 
-Quantized quantize(const Values& x, const std::vector<std::size_t>& shape, const Options& opt) {
+Quantized quantize(const Values& x, const std::vector<std::size_t>& shape, const Options& opt,
+                   bool pack_codes) {
   const std::vector<std::size_t> out_shape = codes_shape(shape, opt);
   validate_options(opt);
   check_shape(opt, shape);
@@ -318,7 +319,8 @@ Quantized quantize(const Values& x, const std::vector<std::size_t>& shape, const
   // The group maxima are done with: released before the codes are allocated, so that peak
   // memory stays within the CLI's bound (docs/SEMANTICS.md 11.0; NVFP4 has a group per 16).
   std::vector<float>().swap(amax);
-  q.codes.assign(x.size(), 0);
+  q.packed = pack_codes;
+  q.codes.assign(pack_codes ? native::packed4_bytes(x.size()) : x.size(), 0);
   if (plan.byte_scales()) {
     q.scale_codes.assign(state.begin(), state.end());
   } else {
@@ -335,7 +337,14 @@ Quantized quantize(const Values& x, const std::vector<std::size_t>& shape, const
       const Encoded e =
           native::quant_element(plan, x[i], state[group_index(plan.groups, s, cols, r, c)], word);
       q.flags |= e.flags;
-      q.codes[opt.transpose ? c * rows + r : i] = static_cast<std::uint8_t>(e.code);
+      const std::size_t at = opt.transpose ? c * rows + r : i;
+      if (pack_codes) {  // native::pack4_pair's nibbles: element 2j low, 2j + 1 high
+        std::uint8_t& b = q.codes[at / 2];
+        b = static_cast<std::uint8_t>(at % 2 == 0 ? (b & 0xF0u) | (e.code & 0x0Fu)
+                                                  : (b & 0x0Fu) | ((e.code & 0x0Fu) << 4));
+      } else {
+        q.codes[at] = static_cast<std::uint8_t>(e.code);
+      }
     }
   }
   return q;

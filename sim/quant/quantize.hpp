@@ -140,6 +140,7 @@ struct Quantized {
                                           // nvfp4 the input's shape with the last dim / 16
   float tensor_scale = 1.0f;  // nvfp4 two-level: the per-tensor factor dequantization applies
   std::uint32_t flags = 0;    // OR of the element conversions' exmy::flag bits
+  bool packed = false;        // codes two per byte (quantize(..., pack_codes))
 };
 
 // The plan of a quantization (sim/native/quant_plan.hpp) from validated options. `tensor` is
@@ -191,7 +192,11 @@ void matrix_view(const std::vector<std::size_t>& shape, std::size_t& rows, std::
 // combinations (e.g. transpose of a non-2-d tensor, mx with an int8 or codebook target, codebook
 // with a non-block scheme). x is read only (the CLI passes a read-only mapping of the input file:
 // no copy of a large input, fp32 or 16-bit).
-Quantized quantize(const Values& x, const std::vector<std::size_t>& shape, const Options& opt);
+// pack_codes: the codes two per byte as they are computed (sim/native/pack4.hpp's order; codes of
+// formats of at most 4 bits), Quantized::packed set: the bytes native::pack4 makes of the
+// unpacked codes, without the unpacked buffer (`exmy quantize --pack`, issue 36).
+Quantized quantize(const Values& x, const std::vector<std::size_t>& shape, const Options& opt,
+                   bool pack_codes = false);
 inline Quantized quantize(const std::vector<float>& x, const std::vector<std::size_t>& shape,
                           const Options& opt) {
   return quantize(Values(x), shape, opt);
