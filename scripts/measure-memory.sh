@@ -119,6 +119,9 @@ row x2.npy "q.npy s.npy" quantize --scheme tensor --to e4m3fn --variant te --in 
 row xh.npy y.npy cast e4m3fn --in xh.npy --out y.npy
 row xd.npy y.npy cast e4m3fn --in xd.npy --out y.npy
 row x.npy y.npy cast binary8p4se --in x.npy --out y.npy
+[[ cast =~ ^($filter)$ ]] && [ ! -f p8.npy ] &&
+  "$exmy" cast binary8p4se --in x.npy --out p8.npy > /dev/null
+row p8.npy y.npy cast binary8p4se --decode --in p8.npy --out y.npy
 # 16-bit sources (<f2 values; bf16 bits as <u2 with --in-format bf16; 512 MiB): read through their
 # codes, each widened where it is read (2026-12-01; they were widened to fp32 in memory).
 row xb.npy "q.npy s.npy" quantize --scheme block:256 --to dynamic --in xb.npy --in-format bf16 --out q.npy --state-out s.npy
