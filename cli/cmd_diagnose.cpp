@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <span>
 #include <string>
 #include <vector>
@@ -101,30 +102,43 @@ int run_sharpness(const Args& args) {
   if (!sharpness_options(s).parse(args)) return 0;
   const std::string &logits = s.logits, &labels = s.labels;
   const double eps = s.eps;
-  const io::NpyArray l = io::read_npy(logits);
+  // The logits stay in the mapped file; each row is widened to fp64 where it is used (issue 36's
+  // memory bound, docs/SEMANTICS.md 11.0: the file was copied twice and widened whole before).
+  const io::NpyMappedFile file(logits);
+  const io::NpyHeader& l = file.header();
   io::require_c_order(l, logits);
   if (l.shape.size() != 2 || l.shape[1] < 2) {
     throw InputError(logits + ": " + std::to_string(l.shape.size()) +
                      "-d array (expected 2-d logits, rows x classes, at least 2 classes)");
   }
-  const std::vector<double> y =
-      l.descr == "<f4" ? [&] {
-        const auto f = io::as_f32(l, logits);
-        return std::vector<double>(f.begin(), f.end());
-      }()
-                       : io::as_f64(l, logits);
+  const bool f32 = l.descr == "<f4";
+  if (!f32 && l.descr != io::kDescrF64) {
+    (void)io::as_f64(io::NpyArray{l.descr, {}, false, {}}, logits);  // the reader's dtype error
+  }
+  const std::uint8_t* data = file.data();
+  const auto value = [&](std::size_t i) {
+    if (f32) {
+      float f;
+      std::memcpy(&f, data + 4 * i, 4);
+      return static_cast<double>(f);
+    }
+    double d;
+    std::memcpy(&d, data + 8 * i, 8);
+    return d;
+  };
   const std::size_t rows = l.shape[0], v = l.shape[1];
-  for (std::size_t i = 0; i < y.size(); ++i) {
-    if (!std::isfinite(y[i])) {
+  for (std::size_t i = 0; i < rows * v; ++i) {
+    if (!std::isfinite(value(i))) {
       throw InputError(logits + ": element " + std::to_string(i) +
                        " is not finite (expected finite logits)");
     }
   }
   const auto lab = read_labels(labels, rows, v);
   double sum = 0, mx = 0;
-  std::vector<double> phi(rows);
+  std::vector<double> phi(rows), y(v);
   for (std::size_t r = 0; r < rows; ++r) {
-    phi[r] = reports::logit_sharpness(std::span<const double>(y.data() + r * v, v), lab[r], eps);
+    for (std::size_t c = 0; c < v; ++c) y[c] = value(r * v + c);
+    phi[r] = reports::logit_sharpness(std::span<const double>(y.data(), v), lab[r], eps);
     sum += phi[r];
     mx = std::max(mx, phi[r]);
   }

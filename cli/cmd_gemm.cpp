@@ -208,8 +208,12 @@ int run_gemm(const Args& args) {
     }
   };
   if (dev == Device::cuda) {
-    const std::vector<std::uint32_t> c = gpu::gemm_emulate(A, B, m, of, g.scale_a * g.scale_b, &rc);
-    put(c.data(), c.size());
+    // Staged and returned a block of rows at a time (gpu::gemm_emulate_rows): the host holds A's
+    // stored form, not its doubles (issue 36).
+    gpu::gemm_emulate_rows(A, B, m, of, g.scale_a * g.scale_b, &rc,
+                           [&](std::size_t i0, std::size_t i1, const std::uint32_t* c) {
+                             put(c, (i1 - i0) * B.rows);
+                           });
   } else {
     gemm::gemm_rows(A, B, m, of, g.scale_a * g.scale_b, &rc,
                     [&](std::size_t i0, std::size_t i1, const std::uint32_t* c) {

@@ -259,14 +259,11 @@ int run_layer(const Args& args) {
   OutputFile y(stage.path() + "/y.npy", s.b, s.m, cfg.dtype);
   OutputFile xg(stage.path() + "/x_grad.npy", s.b, s.n, cfg.dtype);
   OutputFile wg(stage.path() + "/w_grad.npy", s.m, s.n, cfg.dtype);
+  // Each output streams into its file as the products deliver its rows (on the GPU engine too:
+  // its GEMMs stage the mapped inputs a block of rows at a time, gpu/layer/layer.hpp).
   if (dev == Device::cuda) {
-    const layer::LayerResult r = gpu::layer::run_layer(
-        cfg, s, layer::contiguous(X.view), layer::contiguous(W.view), layer::contiguous(G.view));
-    y.write(r.y.data(), r.y.size());
-    xg.write(r.x_grad.data(), r.x_grad.size());
-    wg.write(r.w_grad.data(), r.w_grad.size());
+    gpu::layer::run_layer_rows(cfg, s, X.view, W.view, G.view, {y.sink(), xg.sink(), wg.sink()});
   } else {
-    // Each output streams into its file as the products deliver its rows.
     layer::run_layer_rows(cfg, s, X.view, W.view, G.view, {y.sink(), xg.sink(), wg.sink()});
   }
   y.commit();

@@ -397,13 +397,14 @@ void check_empty_bounded(const std::vector<std::size_t>& shape, const std::strin
   }
 }
 
-// The input as fp32 values, without a copy of a large file: fp32 is a read-only mapping of the
-// file (io::NpyMappedFile); fp16 and bf16 (bit patterns, --in-format bf16) are widened exactly
-// into memory (4 bytes per element: the one case above the README's memory bound).
+// The input's values, without a copy of a large file: fp32 is a read-only mapping of the file
+// (io::NpyMappedFile); fp16 and bf16 (bit patterns, --in-format bf16) are the mapped codes, each
+// widened exactly where the quantizer reads it (quant::Values): no fp32 copy (docs/SEMANTICS.md
+// 11.0's memory bound; it was the one case above it).
 struct InputValues {
   std::unique_ptr<io::NpyMappedFile> file;
-  std::vector<float> widened;
-  std::span<const float> x;
+  std::vector<float> widened;  // an fp32 file whose data is not 4-byte aligned: copied
+  quant::Values x;
   std::vector<std::size_t> shape;
   gpu::CastInput type = gpu::CastInput::fp32;
 };
@@ -420,14 +421,6 @@ InputValues read_values(const CliOptions& o) {
   v.type = input_type(a, o.in, o.in_format == "bf16");
   const std::size_t n = h.count();
   const std::uint8_t* data = v.file->data();
-  const auto widen = [&](const FloatFormat& f) {
-    v.widened.resize(n);
-    for (std::size_t i = 0; i < n; ++i) {
-      std::uint16_t u;
-      std::memcpy(&u, data + i * 2, 2);
-      v.widened[i] = native::to_float(f, u);
-    }
-  };
   switch (v.type) {
     case gpu::CastInput::fp32:
       if (n == 0) {
@@ -439,16 +432,16 @@ InputValues read_values(const CliOptions& o) {
         // writers may not): copy rather than read misaligned floats.
         v.widened.resize(n);
         std::memcpy(v.widened.data(), data, n * sizeof(float));
+        v.x = v.widened;
       }
       break;
     case gpu::CastInput::bf16:
-      widen(formats::bf16);
+      v.x = quant::Values(data, n, formats::bf16);
       break;
     case gpu::CastInput::fp16:
-      widen(formats::fp16);
+      v.x = quant::Values(data, n, formats::fp16);
       break;
   }
-  if (!v.widened.empty()) v.x = v.widened;
   return v;
 }
 
@@ -478,10 +471,16 @@ void write_array(io::OutputSet& outs, const std::string& path, const std::string
 void write_quantized(const CliOptions& o, quant::Quantized& q) {
   io::OutputSet outs;
   if (o.pack) {
-    // Packed in place (pack4 reads codes 2j, 2j+1 before it writes byte j): no second buffer.
-    const std::size_t bytes = native::packed4_bytes(q.codes.size());
-    native::pack4(q.codes.data(), q.codes.size(), q.codes.data());
-    write_array(outs, o.out, io::kDescrU8, packed_shape(q.shape, o.in), q.codes.data(), bytes);
+    // The CPU quantizer packs as it goes (quant::quantize's pack_codes); the GPU's codes are
+    // packed here in place (pack4 reads codes 2j, 2j+1 before it writes byte j): no second
+    // buffer either way.
+    const std::vector<std::size_t> shape = packed_shape(q.shape, o.in);
+    if (!q.packed) {
+      native::pack4(q.codes.data(), q.codes.size(), q.codes.data());
+      q.codes.resize(native::packed4_bytes(q.codes.size()));
+      q.packed = true;
+    }
+    write_array(outs, o.out, io::kDescrU8, shape, q.codes.data(), q.codes.size());
   } else {
     write_array(outs, o.out, o.q.target.kind == FormatKind::integer ? io::kDescrI8 : io::kDescrU8,
                 q.shape, q.codes.data(), q.codes.size());
@@ -601,20 +600,37 @@ std::vector<std::size_t> parse_shape_list(const std::string& text) {
   return shape;
 }
 
+// Values a dequantization writes per piece (4 MiB of fp32): the output is written as it is
+// computed, from codes read in place (issue 36's memory bound, docs/SEMANTICS.md 11.0).
+constexpr std::size_t kDequantChunk = std::size_t{1} << 20;
+
+// The dtype check of codes read in place: the reader's own error for another dtype.
+void require_codes_descr(const io::NpyHeader& h, const std::string& want, const std::string& what) {
+  if (h.descr == want) return;
+  const io::NpyArray a{h.descr, {}, false, {}};  // the dtype only
+  if (want == io::kDescrI8) {
+    (void)io::as_i8(a, what);
+  } else {
+    (void)io::as_u8(a, what);
+  }
+}
+
 int run_bnb4_dequantize(const CliOptions& o) {
   const quant::Bnb4Options b = bnb4_options(o);
   quant::Bnb4Quantized q;
-  const io::NpyArray codes = io::read_npy(o.in);
-  io::require_c_order(codes, o.in);
-  q.packed = io::as_u8(codes, o.in);
+  // The packed codes stay in the mapped file (read in place; copied for --device cuda only).
+  const io::NpyMappedFile codes(o.in);
+  const io::NpyHeader& ch = codes.header();
+  io::require_c_order(ch, o.in);
+  require_codes_descr(ch, io::kDescrU8, o.in);
+  const std::size_t bytes = ch.count();
   std::vector<std::size_t> shape =
-      o.shape.empty() ? std::vector<std::size_t>{q.packed.size() * 2} : parse_shape_list(o.shape);
+      o.shape.empty() ? std::vector<std::size_t>{bytes * 2} : parse_shape_list(o.shape);
   const std::size_t n = checked_count(shape, "--shape");  // a product that wraps is refused
-  if ((n + 1) / 2 != q.packed.size()) {
-    throw InputError(o.in + ": " + std::to_string(q.packed.size()) + " bytes hold " +
-                     std::to_string(2 * q.packed.size() - 1) + " or " +
-                     std::to_string(2 * q.packed.size()) + " values, but --shape has " +
-                     std::to_string(n));
+  if ((n + 1) / 2 != bytes) {
+    throw InputError(o.in + ": " + std::to_string(bytes) + " bytes hold " +
+                     std::to_string(2 * bytes - 1) + " or " + std::to_string(2 * bytes) +
+                     " values, but --shape has " + std::to_string(n));
   }
   const io::NpyArray state = io::read_npy(o.state);
   if (o.double_quant) {
@@ -629,25 +645,40 @@ int run_bnb4_dequantize(const CliOptions& o) {
   } else {
     q.absmax = io::as_f32(state, o.state);
   }
-  std::vector<std::uint32_t> y;
+  const bool f32 = o.out_dtype == native::Bnb4Dtype::fp32;
+  const std::string descr = f32                                      ? io::kDescrF32
+                            : o.out_dtype == native::Bnb4Dtype::fp16 ? io::kDescrF16
+                                                                     : io::kDescrU16;
+  // The bits of values [i0, i1) in the output's width.
+  const auto write_bits = [&](io::NpyFileWriter& w, const std::uint32_t* y, std::size_t count,
+                              std::vector<std::uint16_t>& h) {
+    if (f32) {
+      w.write(y, count * sizeof(std::uint32_t));
+    } else {
+      h.assign(y, y + count);
+      w.write(h.data(), count * sizeof(std::uint16_t));
+    }
+  };
+  std::vector<std::uint16_t> h;
   if (o.device == Device::cuda) {
 #if EXMY_HAVE_CUDA
-    y = gpu::bnb4_dequantize_host(q, n, o.out_dtype, b);
+    if (bytes > 0) q.packed.assign(codes.data(), codes.data() + bytes);
+    const std::vector<std::uint32_t> y = gpu::bnb4_dequantize_host(q, n, o.out_dtype, b);
+    io::NpyFileWriter w(o.out, descr, shape);
+    write_bits(w, y.data(), y.size(), h);
+    w.commit();
 #else
     throw InputError("--device cuda: this exmy was built without CUDA");
 #endif
   } else {
-    y = quant::bnb4_dequantize(q, n, o.out_dtype, b);
-  }
-  if (o.out_dtype == native::Bnb4Dtype::fp32) {
-    io::NpyFileWriter w(o.out, io::kDescrF32, shape);
-    w.write(y.data(), y.size() * sizeof(std::uint32_t));
-    w.commit();
-  } else {
-    std::vector<std::uint16_t> h(y.begin(), y.end());
-    io::NpyFileWriter w(
-        o.out, o.out_dtype == native::Bnb4Dtype::fp16 ? io::kDescrF16 : io::kDescrU16, shape);
-    w.write(h.data(), h.size() * sizeof(std::uint16_t));
+    const std::vector<float> absmax = quant::bnb4_dequantize_absmax(q, bytes, n, b);
+    io::NpyFileWriter w(o.out, descr, shape);
+    std::vector<std::uint32_t> y(std::min(n, kDequantChunk));
+    for (std::size_t i0 = 0; i0 < n; i0 += kDequantChunk) {
+      const std::size_t i1 = std::min(n, i0 + kDequantChunk);
+      quant::bnb4_dequantize_values(codes.data(), absmax, i0, i1, o.out_dtype, b, y.data());
+      write_bits(w, y.data(), i1 - i0, h);
+    }
     w.commit();
   }
   if (o.json) {
@@ -671,18 +702,20 @@ int run_quantize(const Args& args) {
     opt.source = in.type == gpu::CastInput::bf16   ? native::Storage::bf16
                  : in.type == gpu::CastInput::fp16 ? native::Storage::f16
                                                    : native::Storage::f32;
-    q = quant::quantize(in.x, in.shape, opt);
+    q = quant::quantize(in.x, in.shape, opt, o.pack);
   }
+  // Codes as elements (before packing: the summary counts elements, not bytes).
+  const std::size_t ncodes = q.packed ? checked_count(q.shape, "codes") : q.codes.size();
   write_quantized(o, q);
   const std::size_t states = q.state.empty() ? q.scale_codes.size() : q.state.size();
   const bool cuda = o.device == Device::cuda;
   if (o.json) {
     // The element flags are not collected on the device: null there, not an empty list.
     std::printf("{\"codes\":%zu,\"states\":%zu,\"scheme\":%s,\"device\":\"%s\",\"flags\":%s}\n",
-                q.codes.size(), states, json_string(quant::scheme_name(o.q.scheme)).c_str(),
+                ncodes, states, json_string(quant::scheme_name(o.q.scheme)).c_str(),
                 cuda ? "cuda" : "cpu", cuda ? "null" : flags_json(q.flags).c_str());
   } else {
-    std::printf("%zu codes, %zu states, scheme %s, device %s, flags %s\n", q.codes.size(), states,
+    std::printf("%zu codes, %zu states, scheme %s, device %s, flags %s\n", ncodes, states,
                 quant::scheme_name(o.q.scheme).c_str(), cuda ? "cuda" : "cpu",
                 cuda ? "(not collected)" : flags_text(q.flags).c_str());
   }
@@ -705,32 +738,28 @@ int run_dequantize(const Args& args) {
   CliOptions o;
   if (!parse(args, Direction::dequantize, o)) return 0;
   if (o.bnb4) return run_bnb4_dequantize(o);
-  io::NpyArray codes = io::read_npy(o.in);
-  io::require_c_order(codes, o.in);
+  // The codes stay in the mapped file, read in place (packed or not) and the values written a
+  // piece at a time: no copy of the codes, no unpacked copy, no whole fp32 result (issue 36).
+  // --device cuda copies them into q.codes, as before.
+  const io::NpyMappedFile file(o.in);
+  const io::NpyHeader& ch = file.header();
+  io::require_c_order(ch, o.in);
   const io::NpyArray state = io::read_npy(o.state);
   io::require_c_order(state, o.state);
   quant::Quantized q;
-  q.shape = codes.shape;
+  q.shape = ch.shape;
+  quant::Codes codes;
   if (o.pack) {
     if (q.shape.empty()) q.shape = {1};
     q.shape.back() *= 2;
-    const std::vector<std::uint8_t> packed = io::as_u8(codes, o.in);
-    q.codes.resize(packed.size() * 2);
-    native::unpack4(packed.data(), q.codes.size(), q.codes.data());
+    require_codes_descr(ch, io::kDescrU8, o.in);
+    codes = {file.data(), ch.count() * 2, true};
   } else {
-    // The codes' bytes as they are (int8 codes are two's complement bytes): checked for the
-    // expected dtype, then moved, not copied.
-    const std::string want_descr =
-        o.q.target.kind == FormatKind::integer ? io::kDescrI8 : io::kDescrU8;
-    if (codes.descr != want_descr) {
-      // Another spelling of the dtype passes; a wrong dtype gets the reader's own error.
-      if (o.q.target.kind == FormatKind::integer) {
-        (void)io::as_i8(codes, o.in);
-      } else {
-        (void)io::as_u8(codes, o.in);
-      }
-    }
-    q.codes = std::move(codes.data);
+    // The codes' bytes as they are (int8 codes are two's complement bytes), of the expected
+    // dtype.
+    require_codes_descr(ch, o.q.target.kind == FormatKind::integer ? io::kDescrI8 : io::kDescrU8,
+                        o.in);
+    codes = {file.data(), ch.count(), false};
   }
   std::vector<std::size_t> in_shape = q.shape;
   if (o.q.transpose) {
@@ -761,18 +790,34 @@ int run_dequantize(const Args& args) {
     }
     q.tensor_scale = tv[0];
   }
-  quant::check_dequantize_inputs(q, o.q);  // codes and states exmy could have written
-  const std::vector<float> x =
-      o.device == Device::cuda ? dequantize_cuda(q, in_shape, o) : quant::dequantize(q, o.q);
-  std::vector<std::uint8_t>().swap(q.codes);  // no longer needed: released before writing
-  io::NpyFileWriter w(o.out, io::kDescrF32, in_shape);
-  w.write(x.data(), x.size() * sizeof(float));
-  w.commit();
+  quant::check_dequantize_inputs(q, codes, o.q);  // codes and states exmy could have written
+  std::size_t values = 0;
+  if (o.device == Device::cuda) {
+    q.codes.resize(codes.size);
+    for (std::size_t i = 0; i < codes.size; ++i) q.codes[i] = codes[i];
+    const std::vector<float> x = dequantize_cuda(q, in_shape, o);
+    std::vector<std::uint8_t>().swap(q.codes);  // no longer needed: released before writing
+    io::NpyFileWriter w(o.out, io::kDescrF32, in_shape);
+    w.write(x.data(), x.size() * sizeof(float));
+    w.commit();
+    values = x.size();
+  } else {
+    const quant::Dequantizer d(q, codes, o.q);
+    io::NpyFileWriter w(o.out, io::kDescrF32, in_shape);
+    std::vector<float> x(std::min(d.size(), kDequantChunk));
+    for (std::size_t i0 = 0; i0 < d.size(); i0 += kDequantChunk) {
+      const std::size_t i1 = std::min(d.size(), i0 + kDequantChunk);
+      d.values(i0, i1, x.data());
+      w.write(x.data(), (i1 - i0) * sizeof(float));
+    }
+    w.commit();
+    values = d.size();
+  }
   if (o.json) {
-    std::printf("{\"values\":%zu,\"scheme\":%s}\n", x.size(),
+    std::printf("{\"values\":%zu,\"scheme\":%s}\n", values,
                 json_string(quant::scheme_name(o.q.scheme)).c_str());
   } else {
-    std::printf("%zu values, scheme %s\n", x.size(), quant::scheme_name(o.q.scheme).c_str());
+    std::printf("%zu values, scheme %s\n", values, quant::scheme_name(o.q.scheme).c_str());
   }
   return 0;
 }

@@ -34,6 +34,10 @@ std::vector<std::uint32_t> gemm_emulate(const gemm::Operand&, const gemm::Operan
                                         const gemm::RowColScales*) {
   no_cuda();
 }
+void gemm_emulate_rows(const gemm::Operand&, const gemm::Operand&, const gemm::AccumModel&,
+                       gemm::OutFormat, double, const gemm::RowColScales*, const RowSink&) {
+  no_cuda();
+}
 double gemm_emulate_time_ms(const gemm::Operand&, const gemm::Operand&, const gemm::AccumModel&,
                             gemm::OutFormat, int) {
   no_cuda();
@@ -52,6 +56,11 @@ namespace layer {
 exmy::layer::LayerResult run_layer(const exmy::layer::LayerConfig&, const exmy::layer::LayerShape&,
                                    const std::vector<float>&, const std::vector<float>&,
                                    const std::vector<float>&) {
+  no_cuda();
+}
+void run_layer_rows(const exmy::layer::LayerConfig&, const exmy::layer::LayerShape&,
+                    const exmy::layer::MatView&, const exmy::layer::MatView&,
+                    const exmy::layer::MatView&, const exmy::layer::LayerSinks&) {
   no_cuda();
 }
 }  // namespace layer

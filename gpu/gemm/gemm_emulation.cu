@@ -91,31 +91,22 @@ std::vector<T> transposed(const std::vector<T>& v, std::size_t rows, std::size_t
   return t;
 }
 
-struct Prepared {
-  std::vector<double> a, bt;
-  native::DotModel m;
-  std::vector<double> scale_a, scale_bt;  // block scales (empty: none), B's transposed
-};
-
-// The prepared block scales in device buffers, for the kernel.
-struct DeviceBlockScales {
-  DeviceBuffer a, bt;
-  KernelBlockScales k;
-  DeviceBlockScales(const Prepared& p, const gemm::Operand& oa, const gemm::Operand& ob)
-      : a(p.scale_a.empty() ? nullptr : p.scale_a.data(), p.scale_a.size() * sizeof(double)),
-        bt(p.scale_bt.empty() ? nullptr : p.scale_bt.data(), p.scale_bt.size() * sizeof(double)) {
-    if (p.scale_a.empty()) return;
-    k.a = a.as<double>();
-    k.bt = bt.as<double>();
-    k.nb = oa.cols / oa.scale_block;
-    k.block = static_cast<int>(oa.scale_block);
-    k.emin_a = oa.scale_emin;
-    k.emin_b = ob.scale_emin;
+// out (cols x rows) = in (rows x cols) transposed, on the device (the host transposed B before:
+// the same doubles in the same places).
+__global__ void k_transpose(const double* __restrict__ in, std::size_t rows, std::size_t cols,
+                            double* __restrict__ out) {
+  const std::size_t n = rows * cols;
+  for (std::size_t t = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x; t < n;
+       t += static_cast<std::size_t>(gridDim.x) * blockDim.x) {
+    const std::size_t r = t / cols, c = t % cols;
+    out[c * rows + r] = in[t];
   }
-};
+}
 
-Prepared prepare(const gemm::Operand& a, const gemm::Operand& b, const gemm::AccumModel& model,
-                 gemm::OutFormat out) {
+// The checks and the kernel model of a GEMM (host only: nothing is staged yet).
+native::DotModel checked_model(const gemm::Operand& a, const gemm::Operand& b,
+                               const gemm::AccumModel& model, gemm::OutFormat out,
+                               gemm::AccumModel* checked) {
   if (model.kind == gemm::AccumKind::exact) {
     throw InputError(
         "--accum exact: the CPU reference only (MPFR); the GPU runs fp32-seq, "
@@ -126,25 +117,84 @@ Prepared prepare(const gemm::Operand& a, const gemm::Operand& b, const gemm::Acc
                      " and B is " + std::to_string(b.rows) + " x " + std::to_string(b.cols) +
                      ": expected the same K (C = A B^T)");
   }
-  const gemm::AccumModel m = gemm::operand_model(a, b, model, out).model;
-  Prepared p;
-  p.a = a.values();  // the doubles, decoded from a stored operand (read_operand) if need be
-  std::vector<double> bv = b.values();
-  if (m.truncate_tf32) {
-    const int mode = static_cast<int>(m.tf32_round);
-    if (a.code_bits == 32)
-      for (auto& x : p.a) x = native::dot_tf32(static_cast<float>(x), mode);
-    if (b.code_bits == 32)
-      for (auto& x : bv) x = native::dot_tf32(static_cast<float>(x), mode);
-  }
-  p.bt = transposed(bv, b.rows, b.cols);
-  p.m = gemm::dot_model(m);
-  if (a.scale_block != 0) {  // operand_model checked that both sides have the same block
-    p.scale_a = a.scale_values();
-    p.scale_bt = transposed(b.scale_values(), b.rows, b.cols / b.scale_block);
-  }
-  return p;
+  *checked = gemm::operand_model(a, b, model, out).model;
+  return gemm::dot_model(*checked);
 }
+
+// Host staging of the operands, a block of rows at a time (issue 36's memory bound, docs/
+// SEMANTICS.md 11.0): each block is decoded to doubles (TF32-truncated where the model
+// truncates) into a host buffer of about 4 MiB and copied to its place in the device buffer, so
+// the host holds the operands' stored form (a mapped file) and one block, not a double copy of A
+// (2 GiB for a 1 GiB fp32 A) and two of B. The device holds what the kernel reads, as before: A
+// and B^T as doubles, the block scales as doubles (B's transposed).
+struct Staged {
+  DeviceBuffer a, bt, scale_a, scale_bt;
+  KernelBlockScales k;
+
+  Staged(const gemm::Operand& oa, const gemm::Operand& ob, const gemm::AccumModel& m)
+      : a(oa.rows * oa.cols * sizeof(double)),
+        bt(ob.rows * ob.cols * sizeof(double)),
+        scale_a(oa.scale_block != 0 ? oa.rows * (oa.cols / oa.scale_block) * sizeof(double) : 0),
+        scale_bt(oa.scale_block != 0 ? ob.rows * (ob.cols / ob.scale_block) * sizeof(double) : 0) {
+    upload_values(oa, m, a.as<double>());
+    {
+      const DeviceBuffer b(ob.rows * ob.cols * sizeof(double));
+      upload_values(ob, m, b.as<double>());
+      transpose(b.as<double>(), ob.rows, ob.cols, bt.as<double>());
+    }
+    if (oa.scale_block == 0) return;  // operand_model checked that both sides have the same block
+    upload_scales(oa, scale_a.as<double>());
+    {
+      const std::size_t nb = ob.cols / ob.scale_block;
+      const DeviceBuffer sb(ob.rows * nb * sizeof(double));
+      upload_scales(ob, sb.as<double>());
+      transpose(sb.as<double>(), ob.rows, nb, scale_bt.as<double>());
+    }
+    k.a = scale_a.as<double>();
+    k.bt = scale_bt.as<double>();
+    k.nb = oa.cols / oa.scale_block;
+    k.block = static_cast<int>(oa.scale_block);
+    k.emin_a = oa.scale_emin;
+    k.emin_b = ob.scale_emin;
+  }
+
+  static std::size_t block_rows(std::size_t cols) {
+    return std::max<std::size_t>(1, (std::size_t{1} << 19) / std::max<std::size_t>(cols, 1));
+  }
+  static void upload_values(const gemm::Operand& o, const gemm::AccumModel& m, double* dst) {
+    const std::size_t K = o.cols, T = block_rows(K);
+    std::vector<double> buf(std::min(T, o.rows) * K);
+    const int mode = static_cast<int>(m.tf32_round);
+    for (std::size_t r0 = 0; r0 < o.rows && K > 0; r0 += T) {
+      const std::size_t r1 = std::min(o.rows, r0 + T), n = (r1 - r0) * K;
+      o.rows_into(r0, r1, buf.data());  // the values of Operand::values(), rows [r0, r1)
+      if (m.truncate_tf32 && o.code_bits == 32) {
+        for (std::size_t t = 0; t < n; ++t)
+          buf[t] = native::dot_tf32(static_cast<float>(buf[t]), mode);
+      }
+      cuda_check(cudaMemcpy(dst + r0 * K, buf.data(), n * sizeof(double), cudaMemcpyHostToDevice),
+                 "upload");
+    }
+  }
+  static void upload_scales(const gemm::Operand& o, double* dst) {
+    const std::size_t nb = o.cols / o.scale_block, n = o.rows * nb;
+    const std::size_t T = std::size_t{1} << 19;
+    std::vector<double> buf(std::min(T, n));
+    for (std::size_t i0 = 0; i0 < n; i0 += T) {
+      const std::size_t i1 = std::min(n, i0 + T);
+      for (std::size_t i = i0; i < i1; ++i) buf[i - i0] = o.scale(i);  // Operand::scale_values()
+      cuda_check(
+          cudaMemcpy(dst + i0, buf.data(), (i1 - i0) * sizeof(double), cudaMemcpyHostToDevice),
+          "upload");
+    }
+  }
+  static void transpose(const double* in, std::size_t rows, std::size_t cols, double* out) {
+    if (rows * cols == 0) return;
+    const std::size_t blocks = std::min<std::size_t>(65535, (rows * cols + 255) / 256);
+    k_transpose<<<static_cast<unsigned>(blocks), 256>>>(in, rows, cols, out);
+    cuda_check_launch("k_transpose");
+  }
+};
 
 const dim3 kTile(32, 8);
 dim3 grid2d(std::size_t rows, std::size_t cols) {
@@ -157,55 +207,75 @@ dim3 grid2d(std::size_t rows, std::size_t cols) {
 std::vector<std::uint32_t> gemm_emulate(const gemm::Operand& a, const gemm::Operand& b,
                                         const gemm::AccumModel& m, gemm::OutFormat out,
                                         double alpha, const gemm::RowColScales* scales) {
+  std::vector<std::uint32_t> c;
+  gemm_emulate_rows(a, b, m, out, alpha, scales,
+                    [&](std::size_t i0, std::size_t i1, const std::uint32_t* rows) {
+                      if (c.empty()) c.resize(a.rows * b.rows);
+                      std::copy(rows, rows + (i1 - i0) * b.rows, c.begin() + i0 * b.rows);
+                    });
+  c.resize(a.rows * b.rows);
+  return c;
+}
+
+void gemm_emulate_rows(const gemm::Operand& a, const gemm::Operand& b, const gemm::AccumModel& m,
+                       gemm::OutFormat out, double alpha, const gemm::RowColScales* scales,
+                       const RowSink& sink) {
   if (out != gemm::OutFormat::fp32 && m.kind != gemm::AccumKind::exact &&
       gemm::operand_model(a, b, m, out).model.rp) {
     // 16-bit split-K partials: the chunks' fp32 sums here, rounded and added on the host.
-    return gemm::gemm_rounded_parts(
+    const std::vector<std::uint32_t> c = gemm::gemm_rounded_parts(
         a, b, gemm::operand_model(a, b, m, out).model, out, alpha, scales,
         [](const gemm::Operand& x, const gemm::Operand& y, const gemm::AccumModel& mm) {
           return gemm_emulate(x, y, mm, gemm::OutFormat::fp32);
         });
+    if (!c.empty()) sink(0, a.rows, c.data());
+    return;
   }
-  const Prepared p = prepare(a, b, m, out);
+  gemm::AccumModel checked;
+  const native::DotModel dm = checked_model(a, b, m, out, &checked);
   const std::size_t M = a.rows, N = b.rows, K = a.cols;
   gemm::check_scales(scales, M, N);
   const bool rows = scales != nullptr && !scales->a_rows.empty();
   const bool cols = scales != nullptr && !scales->b_cols.empty();
-  std::vector<std::uint32_t> c(M * N);
-  if (c.empty()) return c;
-  const DeviceBuffer da(p.a.data(), p.a.size() * sizeof(double));
-  const DeviceBuffer db(p.bt.data(), p.bt.size() * sizeof(double));
-  const DeviceBuffer dc(c.size() * sizeof(std::uint32_t));
+  if (M * N == 0) return;
+  const Staged st(a, b, checked);
+  const DeviceBuffer dc(M * N * sizeof(std::uint32_t));
   const DeviceBuffer dsa(rows ? scales->a_rows.data() : nullptr, rows ? M * sizeof(float) : 0);
   const DeviceBuffer dsb(cols ? scales->b_cols.data() : nullptr, cols ? N * sizeof(float) : 0);
-  const DeviceBlockScales dbs(p, a, b);
-  k_gemm_emulate<<<grid2d(M, N), kTile>>>(da.as<double>(), db.as<double>(), M, N, K, a.emin, b.emin,
-                                          p.m, dbs.k, static_cast<float>(alpha), dsa.as<float>(),
-                                          dsb.as<float>(),
+  k_gemm_emulate<<<grid2d(M, N), kTile>>>(st.a.as<double>(), st.bt.as<double>(), M, N, K, a.emin,
+                                          b.emin, dm, st.k, static_cast<float>(alpha),
+                                          dsa.as<float>(), dsb.as<float>(),
                                           scales != nullptr ? static_cast<int>(scales->order) : 0,
                                           static_cast<int>(out), dc.as<std::uint32_t>());
   cuda_check_launch("k_gemm_emulate");
   cuda_check(cudaDeviceSynchronize(), "k_gemm_emulate");
-  dc.download(c.data(), c.size() * sizeof(std::uint32_t));
-  return c;
+  // C to the host a block of rows at a time (about 4 MiB), each handed to the sink.
+  const std::size_t T = std::max<std::size_t>(1, (std::size_t{1} << 20) / N);
+  std::vector<std::uint32_t> buf(std::min(T, M) * N);
+  for (std::size_t i0 = 0; i0 < M; i0 += T) {
+    const std::size_t i1 = std::min(M, i0 + T);
+    cuda_check(cudaMemcpy(buf.data(), dc.as<std::uint32_t>() + i0 * N,
+                          (i1 - i0) * N * sizeof(std::uint32_t), cudaMemcpyDeviceToHost),
+               "download");
+    sink(i0, i1, buf.data());
+  }
 }
 
 double gemm_emulate_time_ms(const gemm::Operand& a, const gemm::Operand& b,
                             const gemm::AccumModel& m, gemm::OutFormat out, int reps) {
-  const Prepared p = prepare(a, b, m, out);
+  gemm::AccumModel checked;
+  const native::DotModel dm = checked_model(a, b, m, out, &checked);
   const std::size_t M = a.rows, N = b.rows, K = a.cols;
-  const DeviceBuffer da(p.a.data(), p.a.size() * sizeof(double));
-  const DeviceBuffer db(p.bt.data(), p.bt.size() * sizeof(double));
+  const Staged st(a, b, checked);
   const DeviceBuffer dc(M * N * sizeof(std::uint32_t));
-  const DeviceBlockScales dbs(p, a, b);
   cudaEvent_t e0, e1;
   cuda_check(cudaEventCreate(&e0), "cudaEventCreate");
   cuda_check(cudaEventCreate(&e1), "cudaEventCreate");
   std::vector<double> ms;
   for (int r = 0; r < reps + 1; ++r) {
     cuda_check(cudaEventRecord(e0), "cudaEventRecord");
-    k_gemm_emulate<<<grid2d(M, N), kTile>>>(da.as<double>(), db.as<double>(), M, N, K, a.emin,
-                                            b.emin, p.m, dbs.k, 1.0f, nullptr, nullptr, 0,
+    k_gemm_emulate<<<grid2d(M, N), kTile>>>(st.a.as<double>(), st.bt.as<double>(), M, N, K, a.emin,
+                                            b.emin, dm, st.k, 1.0f, nullptr, nullptr, 0,
                                             static_cast<int>(out), dc.as<std::uint32_t>());
     cuda_check_launch("k_gemm_emulate");
     cuda_check(cudaEventRecord(e1), "cudaEventRecord");

@@ -9,6 +9,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 #include "sim/gemm/gemm.hpp"
@@ -22,6 +23,14 @@ std::vector<std::uint32_t> gemm_emulate(const gemm::Operand& a, const gemm::Oper
                                         const gemm::AccumModel& m, gemm::OutFormat out,
                                         double alpha = 1.0,
                                         const gemm::RowColScales* scales = nullptr);
+
+// The same C, handed to `sink` a block of rows at a time (rows [i0, i1), (i1 - i0) x b.rows codes)
+// as it comes back from the device: the host holds one block of C, and of the operands their
+// stored form and one block being staged (issue 36's memory bound; `exmy gemm --device cuda`).
+using RowSink = std::function<void(std::size_t i0, std::size_t i1, const std::uint32_t* c)>;
+void gemm_emulate_rows(const gemm::Operand& a, const gemm::Operand& b, const gemm::AccumModel& m,
+                       gemm::OutFormat out, double alpha, const gemm::RowColScales* scales,
+                       const RowSink& sink);
 
 // Kernel time of the emulation (no transfers), for the benchmark: the median of `reps` launches
 // on operands already on the device, in milliseconds.

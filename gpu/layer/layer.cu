@@ -62,6 +62,25 @@ class GpuEngine final : public exmy::layer::LayerEngine {
     return exmy::layer::decode_output(gemm_emulate(A, B, m, exmy::layer::out_format(d)), d);
   }
 
+  // The view form of gemm: the operands read through their views and staged a block of rows
+  // at a time, C handed back a block of rows at a time (gpu::gemm_emulate_rows), so the host
+  // holds no contiguous fp32 copy of X (or of a transpose) and no double copy of it (issue 36).
+  // The kernel reads the same doubles as gemm() on contiguous copies: the same bits.
+  void gemm_rows(const exmy::layer::OpView& a, const exmy::layer::OpView& b,
+                 const gemm::AccumModel& m, DType d, const exmy::layer::RowSink& out) override {
+    const gemm::Operand A = exmy::layer::gemm_operand(a, d), B = exmy::layer::gemm_operand(b, d);
+    const std::size_t N = b.rows();
+    std::vector<float> vals;
+    gemm_emulate_rows(A, B, m, exmy::layer::out_format(d), 1.0, nullptr,
+                      [&](std::size_t i0, std::size_t i1, const std::uint32_t* c) {
+                        vals.resize((i1 - i0) * N);
+                        for (std::size_t t = 0; t < vals.size(); ++t) {
+                          vals[t] = exmy::layer::decode_output_code(c[t], d);
+                        }
+                        out(i0, i1, vals.data());
+                      });
+  }
+
   std::vector<float> mask(const std::vector<float>& v,
                           const exmy::layer::LayerConfig& cfg) override {
     return mask_round(v, cfg.mask_e, cfg.mask_m, cfg.mask_outer, cfg.mask_inner,
@@ -76,6 +95,13 @@ exmy::layer::LayerResult run_layer(const exmy::layer::LayerConfig& cfg,
                                    const std::vector<float>& w, const std::vector<float>& g) {
   GpuEngine engine;
   return exmy::layer::run_layer(cfg, s, x, w, g, engine);
+}
+
+void run_layer_rows(const exmy::layer::LayerConfig& cfg, const exmy::layer::LayerShape& s,
+                    const exmy::layer::MatView& x, const exmy::layer::MatView& w,
+                    const exmy::layer::MatView& g, const exmy::layer::LayerSinks& out) {
+  GpuEngine engine;
+  exmy::layer::run_layer_rows(cfg, s, x, w, g, out, engine);
 }
 
 }  // namespace exmy::gpu::layer

@@ -90,38 +90,6 @@ class MaskStep final : public ElementStep {
   LayerConfig cfg_;
 };
 
-// An operand view as GEMM rows: a row-major view row by row, a transposed one column by column
-// (memory in order), each element through its step.
-class OpSource final : public gemm::RowSource {
- public:
-  explicit OpSource(OpView v) : v_(std::move(v)) {}
-  void rows_into(std::size_t r0, std::size_t r1, double* out) const override {
-    const std::size_t K = v_.cols();
-    if (v_.v.cs == 1 || r1 - r0 == 1) {
-      for (std::size_t r = r0; r < r1; ++r)
-        for (std::size_t k = 0; k < K; ++k) out[(r - r0) * K + k] = v_.at(r, k);
-    } else {
-      for (std::size_t k = 0; k < K; ++k)
-        for (std::size_t r = r0; r < r1; ++r) out[(r - r0) * K + k] = v_.at(r, k);
-    }
-  }
-
- private:
-  OpView v_;
-};
-
-// The operand as gemm_operands sets one up for dtype values.
-gemm::Operand operand_of(const OpView& v, DType d) {
-  gemm::Operand o;
-  o.rows = v.rows();
-  o.cols = v.cols();
-  o.source = std::make_shared<OpSource>(v);
-  o.emin = 1 - dtype_format(d).bias;
-  o.type = dtype_name(d);
-  o.code_bits = dtype_bits(d);
-  return o;
-}
-
 // Codes of rows [i0, i1) x columns [k0, k1) of an int8 operand, (i1 - i0) x (k1 - k0) row-major:
 // element (i, k) is the code of src (i, k), or of src (k, i) column-wise (read by rows of src).
 void int8_tile(const Int8Operand& o, const quant::PieceQuantizer& q, std::size_t i0, std::size_t i1,
@@ -204,7 +172,7 @@ class CpuEngine final : public LayerEngine {
 
   void gemm_rows(const OpView& a, const OpView& b, const gemm::AccumModel& m, DType d,
                  const RowSink& out) override {
-    const gemm::Operand A = operand_of(a, d), B = operand_of(b, d);
+    const gemm::Operand A = gemm_operand(a, d), B = gemm_operand(b, d);
     const std::size_t N = b.rows();
     std::vector<float> vals;
     gemm::gemm_rows(A, B, m, out_format(d), 1.0, nullptr,

@@ -252,6 +252,41 @@ std::vector<float> contiguous(const MatView& v) {
   return r;
 }
 
+namespace {
+
+// An operand view as GEMM rows: a row-major view row by row, a transposed one column by column
+// (memory in order), each element through its step.
+class OpSource final : public gemm::RowSource {
+ public:
+  explicit OpSource(OpView v) : v_(std::move(v)) {}
+  void rows_into(std::size_t r0, std::size_t r1, double* out) const override {
+    const std::size_t K = v_.cols();
+    if (v_.v.cs == 1 || r1 - r0 == 1) {
+      for (std::size_t r = r0; r < r1; ++r)
+        for (std::size_t k = 0; k < K; ++k) out[(r - r0) * K + k] = v_.at(r, k);
+    } else {
+      for (std::size_t k = 0; k < K; ++k)
+        for (std::size_t r = r0; r < r1; ++r) out[(r - r0) * K + k] = v_.at(r, k);
+    }
+  }
+
+ private:
+  OpView v_;
+};
+
+}  // namespace
+
+gemm::Operand gemm_operand(const OpView& v, DType d) {
+  gemm::Operand o;
+  o.rows = v.rows();
+  o.cols = v.cols();
+  o.source = std::make_shared<OpSource>(v);
+  o.emin = 1 - dtype_format(d).bias;
+  o.type = dtype_name(d);
+  o.code_bits = dtype_bits(d);
+  return o;
+}
+
 OpView OpView::transposed() const {
   OpView o = *this;
   o.v = layer::transposed(v);

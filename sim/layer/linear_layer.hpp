@@ -229,6 +229,9 @@ gemm::OutFormat out_format(DType d);
 // A (rows x k) and B (cols x k), values of dtype d, as GEMM operands.
 void gemm_operands(const std::vector<float>& a, std::size_t rows, const std::vector<float>& b,
                    std::size_t cols, std::size_t k, DType d, gemm::Operand& A, gemm::Operand& B);
+// A product operand as a GEMM operand read through its view (each element where the GEMM
+// reads it, no copy), set up as gemm_operands sets up dtype values.
+gemm::Operand gemm_operand(const OpView& v, DType d);
 // A product's output codes (fp32 bits, or bf16/fp16 codes) as values of dtype d.
 std::vector<float> decode_output(const std::vector<std::uint32_t>& c, DType d);
 float decode_output_code(std::uint32_t c, DType d);

@@ -33,7 +33,7 @@ void check_bnb4_block(std::size_t block) {
                    ": bitsandbytes' 4-bit blocks are 32, 64, 128, 256, 512, 1024, 2048 or 4096");
 }
 
-std::vector<float> bnb4_block_absmax(std::span<const float> x, std::size_t block) {
+std::vector<float> bnb4_block_absmax(const Values& x, std::size_t block) {
   const std::size_t n = x.size();
   const std::size_t blocks = (n + block - 1) / block;
   std::vector<float> a(blocks);
@@ -60,7 +60,7 @@ Options stats_options() {
 
 }  // namespace
 
-Bnb4Quantized bnb4_quantize(std::span<const float> x, const Bnb4Options& opt) {
+Bnb4Quantized bnb4_quantize(const Values& x, const Bnb4Options& opt) {
   check_bnb4_block(opt.block);
   if (x.empty()) throw InputError("input: bitsandbytes' quantize_4bit needs at least one element");
   const std::size_t n = x.size();
@@ -120,20 +120,31 @@ std::vector<float> bnb4_dequant_absmax(const Bnb4Quantized& q, std::size_t block
   return a;
 }
 
-std::vector<std::uint32_t> bnb4_dequantize(const Bnb4Quantized& q, std::size_t n,
-                                           native::Bnb4Dtype d, const Bnb4Options& opt) {
+std::vector<float> bnb4_dequantize_absmax(const Bnb4Quantized& q, std::size_t packed_bytes,
+                                          std::size_t n, const Bnb4Options& opt) {
   check_bnb4_block(opt.block);
-  if (q.packed.size() != (n + 1) / 2) {
+  if (packed_bytes != (n + 1) / 2) {
     throw InputError("codes: " + std::to_string(n) + " values need " + std::to_string((n + 1) / 2) +
-                     " bytes, got " + std::to_string(q.packed.size()));
+                     " bytes, got " + std::to_string(packed_bytes));
   }
   const std::size_t blocks = (n + opt.block - 1) / opt.block;
-  const std::vector<float> a = bnb4_dequant_absmax(q, blocks, opt);
-  std::vector<std::uint32_t> out(n);
-  for (std::size_t i = 0; i < n; ++i) {
-    const std::uint8_t c = native::bnb4_unpack(q.packed.data(), i);
-    out[i] = native::bnb4_store(native::bnb4_value(opt.type, c, a[i / opt.block]), d);
+  return bnb4_dequant_absmax(q, blocks, opt);
+}
+
+void bnb4_dequantize_values(const std::uint8_t* packed, const std::vector<float>& absmax,
+                            std::size_t i0, std::size_t i1, native::Bnb4Dtype d,
+                            const Bnb4Options& opt, std::uint32_t* out) {
+  for (std::size_t i = i0; i < i1; ++i) {
+    const std::uint8_t c = native::bnb4_unpack(packed, i);
+    out[i - i0] = native::bnb4_store(native::bnb4_value(opt.type, c, absmax[i / opt.block]), d);
   }
+}
+
+std::vector<std::uint32_t> bnb4_dequantize(const Bnb4Quantized& q, std::size_t n,
+                                           native::Bnb4Dtype d, const Bnb4Options& opt) {
+  const std::vector<float> a = bnb4_dequantize_absmax(q, q.packed.size(), n, opt);
+  std::vector<std::uint32_t> out(n);
+  bnb4_dequantize_values(q.packed.data(), a, 0, n, d, opt, out.data());
   return out;
 }
 

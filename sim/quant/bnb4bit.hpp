@@ -12,6 +12,7 @@
 
 #include "sim/native/bnb_4bit.hpp"
 #include "sim/native/torch_mean_cuda.hpp"
+#include "sim/quant/values.hpp"
 
 namespace exmy::quant {
 
@@ -43,11 +44,15 @@ const char* bnb4_type_name(native::Bnb4Type t);
 void check_bnb4_block(std::size_t block);
 
 // The 4-bit absmax of every block of x (plain, before any double quantization).
-std::vector<float> bnb4_block_absmax(std::span<const float> x, std::size_t block);
+std::vector<float> bnb4_block_absmax(const Values& x, std::size_t block);
 
 // quantize_4bit(x, blocksize, compress_statistics, quant_type) on the flattened x (fp32 values;
-// bf16 and fp16 inputs widened exactly: the kernels read them as (float)vals[j]).
-Bnb4Quantized bnb4_quantize(std::span<const float> x, const Bnb4Options& opt);
+// bf16 and fp16 inputs widened exactly, as Values reads their codes: the kernels read them as
+// (float)vals[j]).
+Bnb4Quantized bnb4_quantize(const Values& x, const Bnb4Options& opt);
+inline Bnb4Quantized bnb4_quantize(const std::vector<float>& x, const Bnb4Options& opt) {
+  return bnb4_quantize(Values(x), opt);
+}
 
 // The fp32 absmax dequantize_4bit uses: the plain absmax, or for double quantization
 // dequantize_blockwise(codes, absmax2) then `absmax += offset` (torch, RN32).
@@ -57,5 +62,14 @@ std::vector<float> bnb4_dequant_absmax(const Bnb4Quantized& q, std::size_t block
 // dequantize_4bit: n values in dtype `d` (bits: fp32 words, or fp16/bf16 in the low 16 bits).
 std::vector<std::uint32_t> bnb4_dequantize(const Bnb4Quantized& q, std::size_t n,
                                            native::Bnb4Dtype d, const Bnb4Options& opt);
+// bnb4_dequantize a piece at a time (the CLI writes its output as it goes: issue 36's memory
+// bound): bnb4_dequantize's checks, in its order, for n values whose codes are `packed_bytes`
+// bytes (q.packed is not read), and the absmax it uses; then values [i0, i1) from the packed
+// codes (read in place) and that absmax.
+std::vector<float> bnb4_dequantize_absmax(const Bnb4Quantized& q, std::size_t packed_bytes,
+                                          std::size_t n, const Bnb4Options& opt);
+void bnb4_dequantize_values(const std::uint8_t* packed, const std::vector<float>& absmax,
+                            std::size_t i0, std::size_t i1, native::Bnb4Dtype d,
+                            const Bnb4Options& opt, std::uint32_t* out);
 
 }  // namespace exmy::quant

@@ -17,11 +17,15 @@ std::string float_text(float v) {
 }  // namespace
 
 void check_dequantize_inputs(const Quantized& q, const Options& opt) {
-  check_codes(q.codes, opt);  // sub-byte float formats: the code fits its width
+  check_dequantize_inputs(q, codes_of(q.codes), opt);
+}
+
+void check_dequantize_inputs(const Quantized& q, const Codes& codes, const Options& opt) {
+  check_codes(codes, opt);  // sub-byte float formats: the code fits its width
   if (opt.target.kind == FormatKind::integer && opt.target.in.bits == 8 &&
       opt.target.in.is_signed && opt.target.in.symmetric) {
-    for (std::size_t i = 0; i < q.codes.size(); ++i) {
-      if (q.codes[i] == 0x80) {
+    for (std::size_t i = 0; i < codes.size; ++i) {
+      if (codes[i] == 0x80) {
         throw InputError("codes: element " + std::to_string(i) +
                          " is -128, a code int8 quantization never writes (it saturates to "
                          "[-127, 127], SEMANTICS 7)");

@@ -13,5 +13,7 @@
 namespace exmy::quant {
 
 void check_dequantize_inputs(const Quantized& q, const Options& opt);
+// The same checks of codes read in place (q.codes is not read).
+void check_dequantize_inputs(const Quantized& q, const Codes& codes, const Options& opt);
 
 }  // namespace exmy::quant

@@ -229,7 +229,7 @@ native::QuantPlan make_plan(const Options& opt, const native::Nvfp4Tensor& tenso
 
 namespace {
 
-std::vector<float> group_absmax(std::span<const float> x, const Scheme& s, std::size_t rows,
+std::vector<float> group_absmax(const Values& x, const Scheme& s, std::size_t rows,
                                 std::size_t cols, native::NanPolicy nan) {
   std::vector<float> amax(group_count(s, rows, cols), native::kAbsmaxInit);
   const native::GroupShape shape = scheme_entry(s).groups;
@@ -263,9 +263,13 @@ std::vector<std::size_t> state_shape(const Scheme& s, const std::vector<std::siz
 }
 
 void check_codes(const std::vector<std::uint8_t>& codes, const Options& opt) {
+  check_codes(codes_of(codes), opt);
+}
+
+void check_codes(const Codes& codes, const Options& opt) {
   if (opt.target.kind != FormatKind::floating || opt.target.fp.total_bits() >= 8) return;
   const std::uint32_t limit = 1u << opt.target.fp.total_bits();
-  for (std::size_t i = 0; i < codes.size(); ++i) {
+  for (std::size_t i = 0; i < codes.size; ++i) {
     if (codes[i] >= limit) {
       throw InputError("codes: element " + std::to_string(i) + " holds " +
                        std::to_string(codes[i]) + ", expected a code of " +
@@ -289,8 +293,8 @@ std::vector<std::size_t> codes_shape(const std::vector<std::size_t>& shape, cons
   return {shape[1], shape[0]};
 }
 
-Quantized quantize(std::span<const float> x, const std::vector<std::size_t>& shape,
-                   const Options& opt) {
+Quantized quantize(const Values& x, const std::vector<std::size_t>& shape, const Options& opt,
+                   bool pack_codes) {
   const std::vector<std::size_t> out_shape = codes_shape(shape, opt);
   validate_options(opt);
   check_shape(opt, shape);
@@ -315,7 +319,8 @@ Quantized quantize(std::span<const float> x, const std::vector<std::size_t>& sha
   // The group maxima are done with: released before the codes are allocated, so that peak
   // memory stays within the CLI's bound (docs/SEMANTICS.md 11.0; NVFP4 has a group per 16).
   std::vector<float>().swap(amax);
-  q.codes.assign(x.size(), 0);
+  q.packed = pack_codes;
+  q.codes.assign(pack_codes ? native::packed4_bytes(x.size()) : x.size(), 0);
   if (plan.byte_scales()) {
     q.scale_codes.assign(state.begin(), state.end());
   } else {
@@ -332,7 +337,14 @@ Quantized quantize(std::span<const float> x, const std::vector<std::size_t>& sha
       const Encoded e =
           native::quant_element(plan, x[i], state[group_index(plan.groups, s, cols, r, c)], word);
       q.flags |= e.flags;
-      q.codes[opt.transpose ? c * rows + r : i] = static_cast<std::uint8_t>(e.code);
+      const std::size_t at = opt.transpose ? c * rows + r : i;
+      if (pack_codes) {  // native::pack4_pair's nibbles: element 2j low, 2j + 1 high
+        std::uint8_t& b = q.codes[at / 2];
+        b = static_cast<std::uint8_t>(at % 2 == 0 ? (b & 0xF0u) | (e.code & 0x0Fu)
+                                                  : (b & 0x0Fu) | ((e.code & 0x0Fu) << 4));
+      } else {
+        q.codes[at] = static_cast<std::uint8_t>(e.code);
+      }
     }
   }
   return q;
@@ -384,7 +396,8 @@ void PieceQuantizer::finish() {
   dplan_ = make_plan(opt_, nvfp4_tensor_from_scale(opt_, nvfp4_stored_scale(opt_, level)));
 }
 
-std::vector<float> dequantize(const Quantized& q, const Options& opt) {
+Dequantizer::Dequantizer(const Quantized& q, Codes codes, const Options& opt)
+    : q_(q), codes_(codes), opt_(opt) {
   validate_options(opt);
   const Scheme& s = opt.scheme;
   // The input layout: undo the transpose of the codes' shape.
@@ -394,30 +407,41 @@ std::vector<float> dequantize(const Quantized& q, const Options& opt) {
     in_shape = {q.shape[1], q.shape[0]};
   }
   check_shape(opt, in_shape);
-  std::size_t rows, cols;
-  matrix_view(in_shape, rows, cols);
-  if (q.codes.size() != rows * cols) {
-    throw InputError("codes: shape has " + std::to_string(rows * cols) + " elements but " +
-                     std::to_string(q.codes.size()) + " codes were given");
+  matrix_view(in_shape, rows_, cols_);
+  if (codes.size != rows_ * cols_) {
+    throw InputError("codes: shape has " + std::to_string(rows_ * cols_) + " elements but " +
+                     std::to_string(codes.size) + " codes were given");
   }
-  const native::QuantPlan plan = make_plan(opt, nvfp4_tensor_from_scale(opt, q.tensor_scale));
-  const std::size_t groups = group_count(s, rows, cols);
-  const std::size_t have = plan.byte_scales() ? q.scale_codes.size() : q.state.size();
+  plan_ = make_plan(opt, nvfp4_tensor_from_scale(opt, q.tensor_scale));
+  const std::size_t groups = group_count(s, rows_, cols_);
+  const std::size_t have = plan_.byte_scales() ? q.scale_codes.size() : q.state.size();
   if (have != groups) {
-    throw InputError("state: scheme " + scheme_name(s) + " on " + std::to_string(rows) + "x" +
-                     std::to_string(cols) + " expects " + std::to_string(groups) +
+    throw InputError("state: scheme " + scheme_name(s) + " on " + std::to_string(rows_) + "x" +
+                     std::to_string(cols_) + " expects " + std::to_string(groups) +
                      " entries, got " + std::to_string(have));
   }
-  check_codes(q.codes, opt);
-  std::vector<float> out(rows * cols);
-  for (std::size_t r = 0; r < rows; ++r) {
-    for (std::size_t c = 0; c < cols; ++c) {
-      const std::size_t i = r * cols + c;
-      const std::size_t g = group_index(plan.groups, s, cols, r, c);
-      const std::uint32_t st = plan.byte_scales() ? q.scale_codes[g] : native::bits_of(q.state[g]);
-      out[i] = native::dequant_element(plan, q.codes[opt.transpose ? c * rows + r : i], st);
+  check_codes(codes, opt);
+}
+
+void Dequantizer::values(std::size_t i0, std::size_t i1, float* out) const {
+  const Scheme& s = opt_.scheme;
+  const bool byte_scales = plan_.byte_scales();
+  std::size_t r = cols_ == 0 ? 0 : i0 / cols_, c = cols_ == 0 ? 0 : i0 % cols_;
+  for (std::size_t i = i0; i < i1; ++i) {
+    const std::size_t g = group_index(plan_.groups, s, cols_, r, c);
+    const std::uint32_t st = byte_scales ? q_.scale_codes[g] : native::bits_of(q_.state[g]);
+    out[i - i0] = native::dequant_element(plan_, codes_[opt_.transpose ? c * rows_ + r : i], st);
+    if (++c == cols_) {
+      c = 0;
+      ++r;
     }
   }
+}
+
+std::vector<float> dequantize(const Quantized& q, const Options& opt) {
+  const Dequantizer d(q, codes_of(q.codes), opt);
+  std::vector<float> out(d.size());
+  d.values(0, d.size(), out.data());
   return out;
 }
 

@@ -17,6 +17,7 @@
 #include "sim/native/codebook_lookup.hpp"
 #include "sim/native/float_format.hpp"
 #include "sim/native/optim_storage.hpp"
+#include "sim/native/pack4.hpp"
 #include "sim/native/philox.hpp"
 #include "sim/native/quant_absmax.hpp"
 #include "sim/native/quant_codebook.hpp"
@@ -24,6 +25,7 @@
 #include "sim/native/quant_plan.hpp"
 #include "sim/native/quant_scaled_cast.hpp"
 #include "sim/native/rounding.hpp"
+#include "sim/quant/values.hpp"
 
 namespace exmy::quant {
 
@@ -138,6 +140,7 @@ struct Quantized {
                                           // nvfp4 the input's shape with the last dim / 16
   float tensor_scale = 1.0f;  // nvfp4 two-level: the per-tensor factor dequantization applies
   std::uint32_t flags = 0;    // OR of the element conversions' exmy::flag bits
+  bool packed = false;        // codes two per byte (quantize(..., pack_codes))
 };
 
 // The plan of a quantization (sim/native/quant_plan.hpp) from validated options. `tensor` is
@@ -185,14 +188,18 @@ void check_codes(const std::vector<std::uint8_t>& codes, const Options& opt);
 // rows/cols of the matrix view of a shape.
 void matrix_view(const std::vector<std::size_t>& shape, std::size_t& rows, std::size_t& cols);
 
-// Quantize x (fp32, row-major, `shape`). InputError on bad combinations (e.g. transpose of a
-// non-2-d tensor, mx with an int8 or codebook target, codebook with a non-block scheme). x is read
-// only (the CLI passes a read-only mapping of the input file: no copy of a large input).
-Quantized quantize(std::span<const float> x, const std::vector<std::size_t>& shape,
-                   const Options& opt);
+// Quantize x (fp32 values or 16-bit codes widened exactly, row-major, `shape`). InputError on bad
+// combinations (e.g. transpose of a non-2-d tensor, mx with an int8 or codebook target, codebook
+// with a non-block scheme). x is read only (the CLI passes a read-only mapping of the input file:
+// no copy of a large input, fp32 or 16-bit).
+// pack_codes: the codes two per byte as they are computed (sim/native/pack4.hpp's order; codes of
+// formats of at most 4 bits), Quantized::packed set: the bytes native::pack4 makes of the
+// unpacked codes, without the unpacked buffer (`exmy quantize --pack`, issue 36).
+Quantized quantize(const Values& x, const std::vector<std::size_t>& shape, const Options& opt,
+                   bool pack_codes = false);
 inline Quantized quantize(const std::vector<float>& x, const std::vector<std::size_t>& shape,
                           const Options& opt) {
-  return quantize(std::span<const float>(x), shape, opt);
+  return quantize(Values(x), shape, opt);
 }
 
 // quantize() and dequantize() of an input read a block of rows at a time, one element where it
@@ -239,5 +246,39 @@ class PieceQuantizer {
 // Dequantize to fp32 in the *input* layout (a transposed quantization is transposed back).
 // `q.shape` must be the codes' shape as quantize produced it.
 std::vector<float> dequantize(const Quantized& q, const Options& opt);
+
+// Codes read in place: one byte per element, or two per byte in sim/native/pack4.hpp's order
+// (--pack), e.g. a mapped .npy file (no copy, no unpacked copy: issue 36's memory bound).
+struct Codes {
+  const std::uint8_t* data = nullptr;
+  std::size_t size = 0;  // elements
+  bool packed = false;
+  std::uint8_t operator[](std::size_t i) const {
+    return packed ? native::unpack4_at(data, i) : data[i];
+  }
+};
+inline Codes codes_of(const std::vector<std::uint8_t>& c) {
+  return {c.data(), c.size(), false};
+}
+// check_codes of codes read in place.
+void check_codes(const Codes& codes, const Options& opt);
+
+// dequantize() a piece at a time: the constructor makes dequantize()'s checks, in its order, and
+// its plan, for q's shape, state, scale codes and tensor scale (q.codes is not read: the codes are
+// `codes`; q and the codes must outlive this object); values(i0, i1, out) writes the input-layout
+// elements [i0, i1) of dequantize()'s result into out.
+class Dequantizer {
+ public:
+  Dequantizer(const Quantized& q, Codes codes, const Options& opt);
+  std::size_t size() const { return rows_ * cols_; }
+  void values(std::size_t i0, std::size_t i1, float* out) const;
+
+ private:
+  const Quantized& q_;
+  Codes codes_;
+  Options opt_;
+  std::size_t rows_ = 0, cols_ = 0;
+  native::QuantPlan plan_;
+};
 
 }  // namespace exmy::quant

@@ -193,4 +193,109 @@ TEST_CASE("GPU layers equal the CPU layers bit for bit", "[gpu][layer]") {
     }
   }
 }
+TEST_CASE("GPU GEMM staged a block of rows at a time equals the CPU reference (issue 36)",
+          "[gpu][gemm][stream][regression]") {
+  // gemm_emulate staged whole double copies of A and B on the host (2 GiB for a 1 GiB fp32 A);
+  // now blocks of about 2^19 values (7489 rows at K = 70) are staged and C comes back in blocks
+  // of rows. Operands of more rows than a block, read in place (an fp32 view, 16-bit codes, MX
+  // codes with 8-bit block scale codes), with tf32 truncation, row scales and alpha.
+  const std::uint64_t seed = 20261201;
+  std::mt19937_64 rng(seed);
+  INFO("seed " << seed);
+  const std::size_t M = 8000, N = 5, K = 70;
+  std::normal_distribution<float> d(0.0f, 1.0f);
+  std::vector<float> av(M * K), bv(N * K);
+  for (auto& x : av) x = d(rng);
+  for (auto& x : bv) x = d(rng);
+  const gemm::Operand A32 = gemm::operand_view_f32(av.data(), M, K, K, 1);
+  const gemm::Operand B32 = gemm::operand_view_f32(bv.data(), N, K, K, 1);
+  gemm::RowColScales rc;
+  rc.a_rows.resize(M, 0.5f);
+  rc.b_cols.resize(N, 3.0f);
+  for (const char* model : {"fp32-seq", "pairwise", "hw:k=16,frac=25,tf32"}) {
+    INFO(model);
+    const gemm::AccumModel m = gemm::parse_accum_model(model, 32);
+    const auto want = gemm::gemm(A32, B32, m, gemm::OutFormat::fp32, 0.75, &rc);
+    REQUIRE(want == gpu::gemm_emulate(A32, B32, m, gemm::OutFormat::fp32, 0.75, &rc));
+    std::vector<std::uint32_t> got;
+    std::size_t next = 0;
+    gpu::gemm_emulate_rows(A32, B32, m, gemm::OutFormat::fp32, 0.75, &rc,
+                           [&](std::size_t i0, std::size_t i1, const std::uint32_t* c) {
+                             REQUIRE(i0 == next);
+                             got.insert(got.end(), c, c + (i1 - i0) * N);
+                             next = i1;
+                           });
+    REQUIRE(got == want);
+    REQUIRE(next == M);
+  }
+  const gemm::Operand A16 = random_codes(M, K, "bf16", rng, true);
+  const gemm::Operand B16 = random_codes(N, K, "bf16", rng, true);
+  const gemm::AccumModel m16 = gemm::parse_accum_model("sm90", 16);
+  for (const auto out : {gemm::OutFormat::fp32, gemm::OutFormat::bf16}) {
+    REQUIRE(gemm::gemm(A16, B16, m16, out, 1.0) == gpu::gemm_emulate(A16, B16, m16, out, 1.0));
+  }
+  const std::size_t K8 = 64, M8 = 8300;  // 8192 rows a block at K = 64
+  gemm::Operand A8 = random_codes(M8, K8, "e4m3fn", rng, false);
+  gemm::Operand B8 = random_codes(N, K8, "e4m3fn", rng, false);
+  std::uniform_int_distribution<int> code(110, 140);
+  for (gemm::Operand* o : {&A8, &B8}) {
+    o->scale_block = 32;
+    o->scale_emin = -127;
+    o->scale_table.resize(256);
+    for (int c = 0; c < 256; ++c) o->scale_table[c] = native::to_double(formats::e8m0fnu, c);
+    for (std::size_t i = 0; i < o->rows * (K8 / 32); ++i) {
+      o->scale_codes.push_back(static_cast<std::uint8_t>(code(rng)));
+    }
+  }
+  const gemm::AccumModel m8 = gemm::parse_accum_model("sm100", 8);
+  REQUIRE(gemm::gemm(A8, B8, m8, gemm::OutFormat::fp32, 1.0) ==
+          gpu::gemm_emulate(A8, B8, m8, gemm::OutFormat::fp32, 1.0));
+}
+
+TEST_CASE("GPU layer on views of 16-bit codes equals the CPU layer (issue 36)",
+          "[gpu][layer][stream][regression]") {
+  // exmy layer --device cuda ran on contiguous fp32 copies of the inputs; it now runs
+  // run_layer_rows on the mapped views, the GPU GEMMs staging them a block at a time.
+  const std::uint64_t seed = 20261202;
+  std::mt19937_64 rng(seed);
+  const std::size_t b = 8000, n = 70, m = 3;
+  for (const auto dt : {layer::DType::bf16, layer::DType::fp16}) {
+    for (const char* kind : {"plain", "switchback", "masked:e4m3"}) {
+      layer::LayerConfig cfg;
+      layer::parse_kind(kind, cfg);
+      cfg.dtype = dt;
+      cfg.accum = gemm::parse_accum_model("fp32-seq", 16);
+      std::uniform_int_distribution<std::uint32_t> any(0, 0xFFFF);
+      auto codes = [&](std::size_t cnt, std::uint16_t exp_mask) {
+        std::vector<std::uint16_t> v(cnt);
+        for (auto& c : v) c = static_cast<std::uint16_t>(any(rng) & ~exp_mask);  // finite
+        return v;
+      };
+      // The top exponent bit cleared: no NaN or infinity codes in either format.
+      const std::uint16_t top = 0x4000;
+      const auto x = codes(b * n, top), w = codes(m * n, top), g = codes(b * m, top);
+      const layer::MatView X = layer::view_of_codes(x.data(), b, n, dt);
+      const layer::MatView W = layer::view_of_codes(w.data(), m, n, dt);
+      const layer::MatView G = layer::view_of_codes(g.data(), b, m, dt);
+      INFO("seed " << seed << " " << kind << " " << layer::dtype_name(dt));
+      layer::LayerResult cpu, gpu;
+      const auto collect = [](std::vector<float>& into, std::size_t cols) {
+        return [&into, cols](std::size_t i0, std::size_t i1, const float* v) {
+          REQUIRE(into.size() == i0 * cols);
+          into.insert(into.end(), v, v + (i1 - i0) * cols);
+        };
+      };
+      layer::run_layer_rows(cfg, {b, n, m}, X, W, G,
+                            {collect(cpu.y, m), collect(cpu.x_grad, n), collect(cpu.w_grad, n)});
+      gpu::layer::run_layer_rows(
+          cfg, {b, n, m}, X, W, G,
+          {collect(gpu.y, m), collect(gpu.x_grad, n), collect(gpu.w_grad, n)});
+      REQUIRE(cpu.y.size() == b * m);
+      REQUIRE(std::memcmp(cpu.y.data(), gpu.y.data(), cpu.y.size() * 4) == 0);
+      REQUIRE(std::memcmp(cpu.x_grad.data(), gpu.x_grad.data(), cpu.x_grad.size() * 4) == 0);
+      REQUIRE(cpu.w_grad.size() == m * n);
+      REQUIRE(std::memcmp(cpu.w_grad.data(), gpu.w_grad.data(), cpu.w_grad.size() * 4) == 0);
+    }
+  }
+}
 #endif
