@@ -31,6 +31,10 @@ RULES = {
 TILE_PARTS = {("s1688gemm_tf32", "tf32", "fp32")}
 # Rules that hold only for kernels whose name starts so.
 KEY_PREFIX = {"xmma_tf32": "sm80_xmma_gemm_"}
+# sm80 xmma FFMA (kRules' xmma_slices): k-tiles of the name's tilesize<M>x<N>x<T> round-robin
+# over the S = gridDim.z CTAs, their partials added in CTA order by xmma's split_k kernel or by
+# the kernel's own fold without it. (family, in, out): verified.
+XMMA_SLICES = {("xmma_ffma", "fp32", "fp32"): True, ("xmma_ffma", "tf32", "fp32"): False}
 # The instruction k of each base (a k-tile must be a multiple of it).
 INSTR_K = {"hw:k=8,frac=25": 8, "hw:k=16,frac=25": 16, "hw:k=8,frac=25,tf32=rne": 8}
 
@@ -44,9 +48,23 @@ def name_ktile(key):
 kernel_ktile = name_ktile  # the older name
 
 
+def xmma_ktile(key):
+    """The k-tile T of an xmma name's tilesize<M>x<N>x<T> (0 if none)."""
+    m = re.search(r"tilesize(\d+)x(\d+)x(\d+)", key)
+    return int(m.group(3)) if m else 0
+
+
 def family_rule(rec, t, o, K):
     """(model, verified) of the family rule for record `rec`, or None (no rule applies)."""
     fam, key, red, S = rec
+    if (fam, t, o) in XMMA_SLICES:
+        T = xmma_ktile(key)
+        if red not in ("", "xmma_split_k") or not T or S > 4096:
+            return None
+        m = "fp32-seq"
+        if S > 1:
+            m += ":lanes=%d,vec=%d,lanesum=%s" % (S, T, "seq" if red else "fold")
+        return m, XMMA_SLICES[(fam, t, o)]
     rule = RULES.get((fam, t, o))
     if rule is None or not key.startswith(KEY_PREFIX.get(fam, "")):
         return None

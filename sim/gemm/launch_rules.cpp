@@ -41,6 +41,13 @@ struct FamilyRule {
   // K >= T S (else `unit`): cuBLAS's TF32 s1688gemm at 413x3x4640 (S = 17) and 437x16x4160
   // (S = 15) on the H200 (bench/results/2026-12-01-h200-gemm-campaign.md).
   bool tile_parts = false;
+  // cuBLAS's sm80 xmma FFMA kernels (sm80_xmma_gemm_f32f32_f32f32_f32_*_tilesize<M>x<N>x<T>_*):
+  // the k-tiles of T k go round-robin to the S = gridDim.z CTAs (tile t to CTA t mod S), each
+  // an FMA chain over its tiles in k order from +0 (`fp32-seq:lanes=S,vec=T`); the S partials
+  // are added in CTA order by the xmma split_k kernel that follows (`lanesum=seq`), or, with no
+  // kernel following and S > 1, by the kernel's own fold (`lanesum=fold`). FPRev trees of 56
+  // shapes on the H100 and the H200 (bench/results/2026-12-01-h200-gemm-simt.md).
+  bool xmma_slices = false;
 };
 
 constexpr int kFromName = -1;
@@ -96,7 +103,29 @@ constexpr FamilyRule kRules[] = {
      "the FPRev trees of 32 shapes on the H100 and the H200 and all 8 captured H200 shapes "
      "with a record agree; the H100 captures' outputs are not yet checked with it",
      kFromName, 0, nullptr, true},
+    // sm80 xmma FFMA (SGEMM on the CUDA cores; also for TF32 requests, which read the fp32
+    // values unrounded): k-tiles round-robin over the gridDim.z CTAs (xmma_slices above).
+    {"xmma_ffma", "fp32", "fp32", "fp32-seq", 0, true,
+     "every FPRev tree of the family (56 shapes, H100 and H200) and every output of all 50 "
+     "captured H200 shapes of the family",
+     0, 0, nullptr, false, true},
+    {"xmma_ffma", "tf32", "fp32", "fp32-seq", 0, false,
+     "the fp32 rule; no TF32-request output of the family was captured", 0, 0, nullptr, false,
+     true},
 };
+
+// The k-tile T of an xmma name's tilesize<M>x<N>x<T> (0 if it has none).
+std::size_t xmma_ktile(const std::string& key) {
+  const std::size_t p = key.find("tilesize");
+  if (p == std::string::npos) return 0;
+  std::size_t i = p + 8, f[3] = {0, 0, 0};
+  for (int n = 0; n < 3; ++n) {
+    const std::size_t q = i;
+    while (i < key.size() && key[i] >= '0' && key[i] <= '9') f[n] = f[n] * 10 + (key[i++] - '0');
+    if (i == q || (n < 2 && (i >= key.size() || key[i++] != 'x'))) return 0;
+  }
+  return f[2];
+}
 
 // The k-tile T of a CUTLASS kernel name's _<M>x<N>_<T>x<stages>_ (0 if it has none).
 std::size_t name_ktile(const std::string& key) {
@@ -122,6 +151,38 @@ std::string record_name(const LaunchRecord& r) {
   return launch_record_name(r);
 }
 
+// The xmma FFMA rule (FamilyRule::xmma_slices) for record r.
+LaunchRule xmma_rule(const FamilyRule& rule, const LaunchRecord& r) {
+  LaunchRule lr;
+  const bool split_k = r.reduce == "xmma_split_k";
+  if (!r.reduce.empty() && !split_k) {
+    lr.why = record_name(r) + ": a reduction other than xmma's split_k kernel is not a case the " +
+             "family rule covers";
+    return lr;
+  }
+  const std::size_t T = xmma_ktile(r.key);
+  if (T == 0) {
+    lr.why = record_name(r) + ": the kernel's name holds no tilesize<M>x<N>x<T>, which the " +
+             "family rule needs";
+    return lr;
+  }
+  if (r.split > 4096) {
+    lr.why = record_name(r) + ": more than 4096 CTAs along K is not a case the family rule covers";
+    return lr;
+  }
+  std::string model = rule.base;
+  if (r.split > 1) {
+    model += ":lanes=" + std::to_string(r.split) + ",vec=" + std::to_string(T) +
+             (split_k ? ",lanesum=seq" : ",lanesum=fold");
+  }
+  lr.model = model;
+  lr.status = rule.verified ? LaunchRule::Status::verified : LaunchRule::Status::unverified;
+  lr.why = record_name(r) + " -> " + model +
+           (rule.verified ? " (verified family: " : " (family rule not verified: ") +
+           rule.evidence + ")";
+  return lr;
+}
+
 }  // namespace
 
 std::string launch_record_name(const LaunchRecord& r) {
@@ -144,6 +205,7 @@ LaunchRule launch_rule(const LaunchRecord& r, const std::string& in, const std::
         record_name(r) + ": exmy has no rule for this family with " + in + " in, " + out + " out";
     return lr;
   }
+  if (rule->xmma_slices) return xmma_rule(*rule, r);
   const bool split_reduce = r.reduce.rfind("splitKreduce/", 0) == 0;
   if (r.split > 1 && !split_reduce) {
     lr.why = record_name(r) + ": a split without splitKreduce is not a case the family rule covers";

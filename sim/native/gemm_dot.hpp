@@ -42,11 +42,16 @@ struct DotModel {
   // kernels do (SEMANTICS 15.2): within a part, its j-th k goes to lane (j / vec) mod lanes (vec
   // 0: ceil(part length / lanes), one contiguous run per lane); each lane is an FMA chain in k
   // order from +0; the lanes are then added in fp32 by the halving tree of a shared-memory or
-  // xor-shuffle reduction (lane i += lane i + lanes/2, then lanes/4, ...; lanes a power of two)
-  // or, with lane_seq, in lane order from lane 0.
+  // xor-shuffle reduction (lane i += lane i + lanes/2, then lanes/4, ...; lanes a power of two;
+  // tree), in lane order from lane 0 (seq), or by the fold of cuBLAS's sm80 xmma FFMA kernels
+  // that split K inside the kernel (fold; any lanes): with h = ceil(lanes/2), v_0 = (lane 0 +
+  // lane h) + lane (lanes-1), v_s = lane s + lane s+h for 0 < s < h with s + h < lanes - 1,
+  // otherwise v_s = lane s; then v_0 + v_1 + ... in order (FPRev trees on the H100 and H200,
+  // bench/results/2026-12-01-h200-gemm-simt.md).
+  enum class LaneSum : std::uint8_t { tree, seq, fold };
   int lanes = 1;
   int vec = 1;
-  bool lane_seq = false;
+  LaneSum lane_sum = LaneSum::tree;
   // hw and amd: every accumulation from +0 (a part, a chunk, or the whole K) runs as k-tiles of
   // `ktile` k (a multiple of k_group; 0: none) with the partial tile first, as CUTLASS 2.x's
   // predicated mainloop does with a residue: its first (n mod ktile) k, then whole tiles; the
@@ -443,9 +448,19 @@ EXMY_HD float dot_chunk(const double* a, std::size_t sa, const double* b, std::s
       }
       return c;
     };
-    if (m.lane_seq) {
+    if (m.lane_sum == DotModel::LaneSum::seq) {
       float s = lane(0);
       for (std::size_t l = 1; l < L; ++l) s = rn_add(s, lane(l));
+      return s;
+    }
+    if (m.lane_sum == DotModel::LaneSum::fold) {
+      // v_0 = (lane 0 + lane h) + lane L-1; v_s = lane s + lane s+h below L-1; the v in order.
+      const std::size_t h = (L + 1) / 2;
+      float s = rn_add(lane(0), lane(h));
+      if (h < L - 1) s = rn_add(s, lane(L - 1));
+      for (std::size_t i = 1; i < h; ++i) {
+        s = rn_add(s, i + h < L - 1 ? rn_add(lane(i), lane(i + h)) : lane(i));
+      }
       return s;
     }
     // The halving reduction's last step adds the sum of the even lanes to that of the odd ones,

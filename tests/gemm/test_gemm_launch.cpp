@@ -211,6 +211,45 @@ TEST_CASE("family rules: TF32 sm80 xmma and TF32 s1688gemm (k-tile residue first
   REQUIRE(launch_rule(x, "fp32", "fp32", 402).status == LaunchRule::Status::none);
 }
 
+TEST_CASE("family rules: sm80 xmma FFMA (k-tiles round-robin over the CTAs along K)",
+          "[gemm][launch]") {
+  // From bench/results/2026-12-01-h200-gemm-simt.md: the k-tiles of T k (the name's
+  // tilesize<M>x<N>x<T>) go to CTA t mod S, S = gridDim.z, each an FMA chain over its tiles;
+  // xmma's split_k kernel adds the S partials in CTA order; with no kernel following, the kernel
+  // folds them itself (lanesum=fold); S = 1 is one FMA chain.
+  LaunchRecord x = rec("xmma_ffma", 1, "");
+  x.key =
+      "sm80_xmma_gemm_f32f32_f32f32_f32_tn_n_tilesize32x32x8_stage3_warpsize1x2x1_ffma_aligna4_"
+      "alignc4_execute_kernel__5x_cublas";
+  LaunchRule r = launch_rule(x, "fp32", "fp32", 252);  // 374x501x252 on the H200
+  REQUIRE(r.status == LaunchRule::Status::verified);
+  REQUIRE(r.model == "fp32-seq");
+  x.split = 26;  // 453x14x3805: gridDim.z = 26, no split_k kernel
+  r = launch_rule(x, "fp32", "fp32", 3805);
+  REQUIRE(r.status == LaunchRule::Status::verified);
+  REQUIRE(r.model == "fp32-seq:lanes=26,vec=8,lanesum=fold");
+  (void)parse_accum_model(r.model, 32);
+  x.reduce = "xmma_split_k";  // 499x83x692: gridDim.z = 8, then the split_k kernel
+  x.split = 8;
+  REQUIRE(launch_rule(x, "fp32", "fp32", 692).model == "fp32-seq:lanes=8,vec=8,lanesum=seq");
+  x.split = 1;
+  REQUIRE(launch_rule(x, "fp32", "fp32", 692).model == "fp32-seq");
+  // The k-tile comes from the name (64x64x8 here; another T would be taken as it is).
+  x.key = "sm80_xmma_gemm_f32f32_f32f32_f32_tn_n_tilesize64x64x16_stage3_warpsize1x4x1_ffma";
+  x.split = 3;
+  REQUIRE(launch_rule(x, "fp32", "fp32", 692).model == "fp32-seq:lanes=3,vec=16,lanesum=seq");
+  // TF32 requests (the CUDA cores read fp32 unrounded): the same model, not verified.
+  r = launch_rule(x, "tf32", "fp32", 692);
+  REQUIRE(r.status == LaunchRule::Status::unverified);
+  REQUIRE(r.model == "fp32-seq:lanes=3,vec=16,lanesum=seq");
+  // Another reduction, or a name without a tile: no rule.
+  x.reduce = "splitKreduce/f32";
+  REQUIRE(launch_rule(x, "fp32", "fp32", 692).status == LaunchRule::Status::none);
+  x.reduce = "";
+  x.key = "sm80_xmma_gemm_f32f32_f32f32_f32_tn_n_ffma";
+  REQUIRE(launch_rule(x, "fp32", "fp32", 692).status == LaunchRule::Status::none);
+}
+
 TEST_CASE("family rules: wmma (k-tile from the name, residue first; aligned split parts)",
           "[gemm][launch]") {
   // SEMANTICS 15.6: hw:k=16,frac=25,ktile=T with T the name's _<M>x<N>_<T>x<stages>_; split parts
