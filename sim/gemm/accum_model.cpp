@@ -13,7 +13,8 @@
 namespace exmy::gemm {
 
 std::string accum_model_help() {
-  return "exact | fp32-seq[:chunk=P | :lanes=L[,vec=V|auto][,lanesum=tree|seq|fold]][,split=S[,tile=T]"
+  return "exact | fp32-seq[:chunk=P | "
+         ":lanes=L[,vec=V|auto][,lanesum=tree|seq|fold]][,split=S[,tile=T]"
          "[,tree]] | pairwise | "
          "hw:k=K,frac=N[,inter=M][,rne][,tf32[=rz|rna|rne]][,sub=G][,ktile=T][,split=S[,tile=T]"
          "[,tree]][,chunk=P[,rp]] | "
@@ -180,8 +181,9 @@ AccumModel parse_accum_model(const std::string& text, int a_bits) {
       bad(text, "vec and lanesum need lanes=L");
     }
     if (m.lane_sum == native::DotModel::LaneSum::tree && (m.lanes & (m.lanes - 1)) != 0) {
-      bad(text, "lanes must be a power of two for the halving tree (lanesum=seq and fold take "
-                "any lanes)");
+      bad(text,
+          "lanes must be a power of two for the halving tree (lanesum=seq and fold take "
+          "any lanes)");
     }
     if (amd && m.frac_bits > 30) bad(text, "amd's frac is at most 30");
     if (m.ktile > 0 && m.ktile % m.k_group != 0) {
