@@ -15,7 +15,7 @@ namespace exmy::gemm {
 std::string accum_model_help() {
   return "exact | fp32-seq[:chunk=P | "
          ":lanes=L[,vec=V|auto][,lanesum=tree|seq|fold]][,split=S[,tile=T]"
-         "[,tree]] | pairwise | "
+         "[,tree]] | fp32-seq:dot=G | pairwise | "
          "hw:k=K,frac=N[,inter=M][,rne][,tf32[=rz|rna|rne]][,sub=G][,ktile=T][,split=S[,tile=T]"
          "[,tree]][,chunk=P[,rp]] | "
          "amd:k=K[,frac=N][,two-stage][,tf32][,ktile=T][,split=S[,tile=T][,tree]][,chunk=P] | "
@@ -162,6 +162,8 @@ AccumModel parse_accum_model(const std::string& text, int a_bits) {
         m.rp = true;
       } else if (seq && key == "lanes") {
         m.lanes = num(1, 4096);
+      } else if (seq && key == "dot") {
+        m.dot_ctas = num(1, 4096);
       } else if (seq && key == "vec") {
         m.vec = val == "auto" ? 0 : num(1, 1 << 20);
       } else if (seq && key == "lanesum" && (val == "tree" || val == "seq" || val == "fold")) {
@@ -177,6 +179,9 @@ AccumModel parse_accum_model(const std::string& text, int a_bits) {
       bad(text, "rp (16-bit split-K partials) needs chunk=P, and no split or sub");
     }
     if (m.lanes > 1 && m.chunk > 0) bad(text, "lanes and chunk do not combine");
+    if (m.dot_ctas > 0 && (m.lanes > 1 || m.chunk > 0 || m.split_k > 1)) {
+      bad(text, "dot=G takes no lanes, chunk or split");
+    }
     if (m.lanes == 1 && (m.vec != 1 || m.lane_sum != native::DotModel::LaneSum::tree)) {
       bad(text, "vec and lanesum need lanes=L");
     }

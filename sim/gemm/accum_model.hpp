@@ -68,6 +68,9 @@ struct AccumModel {
   int lanes = 1;
   int vec = 1;
   native::DotModel::LaneSum lane_sum = native::DotModel::LaneSum::tree;
+  // fp32-seq as cuBLAS's dot_kernel + reduce_1Block over this many CTAs (native::DotModel::
+  // dot_ctas; 0: not).
+  int dot_ctas = 0;
   // hw, amd: k-tiles of `ktile` k with the residue first (native::DotModel::ktile; 0: none):
   // every accumulation from +0 runs its first (length mod ktile) k, then whole tiles, the groups
   // starting at each tile's beginning. CUTLASS 2.x kernels with a K that is not a multiple of
@@ -88,6 +91,7 @@ struct AccumModel {
 
 // Parses exact | fp32-seq | pairwise |
 // fp32-seq:[chunk=P | lanes=L[,vec=V|auto][,lanesum=tree|seq|fold]][,split=S[,tile=T][,tree]] |
+// fp32-seq:dot=G |
 // hw:k=K,frac=N[,inter=M][,rne][,tf32[=rz|rna|rne]][,ktile=T][,split=S[,tile=T][,tree]]
 //   [,chunk=P[,rp]] |
 // a preset: sm80 | sm90 | sm100 | cublas-sm90 (sm90 with the instruction K of the input type) |
@@ -117,6 +121,7 @@ inline native::DotModel dot_model(const AccumModel& m) {
   d.lanes = m.lanes;
   d.vec = m.vec;
   d.lane_sum = m.lane_sum;
+  d.dot_ctas = m.dot_ctas;
   d.ktile = m.ktile;
   return d;
 }

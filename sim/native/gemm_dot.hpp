@@ -52,6 +52,14 @@ struct DotModel {
   int lanes = 1;
   int vec = 1;
   LaneSum lane_sum = LaneSum::tree;
+  // fp32-seq as cuBLAS's dot_kernel<float, 128, 0> over `dot_ctas` CTAs followed by
+  // reduce_1Block_kernel<float, 128, 7> (0: not this kernel; SEMANTICS 15.2): thread g of the
+  // 128 dot_ctas threads holds two FMA chains, over k = 2g + 256 dot_ctas i and that + 1, added
+  // (x + y); each CTA adds its 128 threads by the halving tree (t += t + 64, ..., t + 1); the
+  // reduction's 128 threads hold the CTA partials (c < 128; zeros after), halve twice (t += t +
+  // 64, t += t + 32), four chains add v_r, v_(r+4), ..., v_(r+28) in order from +0 and the four
+  // are added in order (FPRev trees, bench/results/2026-12-01-h200-gemm-simt.md).
+  int dot_ctas = 0;
   // hw and amd: every accumulation from +0 (a part, a chunk, or the whole K) runs as k-tiles of
   // `ktile` k (a multiple of k_group; 0: none) with the partial tile first, as CUTLASS 2.x's
   // predicated mainloop does with a residue: its first (n mod ktile) k, then whole tiles; the
@@ -430,10 +438,51 @@ EXMY_HD float dot_chain_b(const double* b, std::size_t sb, std::size_t k,
                    : b[k * sb]);
 }
 
+// cuBLAS's dot_kernel<float, 128, 0> + reduce_1Block_kernel<float, 128, 7> over [k0, k1)
+// (DotModel::dot_ctas CTAs).
+EXMY_HD float dot_cublas_dot(const double* a, std::size_t sa, const double* b, std::size_t sb,
+                             std::size_t k0, std::size_t k1, const DotModel& m,
+                             const DotBlockScales* bs) {
+  const std::size_t n = k1 - k0, G = static_cast<std::size_t>(m.dot_ctas), stride = 256 * G;
+  auto chain = [&](std::size_t j) {  // the FMA chain over k0 + j, j + stride, ...
+    float c = 0.0f;
+    for (; j < n; j += stride) {
+      c = rn_fma(dot_chain_a(a, sa, k0 + j, bs), dot_chain_b(b, sb, k0 + j, bs), c);
+    }
+    return c;
+  };
+  float part[128];  // the reduction's 128 threads: CTA partials (thread t: CTAs t, t + 128, ...)
+  for (std::size_t t = 0; t < 128; ++t) part[t] = 0.0f;
+  for (std::size_t c = 0; c < G && 256 * c < n; ++c) {
+    float th[128];
+    for (std::size_t t = 0; t < 128; ++t) {
+      const std::size_t g = c * 128 + t;
+      th[t] = rn_add(chain(2 * g), chain(2 * g + 1));
+    }
+    for (std::size_t h = 64; h >= 1; h /= 2) {
+      for (std::size_t t = 0; t < h; ++t) th[t] = rn_add(th[t], th[t + h]);
+    }
+    part[c % 128] = c < 128 ? th[0] : rn_add(part[c % 128], th[0]);
+  }
+  for (std::size_t h = 64; h >= 32; h /= 2) {
+    for (std::size_t t = 0; t < h; ++t) part[t] = rn_add(part[t], part[t + h]);
+  }
+  float total = 0.0f;
+  for (std::size_t r = 0; r < 4; ++r) {
+    float s = 0.0f;
+    for (std::size_t t = r; t < 32; t += 4) s = rn_add(s, part[t]);
+    total = r == 0 ? s : rn_add(total, s);
+  }
+  return total;
+}
+
 // The model's accumulator over [k0, k1) from +0 (one promotion chunk, or a whole part).
 EXMY_HD float dot_chunk(const double* a, std::size_t sa, const double* b, std::size_t sb,
                         std::size_t k0, std::size_t k1, int emin_a, int emin_b, const DotModel& m,
                         const DotBlockScales* bs = nullptr) {
+  if (m.kind == DotModel::Kind::fp32_seq && m.dot_ctas > 0) {
+    return dot_cublas_dot(a, sa, b, sb, k0, k1, m, bs);
+  }
   if (m.kind == DotModel::Kind::fp32_seq && m.lanes > 1) {
     const std::size_t n = k1 - k0, L = static_cast<std::size_t>(m.lanes);
     std::size_t v = m.vec > 0 ? static_cast<std::size_t>(m.vec) : (n + L - 1) / L;
