@@ -54,9 +54,41 @@ def xmma_ktile(key):
     return int(m.group(3)) if m else 0
 
 
+# CUDA-core gemv / dot / small-N kernels (kCudaCoreRules in launch_rules.cpp): (family, kernel
+# name prefix, reduction) -> model. fp32 and TF32 requests (the CUDA cores read fp32 unrounded).
+GEMVX = "internal::gemvx::kernel<int, int, float, float, float, float, "
+GEMVX_V_MAX, GEMVX_1_MIN = 504, 644  # gemvx<..., 7>: vec=auto seen up to 504, vec=1 from 644
+
+
+def cuda_core_rule(fam, key, red, S, t, K):
+    if t not in ("fp32", "tf32"):
+        return None
+    if fam == "dot" and key.startswith("dot_kernel<float, 128, 0,") and red == "reduce_1Block":
+        return "fp32-seq:dot=%d" % S, True
+    if fam == "gemmSN" and key.startswith("gemmSN_TN_kernel<float, 128, 16, 2, 4, ") and \
+            not red and S == 1:
+        return "fp32-seq:lanes=16,lanesum=seq,lanechunk=16", True
+    if fam == "gemvx" and key.startswith(GEMVX):
+        rest = key[len(GEMVX):]
+        if rest.startswith("true, true, true, false, 6, false,") and not red and S == 1:
+            return "fp32-seq:lanes=2,vec=auto", True
+        if rest.startswith("false, true, true, false, 7, false,") and not red and S == 1:
+            if K <= GEMVX_V_MAX:
+                return "fp32-seq:lanes=32,vec=auto", True
+            return "fp32-seq:lanes=32", K >= GEMVX_1_MIN
+        if rest.startswith(("false, true, false, false, 7, false,",
+                            "false, true, true, false, 7, false,")) and \
+                red == "splitKreduce/f32":
+            return "fp32-seq:lanes=32,split=%d" % S, t == "tf32"
+    return None
+
+
+
 def family_rule(rec, t, o, K):
     """(model, verified) of the family rule for record `rec`, or None (no rule applies)."""
     fam, key, red, S = rec
+    if fam in ("dot", "gemmSN", "gemvx"):
+        return cuda_core_rule(fam, key, red, S, t, K) if o == "fp32" else None
     if (fam, t, o) in XMMA_SLICES:
         T = xmma_ktile(key)
         if red not in ("", "xmma_split_k") or not T or S > 4096:

@@ -14,7 +14,7 @@ namespace exmy::gemm {
 
 std::string accum_model_help() {
   return "exact | fp32-seq[:chunk=P | "
-         ":lanes=L[,vec=V|auto][,lanesum=tree|seq|fold]][,split=S[,tile=T]"
+         ":lanes=L[,vec=V|auto][,lanesum=tree|seq|fold][,lanechunk=C]][,split=S[,tile=T]"
          "[,tree]] | fp32-seq:dot=G | pairwise | "
          "hw:k=K,frac=N[,inter=M][,rne][,tf32[=rz|rna|rne]][,sub=G][,ktile=T][,split=S[,tile=T]"
          "[,tree]][,chunk=P[,rp]] | "
@@ -162,6 +162,8 @@ AccumModel parse_accum_model(const std::string& text, int a_bits) {
         m.rp = true;
       } else if (seq && key == "lanes") {
         m.lanes = num(1, 4096);
+      } else if (seq && key == "lanechunk") {
+        m.lane_chunk = num(1, 1 << 20);
       } else if (seq && key == "dot") {
         m.dot_ctas = num(1, 4096);
       } else if (seq && key == "vec") {
@@ -182,8 +184,9 @@ AccumModel parse_accum_model(const std::string& text, int a_bits) {
     if (m.dot_ctas > 0 && (m.lanes > 1 || m.chunk > 0 || m.split_k > 1)) {
       bad(text, "dot=G takes no lanes, chunk or split");
     }
-    if (m.lanes == 1 && (m.vec != 1 || m.lane_sum != native::DotModel::LaneSum::tree)) {
-      bad(text, "vec and lanesum need lanes=L");
+    if (m.lanes == 1 &&
+        (m.vec != 1 || m.lane_sum != native::DotModel::LaneSum::tree || m.lane_chunk > 0)) {
+      bad(text, "vec, lanesum and lanechunk need lanes=L");
     }
     if (m.lane_sum == native::DotModel::LaneSum::tree && (m.lanes & (m.lanes - 1)) != 0) {
       bad(text,

@@ -71,6 +71,7 @@ struct AccumModel {
   // fp32-seq as cuBLAS's dot_kernel + reduce_1Block over this many CTAs (native::DotModel::
   // dot_ctas; 0: not).
   int dot_ctas = 0;
+  int lane_chunk = 0;  // native::DotModel::lane_chunk (lanes=L,lanechunk=C)
   // hw, amd: k-tiles of `ktile` k with the residue first (native::DotModel::ktile; 0: none):
   // every accumulation from +0 runs its first (length mod ktile) k, then whole tiles, the groups
   // starting at each tile's beginning. CUTLASS 2.x kernels with a K that is not a multiple of
@@ -90,7 +91,8 @@ struct AccumModel {
 };
 
 // Parses exact | fp32-seq | pairwise |
-// fp32-seq:[chunk=P | lanes=L[,vec=V|auto][,lanesum=tree|seq|fold]][,split=S[,tile=T][,tree]] |
+// fp32-seq:[chunk=P | lanes=L[,vec=V|auto][,lanesum=tree|seq|fold][,lanechunk=C]][,split=S[,tile=T]
+//   [,tree]] |
 // fp32-seq:dot=G |
 // hw:k=K,frac=N[,inter=M][,rne][,tf32[=rz|rna|rne]][,ktile=T][,split=S[,tile=T][,tree]]
 //   [,chunk=P[,rp]] |
@@ -122,6 +124,7 @@ inline native::DotModel dot_model(const AccumModel& m) {
   d.vec = m.vec;
   d.lane_sum = m.lane_sum;
   d.dot_ctas = m.dot_ctas;
+  d.lane_chunk = m.lane_chunk;
   d.ktile = m.ktile;
   return d;
 }

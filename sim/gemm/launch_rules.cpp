@@ -183,6 +183,83 @@ LaunchRule xmma_rule(const FamilyRule& rule, const LaunchRecord& r) {
   return lr;
 }
 
+// cuBLAS's CUDA-core gemv / dot / small-N kernels with fp32 (or TF32-request) operands, whose
+// order lies in the kernel's template arguments (bench/results/2026-12-01-h200-gemm-simt.md;
+// replica: bench/peers/gemm_launch_rules.py's cuda_core_rule):
+// - dot_kernel<float, 128, 0> + reduce_1Block: `fp32-seq:dot=S`, S = gridDim.x (the record's S
+//   for this family);
+// - gemmSN_TN_kernel<float, 128, 16, 2, 4, ...>: 16 strided lanes, each restarting every 16 of
+//   its k, added in lane order;
+// - gemvx::kernel<..., 6, ...> (blocks of 2x32): 2 lanes of one contiguous run each;
+//   gemvx::kernel<..., 7, ...> (32x4): 32 lanes by the halving tree, one contiguous run each up to
+//   K = 504 and strided from K = 644 (no launch between seen: announced there); with
+//   splitKreduce: parts of ceil(K/S) k, 32 strided lanes each.
+constexpr const char* kGemvxF32 = "internal::gemvx::kernel<int, int, float, float, float, float, ";
+constexpr std::size_t kGemvxVecMax = 504, kGemvxStridedMin = 644;
+
+bool starts(const std::string& s, const char* p) {
+  return s.rfind(p, 0) == 0;
+}
+
+LaunchRule cuda_core_rule(const LaunchRecord& r, const std::string& in, const std::string& out,
+                          std::size_t K) {
+  LaunchRule lr;
+  std::string model, evidence;
+  bool verified = true;
+  const bool cc = (in == "fp32" || in == "tf32") && out == "fp32";
+  if (cc && r.family == "dot" && starts(r.key, "dot_kernel<float, 128, 0,") &&
+      r.reduce == "reduce_1Block") {
+    model = "fp32-seq:dot=" + std::to_string(r.split);
+    evidence =
+        "every FPRev tree (fp32 20 shapes on the H100 and the H200, TF32 20) and every "
+        "output of all 11 fp32 and 5 TF32 captured H200 shapes of the family";
+  } else if (cc && r.family == "gemmSN" &&
+             starts(r.key, "gemmSN_TN_kernel<float, 128, 16, 2, 4, ") && r.reduce.empty() &&
+             r.split == 1) {
+    model = "fp32-seq:lanes=16,lanesum=seq,lanechunk=16";
+    evidence =
+        "every FPRev tree (7 shapes, H100 and H200) and every output of all 55 captured "
+        "H200 fp32 shapes of the family";
+  } else if (cc && r.family == "gemvx" && starts(r.key, kGemvxF32)) {
+    const std::string rest = r.key.substr(std::strlen(kGemvxF32));
+    const bool v6 = starts(rest, "true, true, true, false, 6, false,");
+    const bool v7 = starts(rest, "false, true, true, false, 7, false,");
+    const bool v7s = starts(rest, "false, true, false, false, 7, false,");
+    evidence =
+        "every FPRev tree of the kernel (H100 and H200) and every output of all 19 fp32 "
+        "and 30 TF32 captured H200 shapes of the family";
+    if (v6 && r.reduce.empty() && r.split == 1) {
+      model = "fp32-seq:lanes=2,vec=auto";
+    } else if (v7 && r.reduce.empty() && r.split == 1) {
+      model = K <= kGemvxVecMax ? "fp32-seq:lanes=32,vec=auto" : "fp32-seq:lanes=32";
+      if (K > kGemvxVecMax && K < kGemvxStridedMin) {
+        verified = false;
+        evidence =
+            "K between 504 (one run per lane seen) and 644 (strided lanes seen): no "
+            "launch of this K was captured";
+      }
+    } else if ((v7 || v7s) && r.reduce == "splitKreduce/f32") {
+      model = "fp32-seq:lanes=32,split=" + std::to_string(r.split);
+      verified = in == "tf32";
+      if (!verified) {
+        evidence =
+            "the FPRev tree of one fp32 shape and the TF32-request outputs; no fp32 "
+            "output of this launch was captured";
+      }
+    }
+  }
+  if (model.empty()) {
+    lr.why =
+        record_name(r) + ": exmy has no rule for this kernel with " + in + " in, " + out + " out";
+    return lr;
+  }
+  lr.model = model;
+  lr.status = verified ? LaunchRule::Status::verified : LaunchRule::Status::unverified;
+  lr.why = record_name(r) + " -> " + model +
+           (verified ? " (verified family: " : " (family rule not verified: ") + evidence + ")";
+  return lr;
+}
+
 }  // namespace
 
 std::string launch_record_name(const LaunchRecord& r) {
@@ -192,6 +269,9 @@ std::string launch_record_name(const LaunchRecord& r) {
 
 LaunchRule launch_rule(const LaunchRecord& r, const std::string& in, const std::string& out,
                        std::size_t K) {
+  if (r.family == "dot" || r.family == "gemmSN" || r.family == "gemvx") {
+    return cuda_core_rule(r, in, out, K);
+  }
   LaunchRule lr;
   const FamilyRule* rule = nullptr;
   for (const FamilyRule& f : kRules) {

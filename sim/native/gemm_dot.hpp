@@ -60,6 +60,9 @@ struct DotModel {
   // 64, t += t + 32), four chains add v_r, v_(r+4), ..., v_(r+28) in order from +0 and the four
   // are added in order (FPRev trees, bench/results/2026-12-01-h200-gemm-simt.md).
   int dot_ctas = 0;
+  // fp32-seq lanes: each lane's FMA chain restarts from +0 after every `lane_chunk` of its k (0:
+  // never), its chunk sums added in order from +0 (cuBLAS's gemmSN kernels: 16).
+  int lane_chunk = 0;
   // hw and amd: every accumulation from +0 (a part, a chunk, or the whole K) runs as k-tiles of
   // `ktile` k (a multiple of k_group; 0: none) with the partial tile first, as CUTLASS 2.x's
   // predicated mainloop does with a residue: its first (n mod ktile) k, then whole tiles; the
@@ -487,15 +490,22 @@ EXMY_HD float dot_chunk(const double* a, std::size_t sa, const double* b, std::s
     const std::size_t n = k1 - k0, L = static_cast<std::size_t>(m.lanes);
     std::size_t v = m.vec > 0 ? static_cast<std::size_t>(m.vec) : (n + L - 1) / L;
     if (v == 0) v = 1;
-    // Lane l's chain: runs of v k starting at l v, every L v k.
+    // Lane l's chain: runs of v k starting at l v, every L v k (restarted every lane_chunk k).
+    const std::size_t lc = static_cast<std::size_t>(m.lane_chunk);
     auto lane = [&](std::size_t l) {
-      float c = 0.0f;
+      float c = 0.0f, total = 0.0f;
+      std::size_t count = 0;
       for (std::size_t j = l * v; j < n; j += L * v) {
         for (std::size_t u = j; u < j + v && u < n; ++u) {
           c = rn_fma(dot_chain_a(a, sa, k0 + u, bs), dot_chain_b(b, sb, k0 + u, bs), c);
+          if (lc > 0 && ++count == lc) {
+            total = rn_add(total, c);
+            c = 0.0f;
+            count = 0;
+          }
         }
       }
-      return c;
+      return lc == 0 ? c : count > 0 ? rn_add(total, c) : total;
     };
     if (m.lane_sum == DotModel::LaneSum::seq) {
       float s = lane(0);
