@@ -612,6 +612,106 @@ TEST_CASE("lanes: the xmma fold and in-order sums over any number of lanes (lane
           exmy::native::DotModel::LaneSum::fold);
 }
 
+TEST_CASE(
+    "dot=G and lanechunk: cuBLAS's dot_kernel + reduce_1Block and gemmSN, from the "
+    "description",
+    "[gemm][lanes]") {
+  // SEMANTICS 15.2 (bench/results/2026-12-01-h200-gemm-simt.md), written out with volatile fp32
+  // additions: dot=G: thread g of 128 G holds chains over k = 2g + 256 G i and 2g + 1 + 256 G i,
+  // added; each CTA's 128 threads by the halving tree; the reduction's 128 partials (zeros past
+  // G) halved twice, then four chains over t = r, r + 4, ..., r + 28 from +0, added in order.
+  std::vector<double> a(9000), b(9000, 1.0);
+  std::uint32_t s = 4242;
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    s = s * 1103515245u + 12345u;
+    const int e = static_cast<int>((s >> 8) % 12) - 6;
+    const double m = static_cast<double>((s >> 12) & 0xFFF) / 4096.0 + 1.0;
+    a[i] = ((s & 1u) ? -m : m) * std::ldexp(1.0, e);
+  }
+  auto add = [](float x, float y) {
+    volatile float t = x + y;
+    return static_cast<float>(t);
+  };
+  auto ref_dot = [&](std::size_t K, std::size_t G) {
+    std::vector<float> part(128, 0.0f);
+    for (std::size_t c = 0; c < G; ++c) {
+      std::vector<float> th(128);
+      for (std::size_t t = 0; t < 128; ++t) {
+        float x = 0.0f, y = 0.0f;
+        for (std::size_t k = 2 * (c * 128 + t); k < K; k += 256 * G) {
+          x = add(x, static_cast<float>(a[k]));
+          if (k + 1 < K) y = add(y, static_cast<float>(a[k + 1]));
+        }
+        th[t] = add(x, y);
+      }
+      for (std::size_t h = 64; h >= 1; h /= 2) {
+        for (std::size_t t = 0; t < h; ++t) th[t] = add(th[t], th[t + h]);
+      }
+      part[c] = th[0];
+    }
+    for (std::size_t h = 64; h >= 32; h /= 2) {
+      for (std::size_t t = 0; t < h; ++t) part[t] = add(part[t], part[t + h]);
+    }
+    float total = 0.0f;
+    for (std::size_t r = 0; r < 4; ++r) {
+      float c = 0.0f;
+      for (std::size_t t = r; t < 32; t += 4) c = add(c, part[t]);
+      total = r == 0 ? c : add(total, c);
+    }
+    return total;
+  };
+  auto first = [&](std::size_t K) {
+    return std::vector<double>(a.begin(), a.begin() + static_cast<std::ptrdiff_t>(K));
+  };
+  for (auto [K, G] : {std::pair<std::size_t, std::size_t>{541, 16},
+                      {4371, 16},
+                      {9000, 16},
+                      {9000, 8},
+                      {9000, 33},
+                      {9000, 66},
+                      {3, 16}}) {
+    INFO("K " << K << " G " << G);
+    const std::vector<double> ones(K, 1.0);
+    REQUIRE(dot(first(K), ones, "fp32-seq:dot=" + std::to_string(G)) == ref_dot(K, G));
+  }
+  REQUIRE(ref_dot(9000, 16) != ref_dot(9000, 66));  // G matters once K > 256 G
+  // lanechunk=C: each lane's chain restarts every C of its k, its chunk sums added in order;
+  // gemmSN is lanes=16,lanesum=seq,lanechunk=16.
+  auto ref_sn = [&](std::size_t K) {
+    float total = 0.0f;
+    for (std::size_t l = 0; l < 16; ++l) {
+      float lane = 0.0f, c = 0.0f;
+      std::size_t n = 0;
+      for (std::size_t k = l; k < K; k += 16) {
+        c = add(c, static_cast<float>(a[k]));
+        if (++n == 16) {
+          lane = add(lane, c);
+          c = 0.0f;
+          n = 0;
+        }
+      }
+      if (n > 0) lane = add(lane, c);
+      total = l == 0 ? lane : add(total, lane);
+    }
+    return total;
+  };
+  for (std::size_t K : {2, 200, 256, 257, 655, 2770}) {
+    INFO("K " << K);
+    const std::vector<double> ones(K, 1.0);
+    REQUIRE(dot(first(K), ones, "fp32-seq:lanes=16,lanesum=seq,lanechunk=16") == ref_sn(K));
+  }
+  // Up to 256 k (16 per lane) the restart changes nothing; beyond it does on these values.
+  const std::vector<double> o200(200, 1.0), o2770(2770, 1.0);
+  REQUIRE(dot(first(200), o200, "fp32-seq:lanes=16,lanesum=seq,lanechunk=16") ==
+          dot(first(200), o200, "fp32-seq:lanes=16,lanesum=seq"));
+  REQUIRE(dot(first(2770), o2770, "fp32-seq:lanes=16,lanesum=seq,lanechunk=16") !=
+          dot(first(2770), o2770, "fp32-seq:lanes=16,lanesum=seq"));
+  REQUIRE_THROWS_AS(parse_accum_model("fp32-seq:dot=16,lanes=4", 32), exmy::InputError);
+  REQUIRE_THROWS_AS(parse_accum_model("fp32-seq:dot=16,split=2", 32), exmy::InputError);
+  REQUIRE_THROWS_AS(parse_accum_model("fp32-seq:lanechunk=16", 32), exmy::InputError);
+  REQUIRE_THROWS_AS(parse_accum_model("fp32-seq:dot=0", 32), exmy::InputError);
+}
+
 TEST_CASE("lanes: grammar", "[gemm][lanes]") {
   REQUIRE_THROWS_AS(parse_accum_model("fp32-seq:lanes=3", 32), exmy::InputError);
   REQUIRE_THROWS_AS(parse_accum_model("fp32-seq:lanes=4,chunk=8", 32), exmy::InputError);

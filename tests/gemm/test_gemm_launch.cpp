@@ -250,6 +250,64 @@ TEST_CASE("family rules: sm80 xmma FFMA (k-tiles round-robin over the CTAs along
   REQUIRE(launch_rule(x, "fp32", "fp32", 692).status == LaunchRule::Status::none);
 }
 
+TEST_CASE("family rules: cuBLAS's CUDA-core dot, gemmSN and gemvx kernels", "[gemm][launch]") {
+  // From bench/results/2026-12-01-h200-gemm-simt.md: the order is in the kernel's template
+  // arguments; dot_kernel's record holds S = gridDim.x (tools/gemm_launch.py).
+  LaunchRecord d = rec("dot", 16, "reduce_1Block");
+  d.key =
+      "dot_kernel<float, 128, 0, cublasDotParams<cublasGemvTensorStridedBatched<float const>, "
+      "cublasGemvTensorStridedBatched<float> > >";
+  LaunchRule r = launch_rule(d, "fp32", "fp32", 4371);
+  REQUIRE(r.status == LaunchRule::Status::verified);
+  REQUIRE(r.model == "fp32-seq:dot=16");
+  REQUIRE(launch_rule(d, "tf32", "fp32", 4371).model == "fp32-seq:dot=16");
+  REQUIRE(launch_rule(d, "bf16", "fp32", 4371).status == LaunchRule::Status::none);
+  d.reduce = "";
+  REQUIRE(launch_rule(d, "fp32", "fp32", 4371).status == LaunchRule::Status::none);
+  LaunchRecord sn = rec("gemmSN", 1, "");
+  sn.key =
+      "gemmSN_TN_kernel<float, 128, 16, 2, 4, 8, 9, false, cublasGemvTensorStridedBatched<float "
+      "const>, cublasGemvTensorStridedBatched<float const>, cublasGemvTensorStridedBatched<float> "
+      ">";
+  r = launch_rule(sn, "fp32", "fp32", 655);
+  REQUIRE(r.status == LaunchRule::Status::verified);
+  REQUIRE(r.model == "fp32-seq:lanes=16,lanesum=seq,lanechunk=16");
+  LaunchRecord g = rec("gemvx", 1, "");
+  const std::string pre = "internal::gemvx::kernel<int, int, float, float, float, float, ";
+  const std::string post =
+      " false, cublasGemvParamsEx<int, cublasGemvTensorStridedBatched<float const>, "
+      "cublasGemvTensorStridedBatched<float const>, cublasGemvTensorStridedBatched<float>, "
+      "float> >";
+  g.key = pre + "true, true, true, false, 6," + post;
+  REQUIRE(launch_rule(g, "fp32", "fp32", 36).model == "fp32-seq:lanes=2,vec=auto");
+  g.key = pre + "false, true, true, false, 7," + post;
+  REQUIRE(launch_rule(g, "fp32", "fp32", 504).model == "fp32-seq:lanes=32,vec=auto");
+  REQUIRE(launch_rule(g, "fp32", "fp32", 504).status == LaunchRule::Status::verified);
+  REQUIRE(launch_rule(g, "fp32", "fp32", 644).model == "fp32-seq:lanes=32");
+  REQUIRE(launch_rule(g, "fp32", "fp32", 644).status == LaunchRule::Status::verified);
+  // Between the two: no launch captured, the strided form applied and announced.
+  r = launch_rule(g, "fp32", "fp32", 600);
+  REQUIRE(r.model == "fp32-seq:lanes=32");
+  REQUIRE(r.status == LaunchRule::Status::unverified);
+  g.reduce = "splitKreduce/f32";
+  g.split = 3;
+  r = launch_rule(g, "tf32", "fp32", 15911);
+  REQUIRE(r.model == "fp32-seq:lanes=32,split=3");
+  REQUIRE(r.status == LaunchRule::Status::verified);
+  // fp32 requests of the split launch: no fp32 output captured (announced).
+  REQUIRE(launch_rule(g, "fp32", "fp32", 14308).status == LaunchRule::Status::unverified);
+  g.reduce = "splitKreduce/bf16";
+  REQUIRE(launch_rule(g, "fp32", "fp32", 14308).status == LaunchRule::Status::none);
+  // 16-bit gemvx kernels (other template types): no rule here.
+  g.key =
+      "internal::gemvx::kernel<int, int, __nv_bfloat16, float, float, float, true, true, "
+      "true, false, 7," +
+      post;
+  g.reduce = "";
+  g.split = 1;
+  REQUIRE(launch_rule(g, "bf16", "fp32", 504).status == LaunchRule::Status::none);
+}
+
 TEST_CASE("family rules: wmma (k-tile from the name, residue first; aligned split parts)",
           "[gemm][launch]") {
   // SEMANTICS 15.6: hw:k=16,frac=25,ktile=T with T the name's _<M>x<N>_<T>x<stages>_; split parts
