@@ -9,7 +9,7 @@ the count K - |leaves(lca(i, j))|. LAUNCH.json: the raw launch capture of the sa
 (kernel names and grids). The model's tree is built by running the model's summation on
 symbols: every fp32 addition (an FMA into a running sum, or the sum of two partials) joins two
 subtrees; adding an empty lane (+0) joins nothing. The model string comes from the replica of
-launch_rules.cpp (gemm_launch_rules.py) on the launch record (tools/gemm_launch.record_of).
+launch_rules.cpp (gemm_launch_rules.py) on the launch record (record_of in tools/gemm_launch.py).
 Prints per family the shapes compared and those whose every count equals the model's.
 """
 import argparse
