@@ -96,7 +96,9 @@ def family_rule(rec, t, o, K):
         m = "fp32-seq"
         if S > 1:
             m += ":lanes=%d,vec=%d,lanesum=%s" % (S, T, "seq" if red else "fold")
-        return m, XMMA_SLICES[(fam, t, o)]
+        # the split counts the trees and outputs covered (kRules' xmma_rule)
+        seen = S == 1 or (S <= 88 if red else 26 <= S <= 264)
+        return m, XMMA_SLICES[(fam, t, o)] and seen
     rule = RULES.get((fam, t, o))
     if rule is None or not key.startswith(KEY_PREFIX.get(fam, "")):
         return None

@@ -234,6 +234,15 @@ TEST_CASE("family rules: sm80 xmma FFMA (k-tiles round-robin over the CTAs along
   REQUIRE(launch_rule(x, "fp32", "fp32", 692).model == "fp32-seq:lanes=8,vec=8,lanesum=seq");
   x.split = 1;
   REQUIRE(launch_rule(x, "fp32", "fp32", 692).model == "fp32-seq");
+  // Split counts beyond those checked (split_k up to 88, in-kernel 26 to 264): announced.
+  x.split = 89;
+  REQUIRE(launch_rule(x, "fp32", "fp32", 6920).status == LaunchRule::Status::unverified);
+  x.reduce = "";
+  x.split = 16;
+  REQUIRE(launch_rule(x, "fp32", "fp32", 6920).status == LaunchRule::Status::unverified);
+  x.split = 264;
+  REQUIRE(launch_rule(x, "fp32", "fp32", 6920).status == LaunchRule::Status::verified);
+  x.reduce = "xmma_split_k";
   // The k-tile comes from the name (64x64x8 here; another T would be taken as it is).
   x.key = "sm80_xmma_gemm_f32f32_f32f32_f32_tn_n_tilesize64x64x16_stage3_warpsize1x4x1_ffma";
   x.split = 3;
