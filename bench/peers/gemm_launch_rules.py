@@ -64,7 +64,7 @@ def cuda_core_rule(fam, key, red, S, t, K):
     if t not in ("fp32", "tf32"):
         return None
     if fam == "dot" and key.startswith("dot_kernel<float, 128, 0,") and red == "reduce_1Block":
-        return "fp32-seq:dot=%d" % S, True
+        return "fp32-seq:dot=%d" % S, 16 <= S <= 66  # the CTA counts trees/outputs hold
     if fam == "gemmSN" and key.startswith("gemmSN_TN_kernel<float, 128, 16, 2, 4, ") and \
             not red and S == 1:
         return "fp32-seq:lanes=16,lanesum=seq,lanechunk=16", True

@@ -220,6 +220,11 @@ LaunchRule cuda_core_rule(const LaunchRecord& r, const std::string& in, const st
     evidence =
         "every FPRev tree (fp32 20 shapes on the H100 and the H200, TF32 20) and every "
         "output of all 11 fp32 and 5 TF32 captured H200 shapes of the family";
+    // Trees and outputs hold 16 and 66 CTAs (the records also 8, 32, 33): announced outside.
+    if (r.split < 16 || r.split > 66) {
+      verified = false;
+      evidence = "a CTA count outside the 16 to 66 of the trees and outputs checked";
+    }
   } else if (cc && r.family == "gemmSN" &&
              starts(r.key, "gemmSN_TN_kernel<float, 128, 16, 2, 4, ") && r.reduce.empty() &&
              r.split == 1) {

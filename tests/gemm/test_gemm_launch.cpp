@@ -271,6 +271,11 @@ TEST_CASE("family rules: cuBLAS's CUDA-core dot, gemmSN and gemvx kernels", "[ge
   REQUIRE(r.model == "fp32-seq:dot=16");
   REQUIRE(launch_rule(d, "tf32", "fp32", 4371).model == "fp32-seq:dot=16");
   REQUIRE(launch_rule(d, "bf16", "fp32", 4371).status == LaunchRule::Status::none);
+  d.split = 8;  // a CTA count no tree or output held (16 and 66 did): announced
+  REQUIRE(launch_rule(d, "fp32", "fp32", 10118).status == LaunchRule::Status::unverified);
+  d.split = 66;
+  REQUIRE(launch_rule(d, "fp32", "fp32", 11812).status == LaunchRule::Status::verified);
+  d.split = 16;
   d.reduce = "";
   REQUIRE(launch_rule(d, "fp32", "fp32", 4371).status == LaunchRule::Status::none);
   LaunchRecord sn = rec("gemmSN", 1, "");
