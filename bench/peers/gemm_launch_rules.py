@@ -57,7 +57,7 @@ def xmma_ktile(key):
 # CUDA-core gemv / dot / small-N kernels (kCudaCoreRules in launch_rules.cpp): (family, kernel
 # name prefix, reduction) -> model. fp32 and TF32 requests (the CUDA cores read fp32 unrounded).
 GEMVX = "internal::gemvx::kernel<int, int, float, float, float, float, "
-GEMVX_V_MAX, GEMVX_1_MIN = 504, 644  # gemvx<..., 7>: vec=auto seen up to 504, vec=1 from 644
+GEMVX_V_MAX, GEMVX_1_MIN = 513, 644  # gemvx<..., 7>: vec=auto seen up to 513, vec=1 from 644
 
 
 def cuda_core_rule(fam, key, red, S, t, K):
@@ -97,7 +97,7 @@ def family_rule(rec, t, o, K):
         if S > 1:
             m += ":lanes=%d,vec=%d,lanesum=%s" % (S, T, "seq" if red else "fold")
         # the split counts the trees and outputs covered (kRules' xmma_rule)
-        seen = S == 1 or (S <= 88 if red else 26 <= S <= 264)
+        seen = S == 1 or (S <= 88 if red else 16 <= S <= 264)
         return m, XMMA_SLICES[(fam, t, o)] and seen
     rule = RULES.get((fam, t, o))
     if rule is None or not key.startswith(KEY_PREFIX.get(fam, "")):

@@ -175,9 +175,9 @@ LaunchRule xmma_rule(const FamilyRule& rule, const LaunchRecord& r) {
     model += ":lanes=" + std::to_string(r.split) + ",vec=" + std::to_string(T) +
              (split_k ? ",lanesum=seq" : ",lanesum=fold");
   }
-  // The split counts the trees and outputs covered: split_k 2 .. 88, the in-kernel fold 26 ..
-  // 264 (the records hold no others but in-kernel 16, 24, 30, 36); outside them, announced.
-  const bool seen = r.split == 1 || (split_k ? r.split <= 88 : r.split >= 26 && r.split <= 264);
+  // The split counts the trees and outputs covered: split_k 2 .. 88, the in-kernel fold 16 ..
+  // 264 (every S the records hold); outside them, announced.
+  const bool seen = r.split == 1 || (split_k ? r.split <= 88 : r.split >= 16 && r.split <= 264);
   const bool verified = rule.verified && seen;
   lr.model = model;
   lr.status = verified ? LaunchRule::Status::verified : LaunchRule::Status::unverified;
@@ -185,7 +185,7 @@ LaunchRule xmma_rule(const FamilyRule& rule, const LaunchRecord& r) {
            (verified ? " (verified family: " : " (family rule not verified: ") +
            (seen ? std::string(rule.evidence)
                  : "a split count outside those of the trees and outputs checked (split_k 2 "
-                   "to 88, in-kernel 26 to 264)") +
+                   "to 88, in-kernel 16 to 264)") +
            ")";
   return lr;
 }
@@ -199,10 +199,10 @@ LaunchRule xmma_rule(const FamilyRule& rule, const LaunchRecord& r) {
 //   its k, added in lane order;
 // - gemvx::kernel<..., 6, ...> (blocks of 2x32): 2 lanes of one contiguous run each;
 //   gemvx::kernel<..., 7, ...> (32x4): 32 lanes by the halving tree, one contiguous run each up to
-//   K = 504 and strided from K = 644 (no launch between seen: announced there); with
+//   K = 513 and strided from K = 644 (no launch between seen: announced there); with
 //   splitKreduce: parts of ceil(K/S) k, 32 strided lanes each.
 constexpr const char* kGemvxF32 = "internal::gemvx::kernel<int, int, float, float, float, float, ";
-constexpr std::size_t kGemvxVecMax = 504, kGemvxStridedMin = 644;
+constexpr std::size_t kGemvxVecMax = 513, kGemvxStridedMin = 644;
 
 bool starts(const std::string& s, const char* p) {
   return s.rfind(p, 0) == 0;
@@ -247,7 +247,7 @@ LaunchRule cuda_core_rule(const LaunchRecord& r, const std::string& in, const st
       if (K > kGemvxVecMax && K < kGemvxStridedMin) {
         verified = false;
         evidence =
-            "K between 504 (one run per lane seen) and 644 (strided lanes seen): no "
+            "K between 513 (one run per lane seen) and 644 (strided lanes seen): no "
             "launch of this K was captured";
       }
     } else if ((v7 || v7s) && r.reduce == "splitKreduce/f32") {

@@ -234,11 +234,13 @@ TEST_CASE("family rules: sm80 xmma FFMA (k-tiles round-robin over the CTAs along
   REQUIRE(launch_rule(x, "fp32", "fp32", 692).model == "fp32-seq:lanes=8,vec=8,lanesum=seq");
   x.split = 1;
   REQUIRE(launch_rule(x, "fp32", "fp32", 692).model == "fp32-seq");
-  // Split counts beyond those checked (split_k up to 88, in-kernel 26 to 264): announced.
+  // Split counts beyond those checked (split_k up to 88, in-kernel 16 to 264): announced.
   x.split = 89;
   REQUIRE(launch_rule(x, "fp32", "fp32", 6920).status == LaunchRule::Status::unverified);
   x.reduce = "";
   x.split = 16;
+  REQUIRE(launch_rule(x, "fp32", "fp32", 6920).status == LaunchRule::Status::verified);
+  x.split = 15;
   REQUIRE(launch_rule(x, "fp32", "fp32", 6920).status == LaunchRule::Status::unverified);
   x.split = 264;
   REQUIRE(launch_rule(x, "fp32", "fp32", 6920).status == LaunchRule::Status::verified);
@@ -295,8 +297,8 @@ TEST_CASE("family rules: cuBLAS's CUDA-core dot, gemmSN and gemvx kernels", "[ge
   g.key = pre + "true, true, true, false, 6," + post;
   REQUIRE(launch_rule(g, "fp32", "fp32", 36).model == "fp32-seq:lanes=2,vec=auto");
   g.key = pre + "false, true, true, false, 7," + post;
-  REQUIRE(launch_rule(g, "fp32", "fp32", 504).model == "fp32-seq:lanes=32,vec=auto");
-  REQUIRE(launch_rule(g, "fp32", "fp32", 504).status == LaunchRule::Status::verified);
+  REQUIRE(launch_rule(g, "fp32", "fp32", 513).model == "fp32-seq:lanes=32,vec=auto");
+  REQUIRE(launch_rule(g, "fp32", "fp32", 513).status == LaunchRule::Status::verified);
   REQUIRE(launch_rule(g, "fp32", "fp32", 644).model == "fp32-seq:lanes=32");
   REQUIRE(launch_rule(g, "fp32", "fp32", 644).status == LaunchRule::Status::verified);
   // Between the two: no launch captured, the strided form applied and announced.
