@@ -22,7 +22,9 @@ family: the kernel family named by FAMILIES below ("other" if none matches); key
 kernel's name without its parameter list (the CUTLASS/xmma/nvjet name holds the tile); reduce:
 the kernels that followed ("splitKreduce/f32", "splitKreduce/bf16", "splitKreduce/fp16",
 "reduce_1Block", "xmma_split_k", joined by "+"), "" when none did. S is gridDim.z of the GEMM
-kernel (for split-K kernels the number of parts; its meaning for other families is theirs).
+kernel (for split-K kernels the number of parts; its meaning for other families is theirs),
+except for dot_kernel, whose gridDim.z is the batch of outputs: there S is gridDim.x, the CTAs
+that share one output's K (bench/results/2026-12-01-h200-gemm-simt.md).
 
 With --base, the section is a delta against another GPU's capture of the same shapes (written
 for the compiled-in profiles of a second GPU, docs/SEMANTICS.md 15.6): the records are those of
@@ -113,6 +115,8 @@ def record_of(kernels):
         return None
     name, grid, _block = kernels[0]
     S = int(grid[2]) if grid and len(grid) > 2 else 1
+    if family_of(name) == "dot" and grid:
+        S = int(grid[0])  # the CTAs along K (gridDim.z is the batch of outputs)
     return (family_of(name), key_of(name), "+".join(reduce_of(k[0]) for k in kernels[1:]), S)
 
 

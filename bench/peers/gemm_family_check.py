@@ -38,7 +38,8 @@ import gemm_kernel_select_fit as fit  # noqa: E402
 import gemm_launch  # noqa: E402
 from gemm_launch_select_check import family_rule  # noqa: E402
 
-TYPE_INDEX = {"bf16": 0, "fp16": 1}
+# The type index of the capture's counter hash (gemm_kernel_select_capture.py's type order).
+TYPE_INDEX = {"bf16": 0, "fp16": 1, "tf32": 2, "fp32": 3, "e4m3fn": 4}
 
 
 def load_launch(paths, t):
@@ -75,7 +76,8 @@ def check_shape(args, t, seed, e, want, recs):
     M, N, K = e["M"], e["N"], e["K"]
     a, b = fit.inputs(t, seed, TYPE_INDEX[t], e["i"], M, N, K)
     res = {"i": e["i"], "M": M, "N": N, "K": K, "outs": {}}
-    if int(a.astype(np.int64).sum()) != e["sum_a"]:
+    codes = a.view(np.uint32) if a.dtype == np.float32 else a
+    if int(codes.astype(np.int64).sum()) != e["sum_a"]:
         res["error"] = "input checksum differs"
         return res
     rows = max(1, min(M, int(args.check_products // max(1, N * K))))

@@ -31,6 +31,10 @@ RULES = {
 TILE_PARTS = {("s1688gemm_tf32", "tf32", "fp32")}
 # Rules that hold only for kernels whose name starts so.
 KEY_PREFIX = {"xmma_tf32": "sm80_xmma_gemm_"}
+# sm80 xmma FFMA (kRules' xmma_slices): k-tiles of the name's tilesize<M>x<N>x<T> round-robin
+# over the S = gridDim.z CTAs, their partials added in CTA order by xmma's split_k kernel or by
+# the kernel's own fold without it. (family, in, out): verified.
+XMMA_SLICES = {("xmma_ffma", "fp32", "fp32"): True, ("xmma_ffma", "tf32", "fp32"): False}
 # The instruction k of each base (a k-tile must be a multiple of it).
 INSTR_K = {"hw:k=8,frac=25": 8, "hw:k=16,frac=25": 16, "hw:k=8,frac=25,tf32=rne": 8}
 
@@ -44,9 +48,57 @@ def name_ktile(key):
 kernel_ktile = name_ktile  # the older name
 
 
+def xmma_ktile(key):
+    """The k-tile T of an xmma name's tilesize<M>x<N>x<T> (0 if none)."""
+    m = re.search(r"tilesize(\d+)x(\d+)x(\d+)", key)
+    return int(m.group(3)) if m else 0
+
+
+# CUDA-core gemv / dot / small-N kernels (kCudaCoreRules in launch_rules.cpp): (family, kernel
+# name prefix, reduction) -> model. fp32 and TF32 requests (the CUDA cores read fp32 unrounded).
+GEMVX = "internal::gemvx::kernel<int, int, float, float, float, float, "
+GEMVX_V_MAX, GEMVX_1_MIN = 513, 644  # gemvx<..., 7>: vec=auto seen up to 513, vec=1 from 644
+
+
+def cuda_core_rule(fam, key, red, S, t, K):
+    if t not in ("fp32", "tf32"):
+        return None
+    if fam == "dot" and key.startswith("dot_kernel<float, 128, 0,") and red == "reduce_1Block":
+        return "fp32-seq:dot=%d" % S, 16 <= S <= 66  # the CTA counts trees/outputs hold
+    if fam == "gemmSN" and key.startswith("gemmSN_TN_kernel<float, 128, 16, 2, 4, ") and \
+            not red and S == 1:
+        return "fp32-seq:lanes=16,lanesum=seq,lanechunk=16", True
+    if fam == "gemvx" and key.startswith(GEMVX):
+        rest = key[len(GEMVX):]
+        if rest.startswith("true, true, true, false, 6, false,") and not red and S == 1:
+            return "fp32-seq:lanes=2,vec=auto", True
+        if rest.startswith("false, true, true, false, 7, false,") and not red and S == 1:
+            if K <= GEMVX_V_MAX:
+                return "fp32-seq:lanes=32,vec=auto", True
+            return "fp32-seq:lanes=32", K >= GEMVX_1_MIN
+        if rest.startswith(("false, true, false, false, 7, false,",
+                            "false, true, true, false, 7, false,")) and \
+                red == "splitKreduce/f32":
+            return "fp32-seq:lanes=32,split=%d" % S, t == "tf32"
+    return None
+
+
+
 def family_rule(rec, t, o, K):
     """(model, verified) of the family rule for record `rec`, or None (no rule applies)."""
     fam, key, red, S = rec
+    if fam in ("dot", "gemmSN", "gemvx"):
+        return cuda_core_rule(fam, key, red, S, t, K) if o == "fp32" else None
+    if (fam, t, o) in XMMA_SLICES:
+        T = xmma_ktile(key)
+        if red not in ("", "xmma_split_k") or not T or S > 4096:
+            return None
+        m = "fp32-seq"
+        if S > 1:
+            m += ":lanes=%d,vec=%d,lanesum=%s" % (S, T, "seq" if red else "fold")
+        # the split counts the trees and outputs covered (kRules' xmma_rule)
+        seen = S == 1 or (S <= 88 if red else 16 <= S <= 264)
+        return m, XMMA_SLICES[(fam, t, o)] and seen
     rule = RULES.get((fam, t, o))
     if rule is None or not key.startswith(KEY_PREFIX.get(fam, "")):
         return None

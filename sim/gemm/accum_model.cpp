@@ -13,8 +13,9 @@
 namespace exmy::gemm {
 
 std::string accum_model_help() {
-  return "exact | fp32-seq[:chunk=P | :lanes=L[,vec=V|auto][,lanesum=tree|seq]][,split=S[,tile=T]"
-         "[,tree]] | pairwise | "
+  return "exact | fp32-seq[:chunk=P | "
+         ":lanes=L[,vec=V|auto][,lanesum=tree|seq|fold][,lanechunk=C]][,split=S[,tile=T]"
+         "[,tree]] | fp32-seq:dot=G | pairwise | "
          "hw:k=K,frac=N[,inter=M][,rne][,tf32[=rz|rna|rne]][,sub=G][,ktile=T][,split=S[,tile=T]"
          "[,tree]][,chunk=P[,rp]] | "
          "amd:k=K[,frac=N][,two-stage][,tf32][,ktile=T][,split=S[,tile=T][,tree]][,chunk=P] | "
@@ -161,11 +162,16 @@ AccumModel parse_accum_model(const std::string& text, int a_bits) {
         m.rp = true;
       } else if (seq && key == "lanes") {
         m.lanes = num(1, 4096);
-        if ((m.lanes & (m.lanes - 1)) != 0) bad(text, "lanes must be a power of two");
+      } else if (seq && key == "lanechunk") {
+        m.lane_chunk = num(1, 1 << 20);
+      } else if (seq && key == "dot") {
+        m.dot_ctas = num(1, 4096);
       } else if (seq && key == "vec") {
         m.vec = val == "auto" ? 0 : num(1, 1 << 20);
-      } else if (seq && key == "lanesum" && (val == "tree" || val == "seq")) {
-        m.lane_seq = val == "seq";
+      } else if (seq && key == "lanesum" && (val == "tree" || val == "seq" || val == "fold")) {
+        m.lane_sum = val == "seq"    ? native::DotModel::LaneSum::seq
+                     : val == "fold" ? native::DotModel::LaneSum::fold
+                                     : native::DotModel::LaneSum::tree;
       } else {
         bad(text, "unknown option '" + item + "'");
       }
@@ -175,7 +181,18 @@ AccumModel parse_accum_model(const std::string& text, int a_bits) {
       bad(text, "rp (16-bit split-K partials) needs chunk=P, and no split or sub");
     }
     if (m.lanes > 1 && m.chunk > 0) bad(text, "lanes and chunk do not combine");
-    if (m.lanes == 1 && (m.vec != 1 || m.lane_seq)) bad(text, "vec and lanesum need lanes=L");
+    if (m.dot_ctas > 0 && (m.lanes > 1 || m.chunk > 0 || m.split_k > 1)) {
+      bad(text, "dot=G takes no lanes, chunk or split");
+    }
+    if (m.lanes == 1 &&
+        (m.vec != 1 || m.lane_sum != native::DotModel::LaneSum::tree || m.lane_chunk > 0)) {
+      bad(text, "vec, lanesum and lanechunk need lanes=L");
+    }
+    if (m.lane_sum == native::DotModel::LaneSum::tree && (m.lanes & (m.lanes - 1)) != 0) {
+      bad(text,
+          "lanes must be a power of two for the halving tree (lanesum=seq and fold take "
+          "any lanes)");
+    }
     if (amd && m.frac_bits > 30) bad(text, "amd's frac is at most 30");
     if (m.ktile > 0 && m.ktile % m.k_group != 0) {
       bad(text, "ktile=" + std::to_string(m.ktile) +

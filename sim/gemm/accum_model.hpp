@@ -63,10 +63,15 @@ struct AccumModel {
   bool rp = false;
   // fp32-seq over `lanes` threads (native::DotModel::lanes): lane of the part's j-th k is
   // (j / vec) mod lanes (vec 0: `vec=auto`, ceil(part length / lanes)); lanes added by the
-  // halving tree, or in lane order (lane_seq). cuBLAS's gemvx, gemmSN kernels (SEMANTICS 15.2).
+  // halving tree, in lane order (seq) or by the xmma fold (native::DotModel::LaneSum). cuBLAS's
+  // gemvx, gemmSN and sm80 xmma FFMA kernels (SEMANTICS 15.2).
   int lanes = 1;
   int vec = 1;
-  bool lane_seq = false;
+  native::DotModel::LaneSum lane_sum = native::DotModel::LaneSum::tree;
+  // fp32-seq as cuBLAS's dot_kernel + reduce_1Block over this many CTAs (native::DotModel::
+  // dot_ctas; 0: not).
+  int dot_ctas = 0;
+  int lane_chunk = 0;  // native::DotModel::lane_chunk (lanes=L,lanechunk=C)
   // hw, amd: k-tiles of `ktile` k with the residue first (native::DotModel::ktile; 0: none):
   // every accumulation from +0 runs its first (length mod ktile) k, then whole tiles, the groups
   // starting at each tile's beginning. CUTLASS 2.x kernels with a K that is not a multiple of
@@ -86,7 +91,9 @@ struct AccumModel {
 };
 
 // Parses exact | fp32-seq | pairwise |
-// fp32-seq:[chunk=P | lanes=L[,vec=V|auto][,lanesum=tree|seq]][,split=S[,tile=T][,tree]] |
+// fp32-seq:[chunk=P | lanes=L[,vec=V|auto][,lanesum=tree|seq|fold][,lanechunk=C]][,split=S[,tile=T]
+//   [,tree]] |
+// fp32-seq:dot=G |
 // hw:k=K,frac=N[,inter=M][,rne][,tf32[=rz|rna|rne]][,ktile=T][,split=S[,tile=T][,tree]]
 //   [,chunk=P[,rp]] |
 // a preset: sm80 | sm90 | sm100 | cublas-sm90 (sm90 with the instruction K of the input type) |
@@ -115,7 +122,9 @@ inline native::DotModel dot_model(const AccumModel& m) {
   d.sub_group = m.sub_group;
   d.lanes = m.lanes;
   d.vec = m.vec;
-  d.lane_seq = m.lane_seq;
+  d.lane_sum = m.lane_sum;
+  d.dot_ctas = m.dot_ctas;
+  d.lane_chunk = m.lane_chunk;
   d.ktile = m.ktile;
   return d;
 }

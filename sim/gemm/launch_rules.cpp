@@ -41,6 +41,13 @@ struct FamilyRule {
   // K >= T S (else `unit`): cuBLAS's TF32 s1688gemm at 413x3x4640 (S = 17) and 437x16x4160
   // (S = 15) on the H200 (bench/results/2026-12-01-h200-gemm-campaign.md).
   bool tile_parts = false;
+  // cuBLAS's sm80 xmma FFMA kernels (sm80_xmma_gemm_f32f32_f32f32_f32_*_tilesize<M>x<N>x<T>_*):
+  // the k-tiles of T k go round-robin to the S = gridDim.z CTAs (tile t to CTA t mod S), each
+  // an FMA chain over its tiles in k order from +0 (`fp32-seq:lanes=S,vec=T`); the S partials
+  // are added in CTA order by the xmma split_k kernel that follows (`lanesum=seq`), or, with no
+  // kernel following and S > 1, by the kernel's own fold (`lanesum=fold`). FPRev trees of 56
+  // shapes on the H100 and the H200 (bench/results/2026-12-01-h200-gemm-simt.md).
+  bool xmma_slices = false;
 };
 
 constexpr int kFromName = -1;
@@ -96,7 +103,29 @@ constexpr FamilyRule kRules[] = {
      "the FPRev trees of 32 shapes on the H100 and the H200 and all 8 captured H200 shapes "
      "with a record agree; the H100 captures' outputs are not yet checked with it",
      kFromName, 0, nullptr, true},
+    // sm80 xmma FFMA (SGEMM on the CUDA cores; also for TF32 requests, which read the fp32
+    // values unrounded): k-tiles round-robin over the gridDim.z CTAs (xmma_slices above).
+    {"xmma_ffma", "fp32", "fp32", "fp32-seq", 0, true,
+     "every FPRev tree of the family (56 shapes, H100 and H200) and every output of all 50 "
+     "captured H200 shapes of the family",
+     0, 0, nullptr, false, true},
+    {"xmma_ffma", "tf32", "fp32", "fp32-seq", 0, false,
+     "the fp32 rule; no TF32-request output of the family was captured", 0, 0, nullptr, false,
+     true},
 };
+
+// The k-tile T of an xmma name's tilesize<M>x<N>x<T> (0 if it has none).
+std::size_t xmma_ktile(const std::string& key) {
+  const std::size_t p = key.find("tilesize");
+  if (p == std::string::npos) return 0;
+  std::size_t i = p + 8, f[3] = {0, 0, 0};
+  for (int n = 0; n < 3; ++n) {
+    const std::size_t q = i;
+    while (i < key.size() && key[i] >= '0' && key[i] <= '9') f[n] = f[n] * 10 + (key[i++] - '0');
+    if (i == q || (n < 2 && (i >= key.size() || key[i++] != 'x'))) return 0;
+  }
+  return f[2];
+}
 
 // The k-tile T of a CUTLASS kernel name's _<M>x<N>_<T>x<stages>_ (0 if it has none).
 std::size_t name_ktile(const std::string& key) {
@@ -122,6 +151,127 @@ std::string record_name(const LaunchRecord& r) {
   return launch_record_name(r);
 }
 
+// The xmma FFMA rule (FamilyRule::xmma_slices) for record r.
+LaunchRule xmma_rule(const FamilyRule& rule, const LaunchRecord& r) {
+  LaunchRule lr;
+  const bool split_k = r.reduce == "xmma_split_k";
+  if (!r.reduce.empty() && !split_k) {
+    lr.why = record_name(r) + ": a reduction other than xmma's split_k kernel is not a case the " +
+             "family rule covers";
+    return lr;
+  }
+  const std::size_t T = xmma_ktile(r.key);
+  if (T == 0) {
+    lr.why = record_name(r) + ": the kernel's name holds no tilesize<M>x<N>x<T>, which the " +
+             "family rule needs";
+    return lr;
+  }
+  if (r.split > 4096) {
+    lr.why = record_name(r) + ": more than 4096 CTAs along K is not a case the family rule covers";
+    return lr;
+  }
+  std::string model = rule.base;
+  if (r.split > 1) {
+    model += ":lanes=" + std::to_string(r.split) + ",vec=" + std::to_string(T) +
+             (split_k ? ",lanesum=seq" : ",lanesum=fold");
+  }
+  // The split counts the trees and outputs covered: split_k 2 .. 88, the in-kernel fold 16 ..
+  // 264 (every S the records hold); outside them, announced.
+  const bool seen = r.split == 1 || (split_k ? r.split <= 88 : r.split >= 16 && r.split <= 264);
+  const bool verified = rule.verified && seen;
+  lr.model = model;
+  lr.status = verified ? LaunchRule::Status::verified : LaunchRule::Status::unverified;
+  lr.why = record_name(r) + " -> " + model +
+           (verified ? " (verified family: " : " (family rule not verified: ") +
+           (seen ? std::string(rule.evidence)
+                 : "a split count outside those of the trees and outputs checked (split_k 2 "
+                   "to 88, in-kernel 16 to 264)") +
+           ")";
+  return lr;
+}
+
+// cuBLAS's CUDA-core gemv / dot / small-N kernels with fp32 (or TF32-request) operands, whose
+// order lies in the kernel's template arguments (bench/results/2026-12-01-h200-gemm-simt.md;
+// replica: bench/peers/gemm_launch_rules.py's cuda_core_rule):
+// - dot_kernel<float, 128, 0> + reduce_1Block: `fp32-seq:dot=S`, S = gridDim.x (the record's S
+//   for this family);
+// - gemmSN_TN_kernel<float, 128, 16, 2, 4, ...>: 16 strided lanes, each restarting every 16 of
+//   its k, added in lane order;
+// - gemvx::kernel<..., 6, ...> (blocks of 2x32): 2 lanes of one contiguous run each;
+//   gemvx::kernel<..., 7, ...> (32x4): 32 lanes by the halving tree, one contiguous run each up to
+//   K = 513 and strided from K = 644 (no launch between seen: announced there); with
+//   splitKreduce: parts of ceil(K/S) k, 32 strided lanes each.
+constexpr const char* kGemvxF32 = "internal::gemvx::kernel<int, int, float, float, float, float, ";
+constexpr std::size_t kGemvxVecMax = 513, kGemvxStridedMin = 644;
+
+bool starts(const std::string& s, const char* p) {
+  return s.rfind(p, 0) == 0;
+}
+
+LaunchRule cuda_core_rule(const LaunchRecord& r, const std::string& in, const std::string& out,
+                          std::size_t K) {
+  LaunchRule lr;
+  std::string model, evidence;
+  bool verified = true;
+  const bool cc = (in == "fp32" || in == "tf32") && out == "fp32";
+  if (cc && r.family == "dot" && starts(r.key, "dot_kernel<float, 128, 0,") &&
+      r.reduce == "reduce_1Block") {
+    model = "fp32-seq:dot=" + std::to_string(r.split);
+    evidence =
+        "every FPRev tree (fp32 20 shapes on the H100 and the H200, TF32 20) and every "
+        "output of all 11 fp32 and 5 TF32 captured H200 shapes of the family";
+    // Trees and outputs hold 16 and 66 CTAs (the records also 8, 32, 33): announced outside.
+    if (r.split < 16 || r.split > 66) {
+      verified = false;
+      evidence = "a CTA count outside the 16 to 66 of the trees and outputs checked";
+    }
+  } else if (cc && r.family == "gemmSN" &&
+             starts(r.key, "gemmSN_TN_kernel<float, 128, 16, 2, 4, ") && r.reduce.empty() &&
+             r.split == 1) {
+    model = "fp32-seq:lanes=16,lanesum=seq,lanechunk=16";
+    evidence =
+        "every FPRev tree (7 shapes, H100 and H200) and every output of all 55 captured "
+        "H200 fp32 shapes of the family";
+  } else if (cc && r.family == "gemvx" && starts(r.key, kGemvxF32)) {
+    const std::string rest = r.key.substr(std::strlen(kGemvxF32));
+    const bool v6 = starts(rest, "true, true, true, false, 6, false,");
+    const bool v7 = starts(rest, "false, true, true, false, 7, false,");
+    const bool v7s = starts(rest, "false, true, false, false, 7, false,");
+    evidence =
+        "every FPRev tree of the kernel (H100 and H200) and every output of all 19 fp32 "
+        "and 30 TF32 captured H200 shapes of the family";
+    if (v6 && r.reduce.empty() && r.split == 1) {
+      model = "fp32-seq:lanes=2,vec=auto";
+    } else if (v7 && r.reduce.empty() && r.split == 1) {
+      model = K <= kGemvxVecMax ? "fp32-seq:lanes=32,vec=auto" : "fp32-seq:lanes=32";
+      if (K > kGemvxVecMax && K < kGemvxStridedMin) {
+        verified = false;
+        evidence =
+            "K between 513 (one run per lane seen) and 644 (strided lanes seen): no "
+            "launch of this K was captured";
+      }
+    } else if ((v7 || v7s) && r.reduce == "splitKreduce/f32") {
+      model = "fp32-seq:lanes=32,split=" + std::to_string(r.split);
+      verified = in == "tf32";
+      if (!verified) {
+        evidence =
+            "the FPRev tree of one fp32 shape and the TF32-request outputs; no fp32 "
+            "output of this launch was captured";
+      }
+    }
+  }
+  if (model.empty()) {
+    lr.why =
+        record_name(r) + ": exmy has no rule for this kernel with " + in + " in, " + out + " out";
+    return lr;
+  }
+  lr.model = model;
+  lr.status = verified ? LaunchRule::Status::verified : LaunchRule::Status::unverified;
+  lr.why = record_name(r) + " -> " + model +
+           (verified ? " (verified family: " : " (family rule not verified: ") + evidence + ")";
+  return lr;
+}
+
 }  // namespace
 
 std::string launch_record_name(const LaunchRecord& r) {
@@ -131,6 +281,9 @@ std::string launch_record_name(const LaunchRecord& r) {
 
 LaunchRule launch_rule(const LaunchRecord& r, const std::string& in, const std::string& out,
                        std::size_t K) {
+  if (r.family == "dot" || r.family == "gemmSN" || r.family == "gemvx") {
+    return cuda_core_rule(r, in, out, K);
+  }
   LaunchRule lr;
   const FamilyRule* rule = nullptr;
   for (const FamilyRule& f : kRules) {
@@ -144,6 +297,7 @@ LaunchRule launch_rule(const LaunchRecord& r, const std::string& in, const std::
         record_name(r) + ": exmy has no rule for this family with " + in + " in, " + out + " out";
     return lr;
   }
+  if (rule->xmma_slices) return xmma_rule(*rule, r);
   const bool split_reduce = r.reduce.rfind("splitKreduce/", 0) == 0;
   if (r.split > 1 && !split_reduce) {
     lr.why = record_name(r) + ": a split without splitKreduce is not a case the family rule covers";

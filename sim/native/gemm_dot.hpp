@@ -42,11 +42,27 @@ struct DotModel {
   // kernels do (SEMANTICS 15.2): within a part, its j-th k goes to lane (j / vec) mod lanes (vec
   // 0: ceil(part length / lanes), one contiguous run per lane); each lane is an FMA chain in k
   // order from +0; the lanes are then added in fp32 by the halving tree of a shared-memory or
-  // xor-shuffle reduction (lane i += lane i + lanes/2, then lanes/4, ...; lanes a power of two)
-  // or, with lane_seq, in lane order from lane 0.
+  // xor-shuffle reduction (lane i += lane i + lanes/2, then lanes/4, ...; lanes a power of two;
+  // tree), in lane order from lane 0 (seq), or by the fold of cuBLAS's sm80 xmma FFMA kernels
+  // that split K inside the kernel (fold; any lanes): with h = ceil(lanes/2), v_0 = (lane 0 +
+  // lane h) + lane (lanes-1), v_s = lane s + lane s+h for 0 < s < h with s + h < lanes - 1,
+  // otherwise v_s = lane s; then v_0 + v_1 + ... in order (FPRev trees on the H100 and H200,
+  // bench/results/2026-12-01-h200-gemm-simt.md).
+  enum class LaneSum : std::uint8_t { tree, seq, fold };
   int lanes = 1;
   int vec = 1;
-  bool lane_seq = false;
+  LaneSum lane_sum = LaneSum::tree;
+  // fp32-seq as cuBLAS's dot_kernel<float, 128, 0> over `dot_ctas` CTAs followed by
+  // reduce_1Block_kernel<float, 128, 7> (0: not this kernel; SEMANTICS 15.2): thread g of the
+  // 128 dot_ctas threads holds two FMA chains, over k = 2g + 256 dot_ctas i and that + 1, added
+  // (x + y); each CTA adds its 128 threads by the halving tree (t += t + 64, ..., t + 1); the
+  // reduction's 128 threads hold the CTA partials (c < 128; zeros after), halve twice (t += t +
+  // 64, t += t + 32), four chains add v_r, v_(r+4), ..., v_(r+28) in order from +0 and the four
+  // are added in order (FPRev trees, bench/results/2026-12-01-h200-gemm-simt.md).
+  int dot_ctas = 0;
+  // fp32-seq lanes: each lane's FMA chain restarts from +0 after every `lane_chunk` of its k (0:
+  // never), its chunk sums added in order from +0 (cuBLAS's gemmSN kernels: 16).
+  int lane_chunk = 0;
   // hw and amd: every accumulation from +0 (a part, a chunk, or the whole K) runs as k-tiles of
   // `ktile` k (a multiple of k_group; 0: none) with the partial tile first, as CUTLASS 2.x's
   // predicated mainloop does with a residue: its first (n mod ktile) k, then whole tiles; the
@@ -425,27 +441,85 @@ EXMY_HD float dot_chain_b(const double* b, std::size_t sb, std::size_t k,
                    : b[k * sb]);
 }
 
+// cuBLAS's dot_kernel<float, 128, 0> + reduce_1Block_kernel<float, 128, 7> over [k0, k1)
+// (DotModel::dot_ctas CTAs).
+EXMY_HD float dot_cublas_dot(const double* a, std::size_t sa, const double* b, std::size_t sb,
+                             std::size_t k0, std::size_t k1, const DotModel& m,
+                             const DotBlockScales* bs) {
+  const std::size_t n = k1 - k0, G = static_cast<std::size_t>(m.dot_ctas), stride = 256 * G;
+  auto chain = [&](std::size_t j) {  // the FMA chain over k0 + j, j + stride, ...
+    float c = 0.0f;
+    for (; j < n; j += stride) {
+      c = rn_fma(dot_chain_a(a, sa, k0 + j, bs), dot_chain_b(b, sb, k0 + j, bs), c);
+    }
+    return c;
+  };
+  float part[128];  // the reduction's 128 threads: CTA partials (thread t: CTAs t, t + 128, ...)
+  for (std::size_t t = 0; t < 128; ++t) part[t] = 0.0f;
+  for (std::size_t c = 0; c < G && 256 * c < n; ++c) {
+    float th[128];
+    for (std::size_t t = 0; t < 128; ++t) {
+      const std::size_t g = c * 128 + t;
+      th[t] = rn_add(chain(2 * g), chain(2 * g + 1));
+    }
+    for (std::size_t h = 64; h >= 1; h /= 2) {
+      for (std::size_t t = 0; t < h; ++t) th[t] = rn_add(th[t], th[t + h]);
+    }
+    part[c % 128] = c < 128 ? th[0] : rn_add(part[c % 128], th[0]);
+  }
+  for (std::size_t h = 64; h >= 32; h /= 2) {
+    for (std::size_t t = 0; t < h; ++t) part[t] = rn_add(part[t], part[t + h]);
+  }
+  float total = 0.0f;
+  for (std::size_t r = 0; r < 4; ++r) {
+    float s = 0.0f;
+    for (std::size_t t = r; t < 32; t += 4) s = rn_add(s, part[t]);
+    total = r == 0 ? s : rn_add(total, s);
+  }
+  return total;
+}
+
 // The model's accumulator over [k0, k1) from +0 (one promotion chunk, or a whole part).
 EXMY_HD float dot_chunk(const double* a, std::size_t sa, const double* b, std::size_t sb,
                         std::size_t k0, std::size_t k1, int emin_a, int emin_b, const DotModel& m,
                         const DotBlockScales* bs = nullptr) {
+  if (m.kind == DotModel::Kind::fp32_seq && m.dot_ctas > 0) {
+    return dot_cublas_dot(a, sa, b, sb, k0, k1, m, bs);
+  }
   if (m.kind == DotModel::Kind::fp32_seq && m.lanes > 1) {
     const std::size_t n = k1 - k0, L = static_cast<std::size_t>(m.lanes);
     std::size_t v = m.vec > 0 ? static_cast<std::size_t>(m.vec) : (n + L - 1) / L;
     if (v == 0) v = 1;
-    // Lane l's chain: runs of v k starting at l v, every L v k.
+    // Lane l's chain: runs of v k starting at l v, every L v k (restarted every lane_chunk k).
+    const std::size_t lc = static_cast<std::size_t>(m.lane_chunk);
     auto lane = [&](std::size_t l) {
-      float c = 0.0f;
+      float c = 0.0f, total = 0.0f;
+      std::size_t count = 0;
       for (std::size_t j = l * v; j < n; j += L * v) {
         for (std::size_t u = j; u < j + v && u < n; ++u) {
           c = rn_fma(dot_chain_a(a, sa, k0 + u, bs), dot_chain_b(b, sb, k0 + u, bs), c);
+          if (lc > 0 && ++count == lc) {
+            total = rn_add(total, c);
+            c = 0.0f;
+            count = 0;
+          }
         }
       }
-      return c;
+      return lc == 0 ? c : count > 0 ? rn_add(total, c) : total;
     };
-    if (m.lane_seq) {
+    if (m.lane_sum == DotModel::LaneSum::seq) {
       float s = lane(0);
       for (std::size_t l = 1; l < L; ++l) s = rn_add(s, lane(l));
+      return s;
+    }
+    if (m.lane_sum == DotModel::LaneSum::fold) {
+      // v_0 = (lane 0 + lane h) + lane L-1; v_s = lane s + lane s+h below L-1; the v in order.
+      const std::size_t h = (L + 1) / 2;
+      float s = rn_add(lane(0), lane(h));
+      if (h < L - 1) s = rn_add(s, lane(L - 1));
+      for (std::size_t i = 1; i < h; ++i) {
+        s = rn_add(s, i + h < L - 1 ? rn_add(lane(i), lane(i + h)) : lane(i));
+      }
       return s;
     }
     // The halving reduction's last step adds the sum of the even lanes to that of the odd ones,

@@ -542,6 +542,176 @@ TEST_CASE("lanes: agree with an explicit shared-memory reduction written from th
   REQUIRE(dot(a, b, "fp32-seq:lanes=8") != dot(a, b, "fp32-seq"));
 }
 
+TEST_CASE("lanes: the xmma fold and in-order sums over any number of lanes (lanesum=fold|seq)",
+          "[gemm][lanes]") {
+  // SEMANTICS 15.2 (cuBLAS's sm80 xmma FFMA kernels, bench/results/2026-12-01-h200-gemm-simt.md):
+  // with h = ceil(L/2), v_0 = (lane 0 + lane h) + lane L-1, v_s = lane s + lane s+h for 0 < s < h
+  // and s + h < L - 1, else v_s = lane s; the total is v_0 + v_1 + ... in order.
+  const double big = 16777216.0;  // 2^24: 2^24 + 1 ties back to 2^24
+  // L = 5 (h = 3), one product per lane: ((x0 + x3) + x4) + x1 + x2 = ((2^24 - 2^24) + 1) + 1 + 1
+  // = 3; in lane order (((2^24 + 1) + 1) - 2^24) + 1 = 1.
+  const std::vector<double> one5{p, p, p, p, p};
+  const std::vector<double> x5{big, 1.0, 1.0, -big, 1.0};
+  REQUIRE(dot(x5, one5, "fp32-seq:lanes=5,lanesum=fold") == 3.0f);
+  REQUIRE(dot(x5, one5, "fp32-seq:lanes=5,lanesum=seq") == 1.0f);
+  // L = 6 (h = 3): ((x0 + x3) + x5) + (x1 + x4) + x2. With x1 = 2^24, x4 = -2^24 and 1 elsewhere:
+  // ((1 + 1) + 1) + 0 + 1 = 4; in order ((1 + 2^24) + 1 + 1 - 2^24) + 1 = 1 (2^24 + 1 ties to
+  // 2^24 twice).
+  const std::vector<double> one6{p, p, p, p, p, p};
+  const std::vector<double> x6{1.0, big, 1.0, 1.0, -big, 1.0};
+  REQUIRE(dot(x6, one6, "fp32-seq:lanes=6,lanesum=fold") == 4.0f);
+  REQUIRE(dot(x6, one6, "fp32-seq:lanes=6,lanesum=seq") == 1.0f);
+  // Against the description on values of many binades: lane of k is (k / vec) mod L (tiles of
+  // vec = 8 k round-robin over L CTAs, as the xmma kernels deal their k-tiles), each lane an FMA
+  // chain in k order; volatile floats keep every addition a rounded fp32 one.
+  std::vector<double> a(1003), b(1003, 1.0);
+  std::uint32_t s = 777;
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    s = s * 1103515245u + 12345u;
+    const int e = static_cast<int>((s >> 8) % 40) - 20;
+    const double m = static_cast<double>((s >> 12) & 0xFFF) / 4096.0 + 1.0;
+    a[i] = ((s & 1u) ? -m : m) * std::ldexp(1.0, e);
+  }
+  auto lanes = [&](std::size_t L, std::size_t v) {
+    std::vector<float> acc(L, 0.0f);
+    for (std::size_t k = 0; k < a.size(); ++k) {
+      volatile float t = acc[(k / v) % L] + static_cast<float>(a[k]);
+      acc[(k / v) % L] = t;
+    }
+    return acc;
+  };
+  auto fold = [](const std::vector<float>& l) {
+    const std::size_t L = l.size(), h = (L + 1) / 2;
+    volatile float t = l[0] + l[h];
+    if (h < L - 1) t = t + l[L - 1];
+    for (std::size_t i = 1; i < h; ++i) {
+      volatile float v = l[i];
+      if (i + h < L - 1) v = v + l[i + h];
+      t = t + v;
+    }
+    return static_cast<float>(t);
+  };
+  auto in_order = [](const std::vector<float>& l) {
+    volatile float t = l[0];
+    for (std::size_t i = 1; i < l.size(); ++i) t = t + l[i];
+    return static_cast<float>(t);
+  };
+  for (std::size_t L : {2, 3, 5, 26, 39, 126, 264}) {
+    INFO("lanes " << L);
+    const std::string m = "fp32-seq:lanes=" + std::to_string(L) + ",vec=8";
+    REQUIRE(dot(a, b, m + ",lanesum=fold") == fold(lanes(L, 8)));
+    REQUIRE(dot(a, b, m + ",lanesum=seq") == in_order(lanes(L, 8)));
+  }
+  // The orders differ on these values (the test separates them).
+  REQUIRE(fold(lanes(26, 8)) != in_order(lanes(26, 8)));
+  // The halving tree needs a power of two; fold and seq take any L.
+  REQUIRE_THROWS_AS(parse_accum_model("fp32-seq:lanes=26,vec=8", 32), exmy::InputError);
+  REQUIRE_THROWS_AS(parse_accum_model("fp32-seq:lanes=26,lanesum=tree", 32), exmy::InputError);
+  REQUIRE_THROWS_AS(parse_accum_model("fp32-seq:lanesum=fold", 32), exmy::InputError);
+  REQUIRE(parse_accum_model("fp32-seq:lanes=39,vec=8,lanesum=fold", 32).lane_sum ==
+          exmy::native::DotModel::LaneSum::fold);
+}
+
+TEST_CASE(
+    "dot=G and lanechunk: cuBLAS's dot_kernel + reduce_1Block and gemmSN, from the "
+    "description",
+    "[gemm][lanes]") {
+  // SEMANTICS 15.2 (bench/results/2026-12-01-h200-gemm-simt.md), written out with volatile fp32
+  // additions: dot=G: thread g of 128 G holds chains over k = 2g + 256 G i and 2g + 1 + 256 G i,
+  // added; each CTA's 128 threads by the halving tree; the reduction's 128 partials (zeros past
+  // G) halved twice, then four chains over t = r, r + 4, ..., r + 28 from +0, added in order.
+  std::vector<double> a(9000), b(9000, 1.0);
+  std::uint32_t s = 4242;
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    s = s * 1103515245u + 12345u;
+    const int e = static_cast<int>((s >> 8) % 12) - 6;
+    const double m = static_cast<double>((s >> 12) & 0xFFF) / 4096.0 + 1.0;
+    a[i] = ((s & 1u) ? -m : m) * std::ldexp(1.0, e);
+  }
+  auto add = [](float x, float y) {
+    volatile float t = x + y;
+    return static_cast<float>(t);
+  };
+  auto ref_dot = [&](std::size_t K, std::size_t G) {
+    std::vector<float> part(128, 0.0f);
+    for (std::size_t c = 0; c < G; ++c) {
+      std::vector<float> th(128);
+      for (std::size_t t = 0; t < 128; ++t) {
+        float x = 0.0f, y = 0.0f;
+        for (std::size_t k = 2 * (c * 128 + t); k < K; k += 256 * G) {
+          x = add(x, static_cast<float>(a[k]));
+          if (k + 1 < K) y = add(y, static_cast<float>(a[k + 1]));
+        }
+        th[t] = add(x, y);
+      }
+      for (std::size_t h = 64; h >= 1; h /= 2) {
+        for (std::size_t t = 0; t < h; ++t) th[t] = add(th[t], th[t + h]);
+      }
+      part[c] = th[0];
+    }
+    for (std::size_t h = 64; h >= 32; h /= 2) {
+      for (std::size_t t = 0; t < h; ++t) part[t] = add(part[t], part[t + h]);
+    }
+    float total = 0.0f;
+    for (std::size_t r = 0; r < 4; ++r) {
+      float c = 0.0f;
+      for (std::size_t t = r; t < 32; t += 4) c = add(c, part[t]);
+      total = r == 0 ? c : add(total, c);
+    }
+    return total;
+  };
+  auto first = [&](std::size_t K) {
+    return std::vector<double>(a.begin(), a.begin() + static_cast<std::ptrdiff_t>(K));
+  };
+  for (auto [K, G] : {std::pair<std::size_t, std::size_t>{541, 16},
+                      {4371, 16},
+                      {9000, 16},
+                      {9000, 8},
+                      {9000, 33},
+                      {9000, 66},
+                      {3, 16}}) {
+    INFO("K " << K << " G " << G);
+    const std::vector<double> ones(K, 1.0);
+    REQUIRE(dot(first(K), ones, "fp32-seq:dot=" + std::to_string(G)) == ref_dot(K, G));
+  }
+  REQUIRE(ref_dot(9000, 16) != ref_dot(9000, 66));  // G matters once K > 256 G
+  // lanechunk=C: each lane's chain restarts every C of its k, its chunk sums added in order;
+  // gemmSN is lanes=16,lanesum=seq,lanechunk=16.
+  auto ref_sn = [&](std::size_t K) {
+    float total = 0.0f;
+    for (std::size_t l = 0; l < 16; ++l) {
+      float lane = 0.0f, c = 0.0f;
+      std::size_t n = 0;
+      for (std::size_t k = l; k < K; k += 16) {
+        c = add(c, static_cast<float>(a[k]));
+        if (++n == 16) {
+          lane = add(lane, c);
+          c = 0.0f;
+          n = 0;
+        }
+      }
+      if (n > 0) lane = add(lane, c);
+      total = l == 0 ? lane : add(total, lane);
+    }
+    return total;
+  };
+  for (std::size_t K : {2, 200, 256, 257, 655, 2770}) {
+    INFO("K " << K);
+    const std::vector<double> ones(K, 1.0);
+    REQUIRE(dot(first(K), ones, "fp32-seq:lanes=16,lanesum=seq,lanechunk=16") == ref_sn(K));
+  }
+  // Up to 256 k (16 per lane) the restart changes nothing; beyond it does on these values.
+  const std::vector<double> o200(200, 1.0), o2770(2770, 1.0);
+  REQUIRE(dot(first(200), o200, "fp32-seq:lanes=16,lanesum=seq,lanechunk=16") ==
+          dot(first(200), o200, "fp32-seq:lanes=16,lanesum=seq"));
+  REQUIRE(dot(first(2770), o2770, "fp32-seq:lanes=16,lanesum=seq,lanechunk=16") !=
+          dot(first(2770), o2770, "fp32-seq:lanes=16,lanesum=seq"));
+  REQUIRE_THROWS_AS(parse_accum_model("fp32-seq:dot=16,lanes=4", 32), exmy::InputError);
+  REQUIRE_THROWS_AS(parse_accum_model("fp32-seq:dot=16,split=2", 32), exmy::InputError);
+  REQUIRE_THROWS_AS(parse_accum_model("fp32-seq:lanechunk=16", 32), exmy::InputError);
+  REQUIRE_THROWS_AS(parse_accum_model("fp32-seq:dot=0", 32), exmy::InputError);
+}
+
 TEST_CASE("lanes: grammar", "[gemm][lanes]") {
   REQUIRE_THROWS_AS(parse_accum_model("fp32-seq:lanes=3", 32), exmy::InputError);
   REQUIRE_THROWS_AS(parse_accum_model("fp32-seq:lanes=4,chunk=8", 32), exmy::InputError);

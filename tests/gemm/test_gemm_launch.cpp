@@ -211,6 +211,119 @@ TEST_CASE("family rules: TF32 sm80 xmma and TF32 s1688gemm (k-tile residue first
   REQUIRE(launch_rule(x, "fp32", "fp32", 402).status == LaunchRule::Status::none);
 }
 
+TEST_CASE("family rules: sm80 xmma FFMA (k-tiles round-robin over the CTAs along K)",
+          "[gemm][launch]") {
+  // From bench/results/2026-12-01-h200-gemm-simt.md: the k-tiles of T k (the name's
+  // tilesize<M>x<N>x<T>) go to CTA t mod S, S = gridDim.z, each an FMA chain over its tiles;
+  // xmma's split_k kernel adds the S partials in CTA order; with no kernel following, the kernel
+  // folds them itself (lanesum=fold); S = 1 is one FMA chain.
+  LaunchRecord x = rec("xmma_ffma", 1, "");
+  x.key =
+      "sm80_xmma_gemm_f32f32_f32f32_f32_tn_n_tilesize32x32x8_stage3_warpsize1x2x1_ffma_aligna4_"
+      "alignc4_execute_kernel__5x_cublas";
+  LaunchRule r = launch_rule(x, "fp32", "fp32", 252);  // 374x501x252 on the H200
+  REQUIRE(r.status == LaunchRule::Status::verified);
+  REQUIRE(r.model == "fp32-seq");
+  x.split = 26;  // 453x14x3805: gridDim.z = 26, no split_k kernel
+  r = launch_rule(x, "fp32", "fp32", 3805);
+  REQUIRE(r.status == LaunchRule::Status::verified);
+  REQUIRE(r.model == "fp32-seq:lanes=26,vec=8,lanesum=fold");
+  (void)parse_accum_model(r.model, 32);
+  x.reduce = "xmma_split_k";  // 499x83x692: gridDim.z = 8, then the split_k kernel
+  x.split = 8;
+  REQUIRE(launch_rule(x, "fp32", "fp32", 692).model == "fp32-seq:lanes=8,vec=8,lanesum=seq");
+  x.split = 1;
+  REQUIRE(launch_rule(x, "fp32", "fp32", 692).model == "fp32-seq");
+  // Split counts beyond those checked (split_k up to 88, in-kernel 16 to 264): announced.
+  x.split = 89;
+  REQUIRE(launch_rule(x, "fp32", "fp32", 6920).status == LaunchRule::Status::unverified);
+  x.reduce = "";
+  x.split = 16;
+  REQUIRE(launch_rule(x, "fp32", "fp32", 6920).status == LaunchRule::Status::verified);
+  x.split = 15;
+  REQUIRE(launch_rule(x, "fp32", "fp32", 6920).status == LaunchRule::Status::unverified);
+  x.split = 264;
+  REQUIRE(launch_rule(x, "fp32", "fp32", 6920).status == LaunchRule::Status::verified);
+  x.reduce = "xmma_split_k";
+  // The k-tile comes from the name (64x64x8 here; another T would be taken as it is).
+  x.key = "sm80_xmma_gemm_f32f32_f32f32_f32_tn_n_tilesize64x64x16_stage3_warpsize1x4x1_ffma";
+  x.split = 3;
+  REQUIRE(launch_rule(x, "fp32", "fp32", 692).model == "fp32-seq:lanes=3,vec=16,lanesum=seq");
+  // TF32 requests (the CUDA cores read fp32 unrounded): the same model, not verified.
+  r = launch_rule(x, "tf32", "fp32", 692);
+  REQUIRE(r.status == LaunchRule::Status::unverified);
+  REQUIRE(r.model == "fp32-seq:lanes=3,vec=16,lanesum=seq");
+  // Another reduction, or a name without a tile: no rule.
+  x.reduce = "splitKreduce/f32";
+  REQUIRE(launch_rule(x, "fp32", "fp32", 692).status == LaunchRule::Status::none);
+  x.reduce = "";
+  x.key = "sm80_xmma_gemm_f32f32_f32f32_f32_tn_n_ffma";
+  REQUIRE(launch_rule(x, "fp32", "fp32", 692).status == LaunchRule::Status::none);
+}
+
+TEST_CASE("family rules: cuBLAS's CUDA-core dot, gemmSN and gemvx kernels", "[gemm][launch]") {
+  // From bench/results/2026-12-01-h200-gemm-simt.md: the order is in the kernel's template
+  // arguments; dot_kernel's record holds S = gridDim.x (tools/gemm_launch.py).
+  LaunchRecord d = rec("dot", 16, "reduce_1Block");
+  d.key =
+      "dot_kernel<float, 128, 0, cublasDotParams<cublasGemvTensorStridedBatched<float const>, "
+      "cublasGemvTensorStridedBatched<float> > >";
+  LaunchRule r = launch_rule(d, "fp32", "fp32", 4371);
+  REQUIRE(r.status == LaunchRule::Status::verified);
+  REQUIRE(r.model == "fp32-seq:dot=16");
+  REQUIRE(launch_rule(d, "tf32", "fp32", 4371).model == "fp32-seq:dot=16");
+  REQUIRE(launch_rule(d, "bf16", "fp32", 4371).status == LaunchRule::Status::none);
+  d.split = 8;  // a CTA count no tree or output held (16 and 66 did): announced
+  REQUIRE(launch_rule(d, "fp32", "fp32", 10118).status == LaunchRule::Status::unverified);
+  d.split = 66;
+  REQUIRE(launch_rule(d, "fp32", "fp32", 11812).status == LaunchRule::Status::verified);
+  d.split = 16;
+  d.reduce = "";
+  REQUIRE(launch_rule(d, "fp32", "fp32", 4371).status == LaunchRule::Status::none);
+  LaunchRecord sn = rec("gemmSN", 1, "");
+  sn.key =
+      "gemmSN_TN_kernel<float, 128, 16, 2, 4, 8, 9, false, cublasGemvTensorStridedBatched<float "
+      "const>, cublasGemvTensorStridedBatched<float const>, cublasGemvTensorStridedBatched<float> "
+      ">";
+  r = launch_rule(sn, "fp32", "fp32", 655);
+  REQUIRE(r.status == LaunchRule::Status::verified);
+  REQUIRE(r.model == "fp32-seq:lanes=16,lanesum=seq,lanechunk=16");
+  LaunchRecord g = rec("gemvx", 1, "");
+  const std::string pre = "internal::gemvx::kernel<int, int, float, float, float, float, ";
+  const std::string post =
+      " false, cublasGemvParamsEx<int, cublasGemvTensorStridedBatched<float const>, "
+      "cublasGemvTensorStridedBatched<float const>, cublasGemvTensorStridedBatched<float>, "
+      "float> >";
+  g.key = pre + "true, true, true, false, 6," + post;
+  REQUIRE(launch_rule(g, "fp32", "fp32", 36).model == "fp32-seq:lanes=2,vec=auto");
+  g.key = pre + "false, true, true, false, 7," + post;
+  REQUIRE(launch_rule(g, "fp32", "fp32", 513).model == "fp32-seq:lanes=32,vec=auto");
+  REQUIRE(launch_rule(g, "fp32", "fp32", 513).status == LaunchRule::Status::verified);
+  REQUIRE(launch_rule(g, "fp32", "fp32", 644).model == "fp32-seq:lanes=32");
+  REQUIRE(launch_rule(g, "fp32", "fp32", 644).status == LaunchRule::Status::verified);
+  // Between the two: no launch captured, the strided form applied and announced.
+  r = launch_rule(g, "fp32", "fp32", 600);
+  REQUIRE(r.model == "fp32-seq:lanes=32");
+  REQUIRE(r.status == LaunchRule::Status::unverified);
+  g.reduce = "splitKreduce/f32";
+  g.split = 3;
+  r = launch_rule(g, "tf32", "fp32", 15911);
+  REQUIRE(r.model == "fp32-seq:lanes=32,split=3");
+  REQUIRE(r.status == LaunchRule::Status::verified);
+  // fp32 requests of the split launch: no fp32 output captured (announced).
+  REQUIRE(launch_rule(g, "fp32", "fp32", 14308).status == LaunchRule::Status::unverified);
+  g.reduce = "splitKreduce/bf16";
+  REQUIRE(launch_rule(g, "fp32", "fp32", 14308).status == LaunchRule::Status::none);
+  // 16-bit gemvx kernels (other template types): no rule here.
+  g.key =
+      "internal::gemvx::kernel<int, int, __nv_bfloat16, float, float, float, true, true, "
+      "true, false, 7," +
+      post;
+  g.reduce = "";
+  g.split = 1;
+  REQUIRE(launch_rule(g, "bf16", "fp32", 504).status == LaunchRule::Status::none);
+}
+
 TEST_CASE("family rules: wmma (k-tile from the name, residue first; aligned split parts)",
           "[gemm][launch]") {
   // SEMANTICS 15.6: hw:k=16,frac=25,ktile=T with T the name's _<M>x<N>_<T>x<stages>_; split parts

@@ -79,6 +79,12 @@ TEST_CASE("GPU GEMM emulation equals the CPU reference bit for bit", "[gpu][gemm
       {"fp32", "cublas-sm90", false},
       {"fp32", "hw:k=8,frac=25,tf32=rna,split=2", false},
       {"fp32", "fp32-seq", false},
+      // cuBLAS's CUDA-core kernels (bench/results/2026-12-01-h200-gemm-simt.md): xmma FFMA's
+      // split_k and in-kernel fold, dot_kernel + reduce_1Block, gemmSN's per-lane restart.
+      {"fp32", "fp32-seq:lanes=26,vec=8,lanesum=fold", false},
+      {"fp32", "fp32-seq:lanes=5,vec=8,lanesum=seq", false},
+      {"fp32", "fp32-seq:dot=2", false},
+      {"fp32", "fp32-seq:lanes=16,lanesum=seq,lanechunk=16", false},
       {"e4m3fn", "cdna3", true},
       {"bf16", "cdna3", true},
       {"e5m2", "amd:k=4,two-stage,split=2", true},
