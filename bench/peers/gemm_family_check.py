@@ -38,7 +38,7 @@ import gemm_kernel_select_fit as fit  # noqa: E402
 import gemm_launch  # noqa: E402
 from gemm_launch_select_check import family_rule  # noqa: E402
 
-TYPE_INDEX = {"bf16": 0, "fp16": 1}
+TYPE_INDEX = {"bf16": 0, "fp16": 1, "tf32": 2}
 
 
 def load_launch(paths, t):
@@ -60,11 +60,11 @@ def load_launch(paths, t):
     return recs
 
 
-def s_candidates(rec, t, o, K):
+def s_candidates(rec, t, o, K, M=0, N=0):
     """S = 1 .. min(K, 512), one per distinct model of the rule (one per part size)."""
     out, seen = [], set()
     for S in range(1, min(K, 512) + 1):
-        rule = family_rule(rec[:3] + (S,), t, o, K, {})
+        rule = family_rule(rec[:3] + (S,), t, o, K, {}, M, N)
         if rule is not None and rule[0] not in seen:
             seen.add(rule[0])
             out.append(S)
@@ -90,12 +90,12 @@ def check_shape(args, t, seed, e, want, recs):
                 src = "none" if not rec[2].startswith("splitKreduce/") else "fitted"
             r = {"record": list(rec), "S_source": src, "outputs": rows * N}
             if src == "fitted":
-                cands = s_candidates(rec, t, o, K)
+                cands = s_candidates(rec, t, o, K, M, N)
                 if fitted_S in cands:
                     cands = [fitted_S] + [s for s in cands if s != fitted_S]
                 best = None
                 for S in cands:
-                    rule = family_rule(rec[:3] + (S,), t, o, K, {})
+                    rule = family_rule(rec[:3] + (S,), t, o, K, {}, M, N)
                     if rule is None:
                         break
                     got = fit.run_exmy(args.exmy, tmp, t, a[:1], b, rule[0], o)
@@ -114,7 +114,7 @@ def check_shape(args, t, seed, e, want, recs):
                     if o == "fp32":
                         fitted_S = best[1]
             else:
-                rule = family_rule(rec, t, o, K, {})
+                rule = family_rule(rec, t, o, K, {}, M, N)
                 if rule is None:
                     r["error"] = "no family rule"
                 else:

@@ -23,6 +23,14 @@ RULES = {
     ("wmma", "bf16", "fp32"): ("hw:k=16,frac=25", 8, True, FROM_NAME, 64),
     ("wmma", "fp16", "fp16"): ("hw:k=16,frac=25", 8, True, FROM_NAME, 64),
     ("wmma", "fp16", "fp32"): ("hw:k=16,frac=25", 8, True, FROM_NAME, 64),
+    ("s16816gemm", "bf16", "bf16"): ("hw:k=16,frac=25", 8, True, FROM_NAME, 0),
+    ("s16816gemm", "bf16", "fp32"): ("hw:k=16,frac=25", 8, True, FROM_NAME, 0),
+    ("s16816gemm", "fp16", "fp16"): ("hw:k=16,frac=25", 8, True, FROM_NAME, 0),
+    ("s16816gemm", "fp16", "fp32"): ("hw:k=16,frac=25", 8, True, FROM_NAME, 0),
+    ("nvjet", "bf16", "bf16"): ("hw:k=16,frac=25", 64, True, 0, 0),
+    ("nvjet", "bf16", "fp32"): ("hw:k=16,frac=25", 64, True, 0, 0),
+    ("nvjet", "fp16", "fp16"): ("hw:k=16,frac=25", 64, True, 0, 0),
+    ("nvjet", "fp16", "fp32"): ("hw:k=16,frac=25", 64, True, 0, 0),
     ("xmma_tf32", "tf32", "fp32"): ("hw:k=8,frac=25,tf32=rne", 4, True, 0, 0),
     ("s1688gemm_tf32", "tf32", "fp32"): ("hw:k=8,frac=25,tf32=rne", 4, False, FROM_NAME, 0),
 }
@@ -30,7 +38,24 @@ RULES = {
 # K >= T S (kRules' tile_parts).
 TILE_PARTS = {("s1688gemm_tf32", "tf32", "fp32")}
 # Rules that hold only for kernels whose name starts so.
-KEY_PREFIX = {"xmma_tf32": "sm80_xmma_gemm_"}
+KEY_PREFIX = {"xmma_tf32": "sm80_xmma_gemm_", "nvjet": "nvjet_sm90_"}
+# Rules whose records hold the CTA count: split = S / nvjet_tiles (kRules' grid_split).
+GRID_SPLIT = {"nvjet"}
+# Rules not verified for a split where K is a multiple of this (kRules' unverified_aligned).
+UNVERIFIED_ALIGNED = {"s16816gemm": 64}
+
+
+def nvjet_tiles(key, M, N):
+    """Tiles of an nvjet launch: the name's _<a>x<b>_ (a along N, b along M) padded to its
+    cluster _<cx>x<cy>_ (0 if the name has no such fields or M, N are unknown)."""
+    m = re.match(r"nvjet_sm90_[a-z]+_(\d+)x(\d+)_(\d+)x(\d+)_(\d+)x(\d+)_", key)
+    if not m or not M or not N:
+        return 0
+    a, b, cx, cy = (int(m.group(i)) for i in (1, 2, 5, 6))
+    if 0 in (a, b, cx, cy):
+        return 0
+    pad = lambda v, c: c * -(-v // c)  # noqa: E731
+    return pad(-(-N // a), cx) * pad(-(-M // b), cy)
 # The instruction k of each base (a k-tile must be a multiple of it).
 INSTR_K = {"hw:k=8,frac=25": 8, "hw:k=16,frac=25": 16, "hw:k=8,frac=25,tf32=rne": 8}
 
@@ -44,14 +69,22 @@ def name_ktile(key):
 kernel_ktile = name_ktile  # the older name
 
 
-def family_rule(rec, t, o, K):
+def family_rule(rec, t, o, K, M=0, N=0):
     """(model, verified) of the family rule for record `rec`, or None (no rule applies)."""
     fam, key, red, S = rec
     rule = RULES.get((fam, t, o))
     if rule is None or not key.startswith(KEY_PREFIX.get(fam, "")):
         return None
     base, g, verified, ktile, aligned = rule
+    if fam in GRID_SPLIT:
+        tiles = nvjet_tiles(key, M, N)
+        if not tiles or S % tiles:
+            return None
+        S = S // tiles
     split = red.startswith("splitKreduce/")
+    ua = UNVERIFIED_ALIGNED.get(fam, 0)
+    if ua and split and S > 1 and K % ua == 0:
+        verified = False
     if (S > 1 and not split) or (red and not split):
         return None
     m = base

@@ -79,6 +79,9 @@ def main():
     p.add_argument("--s1688-ktile", type=int, default=32)
     # wmma: parts of U ceil(ceil(K/S)/U) k with U = 64 where K is a multiple of 64, else 8
     p.add_argument("--wmma-aligned-unit", type=int, default=64)
+    # s16816gemm (mma.sync m16n8k16, k-tile from the name): parts of 8-k units; no tree has
+    # 64 | K (bench/results/2026-12-01-h200-gemm-tc.md), so no aligned unit by default
+    p.add_argument("--s16816-aligned-unit", type=int, default=0)
     args = p.parse_args()
     d = np.load(args.fprev)
     meta = json.loads(str(d["meta"]))
@@ -95,10 +98,11 @@ def main():
         fam, name, red, S = gemm_launch.record_of(ks)
         if fam not in fams:
             continue
-        if fam == "wmma":
+        if fam in ("wmma", "s16816gemm"):
             m = re.search(r"_(\d+)x(\d+)_(\d+)x(\d+)_", name)
             G, T = 16, int(m.group(3))
-            U = args.wmma_aligned_unit if K % args.wmma_aligned_unit == 0 else 8
+            au = args.wmma_aligned_unit if fam == "wmma" else args.s16816_aligned_unit
+            U = au if au and K % au == 0 else 8
         else:
             G, T, U = 8, args.s1688_ktile, 8
         Sx = S if red.startswith("splitKreduce/") else 1

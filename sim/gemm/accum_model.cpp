@@ -360,7 +360,7 @@ ShapeModel model_for_shape(const AccumModel& m, std::size_t M, std::size_t N, st
   const LaunchRecord* rec = tl.rec;
   LaunchRule lr;
   if (rec != nullptr) {
-    lr = launch_rule(*rec, type, out, K);
+    lr = launch_rule(*rec, type, out, M, N, K);
     if (lr.status == LaunchRule::Status::verified && tl.note.empty()) {
       take(lr.model);
       r.measured = true;

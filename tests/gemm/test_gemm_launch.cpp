@@ -625,3 +625,99 @@ TEST_CASE("exmy gemm --accum cublas-sm90 with launch records: silent, announced,
   REQUIRE_FALSE(fs::exists(s + "/m.npy"));
   fs::remove_all(d);
 }
+
+TEST_CASE("family rules: s16816gemm (k = 16, k-tile from the name, residue first)",
+          "[gemm][launch]") {
+  // bench/results/2026-12-01-h200-gemm-tc.md: cutlass_80_tensorop_*s16816gemm_* (mma.sync
+  // m16n8k16) runs hw:k=16,frac=25,ktile=T, T the name's _<M>x<N>_<T>x<stages>_, split parts of
+  // P = 8 ceil(ceil(K/S)/8). Worked from its FPRev trees: 10x10x502 (64x3, no split) has groups
+  // ending at 16, 32, 48, 54 (502 mod 64 = 54), then 70, 86, ...; 188x374x4724 (S = 14):
+  // ceil(4724/14) = 338 -> 344, 344 mod 64 = 24: groups end at 16, 24, 40, ...
+  LaunchRecord s;
+  s.family = "s16816gemm";
+  s.key = "cutlass_80_tensorop_s16816gemm_bf16_128x64_64x3_tn_align2";
+  s.split = 1;
+  LaunchRule r = launch_rule(s, "bf16", "fp32", 10, 10, 502);
+  REQUIRE(r.model == "hw:k=16,frac=25,ktile=64");
+  REQUIRE(r.status == LaunchRule::Status::verified);
+  s.key = "cutlass_80_tensorop_s16816gemm_bf16_128x64_64x6_tn_align2";
+  s.split = 14;
+  s.reduce = "splitKreduce/f32";
+  REQUIRE(launch_rule(s, "bf16", "fp32", 188, 374, 4724).model ==
+          "hw:k=16,frac=25,ktile=64,chunk=344");
+  // 26x390x12812 of the held-out capture (bf16 out, 16-bit partials; S = 33): 389 -> 392, rp.
+  s.key = "cutlass_80_tensorop_bf16_s16816gemm_bf16_128x64_64x6_tn_align2";
+  s.reduce = "splitKreduce/bf16";
+  s.split = 33;
+  r = launch_rule(s, "bf16", "bf16", 26, 390, 12812);
+  REQUIRE(r.model == "hw:k=16,frac=25,ktile=64,chunk=392,rp");
+  REQUIRE(r.status == LaunchRule::Status::verified);
+  // 29x2x9416 (fp16, 64x64_64x4, S = 131): ceil(9416/131) = 72.
+  s.key = "cutlass_80_tensorop_f16_s16816gemm_f16_64x64_64x4_tn_align2";
+  s.reduce = "splitKreduce/fp16";
+  s.split = 131;
+  REQUIRE(launch_rule(s, "fp16", "fp16", 29, 2, 9416).model ==
+          "hw:k=16,frac=25,ktile=64,chunk=72,rp");
+  // K a multiple of 64 with a split: no captured shape of the family had one (wmma's parts are
+  // 64-k units there), so the rule is announced, with the 8-unit part size.
+  s.split = 22;
+  r = launch_rule(s, "fp16", "fp16", 29, 2, 12992);
+  REQUIRE(r.model == "hw:k=16,frac=25,ktile=64,chunk=592,rp");
+  REQUIRE(r.status == LaunchRule::Status::unverified);
+  REQUIRE(r.why.find("multiple of 64") != std::string::npos);
+  // Without a split a multiple of 64 is no gap.
+  s.split = 1;
+  s.reduce = "";
+  REQUIRE(launch_rule(s, "fp16", "fp16", 29, 2, 12992).status == LaunchRule::Status::verified);
+}
+
+TEST_CASE("family rules: nvjet (the split in the grid's x y)", "[gemm][launch]") {
+  // bench/results/2026-12-01-h200-gemm-tc.md: an nvjet record's S is its CTA count (x y z);
+  // tiles = cx ceil(ceil(N/a)/cx) * cy ceil(ceil(M/b)/cy) for the name's _<a>x<b>_ and cluster
+  // _<cx>x<cy>_; split = CTAs / tiles; parts of 64 ceil(ceil(K/split)/64) k, groups of 16 from
+  // each part's start. Worked from the H200's records and FPRev trees:
+  // 128x256x12288 tst_64x32 cluster 2x4, grid 8x12: tiles 4 * 4 = 16, split 6, parts of 2048
+  // (the tree's part ends 2048, 4096, ...); on the H100 grid 8x10: split 5, 64 ceil(2458/64) =
+  // 2496 (the H100 profile's verified entry).
+  LaunchRecord v;
+  v.family = "nvjet";
+  v.key = "nvjet_sm90_tst_64x32_64x16_2x4_h_bz_splitK_TNT";
+  v.reduce = "splitKreduce/f32";
+  v.split = 96;
+  LaunchRule r = launch_rule(v, "bf16", "bf16", 128, 256, 12288);
+  REQUIRE(r.model == "hw:k=16,frac=25,chunk=2048");
+  REQUIRE(r.status == LaunchRule::Status::verified);
+  REQUIRE(r.why.find("CTAs 96") != std::string::npos);
+  v.split = 80;
+  REQUIRE(launch_rule(v, "bf16", "fp32", 128, 256, 12288).model == "hw:k=16,frac=25,chunk=2496");
+  // 1x392x4240 hss_64x8 cluster 4x1, grid 4x6: ceil(392/64) = 7 -> 8 (cluster x), 1: split 3,
+  // 64 ceil(1414/64) = 1472 (the tree's parts: 1472, 2944, 4240).
+  v.key = "nvjet_sm90_hss_64x8_64x16_4x1_v_bz_splitK_TNT";
+  v.split = 24;
+  REQUIRE(launch_rule(v, "fp16", "fp32", 1, 392, 4240).model == "hw:k=16,frac=25,chunk=1472");
+  // 24x504x4680 tst_64x8 cluster 2x4, grid 8x12: 8 * (ceil(24/8) = 3 -> 4) = 32 tiles, split 3,
+  // 64 ceil(1560/64) = 1600.
+  v.key = "nvjet_sm90_tst_64x8_64x16_2x4_h_bz_splitK_TNT";
+  v.split = 96;
+  REQUIRE(launch_rule(v, "bf16", "bf16", 24, 504, 4680).model == "hw:k=16,frac=25,chunk=1600");
+  // No split: 136x344x1080 tst_64x8 cluster 2x4, grid 8x15: 6 * (17 -> 20) = 120 tiles.
+  v.key = "nvjet_sm90_tst_64x8_64x16_2x4_h_bz_TNT";
+  v.reduce = "";
+  v.split = 120;
+  r = launch_rule(v, "bf16", "bf16", 136, 344, 1080);
+  REQUIRE(r.model == "hw:k=16,frac=25");
+  REQUIRE(r.status == LaunchRule::Status::verified);
+  // CTAs that are no multiple of the tiles, a split without splitKreduce, no M and N, a name
+  // without the fields: no rule.
+  v.split = 121;
+  REQUIRE(launch_rule(v, "bf16", "bf16", 136, 344, 1080).status == LaunchRule::Status::none);
+  v.split = 240;
+  REQUIRE(launch_rule(v, "bf16", "bf16", 136, 344, 1080).status == LaunchRule::Status::none);
+  v.split = 120;
+  REQUIRE(launch_rule(v, "bf16", "bf16", 1080).status == LaunchRule::Status::none);
+  v.key = "nvjet_sm90_tst_64x8_h_bz_TNT";
+  REQUIRE(launch_rule(v, "bf16", "bf16", 136, 344, 1080).status == LaunchRule::Status::none);
+  // FP8 and TF32 requests have no nvjet rule.
+  v.key = "nvjet_sm90_tst_64x8_64x16_2x4_h_bz_TNT";
+  REQUIRE(launch_rule(v, "tf32", "fp32", 136, 344, 1080).status == LaunchRule::Status::none);
+}
