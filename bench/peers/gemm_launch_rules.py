@@ -69,9 +69,26 @@ def name_ktile(key):
 kernel_ktile = name_ktile  # the older name
 
 
+def segment_tiles(key, M, N):
+    """(tiles, k-tile) of an sm90 xmma segment-k name's _tilesize<a>x<b>x<T>_ (a along M)."""
+    m = re.search(r"_tilesize(\d+)x(\d+)x(\d+)_", key)
+    if not m or not M or not N or 0 in [int(x) for x in m.groups()]:
+        return 0, 0
+    a, b, T = (int(x) for x in m.groups())
+    return -(-M // a) * -(-N // b), T
+
+
 def family_rule(rec, t, o, K, M=0, N=0):
     """(model, verified) of the family rule for record `rec`, or None (no rule applies)."""
     fam, key, red, S = rec
+    if (fam, t, o) == ("xmma_tf32", "tf32", "fp32") and key.startswith("sm90_xmma_gemm_"):
+        # kRules' segment_k row (not verified): segments of whole k-tiles, a tree in the kernel
+        tiles, T = segment_tiles(key, M, N)
+        if "segment_k" not in key or not tiles or S % tiles or red:
+            return None
+        seg = S // tiles
+        m = "hw:k=8,frac=25,tf32=rne"
+        return (m + (",split=%d,tile=%d,tail,tree" % (seg, T) if seg > 1 else "")), False
     rule = RULES.get((fam, t, o))
     if rule is None or not key.startswith(KEY_PREFIX.get(fam, "")):
         return None

@@ -13,11 +13,11 @@
 namespace exmy::gemm {
 
 std::string accum_model_help() {
-  return "exact | fp32-seq[:chunk=P | :lanes=L[,vec=V|auto][,lanesum=tree|seq]][,split=S[,tile=T]"
+  return "exact | fp32-seq[:chunk=P | :lanes=L[,vec=V|auto][,lanesum=tree|seq]][,split=S[,tile=T[,tail]]"
          "[,tree]] | pairwise | "
-         "hw:k=K,frac=N[,inter=M][,rne][,tf32[=rz|rna|rne]][,sub=G][,ktile=T][,split=S[,tile=T]"
+         "hw:k=K,frac=N[,inter=M][,rne][,tf32[=rz|rna|rne]][,sub=G][,ktile=T][,split=S[,tile=T[,tail]]"
          "[,tree]][,chunk=P[,rp]] | "
-         "amd:k=K[,frac=N][,two-stage][,tf32][,ktile=T][,split=S[,tile=T][,tree]][,chunk=P] | "
+         "amd:k=K[,frac=N][,two-stage][,tf32][,ktile=T][,split=S[,tile=T[,tail]][,tree]][,chunk=P] | "
          "sm80 | sm90 | sm100 | cublas-sm90[-h100|-h200] | cdna3";
 }
 
@@ -149,6 +149,8 @@ AccumModel parse_accum_model(const std::string& text, int a_bits) {
         m.reduce_tree = true;
       } else if (key == "tile") {
         m.tile = num(1, 1 << 20);
+      } else if (key == "tail" && val.empty()) {
+        m.tile_tail = true;
       } else if (key == "ktile") {
         m.ktile = num(1, 1 << 20);
       } else if (key == "chunk") {
@@ -175,6 +177,7 @@ AccumModel parse_accum_model(const std::string& text, int a_bits) {
       bad(text, "rp (16-bit split-K partials) needs chunk=P, and no split or sub");
     }
     if (m.lanes > 1 && m.chunk > 0) bad(text, "lanes and chunk do not combine");
+    if (m.tile_tail && m.tile == 0) bad(text, "tail needs tile=T");
     if (m.lanes == 1 && (m.vec != 1 || m.lane_seq)) bad(text, "vec and lanesum need lanes=L");
     if (amd && m.frac_bits > 30) bad(text, "amd's frac is at most 30");
     if (m.ktile > 0 && m.ktile % m.k_group != 0) {

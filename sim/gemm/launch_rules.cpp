@@ -1,6 +1,7 @@
 #include "sim/gemm/launch_rules.hpp"
 
 #include <cstring>
+#include <utility>
 
 #include "sim/common/error.hpp"
 #include "sim/gemm/accum_model.hpp"
@@ -50,6 +51,11 @@ struct FamilyRule {
   // verified: no captured shape of the family has such a K (s16816gemm; wmma's parts are 64-k
   // units there).
   std::size_t unverified_aligned = 0;
+  // sm90 xmma segment-k kernels (..._tilesize<a>x<b>x<T>_..._execute_segment_k_on_kernel...):
+  // the record's S is the CTA count; segments = S / (ceil(M/a) ceil(N/b)), each a run of whole
+  // k-tiles of T (the extra tiles in the last segments, the partial tile in the last), added as
+  // a balanced tree in the kernel: `,split=segments,tile=T,tail,tree`.
+  bool segment_k = false;
 };
 
 constexpr int kFromName = -1;
@@ -128,6 +134,11 @@ constexpr FamilyRule kRules[] = {
      "bit-exact on all 426 captured H100 and all 160 captured H200 TF32 shapes of the sm80 "
      "kernel",
      0, 0, "sm80_xmma_gemm_"},
+    // The sm90 xmma TF32 segment-k kernel (wgmma, k = 8): one shape (338x344x12676 on the
+    // H200, 4 segments of 99, 99, 99, 100 k-tiles added as a tree) reproduced; not verified.
+    {"xmma_tf32", "tf32", "fp32", "hw:k=8,frac=25,tf32=rne", 4, false,
+     "fitted on the one captured shape (H200 338x344x12676, every output)", 0, 0,
+     "sm90_xmma_gemm_", false, false, 0, true},
     {"s1688gemm_tf32", "tf32", "fp32", "hw:k=8,frac=25,tf32=rne", 4, false,
      "the FPRev trees of 32 shapes on the H100 and the H200 and all 8 captured H200 shapes "
      "with a record agree; the H100 captures' outputs are not yet checked with it",
@@ -174,6 +185,25 @@ std::size_t nvjet_tiles(const std::string& key, std::size_t M, std::size_t N) {
   return pad((N + a - 1) / a, cx) * pad((M + b - 1) / b, cy);
 }
 
+// The output tiles and k-tile of an sm90 xmma segment-k launch (FamilyRule::segment_k): the
+// name's _tilesize<a>x<b>x<T>_ (a along M, b along N); {0, 0} without it or M, N unknown.
+std::pair<std::size_t, std::size_t> segment_tiles(const std::string& key, std::size_t M,
+                                                  std::size_t N) {
+  const std::string tag = "_tilesize";
+  const std::size_t at = key.find(tag);
+  if (at == std::string::npos || M == 0 || N == 0) return {0, 0};
+  std::size_t p = at + tag.size();
+  std::size_t f[3] = {0, 0, 0};
+  for (int n = 0; n < 3; ++n) {
+    const std::size_t q = p;
+    while (p < key.size() && key[p] >= '0' && key[p] <= '9') f[n] = f[n] * 10 + (key[p++] - '0');
+    const char want = n < 2 ? 'x' : '_';
+    if (p == q || p >= key.size() || key[p] != want || f[n] == 0) return {0, 0};
+    ++p;
+  }
+  return {((M + f[0] - 1) / f[0]) * ((N + f[1] - 1) / f[1]), f[2]};
+}
+
 std::string record_name(const LaunchRecord& r) {
   return launch_record_name(r);
 }
@@ -182,8 +212,9 @@ std::string record_name(const LaunchRecord& r) {
 
 std::string launch_record_name(const LaunchRecord& r) {
   // nvjet's records hold the CTA count (its split is in the grid's x y; FamilyRule::grid_split).
-  return "launch record " + r.family + " (" + r.key + ")" +
-         (r.family == "nvjet" ? " CTAs " : " split ") + std::to_string(r.split) +
+  const bool ctas = r.family == "nvjet" || r.key.find("segment_k") != std::string::npos;
+  return "launch record " + r.family + " (" + r.key + ")" + (ctas ? " CTAs " : " split ") +
+         std::to_string(r.split) +
          (r.reduce.empty() ? "" : " + " + r.reduce);
 }
 
@@ -209,6 +240,27 @@ LaunchRule launch_rule(const LaunchRecord& r, const std::string& in, const std::
   }
   const bool split_reduce = r.reduce.rfind("splitKreduce/", 0) == 0;
   std::size_t split = r.split;
+  if (rule->segment_k) {
+    const auto [tiles, T] = segment_tiles(r.key, M, N);
+    if (r.key.find("segment_k") == std::string::npos || tiles == 0 || r.split % tiles != 0 ||
+        !r.reduce.empty()) {
+      lr.why = record_name(r) + ": its " + std::to_string(r.split) + " CTAs are not a multiple " +
+               "of the name's tiles (" + std::to_string(tiles) + "), or a reduction followed, " +
+               "or it is no segment-k kernel";
+      return lr;
+    }
+    const std::size_t seg = r.split / tiles;
+    std::string model = rule->base;
+    if (seg > 1) {
+      model += ",split=" + std::to_string(seg) + ",tile=" + std::to_string(T) + ",tail,tree";
+    }
+    lr.model = model;
+    lr.status = rule->verified ? LaunchRule::Status::verified : LaunchRule::Status::unverified;
+    lr.why = record_name(r) + " -> " + model +
+             (rule->verified ? " (verified family: " : " (family rule not verified: ") +
+             rule->evidence + ")";
+    return lr;
+  }
   if (rule->grid_split) {
     const std::size_t tiles = nvjet_tiles(r.key, M, N);
     if (tiles == 0 || r.split % tiles != 0) {

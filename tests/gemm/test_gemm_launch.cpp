@@ -162,7 +162,8 @@ TEST_CASE("family rules: TF32 sm80 xmma and TF32 s1688gemm (k-tile residue first
   REQUIRE(xm.truncate_tf32);
   REQUIRE(xm.tf32_round == AccumModel::Tf32Round::rne);
   REQUIRE(xm.chunk == 0);
-  // The sm90 (warpgroup, segment-k) xmma TF32 kernel the H200 ran at 338x344x12676: no rule.
+  // The sm90 (warpgroup, segment-k) xmma TF32 kernel the H200 ran at 338x344x12676: without M
+  // and N (its segments are CTAs / tiles) no rule; with them, the test case below.
   LaunchRecord x90 = x;
   x90.key =
       "sm90_xmma_gemm_f32f32_tf32f32_f32_tn_n_tilesize64x128x32_warpgroupsize1x1x1_execute_"
@@ -720,4 +721,37 @@ TEST_CASE("family rules: nvjet (the split in the grid's x y)", "[gemm][launch]")
   // FP8 and TF32 requests have no nvjet rule.
   v.key = "nvjet_sm90_tst_64x8_64x16_2x4_h_bz_TNT";
   REQUIRE(launch_rule(v, "tf32", "fp32", 136, 344, 1080).status == LaunchRule::Status::none);
+}
+
+TEST_CASE("family rules: the sm90 xmma TF32 segment-k kernel (announced)", "[gemm][launch]") {
+  // bench/results/2026-12-01-h200-gemm-tc.md: 338x344x12676 on the H200,
+  // ..._tilesize64x128x32_..._segment_k_on_kernel, grid 12x6 = 72 CTAs over ceil(338/64) *
+  // ceil(344/128) = 18 tiles: 4 segments of whole 32-k tiles, ceil(12676/32) = 397 = 99 + 99 +
+  // 99 + 100 (the extra tile, the partial one, in the last segment), added as a tree.
+  LaunchRecord x;
+  x.family = "xmma_tf32";
+  x.key =
+      "sm90_xmma_gemm_f32f32_tf32f32_f32_tn_n_tilesize64x128x32_warpgroupsize1x1x1_execute_"
+      "segment_k_on_kernel__5x_cublas";
+  x.split = 72;
+  LaunchRule r = launch_rule(x, "tf32", "fp32", 338, 344, 12676);
+  REQUIRE(r.model == "hw:k=8,frac=25,tf32=rne,split=4,tile=32,tail,tree");
+  REQUIRE(r.status == LaunchRule::Status::unverified);
+  REQUIRE(r.why.find("CTAs 72") != std::string::npos);
+  // One CTA per tile: no segments.
+  x.split = 18;
+  REQUIRE(launch_rule(x, "tf32", "fp32", 338, 344, 12676).model == "hw:k=8,frac=25,tf32=rne");
+  // CTAs that are no multiple of the tiles, no M and N, a reduction after it: no rule.
+  x.split = 73;
+  REQUIRE(launch_rule(x, "tf32", "fp32", 338, 344, 12676).status == LaunchRule::Status::none);
+  x.split = 72;
+  REQUIRE(launch_rule(x, "tf32", "fp32", 12676).status == LaunchRule::Status::none);
+  x.reduce = "splitKreduce/f32";
+  REQUIRE(launch_rule(x, "tf32", "fp32", 338, 344, 12676).status == LaunchRule::Status::none);
+  // The model's parts: 4 parts of whole 32-k tiles, the extra one last (SEMANTICS 15.2 `tail`).
+  const AccumModel m = parse_accum_model("hw:k=8,frac=25,tf32=rne,split=4,tile=32,tail,tree", 32);
+  REQUIRE(m.split_k == 4);
+  REQUIRE(m.tile == 32);
+  REQUIRE(m.tile_tail);
+  REQUIRE(m.reduce_tree);
 }
