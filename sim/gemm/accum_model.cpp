@@ -13,11 +13,12 @@
 namespace exmy::gemm {
 
 std::string accum_model_help() {
-  return "exact | fp32-seq[:chunk=P | :lanes=L[,vec=V|auto][,lanesum=tree|seq]][,split=S[,tile=T[,tail]]"
-         "[,tree]] | pairwise | "
-         "hw:k=K,frac=N[,inter=M][,rne][,tf32[=rz|rna|rne]][,sub=G][,ktile=T][,split=S[,tile=T[,tail]]"
-         "[,tree]][,chunk=P[,rp]] | "
-         "amd:k=K[,frac=N][,two-stage][,tf32][,ktile=T][,split=S[,tile=T[,tail]][,tree]][,chunk=P] | "
+  return "exact | fp32-seq[:chunk=P | :lanes=L[,vec=V|auto][,lanesum=tree|seq]][,split=S"
+         "[,tile=T[,tail]][,tree]] | pairwise | "
+         "hw:k=K,frac=N[,inter=M][,rne][,tf32[=rz|rna|rne]][,sub=G][,ktile=T][,split=S"
+         "[,tile=T[,tail]][,tree]][,chunk=P[,rp]] | "
+         "amd:k=K[,frac=N][,two-stage][,tf32][,ktile=T][,split=S[,tile=T[,tail]][,tree]][,chunk=P] "
+         "| "
          "sm80 | sm90 | sm100 | cublas-sm90[-h100|-h200] | cdna3";
 }
 

@@ -45,7 +45,8 @@ struct FamilyRule {
   // nvjet_sm90_* (cuBLAS's sm90 kernels): the split is carried in the grid's x y, and the
   // record's S is the CTA count (tools/gemm_launch.py); the split count is S / tiles, the tiles
   // of the name's _<a>x<b>_ (a along N, b along M) padded to its cluster _<cx>x<cy>_:
-  // tiles = cx ceil(ceil(N/a)/cx) * cy ceil(ceil(M/b)/cy) (bench/results/2026-12-01-h200-gemm-tc.md).
+  // tiles = cx ceil(ceil(N/a)/cx) * cy ceil(ceil(M/b)/cy)
+  // (bench/results/2026-12-01-h200-gemm-tc.md).
   bool grid_split = false;
   // Where K is a multiple of this many k (0: never) and the launch splits, the rule is not
   // verified: no captured shape of the family has such a K (s16816gemm; wmma's parts are 64-k
@@ -137,8 +138,8 @@ constexpr FamilyRule kRules[] = {
     // The sm90 xmma TF32 segment-k kernel (wgmma, k = 8): one shape (338x344x12676 on the
     // H200, 4 segments of 99, 99, 99, 100 k-tiles added as a tree) reproduced; not verified.
     {"xmma_tf32", "tf32", "fp32", "hw:k=8,frac=25,tf32=rne", 4, false,
-     "fitted on the one captured shape (H200 338x344x12676, every output)", 0, 0,
-     "sm90_xmma_gemm_", false, false, 0, true},
+     "fitted on the one captured shape (H200 338x344x12676, every output)", 0, 0, "sm90_xmma_gemm_",
+     false, false, 0, true},
     {"s1688gemm_tf32", "tf32", "fp32", "hw:k=8,frac=25,tf32=rne", 4, false,
      "the FPRev trees of 32 shapes on the H100 and the H200 and all 8 captured H200 shapes "
      "with a record agree; the H100 captures' outputs are not yet checked with it",
@@ -214,8 +215,7 @@ std::string launch_record_name(const LaunchRecord& r) {
   // nvjet's records hold the CTA count (its split is in the grid's x y; FamilyRule::grid_split).
   const bool ctas = r.family == "nvjet" || r.key.find("segment_k") != std::string::npos;
   return "launch record " + r.family + " (" + r.key + ")" + (ctas ? " CTAs " : " split ") +
-         std::to_string(r.split) +
-         (r.reduce.empty() ? "" : " + " + r.reduce);
+         std::to_string(r.split) + (r.reduce.empty() ? "" : " + " + r.reduce);
 }
 
 LaunchRule launch_rule(const LaunchRecord& r, const std::string& in, const std::string& out,
@@ -265,8 +265,8 @@ LaunchRule launch_rule(const LaunchRecord& r, const std::string& in, const std::
     const std::size_t tiles = nvjet_tiles(r.key, M, N);
     if (tiles == 0 || r.split % tiles != 0) {
       lr.why = record_name(r) + ": its " + std::to_string(r.split) + " CTAs are not a multiple " +
-               "of the name's tiles (" + std::to_string(tiles) + " at " + std::to_string(M) +
-               "x" + std::to_string(N) + "), which the family rule needs";
+               "of the name's tiles (" + std::to_string(tiles) + " at " + std::to_string(M) + "x" +
+               std::to_string(N) + "), which the family rule needs";
       return lr;
     }
     split = r.split / tiles;

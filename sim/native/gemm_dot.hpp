@@ -514,8 +514,8 @@ EXMY_HD std::size_t dot_part_start(std::size_t p, std::size_t k, const DotModel&
   if (m.tile > 0) {
     const std::size_t t = static_cast<std::size_t>(m.tile), tiles = (k + t - 1) / t;
     const std::size_t extra = tiles % s;
-    const std::size_t longer = m.tile_tail ? (p > s - extra ? p - (s - extra) : 0)
-                                           : (p < extra ? p : extra);
+    const std::size_t longer =
+        m.tile_tail ? (p > s - extra ? p - (s - extra) : 0) : (p < extra ? p : extra);
     start = t * (p * (tiles / s) + longer);
   } else {
     start = p * ((k + s - 1) / s);
