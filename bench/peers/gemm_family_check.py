@@ -78,11 +78,11 @@ def check_shape(args, t, seed, e, want, recs):
     if int(a.astype(np.int64).sum()) != e["sum_a"]:
         res["error"] = "input checksum differs"
         return res
-    rows = max(1, min(M, int(args.check_products // max(1, N * K))))
+    rows = max(1, min(M, e.get("rows", M), int(args.check_products // max(1, N * K))))
     fitted_S = None
     with tempfile.TemporaryDirectory() as tmp:
         for o in sorted(want, key=lambda x: x != "fp32"):  # fp32 first: its S seeds the fit
-            w = want[o].reshape(M, N)
+            w = want[o].reshape(-1, N)  # the captured rows (all M, or the entry's "rows")
             rec = recs.get((o, M, N, K))
             src = "record"
             if rec is None:

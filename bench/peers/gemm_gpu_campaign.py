@@ -208,11 +208,12 @@ def check_shape(args, P, t, ti, seed, e, want):
     if int(codes.astype(np.int64).sum()) != e["sum_a"]:
         res["error"] = "input checksum differs"
         return res
-    full = M * N * K <= args.full_products
-    rows = M if full else max(1, min(M, int(args.check_products // max(1, N * K))))
+    cap_rows = e.get("rows", M)  # gemm_tc_capture.py stores the first rows only
+    full = M * N * K <= args.full_products and cap_rows == M
+    rows = M if full else max(1, min(cap_rows, int(args.check_products // max(1, N * K))))
     with tempfile.TemporaryDirectory() as tmp:
         for o, w in want.items():
-            w = w.reshape(M, N)[:rows].ravel()
+            w = w.reshape(-1, N)[:rows].ravel()
             kern = e.get("kernels", {}).get(o, [])
             model, announced, why, rec = launch_model(P, args.gpu, t, o, M, N, K)
             r = {"outputs": int(w.size), "full": full, "model": model, "announced": announced,

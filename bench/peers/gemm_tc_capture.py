@@ -15,7 +15,9 @@ outputs), TF32 s1688gemm (cutlass_80_tensorop_s1688gemm_*) and the sm90 xmma TF3
 2. Per kept shape: the kernels with grid and block (DIR/launch.json, gemm_launch_probe.py's
    format) and the outputs of torch.mm on counter-hash inputs (DIR/<type>.npz,
    gemm_kernel_select_capture.py's format and inputs: gen_values(seed + i, 2 ti, ...), ti the
-   type's index in bf16, fp16, tf32, fp32, e4m3fn; checksums of the codes).
+   type's index in bf16, fp16, tf32, fp32, e4m3fn; checksums of the codes), of the first
+   `rows` rows only (at least --row-outputs outputs; the entry's "rows"), so that DIR stays
+   under 8 MiB (7 files).
 3. FPRev trees (gemm_launch_probe.fprev_shape) of the plan's "fprev" shapes and of up to
    --fprev-per-type kept shapes per type with a split (splitKreduce after the kernel or an
    nvjet splitK kernel) or an sm90 xmma kernel: DIR/fprev_<type>.npz.
@@ -182,7 +184,11 @@ def main():
     p.add_argument("--pool", type=int, default=2400)  # random shapes per 16-bit type
     p.add_argument("--pool-tf32", type=int, default=700)
     p.add_argument("--keep-tf32", type=int, default=150)  # kept s1688gemm_tf32 pool shapes
-    p.add_argument("--max-mib", type=float, default=14.0)
+    # The device call returns at most 8 MiB per capture (PREAMBLE, 22:47): per shape only the
+    # first rows of the outputs (at least --row-outputs outputs, whole rows), and per type at
+    # most --max-mib of them before compression.
+    p.add_argument("--row-outputs", type=int, default=1024)
+    p.add_argument("--max-mib", type=float, default=1.9)
     p.add_argument("--fprev-per-type", type=int, default=24)
     p.add_argument("--budget-s", type=float, default=110)
     p.add_argument("--device", default="cuda")  # cpu: a smoke test of this script only
@@ -244,12 +250,15 @@ def main():
             sum(v == "plan" for v in src.values()), time.time() - t0), flush=True)
         # size cap (outputs of every output type), in order: plan first
         bytes_per = sum(4 if o == "fp32" else 2 for o in outs)
-        cap = args.max_mib * 2 ** 20 - 2 ** 20
+        cap = args.max_mib * 2 ** 20
+
+        def rows_of(s):
+            return min(s[0], max(1, -(-args.row_outputs // s[1])))
         used, keep = 0, []
         for s in shapes:
-            if used + s[0] * s[1] * bytes_per > cap:
+            if used + rows_of(s) * s[1] * bytes_per > cap:
                 continue
-            used += s[0] * s[1] * bytes_per
+            used += rows_of(s) * s[1] * bytes_per
             keep.append(s)
         per_keep = []
         for c0 in range(0, len(keep), 400):
@@ -273,11 +282,12 @@ def main():
                     return c.contiguous().view(torch.int32).cpu().numpy().view(np.uint32)
                 return c.contiguous().view(torch.int16).cpu().numpy().view(np.uint16)
             ca, cb = codes(a), codes(b)
-            e = {"i": i, "M": M, "N": N, "K": K, "src": src[s],
+            R = rows_of(s)
+            e = {"i": i, "M": M, "N": N, "K": K, "rows": R, "src": src[s],
                  "sum_a": int(ca.astype(np.int64).sum()), "sum_b": int(cb.astype(np.int64).sum()),
                  "kernels": {o: [k[0] for k in (ks or [])] for o, ks in zip(outs, per)}}
             for o in outs:
-                data[o].append(codes(gl.mm(t, a, b, o)).ravel())
+                data[o].append(codes(gl.mm(t, a, b, o)[:R]).ravel())
             meta.append(e)
         if dev == "cuda":
             torch.cuda.synchronize()
@@ -291,7 +301,7 @@ def main():
         np.savez_compressed(tmp, **arrays)
         os.replace(tmp, os.path.join(args.out, t + ".npz"))
         print("%s outputs: %d shapes (%d dropped by size), %d outputs per type  %.0f s" % (
-            t, len(meta), len(shapes) - len(keep), sum(e["M"] * e["N"] for e in meta),
+            t, len(meta), len(shapes) - len(keep), sum(e["rows"] * e["N"] for e in meta),
             time.time() - t0), flush=True)
         summary[t] = {"shapes": len(meta), "dropped": len(shapes) - len(keep),
                       "plan": sum(e["src"] == "plan" for e in meta)}
@@ -322,13 +332,16 @@ def main():
         os.replace(tmp, os.path.join(args.out, "fprev_%s.npz" % t))
         summary[t]["trees"] = len(tmeta)
         print("%s trees: %d  %.0f s" % (t, len(tmeta), time.time() - t0), flush=True)
+        launch["summary"] = summary
+        launch["s"] = round(time.time() - t0, 1)
         tmp = os.path.join(args.out, "launch.json.tmp")
         with open(tmp, "w") as f:
             json.dump(launch, f)
         os.replace(tmp, os.path.join(args.out, "launch.json"))
-    with open(os.path.join(args.out, "info.json"), "w") as f:
-        json.dump({"info": info, "summary": summary, "s": round(time.time() - t0, 1)}, f)
-    print("total %.1f s %s" % (time.time() - t0, json.dumps(summary)), flush=True)
+    size = sum(os.path.getsize(os.path.join(args.out, f)) for f in os.listdir(args.out))
+    print("total %.1f s %s; stored %.2f MiB in %d files" % (
+        time.time() - t0, json.dumps(summary), size / 2 ** 20, len(os.listdir(args.out))),
+        flush=True)
 
 
 if __name__ == "__main__":
