@@ -755,3 +755,35 @@ TEST_CASE("family rules: the sm90 xmma TF32 segment-k kernel (announced)", "[gem
   REQUIRE(m.tile_tail);
   REQUIRE(m.reduce_tree);
 }
+
+TEST_CASE("the compiled-in nvjet records hold the CTA count: 128x256x12288 per GPU",
+          "[gemm][launch]") {
+  // bench/results/2026-12-01-h200-gemm-tc.md: nvjet_sm90_*_64x32_64x16_2x4_h_bz_splitK_TNT at
+  // 128x256x12288 ran grid 8x10 on the H100 (80 CTAs over 16 tiles: 5 parts of 2496) and 8x12
+  // on the H200 (96: 6 parts of 2048). Before the nvjet rule the H200 took the H100's verified
+  // entry (chunk=2496: 32,117 bf16-in fp32 outputs off,
+  // bench/results/2026-12-01-h200-gemm-wmma.md).
+  const GemmProfile& p = cublas_sm90_profile();
+  const std::string g = launch_key("bf16", "fp32", 128, 256, 12288);
+  REQUIRE(find_launch_on(p, "h100", g)->split == 80);
+  REQUIRE(find_launch_on(p, "h200", g)->split == 96);
+  const ShapeModel h200 =
+      model_for_shape(parse_accum_model("cublas-sm90-h200", 16), 128, 256, 12288, "bf16", "fp32");
+  REQUIRE(h200.measured);
+  REQUIRE(h200.model.chunk == 2048);
+  const ShapeModel h100 =
+      model_for_shape(parse_accum_model("cublas-sm90-h100", 16), 128, 256, 12288, "bf16", "fp32");
+  REQUIRE(h100.measured);
+  REQUIRE(h100.model.chunk == 2496);
+  // No GPU named: the launches differ, announced.
+  const ShapeModel any =
+      model_for_shape(parse_accum_model("cublas-sm90", 16), 128, 256, 12288, "fp16", "fp16");
+  REQUIRE_FALSE(any.measured);
+  // An agreed nvjet GEMM without a split (fp16 7x8x88, 64x8 1x1: one CTA): verified everywhere.
+  for (const char* name : {"cublas-sm90", "cublas-sm90-h100", "cublas-sm90-h200"}) {
+    const ShapeModel s = model_for_shape(parse_accum_model(name, 16), 7, 8, 88, "fp16", "fp16");
+    REQUIRE(s.measured);
+    REQUIRE(s.model.chunk == 0);
+    REQUIRE(s.model.k_group == 16);
+  }
+}
