@@ -75,7 +75,8 @@ def check_shape(args, t, seed, e, want, recs):
     M, N, K = e["M"], e["N"], e["K"]
     a, b = fit.inputs(t, seed, TYPE_INDEX[t], e["i"], M, N, K)
     res = {"i": e["i"], "M": M, "N": N, "K": K, "outs": {}}
-    if int(a.astype(np.int64).sum()) != e["sum_a"]:
+    codes = a.view(np.uint32) if a.dtype == np.float32 else a  # tf32: the fp32 codes
+    if int(codes.astype(np.int64).sum()) != e["sum_a"]:
         res["error"] = "input checksum differs"
         return res
     rows = max(1, min(M, e.get("rows", M), int(args.check_products // max(1, N * K))))

@@ -32,7 +32,7 @@ RULES = {
     ("nvjet", "fp16", "fp16"): ("hw:k=16,frac=25", 64, True, 0, 0),
     ("nvjet", "fp16", "fp32"): ("hw:k=16,frac=25", 64, True, 0, 0),
     ("xmma_tf32", "tf32", "fp32"): ("hw:k=8,frac=25,tf32=rne", 4, True, 0, 0),
-    ("s1688gemm_tf32", "tf32", "fp32"): ("hw:k=8,frac=25,tf32=rne", 4, False, FROM_NAME, 0),
+    ("s1688gemm_tf32", "tf32", "fp32"): ("hw:k=8,frac=25,tf32=rne", 4, True, FROM_NAME, 0),
 }
 # Rules whose split parts are whole k-tiles (P = T ceil(ceil(K/T)/S)) where T divides K and
 # K >= T S (kRules' tile_parts).
@@ -116,6 +116,8 @@ def family_rule(rec, t, o, K, M=0, N=0):
         if aligned and K % aligned == 0:
             g = aligned
         if (fam, t, o) in TILE_PARTS and T and K % T == 0 and K >= T * S:
+            if split_part(K, S, T) != split_part(K, S, g):
+                verified = False  # whole-tile parts differing from the unit's: 2 fitted shapes
             g = T
         m += (":chunk=%d" if seq else ",chunk=%d") % split_part(K, S, g)
         if red in ("splitKreduce/bf16", "splitKreduce/fp16"):

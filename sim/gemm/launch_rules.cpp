@@ -140,9 +140,9 @@ constexpr FamilyRule kRules[] = {
     {"xmma_tf32", "tf32", "fp32", "hw:k=8,frac=25,tf32=rne", 4, false,
      "fitted on the one captured shape (H200 338x344x12676, every output)", 0, 0, "sm90_xmma_gemm_",
      false, false, 0, true},
-    {"s1688gemm_tf32", "tf32", "fp32", "hw:k=8,frac=25,tf32=rne", 4, false,
-     "the FPRev trees of 32 shapes on the H100 and the H200 and all 8 captured H200 shapes "
-     "with a record agree; the H100 captures' outputs are not yet checked with it",
+    {"s1688gemm_tf32", "tf32", "fp32", "hw:k=8,frac=25,tf32=rne", 4, true,
+     "the FPRev trees of 32 shapes on the H100 and the H200; every output of the 112 captured "
+     "H200 shapes of the family with their records",
      kFromName, 0, nullptr, true},
 };
 
@@ -301,11 +301,13 @@ LaunchRule launch_rule(const LaunchRecord& r, const std::string& in, const std::
       return lr;
     }
   }
+  bool tile_gap = false;  // whole-tile parts that differ from the unit's: fitted on 2 shapes
   if (split_reduce) {
     const bool aligned = rule->aligned_unit > 0 && K % rule->aligned_unit == 0;
     const bool tiles = rule->tile_parts && T > 0 && K % T == 0 && K >= T * split;
-    const std::size_t P =
-        split_part(K, split, tiles ? T : (aligned ? rule->aligned_unit : rule->unit));
+    const std::size_t unit_P = split_part(K, split, aligned ? rule->aligned_unit : rule->unit);
+    const std::size_t P = tiles ? split_part(K, split, T) : unit_P;
+    tile_gap = tiles && P != unit_P;
     const bool seq = std::strncmp(rule->base, "fp32-seq", 8) == 0;
     model += (seq ? ":chunk=" : ",chunk=") + std::to_string(P);
     const bool partial16 = r.reduce == "splitKreduce/bf16" || r.reduce == "splitKreduce/fp16";
@@ -323,13 +325,16 @@ LaunchRule launch_rule(const LaunchRecord& r, const std::string& in, const std::
   // A split with K a multiple of unverified_aligned: no captured shape checks the part size.
   const bool aligned_gap = rule->unverified_aligned > 0 && split_reduce && split > 1 &&
                            K % rule->unverified_aligned == 0;
-  const bool verified = rule->verified && !aligned_gap;
+  const bool verified = rule->verified && !aligned_gap && !tile_gap;
   lr.status = verified ? LaunchRule::Status::verified : LaunchRule::Status::unverified;
   lr.why = record_name(r) + " -> " + model +
            (verified ? " (verified family: " : " (family rule not verified: ") +
            (aligned_gap ? "no captured split shape of the family has K a multiple of " +
                               std::to_string(rule->unverified_aligned) + "; elsewhere: "
                         : std::string()) +
+           (tile_gap ? std::string("parts of whole k-tiles that differ from the unit's rest on "
+                                   "the 2 shapes they were fitted on; elsewhere: ")
+                     : std::string()) +
            rule->evidence + ")";
   return lr;
 }

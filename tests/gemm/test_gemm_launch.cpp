@@ -176,9 +176,9 @@ TEST_CASE("family rules: TF32 sm80 xmma and TF32 s1688gemm (k-tile residue first
   t.key = "cutlass_80_tensorop_s1688gemm_64x64_16x6_tn_align1";
   r = launch_rule(t, "tf32", "fp32", 402);
   REQUIRE(r.model == "hw:k=8,frac=25,tf32=rne,ktile=16,chunk=68");
-  // Not verified: the H100 captures' outputs were not checked with the k-tile rule.
-  REQUIRE(r.status == LaunchRule::Status::unverified);
-  REQUIRE(r.why.find("not verified") != std::string::npos);
+  // Verified (bench/results/2026-12-01-h200-gemm-tc.md): every output of the 112 captured H200
+  // shapes of the family with their records.
+  REQUIRE(r.status == LaunchRule::Status::verified);
   // 77x333x6031: 64x128_32x6 (T = 32), S = 22: ceil(6031/22) = 275 -> 276.
   t.key = "cutlass_80_tensorop_s1688gemm_64x128_32x6_tn_align1";
   t.split = 22;
@@ -189,13 +189,23 @@ TEST_CASE("family rules: TF32 sm80 xmma and TF32 s1688gemm (k-tile residue first
   // 437x16x4160, S = 15: 16 ceil(260/15) = 288. 243x164x48, S = 4 (K < T S): 4-units, 12.
   t.key = "cutlass_80_tensorop_s1688gemm_64x64_16x6_tn_align1";
   t.split = 17;
-  REQUIRE(launch_rule(t, "tf32", "fp32", 4640).model ==
-          "hw:k=8,frac=25,tf32=rne,ktile=16,chunk=288");
+  r = launch_rule(t, "tf32", "fp32", 4640);
+  REQUIRE(r.model == "hw:k=8,frac=25,tf32=rne,ktile=16,chunk=288");
+  // Whole-tile parts that differ from the 4-unit ones rest on the 2 shapes they were fitted on:
+  // announced.
+  REQUIRE(r.status == LaunchRule::Status::unverified);
+  REQUIRE(r.why.find("fitted on") != std::string::npos);
   t.split = 15;
   REQUIRE(launch_rule(t, "tf32", "fp32", 4160).model ==
           "hw:k=8,frac=25,tf32=rne,ktile=16,chunk=288");
   t.split = 4;
   REQUIRE(launch_rule(t, "tf32", "fp32", 48).model == "hw:k=8,frac=25,tf32=rne,ktile=16,chunk=12");
+  // 16 | K with the same part either way (4 ceil(ceil(K/S)/4) = 16 ceil(ceil(K/16)/S)): verified.
+  // 1600, S = 5: 320 both.
+  t.split = 5;
+  r = launch_rule(t, "tf32", "fp32", 1600);
+  REQUIRE(r.model == "hw:k=8,frac=25,tf32=rne,ktile=16,chunk=320");
+  REQUIRE(r.status == LaunchRule::Status::verified);
   // 16 does not divide 4097 (17x31x4097, S = 61): 4-units, 4 ceil(68/4) = 68.
   t.split = 61;
   REQUIRE(launch_rule(t, "tf32", "fp32", 4097).model ==
@@ -271,8 +281,8 @@ TEST_CASE("cublas-sm90 precedence: verified launch rule, verified shape, unverif
   REQUIRE(s.model.chunk == 56);
   // The s1688gemm fp32 output (verified since its k-tile is modelled): the rule, silently, also
   // at a shape that holds a verified entry of its own (the rule wins, as for fp32 64x64x512).
-  // (No compiled-in rule of this branch is unverified; model_for_shape's unverified path is
-  // the one a rule with verified = false in launch_rules.cpp takes.)
+  // (The unverified path of model_for_shape is the one the sm90 segment-k TF32 rule, TF32
+  // whole-tile parts and s16816gemm splits with 64 | K take: the family rules test below.)
   s = model_for_shape(b16, 33, 65, 777, "bf16", "fp32", p);
   REQUIRE(s.measured);
   REQUIRE(s.model.k_group == 8);
