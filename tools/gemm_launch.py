@@ -24,7 +24,9 @@ the kernels that followed ("splitKreduce/f32", "splitKreduce/bf16", "splitKreduc
 "reduce_1Block", "xmma_split_k", joined by "+"), "" when none did. S is gridDim.z of the GEMM
 kernel (for split-K kernels the number of parts; its meaning for other families is theirs),
 except for dot_kernel, whose gridDim.z is the batch of outputs: there S is gridDim.x, the CTAs
-that share one output's K (bench/results/2026-12-01-h200-gemm-simt.md).
+that share one output's K (bench/results/2026-12-01-h200-gemm-simt.md), and for nvjet and the
+sm90 xmma segment-k kernels: gridDim.x y z, the CTA count (they carry their split in x y: tiles x
+parts).
 
 With --base, the section is a delta against another GPU's capture of the same shapes (written
 for the compiled-in profiles of a second GPU, docs/SEMANTICS.md 15.6): the records are those of
@@ -117,6 +119,11 @@ def record_of(kernels):
     S = int(grid[2]) if grid and len(grid) > 2 else 1
     if family_of(name) == "dot" and grid:
         S = int(grid[0])  # the CTAs along K (gridDim.z is the batch of outputs)
+    if (family_of(name) == "nvjet" or "segment_k" in name) and grid and len(grid) > 2:
+        # nvjet and the sm90 xmma segment-k kernels carry their split in the grid's x y (tiles
+        # x parts): their S is the CTA count, which sim/gemm/launch_rules.cpp divides by the
+        # tile count of M, N and the name.
+        S = int(grid[0]) * int(grid[1]) * int(grid[2])
     return (family_of(name), key_of(name), "+".join(reduce_of(k[0]) for k in kernels[1:]), S)
 
 

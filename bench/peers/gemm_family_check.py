@@ -61,11 +61,11 @@ def load_launch(paths, t):
     return recs
 
 
-def s_candidates(rec, t, o, K):
+def s_candidates(rec, t, o, K, M=0, N=0):
     """S = 1 .. min(K, 512), one per distinct model of the rule (one per part size)."""
     out, seen = [], set()
     for S in range(1, min(K, 512) + 1):
-        rule = family_rule(rec[:3] + (S,), t, o, K, {})
+        rule = family_rule(rec[:3] + (S,), t, o, K, {}, M, N)
         if rule is not None and rule[0] not in seen:
             seen.add(rule[0])
             out.append(S)
@@ -76,15 +76,15 @@ def check_shape(args, t, seed, e, want, recs):
     M, N, K = e["M"], e["N"], e["K"]
     a, b = fit.inputs(t, seed, TYPE_INDEX[t], e["i"], M, N, K)
     res = {"i": e["i"], "M": M, "N": N, "K": K, "outs": {}}
-    codes = a.view(np.uint32) if a.dtype == np.float32 else a
+    codes = a.view(np.uint32) if a.dtype == np.float32 else a  # tf32: the fp32 codes
     if int(codes.astype(np.int64).sum()) != e["sum_a"]:
         res["error"] = "input checksum differs"
         return res
-    rows = max(1, min(M, int(args.check_products // max(1, N * K))))
+    rows = max(1, min(M, e.get("rows", M), int(args.check_products // max(1, N * K))))
     fitted_S = None
     with tempfile.TemporaryDirectory() as tmp:
         for o in sorted(want, key=lambda x: x != "fp32"):  # fp32 first: its S seeds the fit
-            w = want[o].reshape(M, N)
+            w = want[o].reshape(-1, N)  # the captured rows (all M, or the entry's "rows")
             rec = recs.get((o, M, N, K))
             src = "record"
             if rec is None:
@@ -92,12 +92,12 @@ def check_shape(args, t, seed, e, want, recs):
                 src = "none" if not rec[2].startswith("splitKreduce/") else "fitted"
             r = {"record": list(rec), "S_source": src, "outputs": rows * N}
             if src == "fitted":
-                cands = s_candidates(rec, t, o, K)
+                cands = s_candidates(rec, t, o, K, M, N)
                 if fitted_S in cands:
                     cands = [fitted_S] + [s for s in cands if s != fitted_S]
                 best = None
                 for S in cands:
-                    rule = family_rule(rec[:3] + (S,), t, o, K, {})
+                    rule = family_rule(rec[:3] + (S,), t, o, K, {}, M, N)
                     if rule is None:
                         break
                     got = fit.run_exmy(args.exmy, tmp, t, a[:1], b, rule[0], o)
@@ -116,7 +116,7 @@ def check_shape(args, t, seed, e, want, recs):
                     if o == "fp32":
                         fitted_S = best[1]
             else:
-                rule = family_rule(rec, t, o, K, {})
+                rule = family_rule(rec, t, o, K, {}, M, N)
                 if rule is None:
                     r["error"] = "no family rule"
                 else:

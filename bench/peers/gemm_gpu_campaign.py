@@ -151,7 +151,7 @@ def launch_model(P, gpu, t, o, M, N, K):
         ok = bool(exact) and P.entries_hold(gpu, t, M, N, K)
         return FP8_RULE, not ok, "FP8 rule (verified shape)" if ok else "FP8 rule", None
     rec, differs = P.target(gpu, (t, o, M, N, K))
-    rule = rules.family_rule(rec, t, o, K) if rec else None
+    rule = rules.family_rule(rec, t, o, K, M, N) if rec else None
     if rule and rule[1] and not differs:
         return rule[0], False, "verified rule", rec
     if exact and P.entries_hold(gpu, t, M, N, K):
@@ -208,11 +208,12 @@ def check_shape(args, P, t, ti, seed, e, want):
     if int(codes.astype(np.int64).sum()) != e["sum_a"]:
         res["error"] = "input checksum differs"
         return res
-    full = M * N * K <= args.full_products
-    rows = M if full else max(1, min(M, int(args.check_products // max(1, N * K))))
+    cap_rows = e.get("rows", M)  # gemm_tc_capture.py stores the first rows only
+    full = M * N * K <= args.full_products and cap_rows == M
+    rows = M if full else max(1, min(cap_rows, int(args.check_products // max(1, N * K))))
     with tempfile.TemporaryDirectory() as tmp:
         for o, w in want.items():
-            w = w.reshape(M, N)[:rows].ravel()
+            w = w.reshape(-1, N)[:rows].ravel()
             kern = e.get("kernels", {}).get(o, [])
             model, announced, why, rec = launch_model(P, args.gpu, t, o, M, N, K)
             r = {"outputs": int(w.size), "full": full, "model": model, "announced": announced,
@@ -226,7 +227,8 @@ def check_shape(args, P, t, ti, seed, e, want):
                     r["replica_agrees"] = bool((pg == got).all()) and (
                         (len(lines) > 0) == announced)
                 crec = rec or cap_record(kern)
-                crule = rules.family_rule(crec, t, o, K) if crec and t != "e4m3fn" else None
+                crule = (rules.family_rule(crec, t, o, K, M, N) if crec and t != "e4m3fn"
+                         else None)
                 if crule:
                     r["cap_rule"] = crule[0]
                     r["cap_rule_verified"] = crule[1]

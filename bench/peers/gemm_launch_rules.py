@@ -23,18 +23,43 @@ RULES = {
     ("wmma", "bf16", "fp32"): ("hw:k=16,frac=25", 8, True, FROM_NAME, 64),
     ("wmma", "fp16", "fp16"): ("hw:k=16,frac=25", 8, True, FROM_NAME, 64),
     ("wmma", "fp16", "fp32"): ("hw:k=16,frac=25", 8, True, FROM_NAME, 64),
+    ("s16816gemm", "bf16", "bf16"): ("hw:k=16,frac=25", 8, True, FROM_NAME, 0),
+    ("s16816gemm", "bf16", "fp32"): ("hw:k=16,frac=25", 8, True, FROM_NAME, 0),
+    ("s16816gemm", "fp16", "fp16"): ("hw:k=16,frac=25", 8, True, FROM_NAME, 0),
+    ("s16816gemm", "fp16", "fp32"): ("hw:k=16,frac=25", 8, True, FROM_NAME, 0),
+    ("nvjet", "bf16", "bf16"): ("hw:k=16,frac=25", 64, True, 0, 0),
+    ("nvjet", "bf16", "fp32"): ("hw:k=16,frac=25", 64, True, 0, 0),
+    ("nvjet", "fp16", "fp16"): ("hw:k=16,frac=25", 64, True, 0, 0),
+    ("nvjet", "fp16", "fp32"): ("hw:k=16,frac=25", 64, True, 0, 0),
     ("xmma_tf32", "tf32", "fp32"): ("hw:k=8,frac=25,tf32=rne", 4, True, 0, 0),
-    ("s1688gemm_tf32", "tf32", "fp32"): ("hw:k=8,frac=25,tf32=rne", 4, False, FROM_NAME, 0),
+    ("s1688gemm_tf32", "tf32", "fp32"): ("hw:k=8,frac=25,tf32=rne", 4, True, FROM_NAME, 0),
 }
 # Rules whose split parts are whole k-tiles (P = T ceil(ceil(K/T)/S)) where T divides K and
 # K >= T S (kRules' tile_parts).
 TILE_PARTS = {("s1688gemm_tf32", "tf32", "fp32")}
 # Rules that hold only for kernels whose name starts so.
-KEY_PREFIX = {"xmma_tf32": "sm80_xmma_gemm_"}
+KEY_PREFIX = {"xmma_tf32": "sm80_xmma_gemm_", "nvjet": "nvjet_sm90_"}
 # sm80 xmma FFMA (kRules' xmma_slices): k-tiles of the name's tilesize<M>x<N>x<T> round-robin
 # over the S = gridDim.z CTAs, their partials added in CTA order by xmma's split_k kernel or by
 # the kernel's own fold without it. (family, in, out): verified.
 XMMA_SLICES = {("xmma_ffma", "fp32", "fp32"): True, ("xmma_ffma", "tf32", "fp32"): False}
+# Rules whose records hold the CTA count: split = S / nvjet_tiles (kRules' grid_split).
+GRID_SPLIT = {"nvjet"}
+# Rules not verified for a split where K is a multiple of this (kRules' unverified_aligned).
+UNVERIFIED_ALIGNED = {"s16816gemm": 64}
+
+
+def nvjet_tiles(key, M, N):
+    """Tiles of an nvjet launch: the name's _<a>x<b>_ (a along N, b along M) padded to its
+    cluster _<cx>x<cy>_ (0 if the name has no such fields or M, N are unknown)."""
+    m = re.match(r"nvjet_sm90_[a-z]+_(\d+)x(\d+)_(\d+)x(\d+)_(\d+)x(\d+)_", key)
+    if not m or not M or not N:
+        return 0
+    a, b, cx, cy = (int(m.group(i)) for i in (1, 2, 5, 6))
+    if 0 in (a, b, cx, cy):
+        return 0
+    pad = lambda v, c: c * -(-v // c)  # noqa: E731
+    return pad(-(-N // a), cx) * pad(-(-M // b), cy)
 # The instruction k of each base (a k-tile must be a multiple of it).
 INSTR_K = {"hw:k=8,frac=25": 8, "hw:k=16,frac=25": 16, "hw:k=8,frac=25,tf32=rne": 8}
 
@@ -84,7 +109,16 @@ def cuda_core_rule(fam, key, red, S, t, K):
 
 
 
-def family_rule(rec, t, o, K):
+def segment_tiles(key, M, N):
+    """(tiles, k-tile) of an sm90 xmma segment-k name's _tilesize<a>x<b>x<T>_ (a along M)."""
+    m = re.search(r"_tilesize(\d+)x(\d+)x(\d+)_", key)
+    if not m or not M or not N or 0 in [int(x) for x in m.groups()]:
+        return 0, 0
+    a, b, T = (int(x) for x in m.groups())
+    return -(-M // a) * -(-N // b), T
+
+
+def family_rule(rec, t, o, K, M=0, N=0):
     """(model, verified) of the family rule for record `rec`, or None (no rule applies)."""
     fam, key, red, S = rec
     if fam in ("dot", "gemmSN", "gemvx"):
@@ -99,11 +133,27 @@ def family_rule(rec, t, o, K):
         # the split counts the trees and outputs covered (kRules' xmma_rule)
         seen = S == 1 or (S <= 88 if red else 16 <= S <= 264)
         return m, XMMA_SLICES[(fam, t, o)] and seen
+    if (fam, t, o) == ("xmma_tf32", "tf32", "fp32") and key.startswith("sm90_xmma_gemm_"):
+        # kRules' segment_k row (not verified): segments of whole k-tiles, a tree in the kernel
+        tiles, T = segment_tiles(key, M, N)
+        if "segment_k" not in key or not tiles or S % tiles or red:
+            return None
+        seg = S // tiles
+        m = "hw:k=8,frac=25,tf32=rne"
+        return (m + (",split=%d,tile=%d,tail,tree" % (seg, T) if seg > 1 else "")), False
     rule = RULES.get((fam, t, o))
     if rule is None or not key.startswith(KEY_PREFIX.get(fam, "")):
         return None
     base, g, verified, ktile, aligned = rule
+    if fam in GRID_SPLIT:
+        tiles = nvjet_tiles(key, M, N)
+        if not tiles or S % tiles:
+            return None
+        S = S // tiles
     split = red.startswith("splitKreduce/")
+    ua = UNVERIFIED_ALIGNED.get(fam, 0)
+    if ua and split and S > 1 and K % ua == 0:
+        verified = False
     if (S > 1 and not split) or (red and not split):
         return None
     m = base
@@ -118,6 +168,8 @@ def family_rule(rec, t, o, K):
         if aligned and K % aligned == 0:
             g = aligned
         if (fam, t, o) in TILE_PARTS and T and K % T == 0 and K >= T * S:
+            if split_part(K, S, T) != split_part(K, S, g):
+                verified = False  # whole-tile parts differing from the unit's: 2 fitted shapes
             g = T
         m += (":chunk=%d" if seq else ",chunk=%d") % split_part(K, S, g)
         if red in ("splitKreduce/bf16", "splitKreduce/fp16"):

@@ -39,10 +39,10 @@ import gemm_launch_rules as rules  # noqa: E402
 ALL_TYPES = ["bf16", "fp16", "tf32", "fp32", "e4m3fn"]
 
 
-def family_rule(rec, t, o, K, verified_table):
+def family_rule(rec, t, o, K, verified_table, M=0, N=0):
     """Replica of sim/gemm/launch_rules.cpp (gemm_launch_rules.py): (model, verified) or None;
     verified as --verified says."""
-    r = rules.family_rule(rec, t, o, K)
+    r = rules.family_rule(rec, t, o, K, M, N)
     if r is None:
         return None
     return r[0], verified_table.get((rec[0], t, o), False)
@@ -51,7 +51,7 @@ def family_rule(rec, t, o, K, verified_table):
 def launch_model(args, t, o, M, N, K):
     """Replica of model_for_shape (accum_model.cpp): (model, silent, rule, launch record)."""
     rec = args.launch.get((t, o, M, N, K))
-    rule = family_rule(rec, t, o, K, args.verified) if rec else None
+    rule = family_rule(rec, t, o, K, args.verified, M, N) if rec else None
     if rule and rule[1]:
         return rule[0], True, rule, rec
     ent = [e for e in args.entries if e["type"] == t and (e["M"], e["N"], e["K"]) == (M, N, K)

@@ -1,5 +1,6 @@
-"""Compare FPRev summation trees of cuBLAS's CUTLASS 2.x kernels (wmma, s1688gemm) with the tree
-of exmy's model `hw:k=G,frac=25,ktile=T[,chunk=P]` (issue 30; docs/SEMANTICS.md 15.2, 15.6).
+"""Compare FPRev summation trees of cuBLAS's CUTLASS 2.x kernels (wmma, s1688gemm, s16816gemm) and
+nvjet kernels with the tree of exmy's model `hw:k=G,frac=25[,ktile=T][,chunk=P]` (issue 30;
+docs/SEMANTICS.md 15.2, 15.6; nvjet: no k-tile residue, 64-k parts, its split = CTAs / tiles).
 Off the GPU, numpy only:
 
     python3 bench/peers/gemm_tile_trees.py FPREV.npz LAUNCH.json[.xz] TYPE [--families wmma,s1688gemm]
@@ -25,6 +26,9 @@ import numpy as np
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tools"))
 import gemm_launch  # noqa: E402
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import gemm_launch_rules as rules  # noqa: E402
 
 
 def parts(K, S, U=8):
@@ -75,10 +79,13 @@ def main():
     p.add_argument("fprev")
     p.add_argument("launch")
     p.add_argument("type")
-    p.add_argument("--families", default="wmma,s1688gemm")
+    p.add_argument("--families", default="wmma,s1688gemm,s16816gemm,nvjet")
     p.add_argument("--s1688-ktile", type=int, default=32)
     # wmma: parts of U ceil(ceil(K/S)/U) k with U = 64 where K is a multiple of 64, else 8
     p.add_argument("--wmma-aligned-unit", type=int, default=64)
+    # s16816gemm (mma.sync m16n8k16, k-tile from the name): parts of 8-k units; no tree has
+    # 64 | K (bench/results/2026-12-01-h200-gemm-tc.md), so no aligned unit by default
+    p.add_argument("--s16816-aligned-unit", type=int, default=0)
     args = p.parse_args()
     d = np.load(args.fprev)
     meta = json.loads(str(d["meta"]))
@@ -95,10 +102,19 @@ def main():
         fam, name, red, S = gemm_launch.record_of(ks)
         if fam not in fams:
             continue
-        if fam == "wmma":
+        if fam in ("wmma", "s16816gemm"):
             m = re.search(r"_(\d+)x(\d+)_(\d+)x(\d+)_", name)
             G, T = 16, int(m.group(3))
-            U = args.wmma_aligned_unit if K % args.wmma_aligned_unit == 0 else 8
+            au = args.wmma_aligned_unit if fam == "wmma" else args.s16816_aligned_unit
+            U = au if au and K % au == 0 else 8
+        elif fam == "nvjet":
+            # groups of 16 from each part's start, parts of 64-k units, the split = CTAs /
+            # tiles (the record's S is the CTA count; launch_rules.cpp grid_split)
+            G, T, U = 16, 0, 64
+            tiles = rules.nvjet_tiles(name, M, N)
+            if not tiles or S % tiles:
+                continue
+            S = S // tiles
         else:
             G, T, U = 8, args.s1688_ktile, 8
         Sx = S if red.startswith("splitKreduce/") else 1

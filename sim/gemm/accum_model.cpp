@@ -14,11 +14,12 @@ namespace exmy::gemm {
 
 std::string accum_model_help() {
   return "exact | fp32-seq[:chunk=P | "
-         ":lanes=L[,vec=V|auto][,lanesum=tree|seq|fold][,lanechunk=C]][,split=S[,tile=T]"
+         ":lanes=L[,vec=V|auto][,lanesum=tree|seq|fold][,lanechunk=C]][,split=S[,tile=T[,tail]]"
          "[,tree]] | fp32-seq:dot=G | pairwise | "
-         "hw:k=K,frac=N[,inter=M][,rne][,tf32[=rz|rna|rne]][,sub=G][,ktile=T][,split=S[,tile=T]"
-         "[,tree]][,chunk=P[,rp]] | "
-         "amd:k=K[,frac=N][,two-stage][,tf32][,ktile=T][,split=S[,tile=T][,tree]][,chunk=P] | "
+         "hw:k=K,frac=N[,inter=M][,rne][,tf32[=rz|rna|rne]][,sub=G][,ktile=T][,split=S"
+         "[,tile=T[,tail]][,tree]][,chunk=P[,rp]] | "
+         "amd:k=K[,frac=N][,two-stage][,tf32][,ktile=T][,split=S[,tile=T[,tail]][,tree]][,chunk=P] "
+         "| "
          "sm80 | sm90 | sm100 | cublas-sm90[-h100|-h200] | cdna3";
 }
 
@@ -150,6 +151,8 @@ AccumModel parse_accum_model(const std::string& text, int a_bits) {
         m.reduce_tree = true;
       } else if (key == "tile") {
         m.tile = num(1, 1 << 20);
+      } else if (key == "tail" && val.empty()) {
+        m.tile_tail = true;
       } else if (key == "ktile") {
         m.ktile = num(1, 1 << 20);
       } else if (key == "chunk") {
@@ -193,6 +196,7 @@ AccumModel parse_accum_model(const std::string& text, int a_bits) {
           "lanes must be a power of two for the halving tree (lanesum=seq and fold take "
           "any lanes)");
     }
+    if (m.tile_tail && m.tile == 0) bad(text, "tail needs tile=T");
     if (amd && m.frac_bits > 30) bad(text, "amd's frac is at most 30");
     if (m.ktile > 0 && m.ktile % m.k_group != 0) {
       bad(text, "ktile=" + std::to_string(m.ktile) +
@@ -377,7 +381,7 @@ ShapeModel model_for_shape(const AccumModel& m, std::size_t M, std::size_t N, st
   const LaunchRecord* rec = tl.rec;
   LaunchRule lr;
   if (rec != nullptr) {
-    lr = launch_rule(*rec, type, out, K);
+    lr = launch_rule(*rec, type, out, M, N, K);
     if (lr.status == LaunchRule::Status::verified && tl.note.empty()) {
       take(lr.model);
       r.measured = true;

@@ -37,8 +37,10 @@ struct AccumModel {
   bool truncate_tf32 = false;  // fp32 inputs read as tf32 (low 13 bits dropped), as MMA-Sim does
   int split_k = 1;
   // Split-K parts made of whole k-tiles of `tile` k (0: parts of ceil(K/S) k): with T = ceil(K /
-  // tile) tiles, the first T mod S parts get one tile more than the others.
+  // tile) tiles, the first T mod S parts get one tile more than the others (`tail`: the last
+  // T mod S parts; the partial tile then lies in the last part).
   int tile = 0;
+  bool tile_tail = false;
   // How split-K parts are added: in part order (false) or as a balanced tree (left half of
   // floor(S/2) parts, recursively).
   bool reduce_tree = false;
@@ -91,10 +93,10 @@ struct AccumModel {
 };
 
 // Parses exact | fp32-seq | pairwise |
-// fp32-seq:[chunk=P | lanes=L[,vec=V|auto][,lanesum=tree|seq|fold][,lanechunk=C]][,split=S[,tile=T]
-//   [,tree]] |
+// fp32-seq:[chunk=P | lanes=L[,vec=V|auto][,lanesum=tree|seq|fold][,lanechunk=C]]
+//   [,split=S[,tile=T[,tail]][,tree]] |
 // fp32-seq:dot=G |
-// hw:k=K,frac=N[,inter=M][,rne][,tf32[=rz|rna|rne]][,ktile=T][,split=S[,tile=T][,tree]]
+// hw:k=K,frac=N[,inter=M][,rne][,tf32[=rz|rna|rne]][,ktile=T][,split=S[,tile=T[,tail]][,tree]]
 //   [,chunk=P[,rp]] |
 // a preset: sm80 | sm90 | sm100 | cublas-sm90 (sm90 with the instruction K of the input type) |
 // cublas-sm90-NAME (cublas-sm90 with one GPU's launch records: cublas-sm90-h100, -h200).
@@ -117,6 +119,7 @@ inline native::DotModel dot_model(const AccumModel& m) {
   d.inter_rne = m.inter_rne;
   d.split_k = m.split_k;
   d.tile = m.tile;
+  d.tile_tail = m.tile_tail;
   d.reduce_tree = m.reduce_tree;
   d.chunk = m.chunk;
   d.sub_group = m.sub_group;

@@ -1,6 +1,7 @@
 #include "sim/gemm/launch_rules.hpp"
 
 #include <cstring>
+#include <utility>
 
 #include "sim/common/error.hpp"
 #include "sim/gemm/accum_model.hpp"
@@ -41,6 +42,21 @@ struct FamilyRule {
   // K >= T S (else `unit`): cuBLAS's TF32 s1688gemm at 413x3x4640 (S = 17) and 437x16x4160
   // (S = 15) on the H200 (bench/results/2026-12-01-h200-gemm-campaign.md).
   bool tile_parts = false;
+  // nvjet_sm90_* (cuBLAS's sm90 kernels): the split is carried in the grid's x y, and the
+  // record's S is the CTA count (tools/gemm_launch.py); the split count is S / tiles, the tiles
+  // of the name's _<a>x<b>_ (a along N, b along M) padded to its cluster _<cx>x<cy>_:
+  // tiles = cx ceil(ceil(N/a)/cx) * cy ceil(ceil(M/b)/cy)
+  // (bench/results/2026-12-01-h200-gemm-tc.md).
+  bool grid_split = false;
+  // Where K is a multiple of this many k (0: never) and the launch splits, the rule is not
+  // verified: no captured shape of the family has such a K (s16816gemm; wmma's parts are 64-k
+  // units there).
+  std::size_t unverified_aligned = 0;
+  // sm90 xmma segment-k kernels (..._tilesize<a>x<b>x<T>_..._execute_segment_k_on_kernel...):
+  // the record's S is the CTA count; segments = S / (ceil(M/a) ceil(N/b)), each a run of whole
+  // k-tiles of T (the extra tiles in the last segments, the partial tile in the last), added as
+  // a balanced tree in the kernel: `,split=segments,tile=T,tail,tree`.
+  bool segment_k = false;
   // cuBLAS's sm80 xmma FFMA kernels (sm80_xmma_gemm_f32f32_f32f32_f32_*_tilesize<M>x<N>x<T>_*):
   // the k-tiles of T k go round-robin to the S = gridDim.z CTAs (tile t to CTA t mod S), each
   // an FMA chain over its tiles in k order from +0 (`fp32-seq:lanes=S,vec=T`); the S partials
@@ -51,6 +67,12 @@ struct FamilyRule {
 };
 
 constexpr int kFromName = -1;
+
+constexpr const char* kS16816Evidence =
+    "FPRev trees of 29 shapes and every output of the 7 captured H200 shapes of the family";
+constexpr const char* kNvjetEvidence =
+    "FPRev trees of 14 H200 shapes, every output of the 11 captured H200 shapes of the family, "
+    "and the H100 profile's 17 verified nvjet shapes";
 
 // SIMT SGEMM (cutlass_80_simt_sgemm_*): CUDA-core FMA chains, also for TF32 requests (the CUDA
 // cores read the fp32 values unrounded); 16-bit s1688gemm (cutlass_75_tensorop_*s1688gemm_*):
@@ -95,23 +117,49 @@ constexpr FamilyRule kRules[] = {
     // m16n8k8, never split on the H100 or H200: S = 1, no reduction) and CUTLASS TF32 s1688gemm
     // (cutlass_80_tensorop_s1688gemm_*), whose mainloop runs the k-tile residue of each split
     // part first (FPRev trees, bench/results/2026-12-01-h200-gemm-campaign.md).
+    // s16816gemm (cutlass_80_tensorop_*s16816gemm_*, mma.sync m16n8k16): MMA-Sim's Hopper k = 16
+    // unit, the k-tile of the name with its residue first, split parts of 8 ceil(ceil(K/S)/8) k
+    // (FPRev trees of 20 H200 and 9 H100 shapes; bench/results/2026-12-01-h200-gemm-tc.md).
+    {"s16816gemm", "bf16", "bf16", "hw:k=16,frac=25", 8, true, kS16816Evidence, kFromName, 0,
+     nullptr, false, false, 64},
+    {"s16816gemm", "bf16", "fp32", "hw:k=16,frac=25", 8, true, kS16816Evidence, kFromName, 0,
+     nullptr, false, false, 64},
+    {"s16816gemm", "fp16", "fp16", "hw:k=16,frac=25", 8, true, kS16816Evidence, kFromName, 0,
+     nullptr, false, false, 64},
+    {"s16816gemm", "fp16", "fp32", "hw:k=16,frac=25", 8, true, kS16816Evidence, kFromName, 0,
+     nullptr, false, false, 64},
+    // nvjet_sm90_* (wgmma, k = 16): groups of 16 k from each part's start (no k-tile residue
+    // first), split parts of 64 ceil(ceil(K/split)/64) k, split = CTAs / tiles (grid_split).
+    {"nvjet", "bf16", "bf16", "hw:k=16,frac=25", 64, true, kNvjetEvidence, 0, 0, "nvjet_sm90_",
+     false, true},
+    {"nvjet", "bf16", "fp32", "hw:k=16,frac=25", 64, true, kNvjetEvidence, 0, 0, "nvjet_sm90_",
+     false, true},
+    {"nvjet", "fp16", "fp16", "hw:k=16,frac=25", 64, true, kNvjetEvidence, 0, 0, "nvjet_sm90_",
+     false, true},
+    {"nvjet", "fp16", "fp32", "hw:k=16,frac=25", 64, true, kNvjetEvidence, 0, 0, "nvjet_sm90_",
+     false, true},
     {"xmma_tf32", "tf32", "fp32", "hw:k=8,frac=25,tf32=rne", 4, true,
      "bit-exact on all 426 captured H100 and all 160 captured H200 TF32 shapes of the sm80 "
      "kernel",
      0, 0, "sm80_xmma_gemm_"},
-    {"s1688gemm_tf32", "tf32", "fp32", "hw:k=8,frac=25,tf32=rne", 4, false,
-     "the FPRev trees of 32 shapes on the H100 and the H200 and all 8 captured H200 shapes "
-     "with a record agree; the H100 captures' outputs are not yet checked with it",
+    // The sm90 xmma TF32 segment-k kernel (wgmma, k = 8): one shape (338x344x12676 on the
+    // H200, 4 segments of 99, 99, 99, 100 k-tiles added as a tree) reproduced; not verified.
+    {"xmma_tf32", "tf32", "fp32", "hw:k=8,frac=25,tf32=rne", 4, false,
+     "fitted on the one captured shape (H200 338x344x12676, every output)", 0, 0, "sm90_xmma_gemm_",
+     false, false, 0, true},
+    {"s1688gemm_tf32", "tf32", "fp32", "hw:k=8,frac=25,tf32=rne", 4, true,
+     "the FPRev trees of 32 shapes on the H100 and the H200; every output of the 112 captured "
+     "H200 shapes of the family with their records",
      kFromName, 0, nullptr, true},
     // sm80 xmma FFMA (SGEMM on the CUDA cores; also for TF32 requests, which read the fp32
     // values unrounded): k-tiles round-robin over the gridDim.z CTAs (xmma_slices above).
     {"xmma_ffma", "fp32", "fp32", "fp32-seq", 0, true,
      "every FPRev tree of the family (56 shapes, H100 and H200) and every output of all 50 "
      "captured H200 shapes of the family",
-     0, 0, nullptr, false, true},
+     0, 0, nullptr, false, false, 0, false, true},
     {"xmma_ffma", "tf32", "fp32", "fp32-seq", 0, false,
      "the fp32 rule; no TF32-request output of the family was captured", 0, 0, nullptr, false,
-     true},
+     false, 0, false, true},
 };
 
 // The k-tile T of an xmma name's tilesize<M>x<N>x<T> (0 if it has none).
@@ -145,6 +193,45 @@ std::size_t name_ktile(const std::string& key) {
     if (ok) return f[2];
   }
   return 0;
+}
+
+// The CTA tiles of an nvjet launch (FamilyRule::grid_split): the name's
+// nvjet_sm90_<types>_<a>x<b>_<k>x<k2>_<cx>x<cy>_..., 0 if it has no such fields or M, N are 0.
+std::size_t nvjet_tiles(const std::string& key, std::size_t M, std::size_t N) {
+  const std::string pre = "nvjet_sm90_";
+  if (key.rfind(pre, 0) != 0 || M == 0 || N == 0) return 0;
+  std::size_t p = key.find('_', pre.size());  // after <types>
+  std::size_t f[6] = {0, 0, 0, 0, 0, 0};
+  for (int n = 0; n < 6; ++n) {
+    if (p == std::string::npos || p + 1 >= key.size()) return 0;
+    ++p;  // the separator: '_' before a pair, 'x' inside one
+    const std::size_t q = p;
+    while (p < key.size() && key[p] >= '0' && key[p] <= '9') f[n] = f[n] * 10 + (key[p++] - '0');
+    const char want = n % 2 == 0 ? 'x' : '_';
+    if (p == q || p >= key.size() || key[p] != want || f[n] == 0) return 0;
+  }
+  auto pad = [](std::size_t v, std::size_t c) { return c * ((v + c - 1) / c); };
+  const std::size_t a = f[0], b = f[1], cx = f[4], cy = f[5];
+  return pad((N + a - 1) / a, cx) * pad((M + b - 1) / b, cy);
+}
+
+// The output tiles and k-tile of an sm90 xmma segment-k launch (FamilyRule::segment_k): the
+// name's _tilesize<a>x<b>x<T>_ (a along M, b along N); {0, 0} without it or M, N unknown.
+std::pair<std::size_t, std::size_t> segment_tiles(const std::string& key, std::size_t M,
+                                                  std::size_t N) {
+  const std::string tag = "_tilesize";
+  const std::size_t at = key.find(tag);
+  if (at == std::string::npos || M == 0 || N == 0) return {0, 0};
+  std::size_t p = at + tag.size();
+  std::size_t f[3] = {0, 0, 0};
+  for (int n = 0; n < 3; ++n) {
+    const std::size_t q = p;
+    while (p < key.size() && key[p] >= '0' && key[p] <= '9') f[n] = f[n] * 10 + (key[p++] - '0');
+    const char want = n < 2 ? 'x' : '_';
+    if (p == q || p >= key.size() || key[p] != want || f[n] == 0) return {0, 0};
+    ++p;
+  }
+  return {((M + f[0] - 1) / f[0]) * ((N + f[1] - 1) / f[1]), f[2]};
 }
 
 std::string record_name(const LaunchRecord& r) {
@@ -275,12 +362,19 @@ LaunchRule cuda_core_rule(const LaunchRecord& r, const std::string& in, const st
 }  // namespace
 
 std::string launch_record_name(const LaunchRecord& r) {
-  return "launch record " + r.family + " (" + r.key + ") split " + std::to_string(r.split) +
-         (r.reduce.empty() ? "" : " + " + r.reduce);
+  // nvjet's records hold the CTA count (its split is in the grid's x y; FamilyRule::grid_split).
+  const bool ctas = r.family == "nvjet" || r.key.find("segment_k") != std::string::npos;
+  return "launch record " + r.family + " (" + r.key + ")" + (ctas ? " CTAs " : " split ") +
+         std::to_string(r.split) + (r.reduce.empty() ? "" : " + " + r.reduce);
 }
 
 LaunchRule launch_rule(const LaunchRecord& r, const std::string& in, const std::string& out,
                        std::size_t K) {
+  return launch_rule(r, in, out, 0, 0, K);
+}
+
+LaunchRule launch_rule(const LaunchRecord& r, const std::string& in, const std::string& out,
+                       std::size_t M, std::size_t N, std::size_t K) {
   if (r.family == "dot" || r.family == "gemmSN" || r.family == "gemvx") {
     return cuda_core_rule(r, in, out, K);
   }
@@ -299,7 +393,39 @@ LaunchRule launch_rule(const LaunchRecord& r, const std::string& in, const std::
   }
   if (rule->xmma_slices) return xmma_rule(*rule, r);
   const bool split_reduce = r.reduce.rfind("splitKreduce/", 0) == 0;
-  if (r.split > 1 && !split_reduce) {
+  std::size_t split = r.split;
+  if (rule->segment_k) {
+    const auto [tiles, T] = segment_tiles(r.key, M, N);
+    if (r.key.find("segment_k") == std::string::npos || tiles == 0 || r.split % tiles != 0 ||
+        !r.reduce.empty()) {
+      lr.why = record_name(r) + ": its " + std::to_string(r.split) + " CTAs are not a multiple " +
+               "of the name's tiles (" + std::to_string(tiles) + "), or a reduction followed, " +
+               "or it is no segment-k kernel";
+      return lr;
+    }
+    const std::size_t seg = r.split / tiles;
+    std::string model = rule->base;
+    if (seg > 1) {
+      model += ",split=" + std::to_string(seg) + ",tile=" + std::to_string(T) + ",tail,tree";
+    }
+    lr.model = model;
+    lr.status = rule->verified ? LaunchRule::Status::verified : LaunchRule::Status::unverified;
+    lr.why = record_name(r) + " -> " + model +
+             (rule->verified ? " (verified family: " : " (family rule not verified: ") +
+             rule->evidence + ")";
+    return lr;
+  }
+  if (rule->grid_split) {
+    const std::size_t tiles = nvjet_tiles(r.key, M, N);
+    if (tiles == 0 || r.split % tiles != 0) {
+      lr.why = record_name(r) + ": its " + std::to_string(r.split) + " CTAs are not a multiple " +
+               "of the name's tiles (" + std::to_string(tiles) + " at " + std::to_string(M) + "x" +
+               std::to_string(N) + "), which the family rule needs";
+      return lr;
+    }
+    split = r.split / tiles;
+  }
+  if (split > 1 && !split_reduce) {
     lr.why = record_name(r) + ": a split without splitKreduce is not a case the family rule covers";
     return lr;
   }
@@ -329,11 +455,13 @@ LaunchRule launch_rule(const LaunchRecord& r, const std::string& in, const std::
       return lr;
     }
   }
+  bool tile_gap = false;  // whole-tile parts that differ from the unit's: fitted on 2 shapes
   if (split_reduce) {
     const bool aligned = rule->aligned_unit > 0 && K % rule->aligned_unit == 0;
-    const bool tiles = rule->tile_parts && T > 0 && K % T == 0 && K >= T * r.split;
-    const std::size_t P =
-        split_part(K, r.split, tiles ? T : (aligned ? rule->aligned_unit : rule->unit));
+    const bool tiles = rule->tile_parts && T > 0 && K % T == 0 && K >= T * split;
+    const std::size_t unit_P = split_part(K, split, aligned ? rule->aligned_unit : rule->unit);
+    const std::size_t P = tiles ? split_part(K, split, T) : unit_P;
+    tile_gap = tiles && P != unit_P;
     const bool seq = std::strncmp(rule->base, "fp32-seq", 8) == 0;
     model += (seq ? ":chunk=" : ",chunk=") + std::to_string(P);
     const bool partial16 = r.reduce == "splitKreduce/bf16" || r.reduce == "splitKreduce/fp16";
@@ -348,9 +476,19 @@ LaunchRule launch_rule(const LaunchRecord& r, const std::string& in, const std::
     }
   }
   lr.model = model;
-  lr.status = rule->verified ? LaunchRule::Status::verified : LaunchRule::Status::unverified;
+  // A split with K a multiple of unverified_aligned: no captured shape checks the part size.
+  const bool aligned_gap = rule->unverified_aligned > 0 && split_reduce && split > 1 &&
+                           K % rule->unverified_aligned == 0;
+  const bool verified = rule->verified && !aligned_gap && !tile_gap;
+  lr.status = verified ? LaunchRule::Status::verified : LaunchRule::Status::unverified;
   lr.why = record_name(r) + " -> " + model +
-           (rule->verified ? " (verified family: " : " (family rule not verified: ") +
+           (verified ? " (verified family: " : " (family rule not verified: ") +
+           (aligned_gap ? "no captured split shape of the family has K a multiple of " +
+                              std::to_string(rule->unverified_aligned) + "; elsewhere: "
+                        : std::string()) +
+           (tile_gap ? std::string("parts of whole k-tiles that differ from the unit's rest on "
+                                   "the 2 shapes they were fitted on; elsewhere: ")
+                     : std::string()) +
            rule->evidence + ")";
   return lr;
 }

@@ -30,6 +30,9 @@ struct DotModel {
   bool inter_rne = false;
   int split_k = 1;
   int tile = 0;
+  // With tile: the (tiles mod S) parts one tile longer are the last ones, not the first (the
+  // partial tile in the last part; cuBLAS's sm90 segment-k TF32 kernel, SEMANTICS 15.6).
+  bool tile_tail = false;
   bool reduce_tree = false;
   int chunk = 0;
   // hw with block scales, MMA-Sim's Blackwell mxf4 form: the products of every `sub_group`
@@ -577,15 +580,17 @@ EXMY_HD float dot_part(const double* a, std::size_t sa, const double* b, std::si
 }
 
 // Start of split-K part p (p <= S; part p is [start(p), start(p + 1))): ceil(K/S) k each, or
-// whole tiles of `tile` k with the first (tiles mod S) parts one tile longer. Nonempty parts
-// form a prefix 0 .. P-1.
+// whole tiles of `tile` k with the first (tiles mod S) parts one tile longer (tile_tail: the
+// last ones). Nonempty parts form a prefix 0 .. P-1.
 EXMY_HD std::size_t dot_part_start(std::size_t p, std::size_t k, const DotModel& m) {
   const std::size_t s = static_cast<std::size_t>(m.split_k);
   std::size_t start;
   if (m.tile > 0) {
     const std::size_t t = static_cast<std::size_t>(m.tile), tiles = (k + t - 1) / t;
     const std::size_t extra = tiles % s;
-    start = t * (p * (tiles / s) + (p < extra ? p : extra));
+    const std::size_t longer =
+        m.tile_tail ? (p > s - extra ? p - (s - extra) : 0) : (p < extra ? p : extra);
+    start = t * (p * (tiles / s) + longer);
   } else {
     start = p * ((k + s - 1) / s);
   }

@@ -100,6 +100,34 @@ TEST_CASE("chunk: the hw sum restarts every P k and chunks add in fp32", "[gemm]
   REQUIRE(dot(a, b, "hw:k=1,frac=1,chunk=2") == 1.75f);
 }
 
+TEST_CASE("split tile tail: the extra tiles go to the last parts", "[gemm][split]") {
+  // SEMANTICS 15.2: split=S,tile=T cuts K into whole tiles, the first (tiles mod S) parts one
+  // tile longer; tail gives the extra tiles to the last parts. K = 10, T = 2, S = 4: 5 tiles,
+  // one extra: [0,4) [4,6) [6,8) [8,10), with tail [0,2) [2,4) [4,6) [6,10). FPRev's operands:
+  // +2^40 at k = 0, -2^40 at k = 7, 1 elsewhere; k = 16 holds a whole part in one group, where a
+  // 1 beside 2^40 is truncated away; the parts add in fp32 in order.
+  // Without tail: 2^40, + 2 (absorbed), + (-2^40 with k = 6's 1 dropped) = 0, + 2: 2.
+  // With tail: 2^40, + 2, + 2 (absorbed), + (-2^40, k = 6, 8, 9 dropped) = 0.
+  std::vector<double> a(10, 1.0), b(10, 1.0);
+  a[0] = 0x1p40;
+  a[7] = -0x1p40;
+  REQUIRE(dot(a, b, "hw:k=16,frac=25,split=4,tile=2") == 2.0f);
+  REQUIRE(dot(a, b, "hw:k=16,frac=25,split=4,tile=2,tail") == 0.0f);
+  // The tree of the same parts: (p0 + p1) + (p2 + p3) = (2^40 + 2 -> 2^40) + (2 - 2^40 ->
+  // -2^40) = 0 without tail; with tail (2^40 + 2 -> 2^40) + (2 - 2^40 -> -2^40) = 0 too; a
+  // multiple of S tiles is the plain split.
+  REQUIRE(dot(a, b, "hw:k=16,frac=25,split=4,tile=2,tail,tree") == 0.0f);
+  std::vector<double> a8(8, 1.0), b8(8, 1.0);
+  a8[0] = 0x1p40;
+  a8[5] = -0x1p40;
+  REQUIRE(dot(a8, b8, "hw:k=16,frac=25,split=4,tile=2,tail") ==
+          dot(a8, b8, "hw:k=16,frac=25,split=4,tile=2"));
+  REQUIRE(parse_accum_model("hw:k=8,frac=25,split=4,tile=32,tail", 32).tile_tail);
+  REQUIRE_THROWS_AS(parse_accum_model("hw:k=8,frac=25,split=4,tail", 32), exmy::InputError);
+  REQUIRE_THROWS_AS(parse_accum_model("hw:k=8,frac=25,split=4,tile=32,tail=1", 32),
+                    exmy::InputError);
+}
+
 TEST_CASE("ktile: the k-tile residue first, groups from each tile's start", "[gemm][ktile]") {
   // FPRev's operands (Xie et al.): +2^40 at k = i, -2^40 at k = j, 1 elsewhere. In one k = 8
   // group with 25 fraction bits a 1 beside 2^40 is truncated away (1 < 2^(40 - 25)), so the

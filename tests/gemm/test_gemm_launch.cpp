@@ -162,7 +162,8 @@ TEST_CASE("family rules: TF32 sm80 xmma and TF32 s1688gemm (k-tile residue first
   REQUIRE(xm.truncate_tf32);
   REQUIRE(xm.tf32_round == AccumModel::Tf32Round::rne);
   REQUIRE(xm.chunk == 0);
-  // The sm90 (warpgroup, segment-k) xmma TF32 kernel the H200 ran at 338x344x12676: no rule.
+  // The sm90 (warpgroup, segment-k) xmma TF32 kernel the H200 ran at 338x344x12676: without M
+  // and N (its segments are CTAs / tiles) no rule; with them, the test case below.
   LaunchRecord x90 = x;
   x90.key =
       "sm90_xmma_gemm_f32f32_tf32f32_f32_tn_n_tilesize64x128x32_warpgroupsize1x1x1_execute_"
@@ -175,9 +176,9 @@ TEST_CASE("family rules: TF32 sm80 xmma and TF32 s1688gemm (k-tile residue first
   t.key = "cutlass_80_tensorop_s1688gemm_64x64_16x6_tn_align1";
   r = launch_rule(t, "tf32", "fp32", 402);
   REQUIRE(r.model == "hw:k=8,frac=25,tf32=rne,ktile=16,chunk=68");
-  // Not verified: the H100 captures' outputs were not checked with the k-tile rule.
-  REQUIRE(r.status == LaunchRule::Status::unverified);
-  REQUIRE(r.why.find("not verified") != std::string::npos);
+  // Verified (bench/results/2026-12-01-h200-gemm-tc.md): every output of the 112 captured H200
+  // shapes of the family with their records.
+  REQUIRE(r.status == LaunchRule::Status::verified);
   // 77x333x6031: 64x128_32x6 (T = 32), S = 22: ceil(6031/22) = 275 -> 276.
   t.key = "cutlass_80_tensorop_s1688gemm_64x128_32x6_tn_align1";
   t.split = 22;
@@ -188,13 +189,23 @@ TEST_CASE("family rules: TF32 sm80 xmma and TF32 s1688gemm (k-tile residue first
   // 437x16x4160, S = 15: 16 ceil(260/15) = 288. 243x164x48, S = 4 (K < T S): 4-units, 12.
   t.key = "cutlass_80_tensorop_s1688gemm_64x64_16x6_tn_align1";
   t.split = 17;
-  REQUIRE(launch_rule(t, "tf32", "fp32", 4640).model ==
-          "hw:k=8,frac=25,tf32=rne,ktile=16,chunk=288");
+  r = launch_rule(t, "tf32", "fp32", 4640);
+  REQUIRE(r.model == "hw:k=8,frac=25,tf32=rne,ktile=16,chunk=288");
+  // Whole-tile parts that differ from the 4-unit ones rest on the 2 shapes they were fitted on:
+  // announced.
+  REQUIRE(r.status == LaunchRule::Status::unverified);
+  REQUIRE(r.why.find("fitted on") != std::string::npos);
   t.split = 15;
   REQUIRE(launch_rule(t, "tf32", "fp32", 4160).model ==
           "hw:k=8,frac=25,tf32=rne,ktile=16,chunk=288");
   t.split = 4;
   REQUIRE(launch_rule(t, "tf32", "fp32", 48).model == "hw:k=8,frac=25,tf32=rne,ktile=16,chunk=12");
+  // 16 | K with the same part either way (4 ceil(ceil(K/S)/4) = 16 ceil(ceil(K/16)/S)): verified.
+  // 1600, S = 5: 320 both.
+  t.split = 5;
+  r = launch_rule(t, "tf32", "fp32", 1600);
+  REQUIRE(r.model == "hw:k=8,frac=25,tf32=rne,ktile=16,chunk=320");
+  REQUIRE(r.status == LaunchRule::Status::verified);
   // 16 does not divide 4097 (17x31x4097, S = 61): 4-units, 4 ceil(68/4) = 68.
   t.split = 61;
   REQUIRE(launch_rule(t, "tf32", "fp32", 4097).model ==
@@ -383,8 +394,8 @@ TEST_CASE("cublas-sm90 precedence: verified launch rule, verified shape, unverif
   REQUIRE(s.model.chunk == 56);
   // The s1688gemm fp32 output (verified since its k-tile is modelled): the rule, silently, also
   // at a shape that holds a verified entry of its own (the rule wins, as for fp32 64x64x512).
-  // (No compiled-in rule of this branch is unverified; model_for_shape's unverified path is
-  // the one a rule with verified = false in launch_rules.cpp takes.)
+  // (The unverified path of model_for_shape is the one the sm90 segment-k TF32 rule, TF32
+  // whole-tile parts and s16816gemm splits with 64 | K take: the family rules test below.)
   s = model_for_shape(b16, 33, 65, 777, "bf16", "fp32", p);
   REQUIRE(s.measured);
   REQUIRE(s.model.k_group == 8);
@@ -737,4 +748,165 @@ TEST_CASE("exmy gemm --accum cublas-sm90 with launch records: silent, announced,
   REQUIRE(slurp(err).find("delta.json: launch.base") != std::string::npos);
   REQUIRE_FALSE(fs::exists(s + "/m.npy"));
   fs::remove_all(d);
+}
+
+TEST_CASE("family rules: s16816gemm (k = 16, k-tile from the name, residue first)",
+          "[gemm][launch]") {
+  // bench/results/2026-12-01-h200-gemm-tc.md: cutlass_80_tensorop_*s16816gemm_* (mma.sync
+  // m16n8k16) runs hw:k=16,frac=25,ktile=T, T the name's _<M>x<N>_<T>x<stages>_, split parts of
+  // P = 8 ceil(ceil(K/S)/8). Worked from its FPRev trees: 10x10x502 (64x3, no split) has groups
+  // ending at 16, 32, 48, 54 (502 mod 64 = 54), then 70, 86, ...; 188x374x4724 (S = 14):
+  // ceil(4724/14) = 338 -> 344, 344 mod 64 = 24: groups end at 16, 24, 40, ...
+  LaunchRecord s;
+  s.family = "s16816gemm";
+  s.key = "cutlass_80_tensorop_s16816gemm_bf16_128x64_64x3_tn_align2";
+  s.split = 1;
+  LaunchRule r = launch_rule(s, "bf16", "fp32", 10, 10, 502);
+  REQUIRE(r.model == "hw:k=16,frac=25,ktile=64");
+  REQUIRE(r.status == LaunchRule::Status::verified);
+  s.key = "cutlass_80_tensorop_s16816gemm_bf16_128x64_64x6_tn_align2";
+  s.split = 14;
+  s.reduce = "splitKreduce/f32";
+  REQUIRE(launch_rule(s, "bf16", "fp32", 188, 374, 4724).model ==
+          "hw:k=16,frac=25,ktile=64,chunk=344");
+  // 26x390x12812 of the held-out capture (bf16 out, 16-bit partials; S = 33): 389 -> 392, rp.
+  s.key = "cutlass_80_tensorop_bf16_s16816gemm_bf16_128x64_64x6_tn_align2";
+  s.reduce = "splitKreduce/bf16";
+  s.split = 33;
+  r = launch_rule(s, "bf16", "bf16", 26, 390, 12812);
+  REQUIRE(r.model == "hw:k=16,frac=25,ktile=64,chunk=392,rp");
+  REQUIRE(r.status == LaunchRule::Status::verified);
+  // 29x2x9416 (fp16, 64x64_64x4, S = 131): ceil(9416/131) = 72.
+  s.key = "cutlass_80_tensorop_f16_s16816gemm_f16_64x64_64x4_tn_align2";
+  s.reduce = "splitKreduce/fp16";
+  s.split = 131;
+  REQUIRE(launch_rule(s, "fp16", "fp16", 29, 2, 9416).model ==
+          "hw:k=16,frac=25,ktile=64,chunk=72,rp");
+  // K a multiple of 64 with a split: no captured shape of the family had one (wmma's parts are
+  // 64-k units there), so the rule is announced, with the 8-unit part size.
+  s.split = 22;
+  r = launch_rule(s, "fp16", "fp16", 29, 2, 12992);
+  REQUIRE(r.model == "hw:k=16,frac=25,ktile=64,chunk=592,rp");
+  REQUIRE(r.status == LaunchRule::Status::unverified);
+  REQUIRE(r.why.find("multiple of 64") != std::string::npos);
+  // Without a split a multiple of 64 is no gap.
+  s.split = 1;
+  s.reduce = "";
+  REQUIRE(launch_rule(s, "fp16", "fp16", 29, 2, 12992).status == LaunchRule::Status::verified);
+}
+
+TEST_CASE("family rules: nvjet (the split in the grid's x y)", "[gemm][launch]") {
+  // bench/results/2026-12-01-h200-gemm-tc.md: an nvjet record's S is its CTA count (x y z);
+  // tiles = cx ceil(ceil(N/a)/cx) * cy ceil(ceil(M/b)/cy) for the name's _<a>x<b>_ and cluster
+  // _<cx>x<cy>_; split = CTAs / tiles; parts of 64 ceil(ceil(K/split)/64) k, groups of 16 from
+  // each part's start. Worked from the H200's records and FPRev trees:
+  // 128x256x12288 tst_64x32 cluster 2x4, grid 8x12: tiles 4 * 4 = 16, split 6, parts of 2048
+  // (the tree's part ends 2048, 4096, ...); on the H100 grid 8x10: split 5, 64 ceil(2458/64) =
+  // 2496 (the H100 profile's verified entry).
+  LaunchRecord v;
+  v.family = "nvjet";
+  v.key = "nvjet_sm90_tst_64x32_64x16_2x4_h_bz_splitK_TNT";
+  v.reduce = "splitKreduce/f32";
+  v.split = 96;
+  LaunchRule r = launch_rule(v, "bf16", "bf16", 128, 256, 12288);
+  REQUIRE(r.model == "hw:k=16,frac=25,chunk=2048");
+  REQUIRE(r.status == LaunchRule::Status::verified);
+  REQUIRE(r.why.find("CTAs 96") != std::string::npos);
+  v.split = 80;
+  REQUIRE(launch_rule(v, "bf16", "fp32", 128, 256, 12288).model == "hw:k=16,frac=25,chunk=2496");
+  // 1x392x4240 hss_64x8 cluster 4x1, grid 4x6: ceil(392/64) = 7 -> 8 (cluster x), 1: split 3,
+  // 64 ceil(1414/64) = 1472 (the tree's parts: 1472, 2944, 4240).
+  v.key = "nvjet_sm90_hss_64x8_64x16_4x1_v_bz_splitK_TNT";
+  v.split = 24;
+  REQUIRE(launch_rule(v, "fp16", "fp32", 1, 392, 4240).model == "hw:k=16,frac=25,chunk=1472");
+  // 24x504x4680 tst_64x8 cluster 2x4, grid 8x12: 8 * (ceil(24/8) = 3 -> 4) = 32 tiles, split 3,
+  // 64 ceil(1560/64) = 1600.
+  v.key = "nvjet_sm90_tst_64x8_64x16_2x4_h_bz_splitK_TNT";
+  v.split = 96;
+  REQUIRE(launch_rule(v, "bf16", "bf16", 24, 504, 4680).model == "hw:k=16,frac=25,chunk=1600");
+  // No split: 136x344x1080 tst_64x8 cluster 2x4, grid 8x15: 6 * (17 -> 20) = 120 tiles.
+  v.key = "nvjet_sm90_tst_64x8_64x16_2x4_h_bz_TNT";
+  v.reduce = "";
+  v.split = 120;
+  r = launch_rule(v, "bf16", "bf16", 136, 344, 1080);
+  REQUIRE(r.model == "hw:k=16,frac=25");
+  REQUIRE(r.status == LaunchRule::Status::verified);
+  // CTAs that are no multiple of the tiles, a split without splitKreduce, no M and N, a name
+  // without the fields: no rule.
+  v.split = 121;
+  REQUIRE(launch_rule(v, "bf16", "bf16", 136, 344, 1080).status == LaunchRule::Status::none);
+  v.split = 240;
+  REQUIRE(launch_rule(v, "bf16", "bf16", 136, 344, 1080).status == LaunchRule::Status::none);
+  v.split = 120;
+  REQUIRE(launch_rule(v, "bf16", "bf16", 1080).status == LaunchRule::Status::none);
+  v.key = "nvjet_sm90_tst_64x8_h_bz_TNT";
+  REQUIRE(launch_rule(v, "bf16", "bf16", 136, 344, 1080).status == LaunchRule::Status::none);
+  // FP8 and TF32 requests have no nvjet rule.
+  v.key = "nvjet_sm90_tst_64x8_64x16_2x4_h_bz_TNT";
+  REQUIRE(launch_rule(v, "tf32", "fp32", 136, 344, 1080).status == LaunchRule::Status::none);
+}
+
+TEST_CASE("family rules: the sm90 xmma TF32 segment-k kernel (announced)", "[gemm][launch]") {
+  // bench/results/2026-12-01-h200-gemm-tc.md: 338x344x12676 on the H200,
+  // ..._tilesize64x128x32_..._segment_k_on_kernel, grid 12x6 = 72 CTAs over ceil(338/64) *
+  // ceil(344/128) = 18 tiles: 4 segments of whole 32-k tiles, ceil(12676/32) = 397 = 99 + 99 +
+  // 99 + 100 (the extra tile, the partial one, in the last segment), added as a tree.
+  LaunchRecord x;
+  x.family = "xmma_tf32";
+  x.key =
+      "sm90_xmma_gemm_f32f32_tf32f32_f32_tn_n_tilesize64x128x32_warpgroupsize1x1x1_execute_"
+      "segment_k_on_kernel__5x_cublas";
+  x.split = 72;
+  LaunchRule r = launch_rule(x, "tf32", "fp32", 338, 344, 12676);
+  REQUIRE(r.model == "hw:k=8,frac=25,tf32=rne,split=4,tile=32,tail,tree");
+  REQUIRE(r.status == LaunchRule::Status::unverified);
+  REQUIRE(r.why.find("CTAs 72") != std::string::npos);
+  // One CTA per tile: no segments.
+  x.split = 18;
+  REQUIRE(launch_rule(x, "tf32", "fp32", 338, 344, 12676).model == "hw:k=8,frac=25,tf32=rne");
+  // CTAs that are no multiple of the tiles, no M and N, a reduction after it: no rule.
+  x.split = 73;
+  REQUIRE(launch_rule(x, "tf32", "fp32", 338, 344, 12676).status == LaunchRule::Status::none);
+  x.split = 72;
+  REQUIRE(launch_rule(x, "tf32", "fp32", 12676).status == LaunchRule::Status::none);
+  x.reduce = "splitKreduce/f32";
+  REQUIRE(launch_rule(x, "tf32", "fp32", 338, 344, 12676).status == LaunchRule::Status::none);
+  // The model's parts: 4 parts of whole 32-k tiles, the extra one last (SEMANTICS 15.2 `tail`).
+  const AccumModel m = parse_accum_model("hw:k=8,frac=25,tf32=rne,split=4,tile=32,tail,tree", 32);
+  REQUIRE(m.split_k == 4);
+  REQUIRE(m.tile == 32);
+  REQUIRE(m.tile_tail);
+  REQUIRE(m.reduce_tree);
+}
+
+TEST_CASE("the compiled-in nvjet records hold the CTA count: 128x256x12288 per GPU",
+          "[gemm][launch]") {
+  // bench/results/2026-12-01-h200-gemm-tc.md: nvjet_sm90_*_64x32_64x16_2x4_h_bz_splitK_TNT at
+  // 128x256x12288 ran grid 8x10 on the H100 (80 CTAs over 16 tiles: 5 parts of 2496) and 8x12
+  // on the H200 (96: 6 parts of 2048). Before the nvjet rule the H200 took the H100's verified
+  // entry (chunk=2496: 32,117 bf16-in fp32 outputs off,
+  // bench/results/2026-12-01-h200-gemm-wmma.md).
+  const GemmProfile& p = cublas_sm90_profile();
+  const std::string g = launch_key("bf16", "fp32", 128, 256, 12288);
+  REQUIRE(find_launch_on(p, "h100", g)->split == 80);
+  REQUIRE(find_launch_on(p, "h200", g)->split == 96);
+  const ShapeModel h200 =
+      model_for_shape(parse_accum_model("cublas-sm90-h200", 16), 128, 256, 12288, "bf16", "fp32");
+  REQUIRE(h200.measured);
+  REQUIRE(h200.model.chunk == 2048);
+  const ShapeModel h100 =
+      model_for_shape(parse_accum_model("cublas-sm90-h100", 16), 128, 256, 12288, "bf16", "fp32");
+  REQUIRE(h100.measured);
+  REQUIRE(h100.model.chunk == 2496);
+  // No GPU named: the launches differ, announced.
+  const ShapeModel any =
+      model_for_shape(parse_accum_model("cublas-sm90", 16), 128, 256, 12288, "fp16", "fp16");
+  REQUIRE_FALSE(any.measured);
+  // An agreed nvjet GEMM without a split (fp16 7x8x88, 64x8 1x1: one CTA): verified everywhere.
+  for (const char* name : {"cublas-sm90", "cublas-sm90-h100", "cublas-sm90-h200"}) {
+    const ShapeModel s = model_for_shape(parse_accum_model(name, 16), 7, 8, 88, "fp16", "fp16");
+    REQUIRE(s.measured);
+    REQUIRE(s.model.chunk == 0);
+    REQUIRE(s.model.k_group == 16);
+  }
 }

@@ -78,6 +78,8 @@ TEST_CASE("GPU GEMM emulation equals the CPU reference bit for bit", "[gpu][gemm
       {"e3m4", "hw:k=32,frac=13,inter=13,chunk=64", true},
       {"fp32", "cublas-sm90", false},
       {"fp32", "hw:k=8,frac=25,tf32=rna,split=2", false},
+      // tile=T,tail (the sm90 segment-k TF32 rule): K = 1100 is 35 tiles of 32, 3 extra, last.
+      {"fp32", "hw:k=8,frac=25,tf32=rne,split=4,tile=32,tail,tree", false},
       {"fp32", "fp32-seq", false},
       // cuBLAS's CUDA-core kernels (bench/results/2026-12-01-h200-gemm-simt.md): xmma FFMA's
       // split_k and in-kernel fold, dot_kernel + reduce_1Block, gemmSN's per-lane restart.
