@@ -9,7 +9,7 @@ and each output type bf16, fp32:
 - A (M x K) and B (N x K) e4m3fn codes and the fp32 scales SA (ceil(M/Ra) x ceil(K/128)), SB
   (ceil(N/Rb) x ceil(K/128)) come from a counter hash (gen_codes / gen_scales: integer arithmetic
   only, so that the verifier rebuilds them with numpy; two checksums of each are stored). Nothing
-  of the inputs is stored but the checksums.
+  of the inputs is stored but the checksums and sha256 digests.
 - C = torch._scaled_mm(A, B.t(), scale_a, scale_b, out_dtype) with the scales in the layouts
   torch 2.11 checks (aten/src/ATen/native/cuda/ScaledBlas.cpp is_blockwise_1x128_scaling /
   is_blockwise_128x128_scaling, torch/_meta_registrations.py; several candidate layouts are
@@ -21,7 +21,10 @@ and each output type bf16, fp32:
   scale layout shows as an O(1) error.
 - The CUDA kernels torch.profiler sees for the call.
 Errors (unsupported shapes or pairs) are recorded, never fatal. Writes DIR/blockfp8_gemm.npz
-(one array per case: `c/<case>` codes, uint16 for bf16, uint32 for fp32) and
+(compressed; per case `c/<case>` the output codes, uint16 for bf16, uint32 for fp32, while the
+pair and output type hold fewer than --full-per-pair stored outputs; beyond that `h/<case>` one
+64-bit BLAKE2b digest per output row (row_hashes) and `r0/<case>` its first row; the whole
+directory stays under 16 MiB) and
 DIR/blockfp8_gemm.json (versions, device, seeds, and per case shape, pair, out, layout, errors,
 checksums, kernels, timings).
 """
@@ -44,30 +47,30 @@ OUTS = ("bf16", "fp32")
 # K/128 = 1000 and 1001, odd M, N not multiples of 128, K with L = K/128 not a multiple of 4
 # (128x128 scales padded to L4), K not a multiple of 128 (recorded if unsupported), odd N.
 SHAPES = [
-    (1024, 1024, 512, "narrow"),
-    (768, 1280, 1024, "full"),
     (64, 256, 128000, "narrow"),     # K/128 = 1000
     (33, 144, 128128, "narrow"),     # K/128 = 1001, odd M
     (1, 256, 128000, "full"),        # M = 1
     (129, 272, 4096, "full"),
-    (1001, 512, 1280, "narrow"),     # L = 10 (L4 = 12)
     (3, 128, 384, "full"),
-    (255, 1040, 640, "narrow"),
-    (2048, 256, 256, "full"),
     (128, 128, 128, "narrow"),
-    (513, 528, 2176, "full"),        # L = 17
-    (640, 1936, 128, "narrow"),
     (31, 4096, 896, "full"),
-    (4096, 64, 384, "narrow"),       # N < 128
-    (384, 128, 1280, "pow2"),        # torch's test shape
-    (256, 768, 512, "pow2"),
-    (1000, 1000, 2560, "narrow"),
     (16, 16, 25600, "full"),
     (200, 336, 16384, "narrow"),
-    (77, 1024, 7168, "narrow"),      # DeepSeek-V3 hidden size as K
+    (77, 1024, 7168, "narrow"),      # DeepSeek-V3's hidden size as K
+    (384, 128, 1280, "pow2"),        # torch's test shape
     (96, 256, 1040, "narrow"),       # K not a multiple of 128 (tail of 16)
     (97, 333, 512, "narrow"),        # odd N
     (130, 200, 1000, "full"),        # K not a multiple of 128, N not a multiple of 16
+    (255, 1040, 640, "narrow"),
+    (513, 528, 2176, "full"),        # L = 17 (L4 = 20)
+    (1001, 512, 1280, "narrow"),     # L = 10 (L4 = 12)
+    (4096, 64, 384, "narrow"),       # N < 128
+    (256, 768, 512, "pow2"),
+    (2048, 256, 256, "full"),
+    (640, 1936, 128, "narrow"),
+    (1000, 1000, 2560, "narrow"),
+    (1024, 1024, 512, "narrow"),
+    (768, 1280, 1024, "full"),
 ]
 
 
@@ -141,6 +144,27 @@ def case_inputs(seed, si, M, N, K, mix, pair, xp, device=None):
     return A, B, SA, SB
 
 
+def row_hashes(codes):
+    """One 64-bit BLAKE2b digest per row of a 2-d array of output codes (its little-endian
+    bytes): how outputs beyond the full-storage budget are compared."""
+    import hashlib
+    c = np.ascontiguousarray(codes)
+    return np.array([int.from_bytes(hashlib.blake2b(c[i].tobytes(), digest_size=8).digest(),
+                                    "little") for i in range(c.shape[0])], dtype=np.uint64)
+
+
+def sha256_of(arr):
+    import hashlib
+    return hashlib.sha256(np.ascontiguousarray(arr).tobytes()).hexdigest()
+
+
+def input_digests(A, B, SA, SB):
+    """sha256 of the inputs as exmy reads them: A, B uint8 codes, SA, SB fp32 bytes."""
+    return {"A": sha256_of(A.astype(np.uint8)), "B": sha256_of(B.astype(np.uint8)),
+            "SA": sha256_of(SA.astype(np.int32).view(np.float32)),
+            "SB": sha256_of(SB.astype(np.int32).view(np.float32))}
+
+
 def cublas_version(torch):
     try:
         import ctypes
@@ -163,6 +187,10 @@ def main():
     p.add_argument("--budget-s", type=float, default=110)
     p.add_argument("--shapes", default="")
     p.add_argument("--device", default="cuda")
+    p.add_argument("--full-per-pair", type=int, default=450000,
+                   help="outputs stored whole per pair and output type; beyond, per-row hashes")
+    p.add_argument("--variant-bytes", type=int, default=1 << 20,
+                   help="bytes of differing variant outputs (fast-accum, v2) stored whole")
     args = p.parse_args()
     import torch
     os.makedirs(args.out, exist_ok=True)
@@ -242,6 +270,7 @@ def main():
         prof = None
     arrays, cases = {}, []
     stored_bytes = 0
+    full, var_bytes = {}, 0
     totals = {}
     for si, (M, N, K, mix) in enumerate(shapes):
         if time.time() - t_start > args.budget_s:
@@ -257,6 +286,8 @@ def main():
                 A, B, SA, SB = case_inputs(args.seed, si, M, N, K, mix, pair, torch, dev)
                 sums = {"A": checksums(A, torch), "B": checksums(B, torch),
                         "SA": checksums(SA, torch), "SB": checksums(SB, torch)}
+                digests = input_digests(A.cpu().numpy(), B.cpu().numpy(), SA.cpu().numpy(),
+                                        SB.cpu().numpy())
                 a = A.to(torch.uint8).view(torch.float8_e4m3fn)
                 b = B.to(torch.uint8).view(torch.float8_e4m3fn)
                 sa, sb = to_scale(SA), to_scale(SB)
@@ -273,7 +304,7 @@ def main():
                 continue
             for o in OUTS:
                 od = torch.float32 if o == "fp32" else torch.bfloat16
-                e = dict(base, out=o, sums=sums)
+                e = dict(base, out=o, sums=sums, sha256=digests)
                 name = "s%02d_%s_%s" % (si, pair, o)
                 e["case"] = name
                 c = None
@@ -328,9 +359,18 @@ def main():
                     e["layouts_refused"] = errs
                 e["nonfinite"] = int((~torch.isfinite(c.float())).sum())
                 cc = codes(c)
-                arrays["c/" + name] = cc
-                stored_bytes += cc.nbytes
                 key = (pair, o)
+                if full.get(key, 0) + M * N <= args.full_per_pair:
+                    arrays["c/" + name] = cc
+                    stored_bytes += cc.nbytes
+                    full[key] = full.get(key, 0) + M * N
+                    e["stored"] = "full"
+                else:  # per-row hashes, and the first row whole (for diagnosis)
+                    cc2 = cc.reshape(M, N)
+                    arrays["h/" + name] = row_hashes(cc2)
+                    arrays["r0/" + name] = cc2[0].copy()
+                    stored_bytes += 8 * M + cc2[0].nbytes
+                    e["stored"] = "row-hashes"
                 totals[key] = totals.get(key, 0) + M * N
                 # Variants, compared bit for bit with c.
                 var = {}
@@ -349,8 +389,10 @@ def main():
                     d = codes(cfa)
                     var["fast_accum"] = int((d != cc).sum())
                     if var["fast_accum"]:
-                        arrays["fast/" + name] = d
-                        stored_bytes += d.nbytes
+                        if var_bytes + d.nbytes <= args.variant_bytes:
+                            arrays["fast/" + name] = d
+                            var_bytes += d.nbytes
+                            stored_bytes += d.nbytes
                 except Exception as ex:
                     var["fast_accum"] = "error: %s" % str(ex)[:200]
                 if ST is not None:
@@ -362,8 +404,10 @@ def main():
                         d = codes(c3)
                         var["v2"] = int((d != cc).sum())
                         if var["v2"]:
-                            arrays["v2/" + name] = d
-                            stored_bytes += d.nbytes
+                            if var_bytes + d.nbytes <= args.variant_bytes:
+                                arrays["v2/" + name] = d
+                                var_bytes += d.nbytes
+                                stored_bytes += d.nbytes
                     except Exception as ex:
                         var["v2"] = "error: %s" % str(ex).splitlines()[0][:300]
                 e["variants"] = var
@@ -401,11 +445,15 @@ def main():
     info["seconds"] = round(time.time() - t_start, 1)
     info["pairs"] = list(PAIRS)
     info["cases"] = cases
-    np.savez(os.path.join(args.out, "blockfp8_gemm.npz"), **arrays)
+    info["full_per_pair"] = {"%s %s" % k: v for k, v in sorted(full.items())}
+    npz = os.path.join(args.out, "blockfp8_gemm.npz")
+    np.savez_compressed(npz, **arrays)
     with open(os.path.join(args.out, "blockfp8_gemm.json"), "w") as f:
         json.dump(info, f, indent=1)
-    print("outputs per pair and type: %s; %.1f MB stored; %.1f s" % (
-        info["totals"], stored_bytes / 1e6, info["seconds"]), flush=True)
+    size = sum(os.path.getsize(os.path.join(args.out, n)) for n in os.listdir(args.out))
+    print("outputs per pair and type: %s (whole: %s); %.1f MB raw, %.2f MiB on disk in %s; "
+          "%.1f s" % (info["totals"], info["full_per_pair"], stored_bytes / 1e6, size / 2**20,
+                      args.out, info["seconds"]), flush=True)
 
 
 if __name__ == "__main__":

@@ -372,10 +372,16 @@ ShapeModel tile_scaled_model(ShapeModel r, const AccumModel& m, const Operand& a
     throw InputError("--accum " + m.name + ": the promotion chunk " + std::to_string(x.chunk) +
                      " must divide the tile scales' k extent " + std::to_string(a.tile_cols));
   }
-  if (x.split_k > 1 || x.rp || x.sub_group > 0 || x.lanes > 1) {
+  if (x.rp || x.sub_group > 0 || x.lanes > 1) {
     throw InputError("--accum " + m.name +
-                     ": tile scales are applied per promotion chunk; split, rp, sub and lanes "
-                     "do not combine with them");
+                     ": tile scales are applied per promotion chunk; rp, sub and lanes do not "
+                     "combine with them");
+  }
+  // Split-K parts (each promoting from +0, then added in fp32) must be whole tiles of a
+  // multiple of the chunk, so that no chunk straddles a k-block.
+  if (x.split_k > 1 && (x.tile <= 0 || x.tile % x.chunk != 0)) {
+    throw InputError("--accum " + m.name + ": split-K with tile scales needs tile=T, a multiple "
+                     "of the promotion chunk " + std::to_string(x.chunk));
   }
   return r;
 }

@@ -551,7 +551,8 @@ EXMY_HD float dot_model_fp32(const double* a, std::size_t sa, const double* b, s
                              std::size_t k, int emin_a, int emin_b, const DotModel& m,
                              const DotBlockScales* bs = nullptr,
                              const DotTileScales* ts = nullptr) {
-  // (Tile scales come without split-K: the host refuses the combination.)
+  // (With tile scales and split-K the parts are whole tiles of a multiple of the chunk: the
+  // host checks it, so that every chunk lies in one k-block.)
   if (m.split_k <= 1) return dot_part(a, sa, b, sb, 0, k, emin_a, emin_b, m, bs, ts);
   std::size_t parts = 0;
   while (parts < static_cast<std::size_t>(m.split_k) &&
@@ -560,7 +561,7 @@ EXMY_HD float dot_model_fp32(const double* a, std::size_t sa, const double* b, s
   }
   auto part = [&](std::size_t p) {
     return dot_part(a, sa, b, sb, dot_part_start(p, k, m), dot_part_start(p + 1, k, m), emin_a,
-                    emin_b, m, bs);
+                    emin_b, m, bs, ts);
   };
   if (m.reduce_tree) return dot_tree_sum(parts, part);
   float total = 0.0f;

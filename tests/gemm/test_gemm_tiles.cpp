@@ -92,6 +92,9 @@ TEST_CASE("tile scales: the promotion equations on hand-worked values", "[gemm][
   // twice per block (the second chunk of each block is zero here: the same value).
   CHECK(run("hw:k=32,frac=13,inter=13,promote=a-first") == afirst);
   CHECK(run("hw:k=32,frac=13,inter=13,chunk=64,promote=a-first") == afirst);
+  // split-K of whole 128-k tiles: each part promotes from +0, the parts are added in fp32.
+  const float split = std::fmaf(p0 * sa0, sb0, 0.0f) + std::fmaf(p1 * sa1, sb1, 0.0f);
+  CHECK(run("hw:k=32,frac=13,inter=13,chunk=128,split=2,tile=128,promote=a-first") == split);
   // exact: one rounding of the exact sum of a b sa sb.
   const double ex = 1.875 * double{sa0} * double{sb0} + 1.5 * double{sa1} * double{sb1};
   CHECK(run("exact") == static_cast<float>(ex));
