@@ -2,7 +2,7 @@
 it (the outputs of bench/peers/blockfp8_gemm_capture.py; issue 32 item 2, docs/SEMANTICS.md 15.7).
 
     python3 bench/peers/blockfp8_gemm_vs_exmy.py --exmy build/cli/exmy --caps DIR
-        [--accum cublas-sm90] [--also MODEL,...] [--device cpu|cuda] [--max-macs N] [--json F]
+        [--accum cublas-sm90] [--also "MODEL;MODEL..."] [--device cpu|cuda] [--max-macs N] [--json F]
     python3 bench/peers/blockfp8_gemm_vs_exmy.py --exmy build/cli/exmy --recapture DIR
         [--seed S] [--shapes MxNxK[:mix],...]   (on the GPU: capture new shapes, then compare)
 
@@ -21,6 +21,7 @@ Exit 1 if the main model mismatches anywhere.
 import argparse
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -57,14 +58,14 @@ def run_exmy(exmy, d, model, pair, out, device):
 def compare(args, caps_dir):
     meta = json.load(open(os.path.join(caps_dir, "blockfp8_gemm.json")))
     z = np.load(os.path.join(caps_dir, "blockfp8_gemm.npz"))
-    models = [args.accum] + [m for m in args.also.split(",") if m]
+    models = [args.accum] + [m for m in args.also.split(";") if m]
     seed = meta["seed"]
     summary = {}
     notes = []
     bad = 0
     with tempfile.TemporaryDirectory() as d:
         for e in meta["cases"]:
-            if "case" not in e:
+            if "case" not in e or (args.cases and not re.search(args.cases, e["case"])):
                 continue
             hashed = ("h/" + e["case"]) in z.files
             if not hashed and ("c/" + e["case"]) not in z.files:
@@ -170,6 +171,7 @@ def main():
     p.add_argument("--device", default="cpu")
     p.add_argument("--max-macs", type=int, default=0)
     p.add_argument("--json", default="")
+    p.add_argument("--cases", default="", help="a regular expression on case names")
     args = p.parse_args()
     caps_dir = args.caps
     if args.recapture:

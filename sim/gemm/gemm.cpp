@@ -380,8 +380,10 @@ ShapeModel tile_scaled_model(ShapeModel r, const AccumModel& m, const Operand& a
   // Split-K parts (each promoting from +0, then added in fp32) must be whole tiles of a
   // multiple of the chunk, so that no chunk straddles a k-block.
   if (x.split_k > 1 && (x.tile <= 0 || x.tile % x.chunk != 0)) {
-    throw InputError("--accum " + m.name + ": split-K with tile scales needs tile=T, a multiple "
-                     "of the promotion chunk " + std::to_string(x.chunk));
+    throw InputError("--accum " + m.name +
+                     ": split-K with tile scales needs tile=T, a multiple "
+                     "of the promotion chunk " +
+                     std::to_string(x.chunk));
   }
   return r;
 }
