@@ -62,10 +62,16 @@ def compare(args, caps_dir):
     seed = meta["seed"]
     summary = {}
     notes = []
+    skipped = []
     bad = 0
     with tempfile.TemporaryDirectory() as d:
         for e in meta["cases"]:
             if "case" not in e or (args.cases and not re.search(args.cases, e["case"])):
+                continue
+            if e.get("suspect_layout"):
+                # cuBLAS read the scales other than as meant (no layout torch accepted gave a
+                # small error against fp64): not a GEMM of these inputs.
+                skipped.append(e["case"])
                 continue
             hashed = ("h/" + e["case"]) in z.files
             if not hashed and ("c/" + e["case"]) not in z.files:
@@ -149,10 +155,14 @@ def compare(args, caps_dir):
             k, s["outputs"], s["mismatches"], s["cases"], s["errors"]))
     for n in notes[:40]:
         print("note:", n)
+    if skipped:
+        print("skipped (suspect scale layout in the capture): %d cases: %s" % (
+            len(skipped), " ".join(skipped)))
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"caps": caps_dir, "models": models, "device": args.device,
-                       "max_macs": args.max_macs, "summary": summary, "notes": notes}, f,
+                       "max_macs": args.max_macs, "summary": summary, "notes": notes,
+                       "skipped_suspect_layout": skipped}, f,
                       indent=1)
     return 1 if bad else 0
 

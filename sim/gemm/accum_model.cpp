@@ -19,7 +19,7 @@ std::string accum_model_help() {
          "[,tree]][,chunk=P[,rp]] | "
          "amd:k=K[,frac=N][,two-stage][,tf32][,ktile=T][,split=S[,tile=T][,tree]][,chunk=P] | "
          "sm80 | sm90 | sm100 | cublas-sm90[-h100|-h200] | cdna3 | deepgemm | cutlass-sm90; "
-         "hw, fp32-seq with tile scales: [,promote=a-first|b-first|product|cublas|cutlass]";
+         "hw, fp32-seq with tile scales: [,promote=a-first|b-first|product|cublas|te|cutlass]";
 }
 
 namespace {
@@ -178,10 +178,12 @@ AccumModel parse_accum_model(const std::string& text, int a_bits) {
                     : val == "b-first" ? P::b_first
                     : val == "product" ? P::product
                     : val == "cublas"  ? P::cublas
+                    : val == "te"      ? P::te
                     : val == "cutlass" ? P::cutlass
                                        : P::unset;
         if (m.promote == P::unset) {
-          bad(text, "promote=" + val + ": expected a-first, b-first, product, cublas or cutlass");
+          bad(text,
+              "promote=" + val + ": expected a-first, b-first, product, cublas, te or cutlass");
         }
       } else if (key == "rp" && val.empty()) {
         m.rp = true;

@@ -84,8 +84,9 @@ struct AccumModel {
   std::string gpu;
   // Tile scales (fp32 per 1xC / RxC tile, SEMANTICS 15.7): how a finished promotion chunk p is
   // scaled into the fp32 accumulator y. a-first fma(RN32(p sa), sb, y), b-first
-  // fma(RN32(p sb), sa, y), product fma(p, RN32(sa sb), y); cublas: by the operands' tiles as
-  // TransformerEngine's cuBLAS reference documents them (A 1-D: a-first; A 2-D, B 1-D: b-first;
+  // fma(RN32(p sb), sa, y), product fma(p, RN32(sa sb), y); cublas: as measured on an H200
+  // (1-D x 1-D a-first, b-first with a single k-block; a 2-D operand: product); te: as
+  // TransformerEngine's cuBLAS reference documents it (A 1-D: a-first; A 2-D, B 1-D: b-first;
   // both 2-D: product); cutlass: CUTLASS's sm90 blockwise mainloop (both operands with several
   // scales per 128-row CTA tile: a-first, else product). Resolved by operand_model.
   enum class Promote : std::uint8_t {
@@ -94,6 +95,7 @@ struct AccumModel {
     b_first,
     product,
     cublas,
+    te,
     cutlass
   } promote = Promote::unset;
   std::string name;  // the string it was parsed from, for messages and provenance
@@ -103,7 +105,7 @@ struct AccumModel {
 // fp32-seq:[chunk=P | lanes=L[,vec=V|auto][,lanesum=tree|seq]][,split=S[,tile=T][,tree]] |
 // hw:k=K,frac=N[,inter=M][,rne][,tf32[=rz|rna|rne]][,ktile=T][,split=S[,tile=T][,tree]]
 //   [,chunk=P[,rp]] |
-//   [,promote=a-first|b-first|product|cublas|cutlass] |
+//   [,promote=a-first|b-first|product|cublas|te|cutlass] |
 // a preset: sm80 | sm90 | sm100 | cublas-sm90 (sm90 with the instruction K of the input type) |
 // deepgemm | cutlass-sm90 (FP8: sm90 with chunk=128 and promote=product / cutlass) |
 // cublas-sm90-NAME (cublas-sm90 with one GPU's launch records: cublas-sm90-h100, -h200).

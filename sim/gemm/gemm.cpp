@@ -358,11 +358,18 @@ ShapeModel tile_scaled_model(ShapeModel r, const AccumModel& m, const Operand& a
     r.from = "blockwise fp32 scales (" + std::to_string(a.tile_rows) + "x" +
              std::to_string(a.tile_cols) + " . " + std::to_string(b.tile_rows) + "x" +
              std::to_string(b.tile_cols) +
-             "): hw:k=32,frac=13,inter=13,chunk=128 with TransformerEngine's cuBLAS promotion "
-             "order (SEMANTICS 15.7)";
+             "): hw:k=32,frac=13,inter=13,chunk=128,promote=cublas (measured on an H200 at "
+             "shapes where cuBLASLt runs no split-K; SEMANTICS 15.7)";
   }
   if (x.kind == AccumKind::exact) return r;
+  const std::size_t kb = (a.cols + a.tile_cols - 1) / a.tile_cols;
   if (x.promote == P::unset || x.promote == P::cublas) {
+    // Measured on an H200 (cuBLAS 13.1, bench/results/2026-12-01-h200-blockfp8-gemm.md): 1-D x
+    // 1-D a-first, except with one k-block (K <= 128: cuBLASLt runs its outer-vector-scaled
+    // kernel) b-first; a 2-D operand: product.
+    x.promote =
+        a.tile_rows == 1 && b.tile_rows == 1 ? (kb == 1 ? P::b_first : P::a_first) : P::product;
+  } else if (x.promote == P::te) {
     x.promote = a.tile_rows == 1 ? P::a_first : b.tile_rows == 1 ? P::b_first : P::product;
   } else if (x.promote == P::cutlass) {
     x.promote = a.tile_rows < 128 && b.tile_rows < 128 ? P::a_first : P::product;

@@ -85,8 +85,10 @@ TEST_CASE("tile scales: the promotion equations on hand-worked values", "[gemm][
   CHECK(run("hw:k=32,frac=13,inter=13,chunk=128,promote=b-first") == bfirst);
   CHECK(run("hw:k=32,frac=13,inter=13,chunk=128,promote=product") == product);
   CHECK(run("deepgemm") == product);
-  // 1x128 . 1x128: cuBLAS (TE's reference) and CUTLASS (both operands 1-D) are a-first.
+  // 1x128 . 1x128 over two k-blocks: cuBLAS (measured; TE's reference too) and CUTLASS (both
+  // operands 1-D) are a-first.
   CHECK(run("cublas-sm90") == afirst);
+  CHECK(run("hw:k=32,frac=13,inter=13,chunk=128,promote=te") == afirst);
   CHECK(run("cutlass-sm90") == afirst);
   // Without a chunk the model promotes once per k-block; an explicit chunk of 64 promotes
   // twice per block (the second chunk of each block is zero here: the same value).
@@ -101,8 +103,9 @@ TEST_CASE("tile scales: the promotion equations on hand-worked values", "[gemm][
 }
 
 TEST_CASE("tile scales: the pair decides cuBLAS's and CUTLASS's equation", "[gemm][tile-scales]") {
-  // M = N = 1 (a 128x128 tile covers the single row), the same data as above: 128x128 . 1x128
-  // is b-first for cuBLAS and product for CUTLASS; 1x128 . 128x128 a-first and product.
+  // M = N = 1 (a 128x128 tile covers the single row), the same data as above. Measured cuBLAS:
+  // a 2-D operand gives product; TE's reference documents 128x128 . 1x128 b-first and 1x128 .
+  // 128x128 a-first; CUTLASS product.
   std::vector<unsigned> a(256, 0), b(256, 0);
   a[5] = 0x3C, b[5] = 0x3A, a[200] = 0x44, b[200] = 0x30;
   const float sa0 = 7.713767051696777f, sb0 = 5.748391628265381f, sa1 = 3.894238233566284f,
@@ -116,16 +119,26 @@ TEST_CASE("tile scales: the pair decides cuBLAS's and CUTLASS's equation", "[gem
     const Operand B = fp8_operand(b, 1, 256, {sb0, sb1}, rb, 128);
     return f32(exmy::gemm::gemm(A, B, parse_accum_model(m, 8), OutFormat::fp32)[0]);
   };
-  CHECK(run(128, 1, "cublas-sm90") == bfirst);
-  CHECK(run(1, 128, "cublas-sm90") == afirst);
+  CHECK(run(128, 1, "cublas-sm90") == product);
+  CHECK(run(1, 128, "cublas-sm90") == product);
   CHECK(run(128, 128, "cublas-sm90") == product);
+  const std::string te = "hw:k=32,frac=13,inter=13,chunk=128,promote=te";
+  CHECK(run(128, 1, te) == bfirst);
+  CHECK(run(1, 128, te) == afirst);
+  CHECK(run(128, 128, te) == product);
   CHECK(run(128, 1, "cutlass-sm90") == product);
   CHECK(run(1, 128, "cutlass-sm90") == product);
   CHECK(run(1, 1, "cutlass-sm90") == afirst);
   CHECK(run(128, 1, "deepgemm") == product);
+  // One k-block (K = 128): cuBLASLt runs its outer-vector kernel, measured b-first.
+  std::vector<unsigned> a1(a.begin(), a.begin() + 128), b1(b.begin(), b.begin() + 128);
+  const Operand A1 = fp8_operand(a1, 1, 128, {sa0}, 1, 128);
+  const Operand B1 = fp8_operand(b1, 1, 128, {sb0}, 1, 128);
+  CHECK(f32(exmy::gemm::gemm(A1, B1, parse_accum_model("cublas-sm90", 8), OutFormat::fp32)[0]) ==
+        std::fmaf(p0 * sb0, sa0, 0.0f));
 }
 
-TEST_CASE("tile scales: cublas-sm90 equals TransformerEngine's reference construction",
+TEST_CASE("tile scales: promote=te equals TransformerEngine's reference construction",
           "[gemm][tile-scales]") {
   // TE's CuBLASRefBlockwiseGemm.qgemm_blockwise_2d: for every k-block, y_partial = an FP8 GEMM of
   // the block with unit scales and fp32 output (here exmy's plain cublas-sm90 FP8 model, verified
@@ -168,10 +181,9 @@ TEST_CASE("tile scales: cublas-sm90 equals TransformerEngine's reference constru
         }
       }
     }
-    const std::vector<std::uint32_t> c32 =
-        exmy::gemm::gemm(A, B, parse_accum_model("cublas-sm90", 8), OutFormat::fp32);
-    const std::vector<std::uint32_t> c16 =
-        exmy::gemm::gemm(A, B, parse_accum_model("cublas-sm90", 8), OutFormat::bf16);
+    const AccumModel te = parse_accum_model("hw:k=32,frac=13,inter=13,chunk=128,promote=te", 8);
+    const std::vector<std::uint32_t> c32 = exmy::gemm::gemm(A, B, te, OutFormat::fp32);
+    const std::vector<std::uint32_t> c16 = exmy::gemm::gemm(A, B, te, OutFormat::bf16);
     std::size_t bad32 = 0, bad16 = 0;
     const Format bf16 = parse_format("bf16");
     for (std::size_t i = 0; i < M * N; ++i) {
