@@ -36,7 +36,8 @@ struct GemmArgs {
   std::string a_path, b_path, out, a_fmt, b_fmt, out_fmt, accum, device = "cpu";
   std::string rows_path, cols_path, scale_order = "product", compat;
   std::string block_a_path, block_b_path, block_format = "e8m0fnu";
-  std::size_t block = 0;  // 0: the block scale format's own block
+  std::size_t block = 0;       // 0: the block scale format's own block
+  std::string tile_a, tile_b;  // fp32 block scales: RxC tiles of A and B (default 1x128)
   bool strict = false;
   double scale_a = 1.0, scale_b = 1.0;
 };
@@ -90,8 +91,16 @@ Options gemm_options(GemmArgs& g) {
              "none", [&](const std::string& v) { g.block_a_path = v; })
       .value({"--block-scale-b"}, "SB.npy", "block scales of B; with --block-scale-a", "none",
              [&](const std::string& v) { g.block_b_path = v; })
-      .value({"--block-scale-format"}, "e8m0fnu|e4m3fn", "format of the block scales",
+      .value({"--block-scale-format"}, "e8m0fnu|e4m3fn|fp32",
+             "format of the block scales (fp32: <f4 tile scales, --block-a/--block-b; "
+             "SEMANTICS 15.7)",
              g.block_format, [&](const std::string& v) { g.block_format = v; })
+      .value({"--block-a"}, "RxC",
+             "fp32 block scales: A's tile (rows x k), e.g. 1x128 (DeepSeek-V3 activations)",
+             "1x128", [&](const std::string& v) { g.tile_a = v; })
+      .value({"--block-b"}, "RxC",
+             "fp32 block scales: B's tile (rows of B x k), e.g. 128x128 (weights)", "1x128",
+             [&](const std::string& v) { g.tile_b = v; })
       .value({"--block"}, "B", "elements of k per block scale (1..4096)",
              "32 for e8m0fnu block scales, 16 for e4m3fn",
              [&](const std::string& v) {
@@ -136,7 +145,26 @@ int run_gemm(const Args& args) {
     throw InputError(std::string(g.block_a_path.empty() ? "--block-scale-a" : "--block-scale-b") +
                      ": required with the other operand's block scales");
   }
-  if (!g.block_a_path.empty()) {
+  if (g.block_format == "fp32") {
+    // Tile scales (SEMANTICS 15.7): <f4, ceil(rows / R) x ceil(K / C) per operand.
+    if (g.block_a_path.empty()) {
+      throw InputError("--block-scale-format fp32: needs --block-scale-a and --block-scale-b");
+    }
+    if (g.block != 0) {
+      throw InputError("--block: the k extent of fp32 tile scales is C of --block-a/--block-b");
+    }
+    std::size_t ra = 0, ca = 0, rb = 0, cb = 0;
+    gemm::parse_tile(g.tile_a.empty() ? "1x128" : g.tile_a, "--block-a", ra, ca);
+    gemm::parse_tile(g.tile_b.empty() ? "1x128" : g.tile_b, "--block-b", rb, cb);
+    if (ca != cb) {
+      throw InputError("--block-a " + g.tile_a + " / --block-b " + g.tile_b +
+                       ": the tiles' k extents differ (expected the same C)");
+    }
+    gemm::read_tile_scales(g.block_a_path, ra, ca, A, "A");
+    gemm::read_tile_scales(g.block_b_path, rb, cb, B, "B");
+  } else if (!g.tile_a.empty() || !g.tile_b.empty()) {
+    throw InputError("--block-a / --block-b: only with --block-scale-format fp32");
+  } else if (!g.block_a_path.empty()) {
     if (g.block == 0) g.block = g.block_format == "e4m3fn" ? 16 : 32;
     gemm::read_block_scales(g.block_a_path, g.block_format, g.block, A, "A");
     gemm::read_block_scales(g.block_b_path, g.block_format, g.block, B, "B");

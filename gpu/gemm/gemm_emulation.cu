@@ -22,14 +22,24 @@ struct KernelBlockScales {
   int block = 0, emin_a = -127, emin_b = -127;
 };
 
+// Tile scales in device memory (SEMANTICS 15.7): A's ceil(M / ra) x kb and B's ceil(N / rb) x kb
+// fp32 values, row-major as the operands hold them.
+struct KernelTileScales {
+  const float* a = nullptr;
+  const float* b = nullptr;
+  std::size_t kb = 0, ra = 1, rb = 1;
+  int block = 128;
+};
+
 // One thread per output element: i = row of A, j = row of B. B is stored transposed (K x N) so
 // that the threads of a warp (consecutive j) read consecutive addresses; a thread reads its row
 // of A (the same for the whole warp: a broadcast).
 __global__ void k_gemm_emulate(const double* __restrict__ a, const double* __restrict__ bt,
                                std::size_t M, std::size_t N, std::size_t K, int emin_a, int emin_b,
-                               native::DotModel m, KernelBlockScales ks, float alpha,
-                               const float* __restrict__ sa, const float* __restrict__ sb,
-                               int order, int out, std::uint32_t* __restrict__ c) {
+                               native::DotModel m, KernelBlockScales ks, KernelTileScales kt,
+                               float alpha, const float* __restrict__ sa,
+                               const float* __restrict__ sb, int order, int out,
+                               std::uint32_t* __restrict__ c) {
   const std::size_t j = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x;
   const std::size_t i = blockIdx.y * static_cast<std::size_t>(blockDim.y) + threadIdx.y;
   if (i >= M || j >= N) return;
@@ -37,8 +47,11 @@ __global__ void k_gemm_emulate(const double* __restrict__ a, const double* __res
   if (ks.a != nullptr) {
     bs = {ks.a + i * ks.nb, 1, ks.bt + j, N, ks.block, ks.emin_a, ks.emin_b};
   }
-  float acc = native::dot_model_fp32(a + i * K, 1, bt + j, N, K, emin_a, emin_b, m,
-                                     ks.a != nullptr ? &bs : nullptr);
+  native::DotTileScales ts;
+  if (kt.a != nullptr) ts = {kt.a + (i / kt.ra) * kt.kb, kt.b + (j / kt.rb) * kt.kb, kt.block};
+  float acc =
+      native::dot_model_fp32(a + i * K, 1, bt + j, N, K, emin_a, emin_b, m,
+                             ks.a != nullptr ? &bs : nullptr, kt.a != nullptr ? &ts : nullptr);
   if (alpha != 1.0f) acc = native::rn_mul(alpha, acc);
   if (sa != nullptr || sb != nullptr) {
     acc =
@@ -102,6 +115,25 @@ __global__ void k_transpose(const double* __restrict__ in, std::size_t rows, std
     out[c * rows + r] = in[t];
   }
 }
+
+// The operands' tile scales in device buffers, for the kernel.
+struct DeviceTileScales {
+  DeviceBuffer a, b;
+  KernelTileScales k;
+  DeviceTileScales(const gemm::Operand& oa, const gemm::Operand& ob)
+      : a(oa.tile_scales.empty() ? nullptr : oa.tile_scales.data(),
+          oa.tile_scales.size() * sizeof(float)),
+        b(ob.tile_scales.empty() ? nullptr : ob.tile_scales.data(),
+          ob.tile_scales.size() * sizeof(float)) {
+    if (oa.tile_cols == 0) return;  // operand_model checked that both sides have tiles
+    k.a = a.as<float>();
+    k.b = b.as<float>();
+    k.kb = (oa.cols + oa.tile_cols - 1) / oa.tile_cols;
+    k.ra = oa.tile_rows;
+    k.rb = ob.tile_rows;
+    k.block = static_cast<int>(oa.tile_cols);
+  }
+};
 
 // The checks and the kernel model of a GEMM (host only: nothing is staged yet).
 native::DotModel checked_model(const gemm::Operand& a, const gemm::Operand& b,
@@ -242,8 +274,9 @@ void gemm_emulate_rows(const gemm::Operand& a, const gemm::Operand& b, const gem
   const DeviceBuffer dc(M * N * sizeof(std::uint32_t));
   const DeviceBuffer dsa(rows ? scales->a_rows.data() : nullptr, rows ? M * sizeof(float) : 0);
   const DeviceBuffer dsb(cols ? scales->b_cols.data() : nullptr, cols ? N * sizeof(float) : 0);
+  const DeviceTileScales dts(a, b);
   k_gemm_emulate<<<grid2d(M, N), kTile>>>(st.a.as<double>(), st.bt.as<double>(), M, N, K, a.emin,
-                                          b.emin, dm, st.k, static_cast<float>(alpha),
+                                          b.emin, dm, st.k, dts.k, static_cast<float>(alpha),
                                           dsa.as<float>(), dsb.as<float>(),
                                           scales != nullptr ? static_cast<int>(scales->order) : 0,
                                           static_cast<int>(out), dc.as<std::uint32_t>());
@@ -268,6 +301,7 @@ double gemm_emulate_time_ms(const gemm::Operand& a, const gemm::Operand& b,
   const std::size_t M = a.rows, N = b.rows, K = a.cols;
   const Staged st(a, b, checked);
   const DeviceBuffer dc(M * N * sizeof(std::uint32_t));
+  const DeviceTileScales dts(a, b);
   cudaEvent_t e0, e1;
   cuda_check(cudaEventCreate(&e0), "cudaEventCreate");
   cuda_check(cudaEventCreate(&e1), "cudaEventCreate");
@@ -275,7 +309,7 @@ double gemm_emulate_time_ms(const gemm::Operand& a, const gemm::Operand& b,
   for (int r = 0; r < reps + 1; ++r) {
     cuda_check(cudaEventRecord(e0), "cudaEventRecord");
     k_gemm_emulate<<<grid2d(M, N), kTile>>>(st.a.as<double>(), st.bt.as<double>(), M, N, K, a.emin,
-                                            b.emin, dm, st.k, 1.0f, nullptr, nullptr, 0,
+                                            b.emin, dm, st.k, dts.k, 1.0f, nullptr, nullptr, 0,
                                             static_cast<int>(out), dc.as<std::uint32_t>());
     cuda_check_launch("k_gemm_emulate");
     cuda_check(cudaEventRecord(e1), "cudaEventRecord");

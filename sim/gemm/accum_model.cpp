@@ -20,7 +20,8 @@ std::string accum_model_help() {
          "[,tile=T[,tail]][,tree]][,chunk=P[,rp]] | "
          "amd:k=K[,frac=N][,two-stage][,tf32][,ktile=T][,split=S[,tile=T[,tail]][,tree]][,chunk=P] "
          "| "
-         "sm80 | sm90 | sm100 | cublas-sm90[-h100|-h200] | cdna3";
+         "sm80 | sm90 | sm100 | cublas-sm90[-h100|-h200] | cdna3 | deepgemm | cutlass-sm90; "
+         "hw, fp32-seq with tile scales: [,promote=a-first|b-first|product|cublas|te|cutlass]";
 }
 
 namespace {
@@ -53,6 +54,20 @@ AccumModel preset(const std::string& text, int a_bits) {
       m.library = true;
       m.tf32_round = AccumModel::Tf32Round::rne;
     }
+  } else if (text == "deepgemm" || text == "cutlass-sm90") {
+    // Blockwise-scaled FP8 kernels of Hopper (SEMANTICS 15.7): the e8m13 WGMMA sum of every 128 k
+    // (4 instructions of k = 32) promoted into fp32 registers with the k-block's scales.
+    // DeepGEMM (deepseek-ai/DeepGEMM, fp8_gemm.cuh: scale = scale_a * scale_b, then
+    // final_accum += scale * accum, an FFMA): product. CUTLASS's
+    // sm90_mma_tma_gmma_ss_warpspecialized_fp8_blockwise_scaling.hpp with GmmaFP8Accumulation
+    // (fp8_accumulation.hpp; promotion interval 4 MMAs): cutlass. Source-derived, not measured.
+    if (!fp8) bad(text, text + " is an FP8 kernel (operands of at most 8 bits)");
+    m.frac_bits = 13;
+    m.inter_bits = 13;
+    m.k_group = 32;
+    m.chunk = 128;
+    m.promote = text == "deepgemm" ? AccumModel::Promote::product : AccumModel::Promote::cutlass;
+    return m;
   } else if (text == "cdna3") {
     // MMA-Sim's AMD CDNA3 MFMA models (published; exmy has no AMD device): FP8 k = 16 in two
     // stages, bf16/fp16 k = 8, 24 fraction bits; fp32 operands run the plain f32 MFMA, an FMA
@@ -161,6 +176,19 @@ AccumModel parse_accum_model(const std::string& text, int a_bits) {
         m.sub_group = num(1, 4096);
       } else if (key == "two-stage" && val.empty()) {
         m.two_stage = true;
+      } else if (key == "promote" && !amd) {
+        using P = AccumModel::Promote;
+        m.promote = val == "a-first"   ? P::a_first
+                    : val == "b-first" ? P::b_first
+                    : val == "product" ? P::product
+                    : val == "cublas"  ? P::cublas
+                    : val == "te"      ? P::te
+                    : val == "cutlass" ? P::cutlass
+                                       : P::unset;
+        if (m.promote == P::unset) {
+          bad(text,
+              "promote=" + val + ": expected a-first, b-first, product, cublas, te or cutlass");
+        }
       } else if (key == "rp" && val.empty()) {
         m.rp = true;
       } else if (seq && key == "lanes") {

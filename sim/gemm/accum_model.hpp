@@ -89,6 +89,22 @@ struct AccumModel {
   // gemm_profile.hpp's gpu_name). "" (cublas-sm90): every sm90 GPU of the profile, a GEMM
   // whose launch differs between them announced (SEMANTICS 15.6).
   std::string gpu;
+  // Tile scales (fp32 per 1xC / RxC tile, SEMANTICS 15.7): how a finished promotion chunk p is
+  // scaled into the fp32 accumulator y. a-first fma(RN32(p sa), sb, y), b-first
+  // fma(RN32(p sb), sa, y), product fma(p, RN32(sa sb), y); cublas: as measured on an H200
+  // (1-D x 1-D a-first, b-first with a single k-block; a 2-D operand: product); te: as
+  // TransformerEngine's cuBLAS reference documents it (A 1-D: a-first; A 2-D, B 1-D: b-first;
+  // both 2-D: product); cutlass: CUTLASS's sm90 blockwise mainloop (both operands with several
+  // scales per 128-row CTA tile: a-first, else product). Resolved by operand_model.
+  enum class Promote : std::uint8_t {
+    unset,
+    a_first,
+    b_first,
+    product,
+    cublas,
+    te,
+    cutlass
+  } promote = Promote::unset;
   std::string name;  // the string it was parsed from, for messages and provenance
 };
 
@@ -98,7 +114,9 @@ struct AccumModel {
 // fp32-seq:dot=G |
 // hw:k=K,frac=N[,inter=M][,rne][,tf32[=rz|rna|rne]][,ktile=T][,split=S[,tile=T[,tail]][,tree]]
 //   [,chunk=P[,rp]] |
+//   [,promote=a-first|b-first|product|cublas|te|cutlass] |
 // a preset: sm80 | sm90 | sm100 | cublas-sm90 (sm90 with the instruction K of the input type) |
+// deepgemm | cutlass-sm90 (FP8: sm90 with chunk=128 and promote=product / cutlass) |
 // cublas-sm90-NAME (cublas-sm90 with one GPU's launch records: cublas-sm90-h100, -h200).
 // Presets depend on the input formats: `a_bits` is the larger code width of A and B (8: FP8,
 // 16: bf16/fp16, 32: fp32/tf32). InputError names the string and the grammar.
@@ -129,6 +147,10 @@ inline native::DotModel dot_model(const AccumModel& m) {
   d.dot_ctas = m.dot_ctas;
   d.lane_chunk = m.lane_chunk;
   d.ktile = m.ktile;
+  d.promote = m.promote == AccumModel::Promote::a_first   ? 1
+              : m.promote == AccumModel::Promote::b_first ? 2
+              : m.promote == AccumModel::Promote::product ? 3
+                                                          : 0;
   return d;
 }
 

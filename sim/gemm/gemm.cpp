@@ -11,6 +11,7 @@
 
 #include "sim/common/checked_size.hpp"
 #include "sim/common/error.hpp"
+#include "sim/common/number.hpp"
 #include "sim/format/registry.hpp"
 #include "sim/io/npy.hpp"
 #include "sim/native/convert.hpp"
@@ -277,6 +278,35 @@ void read_block_scales(const std::string& path, const std::string& fmt, std::siz
   op.scale_emin = fmt == "e8m0fnu" ? -127 : 1 - f.bias;
 }
 
+void parse_tile(const std::string& text, const std::string& what, std::size_t& R, std::size_t& C) {
+  const std::size_t x = text.find('x');
+  if (x == std::string::npos) {
+    throw InputError(what + " '" + text + "': expected RxC (e.g. 1x128, 128x128)");
+  }
+  R = static_cast<std::size_t>(number::parse_u64(text.substr(0, x), what + " rows", 1 << 20));
+  C = static_cast<std::size_t>(number::parse_u64(text.substr(x + 1), what + " cols", 1 << 20));
+  if (R == 0 || C == 0) throw InputError(what + " '" + text + "': tile sides must be positive");
+}
+
+void read_tile_scales(const std::string& path, std::size_t R, std::size_t C, Operand& op,
+                      const char* which) {
+  const io::NpyArray arr = io::read_npy(path);
+  const std::size_t rb = (op.rows + R - 1) / R, kb = (op.cols + C - 1) / C;
+  if (arr.shape != std::vector<std::size_t>{rb, kb}) {
+    std::string got;
+    for (std::size_t d : arr.shape) got += (got.empty() ? "" : " x ") + std::to_string(d);
+    throw InputError(path + ": shape " + (got.empty() ? "()" : got) + " (expected " +
+                     std::to_string(rb) + " x " + std::to_string(kb) + ": ceil(rows of " + which +
+                     " / " + std::to_string(R) + ") x ceil(K / " + std::to_string(C) + "))");
+  }
+  if (arr.descr != "<f4") {
+    throw InputError(path + ": dtype '" + arr.descr + "', expected '<f4' (fp32 tile scales)");
+  }
+  op.tile_scales = io::as_f32(arr, path);
+  op.tile_rows = R;
+  op.tile_cols = C;
+}
+
 namespace {
 // Rows of an operand this many at a time keep a decoded block near 4 MiB of doubles.
 std::size_t rows_per_block(std::size_t cols, std::size_t limit) {
@@ -301,6 +331,71 @@ double max_abs(const Operand& o) {
 }
 }  // namespace
 
+namespace {
+// The model of a GEMM with tile scales (SEMANTICS 15.7): cublas-sm90 becomes cuBLASLt's blockwise
+// FP8 kernel as TransformerEngine's reference describes it (the e8m13 sum of every 128 k, then
+// the promotion equation of the tile pair); promote=cublas / cutlass resolve to their equation
+// for these tiles; a model without a chunk promotes once per k-block (chunk = C), which must be a
+// multiple of the chunk.
+ShapeModel tile_scaled_model(ShapeModel r, const AccumModel& m, const Operand& a,
+                             const Operand& b) {
+  using P = AccumModel::Promote;
+  if (a.scale_block != 0 || b.scale_block != 0) {
+    throw InputError("tile scales (fp32) and MX/NVFP4 block scales on the same GEMM");
+  }
+  AccumModel& x = r.model;
+  if (m.library) {
+    if (a.code_bits > 8 || b.code_bits > 8) {
+      throw InputError("--accum " + m.name +
+                       ": cuBLASLt's blockwise scaling is an FP8 GEMM (operands of at most "
+                       "8 bits)");
+    }
+    x = parse_accum_model("hw:k=32,frac=13,inter=13,chunk=128,promote=cublas", 8);
+    x.name = m.name;
+    x.library = true;
+    x.gpu = m.gpu;
+    r.measured = false;
+    r.from = "blockwise fp32 scales (" + std::to_string(a.tile_rows) + "x" +
+             std::to_string(a.tile_cols) + " . " + std::to_string(b.tile_rows) + "x" +
+             std::to_string(b.tile_cols) +
+             "): hw:k=32,frac=13,inter=13,chunk=128,promote=cublas (measured on an H200 at "
+             "shapes where cuBLASLt runs no split-K; SEMANTICS 15.7)";
+  }
+  if (x.kind == AccumKind::exact) return r;
+  const std::size_t kb = (a.cols + a.tile_cols - 1) / a.tile_cols;
+  if (x.promote == P::unset || x.promote == P::cublas) {
+    // Measured on an H200 (cuBLAS 13.1, bench/results/2026-12-01-h200-blockfp8-gemm.md): 1-D x
+    // 1-D a-first, except with one k-block (K <= 128: cuBLASLt runs its outer-vector-scaled
+    // kernel) b-first; a 2-D operand: product.
+    x.promote =
+        a.tile_rows == 1 && b.tile_rows == 1 ? (kb == 1 ? P::b_first : P::a_first) : P::product;
+  } else if (x.promote == P::te) {
+    x.promote = a.tile_rows == 1 ? P::a_first : b.tile_rows == 1 ? P::b_first : P::product;
+  } else if (x.promote == P::cutlass) {
+    x.promote = a.tile_rows < 128 && b.tile_rows < 128 ? P::a_first : P::product;
+  }
+  if (x.chunk == 0) x.chunk = static_cast<int>(a.tile_cols);
+  if (a.tile_cols % static_cast<std::size_t>(x.chunk) != 0) {
+    throw InputError("--accum " + m.name + ": the promotion chunk " + std::to_string(x.chunk) +
+                     " must divide the tile scales' k extent " + std::to_string(a.tile_cols));
+  }
+  if (x.rp || x.sub_group > 0 || x.lanes > 1) {
+    throw InputError("--accum " + m.name +
+                     ": tile scales are applied per promotion chunk; rp, sub and lanes do not "
+                     "combine with them");
+  }
+  // Split-K parts (each promoting from +0, then added in fp32) must be whole tiles of a
+  // multiple of the chunk, so that no chunk straddles a k-block.
+  if (x.split_k > 1 && (x.tile <= 0 || x.tile % x.chunk != 0)) {
+    throw InputError("--accum " + m.name +
+                     ": split-K with tile scales needs tile=T, a multiple "
+                     "of the promotion chunk " +
+                     std::to_string(x.chunk));
+  }
+  return r;
+}
+}  // namespace
+
 ShapeModel operand_model(const Operand& a, const Operand& b, const AccumModel& m, OutFormat out) {
   // 32-bit operands: TF32 tensor cores if either is tf32, else the fp32 SGEMM (CUDA cores).
   const bool tf32 = a.type == "tf32" || b.type == "tf32";
@@ -311,6 +406,19 @@ ShapeModel operand_model(const Operand& a, const Operand& b, const AccumModel& m
     throw InputError("block scales: A's block " + std::to_string(a.scale_block) + ", B's " +
                      std::to_string(b.scale_block) +
                      " (expected both operands scaled, with the same block)");
+  }
+  if ((a.tile_cols == 0) != (b.tile_cols == 0) || a.tile_cols != b.tile_cols) {
+    throw InputError("tile scales: A's tiles are " + std::to_string(a.tile_rows) + "x" +
+                     std::to_string(a.tile_cols) + ", B's " + std::to_string(b.tile_rows) + "x" +
+                     std::to_string(b.tile_cols) +
+                     " (expected both operands scaled, with the same k extent C)");
+  }
+  if (a.tile_cols != 0) return tile_scaled_model(r, m, a, b);
+  if (r.model.promote != AccumModel::Promote::unset && r.model.name != "deepgemm" &&
+      r.model.name != "cutlass-sm90") {
+    throw InputError("--accum " + m.name +
+                     ": promote= applies tile scales; give them with "
+                     "--block-scale-format fp32");
   }
   if (a.scale_block == 0) {
     if (r.model.sub_group > 0) {
@@ -388,7 +496,7 @@ AccumModel rounded_part_model(const AccumModel& m) {
 std::vector<std::uint32_t> gemm_rounded_parts(const Operand& a, const Operand& b,
                                               const AccumModel& m, OutFormat out, double alpha,
                                               const RowColScales* scales, Fp32Gemm fp32_gemm) {
-  if (a.scale_block != 0 || b.scale_block != 0) {
+  if (a.scale_block != 0 || b.scale_block != 0 || a.tile_cols != 0 || b.tile_cols != 0) {
     throw InputError("--accum " + m.name + ": rp (16-bit split-K partials) with block scales");
   }
   const std::size_t M = a.rows, N = b.rows, K = a.cols;
@@ -475,6 +583,8 @@ void gemm_rows(const Operand& a, const Operand& b, const AccumModel& model, OutF
       1, std::min(rows_per_block(K, M), (std::size_t{1} << 20) / std::max<std::size_t>(N, 1)));
   const std::size_t TB = rows_per_block(K, N);
   const std::size_t nb = a.scale_block != 0 ? K / a.scale_block : 0;
+  const bool tiled = a.tile_cols != 0;  // operand_model checked both sides
+  const std::size_t kb = tiled ? (K + a.tile_cols - 1) / a.tile_cols : 0;
   std::vector<double> ab(std::min(TA, M) * K), bb(std::min(TB, N) * K);
   std::vector<double> as(std::min(TA, M) * nb), bs(std::min(TB, N) * nb);
   std::vector<std::uint32_t> c(std::min(TA, M) * N);
@@ -533,6 +643,10 @@ void gemm_rows(const Operand& a, const Operand& b, const AccumModel& model, OutF
                 mpfr_mul_d(p, p, asr[blk], MPFR_RNDN);
                 mpfr_mul_d(p, p, bsr[blk], MPFR_RNDN);
               }
+              if (tiled) {  // the tile scales (fp32 values: exact too)
+                mpfr_mul_d(p, p, a.tile_scale(i, k / a.tile_cols), MPFR_RNDN);
+                mpfr_mul_d(p, p, b.tile_scale(j, k / b.tile_cols), MPFR_RNDN);
+              }
               mpfr_add(acc, acc, p, MPFR_RNDN);  // exact: the span fits
             }
             mpfr_mul_d(acc, acc, alpha, MPFR_RNDN);  // exact at 1200 bits, as are the scales
@@ -560,8 +674,14 @@ void gemm_rows(const Operand& a, const Operand& b, const AccumModel& model, OutF
               sc.emin_a = a.scale_emin;
               sc.emin_b = b.scale_emin;
             }
-            v = native::dot_model_fp32(ar, 1, br, 1, K, a.emin, b.emin, dm,
-                                       nb != 0 ? &sc : nullptr);
+            native::DotTileScales ts;
+            if (tiled) {
+              ts.a = a.tile_scales.data() + (i / a.tile_rows) * kb;
+              ts.b = b.tile_scales.data() + (j / b.tile_rows) * kb;
+              ts.block = static_cast<int>(a.tile_cols);
+            }
+            v = native::dot_model_fp32(ar, 1, br, 1, K, a.emin, b.emin, dm, nb != 0 ? &sc : nullptr,
+                                       tiled ? &ts : nullptr);
           }
           code = epilogue(v, alpha, scales, rows, cols, i, j, out);
         }

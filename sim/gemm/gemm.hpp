@@ -63,6 +63,16 @@ struct Operand {
   std::vector<double> scale_table;
   std::size_t scale_block = 0;
   int scale_emin = -127;
+  // Tile scales (fp32, SEMANTICS 15.7; DeepSeek-V3's 1x128 activations and 128x128 weights):
+  // one per tile of tile_rows x tile_cols elements (rows x k), ceil(rows / tile_rows) x
+  // ceil(cols / tile_cols) row-major; tile_cols 0 = none. Applied where a promotion chunk enters
+  // the fp32 accumulator (AccumModel::promote), not inside the tensor-core sum.
+  std::vector<float> tile_scales;
+  std::size_t tile_rows = 0, tile_cols = 0;
+  // Tile scale of (row r, k-block kb).
+  float tile_scale(std::size_t r, std::size_t kb) const {
+    return tile_scales[(r / tile_rows) * ((cols + tile_cols - 1) / tile_cols) + kb];
+  }
 
   // Rows [r0, r1) as doubles, (r1 - r0) x cols row-major, into out.
   void rows_into(std::size_t r0, std::size_t r1, double* out) const;
@@ -86,6 +96,13 @@ Operand operand_view_f32(const float* data, std::size_t rows, std::size_t cols,
 // does not match, a signed UE4M3 code, a format that is not a scale format).
 void read_block_scales(const std::string& path, const std::string& fmt, std::size_t block,
                        Operand& op, const char* which);
+
+// Reads an operand's tile scales (`which`: "A" or "B") from a 2-d <f4 .npy of shape
+// ceil(rows / R) x ceil(K / C) and attaches them. InputError names the file and what was expected.
+void read_tile_scales(const std::string& path, std::size_t R, std::size_t C, Operand& op,
+                      const char* which);
+// Parses a tile "RxC" (1 <= R, C <= 2^20), naming `what` in the error.
+void parse_tile(const std::string& text, const std::string& what, std::size_t& R, std::size_t& C);
 
 // Decodes codes of `fmt` (8 or 16 bits) into an Operand; NaN codes decode to NaN, infinities to
 // infinity.

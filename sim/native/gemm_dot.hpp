@@ -72,6 +72,10 @@ struct DotModel {
   // groups of k_group k start at the beginning of each tile (the residue tile's last group may
   // be short).
   int ktile = 0;
+  // With tile scales (DotTileScales, SEMANTICS 15.7): how a finished promotion chunk p enters the
+  // fp32 accumulator y with its k-block's scales sa, sb (0 add: y + p, no scales; 1 a-first
+  // fma(RN32(p sa), sb, y); 2 b-first fma(RN32(p sb), sa, y); 3 product fma(p, RN32(sa sb), y)).
+  int promote = 0;
 };
 
 // Block scales (MX E8M0 per 32 k, NVFP4 UE4M3 per 16 k): the scales of A's row and of B's row
@@ -85,6 +89,17 @@ struct DotBlockScales {
   std::size_t sb = 1;
   int block = 32;
   int emin_a = -127, emin_b = -127;
+};
+
+// Tile scales (fp32 per tile of rows x `block` k: DeepSeek-V3's 1x128 / 128x128, cuBLASLt's
+// blockwise FP8 scaling): the scales of this output's A row and B row, k-block kb's at a[kb] and
+// b[kb]. They apply where a promotion chunk enters the fp32 accumulator (DotModel::promote), not
+// inside the tensor-core sum; a chunk lies within one k-block (the host checks that the chunk
+// divides `block`).
+struct DotTileScales {
+  const float* a = nullptr;
+  const float* b = nullptr;
+  int block = 128;
 };
 
 // |x| = m 2^(e - 23): m < 2^24, e >= emin (m < 2^23 only at e = emin). x finite and nonzero.
@@ -566,15 +581,28 @@ EXMY_HD float dot_chunk(const double* a, std::size_t sa, const double* b, std::s
 
 // One split-K part [k0, k1): promotion chunks of m.chunk k (the whole part when 0), each from
 // +0, added to an fp32 accumulator that starts at +0, in order.
+// With tile scales every chunk enters the accumulator by the promotion equation (DotModel::
+// promote) with the scales of its k-block.
+EXMY_HD float dot_promote(float y, float p, float sa, float sb, int promote) {
+  if (promote == 1) return rn_fma(rn_mul(p, sa), sb, y);
+  if (promote == 2) return rn_fma(rn_mul(p, sb), sa, y);
+  if (promote == 3) return rn_fma(p, rn_mul(sa, sb), y);
+  return rn_add(y, p);
+}
 EXMY_HD float dot_part(const double* a, std::size_t sa, const double* b, std::size_t sb,
                        std::size_t k0, std::size_t k1, int emin_a, int emin_b, const DotModel& m,
-                       const DotBlockScales* bs = nullptr) {
+                       const DotBlockScales* bs = nullptr, const DotTileScales* ts = nullptr) {
   if (m.chunk <= 0) return dot_chunk(a, sa, b, sb, k0, k1, emin_a, emin_b, m, bs);
   const std::size_t len = static_cast<std::size_t>(m.chunk);
   float total = 0.0f;
   for (std::size_t c = k0; c < k1; c += len) {
-    total = rn_add(total,
-                   dot_chunk(a, sa, b, sb, c, c + len < k1 ? c + len : k1, emin_a, emin_b, m, bs));
+    const float p = dot_chunk(a, sa, b, sb, c, c + len < k1 ? c + len : k1, emin_a, emin_b, m, bs);
+    if (ts != nullptr) {
+      const std::size_t kb = c / static_cast<std::size_t>(ts->block);
+      total = dot_promote(total, p, ts->a[kb], ts->b[kb], m.promote);
+    } else {
+      total = rn_add(total, p);
+    }
   }
   return total;
 }
@@ -600,8 +628,11 @@ EXMY_HD std::size_t dot_part_start(std::size_t p, std::size_t k, const DotModel&
 // The fp32 accumulator of one output element: its K values are a[k sa] and b[k sb].
 EXMY_HD float dot_model_fp32(const double* a, std::size_t sa, const double* b, std::size_t sb,
                              std::size_t k, int emin_a, int emin_b, const DotModel& m,
-                             const DotBlockScales* bs = nullptr) {
-  if (m.split_k <= 1) return dot_part(a, sa, b, sb, 0, k, emin_a, emin_b, m, bs);
+                             const DotBlockScales* bs = nullptr,
+                             const DotTileScales* ts = nullptr) {
+  // (With tile scales and split-K the parts are whole tiles of a multiple of the chunk: the
+  // host checks it, so that every chunk lies in one k-block.)
+  if (m.split_k <= 1) return dot_part(a, sa, b, sb, 0, k, emin_a, emin_b, m, bs, ts);
   std::size_t parts = 0;
   while (parts < static_cast<std::size_t>(m.split_k) &&
          dot_part_start(parts, k, m) < dot_part_start(parts + 1, k, m)) {
@@ -609,7 +640,7 @@ EXMY_HD float dot_model_fp32(const double* a, std::size_t sa, const double* b, s
   }
   auto part = [&](std::size_t p) {
     return dot_part(a, sa, b, sb, dot_part_start(p, k, m), dot_part_start(p + 1, k, m), emin_a,
-                    emin_b, m, bs);
+                    emin_b, m, bs, ts);
   };
   if (m.reduce_tree) return dot_tree_sum(parts, part);
   float total = 0.0f;

@@ -5,6 +5,7 @@
 #include <catch2/catch.hpp>
 
 #if EXMY_HAVE_CUDA
+#include <cmath>
 #include <cstring>
 #include <random>
 #include <string>
@@ -164,6 +165,33 @@ TEST_CASE("GPU GEMM emulation with block scales equals the CPU reference", "[gpu
     const gemm::AccumModel m = gemm::parse_accum_model(c.model, A.code_bits);
     for (const auto out : {gemm::OutFormat::fp32, gemm::OutFormat::bf16}) {
       REQUIRE(gemm::gemm(A, B, m, out, 1.0) == gpu::gemm_emulate(A, B, m, out, 1.0));
+    }
+  }
+}
+
+TEST_CASE("GPU GEMM emulation with fp32 tile scales equals the CPU reference", "[gpu][gemm]") {
+  // SEMANTICS 15.7: the three cuBLASLt pairs under cublas-sm90, deepgemm, cutlass-sm90 and an
+  // explicit chunk of 64; M, N not multiples of 128 and K not a multiple of 128.
+  const std::uint64_t seed = 20261201;
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<float> ex(-20.0f, 3.0f);
+  const std::size_t M = 131, N = 150, K = 128 * 3 + 32, L = 4;
+  for (const auto& [ra, rb] : {std::pair<std::size_t, std::size_t>{1, 128}, {1, 1}, {128, 1}}) {
+    for (const char* model : {"cublas-sm90", "deepgemm", "cutlass-sm90",
+                              "hw:k=32,frac=13,inter=13,chunk=64,promote=b-first"}) {
+      INFO("seed " << seed << " tiles " << ra << "x128 . " << rb << "x128 " << model);
+      gemm::Operand A = random_codes(M, K, "e4m3fn", rng, false);
+      gemm::Operand B = random_codes(N, K, "e4m3fn", rng, false);
+      for (auto [o, r] : {std::pair<gemm::Operand*, std::size_t>{&A, ra}, {&B, rb}}) {
+        o->tile_rows = r;
+        o->tile_cols = 128;
+        o->tile_scales.resize(((o->rows + r - 1) / r) * L);
+        for (float& s : o->tile_scales) s = std::exp2(ex(rng));
+      }
+      const gemm::AccumModel m = gemm::parse_accum_model(model, 8);
+      for (const auto out : {gemm::OutFormat::fp32, gemm::OutFormat::bf16}) {
+        REQUIRE(gemm::gemm(A, B, m, out, 1.0) == gpu::gemm_emulate(A, B, m, out, 1.0));
+      }
     }
   }
 }
