@@ -4,8 +4,8 @@
 // shape, ⌈N K / 2⌉ bytes) with its state (7.14.5); Y is X's shape with K replaced by N, in X's
 // dtype. The path (SIMT kernel, or dequantize + linear through exmy's GEMM model) is
 // bitsandbytes' own choice for the GPU named by --sms / --sm (default: an H100 SXM / H200), or
-// the one --path forces; the MMA kernel is refused (not modelled). Every input is checked before
-// anything is written; exit 2 names the bad input.
+// the one --path forces (the MMA kernel through exmy's tensor-core model, --mma-accum). Every input
+// is checked before anything is written; exit 2 names the bad input.
 #include "cli/cmd_gemm_bnb4.hpp"
 
 #include <cstdio>
@@ -28,7 +28,7 @@ using native::Bnb4Dtype;
 
 struct Bnb4GemmArgs {
   std::string a_path, b_path, out, a_fmt, b_fmt, out_fmt, compat, b_shape, absmax_path;
-  std::string state2_path, offset_path, bias_path, path = "auto", accum = "cublas-sm90";
+  std::string state2_path, offset_path, bias_path, path = "auto", accum = "cublas-sm90", mma_accum;
   std::size_t block = 64;
   bool double_quant = false, json = false;
   quant::Bnb4Gpu gpu;
@@ -118,7 +118,9 @@ Options bnb4_gemm_options(Bnb4GemmArgs& g) {
              Options::kRequired, [&](const std::string& v) { g.out_fmt = v; })
       .value({"--out"}, "Y.npy", "the product", Options::kRequired,
              [&](const std::string& v) { g.out = v; })
-      .value({"--path"}, "auto|simt|dequant-linear",
+      .value({"--mma-accum"}, "MODEL", "the tensor-core model of the MMA kernel's mma.sync chain",
+             "sm90 (sm80 below sm_90)", [&](const std::string& v) { g.mma_accum = v; })
+      .value({"--path"}, "auto|simt|mma|dequant-linear",
              "auto: bitsandbytes' dispatch for --sms/--sm; or force one path", g.path,
              [&](const std::string& v) { g.path = v; })
       .value({"--sms"}, "N", "the GPU's SM count (the dispatch reads it)", "132",
@@ -185,6 +187,32 @@ std::vector<std::uint32_t> dequant_linear(const std::vector<std::uint32_t>& x, s
   return c;
 }
 
+// gemm_4bit_sm80_m16n8k16: the kernel's dequantized B (bnb4_mma_weight) times X under the
+// tensor-core model `accum` (mma.sync.m16n8k16 over K in order from +0; no split), then the
+// kernel's epilogue (bias in fp32, FTZ add, cvt.rn).
+std::vector<std::uint32_t> mma_kernel(const std::vector<std::uint32_t>& x, std::size_t M,
+                                      const quant::Bnb4Weight& w, Bnb4Dtype dt,
+                                      const std::vector<std::uint32_t>& bias,
+                                      const std::string& accum) {
+  const FloatFormat f = dt == Bnb4Dtype::bf16 ? formats::bf16 : formats::fp16;
+  const gemm::Operand A =
+      gemm::operand_from_codes(std::vector<std::uint16_t>(x.begin(), x.end()), M, w.K, f);
+  const gemm::Operand B = gemm::operand_from_codes(quant::bnb4_mma_weight(w, dt), w.N, w.K, f);
+  const gemm::AccumModel m = gemm::parse_accum_model(accum, 16);
+  if (m.library || m.split_k > 1 || m.chunk != 0) {
+    throw InputError("--mma-accum " + accum +
+                     ": the MMA kernel runs one mma.sync chain per output (an instruction model "
+                     "such as sm90, sm80 or hw:k=...,frac=..., no split or chunk)");
+  }
+  gemm::check_gemm_problem(A, B, m, 1.0, gemm::OutFormat::fp32);
+  std::vector<std::uint32_t> c = gemm::gemm(A, B, m, gemm::OutFormat::fp32);
+  for (std::size_t i = 0; i < c.size(); ++i) {
+    const float bf = bias.empty() ? 0.0f : native::to_float(f, bias[i % w.N]);
+    c[i] = quant::bnb4_kernel_store(native::f32_from_bits(c[i]), bf, dt);
+  }
+  return c;
+}
+
 }  // namespace
 
 bool is_bnb4_gemm(const Args& args) {
@@ -211,8 +239,8 @@ int run_gemm_bnb4(const Args& args) {
     throw InputError("--out-format " + g.out_fmt + ": matmul_4bit returns X's dtype (" + g.a_fmt +
                      ")");
   }
-  if (g.path != "auto" && g.path != "simt" && g.path != "dequant-linear") {
-    throw InputError("--path '" + g.path + "': expected auto, simt or dequant-linear");
+  if (g.path != "auto" && g.path != "simt" && g.path != "mma" && g.path != "dequant-linear") {
+    throw InputError("--path '" + g.path + "': expected auto, simt, mma or dequant-linear");
   }
   quant::Bnb4Weight w;
   parse_nk(g.b_shape, w.N, w.K);

@@ -254,6 +254,25 @@ std::vector<float> bnb4_simt_scales(const Bnb4Weight& w) {
   return s;
 }
 
+std::vector<std::uint16_t> bnb4_mma_weight(const Bnb4Weight& w, native::Bnb4Dtype dt) {
+  check_bnb4_weight(w);
+  if (dt == Bnb4Dtype::fp32) throw InputError("the MMA kernel takes bf16 or fp16 (fp32 runs SIMT)");
+  const std::vector<float> scale = bnb4_simt_scales(w);
+  static constexpr FloatFormat kBf16 = formats::bf16, kFp16 = formats::fp16;
+  const TType tt(dt == Bnb4Dtype::fp16 ? kFp16 : kBf16);
+  const std::size_t n = w.N * w.K;
+  std::vector<std::uint16_t> out(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    const std::uint8_t c = native::bnb4_unpack(w.q.packed.data(), i);
+    out[i] = tt.from_f32(native::ftz_mul(lut_f32(w.opt.type, c), scale[i / w.opt.block]));
+  }
+  return out;
+}
+
+std::uint32_t bnb4_kernel_store(float acc, float bias, native::Bnb4Dtype dt) {
+  return native::bnb4_store(native::ftz_add(acc, bias), dt);
+}
+
 std::vector<std::uint32_t> bnb4_gemm_simt(std::span<const std::uint32_t> a, std::size_t M,
                                           const Bnb4Weight& w, native::Bnb4Dtype dt,
                                           std::span<const std::uint32_t> bias) {
@@ -337,7 +356,7 @@ std::vector<std::uint32_t> bnb4_gemm_simt(std::span<const std::uint32_t> a, std:
         bias_f =
             f32 ? native::f32_from_bits(bias[n]) : tt.to_f32(static_cast<std::uint16_t>(bias[n]));
       }
-      out[m * N + n] = native::bnb4_store(native::ftz_add(warp_reduce(acc[m]), bias_f), dt);
+      out[m * N + n] = bnb4_kernel_store(warp_reduce(acc[m]), bias_f, dt);
     }
   }
   return out;

@@ -5,7 +5,9 @@
 //   simt            csrc/gemm_4bit_simt.cu's gemm_4bit_simt<T, min(M, 8)>: one warp per output
 //                   column, 32 codes per lane per 1024-element step, fp32 per-lane sums folded
 //                   by a shfl_down tree (bnb4_gemm_simt below)
-//   mma_sm80        gemm_4bit_sm80_m16n8k16 (tensor cores; not modelled: exmy refuses it)
+//   mma_sm80        gemm_4bit_sm80_m16n8k16: B dequantized to T per element (bnb4_mma_weight),
+//                   mma.sync.m16n8k16 over K in order from +0, the bias added in fp32 (the CLI
+//                   runs exmy's tensor-core model, sm90's by default)
 //   dequant_linear  dequantize_4bit to A's dtype, then torch.nn.functional.linear (cuBLAS; the
 //                   CLI runs exmy's GEMM model on the dequantized weight)
 // bnb4_matmul_path reproduces the choice for a GPU given by its SM count and compute capability.
@@ -51,6 +53,14 @@ void check_bnb4_weight(const Bnb4Weight& w);
 std::vector<std::uint32_t> bnb4_gemm_simt(std::span<const std::uint32_t> a, std::size_t M,
                                           const Bnb4Weight& w, native::Bnb4Dtype dt,
                                           std::span<const std::uint32_t> bias);
+
+// gemm_4bit_sm80_m16n8k16's shared-memory B: code (N x K, row-major, T codes) of
+// make_vec2<T>(lut[c] ⊗ scale) — one rounding from the fp32 product (⊗ = FMUL.FTZ), the scale
+// bnb4_simt_scales'. dt is bf16 or fp16.
+std::vector<std::uint16_t> bnb4_mma_weight(const Bnb4Weight& w, native::Bnb4Dtype dt);
+
+// The epilogue of both kernels: Y = cvt.rn(acc ⊕ bias) with ⊕ = FADD.FTZ (bias 0.0f when absent).
+std::uint32_t bnb4_kernel_store(float acc, float bias, native::Bnb4Dtype dt);
 
 // The kernel's per-block fp32 scale: absmax[b], or with double quantization
 // fma.rn.ftz(code[q_b], absmax2[b >> 8], offset) (nvcc contracts `code * absmax2 + offset`).
