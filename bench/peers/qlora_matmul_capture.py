@@ -14,21 +14,24 @@ batch 1, and the fallback's pieces (dequantize_4bit's bytes as a sha256, F.linea
 
     python3 bench/peers/qlora_matmul_capture.py --out DIR [--seed S] [--quick] [--cpu-dry-run]
 
-DIR/weights/<w>.npz: packed codes (uint8, as quantize_4bit returns them, flattened), absmax
-(fp32, or uint8 codes under compress_statistics), state2_absmax, state2_code, offset, shape,
-blocksize, quant_type. DIR/cases/<case>.npz: X (activations: bf16 as uint16 bits, fp16, fp32),
-bias if any, Y (same dtypes), and for M == 1 Y_gemv (F.gemv_4bit). DIR/manifest.json: versions,
-device, seeds, every case with its kernels, path, shapes and the sha256 of dequantize_4bit's
-output in the activation dtype. --cpu-dry-run builds every array on the CPU with a stand-in for
-the bitsandbytes calls (a plain torch dequantization of the same layout and X @ W.T) so the
-plumbing runs without a GPU; its manifest says so and nothing in it is bitsandbytes output.
+Size (the device call returns little): inputs are NOT stored. W, X and bias are regenerated from
+--seed by gen_weight / gen_case (numpy, then torch's CPU cast), and the manifest holds their
+sha256, and the sha256 of bitsandbytes' packed codes, absmax, state2 and offset (the verifier
+re-quantizes W with exmy and checks those). DIR/weights/<w>.npz (compressed): shape, blocksize,
+quant_type, state2_absmax and offset (nested), absmax when <= 4096 blocks. DIR/cases/<case>.npz
+(compressed): Y (bf16 as uint16 bits) whole up to 16384 elements, else its first 256 columns,
+and likewise Y_gemv (F.gemv_4bit, M = 1) and Y_linear (F.linear on dequantize_4bit, M in 1, 8,
+64); the manifest has every output's sha256, the kernels each call launched, the path, and the
+sha256 of dequantize_4bit's output in each activation dtype. Stored outputs stop at --max-mib
+(then sha256 only). --cpu-dry-run builds every array on the CPU with a stand-in for the
+bitsandbytes calls (a plain torch dequantization of the same layout and X @ W.T) so the plumbing
+and the size run without a GPU; its manifest says so and nothing in it is bitsandbytes output.
 """
 import argparse
 import hashlib
 import json
 import os
 import platform
-import shutil
 import sys
 import time
 import warnings
@@ -48,6 +51,8 @@ def parse_args():
                     help="no GPU: stand-ins for bitsandbytes (plumbing only)")
     ap.add_argument("--budget-s", type=float, default=105.0,
                     help="stop starting cases after this many seconds (the manifest says so)")
+    ap.add_argument("--max-mib", type=float, default=6.5,
+                    help="stored outputs beyond this many MiB keep only their sha256")
     ap.add_argument("--no-profile", action="store_true", help="skip torch.profiler kernel names")
     return ap.parse_args()
 
@@ -218,7 +223,6 @@ def main():
         import bitsandbytes as bnb
     os.makedirs(os.path.join(a.out, "weights"), exist_ok=True)
     os.makedirs(os.path.join(a.out, "cases"), exist_ok=True)
-    rng = np.random.default_rng(a.seed)
     man = {"script": "bench/peers/qlora_matmul_capture.py", "seed": a.seed, "dry_run": dry,
            "torch": torch.__version__, "numpy": np.__version__, "python": platform.python_version(),
            "weights": {}, "cases": []}
@@ -231,26 +235,26 @@ def main():
                    allow_tf32=torch.backends.cuda.matmul.allow_tf32,
                    allow_bf16_reduced=torch.backends.cuda.matmul.allow_bf16_reduced_precision_reduction,
                    allow_fp16_reduced=torch.backends.cuda.matmul.allow_fp16_reduced_precision_reduction)
-        # bitsandbytes' Python dispatch decides the path: keep the installed copies next to the data
+        # bitsandbytes' Python dispatch decides the path: the installed files' checksums
         src = os.path.dirname(bnb.__file__)
         man["bnb_sources"] = {}
         for rel in ("backends/cuda/ops.py", "autograd/_functions.py", "functional.py", "_ops.py"):
             f = os.path.join(src, rel)
             if os.path.exists(f):
-                d = os.path.join(a.out, "bnb_src", os.path.dirname(rel))
-                os.makedirs(d, exist_ok=True)
-                shutil.copy(f, d)
                 man["bnb_sources"][rel] = hashlib.sha256(open(f, "rb").read()).hexdigest()
         man["bnb_libs"] = sorted(x for x in os.listdir(src) if x.startswith("libbitsandbytes"))
-    weights = [w for w in WEIGHTS if not a.quick or w[0] in QUICK_WEIGHTS]
     ncase = 0
     man["errors"] = []
-    for wname, N, K, qt, bs, comp, wdt in weights:
+    budget = {"used": 0, "max": int(a.max_mib * 2**20)}
+    for wi, (wname, N, K, qt, bs, comp, wdt) in enumerate(WEIGHTS):
+        if a.quick and wname not in QUICK_WEIGHTS:
+            continue
         if time.time() - t0 > a.budget_s:
             man["truncated_at_s"] = a.budget_s
             break
         try:
-            ncase += capture_weight(a, man, rng, dev, dry, use_prof, t0, wname, N, K, qt, bs, comp, wdt)
+            ncase += capture_weight(a, man, wi, dev, dry, use_prof, t0, wname, N, K, qt, bs, comp, wdt,
+                                    budget)
         except Exception as e:  # one weight's failure must not lose the others
             man["errors"].append(f"{wname}: {type(e).__name__}: {e}")
             print(f"{wname}: ERROR {type(e).__name__}: {e}", flush=True)
@@ -259,89 +263,142 @@ def main():
     return 0
 
 
-def capture_weight(a, man, rng, dev, dry, use_prof, t0, wname, N, K, qt, bs, comp, wdt):
+# ---- inputs: regenerated offline from the seeds (the capture stores checksums, not inputs) -------
+def gen_weight(seed, wi, N, K, wdt):
+    """W (CPU tensor of dtype wdt): heavy-tailed fp32 from numpy, then torch's CPU cast (RNE)."""
+    return torch.from_numpy(heavy(np.random.default_rng([seed, wi]), (N, K), 0.02)).to(DT[wdt])
+
+
+def gen_case(seed, wi, ci, shape, N, adt, use_bias):
+    """X (and bias) as CPU tensors of dtype adt."""
+    rng = np.random.default_rng([seed, wi, 1000 + ci])
+    x = torch.from_numpy(heavy(rng, shape, 1.0, 0.05)).to(DT[adt])
+    b = torch.from_numpy(heavy(rng, (N,), 0.5)).to(DT[adt]) if use_bias else None
+    return x, b
+
+
+def case_shape(M, K, use_bias):
+    return (2, 3, K) if M == 6 and not use_bias else (M, K)  # M = 6 also as a 3-d input
+
+
+def case_list(wname):
+    """(case index, case name, dtype, M, bias) of one weight, in capture order."""
+    out, ci = [], 0
+    for adt, Ms, use_bias in cases_for(wname):
+        for M in Ms:
+            out.append((ci, f"{wname}__{adt}_M{M}{'_bias' if use_bias else ''}", adt, M, use_bias))
+            ci += 1
+    return out
+
+
+FULL_MAX = 16384  # outputs up to this many elements are stored whole; larger ones as Y[:, :256]
+HEAD = 256
+
+
+def store_out(cd, rec, key, y, budget):
+    """y's sha256 into rec; y (or its first HEAD columns) into cd unless the size budget is spent."""
+    b = np_bits(y)
+    rec[key + "_sha256"] = hashlib.sha256(b.tobytes()).hexdigest()
+    b2 = b.reshape(-1, b.shape[-1])
+    if b.size <= FULL_MAX:
+        part, how = b2, "full"
+    else:
+        part, how = b2[:, :HEAD], f"head{HEAD}"
+    if budget["used"] + part.nbytes > budget["max"]:
+        rec[key + "_stored"] = "sha256 only"
+        return
+    cd[key] = part
+    budget["used"] += part.nbytes
+    rec[key + "_stored"] = how
+
+
+def capture_weight(a, man, wi, dev, dry, use_prof, t0, wname, N, K, qt, bs, comp, wdt, budget):
     if not dry:
         import bitsandbytes as bnb
         import bitsandbytes.functional as F
     ncase = 0
-    if True:
-        w = torch.from_numpy(heavy(rng, (N, K), 0.02)).to(DT[wdt]).to(dev)
+    w_cpu = gen_weight(a.seed, wi, N, K, wdt)
+    w = w_cpu.to(dev)
+    if dry:
+        packed, st = standin_quantize(w, bs, comp, qt)
+    else:
+        packed, st = F.quantize_4bit(w, blocksize=bs, compress_statistics=comp, quant_type=qt)
+    wrec = {"index": wi, "N": N, "K": K, "quant_type": qt, "blocksize": bs,
+            "compress_statistics": comp, "quantized_from": wdt, "w_sha256": sha(w_cpu),
+            "packed_shape": list(packed.shape), "packed_dtype": str(packed.dtype),
+            "packed_sha256": sha(packed), "absmax_sha256": sha(st.absmax),
+            "absmax_dtype": str(st.absmax.dtype)}
+    wd = {"shape": np.array([N, K], np.int64), "blocksize": np.array(bs, np.int64),
+          "quant_type": np.array(qt)}
+    if st.absmax.numel() <= 4096:
+        wd["absmax"] = np_bits(st.absmax)
+    if comp:
+        wd.update(state2_absmax=np_bits(st.state2.absmax), offset=np_bits(st.offset.reshape(1)))
+        wrec.update(state2_absmax_sha256=sha(st.state2.absmax), state2_code_sha256=sha(st.state2.code),
+                    offset_sha256=sha(st.offset.reshape(1)), state2_blocksize=st.state2.blocksize)
+    np.savez_compressed(os.path.join(a.out, "weights", wname + ".npz"), **wd)
+    man["weights"][wname] = wrec
+    deq_sha = {}
+    for ci, cname, adt, M, use_bias in case_list(wname):
+        if time.time() - t0 > a.budget_s:
+            man["truncated_at_s"] = a.budget_s
+            break
+        dt = DT[adt]
+        if adt not in deq_sha:
+            wdq = standin_dequant(packed, st, dt) if dry else F.dequantize_4bit(packed, st).to(dt)
+            deq_sha[adt] = sha(wdq)
+        shape = case_shape(M, K, use_bias)
+        x_cpu, b_cpu = gen_case(a.seed, wi, ci, shape, N, adt, use_bias)
+        x = x_cpu.to(dev)
+        bias = b_cpu.to(dev) if use_bias else None
         if dry:
-            packed, st = standin_quantize(w, bs, comp, qt)
+            y = torch.nn.functional.linear(x, wdq, bias)
+            y2, kern = y, []
         else:
-            packed, st = F.quantize_4bit(w, blocksize=bs, compress_statistics=comp, quant_type=qt)
-        wd = {"packed": np_bits(packed).reshape(-1), "absmax": np_bits(st.absmax),
-              "shape": np.array([N, K], np.int64), "blocksize": np.array(bs, np.int64),
-              "quant_type": np.array(qt)}
-        if comp:
-            wd.update(state2_absmax=np_bits(st.state2.absmax), state2_code=np_bits(st.state2.code),
-                      offset=np_bits(st.offset.reshape(1)),
-                      state2_blocksize=np.array(st.state2.blocksize, np.int64))
-        np.savez(os.path.join(a.out, "weights", wname + ".npz"), **wd)
-        man["weights"][wname] = {"N": N, "K": K, "quant_type": qt, "blocksize": bs,
-                                 "compress_statistics": comp, "quantized_from": wdt,
-                                 "packed_shape": list(packed.shape), "packed_dtype": str(packed.dtype)}
-        deq_sha = {}
-        for adt, Ms, use_bias in cases_for(wname):
-            dt = DT[adt]
-            if adt not in deq_sha:
-                wdq = standin_dequant(packed, st, dt) if dry else F.dequantize_4bit(packed, st).to(dt)
-                deq_sha[adt] = sha(wdq)
-            for M in Ms:
-                if time.time() - t0 > a.budget_s:
-                    man["truncated_at_s"] = a.budget_s
-                    break
-                cname = f"{wname}__{adt}_M{M}{'_bias' if use_bias else ''}"
-                shape = (M, K)
-                if M == 6 and not use_bias:
-                    shape = (2, 3, K)  # a 3-d input: M = 6 rows
-                x = torch.from_numpy(heavy(rng, shape, 1.0, 0.05)).to(dt).to(dev)
-                bias = torch.from_numpy(heavy(rng, (N,), 0.5)).to(dt).to(dev) if use_bias else None
-                if dry:
-                    y = torch.nn.functional.linear(x, wdq, bias)
-                    kern = []
-                else:
-                    with torch.inference_mode(), warnings.catch_warnings():
-                        warnings.simplefilter("ignore")
-                        y, kern = kernels_of(lambda: bnb.matmul_4bit(x, packed.t(), st, bias=bias), use_prof)
-                        y2 = bnb.matmul_4bit(x, packed.t(), st, bias=bias)
-                    torch.cuda.synchronize()
-                det = bool(torch.equal(y, y2)) if not dry else True
-                cd = {"X": np_bits(x), "Y": np_bits(y)}
-                if bias is not None:
-                    cd["bias"] = np_bits(bias)
-                rec = {"case": cname, "weight": wname, "dtype": adt, "M": M, "x_shape": list(shape),
-                       "bias": use_bias, "kernels": kern, "path": path_of(kern) if not dry else "dry-run",
-                       "repeat_equal": det, "deq_sha256": deq_sha[adt]}
-                if M == 1 and not dry:
-                    try:
-                        with torch.inference_mode():
-                            yg, kg = kernels_of(lambda: F.gemv_4bit(x, packed.t(), state=st), use_prof)
-                        cd["Y_gemv"] = np_bits(yg)
-                        rec["gemv_kernels"], rec["gemv_path"] = kg, path_of(kg)
-                    except Exception as e:
-                        rec["gemv_error"] = f"{type(e).__name__}: {e}"
-                if M in (1, 8, 64) and not use_bias and not dry and adt != "fp32":
-                    # the fallback's cuBLAS half on bitsandbytes' own dequantized weight
-                    wdq = F.dequantize_4bit(packed, st).to(dt)
-                    with torch.inference_mode():
-                        yl, kl = kernels_of(lambda: torch.nn.functional.linear(x, wdq), use_prof)
-                    cd["Y_linear"] = np_bits(yl)
-                    rec["linear_kernels"] = kl
-                if not dry and M == 2 and adt == "bf16" and not use_bias:
-                    # the autograd path (requires_grad): MatMul4Bit.apply, same op
-                    xg = x.clone().requires_grad_(True)
-                    yg2 = bnb.matmul_4bit(xg, packed.t(), st)
-                    rec["autograd_equal"] = bool(torch.equal(yg2.detach(), y))
-                np.savez(os.path.join(a.out, "cases", cname + ".npz"), **cd)
-                man["cases"].append(rec)
-                ncase += 1
-                print(f"[{time.time() - t0:6.1f}s] {cname}: path {rec['path']}"
-                      f"{' gemv ' + rec.get('gemv_path', '') if M == 1 else ''}", flush=True)
+            with torch.inference_mode(), warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                y, kern = kernels_of(lambda: bnb.matmul_4bit(x, packed.t(), st, bias=bias), use_prof)
+                y2 = bnb.matmul_4bit(x, packed.t(), st, bias=bias)
+            torch.cuda.synchronize()
+        cd = {}
+        rec = {"case": cname, "index": ci, "weight": wname, "dtype": adt, "M": M, "x_shape": list(shape),
+               "bias": use_bias, "x_sha256": sha(x_cpu), "kernels": kern,
+               "path": path_of(kern) if not dry else "dry-run",
+               "repeat_equal": bool(torch.equal(y, y2)), "deq_sha256": deq_sha[adt]}
+        if use_bias:
+            rec["bias_sha256"] = sha(b_cpu)
+        store_out(cd, rec, "Y", y, budget)
+        if M == 1 and not dry:
+            try:
+                with torch.inference_mode():
+                    yg, kg = kernels_of(lambda: F.gemv_4bit(x, packed.t(), state=st), use_prof)
+                store_out(cd, rec, "Y_gemv", yg, budget)
+                rec["gemv_kernels"], rec["gemv_path"] = kg, path_of(kg)
+            except Exception as e:
+                rec["gemv_error"] = f"{type(e).__name__}: {e}"
+        if M in (1, 8, 64) and not use_bias and not dry and adt != "fp32":
+            # the fallback's cuBLAS half on bitsandbytes' own dequantized weight
+            wdq = F.dequantize_4bit(packed, st).to(dt)
+            with torch.inference_mode():
+                yl, kl = kernels_of(lambda: torch.nn.functional.linear(x, wdq), use_prof)
+            store_out(cd, rec, "Y_linear", yl, budget)
+            rec["linear_kernels"] = kl
+        if not dry and M == 2 and adt == "bf16" and not use_bias:
+            # the autograd path (requires_grad): MatMul4Bit.apply, same op
+            xg = x.clone().requires_grad_(True)
+            yg2 = bnb.matmul_4bit(xg, packed.t(), st)
+            rec["autograd_equal"] = bool(torch.equal(yg2.detach(), y))
+        np.savez_compressed(os.path.join(a.out, "cases", cname + ".npz"), **cd)
+        man["cases"].append(rec)
+        ncase += 1
+        print(f"[{time.time() - t0:6.1f}s] {cname}: path {rec['path']}"
+              f"{' gemv ' + rec.get('gemv_path', '') if M == 1 else ''}", flush=True)
     return ncase
 
 
 def finish(a, man, ncase):
+    man["stored_bytes"] = sum(os.path.getsize(os.path.join(r, f))
+                              for r, _, fs in os.walk(a.out) for f in fs)
     tmp = os.path.join(a.out, "manifest.json.tmp")
     with open(tmp, "w") as f:
         json.dump(man, f, indent=1)
@@ -351,7 +408,8 @@ def finish(a, man, ncase):
         paths[(c["dtype"], c["path"])] = paths.get((c["dtype"], c["path"]), 0) + 1
     print(f"qlora_matmul_capture: {ncase} cases in {man['elapsed_s']} s; paths "
           + ", ".join(f"{d}/{p}: {n}" for (d, p), n in sorted(paths.items()))
-          + (f"; {len(man['errors'])} errors" if man["errors"] else ""), flush=True)
+          + (f"; {len(man['errors'])} errors" if man["errors"] else "")
+          + f"; stored {man['stored_bytes'] / 2**20:.2f} MiB in {a.out}", flush=True)
 
 
 if __name__ == "__main__":

@@ -6,7 +6,10 @@
     python3 bench/peers/qlora_matmul_vs_exmy.py --exmy build/cli/exmy --fresh --seed S --out OUT
         [--quick] [--only SUBSTR] [--sms N --sm MAJMIN]
 
---caps: a capture directory (manifest.json, weights/, cases/). --fresh: run the capture now (needs
+--caps: a capture directory (manifest.json, weights/, cases/). The inputs are regenerated from the
+capture's seed (qlora_matmul_capture.gen_weight / gen_case, checked against its sha256), W is
+quantized by `exmy quantize --compat bnb-cuda` (checked against bitsandbytes' codes, absmax,
+state2 and offset checksums) and those files feed exmy gemm. Needs torch (CPU is enough). --fresh: run the capture now (needs
 CUDA and bitsandbytes) into OUT/capture with the given seed, then compare. For every case exmy runs
 with --path auto (bitsandbytes' dispatch as exmy models it for --sms/--sm, default H200: 132 SMs,
 sm_90) and the path exmy took is checked against the kernels the profiler saw. Y_linear (F.linear
@@ -25,9 +28,14 @@ import subprocess
 import sys
 import tempfile
 
+import hashlib
+
 import numpy as np
+import torch
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+import qlora_matmul_capture as C  # noqa: E402  (the inputs' generators and checksums)
 KERNEL_PATH = {"simt": "simt", "mma_sm80": "mma_sm80", "mma_sm75": "mma_sm75",
                "dequant+linear": "dequant_linear"}
 
@@ -52,24 +60,66 @@ def save(path, arr):
     return path
 
 
-def weight_files(tmp, wname, wz):
+def sha_file_data(path):
+    return hashlib.sha256(np.ascontiguousarray(np.load(path)).tobytes()).hexdigest()
+
+
+def in_args(t, path):
+    """A CPU tensor saved as exmy reads it: bf16 bits as <u2 (--in-format bf16), <f2, <f4."""
+    b = C.np_bits(t)
+    save(path, b.reshape(-1))
+    return ["--in-format", "bf16"] if t.dtype == torch.bfloat16 else []
+
+
+def weight_files(exmy, tmp, seed, wname, wrec, wz):
+    """Regenerate W, quantize it with exmy, check the bytes against bitsandbytes' checksums;
+    return (gemm arguments, list of mismatching arrays)."""
     d = os.path.join(tmp, wname)
     os.makedirs(d, exist_ok=True)
-    N, K = (int(v) for v in wz["shape"])
-    args = ["--b", save(os.path.join(d, "q.npy"), wz["packed"].astype(np.uint8).reshape(-1)),
-            "--b-format", str(wz["quant_type"]), "--b-shape", f"{N}x{K}",
-            "--block", str(int(wz["blocksize"])),
-            "--block-scale-b", save(os.path.join(d, "absmax.npy"), wz["absmax"].reshape(-1))]
-    if "state2_absmax" in wz:
-        args += ["--double-quant",
-                 "--state2", save(os.path.join(d, "s2.npy"), wz["state2_absmax"].astype(np.float32)),
-                 "--offset", save(os.path.join(d, "off.npy"), wz["offset"].astype(np.float32).reshape(1))]
-    return args
+    N, K, bs, qt = wrec["N"], wrec["K"], wrec["blocksize"], wrec["quant_type"]
+    w = C.gen_weight(seed, wrec["index"], N, K, wrec["quantized_from"])
+    bad = []
+    if C.sha(w) != wrec["w_sha256"]:
+        bad.append("W (regenerated input)")
+    q, s, s2, o = (os.path.join(d, f) for f in ("q.npy", "s.npy", "s2.npy", "o.npy"))
+    cmd = [exmy, "quantize", "--scheme", f"block:{bs}", "--to", qt, "--compat", "bnb-cuda",
+           "--in", os.path.join(d, "w.npy"), "--out", q, "--state-out", s]
+    cmd[cmd.index("--in") + 2:cmd.index("--in") + 2] = in_args(w, os.path.join(d, "w.npy"))
+    if wrec["compress_statistics"]:
+        cmd += ["--double-quant", "--state2-out", s2, "--offset-out", o]
+    r = subprocess.run(cmd, capture_output=True, text=True)
+    if r.returncode != 0:
+        raise RuntimeError(f"exmy quantize failed for {wname}: {r.stderr.strip()}")
+    checks = [("packed", q), ("absmax", s)]
+    if wrec["compress_statistics"]:
+        checks += [("state2_absmax", s2), ("offset", o)]
+    for key, path in checks:
+        if sha_file_data(path) != wrec[key + "_sha256"]:
+            bad.append(key)
+    args = ["--b", q, "--b-format", qt, "--b-shape", f"{N}x{K}", "--block", str(bs),
+            "--block-scale-b", s]
+    if wrec["compress_statistics"]:
+        args += ["--double-quant", "--state2", s2, "--offset", o]
+    return args, bad
 
 
 def bits(a):
     a = np.ascontiguousarray(a)
     return a.view(np.uint32 if a.dtype.itemsize == 4 else np.uint16).reshape(-1)
+
+
+def compare(y, rec, key, cz):
+    """(status, differing, compared): sha256 of the whole output, and the stored part."""
+    b = y  # exmy's file: bf16 bits as <u2, <f2, <f4 (the capture's np_bits layout)
+    full_equal = hashlib.sha256(np.ascontiguousarray(b).tobytes()).hexdigest() == rec[key + "_sha256"]
+    if key not in cz:
+        return ("equal" if full_equal else "differs (sha256; no stored part)"), None, 0
+    want = cz[key]
+    got = np.ascontiguousarray(b).reshape(-1, b.shape[-1])[:, :want.shape[1]]
+    d = int(np.count_nonzero(bits(got) != bits(want)))
+    if full_equal:
+        return "equal", d, int(want.size)
+    return "differs", d, int(want.size)
 
 
 def run_exmy(exmy, wargs, x, dtype, tmp, name, bias=None, path="auto", sm=("132", "90")):
@@ -101,70 +151,76 @@ def main():
     man = json.load(open(os.path.join(caps, "manifest.json")))
     if man.get("dry_run"):
         print("note: a --cpu-dry-run capture (no bitsandbytes output): plumbing only", flush=True)
-    rows = []
+    rows, wbad = [], {}
     counts = collections.Counter()
     diff_counts = collections.Counter()
+    sm = (a.sms, a.sm)
     with tempfile.TemporaryDirectory() as tmp:
         wargs = {}
         for c in man["cases"]:
             if a.only and a.only not in c["case"]:
                 continue
             wn = c["weight"]
+            wrec = man["weights"][wn]
             if wn not in wargs:
-                wargs[wn] = weight_files(tmp, wn, np.load(os.path.join(caps, "weights", wn + ".npz")))
+                wz = np.load(os.path.join(caps, "weights", wn + ".npz"))
+                wargs[wn], wbad[wn] = weight_files(a.exmy, tmp, man["seed"], wn, wrec, wz)
+                print(f"{wn}: exmy's quantization {'equals' if not wbad[wn] else 'DIFFERS from'} "
+                      f"bitsandbytes' {' '.join(wbad[wn])}", flush=True)
             cz = np.load(os.path.join(caps, "cases", c["case"] + ".npz"))
+            x, b = C.gen_case(man["seed"], wrec["index"], c["index"], tuple(c["x_shape"]), wrec["N"],
+                              c["dtype"], c["bias"])
+            inputs_ok = C.sha(x) == c["x_sha256"] and (b is None or C.sha(b) == c["bias_sha256"])
+            xb = C.np_bits(x)
+            bb = C.np_bits(b) if b is not None else None
             want_path = KERNEL_PATH.get(c["path"], c["path"])
-            y, got_path, err = run_exmy(a.exmy, wargs[wn], cz["X"], c["dtype"], tmp, "c",
-                                        cz["bias"] if "bias" in cz else None, sm=(a.sms, a.sm))
-            row = {"case": c["case"], "dtype": c["dtype"], "M": c["M"], "lib_path": want_path,
-                   "exmy_path": got_path, "error": err}
-            key = (want_path, c["dtype"])
-            if err is not None:
-                row["status"] = "not-modelled" if "does not model" in err else "exmy-error"
-            else:
-                d = int(np.count_nonzero(bits(y) != bits(cz["Y"])))
-                row.update(differ=d, elements=int(y.size),
-                           status="equal" if d == 0 else "differs")
-                if got_path != want_path and not man.get("dry_run"):
-                    row["status"] += " (path mismatch)"
-                diff_counts[key] += d
-            counts[(key, row["status"])] += 1
-            rows.append(row)
-            if "Y_linear" in cz:
-                yl, _, errl = run_exmy(a.exmy, wargs[wn], cz["X"], c["dtype"], tmp, "l",
-                                       path="dequant-linear", sm=(a.sms, a.sm))
-                r2 = {"case": c["case"] + " [F.linear on dequantize_4bit]", "dtype": c["dtype"],
-                      "M": c["M"], "lib_path": "linear", "exmy_path": "dequant_linear", "error": errl}
-                if errl is None:
-                    d = int(np.count_nonzero(bits(yl) != bits(cz["Y_linear"])))
-                    r2.update(differ=d, elements=int(yl.size), status="equal" if d == 0 else "differs")
-                    diff_counts[("linear", c["dtype"])] += d
+            for key, lib_path, path in (("Y", want_path, "auto"), ("Y_linear", "linear", "dequant-linear")):
+                if key + "_sha256" not in c:
+                    continue
+                y, got_path, err = run_exmy(a.exmy, wargs[wn], xb, c["dtype"], tmp, "c",
+                                            bb if key == "Y" else None, path=path, sm=sm)
+                name = c["case"] + ("" if key == "Y" else " [F.linear on dequantize_4bit]")
+                row = {"case": name, "dtype": c["dtype"], "M": c["M"], "lib_path": lib_path,
+                       "exmy_path": got_path, "error": err, "inputs_ok": inputs_ok,
+                       "weight_ok": not wbad[wn]}
+                if err is not None:
+                    row["status"] = "not-modelled" if "does not model" in err else "exmy-error"
                 else:
-                    r2["status"] = "exmy-error"
-                counts[(("linear", c["dtype"]), r2["status"])] += 1
-                rows.append(r2)
-            print(f"{row['case']}: {row['status']}"
-                  + (f" {row.get('differ')}/{row.get('elements')}" if err is None else f" ({err})"),
-                  flush=True)
+                    row["status"], row["differ"], row["compared"] = compare(y, c, key, cz)
+                    if key == "Y" and got_path != want_path and not man.get("dry_run"):
+                        row["status"] += " (path mismatch)"
+                    diff_counts[(lib_path, c["dtype"])] += row["differ"] or 0
+                if not inputs_ok or wbad[wn]:
+                    row["status"] += " (inputs differ)"
+                counts[((lib_path, c["dtype"]), row["status"])] += 1
+                rows.append(row)
+                print(f"{name}: {row['status']}"
+                      + (f" {row.get('differ')}/{row.get('compared')} stored elements differ"
+                         if err is None else f" ({err})"), flush=True)
     bad = [r for r in rows if r["status"] not in ("equal", "not-modelled")]
     lines = ["# bitsandbytes matmul_4bit vs exmy gemm --b-format nf4|fp4 --compat bnb-cuda", "",
              f"capture: {caps} (bitsandbytes {man.get('bitsandbytes', '-')}, torch {man['torch']}, "
              f"device {man.get('device', '-')}, seed {man['seed']})", "",
-             "| path | dtype | status | cases | differing elements (all cases of the path/dtype) |",
-             "|---|---|---|---|---|"]
+             "equal = the sha256 of exmy's whole output equals bitsandbytes'; the last column counts "
+             "differing elements in the stored parts (whole outputs up to 16384 elements, else the "
+             "first 256 columns).", "",
+             "| path | dtype | status | cases | differing stored elements |", "|---|---|---|---|---|"]
     for ((p, dt), st), n in sorted(counts.items()):
         lines.append(f"| {p} | {dt} | {st} | {n} | {diff_counts[(p, dt)]} |")
-    lines += ["", f"{len(rows)} comparisons, {len(bad)} not equal."]
-    for r in bad[:40]:
-        lines.append(f"- {r['case']}: {r['status']} {r.get('differ', '')}/{r.get('elements', '')} "
+    wrong_w = [w for w, v in wbad.items() if v]
+    lines += ["", f"{len(rows)} comparisons, {len(bad)} not equal; weights re-quantized by exmy: "
+              f"{len(wbad) - len(wrong_w)} of {len(wbad)} byte-identical to bitsandbytes'"
+              + (f" (differ: {', '.join(wrong_w)})" if wrong_w else "") + "."]
+    for r in bad[:60]:
+        lines.append(f"- {r['case']}: {r['status']} {r.get('differ', '')}/{r.get('compared', '')} "
                      f"lib {r['lib_path']} exmy {r['exmy_path']} {r['error'] or ''}")
     tmpf = os.path.join(a.out, "summary.md.tmp")
     open(tmpf, "w").write("\n".join(lines) + "\n")
     os.replace(tmpf, os.path.join(a.out, "summary.md"))
     tmpf = os.path.join(a.out, "summary.json.tmp")
-    json.dump({"rows": rows}, open(tmpf, "w"), indent=1)
+    json.dump({"rows": rows, "weights_differ": wbad}, open(tmpf, "w"), indent=1)
     os.replace(tmpf, os.path.join(a.out, "summary.json"))
-    print("\n".join(lines[4:]), flush=True)
+    print("\n".join(lines[6:]), flush=True)
     return 1 if bad else 0
 
 
