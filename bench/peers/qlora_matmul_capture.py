@@ -59,12 +59,8 @@ def parse_args():
 
 # ---- weights --------------------------------------------------------------------------------------
 # (name, N, K, quant_type, blocksize, compress_statistics, weight dtype quantized from)
-WEIGHTS = [
+WEIGHTS = [  # the QLoRA default first, then the small and odd ones, then the large ones
     ("nf4_b64_dq_4096x4096", 4096, 4096, "nf4", 64, True, "bf16"),  # QLoRA's default
-    ("nf4_b64_dq_11008x4096", 11008, 4096, "nf4", 64, True, "bf16"),  # LLaMA MLP up
-    ("nf4_b64_4096x11008", 4096, 11008, "nf4", 64, False, "bf16"),  # LLaMA MLP down
-    ("fp4_b64_dq_4096x4096", 4096, 4096, "fp4", 64, True, "fp16"),
-    ("fp4_b128_4096x4096", 4096, 4096, "fp4", 128, False, "fp32"),
     ("nf4_b128_dq_2048x1024", 2048, 1024, "nf4", 128, True, "fp32"),  # small weight (< 4M)
     ("nf4_b32_768x2048", 768, 2048, "nf4", 32, False, "bf16"),
     ("fp4_b32_dq_1000x1536", 1000, 1536, "fp4", 32, True, "bf16"),  # N not a multiple of 64
@@ -77,6 +73,10 @@ WEIGHTS = [
     ("nf4_b128_704x576", 704, 576, "nf4", 128, False, "bf16"),  # K % block != 0: fallback
     ("fp4_b64_999x333", 999, 333, "fp4", 64, False, "fp32"),  # odd N*K: fallback
     ("nf4_b64_dq_17x4160", 17, 4160, "nf4", 64, True, "fp16"),  # tiny N, nested
+    ("nf4_b64_dq_11008x4096", 11008, 4096, "nf4", 64, True, "bf16"),  # LLaMA MLP up
+    ("nf4_b64_4096x11008", 4096, 11008, "nf4", 64, False, "bf16"),  # LLaMA MLP down
+    ("fp4_b64_dq_4096x4096", 4096, 4096, "fp4", 64, True, "fp16"),
+    ("fp4_b128_4096x4096", 4096, 4096, "fp4", 128, False, "fp32"),
 ]
 QUICK_WEIGHTS = {"nf4_b64_dq_4096x4096", "fp4_b128_4096x4096", "nf4_b32_dq_300x96",
                  "fp4_b64_999x333", "nf4_b128_dq_2048x1024"}
