@@ -293,15 +293,21 @@ int run_gemm_bnb4(const Args& args) {
   quant::Bnb4MatmulPath p = quant::bnb4_matmul_path(M, w.N, w.K, dt, g.block, g.gpu);
   if (g.path == "simt") p = quant::Bnb4MatmulPath::simt;
   if (g.path == "dequant-linear") p = quant::Bnb4MatmulPath::dequant_linear;
-  if (p == quant::Bnb4MatmulPath::mma_sm80 || p == quant::Bnb4MatmulPath::mma_sm75) {
-    throw InputError(std::string("bitsandbytes takes its MMA kernel (") + quant::bnb4_path_name(p) +
-                     ") at M = " + std::to_string(M) + ", N = " + std::to_string(w.N) +
-                     ", K = " + std::to_string(w.K) +
-                     ": exmy does not model it (--path simt|dequant-linear forces another path)");
+  if (g.path == "mma") p = quant::Bnb4MatmulPath::mma_sm80;
+  if (p == quant::Bnb4MatmulPath::mma_sm75) {
+    throw InputError(
+        "bitsandbytes takes its sm_75 MMA kernel (m16n8k8) here: exmy does not model "
+        "it (--path simt|mma|dequant-linear forces another path)");
   }
-  const std::vector<std::uint32_t> y = p == quant::Bnb4MatmulPath::simt
-                                           ? quant::bnb4_gemm_simt(x, M, w, dt, bias)
-                                           : dequant_linear(x, M, w, dt, bias, g.accum);
+  if (p == quant::Bnb4MatmulPath::mma_sm80 && (dt == Bnb4Dtype::fp32 || w.K % 64 != 0)) {
+    throw InputError("--path mma: the MMA kernel needs bf16/fp16 and K a multiple of 64");
+  }
+  std::string mma_accum = g.mma_accum;
+  if (mma_accum.empty()) mma_accum = g.gpu.cc_major >= 9 ? "sm90" : "sm80";
+  const std::vector<std::uint32_t> y =
+      p == quant::Bnb4MatmulPath::simt       ? quant::bnb4_gemm_simt(x, M, w, dt, bias)
+      : p == quant::Bnb4MatmulPath::mma_sm80 ? mma_kernel(x, M, w, dt, bias, mma_accum)
+                                             : dequant_linear(x, M, w, dt, bias, g.accum);
   std::vector<std::size_t> yshape = xshape;
   yshape.back() = w.N;
   io::NpyFileWriter out(g.out, descr_of(dt), yshape);
