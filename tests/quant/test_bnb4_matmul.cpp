@@ -332,3 +332,38 @@ TEST_CASE("bnb4 matmul: the CLI writes Y in X's shape and refuses bad input", "[
     CHECK(!fs::exists(dir / "y.npy"));
   }
 }
+
+// Regression: `--path mma` once fell through to dequant-linear (an edit that replaced the MMA
+// refusal had not applied); the JSON line names the path taken.
+TEST_CASE("bnb4 matmul: --path mma runs the MMA model (regression)", "[bnb4mm][regression]") {
+  const exmy::testing::TempDir tmp("exmy_test_bnb4mma");
+  std::mt19937_64 rng(11);
+  const Problem p = random_problem(rng, 4, 8, 128, 64, true, false, false, Bnb4Dtype::bf16);
+  std::vector<std::uint16_t> x(p.a.size());
+  for (std::size_t i = 0; i < x.size(); ++i) {
+    x[i] = static_cast<std::uint16_t>(code_of(p.a[i], Bnb4Dtype::bf16));
+  }
+  io::write_npy(tmp / "x.npy", io::make_npy(x, {4, 128}));
+  io::write_npy(tmp / "q.npy", io::make_npy(p.packed));
+  io::write_npy(tmp / "s.npy", io::make_npy(p.absmax));
+  const std::string cmd = "gemm --a " + (tmp / "x.npy") + " --a-format bf16 --b " +
+                          (tmp / "q.npy") + " --b-format nf4 --b-shape 8x128 --block-scale-b " +
+                          (tmp / "s.npy") + " --compat bnb-cuda --out-format bf16 --out " +
+                          (tmp / "y.npy") + " --json --path ";
+  const auto mma = exmy::testing::run_captured(cmd + "mma", "bnb4mma");
+  REQUIRE(mma.status == 0);
+  CHECK(mma.out.find("\"path\":\"mma_sm80\"") != std::string::npos);
+  const auto lin = exmy::testing::run_captured(cmd + "dequant-linear", "bnb4mma");
+  REQUIRE(lin.status == 0);
+  CHECK(lin.out.find("\"path\":\"dequant_linear\"") != std::string::npos);
+  // fp32 has no MMA kernel (an fp32 X, written here, is refused on --path mma).
+  std::vector<float> xf(p.a.begin(), p.a.end());
+  io::write_npy(tmp / "xf.npy", io::make_npy(xf, {4, 128}));
+  const auto f32 = exmy::testing::run_captured(
+      "gemm --a " + (tmp / "xf.npy") + " --a-format fp32 --b " + (tmp / "q.npy") +
+          " --b-format nf4 --b-shape 8x128 --block-scale-b " + (tmp / "s.npy") +
+          " --compat bnb-cuda --out-format fp32 --out " + (tmp / "y2.npy") + " --path mma",
+      "bnb4mma");
+  CHECK(f32.status == 2);
+  CHECK(f32.err.find("MMA kernel needs bf16/fp16") != std::string::npos);
+}
