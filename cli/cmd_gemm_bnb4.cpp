@@ -120,7 +120,7 @@ Options bnb4_gemm_options(Bnb4GemmArgs& g) {
              [&](const std::string& v) { g.out = v; })
       .value({"--mma-accum"}, "MODEL", "the tensor-core model of the MMA kernel's mma.sync chain",
              "sm90 (sm80 below sm_90)", [&](const std::string& v) { g.mma_accum = v; })
-      .value({"--path"}, "auto|simt|mma|dequant-linear",
+      .value({"--path"}, "auto|simt|mma|dequant-linear|gemv",
              "auto: bitsandbytes' dispatch for --sms/--sm; or force one path", g.path,
              [&](const std::string& v) { g.path = v; })
       .value({"--sms"}, "N", "the GPU's SM count (the dispatch reads it)", "132",
@@ -239,8 +239,9 @@ int run_gemm_bnb4(const Args& args) {
     throw InputError("--out-format " + g.out_fmt + ": matmul_4bit returns X's dtype (" + g.a_fmt +
                      ")");
   }
-  if (g.path != "auto" && g.path != "simt" && g.path != "mma" && g.path != "dequant-linear") {
-    throw InputError("--path '" + g.path + "': expected auto, simt, mma or dequant-linear");
+  if (g.path != "auto" && g.path != "simt" && g.path != "mma" && g.path != "dequant-linear" &&
+      g.path != "gemv") {
+    throw InputError("--path '" + g.path + "': expected auto, simt, mma, dequant-linear or gemv");
   }
   quant::Bnb4Weight w;
   parse_nk(g.b_shape, w.N, w.K);
@@ -294,6 +295,10 @@ int run_gemm_bnb4(const Args& args) {
   if (g.path == "simt") p = quant::Bnb4MatmulPath::simt;
   if (g.path == "dequant-linear") p = quant::Bnb4MatmulPath::dequant_linear;
   if (g.path == "mma") p = quant::Bnb4MatmulPath::mma_sm80;
+  const bool gemv = g.path == "gemv";
+  if (gemv && (M != 1 || !bias.empty())) {
+    throw InputError("--path gemv: F.gemv_4bit takes one row of X and no bias");
+  }
   if (p == quant::Bnb4MatmulPath::mma_sm75) {
     throw InputError(
         "bitsandbytes takes its sm_75 MMA kernel (m16n8k8) here: exmy does not model "
@@ -305,7 +310,8 @@ int run_gemm_bnb4(const Args& args) {
   std::string mma_accum = g.mma_accum;
   if (mma_accum.empty()) mma_accum = g.gpu.cc_major >= 9 ? "sm90" : "sm80";
   const std::vector<std::uint32_t> y =
-      p == quant::Bnb4MatmulPath::simt       ? quant::bnb4_gemm_simt(x, M, w, dt, bias)
+      gemv                                   ? quant::bnb4_gemv_naive(x, w, dt)
+      : p == quant::Bnb4MatmulPath::simt     ? quant::bnb4_gemm_simt(x, M, w, dt, bias)
       : p == quant::Bnb4MatmulPath::mma_sm80 ? mma_kernel(x, M, w, dt, bias, mma_accum)
                                              : dequant_linear(x, M, w, dt, bias, g.accum);
   std::vector<std::size_t> yshape = xshape;
@@ -319,8 +325,8 @@ int run_gemm_bnb4(const Args& args) {
   }
   out.commit();
   if (g.json) {
-    std::printf("{\"path\":\"%s\",\"M\":%zu,\"N\":%zu,\"K\":%zu}\n", quant::bnb4_path_name(p), M,
-                w.N, w.K);
+    std::printf("{\"path\":\"%s\",\"M\":%zu,\"N\":%zu,\"K\":%zu}\n",
+                gemv ? "gemv_naive" : quant::bnb4_path_name(p), M, w.N, w.K);
   } else {
     std::printf("matmul_4bit %s: M %zu, N %zu, K %zu, %s blocks of %zu%s\n",
                 quant::bnb4_path_name(p), M, w.N, w.K, quant::bnb4_type_name(w.opt.type), g.block,

@@ -195,10 +195,13 @@ def main():
             xb = C.np_bits(x)
             bb = C.np_bits(b) if b is not None else None
             want_path = KERNEL_PATH.get(c["path"], c["path"])
-            for key, lib_path, path in (("Y", want_path, "auto"), ("Y_linear", "linear", "dequant-linear")):
+            for key, lib_path, path in (("Y", want_path, "auto"), ("Y_linear", "linear", "dequant-linear"),
+                                        ("Y_gemv", "gemv_naive", "gemv")):
                 if key + "_sha256" not in c:
                     continue
                 wa, bk = wargs[wn], (bb if key == "Y" else None)
+                if key == "Y_gemv" and not c.get("gemv_path"):
+                    continue
                 head = c.get(key + "_stored", "").startswith("head")
                 sliced = key == "Y" and head and want_path in ("simt", "mma_sm80")
                 if sliced:  # only the stored columns: their rows of W, on bitsandbytes' path
@@ -214,7 +217,8 @@ def main():
                 y, got_path, err = run_exmy(a.exmy, wa, xb, c["dtype"], tmp, "c", bk, path=path, sm=sm)
                 if sliced and err is None:
                     got_path = want_path if got_path in ("simt", "mma_sm80") else got_path
-                name = c["case"] + ("" if key == "Y" else " [F.linear on dequantize_4bit]")
+                name = c["case"] + {"Y": "", "Y_linear": " [F.linear on dequantize_4bit]",
+                                    "Y_gemv": " [F.gemv_4bit]"}[key]
                 row = {"case": name, "dtype": c["dtype"], "M": c["M"], "lib_path": lib_path,
                        "exmy_path": got_path, "error": err, "inputs_ok": inputs_ok,
                        "weight_ok": not wbad[wn]}
@@ -228,7 +232,7 @@ def main():
                         row["differ"], row["compared"] = d, int(want.size)
                     else:
                         row["status"], row["differ"], row["compared"] = compare(y, c, key, cz)
-                    if key == "Y" and got_path != want_path and not man.get("dry_run"):
+                    if key != "Y_linear" and got_path != lib_path and not man.get("dry_run"):
                         row["status"] += " (path mismatch)"
                     diff_counts[(lib_path, c["dtype"])] += row["differ"] or 0
                 if not inputs_ok or wbad[wn]:

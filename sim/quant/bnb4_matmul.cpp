@@ -273,6 +273,62 @@ std::uint32_t bnb4_kernel_store(float acc, float bias, native::Bnb4Dtype dt) {
   return native::bnb4_store(native::ftz_add(acc, bias), dt);
 }
 
+std::vector<std::uint32_t> bnb4_gemv_naive(std::span<const std::uint32_t> a, const Bnb4Weight& w,
+                                           native::Bnb4Dtype dt) {
+  check_bnb4_weight(w);
+  const std::size_t N = w.N, K = w.K, B = w.opt.block;
+  if (a.size() != K) throw InputError("A: gemv_4bit takes one row of K values");
+  if (K % 2 != 0) {
+    throw InputError("gemv_4bit reads rows of (K + 1) / 2 bytes, which for an odd K (" +
+                     std::to_string(K) + ") lie across the packed rows: not modelled");
+  }
+  const std::vector<float> absmax = bnb4_dequant_absmax(w.q, (N * K + B - 1) / B, w.opt);
+  const bool f32 = dt == Bnb4Dtype::fp32;
+  static constexpr FloatFormat kBf16 = formats::bf16, kFp16 = formats::fp16;
+  const TType tt(dt == Bnb4Dtype::fp16 ? kFp16 : kBf16);
+  std::array<float, 16> lut{};
+  std::array<std::uint16_t, 16> lut_t{};
+  for (int c = 0; c < 16; ++c) {
+    lut[c] = lut_f32(w.opt.type, c);
+    lut_t[c] = tt.from_f32(lut[c]);
+  }
+  const std::size_t ldb = (K + 1) / 2, half_k = K / 2;
+  const std::uint16_t zero_t = 0;
+  std::vector<std::uint32_t> out(N);
+  for (std::size_t n = 0; n < N; ++n) {
+    std::array<float, 32> v{};
+    for (std::size_t lane = 0; lane < 32; ++lane) {
+      float acc = 0.0f;
+      for (std::size_t k0 = lane * 32; k0 < K; k0 += 1024) {
+        const std::size_t blk = (2 * ldb * n + k0) / B;
+        const float s = blk < absmax.size() ? absmax[blk] : 0.0f;
+        const std::uint16_t s_t = f32 ? 0 : tt.from_f32(s);
+        for (std::size_t e = 0; e < 32; ++e) {
+          const std::size_t byte_i = k0 / 2 + e / 2;
+          const std::uint8_t byte = byte_i < half_k ? w.q.packed[ldb * n + byte_i] : 0x77;
+          const int c = e % 2 == 0 ? byte >> 4 : byte & 15;
+          const bool in = k0 + e < K;
+          if (f32) {
+            const float x = in ? native::f32_from_bits(a[k0 + e]) : 0.0f;
+            acc = native::ftz_fma(x, native::ftz_mul(lut[c], s), acc);
+          } else {
+            const std::uint16_t x = in ? static_cast<std::uint16_t>(a[k0 + e]) : zero_t;
+            acc = native::ftz_add(acc, tt.to_f32(tt.mul(x, tt.mul(lut_t[c], s_t))));
+          }
+        }
+      }
+      v[lane] = acc;
+    }
+    // cub::WarpReduce<float>::Sum: shfl_down with offsets 1, 2, 4, 8, 16 (lane 0's value).
+    for (std::size_t off = 1; off < 32; off <<= 1) {
+      const std::array<float, 32> old = v;
+      for (std::size_t l = 0; l + off < 32; ++l) v[l] = native::ftz_add(old[l], old[l + off]);
+    }
+    out[n] = native::bnb4_store(v[0], dt);
+  }
+  return out;
+}
+
 std::vector<std::uint32_t> bnb4_gemm_simt(std::span<const std::uint32_t> a, std::size_t M,
                                           const Bnb4Weight& w, native::Bnb4Dtype dt,
                                           std::span<const std::uint32_t> bias) {

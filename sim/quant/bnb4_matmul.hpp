@@ -62,6 +62,15 @@ std::vector<std::uint16_t> bnb4_mma_weight(const Bnb4Weight& w, native::Bnb4Dtyp
 // The epilogue of both kernels: Y = cvt.rn(acc ⊕ bias) with ⊕ = FADD.FTZ (bias 0.0f when absent).
 std::uint32_t bnb4_kernel_store(float acc, float bias, native::Bnb4Dtype dt);
 
+// F.gemv_4bit (kgemm_4bit_inference_naive<T, 128, 16|32>, csrc/kernels.cu), no longer on
+// matmul_4bit's path: one row of A (K codes of dt) times W, N outputs. The absmax is
+// gemv_4bit's (nested: dequantize_blockwise + offset, 7.14.4); per lane, 32 consecutive k per
+// 1024-step with the absmax of the chunk's first element, T products (bf16/fp16: absmax and
+// centroid in T, b = c ⊗_T s, p = a ⊗_T b, acc ⊕= p in k order; fp32: fma), then CUB's warp sum
+// (shfl_down with offsets 1, 2, 4, 8, 16), Y = T(acc). Rows are read at (K + 1) / 2 bytes each.
+std::vector<std::uint32_t> bnb4_gemv_naive(std::span<const std::uint32_t> a, const Bnb4Weight& w,
+                                           native::Bnb4Dtype dt);
+
 // The kernel's per-block fp32 scale: absmax[b], or with double quantization
 // fma.rn.ftz(code[q_b], absmax2[b >> 8], offset) (nvcc contracts `code * absmax2 + offset`).
 std::vector<float> bnb4_simt_scales(const Bnb4Weight& w);
