@@ -367,3 +367,69 @@ TEST_CASE("bnb4 matmul: --path mma runs the MMA model (regression)", "[bnb4mm][r
   CHECK(f32.status == 2);
   CHECK(f32.err.find("MMA kernel needs bf16/fp16") != std::string::npos);
 }
+
+namespace {
+
+// One output of kgemm_4bit_inference_naive<T, 128, BITS> (csrc/kernels.cu) for an even K: the
+// absmax as F.gemv_4bit passes it (plain here), cast to T; per lane the chunks k0 = 32 lane +
+// 1024 j; each element's product in T added to the lane's fp32 sum; cub's warp sum (offsets 1,
+// 2, 4, 8, 16); T(sum).
+double ref_gemv(const Problem& p, std::size_t n, Bnb4Dtype dt) {
+  const Fmt& f = dt == Bnb4Dtype::fp16 ? kFp16 : kBf16;
+  float v[32] = {};
+  for (std::size_t l = 0; l < 32; ++l) {
+    for (std::size_t k0 = 32 * l; k0 < p.K; k0 += 1024) {
+      const float s = p.absmax[(n * p.K + k0) / p.block];
+      for (std::size_t e = 0; e < 32 && k0 + e < p.K; ++e) {
+        const std::size_t i = n * p.K + k0 + e;
+        const int c = e % 2 == 0 ? p.packed[i / 2] >> 4 : p.packed[i / 2] & 15;
+        const float lut = p.nf4 ? nf4(c) : fp4(c);
+        const double a = p.a[k0 + e];
+        if (dt == Bnb4Dtype::fp32) {
+          v[l] = ffma(static_cast<float>(a), fmul(lut, s), v[l]);
+        } else {
+          const double b = round_to(round_to(lut, f) * round_to(s, f), f);
+          v[l] = fadd(v[l], static_cast<float>(round_to(a * b, f)));
+        }
+      }
+    }
+  }
+  for (int off = 1; off < 32; off *= 2) {
+    float old[32];
+    std::memcpy(old, v, sizeof v);
+    for (int l = 0; l + off < 32; ++l) v[l] = fadd(old[l], old[l + off]);
+  }
+  return dt == Bnb4Dtype::fp32 ? v[0] : round_to(v[0], f);
+}
+
+}  // namespace
+
+TEST_CASE("bnb4 matmul: F.gemv_4bit's naive kernel equals the reference from kernels.cu",
+          "[bnb4mm]") {
+  const std::uint64_t seed = std::random_device{}();
+  std::printf("bnb4 gemv seed %llu\n", static_cast<unsigned long long>(seed));
+  std::mt19937_64 rng(seed);
+  std::size_t checked = 0;
+  for (Bnb4Dtype dt : {Bnb4Dtype::bf16, Bnb4Dtype::fp16, Bnb4Dtype::fp32}) {
+    for (std::size_t K : {std::size_t{96}, std::size_t{1088}, std::size_t{2048}}) {
+      for (bool is_nf4 : {true, false}) {
+        const Problem p = random_problem(rng, 1, 5, K, 32, is_nf4, false, false, dt);
+        std::vector<std::uint32_t> a(K);
+        for (std::size_t i = 0; i < K; ++i) a[i] = code_of(p.a[i], dt);
+        const std::vector<std::uint32_t> y = quant::bnb4_gemv_naive(a, weight_of(p), dt);
+        for (std::size_t n = 0; n < p.N; ++n) {
+          INFO("dtype " << static_cast<int>(dt) << " K " << K << " nf4 " << is_nf4 << " n " << n);
+          const double want = ref_gemv(p, n, dt), got = value_of(y[n], dt);
+          if (std::isnan(want)) {
+            CHECK(std::isnan(got));
+          } else {
+            CHECK(got == want);
+            CHECK(std::signbit(got) == std::signbit(want));
+          }
+          ++checked;
+        }
+      }
+    }
+  }
+  CHECK(checked == 90);
+}
