@@ -12,7 +12,9 @@
 #include <string>
 #include <vector>
 
+#include "cli/cli_device.hpp"
 #include "cli/options.hpp"
+#include "gpu/gemm/gemm_emulation.hpp"
 #include "sim/common/error.hpp"
 #include "sim/common/number.hpp"
 #include "sim/gemm/gemm.hpp"
@@ -31,6 +33,7 @@ struct Bnb4GemmArgs {
   std::string state2_path, offset_path, bias_path, path = "auto", accum = "cublas-sm90", mma_accum;
   std::size_t block = 64;
   bool double_quant = false, json = false;
+  Device device = Device::cpu;
   quant::Bnb4Gpu gpu;
 };
 
@@ -135,8 +138,18 @@ Options bnb4_gemm_options(Bnb4GemmArgs& g) {
              })
       .value({"--accum"}, "MODEL", "the GEMM model of the dequantize + linear path (cuBLAS)",
              g.accum, [&](const std::string& v) { g.accum = v; })
+      .value({"--device"}, "cpu|cuda",
+             "where the GEMM of the mma and dequant-linear paths runs (cuda: exmy's emulation "
+             "kernel, the same bits)",
+             "cpu", [&](const std::string& v) { g.device = parse_device(v); })
       .flag({"--json"}, "print the path taken as JSON", [&] { g.json = true; });
   return opts;
+}
+
+// gemm::gemm on the CPU, or its CUDA emulation (gpu/gemm/: the same bits).
+std::vector<std::uint32_t> run_model(const gemm::Operand& A, const gemm::Operand& B,
+                                     const gemm::AccumModel& m, gemm::OutFormat of, Device dev) {
+  return dev == Device::cuda ? gpu::gemm_emulate(A, B, m, of) : gemm::gemm(A, B, m, of);
 }
 
 // F.linear(X, W_dq, bias) on the dequantized weight: exmy's GEMM model (cuBLAS), the bias added
@@ -144,7 +157,7 @@ Options bnb4_gemm_options(Bnb4GemmArgs& g) {
 std::vector<std::uint32_t> dequant_linear(const std::vector<std::uint32_t>& x, std::size_t M,
                                           const quant::Bnb4Weight& w, Bnb4Dtype dt,
                                           const std::vector<std::uint32_t>& bias,
-                                          const std::string& accum) {
+                                          const std::string& accum, Device dev) {
   const std::vector<std::uint32_t> wd = quant::bnb4_dequantize(w.q, w.N * w.K, dt, w.opt);
   const bool f32 = dt == Bnb4Dtype::fp32;
   gemm::Operand A, B;
@@ -170,13 +183,13 @@ std::vector<std::uint32_t> dequant_linear(const std::vector<std::uint32_t>& x, s
         gemm::unverified_note("exmy gemm", accum, sm, M, w.N, w.K, f32 ? "fp32" : A.type).c_str());
   }
   gemm::check_gemm_problem(A, B, m, 1.0, of);
-  if (bias.empty()) return gemm::gemm(A, B, m, of);
+  if (bias.empty()) return run_model(A, B, m, of, dev);
   if (sm.model.rp) {
     throw InputError(
         "--bias: the GEMM model of this shape rounds split-K parts (rp); a bias on "
         "that path is not modelled");
   }
-  std::vector<std::uint32_t> c = gemm::gemm(A, B, m, gemm::OutFormat::fp32);
+  std::vector<std::uint32_t> c = run_model(A, B, m, gemm::OutFormat::fp32, dev);
   static constexpr FloatFormat kBf16 = formats::bf16, kFp16 = formats::fp16;
   for (std::size_t i = 0; i < c.size(); ++i) {
     const std::uint32_t b = bias[i % w.N];
@@ -193,7 +206,7 @@ std::vector<std::uint32_t> dequant_linear(const std::vector<std::uint32_t>& x, s
 std::vector<std::uint32_t> mma_kernel(const std::vector<std::uint32_t>& x, std::size_t M,
                                       const quant::Bnb4Weight& w, Bnb4Dtype dt,
                                       const std::vector<std::uint32_t>& bias,
-                                      const std::string& accum) {
+                                      const std::string& accum, Device dev) {
   const FloatFormat f = dt == Bnb4Dtype::bf16 ? formats::bf16 : formats::fp16;
   const gemm::Operand A =
       gemm::operand_from_codes(std::vector<std::uint16_t>(x.begin(), x.end()), M, w.K, f);
@@ -205,7 +218,7 @@ std::vector<std::uint32_t> mma_kernel(const std::vector<std::uint32_t>& x, std::
                      "such as sm90, sm80 or hw:k=...,frac=..., no split or chunk)");
   }
   gemm::check_gemm_problem(A, B, m, 1.0, gemm::OutFormat::fp32);
-  std::vector<std::uint32_t> c = gemm::gemm(A, B, m, gemm::OutFormat::fp32);
+  std::vector<std::uint32_t> c = run_model(A, B, m, gemm::OutFormat::fp32, dev);
   for (std::size_t i = 0; i < c.size(); ++i) {
     const float bf = bias.empty() ? 0.0f : native::to_float(f, bias[i % w.N]);
     c[i] = quant::bnb4_kernel_store(native::f32_from_bits(c[i]), bf, dt);
@@ -312,8 +325,8 @@ int run_gemm_bnb4(const Args& args) {
   const std::vector<std::uint32_t> y =
       gemv                                   ? quant::bnb4_gemv_naive(x, w, dt)
       : p == quant::Bnb4MatmulPath::simt     ? quant::bnb4_gemm_simt(x, M, w, dt, bias)
-      : p == quant::Bnb4MatmulPath::mma_sm80 ? mma_kernel(x, M, w, dt, bias, mma_accum)
-                                             : dequant_linear(x, M, w, dt, bias, g.accum);
+      : p == quant::Bnb4MatmulPath::mma_sm80 ? mma_kernel(x, M, w, dt, bias, mma_accum, g.device)
+                                             : dequant_linear(x, M, w, dt, bias, g.accum, g.device);
   std::vector<std::size_t> yshape = xshape;
   yshape.back() = w.N;
   io::NpyFileWriter out(g.out, descr_of(dt), yshape);

@@ -53,6 +53,8 @@ def parse_args():
     ap.add_argument("--max-linear-gmac", type=float, default=0.0,
                     help="skip dequant-linear runs above this many 1e9 multiply-adds (0: none; "
                          "exmy's CPU GEMM model takes ~10-40 s per 1e9 on one core)")
+    ap.add_argument("--device", default="cpu", choices=["cpu", "cuda"],
+                    help="exmy gemm --device: where the mma / dequant-linear GEMM model runs")
     ap.add_argument("--sms", default="132")
     ap.add_argument("--sm", default="90")
     return ap.parse_args()
@@ -143,11 +145,13 @@ def compare(y, rec, key, cz):
     return "differs", d, int(want.size)
 
 
-def run_exmy(exmy, wargs, x, dtype, tmp, name, bias=None, path="auto", sm=("132", "90")):
+def run_exmy(exmy, wargs, x, dtype, tmp, name, bias=None, path="auto", sm=("132", "90"), device="cpu"):
     xp = save(os.path.join(tmp, name + "_x.npy"), x)
     yp = os.path.join(tmp, name + "_y.npy")
     cmd = [exmy, "gemm", "--a", xp, "--a-format", dtype, *wargs, "--compat", "bnb-cuda",
            "--out-format", dtype, "--out", yp, "--path", path, "--json", "--sms", sm[0], "--sm", sm[1]]
+    if path != "gemv" and path != "simt":
+        cmd += ["--device", device]
     if bias is not None:
         cmd += ["--bias", save(os.path.join(tmp, name + "_b.npy"), bias)]
     r = subprocess.run(cmd, capture_output=True, text=True)
@@ -214,7 +218,8 @@ def main():
                 if a.max_linear_gmac and linear and gmac > a.max_linear_gmac:
                     counts[((lib_path, c["dtype"]), "skipped (size)")] += 1
                     continue
-                y, got_path, err = run_exmy(a.exmy, wa, xb, c["dtype"], tmp, "c", bk, path=path, sm=sm)
+                y, got_path, err = run_exmy(a.exmy, wa, xb, c["dtype"], tmp, "c", bk, path=path, sm=sm,
+                                            device=a.device)
                 if sliced and err is None:
                     got_path = want_path if got_path in ("simt", "mma_sm80") else got_path
                 name = c["case"] + {"Y": "", "Y_linear": " [F.linear on dequantize_4bit]",
