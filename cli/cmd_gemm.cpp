@@ -11,6 +11,7 @@
 
 #include "cli/cli_device.hpp"
 #include "cli/cli_util.hpp"
+#include "cli/cmd_gemm_bnb4.hpp"
 #include "cli/command.hpp"
 #include "cli/options.hpp"
 #include "gpu/gemm/gemm_emulation.hpp"
@@ -116,6 +117,7 @@ Options gemm_options(GemmArgs& g) {
 }
 
 int run_gemm(const Args& args) {
+  if (is_bnb4_gemm(args)) return run_gemm_bnb4(args);  // bitsandbytes' matmul_4bit (QLoRA)
   GemmArgs g;
   const Options opts = gemm_options(g);
   if (!opts.parse(args)) return 0;
