@@ -6,11 +6,13 @@ torchao-NAME` (bench/peers/torchao_float8_vs_exmy.py compares).
     bench/peers/torchao_float8_capture.py --out DIR [--device cuda] [--budget 100]
         [--no-compile] [--quick] [--seed S]
 
-Per recipe and shape (M tokens, K in-features, N out-features) one file DIR/<recipe>_<i>.npz:
-  x (M×K), w (N×K), g (M×N: the output's gradient), y (M×N), x_grad (M×K), w_grad (N×K), all
-  bf16 bit patterns (<u2); and, from hooks on torchao's own functions (eager only):
+Per shape i (M tokens, K in-features, N out-features) DIR/inputs_<i>.npz: x (M×K), w (N×K),
+g (M×N: the output's gradient); per recipe and shape DIR/<recipe>_<i>.npz: y (M×N), x_grad
+(M×K), w_grad (N×K), all bf16 bit patterns (<u2); and, from hooks on torchao's own functions
+(eager only):
   cast<j>_data (uint8 codes, the Float8TrainingTensor's _data as laid out), cast<j>_scale (<f4,
-  its _scale, torchao's multiplicative scale: codes ≈ x·scale), in call order; mm<j>_out (the raw
+  its _scale, torchao's multiplicative scale: codes ≈ x·scale), in call order (a cast whose
+  codes and scale equal an earlier one's is stored as "same_as" that index); mm<j>_out (the raw
   torch._scaled_mm result, bf16 bits or <f4, before torchao's post-scaling), mm<j>_sa, mm<j>_sb
   (the scale_a / scale_b passed, <f4) and, where an operand is not a transposed or plain view of
   a recorded cast, mm<j>_a / mm<j>_b (uint8; b as N×K row-major); hp<j>_out for a torch.mm of
@@ -40,7 +42,7 @@ import torchao.float8.float8_linear as f8lin
 from torchao.float8 import Float8LinearConfig, convert_to_float8_training
 
 RECIPES = ("tensorwise", "rowwise", "rowwise_with_gw_hp")
-SHAPES = ((256, 512, 256), (272, 1040, 784), (512, 4096, 128), (1024, 2048, 1024),
+SHAPES = ((256, 512, 256), (272, 1040, 784), (512, 4096, 128), (1024, 1024, 768),
           (4096, 256, 256))
 QUICK_SHAPES = ((32, 64, 48), (48, 80, 32))
 T0 = time.time()
@@ -81,6 +83,7 @@ class Hooks:
     def __init__(self):
         self.events, self.arrays = [], {}
         self.casts = []  # (index, data tensor)
+        self.scales = {}
         self.orig_cast = f8lin.hp_tensor_to_float8_dynamic
         self.orig_smm = torch._scaled_mm
         self.orig_mm = torch.mm
@@ -97,11 +100,20 @@ class Hooks:
     def cast(self, hp, dtype, mm_cfg, *args, **kw):
         r = self.orig_cast(hp, dtype, mm_cfg, *args, **kw)
         j = len(self.casts)
+        same = None  # the same codes and scale as an earlier cast (tensorwise recasts): a reference
+        for k, d in self.casts:
+            if (d.shape == r._data.shape and torch.equal(d.view(torch.uint8),
+                                                         r._data.view(torch.uint8))
+                    and torch.equal(self.scales[k], r._scale)):
+                same = k
+                break
         self.casts.append((j, r._data))
-        self.arrays[f"cast{j}_data"] = u8(r._data)
-        self.arrays[f"cast{j}_scale"] = r._scale.detach().float().cpu().numpy()
+        self.scales[j] = r._scale
+        if same is None:
+            self.arrays[f"cast{j}_data"] = u8(r._data)
+            self.arrays[f"cast{j}_scale"] = r._scale.detach().float().cpu().numpy()
         gran = kw.get("scaling_granularity")
-        self.events.append({
+        self.events.append({"same_as": same,
             "op": "cast", "index": j, "role": str(kw.get("gemm_input_role")),
             "hp_shape": list(hp.shape), "hp_stride": list(hp.stride()),
             "dtype": str(dtype), "granularity": str(gran), "axiswise_dim": kw.get("axiswise_dim"),
@@ -249,12 +261,15 @@ def main():
     inputs = {}
     for i, (M, K, N) in enumerate(shapes):
         inputs[i] = make_inputs(M, K, N, a.seed + i)
+        np.savez(os.path.join(a.out, f"inputs_{i}.npz"),
+                 **{k: bf16_bits(v) for k, v in zip(("x", "w", "g"), inputs[i])})
     eager = {}
     for r in recipes:
         for i, (M, K, N) in enumerate(shapes):
             name = f"{r}_{i}"
             x, w, g = inputs[i]
-            case = {"name": name, "recipe": r, "M": M, "K": K, "N": N, "seed": a.seed + i}
+            case = {"name": name, "recipe": r, "M": M, "K": K, "N": N, "seed": a.seed + i,
+                    "inputs": f"inputs_{i}.npz"}
             try:
                 xd, gd = x.to(dev), g.to(dev)
                 m = build(r, w, dev, a.emulate)
@@ -263,8 +278,7 @@ def main():
                 if dev == "cuda":
                     torch.cuda.synchronize()
                 arr = dict(h.arrays)
-                arr.update(x=bf16_bits(x), w=bf16_bits(w), g=bf16_bits(g), y=bf16_bits(y),
-                           x_grad=bf16_bits(xg), w_grad=bf16_bits(wg))
+                arr.update(y=bf16_bits(y), x_grad=bf16_bits(xg), w_grad=bf16_bits(wg))
                 case["events"] = h.events
                 case["w_grad_stride"] = list(wg.stride())
                 m2 = build(r, w, dev, a.emulate)
