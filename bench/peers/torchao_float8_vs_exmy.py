@@ -1,0 +1,254 @@
+#!/usr/bin/env python3
+"""torchao 0.18 float8 training against exmy, bit for bit: `exmy layer --recipe torchao-NAME`
+on the inputs torchao_float8_capture.py saved, and each piece separately — every cast (`exmy
+quantize --variant torchao`, codes and scales) and every torch._scaled_mm / bf16 torch.mm
+(`exmy gemm` on the very codes and scales torchao passed).
+
+    bench/peers/torchao_float8_vs_exmy.py --exmy PATH --caps DIR [--json OUT.json] [--device cpu|cuda]
+    bench/peers/torchao_float8_vs_exmy.py --exmy PATH --seed S --out DIR [...]   (captures first;
+        needs CUDA, torch and torchao; runs torchao_float8_capture.py --no-compile --seed S)
+
+Prints one line per case and check (differing outputs / elements, of how many) and a summary;
+exit 0 when nothing differs, 1 otherwise. `--device cuda` runs the GEMM checks on exmy's CUDA
+emulation kernel (the same bits, faster); the layer itself runs on the CPU reference.
+"""
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+RECIPE = {"tensorwise": "torchao-tensorwise", "rowwise": "torchao-rowwise",
+          "rowwise_with_gw_hp": "torchao-rowwise-gw-hp"}
+FMT = {"torch.float8_e4m3fn": "e4m3fn", "torch.float8_e5m2": "e5m2"}
+# exmy layer --recipe's state names for torchao's casts, by (role, axiswise_dim, granularity).
+FAST = "hw:k=32,frac=13,inter=13"  # fast accumulation: cublas-sm90 without the promotion
+
+
+def run(cmd):
+    p = subprocess.run(cmd, capture_output=True, text=True)
+    if p.returncode != 0:
+        raise RuntimeError(f"{' '.join(cmd)}: rc {p.returncode}: {p.stderr.strip()[-600:]}")
+    return p
+
+
+def diff(a, b):
+    a, b = np.asarray(a), np.asarray(b)
+    if a.shape != b.shape:
+        return f"shape {a.shape} vs {b.shape}", a.size
+    return int((a.ravel() != b.ravel()).sum()), int(a.size)
+
+
+def f32bits(v):
+    return np.ascontiguousarray(np.asarray(v, dtype=np.float32)).view(np.uint32)
+
+
+class Checker:
+    def __init__(self, exmy, device, tmp):
+        self.exmy, self.device, self.tmp = exmy, device, tmp
+        self.rows, self.bad = [], 0
+
+    def record(self, case, check, d, n, extra=None):
+        row = {"case": case, "check": check, "differ": d, "of": n}
+        if extra:
+            row.update(extra)
+        self.rows.append(row)
+        if d != 0:
+            self.bad += 1
+        print(f"{case:24s} {check:28s} differ {d} of {n}" + (f"  {extra}" if extra else ""),
+              flush=True)
+
+    def path(self, name, arr):
+        p = os.path.join(self.tmp, name)
+        np.save(p, np.ascontiguousarray(arr))
+        return p
+
+    def quantize(self, hp_bits, scheme, fmt, pow2):
+        q, s = os.path.join(self.tmp, "q.npy"), os.path.join(self.tmp, "s.npy")
+        for f in (q, s):
+            if os.path.exists(f):
+                os.remove(f)
+        cmd = [self.exmy, "quantize", "--scheme", scheme, "--to", fmt, "--variant", "torchao",
+               "--in", self.path("hp.npy", hp_bits), "--in-format", "bf16", "--out", q,
+               "--state-out", s]
+        if pow2:
+            cmd.append("--pow2-scale")
+        run(cmd)
+        return np.load(q), np.load(s)
+
+    def gemm(self, a, af, b, bf, out_fmt, accum, scales):
+        c = os.path.join(self.tmp, "c.npy")
+        if os.path.exists(c):
+            os.remove(c)
+        cmd = [self.exmy, "gemm", "--a", self.path("a.npy", a), "--b", self.path("b.npy", b),
+               "--a-format", af, "--b-format", bf, "--out-format", out_fmt, "--accum", accum,
+               "--out", c, "--device", self.device]
+        cmd += scales
+        run(cmd)
+        return np.load(c)
+
+
+def hp_of(ev, x, w, g):
+    """The high-precision tensor a cast read, as laid out logically (torchao's hp_shape)."""
+    role = ev["role"].split(".")[-1]
+    t = {"INPUT": x, "WEIGHT": w.T, "GRAD_OUTPUT": g}[role]
+    if list(t.shape) != ev["hp_shape"]:
+        raise RuntimeError(f"cast {ev['index']}: hp shape {ev['hp_shape']} vs {t.shape}")
+    return np.ascontiguousarray(t)
+
+
+def scheme_of(ev):
+    if "TENSORWISE" in ev["granularity"]:
+        return "tensor"
+    return "rowwise" if ev["axiswise_dim"] == -1 else "colwise"
+
+
+def check_case(ck, caps, case, layer_dir):
+    name, recipe = case["name"], case["recipe"]
+    inp = np.load(os.path.join(caps, case["inputs"]))
+    x, w, g = inp["x"], inp["w"], inp["g"]
+    z = np.load(os.path.join(caps, name + ".npz"))
+    casts = {}
+    # 1. The casts: codes and scales.
+    for ev in case["events"]:
+        if ev["op"] != "cast":
+            continue
+        j = ev["index"]
+        if ev.get("same_as") is not None:
+            casts[j] = (casts[ev["same_as"]][0], casts[ev["same_as"]][1], ev)
+            continue
+        data, scale = z[f"cast{j}_data"], z[f"cast{j}_scale"]
+        casts[j] = (data, scale, ev)
+        codes, state = ck.quantize(hp_of(ev, x, w, g), scheme_of(ev), FMT[ev["dtype"]], ev["pow2"])
+        ck.record(name, f"cast{j} {ev['role'].split('.')[-1].lower()} {scheme_of(ev)} codes",
+                  *diff(codes.view(np.uint8), data))
+        ck.record(name, f"cast{j} scale", *diff(f32bits(state.ravel()), f32bits(scale.ravel())))
+    # 2. The GEMMs on torchao's own operands.
+    for ev in case["events"]:
+        j = ev["index"]
+        if ev["op"] == "scaled_mm":
+            def operand(src, key, transpose_logical):
+                if src is None:
+                    return z[key], None
+                k, t = int(src.split(".")[0][4:]), src.endswith(".T")
+                data, _, cev = casts[k]
+                logical = data.T if t else data
+                return (logical.T if transpose_logical else logical), FMT[cev["dtype"]]
+            a, af = operand(ev["a_src"], f"mm{j}_a", False)
+            b, bf = operand(ev["b_src"], f"mm{j}_b", True)  # exmy's B = b^T (N x K)
+            if af is None or bf is None:
+                ck.record(name, f"mm{j}", "operand not from a cast", 0)
+                continue
+            sa, sb = z[f"mm{j}_sa"], z[f"mm{j}_sb"]
+            if sa.size == 1 and sb.size == 1:
+                scales = ["--scale-a", repr(float(sa.ravel()[0])), "--scale-b",
+                          repr(float(sb.ravel()[0]))]
+            else:
+                scales = ["--scale-a-rows", ck.path("sa.npy", np.broadcast_to(
+                    sa.reshape(-1), (a.shape[0],)).astype(np.float32)),
+                          "--scale-b-rows", ck.path("sb.npy", np.broadcast_to(
+                              sb.reshape(-1), (b.shape[0],)).astype(np.float32)),
+                          "--scale-order", "product"]
+            out_fmt = "bf16" if "bfloat16" in ev["out_dtype"] else "fp32"
+            want = z[f"mm{j}_out"]
+            models = [FAST, "cublas-sm90"] if ev["use_fast_accum"] else ["cublas-sm90", FAST]
+            res = {}
+            for mdl in models:
+                got = ck.gemm(a, af, b, bf, out_fmt, mdl, scales)
+                got = got.view(np.uint32) if got.dtype == np.float32 else got
+                res[mdl] = diff(got, want)
+            d, n = res[models[0]]
+            ck.record(name, f"mm{j} {'fast' if ev['use_fast_accum'] else 'acc'} "
+                      f"{a.shape[0]}x{b.shape[0]}x{a.shape[1]}", d, n,
+                      {"model": models[0], "other_model": models[1],
+                       "other_differ": res[models[1]][0]})
+        elif ev["op"] == "hp_mm":
+            # rowwise_with_gw_hp's W_grad: torch.mm(G^T, X) in bf16 = exmy C = A B^T with A = G^T,
+            # B = X^T.
+            got = ck.gemm(np.ascontiguousarray(g.T), "bf16", np.ascontiguousarray(x.T), "bf16",
+                          "bf16", "cublas-sm90", [])
+            ck.record(name, f"hp_mm{j} bf16 {g.shape[1]}x{x.shape[1]}x{g.shape[0]}",
+                      *diff(got, z[f"hp{j}_out"]))
+    # 3. The layer.
+    out = os.path.join(layer_dir, name)
+    run([ck.exmy, "layer", "--recipe", RECIPE[recipe], "--x", ck.path("x.npy", x), "--w",
+         ck.path("w.npy", w), "--g", ck.path("g.npy", g), "--out", out, "--quiet"])
+    for k in ("y", "x_grad", "w_grad"):
+        ck.record(name, f"layer {k}", *diff(np.load(os.path.join(out, k + ".npy")), z[k]))
+    cast_scale = {}
+    for ev in case["events"]:
+        if ev["op"] == "cast":
+            cast_scale.setdefault(_state_name(ev), casts[ev["index"]][1])
+    for st, want in cast_scale.items():
+        p = os.path.join(out, st + ".npy")
+        if os.path.exists(p):
+            ck.record(name, f"layer state {st}",
+                      *diff(f32bits(np.load(p).ravel()), f32bits(want.ravel())))
+    comp = os.path.join(caps, name + "_compiled.npz")
+    if os.path.exists(comp):
+        c = np.load(comp)
+        for k in ("y", "x_grad", "w_grad"):
+            ck.record(name, f"compiled {k} vs layer",
+                      *diff(np.load(os.path.join(out, k + ".npy")), c[k]))
+
+
+def _state_name(ev):
+    """exmy layer --recipe's state file for a torchao cast (sim/layer/recipe.cpp)."""
+    role = ev["role"].split(".")[-1]
+    tw = "TENSORWISE" in ev["granularity"]
+    ax = ev["axiswise_dim"]
+    if role == "INPUT":
+        return "scale_x" if tw or ax == -1 else "scale_x_wgrad"
+    if role == "WEIGHT":
+        return "scale_w" if (tw and ev["index"] < 2) or ax == 0 else "scale_w_dgrad"
+    return "scale_g" if tw or ax == -1 else "scale_g_wgrad"
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--exmy", required=True)
+    ap.add_argument("--caps", help="a capture directory (torchao_float8_capture.py --out)")
+    ap.add_argument("--seed", type=int, help="capture anew with this seed first (CUDA)")
+    ap.add_argument("--out", help="with --seed: where the capture goes")
+    ap.add_argument("--json", help="write the rows here")
+    ap.add_argument("--device", default="cpu", help="exmy gemm's device for the GEMM checks")
+    ap.add_argument("--cases", default="", help="comma-separated case names (default: all)")
+    a = ap.parse_args()
+    if a.seed is not None:
+        if not a.out:
+            ap.error("--seed needs --out")
+        subprocess.run([sys.executable, os.path.join(HERE, "torchao_float8_capture.py"), "--out",
+                        a.out, "--seed", str(a.seed), "--no-compile"], check=True)
+        a.caps = a.out
+    if not a.caps:
+        ap.error("give --caps DIR or --seed S --out DIR")
+    meta = json.load(open(os.path.join(a.caps, "case.json")))
+    want = set(filter(None, a.cases.split(",")))
+    with tempfile.TemporaryDirectory() as tmp:
+        ck = Checker(a.exmy, a.device, tmp)
+        layer_dir = os.path.join(tmp, "layers")
+        os.makedirs(layer_dir)
+        for case in meta["cases"]:
+            if case.get("status") != "ok" or (want and case["name"] not in want):
+                continue
+            try:
+                check_case(ck, a.caps, case, layer_dir)
+            except Exception as e:  # one case's failure is reported, the others still run
+                ck.record(case["name"], "error", str(e)[:300], 0)
+    total = sum(r["of"] for r in ck.rows if isinstance(r["differ"], int))
+    nd = sum(r["differ"] for r in ck.rows if isinstance(r["differ"], int))
+    print(f"summary: {len(ck.rows)} checks, {ck.bad} with differences; {nd} of {total} "
+          f"elements differ; capture {meta.get('versions', {})}")
+    if a.json:
+        with open(a.json, "w") as f:
+            json.dump({"caps": a.caps, "versions": meta.get("versions"), "rows": ck.rows}, f,
+                      indent=1)
+    sys.exit(0 if ck.bad == 0 else 1)
+
+
+if __name__ == "__main__":
+    main()
