@@ -6,28 +6,29 @@ torchao-NAME` (bench/peers/torchao_float8_vs_exmy.py compares).
     bench/peers/torchao_float8_capture.py --out DIR [--device cuda] [--budget 100]
         [--no-compile] [--quick] [--seed S]
 
-Per shape i (M tokens, K in-features, N out-features) DIR/inputs_<i>.npz: x (M×K), w (N×K),
-g (M×N: the output's gradient); per recipe and shape DIR/<recipe>_<i>.npz: y (M×N), x_grad
-(M×K), w_grad (N×K), all bf16 bit patterns (<u2); and, from hooks on torchao's own functions
-(eager only):
-  cast<j>_data (uint8 codes, the Float8TrainingTensor's _data as laid out), cast<j>_scale (<f4,
-  its _scale, torchao's multiplicative scale: codes ≈ x·scale), in call order (a cast whose
-  codes and scale equal an earlier one's is stored as "same_as" that index); mm<j>_out (the raw
-  torch._scaled_mm result, bf16 bits or <f4, before torchao's post-scaling), mm<j>_sa, mm<j>_sb
-  (the scale_a / scale_b passed, <f4) and, where an operand is not a transposed or plain view of
-  a recorded cast, mm<j>_a / mm<j>_b (uint8; b as N×K row-major); hp<j>_out for a torch.mm of
-  high-precision tensors (rowwise_with_gw_hp's W_grad).
+Inputs are regenerated from seeds (numpy PCG64, bf16 by round to nearest even in numpy:
+make_inputs; case.json holds the seed and the sha256 of x M×K, w N×K, g M×N as bf16 bits), not
+stored. Per recipe and shape DIR/<recipe>_<i>.npz (savez_compressed) holds y (M×N), x_grad (M×K),
+w_grad (N×K) as bf16 bits (<u2) and, from hooks on torchao's own functions (eager only):
+cast<j>_data (uint8 codes of the Float8TrainingTensor's _data, logical layout), cast<j>_scale
+(<f4, its _scale, torchao's multiplicative scale: codes ≈ x·scale), in call order (a cast whose
+codes and scale equal an earlier one's is stored as "same_as" that index); mm<j>_out (the raw
+torch._scaled_mm result, before torchao's post-scaling), mm<j>_sa, mm<j>_sb (the scale_a /
+scale_b passed); hp<j>_out for a torch.mm of bf16 tensors (rowwise_with_gw_hp's W_grad). Every
+array is hashed (case.json "arrays": sha256 of its C-order bytes); shape 0 keeps every array
+whole, the others keep the scales whole and the first HEAD rows of the rest (key + "_head"), so
+that DIR stays under 8 MiB (the device call's limit).
 DIR/case.json: versions, device, seeds, shapes, per case the events (cast: role, dtype,
 granularity, axiswise_dim, pow2; scaled_mm: operand sources, out_dtype, use_fast_accum, shapes),
 the CUDA kernels torch.profiler saw in an unhooked repeat of the step (and whether its bits equal
 the hooked step's), and the torch.compile runs: a fresh compiled module per recipe on the shapes
-the time budget allows, its outputs saved as DIR/<recipe>_<i>_compiled.npz and the number of
-differing bits against eager. Inputs: N(0, 1) with per-row and per-column magnitudes 2^U(-4, 4)
-(rowwise scales differ), a zero row of X and of G (amax 0: torchao's EPS clamp), a row of tiny
+the time budget allows, the number of its outputs that differ from eager and their sha256.
+Inputs: N(0, 1) with per-row and per-column magnitudes 2^U(-4, 4) (rowwise scales differ), a zero row of X and of G (amax 0: torchao's EPS clamp), a row of tiny
 values; seeds are printed and recorded. One progress line per case. Needs torch, numpy, torchao.
 """
 import argparse
 import ctypes
+import hashlib
 import dataclasses
 import json
 import os
@@ -42,9 +43,10 @@ import torchao.float8.float8_linear as f8lin
 from torchao.float8 import Float8LinearConfig, convert_to_float8_training
 
 RECIPES = ("tensorwise", "rowwise", "rowwise_with_gw_hp")
-SHAPES = ((256, 512, 256), (272, 1040, 784), (512, 4096, 128), (1024, 1024, 768),
+SHAPES = ((128, 256, 192), (272, 1040, 784), (512, 4096, 128), (1024, 1024, 768),
           (4096, 256, 256))
 QUICK_SHAPES = ((32, 64, 48), (48, 80, 32))
+FULL = (0,)  # shapes whose arrays are kept whole (the others: sha256 + the first HEAD rows)
 T0 = time.time()
 
 
@@ -60,7 +62,16 @@ def u8(t):
     return t.detach().contiguous().view(torch.uint8).cpu().numpy()
 
 
+def bf16_rne(v):
+    """fp32 -> bf16 bit patterns, round to nearest even (finite inputs), in numpy: the inputs can
+    be regenerated bit for bit without torch (bench/peers/torchao_float8_vs_exmy.py has the same
+    function; case.json holds their sha256)."""
+    b = np.ascontiguousarray(v, dtype=np.float32).view(np.uint32).astype(np.uint64)
+    return ((b + 0x7FFF + ((b >> 16) & 1)) >> 16).astype(np.uint16)
+
+
 def make_inputs(M, K, N, seed):
+    """X (M×K), W (N×K), G (M×N) as bf16 bit patterns (uint16), from numpy's PCG64 with `seed`."""
     rng = np.random.default_rng(seed)
 
     def mat(r, c, base):
@@ -74,14 +85,41 @@ def make_inputs(M, K, N, seed):
     x[M // 3] = 0.0
     g[M // 5] = 0.0
     x[M // 7] *= np.float32(2.0 ** -100)
-    return [torch.from_numpy(v).to(torch.bfloat16) for v in (x, w, g)]
+    return [bf16_rne(v) for v in (x, w, g)]
+
+
+def to_torch_bf16(bits):
+    return torch.from_numpy(bits.view(np.int16).copy()).view(torch.bfloat16)
+
+
+def sha(a):
+    return hashlib.sha256(np.ascontiguousarray(a).tobytes()).hexdigest()
+
+
+HEAD = 8  # rows kept of each array of a hashed-only case (for diagnosis)
+
+
+class Store:
+    """Arrays of one case: every array hashed (sha256 of its C-order bytes), kept whole in a
+    `full` case, else its first HEAD rows (key + "_head")."""
+
+    def __init__(self, full):
+        self.full, self.arrays, self.meta = full, {}, {}
+
+    def put(self, key, a, always=False):
+        a = np.ascontiguousarray(a)
+        self.meta[key] = {"sha256": sha(a), "shape": list(a.shape), "dtype": str(a.dtype)}
+        if self.full or always or a.ndim == 0:
+            self.arrays[key] = a
+        else:
+            self.arrays[key + "_head"] = a[:HEAD]
 
 
 class Hooks:
     """Records torchao's casts and GEMM calls of one step (eager mode)."""
 
-    def __init__(self):
-        self.events, self.arrays = [], {}
+    def __init__(self, store):
+        self.events, self.store = [], store
         self.casts = []  # (index, data tensor)
         self.scales = {}
         self.orig_cast = f8lin.hp_tensor_to_float8_dynamic
@@ -110,8 +148,8 @@ class Hooks:
         self.casts.append((j, r._data))
         self.scales[j] = r._scale
         if same is None:
-            self.arrays[f"cast{j}_data"] = u8(r._data)
-            self.arrays[f"cast{j}_scale"] = r._scale.detach().float().cpu().numpy()
+            self.store.put(f"cast{j}_data", u8(r._data))
+            self.store.put(f"cast{j}_scale", r._scale.detach().float().cpu().numpy(), always=True)
         gran = kw.get("scaling_granularity")
         self.events.append({"same_as": same,
             "op": "cast", "index": j, "role": str(kw.get("gemm_input_role")),
@@ -133,13 +171,13 @@ class Hooks:
         ev["a_src"] = self.source(a)
         ev["b_src"] = self.source(b)
         if ev["a_src"] is None:
-            self.arrays[f"mm{j}_a"] = u8(a)
+            self.store.put(f"mm{j}_a", u8(a))
         if ev["b_src"] is None:
-            self.arrays[f"mm{j}_b"] = u8(b.t())
-        self.arrays[f"mm{j}_sa"] = kw["scale_a"].detach().float().cpu().numpy()
-        self.arrays[f"mm{j}_sb"] = kw["scale_b"].detach().float().cpu().numpy()
-        self.arrays[f"mm{j}_out"] = (bf16_bits(out) if out.dtype == torch.bfloat16 else
-                                     out.detach().float().cpu().numpy())
+            self.store.put(f"mm{j}_b", u8(b.t()))
+        self.store.put(f"mm{j}_sa", kw["scale_a"].detach().float().cpu().numpy(), always=True)
+        self.store.put(f"mm{j}_sb", kw["scale_b"].detach().float().cpu().numpy(), always=True)
+        self.store.put(f"mm{j}_out", bf16_bits(out) if out.dtype == torch.bfloat16 else
+                       out.detach().float().cpu().numpy())
         self.events.append(ev)
         return out
 
@@ -147,7 +185,7 @@ class Hooks:
         out = self.orig_mm(a, b, *args, **kw)
         if type(a) is torch.Tensor and type(b) is torch.Tensor and a.dtype == torch.bfloat16:
             j = sum(1 for e in self.events if e["op"] == "hp_mm")
-            self.arrays[f"hp{j}_out"] = bf16_bits(out)
+            self.store.put(f"hp{j}_out", bf16_bits(out))
             self.events.append({"op": "hp_mm", "index": j, "a_shape": list(a.shape),
                                 "a_stride": list(a.stride()), "b_shape": list(b.shape),
                                 "b_stride": list(b.stride()), "out_dtype": str(out.dtype)})
@@ -258,27 +296,31 @@ def main():
             "layout": "y = x @ w.T; x M×K, w N×K, g M×N; bf16 <u2 bit patterns",
             "emulate": a.emulate, "cases": [], "compiled": []}
     log(f"torchao {torchao.__version__} torch {torch.__version__} on {dev}, seed {a.seed}")
-    inputs = {}
+    inputs, meta["inputs"] = {}, []
     for i, (M, K, N) in enumerate(shapes):
-        inputs[i] = make_inputs(M, K, N, a.seed + i)
-        np.savez(os.path.join(a.out, f"inputs_{i}.npz"),
-                 **{k: bf16_bits(v) for k, v in zip(("x", "w", "g"), inputs[i])})
+        bits = make_inputs(M, K, N, a.seed + i)
+        inputs[i] = [to_torch_bf16(v) for v in bits]
+        meta["inputs"].append({"index": i, "M": M, "K": K, "N": N, "seed": a.seed + i,
+                               "sha256": {k: sha(v) for k, v in zip(("x", "w", "g"), bits)}})
     eager = {}
     for r in recipes:
         for i, (M, K, N) in enumerate(shapes):
             name = f"{r}_{i}"
             x, w, g = inputs[i]
             case = {"name": name, "recipe": r, "M": M, "K": K, "N": N, "seed": a.seed + i,
-                    "inputs": f"inputs_{i}.npz"}
+                    "inputs": i, "full": i in FULL}
             try:
                 xd, gd = x.to(dev), g.to(dev)
                 m = build(r, w, dev, a.emulate)
-                with Hooks() as h:
+                st = Store(i in FULL)
+                with Hooks(st) as h:
                     y, xg, wg = step(m, xd, gd, m[0].weight)
                 if dev == "cuda":
                     torch.cuda.synchronize()
-                arr = dict(h.arrays)
-                arr.update(y=bf16_bits(y), x_grad=bf16_bits(xg), w_grad=bf16_bits(wg))
+                for k, v in (("y", y), ("x_grad", xg), ("w_grad", wg)):
+                    st.put(k, bf16_bits(v))
+                arr = st.arrays
+                case["arrays"] = st.meta
                 case["events"] = h.events
                 case["w_grad_stride"] = list(wg.stride())
                 m2 = build(r, w, dev, a.emulate)
@@ -288,7 +330,7 @@ def main():
                 case["kernels"] = ks
                 case["unhooked_equal"] = all(
                     np.array_equal(bf16_bits(p), bf16_bits(q)) for p, q in zip(res, (y, xg, wg)))
-                np.savez(os.path.join(a.out, name + ".npz"), **arr)
+                np.savez_compressed(os.path.join(a.out, name + ".npz"), **arr)
                 eager[name] = (y, xg, wg)
                 case["status"] = "ok"
                 log(f"{name} M={M} K={K} N={N}: {len(h.events)} events, {len(ks)} kernels, "
@@ -327,8 +369,8 @@ def main():
                 c["diff_vs_eager"] = {
                     k: int((bf16_bits(p) != bf16_bits(q)).sum())
                     for k, p, q in zip(("y", "x_grad", "w_grad"), (y, xg, wg), ey)}
-                np.savez(os.path.join(a.out, name + "_compiled.npz"), y=bf16_bits(y),
-                         x_grad=bf16_bits(xg), w_grad=bf16_bits(wg))
+                c["arrays"] = {k: {"sha256": sha(bf16_bits(v))}
+                               for k, v in (("y", y), ("x_grad", xg), ("w_grad", wg))}
                 c["status"] = "ok"
                 log(f"{name} compiled in {c['compile_s']} s: differing vs eager "
                     f"{c['diff_vs_eager']}")
@@ -340,6 +382,8 @@ def main():
     with open(os.path.join(a.out, "case.json.tmp"), "w") as f:
         json.dump(meta, f, indent=1)
     os.replace(os.path.join(a.out, "case.json.tmp"), os.path.join(a.out, "case.json"))
+    size = sum(os.path.getsize(os.path.join(a.out, f)) for f in os.listdir(a.out))
+    log(f"stored {size / 2**20:.2f} MiB in {a.out}")
     bad = [c["name"] for c in meta["cases"] if c["status"] != "ok"]
     log(f"done: {len(meta['cases']) - len(bad)} of {len(meta['cases'])} eager cases ok"
         + (f"; failed: {bad}" if bad else ""))

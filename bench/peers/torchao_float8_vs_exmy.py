@@ -29,6 +29,61 @@ FMT = {"torch.float8_e4m3fn": "e4m3fn", "torch.float8_e5m2": "e5m2"}
 FAST = "hw:k=32,frac=13,inter=13"  # fast accumulation: cublas-sm90 without the promotion
 
 
+def bf16_rne(v):
+    """The capture's fp32 -> bf16 (torchao_float8_capture.py bf16_rne; the same function)."""
+    b = np.ascontiguousarray(v, dtype=np.float32).view(np.uint32).astype(np.uint64)
+    return ((b + 0x7FFF + ((b >> 16) & 1)) >> 16).astype(np.uint16)
+
+
+def make_inputs(M, K, N, seed):
+    """The capture's inputs (torchao_float8_capture.py make_inputs; the same function)."""
+    rng = np.random.default_rng(seed)
+
+    def mat(r, c, base):
+        a = rng.normal(0.0, 1.0, size=(r, c))
+        a *= np.exp2(rng.uniform(-4, 4, size=(r, 1))) * np.exp2(rng.uniform(-4, 4, size=(1, c)))
+        return (a * base).astype(np.float32)
+
+    x = mat(M, K, 1.0)
+    w = mat(N, K, 2.0 ** -5)
+    g = mat(M, N, 2.0 ** -12)
+    x[M // 3] = 0.0
+    g[M // 5] = 0.0
+    x[M // 7] *= np.float32(2.0 ** -100)
+    return [bf16_rne(v) for v in (x, w, g)]
+
+
+def sha(a):
+    return hashlib.sha256(np.ascontiguousarray(a).tobytes()).hexdigest()
+
+
+class Stored:
+    """One captured array: whole, or its sha256 and first rows."""
+
+    def __init__(self, z, meta, key):
+        self.meta = meta.get(key)
+        self.whole = z[key] if key in z.files else None
+        self.head = z[key + "_head"] if key + "_head" in z.files else None
+
+    def compare(self, got):
+        """(differing elements, of how many, note): counted on the whole array where it was
+        kept; else 0 or 'sha256 differs' over all of it, counted on the first rows."""
+        got = np.ascontiguousarray(got)
+        if self.whole is not None:
+            d, n = diff(got, self.whole)
+            return d, n, None
+        n = int(np.prod(self.meta["shape"]))
+        if list(got.shape) != self.meta["shape"]:
+            return f"shape {list(got.shape)} vs {self.meta['shape']}", n, None
+        if sha(got.astype(self.meta["dtype"])) == self.meta["sha256"]:
+            return 0, n, "sha256 equal"
+        hd, hn = diff(got[: self.head.shape[0]], self.head)
+        return max(int(hd), 1), n, f"sha256 differs; first rows: {hd} of {hn} differ"
+
+
+import hashlib  # noqa: E402
+
+
 def run(cmd):
     p = subprocess.run(cmd, capture_output=True, text=True)
     if p.returncode != 0:
@@ -52,7 +107,9 @@ class Checker:
         self.exmy, self.device, self.tmp = exmy, device, tmp
         self.rows, self.bad = [], 0
 
-    def record(self, case, check, d, n, extra=None):
+    def record(self, case, check, d, n, extra=None, note=None):
+        if note:
+            extra = dict(extra or {}, note=note)
         row = {"case": case, "check": check, "differ": d, "of": n}
         if extra:
             row.update(extra)
@@ -107,11 +164,16 @@ def scheme_of(ev):
     return "rowwise" if ev["axiswise_dim"] == -1 else "colwise"
 
 
-def check_case(ck, caps, case, layer_dir):
+def check_case(ck, caps, meta, case, layer_dir):
     name, recipe = case["name"], case["recipe"]
-    inp = np.load(os.path.join(caps, case["inputs"]))
-    x, w, g = inp["x"], inp["w"], inp["g"]
+    im = meta["inputs"][case["inputs"]]
+    x, w, g = make_inputs(im["M"], im["K"], im["N"], im["seed"])
+    for k, v in zip(("x", "w", "g"), (x, w, g)):
+        if sha(v) != im["sha256"][k]:
+            raise RuntimeError(f"regenerated input {k} differs from the capture's (sha256)")
     z = np.load(os.path.join(caps, name + ".npz"))
+    arrays = case["arrays"]
+    S = lambda key: Stored(z, arrays, key)  # noqa: E731
     casts = {}
     # 1. The casts: codes and scales.
     for ev in case["events"]:
@@ -121,11 +183,13 @@ def check_case(ck, caps, case, layer_dir):
         if ev.get("same_as") is not None:
             casts[j] = (casts[ev["same_as"]][0], casts[ev["same_as"]][1], ev)
             continue
-        data, scale = z[f"cast{j}_data"], z[f"cast{j}_scale"]
-        casts[j] = (data, scale, ev)
+        scale = z[f"cast{j}_scale"]
         codes, state = ck.quantize(hp_of(ev, x, w, g), scheme_of(ev), FMT[ev["dtype"]], ev["pow2"])
-        ck.record(name, f"cast{j} {ev['role'].split('.')[-1].lower()} {scheme_of(ev)} codes",
-                  *diff(codes.view(np.uint8), data))
+        # The GEMM checks below multiply exmy's codes: equal to torchao's where this says 0.
+        casts[j] = (codes.view(np.uint8), scale, ev)
+        d, n, note = S(f"cast{j}_data").compare(codes.view(np.uint8))
+        ck.record(name, f"cast{j} {ev['role'].split('.')[-1].lower()} {scheme_of(ev)} codes", d, n,
+                  note=note)
         ck.record(name, f"cast{j} scale", *diff(f32bits(state.ravel()), f32bits(scale.ravel())))
     # 2. The GEMMs on torchao's own operands.
     for ev in case["events"]:
@@ -133,7 +197,7 @@ def check_case(ck, caps, case, layer_dir):
         if ev["op"] == "scaled_mm":
             def operand(src, key, transpose_logical):
                 if src is None:
-                    return z[key], None
+                    return None, None
                 k, t = int(src.split(".")[0][4:]), src.endswith(".T")
                 data, _, cev = casts[k]
                 logical = data.T if t else data
@@ -154,31 +218,33 @@ def check_case(ck, caps, case, layer_dir):
                               sb.reshape(-1), (b.shape[0],)).astype(np.float32)),
                           "--scale-order", "product"]
             out_fmt = "bf16" if "bfloat16" in ev["out_dtype"] else "fp32"
-            want = z[f"mm{j}_out"]
+            want = S(f"mm{j}_out")
             models = [FAST, "cublas-sm90"] if ev["use_fast_accum"] else ["cublas-sm90", FAST]
             res = {}
             for mdl in models:
                 got = ck.gemm(a, af, b, bf, out_fmt, mdl, scales)
-                got = got.view(np.uint32) if got.dtype == np.float32 else got
-                res[mdl] = diff(got, want)
-            d, n = res[models[0]]
+                res[mdl] = want.compare(got)
+            d, n, note = res[models[0]]
             ck.record(name, f"mm{j} {'fast' if ev['use_fast_accum'] else 'acc'} "
                       f"{a.shape[0]}x{b.shape[0]}x{a.shape[1]}", d, n,
                       {"model": models[0], "other_model": models[1],
-                       "other_differ": res[models[1]][0]})
+                       "other_differ": res[models[1]][0], "other_note": res[models[1]][2]},
+                      note=note)
         elif ev["op"] == "hp_mm":
             # rowwise_with_gw_hp's W_grad: torch.mm(G^T, X) in bf16 = exmy C = A B^T with A = G^T,
             # B = X^T.
             got = ck.gemm(np.ascontiguousarray(g.T), "bf16", np.ascontiguousarray(x.T), "bf16",
                           "bf16", "cublas-sm90", [])
-            ck.record(name, f"hp_mm{j} bf16 {g.shape[1]}x{x.shape[1]}x{g.shape[0]}",
-                      *diff(got, z[f"hp{j}_out"]))
+            d, n, note = S(f"hp{j}_out").compare(got)
+            ck.record(name, f"hp_mm{j} bf16 {g.shape[1]}x{x.shape[1]}x{g.shape[0]}", d, n,
+                      note=note)
     # 3. The layer.
     out = os.path.join(layer_dir, name)
     run([ck.exmy, "layer", "--recipe", RECIPE[recipe], "--x", ck.path("x.npy", x), "--w",
          ck.path("w.npy", w), "--g", ck.path("g.npy", g), "--out", out, "--quiet"])
     for k in ("y", "x_grad", "w_grad"):
-        ck.record(name, f"layer {k}", *diff(np.load(os.path.join(out, k + ".npy")), z[k]))
+        d, n, note = S(k).compare(np.load(os.path.join(out, k + ".npy")))
+        ck.record(name, f"layer {k}", d, n, note=note)
     cast_scale = {}
     for ev in case["events"]:
         if ev["op"] == "cast":
@@ -188,12 +254,14 @@ def check_case(ck, caps, case, layer_dir):
         if os.path.exists(p):
             ck.record(name, f"layer state {st}",
                       *diff(f32bits(np.load(p).ravel()), f32bits(want.ravel())))
-    comp = os.path.join(caps, name + "_compiled.npz")
-    if os.path.exists(comp):
-        c = np.load(comp)
+    for c in meta.get("compiled", []):
+        if c["name"] != name or c.get("status") != "ok":
+            continue
         for k in ("y", "x_grad", "w_grad"):
-            ck.record(name, f"compiled {k} vs layer",
-                      *diff(np.load(os.path.join(out, k + ".npy")), c[k]))
+            got = np.load(os.path.join(out, k + ".npy"))
+            same = sha(got) == c["arrays"][k]["sha256"]
+            ck.record(name, f"compiled {k} vs layer", 0 if same else "sha256 differs", got.size,
+                      {"compiled_vs_eager_differ": c["diff_vs_eager"][k]})
 
 
 def _state_name(ev):
@@ -212,6 +280,8 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--exmy", required=True)
     ap.add_argument("--caps", help="a capture directory (torchao_float8_capture.py --out)")
+    ap.add_argument("--capture-args", default="--no-compile",
+                    help="with --seed: extra arguments of the capture script")
     ap.add_argument("--seed", type=int, help="capture anew with this seed first (CUDA)")
     ap.add_argument("--out", help="with --seed: where the capture goes")
     ap.add_argument("--json", help="write the rows here")
@@ -222,7 +292,7 @@ def main():
         if not a.out:
             ap.error("--seed needs --out")
         subprocess.run([sys.executable, os.path.join(HERE, "torchao_float8_capture.py"), "--out",
-                        a.out, "--seed", str(a.seed), "--no-compile"], check=True)
+                        a.out, "--seed", str(a.seed)] + a.capture_args.split(), check=True)
         a.caps = a.out
     if not a.caps:
         ap.error("give --caps DIR or --seed S --out DIR")
@@ -236,7 +306,7 @@ def main():
             if case.get("status") != "ok" or (want and case["name"] not in want):
                 continue
             try:
-                check_case(ck, a.caps, case, layer_dir)
+                check_case(ck, a.caps, meta, case, layer_dir)
             except Exception as e:  # one case's failure is reported, the others still run
                 ck.record(case["name"], "error", str(e)[:300], 0)
     total = sum(r["of"] for r in ck.rows if isinstance(r["differ"], int))
