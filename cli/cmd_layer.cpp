@@ -323,17 +323,16 @@ int run_layer_recipe(const LayerArgs& a) {
   }
   io::publish_directory(stage.path(), a.out_dir, false);
   if (a.json) {
-    std::fputs(("{\"out\": " + json_string(a.out_dir) +
-                ", \"recipe\": " + json_string(layer::recipe_name(cfg.recipe)) +
-                ", \"accum\": " + json_string(accum) +
-                ", \"accum_fast\": " + json_string(cfg.fp8_fast.name) +
-                ", \"b\": " + std::to_string(s.b) + ", \"n\": " + std::to_string(s.n) +
-                ", \"m\": " + std::to_string(s.m) + ", \"files\": {\"y\": " +
-                json_string(a.out_dir + "/y.npy") +
-                ", \"x_grad\": " + json_string(a.out_dir + "/x_grad.npy") +
-                ", \"w_grad\": " + json_string(a.out_dir + "/w_grad.npy") + files + "}}\n")
-                   .c_str(),
-               stdout);
+    std::fputs(
+        ("{\"out\": " + json_string(a.out_dir) + ", \"recipe\": " +
+         json_string(layer::recipe_name(cfg.recipe)) + ", \"accum\": " + json_string(accum) +
+         ", \"accum_fast\": " + json_string(cfg.fp8_fast.name) + ", \"b\": " + std::to_string(s.b) +
+         ", \"n\": " + std::to_string(s.n) + ", \"m\": " + std::to_string(s.m) +
+         ", \"files\": {\"y\": " + json_string(a.out_dir + "/y.npy") +
+         ", \"x_grad\": " + json_string(a.out_dir + "/x_grad.npy") +
+         ", \"w_grad\": " + json_string(a.out_dir + "/w_grad.npy") + files + "}}\n")
+            .c_str(),
+        stdout);
   }
   return 0;
 }

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """TransformerEngine's per-tensor current-scaling cast (Float8CurrentScaling) against exmy, on the
-CPU: TE's own Python reference (tests/pytorch/references/ref_per_tensor_cs.py with
+CPU: TE's own Python reference (TransformerEngine/tests/pytorch/references/ref_per_tensor_cs.py,
 quantize_scale_calc.py, as shipped in TE's repository; TE's CUDA wheel is not available here) run
 with CPU torch, against `exmy quantize --scheme tensor --variant te-current` and the casts
 `exmy layer --recipe te-current` makes. The two names the reference imports from TE itself

@@ -126,9 +126,8 @@ std::vector<float> scaled_mm_post(const Cast& a, const Cast& b, const gemm::Accu
   return out;
 }
 
-std::vector<float> hp_mm(const std::vector<float>& a, std::size_t rows,
-                         const std::vector<float>& b, std::size_t cols, std::size_t k,
-                         const gemm::AccumModel& m, DType d) {
+std::vector<float> hp_mm(const std::vector<float>& a, std::size_t rows, const std::vector<float>& b,
+                         std::size_t cols, std::size_t k, const gemm::AccumModel& m, DType d) {
   gemm::Operand A, B;
   gemm_operands(a, rows, b, cols, k, d, A, B);
   return decode_output(gemm::gemm(A, B, m, out_format(d)), d);
@@ -226,8 +225,8 @@ gemm::AccumModel fast_accum_model(const gemm::AccumModel& fp8) {
 RecipeResult run_recipe(const RecipeConfig& cfg, const LayerShape& s, const MatView& xv,
                         const MatView& wv, const MatView& gv, const DelayedState* prev) {
   if (cfg.dtype != DType::bf16) {
-    throw InputError("--recipe " + recipe_name(cfg.recipe) + ": --dtype " +
-                     dtype_name(cfg.dtype) + " (the recipes are modelled for bf16 models)");
+    throw InputError("--recipe " + recipe_name(cfg.recipe) + ": --dtype " + dtype_name(cfg.dtype) +
+                     " (the recipes are modelled for bf16 models)");
   }
   const std::size_t b = s.b, n = s.n, m = s.m;
   const DType d = cfg.dtype;
@@ -273,8 +272,8 @@ RecipeResult run_recipe(const RecipeConfig& cfg, const LayerShape& s, const MatV
       const Cast qwt = gw_hp ? cast(w, m, n, Axis::tensor, true, e4, V, true)
                              : cast(w, m, n, Axis::col, true, e4, V, true);
       r.x_grad = scaled_mm_post(qg, qwt, cfg.fp8, inv(qg.scale), inv(qwt.scale), d);
-      r.state = {named("scale_x", qx.scale), named("scale_w", qw.scale),
-                 named("scale_g", qg.scale), named("scale_w_dgrad", qwt.scale)};
+      r.state = {named("scale_x", qx.scale), named("scale_w", qw.scale), named("scale_g", qg.scale),
+                 named("scale_w_dgrad", qwt.scale)};
       if (gw_hp) {
         r.w_grad = hp_mm(transpose(g, b, m), m, transpose(x, b, n), n, b, cfg.hp, d);
       } else {
