@@ -278,6 +278,7 @@ def main():
                     help="seconds after which no new torch.compile run starts")
     ap.add_argument("--no-compile", action="store_true")
     ap.add_argument("--quick", action="store_true", help="tiny shapes (CPU dry run)")
+    ap.add_argument("--shapes", default="", help="MxKxN,... in place of the built-in shapes")
     ap.add_argument("--seed", type=int, default=20261201)
     ap.add_argument("--recipes", default=",".join(RECIPES))
     ap.add_argument("--emulate", action="store_true",
@@ -290,6 +291,8 @@ def main():
         sys.exit(2)
     os.makedirs(a.out, exist_ok=True)
     shapes = QUICK_SHAPES if a.quick else SHAPES
+    if a.shapes:
+        shapes = [tuple(int(v) for v in t.split("x")) for t in a.shapes.split(",")]
     recipes = a.recipes.split(",")
     meta = {"script": "bench/peers/torchao_float8_capture.py", "argv": sys.argv[1:],
             "versions": versions(dev), "seed": a.seed, "model_dtype": "bfloat16",

@@ -27,6 +27,11 @@ RECIPE = {"tensorwise": "torchao-tensorwise", "rowwise": "torchao-rowwise",
 FMT = {"torch.float8_e4m3fn": "e4m3fn", "torch.float8_e5m2": "e5m2"}
 # exmy layer --recipe's state names for torchao's casts, by (role, axiswise_dim, granularity).
 FAST = "hw:k=32,frac=13,inter=13"  # fast accumulation: cublas-sm90 without the promotion
+# --fit: candidate models of a product that differs (run on the rows the capture kept).
+FIT = ["hw:k=32,frac=13,inter=13", "hw:k=32,frac=13,inter=13,chunk=128",
+       "hw:k=32,frac=13,inter=13,chunk=256", "hw:k=32,frac=13,inter=13,chunk=512",
+       "hw:k=32,frac=13,inter=13,rne", "hw:k=32,frac=13,inter=23", "hw:k=32,frac=25",
+       "hw:k=16,frac=13,inter=13", "hw:k=64,frac=13,inter=13", "fp32-seq", "pairwise"]
 
 
 def bf16_rne(v):
@@ -78,7 +83,7 @@ class Stored:
         if sha(got.astype(self.meta["dtype"])) == self.meta["sha256"]:
             return 0, n, "sha256 equal"
         hd, hn = diff(got[: self.head.shape[0]], self.head)
-        return max(int(hd), 1), n, f"sha256 differs; first rows: {hd} of {hn} differ"
+        return "sha256 differs", n, f"first rows: {hd} of {hn} differ"
 
 
 import hashlib  # noqa: E402
@@ -105,7 +110,7 @@ def f32bits(v):
 class Checker:
     def __init__(self, exmy, device, tmp):
         self.exmy, self.device, self.tmp = exmy, device, tmp
-        self.rows, self.bad = [], 0
+        self.rows, self.bad, self.fits, self.fit = [], 0, [], False
 
     def record(self, case, check, d, n, extra=None, note=None):
         if note:
@@ -219,12 +224,27 @@ def check_case(ck, caps, meta, case, layer_dir):
                           "--scale-order", "product"]
             out_fmt = "bf16" if "bfloat16" in ev["out_dtype"] else "fp32"
             want = S(f"mm{j}_out")
-            models = [FAST, "cublas-sm90"] if ev["use_fast_accum"] else ["cublas-sm90", FAST]
+            models = ([ck.fast, ck.accum] if ev["use_fast_accum"] else [ck.accum, ck.fast])
             res = {}
             for mdl in models:
                 got = ck.gemm(a, af, b, bf, out_fmt, mdl, scales)
                 res[mdl] = want.compare(got)
             d, n, note = res[models[0]]
+            if ck.fit and d != 0:
+                # Candidate models on the rows kept (every output row is its own dot products).
+                rows = want.whole if want.whole is not None else want.head
+                h = rows.shape[0]
+                sc = scales
+                if "--scale-a-rows" in scales:
+                    sc = ["--scale-a-rows", ck.path("sa.npy", np.broadcast_to(
+                        sa.reshape(-1), (a.shape[0],)).astype(np.float32)[:h]),
+                          "--scale-b-rows", scales[3], "--scale-order", "product"]
+                fits = {}
+                for mdl in FIT:
+                    got = ck.gemm(np.ascontiguousarray(a[:h]), af, b, bf, out_fmt, mdl, sc)
+                    fits[mdl] = diff(got, rows)[0]
+                print(f"{name:24s} mm{j} fit on {h} rows: {fits}", flush=True)
+                ck.fits.append({"case": name, "mm": j, "rows": h, "fits": fits})
             ck.record(name, f"mm{j} {'fast' if ev['use_fast_accum'] else 'acc'} "
                       f"{a.shape[0]}x{b.shape[0]}x{a.shape[1]}", d, n,
                       {"model": models[0], "other_model": models[1],
@@ -234,14 +254,15 @@ def check_case(ck, caps, meta, case, layer_dir):
             # rowwise_with_gw_hp's W_grad: torch.mm(G^T, X) in bf16 = exmy C = A B^T with A = G^T,
             # B = X^T.
             got = ck.gemm(np.ascontiguousarray(g.T), "bf16", np.ascontiguousarray(x.T), "bf16",
-                          "bf16", "cublas-sm90", [])
+                          "bf16", ck.accum, [])
             d, n, note = S(f"hp{j}_out").compare(got)
             ck.record(name, f"hp_mm{j} bf16 {g.shape[1]}x{x.shape[1]}x{g.shape[0]}", d, n,
                       note=note)
     # 3. The layer.
     out = os.path.join(layer_dir, name)
     run([ck.exmy, "layer", "--recipe", RECIPE[recipe], "--x", ck.path("x.npy", x), "--w",
-         ck.path("w.npy", w), "--g", ck.path("g.npy", g), "--out", out, "--quiet"])
+         ck.path("w.npy", w), "--g", ck.path("g.npy", g), "--out", out, "--quiet", "--accum",
+         ck.accum, "--accum-fast", ck.fast])
     for k in ("y", "x_grad", "w_grad"):
         d, n, note = S(k).compare(np.load(os.path.join(out, k + ".npy")))
         ck.record(name, f"layer {k}", d, n, note=note)
@@ -287,6 +308,11 @@ def main():
     ap.add_argument("--json", help="write the rows here")
     ap.add_argument("--device", default="cpu", help="exmy gemm's device for the GEMM checks")
     ap.add_argument("--cases", default="", help="comma-separated case names (default: all)")
+    ap.add_argument("--accum", default="cublas-sm90",
+                    help="exmy's model of the products without fast accumulation and bf16 ones")
+    ap.add_argument("--accum-fast", default=FAST, help="exmy's model of the fast-accumulation ones")
+    ap.add_argument("--fit", action="store_true",
+                    help="for a GEMM that differs: try the FIT models on the kept rows")
     a = ap.parse_args()
     if a.seed is not None:
         if not a.out:
@@ -300,6 +326,7 @@ def main():
     want = set(filter(None, a.cases.split(",")))
     with tempfile.TemporaryDirectory() as tmp:
         ck = Checker(a.exmy, a.device, tmp)
+        ck.fit, ck.accum, ck.fast = a.fit, a.accum, a.accum_fast
         layer_dir = os.path.join(tmp, "layers")
         os.makedirs(layer_dir)
         for case in meta["cases"]:
@@ -315,8 +342,8 @@ def main():
           f"elements differ; capture {meta.get('versions', {})}")
     if a.json:
         with open(a.json, "w") as f:
-            json.dump({"caps": a.caps, "versions": meta.get("versions"), "rows": ck.rows}, f,
-                      indent=1)
+            json.dump({"caps": a.caps, "versions": meta.get("versions"), "rows": ck.rows,
+                       "fits": ck.fits}, f, indent=1)
     sys.exit(0 if ck.bad == 0 else 1)
 
 
