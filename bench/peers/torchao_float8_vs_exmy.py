@@ -110,7 +110,7 @@ def f32bits(v):
 class Checker:
     def __init__(self, exmy, device, tmp):
         self.exmy, self.device, self.tmp = exmy, device, tmp
-        self.rows, self.bad, self.fits, self.fit = [], 0, [], False
+        self.rows, self.bad, self.fits, self.fit, self.casts_only = [], 0, [], False, False
 
     def record(self, case, check, d, n, extra=None, note=None):
         if note:
@@ -196,6 +196,8 @@ def check_case(ck, caps, meta, case, layer_dir):
         ck.record(name, f"cast{j} {ev['role'].split('.')[-1].lower()} {scheme_of(ev)} codes", d, n,
                   note=note)
         ck.record(name, f"cast{j} scale", *diff(f32bits(state.ravel()), f32bits(scale.ravel())))
+    if ck.casts_only:
+        return
     # 2. The GEMMs on torchao's own operands.
     for ev in case["events"]:
         j = ev["index"]
@@ -311,6 +313,7 @@ def main():
     ap.add_argument("--accum", default="cublas-sm90",
                     help="exmy's model of the products without fast accumulation and bf16 ones")
     ap.add_argument("--accum-fast", default=FAST, help="exmy's model of the fast-accumulation ones")
+    ap.add_argument("--casts-only", action="store_true", help="check the casts only")
     ap.add_argument("--fit", action="store_true",
                     help="for a GEMM that differs: try the FIT models on the kept rows")
     a = ap.parse_args()
@@ -326,7 +329,7 @@ def main():
     want = set(filter(None, a.cases.split(",")))
     with tempfile.TemporaryDirectory() as tmp:
         ck = Checker(a.exmy, a.device, tmp)
-        ck.fit, ck.accum, ck.fast = a.fit, a.accum, a.accum_fast
+        ck.fit, ck.accum, ck.fast, ck.casts_only = a.fit, a.accum, a.accum_fast, a.casts_only
         layer_dir = os.path.join(tmp, "layers")
         os.makedirs(layer_dir)
         for case in meta["cases"]:
