@@ -216,7 +216,9 @@ gemm::AccumModel fast_accum_model(const gemm::AccumModel& fp8) {
   gemm::AccumModel m = fp8;
   if (fp8.library && fp8.kind == gemm::AccumKind::hw && fp8.chunk > 0) {
     m.chunk = 0;
-    m.library = false;  // a hypothesis checked against captures, not the profile's verified set
+    // Measured on an H200 (bench/results/2026-12-01-h200-recipes.md): torchao's forward
+    // products (cuBLAS nvjet qqtst kernels) at 15 shapes; not part of the profile's verified set.
+    m.library = false;
     m.name = fp8.name + " (fast accumulation: no promotion)";
   }
   return m;
