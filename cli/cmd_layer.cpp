@@ -8,7 +8,9 @@
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <memory>
@@ -28,6 +30,7 @@
 #include "sim/io/files.hpp"
 #include "sim/io/npy.hpp"
 #include "sim/layer/linear_layer.hpp"
+#include "sim/layer/recipe.hpp"
 #include "sim/native/convert.hpp"
 
 namespace exmy::cli {
@@ -116,7 +119,11 @@ class OutputFile {
 struct LayerArgs {
   std::string kind, x_path, w_path, g_path, out_dir, dtype = "bf16", accum = "fp32-seq";
   std::string fwd = "e4m3fn", bwd = "e5m2", outer = "clamp", inner = "min", device = "cpu";
-  bool strict = false, json = false, quiet = false;
+  bool strict = false, json = false, quiet = false, accum_given = false;
+  // --recipe (SEMANTICS 16.1) and its options.
+  std::string recipe, state, accum_fast = "auto", amax_algo = "max", fp8_format = "hybrid";
+  std::string margin = "0", history = "1024", amax_epsilon = "0";
+  bool pow2 = false;
 };
 
 Options layer_options(LayerArgs& a) {
@@ -130,8 +137,28 @@ Options layer_options(LayerArgs& a) {
   const auto text = [](std::string& into) { return [&into](const std::string& v) { into = v; }; };
   opts.value({"--kind"}, "KIND",
              "plain, switchback, switchback-m, switchback-q, llm-int8, fp8-tensorwise, "
-             "switchback-fp8 or masked:eXmY",
-             Options::kRequired, text(a.kind))
+             "switchback-fp8 or masked:eXmY (or --recipe)",
+             "one of --kind, --recipe", text(a.kind))
+      .value({"--recipe"}, "NAME",
+             std::string("one training step under a library's recipe (SEMANTICS 16.1): ") +
+                 layer::recipe_list() + "; writes the recipe's state beside the outputs",
+             "one of --kind, --recipe", text(a.recipe))
+      .value({"--state"}, "DIR",
+             "te-delayed: the state before the step (amax_history.npy L x 3, scale.npy 3; <f4)",
+             "a fresh state (zeros, scales 1)", text(a.state))
+      .value({"--accum-fast"}, "MODEL",
+             "--recipe: the model of the GEMMs run with fast accumulation (the forward)",
+             "auto: --accum without its promotion", text(a.accum_fast))
+      .value({"--history"}, "L", "te-delayed without --state: amax_history_len", a.history,
+             text(a.history))
+      .value({"--margin"}, "M", "te-delayed: margin", a.margin, text(a.margin))
+      .value({"--amax-algo"}, "max|most_recent", "te-delayed: amax_compute_algo", a.amax_algo,
+             text(a.amax_algo))
+      .value({"--fp8-format"}, "hybrid|e4m3", "te-*: fp8_format (hybrid: G in e5m2)", a.fp8_format,
+             text(a.fp8_format))
+      .value({"--amax-epsilon"}, "E", "te-current: amax_epsilon", a.amax_epsilon,
+             text(a.amax_epsilon))
+      .flag({"--pow2-scale"}, "te-current: power_2_scale", [&] { a.pow2 = true; })
       .value({"--x"}, "X.npy", "the input X, b x n", Options::kRequired, text(a.x_path))
       .value({"--w"}, "W.npy", "the weights W, m x n", Options::kRequired, text(a.w_path))
       .value({"--g"}, "G.npy", "the output gradient G, b x m", Options::kRequired, text(a.g_path))
@@ -139,8 +166,14 @@ Options layer_options(LayerArgs& a) {
              Options::kRequired, text(a.out_dir))
       .value({"--dtype"}, "bf16|fp16|fp32", "the layer's 16- or 32-bit type", a.dtype,
              text(a.dtype))
-      .value({"--accum"}, "MODEL", "accumulation model of the dtype products (SEMANTICS 15.2)",
-             a.accum, text(a.accum))
+      .value({"--accum"}, "MODEL",
+             "accumulation model of the dtype products (SEMANTICS 15.2); --recipe: of every "
+             "product (default cublas-sm90)",
+             a.accum,
+             [&a](const std::string& v) {
+               a.accum = v;
+               a.accum_given = true;
+             })
       .value({"--fwd-format"}, "F", "float8 kinds: the format of X and W (<= 8 bits)", a.fwd,
              text(a.fwd))
       .value({"--bwd-format"}, "F", "float8 kinds: the format of G (<= 8 bits)", a.bwd, text(a.bwd))
@@ -173,9 +206,144 @@ std::string layer_json(const LayerArgs& a, const layer::LayerConfig& cfg,
          ", \"x_grad\": " + file("x_grad.npy") + ", \"w_grad\": " + file("w_grad.npy") + "}}\n";
 }
 
+std::size_t parse_count(const std::string& text, const char* name, std::size_t lo, std::size_t hi) {
+  std::size_t pos = 0;
+  unsigned long long v = 0;
+  try {
+    v = std::stoull(text, &pos);
+  } catch (const std::exception&) {
+    pos = 0;
+  }
+  if (pos == 0 || pos != text.size() || text[0] == '-' || v < lo || v > hi) {
+    throw InputError(std::string(name) + " '" + text + "': expected an integer in " +
+                     std::to_string(lo) + ".." + std::to_string(hi));
+  }
+  return static_cast<std::size_t>(v);
+}
+
+std::vector<float> read_f32(const std::string& path, const std::vector<std::size_t>& shape) {
+  const io::NpyArray arr = io::read_npy(path);
+  std::size_t want = 1;
+  for (std::size_t d : shape) want *= d;
+  if (arr.descr != "<f4" || arr.fortran_order || arr.count() != want ||
+      (arr.shape != shape && !(shape.size() == 1 && arr.shape.empty() && want == 1))) {
+    std::string sh;
+    for (std::size_t d : shape) sh += (sh.empty() ? "" : ", ") + std::to_string(d);
+    throw InputError(path + ": expected a C-order <f4 array of shape (" + sh + ")");
+  }
+  std::vector<float> v(want);
+  if (want != 0) std::memcpy(v.data(), arr.data.data(), want * 4);
+  return v;
+}
+
+// --recipe: one step of a library's recipe (SEMANTICS 16.1), CPU only.
+int run_layer_recipe(const LayerArgs& a) {
+  layer::RecipeConfig cfg;
+  cfg.recipe = layer::parse_recipe(a.recipe);
+  cfg.dtype = layer::parse_dtype(a.dtype);
+  if (a.device != "cpu") {
+    throw InputError("--recipe: --device " + a.device + " (recipes run on the CPU reference)");
+  }
+  const std::string accum = a.accum_given ? a.accum : "cublas-sm90";
+  cfg.fp8 = gemm::parse_accum_model(accum, 8);
+  cfg.hp = gemm::parse_accum_model(accum, layer::dtype_bits(cfg.dtype));
+  cfg.fp8_fast = a.accum_fast == "auto" ? layer::fast_accum_model(cfg.fp8)
+                                        : gemm::parse_accum_model(a.accum_fast, 8);
+  cfg.margin = static_cast<int>(parse_count(a.margin, "--margin", 0, 126));
+  if (a.amax_algo != "max" && a.amax_algo != "most_recent") {
+    throw InputError("--amax-algo '" + a.amax_algo + "': expected max or most_recent");
+  }
+  cfg.amax_max = a.amax_algo == "max";
+  if (a.fp8_format != "hybrid" && a.fp8_format != "e4m3") {
+    throw InputError("--fp8-format '" + a.fp8_format + "': expected hybrid or e4m3");
+  }
+  cfg.te_hybrid = a.fp8_format == "hybrid";
+  cfg.history = parse_count(a.history, "--history", 1, 1u << 20);
+  {
+    char* end = nullptr;
+    const float e = std::strtof(a.amax_epsilon.c_str(), &end);
+    if (a.amax_epsilon.empty() || *end != '\0' || !(e >= 0.0f) || !std::isfinite(e)) {
+      throw InputError("--amax-epsilon '" + a.amax_epsilon + "': expected a finite value >= 0");
+    }
+    cfg.amax_epsilon = e;
+  }
+  cfg.pow2 = a.pow2;
+  layer::DelayedState prev;
+  const bool has_state = !a.state.empty();
+  if (has_state) {
+    if (cfg.recipe != layer::Recipe::te_delayed) {
+      throw InputError("--state: only te-delayed keeps a state between steps");
+    }
+    const io::NpyArray h = io::read_npy(a.state + "/amax_history.npy");
+    if (h.shape.size() != 2 || h.shape[1] != 3 || h.shape[0] == 0) {
+      throw InputError(a.state + "/amax_history.npy: expected shape (L, 3), L >= 1");
+    }
+    prev.history = h.shape[0];
+    prev.amax_history = read_f32(a.state + "/amax_history.npy", {prev.history, 3});
+    prev.scale = read_f32(a.state + "/scale.npy", {3});
+  }
+  const Matrix X = read_matrix(a.x_path, cfg.dtype, "X (b x n)");
+  const Matrix W = read_matrix(a.w_path, cfg.dtype, "W (m x n)");
+  const Matrix G = read_matrix(a.g_path, cfg.dtype, "G (b x m)");
+  if (W.cols != X.cols || G.rows != X.rows || G.cols != W.rows) {
+    throw InputError("shapes X " + std::to_string(X.rows) + "x" + std::to_string(X.cols) + ", W " +
+                     std::to_string(W.rows) + "x" + std::to_string(W.cols) + ", G " +
+                     std::to_string(G.rows) + "x" + std::to_string(G.cols) +
+                     ": expected X b x n, W m x n, G b x m");
+  }
+  const std::string parent = io::parent_directory(a.out_dir, "--out");
+  {
+    struct stat st {};
+    if (::lstat(a.out_dir.c_str(), &st) == 0) {
+      throw InputError("--out '" + a.out_dir + "': exists (expected a new directory)");
+    }
+  }
+  const layer::LayerShape s{X.rows, X.cols, W.rows};
+  layer::LayerConfig lc;
+  lc.dtype = cfg.dtype;
+  layer::check_inputs(lc, s, X.view, W.view, G.view);
+  const layer::RecipeResult r =
+      layer::run_recipe(cfg, s, X.view, W.view, G.view, has_state ? &prev : nullptr);
+  const io::StagingDir stage(parent);
+  OutputFile y(stage.path() + "/y.npy", s.b, s.m, cfg.dtype);
+  OutputFile xg(stage.path() + "/x_grad.npy", s.b, s.n, cfg.dtype);
+  OutputFile wg(stage.path() + "/w_grad.npy", s.m, s.n, cfg.dtype);
+  y.write(r.y.data(), r.y.size());
+  xg.write(r.x_grad.data(), r.x_grad.size());
+  wg.write(r.w_grad.data(), r.w_grad.size());
+  y.commit();
+  xg.commit();
+  wg.commit();
+  std::string files;
+  for (const layer::StateArray& st : r.state) {
+    io::NpyFileWriter f(stage.path() + "/" + st.name + ".npy", "<f4", st.shape);
+    f.write(st.v.data(), st.v.size() * sizeof(float));
+    f.commit();
+    files += ", " + json_string(st.name) + ": " + json_string(a.out_dir + "/" + st.name + ".npy");
+  }
+  io::publish_directory(stage.path(), a.out_dir, false);
+  if (a.json) {
+    std::fputs(
+        ("{\"out\": " + json_string(a.out_dir) + ", \"recipe\": " +
+         json_string(layer::recipe_name(cfg.recipe)) + ", \"accum\": " + json_string(accum) +
+         ", \"accum_fast\": " + json_string(cfg.fp8_fast.name) + ", \"b\": " + std::to_string(s.b) +
+         ", \"n\": " + std::to_string(s.n) + ", \"m\": " + std::to_string(s.m) +
+         ", \"files\": {\"y\": " + json_string(a.out_dir + "/y.npy") +
+         ", \"x_grad\": " + json_string(a.out_dir + "/x_grad.npy") +
+         ", \"w_grad\": " + json_string(a.out_dir + "/w_grad.npy") + files + "}}\n")
+            .c_str(),
+        stdout);
+  }
+  return 0;
+}
+
 int run_layer(const Args& args) {
   LayerArgs a;
   if (!layer_options(a).parse(args)) return 0;
+  if (a.kind.empty() == a.recipe.empty()) {
+    throw InputError("exmy layer: give one of --kind KIND and --recipe NAME");
+  }
+  if (!a.recipe.empty()) return run_layer_recipe(a);
   const std::string &kind = a.kind, &x_path = a.x_path, &w_path = a.w_path, &g_path = a.g_path,
                     &out_dir = a.out_dir, &dtype = a.dtype, &accum = a.accum, &fwd = a.fwd,
                     &bwd = a.bwd, &outer = a.outer, &inner = a.inner, &device = a.device;
