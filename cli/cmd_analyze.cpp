@@ -70,7 +70,7 @@ int run_analyze_cmd(const Args& args) {
     io::restore_sigint_cleanup();
     return 130;
   }
-  if (!r.figure_note.empty())
+  if (o.figures && !r.figure_note.empty())
     std::fprintf(stderr, "exmy analyze: warning: %s\n", r.figure_note.c_str());
   std::fprintf(stderr, "exmy analyze: wrote %s/analyze.csv (%zu rows) and %s/index.md\n",
                o.out_dir.c_str(), r.rows, o.out_dir.c_str());

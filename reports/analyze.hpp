@@ -83,7 +83,7 @@ ProductStats product_stats(const std::vector<double>& q, const std::vector<doubl
 struct AnalyzeOptions {
   std::string tensors_dir, out_dir;
   std::string formats = kDefaultFormats, schemes = kDefaultSchemes;
-  std::size_t matmul_rows = 256;
+  std::size_t matmul_rows = 128;
   int threads = 0;
   bool figures = true, quiet = false;
   std::string command_line;  // for the summary's provenance
