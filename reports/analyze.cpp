@@ -183,24 +183,31 @@ std::vector<double> product_rows(ProductForm form, const float* a, const float* 
   const std::size_t R = rows.size();
   std::vector<double> out(R * N, 0.0);
   if (form == ProductForm::nt) {
-    // Four partial sums over k = l mod 4 (a fixed order: the same bits on every run), added as
-    // ((s0 + s1) + (s2 + s3)) with the tail after them.
+    // Each output: four partial sums over k = l mod 4 (a fixed order: the same bits on every run
+    // and for every blocking), added as ((s0 + s1) + (s2 + s3)), then the tail in k order. Rows
+    // are taken four at a time so that each element of B is read once per four outputs.
     const std::size_t K4 = K / 4 * 4;
-    for (std::size_t t = 0; t < R; ++t) {
-      const float* ar = a + rows[t] * K;
+    for (std::size_t t0 = 0; t0 < R; t0 += 4) {
+      const std::size_t nr = std::min<std::size_t>(4, R - t0);
+      const float* ar[4];
+      for (std::size_t u = 0; u < 4; ++u) ar[u] = a + rows[t0 + std::min(u, nr - 1)] * K;
       for (std::size_t j = 0; j < N; ++j) {
         const float* br = b + j * K;
-        double s[4] = {0, 0, 0, 0};
+        double s[4][4] = {};
         for (std::size_t k = 0; k < K4; k += 4) {
-          for (int l = 0; l < 4; ++l) {
-            s[l] += static_cast<double>(ar[k + l]) * static_cast<double>(br[k + l]);
+          double bv[4];
+          for (int l = 0; l < 4; ++l) bv[l] = br[k + l];
+          for (std::size_t u = 0; u < 4; ++u) {
+            for (int l = 0; l < 4; ++l) s[u][l] += static_cast<double>(ar[u][k + l]) * bv[l];
           }
         }
-        double tot = (s[0] + s[1]) + (s[2] + s[3]);
-        for (std::size_t k = K4; k < K; ++k) {
-          tot += static_cast<double>(ar[k]) * static_cast<double>(br[k]);
+        for (std::size_t u = 0; u < nr; ++u) {
+          double tot = (s[u][0] + s[u][1]) + (s[u][2] + s[u][3]);
+          for (std::size_t k = K4; k < K; ++k) {
+            tot += static_cast<double>(ar[u][k]) * static_cast<double>(br[k]);
+          }
+          out[(t0 + u) * N + j] = tot;
         }
-        out[t * N + j] = tot;
       }
     }
     return out;
