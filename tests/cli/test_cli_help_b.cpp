@@ -42,7 +42,8 @@ std::size_t lines(const std::string& s) {
 const std::vector<std::string> kHelpCommands = {
     "cast",   "table",        "diagnose",           "diagnose spikes", "diagnose sharpness",
     "verify", "verify merge", "verify --backend x", "layer",           "fuzz",
-    "report", "probe",        "probe gemm",         "probe sfu",       "selfcheck"};
+    "report", "probe",        "probe gemm",         "probe sfu",       "selfcheck",
+    "analyze"};
 
 }  // namespace
 
@@ -82,6 +83,7 @@ TEST_CASE("help_b: a misspelt option is refused naming the option meant", "[cli]
       {"probe gemm --shape 1x1x1", "--shapes"},
       {"probe sfu --ot d", "--out"},
       {"selfcheck --dept ci", "--depth"},
+      {"analyze --tensors d --out-dir o --matmul-row 4", "--matmul-rows"},
   };
   for (const Case& c : cases) {
     INFO("exmy " << c.args);
