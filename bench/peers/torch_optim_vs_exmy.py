@@ -64,7 +64,15 @@ CASES = [
      "sgd", "--lr 0.1 --momentum 0.5 --nesterov --wd 1e-3", SGD_STATES, ALL),
     ("sgd", "mom-damp0.3", "SGD", dict(lr=1e-2, momentum=0.5, dampening=0.3), "sgd",
      "--lr 1e-2 --momentum 0.5 --dampening 0.3", SGD_STATES, ALL),
-    # issue 33 item 4's second batch (SEMANTICS 9.2.3-9.2.5): a ninth field is the step count
+    # issue 33 item 4's second batch (SEMANTICS 9.2.3-9.2.6): a ninth field is the step count
+    ("adam", "amsgrad-l2", "Adam", dict(lr=1e-2, weight_decay=0.01, amsgrad=True), "adam",
+     "--lr 1e-2 --wd 0.01 --amsgrad", ADAM_STATES, ALL, 4),
+    ("adamw", "amsgrad", "AdamW", dict(lr=1e-3, weight_decay=0.01, amsgrad=True), "adamw",
+     "--lr 1e-3 --wd 0.01 --amsgrad", ADAM_STATES, ALL, 4),
+    ("adamw", "maximize", "AdamW", dict(lr=1e-3, weight_decay=0.01, maximize=True), "adamw",
+     "--lr 1e-3 --wd 0.01 --maximize", ADAM_STATES, ALL),
+    ("adam", "amsgrad-maximize", "Adam", dict(lr=1e-2, amsgrad=True, maximize=True), "adam",
+     "--lr 1e-2 --amsgrad --maximize", ADAM_STATES, ALL, 4),
     ("adagrad", "defaults", "Adagrad", dict(lr=1e-2), "adagrad", "--lr 1e-2", ADAGRAD_STATES,
      NOFUSED),
     ("adagrad", "lrdecay-wd-init", "Adagrad",

@@ -61,9 +61,9 @@ void launch(const native::TorchRadamScalars& s, const StepLaunch& l) {
 
 float launch_radam(const StepLaunch& l) {
   const optim::Hyper& h = l.c.hyper;
-  const native::TorchRadamScalars s = native::torch_radam_scalars(
-      h.adam.lr, h.adam.beta1, h.adam.beta2, h.adam.eps, h.adam.wd, h.extra[0] != 0.0,
-      h.extra[1] != 0.0, l.t, h.adam.kernels);
+  const native::TorchRadamScalars s =
+      native::torch_radam_scalars(h.adam.lr, h.adam.beta1, h.adam.beta2, h.adam.eps, h.adam.wd,
+                                  h.extra[0] != 0.0, h.extra[1] != 0.0, l.t, h.adam.kernels);
   if (!l.codes16) {
     launch<float, Storage::f32>(s, l);
   } else if (l.c.st == Storage::bf16) {

@@ -29,6 +29,8 @@ struct TorchAdamScalars {
   // torch-cuda only: RN32(1 / ((1 - beta2^t) ** 0.5)), the reciprocal div_true_kernel_cuda
   // multiplies by when the divisor is a CPU scalar, computed in fp64 from the Python float.
   float inv_bc2_sqrt = 1.0f;
+  bool amsgrad = false;   // amsgrad=True: max_exp_avg_sq kept (state3), the denominator's
+  bool maximize = false;  // maximize=True: grad = -grad
 };
 
 // Scalars reach the ATen CPU kernels in two ways (docs/SEMANTICS.md 9.1): mul/div/lerp/addcmul/
@@ -54,10 +56,12 @@ EXMY_HD float torch_add_alpha(float a, float b, float alpha, Storage st, bool cp
   return to_storage(rn_fma(b, alpha, a), st);
 }
 
-// One element. p, m, v hold values of storage type `st` (exact in fp32); g is the gradient value.
+// One element. p, m, v (and vmax, max_exp_avg_sq, where s.amsgrad) hold values of storage type
+// `st` (exact in fp32); g is the gradient value.
 EXMY_HD void torch_adam_element(const TorchAdamScalars& s, Storage st, float& p, float g, float& m,
-                                float& v, bool tail = false) {
+                                float& v, float& vmax, bool tail) {
   const bool cpu = s.k == TorchKernels::cpu;
+  if (s.maximize) g = -g;  // grad = -grad (exact)
   if (s.has_wd) {
     if (s.decoupled) {
       p = to_storage(rn_mul(p, s.decay), st);  // param.mul_(1 - lr*wd)
@@ -81,7 +85,10 @@ EXMY_HD void torch_adam_element(const TorchAdamScalars& s, Storage st, float& p,
   // denom = (exp_avg_sq.sqrt() / bias_correction2_sqrt).add_(eps): three tensor ops. CUDA
   // single-tensor divides by a CPU scalar as a multiply by its fp32 reciprocal (BUnaryFunctor
   // <MulFunctor>); foreach divides (BinaryOpScalarListFunctor<std::divides>).
-  float den = to_storage(rn_sqrt(v), st);
+  // amsgrad: torch.maximum(max_exp_avg_sq, exp_avg_sq, out=max_exp_avg_sq) (CUDA foreach:
+  // _foreach_maximum_), NaN-propagating; the denominator reads the maximum.
+  if (s.amsgrad) vmax = f32_is_nan(vmax) || f32_is_nan(v) ? vmax + v : (v > vmax ? v : vmax);
+  float den = to_storage(rn_sqrt(s.amsgrad ? vmax : v), st);
   den = to_storage(
       s.k == TorchKernels::cuda ? rn_mul(den, s.inv_bc2_sqrt) : rn_div(den, s.bc2_sqrt), st);
   den = to_storage(rn_add(den, add_scalar(s.eps, st, s.k)), st);
@@ -90,6 +97,11 @@ EXMY_HD void torch_adam_element(const TorchAdamScalars& s, Storage st, float& p,
   p = to_storage(
       cpu ? rn_add(p, rn_div(rn_mul(s.neg_step, m), den)) : rn_fma(s.neg_step, rn_div(m, den), p),
       st);
+}
+EXMY_HD void torch_adam_element(const TorchAdamScalars& s, Storage st, float& p, float g, float& m,
+                                float& v, bool tail = false) {
+  float vmax = 0.0f;  // unused unless s.amsgrad: callers that keep max_exp_avg_sq pass it
+  torch_adam_element(s, st, p, g, m, v, vmax, tail);
 }
 
 // torch.optim.AdamW(fused=True), aten/src/ATen/native/cuda/fused_adam_utils.cuh adam_math: the
@@ -111,12 +123,15 @@ struct TorchFusedAdamScalars {
   float eps = 1e-8f;       // RN32(eps)
   float step_size = 0.0f;  // RN32(lr) ⊘ (1 ⊖ powf(β1, t))
   float bc2_sqrt = 1.0f;   // √(1 ⊖ powf(β2, t))
+  bool amsgrad = false;    // max_exp_avg_sq = std::max(max_exp_avg_sq, exp_avg_sq), in fp32
+  bool maximize = false;   // grad = -grad as loaded
 };
 
 // One element at flat index i (its position decides one contraction, below); p, m, v hold values
 // of storage type st, g the gradient value.
 EXMY_HD void torch_fused_adam_element(const TorchFusedAdamScalars& s, Storage st, float& p, float g,
-                                      float& m, float& v, std::size_t i) {
+                                      float& m, float& v, float& vmax, std::size_t i) {
+  if (s.maximize) g = -g;
   if (s.has_wd) {
     if (s.decoupled) {
       p = rn_fma(p, -s.lr_wd, p);  // param -= lr * weight_decay * param
@@ -132,10 +147,19 @@ EXMY_HD void torch_fused_adam_element(const TorchFusedAdamScalars& s, Storage st
   m = rn_fma(m, s.beta1, rn_fma(g, -s.beta1, g));
   const float g2 = rn_mul(g, g);
   v = rn_fma(v, s.beta2, rn_fma(g2, -s.beta2, g2));
-  const float den = rn_add(rn_div(rn_sqrt(v), s.bc2_sqrt), s.eps);
+  // std::max(max_exp_avg_sq, exp_avg_sq) on the fp32 values: (a < b) ? b : a, so a NaN
+  // exp_avg_sq leaves the maximum as it was (torch.maximum's NaN would propagate)
+  if (s.amsgrad) vmax = vmax < v ? v : vmax;
+  const float den = rn_add(rn_div(rn_sqrt(s.amsgrad ? vmax : v), s.bc2_sqrt), s.eps);
   p = to_storage(rn_sub(p, rn_div(rn_mul(m, s.step_size), den)), st);
   m = to_storage(m, st);
   v = to_storage(v, st);
+  if (s.amsgrad) vmax = to_storage(vmax, st);
+}
+EXMY_HD void torch_fused_adam_element(const TorchFusedAdamScalars& s, Storage st, float& p, float g,
+                                      float& m, float& v, std::size_t i) {
+  float vmax = 0.0f;  // unused unless s.amsgrad
+  torch_fused_adam_element(s, st, p, g, m, v, vmax, i);
 }
 
 // torch.optim.SGD, _single_tensor_sgd (CPU default).

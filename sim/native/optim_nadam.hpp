@@ -59,8 +59,8 @@ inline TorchNadamScalars torch_nadam_scalars(double lr, double beta1, double bet
   s.eps = static_cast<float>(eps);
   float mu_product = 1.0f;  // mu_product *= mu: fp32 tensor times RN32(mu)
   for (long j = 1; j <= t; ++j) {
-    mu_product = mu_product * static_cast<float>(
-                                  torch_nadam_mu(beta1, momentum_decay, static_cast<double>(j)));
+    mu_product = mu_product *
+                 static_cast<float>(torch_nadam_mu(beta1, momentum_decay, static_cast<double>(j)));
   }
   const double mu = torch_nadam_mu(beta1, momentum_decay, step);
   const double mu_next = torch_nadam_mu(beta1, momentum_decay, step + 1.0);

@@ -58,11 +58,10 @@ inline TorchRadamScalars torch_radam_scalars(double lr, double beta1, double bet
   const double rho_inf = 2.0 / (1.0 - beta2) - 1.0;
   const double rho_t = rho_inf - 2.0 * step * b2t / bc2;
   s.rect = rho_t > 5.0;
-  const double rect =
-      s.rect ? std::pow((rho_t - 4.0) * (rho_t - 2.0) * rho_inf /
-                            ((rho_inf - 4.0) * (rho_inf - 2.0) * rho_t),
-                        0.5)
-             : 0.0;
+  const double rect = s.rect ? std::pow((rho_t - 4.0) * (rho_t - 2.0) * rho_inf /
+                                            ((rho_inf - 4.0) * (rho_inf - 2.0) * rho_t),
+                                        0.5)
+                             : 0.0;
   s.bc1 = static_cast<float>(bc1);
   s.inv_bc1 = static_cast<float>(1.0 / bc1);
   s.lr = static_cast<float>(lr);

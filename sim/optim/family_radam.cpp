@@ -54,8 +54,8 @@ float step(const Config& c, long t, std::span<float> p, std::span<const float> g
                                   h.extra[0] != 0.0, h.extra[1] != 0.0, t, h.adam.kernels);
   const bool cpu = sc.k == native::TorchKernels::cpu;
   for (std::size_t i = 0; i < p.size(); ++i) {
-    const bool tail = cpu && native::torch_cpu_scalar_tail(i, p.size(), native::storage_bytes(c.st),
-                                                           h.adam.cpu);
+    const bool tail =
+        cpu && native::torch_cpu_scalar_tail(i, p.size(), native::storage_bytes(c.st), h.adam.cpu);
     native::torch_radam_element(sc, c.st, p[i], native::to_storage(g[i], c.st), s.s1[i], s.s2[i],
                                 tail);
   }
@@ -86,9 +86,9 @@ std::vector<CampaignOp> campaign(const Entry& e) {
     for (const Storage st : {Storage::f32, Storage::bf16, Storage::f16}) {
       const std::string name = std::string("radam-") + std::string(dtype_name(st)) +
                                (k == native::TorchKernels::cuda           ? "-cuda"
-                                : k == native::TorchKernels::cuda_foreach ? "-foreach"
+                                : k == native::TorchKernels::cuda_foreach ? "-cuda-foreach"
                                                                           : "");
-      ops.push_back({name, st, k, configs});
+      ops.push_back({name, st, k, configs, 8});  // steps 6..8 rectified
     }
   }
   return ops;

@@ -39,8 +39,7 @@ void nadam_step(const FamilyHyper& h, const FloatFormat& T, long t, Tensor& p, c
   const Real mun = mu_of(h.beta1, psi, static_cast<double>(t + 1));
   // c_g = RN32(−lr · (1 − μ) / (1 − mp)), c_m = RN32((−lr · μ') / (1 − mp · μ'))
   const Real cg = round(F32, div(F64, mul(F64, neg(lr), sub(F64, one, mu)), sub(F64, one, mp)));
-  const Real cm =
-      round(F32, div(F64, mul(F64, neg(lr), mun), sub(F64, one, mul(F64, mp, mun))));
+  const Real cm = round(F32, div(F64, mul(F64, neg(lr), mun), sub(F64, one, mul(F64, mp, mun))));
   const Real decay = round(F32, sub(F64, one, mul(F64, lr, py(h.wd))));
   const Real lambda = round(F32, py(h.wd)), e = round(F32, py(h.eps));
   const Real w1 = round(F32, sub(F64, one, py(h.beta1))), w1m1 = sub(F32, w1, one);
@@ -62,7 +61,8 @@ void nadam_step(const FamilyHyper& h, const FloatFormat& T, long t, Tensor& p, c
     const Real d = sub(F32, gi, m[i]);
     m[i] = round(T, lt(abs(w1), half) ? fma(F32, w1, d, m[i]) : fma(F32, w1m1, d, gi));
     v[i] = round(T, mul(F32, v[i], b2));
-    v[i] = round(T, cpu ? fma(F32, mul(F32, w2, gi), gi, v[i]) : fma(F32, w2, mul(F32, gi, gi), v[i]));
+    v[i] =
+        round(T, cpu ? fma(F32, mul(F32, w2, gi), gi, v[i]) : fma(F32, w2, mul(F32, gi, gi), v[i]));
     Real den;
     if (foreach) {
       den = round(T, sqrt(F32, v[i]));

@@ -25,6 +25,7 @@ enum class Kernels { cpu, cuda, cuda_foreach, cuda_fused };
 struct AdamHyper {
   double lr = 1e-3, beta1 = 0.9, beta2 = 0.999, eps = 1e-8, wd = 0.0;
   Kernels kernels = Kernels::cpu;
+  bool amsgrad = false, maximize = false;  // 9.2.6
 };
 struct SgdHyper {
   double lr = 1e-3, momentum = 0.9, dampening = 0.0, wd = 0.0;
@@ -48,13 +49,15 @@ struct TorchAdamScalars {
   Kernels kernels = Kernels::cpu;
   Real decay, lambda, w1, w1m1, b2, w2, ns, c, e;
   Real inv_c;  // cuda: RN32(1 ⊘₆₄ (bc2 ** 0.5)), the reciprocal of the Python float
+  bool amsgrad = false, maximize = false;
 };
 TorchAdamScalars torch_adam_scalars(const AdamHyper& h, long t, bool decoupled);
-// One element at step t; p, m, v and g are values of T.
+// One element at step t; p, m, v and g are values of T; vmax (max_exp_avg_sq) is read and written
+// where s.amsgrad (else it may be null).
 void torch_adam_element(const TorchAdamScalars& s, const FloatFormat& T, Real& p, Real g, Real& m,
-                        Real& v, bool tail = false);
+                        Real& v, bool tail = false, Real* vmax = nullptr);
 void torch_adam_step(const AdamHyper& h, bool decoupled, const FloatFormat& T, long t, Tensor& p,
-                     const Tensor& g, Tensor& m, Tensor& v);
+                     const Tensor& g, Tensor& m, Tensor& v, Tensor* vmax = nullptr);
 
 // ---- 9.3 torch.optim.SGD (_single_tensor_sgd) ---------------------------------------------
 void torch_sgd_element(const SgdHyper& h, const FloatFormat& T, long t, Real& p, Real g, Real& buf,

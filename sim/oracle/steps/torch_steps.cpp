@@ -64,12 +64,15 @@ TorchAdamScalars torch_adam_scalars(const AdamHyper& h, long t, bool decoupled) 
   s.e = round(F32, py(h.eps));                 // RN32(eps)
   s.lambda = round(F32, wd);                   // RN32(wd)
   s.kernels = h.kernels;
+  s.amsgrad = h.amsgrad;
+  s.maximize = h.maximize;
   return s;
 }
 
 void torch_adam_element(const TorchAdamScalars& s, const FloatFormat& T, Real& p, Real g, Real& m,
-                        Real& v, bool tail) {
+                        Real& v, bool tail, Real* vmax) {
   const bool cpu = s.kernels == Kernels::cpu;
+  if (s.maximize) g = neg(g);  // 0. grad ← −grad (9.2.6)
   // The alpha of add and a Python-number operand: T(x) on the CPU, the fp32 x on CUDA.
   const auto scalar = [&](const Real& x) { return cpu ? round(T, x) : x; };
   // 1. weight decay
@@ -90,8 +93,10 @@ void torch_adam_element(const TorchAdamScalars& s, const FloatFormat& T, Real& p
   // 3. v ← v ⊗ b2; CPU v ← fma(w2 ⊗ g, g, v), CUDA v ← fma(w2, g ⊗ g, v)
   v = round(T, mul(F32, v, s.b2));
   v = round(T, cpu ? fma(F32, mul(F32, s.w2, g), g, v) : fma(F32, s.w2, mul(F32, g, g), v));
+  // 3'. amsgrad: v̂ ← torch.maximum(v̂, v) (NaN if either is), and v̂ takes v's place in 4
+  if (s.amsgrad) *vmax = maximum(*vmax, v);
   // 4. d ← ((√v) ⊘ c) ⊕ T(e), three tensor ops; CUDA single-tensor: (√v) ⊗ inv_c
-  Real den = round(T, sqrt(F32, v));
+  Real den = round(T, sqrt(F32, s.amsgrad ? *vmax : v));
   den = round(T, s.kernels == Kernels::cuda ? mul(F32, den, s.inv_c) : div(F32, den, s.c));
   den = round(T, add(F32, den, scalar(s.e)));
   // 5. CPU p ← p ⊕ ((ns ⊗ m) ⊘ d), addcdiv unfused; CUDA p ← fma(ns, m ⊘ d, p)
@@ -100,14 +105,19 @@ void torch_adam_element(const TorchAdamScalars& s, const FloatFormat& T, Real& p
 }
 
 void torch_adam_step(const AdamHyper& h, bool decoupled, const FloatFormat& T, long t, Tensor& p,
-                     const Tensor& g, Tensor& m, Tensor& v) {
+                     const Tensor& g, Tensor& m, Tensor& v, Tensor* vmax) {
   check(p.size(), g.size());
   check(p.size(), m.size());
   check(p.size(), v.size());
+  if (h.amsgrad) {
+    if (vmax == nullptr) throw std::logic_error("step oracle: amsgrad without max_exp_avg_sq");
+    check(p.size(), vmax->size());
+  }
   const TorchAdamScalars s = torch_adam_scalars(h, t, decoupled);
   const bool cpu = h.kernels == Kernels::cpu;
   for (std::size_t i = 0; i < p.size(); ++i) {
-    torch_adam_element(s, T, p[i], g[i], m[i], v[i], cpu && cpu_scalar_tail(i, p.size(), T));
+    torch_adam_element(s, T, p[i], g[i], m[i], v[i], cpu && cpu_scalar_tail(i, p.size(), T),
+                       h.amsgrad ? &(*vmax)[i] : nullptr);
   }
 }
 
