@@ -206,7 +206,9 @@ std::vector<StepCase> step_case_list() {
     for (const auto& [st, dn] : dtypes) {
       for (const char* prof :
            {"torch-cpu", "torch-cuda", "torch-cuda-foreach", "torch-cuda-fused"}) {
-        v.push_back({std::string(opt) + "-amsgrad-maximize-" + dn + "-" + prof, opt, st,
+        v.push_back({std::string(opt) + "-amsgrad-maximize-" + dn + "-" + prof,
+                     opt,
+                     st,
                      std::string(prof) == "torch-cpu" ? "" : prof,
                      {{"--amsgrad", 1}, {"--maximize", 1}}});
       }
@@ -291,21 +293,21 @@ void step_cases(std::uint64_t seed, std::vector<CaseMaker>& out) {
              states.push_back({a.file, std::move(arr)});
              outputs += std::string(",") + a.file;
            }
-           cs.fields = {{"op", "step"},
-                        {"optimizer", sc.optimizer},
-                        {"param_dtype", std::string(optim::dtype_name(sc.st))},
-                        {"compat", sc.compat.empty() ? std::string("default") : sc.compat},
-                        {"steps", std::to_string(kSteps)},
-                        {"seed", std::to_string(seed)},
-                        {"inputs", "params,grads"},
-                        {"outputs", outputs},
-                        {"cli", std::string("exmy step --optimizer ") + sc.optimizer +
-                                    " --params params.npy --grads grads.npy --steps " +
-                                    std::to_string(kSteps) + " --param-dtype " +
-                                    std::string(optim::dtype_name(sc.st)) +
-                                    (sc.compat.empty() ? std::string() : " --compat " + sc.compat) +
-                                    extra_options(sc.extra) + " --seed " + std::to_string(seed) +
-                                    " --out out"}};
+           cs.fields = {
+               {"op", "step"},
+               {"optimizer", sc.optimizer},
+               {"param_dtype", std::string(optim::dtype_name(sc.st))},
+               {"compat", sc.compat.empty() ? std::string("default") : sc.compat},
+               {"steps", std::to_string(kSteps)},
+               {"seed", std::to_string(seed)},
+               {"inputs", "params,grads"},
+               {"outputs", outputs},
+               {"cli",
+                std::string("exmy step --optimizer ") + sc.optimizer +
+                    " --params params.npy --grads grads.npy --steps " + std::to_string(kSteps) +
+                    " --param-dtype " + std::string(optim::dtype_name(sc.st)) +
+                    (sc.compat.empty() ? std::string() : " --compat " + sc.compat) +
+                    extra_options(sc.extra) + " --seed " + std::to_string(seed) + " --out out"}};
            cs.inputs.push_back({"params", io::make_npy(p0)});
            cs.inputs.push_back({"grads", io::make_npy(g, {kSteps, kN})});
            cs.expected.push_back({"params", io::make_npy(p)});
