@@ -174,6 +174,7 @@ struct TorchSgdScalars {
   TorchKernels k = TorchKernels::cpu;
   // fused=True: RN32(1 ⊖ RN32(dampening)), FusedSgdMathFunctor's (1 - dampening) in fp32.
   float fused_one_minus_dampening = 1.0f;
+  bool maximize = false;  // grad = -grad first (every kernel family)
 };
 
 // torch.optim.SGD(fused=True): torch 2.11's FusedSgdMathFunctor, which casts every scalar to fp32
@@ -185,6 +186,7 @@ struct TorchSgdScalars {
 // foreach=False in the capture of SEMANTICS 9.3).
 EXMY_HD void torch_fused_sgd_element(const TorchSgdScalars& s, Storage st, float& p, float g,
                                      float& buf, bool first) {
+  if (s.maximize) g = -g;
   if (s.has_wd) g = rn_fma(s.wd, p, g);  // g += weight_decay * p
   if (s.has_momentum) {
     // is_first_step ? g : momentum * buf + (1 - dampening) * g
@@ -200,6 +202,7 @@ EXMY_HD void torch_fused_sgd_element(const TorchSgdScalars& s, Storage st, float
 EXMY_HD void torch_sgd_element(const TorchSgdScalars& s, Storage st, float& p, float g, float& buf,
                                bool first, bool tail = false) {
   if (s.k == TorchKernels::cuda_fused) return torch_fused_sgd_element(s, st, p, g, buf, first);
+  if (s.maximize) g = -g;  // grad = -grad
   // grad.add(param, alpha=wd)
   if (s.has_wd) g = torch_add_alpha(g, p, add_scalar(s.wd, st, s.k), st, tail);
   if (s.has_momentum) {

@@ -38,6 +38,7 @@ struct SgdHyper {
   bool nesterov = false;
   native::TorchKernels kernels = native::TorchKernels::cpu;
   native::TorchCpuLoop cpu{};
+  bool maximize = false;  // torch.optim.SGD's maximize=True (`--maximize`, SEMANTICS 9.3)
 };
 
 // ---- PyTorch Adam / AdamW / SGD

@@ -264,6 +264,11 @@ void resolve_adam(const Entry&, const HyperOptions&, Hyper& h) {
   h.adam.amsgrad = h.extra[0] != 0.0;
   h.adam.maximize = h.extra[1] != 0.0;
 }
+// torch.optim.SGD's maximize (Hyper::extra[0]; SEMANTICS 9.3).
+constexpr ExtraHyper kSgdExtras[] = {kAdamExtras[1]};
+void resolve_sgd(const Entry&, const HyperOptions&, Hyper& h) {
+  h.sgd.maximize = h.extra[0] != 0.0;
+}
 bool nonneg_bnb1(const Entry& e, std::string_view file) {
   return e.bnb_op != native::Bnb1Op::lion && file == "state1";
 }
@@ -286,9 +291,11 @@ constexpr FamilyDef kSgdDef{.name = "sgd",
                             .library = kTorchOptim,
                             .torch_kernels = kAllTorchKernels,
                             .reads = kReadsSgd,
+                            .extras = kSgdExtras,
                             .states_param_dtype = true,
                             .param_codes16 = true,
-                            .domains = domains_sgd};
+                            .domains = domains_sgd,
+                            .resolve = resolve_sgd};
 constexpr FamilyDef kAdam8Def{.name = "adam8",
                               .library = kBitsandbytes,
                               .reads = kReadsAdam,

@@ -76,6 +76,7 @@ native::TorchSgdScalars torch_sgd_scalars(const SgdHyper& h) {
   s.neg_lr = static_cast<float>(-h.lr);
   s.k = h.kernels;
   s.fused_one_minus_dampening = 1.0f - static_cast<float>(h.dampening);
+  s.maximize = h.maximize;
   return s;
 }
 

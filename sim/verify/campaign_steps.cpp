@@ -316,6 +316,12 @@ std::vector<Cfg> configs(const Op& op) {
       Cfg e{"plain lr0.5", {}, {}};
       e.s = {0.5, 0.0, 0.0, 0.0, false};
       c = {a, b, d, e};
+      if (op.family == Family::sgd) {  // maximize (SEMANTICS 9.3)
+        Cfg m{"maximize nesterov wd0.01", {}, {}};
+        m.s = {1e-2, 0.9, 0.0, 0.01, true};
+        m.s.maximize = true;
+        c.push_back(m);
+      }
       break;
     }
     case Family::momentum8: {
@@ -461,8 +467,9 @@ void run_sgd(const Run& r) {
   std::vector<float> p(n), g(n), b(n, 0.0f);
   for (std::size_t i = 0; i < n; ++i) p[i] = gen.value(r.cls, Gen::Role::param, i);
   std::vector<Real> P = to_real(p), B = to_real(b);
-  const os::SgdHyper h{r.cfg.s.lr, r.cfg.s.momentum, r.cfg.s.dampening,
-                       r.cfg.s.wd, r.cfg.s.nesterov, static_cast<os::Kernels>(r.op.kernels)};
+  os::SgdHyper h{r.cfg.s.lr, r.cfg.s.momentum, r.cfg.s.dampening,
+                 r.cfg.s.wd, r.cfg.s.nesterov, static_cast<os::Kernels>(r.op.kernels)};
+  h.maximize = r.cfg.s.maximize;
   optim::SgdHyper ns = r.cfg.s;
   ns.kernels = static_cast<native::TorchKernels>(r.op.kernels);
   for (long t = 1; t <= r.z.steps; ++t) {

@@ -31,6 +31,7 @@ struct SgdHyper {
   double lr = 1e-3, momentum = 0.9, dampening = 0.0, wd = 0.0;
   bool nesterov = false;
   Kernels kernels = Kernels::cpu;
+  bool maximize = false;  // grad ← −grad first (9.3)
 };
 
 // ---- 9.2.2 the ATen CPU kernels' scalar tails -------------------------------------------------

@@ -125,6 +125,7 @@ void torch_adam_step(const AdamHyper& h, bool decoupled, const FloatFormat& T, l
 // update in fp32 with four FMAs, T only for what is stored (buf, p).
 void torch_fused_sgd_element(const SgdHyper& h, const FloatFormat& T, long t, Real& p, Real g,
                              Real& buf) {
+  if (h.maximize) g = neg(g);
   const Real wd = round(F32, py(h.wd)), mu = round(F32, py(h.momentum));
   if (h.wd != 0.0) g = fma(F32, wd, p, g);  // g += wd * p
   if (h.momentum != 0.0) {
@@ -140,6 +141,7 @@ void torch_fused_sgd_element(const SgdHyper& h, const FloatFormat& T, long t, Re
 void torch_sgd_element(const SgdHyper& h, const FloatFormat& T, long t, Real& p, Real g, Real& buf,
                        bool tail) {
   if (h.kernels == Kernels::cuda_fused) return torch_fused_sgd_element(h, T, t, p, g, buf);
+  if (h.maximize) g = neg(g);  // grad ← −grad
   const Real mu = round(F32, py(h.momentum));
   // The alphas of add: T(x) on the CPU, the fp32 x on CUDA.
   const auto alpha = [&](const Real& x) { return h.kernels == Kernels::cpu ? round(T, x) : x; };
