@@ -244,12 +244,9 @@ void resolve_bnb_rmsprop(const Entry&, const HyperOptions& o, Hyper& h) {
   if (o.alpha) h.adam.beta1 = *o.alpha;
 }
 
-// Second moments are never negative (Adam's exp_avg_sq, AdEMAMix's nu); RMSprop's and Adagrad's
-// state1 is a sum of squares too.
+// Second moments are never negative (Adam's exp_avg_sq and amsgrad's max_exp_avg_sq, state3;
+// AdEMAMix's nu); RMSprop's and Adagrad's state1 is a sum of squares too.
 bool nonneg_state2(const Entry&, std::string_view file) {
-  return file == "state2";
-}
-bool nonneg_adam(const Entry&, std::string_view file) {
   return file == "state2" || file == "state3";
 }
 // torch.optim.Adam/AdamW's amsgrad and maximize (Hyper::extra[0], [1]; SEMANTICS 9.2.6).
@@ -286,7 +283,7 @@ constexpr FamilyDef kAdamDef{.name = "adam",
                              .param_codes16 = true,
                              .domains = domains_adam,
                              .resolve = resolve_adam,
-                             .nonnegative = nonneg_adam};
+                             .nonnegative = nonneg_state2};
 constexpr FamilyDef kSgdDef{.name = "sgd",
                             .library = kTorchOptim,
                             .torch_kernels = kAllTorchKernels,
