@@ -52,8 +52,9 @@ EXMY_HD void torch_adagrad_element(const TorchAdagradScalars& s, Storage st, flo
   if (s.maximize) g = -g;
   // grad = grad.add(param, alpha=weight_decay)
   if (s.has_wd) g = torch_add_alpha(g, p, add_scalar(s.wd, st, s.k), st, tail);
-  // state_sum.addcmul_(grad, grad, value=1): CPU fma(1*g, g, sum), CUDA fma(1, g*g, sum)
-  sum = to_storage(cpu ? rn_fma(g, g, sum) : rn_add(sum, rn_mul(g, g)), st);
+  // state_sum.addcmul_(grad, grad, value=1): CPU fma(1*g, g, sum); CUDA's value-1 case is the
+  // same FMA (torch_addcmul)
+  sum = to_storage(torch_addcmul(sum, g, g, 1.0f, cpu), st);  // fma(g, g, sum) on every kernel
   // std = state_sum.sqrt().add_(eps)
   float den = to_storage(rn_sqrt(sum), st);
   den = to_storage(rn_add(den, add_scalar(s.eps, st, s.k)), st);

@@ -89,7 +89,7 @@ EXMY_HD void torch_nadam_element(const TorchNadamScalars& s, Storage st, float& 
   const float d = rn_sub(g, m);
   m = to_storage(s.w1 < 0.5f && s.w1 > -0.5f ? rn_fma(s.w1, d, m) : rn_fma(s.w1m1, d, g), st);
   v = to_storage(rn_mul(v, s.beta2), st);
-  v = to_storage(cpu ? rn_fma(rn_mul(s.w2, g), g, v) : rn_fma(s.w2, rn_mul(g, g), v), st);
+  v = to_storage(torch_addcmul(v, g, g, s.w2, cpu), st);
   float den;
   if (s.k == TorchKernels::cuda_foreach) {
     // _foreach_sqrt; _foreach_div_(., bias_correction_sqrt); _foreach_add_(., eps)

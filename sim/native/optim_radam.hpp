@@ -89,16 +89,17 @@ EXMY_HD void torch_radam_element(const TorchRadamScalars& s, Storage st, float& 
   const float d = rn_sub(g, m);
   m = to_storage(s.w1 < 0.5f && s.w1 > -0.5f ? rn_fma(s.w1, d, m) : rn_fma(s.w1m1, d, g), st);
   v = to_storage(rn_mul(v, s.beta2), st);
-  v = to_storage(cpu ? rn_fma(rn_mul(s.w2, g), g, v) : rn_fma(s.w2, rn_mul(g, g), v), st);
+  v = to_storage(torch_addcmul(v, g, g, s.w2, cpu), st);
   if (s.k == TorchKernels::cuda_foreach) {
     // buffer = sqrt(v); += eps; /= bias_correction2 (the signed step size, -0 when not
-    // rectified); reciprocal; += unrect_step_size; param.addcmul_(exp_avg, buffer): p + RN(m*b)
+    // rectified); reciprocal; += unrect_step_size; param.addcmul_(exp_avg, buffer): value 1,
+    // fma(m, b, p) (torch_addcmul)
     float b = to_storage(rn_sqrt(v), st);
     b = to_storage(rn_add(b, s.eps), st);
     b = to_storage(rn_div(b, s.fe_div), st);
     b = to_storage(rn_div(1.0f, b), st);
     b = to_storage(rn_add(b, s.fe_add), st);
-    p = to_storage(rn_add(p, rn_mul(m, b)), st);
+    p = to_storage(torch_addcmul(p, m, b, 1.0f, false), st);
     return;
   }
   // bias_corrected_exp_avg = exp_avg / bias_correction1 (CUDA: times the fp32 reciprocal)

@@ -62,7 +62,7 @@ EXMY_HD void torch_rmsprop_element(const TorchRmspropScalars& s, Storage st, flo
   // square_avg.mul_(alpha).addcmul_(grad, grad, value=1 - alpha): the CPU's fma(value*g, g, sq),
   // CUDA's fma(value, g*g, sq) (the forms of Adam's exp_avg_sq, 9.2)
   sq = to_storage(rn_mul(sq, s.alpha), st);
-  sq = to_storage(cpu ? rn_fma(rn_mul(s.w, g), g, sq) : rn_fma(s.w, rn_mul(g, g), sq), st);
+  sq = to_storage(torch_addcmul(sq, g, g, s.w, cpu), st);
   float avg;
   if (s.centered) {
     // grad_avg.lerp_(grad, 1 - alpha): ATen's lerp, one FMA on either branch of |w| < 0.5

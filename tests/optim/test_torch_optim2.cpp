@@ -61,10 +61,16 @@ float addcdiv(bool cpu, float p, float c, float x, float d) {
 float lerp(float m, float g, float w) {
   return std::fabs(w) < 0.5f ? std::fma(w, g - m, m) : std::fma(w - 1.0f, g - m, g);
 }
+// self.addcmul_(t1, t2, value=w): the CPU's self + (w*t1)*t2 contracted; CUDA's pointwise_op_impl
+// (torch 2.11 aten/src/ATen/native/cuda/DeviceAddCmulCdiv.cuh): std::fma(t1, t2, self) when w is
+// 1, else std::fma(w, t1*t2, self).
+float addcmul(bool cpu, float a, float b, float c, float w) {
+  if (cpu) return std::fma(w * b, c, a);
+  return w == 1.0f ? std::fma(b, c, a) : std::fma(w, b * c, a);
+}
 // exp_avg_sq.mul_(beta2).addcmul_(grad, grad, value=w2)
 float second_moment(bool cpu, float v, float g, float b2, float w2) {
-  v = v * b2;
-  return cpu ? std::fma(w2 * g, g, v) : std::fma(w2, g * g, v);
+  return addcmul(cpu, v * b2, g, g, w2);
 }
 
 // _single_tensor_adagrad / _multi_tensor_adagrad, one element, fp32.
@@ -74,7 +80,7 @@ void ref_adagrad(K k, double lr, double lr_decay, double wd, double eps, bool ma
   if (maximize) g = -g;
   if (wd != 0.0) g = std::fma(p, static_cast<float>(wd), g);  // grad.add(param, alpha=wd)
   const double clr = lr / (1 + (static_cast<double>(t) - 1) * lr_decay);
-  sum = cpu ? std::fma(g, g, sum) : sum + g * g;  // addcmul_(grad, grad, value=1)
+  sum = addcmul(cpu, sum, g, g, 1.0f);  // addcmul_(grad, grad, value=1)
   const float std_ = std::sqrt(sum) + static_cast<float>(eps);
   if (k == K::cuda_foreach) {
     const float num = g * static_cast<float>(-lr / (1 + (static_cast<double>(t) - 1) * lr_decay));
@@ -145,7 +151,7 @@ void ref_radam(K k, double lr, double b1, double b2, double wd, double eps, bool
     b = b / static_cast<float>(std::pow(bc2, 0.5) * (lr * rect / bc1) * -1);
     b = 1.0f / b;
     b = b + static_cast<float>((lr * unrect / bc1) * -1);
-    p = p + m * b;  // _foreach_addcmul_(params, exp_avgs, buffer)
+    p = addcmul(false, p, m, b, 1.0f);  // _foreach_addcmul_(params, exp_avgs, buffer)
     return;
   }
   const float bcm = cpu ? m / static_cast<float>(bc1) : m * static_cast<float>(1.0 / bc1);
@@ -364,6 +370,28 @@ TEST_CASE("adam amsgrad: the maximum is kept (max_exp_avg_sq never decreases)", 
   optim::HyperOptions mx;
   mx.extra.emplace_back("--maximize", 1.0);
   CHECK(exmy_run("adamw", mx, K::cuda, {0.0f}, gs).at("p")[0] > 0.0f);
+}
+
+// Regression (H200 capture of 2026-12-01, bench/peers/torch_optim2_capture.py): the first model
+// took CUDA's addcmul with value 1 as sum + RN(g*g); torch 2.11's pointwise_op_impl is one FMA
+// there, and 188 of 1,000 fp32 Adagrad sums (single and foreach) and RAdam foreach's parameters
+// differed by 1 ulp. g = 1 + 2^-12: g*g = 1 + 2^-11 + 2^-24 rounds to 1 + 2^-11 (a tie to even);
+// the FMA keeps the 2^-24 for the sum.
+TEST_CASE("adagrad: CUDA addcmul with value 1 is one FMA (H200 regression)", "[torch_optim2]") {
+  const float g = 1.0f + std::ldexp(1.0f, -12);
+  const float s0 = std::ldexp(1.0f, -23);  // the sum after a first step on a tiny gradient
+  optim::HyperOptions o;
+  o.extra = {{"--initial-accumulator-value", static_cast<double>(s0)}};
+  for (const K k : kAll) {
+    const Arrays a = exmy_run("adagrad", o, k, {0.0f}, {{g}});
+    CHECK(bits(a.at("sum")[0]) == bits(std::fma(g, g, s0)));
+    CHECK(bits(a.at("sum")[0]) != bits(s0 + g * g));
+  }
+  // Adam's value 1 - beta2 = 1 (beta2 = 0) takes the same FMA on CUDA
+  optim::HyperOptions b2;
+  b2.beta2 = 0.0;
+  const Arrays a = exmy_run("adam", b2, K::cuda, {0.0f}, {{g}});
+  CHECK(bits(a.at("state2")[0]) == bits(std::fma(g, g, 0.0f)));
 }
 
 TEST_CASE("torch_optim2: hyperparameters, profiles and state files", "[torch_optim2][cli]") {

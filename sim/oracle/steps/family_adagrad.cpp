@@ -31,8 +31,8 @@ void adagrad_step(const FamilyHyper& h, const FloatFormat& T, long t, Tensor& p,
     Real gi = round(T, g[i]);
     if (maximize) gi = neg(gi);
     if (has_wd) gi = cpu_add_alpha(gi, p[i], scalar(lambda), T, tail);  // g ← T(fma(p, λ, g))
-    // s ← CPU T(fma(g, g, s)), CUDA T(s ⊕ g ⊗ g)
-    sum[i] = round(T, cpu ? fma(F32, gi, gi, sum[i]) : add(F32, sum[i], mul(F32, gi, gi)));
+    // s ← T(fma(g, g, s)): addcmul with value 1 on every kernel
+    sum[i] = round(T, fma(F32, gi, gi, sum[i]));
     Real den = round(T, sqrt(F32, sum[i]));
     den = round(T, add(F32, den, scalar(e)));
     if (foreach) {

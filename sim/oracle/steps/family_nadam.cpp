@@ -61,8 +61,7 @@ void nadam_step(const FamilyHyper& h, const FloatFormat& T, long t, Tensor& p, c
     const Real d = sub(F32, gi, m[i]);
     m[i] = round(T, lt(abs(w1), half) ? fma(F32, w1, d, m[i]) : fma(F32, w1m1, d, gi));
     v[i] = round(T, mul(F32, v[i], b2));
-    v[i] =
-        round(T, cpu ? fma(F32, mul(F32, w2, gi), gi, v[i]) : fma(F32, w2, mul(F32, gi, gi), v[i]));
+    v[i] = round(T, torch_addcmul(v[i], gi, gi, w2, cpu));
     Real den;
     if (foreach) {
       den = round(T, sqrt(F32, v[i]));

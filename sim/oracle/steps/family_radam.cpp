@@ -60,15 +60,14 @@ void radam_step(const FamilyHyper& h, const FloatFormat& T, long t, Tensor& p, c
     const Real d = sub(F32, gi, m[i]);
     m[i] = round(T, lt(abs(w1), half) ? fma(F32, w1, d, m[i]) : fma(F32, w1m1, d, gi));
     v[i] = round(T, mul(F32, v[i], b2));
-    v[i] =
-        round(T, cpu ? fma(F32, mul(F32, w2, gi), gi, v[i]) : fma(F32, w2, mul(F32, gi, gi), v[i]));
+    v[i] = round(T, torch_addcmul(v[i], gi, gi, w2, cpu));
     if (foreach) {
       Real b = round(T, sqrt(F32, v[i]));
       b = round(T, add(F32, b, e));
       b = round(T, div(F32, b, fdiv));
       b = round(T, div(F32, one, b));
       b = round(T, add(F32, b, fadd));
-      p[i] = round(T, add(F32, p[i], mul(F32, m[i], b)));
+      p[i] = round(T, fma(F32, m[i], b, p[i]));  // addcmul value 1: fma(m, b, p)
       continue;
     }
     const Real bcm = round(T, cpu ? div(F32, m[i], c_bc1) : mul(F32, m[i], inv_bc1));

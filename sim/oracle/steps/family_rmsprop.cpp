@@ -42,8 +42,7 @@ void rmsprop_step(const FamilyHyper& h, const FloatFormat& T, long, Tensor& p, c
     if (has_wd) gi = cpu_add_alpha(gi, p[i], scalar(lambda), T, tail);
     // 2. s ← T(s ⊗ α); CPU s ← T(fma(w ⊗ g, g, s)), CUDA s ← T(fma(w, g ⊗ g, s))
     sq[i] = round(T, mul(F32, sq[i], a));
-    sq[i] =
-        round(T, cpu ? fma(F32, mul(F32, w, gi), gi, sq[i]) : fma(F32, w, mul(F32, gi, gi), sq[i]));
+    sq[i] = round(T, torch_addcmul(sq[i], gi, gi, w, cpu));
     Real avg;
     if (centered) {
       // 3. ḡ ← T(lerp(ḡ, g, w)); v ← CPU T(fma(−ḡ, ḡ, s)), CUDA T(s ⊖ (ḡ ⊗ ḡ)); avg ← T(√v)

@@ -44,6 +44,10 @@ bool cpu_scalar_tail(std::size_t i, std::size_t n, const FloatFormat& T);
 Real cpu_add_alpha(const Real& a, const Real& b, const Real& alpha, const FloatFormat& T,
                    bool tail);
 
+// addcmul(a, b, c, value=w) as a tensor op computes it before the rounding to T (9.2): CPU
+// fma(w ⊗ b, c, a); CUDA fma(b, c, a) when w = 1, else fma(w, b ⊗ c, a).
+Real torch_addcmul(const Real& a, const Real& b, const Real& c, const Real& w, bool cpu);
+
 // ---- 9.2 torch.optim.Adam / AdamW (_single_tensor_adam) -----------------------------------
 struct TorchAdamScalars {
   bool has_wd = false, decoupled = true;

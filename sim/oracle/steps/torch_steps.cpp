@@ -42,6 +42,11 @@ Real cpu_add_alpha(const Real& a, const Real& b, const Real& alpha, const FloatF
   return round(T, fma(F32, b, alpha, a));
 }
 
+Real torch_addcmul(const Real& a, const Real& b, const Real& c, const Real& w, bool cpu) {
+  if (cpu) return fma(F32, mul(F32, w, b), c, a);
+  return eq(w, one()) ? fma(F32, b, c, a) : fma(F32, w, mul(F32, b, c), a);
+}
+
 // 9.2 host scalars: CPython doubles (each Python operation RN64; pow correctly rounded here, the
 // C library's in CPython), then RN32 where the tensor op receives them.
 TorchAdamScalars torch_adam_scalars(const AdamHyper& h, long t, bool decoupled) {
@@ -92,7 +97,7 @@ void torch_adam_element(const TorchAdamScalars& s, const FloatFormat& T, Real& p
   }
   // 3. v ← v ⊗ b2; CPU v ← fma(w2 ⊗ g, g, v), CUDA v ← fma(w2, g ⊗ g, v)
   v = round(T, mul(F32, v, s.b2));
-  v = round(T, cpu ? fma(F32, mul(F32, s.w2, g), g, v) : fma(F32, s.w2, mul(F32, g, g), v));
+  v = round(T, torch_addcmul(v, g, g, s.w2, cpu));  // CUDA w = 1: fma(g, g, v)
   // 3'. amsgrad: v̂ ← torch.maximum(v̂, v) (NaN if either is), and v̂ takes v's place in 4
   if (s.amsgrad) *vmax = maximum(*vmax, v);
   // 4. d ← ((√v) ⊘ c) ⊕ T(e), three tensor ops; CUDA single-tensor: (√v) ⊗ inv_c
