@@ -39,6 +39,8 @@ RMS_STATES = [("square_avg", "square_avg"), ("momentum_buffer", "momentum_buffer
               ("grad_avg", "grad_avg")]
 ADAM_STATES = [("exp_avg", "state1"), ("exp_avg_sq", "state2"), ("max_exp_avg_sq", "state3")]
 SGD_STATES = [("momentum_buffer", "state1")]
+ADAGRAD_STATES = [("sum", "sum")]
+NADAM_STATES = [("exp_avg", "exp_avg"), ("exp_avg_sq", "exp_avg_sq")]
 ALL = ("single", "foreach", "fused")
 NOFUSED = ("single", "foreach")
 CASES = [
@@ -62,6 +64,50 @@ CASES = [
      "sgd", "--lr 0.1 --momentum 0.5 --nesterov --wd 1e-3", SGD_STATES, ALL),
     ("sgd", "mom-damp0.3", "SGD", dict(lr=1e-2, momentum=0.5, dampening=0.3), "sgd",
      "--lr 1e-2 --momentum 0.5 --dampening 0.3", SGD_STATES, ALL),
+    # issue 33 item 4's second batch (SEMANTICS 9.2.3-9.2.6): a ninth field is the step count
+    ("rmsprop", "maximize-centered-mom-wd", "RMSprop",
+     dict(lr=1e-2, alpha=0.99, eps=1e-8, weight_decay=0.01, momentum=0.9, centered=True,
+          maximize=True), "rmsprop",
+     "--lr 1e-2 --alpha 0.99 --eps 1e-8 --wd 0.01 --momentum 0.9 --centered --maximize",
+     RMS_STATES, NOFUSED),
+    ("sgd", "maximize-nesterov-wd", "SGD",
+     dict(lr=1e-2, momentum=0.9, nesterov=True, weight_decay=0.01, maximize=True), "sgd",
+     "--lr 1e-2 --momentum 0.9 --nesterov --wd 0.01 --maximize", SGD_STATES, ALL),
+    ("adam", "amsgrad-l2", "Adam", dict(lr=1e-2, weight_decay=0.01, amsgrad=True), "adam",
+     "--lr 1e-2 --wd 0.01 --amsgrad", ADAM_STATES, ALL, 4),
+    ("adamw", "amsgrad", "AdamW", dict(lr=1e-3, weight_decay=0.01, amsgrad=True), "adamw",
+     "--lr 1e-3 --wd 0.01 --amsgrad", ADAM_STATES, ALL, 4),
+    ("adamw", "maximize", "AdamW", dict(lr=1e-3, weight_decay=0.01, maximize=True), "adamw",
+     "--lr 1e-3 --wd 0.01 --maximize", ADAM_STATES, ALL),
+    ("adam", "amsgrad-maximize", "Adam", dict(lr=1e-2, amsgrad=True, maximize=True), "adam",
+     "--lr 1e-2 --amsgrad --maximize", ADAM_STATES, ALL, 4),
+    ("adagrad", "defaults", "Adagrad", dict(lr=1e-2), "adagrad", "--lr 1e-2", ADAGRAD_STATES,
+     NOFUSED),
+    ("adagrad", "lrdecay-wd-init", "Adagrad",
+     dict(lr=5e-2, lr_decay=0.1, weight_decay=0.01, initial_accumulator_value=0.1, eps=1e-6),
+     "adagrad", "--lr 5e-2 --lr-decay 0.1 --wd 0.01 --initial-accumulator-value 0.1 --eps 1e-6",
+     ADAGRAD_STATES, NOFUSED),
+    ("adagrad", "maximize-wd", "Adagrad", dict(lr=0.1, weight_decay=0.1, maximize=True),
+     "adagrad", "--lr 0.1 --wd 0.1 --maximize", ADAGRAD_STATES, NOFUSED),
+    ("nadam", "defaults", "NAdam", dict(lr=2e-3), "nadam", "--lr 2e-3", NADAM_STATES, NOFUSED),
+    ("nadam", "l2-wd", "NAdam", dict(lr=1e-2, weight_decay=0.01), "nadam", "--lr 1e-2 --wd 0.01",
+     NADAM_STATES, NOFUSED),
+    ("nadam", "decoupled-psi", "NAdam",
+     dict(lr=1e-2, betas=(0.8, 0.99), weight_decay=0.1, momentum_decay=0.1,
+          decoupled_weight_decay=True), "nadam",
+     "--lr 1e-2 --beta1 0.8 --beta2 0.99 --wd 0.1 --momentum-decay 0.1 --decoupled-wd",
+     NADAM_STATES, NOFUSED),
+    ("nadam", "maximize", "NAdam", dict(lr=5e-2, betas=(0.3, 0.6), maximize=True), "nadam",
+     "--lr 5e-2 --beta1 0.3 --beta2 0.6 --maximize", NADAM_STATES, NOFUSED),
+    ("radam", "defaults-8steps", "RAdam", dict(lr=1e-3), "radam", "--lr 1e-3", NADAM_STATES,
+     NOFUSED, 8),
+    ("radam", "l2-wd-b2=0.9", "RAdam", dict(lr=1e-2, betas=(0.9, 0.9), weight_decay=0.01),
+     "radam", "--lr 1e-2 --beta2 0.9 --wd 0.01", NADAM_STATES, NOFUSED, 8),
+    ("radam", "decoupled-maximize", "RAdam",
+     dict(lr=1e-2, betas=(0.8, 0.99), weight_decay=0.1, decoupled_weight_decay=True,
+          maximize=True), "radam",
+     "--lr 1e-2 --beta1 0.8 --beta2 0.99 --wd 0.1 --decoupled-wd --maximize", NADAM_STATES,
+     NOFUSED, 8),
 ]
 SIZES = [1000, 50003, 100003]
 
@@ -92,7 +138,7 @@ def inputs(seed, n, steps, dname):
 
 
 def torch_run(case, p0, grads, dname, device, form):
-    _, _, cls, kw, _, _, states, _ = case
+    cls, kw, states = case[2], case[3], case[6]
     p = torch.nn.Parameter(torch.tensor(p0, dtype=torch.float32).to(device=device, dtype=DT[dname]))
     extra = {"foreach": form == "foreach"}
     if form == "fused":
@@ -155,11 +201,11 @@ def run_rows(args, device, cap):
     with tempfile.TemporaryDirectory() as work:
         for case in CASES:
             label = f"{case[0]} {case[1]}"
-            if args.only and args.only not in label:
+            if args.only and not any(o in label for o in args.only.split(",")):
                 continue
             for n in ([1000] if args.quick else SIZES):
                 for dname in DT:
-                    p0, grads = inputs(args.seed, n, 3, dname)
+                    p0, grads = inputs(args.seed, n, case[8] if len(case) > 8 else 3, dname)
                     for form in forms:
                         if form not in case[7]:
                             continue
@@ -202,7 +248,7 @@ def main():
     ap.add_argument("--exmy-device", default="cpu", choices=["cpu", "cuda"])
     ap.add_argument("--seed", type=int, default=20261201)
     ap.add_argument("--capabilities", default="avx512,avx2")
-    ap.add_argument("--only", default="", help="cases whose 'family config' contains this")
+    ap.add_argument("--only", default="", help="cases whose 'family config' contains this (or any of a comma-separated list)")
     ap.add_argument("--no-cuda", action="store_true", help="CPU rows only")
     ap.add_argument("--quick", action="store_true", help="size 1,000 only")
     ap.add_argument("--mkl-native", action="store_true",

@@ -68,7 +68,7 @@ float launch_rmsprop(const StepLaunch& l) {
   const optim::Hyper& h = l.c.hyper;
   const native::TorchRmspropScalars s =
       native::torch_rmsprop_scalars(h.adam.lr, h.adam.alpha, h.adam.eps, h.adam.wd, h.sgd.momentum,
-                                    h.extra[0] != 0.0, h.adam.kernels);
+                                    h.extra[0] != 0.0, h.adam.kernels, h.extra[1] != 0.0);
   // The family's states are in the parameters' dtype: codes16 and states16 agree.
   if (!l.codes16) {
     launch<float, Storage::f32>(s, l);

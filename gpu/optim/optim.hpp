@@ -17,9 +17,11 @@ struct CUstream_st;
 
 namespace exmy::gpu {
 
-// torch.optim.Adam(W): `fused` selects the fused=True variant.
+// torch.optim.Adam(W): `fused` selects the fused=True variant. vmax: max_exp_avg_sq where
+// h.amsgrad (else unused).
 void adam_step(const optim::AdamHyper& h, bool decoupled, bool fused, long step, float* p,
-               const float* g, float* m, float* v, std::size_t n, CUstream_st* stream = nullptr);
+               const float* g, float* m, float* v, std::size_t n, CUstream_st* stream = nullptr,
+               float* vmax = nullptr);
 void sgd_step(const optim::SgdHyper& h, long step, float* p, const float* g, float* buf,
               std::size_t n, CUstream_st* stream = nullptr);
 
@@ -28,7 +30,7 @@ void sgd_step(const optim::SgdHyper& h, long step, float* p, const float* g, flo
 // Bit for bit optim::adam_step / sgd_step with the same storage on the decoded values.
 void adam_step(const optim::AdamHyper& h, bool decoupled, bool fused, native::Storage st, long step,
                std::uint16_t* p, const std::uint16_t* g, std::uint16_t* m, std::uint16_t* v,
-               std::size_t n, CUstream_st* stream = nullptr);
+               std::size_t n, CUstream_st* stream = nullptr, std::uint16_t* vmax = nullptr);
 void sgd_step(const optim::SgdHyper& h, native::Storage st, long step, std::uint16_t* p,
               const std::uint16_t* g, std::uint16_t* buf, std::size_t n,
               CUstream_st* stream = nullptr);

@@ -75,12 +75,13 @@ Bnb8DeviceState bnb_state(const StepLaunch& l) {
 float launch_adam(const StepLaunch& l) {
   const optim::Config& c = l.c;
   const bool dec = c.opt.entry->decoupled;
+  const bool ams = c.hyper.adam.amsgrad;  // max_exp_avg_sq: state3
   if (l.states16) {
     adam_step(c.hyper.adam, dec, fused(c), c.st, l.t, p16(l), g16(l), u16(l, "state1"),
-              u16(l, "state2"), l.n);
+              u16(l, "state2"), l.n, nullptr, ams ? u16(l, "state3") : nullptr);
   } else {
     adam_step(c.hyper.adam, dec, fused(c), l.t, p32(l), g32(l), f32(l, "state1"), f32(l, "state2"),
-              l.n);
+              l.n, nullptr, ams ? f32(l, "state3") : nullptr);
   }
   return 0.0f;
 }

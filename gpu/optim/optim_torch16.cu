@@ -37,14 +37,16 @@ struct Tails {
   __device__ bool at(std::size_t i) const { return cpu && idx.at(i); }
 };
 
+// x: max_exp_avg_sq's code (a dummy unless s.amsgrad).
 template <Storage ST>
 __device__ void adam16_one(const native::TorchAdamScalars& s, std::uint16_t& p, std::uint16_t g,
-                           std::uint16_t& m, std::uint16_t& v, bool tail) {
-  float pf = decode16<ST>(p), mf = decode16<ST>(m), vf = decode16<ST>(v);
-  native::torch_adam_element(s, ST, pf, decode16<ST>(g), mf, vf, tail);
+                           std::uint16_t& m, std::uint16_t& v, std::uint16_t& x, bool tail) {
+  float pf = decode16<ST>(p), mf = decode16<ST>(m), vf = decode16<ST>(v), xf = decode16<ST>(x);
+  native::torch_adam_element(s, ST, pf, decode16<ST>(g), mf, vf, xf, tail);
   p = encode16<ST>(pf);
   m = encode16<ST>(mf);
   v = encode16<ST>(vf);
+  x = encode16<ST>(xf);
 }
 
 template <Storage ST>
@@ -57,31 +59,36 @@ __device__ void sgd16_one(const native::TorchSgdScalars& s, bool first, std::uin
 }
 
 // Grid-stride over groups of four (ushort4 where all pointers are 8-byte aligned), scalar tail.
+// vm: max_exp_avg_sq where s.amsgrad, else null.
 template <Storage ST>
 __global__ void __launch_bounds__(kThreads)
     k_adam16(native::TorchAdamScalars s, Tails t, bool vec, std::uint16_t* p,
-             const std::uint16_t* g, std::uint16_t* m, std::uint16_t* v, std::size_t n) {
+             const std::uint16_t* g, std::uint16_t* m, std::uint16_t* v, std::uint16_t* vm,
+             std::size_t n) {
   const std::size_t tid = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x;
   const std::size_t stride = static_cast<std::size_t>(gridDim.x) * blockDim.x;
   const std::size_t n4 = vec ? n / kPerThread : 0;
   for (std::size_t k = tid; k < n4; k += stride) {
     ushort4 P = reinterpret_cast<ushort4*>(p)[k], M = reinterpret_cast<ushort4*>(m)[k];
     ushort4 V = reinterpret_cast<ushort4*>(v)[k];
+    ushort4 X = vm ? reinterpret_cast<ushort4*>(vm)[k] : ushort4{0, 0, 0, 0};
     const ushort4 G = reinterpret_cast<const ushort4*>(g)[k];
-    adam16_one<ST>(s, P.x, G.x, M.x, V.x, t.at(k * kPerThread + 0));
-    adam16_one<ST>(s, P.y, G.y, M.y, V.y, t.at(k * kPerThread + 1));
-    adam16_one<ST>(s, P.z, G.z, M.z, V.z, t.at(k * kPerThread + 2));
-    adam16_one<ST>(s, P.w, G.w, M.w, V.w, t.at(k * kPerThread + 3));
+    adam16_one<ST>(s, P.x, G.x, M.x, V.x, X.x, t.at(k * kPerThread + 0));
+    adam16_one<ST>(s, P.y, G.y, M.y, V.y, X.y, t.at(k * kPerThread + 1));
+    adam16_one<ST>(s, P.z, G.z, M.z, V.z, X.z, t.at(k * kPerThread + 2));
+    adam16_one<ST>(s, P.w, G.w, M.w, V.w, X.w, t.at(k * kPerThread + 3));
     reinterpret_cast<ushort4*>(p)[k] = P;
     reinterpret_cast<ushort4*>(m)[k] = M;
     reinterpret_cast<ushort4*>(v)[k] = V;
+    if (vm) reinterpret_cast<ushort4*>(vm)[k] = X;
   }
   for (std::size_t i = n4 * kPerThread + tid; i < n; i += stride) {
-    std::uint16_t pi = p[i], mi = m[i], vi = v[i];
-    adam16_one<ST>(s, pi, g[i], mi, vi, t.at(i));
+    std::uint16_t pi = p[i], mi = m[i], vi = v[i], xi = vm ? vm[i] : 0;
+    adam16_one<ST>(s, pi, g[i], mi, vi, xi, t.at(i));
     p[i] = pi;
     m[i] = mi;
     v[i] = vi;
+    if (vm) vm[i] = xi;
   }
 }
 
@@ -89,14 +96,16 @@ __global__ void __launch_bounds__(kThreads)
 template <Storage ST>
 __global__ void __launch_bounds__(kThreads)
     k_fused_adam16(native::TorchFusedAdamScalars s, std::uint16_t* p, const std::uint16_t* g,
-                   std::uint16_t* m, std::uint16_t* v, std::size_t n) {
+                   std::uint16_t* m, std::uint16_t* v, std::uint16_t* vm, std::size_t n) {
   for (std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x; i < n;
        i += static_cast<std::size_t>(gridDim.x) * blockDim.x) {
     float pf = decode16<ST>(p[i]), mf = decode16<ST>(m[i]), vf = decode16<ST>(v[i]);
-    native::torch_fused_adam_element(s, ST, pf, decode16<ST>(g[i]), mf, vf, i);
+    float xf = vm ? decode16<ST>(vm[i]) : 0.0f;
+    native::torch_fused_adam_element(s, ST, pf, decode16<ST>(g[i]), mf, vf, xf, i);
     p[i] = encode16<ST>(pf);
     m[i] = encode16<ST>(mf);
     v[i] = encode16<ST>(vf);
+    if (vm) vm[i] = encode16<ST>(xf);
   }
 }
 
@@ -135,15 +144,17 @@ void check_storage16(Storage st, const char* what) {
 
 void adam_step(const optim::AdamHyper& h, bool decoupled, bool fused, Storage st, long step,
                std::uint16_t* p, const std::uint16_t* g, std::uint16_t* m, std::uint16_t* v,
-               std::size_t n, CUstream_st* stream) {
+               std::size_t n, CUstream_st* stream, std::uint16_t* vmax) {
   check_storage16(st, "adam_step");
   if (n == 0) return;
+  if (h.amsgrad && vmax == nullptr) throw InputError("adam_step: amsgrad needs max_exp_avg_sq");
+  std::uint16_t* vm = h.amsgrad ? vmax : nullptr;
   if (fused) {
     const native::TorchFusedAdamScalars s = optim::torch_fused_adam_scalars(h, step, decoupled, n);
     if (st == Storage::bf16) {
-      k_fused_adam16<Storage::bf16><<<grid_for(n, 4), kThreads, 0, stream>>>(s, p, g, m, v, n);
+      k_fused_adam16<Storage::bf16><<<grid_for(n, 4), kThreads, 0, stream>>>(s, p, g, m, v, vm, n);
     } else {
-      k_fused_adam16<Storage::f16><<<grid_for(n, 4), kThreads, 0, stream>>>(s, p, g, m, v, n);
+      k_fused_adam16<Storage::f16><<<grid_for(n, 4), kThreads, 0, stream>>>(s, p, g, m, v, vm, n);
     }
     cuda_check_launch("adam_step (16-bit, fused)");
     return;
@@ -151,13 +162,13 @@ void adam_step(const optim::AdamHyper& h, bool decoupled, bool fused, Storage st
   const native::TorchAdamScalars s = optim::torch_adam_scalars(h, step, decoupled);
   const Tails t{h.kernels == native::TorchKernels::cpu && s.has_wd && !s.decoupled,
                 native::torch_cpu_tails(n, 2, h.cpu)};
-  const bool vec = aligned8(p, g, m, v);
+  const bool vec = aligned8(p, g, m, v) && (vm == nullptr || aligned8(vm));
   if (st == Storage::bf16) {
     k_adam16<Storage::bf16>
-        <<<grid_for(n, kPerThread), kThreads, 0, stream>>>(s, t, vec, p, g, m, v, n);
+        <<<grid_for(n, kPerThread), kThreads, 0, stream>>>(s, t, vec, p, g, m, v, vm, n);
   } else {
     k_adam16<Storage::f16>
-        <<<grid_for(n, kPerThread), kThreads, 0, stream>>>(s, t, vec, p, g, m, v, n);
+        <<<grid_for(n, kPerThread), kThreads, 0, stream>>>(s, t, vec, p, g, m, v, vm, n);
   }
   cuda_check_launch("adam_step (16-bit)");
 }

@@ -159,6 +159,8 @@ struct StepCase {
   std::string optimizer;
   Storage st;
   std::string compat;  // "" = the default
+  // A family's extra hyperparameters (flags: 1), as `exmy step` options.
+  std::vector<std::pair<std::string, double>> extra = {};
 };
 // Every optimizer × parameter dtype × --compat profile exmy models (section 9): torch Adam, AdamW
 // and SGD under torch-cpu, torch-cuda, torch-cuda-foreach and torch-cuda-fused, on fp32, bf16
@@ -183,6 +185,35 @@ std::vector<StepCase> step_case_list() {
       v.push_back({std::string(opt) + "-" + dn + "-bnb-cuda", opt, st, "bnb-cuda"});
     }
   }
+  // torch.optim's second batch (9.2.3-9.2.6): Adagrad, NAdam, RAdam by default and with their
+  // options; Adam/AdamW with amsgrad and maximize, on every kernel family.
+  const std::pair<const char*, std::vector<std::pair<std::string, double>>> torch2[] = {
+      {"adagrad", {}},
+      {"adagrad", {{"--lr-decay", 0.1}, {"--initial-accumulator-value", 0.1}, {"--maximize", 1}}},
+      {"nadam", {}},
+      {"nadam", {{"--momentum-decay", 0.1}, {"--decoupled-wd", 1}, {"--maximize", 1}}},
+      {"radam", {}},
+      {"radam", {{"--decoupled-wd", 1}, {"--maximize", 1}}}};
+  for (const auto& [opt, extra] : torch2) {
+    for (const auto& [st, dn] : dtypes) {
+      for (const char* prof : {"torch-cpu", "torch-cuda", "torch-cuda-foreach"}) {
+        v.push_back({std::string(opt) + (extra.empty() ? "" : "-options") + "-" + dn + "-" + prof,
+                     opt, st, std::string(prof) == "torch-cpu" ? "" : prof, extra});
+      }
+    }
+  }
+  for (const char* opt : {"adamw", "adam"}) {
+    for (const auto& [st, dn] : dtypes) {
+      for (const char* prof :
+           {"torch-cpu", "torch-cuda", "torch-cuda-foreach", "torch-cuda-fused"}) {
+        v.push_back({std::string(opt) + "-amsgrad-maximize-" + dn + "-" + prof,
+                     opt,
+                     st,
+                     std::string(prof) == "torch-cpu" ? "" : prof,
+                     {{"--amsgrad", 1}, {"--maximize", 1}}});
+      }
+    }
+  }
   v.push_back({"stableadamw-fp32", "stableadamw", Storage::f32, ""});
   for (const char* split :
        {"adamw-bf16+8", "adamw-bf16+8:sr", "adamw-fp16+8:sr", "sgd-bf16+8:sr"}) {
@@ -195,6 +226,23 @@ std::vector<StepCase> step_case_list() {
   return v;
 }
 
+// " --lr-decay 0.1 --maximize": the extra hyperparameters as `exmy step` options.
+std::string extra_options(const std::vector<std::pair<std::string, double>>& extra) {
+  std::string s;
+  for (const auto& [name, v] : extra) {
+    s += " " + name;
+    if (name != "--maximize" && name != "--amsgrad" && name != "--decoupled-wd") {
+      char buf[32];
+      for (int prec = 1; prec <= 17; ++prec) {  // the shortest text that reads back as v
+        std::snprintf(buf, sizeof buf, "%.*g", prec, v);
+        if (std::strtod(buf, nullptr) == v) break;
+      }
+      s += std::string(" ") + buf;
+    }
+  }
+  return s;
+}
+
 void step_cases(std::uint64_t seed, std::vector<CaseMaker>& out) {
   constexpr std::size_t kN = 4096 + 300;  // 8-bit states: two full blocks of 2048 and a partial
   constexpr long kSteps = 5;
@@ -204,7 +252,9 @@ void step_cases(std::uint64_t seed, std::vector<CaseMaker>& out) {
         {id, [=] {
            optim::Config c;
            c.opt = optim::find_optimizer(sc.optimizer);
-           c.hyper = optim::resolve_hyper(*c.opt.entry, {});
+           optim::HyperOptions ho;
+           ho.extra = sc.extra;
+           c.hyper = optim::resolve_hyper(*c.opt.entry, ho);
            c.st = sc.st;
            c.seed = seed;
            optim::apply_compat(c, sc.compat);  // as `exmy step --compat` and exmy.step
@@ -243,20 +293,21 @@ void step_cases(std::uint64_t seed, std::vector<CaseMaker>& out) {
              states.push_back({a.file, std::move(arr)});
              outputs += std::string(",") + a.file;
            }
-           cs.fields = {{"op", "step"},
-                        {"optimizer", sc.optimizer},
-                        {"param_dtype", std::string(optim::dtype_name(sc.st))},
-                        {"compat", sc.compat.empty() ? std::string("default") : sc.compat},
-                        {"steps", std::to_string(kSteps)},
-                        {"seed", std::to_string(seed)},
-                        {"inputs", "params,grads"},
-                        {"outputs", outputs},
-                        {"cli", std::string("exmy step --optimizer ") + sc.optimizer +
-                                    " --params params.npy --grads grads.npy --steps " +
-                                    std::to_string(kSteps) + " --param-dtype " +
-                                    std::string(optim::dtype_name(sc.st)) +
-                                    (sc.compat.empty() ? std::string() : " --compat " + sc.compat) +
-                                    " --seed " + std::to_string(seed) + " --out out"}};
+           cs.fields = {
+               {"op", "step"},
+               {"optimizer", sc.optimizer},
+               {"param_dtype", std::string(optim::dtype_name(sc.st))},
+               {"compat", sc.compat.empty() ? std::string("default") : sc.compat},
+               {"steps", std::to_string(kSteps)},
+               {"seed", std::to_string(seed)},
+               {"inputs", "params,grads"},
+               {"outputs", outputs},
+               {"cli",
+                std::string("exmy step --optimizer ") + sc.optimizer +
+                    " --params params.npy --grads grads.npy --steps " + std::to_string(kSteps) +
+                    " --param-dtype " + std::string(optim::dtype_name(sc.st)) +
+                    (sc.compat.empty() ? std::string() : " --compat " + sc.compat) +
+                    extra_options(sc.extra) + " --seed " + std::to_string(seed) + " --out out"}};
            cs.inputs.push_back({"params", io::make_npy(p0)});
            cs.inputs.push_back({"grads", io::make_npy(g, {kSteps, kN})});
            cs.expected.push_back({"params", io::make_npy(p)});

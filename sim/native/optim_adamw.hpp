@@ -29,6 +29,8 @@ struct TorchAdamScalars {
   // torch-cuda only: RN32(1 / ((1 - beta2^t) ** 0.5)), the reciprocal div_true_kernel_cuda
   // multiplies by when the divisor is a CPU scalar, computed in fp64 from the Python float.
   float inv_bc2_sqrt = 1.0f;
+  bool amsgrad = false;   // amsgrad=True: max_exp_avg_sq kept (state3), the denominator's
+  bool maximize = false;  // maximize=True: grad = -grad
 };
 
 // Scalars reach the ATen CPU kernels in two ways (docs/SEMANTICS.md 9.1): mul/div/lerp/addcmul/
@@ -54,10 +56,22 @@ EXMY_HD float torch_add_alpha(float a, float b, float alpha, Storage st, bool cp
   return to_storage(rn_fma(b, alpha, a), st);
 }
 
-// One element. p, m, v hold values of storage type `st` (exact in fp32); g is the gradient value.
+// tensor.addcmul_(b, c, value=w) on values of one storage type, in fp32 (the caller rounds to T):
+// the CPU kernel's self + (w*b)*c as GCC contracts it, fma(w ⊗ b, c, a); CUDA's pointwise_op_impl
+// (aten/src/ATen/native/cuda/DeviceAddCmulCdiv.cuh in torch 2.11, shared by the TensorIterator
+// kernel and the foreach functors) fma(b, c, a) when the fp32 w is exactly 1, else fma(w, b ⊗ c,
+// a). Measured on an H200 (Adagrad's value=1 sums, RAdam foreach's update; SEMANTICS 9.2).
+EXMY_HD float torch_addcmul(float a, float b, float c, float w, bool cpu) {
+  if (cpu) return rn_fma(rn_mul(w, b), c, a);
+  return w == 1.0f ? rn_fma(b, c, a) : rn_fma(w, rn_mul(b, c), a);
+}
+
+// One element. p, m, v (and vmax, max_exp_avg_sq, where s.amsgrad) hold values of storage type
+// `st` (exact in fp32); g is the gradient value.
 EXMY_HD void torch_adam_element(const TorchAdamScalars& s, Storage st, float& p, float g, float& m,
-                                float& v, bool tail = false) {
+                                float& v, float& vmax, bool tail) {
   const bool cpu = s.k == TorchKernels::cpu;
+  if (s.maximize) g = -g;  // grad = -grad (exact)
   if (s.has_wd) {
     if (s.decoupled) {
       p = to_storage(rn_mul(p, s.decay), st);  // param.mul_(1 - lr*wd)
@@ -77,11 +91,14 @@ EXMY_HD void torch_adam_element(const TorchAdamScalars& s, Storage st, float& p,
   // in 26% of exp_avg_sq elements by <= 3 ulp). CUDA: a + alpha*(b*c) (PointwiseOpsKernel.cu and
   // the foreach PointwiseOpScalarFunctor), an FMUL then an FFMA in the SASS.
   v = to_storage(rn_mul(v, s.beta2), st);
-  v = to_storage(cpu ? rn_fma(rn_mul(s.w2, g), g, v) : rn_fma(s.w2, rn_mul(g, g), v), st);
+  v = to_storage(torch_addcmul(v, g, g, s.w2, cpu), st);
   // denom = (exp_avg_sq.sqrt() / bias_correction2_sqrt).add_(eps): three tensor ops. CUDA
   // single-tensor divides by a CPU scalar as a multiply by its fp32 reciprocal (BUnaryFunctor
   // <MulFunctor>); foreach divides (BinaryOpScalarListFunctor<std::divides>).
-  float den = to_storage(rn_sqrt(v), st);
+  // amsgrad: torch.maximum(max_exp_avg_sq, exp_avg_sq, out=max_exp_avg_sq) (CUDA foreach:
+  // _foreach_maximum_), NaN-propagating; the denominator reads the maximum.
+  if (s.amsgrad) vmax = f32_is_nan(vmax) || f32_is_nan(v) ? vmax + v : (v > vmax ? v : vmax);
+  float den = to_storage(rn_sqrt(s.amsgrad ? vmax : v), st);
   den = to_storage(
       s.k == TorchKernels::cuda ? rn_mul(den, s.inv_bc2_sqrt) : rn_div(den, s.bc2_sqrt), st);
   den = to_storage(rn_add(den, add_scalar(s.eps, st, s.k)), st);
@@ -90,6 +107,11 @@ EXMY_HD void torch_adam_element(const TorchAdamScalars& s, Storage st, float& p,
   p = to_storage(
       cpu ? rn_add(p, rn_div(rn_mul(s.neg_step, m), den)) : rn_fma(s.neg_step, rn_div(m, den), p),
       st);
+}
+EXMY_HD void torch_adam_element(const TorchAdamScalars& s, Storage st, float& p, float g, float& m,
+                                float& v, bool tail = false) {
+  float vmax = 0.0f;  // unused unless s.amsgrad: callers that keep max_exp_avg_sq pass it
+  torch_adam_element(s, st, p, g, m, v, vmax, tail);
 }
 
 // torch.optim.AdamW(fused=True), aten/src/ATen/native/cuda/fused_adam_utils.cuh adam_math: the
@@ -111,12 +133,15 @@ struct TorchFusedAdamScalars {
   float eps = 1e-8f;       // RN32(eps)
   float step_size = 0.0f;  // RN32(lr) ⊘ (1 ⊖ powf(β1, t))
   float bc2_sqrt = 1.0f;   // √(1 ⊖ powf(β2, t))
+  bool amsgrad = false;    // max_exp_avg_sq = std::max(max_exp_avg_sq, exp_avg_sq), in fp32
+  bool maximize = false;   // grad = -grad as loaded
 };
 
 // One element at flat index i (its position decides one contraction, below); p, m, v hold values
 // of storage type st, g the gradient value.
 EXMY_HD void torch_fused_adam_element(const TorchFusedAdamScalars& s, Storage st, float& p, float g,
-                                      float& m, float& v, std::size_t i) {
+                                      float& m, float& v, float& vmax, std::size_t i) {
+  if (s.maximize) g = -g;
   if (s.has_wd) {
     if (s.decoupled) {
       p = rn_fma(p, -s.lr_wd, p);  // param -= lr * weight_decay * param
@@ -125,17 +150,28 @@ EXMY_HD void torch_fused_adam_element(const TorchFusedAdamScalars& s, Storage st
       // unfused (FMUL, FADD) and contracted the other three. A thread's elements are i, i+1, i+2,
       // i+3 on the vectorised path and i, i+512, i+1024, i+1536 (512 threads per block) on the
       // other; chunks of 65536 elements keep both patterns aligned to the tensor's start.
-      const bool first = s.aligned ? i % 4 == 0 : i % 2048 < 512;
+      // With amsgrad (the depth-5 FusedAdamMathFunctor) every element is contracted (measured:
+      // the H200 capture, n = 1,000 and 4,099; SEMANTICS 9.2.6).
+      const bool first = !s.amsgrad && (s.aligned ? i % 4 == 0 : i % 2048 < 512);
       g = first ? rn_add(g, rn_mul(p, s.wd)) : rn_fma(p, s.wd, g);
     }
   }
   m = rn_fma(m, s.beta1, rn_fma(g, -s.beta1, g));
   const float g2 = rn_mul(g, g);
   v = rn_fma(v, s.beta2, rn_fma(g2, -s.beta2, g2));
-  const float den = rn_add(rn_div(rn_sqrt(v), s.bc2_sqrt), s.eps);
+  // std::max(max_exp_avg_sq, exp_avg_sq) on the fp32 values: (a < b) ? b : a, so a NaN
+  // exp_avg_sq leaves the maximum as it was (torch.maximum's NaN would propagate)
+  if (s.amsgrad) vmax = vmax < v ? v : vmax;
+  const float den = rn_add(rn_div(rn_sqrt(s.amsgrad ? vmax : v), s.bc2_sqrt), s.eps);
   p = to_storage(rn_sub(p, rn_div(rn_mul(m, s.step_size), den)), st);
   m = to_storage(m, st);
   v = to_storage(v, st);
+  if (s.amsgrad) vmax = to_storage(vmax, st);
+}
+EXMY_HD void torch_fused_adam_element(const TorchFusedAdamScalars& s, Storage st, float& p, float g,
+                                      float& m, float& v, std::size_t i) {
+  float vmax = 0.0f;  // unused unless s.amsgrad
+  torch_fused_adam_element(s, st, p, g, m, v, vmax, i);
 }
 
 // torch.optim.SGD, _single_tensor_sgd (CPU default).
@@ -150,6 +186,7 @@ struct TorchSgdScalars {
   TorchKernels k = TorchKernels::cpu;
   // fused=True: RN32(1 ⊖ RN32(dampening)), FusedSgdMathFunctor's (1 - dampening) in fp32.
   float fused_one_minus_dampening = 1.0f;
+  bool maximize = false;  // grad = -grad first (every kernel family)
 };
 
 // torch.optim.SGD(fused=True): torch 2.11's FusedSgdMathFunctor, which casts every scalar to fp32
@@ -161,6 +198,7 @@ struct TorchSgdScalars {
 // foreach=False in the capture of SEMANTICS 9.3).
 EXMY_HD void torch_fused_sgd_element(const TorchSgdScalars& s, Storage st, float& p, float g,
                                      float& buf, bool first) {
+  if (s.maximize) g = -g;
   if (s.has_wd) g = rn_fma(s.wd, p, g);  // g += weight_decay * p
   if (s.has_momentum) {
     // is_first_step ? g : momentum * buf + (1 - dampening) * g
@@ -176,6 +214,7 @@ EXMY_HD void torch_fused_sgd_element(const TorchSgdScalars& s, Storage st, float
 EXMY_HD void torch_sgd_element(const TorchSgdScalars& s, Storage st, float& p, float g, float& buf,
                                bool first, bool tail = false) {
   if (s.k == TorchKernels::cuda_fused) return torch_fused_sgd_element(s, st, p, g, buf, first);
+  if (s.maximize) g = -g;  // grad = -grad
   // grad.add(param, alpha=wd)
   if (s.has_wd) g = torch_add_alpha(g, p, add_scalar(s.wd, st, s.k), st, tail);
   if (s.has_momentum) {

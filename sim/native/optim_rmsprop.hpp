@@ -25,12 +25,14 @@ struct TorchRmspropScalars {
   float momentum = 0.0f;      // RN32(momentum)
   float neg_lr = -1e-2f;      // RN32(-lr)
   TorchKernels k = TorchKernels::cpu;
+  bool maximize = false;  // maximize=True: grad = -grad first
 };
 
 // The scalars from the Python floats (host only): each RN32 of the double, 1 - alpha in fp64 first
 // as CPython computes it.
 inline TorchRmspropScalars torch_rmsprop_scalars(double lr, double alpha, double eps, double wd,
-                                                 double momentum, bool centered, TorchKernels k) {
+                                                 double momentum, bool centered, TorchKernels k,
+                                                 bool maximize = false) {
   TorchRmspropScalars s;
   s.has_wd = wd != 0.0;
   s.centered = centered;
@@ -43,6 +45,7 @@ inline TorchRmspropScalars torch_rmsprop_scalars(double lr, double alpha, double
   s.momentum = static_cast<float>(momentum);
   s.neg_lr = static_cast<float>(-lr);
   s.k = k;
+  s.maximize = maximize;
   return s;
 }
 
@@ -53,12 +56,13 @@ inline TorchRmspropScalars torch_rmsprop_scalars(double lr, double alpha, double
 EXMY_HD void torch_rmsprop_element(const TorchRmspropScalars& s, Storage st, float& p, float g,
                                    float& sq, float& ga, float& buf, bool tail = false) {
   const bool cpu = s.k == TorchKernels::cpu;
+  if (s.maximize) g = -g;  // grad = -grad
   // grad = grad.add(param, alpha=weight_decay): fma(p, alpha, g) (CPU vec::fmadd, nvcc's FFMA)
   if (s.has_wd) g = torch_add_alpha(g, p, add_scalar(s.wd, st, s.k), st, tail);
   // square_avg.mul_(alpha).addcmul_(grad, grad, value=1 - alpha): the CPU's fma(value*g, g, sq),
   // CUDA's fma(value, g*g, sq) (the forms of Adam's exp_avg_sq, 9.2)
   sq = to_storage(rn_mul(sq, s.alpha), st);
-  sq = to_storage(cpu ? rn_fma(rn_mul(s.w, g), g, sq) : rn_fma(s.w, rn_mul(g, g), sq), st);
+  sq = to_storage(torch_addcmul(sq, g, g, s.w, cpu), st);
   float avg;
   if (s.centered) {
     // grad_avg.lerp_(grad, 1 - alpha): ATen's lerp, one FMA on either branch of |w| < 0.5

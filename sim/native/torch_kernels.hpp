@@ -61,10 +61,9 @@ struct TorchCpuTails {
   std::size_t last_vec_end = 0;  // end of the last chunk's vectorized elements
   EXMY_HD bool at(std::size_t i) const {
     if (i >= last_begin) return i >= last_vec_end;
-    const std::size_t off =
-        last_begin <= 0xFFFFFFFFu
-            ? static_cast<std::uint32_t>(i) % static_cast<std::uint32_t>(chunk)
-            : i % chunk;
+    const std::size_t off = last_begin <= 0xFFFFFFFFu
+                                ? static_cast<std::uint32_t>(i) % static_cast<std::uint32_t>(chunk)
+                                : i % chunk;
     return off >= full_vec;
   }
 };

@@ -1,6 +1,6 @@
 // torch.optim.RMSprop (docs/SEMANTICS.md 9.2.1), a family of cmake/ExmyOptimFamilies.cmake: its
-// registry entry, its hyperparameters (lr, alpha, eps, weight_decay, momentum, centered) and
-// their domains, its state arrays (torch's state names), its CPU loop over
+// registry entry, its hyperparameters (lr, alpha, eps, weight_decay, momentum, centered, maximize)
+// and their domains, its state arrays (torch's state names), its CPU loop over
 // native::torch_rmsprop_element and its verify campaign ops. Its launcher is in
 // gpu/optim/family_rmsprop.cu, its step oracle in sim/oracle/steps/family_rmsprop.cpp.
 #include <cmath>
@@ -13,10 +13,13 @@
 namespace exmy::optim {
 namespace {
 
-// --centered: Hyper::extra[0].
+// --centered: Hyper::extra[0]; --maximize: Hyper::extra[1].
 constexpr ExtraHyper kExtras[] = {
     {.option = "--centered",
      .help = "RMSprop: normalise by the variance estimate (torch's centered=True)",
+     .flag = true},
+    {.option = "--maximize",
+     .help = "torch.optim: maximize the objective (the gradient negated)",
      .flag = true}};
 bool centered(const Hyper& h) {
   return h.extra[0] != 0.0;
@@ -57,7 +60,8 @@ std::vector<StateArray> arrays(const Config& c, State& s) {
 
 native::TorchRmspropScalars scalars(const Hyper& h) {
   return native::torch_rmsprop_scalars(h.adam.lr, h.adam.alpha, h.adam.eps, h.adam.wd,
-                                       h.sgd.momentum, centered(h), h.adam.kernels);
+                                       h.sgd.momentum, centered(h), h.adam.kernels,
+                                       h.extra[1] != 0.0);
 }
 
 float step(const Config& c, long, std::span<float> p, std::span<const float> g, State& s) {
@@ -83,7 +87,7 @@ float step(const Config& c, long, std::span<float> p, std::span<const float> g, 
 // the CUDA bits, section 9.2.1), the defaults and the branches (centered, momentum, decay).
 std::vector<CampaignOp> campaign(const Entry& e) {
   const auto cfg = [&](const char* label, double lr, double alpha, double eps, double wd,
-                       double momentum, bool is_centered) {
+                       double momentum, bool is_centered, bool maximize = false) {
     Hyper h = e.defaults;
     h.adam.lr = h.sgd.lr = lr;
     h.adam.alpha = alpha;
@@ -91,13 +95,15 @@ std::vector<CampaignOp> campaign(const Entry& e) {
     h.adam.wd = h.sgd.wd = wd;
     h.sgd.momentum = momentum;
     h.extra[0] = is_centered ? 1.0 : 0.0;
+    h.extra[1] = maximize ? 1.0 : 0.0;
     return CampaignConfig{label, h};
   };
   const std::vector<CampaignConfig> configs = {
       cfg("defaults", 1e-2, 0.99, 1e-8, 0.0, 0.0, false),
       cfg("centered", 1e-2, 0.99, 1e-8, 0.0, 0.0, true),
       cfg("mom0.9 wd0.01 lr0.05 alpha0.9", 0.05, 0.9, 1e-6, 0.01, 0.9, false),
-      cfg("centered mom0.5 alpha0.3 lr0.1", 0.1, 0.3, 1e-8, 0.0, 0.5, true)};
+      cfg("centered mom0.5 alpha0.3 lr0.1", 0.1, 0.3, 1e-8, 0.0, 0.5, true),
+      cfg("maximize centered mom0.9 wd0.01", 1e-2, 0.99, 1e-8, 0.01, 0.9, true, true)};
   std::vector<CampaignOp> ops;
   for (const native::TorchKernels k : {native::TorchKernels::cpu, native::TorchKernels::cuda}) {
     for (const Storage st : {Storage::f32, Storage::bf16, Storage::f16}) {

@@ -29,12 +29,16 @@ struct AdamHyper {
   native::TorchCpuLoop cpu{};  // torch-cpu's capability and threads (`:avx2`, `:tN`)
   // The bitsandbytes kernels modelled by the 8-bit optimizers (`--compat bnb-cuda`).
   native::BnbKernels bnb = native::BnbKernels::exact;
+  // torch.optim.Adam/AdamW's amsgrad=True (state3: max_exp_avg_sq) and maximize=True
+  // (`--amsgrad`, `--maximize`; docs/SEMANTICS.md 9.2.6).
+  bool amsgrad = false, maximize = false;
 };
 struct SgdHyper {
   double lr = 1e-3, momentum = 0.9, dampening = 0.0, wd = 0.0;
   bool nesterov = false;
   native::TorchKernels kernels = native::TorchKernels::cpu;
   native::TorchCpuLoop cpu{};
+  bool maximize = false;  // torch.optim.SGD's maximize=True (`--maximize`, SEMANTICS 9.3)
 };
 
 // ---- PyTorch Adam / AdamW / SGD
@@ -45,12 +49,15 @@ native::TorchFusedAdamScalars torch_fused_adam_scalars(const AdamHyper& h, long 
                                                        bool decoupled, std::size_t n);
 native::TorchSgdScalars torch_sgd_scalars(const SgdHyper& h);
 
-// One step t (1-based) of torch.optim.Adam(W) (_single_tensor_adam) on values of storage `st`.
+// One step t (1-based) of torch.optim.Adam(W) (_single_tensor_adam) on values of storage `st`;
+// vmax: max_exp_avg_sq, read and written where h.amsgrad (else unused, may be empty).
 void adam_step(const AdamHyper& h, bool decoupled, Storage st, long step, std::span<float> p,
-               std::span<const float> g, std::span<float> m, std::span<float> v);
+               std::span<const float> g, std::span<float> m, std::span<float> v,
+               std::span<float> vmax = {});
 // fused=True (`--compat torch-cuda-fused`; `--variant torch-fused` is the same model).
 void adam_fused_step(const AdamHyper& h, bool decoupled, Storage st, long step, std::span<float> p,
-                     std::span<const float> g, std::span<float> m, std::span<float> v);
+                     std::span<const float> g, std::span<float> m, std::span<float> v,
+                     std::span<float> vmax = {});
 void sgd_step(const SgdHyper& h, Storage st, long step, std::span<float> p,
               std::span<const float> g, std::span<float> buf);
 

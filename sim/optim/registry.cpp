@@ -137,11 +137,21 @@ std::vector<StateArray> arrays_split_one(const Config& c, State& s) {
 
 float step_adam(const Config& c, long t, std::span<float> p, std::span<const float> g, State& s) {
   if (c.variant == "torch-fused" || c.hyper.adam.kernels == native::TorchKernels::cuda_fused) {
-    adam_fused_step(c.hyper.adam, c.opt.entry->decoupled, c.st, t, p, g, s.s1, s.s2);
+    adam_fused_step(c.hyper.adam, c.opt.entry->decoupled, c.st, t, p, g, s.s1, s.s2, s.s3);
   } else {
-    adam_step(c.hyper.adam, c.opt.entry->decoupled, c.st, t, p, g, s.s1, s.s2);
+    adam_step(c.hyper.adam, c.opt.entry->decoupled, c.st, t, p, g, s.s1, s.s2, s.s3);
   }
   return 0.0f;
+}
+// torch.optim.Adam/AdamW: exp_avg, exp_avg_sq and, with amsgrad=True, max_exp_avg_sq (state3).
+void init_adam(const Config& c, std::span<const float> p, State& s) {
+  init_two(c, p, s);
+  if (c.hyper.adam.amsgrad) s.s3.assign(p.size(), 0.0f);
+}
+std::vector<StateArray> arrays_adam(const Config& c, State& s) {
+  std::vector<StateArray> a = arrays_two(c, s);
+  if (c.hyper.adam.amsgrad) a.push_back({"state3", &s.s3, true});
+  return a;
 }
 float step_sgd(const Config& c, long t, std::span<float> p, std::span<const float> g, State& s) {
   sgd_step(c.hyper.sgd, c.st, t, p, g, s.s1);
@@ -234,10 +244,27 @@ void resolve_bnb_rmsprop(const Entry&, const HyperOptions& o, Hyper& h) {
   if (o.alpha) h.adam.beta1 = *o.alpha;
 }
 
-// Second moments are never negative (Adam's exp_avg_sq, AdEMAMix's nu); RMSprop's and Adagrad's
-// state1 is a sum of squares too.
+// Second moments are never negative (Adam's exp_avg_sq and amsgrad's max_exp_avg_sq, state3;
+// AdEMAMix's nu); RMSprop's and Adagrad's state1 is a sum of squares too.
 bool nonneg_state2(const Entry&, std::string_view file) {
-  return file == "state2";
+  return file == "state2" || file == "state3";
+}
+// torch.optim.Adam/AdamW's amsgrad and maximize (Hyper::extra[0], [1]; SEMANTICS 9.2.6).
+constexpr ExtraHyper kAdamExtras[] = {
+    {.option = "--amsgrad",
+     .help = "Adam/AdamW: amsgrad=True (max_exp_avg_sq kept, saved as state3)",
+     .flag = true},
+    {.option = "--maximize",
+     .help = "torch.optim: maximize the objective (the gradient negated)",
+     .flag = true}};
+void resolve_adam(const Entry&, const HyperOptions&, Hyper& h) {
+  h.adam.amsgrad = h.extra[0] != 0.0;
+  h.adam.maximize = h.extra[1] != 0.0;
+}
+// torch.optim.SGD's maximize (Hyper::extra[0]; SEMANTICS 9.3).
+constexpr ExtraHyper kSgdExtras[] = {kAdamExtras[1]};
+void resolve_sgd(const Entry&, const HyperOptions&, Hyper& h) {
+  h.sgd.maximize = h.extra[0] != 0.0;
 }
 bool nonneg_bnb1(const Entry& e, std::string_view file) {
   return e.bnb_op != native::Bnb1Op::lion && file == "state1";
@@ -251,17 +278,21 @@ constexpr FamilyDef kAdamDef{.name = "adam",
                              .library = kTorchOptim,
                              .torch_kernels = kAllTorchKernels,
                              .reads = kReadsAdam,
+                             .extras = kAdamExtras,
                              .states_param_dtype = true,
                              .param_codes16 = true,
                              .domains = domains_adam,
+                             .resolve = resolve_adam,
                              .nonnegative = nonneg_state2};
 constexpr FamilyDef kSgdDef{.name = "sgd",
                             .library = kTorchOptim,
                             .torch_kernels = kAllTorchKernels,
                             .reads = kReadsSgd,
+                            .extras = kSgdExtras,
                             .states_param_dtype = true,
                             .param_codes16 = true,
-                            .domains = domains_sgd};
+                            .domains = domains_sgd,
+                            .resolve = resolve_sgd};
 constexpr FamilyDef kAdam8Def{.name = "adam8",
                               .library = kBitsandbytes,
                               .reads = kReadsAdam,
@@ -350,8 +381,8 @@ const Entry kTable[] = {
      .state_bytes = 8.0,
      .gpu = kGpuAll,
      .example = "adamw",
-     .init = init_two,
-     .arrays = arrays_two,
+     .init = init_adam,
+     .arrays = arrays_adam,
      .cpu_step = step_adam},
     {.name = "adam",
      .family = Family::adam,
@@ -361,8 +392,8 @@ const Entry kTable[] = {
      .state_bytes = 8.0,
      .gpu = kGpuAll,
      .example = "adam",
-     .init = init_two,
-     .arrays = arrays_two,
+     .init = init_adam,
+     .arrays = arrays_adam,
      .cpu_step = step_adam},
     {.name = "sgd",
      .family = Family::sgd,

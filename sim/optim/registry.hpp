@@ -98,6 +98,8 @@ struct CampaignOp {
   Storage st = Storage::f32;
   native::TorchKernels kernels = native::TorchKernels::cpu;
   std::vector<CampaignConfig> configs;
+  // At least this many steps at every depth (RAdam rectifies from step 6 on); 0: the depth's.
+  long min_steps = 0;
 };
 
 // What the layers need to know of one family besides its entries: the one place that names its

@@ -37,6 +37,8 @@ native::TorchAdamScalars torch_adam_scalars(const AdamHyper& h, long step, bool 
   // div_true_kernel_cuda's reciprocal of a CPU scalar: high_prec_t(1.0) / scalar_value<double>,
   // the Python float itself (not first rounded to fp32 or T), then cast to opmath (fp32).
   s.inv_bc2_sqrt = static_cast<float>(1.0 / std::pow(bc2, 0.5));
+  s.amsgrad = h.amsgrad;
+  s.maximize = h.maximize;
   return s;
 }
 
@@ -58,6 +60,8 @@ native::TorchFusedAdamScalars torch_fused_adam_scalars(const AdamHyper& h, long 
   const float bc1 = 1.0f - native::cuda_powf(sfu, s.beta1, t);
   s.step_size = lr / bc1;
   s.bc2_sqrt = std::sqrt(1.0f - native::cuda_powf(sfu, s.beta2, t));
+  s.amsgrad = h.amsgrad;
+  s.maximize = h.maximize;
   return s;
 }
 
@@ -72,31 +76,40 @@ native::TorchSgdScalars torch_sgd_scalars(const SgdHyper& h) {
   s.neg_lr = static_cast<float>(-h.lr);
   s.k = h.kernels;
   s.fused_one_minus_dampening = 1.0f - static_cast<float>(h.dampening);
+  s.maximize = h.maximize;
   return s;
 }
 
 void adam_step(const AdamHyper& h, bool decoupled, Storage st, long step, std::span<float> p,
-               std::span<const float> g, std::span<float> m, std::span<float> v) {
+               std::span<const float> g, std::span<float> m, std::span<float> v,
+               std::span<float> vmax) {
   check_sizes(p.size(), g.size(), "gradient");
   check_sizes(p.size(), m.size(), "exp_avg");
   check_sizes(p.size(), v.size(), "exp_avg_sq");
+  if (h.amsgrad) check_sizes(p.size(), vmax.size(), "max_exp_avg_sq");
   const native::TorchAdamScalars s = torch_adam_scalars(h, step, decoupled);
   const bool cpu = h.kernels == native::TorchKernels::cpu;
+  float unused = 0.0f;
   for (std::size_t i = 0; i < p.size(); ++i) {
     const bool tail =
         cpu && native::torch_cpu_scalar_tail(i, p.size(), native::storage_bytes(st), h.cpu);
-    native::torch_adam_element(s, st, p[i], native::to_storage(g[i], st), m[i], v[i], tail);
+    native::torch_adam_element(s, st, p[i], native::to_storage(g[i], st), m[i], v[i],
+                               h.amsgrad ? vmax[i] : unused, tail);
   }
 }
 
 void adam_fused_step(const AdamHyper& h, bool decoupled, Storage st, long step, std::span<float> p,
-                     std::span<const float> g, std::span<float> m, std::span<float> v) {
+                     std::span<const float> g, std::span<float> m, std::span<float> v,
+                     std::span<float> vmax) {
   check_sizes(p.size(), g.size(), "gradient");
   check_sizes(p.size(), m.size(), "exp_avg");
   check_sizes(p.size(), v.size(), "exp_avg_sq");
+  if (h.amsgrad) check_sizes(p.size(), vmax.size(), "max_exp_avg_sq");
   const native::TorchFusedAdamScalars s = torch_fused_adam_scalars(h, step, decoupled, p.size());
+  float unused = 0.0f;
   for (std::size_t i = 0; i < p.size(); ++i) {
-    native::torch_fused_adam_element(s, st, p[i], native::to_storage(g[i], st), m[i], v[i], i);
+    native::torch_fused_adam_element(s, st, p[i], native::to_storage(g[i], st), m[i], v[i],
+                                     h.amsgrad ? vmax[i] : unused, i);
   }
 }
 

@@ -163,6 +163,7 @@ struct Op {
   native::Bnb1Op bnb1op{};                   // bnb1
   const optim::Entry* entry = nullptr;       // registered
   std::vector<optim::CampaignConfig> reg{};  // registered: its configurations
+  long min_steps = 0;                        // registered: optim::CampaignOp::min_steps
 };
 
 std::vector<Op> all_ops() {
@@ -261,6 +262,7 @@ std::vector<Op> all_ops() {
       o.kernels = static_cast<int>(c.kernels);
       o.entry = &e;
       o.reg = std::move(c.configs);
+      o.min_steps = c.min_steps;
       ops.push_back(std::move(o));
     }
   }
@@ -291,6 +293,16 @@ std::vector<Cfg> configs(const Op& op) {
       Cfg b{"lr0.05 b0.5,0.9 eps1e-6 wd0.1", {}, {}};
       b.a = {0.05, 0.5, 0.9, 1e-6, 0.1};
       c = {d, b};
+      if (op.family == Family::adam) {  // amsgrad and maximize (SEMANTICS 9.2.6)
+        Cfg a{"amsgrad wd0.1 b0.5,0.9", {}, {}};
+        a.a = {1e-2, 0.5, 0.9, 1e-8, 0.1};
+        a.a.amsgrad = true;
+        Cfg m{"maximize amsgrad", {}, {}};
+        m.a = {1e-3, 0.9, 0.999, 1e-8, wd};
+        m.a.amsgrad = m.a.maximize = true;
+        c.push_back(a);
+        c.push_back(m);
+      }
       break;
     }
     case Family::sgd:
@@ -304,6 +316,12 @@ std::vector<Cfg> configs(const Op& op) {
       Cfg e{"plain lr0.5", {}, {}};
       e.s = {0.5, 0.0, 0.0, 0.0, false};
       c = {a, b, d, e};
+      if (op.family == Family::sgd) {  // maximize (SEMANTICS 9.3)
+        Cfg m{"maximize nesterov wd0.01", {}, {}};
+        m.s = {1e-2, 0.9, 0.0, 0.01, true};
+        m.s.maximize = true;
+        c.push_back(m);
+      }
       break;
     }
     case Family::momentum8: {
@@ -413,27 +431,30 @@ void run_adam(const Run& r) {
   const FloatFormat& T = storage_format(st);
   Gen gen(r.seed, st);
   const std::size_t n = elements_of(r.op, r.z);
-  std::vector<float> p(n), g(n), m(n, 0.0f), v(n, 0.0f);
+  std::vector<float> p(n), g(n), m(n, 0.0f), v(n, 0.0f), x(n, 0.0f);
   for (std::size_t i = 0; i < n; ++i) p[i] = gen.value(r.cls, Gen::Role::param, i);
-  std::vector<Real> P = to_real(p), M = to_real(m), V = to_real(v);
-  const os::AdamHyper h{r.cfg.a.lr,  r.cfg.a.beta1, r.cfg.a.beta2,
-                        r.cfg.a.eps, r.cfg.a.wd,    static_cast<os::Kernels>(r.op.kernels)};
+  std::vector<Real> P = to_real(p), M = to_real(m), V = to_real(v), X = to_real(x);
+  os::AdamHyper h{r.cfg.a.lr,  r.cfg.a.beta1, r.cfg.a.beta2,
+                  r.cfg.a.eps, r.cfg.a.wd,    static_cast<os::Kernels>(r.op.kernels)};
+  h.amsgrad = r.cfg.a.amsgrad;
+  h.maximize = r.cfg.a.maximize;
   optim::AdamHyper na = r.cfg.a;
   na.kernels = static_cast<native::TorchKernels>(r.op.kernels);
   for (long t = 1; t <= r.z.steps; ++t) {
     for (std::size_t i = 0; i < n; ++i) g[i] = gen.value(r.cls, Gen::Role::grad, i);
-    p = to_float(P), m = to_float(M), v = to_float(V);
-    const std::vector<float> p0 = p, m0 = m, v0 = v;
-    optim::adam_step(na, r.op.decoupled, st, t, p, g, m, v);
-    os::torch_adam_step(h, r.op.decoupled, T, t, P, to_real(g), M, V);
+    p = to_float(P), m = to_float(M), v = to_float(V), x = to_float(X);
+    const std::vector<float> p0 = p, m0 = m, v0 = v, x0 = x;
+    optim::adam_step(na, r.op.decoupled, st, t, p, g, m, v, x);
+    os::torch_adam_step(h, r.op.decoupled, T, t, P, to_real(g), M, V, &X);
     for (std::size_t i = 0; i < n; ++i) {
       const auto ops = [&] {
         return "p " + hex32(p0[i]) + " g " + hex32(g[i]) + " m " + hex32(m0[i]) + " v " +
-               hex32(v0[i]);
+               hex32(v0[i]) + (h.amsgrad ? " vmax " + hex32(x0[i]) : std::string());
       };
       r.ck.value("p", t, i, p[i], P[i], ops);
       r.ck.value("exp_avg", t, i, m[i], M[i], ops);
       r.ck.value("exp_avg_sq", t, i, v[i], V[i], ops);
+      if (h.amsgrad) r.ck.value("max_exp_avg_sq", t, i, x[i], X[i], ops);
     }
   }
 }
@@ -446,8 +467,9 @@ void run_sgd(const Run& r) {
   std::vector<float> p(n), g(n), b(n, 0.0f);
   for (std::size_t i = 0; i < n; ++i) p[i] = gen.value(r.cls, Gen::Role::param, i);
   std::vector<Real> P = to_real(p), B = to_real(b);
-  const os::SgdHyper h{r.cfg.s.lr, r.cfg.s.momentum, r.cfg.s.dampening,
-                       r.cfg.s.wd, r.cfg.s.nesterov, static_cast<os::Kernels>(r.op.kernels)};
+  os::SgdHyper h{r.cfg.s.lr, r.cfg.s.momentum, r.cfg.s.dampening,
+                 r.cfg.s.wd, r.cfg.s.nesterov, static_cast<os::Kernels>(r.op.kernels)};
+  h.maximize = r.cfg.s.maximize;
   optim::SgdHyper ns = r.cfg.s;
   ns.kernels = static_cast<native::TorchKernels>(r.op.kernels);
   for (long t = 1; t <= r.z.steps; ++t) {
@@ -815,7 +837,7 @@ void run_registered(const Run& r) {
   h.alpha = hy.adam.alpha, h.beta3 = hy.adam.beta3, h.nesterov = hy.sgd.nesterov;
   for (std::size_t k = 0; k < h.extra.size(); ++k) h.extra[k] = hy.extra[k];
   h.kernels = static_cast<os::Kernels>(r.op.kernels);
-  for (long t = 1; t <= r.z.steps; ++t) {
+  for (long t = 1; t <= std::max(r.z.steps, r.op.min_steps); ++t) {
     for (std::size_t i = 0; i < n; ++i) g[i] = gen.value(r.cls, Gen::Role::grad, i);
     // The native engine starts from the oracle's parameters and states.
     p = to_float(P);
@@ -886,9 +908,10 @@ steps_detail::OpPlan optimizer_plan(const Op& op, const Sizes& z) {
   for (std::size_t c = 0; c < cfgs->size(); ++c) {
     for (Cls cls : classes_of(op)) {
       for (int rep = 0; rep < z.reps; ++rep) {
-        const std::uint64_t units = op.family == Family::requant
-                                        ? 2000
-                                        : elements_of(op, z) * static_cast<std::uint64_t>(z.steps);
+        const std::uint64_t units =
+            op.family == Family::requant
+                ? 2000
+                : elements_of(op, z) * static_cast<std::uint64_t>(std::max(z.steps, op.min_steps));
         const std::uint64_t seed = case_seed(op.name, cls, c, rep);
         plan.jobs.push_back({units, [op, cfgs, c, cls, seed, z](detail::Tally& t, std::size_t max) {
                                const Cfg& cfg = (*cfgs)[c];

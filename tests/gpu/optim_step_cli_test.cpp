@@ -151,6 +151,22 @@ TEST_CASE("exmy step --device cuda writes the CPU's bytes for every optimizer an
                                                                              : "";
             same_files(d, std::to_string(label++), common + " --wd 0.1" + extra);
           }
+          if (!e.split && !e.def->extras.empty()) {
+            // The family's extra hyperparameters all on (--amsgrad --maximize, --lr-decay 0.1
+            // --initial-accumulator-value 0.1, --momentum-decay 0.1 --decoupled-wd, --centered)
+            // under every torch profile that covers it (SEMANTICS 9.2.1-9.2.6)
+            std::string all = " --wd 0.1";
+            for (const optim::ExtraHyper& x : e.def->extras) {
+              all += " " + std::string(x.option) + (x.flag ? "" : " 0.1");
+            }
+            const char* profiles[] = {"torch-cpu", "torch-cuda", "torch-cuda-foreach",
+                                      "torch-cuda-fused"};
+            for (unsigned k = 0; k < 4; ++k) {
+              if ((e.def->torch_kernels >> k & 1u) == 0) continue;
+              same_files(d, std::to_string(label++),
+                         common + all + " --compat " + std::string(profiles[k]));
+            }
+          }
           if (e.family == optim::Family::adam || e.family == optim::Family::sgd) {
             // torch's fused=True kernels (SEMANTICS 9.2, 9.3), every parameter dtype
             same_files(d, std::to_string(label++), common + " --compat torch-cuda-fused");

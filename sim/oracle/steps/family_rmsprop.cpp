@@ -2,7 +2,7 @@
 // CUDA kernels (foreach=True computes the CUDA bits), storage T = fp32, bf16 or fp16 (every tensor
 // op computes in fp32 and rounds to T). Written from the document; shares nothing with
 // sim/native. states: square_avg, then momentum_buffer (momentum > 0), then grad_avg (centered),
-// as the registry entry saves them. h.extra[0]: centered.
+// as the registry entry saves them. h.extra[0]: centered, [1]: maximize.
 #include <stdexcept>
 
 #include "sim/oracle/steps/family_table.hpp"
@@ -37,12 +37,12 @@ void rmsprop_step(const FamilyHyper& h, const FloatFormat& T, long, Tensor& p, c
     // the CPU kernels' scalar tail (9.2.2): the adds with alpha, 1 and 5, round α ⊗ b to T first
     const bool tail = cpu && cpu_scalar_tail(i, p.size(), T);
     Real gi = round(T, g[i]);
+    if (h.extra[1] != 0.0) gi = neg(gi);  // 0. maximize: g ← −g
     // 1. g ← T(fma(p, T(λ), g))
     if (has_wd) gi = cpu_add_alpha(gi, p[i], scalar(lambda), T, tail);
     // 2. s ← T(s ⊗ α); CPU s ← T(fma(w ⊗ g, g, s)), CUDA s ← T(fma(w, g ⊗ g, s))
     sq[i] = round(T, mul(F32, sq[i], a));
-    sq[i] =
-        round(T, cpu ? fma(F32, mul(F32, w, gi), gi, sq[i]) : fma(F32, w, mul(F32, gi, gi), sq[i]));
+    sq[i] = round(T, torch_addcmul(sq[i], gi, gi, w, cpu));
     Real avg;
     if (centered) {
       // 3. ḡ ← T(lerp(ḡ, g, w)); v ← CPU T(fma(−ḡ, ḡ, s)), CUDA T(s ⊖ (ḡ ⊗ ḡ)); avg ← T(√v)

@@ -25,11 +25,13 @@ enum class Kernels { cpu, cuda, cuda_foreach, cuda_fused };
 struct AdamHyper {
   double lr = 1e-3, beta1 = 0.9, beta2 = 0.999, eps = 1e-8, wd = 0.0;
   Kernels kernels = Kernels::cpu;
+  bool amsgrad = false, maximize = false;  // 9.2.6
 };
 struct SgdHyper {
   double lr = 1e-3, momentum = 0.9, dampening = 0.0, wd = 0.0;
   bool nesterov = false;
   Kernels kernels = Kernels::cpu;
+  bool maximize = false;  // grad ← −grad first (9.3)
 };
 
 // ---- 9.2.2 the ATen CPU kernels' scalar tails -------------------------------------------------
@@ -42,19 +44,25 @@ bool cpu_scalar_tail(std::size_t i, std::size_t n, const FloatFormat& T);
 Real cpu_add_alpha(const Real& a, const Real& b, const Real& alpha, const FloatFormat& T,
                    bool tail);
 
+// addcmul(a, b, c, value=w) as a tensor op computes it before the rounding to T (9.2): CPU
+// fma(w ⊗ b, c, a); CUDA fma(b, c, a) when w = 1, else fma(w, b ⊗ c, a).
+Real torch_addcmul(const Real& a, const Real& b, const Real& c, const Real& w, bool cpu);
+
 // ---- 9.2 torch.optim.Adam / AdamW (_single_tensor_adam) -----------------------------------
 struct TorchAdamScalars {
   bool has_wd = false, decoupled = true;
   Kernels kernels = Kernels::cpu;
   Real decay, lambda, w1, w1m1, b2, w2, ns, c, e;
   Real inv_c;  // cuda: RN32(1 ⊘₆₄ (bc2 ** 0.5)), the reciprocal of the Python float
+  bool amsgrad = false, maximize = false;
 };
 TorchAdamScalars torch_adam_scalars(const AdamHyper& h, long t, bool decoupled);
-// One element at step t; p, m, v and g are values of T.
+// One element at step t; p, m, v and g are values of T; vmax (max_exp_avg_sq) is read and written
+// where s.amsgrad (else it may be null).
 void torch_adam_element(const TorchAdamScalars& s, const FloatFormat& T, Real& p, Real g, Real& m,
-                        Real& v, bool tail = false);
+                        Real& v, bool tail = false, Real* vmax = nullptr);
 void torch_adam_step(const AdamHyper& h, bool decoupled, const FloatFormat& T, long t, Tensor& p,
-                     const Tensor& g, Tensor& m, Tensor& v);
+                     const Tensor& g, Tensor& m, Tensor& v, Tensor* vmax = nullptr);
 
 // ---- 9.3 torch.optim.SGD (_single_tensor_sgd) ---------------------------------------------
 void torch_sgd_element(const SgdHyper& h, const FloatFormat& T, long t, Real& p, Real g, Real& buf,

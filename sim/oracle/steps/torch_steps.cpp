@@ -42,6 +42,11 @@ Real cpu_add_alpha(const Real& a, const Real& b, const Real& alpha, const FloatF
   return round(T, fma(F32, b, alpha, a));
 }
 
+Real torch_addcmul(const Real& a, const Real& b, const Real& c, const Real& w, bool cpu) {
+  if (cpu) return fma(F32, mul(F32, w, b), c, a);
+  return eq(w, one()) ? fma(F32, b, c, a) : fma(F32, w, mul(F32, b, c), a);
+}
+
 // 9.2 host scalars: CPython doubles (each Python operation RN64; pow correctly rounded here, the
 // C library's in CPython), then RN32 where the tensor op receives them.
 TorchAdamScalars torch_adam_scalars(const AdamHyper& h, long t, bool decoupled) {
@@ -64,12 +69,15 @@ TorchAdamScalars torch_adam_scalars(const AdamHyper& h, long t, bool decoupled) 
   s.e = round(F32, py(h.eps));                 // RN32(eps)
   s.lambda = round(F32, wd);                   // RN32(wd)
   s.kernels = h.kernels;
+  s.amsgrad = h.amsgrad;
+  s.maximize = h.maximize;
   return s;
 }
 
 void torch_adam_element(const TorchAdamScalars& s, const FloatFormat& T, Real& p, Real g, Real& m,
-                        Real& v, bool tail) {
+                        Real& v, bool tail, Real* vmax) {
   const bool cpu = s.kernels == Kernels::cpu;
+  if (s.maximize) g = neg(g);  // 0. grad ← −grad (9.2.6)
   // The alpha of add and a Python-number operand: T(x) on the CPU, the fp32 x on CUDA.
   const auto scalar = [&](const Real& x) { return cpu ? round(T, x) : x; };
   // 1. weight decay
@@ -89,9 +97,11 @@ void torch_adam_element(const TorchAdamScalars& s, const FloatFormat& T, Real& p
   }
   // 3. v ← v ⊗ b2; CPU v ← fma(w2 ⊗ g, g, v), CUDA v ← fma(w2, g ⊗ g, v)
   v = round(T, mul(F32, v, s.b2));
-  v = round(T, cpu ? fma(F32, mul(F32, s.w2, g), g, v) : fma(F32, s.w2, mul(F32, g, g), v));
+  v = round(T, torch_addcmul(v, g, g, s.w2, cpu));  // CUDA w = 1: fma(g, g, v)
+  // 3'. amsgrad: v̂ ← torch.maximum(v̂, v) (NaN if either is), and v̂ takes v's place in 4
+  if (s.amsgrad) *vmax = maximum(*vmax, v);
   // 4. d ← ((√v) ⊘ c) ⊕ T(e), three tensor ops; CUDA single-tensor: (√v) ⊗ inv_c
-  Real den = round(T, sqrt(F32, v));
+  Real den = round(T, sqrt(F32, s.amsgrad ? *vmax : v));
   den = round(T, s.kernels == Kernels::cuda ? mul(F32, den, s.inv_c) : div(F32, den, s.c));
   den = round(T, add(F32, den, scalar(s.e)));
   // 5. CPU p ← p ⊕ ((ns ⊗ m) ⊘ d), addcdiv unfused; CUDA p ← fma(ns, m ⊘ d, p)
@@ -100,14 +110,19 @@ void torch_adam_element(const TorchAdamScalars& s, const FloatFormat& T, Real& p
 }
 
 void torch_adam_step(const AdamHyper& h, bool decoupled, const FloatFormat& T, long t, Tensor& p,
-                     const Tensor& g, Tensor& m, Tensor& v) {
+                     const Tensor& g, Tensor& m, Tensor& v, Tensor* vmax) {
   check(p.size(), g.size());
   check(p.size(), m.size());
   check(p.size(), v.size());
+  if (h.amsgrad) {
+    if (vmax == nullptr) throw std::logic_error("step oracle: amsgrad without max_exp_avg_sq");
+    check(p.size(), vmax->size());
+  }
   const TorchAdamScalars s = torch_adam_scalars(h, t, decoupled);
   const bool cpu = h.kernels == Kernels::cpu;
   for (std::size_t i = 0; i < p.size(); ++i) {
-    torch_adam_element(s, T, p[i], g[i], m[i], v[i], cpu && cpu_scalar_tail(i, p.size(), T));
+    torch_adam_element(s, T, p[i], g[i], m[i], v[i], cpu && cpu_scalar_tail(i, p.size(), T),
+                       h.amsgrad ? &(*vmax)[i] : nullptr);
   }
 }
 
@@ -115,6 +130,7 @@ void torch_adam_step(const AdamHyper& h, bool decoupled, const FloatFormat& T, l
 // update in fp32 with four FMAs, T only for what is stored (buf, p).
 void torch_fused_sgd_element(const SgdHyper& h, const FloatFormat& T, long t, Real& p, Real g,
                              Real& buf) {
+  if (h.maximize) g = neg(g);
   const Real wd = round(F32, py(h.wd)), mu = round(F32, py(h.momentum));
   if (h.wd != 0.0) g = fma(F32, wd, p, g);  // g += wd * p
   if (h.momentum != 0.0) {
@@ -130,6 +146,7 @@ void torch_fused_sgd_element(const SgdHyper& h, const FloatFormat& T, long t, Re
 void torch_sgd_element(const SgdHyper& h, const FloatFormat& T, long t, Real& p, Real g, Real& buf,
                        bool tail) {
   if (h.kernels == Kernels::cuda_fused) return torch_fused_sgd_element(h, T, t, p, g, buf);
+  if (h.maximize) g = neg(g);  // grad ← −grad
   const Real mu = round(F32, py(h.momentum));
   // The alphas of add: T(x) on the CPU, the fp32 x on CUDA.
   const auto alpha = [&](const Real& x) { return h.kernels == Kernels::cpu ? round(T, x) : x; };
