@@ -37,16 +37,19 @@ struct Tails {
   __device__ bool at(std::size_t i) const { return cpu && idx.at(i); }
 };
 
-// x: max_exp_avg_sq's code (a dummy unless s.amsgrad).
-template <Storage ST>
+// x: max_exp_avg_sq's code, decoded and written only where AMS (s.amsgrad): without amsgrad the
+// fourth software encode per element cost the 16-bit AdamW kernel 14% (bench_optim_gpu, H200,
+// 2026-12-01), so the kernel is instantiated for both.
+template <Storage ST, bool AMS>
 __device__ void adam16_one(const native::TorchAdamScalars& s, std::uint16_t& p, std::uint16_t g,
                            std::uint16_t& m, std::uint16_t& v, std::uint16_t& x, bool tail) {
-  float pf = decode16<ST>(p), mf = decode16<ST>(m), vf = decode16<ST>(v), xf = decode16<ST>(x);
+  float pf = decode16<ST>(p), mf = decode16<ST>(m), vf = decode16<ST>(v);
+  float xf = AMS ? decode16<ST>(x) : 0.0f;
   native::torch_adam_element(s, ST, pf, decode16<ST>(g), mf, vf, xf, tail);
   p = encode16<ST>(pf);
   m = encode16<ST>(mf);
   v = encode16<ST>(vf);
-  x = encode16<ST>(xf);
+  if constexpr (AMS) x = encode16<ST>(xf);
 }
 
 template <Storage ST>
@@ -59,8 +62,8 @@ __device__ void sgd16_one(const native::TorchSgdScalars& s, bool first, std::uin
 }
 
 // Grid-stride over groups of four (ushort4 where all pointers are 8-byte aligned), scalar tail.
-// vm: max_exp_avg_sq where s.amsgrad, else null.
-template <Storage ST>
+// vm: max_exp_avg_sq where AMS (s.amsgrad), else null.
+template <Storage ST, bool AMS>
 __global__ void __launch_bounds__(kThreads)
     k_adam16(native::TorchAdamScalars s, Tails t, bool vec, std::uint16_t* p,
              const std::uint16_t* g, std::uint16_t* m, std::uint16_t* v, std::uint16_t* vm,
@@ -71,24 +74,24 @@ __global__ void __launch_bounds__(kThreads)
   for (std::size_t k = tid; k < n4; k += stride) {
     ushort4 P = reinterpret_cast<ushort4*>(p)[k], M = reinterpret_cast<ushort4*>(m)[k];
     ushort4 V = reinterpret_cast<ushort4*>(v)[k];
-    ushort4 X = vm ? reinterpret_cast<ushort4*>(vm)[k] : ushort4{0, 0, 0, 0};
+    ushort4 X = AMS ? reinterpret_cast<ushort4*>(vm)[k] : ushort4{0, 0, 0, 0};
     const ushort4 G = reinterpret_cast<const ushort4*>(g)[k];
-    adam16_one<ST>(s, P.x, G.x, M.x, V.x, X.x, t.at(k * kPerThread + 0));
-    adam16_one<ST>(s, P.y, G.y, M.y, V.y, X.y, t.at(k * kPerThread + 1));
-    adam16_one<ST>(s, P.z, G.z, M.z, V.z, X.z, t.at(k * kPerThread + 2));
-    adam16_one<ST>(s, P.w, G.w, M.w, V.w, X.w, t.at(k * kPerThread + 3));
+    adam16_one<ST, AMS>(s, P.x, G.x, M.x, V.x, X.x, t.at(k * kPerThread + 0));
+    adam16_one<ST, AMS>(s, P.y, G.y, M.y, V.y, X.y, t.at(k * kPerThread + 1));
+    adam16_one<ST, AMS>(s, P.z, G.z, M.z, V.z, X.z, t.at(k * kPerThread + 2));
+    adam16_one<ST, AMS>(s, P.w, G.w, M.w, V.w, X.w, t.at(k * kPerThread + 3));
     reinterpret_cast<ushort4*>(p)[k] = P;
     reinterpret_cast<ushort4*>(m)[k] = M;
     reinterpret_cast<ushort4*>(v)[k] = V;
-    if (vm) reinterpret_cast<ushort4*>(vm)[k] = X;
+    if constexpr (AMS) reinterpret_cast<ushort4*>(vm)[k] = X;
   }
   for (std::size_t i = n4 * kPerThread + tid; i < n; i += stride) {
-    std::uint16_t pi = p[i], mi = m[i], vi = v[i], xi = vm ? vm[i] : 0;
-    adam16_one<ST>(s, pi, g[i], mi, vi, xi, t.at(i));
+    std::uint16_t pi = p[i], mi = m[i], vi = v[i], xi = AMS ? vm[i] : 0;
+    adam16_one<ST, AMS>(s, pi, g[i], mi, vi, xi, t.at(i));
     p[i] = pi;
     m[i] = mi;
     v[i] = vi;
-    if (vm) vm[i] = xi;
+    if constexpr (AMS) vm[i] = xi;
   }
 }
 
@@ -163,12 +166,17 @@ void adam_step(const optim::AdamHyper& h, bool decoupled, bool fused, Storage st
   const Tails t{h.kernels == native::TorchKernels::cpu && s.has_wd && !s.decoupled,
                 native::torch_cpu_tails(n, 2, h.cpu)};
   const bool vec = aligned8(p, g, m, v) && (vm == nullptr || aligned8(vm));
+  const dim3 grid = grid_for(n, kPerThread);
   if (st == Storage::bf16) {
-    k_adam16<Storage::bf16>
-        <<<grid_for(n, kPerThread), kThreads, 0, stream>>>(s, t, vec, p, g, m, v, vm, n);
+    if (vm != nullptr) {
+      k_adam16<Storage::bf16, true><<<grid, kThreads, 0, stream>>>(s, t, vec, p, g, m, v, vm, n);
+    } else {
+      k_adam16<Storage::bf16, false><<<grid, kThreads, 0, stream>>>(s, t, vec, p, g, m, v, vm, n);
+    }
+  } else if (vm != nullptr) {
+    k_adam16<Storage::f16, true><<<grid, kThreads, 0, stream>>>(s, t, vec, p, g, m, v, vm, n);
   } else {
-    k_adam16<Storage::f16>
-        <<<grid_for(n, kPerThread), kThreads, 0, stream>>>(s, t, vec, p, g, m, v, vm, n);
+    k_adam16<Storage::f16, false><<<grid, kThreads, 0, stream>>>(s, t, vec, p, g, m, v, vm, n);
   }
   cuda_check_launch("adam_step (16-bit)");
 }
