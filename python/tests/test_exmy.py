@@ -210,6 +210,28 @@ def _assert_step_files_equal(r, out):
 
 
 @needs_cli
+def test_step_amsgrad_keyword_equals_the_cli(tmp_path):
+    # amsgrad (SEMANTICS 9.2.3; a keyword since the second torch.optim batch) reaches the engine
+    # through the family's extra options: the same params and the same state3 (max_exp_avg_sq)
+    # as `exmy step --amsgrad`, and other bits than without it.
+    rng = np.random.default_rng(33)
+    p = rng.standard_normal(3000).astype(np.float32)
+    g = (rng.standard_normal((3, 3000)) * 0.01).astype(np.float32)
+    g[1] *= 0.1  # a smaller second gradient: the running maximum keeps step 1's exp_avg_sq
+    r = exmy.step("adamw", p, g, steps=3, amsgrad=True)
+    np.save(tmp_path / "p.npy", p)
+    np.save(tmp_path / "g.npy", g)
+    out = tmp_path / "out"
+    subprocess.run([cli(), "step", "--optimizer", "adamw", "--amsgrad", "--params",
+                    str(tmp_path / "p.npy"), "--grads", str(tmp_path / "g.npy"), "--steps", "3",
+                    "--out", str(out)], check=True, stdout=subprocess.DEVNULL)
+    assert sorted(r) == ["params", "state1", "state2", "state3"]
+    _assert_step_files_equal(r, out)
+    d = exmy.step("adamw", p, g, steps=3)
+    assert r["params"].tobytes() != d["params"].tobytes()
+
+
+@needs_cli
 def test_step_bnb_cuda_equals_the_cli(tmp_path):
     # exmy.step(..., compat="bnb-cuda") on an 8-bit optimizer models bitsandbytes' CUDA kernels
     # (it ran the exact model before: the binding did not apply the profile's .bnb).

@@ -206,8 +206,8 @@ def test_step_errors_name_the_python_argument():
     assert "compat" in _message(e)
     with pytest.raises(TypeError, match="given twice"):
         exmy.step("adamw", p, p, betas=(0.9, 0.99), beta1=0.9)
-    with pytest.raises(TypeError, match="unexpected keyword argument 'amsgrad'"):
-        exmy.step("adamw", p, p, amsgrad=True)
+    with pytest.raises(TypeError, match="unexpected keyword argument 'amsgradd'"):
+        exmy.step("adamw", p, p, amsgradd=True)
     with pytest.raises(TypeError, match="lr"):
         exmy.step("adamw", p, p, lr="fast")
     with pytest.raises(TypeError, match="betas"):
