@@ -105,7 +105,8 @@ Options cast_options(CastArgs& o) {
              [&](const std::string& v) { o.tie = parse_tie(v); })
       .value({"--compat"}, "NAME",
              "another library's rule instead of the rounding (torch, ml_dtypes, ...; "
-             "sim/format/compat.hpp)",
+             "sim/format/compat.hpp); amd-gfx950: AMD's scaled conversions (their options: "
+             "exmy cast --compat amd-gfx950 --help)",
              "none (exmy's rounding)", [&](const std::string& v) { o.compat = v; })
       .flag({"--json"}, "scalars: print a JSON array of {input, code, class, value, flags}",
             [&] { o.json = true; })

@@ -64,8 +64,11 @@ Options gemm_options(GemmArgs& g) {
              [&](const std::string& v) { g.out = v; })
       .value({"--a-format"}, "F", "format of A: " + format_help, Options::kRequired,
              [&](const std::string& v) { g.a_fmt = v; })
-      .value({"--b-format"}, "F", "format of B: " + format_help, Options::kRequired,
-             [&](const std::string& v) { g.b_fmt = v; })
+      .value({"--b-format"}, "F",
+             "format of B: " + format_help +
+                 "; nf4|fp4 with --compat bnb-cuda: bitsandbytes' matmul_4bit (its options: "
+                 "exmy gemm --b-format nf4 --help)",
+             Options::kRequired, [&](const std::string& v) { g.b_fmt = v; })
       .value({"--out-format"}, "fp32|bf16|fp16",
              "format of C (<f4 for fp32, <u2 bit patterns for bf16/fp16)", Options::kRequired,
              [&](const std::string& v) { g.out_fmt = v; })
