@@ -8,33 +8,13 @@
 
 #include "gpu/common/launch.hpp"
 #include "gpu/optim/launchers.hpp"
+#include "gpu/optim/storage_codes.cuh"
 #include "sim/native/optim_nadam.hpp"
 
 namespace exmy::gpu {
 namespace {
 
 using native::Storage;
-
-template <typename T, Storage ST>
-__device__ float dec(T x) {
-  if constexpr (ST == Storage::f32) {
-    return x;
-  } else if constexpr (ST == Storage::bf16) {
-    return native::f32_from_bf16(x);
-  } else {
-    return native::f32_from_f16(x);
-  }
-}
-template <typename T, Storage ST>
-__device__ T enc(float x) {
-  if constexpr (ST == Storage::f32) {
-    return x;
-  } else if constexpr (ST == Storage::bf16) {
-    return native::bf16_from_f32(x);
-  } else {
-    return native::f16_from_f32(x);
-  }
-}
 
 template <typename T, Storage ST>
 __global__ void __launch_bounds__(kThreads)
