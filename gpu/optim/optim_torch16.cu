@@ -6,6 +6,7 @@
 #include <cuda_runtime.h>
 
 #include <cstdint>
+#include <type_traits>
 
 #include "gpu/common/launch.hpp"
 #include "gpu/optim/optim.hpp"
@@ -31,18 +32,28 @@ __device__ std::uint16_t encode16(float x) {
 // `cpu` is false where no tail changes a bit (every CUDA profile; Adam's tails differ only in
 // grad.add(param, alpha=wd), which AdamW and a zero weight decay never run), so those runs skip
 // the index arithmetic.
+// The kernels are instantiated with and without it (TAIL), so that the runs without tails carry
+// no per-element branch (bench_optim_gpu's BM_adamw_16bit, H200, 2026-12-02: 1.08x over 3436d35
+// with the branch and the runtime amsgrad/maximize tests, see adam16_one).
 struct Tails {
   bool cpu;
   native::TorchCpuTails idx;
-  __device__ bool at(std::size_t i) const { return cpu && idx.at(i); }
+  template <bool TAIL>
+  __device__ bool at(std::size_t i) const {
+    if constexpr (TAIL) return idx.at(i);
+    return false;
+  }
 };
 
 // x: max_exp_avg_sq's code, decoded and written only where AMS (s.amsgrad): without amsgrad the
 // fourth software encode per element cost the 16-bit AdamW kernel 14% (bench_optim_gpu, H200,
 // 2026-12-01), so the kernel is instantiated for both.
+// The copy with amsgrad = AMS lets the compiler fold the element function's amsgrad tests.
 template <Storage ST, bool AMS>
-__device__ void adam16_one(const native::TorchAdamScalars& s, std::uint16_t& p, std::uint16_t g,
+__device__ void adam16_one(const native::TorchAdamScalars& s0, std::uint16_t& p, std::uint16_t g,
                            std::uint16_t& m, std::uint16_t& v, std::uint16_t& x, bool tail) {
+  native::TorchAdamScalars s = s0;
+  s.amsgrad = AMS;
   float pf = decode16<ST>(p), mf = decode16<ST>(m), vf = decode16<ST>(v);
   float xf = AMS ? decode16<ST>(x) : 0.0f;
   native::torch_adam_element(s, ST, pf, decode16<ST>(g), mf, vf, xf, tail);
@@ -63,7 +74,7 @@ __device__ void sgd16_one(const native::TorchSgdScalars& s, bool first, std::uin
 
 // Grid-stride over groups of four (ushort4 where all pointers are 8-byte aligned), scalar tail.
 // vm: max_exp_avg_sq where AMS (s.amsgrad), else null.
-template <Storage ST, bool AMS>
+template <Storage ST, bool AMS, bool TAIL>
 __global__ void __launch_bounds__(kThreads)
     k_adam16(native::TorchAdamScalars s, Tails t, bool vec, std::uint16_t* p,
              const std::uint16_t* g, std::uint16_t* m, std::uint16_t* v, std::uint16_t* vm,
@@ -76,10 +87,10 @@ __global__ void __launch_bounds__(kThreads)
     ushort4 V = reinterpret_cast<ushort4*>(v)[k];
     ushort4 X = AMS ? reinterpret_cast<ushort4*>(vm)[k] : ushort4{0, 0, 0, 0};
     const ushort4 G = reinterpret_cast<const ushort4*>(g)[k];
-    adam16_one<ST, AMS>(s, P.x, G.x, M.x, V.x, X.x, t.at(k * kPerThread + 0));
-    adam16_one<ST, AMS>(s, P.y, G.y, M.y, V.y, X.y, t.at(k * kPerThread + 1));
-    adam16_one<ST, AMS>(s, P.z, G.z, M.z, V.z, X.z, t.at(k * kPerThread + 2));
-    adam16_one<ST, AMS>(s, P.w, G.w, M.w, V.w, X.w, t.at(k * kPerThread + 3));
+    adam16_one<ST, AMS>(s, P.x, G.x, M.x, V.x, X.x, t.template at<TAIL>(k * kPerThread + 0));
+    adam16_one<ST, AMS>(s, P.y, G.y, M.y, V.y, X.y, t.template at<TAIL>(k * kPerThread + 1));
+    adam16_one<ST, AMS>(s, P.z, G.z, M.z, V.z, X.z, t.template at<TAIL>(k * kPerThread + 2));
+    adam16_one<ST, AMS>(s, P.w, G.w, M.w, V.w, X.w, t.template at<TAIL>(k * kPerThread + 3));
     reinterpret_cast<ushort4*>(p)[k] = P;
     reinterpret_cast<ushort4*>(m)[k] = M;
     reinterpret_cast<ushort4*>(v)[k] = V;
@@ -87,7 +98,7 @@ __global__ void __launch_bounds__(kThreads)
   }
   for (std::size_t i = n4 * kPerThread + tid; i < n; i += stride) {
     std::uint16_t pi = p[i], mi = m[i], vi = v[i], xi = AMS ? vm[i] : 0;
-    adam16_one<ST, AMS>(s, pi, g[i], mi, vi, xi, t.at(i));
+    adam16_one<ST, AMS>(s, pi, g[i], mi, vi, xi, t.template at<TAIL>(i));
     p[i] = pi;
     m[i] = mi;
     v[i] = vi;
@@ -112,7 +123,7 @@ __global__ void __launch_bounds__(kThreads)
   }
 }
 
-template <Storage ST>
+template <Storage ST, bool TAIL>
 __global__ void __launch_bounds__(kThreads)
     k_sgd16(native::TorchSgdScalars s, Tails t, bool first, bool vec, std::uint16_t* p,
             const std::uint16_t* g, std::uint16_t* buf, std::size_t n) {
@@ -122,16 +133,16 @@ __global__ void __launch_bounds__(kThreads)
   for (std::size_t k = tid; k < n4; k += stride) {
     ushort4 P = reinterpret_cast<ushort4*>(p)[k], B = reinterpret_cast<ushort4*>(buf)[k];
     const ushort4 G = reinterpret_cast<const ushort4*>(g)[k];
-    sgd16_one<ST>(s, first, P.x, G.x, B.x, t.at(k * kPerThread + 0));
-    sgd16_one<ST>(s, first, P.y, G.y, B.y, t.at(k * kPerThread + 1));
-    sgd16_one<ST>(s, first, P.z, G.z, B.z, t.at(k * kPerThread + 2));
-    sgd16_one<ST>(s, first, P.w, G.w, B.w, t.at(k * kPerThread + 3));
+    sgd16_one<ST>(s, first, P.x, G.x, B.x, t.template at<TAIL>(k * kPerThread + 0));
+    sgd16_one<ST>(s, first, P.y, G.y, B.y, t.template at<TAIL>(k * kPerThread + 1));
+    sgd16_one<ST>(s, first, P.z, G.z, B.z, t.template at<TAIL>(k * kPerThread + 2));
+    sgd16_one<ST>(s, first, P.w, G.w, B.w, t.template at<TAIL>(k * kPerThread + 3));
     reinterpret_cast<ushort4*>(p)[k] = P;
     reinterpret_cast<ushort4*>(buf)[k] = B;
   }
   for (std::size_t i = n4 * kPerThread + tid; i < n; i += stride) {
     std::uint16_t pi = p[i], bi = buf[i];
-    sgd16_one<ST>(s, first, pi, g[i], bi, t.at(i));
+    sgd16_one<ST>(s, first, pi, g[i], bi, t.template at<TAIL>(i));
     p[i] = pi;
     buf[i] = bi;
   }
@@ -167,16 +178,29 @@ void adam_step(const optim::AdamHyper& h, bool decoupled, bool fused, Storage st
                 native::torch_cpu_tails(n, 2, h.cpu)};
   const bool vec = aligned8(p, g, m, v) && (vm == nullptr || aligned8(vm));
   const dim3 grid = grid_for(n, kPerThread);
-  if (st == Storage::bf16) {
-    if (vm != nullptr) {
-      k_adam16<Storage::bf16, true><<<grid, kThreads, 0, stream>>>(s, t, vec, p, g, m, v, vm, n);
+  // One instantiation per (storage, amsgrad, tails).
+  auto launch = [&](auto st_c, auto ams_c, auto tail_c) {
+    k_adam16<decltype(st_c)::value, decltype(ams_c)::value, decltype(tail_c)::value>
+        <<<grid, kThreads, 0, stream>>>(s, t, vec, p, g, m, v, vm, n);
+  };
+  auto by_tail = [&](auto st_c, auto ams_c) {
+    if (t.cpu) {
+      launch(st_c, ams_c, std::true_type{});
     } else {
-      k_adam16<Storage::bf16, false><<<grid, kThreads, 0, stream>>>(s, t, vec, p, g, m, v, vm, n);
+      launch(st_c, ams_c, std::false_type{});
     }
-  } else if (vm != nullptr) {
-    k_adam16<Storage::f16, true><<<grid, kThreads, 0, stream>>>(s, t, vec, p, g, m, v, vm, n);
+  };
+  auto by_ams = [&](auto st_c) {
+    if (vm != nullptr) {
+      by_tail(st_c, std::true_type{});
+    } else {
+      by_tail(st_c, std::false_type{});
+    }
+  };
+  if (st == Storage::bf16) {
+    by_ams(std::integral_constant<Storage, Storage::bf16>{});
   } else {
-    k_adam16<Storage::f16, false><<<grid, kThreads, 0, stream>>>(s, t, vec, p, g, m, v, vm, n);
+    by_ams(std::integral_constant<Storage, Storage::f16>{});
   }
   cuda_check_launch("adam_step (16-bit)");
 }
@@ -188,12 +212,22 @@ void sgd_step(const optim::SgdHyper& h, Storage st, long step, std::uint16_t* p,
   const native::TorchSgdScalars s = optim::torch_sgd_scalars(h);
   const Tails t{h.kernels == native::TorchKernels::cpu, native::torch_cpu_tails(n, 2, h.cpu)};
   const bool vec = aligned8(p, g, buf);
+  const dim3 grid = grid_for(n, kPerThread);
+  auto launch = [&](auto st_c, auto tail_c) {
+    k_sgd16<decltype(st_c)::value, decltype(tail_c)::value>
+        <<<grid, kThreads, 0, stream>>>(s, t, step == 1, vec, p, g, buf, n);
+  };
+  auto by_tail = [&](auto st_c) {
+    if (t.cpu) {
+      launch(st_c, std::true_type{});
+    } else {
+      launch(st_c, std::false_type{});
+    }
+  };
   if (st == Storage::bf16) {
-    k_sgd16<Storage::bf16>
-        <<<grid_for(n, kPerThread), kThreads, 0, stream>>>(s, t, step == 1, vec, p, g, buf, n);
+    by_tail(std::integral_constant<Storage, Storage::bf16>{});
   } else {
-    k_sgd16<Storage::f16>
-        <<<grid_for(n, kPerThread), kThreads, 0, stream>>>(s, t, step == 1, vec, p, g, buf, n);
+    by_tail(std::integral_constant<Storage, Storage::f16>{});
   }
   cuda_check_launch("sgd_step (16-bit)");
 }
