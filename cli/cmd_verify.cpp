@@ -90,44 +90,85 @@ void check_device(const std::string& v) {
 // another campaign (their identities differ: op, format, rounding, depth, backend hash, exmy
 // version, shard count, ...) and missing shards are refused with exit 1, naming them
 // (docs/SEMANTICS.md 13.4); a shard given twice or an unreadable file is exit 2.
+// "0-3,7,9": shard indices as a Slurm --array list (ascending runs collapsed).
+std::string array_list(const std::vector<std::uint64_t>& idx) {
+  std::string out;
+  for (std::size_t a = 0; a < idx.size();) {
+    std::size_t b = a;
+    while (b + 1 < idx.size() && idx[b + 1] == idx[b] + 1) ++b;
+    out += (out.empty() ? "" : ",") + std::to_string(idx[a]);
+    if (b > a) out += "-" + std::to_string(idx[b]);
+    a = b + 1;
+  }
+  return out;
+}
+
 int run_merge(const Args& args) {
-  bool json = false;
+  bool json = false, list_missing = false;
+  std::uint64_t of = 0;  // --of N: the shard count when no shard file can say it
   std::vector<std::string> files;
-  Options opts("exmy verify merge SHARD.json... [--json]",
+  Options opts("exmy verify merge SHARD.json... [--json] | --missing [--of N] [SHARD.json...]",
                "Adds up the --json outputs of the N shards of one run (--shard 0/N ... N-1/N, "
                "each exactly once) and exits as the whole run would. Shards of another campaign "
                "and missing shards are refused with exit 1, naming them (docs/SEMANTICS.md "
-               "13.4); a shard given twice or an unreadable file is exit 2.",
-               "exmy verify merge sweep-0.json sweep-1.json --json");
+               "13.4); a shard given twice or an unreadable file is exit 2. With --missing it "
+               "prints the shards still to run instead, as a Slurm --array list (0-3,7; nothing "
+               "when the run is complete), for a rerun that covers only those: a file that "
+               "cannot be read or holds an interrupted shard (exit 130) counts as missing.",
+               "exmy verify merge sweep-0.json sweep-1.json --json\n  sbatch --array=$(exmy "
+               "verify merge --missing --of 64 shards/*.json) examples/slurm/verify-array.sbatch");
   opts.positional(
           "SHARD.json", "the --json output of one shard (one or more)", Options::kRequired,
           [&](const std::string& f) { files.push_back(f); }, 0)
-      .flag({"--json"}, "print the merged summary as one JSON object", [&] { json = true; });
+      .flag({"--json"}, "print the merged summary as one JSON object", [&] { json = true; })
+      .flag({"--missing"}, "print the shards still to run (a Slurm --array list) and exit 0",
+            [&] { list_missing = true; })
+      .value({"--of"}, "N", "with --missing: the run's shard count (needed when no file is read)",
+             "the count the shard files record",
+             [&](const std::string& v) { of = parse_shard("0/" + v, "--of").count; });
   if (!opts.parse(Args(args.begin() + 1, args.end()))) return 0;
-  if (files.empty()) {
+  if (of != 0 && !list_missing) throw InputError("--of: applies only with --missing");
+  if (list_missing && json) throw InputError("--json: does not apply with --missing");
+  if (files.empty() && !(list_missing && of != 0)) {
     throw InputError("merge: expected the --json outputs of the shards (" + opts.usage_hint() +
                      ")");
   }
   std::vector<std::vector<verify::Result>> parts;
   std::vector<int> seen;
-  std::uint64_t count = 0;
+  std::uint64_t count = of;
+  bool have_first = false;
   verify::Identity first_id;
+  std::string first_file;
   const auto id_text = [](const verify::Identity& id) {
     std::string t;
     for (const auto& [k, v] : id) t += (t.empty() ? "" : ", ") + k + " " + v;
     return t.empty() ? std::string("no identity (written by an older exmy)") : t;
   };
+  if (count != 0) seen.assign(count, 0);
   for (std::size_t fi = 0; fi < files.size(); ++fi) {
     const std::string& f = files[fi];
     Shard sh;
     verify::Identity id;
-    parts.push_back(verify::results_from_json(
-        io::read_small_file(f, std::size_t{256} << 20, "the --json output of exmy verify"), f, sh,
-        &id));
-    if (fi == 0) {
-      count = sh.count;
-      seen.assign(count, 0);
+    std::vector<verify::Result> part;
+    try {
+      part = verify::results_from_json(
+          io::read_small_file(f, std::size_t{256} << 20, "the --json output of exmy verify"), f, sh,
+          &id);
+    } catch (const InputError& e) {
+      if (!list_missing) throw;
+      // A shard killed mid-write, or a file that is not one: its shard is run again.
+      std::fprintf(stderr, "exmy verify merge: '%s' not read (%s): counted as missing\n", f.c_str(),
+                   e.what());
+      continue;
+    }
+    if (!have_first) {
+      have_first = true;
       first_id = id;
+      first_file = f;
+      if (count == 0) {
+        count = sh.count;
+        seen.assign(count, 0);
+      }
     }
     if (id != first_id || sh.count != count) {
       // Name the first field that differs.
@@ -138,12 +179,16 @@ int run_merge(const Args& args) {
           if (k2 == k) other = v2;
         }
         if (other != v) {
-          why = k + " '" + other + "' where '" + files[0] + "' has '" + v + "'";
+          why = k + " '" + other + "' where '" + first_file + "' has '" + v + "'";
           break;
         }
       }
+      if (why.empty() && sh.count != count && of != 0) {
+        why = "shard " + sh.text() + " is one of " + std::to_string(sh.count) + ", --of says " +
+              std::to_string(count);
+      }
       if (why.empty() && sh.count != count) {
-        why = "shard " + sh.text() + " is one of " + std::to_string(sh.count) + ", '" + files[0] +
+        why = "shard " + sh.text() + " is one of " + std::to_string(sh.count) + ", '" + first_file +
               "' one of " + std::to_string(count);
       }
       if (why.empty()) why = "identity {" + id_text(id) + "} vs {" + id_text(first_id) + "}";
@@ -152,7 +197,23 @@ int run_merge(const Args& args) {
                    f.c_str(), why.c_str());
       return 1;
     }
+    if (list_missing) {
+      // Listing what is left: an interrupted shard is run again; a duplicate does no harm.
+      if (!verify::any_interrupted(part)) seen[sh.index] = 1;
+      continue;
+    }
     if (seen[sh.index]++) throw InputError("'" + f + "': shard " + sh.text() + " given twice");
+    parts.push_back(std::move(part));
+  }
+  if (list_missing) {
+    if (count == 0) throw InputError("--missing: no shard file could be read: give --of N");
+    std::vector<std::uint64_t> left;
+    for (std::uint64_t i = 0; i < count; ++i) {
+      if (!seen[i]) left.push_back(i);
+    }
+    const std::string list = array_list(left);
+    if (!list.empty()) std::printf("%s\n", list.c_str());
+    return 0;  // main checks that stdout was written
   }
   std::string missing;
   std::uint64_t n_missing = 0;
