@@ -24,16 +24,18 @@ export LD_LIBRARY_PATH=$root/.devdeps/usr/lib/x86_64-linux-gnu:$root/build-befor
 mkdir -p /tmp/caps /tmp/v /tmp/w
 (scripts/device-build.sh bench_optim_gpu exmy exmy_test_gpu > /tmp/build.log 2>&1; echo "build rc $?" >> /tmp/build.log) &
 bpid=$!
+# The captures side by side (each under its own deadline; GPU results do not depend on it).
 if [ -f .caps/list ]; then
   while read -r n s; do
     [ -n "$n" ] || continue
     mkdir -p /tmp/caps/$n
     el "capture $n"
     (cd .caps/$n && timeout -k 5 100 python3 "$root/.caps/$n/${s#.caps/$n/}" --out /tmp/caps/$n > /tmp/caps/$n/log.txt 2>&1;
-     echo "capture $n rc $?" | tee -a /tmp/caps/$n/log.txt)
-    tail -2 /tmp/caps/$n/log.txt; du -sh /tmp/caps/$n
-    (cd /tmp/caps && tar cf "$OUT/caps.tar.tmp" . && mv "$OUT/caps.tar.tmp" "$OUT/caps.tar")
+     echo "capture $n rc $? at $(( $(date +%s) - t0 )) s" | tee -a /tmp/caps/$n/log.txt) &
   done < .caps/list
+  while [ "$(jobs -rp | grep -vc "^$bpid$")" -gt 0 ]; do sleep 2; done
+  for c in /tmp/caps/*/; do tail -2 $c/log.txt; du -sh $c; done
+  (cd /tmp/caps && tar cf "$OUT/caps.tar.tmp" . && mv "$OUT/caps.tar.tmp" "$OUT/caps.tar")
 fi
 el "captures done"
 while ! grep -q "Built target bench_optim_gpu" /tmp/build.log 2>/dev/null && kill -0 $bpid 2>/dev/null; do sleep 3; done
