@@ -48,15 +48,13 @@ struct Tails {
 // x: max_exp_avg_sq's code, decoded and written only where AMS (s.amsgrad): without amsgrad the
 // fourth software encode per element cost the 16-bit AdamW kernel 14% (bench_optim_gpu, H200,
 // 2026-12-01), so the kernel is instantiated for both.
-// The copy with amsgrad = AMS lets the compiler fold the element function's amsgrad tests.
+// AMS is s.amsgrad, known at compile time (the launch picks the instantiation).
 template <Storage ST, bool AMS>
-__device__ void adam16_one(const native::TorchAdamScalars& s0, std::uint16_t& p, std::uint16_t g,
+__device__ void adam16_one(const native::TorchAdamScalars& s, std::uint16_t& p, std::uint16_t g,
                            std::uint16_t& m, std::uint16_t& v, std::uint16_t& x, bool tail) {
-  native::TorchAdamScalars s = s0;
-  s.amsgrad = AMS;
   float pf = decode16<ST>(p), mf = decode16<ST>(m), vf = decode16<ST>(v);
   float xf = AMS ? decode16<ST>(x) : 0.0f;
-  native::torch_adam_element(s, ST, pf, decode16<ST>(g), mf, vf, xf, tail);
+  native::torch_adam_element<AMS ? 1 : 0>(s, ST, pf, decode16<ST>(g), mf, vf, xf, tail);
   p = encode16<ST>(pf);
   m = encode16<ST>(mf);
   v = encode16<ST>(vf);

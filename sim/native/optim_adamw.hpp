@@ -67,9 +67,13 @@ EXMY_HD float torch_addcmul(float a, float b, float c, float w, bool cpu) {
 }
 
 // One element. p, m, v (and vmax, max_exp_avg_sq, where s.amsgrad) hold values of storage type
-// `st` (exact in fp32); g is the gradient value.
+// `st` (exact in fp32); g is the gradient value. AMS: -1 reads s.amsgrad; 0 or 1 says it at
+// compile time (a GPU kernel instantiated per case, gpu/optim/optim_torch16.cu, which must then
+// be s.amsgrad), so that the other case's code is not in the kernel.
+template <int AMS = -1>
 EXMY_HD void torch_adam_element(const TorchAdamScalars& s, Storage st, float& p, float g, float& m,
                                 float& v, float& vmax, bool tail) {
+  const bool amsgrad = AMS < 0 ? s.amsgrad : AMS != 0;
   const bool cpu = s.k == TorchKernels::cpu;
   if (s.maximize) g = -g;  // grad = -grad (exact)
   if (s.has_wd) {
@@ -97,8 +101,8 @@ EXMY_HD void torch_adam_element(const TorchAdamScalars& s, Storage st, float& p,
   // <MulFunctor>); foreach divides (BinaryOpScalarListFunctor<std::divides>).
   // amsgrad: torch.maximum(max_exp_avg_sq, exp_avg_sq, out=max_exp_avg_sq) (CUDA foreach:
   // _foreach_maximum_), NaN-propagating; the denominator reads the maximum.
-  if (s.amsgrad) vmax = f32_is_nan(vmax) || f32_is_nan(v) ? vmax + v : (v > vmax ? v : vmax);
-  float den = to_storage(rn_sqrt(s.amsgrad ? vmax : v), st);
+  if (amsgrad) vmax = f32_is_nan(vmax) || f32_is_nan(v) ? vmax + v : (v > vmax ? v : vmax);
+  float den = to_storage(rn_sqrt(amsgrad ? vmax : v), st);
   den = to_storage(
       s.k == TorchKernels::cuda ? rn_mul(den, s.inv_bc2_sqrt) : rn_div(den, s.bc2_sqrt), st);
   den = to_storage(rn_add(den, add_scalar(s.eps, st, s.k)), st);
