@@ -39,10 +39,11 @@ struct FamilyRule {
   // The rule holds only for kernels whose name starts so (nullptr: every kernel of the family).
   const char* key_prefix = nullptr;
   // Split parts of whole 32-k units (P = 32 ceil(ceil(K/S)/32)) where 32 divides K and
-  // K >= 32 S (else `unit`): cuBLAS's TF32 s1688gemm (bench/results/2026-12-02-h200-gemm-tc-
-  // heldout.md). The earlier clause, whole k-tiles where the k-tile T divides K, differs from
-  // it only for T = 16 where 32 does not divide K; there the `unit` parts held (31x32x848,
-  // 56x461x816 of the held-out captures), fitted on those shapes, so announced.
+  // K >= 32 S (else `unit`): cuBLAS's TF32 s1688gemm
+  // (bench/results/2026-12-02-h200-gemm-tc-heldout.md). The earlier clause, whole k-tiles where
+  // the k-tile T divides K, differs from it only for T = 16 where 32 does not divide K; there
+  // the `unit` parts held (31x32x848, 56x461x816 of the held-out captures), fitted on those
+  // shapes, so announced.
   bool tile_parts = false;
   // nvjet_sm90_* (cuBLAS's sm90 kernels): the split is carried in the grid's x y, and the
   // record's S is the CTA count (tools/gemm_launch.py); the split count is S / tiles, the tiles
@@ -154,8 +155,9 @@ constexpr FamilyRule kRules[] = {
     // The sm90 xmma TF32 segment-k kernel (wgmma, k = 8): one shape (338x344x12676 on the
     // H200, 4 segments of 99, 99, 99, 100 k-tiles added as a tree) reproduced; not verified.
     {"xmma_tf32", "tf32", "fp32", "hw:k=8,frac=25,tf32=rne", 4, false,
-     "fitted on the one captured shape (H200 338x344x12676, every output); held-out: 2 shapes "
-     "with a rule, trees and outputs equal, 2 with none (a along M does not give their CTAs)",
+     "fitted on the one captured shape (H200 338x344x12676, every output); held out (seeds "
+     "20261202, 20261203): 5 shapes with a rule, outputs equal, 3 with none (the 64x128 "
+     "kernel's grid is 12x6 at every shape seen: its CTAs need not give the segments)",
      0, 0, "sm90_xmma_gemm_", false, false, 0, true},
     {"s1688gemm_tf32", "tf32", "fp32", "hw:k=8,frac=25,tf32=rne", 4, true,
      "the FPRev trees of 32 shapes on the H100 and the H200; every output of the 112 captured "

@@ -186,10 +186,11 @@ TEST_CASE("family rules: TF32 sm80 xmma and TF32 s1688gemm (k-tile residue first
   t.split = 22;
   REQUIRE(launch_rule(t, "tf32", "fp32", 6031).model ==
           "hw:k=8,frac=25,tf32=rne,ktile=32,chunk=276");
-  // Whole 32-k units where 32 divides K and K >= 32 S (bench/results/2026-12-02-h200-gemm-tc-
-  // heldout.md): 413x3x4640 on the H200, 64x64_16x6 (T = 16), S = 17: 32 ceil(273/32) = 288
-  // (16 parts of 288 and one of 32), not 4 ceil(273/4) = 276; 437x16x4160, S = 15:
-  // 32 ceil(278/32) = 288. 243x164x48, S = 4 (32 does not divide 48): 4-units, 12.
+  // Whole 32-k units where 32 divides K and K >= 32 S
+  // (bench/results/2026-12-02-h200-gemm-tc-heldout.md): 413x3x4640 on the H200, 64x64_16x6
+  // (T = 16), S = 17: 32 ceil(273/32) = 288 (16 parts of 288 and one of 32), not
+  // 4 ceil(273/4) = 276; 437x16x4160, S = 15: 32 ceil(278/32) = 288. 243x164x48, S = 4 (32 does
+  // not divide 48): 4-units, 12.
   t.key = "cutlass_80_tensorop_s1688gemm_64x64_16x6_tn_align1";
   t.split = 17;
   r = launch_rule(t, "tf32", "fp32", 4640);
