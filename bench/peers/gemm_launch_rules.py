@@ -35,8 +35,8 @@ RULES = {
     ("s1688gemm_tf32", "tf32", "fp32"): ("hw:k=8,frac=25,tf32=rne", 4, True, FROM_NAME, 0),
 }
 # Rules whose split parts are whole 32-k units (P = 32 ceil(ceil(K/S)/32)) where 32 divides K
-# and K >= 32 S, else the unit's; unverified where the k-tile T divides K, K >= T S and T-parts
-# would differ from those unit parts (kRules' tile_parts).
+# and K >= 32 S, else the unit's; unverified where that differs from the earlier clause (whole
+# k-tiles T ceil(ceil(K/T)/S) where T divides K and K >= T S) (kRules' tile_parts).
 TILE_PARTS = {("s1688gemm_tf32", "tf32", "fp32")}
 # Rules that hold only for kernels whose name starts so.
 KEY_PREFIX = {"xmma_tf32": "sm80_xmma_gemm_", "nvjet": "nvjet_sm90_"}
@@ -171,10 +171,11 @@ def family_rule(rec, t, o, K, M=0, N=0):
             g = aligned
         P = split_part(K, S, g)
         if (fam, t, o) in TILE_PARTS:
+            old = split_part(K, S, T) if T and K % T == 0 and K >= T * S else P
             if K % 32 == 0 and K >= 32 * S:
                 P = split_part(K, S, 32)
-            elif T and K % T == 0 and K >= T * S and split_part(K, S, T) != P:
-                verified = False  # unit parts where whole k-tiles missed: 2 fitted shapes
+            if P != old:
+                verified = False  # 32-k units vs whole k-tiles: only 2 fitted shapes decide
         if fam in GRID_SPLIT and S > 1 and 64 * -(-(K // S) // 64) != P:
             verified = False  # cuBLAS's floor(K/S) part may leave k unaccumulated
         m += (":chunk=%d" if seq else ",chunk=%d") % P

@@ -41,9 +41,9 @@ struct FamilyRule {
   // Split parts of whole 32-k units (P = 32 ceil(ceil(K/S)/32)) where 32 divides K and
   // K >= 32 S (else `unit`): cuBLAS's TF32 s1688gemm
   // (bench/results/2026-12-02-h200-gemm-tc-heldout.md). The earlier clause, whole k-tiles where
-  // the k-tile T divides K, differs from it only for T = 16 where 32 does not divide K; there
-  // the `unit` parts held (31x32x848, 56x461x816 of the held-out captures), fitted on those
-  // shapes, so announced.
+  // the k-tile T divides K, differs from it only for T = 16 kernels; where 32 does not divide
+  // K the `unit` parts held (31x32x848, 56x461x816 of the held-out captures), fitted on those
+  // shapes: wherever the two clauses differ the rule is announced.
   bool tile_parts = false;
   // nvjet_sm90_* (cuBLAS's sm90 kernels): the split is carried in the grid's x y, and the
   // record's S is the CTA count (tools/gemm_launch.py); the split count is S / tiles, the tiles
@@ -471,7 +471,7 @@ LaunchRule launch_rule(const LaunchRecord& r, const std::string& in, const std::
       return lr;
     }
   }
-  bool tile_gap = false;   // unit parts where the k-tile's would differ: fitted on 2 shapes
+  bool tile_gap = false;   // 32-k units vs whole k-tiles: decided by 2 fitted shapes only
   bool floor_gap = false;  // nvjet: cuBLAS's floor(K/S) part leaves k unaccumulated
   std::size_t floor_P = 0;
   if (split_reduce) {
@@ -481,8 +481,9 @@ LaunchRule launch_rule(const LaunchRecord& r, const std::string& in, const std::
       constexpr std::size_t U = 32;
       const std::size_t unit_P = split_part(K, split, rule->unit);
       P = K % U == 0 && K >= U * split ? split_part(K, split, U) : unit_P;
-      tile_gap =
-          P == unit_P && T > 0 && K % T == 0 && K >= T * split && split_part(K, split, T) != unit_P;
+      // The earlier clause's part: where the two differ, only the 2 fitted shapes decide.
+      const bool whole_tiles = T > 0 && K % T == 0 && K >= T * split;
+      tile_gap = P != (whole_tiles ? split_part(K, split, T) : unit_P);
     }
     if (rule->grid_split && split > 1) {
       // 64 ceil(floor(K/S)/64) differs from P only where floor(K/S) is a multiple of 64 and S
@@ -514,9 +515,9 @@ LaunchRule launch_rule(const LaunchRecord& r, const std::string& in, const std::
            (aligned_gap ? "no captured split shape of the family has K a multiple of " +
                               std::to_string(rule->unverified_aligned) + "; elsewhere: "
                         : std::string()) +
-           (tile_gap ? std::string("4-k parts where the k-tile divides K and 32 does not, "
-                                   "fitted on the 2 shapes whole k-tiles missed (31x32x848, "
-                                   "56x461x816); elsewhere: ")
+           (tile_gap ? std::string("whole 32-k units and whole k-tiles give different parts "
+                                   "here, which only the 2 shapes the 32-k rule was fitted on "
+                                   "decide (31x32x848, 56x461x816: 4-k parts); elsewhere: ")
                      : std::string()) +
            (floor_gap ? "the part may be 64 ceil(floor(K/S)/64) = " + std::to_string(floor_P) +
                             " here, which leaves the last " + std::to_string(K - split * floor_P) +

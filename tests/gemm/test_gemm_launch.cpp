@@ -212,6 +212,12 @@ TEST_CASE("family rules: TF32 sm80 xmma and TF32 s1688gemm (k-tile residue first
   REQUIRE(r.model == "hw:k=8,frac=25,tf32=rne,ktile=16,chunk=104");
   REQUIRE(r.status == LaunchRule::Status::unverified);
   REQUIRE(r.why.find("fitted on") != std::string::npos);
+  // Where 32 divides K the 32-k units can differ from whole 16-k tiles too (K = 3200, S = 7:
+  // 32 ceil(458/32) = 480, 16 ceil(200/7) = 464); no captured shape decides: announced.
+  t.split = 7;
+  r = launch_rule(t, "tf32", "fp32", 3200);
+  REQUIRE(r.model == "hw:k=8,frac=25,tf32=rne,ktile=16,chunk=480");
+  REQUIRE(r.status == LaunchRule::Status::unverified);
   t.key = "cutlass_80_tensorop_s1688gemm_64x64_16x6_tn_align4";
   t.split = 24;
   r = launch_rule(t, "tf32", "fp32", 848);
