@@ -23,10 +23,10 @@ RULES = {
     ("wmma", "bf16", "fp32"): ("hw:k=16,frac=25", 8, True, FROM_NAME, 64),
     ("wmma", "fp16", "fp16"): ("hw:k=16,frac=25", 8, True, FROM_NAME, 64),
     ("wmma", "fp16", "fp32"): ("hw:k=16,frac=25", 8, True, FROM_NAME, 64),
-    ("s16816gemm", "bf16", "bf16"): ("hw:k=16,frac=25", 8, True, FROM_NAME, 0),
-    ("s16816gemm", "bf16", "fp32"): ("hw:k=16,frac=25", 8, True, FROM_NAME, 0),
-    ("s16816gemm", "fp16", "fp16"): ("hw:k=16,frac=25", 8, True, FROM_NAME, 0),
-    ("s16816gemm", "fp16", "fp32"): ("hw:k=16,frac=25", 8, True, FROM_NAME, 0),
+    ("s16816gemm", "bf16", "bf16"): ("hw:k=16,frac=25", 8, True, FROM_NAME, 64),
+    ("s16816gemm", "bf16", "fp32"): ("hw:k=16,frac=25", 8, True, FROM_NAME, 64),
+    ("s16816gemm", "fp16", "fp16"): ("hw:k=16,frac=25", 8, True, FROM_NAME, 64),
+    ("s16816gemm", "fp16", "fp32"): ("hw:k=16,frac=25", 8, True, FROM_NAME, 64),
     ("nvjet", "bf16", "bf16"): ("hw:k=16,frac=25", 64, True, 0, 0),
     ("nvjet", "bf16", "fp32"): ("hw:k=16,frac=25", 64, True, 0, 0),
     ("nvjet", "fp16", "fp16"): ("hw:k=16,frac=25", 64, True, 0, 0),
@@ -34,8 +34,9 @@ RULES = {
     ("xmma_tf32", "tf32", "fp32"): ("hw:k=8,frac=25,tf32=rne", 4, True, 0, 0),
     ("s1688gemm_tf32", "tf32", "fp32"): ("hw:k=8,frac=25,tf32=rne", 4, True, FROM_NAME, 0),
 }
-# Rules whose split parts are whole k-tiles (P = T ceil(ceil(K/T)/S)) where T divides K and
-# K >= T S (kRules' tile_parts).
+# Rules whose split parts are whole 32-k units (P = 32 ceil(ceil(K/S)/32)) where 32 divides K
+# and K >= 32 S, else the unit's; unverified where that differs from the earlier clause (whole
+# k-tiles T ceil(ceil(K/T)/S) where T divides K and K >= T S) (kRules' tile_parts).
 TILE_PARTS = {("s1688gemm_tf32", "tf32", "fp32")}
 # Rules that hold only for kernels whose name starts so.
 KEY_PREFIX = {"xmma_tf32": "sm80_xmma_gemm_", "nvjet": "nvjet_sm90_"}
@@ -45,8 +46,9 @@ KEY_PREFIX = {"xmma_tf32": "sm80_xmma_gemm_", "nvjet": "nvjet_sm90_"}
 XMMA_SLICES = {("xmma_ffma", "fp32", "fp32"): True, ("xmma_ffma", "tf32", "fp32"): False}
 # Rules whose records hold the CTA count: split = S / nvjet_tiles (kRules' grid_split).
 GRID_SPLIT = {"nvjet"}
-# Rules not verified for a split where K is a multiple of this (kRules' unverified_aligned).
-UNVERIFIED_ALIGNED = {"s16816gemm": 64}
+# Rules not verified for a split where K is a multiple of this (kRules' unverified_aligned; none
+# since s16816gemm's 64-k parts were checked on a held-out capture).
+UNVERIFIED_ALIGNED = {}
 
 
 def nvjet_tiles(key, M, N):
@@ -167,11 +169,16 @@ def family_rule(rec, t, o, K, M=0, N=0):
         seq = base.startswith("fp32-seq")
         if aligned and K % aligned == 0:
             g = aligned
-        if (fam, t, o) in TILE_PARTS and T and K % T == 0 and K >= T * S:
-            if split_part(K, S, T) != split_part(K, S, g):
-                verified = False  # whole-tile parts differing from the unit's: 2 fitted shapes
-            g = T
-        m += (":chunk=%d" if seq else ",chunk=%d") % split_part(K, S, g)
+        P = split_part(K, S, g)
+        if (fam, t, o) in TILE_PARTS:
+            old = split_part(K, S, T) if T and K % T == 0 and K >= T * S else P
+            if K % 32 == 0 and K >= 32 * S:
+                P = split_part(K, S, 32)
+            if P != old:
+                verified = False  # 32-k units vs whole k-tiles: only 2 fitted shapes decide
+        if fam in GRID_SPLIT and S > 1 and 64 * -(-(K // S) // 64) != P:
+            verified = False  # cuBLAS's floor(K/S) part may leave k unaccumulated
+        m += (":chunk=%d" if seq else ",chunk=%d") % P
         if red in ("splitKreduce/bf16", "splitKreduce/fp16"):
             if seq:
                 return None

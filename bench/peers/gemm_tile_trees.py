@@ -83,9 +83,10 @@ def main():
     p.add_argument("--s1688-ktile", type=int, default=32)
     # wmma: parts of U ceil(ceil(K/S)/U) k with U = 64 where K is a multiple of 64, else 8
     p.add_argument("--wmma-aligned-unit", type=int, default=64)
-    # s16816gemm (mma.sync m16n8k16, k-tile from the name): parts of 8-k units; no tree has
-    # 64 | K (bench/results/2026-12-01-h200-gemm-tc.md), so no aligned unit by default
-    p.add_argument("--s16816-aligned-unit", type=int, default=0)
+    # s16816gemm (mma.sync m16n8k16, k-tile from the name): parts of 8-k units, 64-k units
+    # where 64 | K (as wmma; no tree has a split with 64 | K, the outputs of two held-out
+    # captures do: bench/results/2026-12-02-h200-gemm-tc-heldout.md)
+    p.add_argument("--s16816-aligned-unit", type=int, default=64)
     args = p.parse_args()
     d = np.load(args.fprev)
     meta = json.loads(str(d["meta"]))

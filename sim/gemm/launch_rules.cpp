@@ -38,9 +38,12 @@ struct FamilyRule {
   std::size_t aligned_unit = 0;
   // The rule holds only for kernels whose name starts so (nullptr: every kernel of the family).
   const char* key_prefix = nullptr;
-  // Split parts of whole k-tiles (P = T ceil(ceil(K/T)/S)) where the k-tile T divides K and
-  // K >= T S (else `unit`): cuBLAS's TF32 s1688gemm at 413x3x4640 (S = 17) and 437x16x4160
-  // (S = 15) on the H200 (bench/results/2026-12-01-h200-gemm-campaign.md).
+  // Split parts of whole 32-k units (P = 32 ceil(ceil(K/S)/32)) where 32 divides K and
+  // K >= 32 S (else `unit`): cuBLAS's TF32 s1688gemm
+  // (bench/results/2026-12-02-h200-gemm-tc-heldout.md). The earlier clause, whole k-tiles where
+  // the k-tile T divides K, differs from it only for T = 16 kernels; where 32 does not divide
+  // K the `unit` parts held (31x32x848, 56x461x816 of the held-out captures), fitted on those
+  // shapes: wherever the two clauses differ the rule is announced.
   bool tile_parts = false;
   // nvjet_sm90_* (cuBLAS's sm90 kernels): the split is carried in the grid's x y, and the
   // record's S is the CTA count (tools/gemm_launch.py); the split count is S / tiles, the tiles
@@ -49,8 +52,7 @@ struct FamilyRule {
   // (bench/results/2026-12-01-h200-gemm-tc.md).
   bool grid_split = false;
   // Where K is a multiple of this many k (0: never) and the launch splits, the rule is not
-  // verified: no captured shape of the family has such a K (s16816gemm; wmma's parts are 64-k
-  // units there).
+  // verified (no row uses it since s16816gemm's 64-k parts were checked on a held-out capture).
   std::size_t unverified_aligned = 0;
   // sm90 xmma segment-k kernels (..._tilesize<a>x<b>x<T>_..._execute_segment_k_on_kernel...):
   // the record's S is the CTA count; segments = S / (ceil(M/a) ceil(N/b)), each a run of whole
@@ -71,12 +73,17 @@ constexpr int kFromName = -1;
 constexpr const char* kS16816Evidence =
     "FPRev trees of 29 shapes and every output of the 7 captured H200 shapes of the family; "
     "held-out capture seed 20261202: every output of its 178 shapes outside a split with 64 "
-    "dividing K (bf16 94, 67,672 outputs; fp16 84, 61,558), 0 mismatching";
+    "dividing K (bf16 94, 67,672 outputs; fp16 84, 61,558), 0 mismatching, and the 64-k parts "
+    "fitted on its 96 with; held-out capture seed 20261203, the rule unchanged: every output of "
+    "its 268 shapes (bf16 129, 95,206 outputs; fp16 139, 97,842; 97 splits with 64 dividing K), "
+    "0 mismatching";
 constexpr const char* kNvjetEvidence =
     "FPRev trees of 14 H200 shapes, every output of the 11 captured H200 shapes of the family, "
     "and the H100 profile's 17 verified nvjet shapes; held-out capture seed 20261202: FPRev "
     "trees of 48 shapes equal, every output of 192 shapes with a rule (bf16 102, 73,392 "
-    "outputs; fp16 90, 60,200), 0 mismatching";
+    "outputs; fp16 90, 60,200), 0 mismatching; seed 20261203: FPRev trees of 47 shapes equal, "
+    "every output of 176 shapes (bf16 88, 60,648; fp16 88, 63,304), 0 mismatching (its 48th "
+    "tree and 89th fp16 shape: the floor(K/S) launch announced)";
 
 // SIMT SGEMM (cutlass_80_simt_sgemm_*): CUDA-core FMA chains, also for TF32 requests (the CUDA
 // cores read the fp32 values unrounded); 16-bit s1688gemm (cutlass_75_tensorop_*s1688gemm_*):
@@ -123,15 +130,14 @@ constexpr FamilyRule kRules[] = {
     // part first (FPRev trees, bench/results/2026-12-01-h200-gemm-campaign.md).
     // s16816gemm (cutlass_80_tensorop_*s16816gemm_*, mma.sync m16n8k16): MMA-Sim's Hopper k = 16
     // unit, the k-tile of the name with its residue first, split parts of 8 ceil(ceil(K/S)/8) k
-    // (FPRev trees of 20 H200 and 9 H100 shapes; bench/results/2026-12-01-h200-gemm-tc.md).
-    {"s16816gemm", "bf16", "bf16", "hw:k=16,frac=25", 8, true, kS16816Evidence, kFromName, 0,
-     nullptr, false, false, 64},
-    {"s16816gemm", "bf16", "fp32", "hw:k=16,frac=25", 8, true, kS16816Evidence, kFromName, 0,
-     nullptr, false, false, 64},
-    {"s16816gemm", "fp16", "fp16", "hw:k=16,frac=25", 8, true, kS16816Evidence, kFromName, 0,
-     nullptr, false, false, 64},
-    {"s16816gemm", "fp16", "fp32", "hw:k=16,frac=25", 8, true, kS16816Evidence, kFromName, 0,
-     nullptr, false, false, 64},
+    // (FPRev trees of 20 H200 and 9 H100 shapes; bench/results/2026-12-01-h200-gemm-tc.md), or
+    // 64 ceil(ceil(K/S)/64) where K is a multiple of 64, as wmma (fitted on the held-out capture
+    // of seed 20261202, checked on that of seed 20261203 unchanged:
+    // bench/results/2026-12-02-h200-gemm-tc-heldout.md).
+    {"s16816gemm", "bf16", "bf16", "hw:k=16,frac=25", 8, true, kS16816Evidence, kFromName, 64},
+    {"s16816gemm", "bf16", "fp32", "hw:k=16,frac=25", 8, true, kS16816Evidence, kFromName, 64},
+    {"s16816gemm", "fp16", "fp16", "hw:k=16,frac=25", 8, true, kS16816Evidence, kFromName, 64},
+    {"s16816gemm", "fp16", "fp32", "hw:k=16,frac=25", 8, true, kS16816Evidence, kFromName, 64},
     // nvjet_sm90_* (wgmma, k = 16): groups of 16 k from each part's start (no k-tile residue
     // first), split parts of 64 ceil(ceil(K/split)/64) k, split = CTAs / tiles (grid_split).
     {"nvjet", "bf16", "bf16", "hw:k=16,frac=25", 64, true, kNvjetEvidence, 0, 0, "nvjet_sm90_",
@@ -149,14 +155,17 @@ constexpr FamilyRule kRules[] = {
     // The sm90 xmma TF32 segment-k kernel (wgmma, k = 8): one shape (338x344x12676 on the
     // H200, 4 segments of 99, 99, 99, 100 k-tiles added as a tree) reproduced; not verified.
     {"xmma_tf32", "tf32", "fp32", "hw:k=8,frac=25,tf32=rne", 4, false,
-     "fitted on the one captured shape (H200 338x344x12676, every output); held-out: 2 shapes "
-     "with a rule, trees and outputs equal, 2 with none (a along M does not give their CTAs)",
+     "fitted on the one captured shape (H200 338x344x12676, every output); held out (seeds "
+     "20261202, 20261203): 5 shapes with a rule, outputs equal, 3 with none (the 64x128 "
+     "kernel's grid is 12x6 at every shape seen: its CTAs need not give the segments)",
      0, 0, "sm90_xmma_gemm_", false, false, 0, true},
     {"s1688gemm_tf32", "tf32", "fp32", "hw:k=8,frac=25,tf32=rne", 4, true,
      "the FPRev trees of 32 shapes on the H100 and the H200; every output of the 112 captured "
      "H200 shapes of the family with their records; held-out capture seed 20261202: FPRev "
-     "trees of 18 shapes equal, every output of its 346 shapes outside the whole-tile clause "
-     "(238,447 outputs), 0 mismatching",
+     "trees of 18 shapes equal, every output of its 350 shapes (243,222 outputs); seed "
+     "20261203: trees of 20 shapes equal, every output of its 350 shapes (251,768), 0 "
+     "mismatching with the 32-k parts (whole k-tiles, fitted on 2 shapes of seed 20261201, held "
+     "out on 4 of seed 20261202 and 2 of seed 20261203, missed at 31x32x848 and 56x461x816)",
      kFromName, 0, nullptr, true},
     // sm80 xmma FFMA (SGEMM on the CUDA cores; also for TF32 requests, which read the fp32
     // values unrounded): k-tiles round-robin over the gridDim.z CTAs (xmma_slices above).
@@ -462,13 +471,26 @@ LaunchRule launch_rule(const LaunchRecord& r, const std::string& in, const std::
       return lr;
     }
   }
-  bool tile_gap = false;  // whole-tile parts that differ from the unit's: fitted on 2 shapes
+  bool tile_gap = false;   // 32-k units vs whole k-tiles: decided by 2 fitted shapes only
+  bool floor_gap = false;  // nvjet: cuBLAS's floor(K/S) part leaves k unaccumulated
+  std::size_t floor_P = 0;
   if (split_reduce) {
     const bool aligned = rule->aligned_unit > 0 && K % rule->aligned_unit == 0;
-    const bool tiles = rule->tile_parts && T > 0 && K % T == 0 && K >= T * split;
-    const std::size_t unit_P = split_part(K, split, aligned ? rule->aligned_unit : rule->unit);
-    const std::size_t P = tiles ? split_part(K, split, T) : unit_P;
-    tile_gap = tiles && P != unit_P;
+    std::size_t P = split_part(K, split, aligned ? rule->aligned_unit : rule->unit);
+    if (rule->tile_parts) {
+      constexpr std::size_t U = 32;
+      const std::size_t unit_P = split_part(K, split, rule->unit);
+      P = K % U == 0 && K >= U * split ? split_part(K, split, U) : unit_P;
+      // The earlier clause's part: where the two differ, only the 2 fitted shapes decide.
+      const bool whole_tiles = T > 0 && K % T == 0 && K >= T * split;
+      tile_gap = P != (whole_tiles ? split_part(K, split, T) : unit_P);
+    }
+    if (rule->grid_split && split > 1) {
+      // 64 ceil(floor(K/S)/64) differs from P only where floor(K/S) is a multiple of 64 and S
+      // does not divide K; then S such parts end before K (the H200's fp16 4x8x14792).
+      floor_P = 64 * ((K / split + 63) / 64);
+      floor_gap = floor_P != P;
+    }
     const bool seq = std::strncmp(rule->base, "fp32-seq", 8) == 0;
     model += (seq ? ":chunk=" : ",chunk=") + std::to_string(P);
     const bool partial16 = r.reduce == "splitKreduce/bf16" || r.reduce == "splitKreduce/fp16";
@@ -486,16 +508,22 @@ LaunchRule launch_rule(const LaunchRecord& r, const std::string& in, const std::
   // A split with K a multiple of unverified_aligned: no captured shape checks the part size.
   const bool aligned_gap = rule->unverified_aligned > 0 && split_reduce && split > 1 &&
                            K % rule->unverified_aligned == 0;
-  const bool verified = rule->verified && !aligned_gap && !tile_gap;
+  const bool verified = rule->verified && !aligned_gap && !tile_gap && !floor_gap;
   lr.status = verified ? LaunchRule::Status::verified : LaunchRule::Status::unverified;
   lr.why = record_name(r) + " -> " + model +
            (verified ? " (verified family: " : " (family rule not verified: ") +
            (aligned_gap ? "no captured split shape of the family has K a multiple of " +
                               std::to_string(rule->unverified_aligned) + "; elsewhere: "
                         : std::string()) +
-           (tile_gap ? std::string("parts of whole k-tiles that differ from the unit's rest on "
-                                   "the 2 shapes they were fitted on; elsewhere: ")
+           (tile_gap ? std::string("whole 32-k units and whole k-tiles give different parts "
+                                   "here, which only the 2 shapes the 32-k rule was fitted on "
+                                   "decide (31x32x848, 56x461x816: 4-k parts); elsewhere: ")
                      : std::string()) +
+           (floor_gap ? "the part may be 64 ceil(floor(K/S)/64) = " + std::to_string(floor_P) +
+                            " here, which leaves the last " + std::to_string(K - split * floor_P) +
+                            " k unaccumulated (cuBLAS on the H200 at fp16 4x8x14792, both "
+                            "outputs); elsewhere: "
+                      : std::string()) +
            rule->evidence + ")";
   return lr;
 }

@@ -7,8 +7,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -184,22 +186,50 @@ TEST_CASE("family rules: TF32 sm80 xmma and TF32 s1688gemm (k-tile residue first
   t.split = 22;
   REQUIRE(launch_rule(t, "tf32", "fp32", 6031).model ==
           "hw:k=8,frac=25,tf32=rne,ktile=32,chunk=276");
-  // Whole k-tiles where T divides K and K >= T S: 413x3x4640 on the H200, 64x64_16x6 (T = 16),
-  // S = 17: 16 ceil(290/17) = 288 (16 parts of 288 and one of 32), not 4 ceil(273/4) = 276;
-  // 437x16x4160, S = 15: 16 ceil(260/15) = 288. 243x164x48, S = 4 (K < T S): 4-units, 12.
+  // Whole 32-k units where 32 divides K and K >= 32 S
+  // (bench/results/2026-12-02-h200-gemm-tc-heldout.md): 413x3x4640 on the H200, 64x64_16x6
+  // (T = 16), S = 17: 32 ceil(273/32) = 288 (16 parts of 288 and one of 32), not
+  // 4 ceil(273/4) = 276; 437x16x4160, S = 15: 32 ceil(278/32) = 288. 243x164x48, S = 4 (32 does
+  // not divide 48): 4-units, 12.
   t.key = "cutlass_80_tensorop_s1688gemm_64x64_16x6_tn_align1";
   t.split = 17;
   r = launch_rule(t, "tf32", "fp32", 4640);
   REQUIRE(r.model == "hw:k=8,frac=25,tf32=rne,ktile=16,chunk=288");
-  // Whole-tile parts that differ from the 4-unit ones rest on the 2 shapes they were fitted on:
-  // announced.
-  REQUIRE(r.status == LaunchRule::Status::unverified);
-  REQUIRE(r.why.find("fitted on") != std::string::npos);
+  // Fitted on those two (seed 20261201), held out on 4x440x352, 49x228x4416, 408x441x10624
+  // (seed 20261202) and 49x228x4416, 277x418x10656 (seed 20261203): verified.
+  REQUIRE(r.status == LaunchRule::Status::verified);
   t.split = 15;
   REQUIRE(launch_rule(t, "tf32", "fp32", 4160).model ==
           "hw:k=8,frac=25,tf32=rne,ktile=16,chunk=288");
   t.split = 4;
   REQUIRE(launch_rule(t, "tf32", "fp32", 48).model == "hw:k=8,frac=25,tf32=rne,ktile=16,chunk=12");
+  // 56x461x816 (seed 20261203; S = 8): 16 divides 816, 32 does not: 4 ceil(102/4) = 104, where
+  // the earlier whole-k-tile clause gave 16 ceil(51/8) = 112 (1,205 of 1,383 outputs off; 104:
+  // none). Those 4-k parts, like 31x32x848's (S = 24: 36, not 48), are fitted on these two
+  // shapes: announced.
+  t.split = 8;
+  r = launch_rule(t, "tf32", "fp32", 816);
+  REQUIRE(r.model == "hw:k=8,frac=25,tf32=rne,ktile=16,chunk=104");
+  REQUIRE(r.status == LaunchRule::Status::unverified);
+  REQUIRE(r.why.find("fitted on") != std::string::npos);
+  // Where 32 divides K the 32-k units can differ from whole 16-k tiles too (K = 3200, S = 7:
+  // 32 ceil(458/32) = 480, 16 ceil(200/7) = 464); no captured shape decides: announced.
+  t.split = 7;
+  r = launch_rule(t, "tf32", "fp32", 3200);
+  REQUIRE(r.model == "hw:k=8,frac=25,tf32=rne,ktile=16,chunk=480");
+  REQUIRE(r.status == LaunchRule::Status::unverified);
+  t.key = "cutlass_80_tensorop_s1688gemm_64x64_16x6_tn_align4";
+  t.split = 24;
+  r = launch_rule(t, "tf32", "fp32", 848);
+  REQUIRE(r.model == "hw:k=8,frac=25,tf32=rne,ktile=16,chunk=36");
+  REQUIRE(r.status == LaunchRule::Status::unverified);
+  // 277x418x10656 (256x128_32x3, T = 32, S = 21): 32 ceil(508/32) = 512, verified.
+  t.key = "cutlass_80_tensorop_s1688gemm_256x128_32x3_tn_align1";
+  t.split = 21;
+  r = launch_rule(t, "tf32", "fp32", 10656);
+  REQUIRE(r.model == "hw:k=8,frac=25,tf32=rne,ktile=32,chunk=512");
+  REQUIRE(r.status == LaunchRule::Status::verified);
+  t.key = "cutlass_80_tensorop_s1688gemm_64x64_16x6_tn_align1";
   // 16 | K with the same part either way (4 ceil(ceil(K/S)/4) = 16 ceil(ceil(K/16)/S)): verified.
   // 1600, S = 5: 320 both.
   t.split = 5;
@@ -394,8 +424,9 @@ TEST_CASE("cublas-sm90 precedence: verified launch rule, verified shape, unverif
   REQUIRE(s.model.chunk == 56);
   // The s1688gemm fp32 output (verified since its k-tile is modelled): the rule, silently, also
   // at a shape that holds a verified entry of its own (the rule wins, as for fp32 64x64x512).
-  // (The unverified path of model_for_shape is the one the sm90 segment-k TF32 rule, TF32
-  // whole-tile parts and s16816gemm splits with 64 | K take: the family rules test below.)
+  // (The unverified path of model_for_shape is the one the sm90 segment-k TF32 rule, TF32 4-k
+  // parts where only the k-tile divides K and nvjet's floor(K/S) launches take: the family rules
+  // tests below.)
   s = model_for_shape(b16, 33, 65, 777, "bf16", "fp32", p);
   REQUIRE(s.measured);
   REQUIRE(s.model.k_group == 8);
@@ -782,17 +813,164 @@ TEST_CASE("family rules: s16816gemm (k = 16, k-tile from the name, residue first
   s.split = 131;
   REQUIRE(launch_rule(s, "fp16", "fp16", 29, 2, 9416).model ==
           "hw:k=16,frac=25,ktile=64,chunk=72,rp");
-  // K a multiple of 64 with a split: no captured shape of the family had one (wmma's parts are
-  // 64-k units there), so the rule is announced, with the 8-unit part size.
+  // K a multiple of 64 with a split: parts of 64 ceil(ceil(K/S)/64) k, as wmma's (fitted on the
+  // held-out capture of seed 20261202, every output of its 96 such shapes; checked unchanged on
+  // the 97 of seed 20261203: bench/results/2026-12-02-h200-gemm-tc-heldout.md). 29x2x12992,
+  // S = 22: ceil(12992/22) = 591 -> 640 (8-units: 592).
   s.split = 22;
   r = launch_rule(s, "fp16", "fp16", 29, 2, 12992);
-  REQUIRE(r.model == "hw:k=16,frac=25,ktile=64,chunk=592,rp");
-  REQUIRE(r.status == LaunchRule::Status::unverified);
-  REQUIRE(r.why.find("multiple of 64") != std::string::npos);
-  // Without a split a multiple of 64 is no gap.
+  REQUIRE(r.model == "hw:k=16,frac=25,ktile=64,chunk=640,rp");
+  REQUIRE(r.status == LaunchRule::Status::verified);
+  // From that capture: fp16 487x58x6336 (64x64_64x4, S = 15): 423 -> 448 (8-units: 424; 977 of
+  // 2,552 fp32 outputs off with 424, 0 with 448); bf16 188x374x4736 (128x64_64x6, S = 13):
+  // 365 -> 384 (8-units: 368); bf16 331x2x2944 (64x64_32x6, k-tile 32, S = 16): 184 -> 192.
+  s.key = "cutlass_80_tensorop_s16816gemm_f16_64x64_64x4_tn_align2";
+  s.reduce = "splitKreduce/f32";
+  s.split = 15;
+  r = launch_rule(s, "fp16", "fp32", 487, 58, 6336);
+  REQUIRE(r.model == "hw:k=16,frac=25,ktile=64,chunk=448");
+  REQUIRE(r.status == LaunchRule::Status::verified);
+  s.key = "cutlass_80_tensorop_bf16_s16816gemm_bf16_128x64_64x6_tn_align2";
+  s.reduce = "splitKreduce/bf16";
+  s.split = 13;
+  REQUIRE(launch_rule(s, "bf16", "bf16", 188, 374, 4736).model ==
+          "hw:k=16,frac=25,ktile=64,chunk=384,rp");
+  s.key = "cutlass_80_tensorop_s16816gemm_bf16_64x64_32x6_tn_align2";
+  s.reduce = "splitKreduce/f32";
+  s.split = 16;
+  REQUIRE(launch_rule(s, "bf16", "fp32", 331, 2, 2944).model ==
+          "hw:k=16,frac=25,ktile=32,chunk=192");
+  // Without a split one accumulation.
   s.split = 1;
   s.reduce = "";
   REQUIRE(launch_rule(s, "fp16", "fp16", 29, 2, 12992).status == LaunchRule::Status::verified);
+}
+
+namespace {
+
+// The inputs of bench/peers/gemm_kernel_select_capture.py's gen_values (the held-out captures'
+// counter hash, integer arithmetic only): rows x cols values v 2^-15, exact in fp32.
+std::vector<float> capture_values(std::int64_t seed, std::int64_t which, std::size_t rows,
+                                  std::size_t cols) {
+  constexpr std::int64_t M31 = (std::int64_t{1} << 31) - 1;
+  auto hash31 = [](std::int64_t x) {
+    constexpr std::int64_t mul[3] = {1103515245, 69069, 1664525}, add[3] = {12345, 1, 1013904223};
+    for (int r = 0; r < 3; ++r) {
+      x = (x * mul[r] + add[r]) & M31;
+      x ^= x >> 13;
+    }
+    return x;
+  };
+  const std::int64_t base = (seed * 7919 + which * 104729) & M31;
+  std::vector<float> v(rows * cols);
+  for (std::size_t i = 0; i < v.size(); ++i) {
+    const std::int64_t idx = static_cast<std::int64_t>(i);
+    const std::int64_t h1 = hash31((idx * 2 + base) & M31);
+    const std::int64_t h2 = hash31((idx * 2 + 1 + base * 3) & M31);
+    const std::int64_t u =
+        (h1 & 0xFFFF) + ((h1 >> 15) & 0xFFFF) + (h2 & 0xFFFF) + ((h2 >> 15) & 0xFFFF) - 131070;
+    v[i] = static_cast<float>(u) * 0x1p-15f;
+  }
+  return v;
+}
+
+// bf16 codes of finite fp32 values, round to nearest even (torch's .to(torch.bfloat16)).
+std::vector<std::uint16_t> bf16_rne(const std::vector<float>& v) {
+  std::vector<std::uint16_t> out(v.size());
+  for (std::size_t i = 0; i < v.size(); ++i) {
+    std::uint32_t u;
+    std::memcpy(&u, &v[i], 4);
+    out[i] = static_cast<std::uint16_t>((u + 0x7FFF + ((u >> 16) & 1)) >> 16);
+  }
+  return out;
+}
+
+// The sum of the fp32 codes (the capture's TF32 checksum).
+std::int64_t code_sum(const std::vector<float>& v) {
+  std::int64_t sum = 0;
+  for (float x : v) {
+    std::uint32_t u;
+    std::memcpy(&u, &x, 4);
+    sum += u;
+  }
+  return sum;
+}
+
+}  // namespace
+
+TEST_CASE(
+    "exmy gemm --accum cublas-sm90 on held-out H200 shapes: s16816gemm 64-k parts, TF32 "
+    "4-k parts",
+    "[cli][launch]") {
+  // bench/results/2026-12-02-h200-gemm-tc-heldout.md (capture seed 20261203): the shapes' inputs
+  // regenerated from the seed (their checksums are the capture's), their launch records in a
+  // user profile, and the preset against the explicit models.
+  if (cli().empty()) {
+    WARN("EXMY_CLI not set (run through ctest): skipped");
+    return;
+  }
+  const fs::path d =
+      fs::temp_directory_path() / ("exmy_test_heldout_" + std::to_string(::getpid()));
+  fs::remove_all(d);
+  fs::create_directories(d);
+  const std::string s = d.string(), err = s + "/err.txt";
+  {
+    std::ofstream o(s + "/h200.json");
+    o << R"({"launch": {"info": {"device": "NVIDIA H200"}, "kernels": [
+      ["s16816gemm", "cutlass_80_tensorop_s16816gemm_bf16_64x64_32x6_tn_align2", "splitKreduce/f32"],
+      ["s1688gemm_tf32", "cutlass_80_tensorop_s1688gemm_64x64_16x6_tn_align1", "splitKreduce/f32"]],
+      "records": {"bf16>fp32": [331, 2, 2944, 0, 16], "bf16>bf16": [331, 2, 2944, 0, 16],
+                  "tf32>fp32": [56, 461, 816, 1, 8]}}})";
+  }
+  const std::string env = "EXMY_GEMM_PROFILE=" + s + "/h200.json";
+  // bf16 331x2x2944 (entry 202: seed 20261203 + 202, A the type's 2 ti = 0, B 1): S = 16,
+  // k-tile 32; 64 divides K, so parts of 64 ceil(184/64) = 192, not 8-units' 184.
+  const std::int64_t seed = 20261203;
+  const std::vector<std::uint16_t> a = bf16_rne(capture_values(seed + 202, 0, 331, 2944));
+  const std::vector<std::uint16_t> b = bf16_rne(capture_values(seed + 202, 1, 2, 2944));
+  std::int64_t sa = 0, sb = 0;
+  for (auto c : a) sa += c;
+  for (auto c : b) sb += c;
+  REQUIRE(sa == 31733101859);  // the capture's sum_a, sum_b
+  REQUIRE(sb == 193453763);
+  io::write_npy(s + "/a.npy", io::make_npy(a, {331, 2944}));
+  io::write_npy(s + "/b.npy", io::make_npy(b, {2, 2944}));
+  const std::string g =
+      "gemm --a " + s + "/a.npy --b " + s + "/b.npy --a-format bf16 " + "--b-format bf16 ";
+  for (const char* o : {"fp32", "bf16"}) {
+    const std::string go = g + "--out-format " + o + " --accum ";
+    REQUIRE(run_cli(env, go + "cublas-sm90 --strict --out " + s + "/c.npy", err) == 0);
+    REQUIRE(slurp(err).empty());
+    REQUIRE(run_cli("", go + "hw:k=16,frac=25,ktile=32,chunk=192 --out " + s + "/e.npy", err) == 0);
+    REQUIRE(io::read_npy(s + "/c.npy").data == io::read_npy(s + "/e.npy").data);
+    // The 8-unit parts differ from them in the fp32 output (553 of 662 captured outputs; in the
+    // bf16 output, rounded, none).
+    REQUIRE(run_cli("", go + "hw:k=16,frac=25,ktile=32,chunk=184 --out " + s + "/f.npy", err) == 0);
+    if (std::string(o) == "fp32") {
+      REQUIRE(io::read_npy(s + "/c.npy").data != io::read_npy(s + "/f.npy").data);
+    }
+  }
+  // TF32 56x461x816 (entry 224; A 2 ti = 4, B 5): S = 8, k-tile 16; 32 does not divide K: the
+  // 4-k parts (104), fitted there, so announced in one line; --strict refuses.
+  const std::vector<float> ta = capture_values(seed + 224, 4, 56, 816);
+  const std::vector<float> tb = capture_values(seed + 224, 5, 461, 816);
+  REQUIRE(code_sum(ta) == 97779855056384);
+  REQUIRE(code_sum(tb) == 802186660955136);
+  io::write_npy(s + "/ta.npy", io::make_npy(ta, {56, 816}));
+  io::write_npy(s + "/tb.npy", io::make_npy(tb, {461, 816}));
+  const std::string t = "gemm --a " + s + "/ta.npy --b " + s + "/tb.npy --a-format tf32 " +
+                        "--b-format tf32 --out-format fp32 --accum ";
+  REQUIRE(run_cli(env, t + "cublas-sm90 --out " + s + "/tc.npy", err) == 0);
+  const std::string line = slurp(err);
+  REQUIRE(line.find("outside the verified set") != std::string::npos);
+  REQUIRE(line.find("fitted on") != std::string::npos);
+  REQUIRE(std::count(line.begin(), line.end(), '\n') == 1);
+  REQUIRE(run_cli("", t + "hw:k=8,frac=25,tf32=rne,ktile=16,chunk=104 --out " + s + "/te.npy",
+                  err) == 0);
+  REQUIRE(io::read_npy(s + "/tc.npy").data == io::read_npy(s + "/te.npy").data);
+  REQUIRE(run_cli(env, t + "cublas-sm90 --strict --out " + s + "/ts.npy", err) == 2);
+  REQUIRE_FALSE(fs::exists(s + "/ts.npy"));
+  fs::remove_all(d);
 }
 
 TEST_CASE("family rules: nvjet (the split in the grid's x y)", "[gemm][launch]") {
@@ -831,6 +1009,31 @@ TEST_CASE("family rules: nvjet (the split in the grid's x y)", "[gemm][launch]")
   r = launch_rule(v, "bf16", "bf16", 136, 344, 1080);
   REQUIRE(r.model == "hw:k=16,frac=25");
   REQUIRE(r.status == LaunchRule::Status::verified);
+  // fp16 4x8x14792 on the H200 (held-out seed 20261203), hss_64x8 cluster 1x1, grid 1x11: 1
+  // tile, split 11; the rule's parts 64 ceil(1345/64) = 1408. cuBLAS ran 11 parts of
+  // 64 ceil(floor(14792/11)/64) = 1344 and never added k >= 14,784: its outputs (both types)
+  // are exmy's on the first 14,784 k, bit for bit, and differ in all 32 from the rule's. The
+  // two part sizes differ only where floor(K/S) is a multiple of 64 and S does not divide K:
+  // there the rule is announced. 2x480x8624 (4x1 cluster, 48 CTAs over 8 tiles: split 6):
+  // 1438 -> 1472 both ways, verified.
+  v.key = "nvjet_sm90_hss_64x8_64x16_1x1_h_bz_splitK_TNT";
+  v.reduce = "splitKreduce/f32";
+  v.split = 11;
+  r = launch_rule(v, "fp16", "fp32", 4, 8, 14792);
+  REQUIRE(r.model == "hw:k=16,frac=25,chunk=1408");
+  REQUIRE(r.status == LaunchRule::Status::unverified);
+  REQUIRE(r.why.find("1344") != std::string::npos);
+  REQUIRE(r.why.find("last 8 k unaccumulated") != std::string::npos);
+  v.split = 10;  // 1480 (floor 1479) -> 1536 either way
+  REQUIRE(launch_rule(v, "fp16", "fp32", 4, 8, 14792).status == LaunchRule::Status::verified);
+  v.key = "nvjet_sm90_hss_64x8_64x16_4x1_v_bz_splitK_TNT";
+  v.split = 48;
+  r = launch_rule(v, "fp16", "fp32", 2, 480, 8624);
+  REQUIRE(r.model == "hw:k=16,frac=25,chunk=1472");
+  REQUIRE(r.status == LaunchRule::Status::verified);
+  v.key = "nvjet_sm90_tst_64x8_64x16_2x4_h_bz_TNT";
+  v.reduce = "";
+  v.split = 120;
   // CTAs that are no multiple of the tiles, a split without splitKreduce, no M and N, a name
   // without the fields: no rule.
   v.split = 121;
