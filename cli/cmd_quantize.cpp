@@ -748,8 +748,10 @@ int run_quantize(const Args& args) {
   if (!parse(args, Direction::quantize, o)) return 0;
   if (o.bnb4) return run_bnb4_quantize(o);
   quant::Quantized q;
-  if (o.device == Device::cuda && o.train.any()) {
-    throw InputError("--columnwise, --rht, --sr, --four-over-six: CPU only (no CUDA kernel)");
+  if (o.device == Device::cuda && o.train.given()) {
+    throw InputError(
+        "--device cuda: --columnwise, --rht, --sr and --four-over-six run on the CPU only (no CUDA "
+        "kernel)");
   }
   if (o.device == Device::cuda) {
     q = quantize_cuda(o);
@@ -759,7 +761,7 @@ int run_quantize(const Args& args) {
     opt.source = in.type == gpu::CastInput::bf16   ? native::Storage::bf16
                  : in.type == gpu::CastInput::fp16 ? native::Storage::f16
                                                    : native::Storage::f32;
-    if (o.train.any()) {
+    if (o.train.given()) {
       // TE's training pieces (sim/layer/nvfp4_train.hpp): the codes' shape is the quantized
       // tensor's (X^T with --columnwise).
       o.train.seed = o.q.seed;

@@ -125,7 +125,12 @@ TeSrWord te_tuned_1d_word(std::size_t rows, std::size_t cols, std::size_t r, std
 }
 
 void check_train_options(const quant::Options& opt, const Nvfp4TrainOptions& t, bool bf16_input) {
-  if (!t.any()) return;
+  if (!t.given()) return;
+  if (!t.any()) {
+    throw InputError(
+        "--rht-accum, --rht-no-signs, --philox-offset, --sr-both, --sr-arch, "
+        "--four-over-six-err, --e4m3-max: expected --rht, --sr or --four-over-six");
+  }
   const bool s1d = opt.scheme.kind == quant::Granularity::nvfp4;
   const bool s2d = opt.scheme.kind == quant::Granularity::nvfp4_2d;
   if (!(s1d || s2d) || opt.variant != native::CastVariant::te || !opt.two_level) {
@@ -153,8 +158,8 @@ void check_train_options(const quant::Options& opt, const Nvfp4TrainOptions& t, 
   if (t.four_over_six && t.e4m3_max != 256 && t.e4m3_max != 448) {
     throw InputError("--e4m3-max: expected 256 or 448");
   }
-  if (!t.four_over_six && t.e4m3_max != 256) {
-    throw InputError("--e4m3-max: applies to --four-over-six only");
+  if (!t.four_over_six && (t.e4m3_max != 256 || t.mse)) {
+    throw InputError("--e4m3-max, --four-over-six-err: expected --four-over-six");
   }
   if (t.sr) {
     if (!bf16_input) {
@@ -177,8 +182,8 @@ void check_train_options(const quant::Options& opt, const Nvfp4TrainOptions& t, 
           "--columnwise --sr without --rht: TE's tuned kernel writes the "
           "columnwise copy only with the rowwise one; add --sr-both");
     }
-  } else if (t.sr_transposed_too || t.seed != 0 || t.philox_offset != 0) {
-    throw InputError("--sr-both, --sr-seed, --philox-offset: expected --sr");
+  } else if (t.sr_transposed_too || t.philox_offset != 0 || t.arch != native::CvtRsArch::sm100a) {
+    throw InputError("--sr-both, --sr-arch, --philox-offset: expected --sr");
   }
   if (!t.rht && (!t.rht_signs || t.rht_accum != "sm100")) {
     throw InputError("--rht-accum, --rht-no-signs: expected --rht");

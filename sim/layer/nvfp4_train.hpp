@@ -76,6 +76,11 @@ struct Nvfp4TrainOptions {
   bool mse = false;    // 4over6 error: MSE instead of MAE
   int e4m3_max = 256;  // 4over6 global scale bound (NVFP4BlockScaling's default: 256)
   bool any() const { return columnwise || rht || sr || four_over_six; }
+  // Any option of these set (a stray one is refused by check_train_options).
+  bool given() const {
+    return any() || !rht_signs || rht_accum != "sm100" || philox_offset != 0 || sr_transposed_too ||
+           arch != native::CvtRsArch::sm100a || mse || e4m3_max != 256;
+  }
 };
 
 // InputError naming the combination that TE does not run or exmy does not model.
