@@ -49,16 +49,18 @@ def case_inputs(name, m, seed):
     elif name == "wide":
         e = rng.integers(-40, 1, (m, 16))
         x = rng.choice([-1.0, 1.0], (m, 16)) * (1 + rng.integers(0, 128, (m, 16)) / 128) * 2.0**e
-    else:  # ties
+    else:  # ties: output 0 = sum of v_i with v_0 = b 2^k, v_1 = half its bf16 ulp, the rest
+        # small terms 2^-9 .. 2^-29 below v_0 (x_i = 4 s_i v_i, R[i][0] = s_i / 4)
         s = np.array(SIGNS, dtype=np.float64)
-        x = np.zeros((m, 16))
-        base = 1 + rng.integers(0, 128, m) / 128.0
-        x[:, 0] = 4 * s[0] * base * 2.0 ** rng.integers(-4, 5, m)
-        x[:, 1] = s[1] * x[:, 0] * s[0] * 2.0**-8  # half a bf16 ulp of x0/4 in output 0
-        for k in range(2, 16):
-            x[:, k] = (s[k] * rng.choice([-1.0, 1.0], m) * np.abs(x[:, 0]) *
-                       (1 + rng.integers(0, 128, m) / 128) * 2.0 ** rng.integers(-34, -14, m))
-            x[rng.random(m) < 0.5, k] = 0.0
+        k = rng.integers(-4, 5, m).astype(np.float64)
+        v = np.zeros((m, 16))
+        v[:, 0] = (1 + rng.integers(0, 128, m) / 128.0) * 2.0**k
+        v[:, 1] = 2.0 ** (k - 8)
+        for j in range(2, 16):
+            v[:, j] = (rng.choice([-1.0, 1.0], m) * (1 + rng.integers(0, 128, m) / 128) *
+                       2.0 ** (k - rng.integers(9, 30, m)))
+            v[rng.random(m) < 0.5, j] = 0.0
+        x = 4 * s[None, :] * v
     return bf16_codes(x).reshape(m, 16)
 
 
