@@ -2,8 +2,9 @@
 on CUDA (issue 32 item 4; docs/SEMANTICS.md 7.18): `x.view(-1, 16) @ (H * 0.25)` in bf16, i.e. one
 cuBLASLt bf16 GEMM with K = 16 and a bf16 output (TransformerEngine
 transformer_engine/pytorch/custom_recipes/reference_nvfp4.py, NVFP4QuantizerRef._apply_rht,
-commit d0067d0d). TE's own tests (tests/pytorch/nvfp4/test_nvfp4_rht_quantize_exact.py) hold its
-RHT kernels equal to this reference bit for bit on randn inputs. No TE is needed: the 16x16
+commit d0067d0d). TE's own tests
+(TransformerEngine/tests/pytorch/nvfp4/test_nvfp4_rht_quantize_exact.py) hold its RHT kernels
+equal to this reference bit for bit on randn inputs. No TE is needed: the 16x16
 matrix is built here from TE's sign vector (get_wgrad_sign_vector) and Sylvester's construction.
 
     python3 bench/peers/nvfp4_rht_capture.py --out DIR [--seed S] [--device cuda|cpu]
