@@ -4,10 +4,11 @@ accumulation, bf16 out) against the outputs bench/peers/nvfp4_rht_capture.py rec
 a GPU, or CPU torch with --device cpu), and the models against each other.
 
     bench/peers/nvfp4_rht_compare.py --exmy PATH [--capture DIR] [--models sm100,cublas-sm90,...]
-        [--json OUT]
+        [--generator CAPTURE_SCRIPT.py] [--json OUT]
 
 The inputs are rebuilt from the capture's seeds (its case generator; the sha256 digests are
-checked). Without --capture the seed is the capture's default and only the models are compared.
+checked; --generator names the capture script's version that made them, e.g. an older commit's
+`git show f32048f:bench/peers/nvfp4_rht_capture.py`). Without --capture the seed is the capture's default and only the models are compared.
 Prints one line per case and model: outputs differing from the capture, and from `exact`.
 """
 import argparse
@@ -42,7 +43,14 @@ def main():
     ap.add_argument("--capture")
     ap.add_argument("--models", default="sm100,cublas-sm90,fp32-seq,pairwise,exact")
     ap.add_argument("--json")
+    ap.add_argument("--generator")
     a = ap.parse_args()
+    global cap
+    if a.generator:
+        import importlib.util
+        spec = importlib.util.spec_from_file_location("nvfp4_rht_capture_gen", a.generator)
+        cap = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(cap)
     meta, arrays = None, None
     if a.capture:
         meta = json.load(open(os.path.join(a.capture, "nvfp4_rht.json")))
