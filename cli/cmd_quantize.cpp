@@ -335,12 +335,15 @@ Options quantize_options(CliOptions& o, Direction dir) {
                })
         .flag({"--four-over-six"}, "nvfp4 te: 4over6 adaptive block scaling (map to 4 or 6)",
               [&] { t.four_over_six = true; })
-        .value({"--four-over-six-err"}, "mae|mse", "--four-over-six: the error compared", "mae",
+        .value({"--four-over-six-err"}, "mae|mse|mae-fast|mse-fast",
+               "--four-over-six: the error compared (-fast: TE's fast-math error path)", "mae",
                [&](const std::string& v) {
-                 if (v != "mae" && v != "mse") {
-                   throw InputError("--four-over-six-err '" + v + "': expected mae or mse");
+                 if (v != "mae" && v != "mse" && v != "mae-fast" && v != "mse-fast") {
+                   throw InputError("--four-over-six-err '" + v +
+                                    "': expected mae, mse, mae-fast or mse-fast");
                  }
-                 t.mse = v == "mse";
+                 t.mse = v.rfind("mse", 0) == 0;
+                 t.err_fast = v.size() > 3;
                })
         .value({"--e4m3-max"}, "256|448", "--four-over-six: the global scale's E4M3 bound", "256",
                [&](const std::string& v) {

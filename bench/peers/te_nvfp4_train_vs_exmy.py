@@ -182,18 +182,24 @@ def main():
                              ["--scheme", "nvfp4", "--columnwise"])]
                 for err in ("MAE", "MSE"):
                     for emax in (256, 448):
-                        configs.append((f"1x16-4over6-{err}-{emax}",
-                                        dict(quant_tile_shape=(1, 16), nvfp4_use_4over6=True,
-                                             nvfp4_e4m3_max=emax, nvfp4_4over6_err_mode=err),
-                                        ["--scheme", "nvfp4", "--four-over-six",
-                                         "--four-over-six-err", err.lower(),
-                                         "--e4m3-max", str(emax)]))
+                        for fast in (False, True):
+                            f = "-fast" if fast else ""
+                            configs.append((f"1x16-4over6-{err}{f}-{emax}",
+                                            dict(quant_tile_shape=(1, 16), nvfp4_use_4over6=True,
+                                                 nvfp4_e4m3_max=emax, nvfp4_4over6_err_mode=err,
+                                                 nvfp4_4over6_err_use_fast_math=fast),
+                                            ["--scheme", "nvfp4", "--four-over-six",
+                                             "--four-over-six-err", err.lower() + f,
+                                             "--e4m3-max", str(emax)]))
             for err in ("MAE", "MSE"):
-                configs.append((f"16x16-4over6-{err}-256",
-                                dict(quant_tile_shape=(16, 16), nvfp4_use_4over6=True,
-                                     nvfp4_e4m3_max=256, nvfp4_4over6_err_mode=err),
-                                ["--scheme", "nvfp4:16x16", "--four-over-six",
-                                 "--four-over-six-err", err.lower()]))
+                for fast in (False, True):
+                    f = "-fast" if fast else ""
+                    configs.append((f"16x16-4over6-{err}{f}-256",
+                                    dict(quant_tile_shape=(16, 16), nvfp4_use_4over6=True,
+                                         nvfp4_e4m3_max=256, nvfp4_4over6_err_mode=err,
+                                         nvfp4_4over6_err_use_fast_math=fast),
+                                    ["--scheme", "nvfp4:16x16", "--four-over-six",
+                                     "--four-over-six-err", err.lower() + f]))
             for cname, kw, extra in configs:
                 col = "--columnwise" in extra
                 qz = ref.NVFP4QuantizerRef(dtype=ru.Fp4Formats.E2M1, rowwise=not col,

@@ -158,7 +158,7 @@ void check_train_options(const quant::Options& opt, const Nvfp4TrainOptions& t, 
   if (t.four_over_six && t.e4m3_max != 256 && t.e4m3_max != 448) {
     throw InputError("--e4m3-max: expected 256 or 448");
   }
-  if (!t.four_over_six && (t.e4m3_max != 256 || t.mse)) {
+  if (!t.four_over_six && (t.e4m3_max != 256 || t.mse || t.err_fast)) {
     throw InputError("--e4m3-max, --four-over-six-err: expected --four-over-six");
   }
   if (t.sr) {
@@ -256,10 +256,14 @@ quant::Quantized four_over_six(const std::vector<float>& t, std::size_t rows, st
         const std::size_t r = by * ty + i;
         for (std::size_t c = bx * 16; c < bx * 16 + 16; ++c) {
           const float x = at(r, c);
+          // fast math: the candidate's exact E2M1 x E4M3 product (an fp16 value in the kernel)
+          // against RN32(x ges); otherwise the candidate's value in x's domain against x.
+          const float xs = o.err_fast ? rn_mul(x, ges) : x;
           for (int k = 0; k < 2; ++k) {
             const std::uint8_t e = native::nvfp4_te_scaled(x, es[k]).code;
-            const float v = rn_div(rn_mul(rn_mul(native::to_float(kE2m1, e), sf[k]), g), denom);
-            const float diff = rn_sub(v, x);
+            const float p = rn_mul(native::to_float(kE2m1, e), sf[k]);
+            const float v = o.err_fast ? p : rn_div(rn_mul(p, g), denom);
+            const float diff = rn_sub(v, xs);
             err_row[k][i] = rn_add(err_row[k][i], o.mse ? rn_mul(diff, diff) : native::abs32(diff));
           }
         }

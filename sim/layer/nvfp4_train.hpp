@@ -73,7 +73,9 @@ struct Nvfp4TrainOptions {
   bool sr_transposed_too = false;             // the launch wrote both copies
   native::CvtRsArch arch = native::CvtRsArch::sm100a;
   bool four_over_six = false;
-  bool mse = false;    // 4over6 error: MSE instead of MAE
+  bool mse = false;  // 4over6 error: MSE instead of MAE
+  bool err_fast =
+      false;  // 4over6 error in the E4M3-scaled domain (NVTE_NVFP4_4OVER6_ERR_USE_FAST_MATH)
   int e4m3_max = 256;  // 4over6 global scale bound (NVFP4BlockScaling's default: 256)
   bool any() const { return columnwise || rht || sr || four_over_six; }
   // Any option of these set (a stray one is refused by check_train_options).

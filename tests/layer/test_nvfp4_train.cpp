@@ -287,51 +287,56 @@ TEST_CASE("nvfp4 four-over-six: 1x16 blocks against the reference's steps",
   x[5] = 4.0f;  // a block whose max maps to 6 and 4 on the grid both
   for (const bool mse : {false, true}) {
     for (const int emax : {256, 448}) {
-      quant::Options opt;
-      opt.scheme = quant::parse_scheme("nvfp4");
-      opt.target = quant::parse_target("e2m1fn");
-      opt.variant = native::CastVariant::te;
-      opt.two_level = true;
-      Nvfp4TrainOptions t;
-      t.four_over_six = true;
-      t.mse = mse;
-      t.e4m3_max = emax;
-      const quant::Quantized q = nvfp4_train_quantize(quant::Values(x), {}, {rows, cols}, opt, t);
-      float g = 0;
-      for (const float v : x) g = std::max(g, std::fabs(v));
-      const float denom = 6.0f * static_cast<float>(emax);
-      float ges = std::min(denom / g, std::numeric_limits<float>::max());
-      const float gds = 1.0f / ges;
-      CHECK(q.tensor_scale == gds);
-      int picked4 = 0;
-      for (std::size_t r = 0; r < rows; ++r) {
-        for (std::size_t b = 0; b < cols / 16; ++b) {
-          float vmax = 0;
-          for (int i = 0; i < 16; ++i) vmax = std::max(vmax, std::fabs(x[r * cols + 16 * b + i]));
-          const float base = (vmax / 6.0f) * ges;
-          float sf[2], es[2], err[2] = {0, 0};
-          std::uint8_t code[2], e[2][16];
-          for (int k = 0; k < 2; ++k) {
-            const float d = clampf(k == 0 ? base * 1.5f : base, -448.0f, 448.0f);
-            code[k] = e4m3_of(d, sf[k]);
-            es[k] = std::min(1.0f / (sf[k] * gds), std::numeric_limits<float>::max());
-            for (int i = 0; i < 16; ++i) {
-              const float xv = x[r * cols + 16 * b + i];
-              e[k][i] = te_fp4(clampf(xv * es[k], -6.0f, 6.0f));
-              const float val = ((e2m1_value(e[k][i]) * sf[k]) * g) / denom;
-              const float diff = val - xv;
-              err[k] = err[k] + (mse ? diff * diff : std::fabs(diff));
+      for (const bool fast : {false, true}) {
+        quant::Options opt;
+        opt.scheme = quant::parse_scheme("nvfp4");
+        opt.target = quant::parse_target("e2m1fn");
+        opt.variant = native::CastVariant::te;
+        opt.two_level = true;
+        Nvfp4TrainOptions t;
+        t.four_over_six = true;
+        t.mse = mse;
+        t.e4m3_max = emax;
+        t.err_fast = fast;
+        const quant::Quantized q = nvfp4_train_quantize(quant::Values(x), {}, {rows, cols}, opt, t);
+        float g = 0;
+        for (const float v : x) g = std::max(g, std::fabs(v));
+        const float denom = 6.0f * static_cast<float>(emax);
+        float ges = std::min(denom / g, std::numeric_limits<float>::max());
+        const float gds = 1.0f / ges;
+        CHECK(q.tensor_scale == gds);
+        int picked4 = 0;
+        for (std::size_t r = 0; r < rows; ++r) {
+          for (std::size_t b = 0; b < cols / 16; ++b) {
+            float vmax = 0;
+            for (int i = 0; i < 16; ++i) vmax = std::max(vmax, std::fabs(x[r * cols + 16 * b + i]));
+            const float base = (vmax / 6.0f) * ges;
+            float sf[2], es[2], err[2] = {0, 0};
+            std::uint8_t code[2], e[2][16];
+            for (int k = 0; k < 2; ++k) {
+              const float d = clampf(k == 0 ? base * 1.5f : base, -448.0f, 448.0f);
+              code[k] = e4m3_of(d, sf[k]);
+              es[k] = std::min(1.0f / (sf[k] * gds), std::numeric_limits<float>::max());
+              for (int i = 0; i < 16; ++i) {
+                const float xv = x[r * cols + 16 * b + i];
+                e[k][i] = te_fp4(clampf(xv * es[k], -6.0f, 6.0f));
+                // fast: _ref_nvfp4_4over6_fp16_candidate (the exact product) - x * ges
+                const float prod = e2m1_value(e[k][i]) * sf[k];
+                const float val = fast ? prod : (prod * g) / denom;
+                const float diff = val - (fast ? xv * ges : xv);
+                err[k] = err[k] + (mse ? diff * diff : std::fabs(diff));
+              }
             }
+            const int pick = err[0] < err[1] ? 0 : 1;
+            picked4 += pick == 0;
+            CHECK(q.scale_codes[r * (cols / 16) + b] == code[pick]);
+            for (int i = 0; i < 16; ++i) CHECK(q.codes[r * cols + 16 * b + i] == e[pick][i]);
           }
-          const int pick = err[0] < err[1] ? 0 : 1;
-          picked4 += pick == 0;
-          CHECK(q.scale_codes[r * (cols / 16) + b] == code[pick]);
-          for (int i = 0; i < 16; ++i) CHECK(q.codes[r * cols + 16 * b + i] == e[pick][i]);
         }
+        INFO("blocks mapped to 4: " << picked4);
+        CHECK(picked4 > 0);
+        CHECK(picked4 < static_cast<int>(rows * cols / 16));
       }
-      INFO("blocks mapped to 4: " << picked4);
-      CHECK(picked4 > 0);
-      CHECK(picked4 < static_cast<int>(rows * cols / 16));
     }
   }
 }
