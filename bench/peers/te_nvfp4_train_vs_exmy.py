@@ -191,6 +191,10 @@ def main():
                                             ["--scheme", "nvfp4", "--four-over-six",
                                              "--four-over-six-err", err.lower() + f,
                                              "--e4m3-max", str(emax)]))
+                configs.append(("1x16-4over6-MAE-256-columnwise",
+                                dict(quant_tile_shape=(1, 16), nvfp4_use_4over6=True,
+                                     nvfp4_e4m3_max=256),
+                                ["--scheme", "nvfp4", "--four-over-six", "--columnwise"]))
             for err in ("MAE", "MSE"):
                 for fast in (False, True):
                     f = "-fast" if fast else ""
