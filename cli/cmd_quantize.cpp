@@ -401,6 +401,7 @@ bool parse(const Args& args, Direction dir, CliOptions& o) {
     throw InputError("--in, --out and " + state_flag + " must name files");
   }
   if (o.bnb4) return parse_bnb4(o, quantize);
+  if (!o.rht_out.empty() && !o.train.rht) throw InputError("--rht-out: expected --rht");
   // The profile's kernel rules (sim/quant/quant_compat.cpp), as the Python module applies them.
   quant::apply_compat(o.q, o.compat,
                       {.order = o.order, .norm_or_nan = o.norm_or_nan, .dequantize = !quantize});
@@ -773,7 +774,6 @@ int run_quantize(const Args& args) {
         bits.resize(in.x.size());
         if (!bits.empty()) std::memcpy(bits.data(), in.file->data(), 2 * bits.size());
       }
-      if (!o.rht_out.empty() && !o.train.rht) throw InputError("--rht-out: expected --rht");
       q = layer::nvfp4_train_quantize(in.x, bits, in.shape, opt, o.train, &o.rht_bits);
     } else {
       q = quant::quantize(in.x, in.shape, opt, o.pack);

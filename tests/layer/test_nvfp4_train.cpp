@@ -409,6 +409,7 @@ TEST_CASE("CLI nvfp4 training options: inapplicable combinations are refused by 
       {bf + " --sr --e4m3-max 448", "--e4m3-max"},
       {bf + " --rht-accum fp32-seq", "--rht"},
       {bf + " --columnwise --sr-both", "--sr-both"},
+      {bf + " --rht-out " + (dir / "y.npy"), "--rht-out: expected --rht"},
       {bf + " --columnwise --rht --rht-accum bogus", "bogus"},
       {bf + " --columnwise --device cuda", "--device cuda"},
       {"quantize --scheme nvfp4:16x16 --to e2m1fn --variant te --two-level --in-format bf16 --in " +
