@@ -27,6 +27,7 @@
 #include "sim/format/compat.hpp"
 #include "sim/io/files.hpp"
 #include "sim/io/npy.hpp"
+#include "sim/layer/nvfp4_train.hpp"
 #include "sim/native/convert.hpp"
 #include "sim/native/pack4.hpp"
 #include "sim/quant/bnb4bit.hpp"
@@ -58,6 +59,10 @@ struct CliOptions {
   std::string state2, offset;  // --state2-out/--state2, --offset-out/--offset
   std::string shape;           // dequantize: the tensor's shape (default (2 * bytes,))
   native::Bnb4Dtype out_dtype = native::Bnb4Dtype::fp32;  // dequantize --out-format
+  // TransformerEngine's NVFP4 training options (docs/SEMANTICS.md 7.18-7.20).
+  layer::Nvfp4TrainOptions train;
+  std::string rht_out;                  // --rht-out: RHT(X^T) as bf16 codes
+  std::vector<std::uint16_t> rht_bits;  // what it holds
 };
 
 // A float option through the CLI's one number parser (sim/common/number.hpp): finite, one
@@ -299,6 +304,54 @@ Options quantize_options(CliOptions& o, Direction dir) {
   opts.value({"--device"}, "cpu|cuda", "the CPU reference or the GPU kernels (the same bits)",
              "cpu", [&](const std::string& v) { o.device = parse_device(v); })
       .flag({"--json"}, "print the summary as JSON", [&] { o.json = true; });
+  if (q) {
+    // TransformerEngine's NVFP4BlockScaling pieces (scheme nvfp4 --variant te --two-level).
+    layer::Nvfp4TrainOptions& t = o.train;
+    opts.flag({"--columnwise"}, "nvfp4 te: quantize X^T, TE's columnwise (wgrad) copy",
+              [&] { t.columnwise = true; })
+        .flag({"--rht"}, "nvfp4 te --columnwise: TE's 16x16 random Hadamard transform first",
+              [&] { t.rht = true; })
+        .value({"--rht-accum"}, "MODEL", "the RHT's GEMM accumulation (an exmy gemm --accum)",
+               t.rht_accum, [&](const std::string& v) { t.rht_accum = v; })
+        .value({"--rht-out"}, "Y.npy", "--rht: write RHT(X^T) (<u2 bf16 codes, cols x rows)",
+               "none", [&](const std::string& v) { o.rht_out = v; })
+        .flag({"--rht-no-signs"}, "the RHT without TE's sign vector (with_random_sign_mask off)",
+              [&] { t.rht_signs = false; })
+        .flag({"--sr"}, "nvfp4 te: TE's stochastic rounding (cvt.rs, its tuned 1-D kernel's words)",
+              [&] { t.sr = true; })
+        .value({"--philox-offset"}, "N", "--sr: TE's rng_state[1] (--seed is rng_state[0])", "0",
+               [&](const std::string& v) {
+                 t.philox_offset = parse_uint(v, "--philox-offset", UINT64_MAX);
+               })
+        .flag({"--sr-both"}, "--sr: the launch wrote the rowwise and the columnwise copy",
+              [&] { t.sr_transposed_too = true; })
+        .value({"--sr-arch"}, "sm100a|sm103a", "--sr: cvt.rs's byte order (SEMANTICS 12.2)",
+               "sm100a",
+               [&](const std::string& v) {
+                 if (v != "sm100a" && v != "sm103a") {
+                   throw InputError("--sr-arch '" + v + "': expected sm100a or sm103a");
+                 }
+                 t.arch = v == "sm103a" ? native::CvtRsArch::sm103a : native::CvtRsArch::sm100a;
+               })
+        .flag({"--four-over-six"}, "nvfp4 te: 4over6 adaptive block scaling (map to 4 or 6)",
+              [&] { t.four_over_six = true; })
+        .value({"--four-over-six-err"}, "mae|mse|mae-fast|mse-fast",
+               "--four-over-six: the error compared (-fast: TE's fast-math error path)", "mae",
+               [&](const std::string& v) {
+                 if (v != "mae" && v != "mse" && v != "mae-fast" && v != "mse-fast") {
+                   throw InputError("--four-over-six-err '" + v +
+                                    "': expected mae, mse, mae-fast or mse-fast");
+                 }
+                 t.mse = v.rfind("mse", 0) == 0;
+                 t.err_fast = v.size() > 3;
+               })
+        .value({"--e4m3-max"}, "256|448", "--four-over-six: the global scale's E4M3 bound", "256",
+               [&](const std::string& v) {
+                 t.e4m3_max = v == "448" ? 448 : v == "256" ? 256 : -1;
+                 if (t.e4m3_max < 0)
+                   throw InputError("--e4m3-max '" + v + "': expected 256 or 448");
+               });
+  }
   return opts;
 }
 
@@ -348,6 +401,7 @@ bool parse(const Args& args, Direction dir, CliOptions& o) {
     throw InputError("--in, --out and " + state_flag + " must name files");
   }
   if (o.bnb4) return parse_bnb4(o, quantize);
+  if (!o.rht_out.empty() && !o.train.rht) throw InputError("--rht-out: expected --rht");
   // The profile's kernel rules (sim/quant/quant_compat.cpp), as the Python module applies them.
   quant::apply_compat(o.q, o.compat,
                       {.order = o.order, .norm_or_nan = o.norm_or_nan, .dequantize = !quantize});
@@ -372,7 +426,7 @@ bool parse(const Args& args, Direction dir, CliOptions& o) {
   // never committed.
   if (quantize) {
     io::OutputSet names;
-    for (const std::string& p : {o.out, o.state, o.tensor_state}) {
+    for (const std::string& p : {o.out, o.state, o.tensor_state, o.rht_out}) {
       if (!p.empty()) names.stage(p);
     }
   }
@@ -495,6 +549,10 @@ void write_quantized(const CliOptions& o, quant::Quantized& q) {
   }
   if (o.q.two_level) {
     write_array(outs, o.tensor_state, io::kDescrF32, {1}, &q.tensor_scale, sizeof(float));
+  }
+  if (!o.rht_out.empty()) {
+    write_array(outs, o.rht_out, io::kDescrU16, q.shape, o.rht_bits.data(),
+                o.rht_bits.size() * sizeof(std::uint16_t));
   }
   outs.commit();
 }
@@ -694,6 +752,11 @@ int run_quantize(const Args& args) {
   if (!parse(args, Direction::quantize, o)) return 0;
   if (o.bnb4) return run_bnb4_quantize(o);
   quant::Quantized q;
+  if (o.device == Device::cuda && o.train.given()) {
+    throw InputError(
+        "--device cuda: --columnwise, --rht, --sr and --four-over-six run on the CPU only (no CUDA "
+        "kernel)");
+  }
   if (o.device == Device::cuda) {
     q = quantize_cuda(o);
   } else {
@@ -702,7 +765,19 @@ int run_quantize(const Args& args) {
     opt.source = in.type == gpu::CastInput::bf16   ? native::Storage::bf16
                  : in.type == gpu::CastInput::fp16 ? native::Storage::f16
                                                    : native::Storage::f32;
-    q = quant::quantize(in.x, in.shape, opt, o.pack);
+    if (o.train.given()) {
+      // TE's training pieces (sim/layer/nvfp4_train.hpp): the codes' shape is the quantized
+      // tensor's (X^T with --columnwise).
+      o.train.seed = o.q.seed;
+      std::vector<std::uint16_t> bits;
+      if (in.type == gpu::CastInput::bf16) {
+        bits.resize(in.x.size());
+        if (!bits.empty()) std::memcpy(bits.data(), in.file->data(), 2 * bits.size());
+      }
+      q = layer::nvfp4_train_quantize(in.x, bits, in.shape, opt, o.train, &o.rht_bits);
+    } else {
+      q = quant::quantize(in.x, in.shape, opt, o.pack);
+    }
   }
   // Codes as elements (before packing: the summary counts elements, not bytes).
   const std::size_t ncodes = q.packed ? checked_count(q.shape, "codes") : q.codes.size();

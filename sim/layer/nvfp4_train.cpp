@@ -1,0 +1,360 @@
+// TransformerEngine's NVFP4 training pieces (docs/SEMANTICS.md 7.18-7.20). Written from TE's
+// sources at commit d0067d0d (NVIDIA/TransformerEngine, 2.20.0.dev0): custom_recipes/
+// reference_nvfp4.py (RHT, 4over6), tensor/nvfp4_tensor.py (sign vector, RHT matrix), common/util/
+// curanddx.hpp (Philox), common/cast/nvfp4/specialized/quantize_transpose_nvfp4_tuned_1D.cuh and
+// common/util/ptx_arch_spec.cuh (the stochastic-rounding kernel's words and cvt.rs operands).
+#include "sim/layer/nvfp4_train.hpp"
+
+#include <cstring>
+#include <stdexcept>
+
+#include "sim/common/error.hpp"
+#include "sim/gemm/accum_model.hpp"
+#include "sim/gemm/gemm.hpp"
+#include "sim/native/philox.hpp"
+#include "sim/native/quant_absmax.hpp"
+#include "sim/native/quant_fp32.hpp"
+#include "sim/native/quant_nvfp4.hpp"
+
+namespace exmy::layer {
+
+using native::CvtRsTarget;
+
+std::uint16_t te_rht_sign_mask() {
+  std::uint16_t m = 0;
+  for (int i = 0; i < 16; ++i) {
+    if (kTeRhtSigns[i] == -1) m = static_cast<std::uint16_t>(m | (1u << i));
+  }
+  return m;
+}
+
+std::array<std::uint16_t, 256> te_rht_matrix_bf16(bool with_signs) {
+  std::array<std::uint16_t, 256> r{};
+  for (int i = 0; i < 16; ++i) {
+    for (int j = 0; j < 16; ++j) {
+      const bool neg = ((__builtin_popcount(static_cast<unsigned>(i & j)) & 1) != 0) !=
+                       (with_signs && kTeRhtSigns[i] == -1);
+      r[static_cast<std::size_t>(16 * i + j)] = neg ? 0xBE80u : 0x3E80u;  // -0.25 / +0.25
+    }
+  }
+  return r;
+}
+
+std::vector<std::uint16_t> te_rht_apply(const std::vector<std::uint16_t>& x, std::size_t rows,
+                                        std::size_t cols, const std::string& accum,
+                                        bool with_signs) {
+  if (cols % 16 != 0 || x.size() != rows * cols) {
+    throw InputError("--rht: expected a last dimension divisible by 16, got " +
+                     std::to_string(cols));
+  }
+  const std::size_t m = rows * (cols / 16);
+  std::vector<std::uint16_t> out(x.size());
+  if (m == 0) return out;
+  const gemm::AccumModel model = gemm::parse_accum_model(accum, 16);
+  const std::array<std::uint16_t, 256> r = te_rht_matrix_bf16(with_signs);
+  std::vector<std::uint16_t> bt(256);  // B = R^T: B[j][i] = R[i][j]
+  for (int i = 0; i < 16; ++i) {
+    for (int j = 0; j < 16; ++j) bt[16 * j + i] = r[16 * i + j];
+  }
+  const gemm::Operand b = gemm::operand_from_codes(bt, 16, 16, formats::bf16);
+  // A block of rows of the (m x 16) view at a time: the operand holds doubles.
+  constexpr std::size_t kRows = std::size_t{1} << 16;
+  for (std::size_t r0 = 0; r0 < m; r0 += kRows) {
+    const std::size_t r1 = r0 + kRows < m ? r0 + kRows : m;
+    const std::vector<std::uint16_t> part(x.begin() + static_cast<std::ptrdiff_t>(16 * r0),
+                                          x.begin() + static_cast<std::ptrdiff_t>(16 * r1));
+    const gemm::Operand a = gemm::operand_from_codes(part, r1 - r0, 16, formats::bf16);
+    const std::vector<std::uint32_t> c = gemm::gemm(a, b, model, gemm::OutFormat::bf16);
+    for (std::size_t k = 0; k < c.size(); ++k) out[16 * r0 + k] = static_cast<std::uint16_t>(c[k]);
+  }
+  return out;
+}
+
+std::uint32_t te_philox_word(std::uint64_t seed, std::uint64_t offset, std::uint64_t subsequence,
+                             std::uint64_t n) {
+  // init: ctr = (0, 0, 0, 0); skip_subsequence adds to (z, w), skip_offset to (x, y) (from zero
+  // neither carries); generate4 returns the block at ctr and increments ctr as 128 bits.
+  const std::uint64_t lo = offset + n / 4;
+  const std::uint64_t hi = subsequence + (lo < offset ? 1u : 0u);
+  const native::Philox4 ctr{{static_cast<std::uint32_t>(lo), static_cast<std::uint32_t>(lo >> 32),
+                             static_cast<std::uint32_t>(hi), static_cast<std::uint32_t>(hi >> 32)}};
+  return native::philox4x32_10(ctr, static_cast<std::uint32_t>(seed),
+                               static_cast<std::uint32_t>(seed >> 32))
+      .w[n % 4];
+}
+
+TeSrWord te_tuned_1d_word(std::size_t rows, std::size_t cols, std::size_t r, std::size_t c,
+                          bool transposed_too, bool columnwise_output) {
+  // The kernel's constants: CHUNK 128 x 128, TILE 64 x 64 (STAGES_X = 2), THREADS_NUM 128.
+  constexpr std::size_t kChunk = 128, kTile = 64, kThreads = 128;
+  (void)rows;
+  const std::size_t grid_x = (cols + kChunk - 1) / kChunk;
+  const std::size_t bx = c / kChunk, by = r / kChunk;
+  const std::size_t rr = r % kChunk, cc = c % kChunk;
+  const std::size_t stage = (rr / kTile) * 2 + cc / kTile;
+  const std::size_t tr = rr % kTile, tc = cc % kTile;
+  const std::size_t per_stage = transposed_too ? 16 : 8;  // words a thread draws per stage
+  TeSrWord w;
+  std::size_t thread = 0;
+  if (!columnwise_output) {
+    // rowwise_scaling: thread (tid_Y, tid_X) = (t / 4, t % 4) quantizes the 16-block at columns
+    // 16 tid_X of rows tid_Y + 32 it; its two waves hold the block's 8-element halves in the
+    // order ((w + bank_group) 8) mod 16, bank_group = lane / 16; each wave draws two words
+    // (elements 0-3, 4-7 of the half).
+    const std::size_t it = tr / 32, tid_y = tr % 32, tid_x = tc / 16;
+    thread = tid_y * 4 + tid_x;
+    const std::size_t bank_group = (thread % 32) / 16;
+    const std::size_t o = tc % 16, half = o / 8;
+    const std::size_t wave = half ^ bank_group;
+    const std::size_t j = o % 8;
+    w.n = stage * per_stage + it * 4 + wave * 2 + j / 4;
+    w.slot = static_cast<int>(j % 4);
+  } else {
+    // colwise_scaling (after the stage's rowwise words): lane l holds columns 2l, 2l + 1 of the
+    // tile, warp v the 16-row block (l / 2 + v) mod 4; per column w, two 8-row halves e, two
+    // words each.
+    const std::size_t lane = tc / 2, col = tc % 2, yb = tr / 16;
+    const std::size_t warp = (yb + 4 - (lane / 2) % 4) % 4;
+    thread = warp * 32 + lane;
+    const std::size_t o = tr % 16;
+    w.n = stage * per_stage + 8 + col * 4 + (o / 8) * 2 + (o % 8) / 4;
+    w.slot = static_cast<int>(o % 4);
+  }
+  w.subsequence = thread + bx * kThreads + by * grid_x * kThreads;
+  return w;
+}
+
+void check_train_options(const quant::Options& opt, const Nvfp4TrainOptions& t, bool bf16_input) {
+  if (!t.given()) return;
+  if (!t.any()) {
+    throw InputError(
+        "--rht-accum, --rht-no-signs, --philox-offset, --sr-both, --sr-arch, "
+        "--four-over-six-err, --e4m3-max: expected --rht, --sr or --four-over-six");
+  }
+  const bool s1d = opt.scheme.kind == quant::Granularity::nvfp4;
+  const bool s2d = opt.scheme.kind == quant::Granularity::nvfp4_2d;
+  if (!(s1d || s2d) || opt.variant != native::CastVariant::te || !opt.two_level) {
+    throw InputError(
+        "--columnwise, --rht, --sr and --four-over-six are TransformerEngine's NVFP4 options: "
+        "expected --scheme nvfp4 (or nvfp4:16x16) --to e2m1fn --variant te --two-level");
+  }
+  if (opt.transpose) throw InputError("--transpose: does not apply with --columnwise/--rht/--sr");
+  if (t.rht && !t.columnwise) {
+    throw InputError(
+        "--rht: TransformerEngine applies the RHT to the columnwise (wgrad) copy "
+        "only; add --columnwise");
+  }
+  if (t.rht && !bf16_input) {
+    throw InputError("--rht: TransformerEngine's RHT takes bf16 input only (--in-format bf16)");
+  }
+  if (t.rht && s2d) {
+    throw InputError("--rht: not with --scheme nvfp4:16x16 (TE's 2-D weight tiles take no RHT)");
+  }
+  if (t.four_over_six && (t.rht || t.sr)) {
+    throw InputError(
+        "--four-over-six: TransformerEngine's 4over6 supports neither RHT nor "
+        "stochastic rounding (--rht, --sr)");
+  }
+  if (t.four_over_six && t.e4m3_max != 256 && t.e4m3_max != 448) {
+    throw InputError("--e4m3-max: expected 256 or 448");
+  }
+  if (!t.four_over_six && (t.e4m3_max != 256 || t.mse || t.err_fast)) {
+    throw InputError("--e4m3-max, --four-over-six-err: expected --four-over-six");
+  }
+  if (t.sr) {
+    if (!bf16_input) {
+      throw InputError(
+          "--sr: the modelled kernel (TE's tuned 1-D NVFP4 kernel) takes bf16 "
+          "input; TE quantizes other dtypes with another kernel (not modelled)");
+    }
+    if (s2d) {
+      throw InputError(
+          "--sr: not with --scheme nvfp4:16x16 (TE's 2-D kernel's words are not "
+          "modelled; its recipe rounds weights to nearest)");
+    }
+    if (t.rht && t.sr_transposed_too) {
+      throw InputError(
+          "--sr-both: the RHT copy is quantized by a launch of its own (TE's "
+          "unfused RHT path); drop --sr-both");
+    }
+    if (t.columnwise && !t.rht && !t.sr_transposed_too) {
+      throw InputError(
+          "--columnwise --sr without --rht: TE's tuned kernel writes the "
+          "columnwise copy only with the rowwise one; add --sr-both");
+    }
+  } else if (t.sr_transposed_too || t.philox_offset != 0 || t.arch != native::CvtRsArch::sm100a) {
+    throw InputError("--sr-both, --sr-arch, --philox-offset: expected --sr");
+  }
+  if (!t.rht && (!t.rht_signs || t.rht_accum != "sm100")) {
+    throw InputError("--rht-accum, --rht-no-signs: expected --rht");
+  }
+}
+
+namespace {
+
+float tensor_amax_of(const std::vector<float>& x, const quant::Options& opt) {
+  if (opt.tensor_amax == opt.tensor_amax) return opt.tensor_amax;  // given
+  float a = native::kAbsmaxInit;                                   // torch.max(|x|): NaN propagates
+  for (const float v : x) a = native::absmax_combine(a, v, native::NanPolicy::propagate);
+  return a;
+}
+
+// 4over6 (reference_nvfp4.py _quantize_blockwise_4over6_reference, MAE/MSE, not fast math) on
+// the rows x cols matrix t, 1 x 16 or 16 x 16 tiles (padded with zeros as _pad_tensor does).
+quant::Quantized four_over_six(const std::vector<float>& t, std::size_t rows, std::size_t cols,
+                               const quant::Options& opt, const Nvfp4TrainOptions& o) {
+  using native::rn_add;
+  using native::rn_div;
+  using native::rn_mul;
+  using native::rn_sub;
+  const bool tile2d = opt.scheme.kind == quant::Granularity::nvfp4_2d;
+  const std::size_t ty = tile2d ? 16 : 1;
+  const std::size_t rp = (rows + ty - 1) / ty * ty, cp = (cols + 15) / 16 * 16;
+  const std::size_t nbx = cp / 16, nby = rp / ty;
+  const auto at = [&](std::size_t r, std::size_t c) {
+    return r < rows && c < cols ? t[r * cols + c] : 0.0f;
+  };
+  const float g = tensor_amax_of(t, opt);
+  const float denom = static_cast<float>(6 * o.e4m3_max);  // 1536 or 2688, exact
+  float ges = rn_div(denom, g);
+  if (ges > native::kFltMax) ges = native::kFltMax;
+  if (ges == 0.0f) ges = 1.0f;
+  native::Nvfp4Tensor level;
+  level.two_level = true;
+  level.global_encode = ges;
+  level.global_decode = rn_div(1.0f, ges);
+  constexpr FloatFormat kE2m1 = formats::e2m1fn;
+  quant::Quantized q;
+  q.shape = {rows, cols};
+  q.codes.assign(rows * cols, 0);
+  q.scale_codes.assign(nby * nbx, 0);
+  q.tensor_scale = level.global_decode;
+  std::vector<float> err_row[2];
+  for (std::size_t by = 0; by < nby; ++by) {
+    for (std::size_t bx = 0; bx < nbx; ++bx) {
+      float vmax = native::kAbsmaxInit;
+      for (std::size_t r = by * ty; r < (by + 1) * ty; ++r) {
+        for (std::size_t c = bx * 16; c < bx * 16 + 16; ++c) {
+          vmax = native::absmax_combine(vmax, at(r, c), native::NanPolicy::propagate);
+        }
+      }
+      const float base = rn_mul(rn_div(vmax, 6.0f), ges);
+      std::uint8_t code[2];
+      float es[2], sf[2];
+      for (int k = 0; k < 2; ++k) {  // 0: map-to-4 (base * 1.5), 1: map-to-6
+        float d = k == 0 ? rn_mul(base, 1.5f) : base;
+        if (d == d)
+          d = d > native::kE4m3Max    ? native::kE4m3Max
+              : d < -native::kE4m3Max ? -native::kE4m3Max
+                                      : d;
+        code[k] = native::e4m3_from_clamped(d);
+        sf[k] = native::e4m3_value(code[k]);
+        es[k] = native::nvfp4_te_factor(sf[k], level);
+        err_row[k].assign(ty, 0.0f);
+      }
+      for (std::size_t i = 0; i < ty; ++i) {
+        const std::size_t r = by * ty + i;
+        for (std::size_t c = bx * 16; c < bx * 16 + 16; ++c) {
+          const float x = at(r, c);
+          // fast math: the candidate's exact E2M1 x E4M3 product (an fp16 value in the kernel)
+          // against RN32(x ges); otherwise the candidate's value in x's domain against x.
+          const float xs = o.err_fast ? rn_mul(x, ges) : x;
+          for (int k = 0; k < 2; ++k) {
+            const std::uint8_t e = native::nvfp4_te_scaled(x, es[k]).code;
+            const float p = rn_mul(native::to_float(kE2m1, e), sf[k]);
+            const float v = o.err_fast ? p : rn_div(rn_mul(p, g), denom);
+            const float diff = rn_sub(v, xs);
+            err_row[k][i] = rn_add(err_row[k][i], o.mse ? rn_mul(diff, diff) : native::abs32(diff));
+          }
+        }
+      }
+      float err[2];
+      for (int k = 0; k < 2; ++k) {
+        std::vector<float>& e = err_row[k];
+        if (ty == 1) {
+          err[k] = e[0];
+        } else {  // _sum_4over6_2d_error: the warp's halving tree over the 16 rows
+          for (std::size_t h = 8; h >= 1; h /= 2) {
+            for (std::size_t i = 0; i < h; ++i) e[i] = rn_add(e[i], e[i + h]);
+          }
+          err[k] = e[0];
+        }
+      }
+      const int pick = err[0] < err[1] ? 0 : 1;  // ties and NaN: map-to-6
+      q.scale_codes[by * nbx + bx] = code[pick];
+      for (std::size_t r = by * ty; r < (by + 1) * ty && r < rows; ++r) {
+        for (std::size_t c = bx * 16; c < bx * 16 + 16 && c < cols; ++c) {
+          q.codes[r * cols + c] = native::nvfp4_te_scaled(t[r * cols + c], es[pick]).code;
+        }
+      }
+    }
+  }
+  q.state_shape = quant::state_shape(opt.scheme, {rows, cols});
+  return q;
+}
+
+}  // namespace
+
+quant::Quantized nvfp4_train_quantize(const quant::Values& x,
+                                      const std::vector<std::uint16_t>& x_bf16,
+                                      const std::vector<std::size_t>& shape,
+                                      const quant::Options& opt, const Nvfp4TrainOptions& t,
+                                      std::vector<std::uint16_t>* rht_out) {
+  check_train_options(opt, t, !x_bf16.empty());
+  std::size_t rows, cols;
+  quant::matrix_view(shape, rows, cols);
+  // The tensor quantized: X, X^T or RHT(X^T), R x C.
+  const std::size_t R = t.columnwise ? cols : rows, C = t.columnwise ? rows : cols;
+  std::vector<float> v(rows * cols);
+  if (t.rht) {
+    std::vector<std::uint16_t> xt(rows * cols);
+    for (std::size_t r = 0; r < rows; ++r) {
+      for (std::size_t c = 0; c < cols; ++c) xt[c * rows + r] = x_bf16[r * cols + c];
+    }
+    const std::vector<std::uint16_t> y = te_rht_apply(xt, R, C, t.rht_accum, t.rht_signs);
+    for (std::size_t k = 0; k < y.size(); ++k) {
+      v[k] = native::to_float(formats::bf16, y[k]);
+    }
+    if (rht_out != nullptr) *rht_out = y;
+  } else {
+    for (std::size_t r = 0; r < rows; ++r) {
+      for (std::size_t c = 0; c < cols; ++c) {
+        v[t.columnwise ? c * rows + r : r * cols + c] = x[r * cols + c];
+      }
+    }
+  }
+  const std::vector<std::size_t> tshape{R, C};
+  quant::check_shape(opt, tshape);
+  if (t.four_over_six) return four_over_six(v, R, C, opt, t);
+  quant::Quantized q = quant::quantize(quant::Values(v), tshape, opt, false);
+  if (!t.sr) return q;
+  if (rows % 32 != 0 || cols % 32 != 0) {
+    throw InputError(
+        "--sr: TE's tuned 1-D kernel needs rows and columns that are multiples of "
+        "32; TE quantizes other shapes with quantize_transpose_vector_blockwise_fp4 "
+        "(not modelled)");
+  }
+  // The scales are the te rule's (quantize() above); the elements are rounded by cvt.rs with
+  // the words of the kernel's launch on its input (X for the rowwise copy and for the columnwise
+  // copy of a launch that writes both; RHT(X^T) for TE's separate RHT launch).
+  const native::Nvfp4Tensor level = quant::nvfp4_tensor_level(opt, tensor_amax_of(v, opt));
+  if (native::bits_of(quant::nvfp4_stored_scale(opt, level)) != native::bits_of(q.tensor_scale)) {
+    throw std::logic_error("nvfp4 --sr: tensor level differs from quantize()'s");
+  }
+  const bool from_x = t.columnwise && !t.rht;  // the colwise output of a launch on X
+  for (std::size_t r = 0; r < R; ++r) {
+    for (std::size_t c = 0; c < C; ++c) {
+      const float es = native::nvfp4_te_element_scale(q.scale_codes[r * (C / 16) + c / 16], level);
+      const float y = native::rn_mul(v[r * C + c], es);
+      const TeSrWord w = from_x ? te_tuned_1d_word(rows, cols, c, r, true, true)
+                                : te_tuned_1d_word(R, C, r, c, t.sr_transposed_too, false);
+      const std::uint32_t word = te_philox_word(t.seed, t.philox_offset, w.subsequence, w.n);
+      const std::uint32_t bits = native::cvt_rs_x4_byte(CvtRsTarget::e2m1, t.arch, w.slot, word);
+      q.codes[r * C + c] = static_cast<std::uint8_t>(
+          native::cvt_rs_element(CvtRsTarget::e2m1, native::bits_of(y), bits));
+    }
+  }
+  return q;
+}
+
+}  // namespace exmy::layer
