@@ -8,6 +8,7 @@
 
 #include "gpu/cast/fast_cast.hpp"
 #include "gpu/common/launch.hpp"
+#include "sim/native/philox.hpp"
 #include "sim/native/quant_absmax.hpp"
 #include "sim/native/quant_int8.hpp"
 #include "sim/native/quant_plan.hpp"
@@ -40,6 +41,10 @@ struct QArgs {
   bool hw_e4m3 = false, hw_e5m2 = false;
   // The fused kernel writes 4-bit codes two per byte (sim/native/pack4.hpp's layout).
   bool packed4 = false;
+  // The Philox key schedule of p.seed (sr): built once on the host, so a kernel's Philox blocks
+  // take the round keys from the constant bank instead of rebuilding them per block (the cast
+  // kernels' PhiloxKeys, gpu/cast/detail_cast_args.cuh).
+  native::PhiloxKeys keys{};
 };
 
 namespace {

@@ -210,8 +210,7 @@ __device__ __forceinline__ uint2 fast_codes8(const QArgs& a, const FastCastPlan&
     // i0 is a multiple of kColRun = 8: two whole Philox blocks.
 #pragma unroll
     for (int q = 0; q < kColRun / 4; ++q) {
-      const native::Philox4 b =
-          native::philox_block(a.p.seed, quant::kStreamQuantCast, (i0 >> 2) + q);
+      const native::Philox4 b = block_of(a, (i0 >> 2) + q);
 #pragma unroll
       for (int k = 0; k < 4; ++k) rw[4 * q + k] = b.w[k];
     }
@@ -394,8 +393,7 @@ __global__ void __launch_bounds__(kThreads)
     if (r < a.rows && c < a.cols) {
       const std::uint64_t i = r * a.cols + c;
       const std::uint64_t g = group_of_rc(a, r, c, i);
-      const std::uint32_t w =
-          a.p.mode == RoundMode::sr ? native::philox_word(a.p.seed, stream_of(a), i) : 0u;
+      const std::uint32_t w = a.p.mode == RoundMode::sr ? word_of(a, i) : 0u;
       code = quant_one<K>(a, t.cb, native::float_of(widen_input<In>(x[i])),
                           K == Kind::mx ? 0.0f : state[g], K == Kind::mx ? mx_scales[g] : 0, w);
     }

@@ -305,6 +305,17 @@ __device__ __forceinline__ void flt_rne_run(const QArgs& a, const FastCastPlan& 
   }
 }
 
+// sr:R: the run's kRun Philox words, then the form of y fixed for the run as under rne.
+template <CastInput In, YForm Y>
+__device__ __forceinline__ void flt_sr_run(const QArgs& a, const FastCastPlan& p,
+                                           const GroupOperands& g, const std::uint32_t* w,
+                                           const std::uint32_t* rw, std::uint8_t* c) {
+#pragma unroll
+  for (int k = 0; k < kRun; ++k) {
+    c[k] = fast_flt<FastMode::sr, Y>(a, p, g, exact_bits<In>(w, k), rw[k]);
+  }
+}
+
 template <CastInput In, native::NormOrder O>
 __device__ __forceinline__ void codebook_run(const QArgs& a, const float* cb,
                                              const std::uint32_t* tab, const GroupOperands& g,
@@ -355,9 +366,23 @@ __device__ __forceinline__ void fast_run(const QArgs& a, const FastCastPlan& p, 
     if (a.p.mode == RoundMode::sr) {
       std::uint32_t rw[kRun];
       words_for_run(a, base, rw);
-#pragma unroll
-      for (int k = 0; k < kRun; ++k)
-        c[k] = fast_flt<FastMode::sr>(a, p, g, exact_bits<In>(w, k), rw[k]);
+      switch (yform_of(a, g)) {
+        case YForm::div_mul:
+          flt_sr_run<In, YForm::div_mul>(a, p, g, w, rw, c);
+          break;
+        case YForm::recip_mul:
+          flt_sr_run<In, YForm::recip_mul>(a, p, g, w, rw, c);
+          break;
+        case YForm::mul_recip:
+          flt_sr_run<In, YForm::mul_recip>(a, p, g, w, rw, c);
+          break;
+        case YForm::unscaled:
+          flt_sr_run<In, YForm::unscaled>(a, p, g, w, rw, c);
+          break;
+        default:
+          flt_sr_run<In, YForm::scale_mul>(a, p, g, w, rw, c);
+          break;
+      }
     } else {
       switch (yform_of(a, g)) {
         case YForm::div_mul:

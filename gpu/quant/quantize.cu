@@ -101,6 +101,7 @@ QArgs make_args(std::size_t rows, std::size_t cols, const quant::Options& opt,
       (a.p.rule == native::ScaleRule::mx || a.p.rule == native::ScaleRule::mx_torchao);
   a.hw_e4m3 = mx_fp8_rne && a.p.fmt == formats::e4m3fn;
   a.hw_e5m2 = mx_fp8_rne && a.p.fmt == formats::e5m2;
+  a.keys = native::philox_keys(a.p.seed);
   return a;
 }
 

@@ -234,6 +234,36 @@ TEST_CASE("GPU tensor-wise and column-wise fast paths over many blocks", "[gpu][
   }
 }
 
+TEST_CASE("GPU sr:R quantize words over many blocks and a 64-bit seed", "[gpu][quant]") {
+  // Guards the Philox words of the sr paths (the key schedule built once on the host, the shared
+  // counter prefix of a run's four blocks): every element must take word i % 4 of block i / 4 of
+  // (seed, stream) as on the CPU, on shapes of many blocks (tensor-wise prefetching loop, the
+  // single pass, the 2-d column kernel, the tiled transpose) and odd ones (element-wise paths).
+  const auto xs = data(600 * 1024, 31, true);
+  const std::vector<Shape> shapes = {{600, 1024}, {37, 19}, {3, 4096}};
+  for (const char* sch : {"tensor", "rowwise", "colwise", "block:64"}) {
+    for (const char* tgt : {"e4m3fn", "e5m2", "e2m1fn"}) {
+      for (int bits : {8, 3}) {
+        for (bool transpose : {false, true}) {
+          for (const Shape& sh : shapes) {
+            quant::Options o = options(sch, tgt);
+            o.mode = RoundMode::sr;
+            o.sr_bits = bits;
+            o.seed = 0x9E3779B97F4A7C15ull;
+            o.transpose = transpose;
+            o.nan = native::NanPolicy::ignore;
+            const std::vector<std::uint32_t> x(xs.begin(), xs.begin() + sh.rows * sh.cols);
+            INFO(sch << " " << tgt << " sr:" << bits << " transpose " << transpose << " " << sh.rows
+                     << "x" << sh.cols);
+            REQUIRE(exmy::gpu::testing::compare_quantize(CastInput::fp32, x, sh.rows, sh.cols, o) ==
+                    "");
+          }
+        }
+      }
+    }
+  }
+}
+
 TEST_CASE("GPU MX fast path at the scale boundaries", "[gpu][quant]") {
   // Guards the exponent-shift fast path of MX elements: blocks whose absmax sits at every 8th
   // binade from 2^-149 to 2^127, with elements at every binade below it (so the shifted exponent
