@@ -104,7 +104,19 @@ __global__ void __launch_bounds__(kThreads)
   const std::uint64_t r0 = static_cast<std::uint64_t>(blockIdx.y) * rows_per_block;
   const std::uint64_t r1 = r0 + rows_per_block < rows ? r0 + rows_per_block : rows;
   std::uint32_t acc[ColT<In>::kWords] = {};
-  for (std::uint64_t r = r0; r < r1; ++r) {
+  std::uint64_t r = r0;
+  // kColBatch rows' loads in flight at once (the max is order-independent).
+  for (; r + kColBatch <= r1; r += kColBatch) {
+    std::uint32_t w[kColBatch][ColT<In>::kWords];
+#pragma unroll
+    for (int b = 0; b < kColBatch; ++b) load_col_words<In>(x, (r + b) * cols + c0, w[b]);
+#pragma unroll
+    for (int b = 0; b < kColBatch; ++b) {
+#pragma unroll
+      for (int k = 0; k < ColT<In>::kWords; ++k) acc[k] = absmax_word<In, Ignore>(acc[k], w[b][k]);
+    }
+  }
+  for (; r < r1; ++r) {
     std::uint32_t w[ColT<In>::kWords];
     load_col_words<In>(x, r * cols + c0, w);
 #pragma unroll

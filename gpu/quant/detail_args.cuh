@@ -20,7 +20,8 @@ static_assert(native::kAbsmaxInit == 0.0f, "absmax identity must be +0 (bit patt
 constexpr int kRun = 16;                // consecutive elements per thread
 constexpr int kTile = kThreads * kRun;  // 4096 elements per block per step
 constexpr std::uint32_t kNanAbsBits = 0x7FC00000u;
-constexpr int kColRun = 8;  // columns per thread in the 2-d column-wise kernels
+constexpr int kColRun = 8;    // columns per thread in the 2-d column-wise kernels
+constexpr int kColBatch = 4;  // rows whose loads the column-wise kernels issue together
 // The int8 absmax target Q (y = Q x / a): the largest int8 code, as fp32 (exact).
 constexpr float kInt8Q = static_cast<float>(native::kInt8Max);
 

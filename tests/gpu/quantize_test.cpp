@@ -264,6 +264,38 @@ TEST_CASE("GPU sr:R quantize words over many blocks and a 64-bit seed", "[gpu][q
   }
 }
 
+TEST_CASE("GPU column-wise kernels over strips with and without whole row batches",
+          "[gpu][quant]") {
+  // Guards the 2-d column kernels' batches of kColBatch rows (gpu/quant/detail_args.cuh) and
+  // their remainder: strips of 16 rows (1003 rows: a last strip of 11), of 34 rows (70001 rows),
+  // and one strip of 37; every input type, int8 and e4m3fn under rne and sr:8.
+  const std::vector<Shape> shapes = {{1003, 64}, {70001, 64}, {37, 4096}};
+  for (const Shape& sh : shapes) {
+    const auto xs = data(sh.rows * sh.cols, 51, true);
+    for (auto in : {CastInput::fp32, CastInput::bf16, CastInput::fp16}) {
+      std::vector<std::uint32_t> ys = xs;
+      if (in != CastInput::fp32) {
+        for (auto& y : ys) y >>= 16;
+      }
+      for (const char* tgt : {"int8", "e4m3fn"}) {
+        for (bool sr : {false, true}) {
+          if (sr && std::string(tgt) == "int8") continue;
+          quant::Options o = options("colwise", tgt);
+          o.nan = native::NanPolicy::ignore;
+          if (sr) {
+            o.mode = RoundMode::sr;
+            o.sr_bits = 8;
+            o.seed = 5;
+          }
+          INFO(sh.rows << "x" << sh.cols << " " << tgt << " sr " << sr << " input "
+                       << static_cast<int>(in));
+          REQUIRE(exmy::gpu::testing::compare_quantize(in, ys, sh.rows, sh.cols, o) == "");
+        }
+      }
+    }
+  }
+}
+
 TEST_CASE("GPU MX fast path at the scale boundaries", "[gpu][quant]") {
   // Guards the exponent-shift fast path of MX elements: blocks whose absmax sits at every 8th
   // binade from 2^-149 to 2^127, with elements at every binade below it (so the shifted exponent
