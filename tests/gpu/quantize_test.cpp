@@ -296,6 +296,45 @@ TEST_CASE("GPU column-wise kernels over strips with and without whole row batche
   }
 }
 
+TEST_CASE("GPU absmax of groups of whole tiles (rows and blocks of 4096 k elements)",
+          "[gpu][quant]") {
+  // Guards amax_tiles_kernel (gpu/quant/absmax.cu): one block-wide max per 4096-element tile and
+  // one atomicMax per tile, where every tile lies in one group: rows of 8192 (two tiles per
+  // group), rows of 4096 transposed, block:8192 with a partial last group and a partial last
+  // tile; both NaN policies, every input type.
+  struct Case {
+    const char* scheme;
+    Shape shape;
+    bool transpose;
+  };
+  const Case cases[] = {{"rowwise", {40, 8192}, false},
+                        {"rowwise", {64, 4096}, true},
+                        {"rowwise", {48, 4096}, true},
+                        {"block:8192", {3, 5000}, false},
+                        {"block:4096", {7, 4096}, true}};
+  for (const Case& cs : cases) {
+    const auto xs = data(cs.shape.rows * cs.shape.cols, 61, true);
+    for (auto in : {CastInput::fp32, CastInput::bf16, CastInput::fp16}) {
+      std::vector<std::uint32_t> ys = xs;
+      if (in != CastInput::fp32) {
+        for (auto& y : ys) y >>= 16;
+      }
+      for (const char* tgt : {"int8", "e4m3fn"}) {
+        for (auto nan : {native::NanPolicy::propagate, native::NanPolicy::ignore}) {
+          quant::Options o = options(cs.scheme, tgt);
+          o.transpose = cs.transpose;
+          o.nan = nan;
+          INFO(cs.scheme << " " << cs.shape.rows << "x" << cs.shape.cols << " transpose "
+                         << cs.transpose << " " << tgt << " nan " << static_cast<int>(nan)
+                         << " input " << static_cast<int>(in));
+          REQUIRE(exmy::gpu::testing::compare_quantize(in, ys, cs.shape.rows, cs.shape.cols, o) ==
+                  "");
+        }
+      }
+    }
+  }
+}
+
 TEST_CASE("GPU MX fast path at the scale boundaries", "[gpu][quant]") {
   // Guards the exponent-shift fast path of MX elements: blocks whose absmax sits at every 8th
   // binade from 2^-149 to 2^127, with elements at every binade below it (so the shifted exponent
