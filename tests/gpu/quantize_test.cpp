@@ -335,6 +335,41 @@ TEST_CASE("GPU absmax of groups of whole tiles (rows and blocks of 4096 k elemen
   }
 }
 
+TEST_CASE("GPU tiled fast transpose across partial tiles", "[gpu][quant]") {
+  // Guards transpose_fast_kernel's 64-column x 128-row tiles (gpu/quant/detail_code_kernels.cuh):
+  // four consecutive rows per thread packed into one shared word per column, 128-byte column
+  // segments: row counts past whole tiles (144, 1040, 16) and column counts past whole tiles (72,
+  // 200, 8), tensor-, row- and column-wise groups, int8, e4m3fn (rne, sr:8) and the codebook.
+  const std::vector<Shape> shapes = {{144, 72}, {1040, 200}, {16, 8}, {4096, 64}};
+  for (const Shape& sh : shapes) {
+    const auto xs = data(sh.rows * sh.cols, 71, true);
+    for (auto in : {CastInput::fp32, CastInput::fp16}) {
+      std::vector<std::uint32_t> ys = xs;
+      if (in != CastInput::fp32) {
+        for (auto& y : ys) y >>= 16;
+      }
+      for (const char* sch : {"tensor", "rowwise", "colwise"}) {
+        for (const char* tgt : {"int8", "e4m3fn", "dynamic"}) {
+          for (bool sr : {false, true}) {
+            if (sr && std::string(tgt) != "e4m3fn") continue;
+            quant::Options o = options(sch, tgt);
+            o.transpose = true;
+            o.nan = native::NanPolicy::ignore;
+            if (sr) {
+              o.mode = RoundMode::sr;
+              o.sr_bits = 8;
+              o.seed = 9;
+            }
+            INFO(sh.rows << "x" << sh.cols << " " << sch << " " << tgt << " sr " << sr << " input "
+                         << static_cast<int>(in));
+            REQUIRE(exmy::gpu::testing::compare_quantize(in, ys, sh.rows, sh.cols, o) == "");
+          }
+        }
+      }
+    }
+  }
+}
+
 TEST_CASE("GPU MX fast path at the scale boundaries", "[gpu][quant]") {
   // Guards the exponent-shift fast path of MX elements: blocks whose absmax sits at every 8th
   // binade from 2^-149 to 2^127, with elements at every binade below it (so the shifted exponent
