@@ -43,6 +43,34 @@ __global__ void __launch_bounds__(kThreads)
   }
 }
 
+// absmax of contiguous groups of G, G a multiple of kTile (rows of 4096 * k elements, block:4096
+// * k): every tile lies inside one group, so a block reduces its tile (the bit-domain max of the
+// single pass's runs, equal to the per-element fold: the file comment of quantize.cu) and makes
+// one atomicMax per tile. amax_contig_kernel's per-element group test and per-thread atomics per
+// group cost the transposing row-wise path (H200, 2^28 fp16 elements in rows of 4096) more than
+// its reads.
+template <CastInput In, bool Ignore>
+__global__ void __launch_bounds__(kThreads)
+    amax_tiles_kernel(const void* __restrict__ x, std::uint32_t* __restrict__ amax, bool vec,
+                      const __grid_constant__ QArgs a) {
+  __shared__ std::uint32_t red[kThreads / 32];
+  const std::uint64_t stride = static_cast<std::uint64_t>(gridDim.x) * kTile;
+  for (std::uint64_t tile = static_cast<std::uint64_t>(blockIdx.x) * kTile; tile < a.n;
+       tile += stride) {
+    std::uint32_t w[InT<In>::kWords];
+    // Past n the words are 0, magnitude 0: the identity of the max.
+    load_words<In>(x, tile + static_cast<std::uint64_t>(threadIdx.x) * kRun, a.n, vec, w);
+    std::uint32_t acc = __reduce_max_sync(0xFFFFFFFFu, run_absmax_as<In, Ignore>(w));
+    if ((threadIdx.x & 31) == 0) red[threadIdx.x >> 5] = acc;
+    __syncthreads();
+    if (threadIdx.x == 0) {
+      for (int v = 1; v < kThreads / 32; ++v) acc = max(acc, red[v]);
+      if (acc != 0) atomicMax(amax + tile / a.G, acc);
+    }
+    __syncthreads();  // red is rewritten by the next tile
+  }
+}
+
 // absmax of contiguous groups of G: each block owns a contiguous span of whole tiles; a thread
 // carries (group, max) along its runs and flushes with atomicMax when the group changes.
 template <CastInput In>
@@ -104,7 +132,19 @@ __global__ void __launch_bounds__(kThreads)
   const std::uint64_t r0 = static_cast<std::uint64_t>(blockIdx.y) * rows_per_block;
   const std::uint64_t r1 = r0 + rows_per_block < rows ? r0 + rows_per_block : rows;
   std::uint32_t acc[ColT<In>::kWords] = {};
-  for (std::uint64_t r = r0; r < r1; ++r) {
+  std::uint64_t r = r0;
+  // kColBatch rows' loads in flight at once (the max is order-independent).
+  for (; r + kColBatch <= r1; r += kColBatch) {
+    std::uint32_t w[kColBatch][ColT<In>::kWords];
+#pragma unroll
+    for (int b = 0; b < kColBatch; ++b) load_col_words<In>(x, (r + b) * cols + c0, w[b]);
+#pragma unroll
+    for (int b = 0; b < kColBatch; ++b) {
+#pragma unroll
+      for (int k = 0; k < ColT<In>::kWords; ++k) acc[k] = absmax_word<In, Ignore>(acc[k], w[b][k]);
+    }
+  }
+  for (; r < r1; ++r) {
     std::uint32_t w[ColT<In>::kWords];
     load_col_words<In>(x, r * cols + c0, w);
 #pragma unroll
@@ -159,6 +199,14 @@ void run_amax(const void* x, std::uint32_t* amax_bits, const QArgs& a, cudaStrea
       amax_tensor_kernel<In, false>
           <<<persistent_blocks(amax_tensor_kernel<In, false>, tiles), kThreads, 0, s>>>(
               x, amax_bits, a.n, aligned16(x));
+    }
+  } else if (a.G % kTile == 0) {
+    if (ignore) {
+      amax_tiles_kernel<In, true>
+          <<<blocks_for(tiles, 1), kThreads, 0, s>>>(x, amax_bits, aligned16(x), a);
+    } else {
+      amax_tiles_kernel<In, false>
+          <<<blocks_for(tiles, 1), kThreads, 0, s>>>(x, amax_bits, aligned16(x), a);
     }
   } else {
     // About 8 tiles (32K elements) per block: few atomics for big groups, enough blocks to fill

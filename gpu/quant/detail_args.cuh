@@ -8,6 +8,7 @@
 
 #include "gpu/cast/fast_cast.hpp"
 #include "gpu/common/launch.hpp"
+#include "sim/native/philox.hpp"
 #include "sim/native/quant_absmax.hpp"
 #include "sim/native/quant_int8.hpp"
 #include "sim/native/quant_plan.hpp"
@@ -19,7 +20,8 @@ static_assert(native::kAbsmaxInit == 0.0f, "absmax identity must be +0 (bit patt
 constexpr int kRun = 16;                // consecutive elements per thread
 constexpr int kTile = kThreads * kRun;  // 4096 elements per block per step
 constexpr std::uint32_t kNanAbsBits = 0x7FC00000u;
-constexpr int kColRun = 8;  // columns per thread in the 2-d column-wise kernels
+constexpr int kColRun = 8;    // columns per thread in the 2-d column-wise kernels
+constexpr int kColBatch = 4;  // rows whose loads the column-wise kernels issue together
 // The int8 absmax target Q (y = Q x / a): the largest int8 code, as fp32 (exact).
 constexpr float kInt8Q = static_cast<float>(native::kInt8Max);
 
@@ -40,6 +42,14 @@ struct QArgs {
   bool hw_e4m3 = false, hw_e5m2 = false;
   // The fused kernel writes 4-bit codes two per byte (sim/native/pack4.hpp's layout).
   bool packed4 = false;
+  // The Philox key schedule of p.seed (sr): built once on the host, so a kernel's Philox blocks
+  // take the round keys from the constant bank instead of rebuilding them per block (the cast
+  // kernels' PhiloxKeys, gpu/cast/detail_cast_args.cuh).
+  native::PhiloxKeys keys{};
+  // NVFP4 two-level with the level measured on the device (gpu::quantize): the single-pass kernel
+  // reads the per-tensor level from here instead of p.tensor, so the tensor's absmax never goes
+  // through the host. Null: p.tensor is the level.
+  const native::Nvfp4Tensor* tensor_dev = nullptr;
 };
 
 namespace {

@@ -52,30 +52,40 @@ __device__ __forceinline__ float state_of(const QArgs& a, float amax) {
 // e4m3_from_clamped does; the value's only NaN is CUDA's 0x7FFFFFFF, whose torch code 0x7F is the
 // instruction's), and the element factor is the native factor of the instruction's decode of the
 // code (exact for every non-NaN code; a NaN scale gives CUDA's NaN factor whatever the NaN's bits).
-__device__ __forceinline__ std::uint8_t nvfp4_scale_code(const QArgs& a, float amax) {
+// `t` is the per-tensor level (a.p.tensor, or the device-measured one of QArgs::tensor_dev);
+// without the instruction, the native scale code and factor of native::group_state and
+// native::nvfp4_element_scale under that level.
+__device__ __forceinline__ std::uint8_t nvfp4_scale_code(const QArgs& a, float amax,
+                                                         const native::Nvfp4Tensor& t) {
+  const bool te = a.p.rule == native::ScaleRule::nvfp4_te;
 #if defined(EXMY_HW_FP8)
-  const float v = a.p.rule == native::ScaleRule::nvfp4_te
-                      ? native::nvfp4_te_scale_value(amax, a.p.tensor)
-                      : native::nvfp4_torchao_scale_value(amax, a.p.tensor);
+  const float v =
+      te ? native::nvfp4_te_scale_value(amax, t) : native::nvfp4_torchao_scale_value(amax, t);
   return static_cast<std::uint8_t>(cvt_f32x2<HwFp8::e4m3>(v, 0.0f));
 #else
-  return static_cast<std::uint8_t>(cold_group_state(a.p, amax));
+  return te ? native::nvfp4_te_scale_code(amax, t) : native::nvfp4_torchao_scale_code(amax, t);
 #endif
 }
-__device__ __forceinline__ float nvfp4_factor(const QArgs& a, std::uint8_t code) {
+__device__ __forceinline__ float nvfp4_factor(const QArgs& a, std::uint8_t code,
+                                              const native::Nvfp4Tensor& t) {
+  const bool te = a.p.rule == native::ScaleRule::nvfp4_te;
 #if defined(EXMY_HW_FP8)
   const std::uint16_t h = static_cast<std::uint16_t>(cvt_to_f16x2<HwFp8::e4m3>(code));
   const float s = __half2float(__ushort_as_half(h));
-  return a.p.rule == native::ScaleRule::nvfp4_te ? native::nvfp4_te_factor(s, a.p.tensor)
-                                                 : native::nvfp4_torchao_factor(s, a.p.tensor);
+  return te ? native::nvfp4_te_factor(s, t) : native::nvfp4_torchao_factor(s, t);
 #else
-  return native::nvfp4_element_scale(a.p, code);
+  return te ? native::nvfp4_te_element_scale(code, t)
+            : native::nvfp4_torchao_element_scale(code, t);
 #endif
 }
 
-__device__ __forceinline__ std::uint8_t scale_code_of(const QArgs& a, float amax) {
-  if (nvfp4_rule(a)) return nvfp4_scale_code(a, amax);
+__device__ __forceinline__ std::uint8_t scale_code_of(const QArgs& a, float amax,
+                                                      const native::Nvfp4Tensor& t) {
+  if (nvfp4_rule(a)) return nvfp4_scale_code(a, amax, t);
   return static_cast<std::uint8_t>(cold_group_state(a.p, amax));
+}
+__device__ __forceinline__ std::uint8_t scale_code_of(const QArgs& a, float amax) {
+  return scale_code_of(a, amax, a.p.tensor);
 }
 
 // The heavy native paths, by name (mx elements, generic casts).
@@ -110,20 +120,52 @@ __device__ __forceinline__ std::uint8_t quant_one(const QArgs& a, const float* c
   return cold_quant_element(a.p, cb, x, state, word);
 }
 
-// The 32-bit Philox words of stream_of(a) for elements base .. base + kRun - 1.
-__device__ __forceinline__ void words_for_run(const QArgs& a, std::uint64_t base,
-                                              std::uint32_t w[kRun]) {
+// The Philox block b of stream_of(a) (elements 4b .. 4b + 3), the key schedule from a.keys.
+__device__ __forceinline__ native::Philox4 block_of(const QArgs& a, std::uint64_t b) {
+  return native::philox_block(a.keys, stream_of(a), b);
+}
+
+// The 32-bit Philox word of element i of stream_of(a) (native::philox_word with a.keys).
+__device__ __forceinline__ std::uint32_t word_of(const QArgs& a, std::uint64_t i) {
+  return block_of(a, i >> 2).w[i & 3];
+}
+
+// The words of the kRun / 4 Philox blocks b0 .. b0 + kRun / 4 - 1 (elements 4 b0 .. 4 b0 + kRun
+// - 1), as native::philox_block(seed, stream, b) gives them: the key schedule comes from a.keys
+// and, where the blocks share their high counter word (b0's low word leaves room for the last
+// one; always so for b0 a multiple of kRun / 4), rounds 1-2 of that word and the stream once
+// (native::philox_prefix, as the sr cast kernels draw theirs).
+__device__ __forceinline__ void words_of_blocks(const QArgs& a, std::uint64_t b0,
+                                                std::uint32_t w[kRun]) {
   const std::uint32_t s = stream_of(a);
-  if ((base & 3u) == 0) {
+  const std::uint32_t lo = static_cast<std::uint32_t>(b0);
+  if (lo <= 0xFFFFFFFFu - (kRun / 4 - 1)) {
+    const native::PhiloxPrefix pre =
+        native::philox_prefix(a.keys, s, static_cast<std::uint32_t>(b0 >> 32));
 #pragma unroll
     for (int q = 0; q < kRun / 4; ++q) {
-      const native::Philox4 b = native::philox_block(a.p.seed, s, (base >> 2) + q);
+      const native::Philox4 b = native::philox_block(a.keys, pre, lo + q);
 #pragma unroll
       for (int k = 0; k < 4; ++k) w[4 * q + k] = b.w[k];
     }
   } else {
 #pragma unroll
-    for (int k = 0; k < kRun; ++k) w[k] = native::philox_word(a.p.seed, s, base + k);
+    for (int q = 0; q < kRun / 4; ++q) {
+      const native::Philox4 b = block_of(a, b0 + q);
+#pragma unroll
+      for (int k = 0; k < 4; ++k) w[4 * q + k] = b.w[k];
+    }
+  }
+}
+
+// The 32-bit Philox words of stream_of(a) for elements base .. base + kRun - 1.
+__device__ __forceinline__ void words_for_run(const QArgs& a, std::uint64_t base,
+                                              std::uint32_t w[kRun]) {
+  if ((base & 3u) == 0) {
+    words_of_blocks(a, base >> 2, w);
+  } else {
+#pragma unroll
+    for (int k = 0; k < kRun; ++k) w[k] = word_of(a, base + k);
   }
 }
 

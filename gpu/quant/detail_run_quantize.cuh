@@ -81,7 +81,7 @@ void run_quantize(const void* x, const QArgs& a, const quant::Options& opt, cons
     if constexpr (K != Kind::mx) {
       if (fast && transpose_fast_ok(a, x, o.codes)) {
         const dim3 grid(static_cast<unsigned>((a.cols + kTT - 1) / kTT),
-                        static_cast<unsigned>((a.rows + kTT - 1) / kTT));
+                        static_cast<unsigned>((a.rows + kTR - 1) / kTR));
         transpose_fast_kernel<In, K><<<grid, kThreads, 0, s>>>(x, o.codes, o.state, tab, a);
         cuda_check_launch("quantize kernel launch");
         if (tab != nullptr) cuda_check(cudaFreeAsync(tab, s), "cudaFreeAsync");

@@ -234,6 +234,142 @@ TEST_CASE("GPU tensor-wise and column-wise fast paths over many blocks", "[gpu][
   }
 }
 
+TEST_CASE("GPU sr:R quantize words over many blocks and a 64-bit seed", "[gpu][quant]") {
+  // Guards the Philox words of the sr paths (the key schedule built once on the host, the shared
+  // counter prefix of a run's four blocks): every element must take word i % 4 of block i / 4 of
+  // (seed, stream) as on the CPU, on shapes of many blocks (tensor-wise prefetching loop, the
+  // single pass, the 2-d column kernel, the tiled transpose) and odd ones (element-wise paths).
+  const auto xs = data(600 * 1024, 31, true);
+  const std::vector<Shape> shapes = {{600, 1024}, {37, 19}, {3, 4096}};
+  for (const char* sch : {"tensor", "rowwise", "colwise", "block:64"}) {
+    for (const char* tgt : {"e4m3fn", "e5m2", "e2m1fn"}) {
+      for (int bits : {8, 3}) {
+        for (bool transpose : {false, true}) {
+          for (const Shape& sh : shapes) {
+            quant::Options o = options(sch, tgt);
+            o.mode = RoundMode::sr;
+            o.sr_bits = bits;
+            o.seed = 0x9E3779B97F4A7C15ull;
+            o.transpose = transpose;
+            o.nan = native::NanPolicy::ignore;
+            const std::vector<std::uint32_t> x(xs.begin(), xs.begin() + sh.rows * sh.cols);
+            INFO(sch << " " << tgt << " sr:" << bits << " transpose " << transpose << " " << sh.rows
+                     << "x" << sh.cols);
+            REQUIRE(exmy::gpu::testing::compare_quantize(CastInput::fp32, x, sh.rows, sh.cols, o) ==
+                    "");
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("GPU column-wise kernels over strips with and without whole row batches",
+          "[gpu][quant]") {
+  // Guards the 2-d column kernels' batches of kColBatch rows (gpu/quant/detail_args.cuh) and
+  // their remainder: strips of 16 rows (1003 rows: a last strip of 11), of 34 rows (70001 rows),
+  // and one strip of 37; every input type, int8 and e4m3fn under rne and sr:8.
+  const std::vector<Shape> shapes = {{1003, 64}, {70001, 64}, {37, 4096}};
+  for (const Shape& sh : shapes) {
+    const auto xs = data(sh.rows * sh.cols, 51, true);
+    for (auto in : {CastInput::fp32, CastInput::bf16, CastInput::fp16}) {
+      std::vector<std::uint32_t> ys = xs;
+      if (in != CastInput::fp32) {
+        for (auto& y : ys) y >>= 16;
+      }
+      for (const char* tgt : {"int8", "e4m3fn"}) {
+        for (bool sr : {false, true}) {
+          if (sr && std::string(tgt) == "int8") continue;
+          quant::Options o = options("colwise", tgt);
+          o.nan = native::NanPolicy::ignore;
+          if (sr) {
+            o.mode = RoundMode::sr;
+            o.sr_bits = 8;
+            o.seed = 5;
+          }
+          INFO(sh.rows << "x" << sh.cols << " " << tgt << " sr " << sr << " input "
+                       << static_cast<int>(in));
+          REQUIRE(exmy::gpu::testing::compare_quantize(in, ys, sh.rows, sh.cols, o) == "");
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("GPU absmax of groups of whole tiles (rows and blocks of 4096 k elements)",
+          "[gpu][quant]") {
+  // Guards amax_tiles_kernel (gpu/quant/absmax.cu): one block-wide max per 4096-element tile and
+  // one atomicMax per tile, where every tile lies in one group: rows of 8192 (two tiles per
+  // group), rows of 4096 transposed, block:8192 with a partial last group and a partial last
+  // tile; both NaN policies, every input type.
+  struct Case {
+    const char* scheme;
+    Shape shape;
+    bool transpose;
+  };
+  const Case cases[] = {{"rowwise", {40, 8192}, false},
+                        {"rowwise", {64, 4096}, true},
+                        {"rowwise", {48, 4096}, true},
+                        {"block:8192", {3, 5000}, false},
+                        {"block:4096", {7, 4096}, true}};
+  for (const Case& cs : cases) {
+    const auto xs = data(cs.shape.rows * cs.shape.cols, 61, true);
+    for (auto in : {CastInput::fp32, CastInput::bf16, CastInput::fp16}) {
+      std::vector<std::uint32_t> ys = xs;
+      if (in != CastInput::fp32) {
+        for (auto& y : ys) y >>= 16;
+      }
+      for (const char* tgt : {"int8", "e4m3fn"}) {
+        for (auto nan : {native::NanPolicy::propagate, native::NanPolicy::ignore}) {
+          quant::Options o = options(cs.scheme, tgt);
+          o.transpose = cs.transpose;
+          o.nan = nan;
+          INFO(cs.scheme << " " << cs.shape.rows << "x" << cs.shape.cols << " transpose "
+                         << cs.transpose << " " << tgt << " nan " << static_cast<int>(nan)
+                         << " input " << static_cast<int>(in));
+          REQUIRE(exmy::gpu::testing::compare_quantize(in, ys, cs.shape.rows, cs.shape.cols, o) ==
+                  "");
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("GPU tiled fast transpose across partial tiles", "[gpu][quant]") {
+  // Guards transpose_fast_kernel's 64-column x 128-row tiles (gpu/quant/detail_code_kernels.cuh):
+  // four consecutive rows per thread packed into one shared word per column, 128-byte column
+  // segments: row counts past whole tiles (144, 1040, 16) and column counts past whole tiles (72,
+  // 200, 8), tensor-, row- and column-wise groups, int8, e4m3fn (rne, sr:8) and the codebook.
+  const std::vector<Shape> shapes = {{144, 72}, {1040, 200}, {16, 8}, {4096, 64}};
+  for (const Shape& sh : shapes) {
+    const auto xs = data(sh.rows * sh.cols, 71, true);
+    for (auto in : {CastInput::fp32, CastInput::fp16}) {
+      std::vector<std::uint32_t> ys = xs;
+      if (in != CastInput::fp32) {
+        for (auto& y : ys) y >>= 16;
+      }
+      for (const char* sch : {"tensor", "rowwise", "colwise"}) {
+        for (const char* tgt : {"int8", "e4m3fn", "dynamic"}) {
+          for (bool sr : {false, true}) {
+            if (sr && std::string(tgt) != "e4m3fn") continue;
+            quant::Options o = options(sch, tgt);
+            o.transpose = true;
+            o.nan = native::NanPolicy::ignore;
+            if (sr) {
+              o.mode = RoundMode::sr;
+              o.sr_bits = 8;
+              o.seed = 9;
+            }
+            INFO(sh.rows << "x" << sh.cols << " " << sch << " " << tgt << " sr " << sr << " input "
+                         << static_cast<int>(in));
+            REQUIRE(exmy::gpu::testing::compare_quantize(in, ys, sh.rows, sh.cols, o) == "");
+          }
+        }
+      }
+    }
+  }
+}
+
 TEST_CASE("GPU MX fast path at the scale boundaries", "[gpu][quant]") {
   // Guards the exponent-shift fast path of MX elements: blocks whose absmax sits at every 8th
   // binade from 2^-149 to 2^127, with elements at every binade below it (so the shifted exponent
@@ -265,6 +401,16 @@ TEST_CASE("GPU MX fast path at the scale boundaries", "[gpu][quant]") {
               "");
       REQUIRE(exmy::gpu::testing::compare_quantize(CastInput::fp32, specials, xs.size() / 64, 64,
                                                    o) == "");
+      // The same blocks as bf16 (the top halves) and on a shape of many tiles (the run-wise
+      // software cast of mx_sw_run and its native fix-ups, every input type).
+      std::vector<std::uint32_t> top(specials.size());
+      for (std::size_t i = 0; i < top.size(); ++i) top[i] = specials[i] >> 16;
+      REQUIRE(exmy::gpu::testing::compare_quantize(CastInput::bf16, top, top.size() / 64, 64, o) ==
+              "");
+      std::vector<std::uint32_t> many;
+      while (many.size() < 64 * 4096) many.insert(many.end(), specials.begin(), specials.end());
+      many.resize(64 * 4096);
+      REQUIRE(exmy::gpu::testing::compare_quantize(CastInput::fp32, many, 64, 4096, o) == "");
     }
   }
 }
@@ -355,6 +501,18 @@ TEST_CASE("GPU NVFP4 (torchao and te, one and two levels) equals the CPU referen
       }
       // Without specials too: the tensor scale is then finite and every block has a scale.
       const auto clean = data(48 * 128, 44, false);
+      REQUIRE(exmy::gpu::testing::compare_quantize(CastInput::fp32, clean, 48, 128, o) == "");
+      if (!two) continue;
+      // The two-level level measured on the device (the single pass: many tiles, an odd row
+      // count, an all-zero tensor, NaN ignored) and given on the host (a tensor amax).
+      const auto big = data(67 * 4096, 45, true);
+      REQUIRE(exmy::gpu::testing::compare_quantize(CastInput::fp32, big, 67, 4096, o) == "");
+      REQUIRE(exmy::gpu::testing::compare_quantize(CastInput::bf16, big, 67, 4096, o) == "");
+      REQUIRE(exmy::gpu::testing::compare_quantize(
+                  CastInput::fp32, std::vector<std::uint32_t>(16 * 64, 0u), 16, 64, o) == "");
+      o.nan = native::NanPolicy::ignore;
+      REQUIRE(exmy::gpu::testing::compare_quantize(CastInput::fp32, big, 67, 4096, o) == "");
+      o.tensor_amax = 1234.5f;
       REQUIRE(exmy::gpu::testing::compare_quantize(CastInput::fp32, clean, 48, 128, o) == "");
     }
   }
