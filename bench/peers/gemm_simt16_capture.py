@@ -1,7 +1,7 @@
 """FPRev trees, outputs and launch records of cuBLAS's CUDA-core GEMM kernels with 16-bit inputs
 (bf16, fp16; 16-bit and fp32 outputs) on the GPU: gemvx, gemmSN, dot_kernel + reduce_1Block and
-gemv2T + splitKreduce (issue 30; docs/SEMANTICS.md 15.6; bench/results/2026-12-02-h200-gemm-
-simt16.md). The structure of gemm_simt_capture.py (trees, launch records) and gemm_tc_capture.py
+gemv2T + splitKreduce (issue 30; docs/SEMANTICS.md 15.6;
+bench/results/2026-12-02-h200-gemm-simt16.md). The structure of gemm_simt_capture.py (trees, launch records) and gemm_tc_capture.py
 (a held-out random pool with outputs). Run on the GPU machine:
 
     python3 bench/peers/gemm_simt16_capture.py --out DIR [--seed 20261204] [--budget-s 80]

@@ -302,12 +302,113 @@ bool starts(const std::string& s, const char* p) {
   return s.rfind(p, 0) == 0;
 }
 
+// The same kernels with bf16/fp16 inputs (16-bit loads, fp32 FMA chains: a product of two
+// 16-bit values is exact in fp32, so the fp32 rule's order is the whole model; a 16-bit output
+// is the fp32 result rounded to nearest even). The template holds the input type T and the
+// output type X (T, or float for an fp32 output); bench/results/2026-12-02-h200-gemm-simt16.md:
+// - dot_kernel<float, 128, 0> + reduce_1Block: `fp32-seq:dot=S` (16-bit records: S = 31, 32,
+//   64, 128, 496);
+// - gemmSN_TN_kernel<float, 128, 16, 2, 4, ...>: the fp32 rule;
+// - gemvx::kernel<int, int, T, X, X, float, true, true, true, false, 7, ...> (2x64 blocks):
+//   2 lanes of one contiguous run each; <..., false, true, true, false, 7, ...> (32x4): 32 lanes
+//   by the halving tree, one contiguous run each up to a K bound of the input type, strided
+//   above it; <..., true, true, true, false, 8, ...> (4x64, fp16): 4 lanes, one run each;
+// - gemv2T_kernel_val<int, int, T, float, float, float, 128, 16, 4, 4, false, false, ...> +
+//   splitKreduce/f32 (a new family): S = gridDim.z parts of ceil(K/S) k, each over 16 strided
+//   lanes whose FMA chains restart every 32 of their k, the lanes added in lane order, the parts
+//   in part order.
+// 32x4 gemvx bounds: {bf16, fp16} x {largest K with one run per lane seen, smallest strided}.
+struct Gemvx16Bounds {
+  const char* in;
+  std::size_t vec_max, strided_min;
+};
+constexpr Gemvx16Bounds kGemvx16[] = {{"bf16", 462, 758}, {"fp16", 886, 1591}};
+
+bool cuda_core_rule16(const LaunchRecord& r, const std::string& in, const std::string& out,
+                      std::size_t K, std::string& model, std::string& evidence, bool& verified) {
+  const std::string T = in == "bf16" ? "__nv_bfloat16" : "__half";
+  const std::string X = out == "fp32" ? "float" : T;
+  if (out != "fp32" && out != in) return false;
+  verified = true;
+  // dot_kernel and gemmSN name the input type only in their parameter types.
+  const bool typed =
+      r.key.find("cublasGemvTensorStridedBatched<" + T + " const>") != std::string::npos;
+  if (typed && r.family == "dot" && starts(r.key, "dot_kernel<float, 128, 0,") &&
+      r.reduce == "reduce_1Block") {
+    model = "fp32-seq:dot=" + std::to_string(r.split);
+    evidence =
+        "every FPRev tree (bf16 18, fp16 4 shapes on the H200) and every output of all 8 bf16 "
+        "and 8 fp16 captured H200 shapes of the family";
+    // 16-bit trees and outputs hold 31, 32, 64 and 496 CTAs; fp32 ones 16 and 66.
+    if ((r.split < 16 || r.split > 66) && r.split != 496) {
+      verified = false;
+      evidence = "a CTA count outside the 16 to 66 and 496 of the trees and outputs checked";
+    }
+    return true;
+  }
+  if (typed && r.family == "gemmSN" && starts(r.key, "gemmSN_TN_kernel<float, 128, 16, 2, 4, ") &&
+      r.reduce.empty() && r.split == 1) {
+    model = "fp32-seq:lanes=16,lanesum=seq,lanechunk=16";
+    evidence =
+        "every FPRev tree (bf16 19, fp16 4 shapes on the H200) and every output of all 23 bf16 "
+        "and 1 fp16 captured H200 shapes of the family";
+    return true;
+  }
+  const std::string gx =
+      "internal::gemvx::kernel<int, int, " + T + ", " + X + ", " + X + ", float, ";
+  if (r.family == "gemvx" && starts(r.key, gx.c_str()) && r.reduce.empty() && r.split == 1) {
+    const std::string rest = r.key.substr(gx.size());
+    if (starts(rest, "true, true, true, false, 7, false,")) {
+      model = "fp32-seq:lanes=2,vec=auto";
+      evidence =
+          "every FPRev tree of the kernel (bf16 5, fp16 4 H200 shapes) and every output of all "
+          "15 bf16 and 12 fp16 captured H200 shapes of it";
+      return true;
+    }
+    if (starts(rest, "false, true, true, false, 7, false,")) {
+      const Gemvx16Bounds& b = in == "bf16" ? kGemvx16[0] : kGemvx16[1];
+      model = K <= b.vec_max ? "fp32-seq:lanes=32,vec=auto" : "fp32-seq:lanes=32";
+      evidence =
+          "every FPRev tree of the kernel (bf16 4, fp16 2 H200 shapes) and every output of all "
+          "14 bf16 and 7 fp16 captured H200 shapes of it";
+      if (K > b.vec_max && K < b.strided_min) {
+        verified = false;
+        evidence = "K between " + std::to_string(b.vec_max) + " (one run per lane seen) and " +
+                   std::to_string(b.strided_min) + " (strided lanes seen)";
+      }
+      return true;
+    }
+    if (in == "fp16" && starts(rest, "true, true, true, false, 8, false,")) {
+      model = "fp32-seq:lanes=4,vec=auto";
+      verified = false;
+      evidence = "fitted on the outputs of the 4 captured H200 shapes of the kernel; no FPRev tree";
+      return true;
+    }
+    return false;
+  }
+  if (r.family == "gemv2" &&
+      starts(r.key, ("gemv2T_kernel_val<int, int, " + T +
+                     ", float, float, float, 128, 16, 4, 4, false, false, ")
+                        .c_str()) &&
+      r.reduce == "splitKreduce/f32" && r.split > 1) {
+    model = "fp32-seq:lanes=16,lanesum=seq,lanechunk=32,split=" + std::to_string(r.split);
+    evidence =
+        "every FPRev tree (bf16 3, fp16 3 H200 shapes) and every output of all 2 bf16 and 1 "
+        "fp16 captured H200 shapes of the family";
+    return true;
+  }
+  return false;
+}
+
 LaunchRule cuda_core_rule(const LaunchRecord& r, const std::string& in, const std::string& out,
                           std::size_t K) {
   LaunchRule lr;
   std::string model, evidence;
   bool verified = true;
   const bool cc = (in == "fp32" || in == "tf32") && out == "fp32";
+  if (in == "bf16" || in == "fp16") {
+    if (!cuda_core_rule16(r, in, out, K, model, evidence, verified)) model.clear();
+  }
   if (cc && r.family == "dot" && starts(r.key, "dot_kernel<float, 128, 0,") &&
       r.reduce == "reduce_1Block") {
     model = "fp32-seq:dot=" + std::to_string(r.split);
@@ -382,7 +483,7 @@ LaunchRule launch_rule(const LaunchRecord& r, const std::string& in, const std::
 
 LaunchRule launch_rule(const LaunchRecord& r, const std::string& in, const std::string& out,
                        std::size_t M, std::size_t N, std::size_t K) {
-  if (r.family == "dot" || r.family == "gemmSN" || r.family == "gemvx") {
+  if (r.family == "dot" || r.family == "gemmSN" || r.family == "gemvx" || r.family == "gemv2") {
     return cuda_core_rule(r, in, out, K);
   }
   LaunchRule lr;
