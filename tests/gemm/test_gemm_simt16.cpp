@@ -119,8 +119,8 @@ TEST_CASE("gemv2T: the FPRev counts measured on the H200 (1x508x6696 S = 9, 1x20
   // BIG = 2^40 at k = 0, -BIG at k = j, 1 elsewhere: the fp32 result is the number of units
   // outside the smallest sub-sum holding k = 0 and k = j (gemm_launch_probe.py). The counts are
   // the H200's (h200-2026-12-01/call1 fprev_bf16.npz; the results note
-  // bench/results/2026-12-02-h200-gemm-simt16.md): lane 0 (k = 0, 16, ...) restarts after 32 of its k (k = 512), lanes join in
-  // lane order, parts of ceil(K/S) k in part order.
+  // bench/results/2026-12-02-h200-gemm-simt16.md): lane 0 (k = 0, 16, ...) restarts after 32 of its
+  // k (k = 512), lanes join in lane order, parts of ceil(K/S) k in part order.
   struct Case {
     std::size_t K, S;
     std::vector<std::pair<std::size_t, float>> j_count;
