@@ -89,11 +89,37 @@ TEST_CASE("family rules: dot, gemmSN, gemvx and gemv2T with bf16/fp16 inputs",
   REQUIRE(launch_rule(g, "bf16", "bf16", 43).status == S::verified);
   REQUIRE(launch_rule(g, "bf16", "fp32", 43).status == S::none);  // the bf16-output kernel
   g.key = bf + "false, true, true, false, 7," + kGemvxPost;
-  REQUIRE(launch_rule(g, "bf16", "fp32", 462).model == "fp32-seq:lanes=32,vec=auto");
-  REQUIRE(launch_rule(g, "bf16", "fp32", 462).status == S::verified);
-  REQUIRE(launch_rule(g, "bf16", "fp32", 758).model == "fp32-seq:lanes=32");
-  REQUIRE(launch_rule(g, "bf16", "fp32", 758).status == S::verified);
-  REQUIRE(launch_rule(g, "bf16", "fp32", 600).status == S::unverified);  // between: announced
+  REQUIRE(launch_rule(g, "bf16", "fp32", 1, 40, 700).model == "fp32-seq:lanes=32,vec=auto");
+  REQUIRE(launch_rule(g, "bf16", "fp32", 1, 40, 700).status == S::verified);
+  // Above 700: strided where the launch has at least 21 CTAs (ceil(M N / 4)), as seen.
+  REQUIRE(launch_rule(g, "bf16", "fp32", 100, 1, 758).model == "fp32-seq:lanes=32");
+  REQUIRE(launch_rule(g, "bf16", "fp32", 100, 1, 758).status == S::verified);
+  REQUIRE(launch_rule(g, "bf16", "fp32", 100, 1, 730).status == S::unverified);  // the gap
+  // Few CTAs above the bound (fp16 3x1x857: one run per lane): announced, one run per lane.
+  LaunchRule few = launch_rule(g, "bf16", "fp32", 3, 1, 857);
+  REQUIRE(few.model == "fp32-seq:lanes=32,vec=auto");
+  REQUIRE(few.status == S::unverified);
+  REQUIRE(few.why.find("1 CTAs") != std::string::npos);
+  REQUIRE(launch_rule(g, "bf16", "fp32", 857).status == S::unverified);  // M, N unknown
+  // fp16: one run per lane seen up to 523 (from 514 to 700 cuBLAS runs the 16x4 kernel).
+  const std::string hf = "internal::gemvx::kernel<int, int, __half, float, float, float, ";
+  g.key = hf + "false, true, true, false, 7," + kGemvxPost;
+  REQUIRE(launch_rule(g, "fp16", "fp32", 1, 3, 523).model == "fp32-seq:lanes=32,vec=auto");
+  REQUIRE(launch_rule(g, "fp16", "fp32", 1, 3, 523).status == S::verified);
+  REQUIRE(launch_rule(g, "fp16", "fp32", 1, 336, 2060).model == "fp32-seq:lanes=32");
+  REQUIRE(launch_rule(g, "fp16", "fp32", 1, 336, 2060).status == S::verified);
+  REQUIRE(launch_rule(g, "fp16", "fp32", 15, 1, 886).status == S::unverified);
+  // fp16 4x64 (true, ..., 8) and 16x4 (false, ..., 6): 4 and 16 lanes of one run each, up to
+  // the K of their trees.
+  g.key = hf + "true, true, true, false, 8," + kGemvxPost;
+  REQUIRE(launch_rule(g, "fp16", "fp32", 1, 89, 115).model == "fp32-seq:lanes=4,vec=auto");
+  REQUIRE(launch_rule(g, "fp16", "fp32", 1, 89, 115).status == S::verified);
+  REQUIRE(launch_rule(g, "fp16", "fp32", 1, 89, 133).status == S::unverified);
+  g.key = hf + "false, true, true, false, 6," + kGemvxPost;
+  REQUIRE(launch_rule(g, "fp16", "fp32", 100, 1, 700).model == "fp32-seq:lanes=16,vec=auto");
+  REQUIRE(launch_rule(g, "fp16", "fp32", 100, 1, 700).status == S::verified);
+  REQUIRE(launch_rule(g, "bf16", "fp32", 100, 1, 700).status == S::none);  // an fp16 kernel
+  g.key = bf + "false, true, true, false, 7," + kGemvxPost;
   g.reduce = "splitKreduce/f32";  // no 16-bit split gemvx seen
   REQUIRE(launch_rule(g, "bf16", "fp32", 4000).status == S::none);
   // gemv2T + splitKreduce/f32: 16 strided lanes restarting every 32 of their k, split = S.
@@ -266,8 +292,8 @@ TEST_CASE("exmy gemm --accum cublas-sm90-h200 on captured 16-bit CUDA-core shape
       {"bf16", 1, 296, 2431, "fp32", "fp32-seq:lanes=32", true},
       {"bf16", 64, 1, 43, "bf16", "fp32-seq:lanes=2,vec=auto", true},
       {"fp16", 1, 7, 5727, "fp32", "fp32-seq:dot=31", true},
-      {"fp16", 15, 1, 886, "fp32", "fp32-seq:lanes=32,vec=auto", true},
-      {"fp16", 1, 89, 115, "fp32", "fp32-seq:lanes=4,vec=auto", false},
+      {"fp16", 1, 89, 115, "fp32", "fp32-seq:lanes=4,vec=auto", true},
+      {"fp16", 15, 1, 886, "fp32", "fp32-seq:lanes=32,vec=auto", false},
   };
   std::uint32_t s = 7;
   for (const Case& c : cases) {
