@@ -195,7 +195,7 @@ def main():
             continue
         rule = rules.family_rule(rec, t, "fp32", K, M, N)
         if t == "fp16" and K > FP16_KMAX:
-            skipped[fam] = skipped.get(fam, 0) + 1
+            skipped[rec[0]] = skipped.get(rec[0], 0) + 1
             continue
         key = s["key"]
         an, sw = z[key + "_anchors"], z[key + "_sweep"]
