@@ -81,14 +81,56 @@ def xmma_ktile(key):
     return int(m.group(3)) if m else 0
 
 
-# CUDA-core gemv / dot / small-N kernels (kCudaCoreRules in launch_rules.cpp): (family, kernel
-# name prefix, reduction) -> model. fp32 and TF32 requests (the CUDA cores read fp32 unrounded).
+# CUDA-core gemv / dot / small-N kernels (cuda_core_rule in launch_rules.cpp): (family, kernel
+# name prefix, reduction) -> model. fp32 and TF32 requests (the CUDA cores read fp32 unrounded),
+# and bf16/fp16 inputs with a 16-bit or fp32 output (the same kernels with 16-bit loads and fp32
+# FMA chains: a product of two 16-bit values is exact in fp32).
 GEMVX = "internal::gemvx::kernel<int, int, float, float, float, float, "
 GEMVX_V_MAX, GEMVX_1_MIN = 513, 644  # gemvx<..., 7>: vec=auto seen up to 513, vec=1 from 644
+# 16-bit gemvx<..., 7> with 32x4 blocks: (largest K with vec=auto seen, smallest strided K,
+# fewest CTAs a strided launch was seen with) per input type (kGemvx16 in launch_rules.cpp);
+# the largest K of the fp16 4x64 and 16x4 kernels' trees.
+GEMVX16 = {"bf16": (700, 758, 21), "fp16": (523, 758, 25)}
+GEMVX_4X64_MAX, GEMVX_16X4_MAX = 121, 700
+T16 = {"bf16": "__nv_bfloat16", "fp16": "__half"}
+GEMV2 = "gemv2T_kernel_val<int, int, %s, float, float, float, 128, 16, 4, 4, false, false, "
 
 
-def cuda_core_rule(fam, key, red, S, t, K):
-    if t not in ("fp32", "tf32"):
+def cuda_core_rule16(fam, key, red, S, t, o, K, M=0, N=0):
+    """The 16-bit-input forms (launch_rules.cpp's cuda_core_rule16): (model, verified) or None."""
+    T = T16[t]
+    X = "float" if o == "fp32" else T
+    typed = ("cublasGemvTensorStridedBatched<%s const>" % T) in key  # dot, gemmSN
+    if typed and fam == "dot" and key.startswith("dot_kernel<float, 128, 0,") and \
+            red == "reduce_1Block":
+        return "fp32-seq:dot=%d" % S, 16 <= S <= 66 or S == 496
+    if typed and fam == "gemmSN" and key.startswith("gemmSN_TN_kernel<float, 128, 16, 2, 4, ") and \
+            not red and S == 1:
+        return "fp32-seq:lanes=16,lanesum=seq,lanechunk=16", True
+    pre = "internal::gemvx::kernel<int, int, %s, %s, %s, float, " % (T, X, X)
+    if fam == "gemvx" and key.startswith(pre) and not red and S == 1:
+        rest = key[len(pre):]
+        if rest.startswith("true, true, true, false, 7, false,"):  # 2x64 blocks
+            return "fp32-seq:lanes=2,vec=auto", True
+        if t == "fp16" and rest.startswith("true, true, true, false, 8, false,"):  # 4x64
+            return "fp32-seq:lanes=4,vec=auto", K <= GEMVX_4X64_MAX
+        if t == "fp16" and rest.startswith("false, true, true, false, 6, false,"):  # 16x4
+            return "fp32-seq:lanes=16,vec=auto", K <= GEMVX_16X4_MAX
+        if rest.startswith("false, true, true, false, 7, false,"):  # 32x4 blocks
+            vmax, smin, sctas = GEMVX16[t]
+            ctas = -(-(M * N) // 4)
+            strided = K > vmax and ctas >= sctas
+            m = "fp32-seq:lanes=32" if strided else "fp32-seq:lanes=32,vec=auto"
+            return m, K <= vmax or (strided and K >= smin)
+    if fam == "gemv2" and key.startswith(GEMV2 % T) and red == "splitKreduce/f32" and S > 1:
+        return "fp32-seq:lanes=16,lanesum=seq,lanechunk=32,split=%d" % S, True
+    return None
+
+
+def cuda_core_rule(fam, key, red, S, t, K, o="fp32", M=0, N=0):
+    if t in T16:
+        return cuda_core_rule16(fam, key, red, S, t, o, K, M, N)
+    if t not in ("fp32", "tf32") or o != "fp32":
         return None
     if fam == "dot" and key.startswith("dot_kernel<float, 128, 0,") and red == "reduce_1Block":
         return "fp32-seq:dot=%d" % S, 16 <= S <= 66  # the CTA counts trees/outputs hold
@@ -110,7 +152,6 @@ def cuda_core_rule(fam, key, red, S, t, K):
     return None
 
 
-
 def segment_tiles(key, M, N):
     """(tiles, k-tile) of an sm90 xmma segment-k name's _tilesize<a>x<b>x<T>_ (a along M)."""
     m = re.search(r"_tilesize(\d+)x(\d+)x(\d+)_", key)
@@ -123,8 +164,8 @@ def segment_tiles(key, M, N):
 def family_rule(rec, t, o, K, M=0, N=0):
     """(model, verified) of the family rule for record `rec`, or None (no rule applies)."""
     fam, key, red, S = rec
-    if fam in ("dot", "gemmSN", "gemvx"):
-        return cuda_core_rule(fam, key, red, S, t, K) if o == "fp32" else None
+    if fam in ("dot", "gemmSN", "gemvx", "gemv2"):
+        return cuda_core_rule(fam, key, red, S, t, K, o, M, N)
     if (fam, t, o) in XMMA_SLICES:
         T = xmma_ktile(key)
         if red not in ("", "xmma_split_k") or not T or S > 4096:

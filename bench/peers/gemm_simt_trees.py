@@ -1,11 +1,13 @@
-"""Compare FPRev summation trees of cuBLAS's CUDA-core fp32 kernels (sm80 xmma FFMA, gemvx, gemmSN,
-dot_kernel + reduce_1Block; issue 30) with the tree of the model exmy's family rule gives for the
+"""Compare FPRev summation trees of cuBLAS's CUDA-core kernels (sm80 xmma FFMA, gemvx, gemmSN,
+dot_kernel + reduce_1Block, gemv2T + splitKreduce; fp32, TF32-request and bf16/fp16 inputs, the
+fp32 output; issue 30) with the tree of the model exmy's family rule gives for the
 kernel's launch (docs/SEMANTICS.md 15.2, 15.6). Off the GPU, numpy only:
 
     python3 bench/peers/gemm_simt_trees.py FPREV.npz LAUNCH.json[.xz] [--families ...] [--show N]
 
-FPREV.npz (gemm_launch_probe.py, gemm_simt_capture.py): per shape, for anchors i and swept j,
-the count K - |leaves(lca(i, j))|. LAUNCH.json: the raw launch capture of the same shapes
+FPREV.npz (gemm_launch_probe.py, gemm_simt_capture.py, gemm_simt16_capture.py): per shape, for
+anchors i and swept j, the count K - |leaves(lca(i, j))|; a shape probed in several passes of
+anchors (gemm_simt16_capture.py) has one entry per pass, each compared. LAUNCH.json: the raw launch capture of the same shapes
 (kernel names and grids). The model's tree is built by running the model's summation on
 symbols: every fp32 addition (an FMA into a running sum, or the sum of two partials) joins two
 subtrees; adding an empty lane (+0) joins nothing. The model string comes from the replica of
@@ -26,6 +28,13 @@ sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(HERE, "..", "..", "tools"))
 import gemm_launch  # noqa: E402
 import gemm_launch_rules as rules  # noqa: E402
+
+
+# fp16 FPRev operands (gemm_launch_probe.py): +-BIG SMALL = +-2^-8 and units SMALL^2 = 2^-46. A
+# partial of -2^-8 plus n units lies in [2^-9, 2^-8), whose ulp is 2^-32 = 2^14 units: from
+# n = 2^13 units on, the units are rounded to a multiple of 2^14 and the count is not the lca's.
+# fp16 trees are compared only up to K = 2^13 (bf16's BIG = 2^40 holds every K <= 16384).
+FP16_KMAX = 8192
 
 
 class Tree:
@@ -164,7 +173,7 @@ def main():
     p = argparse.ArgumentParser()
     p.add_argument("fprev")
     p.add_argument("launch")
-    p.add_argument("--families", default="xmma_ffma,gemvx,gemmSN,dot")
+    p.add_argument("--families", default="xmma_ffma,gemvx,gemmSN,dot,gemv2")
     p.add_argument("--show", type=int, default=20, help="differing shapes to print")
     args = p.parse_args()
     z = np.load(args.fprev, allow_pickle=True)
@@ -175,7 +184,7 @@ def main():
         cap = json.load(f)
     recs = {(r["M"], r["N"], r["K"]): r["kernels"]["fp32"] for r in cap["types"][t]}
     fams = set(args.families.split(","))
-    summ, shown = {}, 0
+    summ, shown, skipped = {}, 0, {}
     for s in meta["shapes"]:
         M, N, K = s["M"], s["N"], s["K"]
         ks = recs.get((M, N, K))
@@ -184,13 +193,18 @@ def main():
         rec = gemm_launch.record_of(ks)
         if rec[0] not in fams:
             continue
-        rule = rules.family_rule(rec, t, "fp32", K)
+        rule = rules.family_rule(rec, t, "fp32", K, M, N)
+        if t == "fp16" and K > FP16_KMAX:
+            skipped[rec[0]] = skipped.get(rec[0], 0) + 1
+            continue
         key = s["key"]
         an, sw = z[key + "_anchors"], z[key + "_sweep"]
         cnt = z[key + "_counts"].astype(np.int64)
         fam = rec[0]
-        e = summ.setdefault(fam, {"shapes": 0, "equal": 0, "no_rule": 0, "counts": 0})
+        e = summ.setdefault(fam, {"shapes": 0, "equal": 0, "no_rule": 0, "counts": 0,
+                                  "keys": set(), "bad_keys": set()})
         e["shapes"] += 1
+        e["keys"].add((M, N, K))
         if rule is None:
             e["no_rule"] += 1
             continue
@@ -200,13 +214,20 @@ def main():
         bad = int((pred != cnt).sum())
         e["counts"] += int(cnt.size)
         e["equal"] += bad == 0
+        if bad:
+            e["bad_keys"].add((M, N, K))
         if bad and shown < args.show:
             shown += 1
             print("differs: %s %dx%dx%d %s (%s): %d of %d counts" %
                   (fam, M, N, K, rule[0], re.sub(r"\(.*", "", ks[0][0])[:60], bad, cnt.size))
     for fam, e in sorted(summ.items()):
-        print("%s %s: %d shapes, %d equal to the model's tree (%d counts), %d without a rule" %
-              (t, fam, e["shapes"], e["equal"], e["counts"], e["no_rule"]))
+        passes = "" if e["shapes"] == len(e["keys"]) else " (%d shapes, %d with every pass " \
+            "equal)" % (len(e["keys"]), len(e["keys"] - e["bad_keys"]))
+        print("%s %s: %d shapes, %d equal to the model's tree (%d counts), %d without a rule%s" %
+              (t, fam, e["shapes"], e["equal"], e["counts"], e["no_rule"], passes))
+    for fam, n in sorted(skipped.items()):
+        print("%s %s: %d entries with K > %d not compared (the fp16 operands' range)" %
+              (t, fam, n, FP16_KMAX))
 
 
 if __name__ == "__main__":

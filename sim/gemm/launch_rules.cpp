@@ -311,12 +311,134 @@ bool starts(const std::string& s, const char* p) {
   return s.rfind(p, 0) == 0;
 }
 
+// The same kernels with bf16/fp16 inputs (16-bit loads, fp32 FMA chains: a product of two
+// 16-bit values is exact in fp32, so the fp32 rule's order is the whole model; a 16-bit output
+// is the fp32 result rounded to nearest even). The template holds the input type T and the
+// output type X (T, or float for an fp32 output); bench/results/2026-12-02-h200-gemm-simt16.md:
+// - dot_kernel<float, 128, 0> + reduce_1Block: `fp32-seq:dot=S` (16-bit records: S = 31, 32,
+//   64, 128, 496);
+// - gemmSN_TN_kernel<float, 128, 16, 2, 4, ...>: the fp32 rule;
+// - gemvx::kernel<int, int, T, X, X, float, true, true, true, false, 7, ...> (2x64 blocks):
+//   2 lanes of one contiguous run each; <..., true, ..., 8, ...> (4x64, fp16): 4 lanes, one run
+//   each, the halving tree; <..., false, true, true, false, 6, ...> (16x4, fp16): 16 lanes, one
+//   run each; <..., false, true, true, false, 7, ...> (32x4): 32 lanes by the halving tree, one
+//   contiguous run each up to a K bound of the input type, strided above it where the launch
+//   has many CTAs (ceil(M N / 4)); with few CTAs above the bound (fp16 3x1x857, 15x1x886: 1
+//   and 4 CTAs) one run each again: announced there;
+// - gemv2T_kernel_val<int, int, T, float, float, float, 128, 16, 4, 4, false, false, ...> +
+//   splitKreduce/f32 (a new family): S = gridDim.z parts of ceil(K/S) k, each over 16 strided
+//   lanes whose FMA chains restart every 32 of their k, the lanes added in lane order, the parts
+//   in part order.
+// 32x4 gemvx: per input type the largest K with one run per lane seen, the smallest strided
+// K, and the fewest CTAs a strided launch was seen with (FPRev trees and outputs, H200).
+struct Gemvx16Bounds {
+  const char* in;
+  std::size_t vec_max, strided_min, strided_ctas;
+};
+constexpr Gemvx16Bounds kGemvx16[] = {{"bf16", 700, 758, 21}, {"fp16", 523, 758, 25}};
+// The largest K of the 4x64 and 16x4 fp16 kernels' trees (their launches' K: 58 .. 133, 62 .. 700).
+constexpr std::size_t kGemvx4x64Max = 121, kGemvx16x4Max = 700;
+
+bool cuda_core_rule16(const LaunchRecord& r, const std::string& in, const std::string& out,
+                      std::size_t M, std::size_t N, std::size_t K, std::string& model,
+                      std::string& evidence, bool& verified) {
+  const std::string T = in == "bf16" ? "__nv_bfloat16" : "__half";
+  const std::string X = out == "fp32" ? "float" : T;
+  if (out != "fp32" && out != in) return false;
+  verified = true;
+  // dot_kernel and gemmSN name the input type only in their parameter types.
+  const bool typed =
+      r.key.find("cublasGemvTensorStridedBatched<" + T + " const>") != std::string::npos;
+  if (typed && r.family == "dot" && starts(r.key, "dot_kernel<float, 128, 0,") &&
+      r.reduce == "reduce_1Block") {
+    model = "fp32-seq:dot=" + std::to_string(r.split);
+    evidence =
+        "every FPRev tree (H200: the 8,020-shape plan's and the capture of 2026-12-02) and every "
+        "output of the captured shapes of the family (seeds 20261201, 20261204)";
+    // 16-bit trees and outputs hold 31, 32, 64 and 496 CTAs; fp32 ones 16 and 66.
+    if ((r.split < 16 || r.split > 66) && r.split != 496) {
+      verified = false;
+      evidence = "a CTA count outside the 16 to 66 and 496 of the trees and outputs checked";
+    }
+    return true;
+  }
+  if (typed && r.family == "gemmSN" && starts(r.key, "gemmSN_TN_kernel<float, 128, 16, 2, 4, ") &&
+      r.reduce.empty() && r.split == 1) {
+    model = "fp32-seq:lanes=16,lanesum=seq,lanechunk=16";
+    evidence =
+        "every FPRev tree (H200: the 8,020-shape plan's and the capture of 2026-12-02) and every "
+        "output of the captured shapes of the family (seeds 20261201, 20261204)";
+    return true;
+  }
+  const std::string gx =
+      "internal::gemvx::kernel<int, int, " + T + ", " + X + ", " + X + ", float, ";
+  if (r.family == "gemvx" && starts(r.key, gx.c_str()) && r.reduce.empty() && r.split == 1) {
+    const std::string rest = r.key.substr(gx.size());
+    const std::string trees = "FPRev trees of the kernel on the H200 (the 8,020-shape plan and ";
+    if (starts(rest, "true, true, true, false, 7, false,")) {
+      model = "fp32-seq:lanes=2,vec=auto";
+      evidence = trees +
+                 "the capture of 2026-12-02) and every output of its captured shapes (seeds "
+                 "20261201, 20261204)";
+      return true;
+    }
+    if (in == "fp16" && (starts(rest, "true, true, true, false, 8, false,") ||
+                         starts(rest, "false, true, true, false, 6, false,"))) {
+      const bool b4 = rest[0] == 't';
+      model = b4 ? "fp32-seq:lanes=4,vec=auto" : "fp32-seq:lanes=16,vec=auto";
+      const std::size_t kmax = b4 ? kGemvx4x64Max : kGemvx16x4Max;
+      evidence = trees + "the capture of 2026-12-02, K up to " + std::to_string(kmax) +
+                 ") and every output of its captured shapes (seeds 20261201, 20261204)";
+      if (K > kmax) {
+        verified = false;
+        evidence = "K above the " + std::to_string(kmax) + " of the kernel's FPRev trees";
+      }
+      return true;
+    }
+    if (starts(rest, "false, true, true, false, 7, false,")) {
+      const Gemvx16Bounds& b = in == "bf16" ? kGemvx16[0] : kGemvx16[1];
+      const std::size_t ctas = (M * N + 3) / 4;
+      const bool strided = K > b.vec_max && ctas >= b.strided_ctas;
+      model = strided ? "fp32-seq:lanes=32" : "fp32-seq:lanes=32,vec=auto";
+      evidence = trees +
+                 "the capture of 2026-12-02, K sweeps) and every output of its captured shapes "
+                 "(seeds 20261201, 20261204)";
+      if (K > b.vec_max && (K < b.strided_min || !strided)) {
+        verified = false;
+        evidence =
+            "K " + std::to_string(K) + " above the " + std::to_string(b.vec_max) +
+            " of one run per lane" +
+            (strided ? " and below the " + std::to_string(b.strided_min) + " of strided lanes"
+                     : " with " + std::to_string(ctas) + " CTAs, fewer than the " +
+                           std::to_string(b.strided_ctas) + " strided lanes were seen with");
+      }
+      return true;
+    }
+    return false;
+  }
+  if (r.family == "gemv2" &&
+      starts(r.key, ("gemv2T_kernel_val<int, int, " + T +
+                     ", float, float, float, 128, 16, 4, 4, false, false, ")
+                        .c_str()) &&
+      r.reduce == "splitKreduce/f32" && r.split > 1) {
+    model = "fp32-seq:lanes=16,lanesum=seq,lanechunk=32,split=" + std::to_string(r.split);
+    evidence =
+        "every FPRev tree (H200: the 8,020-shape plan's and the capture of 2026-12-02) and every "
+        "output of the captured shapes of the family (seeds 20261201, 20261204)";
+    return true;
+  }
+  return false;
+}
+
 LaunchRule cuda_core_rule(const LaunchRecord& r, const std::string& in, const std::string& out,
-                          std::size_t K) {
+                          std::size_t M, std::size_t N, std::size_t K) {
   LaunchRule lr;
   std::string model, evidence;
   bool verified = true;
   const bool cc = (in == "fp32" || in == "tf32") && out == "fp32";
+  if (in == "bf16" || in == "fp16") {
+    if (!cuda_core_rule16(r, in, out, M, N, K, model, evidence, verified)) model.clear();
+  }
   if (cc && r.family == "dot" && starts(r.key, "dot_kernel<float, 128, 0,") &&
       r.reduce == "reduce_1Block") {
     model = "fp32-seq:dot=" + std::to_string(r.split);
@@ -391,8 +513,8 @@ LaunchRule launch_rule(const LaunchRecord& r, const std::string& in, const std::
 
 LaunchRule launch_rule(const LaunchRecord& r, const std::string& in, const std::string& out,
                        std::size_t M, std::size_t N, std::size_t K) {
-  if (r.family == "dot" || r.family == "gemmSN" || r.family == "gemvx") {
-    return cuda_core_rule(r, in, out, K);
+  if (r.family == "dot" || r.family == "gemmSN" || r.family == "gemvx" || r.family == "gemv2") {
+    return cuda_core_rule(r, in, out, M, N, K);
   }
   LaunchRule lr;
   const FamilyRule* rule = nullptr;
