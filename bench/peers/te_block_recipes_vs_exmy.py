@@ -5,9 +5,9 @@ te-block | te-mxfp8`, on the CPU with TE's own Python code (TE's CUDA wheel is n
     bench/peers/te_block_recipes_vs_exmy.py --exmy PATH --teref DIR --te-git GITDIR [--seed S]
         [--json OUT]
 
-DIR holds TE's tests/pytorch `references/` package (e.g. /work/main/.teref); GITDIR a clone of
+DIR holds TE's TransformerEngine/tests/pytorch `references/` package (e.g. /work/main/.teref); GITDIR a clone of
 NVIDIA/TransformerEngine holding commit d0067d0 (the fetch tool's mirror), read for
-tests/pytorch/test_mxfp8_2d_quantize.py.
+TransformerEngine/tests/pytorch/test_mxfp8_2d_quantize.py.
 
 te-block (Float8BlockScaling):
   casts   TE's BlockwiseQuantizerReference.quantize (blockwise_quantizer_reference.py, unchanged):

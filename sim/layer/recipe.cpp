@@ -3,7 +3,8 @@
 // TransformerEngine (NVIDIA/TransformerEngine d0067d0, August 2026):
 // common/recipe/{__init__.py,delayed_scaling.cu}, pytorch/quantization.py, pytorch/module/
 // {linear,base}.py; te-block and te-mxfp8 also pytorch/tensor/{float8_blockwise_tensor,
-// mxfp8_tensor}.py (is_quantizable), tests/pytorch/references/blockwise_quantizer_reference.py
+// mxfp8_tensor}.py (is_quantizable),
+// TransformerEngine/tests/pytorch/references/blockwise_quantizer_reference.py
 // and blockwise_fp8_gemm_reference.py, common/cast/mxfp8/quantize_mxfp8.cuh.
 #include "sim/layer/recipe.hpp"
 
@@ -167,9 +168,9 @@ struct BlockCast {
   std::vector<std::uint16_t> codes;
   std::size_t rows = 0, cols = 0;
   Fp8 fmt;
-  std::size_t tile_rows = 0;          // te-block: 1 or 128
-  std::vector<float> scale_inv;       // te-block: ceil(rows / tile_rows) x ceil(cols / 128)
-  std::vector<std::uint8_t> e8m0;     // te-mxfp8: rows x cols / 32
+  std::size_t tile_rows = 0;       // te-block: 1 or 128
+  std::vector<float> scale_inv;    // te-block: ceil(rows / tile_rows) x ceil(cols / 128)
+  std::vector<std::uint8_t> e8m0;  // te-mxfp8: rows x cols / 32
 };
 
 constexpr std::size_t kTeTile = 128;  // Float8BlockQuantizer's block_len
@@ -180,8 +181,8 @@ constexpr std::size_t kMxfp8Block = 32;
 BlockCast te_tile_cast(const std::vector<float>& v, std::size_t rows, std::size_t cols,
                        std::size_t tile_rows, const Fp8& f, const RecipeConfig& cfg) {
   quant::Options opt;
-  opt.scheme = quant::parse_scheme("block:" + std::to_string(tile_rows) + "x" +
-                                   std::to_string(kTeTile));
+  opt.scheme =
+      quant::parse_scheme("block:" + std::to_string(tile_rows) + "x" + std::to_string(kTeTile));
   opt.target = quant::float_target(f.f);
   opt.variant = CastVariant::te;
   opt.scale_format =
@@ -361,8 +362,10 @@ RecipeResult run_recipe(const RecipeConfig& cfg, const LayerShape& s, const MatV
   RecipeResult r;
   const bool gw_hp = cfg.recipe == Recipe::torchao_rowwise_gw_hp;
   if (cfg.recipe == Recipe::te_block) {
-    check_multiple("te-block", "Float8BlockQuantizer.is_quantizable: every tensor's dimensions "
-                   "divisible by its block_len 128", kTeTile, b, n, m);
+    check_multiple("te-block",
+                   "Float8BlockQuantizer.is_quantizable: every tensor's dimensions "
+                   "divisible by its block_len 128",
+                   kTeTile, b, n, m);
   }
   if (cfg.recipe == Recipe::te_mxfp8) {
     check_multiple("te-mxfp8", "MXFP8Quantizer.is_quantizable: both dimensions divisible by 32",
@@ -478,8 +481,8 @@ RecipeResult run_recipe(const RecipeConfig& cfg, const LayerShape& s, const MatV
       r.y = block_mm(qx, qw, cfg.fp8, d);
       r.x_grad = block_mm(qg, qwt, cfg.fp8, d);
       r.w_grad = block_mm(qgt, qxt, cfg.fp8, d);
-      r.state = {e8m0_state("scale_x", qx),     e8m0_state("scale_w", qw),
-                 e8m0_state("scale_g", qg),     e8m0_state("scale_w_t", qwt),
+      r.state = {e8m0_state("scale_x", qx),    e8m0_state("scale_w", qw),
+                 e8m0_state("scale_g", qg),    e8m0_state("scale_w_t", qwt),
                  e8m0_state("scale_g_t", qgt), e8m0_state("scale_x_t", qxt)};
       break;
     }
@@ -513,12 +516,10 @@ RecipeResult run_recipe(const RecipeConfig& cfg, const LayerShape& s, const MatV
         out.scale[t] = te_delayed_update(h, st.scale[t], fmax[t], cfg.margin, cfg.amax_max);
         for (std::size_t i = 0; i < st.history; ++i) out.amax_history[i * 3 + t] = h[i];
       }
-      r.state = {{"amax_history", {st.history, 3}, out.amax_history, {}},
-                 {"scale", {3}, out.scale, {}},
-                 {"scale_inv_used",
-                  {3},
-                  {inv(st.scale[0]), inv(st.scale[1]), inv(st.scale[2])},
-                  {}}};
+      r.state = {
+          {"amax_history", {st.history, 3}, out.amax_history, {}},
+          {"scale", {3}, out.scale, {}},
+          {"scale_inv_used", {3}, {inv(st.scale[0]), inv(st.scale[1]), inv(st.scale[2])}, {}}};
       break;
     }
   }

@@ -4,8 +4,8 @@
 // (quantize_mxfp8_kernel), common/util/ptx_arch_spec.cuh float_to_e8m0 (the non-Blackwell branch;
 // Blackwell's cvt.rp.satfinite.ue8m0x2.f32 is the same function of its input), common/util/ptx.cuh
 // exp2f_rcp<float> and mul_cvt_2x, common/utils.cuh Quantized_Limits::max_norm_rcp; the C++ test
-// reference tests/cpp/test_common.h (float_to_e8m0, exp2f_rcp) and
-// tests/cpp/operator/test_cast_mxfp8.cu (compute_ref) compute the same:
+// reference TransformerEngine/tests/cpp/test_common.h (float_to_e8m0, exp2f_rcp) and
+// TransformerEngine/tests/cpp/operator/test_cast_mxfp8.cu (compute_ref) compute the same:
 //   amax   fmaxf / __hmax over |x| from 0: a NaN element is skipped (plan nan = ignore);
 //   v      = RN32(amax * max_norm_rcp), max_norm_rcp = (float)(1.0 / fmax) (fmax 448 or 57344);
 //   code   NaN v -> 0xFF, inf v -> 0xFE, v = 0 -> 0, else the exponent field E of v, plus one when
