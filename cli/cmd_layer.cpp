@@ -154,7 +154,7 @@ Options layer_options(LayerArgs& a) {
       .value({"--margin"}, "M", "te-delayed: margin", a.margin, text(a.margin))
       .value({"--amax-algo"}, "max|most_recent", "te-delayed: amax_compute_algo", a.amax_algo,
              text(a.amax_algo))
-      .value({"--fp8-format"}, "hybrid|e4m3",
+      .value({"--fp8-format"}, "auto|hybrid|e4m3",
              "te-*: fp8_format (hybrid: G in e5m2; auto: each recipe's default, hybrid for "
              "te-delayed/te-current, e4m3 for te-block/te-mxfp8)",
              a.fp8_format, text(a.fp8_format))
@@ -273,6 +273,11 @@ int run_layer_recipe(const LayerArgs& a) {
     throw InputError("--fp32-scales: a te-block option (Float8BlockScaling's scale form)");
   }
   cfg.fp32_scales = a.fp32_scales;
+  if (a.pow2 && block) {
+    throw InputError(
+        "--pow2-scale: a te-current option (te-block's scales are powers of two "
+        "unless --fp32-scales; te-mxfp8's are E8M0)");
+  }
   cfg.history = parse_count(a.history, "--history", 1, 1u << 20);
   {
     char* end = nullptr;
@@ -281,6 +286,9 @@ int run_layer_recipe(const LayerArgs& a) {
       throw InputError("--amax-epsilon '" + a.amax_epsilon + "': expected a finite value >= 0");
     }
     cfg.amax_epsilon = e;
+    if (mxfp8 && e != 0.0f) {
+      throw InputError("--amax-epsilon: MXFP8BlockScaling has none (te-current, te-block)");
+    }
   }
   cfg.pow2 = a.pow2;
   layer::DelayedState prev;
