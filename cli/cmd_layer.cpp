@@ -121,9 +121,9 @@ struct LayerArgs {
   std::string fwd = "e4m3fn", bwd = "e5m2", outer = "clamp", inner = "min", device = "cpu";
   bool strict = false, json = false, quiet = false, accum_given = false;
   // --recipe (SEMANTICS 16.1) and its options.
-  std::string recipe, state, accum_fast = "auto", amax_algo = "max", fp8_format = "hybrid";
+  std::string recipe, state, accum_fast = "auto", amax_algo = "max", fp8_format = "auto";
   std::string margin = "0", history = "1024", amax_epsilon = "0";
-  bool pow2 = false;
+  bool pow2 = false, fp32_scales = false;
 };
 
 Options layer_options(LayerArgs& a) {
@@ -154,11 +154,17 @@ Options layer_options(LayerArgs& a) {
       .value({"--margin"}, "M", "te-delayed: margin", a.margin, text(a.margin))
       .value({"--amax-algo"}, "max|most_recent", "te-delayed: amax_compute_algo", a.amax_algo,
              text(a.amax_algo))
-      .value({"--fp8-format"}, "hybrid|e4m3", "te-*: fp8_format (hybrid: G in e5m2)", a.fp8_format,
-             text(a.fp8_format))
-      .value({"--amax-epsilon"}, "E", "te-current: amax_epsilon", a.amax_epsilon,
+      .value({"--fp8-format"}, "auto|hybrid|e4m3",
+             "te-*: fp8_format (hybrid: G in e5m2; auto: each recipe's default, hybrid for "
+             "te-delayed/te-current, e4m3 for te-block/te-mxfp8)",
+             a.fp8_format, text(a.fp8_format))
+      .value({"--amax-epsilon"}, "E", "te-current, te-block: amax_epsilon", a.amax_epsilon,
              text(a.amax_epsilon))
       .flag({"--pow2-scale"}, "te-current: power_2_scale", [&] { a.pow2 = true; })
+      .flag({"--fp32-scales"},
+            "te-block: fp32 tile scales (NVTE_FP8_BLOCK_SCALING_FP32_SCALES=1) instead of the "
+            "recipe's power-of-two ones",
+            [&] { a.fp32_scales = true; })
       .value({"--x"}, "X.npy", "the input X, b x n", Options::kRequired, text(a.x_path))
       .value({"--w"}, "W.npy", "the weights W, m x n", Options::kRequired, text(a.w_path))
       .value({"--g"}, "G.npy", "the output gradient G, b x m", Options::kRequired, text(a.g_path))
@@ -168,7 +174,7 @@ Options layer_options(LayerArgs& a) {
              text(a.dtype))
       .value({"--accum"}, "MODEL",
              "accumulation model of the dtype products (SEMANTICS 15.2); --recipe: of every "
-             "product (default cublas-sm90)",
+             "product (default cublas-sm90; te-mxfp8: sm100)",
              a.accum,
              [&a](const std::string& v) {
                a.accum = v;
@@ -244,7 +250,10 @@ int run_layer_recipe(const LayerArgs& a) {
   if (a.device != "cpu") {
     throw InputError("--recipe: --device " + a.device + " (recipes run on the CPU reference)");
   }
-  const std::string accum = a.accum_given ? a.accum : "cublas-sm90";
+  const bool mxfp8 = cfg.recipe == layer::Recipe::te_mxfp8;
+  const bool block = cfg.recipe == layer::Recipe::te_block || mxfp8;
+  // te-mxfp8's GEMM is Blackwell's (cuBLASLt MXFP8 needs sm_100): MMA-Sim's block-scaled model.
+  const std::string accum = a.accum_given ? a.accum : mxfp8 ? "sm100" : "cublas-sm90";
   cfg.fp8 = gemm::parse_accum_model(accum, 8);
   cfg.hp = gemm::parse_accum_model(accum, layer::dtype_bits(cfg.dtype));
   cfg.fp8_fast = a.accum_fast == "auto" ? layer::fast_accum_model(cfg.fp8)
@@ -254,10 +263,21 @@ int run_layer_recipe(const LayerArgs& a) {
     throw InputError("--amax-algo '" + a.amax_algo + "': expected max or most_recent");
   }
   cfg.amax_max = a.amax_algo == "max";
-  if (a.fp8_format != "hybrid" && a.fp8_format != "e4m3") {
-    throw InputError("--fp8-format '" + a.fp8_format + "': expected hybrid or e4m3");
+  if (a.fp8_format != "auto" && a.fp8_format != "hybrid" && a.fp8_format != "e4m3") {
+    throw InputError("--fp8-format '" + a.fp8_format + "': expected auto, hybrid or e4m3");
   }
-  cfg.te_hybrid = a.fp8_format == "hybrid";
+  // Float8BlockScaling and MXFP8BlockScaling default to Format.E4M3, the per-tensor recipes to
+  // Format.HYBRID (common/recipe/__init__.py).
+  cfg.te_hybrid = a.fp8_format == "auto" ? !block : a.fp8_format == "hybrid";
+  if (a.fp32_scales && cfg.recipe != layer::Recipe::te_block) {
+    throw InputError("--fp32-scales: a te-block option (Float8BlockScaling's scale form)");
+  }
+  cfg.fp32_scales = a.fp32_scales;
+  if (a.pow2 && block) {
+    throw InputError(
+        "--pow2-scale: a te-current option (te-block's scales are powers of two "
+        "unless --fp32-scales; te-mxfp8's are E8M0)");
+  }
   cfg.history = parse_count(a.history, "--history", 1, 1u << 20);
   {
     char* end = nullptr;
@@ -266,6 +286,9 @@ int run_layer_recipe(const LayerArgs& a) {
       throw InputError("--amax-epsilon '" + a.amax_epsilon + "': expected a finite value >= 0");
     }
     cfg.amax_epsilon = e;
+    if (mxfp8 && e != 0.0f) {
+      throw InputError("--amax-epsilon: MXFP8BlockScaling has none (te-current, te-block)");
+    }
   }
   cfg.pow2 = a.pow2;
   layer::DelayedState prev;
@@ -316,8 +339,14 @@ int run_layer_recipe(const LayerArgs& a) {
   wg.commit();
   std::string files;
   for (const layer::StateArray& st : r.state) {
-    io::NpyFileWriter f(stage.path() + "/" + st.name + ".npy", "<f4", st.shape);
-    f.write(st.v.data(), st.v.size() * sizeof(float));
+    const bool codes = !st.codes.empty();
+    io::NpyFileWriter f(stage.path() + "/" + st.name + ".npy", codes ? io::kDescrU8 : "<f4",
+                        st.shape);
+    if (codes) {
+      f.write(st.codes.data(), st.codes.size());
+    } else {
+      f.write(st.v.data(), st.v.size() * sizeof(float));
+    }
     f.commit();
     files += ", " + json_string(st.name) + ": " + json_string(a.out_dir + "/" + st.name + ".npy");
   }

@@ -2,7 +2,10 @@
 // torchao/float8/{config,float8_linear,float8_ops,float8_utils,float8_training_tensor}.py and
 // TransformerEngine (NVIDIA/TransformerEngine d0067d0, August 2026):
 // common/recipe/{__init__.py,delayed_scaling.cu}, pytorch/quantization.py, pytorch/module/
-// {linear,base}.py.
+// {linear,base}.py; te-block and te-mxfp8 also pytorch/tensor/{float8_blockwise_tensor,
+// mxfp8_tensor}.py (is_quantizable),
+// TransformerEngine/tests/pytorch/references/blockwise_quantizer_reference.py
+// and blockwise_fp8_gemm_reference.py, common/cast/mxfp8/quantize_mxfp8.cuh.
 #include "sim/layer/recipe.hpp"
 
 #include <cmath>
@@ -12,6 +15,7 @@
 #include "sim/common/error.hpp"
 #include "sim/format/registry.hpp"
 #include "sim/gemm/gemm.hpp"
+#include "sim/native/convert.hpp"
 #include "sim/native/quant_fp32.hpp"
 #include "sim/native/quant_scaled_cast.hpp"
 #include "sim/quant/quantize.hpp"
@@ -30,7 +34,9 @@ constexpr RecipeNameEntry kRecipes[] = {{"torchao-tensorwise", Recipe::torchao_t
                                         {"torchao-rowwise", Recipe::torchao_rowwise},
                                         {"torchao-rowwise-gw-hp", Recipe::torchao_rowwise_gw_hp},
                                         {"te-delayed", Recipe::te_delayed},
-                                        {"te-current", Recipe::te_current}};
+                                        {"te-current", Recipe::te_current},
+                                        {"te-block", Recipe::te_block},
+                                        {"te-mxfp8", Recipe::te_mxfp8}};
 
 // One FP8 operand of a product: codes (rows x cols, the GEMM's row-major operand), their format
 // and the multiplicative scale(s) of the cast (codes ~ x * scale): one, or one per row.
@@ -150,7 +156,124 @@ void check_fp8_shape(const char* what, std::size_t M, std::size_t N, std::size_t
 }
 
 StateArray named(const char* name, const std::vector<float>& v) {
-  return {name, {v.size()}, v};
+  return {name, {v.size()}, v, {}};
+}
+
+// ---- te-block, te-mxfp8 -------------------------------------------------------------------
+
+// One operand of a blockwise-scaled FP8 GEMM as the GEMM reads it (rows x K, K contiguous): the
+// codes and the quantizer's scales (te-block: the fp32 dequantization scales S of each tile_rows x
+// 128 tile; te-mxfp8: the E8M0 code of each 1 x 32 block).
+struct BlockCast {
+  std::vector<std::uint16_t> codes;
+  std::size_t rows = 0, cols = 0;
+  Fp8 fmt;
+  std::size_t tile_rows = 0;       // te-block: 1 or 128
+  std::vector<float> scale_inv;    // te-block: ceil(rows / tile_rows) x ceil(cols / 128)
+  std::vector<std::uint8_t> e8m0;  // te-mxfp8: rows x cols / 32
+};
+
+constexpr std::size_t kTeTile = 128;  // Float8BlockQuantizer's block_len
+constexpr std::size_t kMxfp8Block = 32;
+
+// Float8BlockQuantizer (blockwise_quantizer_reference.py, SEMANTICS 7.15's te rule): the rows x
+// cols matrix v cut into tile_rows x 128 tiles (1x128 "1-D", 128x128 "2-D").
+BlockCast te_tile_cast(const std::vector<float>& v, std::size_t rows, std::size_t cols,
+                       std::size_t tile_rows, const Fp8& f, const RecipeConfig& cfg) {
+  quant::Options opt;
+  opt.scheme =
+      quant::parse_scheme("block:" + std::to_string(tile_rows) + "x" + std::to_string(kTeTile));
+  opt.target = quant::float_target(f.f);
+  opt.variant = CastVariant::te;
+  opt.scale_format =
+      cfg.fp32_scales ? native::BlockScaleFormat::fp32 : native::BlockScaleFormat::pow2;
+  opt.te_amax_epsilon = cfg.amax_epsilon;
+  opt.source = native::Storage::bf16;  // torch.finfo(x.dtype).max of the bf16 activations
+  const quant::Quantized q = quant::quantize(v, {rows, cols}, opt);
+  BlockCast c;
+  c.codes.assign(q.codes.begin(), q.codes.end());
+  c.rows = rows;
+  c.cols = cols;
+  c.fmt = f;
+  c.tile_rows = tile_rows;
+  c.scale_inv = q.state;
+  return c;
+}
+
+// A 128x128-tiled operand's columnwise copy: the codes and the tile scales transposed (TE's
+// _quantize_square_block_tiling: "valid because of square block sizes").
+BlockCast transpose_square(const BlockCast& c) {
+  BlockCast t = c;
+  t.rows = c.cols;
+  t.cols = c.rows;
+  for (std::size_t r = 0; r < c.rows; ++r)
+    for (std::size_t k = 0; k < c.cols; ++k) t.codes[k * c.rows + r] = c.codes[r * c.cols + k];
+  const std::size_t tr = (c.rows + kTeTile - 1) / kTeTile, tc = (c.cols + kTeTile - 1) / kTeTile;
+  for (std::size_t i = 0; i < tr; ++i)
+    for (std::size_t j = 0; j < tc; ++j) t.scale_inv[j * tr + i] = c.scale_inv[i * tc + j];
+  return t;
+}
+
+// MXFP8Quantizer rowwise (SEMANTICS 7.6's te rule): 1x32 blocks along the rows of v. The
+// columnwise copy of a tensor (32x1 blocks down its columns) is this applied to its transpose:
+// the same blocks, so the same scale and codes, in the GEMM's K-contiguous layout.
+BlockCast te_mx_cast(const std::vector<float>& v, std::size_t rows, std::size_t cols,
+                     const Fp8& f) {
+  quant::Options opt;
+  opt.scheme = quant::parse_scheme("mx");
+  opt.target = quant::float_target(f.f);
+  opt.variant = CastVariant::te;
+  const quant::Quantized q = quant::quantize(v, {rows, cols}, opt);
+  BlockCast c;
+  c.codes.assign(q.codes.begin(), q.codes.end());
+  c.rows = rows;
+  c.cols = cols;
+  c.fmt = f;
+  c.e8m0 = q.scale_codes;
+  return c;
+}
+
+gemm::Operand block_operand(const BlockCast& c) {
+  gemm::Operand o = gemm::operand_from_codes(c.codes, c.rows, c.cols, c.fmt.f);
+  o.type = c.fmt.name;
+  if (!c.scale_inv.empty()) {
+    o.tile_scales = c.scale_inv;
+    o.tile_rows = c.tile_rows;
+    o.tile_cols = kTeTile;
+  } else {
+    constexpr FloatFormat kE8m0 = formats::e8m0fnu;
+    o.scale_table.resize(256);
+    for (unsigned k = 0; k < 256; ++k) o.scale_table[k] = native::to_double(kE8m0, k);
+    o.scale_codes = c.e8m0;
+    o.scale_block = kMxfp8Block;
+    o.scale_emin = -127;
+  }
+  return o;
+}
+
+// TE's general_gemm of two block-scaled operands, C = A B^T, output rounded to d (bf16).
+std::vector<float> block_mm(const BlockCast& a, const BlockCast& b, const gemm::AccumModel& m,
+                            DType d) {
+  return decode_output(gemm::gemm(block_operand(a), block_operand(b), m, out_format(d)), d);
+}
+
+void check_multiple(const char* recipe, const char* why, std::size_t q, std::size_t b,
+                    std::size_t n, std::size_t m) {
+  if (b % q != 0 || n % q != 0 || m % q != 0) {
+    throw InputError(std::string("--recipe ") + recipe + ": b, n, m (" + std::to_string(b) + ", " +
+                     std::to_string(n) + ", " + std::to_string(m) + ") must be multiples of " +
+                     std::to_string(q) + " (" + why + ")");
+  }
+}
+
+StateArray tile_state(const char* name, const BlockCast& c) {
+  return {name,
+          {(c.rows + c.tile_rows - 1) / c.tile_rows, (c.cols + kTeTile - 1) / kTeTile},
+          c.scale_inv,
+          {}};
+}
+StateArray e8m0_state(const char* name, const BlockCast& c) {
+  return {name, {c.rows, c.cols / kMxfp8Block}, {}, c.e8m0};
 }
 
 // TransformerEngine's fused delayed-scaling update (common/recipe/delayed_scaling.cu,
@@ -201,7 +324,8 @@ std::string recipe_name(Recipe r) {
 }
 
 const char* recipe_list() {
-  return "torchao-tensorwise, torchao-rowwise, torchao-rowwise-gw-hp, te-delayed or te-current";
+  return "torchao-tensorwise, torchao-rowwise, torchao-rowwise-gw-hp, te-delayed, te-current, "
+         "te-block or te-mxfp8";
 }
 
 DelayedState DelayedState::fresh(std::size_t history) {
@@ -237,6 +361,16 @@ RecipeResult run_recipe(const RecipeConfig& cfg, const LayerShape& s, const MatV
   const Fp8& e5 = kE5;
   RecipeResult r;
   const bool gw_hp = cfg.recipe == Recipe::torchao_rowwise_gw_hp;
+  if (cfg.recipe == Recipe::te_block) {
+    check_multiple("te-block",
+                   "Float8BlockQuantizer.is_quantizable: every tensor's dimensions "
+                   "divisible by its block_len 128",
+                   kTeTile, b, n, m);
+  }
+  if (cfg.recipe == Recipe::te_mxfp8) {
+    check_multiple("te-mxfp8", "MXFP8Quantizer.is_quantizable: both dimensions divisible by 32",
+                   kMxfp8Block, b, n, m);
+  }
   check_fp8_shape("Y", b, m, n);
   check_fp8_shape("X_grad", b, n, m);
   if (!gw_hp) check_fp8_shape("W_grad", m, n, b);
@@ -307,6 +441,51 @@ RecipeResult run_recipe(const RecipeConfig& cfg, const LayerShape& s, const MatV
                  named("scale_g", qg.scale)};
       break;
     }
+    case Recipe::te_block: {
+      // Float8BlockScaling: x_block_scaling_dim 1, w_block_scaling_dim 2, grad_block_scaling_dim
+      // 1; E4M3 (default) or HYBRID (G in E5M2); power-of-two scales unless fp32 ones are asked
+      // for; amax_epsilon 0; every GEMM with the split accumulator (cfg.fp8). Each tensor is
+      // quantized rowwise and columnwise from its bf16 values (the columnwise copy of a 1-D
+      // tensor is its transpose in 1x128 tiles; of W, the 128x128 codes and scales transposed).
+      // Y = X W^T: X 1x128 . W 128x128; X_grad = G W: G 1x128 . W^T 128x128; W_grad = G^T X:
+      // G^T 1x128 . X^T 1x128 (the GEMM's K is b).
+      const Fp8& fg = cfg.te_hybrid ? e5 : e4;
+      const BlockCast qx = te_tile_cast(x, b, n, 1, e4, cfg);
+      const BlockCast qw = te_tile_cast(w, m, n, kTeTile, e4, cfg);
+      const BlockCast qg = te_tile_cast(g, b, m, 1, fg, cfg);
+      const BlockCast qxt = te_tile_cast(transpose(x, b, n), n, b, 1, e4, cfg);
+      const BlockCast qgt = te_tile_cast(transpose(g, b, m), m, b, 1, fg, cfg);
+      const BlockCast qwt = transpose_square(qw);
+      r.y = block_mm(qx, qw, cfg.fp8, d);
+      r.x_grad = block_mm(qg, qwt, cfg.fp8, d);
+      r.w_grad = block_mm(qgt, qxt, cfg.fp8, d);
+      r.state = {tile_state("scale_inv_x", qx), tile_state("scale_inv_w", qw),
+                 tile_state("scale_inv_g", qg), tile_state("scale_inv_x_t", qxt),
+                 tile_state("scale_inv_g_t", qgt)};
+      break;
+    }
+    case Recipe::te_mxfp8: {
+      // MXFP8BlockScaling: E4M3 (default) or HYBRID; one E8M0 scale per 32 consecutive values
+      // along the GEMM's K of each operand, the rowwise and columnwise copies both quantized from
+      // the bf16 values. Y: X rowwise . W rowwise (K = n); X_grad: G rowwise . W columnwise
+      // (K = m); W_grad: G columnwise . X columnwise (K = b). The GEMM is cuBLASLt's MXFP8
+      // (VEC32_UE8M0) block-scaled GEMM, Blackwell only: exmy's MX GEMM model (cfg.fp8, sm100 by
+      // default: kind::mxf8f6f4).
+      const Fp8& fg = cfg.te_hybrid ? e5 : e4;
+      const BlockCast qx = te_mx_cast(x, b, n, e4);
+      const BlockCast qw = te_mx_cast(w, m, n, e4);
+      const BlockCast qg = te_mx_cast(g, b, m, fg);
+      const BlockCast qwt = te_mx_cast(transpose(w, m, n), n, m, e4);
+      const BlockCast qgt = te_mx_cast(transpose(g, b, m), m, b, fg);
+      const BlockCast qxt = te_mx_cast(transpose(x, b, n), n, b, e4);
+      r.y = block_mm(qx, qw, cfg.fp8, d);
+      r.x_grad = block_mm(qg, qwt, cfg.fp8, d);
+      r.w_grad = block_mm(qgt, qxt, cfg.fp8, d);
+      r.state = {e8m0_state("scale_x", qx),    e8m0_state("scale_w", qw),
+                 e8m0_state("scale_g", qg),    e8m0_state("scale_w_t", qwt),
+                 e8m0_state("scale_g_t", qgt), e8m0_state("scale_x_t", qxt)};
+      break;
+    }
     case Recipe::te_delayed: {
       // DelayedScaling: the casts use the scales of the state before the step (scale[0..2] for
       // X, W, G); each tensor's amax is recorded into amax_history[0]; the forward tensors'
@@ -337,9 +516,10 @@ RecipeResult run_recipe(const RecipeConfig& cfg, const LayerShape& s, const MatV
         out.scale[t] = te_delayed_update(h, st.scale[t], fmax[t], cfg.margin, cfg.amax_max);
         for (std::size_t i = 0; i < st.history; ++i) out.amax_history[i * 3 + t] = h[i];
       }
-      r.state = {{"amax_history", {st.history, 3}, out.amax_history},
-                 {"scale", {3}, out.scale},
-                 {"scale_inv_used", {3}, {inv(st.scale[0]), inv(st.scale[1]), inv(st.scale[2])}}};
+      r.state = {
+          {"amax_history", {st.history, 3}, out.amax_history, {}},
+          {"scale", {3}, out.scale, {}},
+          {"scale_inv_used", {3}, {inv(st.scale[0]), inv(st.scale[1]), inv(st.scale[2])}, {}}};
       break;
     }
   }

@@ -8,7 +8,9 @@
 //   torchao 0.18 float8 training (torchao/float8/config.py Float8LinearRecipeName):
 //     torchao-tensorwise, torchao-rowwise, torchao-rowwise-gw-hp;
 //   TransformerEngine (common/recipe/__init__.py): te-delayed (DelayedScaling: amax history,
-//     margin, amax_compute_algo), te-current (Float8CurrentScaling).
+//     margin, amax_compute_algo), te-current (Float8CurrentScaling), te-block
+//     (Float8BlockScaling: 1x128 / 128x128 tiles, the blockwise FP8 GEMMs of SEMANTICS 15.7),
+//     te-mxfp8 (MXFP8BlockScaling: 1x32 E8M0 blocks along each GEMM's K, the MX GEMM of 15.5).
 // X is b x n, W is m x n, G is b x m (LayerShape); values of bf16.
 #pragma once
 
@@ -28,6 +30,8 @@ enum class Recipe : std::uint8_t {
   torchao_rowwise_gw_hp,
   te_delayed,
   te_current,
+  te_block,
+  te_mxfp8,
 };
 
 struct RecipeConfig {
@@ -41,24 +45,32 @@ struct RecipeConfig {
   int margin = 0;
   bool amax_max = true;  // "max" (true) or "most_recent"
   std::size_t history = 1024;
-  // TE formats: HYBRID (E4M3 forward, E5M2 gradients; TE's default) or E4M3 everywhere.
+  // TE formats: HYBRID (E4M3 forward, E5M2 gradients; DelayedScaling's and
+  // Float8CurrentScaling's default) or E4M3 everywhere (Float8BlockScaling's and
+  // MXFP8BlockScaling's default).
   bool te_hybrid = true;
+  // te-block: fp32 tile scales (NVTE_FP8_BLOCK_SCALING_FP32_SCALES=1) instead of the recipe's
+  // default power-of-two scales.
+  bool fp32_scales = false;
   // te-current: amax_epsilon and power_2_scale (Float8CurrentScaling's fields).
   float amax_epsilon = 0.0f;
   bool pow2 = false;
 };
 
-// "torchao-tensorwise", "torchao-rowwise", "torchao-rowwise-gw-hp", "te-delayed", "te-current";
+// "torchao-tensorwise", "torchao-rowwise", "torchao-rowwise-gw-hp", "te-delayed", "te-current",
+// "te-block", "te-mxfp8";
 // InputError listing them otherwise.
 Recipe parse_recipe(const std::string& text);
 std::string recipe_name(Recipe r);
 const char* recipe_list();
 
-// A named fp32 array of the recipe's state (scales, amax history), row-major.
+// A named array of the recipe's state (scales, amax history), row-major: fp32 values (v), or
+// byte codes (codes; te-mxfp8's E8M0 scales, written as |u1).
 struct StateArray {
   std::string name;
   std::vector<std::size_t> shape;
   std::vector<float> v;
+  std::vector<std::uint8_t> codes;
 };
 
 // DelayedScaling's state for the three tensors it scales (TE's fp8 meta, in this order: X, W,
@@ -78,7 +90,8 @@ struct RecipeResult {
 
 // One step. `prev`: te-delayed's state before the step (nullptr: fresh); other recipes have none.
 // InputError: a shape torch._scaled_mm refuses (K and N multiples of 16 for each FP8 GEMM, as
-// torchao and TE require), a dtype other than bf16, or a state of the wrong shape.
+// torchao and TE require; te-mxfp8: b, n, m multiples of 32), a dtype other than bf16, or a
+// state of the wrong shape.
 RecipeResult run_recipe(const RecipeConfig& cfg, const LayerShape& s, const MatView& x,
                         const MatView& w, const MatView& g, const DelayedState* prev = nullptr);
 

@@ -27,6 +27,7 @@
 #include "sim/native/quant_fp32.hpp"
 #include "sim/native/quant_int8.hpp"
 #include "sim/native/quant_mx.hpp"
+#include "sim/native/quant_mx_te.hpp"
 #include "sim/native/quant_mx_torchao.hpp"
 #include "sim/native/quant_nvfp4.hpp"
 #include "sim/native/quant_scaled_cast.hpp"
@@ -48,6 +49,7 @@ enum class ScaleRule : std::uint8_t {
   torchao,         // fp32 scale, torchao.float8
   mx,              // E8M0 code, OCP MX v1.0 arithmetic (exact scaling), mode mx_mode
   mx_torchao,      // E8M0 code, torchao to_mx arithmetic, mode mx_mode
+  mx_te,           // E8M0 code, TransformerEngine MXFP8 quantizer arithmetic (quant_mx_te.hpp)
   nvfp4_torchao,   // E4M3 code, torchao nvfp4_quantize
   nvfp4_te,        // E4M3 code, TransformerEngine's NVFP4 reference quantizer
   block_deepgemm,  // fp32 sf, DeepGEMM's per_token / per_block casts (tiles)
@@ -61,6 +63,7 @@ EXMY_HD constexpr ScaleFormat scale_format_of(ScaleRule r) {
   switch (r) {
     case ScaleRule::mx:
     case ScaleRule::mx_torchao:
+    case ScaleRule::mx_te:
       return ScaleFormat::e8m0;
     case ScaleRule::nvfp4_torchao:
     case ScaleRule::nvfp4_te:
@@ -140,6 +143,8 @@ EXMY_HD std::uint32_t group_state(const QuantPlan& p, float amax) {
       return mx_scale_code(amax, p.fmt, p.mx_mode, p.fmax);
     case ScaleRule::mx_torchao:
       return mx_torchao_scale_code(amax, p.fmt, p.mx_mode, p.fmax);
+    case ScaleRule::mx_te:
+      return mx_te_scale_code(amax, p.fmax);
     case ScaleRule::nvfp4_torchao:
       return nvfp4_torchao_scale_code(amax, p.tensor);
     case ScaleRule::nvfp4_te:
@@ -190,6 +195,8 @@ EXMY_HD Encoded quant_element(const QuantPlan& p, const float* table, float x, s
       return mx_element(p.fmt, x, static_cast<std::uint8_t>(state), p.mode, p.sr_bits, rand);
     case ScaleRule::mx_torchao:
       return mx_torchao_element(p.fmt, x, static_cast<std::uint8_t>(state), p.mx_mode);
+    case ScaleRule::mx_te:
+      return mx_te_element(p.fmt, x, static_cast<std::uint8_t>(state));
     case ScaleRule::nvfp4_torchao:
     case ScaleRule::nvfp4_te:
       return nvfp4_element_scaled(p, x, nvfp4_element_scale(p, state));
@@ -237,6 +244,7 @@ EXMY_HD float dequant_element(const QuantPlan& p, const float* table, std::uint3
   switch (p.rule) {
     case ScaleRule::mx:
     case ScaleRule::mx_torchao:  // torchao's to_dtype is the OCP dequantization
+    case ScaleRule::mx_te:
       return mx_dequant(p.fmt, code, static_cast<std::uint8_t>(state));
     case ScaleRule::nvfp4_torchao:
       return nvfp4_torchao_dequant(code, static_cast<std::uint8_t>(state), p.tensor);

@@ -211,6 +211,8 @@ native::QuantPlan make_plan(const Options& opt, const native::Nvfp4Tensor& tenso
   p.block_scale = opt.scale_format;
   p.source_max = source_max(opt.source);
   if (p.rule == ScaleRule::block_te) p.block_eps = opt.te_amax_epsilon;
+  // TransformerEngine's MXFP8 amax (fmaxf / __hmax from 0) skips NaN elements.
+  if (p.rule == ScaleRule::mx_te) p.nan = native::NanPolicy::ignore;
   if (p.rule == ScaleRule::block_torchao) {
     p.block_eps = native::torchao_block_eps();
     p.nan = native::NanPolicy::ignore;  // Triton's max.f32 reductions skip NaN

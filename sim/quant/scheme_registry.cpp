@@ -227,8 +227,28 @@ void validate_mx(const Options& opt) {
   if (!is_float(opt.target)) {
     throw InputError("scheme mx: expected a float element format (e4m3fn, e5m2, e2m1fn, ...)");
   }
-  if (v != CastVariant::absmax && v != CastVariant::ocp && v != CastVariant::torchao) {
-    throw InputError("scheme mx: --variant expected ocp or torchao");
+  if (v != CastVariant::absmax && v != CastVariant::ocp && v != CastVariant::torchao &&
+      v != CastVariant::te) {
+    throw InputError("scheme mx: --variant expected ocp, torchao or te");
+  }
+  if (v == CastVariant::te) {
+    // TransformerEngine's MXFP8 quantizer (sim/native/quant_mx_te.hpp): FP8 elements, its one
+    // scale rule (rceil arithmetic), round to nearest even.
+    if (opt.target.fp != formats::e4m3fn && opt.target.fp != formats::e5m2) {
+      throw InputError("scheme mx --variant te: expected --to e4m3fn or e5m2 (MXFP8), got '" +
+                       opt.target.name + "'");
+    }
+    if (opt.mode != RoundMode::rne) {
+      throw InputError(
+          "scheme mx --variant te: its element cast (cvt.rn.satfinite) rounds to nearest even; "
+          "--round does not apply");
+    }
+    if (opt.scale_mode != native::MxScaleMode::floor &&
+        opt.scale_mode != native::MxScaleMode::rceil) {
+      throw InputError(
+          "scheme mx --variant te: the scale rule is TransformerEngine's float_to_e8m0 (rceil); "
+          "--scale-mode ceil/even do not apply");
+    }
   }
   if (v == CastVariant::torchao && !mx_element_format(opt.target.fp)) {
     throw InputError(
@@ -244,7 +264,9 @@ void validate_mx(const Options& opt) {
 }
 
 ScaleRule mx_rule(const Options& opt) {
-  return opt.variant == CastVariant::torchao ? ScaleRule::mx_torchao : ScaleRule::mx;
+  return opt.variant == CastVariant::torchao ? ScaleRule::mx_torchao
+         : opt.variant == CastVariant::te    ? ScaleRule::mx_te
+                                             : ScaleRule::mx;
 }
 
 // ---- nvfp4 (docs/SEMANTICS.md 7.11) -------------------------------------------------------------

@@ -87,6 +87,10 @@ std::vector<QOp> all_qops() {
       ops.push_back({std::string("quant-mx-") + f + "-" + variant_name(v), Fam::mx, f, v});
     }
   }
+  // TransformerEngine's MXFP8 quantizer (7.6 `te`): FP8 elements only.
+  for (const char* f : {"e4m3fn", "e5m2"}) {
+    ops.push_back({std::string("quant-mx-") + f + "-te", Fam::mx, f, CastVariant::te});
+  }
   ops.push_back({"quant-nvfp4-torchao", Fam::nvfp4, "e2m1fn", CastVariant::torchao});
   ops.push_back({"quant-nvfp4-te", Fam::nvfp4, "e2m1fn", CastVariant::te});
   // 2-D block scaling under the three library rules (7.15).
@@ -258,13 +262,16 @@ std::vector<QCfg> qconfigs(const QOp& op) {
     case Fam::mx:
       for (auto m : {native::MxScaleMode::floor, native::MxScaleMode::ceil,
                      native::MxScaleMode::even, native::MxScaleMode::rceil}) {
+        // te: one scale rule (floor, the default, names it as rceil does), RNE only.
+        const bool te = op.variant == native::CastVariant::te;
+        if (te && (m == native::MxScaleMode::ceil || m == native::MxScaleMode::even)) continue;
         for (auto n : kNans) {
           QCfg c = base("mx");
           c.opt.scale_mode = m;
           c.opt.nan = n;
           c.label +=
               std::string(" ") + quant::kScaleModeNames[static_cast<int>(m)] + " " + nan_name(n);
-          if (op.variant == native::CastVariant::torchao) {
+          if (op.variant == native::CastVariant::torchao || te) {
             out.push_back(c);
             continue;
           }

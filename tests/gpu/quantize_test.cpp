@@ -486,6 +486,21 @@ TEST_CASE("GPU MX scale modes and variants equal the CPU reference", "[gpu][quan
   }
 }
 
+TEST_CASE("GPU MX --variant te (TransformerEngine's MXFP8 quantizer) equals the CPU reference",
+          "[gpu][quant]") {
+  // The generic plan kernels (no fast path for ScaleRule::mx_te): NaN/inf/zero/subnormal blocks,
+  // e4m3fn and e5m2, fp32 and bf16 sources.
+  const auto xs = data(64 * 96, 43, true);
+  for (const char* fmt : {"e4m3fn", "e5m2"}) {
+    quant::Options o = options("mx", fmt);
+    o.variant = native::CastVariant::te;
+    INFO(fmt);
+    for (auto in : {CastInput::fp32, CastInput::bf16}) {
+      REQUIRE(exmy::gpu::testing::compare_quantize(in, xs, 64, 96, o) == "");
+    }
+  }
+}
+
 TEST_CASE("GPU NVFP4 (torchao and te, one and two levels) equals the CPU reference",
           "[gpu][quant]") {
   const auto xs = data(48 * 128, 43, true);

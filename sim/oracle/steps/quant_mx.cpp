@@ -1,5 +1,6 @@
 // docs/SEMANTICS.md 7.6: MX shared power-of-two scales (OCP Microscaling v1.0 §6.3), the exact
-// `ocp` arithmetic and torchao's `to_mx` (`torchao` variant), with the dequantization.
+// `ocp` arithmetic, torchao's `to_mx` (`torchao` variant) and TransformerEngine's MXFP8 quantizer
+// (`te` variant), with the dequantization.
 #include <algorithm>
 
 #include "sim/oracle/steps/quant_detail.hpp"
@@ -68,6 +69,18 @@ std::uint8_t torchao_scale(const Spec& s, const Real& a) {
   return static_cast<std::uint8_t>(X + 127);
 }
 
+// te: v = RN32(a · RN32(1/fmax)); NaN → 0xFF, inf → 0xFE, 0 → 0, else ⌈log2 v⌉ + 127 clamped to
+// [0, 254] (the exponent field plus one for a nonzero mantissa, satfinite at 0xFE, a subnormal v
+// of at most 2^−127 staying at 0: the same ceiling of the exact value).
+std::uint8_t te_scale(const Spec& s, const Real& a) {
+  if (a.is_nan()) return kNanScale;
+  const Real v = mul32(a, div32(R(1.0), fmax_of(*s.format)));
+  if (v.is_nan()) return kNanScale;
+  if (v.is_inf()) return 0xFE;
+  if (v.is_zero()) return 0;
+  return code_of(floor_log2(v) + (is_pow2(v) ? 0 : 1));
+}
+
 // torch's fp8 cast (RNE; NaN → 0x7F, CUDA's NaN being positive) and torchao's
 // _f32_to_floatx_unpacked for fp6/fp4 (RNE, saturating, −0 kept; the CUDA NaN 0x7FFFFFFF
 // takes the normal branch: fp4 0x4, fp6 0x10).
@@ -79,12 +92,24 @@ std::uint64_t torch_element(const FloatFormat& f, const Real& y) {
 }  // namespace
 
 std::uint8_t mx_scale(const Spec& s, const Real& a) {
-  return s.variant == Variant::torchao ? torchao_scale(s, a) : ocp_scale(s, a);
+  return s.variant == Variant::torchao ? torchao_scale(s, a)
+         : s.variant == Variant::te    ? te_scale(s, a)
+                                       : ocp_scale(s, a);
 }
 
 std::uint64_t mx_code(const Spec& s, const Real& x, std::uint8_t scale, std::uint64_t i) {
   const FloatFormat& f = *s.format;
   const Real fmax = fmax_of(f);
+  if (s.variant == Variant::te) {
+    // y = RN32(x · f), f = 2^(127 − code) (code 0: 2^127), 2^−127 for 0xFE, NaN for 0xFF; then
+    // cvt.rn.satfinite: NaN → 0x7F, ±inf and overflow → ±fmax.
+    const Real r = scale == kNanScale ? Real::nan()
+                   : scale == 0xFE    ? exp2(-127)
+                                      : exp2(127 - static_cast<long>(scale));
+    const Real y = mul32(x, r);
+    if (y.is_nan()) return 0x7F;
+    return cast(f, y, Rounding{}, Overflow::satfinite, 0);
+  }
   if (s.variant == Variant::torchao) {
     Real y;
     if (s.scale_mode == ScaleMode::rceil) {

@@ -42,7 +42,11 @@ Quantized quantize(const Tensor& x, const Spec& s) {
   const Layout& l = s.layout;
   if (x.size() != l.size()) throw std::logic_error("quant oracle: tensor size and layout differ");
   const Kind k = kind_of(s);
-  const Tensor a = group_absmax(x, l, k == Kind::tile ? tile_nan(s) : s.nan);
+  // TE's MXFP8 amax (fmaxf / __hmax from 0) skips NaN elements (7.6 `te`).
+  const NanRule nan = k == Kind::tile                             ? tile_nan(s)
+                      : k == Kind::mx && s.variant == Variant::te ? NanRule::ignore
+                                                                  : s.nan;
+  const Tensor a = group_absmax(x, l, nan);
   Quantized q;
   q.codes.assign(x.size(), 0);
   Nvfp4Level level;
