@@ -463,12 +463,9 @@ float dot_fp32(const double* a, const double* b, std::size_t k, int emin_a, int 
 
 namespace {
 // rp (SEMANTICS 15.2): one chunk's fp32 output code (as an fp32 GEMM writes it) rounded to the
-// 16-bit output format and added to the running fp32 sum.
+// 16-bit output format and added to the running fp32 sum (the GPU emulation's code too).
 float add_rounded_part(float acc, std::uint32_t fp32_code, OutFormat out) {
-  const FloatFormat of = out == OutFormat::bf16 ? formats::bf16 : formats::fp16;
-  const std::uint32_t code =
-      native::dot_out_code(native::f32_from_bits(fp32_code), 1.0f, static_cast<int>(out));
-  return native::rn_add(acc, static_cast<float>(native::to_double(of, code)));
+  return native::dot_add_rounded_part(acc, fp32_code, static_cast<int>(out));
 }
 
 // The epilogue of output (i, j): alpha, then the row/column scales, then the output code.
@@ -481,8 +478,8 @@ std::uint32_t epilogue(float acc, double alpha, const RowColScales* scales, bool
   }
   return native::dot_out_code(acc, 1.0f, static_cast<int>(out));
 }
+}  // namespace
 
-// rp's per-chunk model: one accumulation over the chunk, fp32 out.
 AccumModel rounded_part_model(const AccumModel& m) {
   AccumModel part = m;
   part.chunk = 0;
@@ -491,7 +488,6 @@ AccumModel rounded_part_model(const AccumModel& m) {
   part.library = false;
   return part;
 }
-}  // namespace
 
 std::vector<std::uint32_t> gemm_rounded_parts(const Operand& a, const Operand& b,
                                               const AccumModel& m, OutFormat out, double alpha,

@@ -161,6 +161,9 @@ void gemm_rows(const Operand& a, const Operand& b, const AccumModel& m, OutForma
 // each rounded to the output format, added in fp32 in order from +0; then alpha and the row/
 // column scales as gemm() applies them, and the output code. gemm() and the GPU emulation both
 // run it (with their own fp32_gemm). InputError with block scales.
+// rp's per-chunk model: m with one accumulation over the chunk (no chunk, rp, shape lookup or
+// library rule), fp32 out.
+AccumModel rounded_part_model(const AccumModel& m);
 using Fp32Gemm = std::vector<std::uint32_t> (*)(const Operand&, const Operand&, const AccumModel&);
 std::vector<std::uint32_t> gemm_rounded_parts(const Operand& a, const Operand& b,
                                               const AccumModel& m, OutFormat out, double alpha,
