@@ -14,6 +14,9 @@ work=$2
 filter=${3:-.*}
 mkdir -p "$work"
 cd "$work"
+wants() {  # wants SUBCOMMAND...: true if a row of one of them is selected by FILTER
+  local c; for c; do [[ $c =~ ^($filter)$ ]] && return 0; done; return 1
+}
 if [ ! -f x.npy ] || [ ! -f xb.npy ] || [ ! -f p.npy ]; then
   python3 - <<'PY'
 import numpy as np
@@ -37,7 +40,7 @@ np.save("b16.npy", np.ascontiguousarray(x2[:16]))                        # B / W
 np.save("g16.npy", (np.ascontiguousarray(x2[:, :16]) * 1e-3).astype(np.float32))  # G: 2^14 x 16
 PY
 fi
-if [ ! -f a16.npy ] || [ ! -f a8.npy ]; then  # gemm on codes: bf16 (512 MiB) and MX e4m3fn
+if [ ! -f a16.npy ] || [ ! -f a8.npy ]; then  # layer and quantize on codes: bf16 (512 MiB), MX e4m3fn
   python3 - <<'PY'
 import numpy as np
 x2 = np.load("x2.npy", mmap_mode="r")
@@ -57,6 +60,34 @@ np.save("sa8.npy", r.integers(120, 135, (x2.shape[0], x2.shape[1] // 32)).astype
 np.save("sb8.npy", r.integers(120, 135, (16, x2.shape[1] // 32)).astype(np.uint8))
 PY
 fi
+# gemm on codes, 1 GiB-class (issue 36; 2026-12-02: a16/a8 are 512/256 MiB, at which the CUDA
+# runtime's ~115 MiB alone is 0.22x/0.44x): bf16 codes 32768 x 16384 and MX e4m3fn codes 65536 x
+# 16384 (1 GiB each: a16.npy / a8.npy stacked, each further copy rolled by a column and negated
+# (sign bit flipped: e4m3fn's NaN codes stay out), with E8M0 block scales 65536 x 512.
+if wants gemm && { [ ! -f a16w.npy ] || [ ! -f a8w.npy ] || [ ! -f sa8w.npy ]; }; then
+  python3 - <<'PY'
+import os
+import numpy as np
+a16 = np.load("a16.npy", mmap_mode="r")
+a8 = np.load("a8.npy", mmap_mode="r")
+R, K = a16.shape
+w16 = np.lib.format.open_memmap("a16w.tmp.npy", "w+", np.uint16, (2 * R, K))
+w8 = np.lib.format.open_memmap("a8w.tmp.npy", "w+", np.uint8, (4 * R, K))
+for i in range(0, R, 1024):
+    c16 = np.ascontiguousarray(a16[i:i + 1024])
+    c8 = np.ascontiguousarray(a8[i:i + 1024])
+    for h in range(2):
+        w16[h * R + i:h * R + i + 1024] = np.roll(c16, h, axis=1) ^ np.uint16(h << 15)
+    for q in range(4):
+        w8[q * R + i:q * R + i + 1024] = np.roll(c8, q, axis=1) ^ np.uint8((q & 1) << 7)
+w16.flush(); w8.flush()
+del w16, w8
+r = np.random.default_rng(4)
+np.save("sa8w.tmp.npy", r.integers(120, 135, (4 * R, K // 32)).astype(np.uint8))
+for f in ("a16w", "a8w", "sa8w"):
+    os.replace(f + ".tmp.npy", f + ".npy")
+PY
+fi
 if [ ! -f g16c.npy ] || [ ! -f g16h.npy ]; then  # layer on 16-bit codes: G as bf16 / fp16 codes
   python3 - <<'PY'
 import numpy as np
@@ -65,7 +96,8 @@ np.save("g16c.npy", (g.view(np.uint32) >> 16).astype(np.uint16))  # bf16 codes (
 np.save("g16h.npy", g.astype(np.float16).view(np.uint16))          # fp16 codes
 PY
 fi
-if [ ! -f xh.npy ] || [ ! -f xd.npy ] || [ ! -f p16.npy ] || [ ! -f lab.npy ]; then
+if wants cast quantize step diagnose &&
+  { [ ! -f xh.npy ] || [ ! -f xd.npy ] || [ ! -f p16.npy ] || [ ! -f lab.npy ]; }; then
   python3 - <<'PY'  # 16-bit and fp64 sources, fp16 parameters, logits' labels
 import numpy as np
 x = np.load("x.npy", mmap_mode="r")
@@ -156,13 +188,15 @@ row "p16.npy g.npy" o step --optimizer adamw --params p16.npy --grads g.npy --st
 [[ step =~ ^($filter)$ ]] && [ ! -d o-adamw ] &&
   "$exmy" step --optimizer adamw --params p.npy --grads g.npy --steps 1 --out o-adamw > /dev/null
 row "p.npy g.npy o-adamw" o step --optimizer adamw --params p.npy --grads g.npy --steps 1 --state o-adamw --out o
-# gemm and layer (issue 36): a 1 GiB operand (512 MiB of bf16 codes, 256 MiB of MX e4m3fn codes
-# with E8M0 block scales), read in place from the mapped file and decoded a few rows at a time.
+# gemm and layer (issue 36): a 1 GiB operand (fp32 values, bf16/fp16 codes, MX e4m3fn codes with
+# E8M0 block scales), read in place from the mapped file and decoded a few rows at a time; the
+# rp row (16-bit split-K partials, 16-bit output) sums its chunks per output element.
 row "x2.npy b16.npy" c.npy gemm --a x2.npy --b b16.npy --out c.npy --a-format fp32 --b-format fp32 --out-format fp32 --accum fp32-seq
 row "x2.npy b16.npy" c.npy gemm --a x2.npy --b b16.npy --out c.npy --a-format fp32 --b-format fp32 --out-format bf16 --accum fp32-seq
-row "a16.npy b16c.npy" c.npy gemm --a a16.npy --b b16c.npy --out c.npy --a-format bf16 --b-format bf16 --out-format bf16 --accum sm90
-row "a8.npy b8.npy sa8.npy sb8.npy" c.npy gemm --a a8.npy --b b8.npy --out c.npy --a-format e4m3fn --b-format e4m3fn --out-format fp32 --accum sm100 --block-scale-a sa8.npy --block-scale-b sb8.npy
-row "a16.npy b16c.npy" c.npy gemm --a a16.npy --b b16c.npy --out c.npy --a-format fp16 --b-format fp16 --out-format fp32 --accum sm90
+row "a16w.npy b16c.npy" c.npy gemm --a a16w.npy --b b16c.npy --out c.npy --a-format bf16 --b-format bf16 --out-format bf16 --accum sm90
+row "a8w.npy b8.npy sa8w.npy sb8.npy" c.npy gemm --a a8w.npy --b b8.npy --out c.npy --a-format e4m3fn --b-format e4m3fn --out-format fp32 --accum sm100 --block-scale-a sa8w.npy --block-scale-b sb8.npy
+row "a16w.npy b16c.npy" c.npy gemm --a a16w.npy --b b16c.npy --out c.npy --a-format fp16 --b-format fp16 --out-format fp32 --accum sm90
+row "a16w.npy b16c.npy" c.npy gemm --a a16w.npy --b b16c.npy --out c.npy --a-format bf16 --b-format bf16 --out-format bf16 --accum hw:k=16,frac=25,inter=23,chunk=4096,rp
 row "x2.npy b16.npy g16.npy" L layer --kind plain --dtype fp32 --x x2.npy --w b16.npy --g g16.npy --out L
 # layer on 16-bit codes (X: a16.npy, 512 MiB of <u2; the outputs <u2) and every other kind on the
 # 1 GiB fp32 X (issue 36, 2026-12-01): the inputs stay mapped, prepared operands keep their group

@@ -38,6 +38,11 @@ void gemm_emulate_rows(const gemm::Operand&, const gemm::Operand&, const gemm::A
                        gemm::OutFormat, double, const gemm::RowColScales*, const RowSink&) {
   no_cuda();
 }
+void gemm_emulate_rows(const gemm::Operand&, const DeviceValues*, const gemm::Operand&,
+                       const DeviceValues*, const gemm::AccumModel&, gemm::OutFormat, double,
+                       const gemm::RowColScales*, const RowSink&) {
+  no_cuda();
+}
 double gemm_emulate_time_ms(const gemm::Operand&, const gemm::Operand&, const gemm::AccumModel&,
                             gemm::OutFormat, int) {
   no_cuda();
@@ -49,6 +54,15 @@ std::vector<float> int8_product(const std::vector<std::int8_t>&, const std::vect
   no_cuda();
 }
 std::vector<float> mask_round(const std::vector<float>&, int, int, MaskOuter, MaskInner, int) {
+  no_cuda();
+}
+
+void int8_product_device(const std::int8_t*, const float*, std::size_t, const std::int8_t*,
+                         const float*, bool, std::size_t, std::size_t, native::DequantOrder, int,
+                         float*) {
+  no_cuda();
+}
+void mask_round_device(const float*, std::size_t, int, int, MaskOuter, MaskInner, int, float*) {
   no_cuda();
 }
 

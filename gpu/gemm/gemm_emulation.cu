@@ -33,13 +33,16 @@ struct KernelTileScales {
 
 // One thread per output element: i = row of A, j = row of B. B is stored transposed (K x N) so
 // that the threads of a warp (consecutive j) read consecutive addresses; a thread reads its row
-// of A (the same for the whole warp: a broadcast).
+// of A (the same for the whole warp: a broadcast). rp_chunk > 0: rp with a 16-bit output
+// (SEMANTICS 15.2), m the chunks' model: each chunk of rp_chunk k accumulated from +0, its fp32
+// code rounded to the output format and added in fp32 in order from +0, as gemm::gemm_rows
+// computes each output (no block or tile scales: the host refused them).
 __global__ void k_gemm_emulate(const double* __restrict__ a, const double* __restrict__ bt,
                                std::size_t M, std::size_t N, std::size_t K, int emin_a, int emin_b,
                                native::DotModel m, KernelBlockScales ks, KernelTileScales kt,
                                float alpha, const float* __restrict__ sa,
                                const float* __restrict__ sb, int order, int out,
-                               std::uint32_t* __restrict__ c) {
+                               std::size_t rp_chunk, std::uint32_t* __restrict__ c) {
   const std::size_t j = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x;
   const std::size_t i = blockIdx.y * static_cast<std::size_t>(blockDim.y) + threadIdx.y;
   if (i >= M || j >= N) return;
@@ -49,9 +52,22 @@ __global__ void k_gemm_emulate(const double* __restrict__ a, const double* __res
   }
   native::DotTileScales ts;
   if (kt.a != nullptr) ts = {kt.a + (i / kt.ra) * kt.kb, kt.b + (j / kt.rb) * kt.kb, kt.block};
-  float acc =
-      native::dot_model_fp32(a + i * K, 1, bt + j, N, K, emin_a, emin_b, m,
-                             ks.a != nullptr ? &bs : nullptr, kt.a != nullptr ? &ts : nullptr);
+  // One call of the model (one inlined copy): the whole K, or each rp chunk in order (the
+  // scales are null with rp).
+  const std::size_t P = rp_chunk == 0 ? K : rp_chunk;
+  float acc = 0.0f;
+  for (std::size_t k0 = 0;; k0 += P) {
+    const std::size_t k1 = K - k0 < P ? K : k0 + P;
+    const float part =
+        native::dot_model_fp32(a + i * K + k0, 1, bt + k0 * N + j, N, k1 - k0, emin_a, emin_b, m,
+                               ks.a != nullptr ? &bs : nullptr, kt.a != nullptr ? &ts : nullptr);
+    if (rp_chunk == 0) {
+      acc = part;
+      break;
+    }
+    acc = native::dot_add_rounded_part(acc, native::dot_out_code(part, 1.0f, 0), out);
+    if (k1 >= K) break;
+  }
   if (alpha != 1.0f) acc = native::rn_mul(alpha, acc);
   if (sa != nullptr || sb != nullptr) {
     acc =
@@ -84,8 +100,9 @@ __global__ void k_int8_product(const std::int8_t* __restrict__ a, const float* _
   c[i * N + j] = to_out(v, out);
 }
 
-__global__ void k_mask_round(const float* __restrict__ in, std::size_t n, int mask_e, int mask_m,
-                             MaskOuter outer, MaskInner inner, int out, float* __restrict__ res) {
+// in and res may be the same buffer (each element read, then written, by one thread).
+__global__ void k_mask_round(const float* in, std::size_t n, int mask_e, int mask_m,
+                             MaskOuter outer, MaskInner inner, int out, float* res) {
   for (std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x; i < n;
        i += static_cast<std::size_t>(gridDim.x) * blockDim.x) {
     float v = in[i];
@@ -113,6 +130,21 @@ __global__ void k_transpose(const double* __restrict__ in, std::size_t rows, std
        t += static_cast<std::size_t>(gridDim.x) * blockDim.x) {
     const std::size_t r = t / cols, c = t % cols;
     out[c * rows + r] = in[t];
+  }
+}
+
+// dst[r drs + c dcs] = the double of src[r rs + c cs] (TF32-truncated when tf32), for an operand
+// already on the device: what upload_values writes from the host values.
+__global__ void k_stage_values(const float* __restrict__ src, std::size_t rs, std::size_t cs,
+                               std::size_t rows, std::size_t cols, bool tf32, int mode,
+                               double* __restrict__ dst, std::size_t drs, std::size_t dcs) {
+  const std::size_t n = rows * cols;
+  for (std::size_t t = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x; t < n;
+       t += static_cast<std::size_t>(gridDim.x) * blockDim.x) {
+    const std::size_t r = t / cols, c = t % cols;
+    float v = src[r * rs + c * cs];
+    if (tf32) v = native::dot_tf32(v, mode);
+    dst[r * drs + c * dcs] = v;
   }
 }
 
@@ -163,13 +195,21 @@ struct Staged {
   DeviceBuffer a, bt, scale_a, scale_bt;
   KernelBlockScales k;
 
-  Staged(const gemm::Operand& oa, const gemm::Operand& ob, const gemm::AccumModel& m)
+  // da / db: that operand's values already on the device (staged there by a kernel).
+  Staged(const gemm::Operand& oa, const gemm::Operand& ob, const gemm::AccumModel& m,
+         const DeviceValues* da = nullptr, const DeviceValues* db = nullptr)
       : a(oa.rows * oa.cols * sizeof(double)),
         bt(ob.rows * ob.cols * sizeof(double)),
         scale_a(oa.scale_block != 0 ? oa.rows * (oa.cols / oa.scale_block) * sizeof(double) : 0),
         scale_bt(oa.scale_block != 0 ? ob.rows * (ob.cols / ob.scale_block) * sizeof(double) : 0) {
-    upload_values(oa, m, a.as<double>());
-    {
+    if (da != nullptr) {
+      from_device(*da, oa, m, a.as<double>(), oa.cols, 1);
+    } else {
+      upload_values(oa, m, a.as<double>());
+    }
+    if (db != nullptr) {
+      from_device(*db, ob, m, bt.as<double>(), 1, ob.rows);  // B^T: (j, k) to k N + j
+    } else {
       const DeviceBuffer b(ob.rows * ob.cols * sizeof(double));
       upload_values(ob, m, b.as<double>());
       transpose(b.as<double>(), ob.rows, ob.cols, bt.as<double>());
@@ -207,6 +247,15 @@ struct Staged {
       cuda_check(cudaMemcpy(dst + r0 * K, buf.data(), n * sizeof(double), cudaMemcpyHostToDevice),
                  "upload");
     }
+  }
+  static void from_device(const DeviceValues& d, const gemm::Operand& o, const gemm::AccumModel& m,
+                          double* dst, std::size_t drs, std::size_t dcs) {
+    const std::size_t n = o.rows * o.cols;
+    if (n == 0) return;
+    k_stage_values<<<grid_for(n, 1), kThreads>>>(d.values, d.rs, d.cs, o.rows, o.cols,
+                                                 m.truncate_tf32 && o.code_bits == 32,
+                                                 static_cast<int>(m.tf32_round), dst, drs, dcs);
+    cuda_check_launch("k_stage_values");
   }
   static void upload_scales(const gemm::Operand& o, double* dst) {
     const std::size_t nb = o.cols / o.scale_block, n = o.rows * nb;
@@ -252,25 +301,34 @@ std::vector<std::uint32_t> gemm_emulate(const gemm::Operand& a, const gemm::Oper
 void gemm_emulate_rows(const gemm::Operand& a, const gemm::Operand& b, const gemm::AccumModel& m,
                        gemm::OutFormat out, double alpha, const gemm::RowColScales* scales,
                        const RowSink& sink) {
-  if (out != gemm::OutFormat::fp32 && m.kind != gemm::AccumKind::exact &&
-      gemm::operand_model(a, b, m, out).model.rp) {
-    // 16-bit split-K partials: the chunks' fp32 sums here, rounded and added on the host.
-    const std::vector<std::uint32_t> c = gemm::gemm_rounded_parts(
-        a, b, gemm::operand_model(a, b, m, out).model, out, alpha, scales,
-        [](const gemm::Operand& x, const gemm::Operand& y, const gemm::AccumModel& mm) {
-          return gemm_emulate(x, y, mm, gemm::OutFormat::fp32);
-        });
-    if (!c.empty()) sink(0, a.rows, c.data());
-    return;
-  }
+  gemm_emulate_rows(a, nullptr, b, nullptr, m, out, alpha, scales, sink);
+}
+
+void gemm_emulate_rows(const gemm::Operand& a, const DeviceValues* da, const gemm::Operand& b,
+                       const DeviceValues* db, const gemm::AccumModel& m, gemm::OutFormat out,
+                       double alpha, const gemm::RowColScales* scales, const RowSink& sink) {
   gemm::AccumModel checked;
-  const native::DotModel dm = checked_model(a, b, m, out, &checked);
+  native::DotModel dm = checked_model(a, b, m, out, &checked);
+  // rp with a 16-bit output (SEMANTICS 15.2): the chunks' model runs in the kernel, each output's
+  // chunks added there (it was gemm::gemm_rounded_parts on the host: M x N fp32 partial sums and
+  // a double copy of each K-slice of the operands).
+  std::size_t rp_chunk = 0;
+  if (checked.rp && out != gemm::OutFormat::fp32) {
+    if (a.scale_block != 0 || b.scale_block != 0 || a.tile_cols != 0 || b.tile_cols != 0) {
+      throw InputError("--accum " + checked.name +
+                       ": rp (16-bit split-K partials) with block scales");
+    }
+    const gemm::AccumModel part = gemm::rounded_part_model(checked);
+    (void)gemm::operand_model(a, b, part, gemm::OutFormat::fp32);  // the chunks' GEMMs check these
+    dm = gemm::dot_model(part);
+    rp_chunk = static_cast<std::size_t>(checked.chunk);
+  }
   const std::size_t M = a.rows, N = b.rows, K = a.cols;
   gemm::check_scales(scales, M, N);
   const bool rows = scales != nullptr && !scales->a_rows.empty();
   const bool cols = scales != nullptr && !scales->b_cols.empty();
   if (M * N == 0) return;
-  const Staged st(a, b, checked);
+  const Staged st(a, b, checked, da, db);
   const DeviceBuffer dc(M * N * sizeof(std::uint32_t));
   const DeviceBuffer dsa(rows ? scales->a_rows.data() : nullptr, rows ? M * sizeof(float) : 0);
   const DeviceBuffer dsb(cols ? scales->b_cols.data() : nullptr, cols ? N * sizeof(float) : 0);
@@ -279,11 +337,11 @@ void gemm_emulate_rows(const gemm::Operand& a, const gemm::Operand& b, const gem
                                           b.emin, dm, st.k, dts.k, static_cast<float>(alpha),
                                           dsa.as<float>(), dsb.as<float>(),
                                           scales != nullptr ? static_cast<int>(scales->order) : 0,
-                                          static_cast<int>(out), dc.as<std::uint32_t>());
+                                          static_cast<int>(out), rp_chunk, dc.as<std::uint32_t>());
   cuda_check_launch("k_gemm_emulate");
   cuda_check(cudaDeviceSynchronize(), "k_gemm_emulate");
-  // C to the host a block of rows at a time (about 4 MiB), each handed to the sink.
-  const std::size_t T = std::max<std::size_t>(1, (std::size_t{1} << 20) / N);
+  // C to the host a block of rows at a time (about 2 MiB), each handed to the sink.
+  const std::size_t T = std::max<std::size_t>(1, (std::size_t{1} << 19) / N);
   std::vector<std::uint32_t> buf(std::min(T, M) * N);
   for (std::size_t i0 = 0; i0 < M; i0 += T) {
     const std::size_t i1 = std::min(M, i0 + T);
@@ -310,7 +368,7 @@ double gemm_emulate_time_ms(const gemm::Operand& a, const gemm::Operand& b,
     cuda_check(cudaEventRecord(e0), "cudaEventRecord");
     k_gemm_emulate<<<grid2d(M, N), kTile>>>(st.a.as<double>(), st.bt.as<double>(), M, N, K, a.emin,
                                             b.emin, dm, st.k, dts.k, 1.0f, nullptr, nullptr, 0,
-                                            static_cast<int>(out), dc.as<std::uint32_t>());
+                                            static_cast<int>(out), 0, dc.as<std::uint32_t>());
     cuda_check_launch("k_gemm_emulate");
     cuda_check(cudaEventRecord(e1), "cudaEventRecord");
     cuda_check(cudaEventSynchronize(e1), "cudaEventSynchronize");
@@ -322,6 +380,17 @@ double gemm_emulate_time_ms(const gemm::Operand& a, const gemm::Operand& b,
   cudaEventDestroy(e1);
   std::sort(ms.begin(), ms.end());
   return ms[ms.size() / 2];
+}
+
+void int8_product_device(const std::int8_t* a, const float* a_state, std::size_t rows,
+                         const std::int8_t* bt, const float* b_state, bool b_tensor,
+                         std::size_t cols, std::size_t k, native::DequantOrder order,
+                         int out_format, float* c) {
+  if (rows * cols == 0) return;
+  k_int8_product<<<grid2d(rows, cols), kTile>>>(a, a_state, bt, b_state, b_tensor, rows, cols, k,
+                                                order, out_format, c);
+  cuda_check_launch("k_int8_product");
+  cuda_check(cudaDeviceSynchronize(), "k_int8_product");
 }
 
 std::vector<float> int8_product(const std::vector<std::int8_t>& a,
@@ -340,13 +409,19 @@ std::vector<float> int8_product(const std::vector<std::int8_t>& a,
   const DeviceBuffer dsa(a_state.data(), a_state.size() * sizeof(float));
   const DeviceBuffer dsb(b_state.data(), b_state.size() * sizeof(float));
   const DeviceBuffer dc(c.size() * sizeof(float));
-  k_int8_product<<<grid2d(rows, cols), kTile>>>(
-      da.as<std::int8_t>(), dsa.as<float>(), db.as<std::int8_t>(), dsb.as<float>(),
-      b_state.size() == 1 && cols != 1, rows, cols, k, order, out_format, dc.as<float>());
-  cuda_check_launch("k_int8_product");
-  cuda_check(cudaDeviceSynchronize(), "k_int8_product");
+  int8_product_device(da.as<std::int8_t>(), dsa.as<float>(), rows, db.as<std::int8_t>(),
+                      dsb.as<float>(), b_state.size() == 1 && cols != 1, cols, k, order, out_format,
+                      dc.as<float>());
   dc.download(c.data(), c.size() * sizeof(float));
   return c;
+}
+
+void mask_round_device(const float* in, std::size_t n, int mask_e, int mask_m, MaskOuter outer,
+                       MaskInner inner, int out_format, float* out) {
+  if (n == 0) return;
+  k_mask_round<<<grid_for(n, 1), kThreads>>>(in, n, mask_e, mask_m, outer, inner, out_format, out);
+  cuda_check_launch("k_mask_round");
+  cuda_check(cudaDeviceSynchronize(), "k_mask_round");
 }
 
 std::vector<float> mask_round(const std::vector<float>& v, int mask_e, int mask_m, MaskOuter outer,
@@ -355,10 +430,8 @@ std::vector<float> mask_round(const std::vector<float>& v, int mask_e, int mask_
   if (r.empty()) return r;
   const DeviceBuffer din(v.data(), v.size() * sizeof(float));
   const DeviceBuffer dout(v.size() * sizeof(float));
-  k_mask_round<<<grid_for(v.size(), 1), kThreads>>>(din.as<float>(), v.size(), mask_e, mask_m,
-                                                    outer, inner, out_format, dout.as<float>());
-  cuda_check_launch("k_mask_round");
-  cuda_check(cudaDeviceSynchronize(), "k_mask_round");
+  mask_round_device(din.as<float>(), v.size(), mask_e, mask_m, outer, inner, out_format,
+                    dout.as<float>());
   dout.download(r.data(), r.size() * sizeof(float));
   return r;
 }

@@ -27,10 +27,26 @@ std::vector<std::uint32_t> gemm_emulate(const gemm::Operand& a, const gemm::Oper
 // The same C, handed to `sink` a block of rows at a time (rows [i0, i1), (i1 - i0) x b.rows codes)
 // as it comes back from the device: the host holds one block of C, and of the operands their
 // stored form and one block being staged (issue 36's memory bound; `exmy gemm --device cuda`).
+// A model with rp and a 16-bit output (SEMANTICS 15.2) runs on the device too, each output's
+// chunks summed by its thread as gemm::gemm_rows sums them: nothing of M x N on the host.
 using RowSink = std::function<void(std::size_t i0, std::size_t i1, const std::uint32_t* c)>;
 void gemm_emulate_rows(const gemm::Operand& a, const gemm::Operand& b, const gemm::AccumModel& m,
                        gemm::OutFormat out, double alpha, const gemm::RowColScales* scales,
                        const RowSink& sink);
+
+// An operand whose values are already in device memory (the layer's prepared operands,
+// gpu/layer/layer.cu): element (r, k) of the operand's rows x cols is the fp32 value
+// values[r rs + k cs] (a transpose: the strides swapped). Its gemm::Operand still gives the
+// shape, emin, type and code_bits (the model); its values, store and source are not read.
+struct DeviceValues {
+  const float* values = nullptr;
+  std::size_t rs = 0, cs = 1;
+};
+// gemm_emulate_rows with A and/or B on the device (a null DeviceValues: that operand's host
+// values, staged as above): the same doubles in the same places, so the same bits.
+void gemm_emulate_rows(const gemm::Operand& a, const DeviceValues* da, const gemm::Operand& b,
+                       const DeviceValues* db, const gemm::AccumModel& m, gemm::OutFormat out,
+                       double alpha, const gemm::RowColScales* scales, const RowSink& sink);
 
 // Kernel time of the emulation (no transfers), for the benchmark: the median of `reps` launches
 // on operands already on the device, in milliseconds.
@@ -50,5 +66,16 @@ std::vector<float> int8_product(const std::vector<std::int8_t>& a,
 // (out_format as above), on the GPU.
 std::vector<float> mask_round(const std::vector<float>& v, int mask_e, int mask_m, MaskOuter outer,
                               MaskInner inner, int out_format);
+
+// The device-pointer forms of the two above (the layer's operands and products that stay on the
+// device, gpu/layer/layer.cu), synchronous: c (rows x cols fp32) from a (rows x k codes) and bt
+// (k x cols: B's codes transposed), b_tensor when b_state is one tensor-wise state; and out[i]
+// from in[i] for n values (out may be in).
+void int8_product_device(const std::int8_t* a, const float* a_state, std::size_t rows,
+                         const std::int8_t* bt, const float* b_state, bool b_tensor,
+                         std::size_t cols, std::size_t k, native::DequantOrder order,
+                         int out_format, float* c);
+void mask_round_device(const float* in, std::size_t n, int mask_e, int mask_m, MaskOuter outer,
+                       MaskInner inner, int out_format, float* out);
 
 }  // namespace exmy::gpu

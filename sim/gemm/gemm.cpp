@@ -463,12 +463,9 @@ float dot_fp32(const double* a, const double* b, std::size_t k, int emin_a, int 
 
 namespace {
 // rp (SEMANTICS 15.2): one chunk's fp32 output code (as an fp32 GEMM writes it) rounded to the
-// 16-bit output format and added to the running fp32 sum.
+// 16-bit output format and added to the running fp32 sum (the GPU emulation's code too).
 float add_rounded_part(float acc, std::uint32_t fp32_code, OutFormat out) {
-  const FloatFormat of = out == OutFormat::bf16 ? formats::bf16 : formats::fp16;
-  const std::uint32_t code =
-      native::dot_out_code(native::f32_from_bits(fp32_code), 1.0f, static_cast<int>(out));
-  return native::rn_add(acc, static_cast<float>(native::to_double(of, code)));
+  return native::dot_add_rounded_part(acc, fp32_code, static_cast<int>(out));
 }
 
 // The epilogue of output (i, j): alpha, then the row/column scales, then the output code.
@@ -481,8 +478,8 @@ std::uint32_t epilogue(float acc, double alpha, const RowColScales* scales, bool
   }
   return native::dot_out_code(acc, 1.0f, static_cast<int>(out));
 }
+}  // namespace
 
-// rp's per-chunk model: one accumulation over the chunk, fp32 out.
 AccumModel rounded_part_model(const AccumModel& m) {
   AccumModel part = m;
   part.chunk = 0;
@@ -490,50 +487,6 @@ AccumModel rounded_part_model(const AccumModel& m) {
   part.by_shape = false;
   part.library = false;
   return part;
-}
-}  // namespace
-
-std::vector<std::uint32_t> gemm_rounded_parts(const Operand& a, const Operand& b,
-                                              const AccumModel& m, OutFormat out, double alpha,
-                                              const RowColScales* scales, Fp32Gemm fp32_gemm) {
-  if (a.scale_block != 0 || b.scale_block != 0 || a.tile_cols != 0 || b.tile_cols != 0) {
-    throw InputError("--accum " + m.name + ": rp (16-bit split-K partials) with block scales");
-  }
-  const std::size_t M = a.rows, N = b.rows, K = a.cols;
-  check_scales(scales, M, N);
-  const AccumModel part = rounded_part_model(m);  // each chunk: one accumulation, fp32 out
-  const std::size_t P = static_cast<std::size_t>(m.chunk);
-  std::vector<float> acc(M * N, 0.0f);
-  auto slice = [](const Operand& o, std::size_t k0, std::size_t k1) {
-    Operand s = o;
-    s.store.reset();
-    s.source.reset();
-    s.cols = k1 - k0;
-    s.v.assign(s.rows * s.cols, 0.0);
-    std::vector<double> row(o.cols);
-    for (std::size_t r = 0; r < o.rows; ++r) {
-      o.rows_into(r, r + 1, row.data());
-      std::copy(row.begin() + static_cast<std::ptrdiff_t>(k0),
-                row.begin() + static_cast<std::ptrdiff_t>(k1),
-                s.v.begin() + static_cast<std::ptrdiff_t>(r * s.cols));
-    }
-    return s;
-  };
-  for (std::size_t k0 = 0; k0 < K || (K == 0 && k0 == 0); k0 += P) {
-    const std::size_t k1 = std::min(K, k0 + P);
-    const std::vector<std::uint32_t> c = fp32_gemm(slice(a, k0, k1), slice(b, k0, k1), part);
-    for (std::size_t i = 0; i < M * N; ++i) acc[i] = add_rounded_part(acc[i], c[i], out);
-    if (K == 0) break;
-  }
-  const bool rows = scales != nullptr && !scales->a_rows.empty();
-  const bool cols = scales != nullptr && !scales->b_cols.empty();
-  std::vector<std::uint32_t> c(M * N);
-  for (std::size_t i = 0; i < M; ++i) {
-    for (std::size_t j = 0; j < N; ++j) {
-      c[i * N + j] = epilogue(acc[i * N + j], alpha, scales, rows, cols, i, j, out);
-    }
-  }
-  return c;
 }
 
 void check_gemm_problem(const Operand& a, const Operand& b, const AccumModel& m, double alpha,
@@ -568,8 +521,9 @@ void gemm_rows(const Operand& a, const Operand& b, const AccumModel& model, OutF
   const bool rows = scales != nullptr && !scales->a_rows.empty();
   const bool cols = scales != nullptr && !scales->b_cols.empty();
   const AccumModel m = operand_model(a, b, model, out).model;
-  // rp with a 16-bit output: each output element as gemm_rounded_parts computes it (the chunks'
-  // fp32 GEMMs, element by element: the same dot products on the same k ranges).
+  // rp with a 16-bit output (gemm.hpp, rounded_part_model): each output's chunks summed where it
+  // is computed (the chunks' fp32 GEMMs element by element: the same dot products on the same k
+  // ranges).
   const bool rp16 = m.rp && out != OutFormat::fp32;
   if (rp16 && (a.scale_block != 0 || b.scale_block != 0)) {
     throw InputError("--accum " + m.name + ": rp (16-bit split-K partials) with block scales");

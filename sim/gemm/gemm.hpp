@@ -156,15 +156,13 @@ using RowSink = std::function<void(std::size_t i0, std::size_t i1, const std::ui
 void gemm_rows(const Operand& a, const Operand& b, const AccumModel& m, OutFormat out, double alpha,
                const RowColScales* scales, const RowSink& sink);
 
-// A model with `rp` and a 16-bit output (SEMANTICS 15.2): the fp32 accumulators of each chunk
-// of m.chunk k (`fp32_gemm` on the K-slices with the model's chunk and rp removed, fp32 out),
-// each rounded to the output format, added in fp32 in order from +0; then alpha and the row/
-// column scales as gemm() applies them, and the output code. gemm() and the GPU emulation both
-// run it (with their own fp32_gemm). InputError with block scales.
-using Fp32Gemm = std::vector<std::uint32_t> (*)(const Operand&, const Operand&, const AccumModel&);
-std::vector<std::uint32_t> gemm_rounded_parts(const Operand& a, const Operand& b,
-                                              const AccumModel& m, OutFormat out, double alpha,
-                                              const RowColScales* scales, Fp32Gemm fp32_gemm);
+// A model with `rp` and a 16-bit output (SEMANTICS 15.2): each output's fp32 accumulators of
+// each chunk of m.chunk k under rp's per-chunk model (m with one accumulation over the chunk: no
+// chunk, rp, shape lookup or library rule; fp32 out), each rounded to the output format and
+// added in fp32 in order from +0 (native::dot_add_rounded_part), then alpha, the row/column
+// scales and the output code. gemm_rows and the GPU emulation (gpu/gemm/gemm_emulation.cu) both
+// compute it per output element; no block scales.
+AccumModel rounded_part_model(const AccumModel& m);
 
 // The checks every GEMM (CPU or CUDA) runs before it allocates: C's M x N (the operands are
 // backed by their files) within what size_t addresses and this machine's memory holds (sim/common/

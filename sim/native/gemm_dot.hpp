@@ -663,6 +663,17 @@ EXMY_HD std::uint32_t dot_out_code(float acc, float alpha, int out) {
   return static_cast<std::uint32_t>(convert(kF32, out == 1 ? kBf16 : kF16, Rounding{}, u, 0).code);
 }
 
+// rp (SEMANTICS 15.2, 16-bit split-K partials): one chunk's fp32 output code (as an fp32 GEMM
+// writes it, dot_out_code(part, 1, 0)) rounded to the 16-bit output format (out: 1 bf16, 2 fp16)
+// and added to the running fp32 sum. The CPU reference (sim/gemm/gemm.cpp) and the GPU emulation
+// (gpu/gemm/gemm_emulation.cu) both add their chunks with it.
+EXMY_HD float dot_add_rounded_part(float acc, std::uint32_t fp32_code, int out) {
+  constexpr FloatFormat kBf16 = formats::bf16;
+  constexpr FloatFormat kF16 = formats::fp16;
+  const std::uint32_t code = dot_out_code(f32_from_bits(fp32_code), 1.0f, out);
+  return rn_add(acc, static_cast<float>(to_double(out == 1 ? kBf16 : kF16, code)));
+}
+
 // Per-row scale sa (of A's row) and per-column scale sb (of B's row, i.e. C's column) applied to
 // the fp32 accumulator, in one of three fp32 orders (order: 0 a-first RN32(sb RN32(sa acc)),
 // 1 b-first RN32(sa RN32(sb acc)), 2 product RN32(RN32(sa sb) acc)).

@@ -288,49 +288,101 @@ TEST_CASE("GPU GEMM staged a block of rows at a time equals the CPU reference (i
           gpu::gemm_emulate(A8, B8, m8, gemm::OutFormat::fp32, 1.0));
 }
 
+TEST_CASE("GPU GEMM with rp and a 16-bit output sums its chunks on the device (issue 36)",
+          "[gpu][gemm][stream][regression]") {
+  // rp with a 16-bit output ran gemm::gemm_rounded_parts on the host: M x N fp32 partial sums and
+  // a double copy of every K-slice of both operands. Now each thread sums its output's chunks
+  // (k_gemm_emulate's rp_chunk). Chunks of 32 over K = 70 (a short last chunk), more rows than
+  // a block of C, 16-bit and fp32 operands, alpha and row/column scales, both 16-bit outputs.
+  const std::uint64_t seed = 20261203;
+  std::mt19937_64 rng(seed);
+  INFO("seed " << seed);
+  const std::size_t M = 8000, N = 70, K = 70;
+  const gemm::Operand A16 = random_codes(M, K, "bf16", rng, true);
+  const gemm::Operand B16 = random_codes(N, K, "bf16", rng, true);
+  std::normal_distribution<float> d(0.0f, 1.0f);
+  std::vector<float> av(M * K), bv(N * K);
+  for (auto& x : av) x = d(rng);
+  for (auto& x : bv) x = d(rng);
+  const gemm::Operand A32 = gemm::operand_view_f32(av.data(), M, K, K, 1);
+  const gemm::Operand B32 = gemm::operand_view_f32(bv.data(), N, K, K, 1);
+  gemm::RowColScales rc;
+  rc.a_rows.resize(M, 0.5f);
+  rc.b_cols.resize(N, 3.0f);
+  for (const char* model : {"hw:k=16,frac=25,inter=23,chunk=32,rp", "hw:k=8,frac=24,chunk=16,rp"}) {
+    INFO(model);
+    for (const auto out : {gemm::OutFormat::bf16, gemm::OutFormat::fp16}) {
+      const gemm::AccumModel m16 = gemm::parse_accum_model(model, 16);
+      REQUIRE(m16.rp);
+      REQUIRE(gemm::gemm(A16, B16, m16, out, 1.0) == gpu::gemm_emulate(A16, B16, m16, out, 1.0));
+      const gemm::AccumModel m32 = gemm::parse_accum_model(model, 32);
+      REQUIRE(gemm::gemm(A32, B32, m32, out, 0.75, &rc) ==
+              gpu::gemm_emulate(A32, B32, m32, out, 0.75, &rc));
+    }
+  }
+}
+
 TEST_CASE("GPU layer on views of 16-bit codes equals the CPU layer (issue 36)",
           "[gpu][layer][stream][regression]") {
   // exmy layer --device cuda ran on contiguous fp32 copies of the inputs; it now runs
   // run_layer_rows on the mapped views, the GPU GEMMs staging them a block at a time.
+  // The other kinds held their prepared operands, int8 codes and outputs whole on the host
+  // (3.5x the inputs); they now stage the views, keep what they prepare on the device and hand
+  // every output back a block of rows at a time (gpu/layer/layer.cu). X (8000 x 70) is staged
+  // in two blocks of 7489 rows and X_grad comes back in two; fp32 inputs too, and an rp model
+  // (its chunks summed on the device).
   const std::uint64_t seed = 20261202;
   std::mt19937_64 rng(seed);
   const std::size_t b = 8000, n = 70, m = 3;
-  for (const auto dt : {layer::DType::bf16, layer::DType::fp16}) {
-    for (const char* kind : {"plain", "switchback", "masked:e4m3"}) {
-      layer::LayerConfig cfg;
-      layer::parse_kind(kind, cfg);
-      cfg.dtype = dt;
-      cfg.accum = gemm::parse_accum_model("fp32-seq", 16);
-      std::uniform_int_distribution<std::uint32_t> any(0, 0xFFFF);
-      auto codes = [&](std::size_t cnt, std::uint16_t exp_mask) {
-        std::vector<std::uint16_t> v(cnt);
-        for (auto& c : v) c = static_cast<std::uint16_t>(any(rng) & ~exp_mask);  // finite
-        return v;
-      };
-      // The top exponent bit cleared: no NaN or infinity codes in either format.
-      const std::uint16_t top = 0x4000;
-      const auto x = codes(b * n, top), w = codes(m * n, top), g = codes(b * m, top);
-      const layer::MatView X = layer::view_of_codes(x.data(), b, n, dt);
-      const layer::MatView W = layer::view_of_codes(w.data(), m, n, dt);
-      const layer::MatView G = layer::view_of_codes(g.data(), b, m, dt);
-      INFO("seed " << seed << " " << kind << " " << layer::dtype_name(dt));
-      layer::LayerResult cpu, gpu;
-      const auto collect = [](std::vector<float>& into, std::size_t cols) {
-        return [&into, cols](std::size_t i0, std::size_t i1, const float* v) {
-          REQUIRE(into.size() == i0 * cols);
-          into.insert(into.end(), v, v + (i1 - i0) * cols);
+  for (const auto dt : {layer::DType::bf16, layer::DType::fp16, layer::DType::fp32}) {
+    for (const char* kind : {"plain", "switchback", "switchback-m", "switchback-q", "llm-int8",
+                             "fp8-tensorwise", "switchback-fp8", "masked:e4m3"}) {
+      for (const char* accum : {"fp32-seq", "hw:k=16,frac=25,inter=23,chunk=32,rp"}) {
+        layer::LayerConfig cfg;
+        layer::parse_kind(kind, cfg);
+        cfg.dtype = dt;
+        cfg.accum = gemm::parse_accum_model(accum, layer::dtype_bits(dt));
+        std::uniform_int_distribution<std::uint32_t> any(0, 0xFFFF);
+        auto codes = [&](std::size_t cnt, std::uint16_t exp_mask) {
+          std::vector<std::uint16_t> v(cnt);
+          for (auto& c : v) c = static_cast<std::uint16_t>(any(rng) & ~exp_mask);  // finite
+          return v;
         };
-      };
-      layer::run_layer_rows(cfg, {b, n, m}, X, W, G,
-                            {collect(cpu.y, m), collect(cpu.x_grad, n), collect(cpu.w_grad, n)});
-      gpu::layer::run_layer_rows(
-          cfg, {b, n, m}, X, W, G,
-          {collect(gpu.y, m), collect(gpu.x_grad, n), collect(gpu.w_grad, n)});
-      REQUIRE(cpu.y.size() == b * m);
-      REQUIRE(std::memcmp(cpu.y.data(), gpu.y.data(), cpu.y.size() * 4) == 0);
-      REQUIRE(std::memcmp(cpu.x_grad.data(), gpu.x_grad.data(), cpu.x_grad.size() * 4) == 0);
-      REQUIRE(cpu.w_grad.size() == m * n);
-      REQUIRE(std::memcmp(cpu.w_grad.data(), gpu.w_grad.data(), cpu.w_grad.size() * 4) == 0);
+        // The top exponent bit cleared: no NaN or infinity codes in either format.
+        const std::uint16_t top = 0x4000;
+        const auto x = codes(b * n, top), w = codes(m * n, top), g = codes(b * m, top);
+        // fp32: the bf16 codes' values as fp32 inputs (fp32 values, read without a table).
+        const float* bf = layer::code_values(layer::DType::bf16);
+        std::vector<float> xf(x.size()), wf(w.size()), gf(g.size());
+        for (std::size_t i = 0; i < x.size(); ++i) xf[i] = bf[x[i]];
+        for (std::size_t i = 0; i < w.size(); ++i) wf[i] = bf[w[i]];
+        for (std::size_t i = 0; i < g.size(); ++i) gf[i] = bf[g[i]];
+        const bool f32 = dt == layer::DType::fp32;
+        const layer::MatView X =
+            f32 ? layer::view_of(xf.data(), b, n) : layer::view_of_codes(x.data(), b, n, dt);
+        const layer::MatView W =
+            f32 ? layer::view_of(wf.data(), m, n) : layer::view_of_codes(w.data(), m, n, dt);
+        const layer::MatView G =
+            f32 ? layer::view_of(gf.data(), b, m) : layer::view_of_codes(g.data(), b, m, dt);
+        INFO("seed " << seed << " " << kind << " " << layer::dtype_name(dt) << " " << accum);
+        layer::LayerResult cpu, gpu;
+        const auto collect = [](std::vector<float>& into, std::size_t cols) {
+          return [&into, cols](std::size_t i0, std::size_t i1, const float* v) {
+            REQUIRE(into.size() == i0 * cols);
+            into.insert(into.end(), v, v + (i1 - i0) * cols);
+          };
+        };
+        layer::run_layer_rows(cfg, {b, n, m}, X, W, G,
+                              {collect(cpu.y, m), collect(cpu.x_grad, n), collect(cpu.w_grad, n)});
+        gpu::layer::run_layer_rows(
+            cfg, {b, n, m}, X, W, G,
+            {collect(gpu.y, m), collect(gpu.x_grad, n), collect(gpu.w_grad, n)});
+        REQUIRE(cpu.y.size() == b * m);
+        REQUIRE(std::memcmp(cpu.y.data(), gpu.y.data(), cpu.y.size() * 4) == 0);
+        REQUIRE(std::memcmp(cpu.x_grad.data(), gpu.x_grad.data(), cpu.x_grad.size() * 4) == 0);
+        REQUIRE(cpu.w_grad.size() == m * n);
+        REQUIRE(std::memcmp(cpu.w_grad.data(), gpu.w_grad.data(), cpu.w_grad.size() * 4) == 0);
+      }
     }
   }
 }
