@@ -222,6 +222,13 @@ def main():
             jobs.append((opt_key, "defaults", "bf16", (256, 256), False, False))
             jobs.append((opt_key, "amsgrad", "fp32", (32, 128), False, False))
             jobs.append((opt_key, "amsgrad", "bf16", (4224,), False, False))
+    # the core cases of every optimizer first, then the rest (a tight --budget keeps them all)
+    core = {("defaults", "fp32", (32, 128), False, False), ("defaults", "bf16", (32, 128), False,
+            False), ("defaults", "bf16", (1000,), False, False), ("defaults", "fp32", (4224,),
+            False, False), ("defaults", "fp16", (32, 128), False, False),
+            ("defaults", "bf16", (32, 128), True, False),
+            ("b0.8-0.99-wd0.1-eps1e-6-lr1e-2", "fp32", (32, 128), False, False)}
+    jobs.sort(key=lambda j: 0 if j[1:] in core else 1)
     seen = code_files()
     for opt_key, cfg, dname, shape, sr, eager in jobs:
         name = (f"{opt_key}_{cfg}_{dname}_{'x'.join(map(str, shape))}"
