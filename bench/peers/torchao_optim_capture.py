@@ -20,7 +20,8 @@ Writes DIR/<case>.npz (np.savez_compressed): after each saved step s (1, 2 and t
                            step s, replayed from the generator state before the step
 DIR/qmaps.npz (each optimizer's signed/unsigned qmap, fp32 bits), DIR/code.tar.gz (code/<m>.py:
 the wrapper modules Inductor wrote, the Triton and C++ kernels inline; triton/<hash>/<kernel>.ptx,
-.cubin, .ttgir: what Triton compiled them to) and
+.cubin, .ttgir: what Triton compiled them to; .cubin.sass: cuobjdump -sass of each, where the
+device has cuobjdump) and
 DIR/capture.json (versions, device, seed, the cases with the sha256 of their inputs, the
 generator-replay check of each SR seed, which code files each case compiled). Inputs are not
 stored: inputs() regenerates them from the recorded seed with numpy. One progress line per case;
@@ -31,6 +32,8 @@ import hashlib
 import io
 import json
 import os
+import shutil
+import subprocess
 import sys
 import tarfile
 import tempfile
@@ -287,11 +290,23 @@ def main():
             ti = tarfile.TarInfo("code/" + k)
             ti.size = len(data)
             tf.addfile(ti, io.BytesIO(data))
+        cuobjdump = shutil.which("cuobjdump") or (
+            "/usr/local/cuda/bin/cuobjdump" if os.path.exists("/usr/local/cuda/bin/cuobjdump")
+            else None)
         for root, _, files in os.walk(_TRITON):
             for f in sorted(files):
                 if f.endswith((".ptx", ".cubin", ".ttgir", ".json")):
                     full = os.path.join(root, f)
                     tf.add(full, arcname="triton/" + os.path.relpath(full, _TRITON))
+                if f.endswith(".cubin") and cuobjdump:
+                    # the SASS ptxas made of it (what contracts, what divides)
+                    r = subprocess.run([cuobjdump, "-sass", os.path.join(root, f)],
+                                       capture_output=True, text=True)
+                    data = (r.stdout or r.stderr).encode()
+                    ti = tarfile.TarInfo("triton/" + os.path.relpath(os.path.join(root, f),
+                                                                      _TRITON) + ".sass")
+                    ti.size = len(data)
+                    tf.addfile(ti, io.BytesIO(data))
     size = 0
     for root, _, files in os.walk(args.out):
         size += sum(os.path.getsize(os.path.join(root, f)) for f in files)
