@@ -300,9 +300,12 @@ def main():
                     tf.add(full, arcname="triton/" + os.path.relpath(full, _TRITON))
                 if f.endswith(".cubin") and cuobjdump:
                     # the SASS ptxas made of it (what contracts, what divides)
-                    r = subprocess.run([cuobjdump, "-sass", os.path.join(root, f)],
-                                       capture_output=True, text=True)
-                    data = (r.stdout or r.stderr).encode()
+                    try:
+                        r = subprocess.run([cuobjdump, "-sass", os.path.join(root, f)],
+                                           capture_output=True, text=True, timeout=20)
+                        data = (r.stdout or r.stderr).encode()
+                    except (OSError, subprocess.SubprocessError) as ex:
+                        data = f"cuobjdump failed: {ex}".encode()
                     ti = tarfile.TarInfo("triton/" + os.path.relpath(os.path.join(root, f),
                                                                       _TRITON) + ".sass")
                     ti.size = len(data)
