@@ -184,6 +184,7 @@ def main():
     ap.add_argument("--device", default="cuda", help="cpu: a dry run (Inductor's C++ code)")
     ap.add_argument("--budget", type=float, default=80.0, help="seconds; later cases skipped")
     ap.add_argument("--only", default="", help="comma-separated substrings of case names")
+    ap.add_argument("--no-sass", action="store_true", help="skip cuobjdump (about 1 s a cubin)")
     args = ap.parse_args()
     if args.device == "cuda" and not torch.cuda.is_available():
         print("torchao_optim_capture: no CUDA device", file=sys.stderr)
@@ -290,7 +291,7 @@ def main():
             ti = tarfile.TarInfo("code/" + k)
             ti.size = len(data)
             tf.addfile(ti, io.BytesIO(data))
-        cuobjdump = shutil.which("cuobjdump") or (
+        cuobjdump = None if args.no_sass else shutil.which("cuobjdump") or (
             "/usr/local/cuda/bin/cuobjdump" if os.path.exists("/usr/local/cuda/bin/cuobjdump")
             else None)
         for root, _, files in os.walk(_TRITON):

@@ -148,12 +148,16 @@ EXMY_HD float torchao_e4m3fn_value(std::uint8_t c) {
 // dequant_with_qmap / OptimStateFp8.dequantize of element i of a block with scale `scale`:
 // qmap[code] * scale, e4m3fn value * scale (one fp32 multiply). codes: 4-bit packs element 2k in
 // the high nibble of byte k.
+EXMY_HD float torchao_code_value(TorchaoQuant q, const float* qmap, const std::uint8_t* codes,
+                                 std::size_t i) {
+  if (q == TorchaoQuant::fp8) return torchao_e4m3fn_value(codes[i]);
+  if (q == TorchaoQuant::q8) return qmap[codes[i]];
+  const std::uint8_t b = codes[i >> 1];
+  return qmap[(i & 1) == 0 ? b >> 4 : b & 0xFu];
+}
 EXMY_HD float torchao_dequant(TorchaoQuant q, const float* qmap, const std::uint8_t* codes,
                               std::size_t i, float scale) {
-  if (q == TorchaoQuant::fp8) return rn_mul(torchao_e4m3fn_value(codes[i]), scale);
-  if (q == TorchaoQuant::q8) return rn_mul(qmap[codes[i]], scale);
-  const std::uint8_t b = codes[i >> 1];
-  return rn_mul(qmap[(i & 1) == 0 ? b >> 4 : b & 0xFu], scale);
+  return rn_mul(torchao_code_value(q, qmap, codes, i), scale);
 }
 
 // aten.copy_ into a quantized state, one block of `len` fp32 values x starting at element
@@ -210,29 +214,72 @@ struct TorchaoScalars {
   const SfuTables* sfu = nullptr;  // the Triton engine's division tables (torchao_div)
 };
 
+// An old state's value as the step reads it: a plain state's value, or a quantized state's
+// dequantization RN(q[code] * scale) with its two factors (the Triton code contracts the
+// product into the lerp's difference).
+struct TorchaoOld {
+  float v = 0.0f;
+  float q = 0.0f, s = 0.0f;
+  bool split = false;  // v = RN(q * s)
+};
+
 // torch._refs.lerp (the decomposition Inductor lowers aten.lerp.Scalar with): mask =
 // |weight| >= 0.5, coeff = mask ? weight - 1 : weight, base = mask ? end : start,
 // coeff * (end - start) + base. The mask is a compile-time constant (the weight is a Python
-// float). The C++ code rounds the product and the sum separately.
-EXMY_HD float torchao_lerp(float start, float end, float w, TorchaoEngine eng) {
+// float). C++: every op rounded. Triton (SASS of the captured sm_90 kernels): the product is
+// contracted with the sum, fma(coeff, end - start, base), and the difference with the product
+// before it: end - q*s = fma(-q, s, end) for a quantized start (the first moment), g*g - start =
+// fma(g, g, -start) for the second moment's end g*g (end_g: its factor; end = RN(g*g)).
+EXMY_HD float torchao_lerp(const TorchaoOld& start, float end, float w, TorchaoEngine eng,
+                           const float* end_g = nullptr) {
   const bool big = f32_abs(w) >= 0.5f;
   const float coeff = big ? rn_sub(w, 1.0f) : w;
-  const float base = big ? end : start;
-  const float diff = rn_sub(end, start);
-  if (eng == TorchaoEngine::inductor_triton) return rn_fma(coeff, diff, base);
-  return rn_add(rn_mul(coeff, diff), base);
+  const float base = big ? end : start.v;
+  if (eng == TorchaoEngine::inductor_cpp) {
+    return rn_add(rn_mul(coeff, rn_sub(end, start.v)), base);
+  }
+  float diff;
+  if (end_g != nullptr) {
+    diff = rn_fma(*end_g, *end_g, -start.v);
+  } else if (start.split) {
+    diff = rn_fma(-start.q, start.s, end);
+  } else {
+    diff = rn_sub(end, start.v);
+  }
+  return rn_fma(coeff, diff, base);
+}
+
+// div.full.f32 as ptxas lays it out (SASS of the captured kernels): |b| > 2^126 scales both
+// operands by 1/4, a subnormal |b| both by 2^24, r = MUFU.RCP(b'), a / b = a' ⊗ r; where an add
+// follows, the multiply is contracted into it (fma(a', r, c)).
+struct TorchaoRcp {
+  float a, r;
+};
+EXMY_HD TorchaoRcp torchao_div_parts(const SfuTables& t, float a, float b) {
+  const float ab = f32_abs(b);
+  if (ab > 0x1p126f) {
+    a = rn_mul(a, 0.25f);
+    b = rn_mul(b, 0.25f);
+  } else if (ab < f32_from_bits(0x00800000u)) {
+    a = rn_mul(a, 16777216.0f);
+    b = rn_mul(b, 16777216.0f);
+  }
+  return {a, sfu_rcp_f(t, b)};
 }
 
 // One element of single_param_adam: p and g the parameter and gradient values (of the
-// parameter's dtype, as fp32), m, v, vmax the old states' fp32 values (dequantized, or the plain
-// state's values) in, the new fp32 values out (exp_avg_f32, exp_avg_sq_f32, max_exp_avg_sq_f32:
-// what the states then quantize or round to the dtype). Returns p_f32 after the step (fp32; the
-// caller rounds it to the dtype, or stochastically).
+// parameter's dtype, as fp32), m, v, vmax the old states in; the new fp32 values out
+// (exp_avg_f32, exp_avg_sq_f32, max_exp_avg_sq_f32: what the states then quantize or round to
+// the dtype). Returns p_f32 after the step (the caller rounds it to the dtype, or stochastically).
 //   AdamW: p = p - (lr*wd)*p;  Adam: g = g + wd*p
 //   m = lerp(m, g, 1-beta1); v = lerp(v, g*g, 1-beta2); amsgrad: vmax = maximum(vmax, v)
 //   denom = sqrt(v or vmax) / sbc2 + eps
 //   p = p - (lr * (m / bc1)) / denom
-EXMY_HD float torchao_adam_element(const TorchaoScalars& s, float p, float g, float& m, float& v,
+// C++: each op rounded, IEEE division. Triton: p - c*p = fma(-c, p, p); the lerps as
+// torchao_lerp; m / bc1 = div.full; denom = fma(sqrt(v)', rcp(sbc2'), eps) and
+// p = fma(-num', rcp(denom'), p1) (div.full's multiply contracted into the add that follows).
+EXMY_HD float torchao_adam_element(const TorchaoScalars& s, float p, float g, TorchaoOld m0,
+                                   TorchaoOld v0, TorchaoOld vmax0, float& m, float& v,
                                    float& vmax) {
   const bool triton = s.eng == TorchaoEngine::inductor_triton;
   if (s.decoupled) {
@@ -240,18 +287,26 @@ EXMY_HD float torchao_adam_element(const TorchaoScalars& s, float p, float g, fl
   } else {
     g = triton ? rn_fma(s.wd, p, g) : rn_add(g, rn_mul(s.wd, p));
   }
-  m = torchao_lerp(m, g, s.w1, s.eng);
-  v = torchao_lerp(v, rn_mul(g, g), s.w2, s.eng);
+  m = torchao_lerp(m0, g, s.w1, s.eng);
+  v = torchao_lerp(v0, rn_mul(g, g), s.w2, s.eng, triton ? &g : nullptr);
   float vd = v;
+  vmax = vmax0.v;
   if (s.amsgrad) {
     // torch.maximum: NaN if either is NaN
-    vmax = f32_is_nan(vmax) || f32_is_nan(v) ? (f32_is_nan(vmax) ? vmax : v)
-                                               : (vmax > v ? vmax : v);
+    vmax =
+        f32_is_nan(vmax) || f32_is_nan(v) ? (f32_is_nan(vmax) ? vmax : v) : (vmax > v ? vmax : v);
     vd = vmax;
   }
-  const float denom = rn_add(torchao_div(s.sfu, rn_sqrt(vd), s.sbc2), s.eps);
-  const float upd = torchao_div(s.sfu, rn_mul(s.lr, torchao_div(s.sfu, m, s.bc1)), denom);
-  return rn_sub(p, upd);
+  if (!triton) {
+    const float denom = rn_add(rn_div(rn_sqrt(vd), s.sbc2), s.eps);
+    return rn_sub(p, rn_div(rn_mul(s.lr, rn_div(m, s.bc1)), denom));
+  }
+  const TorchaoRcp q1 = torchao_div_parts(*s.sfu, m, s.bc1);
+  const float num = rn_mul(rn_mul(q1.r, q1.a), s.lr);
+  const TorchaoRcp q2 = torchao_div_parts(*s.sfu, rn_sqrt(vd), s.sbc2);
+  const float denom = rn_fma(q2.r, q2.a, s.eps);
+  const TorchaoRcp q3 = torchao_div_parts(*s.sfu, num, denom);
+  return rn_fma(q3.r, -q3.a, p);
 }
 
 // _fp32_to_bf16_sr on one value with its random r in [0, 2^16): on the int32 bits x, round away

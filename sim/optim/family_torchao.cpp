@@ -4,7 +4,8 @@
 // arrays as torchao's state dict names them (exp_avg, exp_avg_sq, max_exp_avg_sq: `.codes` and
 // `.scale` of a quantized state, the plain tensor below 4096 elements or off the block), the CPU
 // loop over native::torchao_adam_element and the block quantizer. Two code generators' arithmetic:
-// Inductor's C++ (the default, --compat torchao-cpu) and Triton (--compat torchao-cuda). No GPU
+// Inductor's C++ (the default, --compat torchao-cpu) and Triton (--compat torchao-cuda; its pow
+// not yet modelled: SEMANTICS 9.2.7). No GPU
 // kernel (gpu/optim/family_torchao.cu refuses); the step oracle is
 // sim/oracle/steps/family_torchao.cpp.
 #include <cmath>
@@ -106,15 +107,17 @@ native::TorchaoScalars scalars(const Config& c, long t) {
   const float b1 = static_cast<float>(h.adam.beta1), b2 = static_cast<float>(h.adam.beta2);
   float p1, p2;
   if (triton) {
-    // libdevice.pow (__nv_powf) in the Triton kernel
+    // libdevice.pow in the Triton kernel. NOT this function: Triton links libdevice's FTZ powf
+    // and folds the constant base (pow(0.999f, 1) is 0x3f7fbe76 on the H200, 0.999f - 1 ulp);
+    // nvcc's powf stands in until it is transcribed (SEMANTICS 9.2.7)
     const native::SfuTables& sfu = sfu::sm90_view();
     s.sfu = &sfu;
     p1 = native::cuda_powf(sfu, b1, step);
     p2 = native::cuda_powf(sfu, b2, step);
   } else {
-    // std::pow(float, float) of the C++ kernel: the host libm's powf (glibc's on x86-64 Linux,
-    // which Inductor's module links; tests/optim/test_torchao_optim.cpp checks it against the
-    // correctly rounded beta^t for the steps tested)
+    // std::pow(float, float) of the C++ kernel at run time: the host libm's powf (glibc's on
+    // x86-64 Linux, which Inductor's module links), not correctly rounded everywhere
+    // (tests/optim/test_torchao_optim.cpp counts and pins where)
     p1 = std::pow(b1, step);
     p2 = std::pow(b2, step);
   }
@@ -152,18 +155,28 @@ float step(const Config& c, long t, std::span<float> p, std::span<const float> g
   std::vector<float> nv[3];
   for (int k = 0; k < ns; ++k) nv[k].resize(n);
   for (std::size_t i = 0; i < n; ++i) {
-    float old[3] = {0.0f, 0.0f, 0.0f};
+    native::TorchaoOld old[3];
     for (int k = 0; k < ns; ++k) {
-      old[k] = ao.quantized ? native::torchao_dequant(Q, qmaps[k].data(), ao.codes[k].data(), i,
-                                                      ao.scale[k][i / static_cast<std::size_t>(B)])
-                            : ao.plain[k][i];
+      if (ao.quantized) {
+        const float scale = ao.scale[k][i / static_cast<std::size_t>(B)];
+        old[k].q = native::torchao_code_value(Q, qmaps[k].data(), ao.codes[k].data(), i);
+        old[k].s = scale;
+        old[k].v = native::rn_mul(old[k].q, scale);
+        old[k].split = true;
+      } else {
+        old[k].v = ao.plain[k][i];
+      }
     }
     const float gi = native::to_storage(g[i], c.st);
-    const float pf = native::torchao_adam_element(sc, p[i], gi, old[0], old[1], old[2]);
+    float nm, nvv, nvm;
+    const float pf =
+        native::torchao_adam_element(sc, p[i], gi, old[0], old[1], old[2], nm, nvv, nvm);
     p[i] = sr ? native::f32_from_bf16(native::torchao_bf16_sr(
                     pf, sr_rand(sc.eng == native::TorchaoEngine::inductor_triton, c.seed, i)))
               : native::to_storage(pf, c.st);
-    for (int k = 0; k < ns; ++k) nv[k][i] = old[k];
+    nv[0][i] = nm;
+    nv[1][i] = nvv;
+    if (ns == 3) nv[2][i] = nvm;
   }
   for (int k = 0; k < ns; ++k) {
     if (!ao.quantized) {
@@ -172,9 +185,8 @@ float step(const Config& c, long t, std::span<float> p, std::span<const float> g
     }
     for (std::size_t b = 0; b < n / static_cast<std::size_t>(B); ++b) {
       const std::size_t first = b * static_cast<std::size_t>(B);
-      ao.scale[k][b] = native::torchao_quantize_block(Q, sc.sfu, qmaps[k].data(),
-                                                      nv[k].data() + first, B, first,
-                                                      ao.codes[k].data());
+      ao.scale[k][b] = native::torchao_quantize_block(
+          Q, sc.sfu, qmaps[k].data(), nv[k].data() + first, B, first, ao.codes[k].data());
     }
   }
   return 0.0f;

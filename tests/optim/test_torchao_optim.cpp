@@ -16,11 +16,12 @@
 #include "sim/io/npy.hpp"
 #include "sim/native/bnb_dynamic_map.hpp"
 #include "sim/native/optim_torchao.hpp"
-#include "sim/oracle/steps/family_table.hpp"
 #include "sim/optim/registry.hpp"
+#include "sim/oracle/steps/family_table.hpp"
 #include "tests/support/cli_run.hpp"
 
 using namespace exmy;
+using native::Storage;
 using native::TorchaoQuant;
 namespace os = exmy::oracle::steps;
 
@@ -88,11 +89,12 @@ TEST_CASE("torchao search: the branchless search and its tie rule (ties up)", "[
   const std::uint64_t seed = 20261202;
   std::printf("torchao search seed %llu\n", static_cast<unsigned long long>(seed));
   std::mt19937_64 rng(seed);
-  for (const auto& [q8, s] : {std::pair{true, true}, {true, false}, {false, true}, {false, false}}) {
+  for (const auto& [q8, s] :
+       {std::pair{true, true}, {true, false}, {false, true}, {false, false}}) {
     const std::vector<float> q = native::torchao_qmap(q8 ? TorchaoQuant::q8 : TorchaoQuant::q4, s);
     const int b = q8 ? 8 : 4;
-    std::vector<float> xs = {0.0f, -0.0f, 1.0f, -1.0f, 2.0f, -2.0f, 1e-30f, -1e-30f, NAN,
-                             INFINITY, -INFINITY};
+    std::vector<float> xs = {0.0f,   -0.0f,   1.0f, -1.0f,    2.0f,     -2.0f,
+                             1e-30f, -1e-30f, NAN,  INFINITY, -INFINITY};
     for (std::size_t k = 0; k + 1 < q.size(); ++k) {
       const float mid = q[k] + (q[k + 1] - q[k]) * 0.5f;  // a tie where exact
       for (float x : {q[k], q[k + 1], mid, std::nextafter(mid, -1.0f), std::nextafter(mid, 2.0f),
@@ -127,13 +129,12 @@ TEST_CASE("torchao block quantizer: scale clip, 4-bit packing, fp8 / 448", "[tor
   for (auto c : codes) REQUIRE(q8[c] == 0.0f);
   // fp8: scale = amax / 448, the amax element becomes 448 (0x7E)
   x[3] = -3.5f;
-  const float s = native::torchao_quantize_block(TorchaoQuant::fp8, nullptr, nullptr, x.data(),
-                                                 256, 0, codes.data());
+  const float s = native::torchao_quantize_block(TorchaoQuant::fp8, nullptr, nullptr, x.data(), 256,
+                                                 0, codes.data());
   REQUIRE(bits(s) == bits(3.5f / 448.0f));
   REQUIRE(codes[3] == 0xFE);
   REQUIRE(native::torchao_e4m3fn_value(0xFE) == -448.0f);
-  REQUIRE(native::torchao_dequant(TorchaoQuant::fp8, nullptr, codes.data(), 3, s) ==
-          -448.0f * s);
+  REQUIRE(native::torchao_dequant(TorchaoQuant::fp8, nullptr, codes.data(), 3, s) == -448.0f * s);
   // 4-bit: element 2k in the high nibble of byte k
   const std::vector<float> q4 = native::torchao_qmap(TorchaoQuant::q4, true);
   std::vector<float> y(128, 0.0f);
@@ -144,24 +145,35 @@ TEST_CASE("torchao block quantizer: scale clip, 4-bit packing, fp8 / 448", "[tor
                                          packed.data()) == 1.0f);
   REQUIRE(packed[0] == 0xF0);
   REQUIRE(packed[1] == 0x77);  // two zeros: code 7
-  REQUIRE(native::torchao_dequant(TorchaoQuant::q4, q4.data(), packed.data(), 1, 1.0f) ==
-          q4[0]);
+  REQUIRE(native::torchao_dequant(TorchaoQuant::q4, q4.data(), packed.data(), 1, 1.0f) == q4[0]);
 }
 
-TEST_CASE("torchao bias corrections: glibc powf is the correctly rounded beta^t here",
+TEST_CASE("torchao bias corrections: glibc powf against the correctly rounded beta^t",
           "[torchao][step]") {
-  // The C++ kernel calls std::pow(float, float); the oracle's pow is correctly rounded. They
-  // agree for these betas and steps (powf would have to misround for them to differ).
-  for (double beta : {0.9, 0.999, 0.99, 0.8, 0.95, 0.98}) {
+  // The C++ kernel calls std::pow(float, float): the host libm's powf (glibc's), which exmy's
+  // engine and its oracle both call. It is not correctly rounded everywhere, and a misrounded
+  // beta2^t can move 1 - beta2^t: counted here against the correctly rounded pow; the two
+  // regressions found are pinned (0.9f^685 and the bias correction of 0.999 at step 2958).
+  int misrounded = 0, bc_differ = 0;
+  for (double beta : {0.9, 0.999, 0.99, 0.8, 0.95, 0.98, 0.3}) {
     const float b = static_cast<float>(beta);
-    for (long t = 1; t <= 3000; ++t) {
-      const float lib = std::pow(b, static_cast<float>(t));
-      const os::Real cr = os::pow(os::F32, os::Real::of_double(b),
-                                  os::Real::of_double(static_cast<double>(t)));
-      INFO("beta " << beta << " t " << t);
-      REQUIRE(bits(lib) == cr.f32_bits());
+    for (long t = 1; t <= 20000; ++t) {
+      volatile float tv = static_cast<float>(t);
+      const float lib = std::pow(b, static_cast<float>(tv));
+      const os::Real cr =
+          os::pow(os::F32, os::Real::of_double(b), os::Real::of_double(static_cast<double>(t)));
+      misrounded += bits(lib) != cr.f32_bits();
+      const os::Real bc = os::sub(os::F32, os::Real::of_double(1.0), cr);
+      bc_differ += bits(1.0f - lib) != bc.f32_bits();
     }
   }
+  std::printf("glibc powf: %d of 140000 beta^t not correctly rounded, %d bias corrections moved\n",
+              misrounded, bc_differ);
+  CHECK(misrounded > 0);
+  // runtime calls (volatile operands: GCC folds constant powf calls with MPFR, correctly rounded)
+  volatile float b9 = 0.9f, b999 = 0.999f, t685 = 685.0f, t2958 = 2958.0f;
+  REQUIRE(bits(std::pow(b9, t685)) == 0x0b6b37d1u);            // correctly rounded: 0x0b6b37d0
+  REQUIRE(bits(1.0f - std::pow(b999, t2958)) == 0x3f72ba19u);  // from CR pow: 0x3f72ba1a
 }
 
 TEST_CASE("torchao steps: the registry's CPU step equals the step oracle", "[torchao][step]") {
@@ -221,8 +233,11 @@ TEST_CASE("torchao steps: the registry's CPU step equals the step oracle", "[tor
               c.opt.entry->cpu_step(c, t, p, g, s);
               os::Tensor G;
               for (float x : g) G.push_back(os::Real::of_double(x));
-              oracle->step(h, st == Storage::f32 ? os::F32 : st == Storage::bf16 ? os::BF16 : os::F16, t, P, G,
-                           optr);
+              oracle->step(h,
+                           st == Storage::f32    ? os::F32
+                           : st == Storage::bf16 ? os::BF16
+                                                 : os::F16,
+                           t, P, G, optr);
               INFO(name << " st " << static_cast<int>(st) << " n " << n << " amsgrad " << ams
                         << " beta1 " << b1 << " step " << t);
               for (std::size_t i = 0; i < n; ++i) {
@@ -246,7 +261,7 @@ TEST_CASE("torchao steps: the registry's CPU step equals the step oracle", "[tor
       }
     }
   }
-  REQUIRE(runs == 48);
+  REQUIRE(runs == 72);
 }
 
 TEST_CASE("torchao bf16_stochastic_round: truncation or one ulp away, wrapping as int32",
@@ -277,15 +292,19 @@ TEST_CASE("torchao CLI: state files as torchao names them, profiles", "[torchao]
     const std::string common = " --grads " + (dir / "g.npy") + " --amsgrad --quiet";
     REQUIRE(testing::run("step --optimizer " + opt + " --params " + (dir / "p.npy") + common +
                          " --steps 2 --out " + out) == 0);
-    for (const char* f : {"exp_avg.codes", "exp_avg.scale", "exp_avg_sq.codes",
-                          "exp_avg_sq.scale", "max_exp_avg_sq.codes", "max_exp_avg_sq.scale",
-                          "params"}) {
+    for (const char* f : {"exp_avg.codes", "exp_avg.scale", "exp_avg_sq.codes", "exp_avg_sq.scale",
+                          "max_exp_avg_sq.codes", "max_exp_avg_sq.scale", "params"}) {
       INFO(opt << " " << f);
       REQUIRE(testing::exists(out + "/" + f + ".npy"));
     }
-    // resume under the Triton profile; torch.optim's profiles do not cover torchao
+    // the Triton profile, and resuming under it; a resume under another profile, and
+    // torch.optim's profiles, are refused
+    REQUIRE(testing::run("step --optimizer " + opt + " --params " + (dir / "p.npy") + common +
+                         " --compat torchao-cuda --out " + out + "-c") == 0);
+    REQUIRE(testing::run("step --optimizer " + opt + " --params " + out + "-c/params.npy" + common +
+                         " --state " + out + "-c --compat torchao-cuda --out " + out + "-2") == 0);
     REQUIRE(testing::run("step --optimizer " + opt + " --params " + out + "/params.npy" + common +
-                         " --state " + out + " --compat torchao-cuda --out " + out + "-2") == 0);
+                         " --state " + out + " --compat torchao-cuda --out " + out + "-4") == 2);
     REQUIRE(testing::run("step --optimizer " + opt + " --params " + (dir / "p.npy") + common +
                          " --compat torch-cuda --out " + out + "-3") == 2);
     REQUIRE(!testing::exists(out + "-3"));

@@ -6,8 +6,9 @@
 // modelled here), [3] the state kind (0 8-bit, 1 4-bit, 2 fp8; the entry's constant). States, in
 // the entry's order: per state (exp_avg, exp_avg_sq[, max_exp_avg_sq]) its codes (integer values:
 // 8-bit code, packed 4-bit byte, e4m3fn bit pattern) and scales, or its plain values.
-// Host scalars: pow correctly rounded (the C++ code's glibc powf agrees on the steps tested).
+// Host scalars: the host libm's powf, as the C++ code calls it.
 #include <algorithm>
+#include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <stdexcept>
@@ -106,9 +107,15 @@ void torchao_step(const FamilyHyper& h, const FloatFormat& T, long t, Tensor& p,
   }
   const Real one = py(1.0);
   const Real lr = round(F32, py(h.lr)), lr_wd = mul(F32, lr, round(F32, py(h.wd)));
-  const Real eps = round(F32, py(h.eps)), tt = py(static_cast<double>(t));
-  const Real bc1 = sub(F32, one, pow(F32, round(F32, py(h.beta1)), tt));
-  const Real sbc2 = sqrt(F32, sub(F32, one, pow(F32, round(F32, py(h.beta2)), tt)));
+  const Real eps = round(F32, py(h.eps));
+  // std::pow(float, float) of the C++ kernel: the host libm's powf, a function of the profile
+  // (not correctly rounded: SEMANTICS 9.2.7), called as the kernel calls it
+  const auto powf_t = [&](double beta) {
+    return py(static_cast<double>(
+        std::pow(static_cast<float>(beta), static_cast<float>(static_cast<double>(t)))));
+  };
+  const Real bc1 = sub(F32, one, powf_t(h.beta1));
+  const Real sbc2 = sqrt(F32, sub(F32, one, powf_t(h.beta2)));
   // lerp weights w = RN32(1 - beta) (fp64 subtraction); |w| >= 0.5: coefficient w - 1, base end
   const Real w[2] = {round(F32, sub(F64, one, py(h.beta1))),
                      round(F32, sub(F64, one, py(h.beta2)))};
@@ -158,8 +165,8 @@ void torchao_step(const FamilyHyper& h, const FloatFormat& T, long t, Tensor& p,
         nan = nan || x.is_nan();
         if (!nan && gt(abs(x), amax)) amax = abs(x);
       }
-      Real scale = nan ? Real::nan() : (gt(amax, round(F32, py(1e-12))) ? amax
-                                                                        : round(F32, py(1e-12)));
+      Real scale =
+          nan ? Real::nan() : (gt(amax, round(F32, py(1e-12))) ? amax : round(F32, py(1e-12)));
       if (kind == 2) scale = div(F32, scale, py(448.0));
       scales[b] = scale;
       for (std::size_t j = 0; j < B; ++j) {
