@@ -100,6 +100,18 @@ const std::vector<CompatProfile>& compat_profiles() {
         // kQuantizeBlockwiseSmall, kDequantizeBlockwise; sim/quant/bnb4bit.hpp)
         {.op = CompatOp::quantize, .format = "nf4", .quant = CompatQuant::bnb_4bit},
         {.op = CompatOp::quantize, .format = "fp4", .quant = CompatQuant::bnb_4bit}}},
+      // torchao's low-bit optimizers as torch.compile generates their step (docs/SEMANTICS.md
+      // 9.2.7): Inductor's C++ code (the default) and its Triton code.
+      {"torchao-cpu",
+       "torchao 0.18.0 torchao.optim (AdamW8bit, AdamW4bit, AdamWFp8) through torch 2.11.0's "
+       "torch.compile on the CPU: Inductor's C++ code (ffp-contract=off, glibc powf)",
+       {{CompatOp::step, kTorchao.data(), native::CompatCast::e8m0_torch,
+         native::TorchKernels::cpu}}},
+      {"torchao-cuda",
+       "torchao 0.18.0 torchao.optim (AdamW8bit, AdamW4bit, AdamWFp8) through torch 2.11.0's "
+       "torch.compile on CUDA: Inductor's Triton code (Triton 3.6.0, sm_90)",
+       {{CompatOp::step, kTorchao.data(), native::CompatCast::e8m0_torch,
+         native::TorchKernels::cuda}}},
   };
   return profiles;
 }

@@ -67,6 +67,7 @@ native::CompatCast compat_rule(const CompatProfile& p, CompatOp op, const Format
 // step entries name.
 inline constexpr std::string_view kTorchOptim = "torch.optim";
 inline constexpr std::string_view kBitsandbytes = "bitsandbytes";
+inline constexpr std::string_view kTorchao = "torchao";
 // The entry of profile p for `exmy quantize/dequantize` to `target` (its name); an InputError
 // naming the profile, the target and what the profile covers otherwise.
 const CompatEntry& compat_quantize_entry(const CompatProfile& p, std::string_view target);

@@ -226,12 +226,22 @@ void check_hyper_domains(const Entry& e, const Hyper& h);
 // and the golden corpus call this one function.
 void apply_compat(Config& c, std::string_view profile);
 
+// torchao's low-bit Adam states (sim/optim/family_torchao.cpp): exp_avg, exp_avg_sq and
+// max_exp_avg_sq, each quantized (codes, one fp32 scale per block) or plain (values of the
+// parameters' dtype, as fp32).
+struct TorchaoState {
+  bool quantized = false;
+  std::array<std::vector<std::uint8_t>, 3> codes;
+  std::array<std::vector<float>, 3> scale, plain;
+};
+
 // The tensor state of one optimizer; each family uses the members its `arrays` lists.
 struct State {
   std::vector<float> s1, s2;  // fp32 moments: Adam m, v; SGD buf; StableAdamW v, u
   std::vector<float> s3;      // a third fp32 state where a family keeps one
   Bnb8State bnb;              // 8-bit states (or their 32-bit fallback)
   SplitTensor split;          // split-format parameters (hi codes, extra words)
+  TorchaoState ao;            // torchao's quantized or plain states
 };
 
 // Zero state for p (split entries: p split into the format with c.seed).
