@@ -254,6 +254,7 @@ const Entry kEntries[] = {{.name = "adafactor",
                            // 1-d: variance, one value of the parameters' dtype per parameter;
                            // >= 2-d: (R + C) / (R C) of that (exmy memory --shape)
                            .state_bytes = 4.0,
+                           .factored_state = true,
                            .gpu = {false, false, false},
                            .example = "adafactor",
                            .init = init,

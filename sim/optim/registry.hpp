@@ -161,6 +161,9 @@ struct Entry {
   bool reports_rms = false;        // the step returns RMS_t (StableAdamW), reported in state.json
   native::Bnb1Op bnb_op{};         // bnb1: the operation
   bool state32 = false;  // bnb1, ademamix: 32-bit states at every size (the *32bit optimizers)
+  // exmy memory: the state is factored by the parameters' shape (Adafactor; state_bytes is its
+  // 1-d figure with fp32 weights: one state value of the weights' dtype per parameter).
+  bool factored_state = false;
   // Parameter dtypes (by Storage: fp32, bf16, fp16) for which gpu/optim/optim.hpp has a kernel;
   // gpu/optim/optim_host.cu runs it (a pointer cannot live here: sim/ does not link gpu/).
   std::array<bool, 3> gpu;
