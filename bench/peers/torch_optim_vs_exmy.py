@@ -191,13 +191,13 @@ def torch_run(case, p0, grads, dname, device, form):
     return out
 
 
-def exmy_run(args, work, case, p0, grads, dname, profile):
+def exmy_run(args, work, case, p0, grads, dname, profile, extra=""):
     np.save(os.path.join(work, "p.npy"), p0)
     np.save(os.path.join(work, "g.npy"), np.stack(grads))
     out = os.path.join(work, "s")
     shutil.rmtree(out, ignore_errors=True)  # no file of an earlier case may be read as this one's
     cmd = (f"{args.exmy} step --optimizer {case[4]} --params {work}/p.npy --grads {work}/g.npy "
-           f"--steps {len(grads)} --param-dtype {dname} --compat {profile} {case[5]} "
+           f"--steps {len(grads)} --param-dtype {dname} --compat {profile} {case[5]}{extra} "
            f"--device {args.exmy_device} --quiet --out {out}")
     r = subprocess.run(cmd, shell=True, capture_output=True, text=True)
     if r.returncode != 0:
@@ -246,9 +246,12 @@ def run_rows(args, device, cap):
                         continue
                     for dname in DT:
                         p0, grads = af_inputs(args.seed, shape, case[8], dname, kind)
-                        for form in forms:
+                        # on the CPU torch's foreach=True too: exmy's --variant foreach
+                        for form in (["single", "foreach"] if device == "cpu" else forms):
                             if form not in case[7]:
                                 continue
+                            variant = " --variant foreach" if (device == "cpu" and
+                                                               form == "foreach") else ""
                             profile = (f"torch-cpu:{cap}:t{threads}" if device == "cpu" else
                                        {"single": "torch-cuda",
                                         "foreach": "torch-cuda-foreach"}[form])
@@ -258,7 +261,8 @@ def run_rows(args, device, cap):
                                    "exmy_device": args.exmy_device, "steps": case[8]}
                             t = torch_run(case, p0, grads, dname, device, form)
                             try:
-                                e, cmd = exmy_run(args, work, case, p0, grads, dname, profile)
+                                e, cmd = exmy_run(args, work, case, p0, grads, dname, profile,
+                                                  variant)
                             except RuntimeError as ex:
                                 row["exmy_refused"] = str(ex).splitlines()[-1][-300:]
                                 rows.append(row)

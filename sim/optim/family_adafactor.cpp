@@ -162,7 +162,11 @@ float step(const Config& c, long t, std::span<float> p, std::span<const float> g
   const double sqrt_numel = std::pow(static_cast<double>(n), 0.5);
   const double alpha = native::py_max(h.eps2, cpu_norm_all(p0, st, loop) / sqrt_numel) * sc.rho;
   if (sc.has_wd) {
-    for (float& x : p) x = to_storage(native::rn_mul(x, sc.decay), st);  // param.mul_(1 - lr*wd)
+    // param.mul_(1 - lr*wd): the scalar in opmath; foreach=True on the CPU (_foreach_mul_) has
+    // it rounded to a 16-bit dtype first, as its alphas below
+    const float decay =
+        c.variant == "foreach" ? native::scalar_to_storage(1.0 - h.lr * h.wd, st) : sc.decay;
+    for (float& x : p) x = to_storage(native::rn_mul(x, decay), st);
   }
   std::vector<float> ve(n);
   if (geo.factored) {
@@ -217,6 +221,18 @@ float step(const Config& c, long t, std::span<float> p, std::span<const float> g
   // denom = max(1.0, update.norm(2).item() / ((numel ** 0.5) * d));
   // param.add_(update, alpha=-alpha / denom)
   const double denom = native::py_max(1.0, cpu_norm_all(ve, st, loop) / (sqrt_numel * h.d));
+  if (c.variant == "foreach") {
+    // _multi_tensor_adafactor on CPU tensors (the per-tensor fallback of the foreach ops): the
+    // same ops up to here, then _foreach_mul_(updates, alphas), whose scalar reaches a 16-bit
+    // tensor rounded to its dtype (measured: 0 of 2,193 bf16 elements differ that way, 5 to 33
+    // with the fp32 scalar), and _foreach_add_(params, updates): two roundings where
+    // add_(alpha=) has one.
+    const float a = native::scalar_to_storage(-alpha / denom, st);
+    for (std::size_t i = 0; i < n; ++i) {
+      p[i] = to_storage(native::rn_add(p[i], to_storage(native::rn_mul(ve[i], a), st)), st);
+    }
+    return 0.0f;
+  }
   const float a = native::scalar_to_storage(-alpha / denom, st);
   for (std::size_t i = 0; i < n; ++i) {
     const bool tail = native::torch_cpu_scalar_tail(i, n, bytes, loop);
@@ -251,6 +267,8 @@ const Entry kEntries[] = {{.name = "adafactor",
                            .def = &kDef,
                            .decoupled = true,
                            .defaults = defaults(),
+                           // torch's foreach=True on CPU tensors (SEMANTICS 9.2.7)
+                           .variants = "foreach",
                            // 1-d: variance, one value of the parameters' dtype per parameter;
                            // >= 2-d: (R + C) / (R C) of that (exmy memory --shape)
                            .state_bytes = 4.0,
