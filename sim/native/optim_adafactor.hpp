@@ -40,9 +40,9 @@ struct TorchAdafactorScalars {
   float w = 1.0f;                // RN32(one_minus_beta2): lerp's weight (opmath)
   float wm1 = 0.0f;              // RN32(w - 1): lerp's large-weight coefficient
   bool has_wd = false;
-  float decay = 1.0f;            // RN32(1 - lr * wd): param.mul_'s scalar (opmath)
-  float clamp_rv = 0.0f;         // row_var.mean(...).clamp_(min=eps1): eps1.to<T>()
-  float clamp_v = 0.0f;          // var_estimate.clamp_(min=eps1 * eps1): (eps1 * eps1).to<T>()
+  float decay = 1.0f;     // RN32(1 - lr * wd): param.mul_'s scalar (opmath)
+  float clamp_rv = 0.0f;  // row_var.mean(...).clamp_(min=eps1): eps1.to<T>()
+  float clamp_v = 0.0f;   // var_estimate.clamp_(min=eps1 * eps1): (eps1 * eps1).to<T>()
 };
 
 // Python's max(a, b) / min(a, b) on floats: the first argument unless the second compares

@@ -174,12 +174,14 @@ EXMY_HD float torch_cpu_sum_contiguous(const float* x, std::size_t n) {
   const auto sn = static_cast<std::int64_t>(n);
   if (sn < L) {
     float r[1];
-    detail::torch_row_sum<1>(sn, [&](std::int64_t v, int) { return x[v]; }, r);
+    detail::torch_row_sum<1>(
+        sn, [&](std::int64_t v, int) { return x[v]; }, r);
     return rn_add(0.0f, r[0]);
   }
   const std::int64_t nv = sn / L;
   float lanes[L];
-  detail::torch_row_sum<L>(nv, [&](std::int64_t v, int l) { return x[v * L + l]; }, lanes);
+  detail::torch_row_sum<L>(
+      nv, [&](std::int64_t v, int l) { return x[v * L + l]; }, lanes);
   float fin = 0.0f;
   for (std::int64_t k = nv * L; k < sn; ++k) fin = rn_add(fin, x[k]);
   for (int l = 0; l < L; ++l) fin = rn_add(fin, lanes[l]);

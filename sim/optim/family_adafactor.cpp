@@ -241,6 +241,30 @@ float step(const Config& c, long t, std::span<float> p, std::span<const float> g
   return 0.0f;
 }
 
+// The campaign: the one-dimensional path (the campaign's tensors are 1-d; the step oracle of
+// sim/oracle/steps/family_adafactor.cpp covers that path) on fp32/bf16/fp16 parameters under
+// torch-cpu, the defaults and the branches (weight decay, eps1 given, d, beta2_decay, maximize).
+std::vector<CampaignOp> campaign(const Entry& e) {
+  const auto cfg = [&](const char* label, double lr, double wd, double decay, double eps1,
+                       double eps2, double d, bool maximize) {
+    Hyper h = e.defaults;
+    h.adam.lr = h.sgd.lr = lr;
+    h.adam.wd = h.sgd.wd = wd;
+    h.extra = {decay, eps1, eps2, d, maximize ? 1.0 : 0.0, 0.0};
+    return CampaignConfig{label, h};
+  };
+  const std::vector<CampaignConfig> configs = {
+      cfg("defaults", 1e-2, 0.0, -0.8, NAN, 1e-3, 1.0, false),
+      cfg("wd0.1 decay-0.5 d2 eps1=1e-30", 5e-3, 0.1, -0.5, 1e-30, 1e-3, 2.0, false),
+      cfg("maximize lr0.1 eps2=0.5 wd0.5", 0.1, 0.5, -0.8, NAN, 0.5, 1.5, true)};
+  std::vector<CampaignOp> ops;
+  for (const Storage st : {Storage::f32, Storage::bf16, Storage::f16}) {
+    ops.push_back({std::string("adafactor-") + std::string(dtype_name(st)), st,
+                   native::TorchKernels::cpu, configs});
+  }
+  return ops;
+}
+
 constexpr FamilyDef kDef{.name = "adafactor",
                          .library = kTorchOptim,
                          // cpu (the CUDA kernels: docs/SEMANTICS.md 9.2.7)
@@ -251,7 +275,8 @@ constexpr FamilyDef kDef{.name = "adafactor",
                          .param_codes16 = true,
                          .domains = domains,
                          .resolve = resolve,
-                         .nonnegative = nonnegative};
+                         .nonnegative = nonnegative,
+                         .campaign = campaign};
 
 // torch.optim.Adafactor's defaults: lr 1e-2, beta2_decay -0.8, eps (None, 1e-3), d 1,
 // weight_decay 0, maximize False.

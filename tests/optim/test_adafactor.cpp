@@ -5,8 +5,8 @@
 // cascade_sum's row_sum (SumKernel.cpp) in its recursive form for the sizes where that form and
 // the implementation's levels coincide. Hand-worked cases whose order matters, weighted random
 // fp32 inputs (seed printed), and the CLI (torch's state names and shapes, resume, domains).
-#include <catch2/catch.hpp>
 #include <algorithm>
+#include <catch2/catch.hpp>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -212,7 +212,7 @@ TEST_CASE("adafactor: exmy step writes torch's state names and shapes; resume; d
   // 2 + 2 steps through --state equal 4 steps
   REQUIRE(testing::run(base + "--grads " + d + "/g01.npy --steps 2 --out " + d + "/b") == 0);
   REQUIRE(testing::run("step --optimizer adafactor --params " + d + "/b/params.npy --state " + d +
-                        "/b --grads " + d + "/g23.npy --steps 2 --quiet --out " + d + "/c") == 0);
+                       "/b --grads " + d + "/g23.npy --steps 2 --quiet --out " + d + "/c") == 0);
   for (const char* f : {"/params.npy", "/row_var.npy", "/col_var.npy"}) {
     INFO(f);
     CHECK(io::read_npy(d + "/a" + f).data == io::read_npy(d + "/c" + f).data);
@@ -221,9 +221,10 @@ TEST_CASE("adafactor: exmy step writes torch's state names and shapes; resume; d
   io::write_npy(d + "/p1.npy", io::make_npy(p));
   io::write_npy(d + "/g1.npy", io::make_npy(std::vector<float>(g.begin(), g.begin() + 60)));
   REQUIRE(testing::run("step --optimizer adafactor --params " + d + "/p1.npy --grads " + d +
-                        "/g1.npy --param-dtype bf16 --quiet --out " + d + "/v") == 2);  // fp32 values
+                       "/g1.npy --param-dtype bf16 --quiet --out " + d + "/v") ==
+          2);  // fp32 values
   REQUIRE(testing::run("step --optimizer adafactor --params " + d + "/p1.npy --grads " + d +
-                        "/g1.npy --quiet --out " + d + "/v") == 0);
+                       "/g1.npy --quiet --out " + d + "/v") == 0);
   CHECK(io::read_npy(d + "/v/variance.npy").shape == std::vector<std::size_t>{60});
   // torch's constructor domains and the options Adafactor does not read
   const std::string g1 = "--grads " + d + "/g.npy --steps 4 --out " + d + "/bad";

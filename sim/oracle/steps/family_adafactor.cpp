@@ -38,7 +38,8 @@ Real norm2(const Tensor& x, const FloatFormat& T) {
   std::vector<Real> lane(8);
   std::size_t d = 0;
   for (; d + vec <= n; d += vec) {
-    for (std::size_t j = 0; j < vec; ++j) lane[j % 8] = add(F32, lane[j % 8], mul(F32, x[d + j], x[d + j]));
+    for (std::size_t j = 0; j < vec; ++j)
+      lane[j % 8] = add(F32, lane[j % 8], mul(F32, x[d + j], x[d + j]));
   }
   Real b = lane[0];
   for (int j = 1; j < 8; ++j) b = add(F32, b, lane[j]);
@@ -59,8 +60,8 @@ double to_double(const Real& r) {
   return d;
 }
 
-void adafactor_step(const FamilyHyper& h, const FloatFormat& T, long t, Tensor& p,
-                    const Tensor& g, std::vector<Tensor*>& states) {
+void adafactor_step(const FamilyHyper& h, const FloatFormat& T, long t, Tensor& p, const Tensor& g,
+                    std::vector<Tensor*>& states) {
   if (h.kernels != Kernels::cpu) throw std::logic_error("adafactor oracle: torch-cpu only");
   if (states.size() != 1) throw std::logic_error("adafactor oracle: expected variance only");
   Tensor& var = *states[0];
@@ -72,9 +73,10 @@ void adafactor_step(const FamilyHyper& h, const FloatFormat& T, long t, Tensor& 
   const double root_t = to_double(pow(F64, py(tf), py(0.5)));
   const double inv = to_double(div(F64, py(1.0), py(root_t)));
   const double rho = inv < h.lr ? inv : h.lr;
-  const double eps1 = std::isnan(h.extra[1])
-                          ? (is_f16(T) ? 0x1p-10 : is_bf16(T) ? 0x1p-7 : 0x1p-23)
-                          : h.extra[1];
+  const double eps1 = std::isnan(h.extra[1]) ? (is_f16(T)    ? 0x1p-10
+                                                : is_bf16(T) ? 0x1p-7
+                                                             : 0x1p-23)
+                                             : h.extra[1];
   const double sqrt_n = to_double(pow(F64, py(static_cast<double>(n)), py(0.5)));
   // α = max(eps2, ‖p‖₂ / √n) · ρ (fp64), before the decay
   const double pn = to_double(norm2(p, T));
