@@ -68,6 +68,21 @@ int run_memory(const Args& args) {
              [&](const std::string& v) {
                base.block = static_cast<int>(parse_uint(v, "--block", 1u << 20));
              })
+      .flag({"--amsgrad"}, "Adam/AdamW with amsgrad=True: max_exp_avg_sq, a fourth state",
+            [&] { base.amsgrad = true; })
+      .value({"--shape"}, "D0xD1[x...]",
+             "the parameters' shape (Adafactor keeps R + C states per R x C matrix)", "1-d",
+             [&](const std::string& v) {
+               base.shape.clear();
+               std::size_t start = 0;
+               while (start <= v.size()) {
+                 const std::size_t x = v.find('x', start);
+                 const std::string d = v.substr(start, x == std::string::npos ? x : x - start);
+                 base.shape.push_back(parse_uint(d, "--shape", 1ull << 53));
+                 if (x == std::string::npos) break;
+                 start = x + 1;
+               }
+             })
       .flag({"--json"}, "print JSON instead of tables", [&] { json = true; });
   if (!opts.parse(args)) return 0;
   std::vector<std::vector<optim::MemoryRow>> all;

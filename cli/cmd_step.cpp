@@ -265,6 +265,7 @@ int run_step(const Args& args) {
   } else {
     p = io::as_f32(pa, o.params);
   }
+  c.shape = pa.shape;  // the families that factor by shape (Adafactor) read it
   // p holds the values now: keep only the header (memory bound, docs/SEMANTICS.md 11.0).
   std::vector<std::uint8_t>().swap(pa.data);
   optim::check_variant(c);

@@ -6,7 +6,7 @@
 # sim/CMakeLists.txt and gpu/CMakeLists.txt add the sources; exmy_optim_families_inc writes the
 # list as EXMY_OPTIM_FAMILY(N) lines, which the three tables expand (no static initialisers:
 # the families are found in a static library without whole-archive linking).
-set(EXMY_OPTIM_FAMILIES rmsprop adagrad nadam radam torchao)
+set(EXMY_OPTIM_FAMILIES rmsprop adagrad nadam radam torchao adafactor)
 
 # Writes ${dir}/sim/common/optim_families.inc (the path sim/oracle and sim/optim may include).
 function(exmy_optim_families_inc dir)

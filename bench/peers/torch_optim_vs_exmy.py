@@ -110,6 +110,41 @@ CASES = [
      NOFUSED, 8),
 ]
 SIZES = [1000, 50003, 100003]
+# torch.optim.Adafactor (SEMANTICS 9.2.8): a step that reduces over the parameters' shape, so its
+# cases run on shapes (>= 2-d: row_var/col_var; 1-d: variance) and on the gradient kinds of
+# bench/peers/torch_adafactor_capture.py (t2: the heavy-tailed gradients with 10% zeros above;
+# zrc: whole zero rows and columns and an all-zero second step; cauchy: t with 1 degree of
+# freedom, squares beyond fp16's range). Fields: as CASES, then steps, shapes, kinds.
+AF_STATES = [("row_var", "row_var"), ("col_var", "col_var"), ("variance", "variance")]
+AF_SHAPES = [(64, 127), (129, 77), (3, 16, 33), (1, 777), (777, 1), (5, 1, 9), (2, 3, 5, 7),
+             (2, 4099), (300, 200), (1000,), (4099,), (7,)]
+AF_BIG = [(181, 183), (50003,)]  # over 32,768 elements: ATen's parallel chunks (the tails)
+AF_CASES = [
+    ("adafactor", "defaults", "Adafactor", dict(lr=1e-2), "adafactor", "--lr 1e-2", AF_STATES,
+     NOFUSED, 4, AF_SHAPES + AF_BIG, ("t2", "zrc", "cauchy")),
+    ("adafactor", "wd-d-decay-eps1", "Adafactor",
+     dict(lr=5e-3, beta2_decay=-0.5, d=2.0, weight_decay=0.1, eps=(1e-30, 1e-3)), "adafactor",
+     "--lr 5e-3 --beta2-decay -0.5 --d 2 --wd 0.1 --eps1 1e-30 --eps2 1e-3", AF_STATES, NOFUSED,
+     4, AF_SHAPES, ("t2", "zrc")),
+    ("adafactor", "maximize-10steps", "Adafactor",
+     dict(lr=0.1, maximize=True, eps=(None, 0.5), d=1.5, weight_decay=0.5), "adafactor",
+     "--lr 0.1 --maximize --eps2 0.5 --d 1.5 --wd 0.5", AF_STATES, NOFUSED, 10, AF_SHAPES,
+     ("t2",)),
+    ("adafactor", "eps1-1e-3-lr0", "Adafactor", dict(lr=0.0, eps=(1e-3, 1e-3)), "adafactor",
+     "--lr 0 --eps1 1e-3", AF_STATES, NOFUSED, 2, [(33, 131), (7,)], ("t2",)),
+]
+
+
+def af_inputs(seed, shape, steps, dname, kind):
+    """bench/peers/torch_adafactor_capture.py's inputs (the same seeds give the same arrays)."""
+    import importlib.util
+    spec = importlib.util.spec_from_file_location(
+        "afcap", os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                              "torch_adafactor_capture.py"))
+    m = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(m)
+    p, g = m.inputs(seed, shape, steps, dname, kind)
+    return p, list(g)
 
 
 def bits(t):
@@ -148,29 +183,30 @@ def torch_run(case, p0, grads, dname, device, form):
         p.grad = torch.tensor(g, dtype=torch.float32).to(device=device, dtype=DT[dname])
         opt.step()
     st = opt.state[p]
-    out = {"p": bits(p)}
+    out = {"p": bits(p).ravel()}
     for tname, efile in states:
-        if tname in st and torch.is_tensor(st[tname]) and st[tname].numel() == p.numel():
-            out[efile] = bits(st[tname])
+        # every tensor state but the 0-d step counters (Adafactor's row_var/col_var are smaller)
+        if tname in st and torch.is_tensor(st[tname]) and st[tname].dim() > 0:
+            out[efile] = bits(st[tname]).ravel()
     return out
 
 
-def exmy_run(args, work, case, p0, grads, dname, profile):
+def exmy_run(args, work, case, p0, grads, dname, profile, extra=""):
     np.save(os.path.join(work, "p.npy"), p0)
     np.save(os.path.join(work, "g.npy"), np.stack(grads))
     out = os.path.join(work, "s")
     shutil.rmtree(out, ignore_errors=True)  # no file of an earlier case may be read as this one's
     cmd = (f"{args.exmy} step --optimizer {case[4]} --params {work}/p.npy --grads {work}/g.npy "
-           f"--steps {len(grads)} --param-dtype {dname} --compat {profile} {case[5]} "
+           f"--steps {len(grads)} --param-dtype {dname} --compat {profile} {case[5]}{extra} "
            f"--device {args.exmy_device} --quiet --out {out}")
     r = subprocess.run(cmd, shell=True, capture_output=True, text=True)
     if r.returncode != 0:
         raise RuntimeError(f"{cmd}: exit {r.returncode}: {r.stderr.strip()}")
-    res = {"p": np.load(os.path.join(out, "params.npy")).astype(np.float32).view(np.uint32)}
+    res = {"p": np.load(os.path.join(out, "params.npy")).astype(np.float32).view(np.uint32).ravel()}
     for _, efile in case[6]:
         f = os.path.join(out, efile + ".npy")
         if os.path.exists(f):
-            res[efile] = np.load(f).astype(np.float32).view(np.uint32)
+            res[efile] = np.load(f).astype(np.float32).view(np.uint32).ravel()
     return res, cmd
 
 
@@ -185,8 +221,9 @@ def compare(t, e, p0, grads):
         if d.size:
             i = int(d[0])
             first[k] = {"index": i, "torch": f"0x{tb[i]:08x}", "exmy": f"0x{e[k][i]:08x}",
-                        "p0": f"0x{p0.view(np.uint32)[i]:08x}",
-                        "g": [f"0x{g.view(np.uint32)[i]:08x}" for g in grads]}
+                        "p0": f"0x{p0.ravel().view(np.uint32)[i]:08x}" if k == "p" else "",
+                        "g": [f"0x{g.ravel().view(np.uint32)[i]:08x}" for g in grads]
+                        if k == "p" else []}
     for k in e:
         if k not in t:
             diff[k] = "missing in torch"
@@ -199,7 +236,43 @@ def run_rows(args, device, cap):
     threads = torch.get_num_threads()
     forms = ["single"] if device == "cpu" else ["single", "foreach", "fused"]
     with tempfile.TemporaryDirectory() as work:
-        for case in CASES:
+        for case in AF_CASES if args.adafactor else []:
+            label = f"{case[0]} {case[1]}"
+            if args.only and not any(o in label for o in args.only.split(",")):
+                continue
+            for shape in (case[9][:3] if args.quick else case[9]):
+                for kind in case[10]:
+                    if kind == "zrc" and len(shape) < 2:
+                        continue
+                    for dname in DT:
+                        p0, grads = af_inputs(args.seed, shape, case[8], dname, kind)
+                        # on the CPU torch's foreach=True too: exmy's --variant foreach
+                        for form in (["single", "foreach"] if device == "cpu" else forms):
+                            if form not in case[7]:
+                                continue
+                            variant = " --variant foreach" if (device == "cpu" and
+                                                               form == "foreach") else ""
+                            profile = (f"torch-cpu:{cap}:t{threads}" if device == "cpu" else
+                                       {"single": "torch-cuda",
+                                        "foreach": "torch-cuda-foreach"}[form])
+                            row = {"family": case[0], "config": f"{case[1]} {kind}",
+                                   "n": "x".join(map(str, shape)), "dtype": dname,
+                                   "torch": device, "form": form, "profile": profile,
+                                   "exmy_device": args.exmy_device, "steps": case[8]}
+                            t = torch_run(case, p0, grads, dname, device, form)
+                            try:
+                                e, cmd = exmy_run(args, work, case, p0, grads, dname, profile,
+                                                  variant)
+                            except RuntimeError as ex:
+                                row["exmy_refused"] = str(ex).splitlines()[-1][-300:]
+                                rows.append(row)
+                                continue
+                            row["differing"], first = compare(t, e, p0, grads)
+                            if first:
+                                row["first"] = first
+                            row["command"] = cmd
+                            rows.append(row)
+        for case in CASES if not args.adafactor else []:
             label = f"{case[0]} {case[1]}"
             if args.only and not any(o in label for o in args.only.split(",")):
                 continue
@@ -253,6 +326,8 @@ def main():
     ap.add_argument("--quick", action="store_true", help="size 1,000 only")
     ap.add_argument("--mkl-native", action="store_true",
                     help="leave MKL's instruction set to MKL (fp32 sqrt may differ)")
+    ap.add_argument("--adafactor", action="store_true",
+                    help="the Adafactor cases (AF_CASES, on shapes) instead of CASES")
     ap.add_argument("--child-cpu", default="", help=argparse.SUPPRESS)
     args = ap.parse_args()
     args.exmy = os.path.abspath(args.exmy)
@@ -271,7 +346,8 @@ def main():
             env["MKL_ENABLE_INSTRUCTIONS"] = "AVX2"
         cmd = [sys.executable, os.path.abspath(__file__), "--exmy", args.exmy, "--out", args.out,
                "--exmy-device", args.exmy_device, "--seed", str(args.seed), "--only", args.only,
-               "--child-cpu", cap] + (["--quick"] if args.quick else [])
+               "--child-cpu", cap] + (["--quick"] if args.quick else []) + \
+              (["--adafactor"] if args.adafactor else [])
         r = subprocess.run(cmd, env=env, capture_output=True, text=True)
         if r.returncode != 0:
             raise RuntimeError(f"capability {cap}: exit {r.returncode}: {r.stderr.strip()[-2000:]}")

@@ -408,6 +408,7 @@ nb::dict step(const std::string& optimizer, Arr<const float> params, Arr<const f
                      std::to_string(n));
   }
   std::vector<float> p(params.data(), params.data() + n);
+  c.shape = shape_of(params);  // Adafactor factors >= 2-d parameters by their shape
   optim::State s = optim::init_state(c, p);
   {
     nb::gil_scoped_release release;
@@ -421,7 +422,13 @@ nb::dict step(const std::string& optimizer, Arr<const float> params, Arr<const f
   optim::canonical_nans(c, s, p);
   nb::dict d;
   for (const optim::StateArray& a : c.opt.entry->arrays(c, s)) {
-    std::visit([&](auto* vec) { d[a.file] = to_numpy(std::move(*vec), {vec->size()}); }, a.data);
+    // The array's saved shape where it has one (Adafactor's row_var and col_var), else 1-d.
+    const std::vector<std::size_t> sh = a.shape;
+    std::visit(
+        [&](auto* vec) {
+          d[a.file] = to_numpy(std::move(*vec), sh.empty() ? std::vector{vec->size()} : sh);
+        },
+        a.data);
   }
   d["params"] = to_numpy(std::move(p), shape_of(params));
   return d;

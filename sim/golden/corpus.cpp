@@ -161,6 +161,8 @@ struct StepCase {
   std::string compat;  // "" = the default
   // A family's extra hyperparameters (flags: 1), as `exmy step` options.
   std::vector<std::pair<std::string, double>> extra = {};
+  // The parameters' shape (empty: 1-d); Adafactor factors a 2-d one.
+  std::vector<std::size_t> shape = {};
 };
 // Every optimizer × parameter dtype × --compat profile exmy models (section 9): torch Adam, AdamW
 // and SGD under torch-cpu, torch-cuda, torch-cuda-foreach and torch-cuda-fused, on fp32, bf16
@@ -214,6 +216,17 @@ std::vector<StepCase> step_case_list() {
       }
     }
   }
+  // torch.optim.Adafactor (9.2.8) on the ATen CPU kernels: 1-d (variance) by default, 2-d
+  // (row_var, col_var of a 28 x 157 matrix) with its options.
+  for (const auto& [st, dn] : dtypes) {
+    v.push_back({std::string("adafactor-") + dn, "adafactor", st, ""});
+    v.push_back({std::string("adafactor-28x157-options-") + dn,
+                 "adafactor",
+                 st,
+                 "",
+                 {{"--beta2-decay", -0.5}, {"--d", 2}, {"--eps1", 1e-30}, {"--maximize", 1}},
+                 {28, 157}});
+  }
   v.push_back({"stableadamw-fp32", "stableadamw", Storage::f32, ""});
   for (const char* split :
        {"adamw-bf16+8", "adamw-bf16+8:sr", "adamw-fp16+8:sr", "sgd-bf16+8:sr"}) {
@@ -257,6 +270,7 @@ void step_cases(std::uint64_t seed, std::vector<CaseMaker>& out) {
            c.hyper = optim::resolve_hyper(*c.opt.entry, ho);
            c.st = sc.st;
            c.seed = seed;
+           c.shape = sc.shape;
            optim::apply_compat(c, sc.compat);  // as `exmy step --compat` and exmy.step
            std::mt19937_64 rng(seed ^ fnv1a(sc.id));
            std::vector<float> p0(kN), g(kN * kSteps);
@@ -290,6 +304,7 @@ void step_cases(std::uint64_t seed, std::vector<CaseMaker>& out) {
            std::vector<std::pair<std::string, io::NpyArray>> states;
            for (const optim::StateArray& a : c.opt.entry->arrays(c, s)) {
              io::NpyArray arr = std::visit([](auto* vec) { return io::make_npy(*vec); }, a.data);
+             if (!a.shape.empty()) arr.shape = a.shape;  // row_var (R, 1), col_var (1, C)
              states.push_back({a.file, std::move(arr)});
              outputs += std::string(",") + a.file;
            }
@@ -308,9 +323,12 @@ void step_cases(std::uint64_t seed, std::vector<CaseMaker>& out) {
                     " --param-dtype " + std::string(optim::dtype_name(sc.st)) +
                     (sc.compat.empty() ? std::string() : " --compat " + sc.compat) +
                     extra_options(sc.extra) + " --seed " + std::to_string(seed) + " --out out"}};
-           cs.inputs.push_back({"params", io::make_npy(p0)});
-           cs.inputs.push_back({"grads", io::make_npy(g, {kSteps, kN})});
-           cs.expected.push_back({"params", io::make_npy(p)});
+           std::vector<std::size_t> pshape = sc.shape.empty() ? std::vector{kN} : sc.shape;
+           std::vector<std::size_t> gshape{static_cast<std::size_t>(kSteps)};
+           gshape.insert(gshape.end(), pshape.begin(), pshape.end());
+           cs.inputs.push_back({"params", io::make_npy(p0, pshape)});
+           cs.inputs.push_back({"grads", io::make_npy(g, gshape)});
+           cs.expected.push_back({"params", io::make_npy(p, pshape)});
            for (auto& st : states) cs.expected.push_back(std::move(st));
            return cs;
          }});

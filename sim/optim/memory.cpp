@@ -42,6 +42,9 @@ std::vector<MemoryRow> memory_breakdown(const MemoryConfig& config) {
     throw InputError("--extra-bits needs 16-bit weights (--weights bf16|fp16)");
   }
   if (c.block <= 0) throw InputError("--block: expected a positive block size");
+  for (const std::size_t d : c.shape) {
+    if (d == 0) throw InputError("--shape: expected dimensions >= 1");
+  }
   std::vector<MemoryRow> rows;
   rows.push_back({c.weight_bytes == 4   ? "weights (fp32)"
                   : c.weight_bytes == 1 ? "weights (e5m2)"
@@ -57,7 +60,29 @@ std::vector<MemoryRow> memory_breakdown(const MemoryConfig& config) {
   if (g < 0) g = (c.weight_bytes == 4 || master) ? 4 : 2;
   rows.push_back({c.fused_backward ? "gradients (fused backward: not stored)" : "gradients",
                   c.fused_backward ? 0.0 : static_cast<double>(g)});
-  rows.push_back({"optimizer state", opt ? opt->entry->state_bytes : 0.0});
+  double state = opt ? opt->entry->state_bytes : 0.0;
+  if (opt && opt->entry->factored_state) {
+    // torch.optim.Adafactor: states of the weights' dtype; a >= 2-d (..., R, C) parameter keeps
+    // R + C of them per R x C matrix (row_var, col_var), a 1-d one one per parameter (variance).
+    const std::vector<std::size_t>& s = c.shape;
+    const double per = s.size() < 2 ? 1.0
+                                    : (static_cast<double>(s[s.size() - 2]) + s[s.size() - 1]) /
+                                          (static_cast<double>(s[s.size() - 2]) * s[s.size() - 1]);
+    state = c.weight_bytes * per;
+  }
+  rows.push_back({"optimizer state", state});
+  if (c.amsgrad) {
+    bool reads = false;
+    if (opt) {
+      for (const ExtraHyper& x : opt->entry->def->extras) reads = reads || x.option == "--amsgrad";
+    }
+    if (!reads) {
+      throw InputError("--amsgrad: " + c.optimizer +
+                       " has no amsgrad option (torch.optim.Adam and AdamW have)");
+    }
+    // max_exp_avg_sq: one more state the size of exp_avg_sq (state3 of exmy step --amsgrad)
+    rows.push_back({"amsgrad max_exp_avg_sq", opt->entry->state_bytes / 2.0});
+  }
   if (opt && opt->entry->absmax_states > 0) {
     rows.push_back({"block absmax (fp32 per " + std::to_string(c.block) + " per state)",
                     opt->entry->absmax_states * 4.0 / c.block});

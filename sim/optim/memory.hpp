@@ -25,6 +25,10 @@ struct MemoryConfig {
   int grad_bytes = -1;              // -1: 4 with fp32 weights or a master copy, else 2
   bool fused_backward = false;      // seed 004 3.2: gradients are never all stored
   int block = 256;                  // 8-bit absmax block size
+  bool amsgrad = false;             // Adam/AdamW amsgrad=True: max_exp_avg_sq, a fourth state
+  // The parameters' shape (Adafactor factors >= 2-d ones into R + C values per R x C matrix);
+  // empty: one dimension.
+  std::vector<std::size_t> shape;
 };
 
 struct MemoryRow {

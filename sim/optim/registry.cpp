@@ -670,6 +670,7 @@ void load_array(const std::string& path, std::vector<T>& v, const std::vector<st
 // The shape an array is saved with: the parameters' (or 1-d), with a leading `stack` rows.
 std::vector<std::size_t> saved_shape(const StateArray& a, const std::vector<std::size_t>& shape,
                                      std::size_t size) {
+  if (!a.shape.empty()) return a.shape;
   const std::size_t k = static_cast<std::size_t>(a.stack);
   if (k <= 1) return a.param_shaped ? shape : std::vector<std::size_t>{size};
   std::vector<std::size_t> out{k};
@@ -801,7 +802,9 @@ void check_hyper_domains(const Entry& e, const Hyper& h) {
   if (e.def->domains != nullptr) e.def->domains(e, h);
   for (std::size_t k = 0; k < e.def->extras.size(); ++k) {
     const ExtraHyper& x = e.def->extras[k];
-    if (!x.flag) check_domain(h.extra[k], std::string(x.option).c_str(), x.lo, x.hi, x.hi_open);
+    // A NaN default is Python's None (Adafactor's eps1): left alone when not given.
+    if (x.flag || (std::isnan(x.def) && std::isnan(h.extra[k]))) continue;
+    check_domain(h.extra[k], std::string(x.option).c_str(), x.lo, x.hi, x.hi_open);
   }
 }
 

@@ -58,11 +58,11 @@ struct ExtraHyper {
   std::string_view option;  // "--centered"
   std::string_view help;
   bool flag = false;  // a flag: 1 when given; else a value option
-  double def = 0.0;   // the library default
+  double def = 0.0;   // the library default (NaN: Python's None, the option not given)
   double lo = 0.0, hi = 0.0;
   bool hi_open = true;  // value options: the domain [lo, hi) or [lo, hi]
 };
-inline constexpr int kMaxExtraHyper = 4;
+inline constexpr int kMaxExtraHyper = 6;
 
 // Hyperparameters of one run: the union of what the families read (Adam-style: lr, betas, eps,
 // wd; SGD-style: lr, momentum, dampening, nesterov, wd), and the family's extra ones.
@@ -142,6 +142,8 @@ struct StateArray {
   // > 1: saved with a leading dimension of this many rows, (stack, *shape) or (stack, n/stack)
   // (AdEMAMix's state1 and absmax1 hold m1 and m2 as bitsandbytes stacks them).
   int stack = 1;
+  // Non-empty: saved with this shape (Adafactor's row_var (..., R, 1) and col_var (..., 1, C)).
+  std::vector<std::size_t> shape = {};
 };
 
 struct Entry {
@@ -159,6 +161,9 @@ struct Entry {
   bool reports_rms = false;        // the step returns RMS_t (StableAdamW), reported in state.json
   native::Bnb1Op bnb_op{};         // bnb1: the operation
   bool state32 = false;  // bnb1, ademamix: 32-bit states at every size (the *32bit optimizers)
+  // exmy memory: the state is factored by the parameters' shape (Adafactor; state_bytes is its
+  // 1-d figure with fp32 weights: one state value of the weights' dtype per parameter).
+  bool factored_state = false;
   // Parameter dtypes (by Storage: fp32, bf16, fp16) for which gpu/optim/optim.hpp has a kernel;
   // gpu/optim/optim_host.cu runs it (a pointer cannot live here: sim/ does not link gpu/).
   std::array<bool, 3> gpu;
@@ -203,6 +208,9 @@ struct Config {
   bool small_fallback = true;
   std::string variant = "default";
   std::uint64_t seed = 0;
+  // The parameters' shape (C order); empty: one dimension of the parameters' length. Read by the
+  // families whose step is not per element (Adafactor factors >= 2-d parameters).
+  std::vector<std::size_t> shape;
 };
 // "fp32", "bf16", "fp16": the --param-dtype spelling.
 std::string_view dtype_name(Storage st);

@@ -152,7 +152,10 @@ TEST_CASE("exmy step equals the API; bad input exits 2 and writes nothing", "[op
   }
   CHECK(run("memory --params 1.5e9 --optimizer adamw,adamw8bit --weights bf16 --extra-bits 8 "
             "--fused-backward") == 0);
-  CHECK(run("memory --params 1.5e9 --optimizer adafactor") == 2);
+  CHECK(run("memory --params 1.5e9 --optimizer adafactor --weights bf16 --shape 4096x1024") == 0);
+  CHECK(run("memory --params 1.5e9 --optimizer adamw --amsgrad") == 0);
+  CHECK(run("memory --params 1.5e9 --optimizer sgd --amsgrad") == 2);
+  CHECK(run("memory --params 1.5e9 --optimizer adafactor --shape 4096x0") == 2);
   std::system(("rm -rf " + d).c_str());
 }
 

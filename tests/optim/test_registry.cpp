@@ -179,7 +179,7 @@ TEST_CASE("memory: every registry name, none, and nothing else", "[optim][memory
   CHECK(optim::memory_total_per_param(optim::memory_breakdown(none)) == 4.0 + 4.0);
   // Regression: memory.cpp kept its own name list and accepted `momentum` (not an optimizer of
   // exmy step); every name now comes from the registry, plus the documented `none`.
-  for (const char* bad : {"momentum", "lion", "adafactor", "None", ""}) {
+  for (const char* bad : {"momentum", "lion", "adafactorr", "None", ""}) {
     INFO(bad);
     optim::MemoryConfig c;
     c.optimizer = bad;

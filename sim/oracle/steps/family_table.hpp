@@ -18,7 +18,7 @@ struct FamilyHyper {
   double lr = 0.0, beta1 = 0.0, beta2 = 0.0, eps = 0.0, wd = 0.0;
   double momentum = 0.0, dampening = 0.0, alpha = 0.0, beta3 = 0.0;
   bool nesterov = false;
-  std::array<double, 4> extra{};
+  std::array<double, 6> extra{};  // sim/optim/registry.hpp kMaxExtraHyper
   Kernels kernels = Kernels::cpu;
 };
 // One step t (1-based) on values p of storage T with gradient g; `states` are the family's state
