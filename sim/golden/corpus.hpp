@@ -21,7 +21,7 @@ namespace exmy::golden {
 // The corpus layout version (case.json fields, file names) and the SEMANTICS revision whose
 // definitions produced the default suite; changing what the default suite contains is a
 // deliberate bump of kCorpusVersion (the test pinning its hash says so).
-inline constexpr int kCorpusVersion = 7;
+inline constexpr int kCorpusVersion = 8;
 inline constexpr const char* kSemanticsRevision = "2026-12-01";
 inline constexpr std::uint64_t kDefaultSeed = 20261124;
 
