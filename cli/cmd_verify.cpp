@@ -16,6 +16,7 @@
 #include "sim/common/error.hpp"
 #include "sim/common/number.hpp"
 #include "sim/common/shard.hpp"
+#include "sim/io/build_info.hpp"
 #include "sim/io/files.hpp"
 #include "sim/io/pending_paths.hpp"
 #include "sim/verify/campaign.hpp"
@@ -305,7 +306,7 @@ int run_verify(const Args& args) {
       {"campaign", campaign},
       {"steps_ops", opts.op.empty() ? "all" : opts.op},
       {"depth", opts.depth == verify::Depth::ci ? "ci" : "full"},
-      {"exmy", std::string(EXMY_VERSION) + " (" + EXMY_GIT_SHA + ")"},
+      {"exmy", std::string(EXMY_VERSION) + " (" + exmy::build_git_sha() + ")"},
       {"shard_count", std::to_string(opts.shard.count)}};
   const std::string out =
       json ? verify::summary_json(results, opts.shard, identity) : verify::summary_text(results);

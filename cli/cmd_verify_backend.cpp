@@ -38,6 +38,7 @@
 #include "sim/common/shard.hpp"
 #include "sim/fast/array_cast.hpp"
 #include "sim/format/float_names.hpp"
+#include "sim/io/build_info.hpp"
 #include "sim/io/pending_paths.hpp"
 #include "sim/io/sha256.hpp"
 #include "sim/native/convert.hpp"
@@ -237,7 +238,7 @@ int run_verify_backend(const Args& args) {
       {"seed", std::to_string(seed)},
       {"entry", device_entry ? "device" : "host"},
       {"backend_sha256", io::sha256_file(library)},
-      {"exmy", std::string(EXMY_VERSION) + " (" + EXMY_GIT_SHA + ")"},
+      {"exmy", std::string(EXMY_VERSION) + " (" + exmy::build_git_sha() + ")"},
       {"shard_count", std::to_string(shard.count)},
       {"calls", std::to_string(items)}};
 

@@ -15,6 +15,7 @@
 #include "cli/command.hpp"
 #include "sim/common/error.hpp"
 #include "sim/common/threads.hpp"
+#include "sim/io/build_info.hpp"
 #include "sim/io/pending_paths.hpp"
 
 namespace exmy::cli {
@@ -27,7 +28,7 @@ std::map<std::string, Command>& commands() {
 namespace {
 void usage(std::FILE* out) {
   std::fprintf(out, "exmy %s (%s): bit-exact low-precision numerics\nusage: exmy COMMAND [ARGS]\n",
-               EXMY_VERSION, EXMY_GIT_SHA);
+               EXMY_VERSION, exmy::build_git_sha());
   for (const auto& [name, cmd] : exmy::cli::commands()) {
     std::fprintf(out, "  %-12s %s\n", name.c_str(), cmd.summary.c_str());
   }
@@ -57,7 +58,7 @@ int main(int argc, char** argv) {
     return checked_exit(name, 0);
   }
   if (name == "--version") {
-    std::printf("exmy %s (%s)\n", EXMY_VERSION, EXMY_GIT_SHA);
+    std::printf("exmy %s (%s)\n", EXMY_VERSION, exmy::build_git_sha());
     return checked_exit(name, 0);
   }
   const auto it = exmy::cli::commands().find(name);

@@ -19,6 +19,7 @@
 #include "gpu/common/runtime.hpp"
 #include "gpu/sfu/sfu_probe.hpp"
 #include "sim/common/error.hpp"
+#include "sim/io/build_info.hpp"
 #include "sim/io/files.hpp"
 
 namespace exmy::cli {
@@ -129,7 +130,7 @@ int run_probe_sfu(const Args& args) {
   b.manifest = "{\"format\":\"exmy SFU tables 1\",\"device\":" + json_string(gpu::device_name()) +
                ",\n \"driver\":" + json_string(driver_line()) +
                ",\n \"date\":" + json_string(utc_now()) +
-               ",\n \"exmy\":" + json_string(EXMY_GIT_SHA) +
+               ",\n \"exmy\":" + json_string(exmy::build_git_sha()) +
                ",\n \"command\":\"exmy probe sfu --device cuda --out DIR\",\n \"verified\":[" +
                inst.str() + "],\n \"tables\":[" + tabs.str() + "]}\n";
   const std::vector<std::uint8_t> bytes = sfu::encode(b);

@@ -17,6 +17,7 @@
 #include "gpu/common/runtime.hpp"
 #include "report_build_info.hpp"
 #include "sim/common/threads.hpp"
+#include "sim/io/build_info.hpp"
 
 namespace exmy::reports {
 
@@ -66,7 +67,7 @@ std::string source_git_sha() {
   const std::string src = EXMY_SOURCE_DIR;
   const std::string head =
       command_line_output("git -C '" + src + "' rev-parse --short=12 HEAD 2>/dev/null");
-  std::string built = EXMY_GIT_SHA;
+  std::string built = exmy::build_git_sha();
   if (head.empty()) return built.empty() ? "unknown" : built + " (configure time; no git now)";
   const std::string dirty = command_line_output(
       "git -C '" + src + "' status --porcelain --untracked-files=no 2>/dev/null | head -c 1");

@@ -27,6 +27,7 @@
 #include "sim/format/rounding_names.hpp"
 #include "sim/gemm/gemm.hpp"
 #include "sim/golden/corpus.hpp"
+#include "sim/io/build_info.hpp"
 #include "sim/native/compat_e8m0.hpp"
 #include "sim/optim/hyper_applies.hpp"
 #include "sim/optim/registry.hpp"
@@ -709,7 +710,7 @@ NB_MODULE(_exmy, m) {
     }
   });
   m.attr("__version__") = EXMY_VERSION;
-  m.attr("git_sha") = EXMY_GIT_SHA;
+  m.attr("git_sha") = exmy::build_git_sha();
   m.def("cast", &cast, "x"_a, "fmt"_a, "round"_a = exmy::rounding_name(exmy::Rounding{}),
         "overflow"_a = exmy::overflow_name(exmy::Overflow::none), "seed"_a = 0, "input"_a = "",
         "threads"_a = 1, "compat"_a = "");

@@ -26,6 +26,7 @@
 #include "sim/format/registry.hpp"
 #include "sim/format/rounding_names.hpp"
 #include "sim/golden/corpus_cases.hpp"
+#include "sim/io/build_info.hpp"
 #include "sim/io/files.hpp"
 #include "sim/io/flat_json.hpp"
 #include "sim/io/json_write.hpp"
@@ -373,7 +374,7 @@ std::string manifest_text(const GenerateOptions& opt,
   std::vector<std::pair<std::string, std::string>> f = {
       {"corpus", "exmy-golden"},          {"corpus_version", std::to_string(kCorpusVersion)},
       {"exmy_version", EXMY_VERSION},     {"semantics_revision", kSemanticsRevision},
-      {"git_sha", EXMY_GIT_SHA},          {"suite", suite},
+      {"git_sha", exmy::build_git_sha()}, {"suite", suite},
       {"seed", std::to_string(opt.seed)}, {"shard", shard_text},
       {"cases", std::to_string(cases)},   {"corpus_sha256", content_hash(files)}};
   for (const auto& [path, hash] : files) f.push_back({"file:" + path, hash});
