@@ -173,7 +173,7 @@ __global__ void __launch_bounds__(kThreads, Lean ? 4 : 1)
     if (base < a.n) {
       std::uint8_t c[kRun];
       if constexpr (Fast) {
-        fast_run<In, K, !Lean>(a, p, t.cb, t.tab, group_operands<K>(a, st, mxs, level), base, w, c);
+        fast_run<In, K>(a, p, t.cb, t.tab, group_operands<K>(a, st, mxs, level), base, w, c);
       } else {
         generic_run<In, K>(a, t.cb, st, mxs, base, w, c);
       }

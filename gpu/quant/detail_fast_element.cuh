@@ -370,9 +370,7 @@ __device__ __forceinline__ void codebook_run(const QArgs& a, const float* cb,
   }
 }
 
-// Ocp: whether the OCP MX rule can reach this call (false in the lean single pass, which runs only
-// NVFP4 and MX under torchao's arithmetic: its 64-register budget then carries no OCP branch).
-template <CastInput In, Kind K, bool Ocp = true>
+template <CastInput In, Kind K>
 __device__ __forceinline__ void fast_run(const QArgs& a, const FastCastPlan& p, const float* cb,
                                          const std::uint32_t* tab, const GroupOperands& g,
                                          std::uint64_t base, const std::uint32_t* w,
@@ -447,19 +445,21 @@ __device__ __forceinline__ void fast_run(const QArgs& a, const FastCastPlan& p, 
     }
 #if defined(EXMY_HW_FP8)
     if (a.hw_e4m3 || a.hw_e5m2) {
-      if (!Ocp || a.p.rule == native::ScaleRule::mx_torchao) {
-        a.hw_e4m3 ? mx_torchao_hw_run<In, HwFp8::e4m3>(a, g, w, c)
-                  : mx_torchao_hw_run<In, HwFp8::e5m2>(a, g, w, c);
-      } else if constexpr (Ocp) {
-        a.hw_e4m3 ? mx_hw_run<In, HwFp8::e4m3>(a, g, w, c) : mx_hw_run<In, HwFp8::e5m2>(a, g, w, c);
+      const bool torchao = a.p.rule == native::ScaleRule::mx_torchao;
+      if (a.hw_e4m3) {
+        torchao ? mx_torchao_hw_run<In, HwFp8::e4m3>(a, g, w, c)
+                : mx_hw_run<In, HwFp8::e4m3>(a, g, w, c);
+      } else {
+        torchao ? mx_torchao_hw_run<In, HwFp8::e5m2>(a, g, w, c)
+                : mx_hw_run<In, HwFp8::e5m2>(a, g, w, c);
       }
       return;
     }
 #endif
-    if (!Ocp || a.p.rule == native::ScaleRule::mx_torchao) {
+    if (a.p.rule == native::ScaleRule::mx_torchao) {
 #pragma unroll
       for (int k = 0; k < kRun; ++k) c[k] = fast_mx_torchao(a, p, g, exact_bits<In>(w, k));
-    } else if constexpr (Ocp) {
+    } else {
       mx_sw_run<In>(a, p, g, w, c);
     }
   } else {
