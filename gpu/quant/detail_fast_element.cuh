@@ -183,6 +183,21 @@ __device__ __forceinline__ float fast_normalize(const QArgs& a, const GroupOpera
   }
 }
 
+// MX element, rne, fast-cast format: x * 2^-X is an fp32 number when x is normal and the
+// shifted exponent stays in [1, 254] (or x is +-0), and then the cast of that fp32 value is
+// native::mx_element's encode of the same Unpacked value. Other elements take the native path.
+__device__ __forceinline__ std::uint8_t fast_mx(const QArgs& a, const FastCastPlan& p,
+                                                const GroupOperands& g, std::uint32_t xb) {
+  const std::uint32_t mag = xb & 0x7FFFFFFFu;
+  const int e = static_cast<int>(mag >> 23);
+  const int es = e - g.mx_exp;
+  if (g.mxs != native::kE8m0Nan && (mag == 0 || (e >= 1 && e <= 254 && es >= 1 && es <= 254))) {
+    const std::uint32_t u = mag == 0 ? xb : xb - (static_cast<std::uint32_t>(g.mx_exp) << 23);
+    return static_cast<std::uint8_t>(fast_cast_fp32_fixed_inline<FastMode::rne>(p, u, 0u, 0));
+  }
+  return cold_mx_element(a.p.fmt, native::float_of(xb), g.mxs, a.p.mode, a.p.sr_bits, 0u);
+}
+
 // MX under torchao's arithmetic (native::mx_torchao_scaled with the block's factor in g.aux): the
 // fp8 cast of a clamped, non-NaN y is the mode-fixed fast cast (rne, satfinite), equal to
 // native::convert there; NaN is torch's 0x7F | sign; fp6 / fp4 take torchao's integer encoder.
@@ -211,10 +226,9 @@ __device__ __forceinline__ void hw_fp8_run(const float* y, std::uint8_t* c) {
   }
 }
 
-// OCP MX elements of a run with the cast by the instruction: the scaled values are exponent
-// shifts (mx_sw_run below says when they are exact), the elements that condition sends to the
-// native path (a NaN scale; zero or out-of-range exponents) are recomputed there after the
-// instruction ran on all of them.
+// OCP MX elements of a run (fast_mx) with the cast by the instruction: the scaled values are
+// exponent shifts, the elements fast_mx sends to the native path (a NaN scale; zero or
+// out-of-range exponents) are recomputed there after the instruction ran on all of them.
 template <CastInput In, HwFp8 T>
 __device__ __forceinline__ void mx_hw_run(const QArgs& a, const GroupOperands& g,
                                           const std::uint32_t* w, std::uint8_t* c) {
@@ -227,51 +241,12 @@ __device__ __forceinline__ void mx_hw_run(const QArgs& a, const GroupOperands& g
     const std::uint32_t mag = xb & 0x7FFFFFFFu;
     const std::uint32_t e = mag >> 23;
     const std::uint32_t es = e - static_cast<std::uint32_t>(g.mx_exp);
-    // The exponent-shift condition: mag == 0, or e and e - X both in [1, 254].
+    // fast_mx's condition: mag == 0, or e and e - X both in [1, 254].
     const bool ok = mag == 0 || (e - 1u < 254u && es - 1u < 254u);
     y[k] = native::float_of(mag == 0 ? xb : xb - shift);
     cold |= ok ? 0u : (1u << k);
   }
   hw_fp8_run<T>(y, c);
-  if (cold != 0) {
-#pragma unroll
-    for (int k = 0; k < kRun; ++k) {
-      if ((cold >> k) & 1u) {
-        c[k] = cold_mx_element(a.p.fmt, native::float_of(exact_bits<In>(w, k)), g.mxs, a.p.mode,
-                               a.p.sr_bits, 0u);
-      }
-    }
-  }
-}
-
-// OCP MX elements of a run, rne, fast-cast format, with the software cast: x * 2^-X is an fp32
-// number when x is normal and the shifted exponent stays in [1, 254] (or x is +-0), and then the
-// cast of that fp32 value is native::mx_element's encode of the same Unpacked value; other elements
-// (and every element under a NaN scale) take the native path. The cast of every element comes first
-// (the branch-free mode-fixed fast cast, on an exponent-shifted value that is discarded where the
-// condition fails), and the native elements are recomputed after the unrolled loop, as mx_hw_run
-// does. With the native fallback inside the loop, per element, each of the kRun unrolled elements
-// carried an inlined mx_element: the formats without the fp8 instruction (e2m1fn, the fp6 formats)
-// ran at half the speed of e4m3fn's instruction path (H200: 945 us against 484 us at 2^28
-// elements).
-template <CastInput In>
-__device__ __forceinline__ void mx_sw_run(const QArgs& a, const FastCastPlan& p,
-                                          const GroupOperands& g, const std::uint32_t* w,
-                                          std::uint8_t* c) {
-  std::uint32_t cold = g.mxs == native::kE8m0Nan ? 0xFFFFu : 0u;
-  const std::uint32_t shift = static_cast<std::uint32_t>(g.mx_exp) << 23;
-#pragma unroll
-  for (int k = 0; k < kRun; ++k) {
-    const std::uint32_t xb = exact_bits<In>(w, k);
-    const std::uint32_t mag = xb & 0x7FFFFFFFu;
-    const std::uint32_t e = mag >> 23;
-    const std::uint32_t es = e - static_cast<std::uint32_t>(g.mx_exp);
-    // The exponent-shift condition: mag == 0, or e and e - X both in [1, 254].
-    const bool ok = mag == 0 || (e - 1u < 254u && es - 1u < 254u);
-    const std::uint32_t u = mag == 0 ? xb : xb - shift;
-    c[k] = static_cast<std::uint8_t>(fast_cast_fp32_fixed_inline<FastMode::rne>(p, u, 0u, 0));
-    cold |= ok ? 0u : (1u << k);
-  }
   if (cold != 0) {
 #pragma unroll
     for (int k = 0; k < kRun; ++k) {
@@ -454,7 +429,8 @@ __device__ __forceinline__ void fast_run(const QArgs& a, const FastCastPlan& p, 
 #pragma unroll
       for (int k = 0; k < kRun; ++k) c[k] = fast_mx_torchao(a, p, g, exact_bits<In>(w, k));
     } else {
-      mx_sw_run<In>(a, p, g, w, c);
+#pragma unroll
+      for (int k = 0; k < kRun; ++k) c[k] = fast_mx(a, p, g, exact_bits<In>(w, k));
     }
   } else {
     if (a.p.norm == native::NormOrder::div) {

@@ -116,7 +116,7 @@ bool fast_path(const QArgs& a) {
                                                        Overflow::satfinite}) == FastMode::sr);
     case Kind::codebook:
       return a.p.mode != RoundMode::sr && codebook_table_supports(a.p.tie);
-    case Kind::mx:  // OCP (ScaleRule::mx): mx_sw_run / mx_hw_run; fast_mx_torchao; NVFP4 per group
+    case Kind::mx:  // fast_mx: OCP (ScaleRule::mx); fast_mx_torchao; NVFP4 per group
       return nvfp4_rule(a) ||
              ((a.p.rule == native::ScaleRule::mx || a.p.rule == native::ScaleRule::mx_torchao) &&
               fast_cast_supported(a.p.fmt) && a.p.mode == RoundMode::rne);
