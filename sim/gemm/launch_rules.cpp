@@ -609,7 +609,9 @@ LaunchRule launch_rule(const LaunchRecord& r, const std::string& in, const std::
     }
     if (rule->grid_split && split > 1) {
       // 64 ceil(floor(K/S)/64) differs from P only where floor(K/S) is a multiple of 64 and S
-      // does not divide K; then S such parts end before K (the H200's fp16 4x8x14792).
+      // does not divide K; then S such parts end before K (the H200's fp16 4x8x14792, and all
+      // 215 short GEMMs of the all-ones scan, each exactly S floor_P k summed:
+      // bench/results/2026-12-02-h200-cublas-short-gemms.md).
       floor_P = 64 * ((K / split + 63) / 64);
       floor_gap = floor_P != P;
     }
@@ -643,8 +645,10 @@ LaunchRule launch_rule(const LaunchRecord& r, const std::string& in, const std::
                      : std::string()) +
            (floor_gap ? "the part may be 64 ceil(floor(K/S)/64) = " + std::to_string(floor_P) +
                             " here, which leaves the last " + std::to_string(K - split * floor_P) +
-                            " k unaccumulated (cuBLAS on the H200 at fp16 4x8x14792, both "
-                            "outputs); elsewhere: "
+                            " k unaccumulated, as cuBLAS on the H200 did at fp16 4x8x14792 "
+                            "(both outputs) and at all 215 such GEMMs of an all-ones scan of "
+                            "K 1..16384 (24 type, M, N; exmy's rule on the first " +
+                            std::to_string(split * floor_P) + " k reproduces it); elsewhere: "
                       : std::string()) +
            rule->evidence + ")";
   return lr;

@@ -1111,3 +1111,53 @@ TEST_CASE("the compiled-in nvjet records hold the CTA count: 128x256x12288 per G
     REQUIRE(s.model.k_group == 16);
   }
 }
+
+TEST_CASE("family rules: nvjet split-K GEMMs cuBLAS left short (regression, announced)",
+          "[gemm][launch]") {
+  // bench/results/2026-12-02-h200-cublas-short-gemms.md: an all-ones scan on the H200
+  // (bench/peers/gemm_tail_capture.py, 24 type, M, N x every K in 1..16384) found 215 GEMMs
+  // whose fp32 outputs fall short of K; each equals S q with q = 64 ceil(floor(K/S)/64)
+  // (SEMANTICS 15.6), here K - 8. The records below are those of the capture (kernel, CTAs =
+  // the grid's x y z, splitKreduce/f32); each must be announced (not verified), naming q and
+  // the shortfall. The expected q and shortfall are computed here from the document's formula.
+  struct Short {
+    const char *in, *key;
+    std::size_t M, N, K, ctas, split, got;
+  };
+  const Short cases[] = {
+      {"fp16", "nvjet_sm90_hss_64x8_64x16_1x1_h_bz_splitK_TNT", 4, 8, 11528, 9, 9, 11520},
+      {"bf16", "nvjet_sm90_tss_64x8_64x16_1x1_h_bz_splitK_TNT", 1, 8, 16136, 12, 12, 16128},
+      {"fp16", "nvjet_sm90_hss_8x64_64x16_1x1_h_bz_splitK_TNN", 8, 8, 13448, 10, 10, 13440},
+      {"bf16", "nvjet_sm90_tss_64x8_64x16_1x2_h_bz_splitK_TNT", 11, 8, 14088, 22, 11, 14080},
+      {"fp16", "nvjet_sm90_hss_64x8_64x16_1x4_h_bz_splitK_TNT", 28, 16, 12808, 40, 10, 12800},
+      {"bf16", "nvjet_sm90_tss_64x8_64x16_4x1_v_bz_splitK_TNT", 6, 144, 12680, 36, 9, 12672},
+      {"fp16", "nvjet_sm90_hss_16x64_64x16_4x1_v_bz_splitK_TNN", 1, 48, 15368, 48, 12, 15360},
+      {"bf16", "nvjet_sm90_tss_16x64_64x16_2x2_h_bz_splitK_TNN", 96, 80, 15560, 108, 9, 15552},
+      {"fp16", "nvjet_sm90_hss_16x64_64x16_2x2_h_bz_splitK_TNN", 96, 80, 14728, 120, 10, 14720},
+  };
+  for (const Short& c : cases) {
+    CAPTURE(c.in, c.key, c.M, c.N, c.K);
+    LaunchRecord v;
+    v.family = "nvjet";
+    v.key = c.key;
+    v.reduce = "splitKreduce/f32";
+    v.split = c.ctas;
+    const std::size_t q = 64 * ((c.K / c.split + 63) / 64);
+    REQUIRE(c.split * q == c.got);  // the capture's output: S parts of q, the tail never added
+    const std::size_t P = 64 * (((c.K + c.split - 1) / c.split + 63) / 64);
+    const LaunchRule r = launch_rule(v, c.in, "fp32", c.M, c.N, c.K);
+    REQUIRE(r.model == "hw:k=16,frac=25,chunk=" + std::to_string(P));
+    REQUIRE(r.status == LaunchRule::Status::unverified);
+    REQUIRE(r.why.find("= " + std::to_string(q) + " here") != std::string::npos);
+    REQUIRE(r.why.find("last " + std::to_string(c.K - c.got) + " k unaccumulated") !=
+            std::string::npos);
+    REQUIRE(r.why.find("first " + std::to_string(c.got) + " k") != std::string::npos);
+    // The same record at K - 8 (S divides K) and K + 8 (floor(K/S) = q + 1, not a multiple
+    // of 64 there): verified. The scan found both K exact (their launches are not recorded).
+    const std::size_t exact_k[] = {c.K - 8, c.K + 8};
+    for (std::size_t K : exact_k) {
+      CAPTURE(K);
+      REQUIRE(launch_rule(v, c.in, "fp32", c.M, c.N, K).status == LaunchRule::Status::verified);
+    }
+  }
+}
