@@ -291,8 +291,8 @@ TEST_CASE("cast --compat: scalars, and the errors", "[cli][cast][compat]") {
   const Case cases[] = {
       {"cast e8m0fnu --compat numpy 1",
        "--compat 'numpy': unknown profile (known: torch, ml_dtypes, amd-gfx950, torch-cpu, "
-       "torch-cuda, "
-       "torch-cuda-foreach, torch-cuda-fused, triton, bnb-cuda)"},
+       "torch-cuda, torch-cuda-foreach, torch-cuda-fused, triton, bnb-cuda, torchao-cpu, "
+       "torchao-cuda)"},
       {"cast e4m3fn --compat torch 1", "--compat torch does not cover cast to e4m3fn"},
       {"cast int8 --compat ml_dtypes 1", "--compat ml_dtypes does not cover cast to int8"},
       {"cast e8m0fnu --compat torch --round rtz 1", "--compat torch fixes the rounding"},
