@@ -464,6 +464,47 @@ TEST_CASE("cublas-sm90 precedence: verified launch rule, verified shape, unverif
   }
 }
 
+// The bias epilogue's records (SEMANTICS 15.6): "T>T+bias" holds the launch of the GEMM with
+// cuBLASLt's bias epilogue (torch's addmm, F.linear with a bias), other kernels than the GEMM
+// without one: the H200 ran nvjet tst_64x32 cluster 1x2 for bf16 64x4096x4096 and
+// tst_48x64_..._bias_ cluster 4x1 with a bias (bench/results/2026-12-01-h200-qlora-matmul.md).
+// Each output takes its own record; the family rule gets the plain output type.
+TEST_CASE("launch records of the bias epilogue: T>T+bias", "[gemm][launch]") {
+  const GemmProfile p = parse_gemm_profile(
+      R"({"launch": {"info": {"device": "NVIDIA H200"}, "kernels": [
+          ["nvjet", "nvjet_sm90_tst_64x32_64x16_1x2_h_bz_TNT", ""],
+          ["nvjet", "nvjet_sm90_tst_48x64_64x15_4x1_v_bz_bias_TNN", ""],
+          ["nvjet", "nvjet_sm90_tst_64x8_64x16_2x1_v_bz_splitK_bias_TNT", "splitKreduce/f32"]],
+        "records": {"bf16>bf16": [64, 4096, 4096, 0, 128],
+                    "bf16>bf16+bias": [64, 4096, 4096, 1, 88, 8, 4096, 4096, 2, 256]}}})",
+      "bias.json");
+  REQUIRE(p.launch.size() == 3);
+  const AccumModel b16 = parse_accum_model("cublas-sm90", 16);
+  // 64x4096x4096 without bias: 64 tiles along N, 1 -> 2 along M: 128 CTAs, split 1.
+  ShapeModel s = model_for_shape(b16, 64, 4096, 4096, "bf16", "bf16", p);
+  REQUIRE(s.measured);
+  REQUIRE(s.spec == "hw:k=16,frac=25");
+  REQUIRE(s.from.find("1x2_h_bz_TNT") != std::string::npos);
+  // With a bias: tst_48x64 cluster 4x1: ceil(4096/48) = 86 -> 88, 1: 88 CTAs, split 1.
+  s = model_for_shape(b16, 64, 4096, 4096, "bf16", "bf16+bias", p);
+  REQUIRE(s.measured);
+  REQUIRE(s.spec == "hw:k=16,frac=25");
+  REQUIRE(s.from.find("_bias_TNN") != std::string::npos);
+  // 8x4096x4096 with a bias: 64 tiles (cluster 2x1), 256 CTAs: split 4, parts of 1024.
+  s = model_for_shape(b16, 8, 4096, 4096, "bf16", "bf16+bias", p);
+  REQUIRE(s.measured);
+  REQUIRE(s.spec == "hw:k=16,frac=25,chunk=1024");
+  REQUIRE(s.model.chunk == 1024);
+  // Without a bias the bias record is not the GEMM's: no record there (a launch-only profile
+  // has no nearest-shape entry: refused, naming the file).
+  try {
+    model_for_shape(b16, 8, 4096, 4096, "bf16", "bf16", p);
+    FAIL("expected InputError");
+  } catch (const InputError& e) {
+    REQUIRE(std::string(e.what()).find("bias.json") != std::string::npos);
+  }
+}
+
 TEST_CASE("the compiled-in launch records: the H100 capture's kernels", "[gemm][launch]") {
   // bench/results/2026-11-28-h100-gemm-launch.md: 8,020 shapes; fp32 116x26x1646 ran
   // cutlass_80_simt_sgemm_64x64_8x5 with gridDim.z = 25 and splitKreduce.
@@ -652,6 +693,10 @@ TEST_CASE("profile parse errors name the file and the field", "[gemm][launch]") 
            Bad{R"({"launch": {"info": {}, "kernels": [["a", "b", ""]],
                 "records": {"fp32>fp32": [1, 0, 3, 0, 1]}}})",
                "must be positive"},
+           Bad{R"({"launch": {"info": {}, "kernels": [], "records": {"bf16>bf16+relu": []}}})",
+               "launch.records[\"bf16>bf16+relu\"]"},
+           Bad{R"({"launch": {"info": {}, "kernels": [], "records": {"bf16>fp16+bias": []}}})",
+               "IN>OUT+bias"},
            Bad{R"({"launch": )", "invalid JSON"},
        }) {
     INFO(b.text);
