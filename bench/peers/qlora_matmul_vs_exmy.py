@@ -123,6 +123,51 @@ def weight_files(exmy, tmp, seed, wname, wrec, wz):
     return args, bad
 
 
+def capture_linear_weight(exmy, tmp, wname, wrec, wargs, dt, cache):
+    """The weight the capture's Y_linear multiplied: `F.dequantize_4bit(packed, state).to(dt)`,
+    i.e. dequantized to the dtype W was quantized from (quant_state.dtype), then torch's cast
+    to dt (RNE; a second rounding where that dtype is neither dt nor fp32). bitsandbytes'
+    fallback dequantizes to X's dtype directly (exmy gemm --path dequant-linear). Returns (path
+    of its <u2 bits, N x K; its sha256 as the capture's deq_sha256 computes it)."""
+    if (wname, dt) in cache:
+        return cache[(wname, dt)]
+    get = {wargs[i]: wargs[i + 1] for i in range(len(wargs) - 1) if wargs[i].startswith("--")}
+    src = wrec["quantized_from"]
+    d = os.path.join(tmp, wname)
+    w0 = os.path.join(d, f"wdq_{src}.npy")
+    if not os.path.exists(w0):
+        cmd = [exmy, "dequantize", "--scheme", f"block:{wrec['blocksize']}", "--from",
+               wrec["quant_type"], "--compat", "bnb-cuda", "--in", get["--b"], "--state",
+               get["--block-scale-b"], "--shape", f"{wrec['N']},{wrec['K']}", "--out-format", src,
+               "--out", w0]
+        if "--state2" in get:
+            cmd += ["--double-quant", "--state2", get["--state2"], "--offset", get["--offset"]]
+        r = subprocess.run(cmd, capture_output=True, text=True)
+        if r.returncode != 0:
+            raise RuntimeError(f"exmy dequantize failed for {wname}: {r.stderr.strip()}")
+    a = np.load(w0)
+    t = (torch.from_numpy(a.view(np.int16)).view(torch.bfloat16) if src == "bf16"
+         else torch.from_numpy(a))
+    t = t.to(C.DT[dt])
+    path = save(os.path.join(d, f"wlin_{dt}.npy"), bits(C.np_bits(t)).reshape(wrec["N"], wrec["K"]))
+    cache[(wname, dt)] = (path, C.sha(t))
+    return cache[(wname, dt)]
+
+
+def run_plain_gemm(exmy, x, wpath, n, dtype, tmp, accum):
+    """exmy gemm on X and the first n rows of a 16-bit weight file under the model `accum`."""
+    xp = save(os.path.join(tmp, "lx.npy"), bits(x).reshape(-1, x.shape[-1]))
+    w = np.load(wpath)
+    wp = save(os.path.join(tmp, "lw.npy"), w[:n]) if n < w.shape[0] else wpath
+    yp = os.path.join(tmp, "ly.npy")
+    r = subprocess.run([exmy, "gemm", "--a", xp, "--a-format", dtype, "--b", wp, "--b-format", dtype,
+                        "--out-format", dtype, "--accum", accum, "--out", yp],
+                       capture_output=True, text=True, env=EXMY_ENV)
+    if r.returncode != 0:
+        return None, (r.stderr.strip().splitlines() or ["?"])[-1]
+    return np.load(yp).reshape(tuple(x.shape[:-1]) + (-1,)), None
+
+
 def sliced_weight(tmp, wname, wrec, wargs, n):
     """The first n rows of the weight (its codes, absmax, nested codes and state2), as gemm args:
     an output column of the SIMT and MMA kernels reads only its own row of W."""
@@ -211,7 +256,7 @@ def main():
     diff_counts = collections.Counter()
     sm = (a.sms, a.sm)
     with tempfile.TemporaryDirectory() as tmp:
-        wargs = {}
+        wargs, lin_cache = {}, {}
         for c in man["cases"]:
             if a.only and a.only not in c["case"]:
                 continue
@@ -261,17 +306,40 @@ def main():
                 if a.max_linear_gmac and linear and not sliced and gmac > a.max_linear_gmac:
                     counts[((lib_path, c["dtype"]), "skipped (size)")] += 1
                     continue
-                y, got_path, err = run_exmy(a.exmy, wa, xb, c["dtype"], tmp, "c", bk, path=path, sm=sm,
-                                            device=a.device, accum=accum, info_out=run_info)
+                deq_ok = None
+                if key == "Y_linear":
+                    # F.linear on the capture's own weight (capture_linear_weight), under the
+                    # model exmy names for that GEMM (--plan: its launch record)
+                    if not plan_info:
+                        _, _, perr = run_exmy(a.exmy, wargs[wn], xb, c["dtype"], tmp, "p", None,
+                                              path="dequant-linear", sm=sm, device=a.device,
+                                              accum=a.accum, plan=True, info_out=plan_info)
+                    wl, wl_sha = capture_linear_weight(a.exmy, tmp, wn, wrec, wargs[wn], c["dtype"],
+                                                       lin_cache)
+                    deq_ok = wl_sha == c.get("deq_sha256")
+                    n = cz[key].shape[1] if head and key in cz else wrec["N"]
+                    sliced = n < wrec["N"]
+                    if "accum_model" in plan_info:
+                        y, err = run_plain_gemm(a.exmy, xb, wl, n, c["dtype"], tmp,
+                                                plan_info["accum_model"])
+                    else:
+                        y, err = None, "exmy gemm --plan: no model"
+                    got_path = "dequant_linear"
+                else:
+                    y, got_path, err = run_exmy(a.exmy, wa, xb, c["dtype"], tmp, "c", bk, path=path,
+                                                sm=sm, device=a.device, accum=accum,
+                                                info_out=run_info)
                 if sliced and err is None:
                     got_path = want_path if got_path in ("simt", "mma_sm80") else got_path
-                    if plan_info:  # the path exmy's dispatch chose for the whole call
-                        got_path = plan_info["path"] if key == "Y" else got_path
+                    if plan_info and key == "Y":  # the path exmy's dispatch chose for the call
+                        got_path = plan_info["path"]
                 name = c["case"] + {"Y": "", "Y_linear": " [F.linear on dequantize_4bit]",
                                     "Y_gemv": " [F.gemv_4bit]"}[key]
                 row = {"case": name, "dtype": c["dtype"], "M": c["M"], "lib_path": lib_path,
                        "exmy_path": got_path, "error": err, "inputs_ok": inputs_ok,
                        "weight_ok": not wbad[wn]}
+                if deq_ok is not None:
+                    row["weight_dequant_equal"] = deq_ok  # the capture's deq_sha256
                 gi = plan_info or run_info
                 if linear and "accum_model" in gi:  # the GEMM model of the whole shape
                     row.update(N=wrec["N"], K=wrec["K"], bias=bool(bk is not None),
