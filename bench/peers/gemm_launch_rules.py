@@ -87,8 +87,13 @@ GEMVX = "internal::gemvx::kernel<int, int, float, float, float, float, "
 GEMVX_V_MAX, GEMVX_1_MIN = 513, 644  # gemvx<..., 7>: vec=auto seen up to 513, vec=1 from 644
 
 
-def cuda_core_rule(fam, key, red, S, t, K):
-    if t not in ("fp32", "tf32"):
+def cuda_core_rule(fam, key, red, S, t, K, o="fp32"):
+    if t in ("bf16", "fp16") and o == t:  # 16-bit: gemmSN only (its compute type is float)
+        if fam == "gemmSN" and key.startswith("gemmSN_TN_kernel<float, 128, 16, 2, 4, ") and \
+                not red and S == 1:
+            return "fp32-seq:lanes=16,lanesum=seq,lanechunk=16", True
+        return None
+    if t not in ("fp32", "tf32") or o != "fp32":
         return None
     if fam == "dot" and key.startswith("dot_kernel<float, 128, 0,") and red == "reduce_1Block":
         return "fp32-seq:dot=%d" % S, 16 <= S <= 66  # the CTA counts trees/outputs hold
@@ -124,7 +129,7 @@ def family_rule(rec, t, o, K, M=0, N=0):
     """(model, verified) of the family rule for record `rec`, or None (no rule applies)."""
     fam, key, red, S = rec
     if fam in ("dot", "gemmSN", "gemvx"):
-        return cuda_core_rule(fam, key, red, S, t, K) if o == "fp32" else None
+        return cuda_core_rule(fam, key, red, S, t, K, o)
     if (fam, t, o) in XMMA_SLICES:
         T = xmma_ktile(key)
         if red not in ("", "xmma_split_k") or not T or S > 4096:

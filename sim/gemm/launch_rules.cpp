@@ -299,7 +299,8 @@ LaunchRule xmma_rule(const FamilyRule& rule, const LaunchRecord& r) {
 // - dot_kernel<float, 128, 0> + reduce_1Block: `fp32-seq:dot=S`, S = gridDim.x (the record's S
 //   for this family);
 // - gemmSN_TN_kernel<float, 128, 16, 2, 4, ...>: 16 strided lanes, each restarting every 16 of
-//   its k, added in lane order;
+//   its k, added in lane order; also for bf16/fp16 inputs with their own output type (the
+//   kernel computes in float: the same chain on the widened values, then the output rounding);
 // - gemvx::kernel<..., 6, ...> (blocks of 2x32): 2 lanes of one contiguous run each;
 //   gemvx::kernel<..., 7, ...> (32x4): 32 lanes by the halving tree, one contiguous run each up to
 //   K = 513 and strided from K = 644 (no launch between seen: announced there); with
@@ -317,6 +318,8 @@ LaunchRule cuda_core_rule(const LaunchRecord& r, const std::string& in, const st
   std::string model, evidence;
   bool verified = true;
   const bool cc = (in == "fp32" || in == "tf32") && out == "fp32";
+  // 16-bit inputs with their own output type: only gemmSN's rule holds there (below).
+  const bool half = (in == "bf16" || in == "fp16") && out == in;
   if (cc && r.family == "dot" && starts(r.key, "dot_kernel<float, 128, 0,") &&
       r.reduce == "reduce_1Block") {
     model = "fp32-seq:dot=" + std::to_string(r.split);
@@ -328,13 +331,19 @@ LaunchRule cuda_core_rule(const LaunchRecord& r, const std::string& in, const st
       verified = false;
       evidence = "a CTA count outside the 16 to 66 of the trees and outputs checked";
     }
-  } else if (cc && r.family == "gemmSN" &&
+  } else if ((cc || half) && r.family == "gemmSN" &&
              starts(r.key, "gemmSN_TN_kernel<float, 128, 16, 2, 4, ") && r.reduce.empty() &&
              r.split == 1) {
     model = "fp32-seq:lanes=16,lanesum=seq,lanechunk=16";
     evidence =
-        "every FPRev tree (7 shapes, H100 and H200) and every output of all 55 captured "
-        "H200 fp32 shapes of the family";
+        half ? "the fp32 rule (its compute type, the template's first argument, is float: the "
+               "bf16/fp16 elements widened, their products exact in fp32) with the output's one "
+               "rounding; every 16-bit output of the family captured: bitsandbytes' dequantize + "
+               "F.linear on the H200, 8 (shape, output)s of 999x333 (bf16 M 2, 4, 8, 3 and 8 "
+               "with bias, F.linear M 8; fp16 M 8 and F.linear M 8; 48,951 outputs), 0 "
+               "mismatching (bench/results/2026-12-02-h200-qlora-linear.md)"
+             : "every FPRev tree (7 shapes, H100 and H200) and every output of all 55 captured "
+               "H200 fp32 shapes of the family";
   } else if (cc && r.family == "gemvx" && starts(r.key, kGemvxF32)) {
     const std::string rest = r.key.substr(std::strlen(kGemvxF32));
     const bool v6 = starts(rest, "true, true, true, false, 6, false,");

@@ -329,6 +329,25 @@ TEST_CASE("family rules: cuBLAS's CUDA-core dot, gemmSN and gemvx kernels", "[ge
   r = launch_rule(sn, "fp32", "fp32", 655);
   REQUIRE(r.status == LaunchRule::Status::verified);
   REQUIRE(r.model == "fp32-seq:lanes=16,lanesum=seq,lanechunk=16");
+  // bf16/fp16 inputs, their own output (bitsandbytes' F.linear on the H200 at 999x333, M 2..8:
+  // the kernel computes in float, so the fp32 chain, then one rounding): the same model; the
+  // fp32 output of 16-bit inputs and the other CUDA-core kernels with 16-bit inputs: no rule.
+  sn.key =
+      "gemmSN_TN_kernel<float, 128, 16, 2, 4, 2, 2, true, cublasGemvTensorStridedBatched<"
+      "__nv_bfloat16 const>, cublasGemvTensorStridedBatched<__nv_bfloat16 const>, "
+      "cublasGemvTensorStridedBatched<__nv_bfloat16> >";
+  for (const char* t : {"bf16", "fp16"}) {
+    r = launch_rule(sn, t, t, 333);
+    REQUIRE(r.status == LaunchRule::Status::verified);
+    REQUIRE(r.model == "fp32-seq:lanes=16,lanesum=seq,lanechunk=16");
+    REQUIRE(launch_rule(sn, t, "fp32", 333).status == LaunchRule::Status::none);
+  }
+  REQUIRE(launch_rule(sn, "bf16", "fp16", 333).status == LaunchRule::Status::none);
+  LaunchRecord d16 = rec("dot", 33, "reduce_1Block");
+  d16.key =
+      "dot_kernel<float, 128, 0, cublasDotParams<cublasGemvTensorStridedBatched<"
+      "__nv_bfloat16 const>, cublasGemvTensorStridedBatched<float> > >";
+  REQUIRE(launch_rule(d16, "bf16", "bf16", 4160).status == LaunchRule::Status::none);
   LaunchRecord g = rec("gemvx", 1, "");
   const std::string pre = "internal::gemvx::kernel<int, int, float, float, float, float, ";
   const std::string post =
