@@ -145,6 +145,17 @@ TEST_CASE("family rules: SIMT SGEMM and 16-bit s1688gemm", "[gemm][launch]") {
           LaunchRule::Status::none);
   REQUIRE(launch_rule(rec("simt_sgemm", 1, ""), "bf16", "bf16", 64).status ==
           LaunchRule::Status::none);
+  // Where 64 divides K the parts are whole 64-k units (as wmma, s16816gemm): the H200's bf16
+  // 64x17x4160 with a bias, 17 parts of 64 ceil(245/64) = 256 (8-k units: 248) reproduce every
+  // output (bench/results/2026-12-02-h200-qlora-linear.md); one launch: announced where the
+  // two differ, verified where they agree (its fp32-partials twin: 65 parts of 64 either way).
+  r = launch_rule(rec("s1688gemm", 17, "splitKreduce/bf16"), "bf16", "bf16", 4160);
+  REQUIRE(r.model == "hw:k=8,frac=25,ktile=32,chunk=256,rp");
+  REQUIRE(r.status == LaunchRule::Status::unverified);
+  REQUIRE(r.why.find("256, not 248") != std::string::npos);
+  r = launch_rule(rec("s1688gemm", 65, "splitKreduce/f32"), "bf16", "bf16", 4160);
+  REQUIRE(r.model == "hw:k=8,frac=25,ktile=32,chunk=64");
+  REQUIRE(r.status == LaunchRule::Status::verified);
 }
 
 TEST_CASE("family rules: TF32 sm80 xmma and TF32 s1688gemm (k-tile residue first)",
