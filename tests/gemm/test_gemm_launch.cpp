@@ -688,6 +688,18 @@ TEST_CASE("the compiled-in H200 launch records: 18 launches differ from the H100
   const std::string g = launch_key("bf16", "fp32", 128, 256, 12288);
   REQUIRE(launches_differ(p, g));
   REQUIRE(find_launch_on(p, "h200", g)->key == find_launch_on(p, "h100", g)->key);
+  // bitsandbytes' dequantize + F.linear GEMMs (bench/peers/qlora_linear_launch_capture.py,
+  // H200 only): bf16 8x4096x4096 nvjet tst_64x8 cluster 2x1, 128 CTAs over 64 tiles: 2 parts
+  // of 2048; with a bias its _bias_ twin, the same grid (records "bf16>bf16+bias").
+  for (const char* out : {"bf16", "bf16+bias"}) {
+    const ShapeModel q =
+        model_for_shape(parse_accum_model("cublas-sm90-h200", 16), 8, 4096, 4096, "bf16", out);
+    REQUIRE(q.measured);
+    REQUIRE(q.spec == "hw:k=16,frac=25,chunk=2048");
+  }
+  REQUIRE(find_launch_on(p, "h200", launch_key("bf16", "bf16+bias", 8, 4096, 4096))->key ==
+          "nvjet_sm90_tst_64x8_64x16_2x1_v_bz_splitK_bias_TNT");
+  REQUIRE(find_launch_on(p, "h100", launch_key("bf16", "bf16+bias", 8, 4096, 4096)) == nullptr);
   // An agreed GEMM (fp32 116x26x1646, SIMT SGEMM S = 25): verified on both GPUs and for both.
   for (const char* name : {"cublas-sm90", "cublas-sm90-h100", "cublas-sm90-h200"}) {
     const ShapeModel s =
