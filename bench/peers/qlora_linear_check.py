@@ -104,7 +104,7 @@ def main():
         fam = rec[0] if rec else "no record"
         b = by[(fam, t, r["verified"])]
         b[0] += 1
-        b[1] += r.get("differ") == 0
+        b[1] += r["status"].startswith("equal")
         b[2] += r.get("differ") or 0
         b[3] += r.get("compared") or 0
         lines.append("| %s | %d×%d×%d%s | %s | `%s` | %s | %s / %s |" % (
