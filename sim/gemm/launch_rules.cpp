@@ -348,7 +348,9 @@ LaunchRule cuda_core_rule(const LaunchRecord& r, const std::string& in, const st
                "rounding; every 16-bit output of the family captured: bitsandbytes' dequantize + "
                "F.linear on the H200, 9 (shape, output)s: 999x333 bf16 M 2, 4, 8, 3 and 8 "
                "with bias, F.linear M 8, fp16 M 8 and F.linear M 8, and 8x17x4160 bf16 "
-               "(49,087 outputs), 0 mismatching (bench/results/2026-12-02-h200-qlora-linear.md)"
+               "(49,087 outputs), 0 mismatching; held out, the H200 capture of seed 20261201 "
+               "with its records: 24 shapes (bf16 23, fp16 1; 6,164 outputs), 0 mismatching "
+               "(bench/results/2026-12-02-h200-qlora-linear.md)"
              : "every FPRev tree (7 shapes, H100 and H200) and every output of all 55 captured "
                "H200 fp32 shapes of the family";
   } else if (cc && r.family == "gemvx" && starts(r.key, kGemvxF32)) {
