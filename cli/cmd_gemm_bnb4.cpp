@@ -18,6 +18,7 @@
 #include "sim/common/error.hpp"
 #include "sim/common/number.hpp"
 #include "sim/gemm/gemm.hpp"
+#include "sim/io/json_write.hpp"
 #include "sim/io/npy.hpp"
 #include "sim/native/convert.hpp"
 #include "sim/native/specialize/platform.hpp"
@@ -32,7 +33,7 @@ struct Bnb4GemmArgs {
   std::string a_path, b_path, out, a_fmt, b_fmt, out_fmt, compat, b_shape, absmax_path;
   std::string state2_path, offset_path, bias_path, path = "auto", accum = "cublas-sm90", mma_accum;
   std::size_t block = 64;
-  bool double_quant = false, json = false;
+  bool double_quant = false, json = false, plan = false;
   Device device = Device::cpu;
   quant::Bnb4Gpu gpu;
 };
@@ -142,7 +143,14 @@ Options bnb4_gemm_options(Bnb4GemmArgs& g) {
              "where the GEMM of the mma and dequant-linear paths runs (cuda: exmy's emulation "
              "kernel, the same bits)",
              "cpu", [&](const std::string& v) { g.device = parse_device(v); })
-      .flag({"--json"}, "print the path taken as JSON", [&] { g.json = true; });
+      .flag({"--json"},
+            "print the path taken as JSON (dequant-linear: also the GEMM model applied, "
+            "\"accum_model\", and whether the shape is verified)",
+            [&] { g.json = true; })
+      .flag({"--plan"},
+            "check the inputs, print --json's line (path; dequant-linear: the GEMM model of this "
+            "M x N x K with its launch record) and write nothing",
+            [&] { g.plan = true; });
   return opts;
 }
 
@@ -152,12 +160,42 @@ std::vector<std::uint32_t> run_model(const gemm::Operand& A, const gemm::Operand
   return dev == Device::cuda ? gpu::gemm_emulate(A, B, m, of) : gemm::gemm(A, B, m, of);
 }
 
-// F.linear(X, W_dq, bias) on the dequantized weight: exmy's GEMM model (cuBLAS), the bias added
-// to the fp32 accumulator before the output rounding (cuBLAS's beta C / the Lt bias epilogue).
+// The GEMM of F.linear(X, W_dq, bias) (bitsandbytes' _dequant_linear_fallback, backends/cuda/
+// ops.py): y = X W_dq^T, which torch runs as torch.mm(X, W_dq.t()) — cuBLAS's TN GEMM of M x K
+// by N x K, the layout and (M, N, K) of the launch records (tools/gemm_launch.py) — or, with a
+// bias, as addmm with cuBLASLt's bias epilogue, whose kernels are others: the records
+// "T>T+bias" (bench/peers/qlora_linear_launch_capture.py). The model exmy applies there (the
+// record's family rule, or the rule for a shape without a record, announced; SEMANTICS 15.6).
+gemm::ShapeModel linear_model(std::size_t M, const quant::Bnb4Weight& w, Bnb4Dtype dt,
+                              bool has_bias, const std::string& accum) {
+  const bool f32 = dt == Bnb4Dtype::fp32;
+  const std::string type = f32 ? "fp32" : dt == Bnb4Dtype::bf16 ? "bf16" : "fp16";
+  const gemm::AccumModel m = gemm::parse_accum_model(accum, f32 ? 32 : 16);
+  gemm::ShapeModel sm =
+      gemm::model_for_shape(m, M, w.N, w.K, type, has_bias ? type + "+bias" : type);
+  if (has_bias && sm.measured && gemm::parse_accum_model(sm.spec, f32 ? 32 : 16).rp) {
+    sm.measured = false;  // dequant_linear's bias after 16-bit partials
+    sm.from +=
+        "; a bias after 16-bit split-K partials: added to the rounded sum and rounded again "
+        "(fitted on 2 H200 launches, not held out)";
+  }
+  if (!sm.measured) {
+    std::fprintf(stderr, "%s\n",
+                 gemm::unverified_note("exmy gemm", accum, sm, M, w.N, w.K,
+                                       type + (has_bias ? " (bias)" : ""))
+                     .c_str());
+  }
+  return sm;
+}
+
+// F.linear(X, W_dq, bias) on the dequantized weight: the GEMM under linear_model's model (its
+// model string, run as given: the same arithmetic on any rows of W), the bias added to the fp32
+// result before the output rounding (the Lt bias epilogue: alpha = 1, one fp32 addition).
 std::vector<std::uint32_t> dequant_linear(const std::vector<std::uint32_t>& x, std::size_t M,
                                           const quant::Bnb4Weight& w, Bnb4Dtype dt,
                                           const std::vector<std::uint32_t>& bias,
-                                          const std::string& accum, Device dev) {
+                                          const std::string& accum, Device dev,
+                                          gemm::ShapeModel& sm) {
   const std::vector<std::uint32_t> wd = quant::bnb4_dequantize(w.q, w.N * w.K, dt, w.opt);
   const bool f32 = dt == Bnb4Dtype::fp32;
   gemm::Operand A, B;
@@ -175,27 +213,33 @@ std::vector<std::uint32_t> dequant_linear(const std::vector<std::uint32_t>& x, s
   const gemm::OutFormat of = f32                     ? gemm::OutFormat::fp32
                              : dt == Bnb4Dtype::bf16 ? gemm::OutFormat::bf16
                                                      : gemm::OutFormat::fp16;
-  const gemm::AccumModel m = gemm::parse_accum_model(accum, f32 ? 32 : 16);
-  const gemm::ShapeModel sm = gemm::operand_model(A, B, m, of);
-  if (!sm.measured) {
-    std::fprintf(
-        stderr, "%s\n",
-        gemm::unverified_note("exmy gemm", accum, sm, M, w.N, w.K, f32 ? "fp32" : A.type).c_str());
-  }
-  gemm::check_gemm_problem(A, B, m, 1.0, of);
-  if (bias.empty()) return run_model(A, B, m, of, dev);
-  if (sm.model.rp) {
-    throw InputError(
-        "--bias: the GEMM model of this shape rounds split-K parts (rp); a bias on "
-        "that path is not modelled");
-  }
-  std::vector<std::uint32_t> c = run_model(A, B, m, gemm::OutFormat::fp32, dev);
+  sm = linear_model(M, w, dt, !bias.empty(), accum);
+  const gemm::AccumModel run = gemm::parse_accum_model(sm.spec, f32 ? 32 : 16);
+  gemm::check_gemm_problem(A, B, run, 1.0, of);
+  if (bias.empty()) return run_model(A, B, run, of, dev);
   static constexpr FloatFormat kBf16 = formats::bf16, kFp16 = formats::fp16;
+  auto bias_of = [&](std::size_t j) {
+    const std::uint32_t b = bias[j];
+    return f32 ? native::f32_from_bits(b)
+               : native::to_float(dt == Bnb4Dtype::bf16 ? kBf16 : kFp16, b);
+  };
+  if (run.rp) {
+    // 16-bit split-K partials (splitKreduce reading X's dtype) and a bias: the rp GEMM's output
+    // (its partials' fp32 sum rounded to X's dtype), then the bias added in fp32 and rounded
+    // again. Fitted on the H200's two such launches of bitsandbytes' dequantize + F.linear
+    // (bf16 64x999x333 and 64x17x4160: every output; adding the bias to the fp32 sum before the
+    // one rounding misses 41% and 51% of them; bench/results/2026-12-02-h200-qlora-linear.md):
+    // announced (linear_model).
+    std::vector<std::uint32_t> y = run_model(A, B, run, of, dev);
+    const FloatFormat f = dt == Bnb4Dtype::bf16 ? formats::bf16 : formats::fp16;
+    for (std::size_t i = 0; i < y.size(); ++i) {
+      y[i] = native::bnb4_store(native::rn_add(native::to_float(f, y[i]), bias_of(i % w.N)), dt);
+    }
+    return y;
+  }
+  std::vector<std::uint32_t> c = run_model(A, B, run, gemm::OutFormat::fp32, dev);
   for (std::size_t i = 0; i < c.size(); ++i) {
-    const std::uint32_t b = bias[i % w.N];
-    const float bf =
-        f32 ? native::f32_from_bits(b) : native::to_float(dt == Bnb4Dtype::bf16 ? kBf16 : kFp16, b);
-    c[i] = native::bnb4_store(native::rn_add(native::f32_from_bits(c[i]), bf), dt);
+    c[i] = native::bnb4_store(native::rn_add(native::f32_from_bits(c[i]), bias_of(i % w.N)), dt);
   }
   return c;
 }
@@ -322,11 +366,33 @@ int run_gemm_bnb4(const Args& args) {
   }
   std::string mma_accum = g.mma_accum;
   if (mma_accum.empty()) mma_accum = g.gpu.cc_major >= 9 ? "sm90" : "sm80";
+  const bool linear = !gemv && p == quant::Bnb4MatmulPath::dequant_linear;
+  const char* path_name = gemv ? "gemv_naive" : quant::bnb4_path_name(p);
+  // The JSON line: the path, and for dequant-linear the GEMM model and its provenance.
+  auto json_line = [&](const gemm::ShapeModel* sm) {
+    std::string j = "{\"path\":\"" + std::string(path_name) + "\",\"M\":" + std::to_string(M) +
+                    ",\"N\":" + std::to_string(w.N) + ",\"K\":" + std::to_string(w.K);
+    if (sm != nullptr) {
+      j += ",\"bias\":" + std::string(bias.empty() ? "false" : "true") +
+           ",\"accum_model\":" + io::json_string(sm->spec) +
+           ",\"verified\":" + (sm->measured ? "true" : "false") +
+           ",\"rule\":" + io::json_string(sm->from);
+    }
+    return j + "}";
+  };
+  if (g.plan) {
+    gemm::ShapeModel sm;
+    if (linear) sm = linear_model(M, w, dt, !bias.empty(), g.accum);
+    std::printf("%s\n", json_line(linear ? &sm : nullptr).c_str());
+    return 0;
+  }
+  gemm::ShapeModel lin_sm;
   const std::vector<std::uint32_t> y =
-      gemv                                   ? quant::bnb4_gemv_naive(x, w, dt)
-      : p == quant::Bnb4MatmulPath::simt     ? quant::bnb4_gemm_simt(x, M, w, dt, bias)
-      : p == quant::Bnb4MatmulPath::mma_sm80 ? mma_kernel(x, M, w, dt, bias, mma_accum, g.device)
-                                             : dequant_linear(x, M, w, dt, bias, g.accum, g.device);
+      gemv                               ? quant::bnb4_gemv_naive(x, w, dt)
+      : p == quant::Bnb4MatmulPath::simt ? quant::bnb4_gemm_simt(x, M, w, dt, bias)
+      : p == quant::Bnb4MatmulPath::mma_sm80
+          ? mma_kernel(x, M, w, dt, bias, mma_accum, g.device)
+          : dequant_linear(x, M, w, dt, bias, g.accum, g.device, lin_sm);
   std::vector<std::size_t> yshape = xshape;
   yshape.back() = w.N;
   io::NpyFileWriter out(g.out, descr_of(dt), yshape);
@@ -338,8 +404,7 @@ int run_gemm_bnb4(const Args& args) {
   }
   out.commit();
   if (g.json) {
-    std::printf("{\"path\":\"%s\",\"M\":%zu,\"N\":%zu,\"K\":%zu}\n",
-                gemv ? "gemv_naive" : quant::bnb4_path_name(p), M, w.N, w.K);
+    std::printf("%s\n", json_line(linear ? &lin_sm : nullptr).c_str());
   } else {
     std::printf("matmul_4bit %s: M %zu, N %zu, K %zu, %s blocks of %zu%s\n",
                 quant::bnb4_path_name(p), M, w.N, w.K, quant::bnb4_type_name(w.opt.type), g.block,

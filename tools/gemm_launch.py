@@ -8,9 +8,15 @@ Used by `tools/probe_gemm.py --launch` (exmy probe gemm --launch) and
 bench/peers/gemm_launch_probe.py. Off the GPU it converts a launch capture into the profile's
 compact form:
 
-    python3 tools/gemm_launch.py --from LAUNCH.json --out PROFILE.json [--source TEXT]
-    python3 tools/gemm_launch.py --from LAUNCH.json --base BASE_LAUNCH.json[.xz] \
+    python3 tools/gemm_launch.py --from LAUNCH.json [MORE.json ...] --out PROFILE.json [--source TEXT]
+    python3 tools/gemm_launch.py --from LAUNCH.json [MORE.json ...] --base BASE_LAUNCH.json[.xz] \
         --base-profile NAME --out DELTA.json [--source TEXT]
+
+Several --from captures of one GPU are merged first (merge_captures): the same device, driver,
+torch, CUDA, cuBLAS and reduced-precision switches, and where two hold the same (input, output,
+M, N, K), the same kernels, grids and blocks (else refused, naming the GEMM). An output named
+"T+bias" is the GEMM with cuBLASLt's bias epilogue (torch's addmm / F.linear with a bias,
+bench/peers/qlora_linear_launch_capture.py): records "T>T+bias".
 
 The profile section (merged into PROFILE.json if it exists; its other members are kept):
 
@@ -354,6 +360,39 @@ def launches(types_rows):
     return out
 
 
+MERGE_SAME = PROVENANCE + ("allow_bf16_reduced_precision_reduction",
+                           "allow_fp16_reduced_precision_reduction")
+
+
+def merge_captures(caps, names):
+    """One capture of the rows of several captures of one GPU (the module docstring). Its info
+    is the first capture's, with "merged" naming the captures when there are several."""
+    if len(caps) == 1:
+        return caps[0]
+    first = caps[0]["info"]
+    rows = {}
+    for cap, name in zip(caps, names):
+        diff = [k for k in MERGE_SAME if cap["info"].get(k) != first.get(k)]
+        if diff:
+            raise ValueError("%s: %s differs from %s's (%s against %s)" % (
+                name, "/".join(diff), names[0], ", ".join(str(cap["info"].get(k)) for k in diff),
+                ", ".join(str(first.get(k)) for k in diff)))
+        for (t, o, M, N, K), ks in launches(cap["types"]).items():
+            k = (t, o, M, N, K)
+            if k in rows and rows[k][0] != ks:
+                raise ValueError("%s>%s %dx%dx%d: %s and %s recorded different launches" %
+                                 (t, o, M, N, K, rows[k][1], name))
+            rows.setdefault(k, (ks, name))
+    by = {}
+    for (t, o, M, N, K), (ks, _) in sorted(rows.items()):
+        by.setdefault(t, {}).setdefault((M, N, K), {})[o] = ks
+    info = dict(first)
+    info["merged"] = " + ".join(names)
+    return {"info": info, "types": {t: [{"M": s[0], "N": s[1], "K": s[2], "kernels": v}
+                                        for s, v in sorted(d.items())]
+                                    for t, d in sorted(by.items())}}
+
+
 def delta(cap, base_cap, info, base_profile):
     """The delta section of capture `cap` against `base_cap` (module docstring)."""
     mine, theirs = launches(cap["types"]), launches(base_cap["types"])
@@ -391,8 +430,9 @@ def dumps_delta(prof):
 
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--from", dest="src", required=True,
-                   help="launch capture (gemm_launch_probe.py's launch.json)")
+    p.add_argument("--from", dest="src", required=True, nargs="+",
+                   help="launch capture(s) of one GPU (gemm_launch_probe.py's launch.json; "
+                   "several are merged)")
     p.add_argument("--out", required=True, help="profile to write or merge into")
     p.add_argument("--source", help="where the capture came from (kept in info)")
     p.add_argument("--base", help="another GPU's launch capture of the same shapes: write a "
@@ -400,7 +440,10 @@ def main():
     p.add_argument("--base-profile", help="with --base: the profile holding the base's records "
                    "(its file name, kept in base.profile)")
     args = p.parse_args()
-    cap = open_capture(args.src)
+    try:
+        cap = merge_captures([open_capture(f) for f in args.src], args.src)
+    except ValueError as e:
+        sys.exit("%s: %s" % (args.out, e))
     info = dict(cap["info"])
     if args.source:
         info["source"] = args.source

@@ -17,6 +17,16 @@ on bitsandbytes' own dequantized weight, M in 1, 8, 64) is checked against exmy'
 --path dequant-linear (the dequantization and exmy's cuBLAS model). Cases whose path exmy does not
 model (the MMA kernel) are counted, not compared.
 
+--linear-only: only the dequantize + F.linear outputs (Y on that path, Y_linear), the cuBLAS
+half. Their outputs wider than 16384 elements (stored: the first 256 columns) run on those rows
+of W under the model of the whole GEMM: `exmy gemm --plan` names the model of the full
+M x N x K (its launch record, or the rule, announced) and that model string runs the slice
+(--path dequant-linear --accum MODEL; a column of F.linear reads only its row of W), so every
+case is checked on the CPU in seconds. Each row records the model and whether exmy called the
+shape verified. --profile P.json runs exmy with EXMY_GEMM_PROFILE=P.json (launch records of
+your own, e.g. bench/peers/qlora_linear_launch_capture.py's converted by tools/gemm_launch.py
+--from ... --out P.json); --accum passes exmy gemm's --accum (default: exmy's cublas-sm90).
+
 Writes OUT/summary.md and OUT/summary.json: differing elements per case, counts by path and dtype;
 exit 0 when every compared element is equal, 1 when one differs, 2 on a script error.
 """
@@ -55,6 +65,11 @@ def parse_args():
                          "exmy's CPU GEMM model takes ~10-40 s per 1e9 on one core)")
     ap.add_argument("--device", default="cpu", choices=["cpu", "cuda"],
                     help="exmy gemm --device: where the mma / dequant-linear GEMM model runs")
+    ap.add_argument("--linear-only", action="store_true",
+                    help="only the dequantize + F.linear outputs (Y on that path, Y_linear)")
+    ap.add_argument("--profile", default="",
+                    help="EXMY_GEMM_PROFILE for the exmy runs (launch records of your own)")
+    ap.add_argument("--accum", default="", help="exmy gemm --accum for dequant-linear")
     ap.add_argument("--sms", default="132")
     ap.add_argument("--sm", default="90")
     return ap.parse_args()
@@ -108,6 +123,51 @@ def weight_files(exmy, tmp, seed, wname, wrec, wz):
     return args, bad
 
 
+def capture_linear_weight(exmy, tmp, wname, wrec, wargs, dt, cache):
+    """The weight the capture's Y_linear multiplied: `F.dequantize_4bit(packed, state).to(dt)`,
+    i.e. dequantized to the dtype W was quantized from (quant_state.dtype), then torch's cast
+    to dt (RNE; a second rounding where that dtype is neither dt nor fp32). bitsandbytes'
+    fallback dequantizes to X's dtype directly (exmy gemm --path dequant-linear). Returns (path
+    of its <u2 bits, N x K; its sha256 as the capture's deq_sha256 computes it)."""
+    if (wname, dt) in cache:
+        return cache[(wname, dt)]
+    get = {wargs[i]: wargs[i + 1] for i in range(len(wargs) - 1) if wargs[i].startswith("--")}
+    src = wrec["quantized_from"]
+    d = os.path.join(tmp, wname)
+    w0 = os.path.join(d, f"wdq_{src}.npy")
+    if not os.path.exists(w0):
+        cmd = [exmy, "dequantize", "--scheme", f"block:{wrec['blocksize']}", "--from",
+               wrec["quant_type"], "--compat", "bnb-cuda", "--in", get["--b"], "--state",
+               get["--block-scale-b"], "--shape", f"{wrec['N']},{wrec['K']}", "--out-format", src,
+               "--out", w0]
+        if "--state2" in get:
+            cmd += ["--double-quant", "--state2", get["--state2"], "--offset", get["--offset"]]
+        r = subprocess.run(cmd, capture_output=True, text=True)
+        if r.returncode != 0:
+            raise RuntimeError(f"exmy dequantize failed for {wname}: {r.stderr.strip()}")
+    a = np.load(w0)
+    t = (torch.from_numpy(a.view(np.int16)).view(torch.bfloat16) if src == "bf16"
+         else torch.from_numpy(a))
+    t = t.to(C.DT[dt])
+    path = save(os.path.join(d, f"wlin_{dt}.npy"), bits(C.np_bits(t)).reshape(wrec["N"], wrec["K"]))
+    cache[(wname, dt)] = (path, C.sha(t))
+    return cache[(wname, dt)]
+
+
+def run_plain_gemm(exmy, x, wpath, n, dtype, tmp, accum):
+    """exmy gemm on X and the first n rows of a 16-bit weight file under the model `accum`."""
+    xp = save(os.path.join(tmp, "lx.npy"), bits(x).reshape(-1, x.shape[-1]))
+    w = np.load(wpath)
+    wp = save(os.path.join(tmp, "lw.npy"), w[:n]) if n < w.shape[0] else wpath
+    yp = os.path.join(tmp, "ly.npy")
+    r = subprocess.run([exmy, "gemm", "--a", xp, "--a-format", dtype, "--b", wp, "--b-format", dtype,
+                        "--out-format", dtype, "--accum", accum, "--out", yp],
+                       capture_output=True, text=True, env=EXMY_ENV)
+    if r.returncode != 0:
+        return None, (r.stderr.strip().splitlines() or ["?"])[-1]
+    return np.load(yp).reshape(tuple(x.shape[:-1]) + (-1,)), None
+
+
 def sliced_weight(tmp, wname, wrec, wargs, n):
     """The first n rows of the weight (its codes, absmax, nested codes and state2), as gemm args:
     an output column of the SIMT and MMA kernels reads only its own row of W."""
@@ -145,24 +205,39 @@ def compare(y, rec, key, cz):
     return "differs", d, int(want.size)
 
 
-def run_exmy(exmy, wargs, x, dtype, tmp, name, bias=None, path="auto", sm=("132", "90"), device="cpu"):
+EXMY_ENV = dict(os.environ)
+
+
+def run_exmy(exmy, wargs, x, dtype, tmp, name, bias=None, path="auto", sm=("132", "90"), device="cpu",
+             accum="", plan=False, info_out=None):
+    """exmy gemm on these inputs: (Y, exmy's path, error). plan: `--plan` (Y None); info_out
+    (a dict) receives exmy's --json line (accum_model, verified, rule on dequant-linear)."""
     xp = save(os.path.join(tmp, name + "_x.npy"), x)
     yp = os.path.join(tmp, name + "_y.npy")
     cmd = [exmy, "gemm", "--a", xp, "--a-format", dtype, *wargs, "--compat", "bnb-cuda",
            "--out-format", dtype, "--out", yp, "--path", path, "--json", "--sms", sm[0], "--sm", sm[1]]
     if path != "gemv" and path != "simt":
         cmd += ["--device", device]
+    if accum:
+        cmd += ["--accum", accum]
+    if plan:
+        cmd += ["--plan"]
     if bias is not None:
         cmd += ["--bias", save(os.path.join(tmp, name + "_b.npy"), bias)]
-    r = subprocess.run(cmd, capture_output=True, text=True)
+    r = subprocess.run(cmd, capture_output=True, text=True, env=EXMY_ENV)
     if r.returncode != 0:
         return None, None, (r.stderr.strip().splitlines() or ["?"])[-1]
     info = json.loads(r.stdout.strip().splitlines()[-1])
-    return np.load(yp), info["path"], None
+    if info_out is not None:
+        info_out.update(info)
+        info_out["stderr"] = r.stderr.strip()
+    return (None if plan else np.load(yp)), info["path"], None
 
 
 def main():
     a = parse_args()
+    if a.profile:
+        EXMY_ENV["EXMY_GEMM_PROFILE"] = os.path.abspath(a.profile)
     os.makedirs(a.out, exist_ok=True)
     caps = a.caps
     if a.fresh:
@@ -181,7 +256,7 @@ def main():
     diff_counts = collections.Counter()
     sm = (a.sms, a.sm)
     with tempfile.TemporaryDirectory() as tmp:
-        wargs = {}
+        wargs, lin_cache = {}, {}
         for c in man["cases"]:
             if a.only and a.only not in c["case"]:
                 continue
@@ -206,27 +281,75 @@ def main():
                 wa, bk = wargs[wn], (bb if key == "Y" else None)
                 if key == "Y_gemv" and not c.get("gemv_path"):
                     continue
+                linear = path == "dequant-linear" or (path == "auto" and want_path == "dequant_linear")
+                if a.linear_only and not linear:
+                    continue
                 head = c.get(key + "_stored", "").startswith("head")
                 sliced = key == "Y" and head and want_path in ("simt", "mma_sm80")
+                accum, plan_info, run_info = a.accum, {}, {}
                 if sliced:  # only the stored columns: their rows of W, on bitsandbytes' path
                     n = cz[key].shape[1]
                     wa = sliced_weight(tmp, wn, wrec, wargs[wn], n)
                     path = {"simt": "simt", "mma_sm80": "mma"}[want_path]
                     bk = bb[:n] if bb is not None else None
+                elif linear and head and key in cz:
+                    # the stored columns under the whole GEMM's model (its launch record)
+                    _, _, perr = run_exmy(a.exmy, wa, xb, c["dtype"], tmp, "p", bk, path=path, sm=sm,
+                                          device=a.device, accum=a.accum, plan=True,
+                                          info_out=plan_info)
+                    if perr is None and "accum_model" in plan_info:
+                        n = cz[key].shape[1]
+                        wa = sliced_weight(tmp, wn, wrec, wargs[wn], n)
+                        bk = bk[:n] if bk is not None else None
+                        path, accum, sliced = "dequant-linear", plan_info["accum_model"], True
                 gmac = c["M"] * wrec["N"] * wrec["K"] / 1e9
-                linear = path == "dequant-linear" or (path == "auto" and want_path == "dequant_linear")
-                if a.max_linear_gmac and linear and gmac > a.max_linear_gmac:
+                if a.max_linear_gmac and linear and not sliced and gmac > a.max_linear_gmac:
                     counts[((lib_path, c["dtype"]), "skipped (size)")] += 1
                     continue
-                y, got_path, err = run_exmy(a.exmy, wa, xb, c["dtype"], tmp, "c", bk, path=path, sm=sm,
-                                            device=a.device)
+                deq_ok = None
+                if key == "Y_linear":
+                    # F.linear on the capture's own weight (capture_linear_weight), under the
+                    # model exmy names for that GEMM (--plan: its launch record)
+                    if not plan_info:
+                        _, _, perr = run_exmy(a.exmy, wargs[wn], xb, c["dtype"], tmp, "p", None,
+                                              path="dequant-linear", sm=sm, device=a.device,
+                                              accum=a.accum, plan=True, info_out=plan_info)
+                    wl, wl_sha = capture_linear_weight(a.exmy, tmp, wn, wrec, wargs[wn], c["dtype"],
+                                                       lin_cache)
+                    deq_ok = wl_sha == c.get("deq_sha256")
+                    n = cz[key].shape[1] if head and key in cz else wrec["N"]
+                    sliced = n < wrec["N"]
+                    if "accum_model" in plan_info:
+                        y, err = run_plain_gemm(a.exmy, xb, wl, n, c["dtype"], tmp,
+                                                plan_info["accum_model"])
+                    else:
+                        y, err = None, "exmy gemm --plan: no model"
+                    got_path = "dequant_linear"
+                else:
+                    y, got_path, err = run_exmy(a.exmy, wa, xb, c["dtype"], tmp, "c", bk, path=path,
+                                                sm=sm, device=a.device, accum=accum,
+                                                info_out=run_info)
                 if sliced and err is None:
                     got_path = want_path if got_path in ("simt", "mma_sm80") else got_path
+                    if plan_info and key == "Y":  # the path exmy's dispatch chose for the call
+                        got_path = plan_info["path"]
                 name = c["case"] + {"Y": "", "Y_linear": " [F.linear on dequantize_4bit]",
                                     "Y_gemv": " [F.gemv_4bit]"}[key]
                 row = {"case": name, "dtype": c["dtype"], "M": c["M"], "lib_path": lib_path,
                        "exmy_path": got_path, "error": err, "inputs_ok": inputs_ok,
                        "weight_ok": not wbad[wn]}
+                if deq_ok is not None:
+                    row["weight_dequant_equal"] = deq_ok  # the capture's deq_sha256
+                gi = plan_info or run_info
+                if linear and "accum_model" in gi:  # the GEMM model of the whole shape
+                    row.update(N=wrec["N"], K=wrec["K"], bias=bool(bk is not None),
+                               accum_model=gi["accum_model"], verified=gi["verified"],
+                               rule=gi["rule"], sliced=bool(plan_info))
+                lib_k = c.get("kernels" if key == "Y" else "linear_kernels") or []
+                gk = [k for k in lib_k if "gemm" in k.lower() or "nvjet" in k or "gemv" in k
+                      or "dot_kernel" in k]
+                if linear and gk:
+                    row["lib_gemm_kernel"] = gk[0][:160]
                 if err is not None:
                     row["status"] = "not-modelled" if "does not model" in err else "exmy-error"
                 else:
@@ -266,6 +389,18 @@ def main():
     for r in bad[:60]:
         lines.append(f"- {r['case']}: {r['status']} {r.get('differ', '')}/{r.get('compared', '')} "
                      f"lib {r['lib_path']} exmy {r['exmy_path']} {r['error'] or ''}")
+    lin = [r for r in rows if "accum_model" in r]
+    if lin:
+        nv = sum(1 for r in lin if r["verified"])
+        lines += ["", "dequantize + F.linear GEMMs (%d; exmy verified %d, announced %d):" %
+                  (len(lin), nv, len(lin) - nv), "",
+                  "| case | M×N×K | bitsandbytes' GEMM kernel | exmy's model | verified | differ / compared |",
+                  "|---|---|---|---|---|---|"]
+        for r in lin:
+            lines.append("| %s | %d×%d×%d%s | %s | `%s` | %s | %s / %s |" % (
+                r["case"], r["M"], r["N"], r["K"], " +bias" if r["bias"] else "",
+                (r.get("lib_gemm_kernel") or "-")[:70], r["accum_model"],
+                "yes" if r["verified"] else "no", r.get("differ"), r.get("compared")))
     tmpf = os.path.join(a.out, "summary.md.tmp")
     open(tmpf, "w").write("\n".join(lines) + "\n")
     os.replace(tmpf, os.path.join(a.out, "summary.md"))

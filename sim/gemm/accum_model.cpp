@@ -293,7 +293,7 @@ std::string shape_name(std::size_t M, std::size_t N, std::size_t K) {
 
 ShapeModel model_for_shape(const AccumModel& m, std::size_t M, std::size_t N, std::size_t K,
                            const std::string& type, const std::string& out) {
-  if (!m.library) return ShapeModel{m, true, ""};
+  if (!m.library) return ShapeModel{m, true, "", m.name};
   return model_for_shape(m, M, N, K, type, out, cublas_sm90_profile());
 }
 
@@ -367,7 +367,7 @@ bool entries_hold(const GemmProfile& p, const std::string& gpu, const std::strin
 ShapeModel model_for_shape(const AccumModel& m, std::size_t M, std::size_t N, std::size_t K,
                            const std::string& type, const std::string& out,
                            const GemmProfile& profile) {
-  ShapeModel r{m, true, ""};
+  ShapeModel r{m, true, "", m.name};
   if (!m.library) return r;
   if (!m.gpu.empty()) {
     const std::vector<std::string> gpus = launch_gpus(profile);
@@ -396,6 +396,7 @@ ShapeModel model_for_shape(const AccumModel& m, std::size_t M, std::size_t N, st
   }
   const int bits = type == "tf32" || type == "fp32" ? 32 : 16;
   auto take = [&](const std::string& model) {
+    r.spec = model;
     r.model = parse_accum_model(model, bits);
     r.model.name = m.name;
     r.model.library = true;
@@ -409,7 +410,8 @@ ShapeModel model_for_shape(const AccumModel& m, std::size_t M, std::size_t N, st
   const LaunchRecord* rec = tl.rec;
   LaunchRule lr;
   if (rec != nullptr) {
-    lr = launch_rule(*rec, type, out, M, N, K);
+    // A bias epilogue ("bf16+bias") runs the family's accumulation; the caller adds the bias.
+    lr = launch_rule(*rec, type, out.substr(0, out.find('+')), M, N, K);
     if (lr.status == LaunchRule::Status::verified && tl.note.empty()) {
       take(lr.model);
       r.measured = true;

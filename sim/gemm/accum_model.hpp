@@ -180,6 +180,10 @@ struct ShapeModel {
   AccumModel model;
   bool measured = true;  // verified: the shape lies in the verified set
   std::string from;      // the rule applied ("nearest probed shape bf16 256x128x8192: hw:...")
+  // The applied model as a model string parse_accum_model reads ("hw:k=16,frac=25,chunk=1408";
+  // a model that is not a library preset: its own name). It runs the same arithmetic at any
+  // shape, so a part of the GEMM (some rows of B) can be run under the whole GEMM's model.
+  std::string spec;
 };
 ShapeModel model_for_shape(const AccumModel& m, std::size_t M, std::size_t N, std::size_t K,
                            const std::string& type, const std::string& out);

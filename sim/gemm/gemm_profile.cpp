@@ -132,11 +132,16 @@ void read_launch(const io::Json& launch, const std::string& src, GemmProfile& p)
     const auto gt = io_key.find('>');
     const std::string in = io_key.substr(0, gt);
     const std::string out = gt == std::string::npos ? "" : io_key.substr(gt + 1);
-    const bool out_ok = out == "fp32" || ((in == "bf16" || in == "fp16") && out == in);
+    // OUT+bias: the GEMM with cuBLASLt's bias epilogue (torch's addmm, F.linear with a bias;
+    // bench/peers/qlora_linear_launch_capture.py), which launches kernels of its own.
+    const std::size_t plus = out.find('+');
+    const std::string plain = out.substr(0, plus);
+    const bool out_ok = (plain == "fp32" || ((in == "bf16" || in == "fp16") && plain == in)) &&
+                        (plus == std::string::npos || out.substr(plus) == "+bias");
     if (gt == std::string::npos || !is_type(in) || !out_ok) {
       throw InputError(w +
-                       ": expected IN>OUT with IN bf16, fp16, tf32 or fp32 and OUT fp32 or "
-                       "the 16-bit input's own type");
+                       ": expected IN>OUT or IN>OUT+bias with IN bf16, fp16, tf32 or fp32 and "
+                       "OUT fp32 or the 16-bit input's own type");
     }
     const io::Json& flat = records.values[g];
     if (flat.kind != io::Json::Kind::array || flat.items.size() % 5 != 0) {

@@ -66,6 +66,10 @@ struct FamilyRule {
   // kernel following and S > 1, by the kernel's own fold (`lanesum=fold`). FPRev trees of 56
   // shapes on the H100 and the H200 (bench/results/2026-12-01-h200-gemm-simt.md).
   bool xmma_slices = false;
+  // The aligned_unit parts rest on one launch (s1688gemm: bf16 64x17x4160 on the H200, 17 parts
+  // of 256, not 248; bench/results/2026-12-02-h200-qlora-linear.md): where they differ from the
+  // `unit` parts the rule is announced.
+  bool aligned_once = false;
 };
 
 constexpr int kFromName = -1;
@@ -88,8 +92,10 @@ constexpr const char* kNvjetEvidence =
 // SIMT SGEMM (cutlass_80_simt_sgemm_*): CUDA-core FMA chains, also for TF32 requests (the CUDA
 // cores read the fp32 values unrounded); 16-bit s1688gemm (cutlass_75_tensorop_*s1688gemm_*):
 // mma.sync m16n8k8, MMA-Sim's Hopper parameters k = 8, 25 fraction bits, k-tiles of 32 with the
-// residue first. Verified: bit-exact on every captured shape of the family in the 2026-11-27
-// random-shape captures (H100, cuBLAS 130100), each output with its own launch record
+// residue first; split parts of 8 ceil(ceil(K/S)/8) k, or 64 ceil(ceil(K/S)/64) where K is a
+// multiple of 64 (as wmma and s16816gemm; one launch decides, announced where the two differ).
+// Verified: bit-exact on every captured shape of the family in the 2026-11-27 random-shape captures
+// (H100, cuBLAS 130100), each output with its own launch record
 // (bench/results/2026-11-28-h100-gemm-launch.md, addendum), or on every output of every shape of
 // the family in the H200's held-out capture of 2026-12-01 (same cuBLAS; split counts fitted
 // where the shape has no record: bench/results/2026-12-01-h200-gemm-wmma.md).
@@ -99,19 +105,20 @@ constexpr FamilyRule kRules[] = {
     {"simt_sgemm", "tf32", "fp32", "fp32-seq", 4, true,
      "bit-exact on all 39 captured TF32 shapes of the family"},
     {"s1688gemm", "bf16", "bf16", "hw:k=8,frac=25", 8, true,
-     "bit-exact on all 455 captured H100 bf16 shapes and all 169 of the H200 capture", 32},
+     "bit-exact on all 455 captured H100 bf16 shapes and all 169 of the H200 capture", 32, 64,
+     nullptr, false, false, 0, false, false, true},
     {"s1688gemm", "fp16", "fp16", "hw:k=8,frac=25", 8, true,
      "bit-exact on all 15 fp16 shapes of the H200 capture; the H100's one miss (121x445x1420) "
      "is a shape where the k-tile's residue moves the groups",
-     32},
+     32, 64, nullptr, false, false, 0, false, false, true},
     {"s1688gemm", "bf16", "fp32", "hw:k=8,frac=25", 8, true,
      "bit-exact on all 169 bf16 shapes (941,191 outputs) of the H200 capture; the H100's 107 "
      "misses of 455 are all shapes where the k-tile's residue moves the groups",
-     32},
+     32, 64, nullptr, false, false, 0, false, false, true},
     {"s1688gemm", "fp16", "fp32", "hw:k=8,frac=25", 8, true,
      "bit-exact on all 15 fp16 shapes of the H200 capture; the H100's 8 misses of 52 are all "
      "shapes where the k-tile's residue moves the groups",
-     32},
+     32, 64, nullptr, false, false, 0, false, false, true},
     // wmma (cutlass_75/80_wmma_tensorop_*s161616gemm_*, wmma m16n16k16): MMA-Sim's Hopper
     // k = 16 unit, the kernel's k-tile (its name) with the residue first; split parts of
     // 8 ceil(ceil(K/S)/8) k, or 64 ceil(ceil(K/S)/64) where K is a multiple of 64 (FPRev trees
@@ -299,7 +306,8 @@ LaunchRule xmma_rule(const FamilyRule& rule, const LaunchRecord& r) {
 // - dot_kernel<float, 128, 0> + reduce_1Block: `fp32-seq:dot=S`, S = gridDim.x (the record's S
 //   for this family);
 // - gemmSN_TN_kernel<float, 128, 16, 2, 4, ...>: 16 strided lanes, each restarting every 16 of
-//   its k, added in lane order;
+//   its k, added in lane order; also for bf16/fp16 inputs with their own output type (the
+//   kernel computes in float: the same chain on the widened values, then the output rounding);
 // - gemvx::kernel<..., 6, ...> (blocks of 2x32): 2 lanes of one contiguous run each;
 //   gemvx::kernel<..., 7, ...> (32x4): 32 lanes by the halving tree, one contiguous run each up to
 //   K = 513 and strided from K = 644 (no launch between seen: announced there); with
@@ -367,7 +375,9 @@ bool cuda_core_rule16(const LaunchRecord& r, const std::string& in, const std::s
     model = "fp32-seq:lanes=16,lanesum=seq,lanechunk=16";
     evidence =
         "every FPRev tree (H200: the 8,020-shape plan's and the capture of 2026-12-02) and every "
-        "output of the captured shapes of the family (seeds 20261201, 20261204)";
+        "output of the captured shapes of the family (seeds 20261201, 20261204); also every "
+        "16-bit output of bitsandbytes' dequantize + F.linear on the H200 (9 (shape, output)s, "
+        "49,087 outputs; bench/results/2026-12-02-h200-qlora-linear.md)";
     return true;
   }
   const std::string gx =
@@ -632,25 +642,37 @@ LaunchRule launch_rule(const LaunchRecord& r, const std::string& in, const std::
   // A split with K a multiple of unverified_aligned: no captured shape checks the part size.
   const bool aligned_gap = rule->unverified_aligned > 0 && split_reduce && split > 1 &&
                            K % rule->unverified_aligned == 0;
-  const bool verified = rule->verified && !aligned_gap && !tile_gap && !floor_gap;
+  // The aligned parts on their one launch (FamilyRule::aligned_once), where the units differ.
+  const bool once_gap =
+      rule->aligned_once && split_reduce && rule->aligned_unit > 0 && K % rule->aligned_unit == 0 &&
+      split_part(K, split, rule->aligned_unit) != split_part(K, split, rule->unit);
+  const bool verified = rule->verified && !aligned_gap && !tile_gap && !floor_gap && !once_gap;
   lr.status = verified ? LaunchRule::Status::verified : LaunchRule::Status::unverified;
-  lr.why = record_name(r) + " -> " + model +
-           (verified ? " (verified family: " : " (family rule not verified: ") +
-           (aligned_gap ? "no captured split shape of the family has K a multiple of " +
-                              std::to_string(rule->unverified_aligned) + "; elsewhere: "
-                        : std::string()) +
-           (tile_gap ? std::string("whole 32-k units and whole k-tiles give different parts "
-                                   "here, which only the 2 shapes the 32-k rule was fitted on "
-                                   "decide (31x32x848, 56x461x816: 4-k parts); elsewhere: ")
-                     : std::string()) +
-           (floor_gap ? "the part may be 64 ceil(floor(K/S)/64) = " + std::to_string(floor_P) +
-                            " here, which leaves the last " + std::to_string(K - split * floor_P) +
-                            " k unaccumulated, as cuBLAS on the H200 did at fp16 4x8x14792 "
-                            "(both outputs) and at all 215 such GEMMs of an all-ones scan of "
-                            "K 1..16384 (24 type, M, N; exmy's rule on the first " +
-                            std::to_string(split * floor_P) + " k reproduces it); elsewhere: "
-                      : std::string()) +
-           rule->evidence + ")";
+  lr.why =
+      record_name(r) + " -> " + model +
+      (verified ? " (verified family: " : " (family rule not verified: ") +
+      (aligned_gap ? "no captured split shape of the family has K a multiple of " +
+                         std::to_string(rule->unverified_aligned) + "; elsewhere: "
+                   : std::string()) +
+      (tile_gap ? std::string("whole 32-k units and whole k-tiles give different parts "
+                              "here, which only the 2 shapes the 32-k rule was fitted on "
+                              "decide (31x32x848, 56x461x816: 4-k parts); elsewhere: ")
+                : std::string()) +
+      (once_gap ? "parts of whole " + std::to_string(rule->aligned_unit) +
+                      "-k units where K is a multiple of " + std::to_string(rule->aligned_unit) +
+                      " (" + std::to_string(split_part(K, split, rule->aligned_unit)) + ", not " +
+                      std::to_string(split_part(K, split, rule->unit)) +
+                      " here) rest on one launch (H200 bf16 64x17x4160, 17 parts); "
+                      "elsewhere: "
+                : std::string()) +
+      (floor_gap ? "the part may be 64 ceil(floor(K/S)/64) = " + std::to_string(floor_P) +
+                       " here, which leaves the last " + std::to_string(K - split * floor_P) +
+                       " k unaccumulated, as cuBLAS on the H200 did at fp16 4x8x14792 "
+                       "(both outputs) and at all 215 such GEMMs of an all-ones scan of "
+                       "K 1..16384 (24 type, M, N; exmy's rule on the first " +
+                       std::to_string(split * floor_P) + " k reproduces it); elsewhere: "
+                 : std::string()) +
+      rule->evidence + ")";
   return lr;
 }
 

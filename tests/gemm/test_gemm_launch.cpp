@@ -145,6 +145,17 @@ TEST_CASE("family rules: SIMT SGEMM and 16-bit s1688gemm", "[gemm][launch]") {
           LaunchRule::Status::none);
   REQUIRE(launch_rule(rec("simt_sgemm", 1, ""), "bf16", "bf16", 64).status ==
           LaunchRule::Status::none);
+  // Where 64 divides K the parts are whole 64-k units (as wmma, s16816gemm): the H200's bf16
+  // 64x17x4160 with a bias, 17 parts of 64 ceil(245/64) = 256 (8-k units: 248) reproduce every
+  // output (bench/results/2026-12-02-h200-qlora-linear.md); one launch: announced where the
+  // two differ, verified where they agree (its fp32-partials twin: 65 parts of 64 either way).
+  r = launch_rule(rec("s1688gemm", 17, "splitKreduce/bf16"), "bf16", "bf16", 4160);
+  REQUIRE(r.model == "hw:k=8,frac=25,ktile=32,chunk=256,rp");
+  REQUIRE(r.status == LaunchRule::Status::unverified);
+  REQUIRE(r.why.find("256, not 248") != std::string::npos);
+  r = launch_rule(rec("s1688gemm", 65, "splitKreduce/f32"), "bf16", "bf16", 4160);
+  REQUIRE(r.model == "hw:k=8,frac=25,ktile=32,chunk=64");
+  REQUIRE(r.status == LaunchRule::Status::verified);
 }
 
 TEST_CASE("family rules: TF32 sm80 xmma and TF32 s1688gemm (k-tile residue first)",
@@ -329,6 +340,25 @@ TEST_CASE("family rules: cuBLAS's CUDA-core dot, gemmSN and gemvx kernels", "[ge
   r = launch_rule(sn, "fp32", "fp32", 655);
   REQUIRE(r.status == LaunchRule::Status::verified);
   REQUIRE(r.model == "fp32-seq:lanes=16,lanesum=seq,lanechunk=16");
+  // bf16/fp16 inputs, their own output (bitsandbytes' F.linear on the H200 at 999x333, M 2..8:
+  // the kernel computes in float, so the fp32 chain, then one rounding): the same model; the
+  // fp32 output of 16-bit inputs and the other CUDA-core kernels with 16-bit inputs: no rule.
+  sn.key =
+      "gemmSN_TN_kernel<float, 128, 16, 2, 4, 2, 2, true, cublasGemvTensorStridedBatched<"
+      "__nv_bfloat16 const>, cublasGemvTensorStridedBatched<__nv_bfloat16 const>, "
+      "cublasGemvTensorStridedBatched<__nv_bfloat16> >";
+  for (const char* t : {"bf16", "fp16"}) {
+    r = launch_rule(sn, t, t, 333);
+    REQUIRE(r.status == LaunchRule::Status::verified);
+    REQUIRE(r.model == "fp32-seq:lanes=16,lanesum=seq,lanechunk=16");
+    REQUIRE(launch_rule(sn, t, "fp32", 333).status == LaunchRule::Status::none);
+  }
+  REQUIRE(launch_rule(sn, "bf16", "fp16", 333).status == LaunchRule::Status::none);
+  LaunchRecord d16 = rec("dot", 33, "reduce_1Block");
+  d16.key =
+      "dot_kernel<float, 128, 0, cublasDotParams<cublasGemvTensorStridedBatched<"
+      "__nv_bfloat16 const>, cublasGemvTensorStridedBatched<float> > >";
+  REQUIRE(launch_rule(d16, "bf16", "bf16", 4160).status == LaunchRule::Status::none);
   LaunchRecord g = rec("gemvx", 1, "");
   const std::string pre = "internal::gemvx::kernel<int, int, float, float, float, float, ";
   const std::string post =
@@ -459,6 +489,47 @@ TEST_CASE("cublas-sm90 precedence: verified launch rule, verified shape, unverif
     FAIL("expected InputError");
   } catch (const InputError& e) {
     REQUIRE(std::string(e.what()).find("launch-only.json") != std::string::npos);
+  }
+}
+
+// The bias epilogue's records (SEMANTICS 15.6): "T>T+bias" holds the launch of the GEMM with
+// cuBLASLt's bias epilogue (torch's addmm, F.linear with a bias), other kernels than the GEMM
+// without one: the H200 ran nvjet tst_64x32 cluster 1x2 for bf16 64x4096x4096 and
+// tst_48x64_..._bias_ cluster 4x1 with a bias (bench/results/2026-12-01-h200-qlora-matmul.md).
+// Each output takes its own record; the family rule gets the plain output type.
+TEST_CASE("launch records of the bias epilogue: T>T+bias", "[gemm][launch]") {
+  const GemmProfile p = parse_gemm_profile(
+      R"({"launch": {"info": {"device": "NVIDIA H200"}, "kernels": [
+          ["nvjet", "nvjet_sm90_tst_64x32_64x16_1x2_h_bz_TNT", ""],
+          ["nvjet", "nvjet_sm90_tst_48x64_64x15_4x1_v_bz_bias_TNN", ""],
+          ["nvjet", "nvjet_sm90_tst_64x8_64x16_2x1_v_bz_splitK_bias_TNT", "splitKreduce/f32"]],
+        "records": {"bf16>bf16": [64, 4096, 4096, 0, 128],
+                    "bf16>bf16+bias": [64, 4096, 4096, 1, 88, 8, 4096, 4096, 2, 256]}}})",
+      "bias.json");
+  REQUIRE(p.launch.size() == 3);
+  const AccumModel b16 = parse_accum_model("cublas-sm90", 16);
+  // 64x4096x4096 without bias: 64 tiles along N, 1 -> 2 along M: 128 CTAs, split 1.
+  ShapeModel s = model_for_shape(b16, 64, 4096, 4096, "bf16", "bf16", p);
+  REQUIRE(s.measured);
+  REQUIRE(s.spec == "hw:k=16,frac=25");
+  REQUIRE(s.from.find("1x2_h_bz_TNT") != std::string::npos);
+  // With a bias: tst_48x64 cluster 4x1: ceil(4096/48) = 86 -> 88, 1: 88 CTAs, split 1.
+  s = model_for_shape(b16, 64, 4096, 4096, "bf16", "bf16+bias", p);
+  REQUIRE(s.measured);
+  REQUIRE(s.spec == "hw:k=16,frac=25");
+  REQUIRE(s.from.find("_bias_TNN") != std::string::npos);
+  // 8x4096x4096 with a bias: 64 tiles (cluster 2x1), 256 CTAs: split 4, parts of 1024.
+  s = model_for_shape(b16, 8, 4096, 4096, "bf16", "bf16+bias", p);
+  REQUIRE(s.measured);
+  REQUIRE(s.spec == "hw:k=16,frac=25,chunk=1024");
+  REQUIRE(s.model.chunk == 1024);
+  // Without a bias the bias record is not the GEMM's: no record there (a launch-only profile
+  // has no nearest-shape entry: refused, naming the file).
+  try {
+    model_for_shape(b16, 8, 4096, 4096, "bf16", "bf16", p);
+    FAIL("expected InputError");
+  } catch (const InputError& e) {
+    REQUIRE(std::string(e.what()).find("bias.json") != std::string::npos);
   }
 }
 
@@ -615,6 +686,18 @@ TEST_CASE("the compiled-in H200 launch records: 18 launches differ from the H100
   const std::string g = launch_key("bf16", "fp32", 128, 256, 12288);
   REQUIRE(launches_differ(p, g));
   REQUIRE(find_launch_on(p, "h200", g)->key == find_launch_on(p, "h100", g)->key);
+  // bitsandbytes' dequantize + F.linear GEMMs (bench/peers/qlora_linear_launch_capture.py,
+  // H200 only): bf16 8x4096x4096 nvjet tst_64x8 cluster 2x1, 128 CTAs over 64 tiles: 2 parts
+  // of 2048; with a bias its _bias_ twin, the same grid (records "bf16>bf16+bias").
+  for (const char* out : {"bf16", "bf16+bias"}) {
+    const ShapeModel q =
+        model_for_shape(parse_accum_model("cublas-sm90-h200", 16), 8, 4096, 4096, "bf16", out);
+    REQUIRE(q.measured);
+    REQUIRE(q.spec == "hw:k=16,frac=25,chunk=2048");
+  }
+  REQUIRE(find_launch_on(p, "h200", launch_key("bf16", "bf16+bias", 8, 4096, 4096))->key ==
+          "nvjet_sm90_tst_64x8_64x16_2x1_v_bz_splitK_bias_TNT");
+  REQUIRE(find_launch_on(p, "h100", launch_key("bf16", "bf16+bias", 8, 4096, 4096)) == nullptr);
   // An agreed GEMM (fp32 116x26x1646, SIMT SGEMM S = 25): verified on both GPUs and for both.
   for (const char* name : {"cublas-sm90", "cublas-sm90-h100", "cublas-sm90-h200"}) {
     const ShapeModel s =
@@ -650,6 +733,10 @@ TEST_CASE("profile parse errors name the file and the field", "[gemm][launch]") 
            Bad{R"({"launch": {"info": {}, "kernels": [["a", "b", ""]],
                 "records": {"fp32>fp32": [1, 0, 3, 0, 1]}}})",
                "must be positive"},
+           Bad{R"({"launch": {"info": {}, "kernels": [], "records": {"bf16>bf16+relu": []}}})",
+               "launch.records[\"bf16>bf16+relu\"]"},
+           Bad{R"({"launch": {"info": {}, "kernels": [], "records": {"bf16>fp16+bias": []}}})",
+               "IN>OUT+bias"},
            Bad{R"({"launch": )", "invalid JSON"},
        }) {
     INFO(b.text);

@@ -8,8 +8,10 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <random>
 #include <string>
 #include <vector>
@@ -432,4 +434,106 @@ TEST_CASE("bnb4 matmul: F.gemv_4bit's naive kernel equals the reference from ker
     }
   }
   CHECK(checked == 90);
+}
+
+// bitsandbytes' dequantize + F.linear path (SEMANTICS 7.17, 15.6): F.linear(X, W_dq) is
+// torch.mm(X, W_dq.t()), the GEMM of the launch records "T>T" at (M, N, K); with a bias it is
+// addmm with cuBLASLt's bias epilogue, other kernels: the records "T>T+bias". Here a profile
+// ($EXMY_GEMM_PROFILE) holds an nvjet record of each (the names of the H200's kernels at
+// 4096x4096 M = 8, shrunk to 8 x 16 x 256): tst_64x8 cluster 2x1, tiles 2 (ceil(16/64) = 1 ->
+// 2) x 1; 8 CTAs: split 4, parts of 64 ceil(64/64) = 64; the bias kernel 4 CTAs: split 2, parts
+// of 128. Worked by hand from launch_rules.cpp's nvjet rule.
+TEST_CASE("bnb4 matmul: dequant-linear takes F.linear's launch record, the bias one with a bias",
+          "[bnb4mm][launch]") {
+  const exmy::testing::TempDir tmp("exmy_test_bnb4lin");
+  std::mt19937_64 rng(29);
+  const std::size_t M = 8, N = 16, K = 256;
+  Problem p = random_problem(rng, M, N, K, 64, true, false, true, Bnb4Dtype::bf16);
+  REQUIRE(p.bias.size() == N);
+  std::vector<std::uint16_t> x(p.a.size()), bias(N);
+  for (std::size_t i = 0; i < x.size(); ++i) {
+    x[i] = static_cast<std::uint16_t>(code_of(p.a[i], Bnb4Dtype::bf16));
+  }
+  for (std::size_t n = 0; n < N; ++n) {
+    bias[n] = static_cast<std::uint16_t>(code_of(p.bias[n], Bnb4Dtype::bf16));
+  }
+  io::write_npy(tmp / "x.npy", io::make_npy(x, {M, K}));
+  io::write_npy(tmp / "b.npy", io::make_npy(bias));
+  io::write_npy(tmp / "q.npy", io::make_npy(p.packed));
+  io::write_npy(tmp / "s.npy", io::make_npy(p.absmax));
+  const std::string prof = tmp / "h200.json";
+  {
+    std::ofstream f(prof);
+    f << R"({"launch": {"info": {"device": "NVIDIA H200"}, "kernels": [
+      ["nvjet", "nvjet_sm90_tst_64x8_64x16_2x1_v_bz_splitK_TNT", "splitKreduce/f32"],
+      ["nvjet", "nvjet_sm90_tst_64x8_64x16_2x1_v_bz_splitK_bias_TNT", "splitKreduce/f32"]],
+      "records": {"bf16>bf16": [8, 16, 256, 0, 8], "bf16>bf16+bias": [8, 16, 256, 1, 4]}},
+      "entries": [{"type": "bf16", "M": 64, "N": 64, "K": 512, "model": "hw:k=16,frac=25"}]})";
+  }
+  const std::string cmd = "gemm --a " + (tmp / "x.npy") + " --a-format bf16 --b " +
+                          (tmp / "q.npy") + " --b-format nf4 --b-shape 16x256 --block-scale-b " +
+                          (tmp / "s.npy") + " --compat bnb-cuda --out-format bf16 --json " +
+                          "--path dequant-linear --out ";
+  const std::string with_bias = " --bias " + (tmp / "b.npy");
+  ::setenv("EXMY_GEMM_PROFILE", prof.c_str(), 1);
+  const auto plan = exmy::testing::run_captured(cmd + (tmp / "p.npy") + " --plan", "bnb4lin");
+  const auto plan_b =
+      exmy::testing::run_captured(cmd + (tmp / "p.npy") + " --plan" + with_bias, "bnb4lin");
+  const auto run_b = exmy::testing::run_captured(cmd + (tmp / "y.npy") + with_bias, "bnb4lin");
+  // Without the bias record: the nearest-shape rule, announced in one line.
+  {
+    std::ofstream f(prof);
+    f << R"({"launch": {"info": {"device": "NVIDIA H200"}, "kernels": [
+      ["nvjet", "nvjet_sm90_tst_64x8_64x16_2x1_v_bz_splitK_TNT", "splitKreduce/f32"]],
+      "records": {"bf16>bf16": [8, 16, 256, 0, 8]}},
+      "entries": [{"type": "bf16", "M": 64, "N": 64, "K": 512, "model": "hw:k=16,frac=25"}]})";
+  }
+  const auto plan_nb =
+      exmy::testing::run_captured(cmd + (tmp / "p.npy") + " --plan" + with_bias, "bnb4lin");
+  ::unsetenv("EXMY_GEMM_PROFILE");
+  INFO(plan.err << plan_b.err << run_b.err << plan_nb.err);
+  REQUIRE(plan.status == 0);
+  CHECK(plan.out.find("\"accum_model\":\"hw:k=16,frac=25,chunk=64\",\"verified\":true") !=
+        std::string::npos);
+  CHECK(plan.err.empty());
+  CHECK(!std::filesystem::exists(tmp / "p.npy"));  // --plan writes nothing
+  REQUIRE(plan_b.status == 0);
+  CHECK(plan_b.out.find("\"bias\":true,\"accum_model\":\"hw:k=16,frac=25,chunk=128\","
+                        "\"verified\":true") != std::string::npos);
+  CHECK(plan_b.out.find("splitK_bias_TNT") != std::string::npos);
+  REQUIRE(run_b.status == 0);
+  CHECK(run_b.out == plan_b.out);
+  REQUIRE(plan_nb.status == 0);
+  CHECK(plan_nb.out.find("\"verified\":false") != std::string::npos);
+  CHECK(plan_nb.err.find("bf16 (bias) 8x16x256 lies outside the verified set") !=
+        std::string::npos);
+  CHECK(plan_nb.err.find('\n') == plan_nb.err.size() - 1);
+  // The model string runs as given (no profile): the same bits.
+  const auto expl = exmy::testing::run_captured(
+      cmd + (tmp / "y2.npy") + with_bias + " --accum hw:k=16,frac=25,chunk=128", "bnb4lin");
+  REQUIRE(expl.status == 0);
+  CHECK(io::as_u16(io::read_npy(tmp / "y.npy"), "y") ==
+        io::as_u16(io::read_npy(tmp / "y2.npy"), "y2"));
+  // The bias epilogue, against a reference written from its definition: the GEMM's fp32 result
+  // (`exact`: one rounding of the exact sum) plus the bias in one fp32 addition, then RNE to
+  // bf16. W_dq is bitsandbytes' dequantize_4bit (exmy's, checked byte for byte against it in
+  // bench/results/2026-12-01-h200-qlora-matmul.md).
+  const auto ex =
+      exmy::testing::run_captured(cmd + (tmp / "y3.npy") + with_bias + " --accum exact", "bnb4lin");
+  REQUIRE(ex.status == 0);
+  const std::vector<std::uint16_t> y3 = io::as_u16(io::read_npy(tmp / "y3.npy"), "y3");
+  const std::vector<std::uint32_t> wd =
+      quant::bnb4_dequantize(weight_of(p).q, N * K, Bnb4Dtype::bf16, weight_of(p).opt);
+  for (std::size_t m = 0; m < M; ++m) {
+    for (std::size_t n = 0; n < N; ++n) {
+      long double s = 0;  // bf16 products: 16 significant bits; 256 terms, exact here
+      for (std::size_t k = 0; k < K; ++k) {
+        s += static_cast<long double>(p.a[m * K + k]) * value_of(wd[n * K + k], Bnb4Dtype::bf16);
+      }
+      const float acc = static_cast<float>(s);  // one rounding to fp32
+      const float y = acc + static_cast<float>(p.bias[n]);
+      INFO("m " << m << " n " << n);
+      CHECK(value_of(y3[m * N + n], Bnb4Dtype::bf16) == round_to(y, kBf16));
+    }
+  }
 }
