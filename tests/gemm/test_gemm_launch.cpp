@@ -340,25 +340,31 @@ TEST_CASE("family rules: cuBLAS's CUDA-core dot, gemmSN and gemvx kernels", "[ge
   r = launch_rule(sn, "fp32", "fp32", 655);
   REQUIRE(r.status == LaunchRule::Status::verified);
   REQUIRE(r.model == "fp32-seq:lanes=16,lanesum=seq,lanechunk=16");
-  // bf16/fp16 inputs, their own output (bitsandbytes' F.linear on the H200 at 999x333, M 2..8:
-  // the kernel computes in float, so the fp32 chain, then one rounding): the same model; the
-  // fp32 output of 16-bit inputs and the other CUDA-core kernels with 16-bit inputs: no rule.
-  sn.key =
-      "gemmSN_TN_kernel<float, 128, 16, 2, 4, 2, 2, true, cublasGemvTensorStridedBatched<"
-      "__nv_bfloat16 const>, cublasGemvTensorStridedBatched<__nv_bfloat16 const>, "
-      "cublasGemvTensorStridedBatched<__nv_bfloat16> >";
+  // bf16/fp16 inputs (bitsandbytes' F.linear on the H200 at 999x333, M 2..8, and the 16-bit
+  // SIMT captures, bench/results/2026-12-02-h200-gemm-simt16.md): the kernel computes in float,
+  // so the fp32 chain, then the output's rounding, for the 16-bit and the fp32 output alike. The
+  // input type is read from the kernel's parameter types: a bf16 kernel's record says nothing
+  // about fp16.
   for (const char* t : {"bf16", "fp16"}) {
-    r = launch_rule(sn, t, t, 333);
-    REQUIRE(r.status == LaunchRule::Status::verified);
-    REQUIRE(r.model == "fp32-seq:lanes=16,lanesum=seq,lanechunk=16");
-    REQUIRE(launch_rule(sn, t, "fp32", 333).status == LaunchRule::Status::none);
+    const std::string T = std::string(t) == "bf16" ? "__nv_bfloat16" : "__half";
+    sn.key = "gemmSN_TN_kernel<float, 128, 16, 2, 4, 2, 2, true, cublasGemvTensorStridedBatched<" +
+             T + " const>, cublasGemvTensorStridedBatched<" + T +
+             " const>, cublasGemvTensorStridedBatched<" + T + "> >";
+    for (const char* o : {t, "fp32"}) {
+      r = launch_rule(sn, t, o, 333);
+      REQUIRE(r.status == LaunchRule::Status::verified);
+      REQUIRE(r.model == "fp32-seq:lanes=16,lanesum=seq,lanechunk=16");
+    }
+    const char* other = std::string(t) == "bf16" ? "fp16" : "bf16";
+    REQUIRE(launch_rule(sn, other, other, 333).status == LaunchRule::Status::none);
   }
-  REQUIRE(launch_rule(sn, "bf16", "fp16", 333).status == LaunchRule::Status::none);
   LaunchRecord d16 = rec("dot", 33, "reduce_1Block");
   d16.key =
       "dot_kernel<float, 128, 0, cublasDotParams<cublasGemvTensorStridedBatched<"
       "__nv_bfloat16 const>, cublasGemvTensorStridedBatched<float> > >";
-  REQUIRE(launch_rule(d16, "bf16", "bf16", 4160).status == LaunchRule::Status::none);
+  // The 16-bit dot rule (h/simt16): verified for 16 <= S <= 66, as the fp32 one.
+  REQUIRE(launch_rule(d16, "bf16", "bf16", 4160).status == LaunchRule::Status::verified);
+  REQUIRE(launch_rule(d16, "bf16", "bf16", 4160).model == "fp32-seq:dot=33");
   LaunchRecord g = rec("gemvx", 1, "");
   const std::string pre = "internal::gemvx::kernel<int, int, float, float, float, float, ";
   const std::string post =
