@@ -28,24 +28,10 @@ constexpr ExtraHyper kExtras[] = {
      .help = "torch.optim: maximize the objective (the gradient negated)",
      .flag = true}};
 
-// torch.optim.NAdam's constructor checks: lr, eps >= 0; 0 <= betas < 1; weight_decay,
-// momentum_decay >= 0.
-void domains(const Entry&, const Hyper& h) {
-  const double inf = HUGE_VAL;
-  check_domain(h.adam.lr, "--lr", 0.0, inf, true);
-  check_domain(h.adam.eps, "--eps", 0.0, inf, true);
-  check_domain(h.adam.beta1, "--beta1", 0.0, 1.0, true);
-  check_domain(h.adam.beta2, "--beta2", 0.0, 1.0, true);
-  check_domain(h.adam.wd, "--wd", 0.0, inf, true);
-}
 bool nonnegative(const Entry&, std::string_view file) {
   return file == "exp_avg_sq";
 }
 
-void init(const Config&, std::span<const float> p, State& s) {
-  s.s1.assign(p.size(), 0.0f);
-  s.s2.assign(p.size(), 0.0f);
-}
 std::vector<StateArray> arrays(const Config&, State& s) {
   return {{"exp_avg", &s.s1, true}, {"exp_avg_sq", &s.s2, true}};
 }
@@ -108,7 +94,7 @@ constexpr FamilyDef kDef{.name = "nadam",
                          .extras = kExtras,
                          .states_param_dtype = true,
                          .param_codes16 = true,
-                         .domains = domains,
+                         .domains = torch_adam_domains,
                          .nonnegative = nonnegative,
                          .campaign = campaign};
 
@@ -132,7 +118,7 @@ const Entry kEntries[] = {{.name = "nadam",
                            .state_bytes = 8.0,  // exp_avg, exp_avg_sq
                            .gpu = {true, true, true},
                            .example = "nadam",
-                           .init = init,
+                           .init = init_two_states,
                            .arrays = arrays,
                            .cpu_step = step}};
 

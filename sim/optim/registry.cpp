@@ -17,9 +17,8 @@ namespace {
 
 // ---- per family: zero state, saved arrays, CPU step --------------------------------------------
 
-void init_two(const Config&, std::span<const float> p, State& s) {
-  s.s1.assign(p.size(), 0.0f);
-  s.s2.assign(p.size(), 0.0f);
+void init_two(const Config& c, std::span<const float> p, State& s) {
+  init_two_states(c, p, s);
 }
 void init_one(const Config&, std::span<const float> p, State& s) {
   s.s1.assign(p.size(), 0.0f);
@@ -223,13 +222,8 @@ void domains_ademamix(const Entry&, const Hyper& h) {  // Optimizer2State's chec
   check_domain(h.adam.beta3, "--beta3", 0.0, 1.0, true);
   check_domain(h.adam.wd, "--wd", 0.0, inf, true);
 }
-void domains_adam(const Entry&, const Hyper& h) {
-  const double inf = HUGE_VAL;
-  check_domain(h.adam.lr, "--lr", 0.0, inf, true);
-  check_domain(h.adam.eps, "--eps", 0.0, inf, true);
-  check_domain(h.adam.beta1, "--beta1", 0.0, 1.0, true);
-  check_domain(h.adam.beta2, "--beta2", 0.0, 1.0, true);
-  check_domain(h.adam.wd, "--wd", 0.0, inf, true);
+void domains_adam(const Entry& e, const Hyper& h) {
+  torch_adam_domains(e, h);
 }
 
 // bitsandbytes' Momentum keeps its momentum in beta1: --beta1, else --momentum, else 0.9.
@@ -680,6 +674,20 @@ class HostStepper final : public Stepper {
 };
 
 }  // namespace
+
+void torch_adam_domains(const Entry&, const Hyper& h) {
+  const double inf = HUGE_VAL;
+  check_domain(h.adam.lr, "--lr", 0.0, inf, true);
+  check_domain(h.adam.eps, "--eps", 0.0, inf, true);
+  check_domain(h.adam.beta1, "--beta1", 0.0, 1.0, true);
+  check_domain(h.adam.beta2, "--beta2", 0.0, 1.0, true);
+  check_domain(h.adam.wd, "--wd", 0.0, inf, true);
+}
+
+void init_two_states(const Config&, std::span<const float> p, State& s) {
+  s.s1.assign(p.size(), 0.0f);
+  s.s2.assign(p.size(), 0.0f);
+}
 
 std::span<const Entry> optimizers() {
   return table();

@@ -130,6 +130,12 @@ struct FamilyDef {
 };
 // InputError naming `what` unless lo <= v and v < hi (v <= hi where !hi_open), v as typed.
 void check_domain(double v, const char* what, double lo, double hi, bool hi_open);
+// torch.optim's Adam-family constructor checks (lr, eps >= 0; 0 <= betas < 1; weight_decay >=
+// 0), shared by Adam/AdamW, StableAdamW, NAdam and RAdam (a family's own options carry their
+// ranges in ExtraHyper).
+void torch_adam_domains(const Entry& e, const Hyper& h);
+// The zero state of two fp32 state arrays of the parameters' size (s1, s2).
+void init_two_states(const Config& c, std::span<const float> p, State& s);
 
 // One saved state array: `<file>.npy`, a view of the host vector that holds it, and whether it is
 // saved with the parameters' shape (else 1-d: per-block absmax, packed extra-bit words).
