@@ -162,9 +162,7 @@ void bnb4_bench(benchmark::State& s, CastInput in, native::Bnb4Type type, std::s
   o.type = type;
   o.block = block;
   const double bytes = static_cast<double>(kN) * (input_bytes(in) + 0.5 + 4.0 / block);
-  timed(s, bytes, [&] {
-    bnb4_quantize(x, in, kN, o, static_cast<std::uint8_t*>(b.out), b.state);
-  });
+  timed(s, bytes, [&] { bnb4_quantize(x, in, kN, o, static_cast<std::uint8_t*>(b.out), b.state); });
 }
 
 const Rounding kRne{RoundMode::rne};
@@ -271,11 +269,11 @@ void register_all() {
                    native::NanPolicy::propagate, b.state);
     });
   });
-  for (const auto& [tn, ty] : {std::pair{"nf4", native::Bnb4Type::nf4},
-                                std::pair{"fp4", native::Bnb4Type::fp4}}) {
-    for (const auto& [in_name, in] : {std::pair{"fp32", CastInput::fp32},
-                                      std::pair{"bf16", CastInput::bf16},
-                                      std::pair{"fp16", CastInput::fp16}}) {
+  for (const auto& [tn, ty] :
+       {std::pair{"nf4", native::Bnb4Type::nf4}, std::pair{"fp4", native::Bnb4Type::fp4}}) {
+    for (const auto& [in_name, in] :
+         {std::pair{"fp32", CastInput::fp32}, std::pair{"bf16", CastInput::bf16},
+          std::pair{"fp16", CastInput::fp16}}) {
       for (const std::size_t block : {std::size_t{64}, std::size_t{4096}}) {
         const native::Bnb4Type t = ty;
         const CastInput i = in;

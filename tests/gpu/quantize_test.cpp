@@ -309,12 +309,9 @@ TEST_CASE("GPU absmax of groups of whole tiles (rows and blocks of 4096 k elemen
     Shape shape;
     bool transpose;
   };
-  const Case cases[] = {{"rowwise", {40, 8192}, false},
-                        {"rowwise", {64, 4096}, true},
-                        {"rowwise", {48, 4096}, true},
-                        {"rowwise", {5, 12288}, false},
-                        {"block:4096", {3, 5000}, false},
-                        {"block:4096", {7, 4096}, true}};
+  const Case cases[] = {{"rowwise", {40, 8192}, false},   {"rowwise", {64, 4096}, true},
+                        {"rowwise", {48, 4096}, true},    {"rowwise", {5, 12288}, false},
+                        {"block:4096", {3, 5000}, false}, {"block:4096", {7, 4096}, true}};
   for (const Case& cs : cases) {
     const auto xs = data(cs.shape.rows * cs.shape.cols, 61, true);
     for (auto in : {CastInput::fp32, CastInput::bf16, CastInput::fp16}) {
