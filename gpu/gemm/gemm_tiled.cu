@@ -156,29 +156,49 @@ __global__ void __launch_bounds__(256, 1) k_gemm_tiled(const TiledParams p) {
   const std::uint32_t g0 = p.zstart[blockIdx.z], g1 = p.zstart[blockIdx.z + 1];
   native::TileChain ch[TM][TN];
   std::uint32_t bad = 0;  // bit t TN + u: output (t, u) flagged
+  // The next group's words, loaded into registers while this group computes.
+  constexpr int NA = G * BM / 256, NB = G * BN / 256;
+  static_assert(NA * 256 == G * BM && NB * 256 == G * BN, "whole loads per thread");
+  std::uint32_t wa[NA], wb[NB], ka = 0, kb = 0;
+  const auto fetch = [&](std::uint32_t g) {
+#pragma unroll
+    for (int q = 0; q < NA; ++q) {
+      const int e = tid + 256 * q, k = e / BM, r = e % BM;
+      wa[q] = p.aenc[(static_cast<std::size_t>(g) * G + k) * p.Mp + i0 + r];
+    }
+#pragma unroll
+    for (int q = 0; q < NB; ++q) {
+      const int e = tid + 256 * q, k = e / BN, r = e % BN;
+      wb[q] = p.benc[(static_cast<std::size_t>(g) * G + k) * p.Np + j0 + r];
+    }
+    if (tid < BM) ka = p.amask[static_cast<std::size_t>(g) * p.Mp + i0 + tid];
+    if (tid < BN) kb = p.bmask[static_cast<std::size_t>(g) * p.Np + j0 + tid];
+  };
+  if (g0 < g1) fetch(g0);
   for (std::uint32_t g = g0; g < g1; ++g) {
     __syncthreads();
-    for (int e = tid; e < G * BM; e += 256) {
-      const int k = e / BM, r = e % BM;
-      const std::uint32_t w = p.aenc[(static_cast<std::size_t>(g) * G + k) * p.Mp + i0 + r];
+#pragma unroll
+    for (int q = 0; q < NA; ++q) {
+      const int e = tid + 256 * q;
+      const std::uint32_t w = wa[q];
       sAe2[e] = (w & 0xFFFFu) * 0x10001u;
       sAs[e] = native::tile_sig(w) << p.L;
       sAn[e] = static_cast<std::uint32_t>(-native::tile_exp(w));
       sAm[e] = native::tile_neg(w) ? ~0u : 0u;
     }
-    for (int e = tid; e < G * BN; e += 256) {
-      const int k = e / BN, r = e % BN;
-      const std::uint32_t w = p.benc[(static_cast<std::size_t>(g) * G + k) * p.Np + j0 + r];
+#pragma unroll
+    for (int q = 0; q < NB; ++q) {
+      const int e = tid + 256 * q;
+      const std::uint32_t w = wb[q];
       sBe[e] = static_cast<std::int16_t>(w & 0xFFFFu);
       sBs[e] = native::tile_sig(w);
       sBn[e] = static_cast<std::uint32_t>(-native::tile_exp(w));
       sBm[e] = native::tile_neg(w) ? ~0u : 0u;
     }
-    for (int r = tid; r < BM; r += 256)
-      sAk[r] = p.amask[static_cast<std::size_t>(g) * p.Mp + i0 + r];
-    for (int r = tid; r < BN; r += 256)
-      sBk[r] = p.bmask[static_cast<std::size_t>(g) * p.Np + j0 + r];
+    if (tid < BM) sAk[tid] = ka;
+    if (tid < BN) sBk[tid] = kb;
     __syncthreads();
+    if (g + 1 < g1) fetch(g + 1);
     // The group's exponent maximum of every output, two columns a word (int16 halves; zero
     // elements' sums stay far below every real one, sim/native/gemm_tile.hpp).
     std::uint32_t em[TM][TN / 2];
@@ -247,8 +267,8 @@ __global__ void __launch_bounds__(256, 1) k_gemm_tiled(const TiledParams p) {
       for (int u = 0; u < TN; ++u) {
         native::TileChain& x = ch[t][u];
         const std::uint32_t negs = __popc(sAk[ty * TM + t] ^ sBk[tx * TN + u]);
-        x.c = native::tile_group_end(x.c, E[t][u], static_cast<std::int32_t>(s[t][u] + negs),
-                                     p.m.frac_bits, p.m.inter_bits, p.m.inter_rne);
+        x.c = native::tile_group_end_fast(x.c, E[t][u], static_cast<std::int32_t>(s[t][u] + negs),
+                                          p.m.frac_bits, p.m.inter_bits, p.m.inter_rne);
         if (!native::tile_c_ok(x.c)) {
           bad |= 1u << (t * TN + u);
           x.c = 0.0f;
@@ -265,6 +285,7 @@ __global__ void __launch_bounds__(256, 1) k_gemm_tiled(const TiledParams p) {
       }
     }
   }
+  const GemmEpilogue ep = p.ep;  // a local copy: the call takes its address, not the params'
 #pragma unroll
   for (int t = 0; t < TM; ++t) {
 #pragma unroll
@@ -278,7 +299,7 @@ __global__ void __launch_bounds__(256, 1) k_gemm_tiled(const TiledParams p) {
         p.only[i * p.N + j] = 1;
         atomicAdd(p.nflag, 1ull);
       } else {
-        p.c[i * p.N + j] = epilogue_call(native::tile_result(ch[t][u], p.split), i, j, p.ep);
+        p.c[i * p.N + j] = epilogue_call(native::tile_result(ch[t][u], p.split), i, j, ep);
       }
     }
   }
@@ -327,6 +348,7 @@ int env_int(const char* name, int dflt) {
 bool tiled_model_ok(const native::DotModel& m, std::size_t K) {
   if (m.kind != native::DotModel::Kind::hw || m.sub_group != 0 || m.reduce_tree) return false;
   if (m.k_group != 16 && m.k_group != 32) return false;
+  if (m.frac_bits > 25) return false;  // tile_group_end_fast's range
   std::vector<std::uint8_t> gf, uf;
   std::vector<std::uint32_t> us;
   return native::tile_layout(K, m, m.k_group, &gf, &uf, &us);

@@ -102,8 +102,10 @@ EXMY_HD std::uint32_t tile_term(std::uint32_t sa_shifted, std::uint32_t sb, int 
 
 // The exponent of the incoming accumulator c for the group maximum (c = 0: none).
 EXMY_HD int tile_c_exp(float c) {
-  if ((f32_bits(c) & 0x7FFFFFFFu) == 0) return -32768;
-  return dot_sig(static_cast<double>(c), -126).e;
+  const std::uint32_t b = f32_bits(c);
+  if ((b & 0x7FFFFFFFu) == 0) return -32768;
+  const int be = static_cast<int>((b >> 23) & 0xFFu);  // dot_sig(c, -126).e, from the bits
+  return be != 0 ? be - 127 : -126;
 }
 
 // Whether the fast path computes a group with incoming accumulator c: finite and not -0 (the
@@ -127,6 +129,67 @@ EXMY_HD float tile_group_end(float c, int E, std::int32_t sum, int frac, int int
   }
   if (s == 0) return 0.0f;
   return dot_normalise(s, E - frac, inter, rne);
+}
+
+// Bits of a nonzero x (32 - leading zeros).
+EXMY_HD int tile_bitlen(std::uint32_t x) {
+#if defined(__CUDA_ARCH__)
+  return 32 - __clz(static_cast<int>(x));
+#else
+  return 32 - __builtin_clz(x);
+#endif
+}
+
+// tile_group_end in 32-bit integer and fp32 arithmetic (the kernel's form; frac <= 25, checked
+// by tiled_model_ok). Equal to it for every input (tests/native/test_gemm_tile.cpp compares
+// them): the incoming accumulator's term is an integer below 2^26 (E >= c's exponent), so |s| <
+// 2^31 + 2^26 fits a uint32 magnitude; the normalisation is dot_normalise's with 32-bit shifts
+// (a shift of 32 rounds up to 1 exactly when the magnitude exceeds 2^31 and rne is set, 33 and
+// more give 0); n < 2^24 is an exact fp32 value and n 2^q an exact product (two steps below
+// 2^-126: n 2^(q + 64), then 2^-64; the value is a multiple of 2^-149).
+EXMY_HD float tile_group_end_fast(float c, int E, std::int32_t sum, int frac, int inter, bool rne) {
+  if (E < kTileNoProduct) return 0.0f;
+  const std::uint32_t cb = f32_bits(c);
+  std::int64_t s = sum;
+  if ((cb & 0x7FFFFFFFu) != 0) {
+    const std::uint32_t be = (cb >> 23) & 0xFFu;
+    const std::uint32_t m = be != 0 ? (cb & 0x7FFFFFu) | 0x800000u : cb & 0x7FFFFFu;
+    const int e = be != 0 ? static_cast<int>(be) - 127 : -126;
+    const int sh = 23 - frac - e + E;  // t = trunc(m 2^-sh); sh >= 23 - frac >= -2
+    const std::uint32_t t = sh >= 32 ? 0u : sh >= 0 ? m >> sh : m << -sh;
+    s += (cb >> 31) != 0 ? -static_cast<std::int64_t>(t) : static_cast<std::int64_t>(t);
+  }
+  if (s == 0) return 0.0f;
+  const bool neg = s < 0;
+  const std::uint32_t mag = static_cast<std::uint32_t>(neg ? -s : s);
+  const int scale = E - frac;
+  int e2 = tile_bitlen(mag) - 1 + scale;
+  if (e2 < -126) e2 = -126;
+  const int q = e2 - inter, shift = q - scale;
+  std::uint32_t n;
+  if (shift >= 33) {
+    n = 0;
+  } else if (shift == 32) {
+    n = rne && mag > 0x80000000u ? 1u : 0u;
+  } else if (shift > 0) {
+    n = mag >> shift;
+    if (rne) {
+      const std::uint32_t rem = mag & ((1u << shift) - 1u), half = 1u << (shift - 1);
+      if (rem > half || (rem == half && (n & 1u) != 0)) ++n;
+    }
+  } else {
+    n = mag << -shift;
+  }
+  if (n == 0) return neg ? -0.0f : 0.0f;
+  if (tile_bitlen(n) - 1 + q >= 128) {
+    return neg ? -f32_from_bits(0x7F800000u) : f32_from_bits(0x7F800000u);
+  }
+  const float fn = static_cast<float>(n);
+  const float r = q >= -126
+                      ? rn_mul(fn, f32_from_bits(static_cast<std::uint32_t>(q + 127) << 23))
+                      : rn_mul(rn_mul(fn, f32_from_bits(static_cast<std::uint32_t>(q + 191) << 23)),
+                               f32_from_bits(0x1F800000u));  // 2^-64
+  return neg ? -r : r;
 }
 
 // The fp32 state of one output between groups: c the unit's accumulator (a promotion chunk, or
