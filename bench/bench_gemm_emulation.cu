@@ -3,8 +3,8 @@
 // (one thread per output running sim/native/gemm_dot.hpp: the kernel before the tiles, the
 // baseline) and `auto` (gpu/gemm/gemm_emulation.cu's choice: the tiled kernel where it applies).
 // The auto rows also count their output bytes that differ from the generic kernel's (every
-// output) and from the CPU reference (every output of the small shapes; of the large ones the
-// first and last two rows of A, run under the whole GEMM's model): mismatches_vs_generic,
+// output) and from the CPU reference (every output of the fp32 shape; of the others the first
+// and last two rows of A, run under the whole GEMM's model): mismatches_vs_generic,
 // mismatches_vs_cpu, outputs_vs_cpu. `tiled` says whether the tiled kernel ran. Times are
 // CUDA-event times of whole runs on staged operands (the tiled path's stats and encoding
 // passes included).
@@ -33,7 +33,7 @@ struct Case {
   bool cpu_full;  // compare every output with the CPU reference (else the sampled rows)
 };
 const Case kCases[] = {
-    {"e4m3fn", 256, 128, 8192, true},  {"bf16", 256, 128, 8192, true},
+    {"e4m3fn", 256, 128, 8192, false}, {"bf16", 256, 128, 8192, false},
     {"fp32", 256, 128, 1024, true},    {"e4m3fn", 4096, 4096, 4096, false},
     {"bf16", 4096, 4096, 4096, false}, {"e4m3fn", 128, 64, 65536, false},
     {"bf16", 128, 64, 65536, false},

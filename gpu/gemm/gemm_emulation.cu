@@ -288,7 +288,8 @@ dim3 grid2d(std::size_t rows, std::size_t cols) {
 bool run_gemm(const Staged& st, std::size_t M, std::size_t N, std::size_t K, int emin_a, int emin_b,
               const native::DotModel& dm, const KernelTileScales& kt, const GemmEpilogue& ep,
               std::size_t rp_chunk, GemmPath path, std::uint32_t* c) {
-  const bool fast_model = st.k.a == nullptr && kt.a == nullptr && rp_chunk == 0;
+  const bool fast_model =
+      st.k.a == nullptr && kt.a == nullptr && rp_chunk == 0 && tiled_model_ok(dm, K);
   if (path != GemmPath::generic && fast_model) {
     const DeviceBuffer only(M * N);
     std::size_t flagged = 0;
