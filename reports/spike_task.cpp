@@ -142,7 +142,8 @@ RateInterval poisson_interval(long k) {
   RateInterval r;
   const double top = 10.0 + 4.0 * static_cast<double>(k);
   // P(X >= k; lam) = 1 - P(X <= k - 1) increases with lam; P(X <= k; lam) decreases.
-  r.lo = k == 0 ? 0.0 : bisect(0.0, top, [&](double l) { return 1 - poisson_cdf(k - 1, l) > 0.025; });
+  r.lo =
+      k == 0 ? 0.0 : bisect(0.0, top, [&](double l) { return 1 - poisson_cdf(k - 1, l) > 0.025; });
   r.hi = bisect(0.0, top, [&](double l) { return poisson_cdf(k, l) < 0.025; });
   return r;
 }
@@ -151,7 +152,7 @@ RateRatio rate_ratio(long k1, long n1, long k2, long n2) {
   RateRatio r;
   const double scale = static_cast<double>(n2) / static_cast<double>(n1);
   const auto to_ratio = [&](double pi) { return pi >= 1 ? INFINITY : pi / (1 - pi) * scale; };
-  r.ratio = k2 > 0 ? static_cast<double>(k1) / static_cast<double>(k2) * scale
+  r.ratio = k2 > 0   ? static_cast<double>(k1) / static_cast<double>(k2) * scale
             : k1 > 0 ? INFINITY
                      : NAN;
   if (k1 + k2 == 0) {
@@ -183,8 +184,8 @@ SpikeTaskLog train_spike_task(const SpikeTaskConfig& cfg, std::uint64_t seed) {
     teacher[i] = static_cast<float>(native::normal_fp64(seed, kStreamTeacher, i));
   }
   std::vector<float> x(static_cast<std::size_t>(D)), h1(static_cast<std::size_t>(H)),
-      h2(static_cast<std::size_t>(H)), z(static_cast<std::size_t>(C)), dz(z.size()),
-      dh2(h2.size()), dh1(h1.size());
+      h2(static_cast<std::size_t>(H)), z(static_cast<std::size_t>(C)), dz(z.size()), dh2(h2.size()),
+      dh1(h1.size());
   std::vector<float> ramp(cfg.late_onsets.size()), zfull(static_cast<std::size_t>(D));
   SpikeTaskLog log;
   optim::AdamHyper h;
@@ -196,10 +197,9 @@ SpikeTaskLog train_spike_task(const SpikeTaskConfig& cfg, std::uint64_t seed) {
     throw_if_interrupted();
     for (std::size_t g = 0; g < ramp.size(); ++g) {
       const int since = t - cfg.late_onsets[g] + 1;
-      ramp[g] = since <= 0 ? 0.0f
-                : since >= cfg.ramp
-                    ? 1.0f
-                    : static_cast<float>(static_cast<double>(since) / cfg.ramp);
+      ramp[g] = since <= 0          ? 0.0f
+                : since >= cfg.ramp ? 1.0f
+                                    : static_cast<float>(static_cast<double>(since) / cfg.ramp);
     }
     float loss = 0.0f;
     double sharp = 0.0;

@@ -38,7 +38,7 @@ struct SpikeTaskConfig {
   int late_group = 8;
   int ramp = 30;
   float late_scale = 2.0f;
-  bool late_rows_zero = false;   // the late features' input-layer rows start at 0
+  bool late_rows_zero = false;    // the late features' input-layer rows start at 0
   bool late_informative = false;  // the teacher also uses the late features (their z)
 };
 

@@ -36,8 +36,8 @@ struct Setting {
 };
 
 std::string setting_name(const Setting& s) {
-  return std::string(opt_name(s.opt)) + "_lr" + fmt_g(s.lr, 2) + "_b2_" + fmt_g(s.beta2, 4) +
-         "_B" + std::to_string(s.batch);
+  return std::string(opt_name(s.opt)) + "_lr" + fmt_g(s.lr, 2) + "_b2_" + fmt_g(s.beta2, 4) + "_B" +
+         std::to_string(s.batch);
 }
 
 struct Sizes {
@@ -158,7 +158,8 @@ SectionSummary run_spikes_section(const ReportContext& ctx) {
     std::vector<double> maxr, fin;
     long with = 0;
     for (int sd = 0; sd < z.seeds; ++sd) {
-      const RunResult& r = runs[k * static_cast<std::size_t>(z.seeds) + static_cast<std::size_t>(sd)];
+      const RunResult& r =
+          runs[k * static_cast<std::size_t>(z.seeds) + static_cast<std::size_t>(sd)];
       const long ns = static_cast<long>(r.in.loss_spikes.size());
       set_spikes[k] += ns;
       with += ns > 0 ? 1 : 0;
@@ -219,7 +220,7 @@ SectionSummary run_spikes_section(const ReportContext& ctx) {
         .add(fin[fin.size() / 2]);
   }
   write_file_atomic(dir + "/runs.csv", per_run.text());
-  write_file_atomic(dir + "/sweep.csv", sweep.text());
+  write_file_atomic(dir + "/spikes.csv", sweep.text());
   write_file_atomic(dir + "/lead_times.csv", leads.text());
   if (pooled_spikes > 0) {
     chance_in /= static_cast<double>(pooled_spikes);
@@ -347,10 +348,11 @@ SectionSummary run_spikes_section(const ReportContext& ctx) {
         "until the optimizer moves those rows, and then, the inputs being large, it moves every "
         "hidden unit, so any loss excursion after an onset is the optimizer's doing. Their second "
         "moment is 0 before the onset: AdamW's u is stale just after it (appendix E's story).\n\n";
-  md += "Optimizers: exmy's AdamW (optim::adam_step, torch.optim.AdamW, SEMANTICS 9.2), "
-        "StableAdamW (optim::stable_adamw_step, AdamW + update clipping, SEMANTICS 9.5) and AdamW "
-        "after gradient clipping (torch.nn.utils.clip_grad_norm_ with max norm " +
-        fmt_g(base.clip_norm, 2) + ", the paper's comparator). Sweep: learning rate";
+  md +=
+      "Optimizers: exmy's AdamW (optim::adam_step, torch.optim.AdamW, SEMANTICS 9.2), "
+      "StableAdamW (optim::stable_adamw_step, AdamW + update clipping, SEMANTICS 9.5) and AdamW "
+      "after gradient clipping (torch.nn.utils.clip_grad_norm_ with max norm " +
+      fmt_g(base.clip_norm, 2) + ", the paper's comparator). Sweep: learning rate";
   for (float v : z.lrs) md += " " + fmt_g(v, 2);
   md += ", beta2";
   for (float v : z.beta2s) md += " " + fmt_g(v, 4);
@@ -369,8 +371,9 @@ SectionSummary run_spikes_section(const ReportContext& ctx) {
         " steps ignored; a loss spike is preceded when an RMS spike starts 1-8 steps before it. "
         "Intervals: Wilson 95% for fractions; for spike rates and their ratios the conditional "
         "binomial of two Poisson counts (spike_task.hpp).\n\n";
-  md += "## Spikes per run\n\n| setting | seeds | loss spikes | per run [95%] | runs with spikes | "
-        "median max input-layer RMS_t |\n|---|---|---|---|---|---|\n";
+  md +=
+      "## Spikes per run\n\n| setting | seeds | loss spikes | per run [95%] | runs with spikes | "
+      "median max input-layer RMS_t |\n|---|---|---|---|---|---|\n";
   for (std::size_t k = 0; k < sets.size(); ++k) {
     const RateInterval rr = poisson_interval(set_spikes[k]);
     long with = 0;
@@ -379,8 +382,8 @@ SectionSummary run_spikes_section(const ReportContext& ctx) {
     md += "| " + setting_name(sets[k]) + " | " + std::to_string(z.seeds) + " | " +
           std::to_string(set_spikes[k]) + " | " +
           fmt_g(static_cast<double>(set_spikes[k]) / z.seeds, 2) + " [" +
-          fmt_g(rr.lo / z.seeds, 2) + ", " + fmt_g(rr.hi / z.seeds, 2) + "] | " + std::to_string(with) + " | " + fmt_g(set_max_rms[k], 3) +
-          " |\n";
+          fmt_g(rr.lo / z.seeds, 2) + ", " + fmt_g(rr.hi / z.seeds, 2) + "] | " +
+          std::to_string(with) + " | " + fmt_g(set_max_rms[k], 3) + " |\n";
   }
   md += "\n## Findings\n\n";
   const auto add_claim = [&](Claim c) {
@@ -400,8 +403,8 @@ SectionSummary run_spikes_section(const ReportContext& ctx) {
     c.where = where;
     c.claim = claim;
     c.measured = measured + " (" + setting_name(sets[static_cast<std::size_t>(ka)]) + " / " +
-                 setting_name(sets[static_cast<std::size_t>(kb)]) + ", " +
-                 std::to_string(z.seeds) + " seeds each)";
+                 setting_name(sets[static_cast<std::size_t>(kb)]) + ", " + std::to_string(z.seeds) +
+                 " seeds each)";
     c.expected = "< 1";
     if (std::isfinite(r.ratio)) {
       c.set(r.ratio, r.lo, r.hi);
@@ -413,7 +416,7 @@ SectionSummary run_spikes_section(const ReportContext& ctx) {
                 : r.hi < 1 ? "consistent" + pre
                 : r.lo > 1 ? "inconsistent" + pre
                            : "inconclusive (interval covers 1)";
-    c.link = "spikes/sweep.csv";
+    c.link = "spikes/spikes.csv";
     const std::string h = claim + ": spikes per run " + measured + " " + ratio_text(r);
     sum.headlines.push_back(h);
     md += "- " + h + ".\n";
@@ -441,7 +444,8 @@ SectionSummary run_spikes_section(const ReportContext& ctx) {
     const double frac =
         pooled_spikes ? static_cast<double>(pooled_pre_in) / static_cast<double>(pooled_spikes) : 0;
     const double frac_mid =
-        pooled_spikes ? static_cast<double>(pooled_pre_mid) / static_cast<double>(pooled_spikes) : 0;
+        pooled_spikes ? static_cast<double>(pooled_pre_mid) / static_cast<double>(pooled_spikes)
+                      : 0;
     long none = 0;
     for (const auto& [l, n] : lead_hist) none += l < 0 ? n : 0;
     std::string h = std::to_string(pooled_pre_in) + " of " + std::to_string(pooled_spikes) +
@@ -461,16 +465,16 @@ SectionSummary run_spikes_section(const ReportContext& ctx) {
     c.claim =
         "loss spikes follow an RMS spike of the patch-embedding layer by 1-8 iterations (28 of "
         "30 detected loss spikes; 1% by chance)";
-    c.measured = "share of loss spikes (AdamW with and without gradient clipping, every setting "
-                 "and seed) preceded by an input-layer RMS spike 1-8 steps before";
+    c.measured =
+        "share of loss spikes (AdamW with and without gradient clipping, every setting "
+        "and seed) preceded by an input-layer RMS spike 1-8 steps before";
     c.expected = "about 0.93 (28/30), far above the chance rate";
     if (pooled_spikes > 0) c.set(frac, w.lo, w.hi);
     // Consistent: the interval's low end above 0.5 and above twice the chance rate with P(by
     // chance) < 0.01; inconsistent: the interval's high end below 0.5 or not above chance.
     c.verdict = pooled_spikes < 10 ? "inconclusive (fewer than 10 loss spikes)"
-                : (w.lo > 0.5 && w.lo > 2 * chance_in && p < 0.01)
-                    ? "consistent" + pre
-                : (w.hi < 0.5 || w.hi < chance_in) ? std::string("inconsistent")
+                : (w.lo > 0.5 && w.lo > 2 * chance_in && p < 0.01) ? "consistent" + pre
+                : (w.hi < 0.5 || w.hi < chance_in)                 ? std::string("inconsistent")
                                                    : "inconclusive (interval covers 0.5)";
     c.link = "spikes/spikes.png";
     add_claim(c);
@@ -499,13 +503,12 @@ SectionSummary run_spikes_section(const ReportContext& ctx) {
       c.set(set_max_rms[static_cast<std::size_t>(b)] / set_max_rms[static_cast<std::size_t>(a)]);
       c.expected = "< 1";
       c.verdict = c.value < 1 ? "consistent" + pre : "inconsistent" + pre;
-      c.link = "spikes/sweep.csv";
+      c.link = "spikes/spikes.csv";
       add_claim(c);
-      const std::string h = "Largest input-layer RMS_t (median over seeds): " +
-                            fmt_g(set_max_rms[static_cast<std::size_t>(a)], 3) + " at beta2 " +
-                            fmt_g(b2_hi, 4) + ", " +
-                            fmt_g(set_max_rms[static_cast<std::size_t>(b)], 3) + " at " +
-                            fmt_g(b2_lo, 4);
+      const std::string h =
+          "Largest input-layer RMS_t (median over seeds): " +
+          fmt_g(set_max_rms[static_cast<std::size_t>(a)], 3) + " at beta2 " + fmt_g(b2_hi, 4) +
+          ", " + fmt_g(set_max_rms[static_cast<std::size_t>(b)], 3) + " at " + fmt_g(b2_lo, 4);
       sum.headlines.push_back(h);
       md += "- " + h + ".\n";
     }
@@ -518,13 +521,14 @@ SectionSummary run_spikes_section(const ReportContext& ctx) {
     std::sort(sorted.begin(), sorted.end());
     const double med = sorted.empty() ? 0.0 : sorted[sorted.size() / 2];
     const RateInterval w = wilson_interval(static_cast<long>(up), static_cast<long>(sorted.size()));
-    std::string h = "Logit sharpness before a divergence (loss > 3x the StableAdamW run of the "
-                    "same setting and seed): in " +
-                    std::to_string(up) + " of " + std::to_string(sharp_ratios.size()) +
-                    " runs the mean sharpness of the 3 steps before the onset exceeds the "
-                    "baseline's at the same steps (median ratio " +
-                    fmt_g(med, 3) + "; " + std::to_string(duplicates) +
-                    " duplicate runs not counted; sharpness_before_divergence.csv)";
+    std::string h =
+        "Logit sharpness before a divergence (loss > 3x the StableAdamW run of the "
+        "same setting and seed): in " +
+        std::to_string(up) + " of " + std::to_string(sharp_ratios.size()) +
+        " runs the mean sharpness of the 3 steps before the onset exceeds the "
+        "baseline's at the same steps (median ratio " +
+        fmt_g(med, 3) + "; " + std::to_string(duplicates) +
+        " duplicate runs not counted; sharpness_before_divergence.csv)";
     sum.headlines.push_back(h);
     md += "- " + h + ".\n";
     Claim c;
@@ -537,11 +541,10 @@ SectionSummary run_spikes_section(const ReportContext& ctx) {
     if (!sorted.empty()) c.set(static_cast<double>(up) / sorted.size(), w.lo, w.hi);
     c.expected = "most (a rise before every divergence)";
     c.kind = "proxy";  // AdamW loss spikes of a toy MLP stand in for the paper's LLM divergences
-    c.verdict = sorted.size() < 5 ? "inconclusive (fewer than 5 divergences)"
-                : (w.lo > 0.5 && med >= 1.1)
-                    ? "consistent" + pre
-                : w.hi < 0.5 ? "inconsistent"
-                             : "inconclusive (median ratio " + fmt_g(med, 3) + ")";
+    c.verdict = sorted.size() < 5            ? "inconclusive (fewer than 5 divergences)"
+                : (w.lo > 0.5 && med >= 1.1) ? "consistent" + pre
+                : w.hi < 0.5                 ? "inconsistent"
+                                             : "inconclusive (median ratio " + fmt_g(med, 3) + ")";
     c.link = "spikes/sharpness_before_divergence.csv";
     sum.claims.push_back(c);
   }
@@ -557,12 +560,13 @@ SectionSummary run_spikes_section(const ReportContext& ctx) {
                          "detected loss spikes and RMS spikes; dashed horizontal: 2.3. Right: "
                          "lead-time histogram of every loss spike of the runs without update "
                          "clipping");
-  md += "## Data\n\n- [sweep.csv](sweep.csv): one row per setting; [runs.csv](runs.csv): one row "
-        "per run\n- [lead_times.csv](lead_times.csv): every loss spike with its lead after the "
-        "last input-layer and hidden-layer RMS spike start (-1: none in 50 steps); "
-        "[lead_histogram.csv](lead_histogram.csv)\n- trace_OPT.csv (step, loss, rms, ...: the "
-        "input of `exmy diagnose spikes --trace`), events_OPT.csv\n- "
-        "[sharpness_before_divergence.csv](sharpness_before_divergence.csv)\n\n";
+  md +=
+      "## Data\n\n- [spikes.csv](spikes.csv): one row per setting; [runs.csv](runs.csv): one row "
+      "per run\n- [lead_times.csv](lead_times.csv): every loss spike with its lead after the "
+      "last input-layer and hidden-layer RMS spike start (-1: none in 50 steps); "
+      "[lead_histogram.csv](lead_histogram.csv)\n- trace_OPT.csv (step, loss, rms, ...: the "
+      "input of `exmy diagnose spikes --trace`), events_OPT.csv\n- "
+      "[sharpness_before_divergence.csv](sharpness_before_divergence.csv)\n\n";
   const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   md += provenance_md(ctx, secs);
   write_file_atomic(dir + "/index.md", md);
