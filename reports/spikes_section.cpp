@@ -79,7 +79,27 @@ struct RunResult {
   std::vector<long> lead_in, lead_mid;
   long clipped = 0;
   double final_loss = 0, max_rms_in = 0;
+  // Mean over the onsets of (largest 10-step mean loss in the 100 steps from the onset) minus
+  // (mean loss of the 100 steps before it): how far the loss rises after a shift, in nats.
+  double excess = 0;
 };
+
+double onset_excess(const std::vector<float>& loss, const std::vector<int>& onsets) {
+  double total = 0;
+  for (int on : onsets) {
+    const std::size_t o = static_cast<std::size_t>(on - 1);  // index of the onset step
+    double before = 0;
+    for (std::size_t i = o - 100; i < o; ++i) before += loss[i] / 100.0;
+    double peak = -INFINITY;
+    for (std::size_t i = o; i + 10 <= std::min(loss.size(), o + 100); ++i) {
+      double m = 0;
+      for (std::size_t j = i; j < i + 10; ++j) m += loss[j] / 10.0;
+      peak = std::max(peak, m);
+    }
+    total += (peak - before) / static_cast<double>(onsets.size());
+  }
+  return total;
+}
 
 Trace trace_of(const SpikeTaskLog& log, int layer) {
   Trace t;
@@ -135,6 +155,7 @@ SectionSummary run_spikes_section(const ReportContext& ctx) {
       if (s.opt == Opt::adamw_clip && r.log.grad_norm[t] > c.clip_norm) ++r.clipped;
       if (analysed) r.max_rms_in = std::max<double>(r.max_rms_in, r.log.rms[0][t]);
     }
+    r.excess = onset_excess(r.log.loss, c.late_onsets);
     const std::size_t n = r.log.loss.size(), from = n - n / 10;
     for (std::size_t t = from; t < n; ++t) r.final_loss += r.log.loss[t] / (n - from);
   });
@@ -143,19 +164,19 @@ SectionSummary run_spikes_section(const ReportContext& ctx) {
   Csv per_run({"setting", "optimizer", "lr", "beta2", "batch", "seed", "analysed_steps",
                "loss_spikes", "input_rms_spikes", "preceded_input_1_8", "chance_rate_input",
                "p_value_input", "hidden_rms_spikes", "preceded_hidden_1_8", "max_input_rms",
-               "clipped_steps", "final_loss"});
+               "clipped_steps", "onset_excess_loss", "final_loss"});
   Csv sweep({"setting", "optimizer", "lr", "beta2", "batch", "seeds", "loss_spikes",
              "spikes_per_run", "spikes_per_run_lo", "spikes_per_run_hi", "runs_with_spikes",
-             "median_max_input_rms", "final_loss_median"});
+             "median_max_input_rms", "onset_excess_loss_median", "final_loss_median"});
   Csv leads({"setting", "seed", "loss_spike_step", "lead_input", "lead_hidden"});
   std::vector<long> set_spikes(sets.size(), 0);
-  std::vector<double> set_max_rms(sets.size(), 0);
+  std::vector<double> set_max_rms(sets.size(), 0), set_excess(sets.size(), 0);
   long pooled_spikes = 0, pooled_pre_in = 0, pooled_pre_mid = 0;
   double chance_in = 0, chance_mid = 0;  // spike-weighted mean chance rate
   std::map<long, long> lead_hist;        // input-layer lead -> loss spikes (AdamW family)
   for (std::size_t k = 0; k < sets.size(); ++k) {
     const Setting& s = sets[k];
-    std::vector<double> maxr, fin;
+    std::vector<double> maxr, fin, exc;
     long with = 0;
     for (int sd = 0; sd < z.seeds; ++sd) {
       const RunResult& r =
@@ -165,6 +186,7 @@ SectionSummary run_spikes_section(const ReportContext& ctx) {
       with += ns > 0 ? 1 : 0;
       maxr.push_back(r.max_rms_in);
       fin.push_back(r.final_loss);
+      exc.push_back(r.excess);
       per_run.row()
           .add(setting_name(s))
           .add(std::string(opt_name(s.opt)))
@@ -182,6 +204,7 @@ SectionSummary run_spikes_section(const ReportContext& ctx) {
           .add(static_cast<long long>(r.mid.preceded_count))
           .add(r.max_rms_in)
           .add(static_cast<long long>(r.clipped))
+          .add(r.excess)
           .add(r.final_loss);
       for (std::size_t j = 0; j < r.in.loss_spikes.size(); ++j) {
         leads.row()
@@ -202,7 +225,9 @@ SectionSummary run_spikes_section(const ReportContext& ctx) {
     }
     std::sort(maxr.begin(), maxr.end());
     std::sort(fin.begin(), fin.end());
+    std::sort(exc.begin(), exc.end());
     set_max_rms[k] = maxr[maxr.size() / 2];
+    set_excess[k] = exc[exc.size() / 2];
     const RateInterval rr = poisson_interval(set_spikes[k]);
     sweep.row()
         .add(setting_name(s))
@@ -217,6 +242,7 @@ SectionSummary run_spikes_section(const ReportContext& ctx) {
         .add(rr.hi / z.seeds)
         .add(static_cast<long long>(with))
         .add(set_max_rms[k])
+        .add(set_excess[k])
         .add(fin[fin.size() / 2]);
   }
   write_file_atomic(dir + "/runs.csv", per_run.text());
@@ -373,7 +399,8 @@ SectionSummary run_spikes_section(const ReportContext& ctx) {
         "binomial of two Poisson counts (spike_task.hpp).\n\n";
   md +=
       "## Spikes per run\n\n| setting | seeds | loss spikes | per run [95%] | runs with spikes | "
-      "median max input-layer RMS_t |\n|---|---|---|---|---|---|\n";
+      "median max input-layer RMS_t | median onset excess (nats) "
+      "|\n|---|---|---|---|---|---|---|\n";
   for (std::size_t k = 0; k < sets.size(); ++k) {
     const RateInterval rr = poisson_interval(set_spikes[k]);
     long with = 0;
@@ -383,9 +410,24 @@ SectionSummary run_spikes_section(const ReportContext& ctx) {
           std::to_string(set_spikes[k]) + " | " +
           fmt_g(static_cast<double>(set_spikes[k]) / z.seeds, 2) + " [" +
           fmt_g(rr.lo / z.seeds, 2) + ", " + fmt_g(rr.hi / z.seeds, 2) + "] | " +
-          std::to_string(with) + " | " + fmt_g(set_max_rms[k], 3) + " |\n";
+          std::to_string(with) + " | " + fmt_g(set_max_rms[k], 3) + " | " +
+          fmt_g(set_excess[k], 2) + " |\n";
   }
+  md +=
+      "\nOnset excess: per onset, the largest 10-step mean of the batch loss in the 100 steps "
+      "from the onset minus the mean of the 100 steps before it, averaged over the 3 onsets "
+      "(how far the loss rises after a shift, whether or not the spike rule fires).\n";
   md += "\n## Findings\n\n";
+  {
+    std::string h = "Onset excess (median over seeds, nats) at the reference setting:";
+    for (Opt o : {Opt::adamw, Opt::stable_adamw, Opt::adamw_clip}) {
+      const long k = find(o, z.lrs.back(), z.beta2s.front(), z.batches.back());
+      if (k >= 0) h += std::string(" ") + opt_name(o) + " " + fmt_g(set_excess[k], 2) + ";";
+    }
+    h.pop_back();
+    sum.headlines.push_back(h);
+    md += "- " + h + ".\n";
+  }
   const auto add_claim = [&](Claim c) {
     c.source = "Wortsman et al. 2023, arXiv 2304.13013";
     c.kind = "proxy";  // a toy MLP stands in for CLIP ViT training

@@ -84,8 +84,7 @@ def plot(section_dir):
         ax.bar(lead, n, width=0.8, color=["grey" if v < 0 else
                                           ("green" if 1 <= v <= 8 else "red") for v in lead])
         ax.axvspan(0.5, 8.5, color="green", alpha=0.08)
-        ax.set_xlabel("steps from the last input-layer RMS spike start to the loss spike (-1: none "
-                      "in 50)")
+        ax.set_xlabel("lead: steps since the last input-layer\nRMS spike start (-1: none in 50)")
         ax.set_ylabel("loss spikes (all seeds and settings)")
         ax.set_title("lead times (green band: 1-8 steps)", fontsize=9)
         ax.grid(True, alpha=0.3)
