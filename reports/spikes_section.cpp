@@ -171,7 +171,7 @@ SectionSummary run_spikes_section(const ReportContext& ctx) {
   Csv leads({"setting", "seed", "loss_spike_step", "lead_input", "lead_hidden"});
   std::vector<long> set_spikes(sets.size(), 0);
   std::vector<double> set_max_rms(sets.size(), 0), set_excess(sets.size(), 0);
-  long pooled_spikes = 0, pooled_pre_in = 0, pooled_pre_mid = 0;
+  long pooled_spikes = 0, pooled_pre_in = 0, pooled_pre_mid = 0, pooled_rms_mid = 0;
   double chance_in = 0, chance_mid = 0;  // spike-weighted mean chance rate
   std::map<long, long> lead_hist;        // input-layer lead -> loss spikes (AdamW family)
   for (std::size_t k = 0; k < sets.size(); ++k) {
@@ -218,6 +218,7 @@ SectionSummary run_spikes_section(const ReportContext& ctx) {
         pooled_spikes += ns;
         pooled_pre_in += r.in.preceded_count;
         pooled_pre_mid += r.mid.preceded_count;
+        pooled_rms_mid += static_cast<long>(r.mid.rms_spikes.size());
         chance_in += r.in.chance_rate * static_cast<double>(ns);
         chance_mid += r.mid.chance_rate * static_cast<double>(ns);
         for (long l : r.lead_in) ++lead_hist[l];
@@ -495,8 +496,9 @@ SectionSummary run_spikes_section(const ReportContext& ctx) {
                     "spike by 1-8 steps (" +
                     fmt_g(frac, 2) + " [" + fmt_g(w.lo, 2) + ", " + fmt_g(w.hi, 2) +
                     "]; chance rate " + fmt_g(chance_in, 2) + ", P(by chance) " + fmt_g(p, 2) +
-                    "); the hidden layer's RMS spikes precede " + std::to_string(pooled_pre_mid) +
-                    " (" + fmt_g(frac_mid, 2) + " [" + fmt_g(wm.lo, 2) + ", " + fmt_g(wm.hi, 2) +
+                    "); the hidden layer's RMS spikes (" + std::to_string(pooled_rms_mid) +
+                    " in those runs) precede " + std::to_string(pooled_pre_mid) + " (" +
+                    fmt_g(frac_mid, 2) + " [" + fmt_g(wm.lo, 2) + ", " + fmt_g(wm.hi, 2) +
                     "], chance " + fmt_g(chance_mid, 2) + "); lead times in lead_histogram.csv (" +
                     std::to_string(none) + " spikes with no input-layer RMS spike in the " +
                     std::to_string(horizon) + " steps before)";
@@ -533,24 +535,70 @@ SectionSummary run_spikes_section(const ReportContext& ctx) {
     m.link = "spikes/lead_times.csv";
     add_claim(m);
   }
-  // Figure 4: RMS_t stays near 1 for lower beta2.
+  // Figure 4 and the closed form behind this task's RMS peaks: at a late group's onset step its
+  // rows' v was 0, so each of their terms is g^2 / u = (1 - beta2^t) / (1 - beta2) exactly (up to
+  // rounding), and they are a share f = late_group / inputs of the input layer's terms; the
+  // other rows add their own (small) terms and late-row elements whose gradient is exactly 0
+  // (a hidden unit dead for the whole batch) add none, so RMS_t = sqrt(f (1 - beta2^t) /
+  // (1 - beta2)) within a few percent.
   {
+    const double f =
+        static_cast<double>(base.late_group) / static_cast<double>(base.in + 3 * base.late_group);
+    std::vector<double> ratios;
+    for (std::size_t k = 0; k < sets.size(); ++k) {
+      if (sets[k].opt == Opt::stable_adamw) continue;
+      const double b2 = static_cast<double>(sets[k].beta2);
+      for (int sd = 0; sd < z.seeds; ++sd) {
+        const RunResult& r = runs[k * static_cast<std::size_t>(z.seeds) + sd];
+        for (int on : base.late_onsets) {
+          const double bound = std::sqrt(f * (1 - std::pow(b2, on)) / (1 - b2));
+          ratios.push_back(r.log.rms[0][static_cast<std::size_t>(on - 1)] / bound);
+        }
+      }
+    }
+    std::sort(ratios.begin(), ratios.end());
+    Claim c;
+    c.source = "closed form (this report)";
+    c.where = "the spiking task's RMS_t at an onset (SEMANTICS 14.4.1)";
+    c.claim =
+        "at a late group's onset step the input layer's RMS_t is sqrt(f (1 - beta2^t) / (1 - "
+        "beta2)), f = 1/5 the share of its rows with v = 0, up to the other rows' terms and "
+        "late-row gradients that are exactly 0 (dead hidden units)";
+    c.measured =
+        "RMS_t at every onset step over the closed form, every AdamW run (median, min, max)";
+    if (!ratios.empty()) c.set(ratios[ratios.size() / 2], ratios.front(), ratios.back());
+    c.expected = "between 1 and 1.05";
+    c.kind = "closed-form check";
+    c.verdict = ratios.empty()                                       ? "inconclusive (no runs)"
+                : (ratios.front() >= 0.999 && ratios.back() <= 1.05) ? "agrees"
+                                                                     : "disagrees";
+    c.link = "spikes/runs.csv";
+    sum.claims.push_back(c);
     const long a = find(Opt::adamw, lr_hi, b2_hi, b_hi), b = find(Opt::adamw, lr_hi, b2_lo, b_hi);
     if (a >= 0 && b >= 0) {
-      Claim c;
-      c.where = "section 3.4, figure 4";
-      c.claim = "for lower beta2, RMS_t of the embedding layer does not deviate far from 1";
-      c.measured = "median over seeds of the largest input-layer RMS_t, beta2 " + fmt_g(b2_lo, 4) +
-                   " / " + fmt_g(b2_hi, 4) + " (AdamW, high learning rate, large batch)";
-      c.set(set_max_rms[static_cast<std::size_t>(b)] / set_max_rms[static_cast<std::size_t>(a)]);
-      c.expected = "< 1";
-      c.verdict = c.value < 1 ? "consistent" + pre : "inconsistent" + pre;
-      c.link = "spikes/spikes.csv";
-      add_claim(c);
+      const double ma = set_max_rms[static_cast<std::size_t>(a)],
+                   mb = set_max_rms[static_cast<std::size_t>(b)];
+      Claim p;
+      p.where = "section 3.4, figure 4";
+      p.claim = "for lower beta2, RMS_t of the embedding layer does not deviate far from 1";
+      p.measured = "median over seeds of the largest input-layer RMS_t at beta2 " +
+                   fmt_g(b2_lo, 4) + " (AdamW, high learning rate, large batch; " + fmt_g(ma, 3) +
+                   " at " + fmt_g(b2_hi, 4) + ")";
+      p.set(mb);
+      p.expected = "near 1 (below the 2.3 threshold)";
+      // The peak follows the closed form above: lower beta2 lowers it, but in this task the
+      // shift is abrupt enough that 0.99 still crosses 2.3.
+      p.verdict = (mb < 2.3 ? "consistent" : "inconsistent") + pre;
+      p.link = "spikes/spikes.csv";
+      add_claim(p);
       const std::string h =
-          "Largest input-layer RMS_t (median over seeds): " +
-          fmt_g(set_max_rms[static_cast<std::size_t>(a)], 3) + " at beta2 " + fmt_g(b2_hi, 4) +
-          ", " + fmt_g(set_max_rms[static_cast<std::size_t>(b)], 3) + " at " + fmt_g(b2_lo, 4);
+          "Largest input-layer RMS_t (median over seeds): " + fmt_g(ma, 3) + " at beta2 " +
+          fmt_g(b2_hi, 4) + ", " + fmt_g(mb, 3) + " at " + fmt_g(b2_lo, 4) +
+          ": the closed form sqrt(f (1 - beta2^t) / (1 - beta2)) of an onset (f = 1/5) sets it "
+          "(RMS_t at the onsets over it: " +
+          (ratios.empty() ? std::string("none")
+                          : fmt_g(ratios.front(), 4) + " to " + fmt_g(ratios.back(), 4)) +
+          "), so lower beta2 lowers the peak but does not keep RMS_t near 1 here";
       sum.headlines.push_back(h);
       md += "- " + h + ".\n";
     }
