@@ -567,11 +567,11 @@ SectionSummary run_spikes_section(const ReportContext& ctx) {
     c.measured =
         "RMS_t at every onset step over the closed form, every AdamW run (median, min, max)";
     if (!ratios.empty()) c.set(ratios[ratios.size() / 2], ratios.front(), ratios.back());
-    c.expected = "between 1 and 1.05";
+    c.expected = "1 within 5%";
     c.kind = "closed-form check";
-    c.verdict = ratios.empty()                                       ? "inconclusive (no runs)"
-                : (ratios.front() >= 0.999 && ratios.back() <= 1.05) ? "agrees"
-                                                                     : "disagrees";
+    c.verdict = ratios.empty()                                      ? "inconclusive (no runs)"
+                : (ratios.front() >= 0.95 && ratios.back() <= 1.05) ? "agrees within 5%"
+                                                                    : "disagrees";
     c.link = "spikes/runs.csv";
     sum.claims.push_back(c);
     const long a = find(Opt::adamw, lr_hi, b2_hi, b_hi), b = find(Opt::adamw, lr_hi, b2_lo, b_hi);
