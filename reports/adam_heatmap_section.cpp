@@ -608,29 +608,14 @@ SectionSummary run_adam_heatmap_section(const ReportContext& ctx) {
                     std::to_string(sharp_ratios.size()) +
                     " diverging 8-bit runs the mean sharpness of the 3 steps before the onset "
                     "exceeds the fp32 run's at the same steps (median ratio " +
-                    fmt_g(med, 3) + "; sharpness_before_divergence.csv)";
+                    fmt_g(med, 3) +
+                    "; sharpness_before_divergence.csv; the claim row is built on the spike "
+                    "section's runs)";
     sum.headlines.push_back(h);
     md += "- " + h + ".\n";
-    Claim c;
-    c.source = "To FP8 and back again (2024)";
-    c.where = "section 3.1, eqs. 1-2";
-    c.claim = "the logit sharpness metric rises before loss divergence";
-    c.measured =
-        "diverging 8-bit Adam runs of the toy MLP whose sharpness over the 3 steps "
-        "before the onset exceeds the fp32 run's (share; variants share seeds)";
-    c.value = sharp_ratios.empty() ? 0.0 : static_cast<double>(up) / sharp_ratios.size();
-    c.has_value = !sharp_ratios.empty();
-    c.expected = "most (a rise before every divergence)";
-    // A rise means a clear one: most runs above the fp32 baseline and a median ratio of at
-    // least 1.1 (the runs of different 8-bit variants share seeds, so they are not independent).
-    // Toy-MLP divergences of 8-bit Adam stand in for the paper's LLM divergences: a proxy.
-    c.kind = "proxy";
-    c.verdict = sharp_ratios.size() < 5          ? "inconclusive (fewer than 5 divergences)"
-                : (c.value >= 0.8 && med >= 1.1) ? "consistent"
-                : c.value >= 0.5 ? "inconclusive (a small rise: median ratio " + fmt_g(med, 3) + ")"
-                                 : "inconsistent";
-    c.link = "adam-heatmap/sharpness_before_divergence.csv";
-    sum.claims.push_back(c);
+    // No claim row here (issue 35): these 8-bit runs rarely diverge late enough to say anything
+    // and the variants share seeds; the row is built on the spike section's runs
+    // (reports/spikes_section.cpp).
   }
   {
     const GridSummary& lt = gsum[idx("linear", 0)];

@@ -114,8 +114,8 @@ TEST_CASE("exmy report all (test size) writes every section and a top index", "[
        {"index.md", "variance/index.md", "variance/variance.csv", "variance/slopes.csv",
         "variance/d3_model.csv", "adam-heatmap/index.md", "adam-heatmap/summary.csv",
         "formats/index.md", "formats/limits.csv", "formats/sr.csv", "formats/profile.csv",
-        "spikes/index.md", "spikes/spikes.csv", "spikes/trace_adamw_b2_0.999.csv",
-        "extrabits/index.md", "extrabits/one_add.csv", "extrabits/cumulative.csv"}) {
+        "spikes/index.md", "spikes/spikes.csv", "spikes/trace_adamw.csv", "extrabits/index.md",
+        "extrabits/one_add.csv", "extrabits/cumulative.csv"}) {
     INFO(f);
     REQUIRE(fs::exists(d / f));
   }
@@ -185,7 +185,8 @@ TEST_CASE("exmy report all (test size) writes every section and a top index", "[
   REQUIRE(run_cli({"report", "all", "--out", d2.string(), "--tiny", "--threads", "1"},
                   {"EXMY_PYTHON=/nonexistent/python3"}) == 0);
   for (const char* f : {"variance/variance.csv", "adam-heatmap/summary.csv", "formats/sr.csv",
-                        "formats/profile.csv", "spikes/spikes.csv", "claims.csv"}) {
+                        "formats/profile.csv", "spikes/spikes.csv", "spikes/runs.csv",
+                        "spikes/lead_times.csv", "claims.csv"}) {
     INFO(f);
     REQUIRE(slurp(d / f) == slurp(d2 / f));
   }
@@ -324,7 +325,7 @@ TEST_CASE("exmy diagnose spikes reads the report's trace; bad input exits 2", "[
   const fs::path d = fresh_dir("diag");
   REQUIRE(run_cli({"report", "spikes", "--out", d.string(), "--tiny"},
                   {"EXMY_PYTHON=/nonexistent/python3"}) == 0);
-  const std::string trace = (d / "spikes" / "trace_adamw_b2_0.999.csv").string();
+  const std::string trace = (d / "spikes" / "trace_adamw.csv").string();
   REQUIRE(run_cli({"diagnose", "spikes", "--trace", trace, "--ignore-first", "50", "--out",
                    (d / "ev.csv").string()}) == 0);
   REQUIRE(slurp(d / "ev.csv").rfind("step,event,preceded_by_rms_spike\n", 0) == 0);
