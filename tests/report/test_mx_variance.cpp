@@ -193,8 +193,9 @@ TEST_CASE("block error law vs a Monte Carlo from the definitions", "[mx_variance
   unsigned seed = 20261202;
   for (const Case& c : cases) {
     const int per_tensor = 512 / c.block;  // a 512-element tensor (8 x 64)
+    const unsigned this_seed = seed++;
     const Mc mc = monte_carlo(c.kind, c.E, c.M, c.bias, c.fmax, c.emax, c.block, c.nu, 6000,
-                              per_tensor, seed++);
+                              per_tensor, this_seed);
     BlockLaw law;
     law.elem = elem_grid(c.elem);
     law.scale = c.scale;
@@ -202,8 +203,9 @@ TEST_CASE("block error law vs a Monte Carlo from the definitions", "[mx_variance
     law.student_nu = c.nu;
     law.tensor_elements = 512;
     const ElementMoments m = block_error_moments(law);
-    INFO(c.kind << " " << c.elem << " block " << c.block << " nu " << c.nu << ": law " << m.s2
-                << " MC " << mc.s2 << " +- " << mc.se << "; c law " << m.c << " MC " << mc.c);
+    INFO(c.kind << " " << c.elem << " block " << c.block << " nu " << c.nu << " (mt19937_64 seed "
+                << this_seed << "): law " << m.s2 << " MC " << mc.s2 << " +- " << mc.se
+                << "; c law " << m.c << " MC " << mc.c);
     CHECK(std::fabs(m.sigma2 - (c.nu ? 2.0 : 1.0)) < 2e-4 * (c.nu ? 2.0 : 1.0));
     // 4 standard errors plus 0.5% for the two-level law's approximations (A's law averaged over
     // quantiles; the conditioning of other blocks on a <= A dropped).
@@ -216,7 +218,7 @@ TEST_CASE("block error law vs a Monte Carlo from the definitions", "[mx_variance
 }
 
 TEST_CASE("Var(d) closed form vs a direct Monte Carlo of inner products", "[mx_variance]") {
-  // MXFP4 blocks of 32, k = 64: d = sum (u^ v^ - u v) over independent u, v.
+  // MXFP4 blocks of 32, k = 64: d = sum (u^ v^ - u v) over independent u, v (seed 99).
   std::mt19937_64 rng(99);
   std::normal_distribution<double> n01(0.0, 1.0);
   const std::vector<double> g = format_values(2, 1, 1, 6.0);
