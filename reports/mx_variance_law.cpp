@@ -56,12 +56,14 @@ ElemGrid e4m3_grid() {
   return elem_grid("e4m3fn");
 }
 
-ScaleSteps e8m0_steps(int emax) {
+// Quantizing 2^phase X with S(2^phase a) is 2^phase times quantizing X with S(2^phase a) /
+// 2^phase: steps at 2^(j - phase), scale 2^(j - phase - emax).
+ScaleSteps e8m0_steps(int emax, double phase) {
   ScaleSteps s;
-  s.val.push_back(std::ldexp(1.0, -81 - emax));
+  s.val.push_back(std::exp2(-81 - phase - emax));
   for (int j = -80; j <= 40; ++j) {
-    s.bp.push_back(std::ldexp(1.0, j));
-    s.val.push_back(std::ldexp(1.0, j - emax));
+    s.bp.push_back(std::exp2(j - phase));
+    s.val.push_back(std::exp2(j - phase - emax));
   }
   return s;
 }
@@ -171,7 +173,7 @@ ElementMoments block_error_moments(const BlockLaw& law) {
   const double div = g.fmax * std::ldexp(1.0, law.emax_shift);
   switch (law.scale) {
     case BlockScaleKind::e8m0_floor:
-      return integrate(g, e8m0_steps(g.emax + law.emax_shift), law.block, law.student_nu,
+      return integrate(g, e8m0_steps(g.emax + law.emax_shift, law.phase), law.block, law.student_nu,
                        law.x_points);
     case BlockScaleKind::e4m3:
       return integrate(g, e4m3_steps(div, 1.0), law.block, law.student_nu, law.x_points);

@@ -37,6 +37,11 @@ struct BlockLaw {
   double tensor_elements = 0;  // e4m3_two_level: the elements whose absmax A sets the level
   int tensor_quantiles = 16;   // e4m3_two_level: A averaged over this many quantiles of its law
   int x_points = 512;          // quadrature points per octave of |x|
+  // e8m0_floor: the inputs are 2^phase X (phase in [0, 1)); the moments returned are those of
+  // X's quantization error divided by 2^(2 phase), so that they compare with phase 0. E8M0
+  // scaling is invariant under powers of two only: the phase moves the absmax law within the
+  // octave. (E4M3 two-level scales are invariant under any factor: pts follows the tensor.)
+  double phase = 0;
   // Test knob (a planted wrong law must fail the check): the element grid's emax used for the
   // scale differs from the grid's own by this much.
   int emax_shift = 0;

@@ -2,6 +2,7 @@
 // scaling -- Var(d) against k, block size and scale format (E8M0 vs E4M3, one or two levels),
 // the relative noise Var(d)/Var(<u,v>), and the block-absmax closed forms of
 // reports/mx_variance_law.hpp checked against the data (docs/SEMANTICS.md 14.8).
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <string>
@@ -381,6 +382,46 @@ SectionSummary run_mx_variance_section(const ReportContext& ctx) {
       md += "- " + h + ".\n";
     }
   }
+  {
+    // The E8M0 scale's dependence on the input scale modulo powers of two (closed form only;
+    // the Monte Carlo above is at phase 0, tests/report/test_mx_variance.cpp checks the law at
+    // other phases).
+    Csv ph({"scheme", "phase", "input_scale", "sigma_q2_closed", "noise_to_signal_closed"});
+    std::string h =
+        "E8M0 scaling is invariant under powers of two only: for inputs 2^rho N(0, 1), "
+        "rho in [0, 1), the closed-form relative noise spans";
+    bool first = true;
+    for (const char* name : {"mx:e2m1fn/32", "mx:e4m3fn/32", "mx:e5m2/32"}) {
+      const MxVarScheme* sc = nullptr;
+      for (const auto& x : cfg.schemes) {
+        if (x.name == name) sc = &x;
+      }
+      if (sc == nullptr) continue;
+      double lo = 1e300, hi = 0, mean = 0;
+      const int n = 16;
+      for (int i = 0; i < n; ++i) {
+        BlockLaw l = mx_law(*sc, InputDist::gaussian, cfg.rows, kref);
+        l.phase = static_cast<double>(i) / n;
+        const ElementMoments m = block_error_moments(l);
+        const double nsr = var_d_closed(m, m, 1) / (m.sigma2 * m.sigma2);
+        ph.row().add(sc->name).add(l.phase).add(std::exp2(l.phase)).add(m.s2).add(nsr);
+        lo = std::min(lo, nsr);
+        hi = std::max(hi, nsr);
+        mean += nsr / n;
+      }
+      h += std::string(first ? " " : ", ") + family_name(*sc) + " " + fmt_g(lo, 3) + ".." +
+           fmt_g(hi, 3) + " (x" + fmt_g(hi / lo, 3) + "; log-uniform mean " + fmt_g(mean, 3) + ")";
+      first = false;
+    }
+    h += ". The block's absmax law sits at a fixed place in the octave only for a fixed input "
+         "scale; with log-uniform scales the element grid relative to amax is uniform in log2 "
+         "over an octave. Two-level NVFP4 is invariant under any input scale (448 a / A does "
+         "not change; exmy's codes of x and 1.3x, 3x, 0.1x are equal, "
+         "tests/report/test_mx_variance.cpp)";
+    write_file_atomic(dir + "/scale_phase.csv", ph.text());
+    sum.headlines.push_back(h);
+    md += "- " + h + ".\n";
+  }
   md += "- Closed-form checks: in " + std::to_string(n_cover) + " of " + std::to_string(n_checks) +
         " (dist, scheme) cells the 95% interval of Var(d)/closed "
         "holds 1 (" +
@@ -415,7 +456,9 @@ SectionSummary run_mx_variance_section(const ReportContext& ctx) {
   md +=
       "## Data\n\n- [mx_variance.csv](mx_variance.csv): one row per dist x scheme x k, with "
       "intervals and the closed forms\n- [law_checks.csv](law_checks.csv): the closed-form "
-      "check per (dist, scheme) and the relative noise's slope\n\n";
+      "check per (dist, scheme) and the relative noise's slope\n- "
+      "[scale_phase.csv](scale_phase.csv): "
+      "the closed forms of MX under input scales 2^rho (gaussian)\n\n";
   const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   md += provenance_md(ctx, secs);
   write_file_atomic(dir + "/index.md", md);

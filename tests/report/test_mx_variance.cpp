@@ -20,6 +20,7 @@
 #include "reports/mx_variance_law.hpp"
 #include "reports/report_context.hpp"
 #include "reports/sections.hpp"
+#include "sim/quant/quantize.hpp"
 
 using namespace exmy::reports;
 
@@ -56,7 +57,7 @@ struct Mc {
 // Blocks of `block` i.i.d. inputs (N(0,1) or Student-t 4 from std::mt19937_64), `blocks_per_tensor`
 // blocks a tensor (two-level: the tensor's absmax sets the level).
 Mc monte_carlo(const std::string& kind, int E, int M, int bias, double fmax, int emax, int block,
-               int nu, int tensors, int blocks_per_tensor, unsigned seed) {
+               int nu, int tensors, int blocks_per_tensor, unsigned seed, double scale = 1.0) {
   const std::vector<double> g = format_values(E, M, bias, fmax);
   const std::vector<double> e4 = format_values(4, 3, 7, 448.0);
   std::mt19937_64 rng(seed);
@@ -64,7 +65,7 @@ Mc monte_carlo(const std::string& kind, int E, int M, int bias, double fmax, int
   std::chi_squared_distribution<double> chi(nu > 0 ? nu : 1);
   auto draw = [&] {
     const double z = n01(rng);
-    return nu == 0 ? z : z / std::sqrt(chi(rng) / nu);
+    return scale * (nu == 0 ? z : z / std::sqrt(chi(rng) / nu));
   };
   double s = 0, ss = 0, sc = 0, n = 0;
   std::vector<double> x(static_cast<std::size_t>(block) * blocks_per_tensor);
@@ -99,11 +100,12 @@ Mc monte_carlo(const std::string& kind, int E, int M, int bias, double fmax, int
     }
   }
   Mc r;
-  r.s2 = s / n;
+  const double s2 = scale * scale;  // moments of X = (inputs) / scale
+  r.s2 = s / n / s2;
   const double nb = n / block;
   const double var_block = ss / nb - (s / nb) * (s / nb);
-  r.se = std::sqrt(var_block / nb) / block;
-  r.c = sc / n;
+  r.se = std::sqrt(var_block / nb) / block / s2;
+  r.c = sc / n / s2;
   return r;
 }
 
@@ -217,6 +219,50 @@ TEST_CASE("block error law vs a Monte Carlo from the definitions", "[mx_variance
   }
 }
 
+TEST_CASE("E8M0 scaling depends on the input scale's phase; the law follows it", "[mx_variance]") {
+  // Inputs 2^phase N(0, 1), MXFP4 blocks of 32: the law at each phase against the Monte Carlo,
+  // and the phase changes the error by more than the Monte Carlo's resolution.
+  BlockLaw law;
+  law.elem = elem_grid("e2m1fn");
+  law.block = 32;
+  double lo = 1e9, hi = 0;
+  unsigned seed = 4242;
+  for (double phase : {0.25, 0.5, 0.75}) {
+    const Mc mc = monte_carlo("mx", 2, 1, 1, 6.0, 2, 32, 0, 4000, 16, seed, std::exp2(phase));
+    law.phase = phase;
+    const ElementMoments m = block_error_moments(law);
+    INFO("phase " << phase << " (mt19937_64 seed " << seed << "): law " << m.s2 << " MC " << mc.s2
+                  << " +- " << mc.se);
+    CHECK(std::fabs(m.s2 - mc.s2) < 4 * mc.se + 0.005 * mc.s2);
+    lo = std::min(lo, m.s2);
+    hi = std::max(hi, m.s2);
+    ++seed;
+  }
+  CHECK(hi / lo > 1.05);
+}
+
+TEST_CASE("two-level NVFP4 codes do not change under an input scale", "[mx_variance]") {
+  // 448 a / A and x / (pts S) do not depend on a common factor of the tensor (SEMANTICS 14.8).
+  std::mt19937_64 rng(31337);
+  std::normal_distribution<double> n01(0.0, 1.0);
+  std::vector<float> x(16 * 1024);
+  for (float& v : x) v = static_cast<float>(n01(rng));
+  exmy::quant::Options o;
+  o.scheme = exmy::quant::parse_scheme("nvfp4");
+  o.target = exmy::quant::parse_target("e2m1fn");
+  o.two_level = true;
+  const std::vector<std::size_t> shape{16, 1024};
+  const auto base = exmy::quant::quantize(x, shape, o);
+  for (float f : {1.3f, 1.41421356f, 3.0f, 0.1f}) {
+    std::vector<float> y(x.size());
+    for (std::size_t i = 0; i < x.size(); ++i) y[i] = x[i] * f;
+    const auto q = exmy::quant::quantize(y, shape, o);
+    INFO("factor " << f << " (mt19937_64 seed 31337)");
+    CHECK(q.codes == base.codes);
+    CHECK(q.scale_codes == base.scale_codes);
+  }
+}
+
 TEST_CASE("Var(d) closed form vs a direct Monte Carlo of inner products", "[mx_variance]") {
   // MXFP4 blocks of 32, k = 64: d = sum (u^ v^ - u v) over independent u, v (seed 99).
   std::mt19937_64 rng(99);
@@ -276,6 +322,9 @@ TEST_CASE("mx-variance section: CSV, claims, determinism, planted laws", "[mx_va
   CHECK(std::count(csv1.begin(), csv1.end(), '\n') == 1 + 2 * 11 * 3);
   CHECK(csv1.find("mx:e2m1fn/32") != std::string::npos);
   CHECK(csv1.find("e4m3+fp32") != std::string::npos);
+  // 3 MX schemes x 16 phases of the input scale, plus the header.
+  const std::string ph = slurp(d1 + "/mx-variance/scale_phase.csv");
+  CHECK(std::count(ph.begin(), ph.end(), '\n') == 1 + 3 * 16);
   int checks = 0;
   for (const Claim& c : sum.claims) {
     CHECK(claim_problem(c).empty());
