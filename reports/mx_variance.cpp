@@ -186,7 +186,7 @@ MxVarConfig mx_variance_config(bool quick, int tiny) {
     c.trials = 24;
   } else if (quick) {
     c.ks = {64, 256, 1024, 4096};
-    c.trials = 48;
+    c.trials = 96;
   } else {
     // k = 65536 with 96 trials costs 150 s of CPU (measured), three times this.
     c.ks = {64, 256, 1024, 4096, 16384};
