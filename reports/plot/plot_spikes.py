@@ -1,4 +1,7 @@
-"""Figures of the spike section: loss and input-layer RMS_t per run with the detected events."""
+"""Figures of the spike section: loss and input-layer RMS_t per run with the detected events.
+
+The runs are compared, so each row shares its y-axis across them.
+"""
 import glob
 import os
 import sys
@@ -13,7 +16,7 @@ def plot(section_dir):
     if not traces:
         return
     fig, axes = plt.subplots(2, len(traces), figsize=(5.5 * len(traces), 6.5), squeeze=False,
-                             sharex="col", constrained_layout=True)
+                             sharex="col", sharey="row", constrained_layout=True)
     for j, path in enumerate(traces):
         run = os.path.basename(path)[len("trace_"):-len(".csv")]
         rows = common.read_csv(path)
@@ -29,7 +32,7 @@ def plot(section_dir):
         ax.plot(ls, [loss[at[s]] for s in ls if s in at], "v", color="red", ms=6,
                 label="loss spike (%d)" % len(ls))
         ax.set_title(run, fontsize=9)
-        ax.set_ylabel("batch loss")
+        ax.set_ylabel("batch cross-entropy (nats), log")
         ax.set_yscale("log")
         ax.grid(True, alpha=0.3)
         ax.legend(fontsize=7)
@@ -38,8 +41,8 @@ def plot(section_dir):
         rs = [int(e["step"]) for e in ev if e["event"] == "rms_spike"]
         ax.plot(rs, [rms[at[s]] for s in rs if s in at], "o", color="orange", ms=4,
                 label="RMS spike (%d)" % len(rs))
-        ax.axhline(2.3, color="k", ls="--", lw=0.8)
-        ax.set_ylabel("input-layer RMS_t")
+        ax.axhline(2.3, color="k", ls="--", lw=0.8, label="RMS spike threshold 2.3")
+        ax.set_ylabel("input-layer RMS_t (dimensionless), log")
         ax.set_xlabel("step")
         ax.set_yscale("log")
         ax.grid(True, alpha=0.3)
