@@ -6,10 +6,14 @@ the colour bar says so), so panels compare directly; cells with fewer elements a
 (their means rest on too few samples). The v^ = 0 cells (v quantized to 0, so u8 = m^/eps) lie
 orders of magnitude above every other cell and carry most of the error: they are left out of that
 range and drawn on top as squares on their own red scale, minimum to maximum, whatever their
-count, with their share of the error stated per panel; the axes read the normalised state values of the codes
-(the quantity seed 002 plots), not code indices. heatmap_overlap draws the usage contours over
-the error and states, per panel, what share of the total error lies in the cells that hold 90%
-of the elements (usage and error overlapping is the paper's point).
+count, with their share of the error stated per panel; the axes read the normalised state
+values of the codes (the quantity seed 002 plots), not code indices. heatmap_overlap draws the
+usage contours over the error and states, per panel, what share of the total error lies in the
+cells that hold 90% of the elements (usage and error overlapping is the paper's point).
+
+train_loss / train_loss_fair: linear loss axes (nats), medians over the runs that did not
+diverge with their band; diverged runs drawn apart, never averaged (a mean over runs at 1e33 is
+no loss curve).
 """
 import os
 import sys
@@ -158,7 +162,8 @@ def plot(section_dir):
                 rows[(m, b)] = common.read_csv(path)
     from matplotlib.colors import LinearSegmentedColormap
     reds = plt.get_cmap("Reds")
-    zcmap = LinearSegmentedColormap.from_list("vzero", [reds(0.3 + 0.7 * i / 15) for i in range(16)])
+    zcmap = LinearSegmentedColormap.from_list("vzero",
+                                              [reds(0.3 + 0.7 * i / 15) for i in range(16)])
     for key, stem, label, cbar in (
             ("count", "heatmap_usage", "elements per cell", "elements per cell (count), log"),
             ("mean_abs_err", "heatmap_abs", "mean |u32 - u8| per cell",

@@ -32,18 +32,21 @@ def plot(section_dir):
                      for r in one if r["format"] == f)
         axes[0].loglog([p[0] for p in pts], [p[1] for p in pts], sol, color=col, ms=5, label=f)
         if "+" in f:
-            axes[0].loglog([p[0] for p in pts], [p[2] for p in pts], dash, color=col, ms=4, mfc="white")
+            axes[0].loglog([p[0] for p in pts], [p[2] for p in pts], dash, color=col,
+                           ms=4, mfc="white")
         pts = sorted((int(r["K"]), float(r["relerr_16bit_value"]), float(r["relerr_stored_value"]))
                      for r in cum if r["format"] == f)
         axes[1].loglog([p[0] for p in pts], [p[1] for p in pts], sol, color=col, ms=5, label=f)
         if "+" in f:
-            axes[1].loglog([p[0] for p in pts], [p[2] for p in pts], dash, color=col, ms=4, mfc="white")
+            axes[1].loglog([p[0] for p in pts], [p[2] for p in pts], dash, color=col,
+                           ms=4, mfc="white")
         pts = sorted((float(r["condition_bin_lo"]), float(r["median_relerr_16bit"]),
                       float(r["median_relerr_stored"])) for r in cond if r["format"] == f)
         xs = [p[0] * 3.16 for p in pts]  # bin centres (geometric)
         axes[2].loglog(xs, [p[1] for p in pts], sol, color=col, ms=5, label=f)
         if "+" in f:
-            axes[2].loglog(xs, [p[2] for p in pts], dash, color=col, ms=4, mfc="white")
+            axes[2].loglog(xs, [p[2] for p in pts], dash, color=col,
+                           ms=4, mfc="white")
     for ax, title, xl in ((axes[0], "one in-place add", "tensor size n"),
                           (axes[1], "K in-place adds", "K"),
                           (axes[2], "all K: median element error by condition number",

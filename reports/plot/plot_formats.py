@@ -56,7 +56,8 @@ def plot(section_dir):
                     label=name)
         ax.semilogy([p[0] for p in pts], [p[2] for p in pts], "-", lw=0.8, color="C%d" % i)
     ax.set_xlabel("binade log2|x|")
-    ax.set_ylabel("max relative error |rne(x) - x| / |x| (dimensionless;\nmarkers: measured, lines: bound)")
+    ax.set_ylabel("max relative error |rne(x) - x| / |x| (dimensionless;\n"
+                  "markers: measured, lines: bound)")
     ax.grid(True, which="both", alpha=0.3)
     ax.legend(fontsize=7)
     ax.set_xlim(-40, 20)

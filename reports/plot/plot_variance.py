@@ -15,7 +15,8 @@ FAMILIES = [
     ("int8 absmax (SwitchBack)", lambda s: s.startswith("int8")),
     ("fp8 absmax casts", lambda s: s.startswith("e4m3fn") or s.startswith("e5m2")),
     ("masking (no scaling)", lambda s: s.endswith("_mask")),
-    ("elementwise rne / sr (no scaling)", lambda s: s.startswith("e8m") and not s.endswith("_mask")),
+    ("elementwise rne / sr (no scaling)",
+     lambda s: s.startswith("e8m") and not s.endswith("_mask")),
 ]
 COLOURS = ["#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9"]  # Okabe-Ito
 
