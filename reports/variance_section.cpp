@@ -896,7 +896,8 @@ SectionSummary run_variance_section(const ReportContext& ctx) {
       "- [relative_noise.csv](relative_noise.csv): relative noise Var(d)/Var(<u,v>) per "
       "(dist, scheme): at the smallest and largest k, growth and slope with intervals\n"
       "- [closed_forms.csv](closed_forms.csv): every closed-form check, measured vs closed\n"
-      "- [accumulation.csv](accumulation.csv): exact sums vs the H100 tensor-core models\n"
+      "- [accumulation.csv](accumulation.csv): exact sums vs the H100 tensor-core models "
+      "(variances and the accumulation share, each with its 95% interval)\n"
       "- [d3_model.csv](d3_model.csv), [d3_measured.csv](d3_measured.csv) (rows x k "
       "operands), [d3_shapes.csv](d3_shapes.csv) (tensor-wise scales of the paper's shapes)\n\n";
   const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
