@@ -255,6 +255,38 @@ TEST_CASE("exmy report formats draws PNG and SVG figures when matplotlib is pres
   fs::remove_all(d);
 }
 
+// Every plot script runs on its section's real (test-size) CSVs: each figure the index.md files
+// embed is drawn, as PNG and SVG, and no section says its figures were skipped.
+TEST_CASE("exmy report (test size) draws every section's figures when matplotlib is present",
+          "[cli][figures]") {
+  if (cli().empty()) return;
+  if (access("/usr/bin/python3", X_OK) != 0 ||
+      std::system("/usr/bin/python3 -c 'import matplotlib' 2>/dev/null") != 0) {
+    WARN("no matplotlib for /usr/bin/python3: figure drawing not tested");
+    return;
+  }
+  const fs::path d = fresh_dir("figall");
+  REQUIRE(run_cli({"report", "all", "--out", d.string(), "--tiny", "--threads", "2"}) == 0);
+  for (const char* f :
+       {"variance/variance_vs_k", "variance/paper_quantity", "variance/noise_to_signal",
+        "variance/sigma_q_vs_k", "variance/closed_forms", "variance/d3_ratios",
+        "variance/accumulation_vs_k", "adam-heatmap/heatmap_usage", "adam-heatmap/heatmap_abs",
+        "adam-heatmap/heatmap_rel", "adam-heatmap/heatmap_overlap", "adam-heatmap/train_loss",
+        "adam-heatmap/train_loss_fair", "formats/range_vs_precision",
+        "formats/relative_error_profile", "formats/sr_bias", "spikes/spikes",
+        "extrabits/forward_error", "layers/layers"}) {
+    INFO(f);
+    REQUIRE(fs::file_size(d / (std::string(f) + ".png")) > 1000);
+    REQUIRE(fs::file_size(d / (std::string(f) + ".svg")) > 1000);
+  }
+  for (const char* s : {"variance", "adam-heatmap", "formats", "spikes", "extrabits", "layers"}) {
+    INFO(s);
+    REQUIRE(slurp(d / s / "index.md").find("figures skipped") == std::string::npos);
+  }
+  REQUIRE_FALSE(has_temp_files(d));
+  fs::remove_all(d);
+}
+
 TEST_CASE("exmy report: bad input exits 2", "[cli]") {
   if (cli().empty()) return;
   REQUIRE(run_cli({"report", "everything", "--out", "/tmp/x"}) == 2);
