@@ -11,6 +11,7 @@
 #include <random>
 #include <string>
 #include <tuple>
+#include <utility>
 #include <vector>
 
 #include "gpu/gemm/gemm_emulation.hpp"
@@ -93,10 +94,17 @@ TEST_CASE("GPU tiled GEMM equals the CPU reference bit for bit (issue 37)", "[gp
     for (const Shape& s : shapes) {
       const auto [M, N, K] = s;
       for (const bool specials : {false, true}) {
-        for (const char* ks : {"", "1", "3"}) {
+        // The kernel's own K split, one CTA per tile, three K ranges; the float pass (FP8) and
+        // the integer pass.
+        for (const auto& [ks, fl] : {std::pair<const char*, const char*>{"", ""},
+                                     {"1", ""},
+                                     {"3", ""},
+                                     {"", "0"},
+                                     {"1", "0"}}) {
           INFO("seed " << seed << " " << c.fmt << " " << c.model << " " << M << "x" << N << "x" << K
-                       << " specials " << specials << " EXMY_GEMM_KSPLIT '" << ks << "'");
-          const KSplitEnv env(ks);
+                       << " specials " << specials << " EXMY_GEMM_KSPLIT '" << ks
+                       << "' EXMY_GEMM_TILE_FLOAT '" << fl << "'");
+          const TileEnv env(ks, fl);
           const gemm::Operand A = tiled_codes(M, K, c.fmt, rng, specials);
           const gemm::Operand B = tiled_codes(N, K, c.fmt, rng, specials);
           const gemm::AccumModel m = gemm::parse_accum_model(c.model, A.code_bits);
