@@ -442,7 +442,7 @@ bool gemm_tiled(const double* a, const double* bt, std::size_t M, std::size_t N,
     nz = std::min(units, (2 * sms + tiles - 1) / tiles);
   }
   nz = static_cast<std::size_t>(env_int("EXMY_GEMM_KSPLIT", static_cast<int>(nz)));
-  nz = std::max<std::size_t>(1, std::min(nz, units));
+  nz = std::max<std::size_t>(1, std::min({nz, units, std::size_t{65535}}));  // gridDim.z
   const bool buffer = nz > 1;
   std::vector<std::uint32_t> zstart(nz + 1), gunit(ng);
   for (std::size_t z = 0; z <= nz; ++z) zstart[z] = ustart[z * units / nz];
