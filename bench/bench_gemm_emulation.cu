@@ -5,12 +5,14 @@
 // The auto rows also count their output bytes that differ from the generic kernel's (every
 // output) and from the CPU reference (every output of the fp32 shape; of the others the first
 // and last two rows of A, run under the whole GEMM's model): mismatches_vs_generic,
-// mismatches_vs_cpu, outputs_vs_cpu. `tiled` says whether the tiled kernel ran. Times are
+// mismatches_vs_cpu, outputs_vs_cpu. `tiled` says whether the tiled kernel ran; `auto_int`
+// (FP8 rows) is auto with the tiled kernel's integer pass instead of its float pass. Times are
 // CUDA-event times of whole runs on staged operands (the tiled path's stats and encoding
 // passes included).
 #include <benchmark/benchmark.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <map>
 #include <memory>
@@ -140,7 +142,9 @@ void cpu_check(const Case& c, const std::vector<std::uint32_t>& got, std::size_t
   *outputs = want.size();
 }
 
-void bm_gemm(benchmark::State& state, const Case* c, gpu::GemmPath path) {
+void bm_gemm(benchmark::State& state, const Case* c, gpu::GemmPath path, bool int_pass) {
+  // int_pass: the tiled kernel's integer pass where it would take the float one (FP8).
+  if (int_pass) setenv("EXMY_GEMM_TILE_FLOAT", "0", 1);
   const Operands& o = operands(*c);
   gpu::PreparedGemm g(o.A, o.B, model(o), gemm::OutFormat::fp32);
   bool tiled = false;
@@ -152,6 +156,7 @@ void bm_gemm(benchmark::State& state, const Case* c, gpu::GemmPath path) {
   const std::vector<std::uint32_t> got = g.codes();
   if (path == gpu::GemmPath::generic) {
     generic_codes()[c] = got;
+    unsetenv("EXMY_GEMM_TILE_FLOAT");
     return;
   }
   const auto& gen = generic_of(*c);
@@ -162,6 +167,7 @@ void bm_gemm(benchmark::State& state, const Case* c, gpu::GemmPath path) {
   state.counters["mismatches_vs_generic"] = static_cast<double>(mg);
   state.counters["mismatches_vs_cpu"] = static_cast<double>(mc);
   state.counters["outputs_vs_cpu"] = static_cast<double>(outputs);
+  unsetenv("EXMY_GEMM_TILE_FLOAT");
 }
 
 }  // namespace
@@ -170,12 +176,20 @@ int main(int argc, char** argv) {
   for (const Case& c : kCases) {
     const std::string name = std::string("gemm_cublas_sm90/") + c.fmt + "/" + std::to_string(c.M) +
                              "x" + std::to_string(c.N) + "x" + std::to_string(c.K);
-    benchmark::RegisterBenchmark((name + "/generic").c_str(), bm_gemm, &c, gpu::GemmPath::generic)
+    benchmark::RegisterBenchmark((name + "/generic").c_str(), bm_gemm, &c, gpu::GemmPath::generic,
+                                 false)
         ->UseManualTime()
         ->Unit(benchmark::kMillisecond);
-    benchmark::RegisterBenchmark((name + "/auto").c_str(), bm_gemm, &c, gpu::GemmPath::automatic)
+    benchmark::RegisterBenchmark((name + "/auto").c_str(), bm_gemm, &c, gpu::GemmPath::automatic,
+                                 false)
         ->UseManualTime()
         ->Unit(benchmark::kMillisecond);
+    if (std::string(c.fmt) == "e4m3fn") {
+      benchmark::RegisterBenchmark((name + "/auto_int").c_str(), bm_gemm, &c,
+                                   gpu::GemmPath::automatic, true)
+          ->UseManualTime()
+          ->Unit(benchmark::kMillisecond);
+    }
   }
   benchmark::Initialize(&argc, argv);
   exmy::bench::add_gpu_context();

@@ -97,7 +97,7 @@ struct TiledParams {
   const std::uint32_t* zstart;  // [gridDim.z + 1]: the groups of each K range
   const std::uint32_t* gunit;   // [ng]: the unit of each group (buffer mode)
   std::size_t M, N, Mp, Np;
-  int L;
+  int L, pa, pb;
   native::DotModel m;
   bool chunked, split, buffer;
   float* U;  // [units][M][N] (buffer mode)
@@ -135,7 +135,10 @@ constexpr std::size_t tiled_smem() {
 
 // 256 threads as 16 x 16, thread (ty, tx) the outputs rows ty TM .. +TM, columns tx TN .. +TN of
 // the CTA's BM x BN tile; groups [zstart[z], zstart[z + 1]) of K.
-template <int TM, int TN, int G>
+// kF: the float pass (sim/native/gemm_tile.hpp's tile_float_ok; FP8): sAs / sBs hold the fp32
+// values, the terms trunc(a b 2^(frac - E)) by a round-toward-zero FMA; otherwise the integer
+// pass.
+template <int TM, int TN, int G, bool kF>
 __global__ void __launch_bounds__(256, 1) k_gemm_tiled(const TiledParams p) {
   constexpr int BM = 16 * TM, BN = 16 * TN;
   static_assert(TN % 4 == 0 && TM % 4 == 0, "16-byte shared loads");
@@ -182,18 +185,26 @@ __global__ void __launch_bounds__(256, 1) k_gemm_tiled(const TiledParams p) {
       const int e = tid + 256 * q;
       const std::uint32_t w = wa[q];
       sAe2[e] = (w & 0xFFFFu) * 0x10001u;
-      sAs[e] = native::tile_sig(w) << p.L;
-      sAn[e] = static_cast<std::uint32_t>(-native::tile_exp(w));
-      sAm[e] = native::tile_neg(w) ? ~0u : 0u;
+      if constexpr (kF) {
+        sAs[e] = native::f32_bits(native::tile_value(w, p.pa));
+      } else {
+        sAs[e] = native::tile_sig(w) << p.L;
+        sAn[e] = static_cast<std::uint32_t>(-native::tile_exp(w));
+        sAm[e] = native::tile_neg(w) ? ~0u : 0u;
+      }
     }
 #pragma unroll
     for (int q = 0; q < NB; ++q) {
       const int e = tid + 256 * q;
       const std::uint32_t w = wb[q];
       sBe[e] = static_cast<std::int16_t>(w & 0xFFFFu);
-      sBs[e] = native::tile_sig(w);
-      sBn[e] = static_cast<std::uint32_t>(-native::tile_exp(w));
-      sBm[e] = native::tile_neg(w) ? ~0u : 0u;
+      if constexpr (kF) {
+        sBs[e] = native::f32_bits(native::tile_value(w, p.pb));
+      } else {
+        sBs[e] = native::tile_sig(w);
+        sBn[e] = static_cast<std::uint32_t>(-native::tile_exp(w));
+        sBm[e] = native::tile_neg(w) ? ~0u : 0u;
+      }
     }
     if (tid < BM) sAk[tid] = ka;
     if (tid < BN) sBk[tid] = kb;
@@ -234,29 +245,63 @@ __global__ void __launch_bounds__(256, 1) k_gemm_tiled(const TiledParams p) {
         E[t][u] = max(e, native::tile_c_exp(ch[t][u].c));
       }
     }
-    // The aligned sum: (S_a 2^L S_b) >> d, negative terms as their complement.
+    // The aligned sum: (S_a 2^L S_b) >> d, negative terms as their complement; or (kF) the
+    // fp32 terms trunc(a b 2^(frac - E)).
     std::uint32_t s[TM][TN];
 #pragma unroll
     for (int t = 0; t < TM; ++t) {
 #pragma unroll
       for (int u = 0; u < TN; ++u) s[t][u] = 0;
     }
-#pragma unroll 4
-    for (int k = 0; k < G; ++k) {
-      std::uint32_t as[TM], an[TM], am[TM], bs[TN], bn[TN], bm[TN];
-      lds<TM>(sAs + k * BM + ty * TM, as);
-      lds<TM>(sAn + k * BM + ty * TM, an);
-      lds<TM>(sAm + k * BM + ty * TM, am);
-      lds<TN>(sBs + k * BN + tx * TN, bs);
-      lds<TN>(sBn + k * BN + tx * TN, bn);
-      lds<TN>(sBm + k * BN + tx * TN, bm);
+    if constexpr (kF) {
+      float sc[TM][TN], fs[TM][TN];
 #pragma unroll
       for (int t = 0; t < TM; ++t) {
 #pragma unroll
         for (int u = 0; u < TN; ++u) {
-          const std::uint32_t d = static_cast<std::uint32_t>(E[t][u]) + an[t] + bn[u];
-          const std::uint32_t T = __funnelshift_rc(as[t] * bs[u], 0u, d);
-          s[t][u] += T ^ am[t] ^ bm[u];
+          sc[t][u] = native::tile_float_scale(p.m.frac_bits, E[t][u]);
+          fs[t][u] = 0.0f;
+        }
+      }
+#pragma unroll 4
+      for (int k = 0; k < G; ++k) {
+        std::uint32_t as[TM], bs[TN];
+        lds<TM>(sAs + k * BM + ty * TM, as);
+        lds<TN>(sBs + k * BN + tx * TN, bs);
+#pragma unroll
+        for (int t = 0; t < TM; ++t) {
+#pragma unroll
+          for (int u = 0; u < TN; ++u) {
+            const float pr = __fmul_rn(__uint_as_float(as[t]), __uint_as_float(bs[u]));
+            const float cs = __uint_as_float((__float_as_uint(pr) & 0x80000000u) | 0x4B000000u);
+            const float v = __fmaf_rz(pr, sc[t][u], cs);
+            fs[t][u] = __fadd_rn(fs[t][u], __fsub_rn(v, cs));
+          }
+        }
+      }
+#pragma unroll
+      for (int t = 0; t < TM; ++t) {
+#pragma unroll
+        for (int u = 0; u < TN; ++u) s[t][u] = static_cast<std::uint32_t>(__float2int_rz(fs[t][u]));
+      }
+    } else {
+#pragma unroll 4
+      for (int k = 0; k < G; ++k) {
+        std::uint32_t as[TM], an[TM], am[TM], bs[TN], bn[TN], bm[TN];
+        lds<TM>(sAs + k * BM + ty * TM, as);
+        lds<TM>(sAn + k * BM + ty * TM, an);
+        lds<TM>(sAm + k * BM + ty * TM, am);
+        lds<TN>(sBs + k * BN + tx * TN, bs);
+        lds<TN>(sBn + k * BN + tx * TN, bn);
+        lds<TN>(sBm + k * BN + tx * TN, bm);
+#pragma unroll
+        for (int t = 0; t < TM; ++t) {
+#pragma unroll
+          for (int u = 0; u < TN; ++u) {
+            const std::uint32_t d = static_cast<std::uint32_t>(E[t][u]) + an[t] + bn[u];
+            const std::uint32_t T = __funnelshift_rc(as[t] * bs[u], 0u, d);
+            s[t][u] += T ^ am[t] ^ bm[u];
+          }
         }
       }
     }
@@ -266,7 +311,7 @@ __global__ void __launch_bounds__(256, 1) k_gemm_tiled(const TiledParams p) {
 #pragma unroll
       for (int u = 0; u < TN; ++u) {
         native::TileChain& x = ch[t][u];
-        const std::uint32_t negs = __popc(sAk[ty * TM + t] ^ sBk[tx * TN + u]);
+        const std::uint32_t negs = kF ? 0u : __popc(sAk[ty * TM + t] ^ sBk[tx * TN + u]);
         x.c = native::tile_group_end_fast(x.c, E[t][u], static_cast<std::int32_t>(s[t][u] + negs),
                                           p.m.frac_bits, p.m.inter_bits, p.m.inter_rne);
         if (!native::tile_c_ok(x.c)) {
@@ -327,14 +372,14 @@ __global__ void k_tile_combine(const float* __restrict__ U, std::size_t units,
   }
 }
 
-template <int TM, int TN, int G>
+template <int TM, int TN, int G, bool kF>
 void launch_tiled(const TiledParams& p, dim3 grid) {
   constexpr std::size_t bytes = tiled_smem<TM, TN, G>();
   cuda_check(
-      cudaFuncSetAttribute(k_gemm_tiled<TM, TN, G>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+      cudaFuncSetAttribute(k_gemm_tiled<TM, TN, G, kF>, cudaFuncAttributeMaxDynamicSharedMemorySize,
                            static_cast<int>(bytes)),
       "cudaFuncSetAttribute");
-  k_gemm_tiled<TM, TN, G><<<grid, 256, bytes>>>(p);
+  k_gemm_tiled<TM, TN, G, kF><<<grid, 256, bytes>>>(p);
   cuda_check_launch("k_gemm_tiled");
 }
 
@@ -397,7 +442,7 @@ bool gemm_tiled(const double* a, const double* bt, std::size_t M, std::size_t N,
     nz = std::min(units, (2 * sms + tiles - 1) / tiles);
   }
   nz = static_cast<std::size_t>(env_int("EXMY_GEMM_KSPLIT", static_cast<int>(nz)));
-  nz = std::max<std::size_t>(1, std::min(nz, units));
+  nz = std::max<std::size_t>(1, std::min({nz, units, std::size_t{65535}}));  // gridDim.z
   const bool buffer = nz > 1;
   std::vector<std::uint32_t> zstart(nz + 1), gunit(ng);
   for (std::size_t z = 0; z <= nz; ++z) zstart[z] = ustart[z * units / nz];
@@ -433,6 +478,8 @@ bool gemm_tiled(const double* a, const double* bt, std::size_t M, std::size_t N,
   p.Mp = Mp;
   p.Np = Np;
   p.L = L;
+  p.pa = pa;
+  p.pb = pb;
   p.m = m;
   p.chunked = m.chunk > 0;
   p.split = m.split_k > 1;
@@ -444,10 +491,17 @@ bool gemm_tiled(const double* a, const double* bt, std::size_t M, std::size_t N,
   p.nflag = dn.as<unsigned long long>();
   const dim3 grid(static_cast<unsigned>(Np / BN), static_cast<unsigned>(Mp / BM),
                   static_cast<unsigned>(nz));
-  if (G == 32) {
-    launch_tiled<TM, TN, 32>(p, grid);
+  // The float pass where its exactness conditions hold (FP8 under cublas-sm90 and sm90;
+  // EXMY_GEMM_TILE_FLOAT=0 keeps the integer pass, for the benchmark's comparison).
+  const bool fl =
+      env_int("EXMY_GEMM_TILE_FLOAT", 1) != 0 &&
+      native::tile_float_ok(m.frac_bits, pa, pb, G, hs[0].e_lo, hs[0].e_hi, hs[1].e_lo, hs[1].e_hi);
+  if (G == 32 && fl) {
+    launch_tiled<TM, TN, 32, true>(p, grid);
+  } else if (G == 32) {
+    launch_tiled<TM, TN, 32, false>(p, grid);
   } else {
-    launch_tiled<TM, TN, 16>(p, grid);
+    launch_tiled<TM, TN, 16, false>(p, grid);
   }
   if (buffer) {
     k_tile_combine<<<grid_for(M * N, 1), kThreads>>>(U.as<float>(), units, duf.as<std::uint8_t>(),

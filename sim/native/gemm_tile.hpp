@@ -100,6 +100,47 @@ EXMY_HD std::uint32_t tile_term(std::uint32_t sa_shifted, std::uint32_t sb, int 
   return d >= 32 ? 0u : p >> d;
 }
 
+// The fp32 value of an encoded element of precision p: +-S 2^(e - p + 1), the operand's value
+// itself (exact: the host takes this form only when every value's last bit is at least 2^-149
+// and below 2^128).
+EXMY_HD float tile_value(std::uint32_t w, int p) {
+  const std::uint32_t S = tile_sig(w);
+  const bool neg = tile_neg(w);
+  if (S == 0) return neg ? -0.0f : 0.0f;
+  const int e = tile_exp(w) - p + 1;
+  const float fs = static_cast<float>(S);
+  const float v = e >= -126
+                      ? rn_mul(fs, f32_from_bits(static_cast<std::uint32_t>(e + 127) << 23))
+                      : rn_mul(rn_mul(fs, f32_from_bits(static_cast<std::uint32_t>(e + 191) << 23)),
+                               f32_from_bits(0x1F800000u));  // 2^-64
+  return neg ? -v : v;
+}
+
+// The fp32 form of the aligned sum (FP8-like models: the kernel's float pass): with s = 2^(frac
+// - E) a product's term is trunc(a b s) (dot_fused_group's integer: the product's value times
+// 2^(frac - E), truncated). a b is exact in fp32 when p_a + p_b <= 24 and its last bit is at
+// least 2^-149; |a b s| < 2^(frac + 2) <= 2^23, so fma_rz(a b, s, +-2^23) (the sign of a b) is
+// +-(2^23 + trunc(|a b s|)) exactly and subtracting +-2^23 leaves the term; the group's terms
+// and their sum are integers below 2^24 (k_group 2^(frac + 2) <= 2^24): exact fp32 additions.
+// e_lo, e_hi: the operands' exponent range (dot_sig's e of their nonzero elements). Also:
+// 2^(frac - E) must be a normal fp32 value for every E a group with a nonzero product has (E
+// >= e_lo_a + e_lo_b), and the values' last bits (e_lo - p + 1) and the products' at least 2^-149.
+EXMY_HD bool tile_float_ok(int frac, int p_a, int p_b, int k_group, int e_lo_a, int e_hi_a,
+                           int e_lo_b, int e_hi_b) {
+  const int lsb_a = e_lo_a - p_a + 1, lsb_b = e_lo_b - p_b + 1;
+  return frac <= 21 && (static_cast<std::uint64_t>(k_group) << (frac + 2)) <= (1u << 24) &&
+         p_a + p_b <= 24 && lsb_a >= -149 && lsb_b >= -149 && lsb_a + lsb_b >= -149 &&
+         e_hi_a + e_hi_b + 2 < 128 && e_hi_a < 127 && e_hi_b < 127 && e_lo_a + e_lo_b >= frac - 126;
+}
+// 2^(frac - E) for the float pass. A group without nonzero products (E below kTileNoProduct, or
+// only the accumulator's exponent below e_lo_a + e_lo_b) multiplies zeros only: any finite scale
+// (1; at most 2^126) gives their terms 0.
+EXMY_HD float tile_float_scale(int frac, int E) {
+  int x = E < kTileNoProduct ? 0 : frac - E;
+  if (x > 126) x = 126;
+  return f32_from_bits(static_cast<std::uint32_t>(x + 127) << 23);
+}
+
 // The exponent of the incoming accumulator c for the group maximum (c = 0: none).
 EXMY_HD int tile_c_exp(float c) {
   const std::uint32_t b = f32_bits(c);
