@@ -185,6 +185,7 @@ def main():
     ap.add_argument("--budget", type=float, default=80.0, help="seconds; later cases skipped")
     ap.add_argument("--only", default="", help="comma-separated substrings of case names")
     ap.add_argument("--no-sass", action="store_true", help="skip cuobjdump (about 1 s a cubin)")
+    ap.add_argument("--shapes", default="", help="replace SHAPES: e.g. '4096;64x256' (x-separated)")
     args = ap.parse_args()
     if args.device == "cuda" and not torch.cuda.is_available():
         print("torchao_optim_capture: no CUDA device", file=sys.stderr)
@@ -194,6 +195,9 @@ def main():
     import torchao.optim.subclass_8bit as s8
 
     os.makedirs(args.out, exist_ok=True)
+    global SHAPES
+    if args.shapes:
+        SHAPES = [tuple(int(v) for v in t.split("x")) for t in args.shapes.split(";")]
     code = {}
     t0 = time.time()
     meta = {"torch": torch.__version__, "git": torch.version.git_version,

@@ -212,6 +212,7 @@ struct TorchaoScalars {
   float w1 = 0.0f, w2 = 0.0f;
   float bc1 = 1.0f, sbc2 = 1.0f, eps = 0.0f;
   const SfuTables* sfu = nullptr;  // the Triton engine's division tables (torchao_div)
+  bool v_param_split = false;      // Triton, quantized v: the update reads the state's v
 };
 
 // An old state's value as the step reads it: a plain state's value, or a quantized state's
@@ -288,14 +289,25 @@ EXMY_HD float torchao_adam_element(const TorchaoScalars& s, float p, float g, To
     g = triton ? rn_fma(s.wd, p, g) : rn_add(g, rn_mul(s.wd, p));
   }
   m = torchao_lerp(m0, g, s.w1, s.eng);
-  v = torchao_lerp(v0, rn_mul(g, g), s.w2, s.eng, triton ? &g : nullptr);
-  float vd = v;
+  // The second moment. Triton with a quantized v: LLVM contracts g*g - q*s either way. Where
+  // Inductor fuses the step into one persistent reduction (v_param_split: the state's view (-1,
+  // block) of p a plain reshape, p.shape[-1] % block == 0 or 1-d), v = fma(w2, fma(-q, s,
+  // RN(g*g)), RN(q*s)) feeds both the new state and the update. Otherwise (a 2-d p with a last
+  // dimension off the block, e.g. AdamW8bit on 32x128) a reduction kernel quantizes the state
+  // from that v (g*g passed through shared memory: PTX of the captured fp32 AdamW8bit kernels)
+  // and a pointwise kernel recomputes v for the update with fma(g, g, -RN(q*s)) (end_g, its
+  // PTX): the two differ in fp32 (a 16-bit gradient's g*g is exact: the same value).
+  float vp = torchao_lerp(v0, rn_mul(g, g), s.w2, s.eng, triton ? &g : nullptr);
+  v = triton && v0.split ? torchao_lerp(v0, rn_mul(g, g), s.w2, s.eng) : vp;
+  if (triton && v0.split && s.v_param_split) vp = v;
+  const auto nan_max = [](float a, float b) {  // torch.maximum: NaN if either is NaN
+    return f32_is_nan(a) || f32_is_nan(b) ? (f32_is_nan(a) ? a : b) : (a > b ? a : b);
+  };
+  float vd = vp;
   vmax = vmax0.v;
   if (s.amsgrad) {
-    // torch.maximum: NaN if either is NaN
-    vmax =
-        f32_is_nan(vmax) || f32_is_nan(v) ? (f32_is_nan(vmax) ? vmax : v) : (vmax > v ? vmax : v);
-    vd = vmax;
+    vmax = nan_max(vmax, v);
+    vd = nan_max(vmax0.v, vp);
   }
   if (!triton) {
     const float denom = rn_add(rn_div(rn_sqrt(vd), s.sbc2), s.eps);

@@ -4,15 +4,15 @@
 // arrays as torchao's state dict names them (exp_avg, exp_avg_sq, max_exp_avg_sq: `.codes` and
 // `.scale` of a quantized state, the plain tensor below 4096 elements or off the block), the CPU
 // loop over native::torchao_adam_element and the block quantizer. Two code generators' arithmetic:
-// Inductor's C++ (the default, --compat torchao-cpu) and Triton (--compat torchao-cuda; its pow
-// not yet modelled: SEMANTICS 9.2.7). No GPU
+// Inductor's C++ (the default, --compat torchao-cpu) and Triton (--compat torchao-cuda, with
+// Triton's libdevice powf for beta**step: SEMANTICS 9.2.7). No GPU
 // kernel (gpu/optim/family_torchao.cu refuses); the step oracle is
 // sim/oracle/steps/family_torchao.cpp.
 #include <cmath>
 
 #include "sim/common/error.hpp"
 #include "sim/format/compat.hpp"
-#include "sim/native/libdevice_powf.hpp"
+#include "sim/native/libdevice_powf_triton.hpp"
 #include "sim/native/optim_torchao.hpp"
 #include "sim/native/philox.hpp"
 #include "sim/optim/registry.hpp"
@@ -89,7 +89,7 @@ std::vector<StateArray> arrays(const Config& c, State& s) {
 }
 
 // The per-step scalars as the generated code computes them (optim_torchao.hpp TorchaoScalars).
-native::TorchaoScalars scalars(const Config& c, long t) {
+native::TorchaoScalars scalars(const Config& c, long t, TorchaoQuant q) {
   const Hyper& h = c.hyper;
   native::TorchaoScalars s;
   const bool triton = h.adam.kernels == native::TorchKernels::cuda;
@@ -107,13 +107,17 @@ native::TorchaoScalars scalars(const Config& c, long t) {
   const float b1 = static_cast<float>(h.adam.beta1), b2 = static_cast<float>(h.adam.beta2);
   float p1, p2;
   if (triton) {
-    // libdevice.pow in the Triton kernel. NOT this function: Triton links libdevice's FTZ powf
-    // and folds the constant base (pow(0.999f, 1) is 0x3f7fbe76 on the H200, 0.999f - 1 ulp);
-    // nvcc's powf stands in until it is transcribed (SEMANTICS 9.2.7)
+    // libdevice.pow in the Triton kernel: Triton's own libdevice __nv_powf (FTZ), the constant
+    // base folded at compile time (sim/native/libdevice_powf_triton.hpp; SEMANTICS 9.2.7)
     const native::SfuTables& sfu = sfu::sm90_view();
     s.sfu = &sfu;
-    p1 = native::cuda_powf(sfu, b1, step);
-    p2 = native::cuda_powf(sfu, b2, step);
+    // One fused kernel (the update reads the quantized state's v) where the state's view
+    // (-1, block) of the parameter is a plain reshape: a 1-d parameter or a last dimension that
+    // is a multiple of the block; two kernels otherwise (optim_torchao.hpp)
+    const std::size_t blk = static_cast<std::size_t>(native::torchao_block(q));
+    s.v_param_split = c.shape.size() < 2 || c.shape.back() % blk == 0;
+    p1 = native::triton_powf(sfu, b1, step);
+    p2 = native::triton_powf(sfu, b2, step);
   } else {
     // std::pow(float, float) of the C++ kernel at run time: the host libm's powf (glibc's on
     // x86-64 Linux, which Inductor's module links), not correctly rounded everywhere
@@ -142,7 +146,7 @@ float step(const Config& c, long t, std::span<float> p, std::span<const float> g
     throw InputError("gradient: expected " + std::to_string(p.size()) + " elements, got " +
                      std::to_string(g.size()));
   }
-  const native::TorchaoScalars sc = scalars(c, t);
+  const native::TorchaoScalars sc = scalars(c, t, Q);
   const bool sr = c.hyper.extra[1] != 0.0 && c.st == Storage::bf16;
   TorchaoState& ao = s.ao;
   const int ns = n_states(c);
