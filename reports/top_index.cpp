@@ -6,6 +6,7 @@
 #include "reports/output_files.hpp"
 #include "reports/plotting.hpp"
 #include "reports/sections.hpp"
+#include "reports/stats_intervals.hpp"
 
 namespace exmy::reports {
 
@@ -81,8 +82,9 @@ std::string claims_md(const std::vector<Claim>& claims) {
       "| source | where | claim | exmy measures | kind | value [95% interval] | expected | "
       "verdict | figure / data |\n|---|---|---|---|---|---|---|---|---|\n";
   for (const auto& c : claims) {
-    std::string v = c.has_value ? fmt_g(c.value, 4) : std::string("-");
-    if (c.has_ci) v += " [" + fmt_g(c.lo, 3) + ", " + fmt_g(c.hi, 3) + "]";
+    std::string v = !c.has_value ? std::string("-")
+                    : c.has_ci   ? fmt_ci(c.value, c.lo, c.hi)
+                                 : fmt_g(c.value, 4);
     md += "| " + c.source + " | " + c.where + " | " + c.claim + " | " + c.measured + " | " +
           c.kind + " | " + v + " | " + (c.expected.empty() ? "-" : c.expected) + " | " + c.verdict +
           " | " + (c.link.empty() ? std::string("-") : "[" + c.link + "](" + c.link + ")") + " |\n";
@@ -98,6 +100,7 @@ void write_top_index(const ReportContext& ctx, const std::vector<SectionSummary>
   std::vector<Claim> claims;
   for (const auto& s : ran) claims.insert(claims.end(), s.claims.begin(), s.claims.end());
   for (const auto& c : not_computed_claims()) claims.push_back(c);
+  label_preliminary(claims, ctx.options().quick);
   for (const auto& c : claims) require_valid_claim(c);  // a check never says "reproduced"
   write_file_atomic(dir + "/claims.csv", claims_csv(claims));
 

@@ -12,6 +12,7 @@
 
 #include "reports/output_files.hpp"
 #include "reports/plotting.hpp"
+#include "reports/stats_intervals.hpp"
 #include "reports/variance_stats.hpp"
 #include "sim/gemm/gemm.hpp"
 #include "sim/native/exact_dot.hpp"
@@ -152,8 +153,8 @@ std::string run_accumulation_panel(const ReportContext& ctx, const std::string& 
         collect(bootstrap_draw(seed ^ 0x0A0Cull, 7, static_cast<int>(ki), r, trials), a, b, c);
         rep_share.push_back(b > 0 ? c / b : 0.0);
       }
-      const Interval ci = percentile_interval(rep_share);
       const double share = vm > 0 ? va / vm : 0.0;
+      const Interval ci = widened_interval(rep_share, share, trials);
       csv.row()
           .add(static_cast<long long>(ks[ki]))
           .add(models[mi])

@@ -10,6 +10,7 @@
 #include "reports/output_files.hpp"
 #include "reports/plotting.hpp"
 #include "reports/sections.hpp"
+#include "reports/stats_intervals.hpp"
 #include "reports/variance_accumulation.hpp"
 #include "reports/variance_experiment.hpp"
 
@@ -70,7 +71,9 @@ std::vector<SlopeRow> fit_slopes(const VarianceResults& r) {
         if (c->sigma_q2_closed > 0) closed.push_back(c->sigma_q2_closed);
         cells.push_back(c);
       }
-      SlopeRow row{d, s.name};
+      SlopeRow row;
+      row.dist = d;
+      row.scheme = s.name;
       row.slope_var = loglog_slope(ks, var);
       row.slope_sigma_q2 = loglog_slope(ks, sq);
       row.slope_normalized = loglog_slope(ks, norm);
@@ -100,10 +103,13 @@ std::vector<SlopeRow> fit_slopes(const VarianceResults& r) {
         bs_nsr.push_back(loglog_slope(ks, r));
         bs_growth.push_back(r.back() / r.front());
       }
-      row.slope_var_ci = percentile_interval(bs_var);
-      row.slope_sigma_q2_ci = percentile_interval(bs_sq);
-      row.slope_nsr_ci = percentile_interval(bs_nsr);
-      row.nsr_growth_ci = percentile_interval(bs_growth);
+      // Widened percentile intervals (stats_intervals.hpp): the cells' bootstraps resample
+      // `trials` trials each, and a bootstrap over T clusters sees (T - 1)/T of the variance.
+      const int nt = r.config.trials;
+      row.slope_var_ci = widened_interval(bs_var, row.slope_var, nt);
+      row.slope_sigma_q2_ci = widened_interval(bs_sq, row.slope_sigma_q2, nt);
+      row.slope_nsr_ci = widened_interval(bs_nsr, row.slope_nsr, nt);
+      row.nsr_growth_ci = widened_interval(bs_growth, row.nsr_growth, nt);
       std::sort(ratio.begin(), ratio.end());
       row.median_ratio = ratio.empty() ? 0 : ratio[ratio.size() / 2];
       std::sort(ratio_corr.begin(), ratio_corr.end());
@@ -114,11 +120,13 @@ std::vector<SlopeRow> fit_slopes(const VarianceResults& r) {
   return out;
 }
 
-// Interval of num / den from their bootstrap replicates, taken replicate by replicate.
-Interval replicate_ratio_ci(const std::vector<double>& num, const std::vector<double>& den) {
+// Interval of num / den from their bootstrap replicates, taken replicate by replicate, widened
+// about the point ratio for `trials` resampled trials (stats_intervals.hpp).
+Interval replicate_ratio_ci(const std::vector<double>& num, const std::vector<double>& den,
+                            double point, int trials) {
   std::vector<double> r;
   for (std::size_t i = 0; i < num.size() && i < den.size(); ++i) r.push_back(num[i] / den[i]);
-  return percentile_interval(r);
+  return widened_interval(r, point, trials);
 }
 
 // Paired ratio Var(d)[a] / Var(d)[b] of two schemes at one (dist, k), with its bootstrap
@@ -136,7 +144,7 @@ PairedRatio paired_ratio(const VarianceResults& r, InputDist d, const std::strin
   if (x == nullptr || y == nullptr) return p;
   p.ok = true;
   p.value = x->var_d / y->var_d;
-  p.ci = replicate_ratio_ci(x->rep_var_d, y->rep_var_d);
+  p.ci = replicate_ratio_ci(x->rep_var_d, y->rep_var_d, p.value, r.config.trials);
   return p;
 }
 
@@ -234,8 +242,7 @@ std::string relative_noise_md(const VarianceResults& res, const std::vector<Slop
   c.set(i8->slope_nsr, i8->slope_nsr_ci.lo, i8->slope_nsr_ci.hi);
   c.expected = "1 (noise growing like k against the signal, as Var(d) does)";
   c.kind = "reproduction";
-  c.verdict = verdict_for(c.lo, c.hi, c.value, 1.0, 1.25, "reproduced", "partly reproduced",
-                          "not reproduced");
+  judge(c, 1.0, 1.25, "reproduced", "partly reproduced", "not reproduced");
   c.link = "variance/relative_noise.csv";
   sum.claims.push_back(c);
   Claim f;
@@ -269,6 +276,14 @@ std::string verdict_for(double lo, double hi, double value, double expected, dou
   const double r = value / expected;
   if (r > 0 && r < near && r > 1 / near) return partly;
   return no;
+}
+
+void judge(Claim& c, double expected, double near, const char* yes, const char* partly,
+           const char* no) {
+  c.verdict = verdict_for(c.lo, c.hi, c.value, expected, near, yes, partly, no);
+  c.has_rule = true;
+  c.rule_expected = expected;
+  c.rule_near = near;
 }
 
 SectionSummary run_variance_section(const ReportContext& ctx) {
@@ -463,7 +478,8 @@ SectionSummary run_variance_section(const ReportContext& ctx) {
       const VarianceCell* c = res.find(InputDist::gaussian, sname, m.k);
       const VarianceCell* w = res.find(InputDist::gaussian, sname, wgrad_k[m.model]);
       if (c == nullptr || w == nullptr) continue;
-      const Interval ci = replicate_ratio_ci(w->rep_var_d, c->rep_var_d);
+      const Interval ci =
+          replicate_ratio_ci(w->rep_var_d, c->rep_var_d, w->var_d / c->var_d, cfg.trials);
       const double kr = static_cast<double>(wgrad_k[m.model]) / m.k;
       d3x.row()
           .add(m.model)
@@ -497,7 +513,8 @@ SectionSummary run_variance_section(const ReportContext& ctx) {
       }
     }
     if (w == nullptr) continue;
-    const Interval ci = replicate_ratio_ci(w->rep_var_d, c.rep_var_d);
+    const Interval ci =
+        replicate_ratio_ci(w->rep_var_d, c.rep_var_d, w->var_d / c.var_d, d3_trials);
     const double kr = static_cast<double>(wgrad_k[m.model]) / m.k;
     d3s.row()
         .add(m.model)
@@ -537,10 +554,11 @@ SectionSummary run_variance_section(const ReportContext& ctx) {
       cl.set(w->var_d / c.var_d, ci.lo, ci.hi);
       cl.expected = fmt_g(kr, 4);
       cl.kind = row ? "reproduction" : "closed-form check";
-      cl.verdict = row ? verdict_for(ci.lo, ci.hi, cl.value, kr, 1.25, "reproduced",
-                                     "partly reproduced", "not reproduced")
-                       : verdict_for(ci.lo, ci.hi, cl.value, kr, 1.25, "agrees",
-                                     "agrees within 25%", "disagrees");
+      if (row) {
+        judge(cl, kr, 1.25, "reproduced", "partly reproduced", "not reproduced");
+      } else {
+        judge(cl, kr, 1.25, "agrees", "agrees within 25%", "disagrees");
+      }
       cl.link = "variance/d3_ratios.png";
       sum.claims.push_back(cl);
       if (row) {
@@ -635,13 +653,12 @@ SectionSummary run_variance_section(const ReportContext& ctx) {
           "with variance s_q^2 independent of the inputs (paraphrase)";
       c.measured =
           "delta_var / predicted, e8m3 rne (no scaling), gaussian, k=" + std::to_string(kref);
-      // Interval of the ratio: delta's interval over the (nearly fixed) prediction.
-      c.set(rne->delta_var / rne->predicted, rne->delta_var_ci.lo / rne->predicted,
-            rne->delta_var_ci.hi / rne->predicted);
+      // Paired bootstrap interval of the ratio: delta_var and predicted recomputed in every
+      // replicate (the prediction has sampling error too).
+      c.set(rne->delta_var / rne->predicted, rne->delta_ratio_ci.lo, rne->delta_ratio_ci.hi);
       c.expected = "1";
       c.kind = "reproduction";
-      c.verdict = verdict_for(c.lo, c.hi, c.value, 1.0, 1.25, "reproduced", "partly reproduced",
-                              "not reproduced");
+      judge(c, 1.0, 1.25, "reproduced", "partly reproduced", "not reproduced");
       c.link = "variance/variance_vs_k.png";
       sum.claims.push_back(c);
     }
@@ -656,8 +673,7 @@ SectionSummary run_variance_section(const ReportContext& ctx) {
       c.set(rne->var_d / rne->predicted, rne->ratio_ci.lo, rne->ratio_ci.hi);
       c.expected = "1";
       c.kind = "reproduction";
-      c.verdict = verdict_for(c.lo, c.hi, c.value, 1.0, 1.25, "reproduced", "partly reproduced",
-                              "not reproduced");
+      judge(c, 1.0, 1.25, "reproduced", "partly reproduced", "not reproduced");
       c.link = "variance/variance_vs_k.png";
       sum.claims.push_back(c);
     }
@@ -682,8 +698,7 @@ SectionSummary run_variance_section(const ReportContext& ctx) {
       c.set(mask->var_d / mask->predicted, mask->ratio_ci.lo, mask->ratio_ci.hi);
       c.expected = fmt_g(mask->mask_factor, 4);
       c.kind = "closed-form check";
-      c.verdict = verdict_for(c.lo, c.hi, c.value, mask->mask_factor, 1.05, "agrees",
-                              "agrees within 5%", "disagrees");
+      judge(c, mask->mask_factor, 1.05, "agrees", "agrees within 5%", "disagrees");
       c.link = "variance/closed_forms.png";
       sum.claims.push_back(c);
     }
@@ -719,8 +734,7 @@ SectionSummary run_variance_section(const ReportContext& ctx) {
       c.set(rne->slope_var, rne->slope_var_ci.lo, rne->slope_var_ci.hi);
       c.expected = "1";
       c.kind = "closed-form check";
-      c.verdict =
-          verdict_for(c.lo, c.hi, c.value, 1.0, 1.05, "agrees", "agrees within 5%", "disagrees");
+      judge(c, 1.0, 1.05, "agrees", "agrees within 5%", "disagrees");
       c.link = "variance/variance_vs_k.png";
       sum.claims.push_back(c);
       Claim a;
@@ -733,8 +747,7 @@ SectionSummary run_variance_section(const ReportContext& ctx) {
       a.set(row->slope_var, row->slope_var_ci.lo, row->slope_var_ci.hi);
       a.expected = fmt_g(row->slope_closed, 3);
       a.kind = "closed-form check";
-      a.verdict = verdict_for(a.lo, a.hi, a.value, row->slope_closed, 1.03, "agrees",
-                              "agrees within 3%", "disagrees");
+      judge(a, row->slope_closed, 1.03, "agrees", "agrees within 3%", "disagrees");
       a.link = "variance/sigma_q_vs_k.png";
       sum.claims.push_back(a);
     }
@@ -758,8 +771,7 @@ SectionSummary run_variance_section(const ReportContext& ctx) {
       c.set(e.value, e.ci.lo, e.ci.hi);
       c.expected = "2";
       c.kind = "closed-form check";
-      c.verdict =
-          verdict_for(c.lo, c.hi, c.value, 2.0, 1.05, "agrees", "agrees within 5%", "disagrees");
+      judge(c, 2.0, 1.05, "agrees", "agrees within 5%", "disagrees");
       c.link = "variance/closed_forms.png";
       sum.claims.push_back(c);
     }
