@@ -201,13 +201,15 @@ int resolution_exp(double lo, double hi) {
   if (!(half > 0) || !std::isfinite(half)) return kNoResolution;
   return static_cast<int>(std::floor(std::log10(half))) - 1;
 }
-std::string at_resolution(double v, int q) {
+// `scale`: the largest magnitude printed beside v (v itself, or the largest of v, lo, hi), which
+// picks fixed or scientific notation for all of them alike.
+std::string at_resolution(double v, int q, double scale) {
   if (q == kNoResolution || !std::isfinite(v)) return fmt_g(v, 4);
   const double step = std::pow(10.0, q);
   const double r = std::round(v / step) * step;
   char buf[64];
   const double a = std::fabs(r);
-  if (a != 0 && (a < 1e-3 || a >= 1e7)) {
+  if (a != 0 && (scale < 1e-3 || scale >= 1e7)) {
     // Scientific: as many mantissa digits as reach 10^q.
     const int e10 = static_cast<int>(std::floor(std::log10(a)));
     std::snprintf(buf, sizeof buf, "%.*e", std::max(0, e10 - q), r);
@@ -218,13 +220,25 @@ std::string at_resolution(double v, int q) {
 }
 }  // namespace
 
+namespace {
+double scale_of(double v, double lo, double hi) {
+  double s = 0;
+  for (double x : {v, lo, hi}) {
+    if (std::isfinite(x)) s = std::max(s, std::fabs(x));
+  }
+  return s;
+}
+}  // namespace
+
 std::string fmt_at(double v, double lo, double hi) {
-  return at_resolution(v, resolution_exp(lo, hi));
+  return at_resolution(v, resolution_exp(lo, hi), scale_of(v, lo, hi));
 }
 
 std::string fmt_ci(double v, double lo, double hi) {
   const int q = resolution_exp(lo, hi);
-  return at_resolution(v, q) + " [" + at_resolution(lo, q) + ", " + at_resolution(hi, q) + "]";
+  const double s = scale_of(v, lo, hi);
+  return at_resolution(v, q, s) + " [" + at_resolution(lo, q, s) + ", " + at_resolution(hi, q, s) +
+         "]";
 }
 
 bool interval_decides(double lo, double hi, double expected, double near) {

@@ -190,7 +190,10 @@ TEST_CASE("fmt_at: values to 2 significant digits of the interval's half-width",
   REQUIRE(fmt_ci(0.0423, 0.0341, 0.0543) == "0.042 [0.034, 0.054]");
   REQUIRE(fmt_ci(1.5e-4, 1.2e-4, 1.9e-4) == "1.50e-04 [1.20e-04, 1.90e-04]");
   REQUIRE(fmt_ci(12345.6, 12000, 12700) == "12350 [12000, 12700]");
-  REQUIRE(fmt_at(2.0, 2.0, 2.0) == "2");  // no width: 4 significant digits
+  REQUIRE(fmt_at(2.0, 2.0, 2.0) == "2");
+  // One notation for the three numbers, picked by the largest.
+  REQUIRE(fmt_ci(6.7e-4, 3.6e-4, 0.00124) ==
+          "0.00067 [0.00036, 0.00124]");  // no width: 4 significant digits
 }
 
 TEST_CASE("label_preliminary: quick verdicts stay final only when the interval decides them",
