@@ -252,10 +252,13 @@ SectionSummary run_adam_heatmap_section(const ReportContext& ctx) {
       diverged += std::isfinite(fl) && fl < 100 ? 0 : 1;
       eps_updates += logs[v * nseeds + sd].eps_updates;
     }
-    std::vector<bool> div;
+    std::vector<bool> div, pair_div;
     for (double fl : f) div.push_back(!(std::isfinite(fl) && fl < 100));
+    for (std::size_t sd = 0; sd < d.size(); ++sd)
+      pair_div.push_back(div[sd] || !std::isfinite(d[sd]));
     final_ci[v] = as_mean_ci(central_positive(f, div));
-    diff_ci[v] = mean_ci(d);
+    // Paired differences: the median (diverged runs as +infinity) when a run diverged.
+    diff_ci[v] = as_mean_ci(central_signed(d, pair_div));
     diverged_runs.push_back(diverged);
     // The library's bitsandbytes step does not expose its states' v = 0 events: not counted.
     eps_per_run.push_back(variants[v].bnb ? NAN : static_cast<double>(eps_updates) / nseeds);

@@ -115,17 +115,28 @@ Estimate median_ci(const std::vector<double>& x) {
   return e;
 }
 
-Estimate central_positive(const std::vector<double>& x, const std::vector<bool>& diverged) {
+namespace {
+// x with diverged entries as +infinity; true when there was one.
+bool mark_diverged(std::vector<double>& y, const std::vector<bool>& diverged) {
   bool any = false;
-  std::vector<double> y = x;
   for (std::size_t i = 0; i < y.size(); ++i) {
-    const bool d = (i < diverged.size() && diverged[i]) || !std::isfinite(y[i]);
-    if (d) {
+    if ((i < diverged.size() && diverged[i]) || !std::isfinite(y[i])) {
       y[i] = INFINITY;
       any = true;
     }
   }
-  return any ? median_ci(y) : positive_mean(y);
+  return any;
+}
+}  // namespace
+
+Estimate central_positive(const std::vector<double>& x, const std::vector<bool>& diverged) {
+  std::vector<double> y = x;
+  return mark_diverged(y, diverged) ? median_ci(y) : positive_mean(y);
+}
+
+Estimate central_signed(const std::vector<double>& x, const std::vector<bool>& diverged) {
+  std::vector<double> y = x;
+  return mark_diverged(y, diverged) ? median_ci(y) : mean_t(y);
 }
 
 Interval widened_interval(const std::vector<double>& replicates, double point, int clusters) {

@@ -62,6 +62,10 @@ Estimate median_ci(const std::vector<double>& x);
 // +infinity, so the median says what a typical run does).
 Estimate central_positive(const std::vector<double>& x, const std::vector<bool>& diverged);
 
+// The same for signed per-seed results (paired differences): mean_t while none diverged, else the
+// median with diverged runs (or a not-finite x) as +infinity.
+Estimate central_signed(const std::vector<double>& x, const std::vector<bool>& diverged);
+
 // Ratio of means sum(num) / sum(den) over paired clusters (num[i], den[i] from cluster i), with
 // the widened percentile interval of `replicates` paired cluster-bootstrap replicates.
 Estimate bootstrap_ratio(const std::vector<double>& num, const std::vector<double>& den,

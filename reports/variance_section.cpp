@@ -25,8 +25,9 @@ bool is_pow2(int k) {
   return (k & (k - 1)) == 0;
 }
 
-std::string ci_text(double v, const Interval& ci, int digits = 3) {
-  return fmt_g(v, digits) + " [" + fmt_g(ci.lo, digits) + ", " + fmt_g(ci.hi, digits) + "]";
+// "v [lo, hi]" at the interval's resolution (stats_intervals.hpp fmt_ci).
+std::string ci_text(double v, const Interval& ci) {
+  return fmt_ci(v, ci.lo, ci.hi);
 }
 
 struct SlopeRow {
@@ -189,7 +190,7 @@ std::string relative_noise_md(const VarianceResults& res, const std::vector<Slop
         continue;
       }
       any = true;
-      line += " " + ci_text(c->var_d / c->var_uv, c->nsr_ci, 2) + " |";
+      line += " " + ci_text(c->var_d / c->var_uv, c->nsr_ci) + " |";
     }
     if (any) md += line + "\n";
   }
@@ -201,8 +202,8 @@ std::string relative_noise_md(const VarianceResults& res, const std::vector<Slop
     if (r == nullptr || r->k_min == 0) continue;
     md += std::string("| ") + s + " | " + std::to_string(r->k_min) + ".." +
           std::to_string(r->k_max) + " (" + fmt_g(static_cast<double>(r->k_max) / r->k_min, 4) +
-          "x) | " + ci_text(r->nsr_growth, r->nsr_growth_ci, 2) + " | " +
-          ci_text(r->slope_nsr, r->slope_nsr_ci, 2) + " |\n";
+          "x) | " + ci_text(r->nsr_growth, r->nsr_growth_ci) + " | " +
+          ci_text(r->slope_nsr, r->slope_nsr_ci) + " |\n";
   }
   const SlopeRow* fl = slope("e8m3_rne");
   const SlopeRow* i8 = slope("int8_row");
@@ -211,10 +212,10 @@ std::string relative_noise_md(const VarianceResults& res, const std::vector<Slop
   std::string h = "Relative noise Var(d)/Var(<u,v>) against k (gaussian): e8m3 rne " +
                   fmt_g(fl->nsr_kmin, 2) + " at k=" + std::to_string(fl->k_min) + ", " +
                   fmt_g(fl->nsr_kmax, 2) + " at k=" + std::to_string(fl->k_max) + " (slope " +
-                  ci_text(fl->slope_nsr, fl->slope_nsr_ci, 2) + "); int8_row grows " +
-                  ci_text(i8->nsr_growth, i8->nsr_growth_ci, 2) + "x over a " +
+                  ci_text(fl->slope_nsr, fl->slope_nsr_ci) + "); int8_row grows " +
+                  ci_text(i8->nsr_growth, i8->nsr_growth_ci) + "x over a " +
                   fmt_g(static_cast<double>(i8->k_max) / i8->k_min, 4) + "x range of k (slope " +
-                  ci_text(i8->slope_nsr, i8->slope_nsr_ci, 2) + "), not in proportion to k";
+                  ci_text(i8->slope_nsr, i8->slope_nsr_ci) + "), not in proportion to k";
   sum.headlines.push_back(h);
   md += "\n- " + h + ".\n";
   md +=

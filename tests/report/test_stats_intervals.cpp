@@ -182,6 +182,10 @@ TEST_CASE("median_ci: order-statistic interval ranks from Binomial(n, 1/2)", "[s
   REQUIRE(c.value == 1.2);
   REQUIRE(std::isinf(c.hi));
   REQUIRE(std::string(central_positive({1, 2, 3}, {}).method) == "log-t");
+  const Estimate sd = central_signed({-0.1, 0.2, NAN, 0.0, 0.1}, {});
+  REQUIRE(std::string(sd.method) == "median");
+  REQUIRE(sd.value == 0.1);
+  REQUIRE(std::string(central_signed({-1, 1}, {}).method) == "t");
 }
 
 TEST_CASE("fmt_at: values to 2 significant digits of the interval's half-width", "[stats]") {
