@@ -112,6 +112,23 @@ void write_top_index(const ReportContext& ctx, const std::vector<SectionSummary>
       "sortable, in [report.html](report.html) with every figure inline). Closed forms this "
       "report derives are marked as such; arithmetic restatements are not reproductions.\n\n";
   md += claim_kinds_md();
+  md +=
+      "**Statistics** (docs/SEMANTICS.md 14, reports/stats_intervals.hpp). Intervals are 95%: "
+      "cluster-bootstrap percentile intervals over independent trials, widened by "
+      "sqrt(n/(n-1)) for n resampled clusters (checked by simulation: a slope whose true value "
+      "is 1 is covered in about 93% of simulated quick-size runs); log-scale t intervals for "
+      "positive means over seeds (never a negative bound); Student-t for paired differences; "
+      "the median with its order-statistic interval where a run diverged; paired bootstrap "
+      "intervals for ratios. A value with an interval is printed to 2 significant digits of "
+      "its half-width. " +
+      std::string(ctx.options().quick
+                      ? "**This is a quick run:** a verdict that depends on data is marked "
+                        "\"(preliminary)\" unless its interval lies wholly inside the tolerance "
+                        "band of the expected value (more data could then only move it between "
+                        "\"reproduced\" and \"partly reproduced\") or wholly outside it; a "
+                        "verdict from no interval is preliminary.\n\n"
+                      : "Quick runs mark verdicts their intervals do not settle "
+                        "\"(preliminary)\"; this full run has no such marks.\n\n");
   md += claims_md(claims) + "\n";
   md += "## Sections\n\n| section | run time |\n|---|---|\n";
   for (const auto& s : ran) {
