@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "bench/common/gpu_bench.hpp"
@@ -17,6 +18,7 @@
 #include "gpu/cast/cast.hpp"
 #include "gpu/cast/hw_cast.hpp"
 #include "gpu/common/runtime.hpp"
+#include "gpu/quant/bnb4bit.hpp"
 #include "gpu/quant/quantize.hpp"
 #include "sim/format/float_names.hpp"
 #include "sim/quant/quantize.hpp"
@@ -150,6 +152,19 @@ void quant_bench(benchmark::State& s, CastInput in, std::size_t cols, const char
   timed(s, counted_bytes_per_elem * kN, [&] { quantize(x, in, rows, cols, o, q); });
 }
 
+// bitsandbytes' quantize_4bit (plain absmax; double quantization runs its second level through
+// quantize and the offset on the host, not timed here): counted as the input, the packed codes
+// (1/2 byte per element) and one fp32 absmax per block, the copy-equivalent traffic.
+void bnb4_bench(benchmark::State& s, CastInput in, native::Bnb4Type type, std::size_t block) {
+  Buffers& b = buffers();
+  const void* x = b.input(in);
+  quant::Bnb4Options o;
+  o.type = type;
+  o.block = block;
+  const double bytes = static_cast<double>(kN) * (input_bytes(in) + 0.5 + 4.0 / block);
+  timed(s, bytes, [&] { bnb4_quantize(x, in, kN, o, static_cast<std::uint8_t*>(b.out), b.state); });
+}
+
 const Rounding kRne{RoundMode::rne};
 const Rounding kRtz{RoundMode::rtz};
 const Rounding kSr8{RoundMode::sr, 8};
@@ -254,6 +269,19 @@ void register_all() {
                    native::NanPolicy::propagate, b.state);
     });
   });
+  for (const auto& [tn, ty] :
+       {std::pair{"nf4", native::Bnb4Type::nf4}, std::pair{"fp4", native::Bnb4Type::fp4}}) {
+    for (const auto& [in_name, in] :
+         {std::pair{"fp32", CastInput::fp32}, std::pair{"bf16", CastInput::bf16},
+          std::pair{"fp16", CastInput::fp16}}) {
+      for (const std::size_t block : {std::size_t{64}, std::size_t{4096}}) {
+        const native::Bnb4Type t = ty;
+        const CastInput i = in;
+        reg(std::string("quant/bnb4/") + in_name + "/" + tn + "/b" + std::to_string(block),
+            [t, i, block](benchmark::State& s) { bnb4_bench(s, i, t, block); });
+      }
+    }
+  }
   reg("quant/tensor/fp32/int8/rne", [](benchmark::State& s) {
     quant_bench(s, CastInput::fp32, 4096, "tensor", "int8", RoundMode::rne, 0, 5.0);
   });

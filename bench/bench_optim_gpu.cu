@@ -132,6 +132,47 @@ void BM_adamw8bit(benchmark::State& state) {
   });
 }
 
+// bitsandbytes' one-state 8-bit optimizers (range(1): 0 RMSprop8bit, 1 Adagrad8bit, 2 Lion8bit)
+// under --compat bnb-cuda, fp32 parameters, block 256: p r/w 8 + g 4 + one code r/w 2 + absmax.
+void BM_bnb1_8bit(benchmark::State& state) {
+  const std::size_t n = size_of(state);
+  const int block = 256;
+  const std::size_t blocks = (n + block - 1) / block;
+  Buf p(n * 4), g(n * 4), q1(n), q2(n), a1(blocks * 4), a2(blocks * 4);
+  fill(p.as<float>(), n, 1.0f, 0.5f);
+  fill(g.as<float>(), n, 0.0f, 2e-3f);
+  const gpu::Bnb8DeviceState st = state_of(block, q1, q2, a1, a2);
+  const native::Bnb1Op op = state.range(1) == 0   ? native::Bnb1Op::rmsprop
+                            : state.range(1) == 1 ? native::Bnb1Op::adagrad
+                                                  : native::Bnb1Op::lion;
+  optim::AdamHyper h{1e-3, 0.9, 0.99, 1e-8, 0.01};
+  h.bnb = native::BnbKernels::cuda_sm90;
+  timed(state, 14.0 + 8.0 / block, n, [&](long t) {
+    gpu::bnb1_step(optim::bnb8_scalars(h, t, false), op, p.as<float>(), g.as<float>(), st, n);
+  });
+}
+
+// bitsandbytes' AdEMAMix8bit under --compat bnb-cuda, fp32 parameters, block 256: p r/w 8 + g 4
+// + three codes r/w 6 (m1, m2, nu) + absmax 3 * 8 / block.
+void BM_ademamix8bit(benchmark::State& state) {
+  const std::size_t n = size_of(state);
+  const int block = 256;
+  const std::size_t blocks = (n + block - 1) / block;
+  Buf p(n * 4), g(n * 4), q1(2 * n), q2(n), a1(2 * blocks * 4), a2(blocks * 4);
+  fill(p.as<float>(), n, 1.0f, 0.5f);
+  fill(g.as<float>(), n, 0.0f, 2e-3f);
+  const gpu::Bnb8DeviceState st = state_of(block, q1, q2, a1, a2);
+  optim::AdamHyper h{1e-3, 0.9, 0.999, 1e-8, 0.01};
+  h.bnb = native::BnbKernels::cuda_sm90;
+  timed(state, 18.0 + 24.0 / block, n, [&](long t) {
+    native::Bnb8Scalars sc = optim::bnb8_scalars(h, t, false);
+    sc.beta3 = 0.9999f;
+    sc.alpha = 5.0f;
+    sc.one_minus_beta3 = 1.0f - 0.9999f;
+    gpu::bnb_ademamix_step(sc, p.as<float>(), g.as<float>(), st, n);
+  });
+}
+
 // bf16 parameters and gradients (bitsandbytes keeps both in the parameter dtype) under
 // --compat bnb-cuda: the vectorised 8-bit kernel on 8-byte loads of the 16-bit parameters.
 void BM_adamw8bit_bf16(benchmark::State& state) {
@@ -196,6 +237,13 @@ BENCHMARK(BM_adamw8bit)
     ->Args({kN, 256, 1})
     ->UseManualTime()
     ->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_bnb1_8bit)
+    ->Args({kN, 0})
+    ->Args({kN, 1})
+    ->Args({kN, 2})
+    ->UseManualTime()
+    ->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_ademamix8bit)->Arg(kN)->UseManualTime()->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_adamw8bit_bf16)->Arg(kN)->UseManualTime()->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_stableadamw)->Arg(kN)->UseManualTime()->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_split_adamw)

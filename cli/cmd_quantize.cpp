@@ -769,12 +769,22 @@ int run_quantize(const Args& args) {
       // TE's training pieces (sim/layer/nvfp4_train.hpp): the codes' shape is the quantized
       // tensor's (X^T with --columnwise).
       o.train.seed = o.q.seed;
-      std::vector<std::uint16_t> bits;
-      if (in.type == gpu::CastInput::bf16) {
-        bits.resize(in.x.size());
-        if (!bits.empty()) std::memcpy(bits.data(), in.file->data(), 2 * bits.size());
+      // The bf16 codes in place (the mapped file; copied only if its data is not 2-byte aligned).
+      std::vector<std::uint16_t> copy;
+      std::span<const std::uint16_t> bits;
+      if (in.type == gpu::CastInput::bf16 && !in.x.empty()) {
+        const void* d = in.file->data();
+        if (reinterpret_cast<std::uintptr_t>(d) % alignof(std::uint16_t) == 0) {
+          bits = {static_cast<const std::uint16_t*>(d), in.x.size()};
+        } else {
+          copy.resize(in.x.size());
+          std::memcpy(copy.data(), d, 2 * copy.size());
+          bits = copy;
+        }
       }
-      q = layer::nvfp4_train_quantize(in.x, bits, in.shape, opt, o.train, &o.rht_bits);
+      // RHT(X^T) is kept only for --rht-out (it is as large as the input).
+      q = layer::nvfp4_train_quantize(in.x, bits, in.shape, opt, o.train,
+                                      o.rht_out.empty() ? nullptr : &o.rht_bits, o.pack);
     } else {
       q = quant::quantize(in.x, in.shape, opt, o.pack);
     }

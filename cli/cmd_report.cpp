@@ -119,6 +119,7 @@ int run_report(const exmy::cli::Args& args) {
       if (key == "spikes") ran.push_back(rep::run_spikes_section(ctx));
       if (key == "extrabits") ran.push_back(rep::run_extrabits_section(ctx));
       if (key == "layers") ran.push_back(rep::run_layers_section(ctx));
+      if (key == "mx-variance") ran.push_back(rep::run_mx_variance_section(ctx));
       ran.back().seconds =
           std::chrono::duration<double>(std::chrono::steady_clock::now() - ts).count();
       rep::throw_if_interrupted();

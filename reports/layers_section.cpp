@@ -340,8 +340,8 @@ SectionSummary run_layers_section(const ReportContext& ctx) {
   }
   md += "\n" + figure_md(fig, "layers",
                          "left: relative error of Y, X_grad and W_grad per kind at the largest b; "
-                         "right: W_grad mean squared error vs b (a slope of 1 is variance "
-                         "proportional to the inner dimension)");
+                         "right: W_grad's relative error at every b (one marker per b, bars: the "
+                         "replicates' range; x: its ratio between the largest and smallest b)");
   md +=
       "## Data\n\n- [layers.csv](layers.csv) (every replicate), "
       "[layers_summary.csv](layers_summary.csv)\n\n";

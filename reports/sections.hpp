@@ -85,6 +85,7 @@ SectionSummary run_formats_section(const ReportContext& ctx);
 SectionSummary run_spikes_section(const ReportContext& ctx);
 SectionSummary run_extrabits_section(const ReportContext& ctx);
 SectionSummary run_layers_section(const ReportContext& ctx);
+SectionSummary run_mx_variance_section(const ReportContext& ctx);
 
 // Writes DIR/index.md linking every section directory that holds an index.md.
 void write_top_index(const ReportContext& ctx, const std::vector<SectionSummary>& ran,

@@ -34,7 +34,8 @@ double logit_sharpness(std::span<const double> y, std::size_t label, double eps)
 std::optional<SharpnessBefore> sharpness_before_divergence(std::span<const float> loss,
                                                            std::span<const float> sharpness,
                                                            std::span<const float> base_loss,
-                                                           std::span<const float> base_sharpness) {
+                                                           std::span<const float> base_sharpness,
+                                                           std::size_t min_onset) {
   const std::size_t n =
       std::min({loss.size(), sharpness.size(), base_loss.size(), base_sharpness.size()});
   std::size_t onset = n;
@@ -44,16 +45,15 @@ std::optional<SharpnessBefore> sharpness_before_divergence(std::span<const float
       break;
     }
   }
-  if (onset == n || onset < 3) return std::nullopt;
-  bool identical = true;
+  if (onset == n || onset < 3 || onset < min_onset) return std::nullopt;
   double a = 0, b = 0;
   for (std::size_t i = onset - 3; i < onset; ++i) {
-    identical = identical && std::memcmp(&loss[i], &base_loss[i], sizeof(float)) == 0 &&
-                std::memcmp(&sharpness[i], &base_sharpness[i], sizeof(float)) == 0;
+    const bool identical = std::memcmp(&loss[i], &base_loss[i], sizeof(float)) == 0 &&
+                           std::memcmp(&sharpness[i], &base_sharpness[i], sizeof(float)) == 0;
+    if (identical) return std::nullopt;  // every one of the 3 steps must be the run's own
     a += sharpness[i] / 3.0;
     b += base_sharpness[i] / 3.0;
   }
-  if (identical) return std::nullopt;
   return SharpnessBefore{onset, a, b};
 }
 

@@ -25,9 +25,11 @@ double logit_sharpness(std::span<const float> y, std::size_t label, double eps);
 // against its baseline run (the fp32 run of the same task and seed): the onset is the first step
 // whose loss is not finite or exceeds 3x the baseline's at that step; the result holds the mean
 // sharpness of both runs over the 3 steps before it. No result when the run never diverges, the
-// onset is before step 3, or the run is bit-identical to its baseline over those 3 steps (loss
-// and sharpness): such steps say nothing about the low-precision run (issue 35: onsets at steps
-// 4-6 averaged steps where both runs were still the same).
+// onset is before index max(3, min_onset), or any of those 3 steps is bit-identical to the
+// baseline's (loss and sharpness): such steps say nothing about the run (issue 35: onsets at
+// steps 4-6 averaged steps where both runs were still the same; one identical step of three was
+// still averaged until the rule asked every step to differ). `min_onset` keeps onsets out of a
+// warmup prefix.
 struct SharpnessBefore {
   std::size_t onset;  // index into the logs
   double before;      // the run's mean sharpness over onset-3 .. onset-1
@@ -36,6 +38,7 @@ struct SharpnessBefore {
 std::optional<SharpnessBefore> sharpness_before_divergence(std::span<const float> loss,
                                                            std::span<const float> sharpness,
                                                            std::span<const float> base_loss,
-                                                           std::span<const float> base_sharpness);
+                                                           std::span<const float> base_sharpness,
+                                                           std::size_t min_onset = 3);
 
 }  // namespace exmy::reports

@@ -26,7 +26,10 @@ const std::vector<SectionInfo>& report_sections() {
        "Kosson, figure 6)"},
       {"layers",
        "Low-precision linear layers: SwitchBack, LLM.int8(), float8 and masked layers "
-       "(Wortsman et al. section 2.2; To FP8 and back again, figure 11)"}};
+       "(Wortsman et al. section 2.2; To FP8 and back again, figure 11)"},
+      {"mx-variance",
+       "Beyond the papers: variance laws of MX and NVFP4 block scaling (Var(d) vs k, block "
+       "size, E8M0 vs E4M3 scales)"}};
   return s;
 }
 

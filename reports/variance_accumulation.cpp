@@ -126,7 +126,9 @@ std::string run_accumulation_panel(const ReportContext& ctx, const std::string& 
   // the accumulation error's share of the total.
   const int reps = bootstrap_replicates(quick, ctx.options().tiny);
   Csv csv({"k", "model", "samples", "var_d_exact_accumulation", "var_d_model", "var_accumulation",
-           "accumulation_share", "accumulation_share_lo", "accumulation_share_hi"});
+           "accumulation_share", "accumulation_share_lo", "accumulation_share_hi",
+           "var_d_exact_accumulation_lo", "var_d_exact_accumulation_hi", "var_d_model_lo",
+           "var_d_model_hi"});
   std::string md =
       "## Accumulation: exact sums vs the Hopper tensor-core model\n\n"
       "Appendix D sums the quantized products exactly. On an H100 an FP8 GEMM sums them in fused "
@@ -161,12 +163,17 @@ std::string run_accumulation_panel(const ReportContext& ctx, const std::string& 
       for (int t = 0; t < nt; ++t) all[t] = t;
       double vq = 0, vm = 0, va = 0;
       collect(all, vq, vm, va);
-      std::vector<double> rep_share;
+      // The same replicates give the share's interval and those of both variances (the
+      // figure draws Var(d)/k on a linear axis with them, so that sampling noise reads as such).
+      std::vector<double> rep_share, rep_q, rep_m;
       for (int r = 0; r < reps; ++r) {
         double a = 0, b = 0, c = 0;
         collect(bootstrap_draw(seed ^ 0x0A0Cull, 7, static_cast<int>(ki), r, nt), a, b, c);
         rep_share.push_back(b > 0 ? c / b : 0.0);
+        rep_q.push_back(a);
+        rep_m.push_back(b);
       }
+      const Interval ci_q = widened_interval(rep_q, vq, nt), ci_m = widened_interval(rep_m, vm, nt);
       const double share = vm > 0 ? va / vm : 0.0;
       const Interval ci = widened_interval(rep_share, share, nt);
       csv.row()
@@ -178,7 +185,11 @@ std::string run_accumulation_panel(const ReportContext& ctx, const std::string& 
           .add(va)
           .add(share)
           .add(ci.lo)
-          .add(ci.hi);
+          .add(ci.hi)
+          .add(ci_q.lo)
+          .add(ci_q.hi)
+          .add(ci_m.lo)
+          .add(ci_m.hi);
       md += "| " + std::to_string(ks[ki]) + " | " + models[mi] + " | " + fmt_g(vq, 3) + " | " +
             fmt_g(vm, 3) + " | " + fmt_g(va, 3) + " | " + fmt_ci(share, ci.lo, ci.hi) + " |\n";
       if (mi == 0) sm90_shares.push_back(share);
@@ -200,8 +211,9 @@ std::string run_accumulation_panel(const ReportContext& ctx, const std::string& 
         "without promotion and " + fmt_g(100 * share_cublas_max, 3) +
         "% with cuBLASLt's promotion every 128 k ([accumulation.csv](accumulation.csv)).\n\n";
   md += figure_md(fig, "accumulation_vs_k",
-                  "left: Var(d)/k with exact sums, under sm90 and under cublas-sm90; right: the "
-                  "accumulation error's share of Var(d), 95% cluster-bootstrap intervals");
+                  "left: Var(d)/k with exact sums, under sm90 and under cublas-sm90 on a linear "
+                  "axis; right: the accumulation error's share of Var(d); 95% cluster-bootstrap "
+                  "intervals");
   Claim c;
   c.source = "closed form (this report)";
   c.where = "appendix D's exact-accumulation assumption under the measured H100 model";

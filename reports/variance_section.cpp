@@ -824,13 +824,16 @@ SectionSummary run_variance_section(const ReportContext& ctx) {
                   "eq. 12 (dotted): the covariance term makes it negative for masking, which "
                   "shrinks every value toward zero");
   md += figure_md(fig, "noise_to_signal",
-                  "noise-to-signal Var(d) / Var(<u,v>) vs k, by scheme family");
+                  "noise-to-signal Var(d) / Var(<u,v>) vs power-of-two k, by scheme family: "
+                  "95% intervals, eq. 12 over Var(<u,v>) as the reference (dashed), one y-range "
+                  "for every panel");
   md += figure_md(fig, "sigma_q_vs_k",
                   "per-element error variance s_q^2 vs k with 95% intervals; the int8 absmax "
                   "schemes beside their closed form E[M^2]/(12 127^2) (lines)");
   md += figure_md(fig, "closed_forms",
                   "closed forms: Var(d) sr/rne against 2 (left), masking's Var(d)/predicted "
-                  "against 1 + E[rho]^2/E[rho^2] (right)");
+                  "against 1 + E[rho]^2/E[rho^2] (right); 95% intervals, schemes shifted apart "
+                  "at each power-of-two k");
   md += run_accumulation_panel(ctx, dir, sum.claims);
   md += "## D.3: noise of a linear layer's three matmuls\n\n";
   md +=
@@ -910,7 +913,8 @@ SectionSummary run_variance_section(const ReportContext& ctx) {
       "- [relative_noise.csv](relative_noise.csv): relative noise Var(d)/Var(<u,v>) per "
       "(dist, scheme): at the smallest and largest k, growth and slope with intervals\n"
       "- [closed_forms.csv](closed_forms.csv): every closed-form check, measured vs closed\n"
-      "- [accumulation.csv](accumulation.csv): exact sums vs the H100 tensor-core models\n"
+      "- [accumulation.csv](accumulation.csv): exact sums vs the H100 tensor-core models "
+      "(variances and the accumulation share, each with its 95% interval)\n"
       "- [d3_model.csv](d3_model.csv), [d3_measured.csv](d3_measured.csv) (rows x k "
       "operands), [d3_shapes.csv](d3_shapes.csv) (tensor-wise scales of the paper's shapes), "
       "[d3_realistic.csv](d3_realistic.csv) (realistic operand statistics)\n\n";

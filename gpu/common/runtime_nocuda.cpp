@@ -44,7 +44,24 @@ void gemm_emulate_rows(const gemm::Operand&, const DeviceValues*, const gemm::Op
   no_cuda();
 }
 double gemm_emulate_time_ms(const gemm::Operand&, const gemm::Operand&, const gemm::AccumModel&,
-                            gemm::OutFormat, int) {
+                            gemm::OutFormat, int, GemmPath, bool*) {
+  no_cuda();
+}
+struct PreparedGemm::Impl {};
+PreparedGemm::PreparedGemm(const gemm::Operand&, const gemm::Operand&, const gemm::AccumModel&,
+                           gemm::OutFormat) {
+  no_cuda();
+}
+PreparedGemm::~PreparedGemm() = default;
+bool PreparedGemm::run(GemmPath) {
+  no_cuda();
+}
+std::vector<std::uint32_t> PreparedGemm::codes() const {
+  no_cuda();
+}
+std::vector<std::uint32_t> gemm_emulate_device_codes(const gemm::Operand&, const gemm::Operand&,
+                                                     const gemm::AccumModel&, gemm::OutFormat,
+                                                     GemmPath, bool*) {
   no_cuda();
 }
 std::vector<float> int8_product(const std::vector<std::int8_t>&, const std::vector<float>&,

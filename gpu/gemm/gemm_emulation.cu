@@ -1,10 +1,12 @@
 // The GEMM emulation and the int8 product kernels (gpu/gemm/gemm_emulation.hpp).
 #include <algorithm>
+#include <memory>
 #include <vector>
 
 #include "gpu/common/cuda_check.hpp"
 #include "gpu/common/launch.hpp"
 #include "gpu/gemm/gemm_emulation.hpp"
+#include "gpu/gemm/gemm_tiled.hpp"
 #include "sim/common/error.hpp"
 #include "sim/native/convert.hpp"
 #include "sim/native/gemm_dot.hpp"
@@ -36,16 +38,18 @@ struct KernelTileScales {
 // of A (the same for the whole warp: a broadcast). rp_chunk > 0: rp with a 16-bit output
 // (SEMANTICS 15.2), m the chunks' model: each chunk of rp_chunk k accumulated from +0, its fp32
 // code rounded to the output format and added in fp32 in order from +0, as gemm::gemm_rows
-// computes each output (no block or tile scales: the host refused them).
+// computes each output (no block or tile scales: the host refused them). only != null: the
+// outputs the tiled kernel left to this one (only[i N + j] = 1), the others untouched.
 __global__ void k_gemm_emulate(const double* __restrict__ a, const double* __restrict__ bt,
                                std::size_t M, std::size_t N, std::size_t K, int emin_a, int emin_b,
                                native::DotModel m, KernelBlockScales ks, KernelTileScales kt,
-                               float alpha, const float* __restrict__ sa,
-                               const float* __restrict__ sb, int order, int out,
-                               std::size_t rp_chunk, std::uint32_t* __restrict__ c) {
+                               GemmEpilogue ep, std::size_t rp_chunk,
+                               const std::uint8_t* __restrict__ only,
+                               std::uint32_t* __restrict__ c) {
   const std::size_t j = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x;
   const std::size_t i = blockIdx.y * static_cast<std::size_t>(blockDim.y) + threadIdx.y;
   if (i >= M || j >= N) return;
+  if (only != nullptr && only[i * N + j] == 0) return;
   native::DotBlockScales bs;
   if (ks.a != nullptr) {
     bs = {ks.a + i * ks.nb, 1, ks.bt + j, N, ks.block, ks.emin_a, ks.emin_b};
@@ -65,15 +69,10 @@ __global__ void k_gemm_emulate(const double* __restrict__ a, const double* __res
       acc = part;
       break;
     }
-    acc = native::dot_add_rounded_part(acc, native::dot_out_code(part, 1.0f, 0), out);
+    acc = native::dot_add_rounded_part(acc, native::dot_out_code(part, 1.0f, 0), ep.out);
     if (k1 >= K) break;
   }
-  if (alpha != 1.0f) acc = native::rn_mul(alpha, acc);
-  if (sa != nullptr || sb != nullptr) {
-    acc =
-        native::dot_rowcol(acc, sa != nullptr ? sa[i] : 1.0f, sb != nullptr ? sb[j] : 1.0f, order);
-  }
-  c[i * N + j] = native::dot_out_code(acc, 1.0f, out);
+  c[i * N + j] = gemm_epilogue(acc, i, j, ep);
 }
 
 // The dtype value of an fp32 value (out 0: itself).
@@ -283,6 +282,36 @@ dim3 grid2d(std::size_t rows, std::size_t cols) {
               static_cast<unsigned>((rows + kTile.y - 1) / kTile.y));
 }
 
+// The one place that chooses the kernel: the tiled fast path (gpu/gemm/gemm_tiled.cu) for the
+// models and data it takes, the generic one-thread-per-output kernel for everything else and
+// for the outputs the tiled kernel flags. Returns whether the tiled kernel ran.
+bool run_gemm(const Staged& st, std::size_t M, std::size_t N, std::size_t K, int emin_a, int emin_b,
+              const native::DotModel& dm, const KernelTileScales& kt, const GemmEpilogue& ep,
+              std::size_t rp_chunk, GemmPath path, std::uint32_t* c) {
+  const bool fast_model =
+      st.k.a == nullptr && kt.a == nullptr && rp_chunk == 0 && tiled_model_ok(dm, K);
+  if (path != GemmPath::generic && fast_model) {
+    const DeviceBuffer only(M * N);
+    std::size_t flagged = 0;
+    if (gemm_tiled(st.a.as<double>(), st.bt.as<double>(), M, N, K, emin_a, emin_b, dm, ep, c,
+                   only.as<std::uint8_t>(), &flagged)) {
+      if (flagged > 0) {
+        k_gemm_emulate<<<grid2d(M, N), kTile>>>(st.a.as<double>(), st.bt.as<double>(), M, N, K,
+                                                emin_a, emin_b, dm, st.k, kt, ep, rp_chunk,
+                                                only.as<std::uint8_t>(), c);
+        cuda_check_launch("k_gemm_emulate");
+      }
+      cuda_check(cudaDeviceSynchronize(), "k_gemm_tiled");
+      return true;
+    }
+  }
+  k_gemm_emulate<<<grid2d(M, N), kTile>>>(st.a.as<double>(), st.bt.as<double>(), M, N, K, emin_a,
+                                          emin_b, dm, st.k, kt, ep, rp_chunk, nullptr, c);
+  cuda_check_launch("k_gemm_emulate");
+  cuda_check(cudaDeviceSynchronize(), "k_gemm_emulate");
+  return false;
+}
+
 }  // namespace
 
 std::vector<std::uint32_t> gemm_emulate(const gemm::Operand& a, const gemm::Operand& b,
@@ -333,13 +362,14 @@ void gemm_emulate_rows(const gemm::Operand& a, const DeviceValues* da, const gem
   const DeviceBuffer dsa(rows ? scales->a_rows.data() : nullptr, rows ? M * sizeof(float) : 0);
   const DeviceBuffer dsb(cols ? scales->b_cols.data() : nullptr, cols ? N * sizeof(float) : 0);
   const DeviceTileScales dts(a, b);
-  k_gemm_emulate<<<grid2d(M, N), kTile>>>(st.a.as<double>(), st.bt.as<double>(), M, N, K, a.emin,
-                                          b.emin, dm, st.k, dts.k, static_cast<float>(alpha),
-                                          dsa.as<float>(), dsb.as<float>(),
-                                          scales != nullptr ? static_cast<int>(scales->order) : 0,
-                                          static_cast<int>(out), rp_chunk, dc.as<std::uint32_t>());
-  cuda_check_launch("k_gemm_emulate");
-  cuda_check(cudaDeviceSynchronize(), "k_gemm_emulate");
+  GemmEpilogue ep;
+  ep.alpha = static_cast<float>(alpha);
+  ep.sa = dsa.as<float>();
+  ep.sb = dsb.as<float>();
+  ep.order = scales != nullptr ? static_cast<int>(scales->order) : 0;
+  ep.out = static_cast<int>(out);
+  run_gemm(st, M, N, K, a.emin, b.emin, dm, dts.k, ep, rp_chunk, GemmPath::automatic,
+           dc.as<std::uint32_t>());
   // C to the host a block of rows at a time (about 2 MiB), each handed to the sink.
   const std::size_t T = std::max<std::size_t>(1, (std::size_t{1} << 19) / N);
   std::vector<std::uint32_t> buf(std::min(T, M) * N);
@@ -352,34 +382,81 @@ void gemm_emulate_rows(const gemm::Operand& a, const DeviceValues* da, const gem
   }
 }
 
-double gemm_emulate_time_ms(const gemm::Operand& a, const gemm::Operand& b,
-                            const gemm::AccumModel& m, gemm::OutFormat out, int reps) {
+struct PreparedGemm::Impl {
+  native::DotModel dm;
+  std::size_t M, N, K;
+  int emin_a, emin_b;
+  Staged st;
+  DeviceBuffer dc;
+  DeviceTileScales dts;
+  GemmEpilogue ep;
+  Impl(const gemm::Operand& a, const gemm::Operand& b, const gemm::AccumModel& checked,
+       const native::DotModel& d, gemm::OutFormat out)
+      : dm(d),
+        M(a.rows),
+        N(b.rows),
+        K(a.cols),
+        emin_a(a.emin),
+        emin_b(b.emin),
+        st(a, b, checked),
+        dc(a.rows * b.rows * sizeof(std::uint32_t)),
+        dts(a, b) {
+    ep.out = static_cast<int>(out);
+  }
+};
+
+PreparedGemm::PreparedGemm(const gemm::Operand& a, const gemm::Operand& b,
+                           const gemm::AccumModel& m, gemm::OutFormat out) {
   gemm::AccumModel checked;
   const native::DotModel dm = checked_model(a, b, m, out, &checked);
-  const std::size_t M = a.rows, N = b.rows, K = a.cols;
-  const Staged st(a, b, checked);
-  const DeviceBuffer dc(M * N * sizeof(std::uint32_t));
-  const DeviceTileScales dts(a, b);
+  impl_ = std::make_unique<Impl>(a, b, checked, dm, out);
+}
+PreparedGemm::~PreparedGemm() = default;
+
+bool PreparedGemm::run(GemmPath path) {
+  Impl& g = *impl_;
+  if (g.M * g.N == 0) return false;
+  return run_gemm(g.st, g.M, g.N, g.K, g.emin_a, g.emin_b, g.dm, g.dts.k, g.ep, 0, path,
+                  g.dc.as<std::uint32_t>());
+}
+
+std::vector<std::uint32_t> PreparedGemm::codes() const {
+  return impl_->dc.download<std::uint32_t>(impl_->M * impl_->N);
+}
+
+double gemm_emulate_time_ms(const gemm::Operand& a, const gemm::Operand& b,
+                            const gemm::AccumModel& m, gemm::OutFormat out, int reps, GemmPath path,
+                            bool* tiled) {
+  PreparedGemm g(a, b, m, out);
   cudaEvent_t e0, e1;
   cuda_check(cudaEventCreate(&e0), "cudaEventCreate");
   cuda_check(cudaEventCreate(&e1), "cudaEventCreate");
   std::vector<double> ms;
   for (int r = 0; r < reps + 1; ++r) {
     cuda_check(cudaEventRecord(e0), "cudaEventRecord");
-    k_gemm_emulate<<<grid2d(M, N), kTile>>>(st.a.as<double>(), st.bt.as<double>(), M, N, K, a.emin,
-                                            b.emin, dm, st.k, dts.k, 1.0f, nullptr, nullptr, 0,
-                                            static_cast<int>(out), 0, dc.as<std::uint32_t>());
-    cuda_check_launch("k_gemm_emulate");
+    // Everything the GEMM runs on the staged operands: for the tiled path its stats and encode
+    // passes, the tiled kernel, a combine and the generic kernel for flagged outputs.
+    const bool t = g.run(path);
+    if (tiled != nullptr) *tiled = t;
     cuda_check(cudaEventRecord(e1), "cudaEventRecord");
     cuda_check(cudaEventSynchronize(e1), "cudaEventSynchronize");
-    float t = 0;
-    cuda_check(cudaEventElapsedTime(&t, e0, e1), "cudaEventElapsedTime");
-    if (r > 0) ms.push_back(t);  // the first launch warms up
+    float ts = 0;
+    cuda_check(cudaEventElapsedTime(&ts, e0, e1), "cudaEventElapsedTime");
+    if (r > 0) ms.push_back(ts);  // the first launch warms up
   }
   cudaEventDestroy(e0);
   cudaEventDestroy(e1);
   std::sort(ms.begin(), ms.end());
   return ms[ms.size() / 2];
+}
+
+std::vector<std::uint32_t> gemm_emulate_device_codes(const gemm::Operand& a, const gemm::Operand& b,
+                                                     const gemm::AccumModel& m, gemm::OutFormat out,
+                                                     GemmPath path, bool* tiled) {
+  PreparedGemm g(a, b, m, out);
+  const bool t = g.run(path);
+  if (tiled != nullptr) *tiled = t;
+  return g.codes();
 }
 
 void int8_product_device(const std::int8_t* a, const float* a_state, std::size_t rows,

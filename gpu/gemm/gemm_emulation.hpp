@@ -1,8 +1,9 @@
 // The GEMM accumulation models on the GPU (docs/SEMANTICS.md 15): one thread per output element
 // runs sim/native/gemm_dot.hpp, the code the CPU reference runs, so the outputs are the same bits
-// (tests/gpu/gemm_layer_test.cpp). CUDA cores and integer alignment
-// arithmetic, no tensor cores: an emulator, not a fast GEMM. The int8 product of the layers
-// (exact int32 accumulation and a dequantization epilogue) lives here too.
+// (tests/gpu/gemm_layer_test.cpp); the hw models without block scales run a tiled kernel
+// instead (sim/native/gemm_tile.hpp: the same integers, computed a register block at a time). CUDA
+// cores and integer alignment arithmetic, no tensor cores: an emulator, not a fast GEMM. The int8
+// product of the layers (exact int32 accumulation and a dequantization epilogue) lives here too.
 // Host arrays in, host arrays out (synchronous); gpu::CudaError on CUDA failures. Builds without
 // CUDA throw InputError (gpu/common/runtime_nocuda.cpp).
 #pragma once
@@ -10,6 +11,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <vector>
 
 #include "sim/gemm/gemm.hpp"
@@ -48,10 +50,39 @@ void gemm_emulate_rows(const gemm::Operand& a, const DeviceValues* da, const gem
                        const DeviceValues* db, const gemm::AccumModel& m, gemm::OutFormat out,
                        double alpha, const gemm::RowColScales* scales, const RowSink& sink);
 
-// Kernel time of the emulation (no transfers), for the benchmark: the median of `reps` launches
-// on operands already on the device, in milliseconds.
+// Which kernel runs a GEMM (gpu/gemm/gemm_emulation.cu's run_gemm chooses, in one place):
+// automatic = the tiled fast path (gpu/gemm/gemm_tiled.hpp) where the model and data suit it,
+// the generic one-thread-per-output kernel otherwise and for the outputs the tiled kernel
+// leaves; generic = that kernel only (the benchmark's baseline, the kernel before the tiles).
+enum class GemmPath { automatic, generic };
+
+// Time of the emulation on operands already on the device (no transfers; the tiled path's
+// stats and encoding passes included), for the benchmark: the median of `reps` runs, in
+// milliseconds. *tiled (when given): whether the tiled kernel ran.
 double gemm_emulate_time_ms(const gemm::Operand& a, const gemm::Operand& b,
-                            const gemm::AccumModel& m, gemm::OutFormat out, int reps);
+                            const gemm::AccumModel& m, gemm::OutFormat out, int reps,
+                            GemmPath path = GemmPath::automatic, bool* tiled = nullptr);
+// A GEMM staged on the device (alpha 1, no row/column scales), run as often as asked: the
+// benchmark's body. run() is synchronous and returns whether the tiled kernel ran; codes() is
+// the last run's M x N output codes.
+class PreparedGemm {
+ public:
+  PreparedGemm(const gemm::Operand& a, const gemm::Operand& b, const gemm::AccumModel& m,
+               gemm::OutFormat out);
+  ~PreparedGemm();
+  PreparedGemm(const PreparedGemm&) = delete;
+  PreparedGemm& operator=(const PreparedGemm&) = delete;
+  bool run(GemmPath path);
+  std::vector<std::uint32_t> codes() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+// The output codes (M x N) of one run on the chosen path (alpha 1, no row/column scales).
+std::vector<std::uint32_t> gemm_emulate_device_codes(const gemm::Operand& a, const gemm::Operand& b,
+                                                     const gemm::AccumModel& m, gemm::OutFormat out,
+                                                     GemmPath path, bool* tiled = nullptr);
 
 // out[i][j] = the dtype value (fp32: out_format 0, bf16 1, fp16 2) of the dequantized int8
 // product sum_k a[i][k] b[j][k] (SEMANTICS 8.1-8.2): a rows x k with one state per row, b cols x

@@ -622,6 +622,92 @@ __global__ void __launch_bounds__(kThreads, kFastMinCtas)
   }
 }
 
+// bitsandbytes' one-state 8-bit optimizers (RMSprop, Adagrad, Lion) on full blocks, laid out as
+// k_bnb_adam8_fast: a group of G threads per block of 8G elements, two float4 runs per thread,
+// the block maximum order-free, one bnb_norm per block. Per element the same functions as
+// k_bnb1_8 / k_bnb1_8_warp (bnb1_state8, bnb1_param8) and the bucketed signed quantizer Adam's
+// state 1 uses (equal to bnb_quant_signed on the same map).
+template <int G, bool kSm90, native::Storage ST>
+__global__ void __launch_bounds__(kThreads, kFastMinCtas)
+    k_bnb1_8_fast(native::Bnb8Scalars sp, native::Bnb1Op op,
+                  typename ParamIO<ST>::T* __restrict__ p,
+                  const typename ParamIO<ST>::T* __restrict__ g, std::uint8_t* __restrict__ q1,
+                  float* __restrict__ absmax1, std::size_t nblocks, const Bnb8Tables* tables) {
+  __shared__ Bnb8Tables t;
+  __shared__ float red[kThreads / 32];
+  load_tables(tables, &t);
+  native::Bnb8Scalars s = sp;
+  s.sm90 = kSm90;
+  const int z = t.z;
+  constexpr int kGroups = kThreads / G;
+  const int lane = threadIdx.x % G;
+  for (std::size_t qb = blockIdx.x * static_cast<std::size_t>(kGroups) + threadIdx.x / G;
+       qb < nblocks; qb += static_cast<std::size_t>(gridDim.x) * kGroups) {
+    const std::size_t base4 = qb * (2 * G) + lane;
+    float P[2][4], Gv[2][4];
+    std::uint32_t C1[2];
+    const float a1 = absmax1[qb];
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+      const std::size_t k = base4 + r * G;
+      load4<ST>(g, k, Gv[r]);
+      C1[r] = reinterpret_cast<const std::uint32_t*>(q1)[k];
+    }
+#pragma unroll
+    for (int r = 0; r < 2; ++r) load4<ST>(p, base4 + r * G, P[r]);
+    float s1[8], l[8];
+    float m1 = -FLT_MAX;
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+#pragma unroll
+      for (int j = 0; j < 4; ++j) {
+        const int e = 4 * r + j;
+        const float d =
+            native::bnb_dequant(s, t.code[0], static_cast<std::uint8_t>(C1[r] >> (8 * j)), a1);
+        s1[e] = native::bnb1_state8(s, op, ST, P[r][j], Gv[r][j], d, l[e]);
+        m1 = fmaxf(m1, native::f32_abs(s1[e]));
+      }
+    }
+    m1 = G == 32 ? warp_max(m1) : block_max(m1, red);
+    if (lane == 0) absmax1[qb] = m1;
+    const native::BnbNorm n1 = native::bnb_norm(s, m1);
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+      const std::size_t k = base4 + r * G;
+      float* ps = P[r];
+      std::uint32_t c1 = 0;
+#pragma unroll
+      for (int j = 0; j < 4; ++j) {
+        const int e = 4 * r + j;
+        ps[j] = native::bnb1_param8(s, op, ST, ps[j], Gv[r][j], s1[e], l[e]);
+        c1 |= std::uint32_t{native::bnb_quant_signed_bucketed(n1, z, t.t[0], t.start[0], s1[e])}
+              << (8 * j);
+      }
+      store4<ST>(p, k, ps);
+      reinterpret_cast<std::uint32_t*>(q1)[k] = c1;
+    }
+  }
+}
+
+template <int G, bool kSm90, native::Storage ST>
+void launch_bnb1_fast_as(const native::Bnb8Scalars& s, native::Bnb1Op op,
+                         typename ParamIO<ST>::T* p, const typename ParamIO<ST>::T* g,
+                         const Bnb8DeviceState& st, std::size_t full, cudaStream_t stream) {
+  static PerDeviceValue resident;
+  const int per_sm = resident.get([](int) {
+    int r = 0;
+    cuda_check(
+        cudaOccupancyMaxActiveBlocksPerMultiprocessor(&r, k_bnb1_8_fast<G, kSm90, ST>, kThreads, 0),
+        "occupancy");
+    return r < 1 ? 1 : r;
+  });
+  const std::size_t want = (full + kThreads / G - 1) / (kThreads / G);
+  const std::size_t cap = static_cast<std::size_t>(per_sm) * sm_count();
+  k_bnb1_8_fast<G, kSm90, ST>
+      <<<static_cast<unsigned>(want < cap ? want : cap), kThreads, 0, stream>>>(
+          s, op, p, g, st.q1, st.absmax1, full, device_tables());
+}
+
 template <int G, bool kTorchOrder, bool kSm90, native::Storage ST>
 unsigned fast_grid(std::size_t nblocks) {
   // Resident CTAs per SM of this instantiation, per device (the occupancy query reads the
@@ -778,16 +864,41 @@ void launch_bnb1(const native::Bnb8Scalars& s, native::Bnb1Op op, typename Param
   if (!st.is_8bit) {
     k_bnb1_32<ST><<<grid_for(n, 4), kThreads, 0, stream>>>(s, op, p, g, st.s1, n);
   } else {
-    const std::size_t nb = (n + st.block - 1) / st.block;
-    if (st.block == 256) {
-      const std::size_t ctas = (nb + 7) / 8;
-      k_bnb1_8_warp<ST><<<ctas_8bit(ctas), kThreads, 0, stream>>>(s, op, p, g, st.q1, st.absmax1, n,
-                                                                  nb, device_codes());
-    } else if (st.block == 2048) {
-      k_bnb1_8<8, ST><<<ctas_8bit(nb), kThreads, 0, stream>>>(s, op, p, g, st.q1, st.absmax1, n, nb,
-                                                              device_codes());
-    } else {
+    if (st.block != 256 && st.block != 2048) {
       throw InputError("bnb1_step: block must be 256 or 2048");
+    }
+    // Full blocks through the vectorised kernel where Adam's runs (fp32, or 16-bit under
+    // bnb-cuda, aligned), the rest element-wise.
+    const std::size_t B = static_cast<std::size_t>(st.block);
+    const bool fast_kind = ST == native::Storage::f32 || s.sm90;
+    const bool vec = fast_kind && (ST == native::Storage::f32 ? aligned16(p, g) : aligned8(p, g)) &&
+                     (reinterpret_cast<std::uintptr_t>(st.q1) & 3u) == 0;
+    const std::size_t full = vec ? n / B : 0;
+    if (full > 0) {
+      if (st.block == 256) {
+        s.sm90 ? launch_bnb1_fast_as<32, true, ST>(s, op, p, g, st, full, stream)
+               : launch_bnb1_fast_as<32, false, ST>(s, op, p, g, st, full, stream);
+      } else {
+        s.sm90 ? launch_bnb1_fast_as<256, true, ST>(s, op, p, g, st, full, stream)
+               : launch_bnb1_fast_as<256, false, ST>(s, op, p, g, st, full, stream);
+      }
+      cuda_check_launch("bnb1_step (full blocks)");
+    }
+    const std::size_t done = full * B, rest = n - done;
+    if (rest > 0) {
+      const std::size_t nb = (rest + B - 1) / B;
+      auto* pr = p + done;
+      const auto* gr = g + done;
+      std::uint8_t* q1r = st.q1 + done;
+      float* a1r = st.absmax1 + full;
+      if (st.block == 256) {
+        const std::size_t ctas = (nb + 7) / 8;
+        k_bnb1_8_warp<ST><<<ctas_8bit(ctas), kThreads, 0, stream>>>(s, op, pr, gr, q1r, a1r, rest,
+                                                                    nb, device_codes());
+      } else {
+        k_bnb1_8<8, ST><<<ctas_8bit(nb), kThreads, 0, stream>>>(s, op, pr, gr, q1r, a1r, rest, nb,
+                                                                device_codes());
+      }
     }
   }
   cuda_check_launch("bnb1_step");

@@ -2,9 +2,11 @@
 // the block absmax (one CUDA block per quantization block), the packed codes (one thread per
 // byte) and the dequantization (one thread per element), each through sim/native/bnb_4bit.hpp.
 // The absmax is a max, exact in any order; the codes depend only on their element and absmax.
+#include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
 #include <cstdint>
+#include <cstdlib>
 #include <string>
 
 #include "gpu/common/cuda_check.hpp"
@@ -68,6 +70,87 @@ __global__ void __launch_bounds__(kThreads)
   }
 }
 
+// The fused quantizer (one read of x, one write of the codes and absmax): each thread holds 8
+// consecutive elements (two float4 or one uint4 load), the G = block / 8 threads of a
+// quantization block combine their maxima (shuffles within a warp, then the warps' partials in
+// shared memory when G > 32), and each thread writes its 8 codes as 4 packed bytes. A CTA of
+// T = max(256, G) threads covers 8 T elements, a whole number of quantization blocks, per step.
+// The codes are those of bnb4_absmax_kernel + bnb4_codes_kernel: the block maximum is exact in
+// any order (bnb4_absmax_step never returns NaN, so its partials combine by a plain max), each
+// code depends only on its element and the block's absmax, and a padding element (the odd last
+// one) is coded from 0.0f as bnb4_codes_kernel does.
+template <CastInput In>
+__device__ __forceinline__ void load8(const void* __restrict__ x, std::uint64_t i0, std::uint64_t n,
+                                      bool vec, float (&v)[8], int& count) {
+  count = i0 >= n ? 0 : (n - i0 >= 8 ? 8 : static_cast<int>(n - i0));
+  if (vec && count == 8) {
+    if constexpr (In == CastInput::fp32) {
+      const float4* p = reinterpret_cast<const float4*>(static_cast<const float*>(x) + i0);
+      const float4 a = __ldg(p), b = __ldg(p + 1);
+      v[0] = a.x, v[1] = a.y, v[2] = a.z, v[3] = a.w, v[4] = b.x, v[5] = b.y, v[6] = b.z,
+      v[7] = b.w;
+    } else {
+      const uint4 w =
+          __ldg(reinterpret_cast<const uint4*>(static_cast<const std::uint16_t*>(x) + i0));
+      const std::uint32_t u[4] = {w.x, w.y, w.z, w.w};
+      for (int k = 0; k < 8; ++k) {
+        const std::uint32_t h = (u[k / 2] >> (16 * (k % 2))) & 0xFFFFu;
+        v[k] = In == CastInput::bf16
+                   ? native::float_of(h << 16)
+                   : __half2float(__ushort_as_half(static_cast<unsigned short>(h)));
+      }
+    }
+    return;
+  }
+  for (int k = 0; k < 8; ++k) v[k] = k < count ? load_element(x, In, i0 + k) : 0.0f;
+}
+
+template <CastInput In>
+__global__ void bnb4_fused_kernel(const void* __restrict__ x, std::uint64_t n, int block,
+                                  native::Bnb4Type type, bool vec, float* __restrict__ absmax,
+                                  std::uint8_t* __restrict__ packed) {
+  __shared__ float warp_max[16];
+  const int g = block / 8;                       // threads per quantization block
+  const std::uint64_t span = 8ull * blockDim.x;  // elements per CTA step
+  const std::uint64_t bytes = (n + 1) / 2;
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  for (std::uint64_t base = blockIdx.x * span; base < n; base += gridDim.x * span) {
+    const std::uint64_t i0 = base + 8ull * threadIdx.x;
+    float v[8];
+    int count;
+    load8<In>(x, i0, n, vec, v, count);
+    float m = native::kBnb4AbsmaxInit;
+    for (int k = 0; k < count; ++k) m = native::bnb4_absmax_step(m, v[k]);
+    for (int d = 1; d < (g < 32 ? g : 32); d *= 2) m = fmaxf(m, __shfl_xor_sync(0xFFFFFFFFu, m, d));
+    if (g > 32) {
+      if (lane == 0) warp_max[warp] = m;
+      __syncthreads();
+      const int w0 = warp / (g / 32) * (g / 32);
+      for (int w = w0; w < w0 + g / 32; ++w) m = fmaxf(m, warp_max[w]);
+      __syncthreads();
+    }
+    const std::uint64_t qb = i0 / static_cast<std::uint64_t>(block);  // this thread's block
+    const std::uint64_t lo = qb * static_cast<std::uint64_t>(block);
+    const std::uint64_t hi = lo + block < n ? lo + block : n;
+    const float a = native::bnb4_absmax_finish(m, hi - lo < static_cast<std::uint64_t>(block));
+    if (i0 == lo && lo < n) absmax[qb] = a;
+    if (count == 0) continue;
+    std::uint32_t word = 0;
+    for (int k = 0; k < 8; k += 2) {
+      const std::uint8_t b =
+          native::bnb4_pack(native::bnb4_code(type, v[k], a), native::bnb4_code(type, v[k + 1], a));
+      word |= static_cast<std::uint32_t>(b) << (4 * k);
+    }
+    const std::uint64_t j0 = i0 / 2;
+    if (vec && j0 + 4 <= bytes) {
+      *reinterpret_cast<std::uint32_t*>(packed + j0) = word;
+    } else {
+      for (int b = 0; b < 4 && j0 + b < bytes; ++b)
+        packed[j0 + b] = static_cast<std::uint8_t>(word >> (8 * b));
+    }
+  }
+}
+
 __global__ void __launch_bounds__(kThreads)
     bnb4_values_kernel(const std::uint8_t* __restrict__ packed, const float* __restrict__ absmax,
                        std::uint64_t n, std::uint64_t block, native::Bnb4Type type,
@@ -104,6 +187,16 @@ __global__ void __launch_bounds__(kThreads)
   }
 }
 
+// EXMY_BNB4_TWO_PASS=1 selects the two-kernel quantizer (tests compare the two paths' bytes;
+// the benchmark measures both in one process).
+bool fused_bnb4_enabled() {
+  static const bool two_pass = [] {
+    const char* e = std::getenv("EXMY_BNB4_TWO_PASS");
+    return e != nullptr && e[0] == '1';
+  }();
+  return !two_pass;
+}
+
 void finish(const char* what) {
   cuda_check(cudaGetLastError(), what);
   cuda_check(cudaDeviceSynchronize(), what);
@@ -126,12 +219,35 @@ void bnb4_quantize(const void* x, CastInput in_type, std::size_t n, const quant:
   if (n == 0) return;
   const std::size_t blocks = (n + opt.block - 1) / opt.block;
   const cudaStream_t s = as_stream(stream);
-  bnb4_absmax_kernel<<<blocks_for(blocks, 1), kThreads, 0, s>>>(x, in_type, n, opt.block, blocks,
-                                                                absmax);
-  cuda_check_launch("bnb4 absmax kernel");
-  bnb4_codes_kernel<<<grid_for((n + 1) / 2, 1), kThreads, 0, s>>>(x, in_type, n, opt.block,
-                                                                  opt.type, absmax, packed);
-  cuda_check_launch("bnb4 codes kernel");
+  if (!fused_bnb4_enabled()) {  // the two-kernel path the fused one is tested against
+    bnb4_absmax_kernel<<<blocks_for(blocks, 1), kThreads, 0, s>>>(x, in_type, n, opt.block, blocks,
+                                                                  absmax);
+    cuda_check_launch("bnb4 absmax kernel");
+    bnb4_codes_kernel<<<grid_for((n + 1) / 2, 1), kThreads, 0, s>>>(x, in_type, n, opt.block,
+                                                                    opt.type, absmax, packed);
+    cuda_check_launch("bnb4 codes kernel");
+    return;
+  }
+  const int threads = opt.block / 8 > kThreads ? static_cast<int>(opt.block / 8) : kThreads;
+  // Vector loads and word stores need 16-byte aligned elements and a 4-byte aligned output.
+  const bool vec = is_aligned(x, 16) && is_aligned(packed, 4);
+  const unsigned grid = blocks_for(n, 8 * static_cast<std::size_t>(threads));
+  const int b = static_cast<int>(opt.block);
+  switch (in_type) {
+    case CastInput::fp32:
+      bnb4_fused_kernel<CastInput::fp32>
+          <<<grid, threads, 0, s>>>(x, n, b, opt.type, vec, absmax, packed);
+      break;
+    case CastInput::bf16:
+      bnb4_fused_kernel<CastInput::bf16>
+          <<<grid, threads, 0, s>>>(x, n, b, opt.type, vec, absmax, packed);
+      break;
+    default:
+      bnb4_fused_kernel<CastInput::fp16>
+          <<<grid, threads, 0, s>>>(x, n, b, opt.type, vec, absmax, packed);
+      break;
+  }
+  cuda_check_launch("bnb4 fused quantize kernel");
 }
 
 void bnb4_dequantize(const std::uint8_t* packed, const float* absmax, std::size_t n,

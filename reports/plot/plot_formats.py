@@ -56,7 +56,8 @@ def plot(section_dir):
                     label=name)
         ax.semilogy([p[0] for p in pts], [p[2] for p in pts], "-", lw=0.8, color="C%d" % i)
     ax.set_xlabel("binade log2|x|")
-    ax.set_ylabel("max relative error of rne (markers: measured, lines: bound)")
+    ax.set_ylabel("max relative error |rne(x) - x| / |x| (dimensionless;\n"
+                  "markers: measured, lines: bound)")
     ax.grid(True, which="both", alpha=0.3)
     ax.legend(fontsize=7)
     ax.set_xlim(-40, 20)
@@ -78,10 +79,10 @@ def plot(section_dir):
         axes[2].plot([p[0] + jitter for p in pts], [p[2] for p in pts],
                      markers[i % len(markers)], ms=4, mfc="none", color="C%d" % i, label=name)
     same = len({tuple(v) for v in curves.values()}) == 1
-    axes[0].axhline(1.0, color="k", ls="--", lw=0.8, label="bound 2^-R")
+    axes[0].axhline(1.0, color="k", ls="--", lw=0.8, label=r"bound $2^{-R}$ ulp")
     axes[0].set_xlabel("R (random bits)")
-    axes[0].set_ylabel("max |E[x^] - x| / 2^-R")
-    axes[0].set_title("worst bias relative to its bound 2^-R" +
+    axes[0].set_ylabel(r"worst bias $|\mathrm{E}[\hat{x}] - x|$ (ulp) $/\ 2^{-R}$")
+    axes[0].set_title(r"worst bias relative to its bound $2^{-R}$ ulp" +
                       (": identical for every format" if same else ""), fontsize=9)
     axes[0].set_ylim(0.9, 1.02)
     axes[0].legend(fontsize=7)
@@ -93,16 +94,17 @@ def plot(section_dir):
     for R in (1, 2, 3, 4, 8):
         axes[1].plot(fs, [math.floor(f * 2 ** R) / 2 ** R - f for f in fs], lw=1,
                      label="R = %d" % R)
-    axes[1].set_xlabel("fraction f of an ulp between the two neighbours")
-    axes[1].set_ylabel("bias E[x^] - x (ulp)")
+    axes[1].set_xlabel(r"fraction $f$ of an ulp between the two neighbours")
+    axes[1].set_ylabel(r"bias $\mathrm{E}[\hat{x}] - x$ (ulp)")
     axes[1].set_title("closed form: the bias is a sawtooth in f, the same for every format",
                       fontsize=9)
     axes[1].legend(fontsize=7)
     axes[1].grid(True, alpha=0.3)
     axes[2].axhline(0.25, color="k", ls="--", lw=0.8, label="1/4 (p = 1/2)")
     axes[2].set_xlabel("R (random bits)")
-    axes[2].set_ylabel("max Var[x^] (ulp^2); rne: 0")
-    axes[2].set_title("worst variance (at p = 1/2 when 2^R f hits it)", fontsize=9)
+    axes[2].set_ylabel(r"worst variance $\mathrm{Var}[\hat{x}]$ (ulp$^2$)")
+    axes[2].set_title(r"worst variance of sr (at $p = 1/2$ when $2^R f$ hits it; rne: 0)",
+                      fontsize=9)
     axes[2].legend(fontsize=7)
     axes[2].grid(True, alpha=0.3)
     common.save(fig, section_dir, "sr_bias")

@@ -5,6 +5,7 @@
 // common/util/ptx_arch_spec.cuh (the stochastic-rounding kernel's words and cvt.rs operands).
 #include "sim/layer/nvfp4_train.hpp"
 
+#include <algorithm>
 #include <cstring>
 #include <stdexcept>
 
@@ -295,45 +296,46 @@ quant::Quantized four_over_six(const std::vector<float>& t, std::size_t rows, st
 
 }  // namespace
 
-quant::Quantized nvfp4_train_quantize(const quant::Values& x,
-                                      const std::vector<std::uint16_t>& x_bf16,
-                                      const std::vector<std::size_t>& shape,
-                                      const quant::Options& opt, const Nvfp4TrainOptions& t,
-                                      std::vector<std::uint16_t>* rht_out) {
-  check_train_options(opt, t, !x_bf16.empty());
-  std::size_t rows, cols;
-  quant::matrix_view(shape, rows, cols);
-  // The tensor quantized: X, X^T or RHT(X^T), R x C.
-  const std::size_t R = t.columnwise ? cols : rows, C = t.columnwise ? rows : cols;
-  std::vector<float> v(rows * cols);
+namespace {
+
+// Rows [r0, r1) of the tensor quantized (X, X^T or RHT(X^T), R x C) as fp32 values, made from the
+// input when asked: the whole tensor is never held in fp32 (issue 36's memory bound). With t.rht
+// the bf16 codes of RHT(X^T)'s rows are appended to rht_bits when given.
+std::vector<float> train_rows(const quant::Values& x, std::span<const std::uint16_t> x_bf16,
+                              std::size_t rows, std::size_t cols, const Nvfp4TrainOptions& t,
+                              std::size_t r0, std::size_t r1,
+                              std::vector<std::uint16_t>* rht_bits) {
+  const std::size_t C = t.columnwise ? rows : cols;
+  std::vector<float> v((r1 - r0) * C);
   if (t.rht) {
-    std::vector<std::uint16_t> xt(rows * cols);
-    for (std::size_t r = 0; r < rows; ++r) {
-      for (std::size_t c = 0; c < cols; ++c) xt[c * rows + r] = x_bf16[r * cols + c];
+    // Row r of X^T is column r of X; the RHT mixes 16 consecutive elements of a row (te_rht_apply),
+    // so a block of rows is transformed on its own.
+    std::vector<std::uint16_t> xt((r1 - r0) * C);
+    for (std::size_t r = r0; r < r1; ++r) {
+      for (std::size_t c = 0; c < C; ++c) xt[(r - r0) * C + c] = x_bf16[c * cols + r];
     }
-    const std::vector<std::uint16_t> y = te_rht_apply(xt, R, C, t.rht_accum, t.rht_signs);
-    for (std::size_t k = 0; k < y.size(); ++k) {
-      v[k] = native::to_float(formats::bf16, y[k]);
-    }
-    if (rht_out != nullptr) *rht_out = y;
+    const std::vector<std::uint16_t> y = te_rht_apply(xt, r1 - r0, C, t.rht_accum, t.rht_signs);
+    for (std::size_t k = 0; k < y.size(); ++k) v[k] = native::to_float(formats::bf16, y[k]);
+    if (rht_bits != nullptr) rht_bits->insert(rht_bits->end(), y.begin(), y.end());
   } else {
-    for (std::size_t r = 0; r < rows; ++r) {
-      for (std::size_t c = 0; c < cols; ++c) {
-        v[t.columnwise ? c * rows + r : r * cols + c] = x[r * cols + c];
+    for (std::size_t r = r0; r < r1; ++r) {
+      for (std::size_t c = 0; c < C; ++c) {
+        v[(r - r0) * C + c] = t.columnwise ? x[c * cols + r] : x[r * cols + c];
       }
     }
   }
-  const std::vector<std::size_t> tshape{R, C};
-  quant::check_shape(opt, tshape);
+  return v;
+}
+
+// The quantization of rows [r0, r0 + R) of the tensor (v, R x C) as nvfp4_train_quantize defines
+// it; r0 places the rows' stochastic-rounding words (TE's words depend on the element's place in
+// the whole tensor of `rows` x `cols` input elements, R_all x C quantized).
+quant::Quantized train_block(const std::vector<float>& v, std::size_t R, std::size_t C,
+                             std::size_t r0, std::size_t R_all, std::size_t rows, std::size_t cols,
+                             const quant::Options& opt, const Nvfp4TrainOptions& t) {
   if (t.four_over_six) return four_over_six(v, R, C, opt, t);
-  quant::Quantized q = quant::quantize(quant::Values(v), tshape, opt, false);
+  quant::Quantized q = quant::quantize(quant::Values(v), {R, C}, opt, false);
   if (!t.sr) return q;
-  if (rows % 32 != 0 || cols % 32 != 0) {
-    throw InputError(
-        "--sr: TE's tuned 1-D kernel needs rows and columns that are multiples of "
-        "32; TE quantizes other shapes with quantize_transpose_vector_blockwise_fp4 "
-        "(not modelled)");
-  }
   // The scales are the te rule's (quantize() above); the elements are rounded by cvt.rs with
   // the words of the kernel's launch on its input (X for the rowwise copy and for the columnwise
   // copy of a launch that writes both; RHT(X^T) for TE's separate RHT launch).
@@ -343,11 +345,12 @@ quant::Quantized nvfp4_train_quantize(const quant::Values& x,
   }
   const bool from_x = t.columnwise && !t.rht;  // the colwise output of a launch on X
   for (std::size_t r = 0; r < R; ++r) {
+    const std::size_t rg = r0 + r;  // the row in the whole tensor
     for (std::size_t c = 0; c < C; ++c) {
       const float es = native::nvfp4_te_element_scale(q.scale_codes[r * (C / 16) + c / 16], level);
       const float y = native::rn_mul(v[r * C + c], es);
-      const TeSrWord w = from_x ? te_tuned_1d_word(rows, cols, c, r, true, true)
-                                : te_tuned_1d_word(R, C, r, c, t.sr_transposed_too, false);
+      const TeSrWord w = from_x ? te_tuned_1d_word(rows, cols, c, rg, true, true)
+                                : te_tuned_1d_word(R_all, C, rg, c, t.sr_transposed_too, false);
       const std::uint32_t word = te_philox_word(t.seed, t.philox_offset, w.subsequence, w.n);
       const std::uint32_t bits = native::cvt_rs_x4_byte(CvtRsTarget::e2m1, t.arch, w.slot, word);
       q.codes[r * C + c] = static_cast<std::uint8_t>(
@@ -356,5 +359,134 @@ quant::Quantized nvfp4_train_quantize(const quant::Values& x,
   }
   return q;
 }
+
+bool given_value(float v) {
+  return v == v;  // Options' "not given" is NaN
+}
+
+// The tensor's absmax two ways, a block of rows at a time: `elements` over every element with NaN
+// propagating (torch.max(|x|), what 4over6 and the SR level read), `groups` as quantize() combines
+// it (each NVFP4 group's absmax under the plan's NaN rule, the groups under opt.nan).
+struct TrainAmax {
+  float elements = native::kAbsmaxInit, groups = native::kAbsmaxInit;
+};
+void add_amax(TrainAmax& a, const std::vector<float>& v, std::size_t R, std::size_t C,
+              const quant::Options& opt) {
+  const native::NanPolicy group_nan = quant::make_plan(opt).nan;
+  const bool tile2d = opt.scheme.kind == quant::Granularity::nvfp4_2d;
+  for (const float e : v)
+    a.elements = native::absmax_combine(a.elements, e, native::NanPolicy::propagate);
+  const std::size_t ty = tile2d ? 16 : 1;  // blocks start at multiples of 16 rows
+  for (std::size_t by = 0; by * ty < R; ++by) {
+    for (std::size_t bx = 0; bx * 16 < C; ++bx) {
+      float g = native::kAbsmaxInit;
+      for (std::size_t r = by * ty; r < (by + 1) * ty && r < R; ++r) {
+        for (std::size_t c = bx * 16; c < bx * 16 + 16 && c < C; ++c) {
+          g = native::absmax_combine(g, v[r * C + c], group_nan);
+        }
+      }
+      a.groups = native::absmax_combine(a.groups, g, opt.nan);
+    }
+  }
+}
+
+}  // namespace
+
+quant::Quantized nvfp4_train_quantize(const quant::Values& x, std::span<const std::uint16_t> x_bf16,
+                                      const std::vector<std::size_t>& shape,
+                                      const quant::Options& opt, const Nvfp4TrainOptions& t,
+                                      std::vector<std::uint16_t>* rht_out, bool pack_codes) {
+  return detail::nvfp4_train_quantize_blocked(x, x_bf16, shape, opt, t, rht_out, pack_codes,
+                                              std::size_t{1} << 20);
+}
+
+namespace detail {
+
+quant::Quantized nvfp4_train_quantize_blocked(const quant::Values& x,
+                                              std::span<const std::uint16_t> x_bf16,
+                                              const std::vector<std::size_t>& shape,
+                                              const quant::Options& opt, const Nvfp4TrainOptions& t,
+                                              std::vector<std::uint16_t>* rht_out, bool pack_codes,
+                                              std::size_t block_elements) {
+  check_train_options(opt, t, !x_bf16.empty());
+  std::size_t rows, cols;
+  quant::matrix_view(shape, rows, cols);
+  // The tensor quantized: X, X^T or RHT(X^T), R x C.
+  const std::size_t R = t.columnwise ? cols : rows, C = t.columnwise ? rows : cols;
+  if (t.rht && C % 16 != 0) {
+    throw InputError("--rht: expected a last dimension divisible by 16, got " + std::to_string(C));
+  }
+  const std::vector<std::size_t> tshape{R, C};
+  quant::check_shape(opt, tshape);
+  if (t.sr && (rows % 32 != 0 || cols % 32 != 0)) {
+    throw InputError(
+        "--sr: TE's tuned 1-D kernel needs rows and columns that are multiples of "
+        "32; TE quantizes other shapes with quantize_transpose_vector_blockwise_fp4 "
+        "(not modelled)");
+  }
+  if (rht_out != nullptr) rht_out->clear();
+  std::vector<std::uint16_t>* rht_bits = t.rht ? rht_out : nullptr;
+  // Blocks of whole 16-row tiles of about block_elements elements (2^20). The codes of a block are
+  // the whole tensor's: NVFP4's groups (1 x 16, or 16 x 16 tiles) lie in one block, TE's words take
+  // the row's place in the whole tensor, and the tensor level is the whole tensor's absmax, found
+  // in a first pass over the blocks (the RHT is computed twice) and passed on as a given amax: the
+  // level quantize() derives from a given amax is the one it derives from its own.
+  const std::size_t rb = C == 0 ? R : std::max<std::size_t>(16, block_elements / C / 16 * 16);
+  quant::Options o = opt;
+  bool streamed = R > rb && opt.mode != RoundMode::sr;  // exmy's own SR words index the whole
+  const bool level_given = given_value(opt.tensor_amax) || given_value(opt.tensor_scale);
+  if (streamed && !level_given) {
+    TrainAmax a;
+    for (std::size_t r0 = 0; r0 < R; r0 += rb) {
+      const std::size_t r1 = std::min(R, r0 + rb);
+      add_amax(a, train_rows(x, x_bf16, rows, cols, t, r0, r1, nullptr), r1 - r0, C, opt);
+    }
+    const float amax = t.four_over_six ? a.elements : a.groups;
+    // A NaN, infinite or zero absmax, or (with --sr) a NaN the groups ignore: one block, as
+    // before, so that the degenerate levels keep their whole-tensor results.
+    const bool usable = amax > 0.0f && native::is_finite32(amax) &&
+                        (!t.sr || native::bits_of(a.elements) == native::bits_of(a.groups));
+    if (usable) {
+      o.tensor_amax = amax;
+    } else {
+      streamed = false;
+    }
+  }
+  if (!streamed) {
+    const std::vector<float> v = train_rows(x, x_bf16, rows, cols, t, 0, R, rht_bits);
+    quant::Quantized q = train_block(v, R, C, 0, R, rows, cols, opt, t);
+    if (pack_codes) {
+      native::pack4(q.codes.data(), q.codes.size(), q.codes.data());
+      q.codes.resize(native::packed4_bytes(q.codes.size()));
+      q.packed = true;
+    }
+    return q;
+  }
+  quant::Quantized q;
+  q.shape = tshape;
+  q.state_shape = quant::state_shape(opt.scheme, tshape);
+  q.packed = pack_codes;
+  q.codes.reserve(pack_codes ? native::packed4_bytes(R * C) : R * C);
+  if (rht_bits != nullptr) rht_bits->reserve(R * C);
+  for (std::size_t r0 = 0; r0 < R; r0 += rb) {
+    const std::size_t r1 = std::min(R, r0 + rb);
+    const std::vector<float> v = train_rows(x, x_bf16, rows, cols, t, r0, r1, rht_bits);
+    quant::Quantized b = train_block(v, r1 - r0, C, r0, R, rows, cols, o, t);
+    if (pack_codes) {  // C is a multiple of 16: a block's codes fill whole bytes
+      const std::size_t at = q.codes.size();
+      q.codes.resize(at + b.codes.size() / 2);
+      native::pack4(b.codes.data(), b.codes.size(), q.codes.data() + at);
+    } else {
+      q.codes.insert(q.codes.end(), b.codes.begin(), b.codes.end());
+    }
+    q.scale_codes.insert(q.scale_codes.end(), b.scale_codes.begin(), b.scale_codes.end());
+    q.state.insert(q.state.end(), b.state.begin(), b.state.end());
+    q.flags |= b.flags;
+    q.tensor_scale = b.tensor_scale;  // the same level in every block
+  }
+  return q;
+}
+
+}  // namespace detail
 
 }  // namespace exmy::layer

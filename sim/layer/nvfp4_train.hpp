@@ -14,6 +14,7 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -89,13 +90,26 @@ struct Nvfp4TrainOptions {
 void check_train_options(const quant::Options& opt, const Nvfp4TrainOptions& t, bool bf16_input);
 
 // Quantizes x (rows x cols after quant::matrix_view; `x_bf16` its bf16 codes when the input is
-// bf16, else empty) under opt (nvfp4 or nvfp4:16x16, variant te, two-level) and t. The result's
-// shape is the quantized tensor's (cols x rows with t.columnwise), codes unpacked. With t.rht,
-// rht_out (when given) receives RHT(X^T), the bf16 codes the quantizer read (cols x rows).
-quant::Quantized nvfp4_train_quantize(const quant::Values& x,
-                                      const std::vector<std::uint16_t>& x_bf16,
+// bf16, else empty; neither is copied) under opt (nvfp4 or nvfp4:16x16, variant te, two-level)
+// and t. The result's shape is the quantized tensor's (cols x rows with t.columnwise); codes
+// unpacked, or two per byte (native::pack4's order) with pack_codes. With t.rht, rht_out (when
+// given) receives RHT(X^T), the bf16 codes the quantizer read (cols x rows). The tensor is made
+// and quantized a block of rows at a time (no fp32 copy of it: docs/SEMANTICS.md 11.0's bound).
+quant::Quantized nvfp4_train_quantize(const quant::Values& x, std::span<const std::uint16_t> x_bf16,
                                       const std::vector<std::size_t>& shape,
                                       const quant::Options& opt, const Nvfp4TrainOptions& t,
-                                      std::vector<std::uint16_t>* rht_out = nullptr);
+                                      std::vector<std::uint16_t>* rht_out = nullptr,
+                                      bool pack_codes = false);
+
+namespace detail {
+// nvfp4_train_quantize with blocks of about block_elements elements (tests: many small blocks
+// must give the codes of one block).
+quant::Quantized nvfp4_train_quantize_blocked(const quant::Values& x,
+                                              std::span<const std::uint16_t> x_bf16,
+                                              const std::vector<std::size_t>& shape,
+                                              const quant::Options& opt, const Nvfp4TrainOptions& t,
+                                              std::vector<std::uint16_t>* rht_out, bool pack_codes,
+                                              std::size_t block_elements);
+}  // namespace detail
 
 }  // namespace exmy::layer

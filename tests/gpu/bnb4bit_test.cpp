@@ -8,6 +8,7 @@
 #include <cstring>
 #include <vector>
 
+#include "gpu/common/launch.hpp"
 #include "gpu/quant/bnb4bit.hpp"
 #include "sim/native/convert.hpp"
 #include "sim/quant/bnb4bit.hpp"
@@ -89,3 +90,55 @@ TEST_CASE("GPU bnb 4-bit quantize/dequantize equals the CPU reference", "[gpu][q
 }
 
 #endif  // EXMY_HAVE_CUDA
+
+TEST_CASE("GPU bnb 4-bit fused quantizer: large, unaligned and odd inputs equal the CPU reference",
+          "[gpu][quant][bnb4]") {
+  // Guards bnb4_fused_kernel (gpu/quant/bnb4bit.cu): 8 elements per thread, the block maxima
+  // across lanes and warps (blocks 32..4096, 4 to 512 threads), packed words, and its scalar
+  // paths: an input or output 4 bytes off the 16-byte alignment, a tail shorter than 8 elements,
+  // an odd count (the padding nibble) and sizes past one CTA step.
+  const std::size_t sizes[] = {(std::size_t{1} << 20) + 7, 4096 * 3 + 1, 8 * 512 + 3};
+  for (const native::Bnb4Type t : {native::Bnb4Type::nf4, native::Bnb4Type::fp4}) {
+    for (std::size_t block = 32; block <= 4096; block *= 4) {
+      for (const gpu::CastInput in :
+           {gpu::CastInput::fp32, gpu::CastInput::fp16, gpu::CastInput::bf16}) {
+        for (const std::size_t n : sizes) {
+          for (const std::size_t off : {std::size_t{0}, std::size_t{1}}) {
+            INFO("type " << int(t) << " block " << block << " in " << int(in) << " n " << n
+                         << " offset " << off);
+            const std::vector<std::uint32_t> w = data(n, static_cast<std::uint32_t>(7 * n + block));
+            const std::size_t es = in == gpu::CastInput::fp32 ? 4 : 2;
+            std::vector<std::uint8_t> raw((n + off) * es);
+            std::vector<float> x(n);
+            for (std::size_t i = 0; i < n; ++i) {
+              if (in == gpu::CastInput::fp32) {
+                std::memcpy(&raw[(i + off) * 4], &w[i], 4);
+                std::memcpy(&x[i], &w[i], 4);
+              } else {
+                const FloatFormat f = in == gpu::CastInput::bf16 ? formats::bf16 : formats::fp16;
+                const auto h = static_cast<std::uint16_t>(
+                    native::convert(formats::fp32, f, Rounding{}, w[i]).code);
+                std::memcpy(&raw[(i + off) * 2], &h, 2);
+                x[i] = native::to_float(f, h);
+              }
+            }
+            quant::Bnb4Options o;
+            o.type = t;
+            o.block = block;
+            const std::size_t bytes = (n + 1) / 2, blocks = (n + block - 1) / block;
+            gpu::DeviceBuffer dx(raw.data(), raw.size());
+            gpu::DeviceBuffer dq(bytes + 4 * off + 4), da(blocks * 4);
+            gpu::bnb4_quantize(static_cast<const std::uint8_t*>(dx.get()) + off * es, in, n, o,
+                               dq.as<std::uint8_t>() + off, da.as<float>());
+            const std::vector<std::uint8_t> q = dq.download<std::uint8_t>(bytes + off);
+            const std::vector<float> a = da.download<float>(blocks);
+            const quant::Bnb4Quantized c = quant::bnb4_quantize(x, o);
+            REQUIRE(std::vector<std::uint8_t>(q.begin() + static_cast<std::ptrdiff_t>(off),
+                                              q.end()) == c.packed);
+            REQUIRE(std::memcmp(a.data(), c.absmax.data(), blocks * 4) == 0);
+          }
+        }
+      }
+    }
+  }
+}

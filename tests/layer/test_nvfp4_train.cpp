@@ -434,3 +434,84 @@ TEST_CASE("CLI nvfp4 training options: inapplicable combinations are refused by 
   CHECK(testing::run(bf + " --columnwise --sr --sr-both") == 0);
   CHECK(testing::run(bf + " --four-over-six --four-over-six-err mse --e4m3-max 448") == 0);
 }
+
+TEST_CASE("nvfp4 training quantizer: blocks of rows give the codes of one block",
+          "[layer][nvfp4_train][memory]") {
+  // Guards issue 36's memory fix: nvfp4_train_quantize makes and quantizes the tensor (X, X^T or
+  // RHT(X^T)) 16-row tiles at a time with the tensor level from a first pass; every array must
+  // be the one-block result's (the path that held the whole tensor in fp32). 64 x 96 bf16 input,
+  // blocks of 16 or 32 rows (block_elements 16 and 2048) against one block (SIZE_MAX).
+  std::mt19937 rng(36);
+  std::printf("nvfp4 blocked: seed 36\n");
+  std::student_t_distribution<float> td(3.0f);
+  const std::size_t rows = 64, cols = 96;
+  std::vector<std::uint16_t> bits(rows * cols);
+  std::vector<float> x(rows * cols);
+  for (std::size_t k = 0; k < x.size(); ++k) {
+    bits[k] = static_cast<std::uint16_t>(std::bit_cast<std::uint32_t>(td(rng)) >> 16);
+    x[k] = float_of_bf16(bits[k]);
+  }
+  struct Case {
+    const char* name;
+    const char* scheme;
+    bool columnwise, rht, sr, four_over_six;
+  };
+  const Case cases[] = {{"rowwise", "nvfp4", false, false, false, false},
+                        {"columnwise", "nvfp4", true, false, false, false},
+                        {"rht", "nvfp4", true, true, false, false},
+                        {"2-d tiles", "nvfp4:16x16", false, false, false, false},
+                        {"4over6", "nvfp4", false, false, false, true},
+                        {"4over6 2-d", "nvfp4:16x16", false, false, false, true},
+                        {"sr rowwise", "nvfp4", false, false, true, false},
+                        {"sr rht", "nvfp4", true, true, true, false}};
+  for (const Case& cs : cases) {
+    for (const bool pack : {false, true}) {
+      quant::Options opt;
+      opt.scheme = quant::parse_scheme(cs.scheme);
+      opt.target = quant::parse_target("e2m1fn");
+      opt.variant = native::CastVariant::te;
+      opt.two_level = true;
+      Nvfp4TrainOptions t;
+      t.columnwise = cs.columnwise;
+      t.rht = cs.rht;
+      t.sr = cs.sr;
+      t.seed = 99;
+      t.sr_transposed_too = cs.sr && cs.columnwise && !cs.rht;
+      t.four_over_six = cs.four_over_six;
+      INFO(cs.name << " pack " << pack);
+      std::vector<std::uint16_t> y_one, y_blocks;
+      const quant::Quantized one = detail::nvfp4_train_quantize_blocked(
+          quant::Values(x), bits, {rows, cols}, opt, t, &y_one, pack, SIZE_MAX);
+      for (const std::size_t be : {std::size_t{16}, std::size_t{4096}}) {
+        INFO("block_elements " << be);
+        const quant::Quantized b = detail::nvfp4_train_quantize_blocked(
+            quant::Values(x), bits, {rows, cols}, opt, t, &y_blocks, pack, be);
+        CHECK(b.codes == one.codes);
+        CHECK(b.scale_codes == one.scale_codes);
+        CHECK(b.state_shape == one.state_shape);
+        CHECK(b.shape == one.shape);
+        CHECK(b.packed == one.packed);
+        CHECK(b.flags == one.flags);
+        CHECK(std::bit_cast<std::uint32_t>(b.tensor_scale) ==
+              std::bit_cast<std::uint32_t>(one.tensor_scale));
+        CHECK(y_blocks == y_one);
+      }
+    }
+  }
+  // A NaN in the tensor: the level is degenerate, so the blocked call keeps the one-block result
+  // (the fallback), codes included.
+  std::vector<float> xn = x;
+  xn[1000] = std::numeric_limits<float>::quiet_NaN();
+  quant::Options opt;
+  opt.scheme = quant::parse_scheme("nvfp4");
+  opt.target = quant::parse_target("e2m1fn");
+  opt.variant = native::CastVariant::te;
+  opt.two_level = true;
+  const Nvfp4TrainOptions t;
+  const quant::Quantized one = detail::nvfp4_train_quantize_blocked(
+      quant::Values(xn), {}, {rows, cols}, opt, t, nullptr, false, SIZE_MAX);
+  const quant::Quantized b = detail::nvfp4_train_quantize_blocked(
+      quant::Values(xn), {}, {rows, cols}, opt, t, nullptr, false, 16);
+  CHECK(b.codes == one.codes);
+  CHECK(b.scale_codes == one.scale_codes);
+}

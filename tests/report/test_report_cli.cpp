@@ -114,8 +114,8 @@ TEST_CASE("exmy report all (test size) writes every section and a top index", "[
        {"index.md", "variance/index.md", "variance/variance.csv", "variance/slopes.csv",
         "variance/d3_model.csv", "adam-heatmap/index.md", "adam-heatmap/summary.csv",
         "formats/index.md", "formats/limits.csv", "formats/sr.csv", "formats/profile.csv",
-        "spikes/index.md", "spikes/spikes.csv", "spikes/trace_adamw_b2_0.999.csv",
-        "extrabits/index.md", "extrabits/one_add.csv", "extrabits/cumulative.csv"}) {
+        "spikes/index.md", "spikes/spikes.csv", "spikes/trace_adamw.csv", "extrabits/index.md",
+        "extrabits/one_add.csv", "extrabits/cumulative.csv"}) {
     INFO(f);
     REQUIRE(fs::exists(d / f));
   }
@@ -191,8 +191,9 @@ TEST_CASE("exmy report all (test size) writes every section and a top index", "[
                   {"EXMY_PYTHON=/nonexistent/python3"}) == 0);
   for (const char* f :
        {"variance/variance.csv", "variance/d3_realistic.csv", "adam-heatmap/summary.csv",
-        "formats/sr.csv", "formats/profile.csv", "spikes/spikes.csv", "extrabits/sr_vs_basic.csv",
-        "extrabits/master_exact.csv", "extrabits/training.csv", "claims.csv"}) {
+        "formats/sr.csv", "formats/profile.csv", "spikes/spikes.csv", "spikes/runs.csv",
+        "spikes/lead_times.csv", "extrabits/sr_vs_basic.csv", "extrabits/master_exact.csv",
+        "extrabits/training.csv", "claims.csv"}) {
     INFO(f);
     REQUIRE(slurp(d / f) == slurp(d2 / f));
   }
@@ -257,6 +258,38 @@ TEST_CASE("exmy report formats draws PNG and SVG figures when matplotlib is pres
     REQUIRE(fs::file_size(d / "formats" / (std::string(f) + ".svg")) > 1000);
   }
   REQUIRE(slurp(d / "formats/index.md").find("![") != std::string::npos);
+  REQUIRE_FALSE(has_temp_files(d));
+  fs::remove_all(d);
+}
+
+// Every plot script runs on its section's real (test-size) CSVs: each figure the index.md files
+// embed is drawn, as PNG and SVG, and no section says its figures were skipped.
+TEST_CASE("exmy report (test size) draws every section's figures when matplotlib is present",
+          "[cli][figures]") {
+  if (cli().empty()) return;
+  if (access("/usr/bin/python3", X_OK) != 0 ||
+      std::system("/usr/bin/python3 -c 'import matplotlib' 2>/dev/null") != 0) {
+    WARN("no matplotlib for /usr/bin/python3: figure drawing not tested");
+    return;
+  }
+  const fs::path d = fresh_dir("figall");
+  REQUIRE(run_cli({"report", "all", "--out", d.string(), "--tiny", "--threads", "2"}) == 0);
+  for (const char* f :
+       {"variance/variance_vs_k", "variance/paper_quantity", "variance/noise_to_signal",
+        "variance/sigma_q_vs_k", "variance/closed_forms", "variance/d3_ratios",
+        "variance/accumulation_vs_k", "adam-heatmap/heatmap_usage", "adam-heatmap/heatmap_abs",
+        "adam-heatmap/heatmap_rel", "adam-heatmap/heatmap_overlap", "adam-heatmap/train_loss",
+        "adam-heatmap/train_loss_fair", "formats/range_vs_precision",
+        "formats/relative_error_profile", "formats/sr_bias", "spikes/spikes",
+        "extrabits/forward_error", "layers/layers"}) {
+    INFO(f);
+    REQUIRE(fs::file_size(d / (std::string(f) + ".png")) > 1000);
+    REQUIRE(fs::file_size(d / (std::string(f) + ".svg")) > 1000);
+  }
+  for (const char* s : {"variance", "adam-heatmap", "formats", "spikes", "extrabits", "layers"}) {
+    INFO(s);
+    REQUIRE(slurp(d / s / "index.md").find("figures skipped") == std::string::npos);
+  }
   REQUIRE_FALSE(has_temp_files(d));
   fs::remove_all(d);
 }
@@ -331,7 +364,7 @@ TEST_CASE("exmy diagnose spikes reads the report's trace; bad input exits 2", "[
   const fs::path d = fresh_dir("diag");
   REQUIRE(run_cli({"report", "spikes", "--out", d.string(), "--tiny"},
                   {"EXMY_PYTHON=/nonexistent/python3"}) == 0);
-  const std::string trace = (d / "spikes" / "trace_adamw_b2_0.999.csv").string();
+  const std::string trace = (d / "spikes" / "trace_adamw.csv").string();
   REQUIRE(run_cli({"diagnose", "spikes", "--trace", trace, "--ignore-first", "50", "--out",
                    (d / "ev.csv").string()}) == 0);
   REQUIRE(slurp(d / "ev.csv").rfind("step,event,preceded_by_rms_spike\n", 0) == 0);

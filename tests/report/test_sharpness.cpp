@@ -77,7 +77,7 @@ TEST_CASE("sharpness before divergence: onset, the 3 steps before it, identical 
   CHECK(s->before == Approx(6.0));
   CHECK(s->baseline == Approx(1.0));
   // A non-finite loss is an onset too (step 3 here).
-  const std::vector<float> nan_loss{2.0f, 2.1f, 2.2f, NAN, 2.0f, 2.0f};
+  const std::vector<float> nan_loss{2.05f, 2.1f, 2.2f, NAN, 2.0f, 2.0f};
   const auto n = sharpness_before_divergence(nan_loss, sharp, base_loss, base_sharp);
   REQUIRE(n);
   CHECK(n->onset == 3);
@@ -89,4 +89,35 @@ TEST_CASE("sharpness before divergence: onset, the 3 steps before it, identical 
   // The 3 steps before the onset bit-identical to the baseline: no row (the old code made one).
   const std::vector<float> same_then_jump{2.0f, 2.0f, 2.0f, 2.0f, 9.0f, 9.0f};
   CHECK_FALSE(sharpness_before_divergence(same_then_jump, base_sharp, base_loss, base_sharp));
+}
+
+// Issue 35's degenerate onsets: a low-precision run that is its baseline bit for bit for its first
+// steps and diverges at step 4-6. Each of the 3 steps before the onset must be the run's own: one
+// identical step of three (the old rule still averaged it) refuses the row, and so does an onset
+// inside the prefix the caller excludes (min_onset, the spike section's ignored warmup).
+TEST_CASE("sharpness before divergence: degenerate onsets are refused (regression, issue 35)",
+          "[report][sharpness]") {
+  using exmy::reports::sharpness_before_divergence;
+  const std::vector<float> base_loss(8, 2.0f), base_sharp(8, 1.0f);
+  // Identical for steps 0..3, differs at 4, diverges at 5: steps 2, 3 identical -> refused.
+  const std::vector<float> loss{2.0f, 2.0f, 2.0f, 2.0f, 2.5f, 7.0f, 7.0f, 7.0f};
+  const std::vector<float> sharp{1.0f, 1.0f, 1.0f, 1.0f, 4.0f, 8.0f, 8.0f, 8.0f};
+  CHECK_FALSE(sharpness_before_divergence(loss, sharp, base_loss, base_sharp));
+  // Only the loss identical at one step while the sharpness differs: the step is distinct.
+  std::vector<float> sharp2 = sharp;
+  sharp2[2] = 1.5f;
+  sharp2[3] = 2.0f;
+  const auto s = sharpness_before_divergence(loss, sharp2, base_loss, base_sharp);
+  REQUIRE(s);
+  CHECK(s->onset == 5);
+  CHECK(s->before == Approx((1.5 + 2.0 + 4.0) / 3));
+  // The same run with the caller's min_onset past the onset: refused; at the onset: accepted.
+  CHECK_FALSE(sharpness_before_divergence(loss, sharp2, base_loss, base_sharp, 6));
+  CHECK(sharpness_before_divergence(loss, sharp2, base_loss, base_sharp, 5));
+  // Exactly one identical step of the three (index 3): refused.
+  std::vector<float> sharp3 = sharp2;
+  sharp3[3] = 1.0f;
+  std::vector<float> loss3 = loss;
+  loss3[3] = 2.0f;
+  CHECK_FALSE(sharpness_before_divergence(loss3, sharp3, base_loss, base_sharp));
 }

@@ -12,6 +12,7 @@
 #include "reports/d3_realistic.hpp"
 #include "reports/report_context.hpp"
 #include "reports/sections.hpp"
+#include "reports/variance_accumulation.hpp"
 #include "reports/variance_experiment.hpp"
 
 using namespace exmy::reports;
@@ -277,4 +278,52 @@ TEST_CASE("D.3 realistic operands: outlier features, schemes, decomposition", "[
   INFO("CLIP forward Var(d)/(s_u^2 s_v^2): int8_row " << row->norm_var << ", llm_int8 "
                                                       << dec->norm_var);
   REQUIRE(dec->norm_var * 100 < row->norm_var);
+}
+
+// accumulation.csv carries 95% intervals for both variances (accumulation_vs_k.png draws Var(d)/k
+// on a linear axis with them): each bracket holds its estimate, is positive, and the exact-sum
+// columns do not depend on the model; the bytes do not depend on the thread count.
+TEST_CASE("accumulation.csv: variance intervals for the figure", "[variance][figures]") {
+  const std::string d1 = temp_dir("acc1"), d2 = temp_dir("acc3");
+  std::filesystem::create_directories(d1);
+  std::filesystem::create_directories(d2);
+  std::vector<Claim> c1, c2;
+  run_accumulation_panel(ReportContext(tiny_options(d1, 5, 1)), d1, c1);
+  run_accumulation_panel(ReportContext(tiny_options(d2, 5, 3)), d2, c2);
+  const std::string csv = slurp(d1 + "/accumulation.csv");
+  REQUIRE(csv == slurp(d2 + "/accumulation.csv"));
+  std::istringstream in(csv);
+  std::string line;
+  std::getline(in, line);
+  REQUIRE(line ==
+          "k,model,samples,var_d_exact_accumulation,var_d_model,var_accumulation,"
+          "accumulation_share,accumulation_share_lo,accumulation_share_hi,"
+          "var_d_exact_accumulation_lo,var_d_exact_accumulation_hi,var_d_model_lo,"
+          "var_d_model_hi");
+  int rows = 0;
+  std::string exact_prev, k_prev;
+  while (std::getline(in, line)) {
+    std::vector<std::string> f;
+    std::stringstream ls(line);
+    for (std::string x; std::getline(ls, x, ',');) f.push_back(x);
+    REQUIRE(f.size() == 13);
+    INFO(line);
+    const double vq = std::stod(f[3]), vm = std::stod(f[4]);
+    const double qlo = std::stod(f[9]), qhi = std::stod(f[10]);
+    const double mlo = std::stod(f[11]), mhi = std::stod(f[12]);
+    REQUIRE(qlo > 0);
+    REQUIRE(qlo <= vq);
+    REQUIRE(vq <= qhi);
+    REQUIRE(mlo > 0);
+    REQUIRE(mlo <= vm);
+    REQUIRE(vm <= mhi);
+    const std::string exact = f[3] + "," + f[9] + "," + f[10];
+    if (f[0] == k_prev) REQUIRE(exact == exact_prev);  // same trials, same exact sums
+    k_prev = f[0];
+    exact_prev = exact;
+    ++rows;
+  }
+  REQUIRE(rows == 4);  // tiny: k in {32, 256} x {sm90, cublas-sm90}
+  std::filesystem::remove_all(d1);
+  std::filesystem::remove_all(d2);
 }
