@@ -80,6 +80,8 @@ void label_preliminary(std::vector<Claim>& claims, bool quick) {
     if (c.verdict.rfind("inconclusive", 0) == 0 || c.verdict.rfind("not computable", 0) == 0) {
       continue;
     }
+    // A section that applied its own quick-run label (spikes, mx-variance) is not labelled twice.
+    if (c.verdict.find("preliminary") != std::string::npos) continue;
     if (c.has_rule && c.has_ci && interval_decides(c.lo, c.hi, c.rule_expected, c.rule_near)) {
       continue;
     }

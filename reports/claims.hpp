@@ -41,8 +41,9 @@ void require_valid_claim(const Claim& c);
 
 // SEMANTICS 14, "Preliminary verdicts": in a quick run, every row whose verdict depends on data
 // (reproduction, closed-form check, proxy; not unit checks, restatements, not-computable or
-// inconclusive rows) gets " (preliminary)" appended unless it carries a rule (Claim::has_rule)
-// and its interval decides it (stats_intervals.hpp interval_decides). Full runs: unchanged.
+// inconclusive rows, nor a verdict a section already marked preliminary) gets " (preliminary)"
+// appended unless it carries a rule (Claim::has_rule) and its interval decides it
+// (stats_intervals.hpp interval_decides). Full runs: unchanged.
 void label_preliminary(std::vector<Claim>& claims, bool quick);
 
 // claims.csv: source, where, claim, measured, kind, value, lo, hi, expected, verdict, link;

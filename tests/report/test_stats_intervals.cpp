@@ -206,7 +206,7 @@ TEST_CASE("label_preliminary: quick verdicts stay final only when the interval d
   REQUIRE(interval_decides(1.2, 1.4, 1.0, 1.05));    // wholly outside
   REQUIRE_FALSE(interval_decides(0.9, 1.1, 1.0, 1.05));
   REQUIRE_FALSE(interval_decides(1.0, 1.2, 1.0, 1.05));
-  std::vector<Claim> cl(4);
+  std::vector<Claim> cl(5);
   for (auto& c : cl) {
     c.kind = "reproduction";
     c.set(1.0, 0.9, 1.1);
@@ -220,14 +220,20 @@ TEST_CASE("label_preliminary: quick verdicts stay final only when the interval d
   cl[2].verdict = "agrees";
   cl[2].set(1.0, 0.5, 1.5);
   cl[3].has_rule = false;  // a verdict from no interval
+  cl[4].has_rule = false;
+  cl[4].verdict = "reproduced (preliminary: quick run)";  // a section's own label
   auto full = cl;
   label_preliminary(full, false);
-  for (const auto& c : full) REQUIRE(c.verdict.find("preliminary") == std::string::npos);
+  for (std::size_t i = 0; i < 4; ++i) {
+    REQUIRE(full[i].verdict.find("preliminary") == std::string::npos);
+  }
+  REQUIRE(full[4].verdict == cl[4].verdict);  // a full run changes nothing
   label_preliminary(cl, true);
   REQUIRE(cl[0].verdict == "reproduced");
   REQUIRE(cl[1].verdict == "reproduced (preliminary)");
   REQUIRE(cl[2].verdict == "agrees");
   REQUIRE(cl[3].verdict == "reproduced (preliminary)");
+  REQUIRE(cl[4].verdict == "reproduced (preliminary: quick run)");
   for (const auto& c : cl) REQUIRE(claim_problem(c).empty());
 }
 
