@@ -12,6 +12,7 @@
 #include "reports/plotting.hpp"
 #include "reports/sections.hpp"
 #include "reports/sharpness.hpp"
+#include "reports/stats_intervals.hpp"
 #include "reports/variance_stats.hpp"
 
 namespace exmy::reports {
@@ -38,6 +39,22 @@ MlpConfig mlp_config(bool quick, int tiny) {
 // Training seeds (independent runs) for the intervals: the report's seed + 0, 1, ...
 int training_seeds(bool quick, int tiny) {
   return tiny ? 2 : quick ? 3 : 5;
+}
+
+// Positive per-seed quantities: the log-scale interval (stats_intervals.hpp), or the median
+// when a run diverged.
+MeanCi as_mean_ci(const Estimate& e) {
+  MeanCi m;
+  m.mean = e.value;
+  m.lo = e.lo;
+  m.hi = e.hi;
+  return m;
+}
+
+// Ratio of per-seed means a / b, paired by seed, with its cluster-bootstrap interval.
+Estimate seed_ratio(const std::vector<double>& a, const std::vector<double>& b, std::uint64_t seed,
+                    std::uint32_t purpose) {
+  return bootstrap_ratio(a, b, seed, stats_stream(purpose), 1000);
 }
 
 std::string mci(const MeanCi& m, int digits = 3) {
@@ -235,8 +252,13 @@ SectionSummary run_adam_heatmap_section(const ReportContext& ctx) {
       diverged += std::isfinite(fl) && fl < 100 ? 0 : 1;
       eps_updates += logs[v * nseeds + sd].eps_updates;
     }
-    final_ci[v] = mean_ci(f);
-    diff_ci[v] = mean_ci(d);
+    std::vector<bool> div, pair_div;
+    for (double fl : f) div.push_back(!(std::isfinite(fl) && fl < 100));
+    for (std::size_t sd = 0; sd < d.size(); ++sd)
+      pair_div.push_back(div[sd] || !std::isfinite(d[sd]));
+    final_ci[v] = as_mean_ci(central_positive(f, div));
+    // Paired differences: the median (diverged runs as +infinity) when a run diverged.
+    diff_ci[v] = as_mean_ci(central_signed(d, pair_div));
     diverged_runs.push_back(diverged);
     // The library's bitsandbytes step does not expose its states' v = 0 events: not counted.
     eps_per_run.push_back(variants[v].bnb ? NAN : static_cast<double>(eps_updates) / nseeds);
@@ -329,8 +351,8 @@ SectionSummary run_adam_heatmap_section(const ReportContext& ctx) {
       a.push_back(gsum[sd * ngrids + i].mean_abs);
       anz.push_back(gtail[sd * ngrids + i].mean_abs_without_vzero);
     }
-    abs_ci[i] = mean_ci(a);
-    abs_nz_ci[i] = mean_ci(anz);
+    abs_ci[i] = as_mean_ci(positive_mean(a));
+    abs_nz_ci[i] = as_mean_ci(positive_mean(anz));
     const GridSummary& s = gsum[i];
     const ErrorTails& t = gtail[i];
     summary.row()
@@ -402,8 +424,11 @@ SectionSummary run_adam_heatmap_section(const ReportContext& ctx) {
         "models). m and v of every tensor are sampled during training after steps";
   for (int st : cfg.snapshot_steps) md += " " + std::to_string(st);
   md += ". Everything is repeated for " + std::to_string(nseeds) +
-        " seeds (data, initialisation and teacher); intervals are 95% Student-t intervals over "
-        "the seeds; the heatmaps show seed 0.\n\n";
+        " seeds (data, initialisation and teacher); intervals over the seeds are 95% "
+        "log-scale t intervals for the positive means (mean x exp(+-t cv/sqrt n)), the median's "
+        "order-statistic interval where a run diverged, Student-t for paired differences and a "
+        "seed-paired bootstrap for ratios (docs/SEMANTICS.md 14, Statistics); the heatmaps show "
+        "seed 0.\n\n";
   md +=
       "Each (m, v) pair is quantized with 8-bit codebooks (bitsandbytes' maps, absmax-normalized "
       "per tensor or per block of 2048 / 256, nearest code with bitsandbytes' tie rule) and the "
@@ -453,10 +478,16 @@ SectionSummary run_adam_heatmap_section(const ReportContext& ctx) {
         "for Adam states (paraphrase)";
     c.measured = "mean abs(u32 - u8), linear / dynamic, block 2048, without the v^=0 elements";
     const std::size_t d = idx("dynamic", 2048), l = idx("linear", 2048);
-    c.set(abs_nz_ci[l].mean / abs_nz_ci[d].mean);
-    c.lo = abs_nz_ci[l].lo / abs_nz_ci[d].hi;
-    c.hi = abs_nz_ci[l].hi / abs_nz_ci[d].lo;
-    c.has_ci = c.lo > 0;
+    {
+      // Paired by seed: ratio of the per-seed means, bootstrap over seeds.
+      std::vector<double> a, b;
+      for (int sd = 0; sd < nseeds; ++sd) {
+        a.push_back(gtail[sd * ngrids + l].mean_abs_without_vzero);
+        b.push_back(gtail[sd * ngrids + d].mean_abs_without_vzero);
+      }
+      const Estimate r = seed_ratio(a, b, ctx.options().seed, 0x0201);
+      c.set(r.value, r.lo, r.hi);
+    }
     c.expected = "> 1";
     c.kind = "reproduction";
     c.verdict = wins_nz == total ? "reproduced"
@@ -491,10 +522,15 @@ SectionSummary run_adam_heatmap_section(const ReportContext& ctx) {
         "normalisation by isolating outliers (paraphrase)";
     c.measured = "mean abs(u32 - u8) without v^=0, dynamic, tensor / block2048";
     const std::size_t t = idx("dynamic", 0), b = idx("dynamic", 2048);
-    c.set(abs_nz_ci[t].mean / abs_nz_ci[b].mean);
-    c.lo = abs_nz_ci[t].lo / abs_nz_ci[b].hi;
-    c.hi = abs_nz_ci[t].hi / abs_nz_ci[b].lo;
-    c.has_ci = c.lo > 0;
+    {
+      std::vector<double> x, y;
+      for (int sd = 0; sd < nseeds; ++sd) {
+        x.push_back(gtail[sd * ngrids + t].mean_abs_without_vzero);
+        y.push_back(gtail[sd * ngrids + b].mean_abs_without_vzero);
+      }
+      const Estimate r = seed_ratio(x, y, ctx.options().seed, 0x0202);
+      c.set(r.value, r.lo, r.hi);
+    }
     c.expected = "> 1";
     c.kind = "reproduction";
     c.verdict = wins == total ? "reproduced" : wins > 0 ? "partly reproduced" : "not reproduced";

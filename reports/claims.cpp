@@ -4,6 +4,7 @@
 #include <stdexcept>
 
 #include "reports/output_files.hpp"
+#include "reports/stats_intervals.hpp"
 
 namespace exmy::reports {
 
@@ -59,14 +60,33 @@ void require_valid_claim(const Claim& c) {
 std::string claims_csv(const std::vector<Claim>& claims) {
   Csv csv({"source", "where", "claim", "measured", "kind", "value", "lo", "hi", "expected",
            "verdict", "link"});
-  const auto num = [](double v) { return fmt_g(v, 4); };
   for (const auto& c : claims) {
+    const auto num = [&](double v) { return c.has_ci ? fmt_at(v, c.lo, c.hi) : fmt_g(v, 4); };
     csv.row().add(c.source).add(c.where).add(c.claim).add(c.measured).add(c.kind);
     csv.add(c.has_value ? num(c.value) : std::string());
     csv.add(c.has_ci ? num(c.lo) : std::string()).add(c.has_ci ? num(c.hi) : std::string());
     csv.add(c.expected).add(c.verdict).add(c.link);
   }
   return csv.text();
+}
+
+void label_preliminary(std::vector<Claim>& claims, bool quick) {
+  if (!quick) return;
+  for (auto& c : claims) {
+    if (c.kind == "unit check" || c.kind == "arithmetic restatement" ||
+        c.kind == "not computable") {
+      continue;
+    }
+    if (c.verdict.rfind("inconclusive", 0) == 0 || c.verdict.rfind("not computable", 0) == 0) {
+      continue;
+    }
+    // A section that applied its own quick-run label (spikes, mx-variance) is not labelled twice.
+    if (c.verdict.find("preliminary") != std::string::npos) continue;
+    if (c.has_rule && c.has_ci && interval_decides(c.lo, c.hi, c.rule_expected, c.rule_near)) {
+      continue;
+    }
+    c.verdict += " (preliminary)";
+  }
 }
 
 std::string claim_kinds_md() {

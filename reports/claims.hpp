@@ -39,9 +39,17 @@ std::string claim_problem(const Claim& c);
 // labels a check "reproduced" is a bug of the report, never a result.
 void require_valid_claim(const Claim& c);
 
+// SEMANTICS 14, "Preliminary verdicts": in a quick run, every row whose verdict depends on data
+// (reproduction, closed-form check, proxy; not unit checks, restatements, not-computable or
+// inconclusive rows, nor a verdict a section already marked preliminary) gets " (preliminary)"
+// appended unless it carries a rule (Claim::has_rule) and its interval decides it
+// (stats_intervals.hpp interval_decides). Full runs: unchanged.
+void label_preliminary(std::vector<Claim>& claims, bool quick);
+
 // claims.csv: source, where, claim, measured, kind, value, lo, hi, expected, verdict, link;
-// values with 4 significant digits (their intervals are rarely better than a few percent),
-// fields quoted as RFC 4180 says (sim/io/csv_write.hpp).
+// a value with an interval is written at the interval's resolution (2 significant digits of
+// the half-width, stats_intervals.hpp fmt_at), one without with 4 significant digits; fields
+// quoted as RFC 4180 says (sim/io/csv_write.hpp).
 std::string claims_csv(const std::vector<Claim>& claims);
 
 // The kinds and their rule as Markdown, for DIR/index.md and report.html.

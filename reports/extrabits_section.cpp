@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "reports/extrabits_rows.hpp"
 #include "reports/output_files.hpp"
 #include "reports/plotting.hpp"
 #include "reports/sections.hpp"
@@ -348,9 +349,12 @@ SectionSummary run_extrabits_section(const ReportContext& ctx) {
                          "norm-wise relative error of the 16-bit value (solid) and the stored "
                          "value (dashed): one add vs tensor size (left), K adds (middle), median "
                          "element error vs condition number sum|terms|/|sum| (right)");
+  md += extrabits_rows(ctx, dir, sum.claims);
   md +=
-      "## Data\n\n- [one_add.csv](one_add.csv), [cumulative.csv](cumulative.csv), "
-      "[condition.csv](condition.csv)\n\n";
+      "\n## Data\n\n- [one_add.csv](one_add.csv), [cumulative.csv](cumulative.csv), "
+      "[condition.csv](condition.csv), [sr_vs_basic.csv](sr_vs_basic.csv), "
+      "[master_exact.csv](master_exact.csv), [memory.csv](memory.csv), "
+      "[training.csv](training.csv)\n\n";
   const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   md += provenance_md(ctx, secs);
   write_file_atomic(dir + "/index.md", md);

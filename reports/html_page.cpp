@@ -5,6 +5,7 @@
 
 #include "reports/claims.hpp"
 #include "reports/output_files.hpp"
+#include "reports/stats_intervals.hpp"
 
 namespace exmy::reports {
 
@@ -212,9 +213,13 @@ std::string claims_html(const std::vector<Claim>& claims) {
             : "bad";
     h += "<tr class=\"" + cls + "\"><td>" + escape(c.source) + "</td><td>" + escape(c.where) +
          "</td><td>" + escape(c.claim) + "</td><td>" + escape(c.measured) + "</td><td>" +
-         escape(c.kind) + "</td><td>" + (c.has_value ? fmt_g(c.value, 4) : std::string("-")) +
+         escape(c.kind) + "</td><td>" +
+         (!c.has_value ? std::string("-")
+          : c.has_ci   ? fmt_at(c.value, c.lo, c.hi)
+                       : fmt_g(c.value, 4)) +
          "</td><td>" +
-         (c.has_ci ? "[" + fmt_g(c.lo, 3) + ", " + fmt_g(c.hi, 3) + "]" : std::string("-")) +
+         (c.has_ci ? "[" + fmt_at(c.lo, c.lo, c.hi) + ", " + fmt_at(c.hi, c.lo, c.hi) + "]"
+                   : std::string("-")) +
          "</td><td>" + escape(c.expected) + "</td><td>" + escape(c.verdict) + "</td><td>" +
          (c.link.empty() ? std::string("-")
                          : "<a href=\"" + escape(c.link) + "\">" + escape(c.link) + "</a>") +

@@ -15,6 +15,7 @@
 #include "reports/output_files.hpp"
 #include "reports/plotting.hpp"
 #include "reports/sections.hpp"
+#include "reports/stats_intervals.hpp"
 #include "reports/variance_config.hpp"
 #include "reports/variance_stats.hpp"
 #include "sim/layer/linear_layer.hpp"
@@ -199,13 +200,15 @@ SectionSummary run_layers_section(const ReportContext& ctx) {
   };
   const MeanCi s8 = mean_ci(slopes("llm-int8"));
   const double slope8 = s8.mean, lo8 = s8.lo, hi8 = s8.hi;
-  std::vector<double> ratio;
+  // Ratio of the mean W_grad errors, paired by replicate, with its bootstrap interval
+  // (stats_intervals.hpp; was a t interval on the per-replicate ratios).
+  std::vector<double> wg8, wgsb;
   for (int r = 0; r < reps; ++r) {
-    ratio.push_back(cell(kind_index("llm-int8"), bs.size() - 1, r).wg /
-                    cell(kind_index("switchback"), bs.size() - 1, r).wg);
+    wg8.push_back(cell(kind_index("llm-int8"), bs.size() - 1, r).wg);
+    wgsb.push_back(cell(kind_index("switchback"), bs.size() - 1, r).wg);
   }
-  const MeanCi rc = mean_ci(ratio);
-  const double ratio_mean = rc.mean, lor = rc.lo, hir = rc.hi;
+  const Estimate rc = bootstrap_ratio(wg8, wgsb, ctx.options().seed, stats_stream(0x0601), 1000);
+  const double ratio_mean = rc.value, lor = rc.lo, hir = rc.hi;
   // Figure 11's masking: the largest relative change a mask makes to an output in its normal
   // range is below 2^-M (truncation to M bits), measured on the plain layer's outputs.
   double worst = 0;

@@ -28,7 +28,8 @@ constexpr std::uint32_t kStreamTeacher = 0x02000004u;
 struct Layer {
   int in, out;
   std::vector<float> w, b, gw, gb, mw, vw, mb, vb;
-  optim::Bnb8State bw, bb;  // bnb_adam8 states of w and b
+  optim::Bnb8State bw, bb;    // bnb_adam8 states of w and b
+  optim::SplitTensor sw, sb;  // split_adamw: the stored weights (w, b hold their 16-bit parts)
 };
 
 optim::Bnb8State bnb_state(std::size_t n, int block, bool force32) {
@@ -154,6 +155,20 @@ std::vector<AdamSnapshot> train_mlp_adam(const MlpConfig& cfg, std::uint64_t see
   init_layer(L1, D, H, seed, counter);
   init_layer(L2, H, H, seed, counter);
   init_layer(L3, H, C, seed, counter);
+  if (cfg.optimizer == MlpConfig::Optimizer::split_adamw) {
+    // The initial fp32 weights are stored once in the split format; the model sees their
+    // 16-bit parts.
+    const native::SplitFormat f = optim::parse_split_format(cfg.split);
+    std::uint64_t k = 0;
+    for (Layer* L : {&L1, &L2, &L3}) {
+      for (int part = 0; part < 2; ++part) {
+        std::vector<float>& p = part ? L->b : L->w;
+        optim::SplitTensor& sp = part ? L->sb : L->sw;
+        sp = optim::split_tensor(p, f, seed ^ (0x5B100000ull + k++));
+        for (std::size_t i = 0; i < p.size(); ++i) p[i] = native::split_hi_value(sp.hi[i], f);
+      }
+    }
+  }
   std::vector<float> teacher(static_cast<std::size_t>(C) * D), scale(D);
   for (std::size_t i = 0; i < teacher.size(); ++i) {
     teacher[i] = static_cast<float>(native::normal_fp64(seed, kStreamTeacher, i));
@@ -161,7 +176,8 @@ std::vector<AdamSnapshot> train_mlp_adam(const MlpConfig& cfg, std::uint64_t see
     if (j < static_cast<int>(cfg.late_onsets.size()) * cfg.late_group) teacher[i] = 0.0f;
   }
   for (int j = 0; j < D; ++j) {
-    scale[j] = static_cast<float>(std::pow(10.0, -1.5 + 3.0 * j / (D - 1)));
+    scale[j] =
+        cfg.unit_scales ? 1.0f : static_cast<float>(std::pow(10.0, -1.5 + 3.0 * j / (D - 1)));
   }
   std::vector<float> x(static_cast<std::size_t>(B) * D), h1(static_cast<std::size_t>(B) * H),
       h2(static_cast<std::size_t>(B) * H), z(static_cast<std::size_t>(B) * C);
@@ -262,6 +278,25 @@ std::vector<AdamSnapshot> train_mlp_adam(const MlpConfig& cfg, std::uint64_t see
         optim::bnb_adam8_step(sc, native::Storage::f32, L->b, L->gb, L->bb);
         std::fill(L->gw.begin(), L->gw.end(), 0.0f);
         std::fill(L->gb.begin(), L->gb.end(), 0.0f);
+      }
+    } else if (cfg.optimizer == MlpConfig::Optimizer::split_adamw) {
+      optim::AdamHyper h;
+      h.lr = cfg.lr;
+      h.beta1 = cfg.beta1;
+      h.beta2 = cfg.beta2;
+      h.eps = cfg.eps;
+      h.wd = cfg.wd;
+      for (Layer* L : {&L1, &L2, &L3}) {
+        for (int part = 0; part < 2; ++part) {
+          std::vector<float>& p = part ? L->b : L->w;
+          std::vector<float>& g = part ? L->gb : L->gw;
+          optim::SplitTensor& sp = part ? L->sb : L->sw;
+          optim::split_adam_step(h, /*decoupled=*/true, t, seed ^ 0x5B000000ull, sp, g,
+                                 part ? L->mb : L->mw, part ? L->vb : L->vw);
+          for (std::size_t i = 0; i < p.size(); ++i)
+            p[i] = native::split_hi_value(sp.hi[i], sp.fmt);
+          std::fill(g.begin(), g.end(), 0.0f);
+        }
       }
     } else if (cfg.optimizer == MlpConfig::Optimizer::adam) {
       for (Layer* L : {&L1, &L2, &L3}) {

@@ -44,7 +44,18 @@ struct MlpConfig {
   // `bnb_adam8` is exmy's model of bitsandbytes' 8-bit block-wise Adam (optim::bnb_adam8_step,
   // SEMANTICS 9.3) with block `state_block` (256 or 2048) and its 32-bit fallback below 4096
   // elements; fp32_first_layer forces that fallback for the input layer.
-  enum class Optimizer { adam, torch_adamw, stable_adamw, bnb_adam8 } optimizer = Optimizer::adam;
+  // `split_adamw`: the weights are stored in the split format `split` (Lewandowski and Kosson,
+  // "Memory efficient mixed precision optimizers"; "bf16+8", "fp16+8:sr", ...): the forward and
+  // backward passes use the 16-bit part, optim::split_adam_step (SEMANTICS 9.6: join, one fp32
+  // AdamW step with fp32 states, split with the sr word of step t) updates them.
+  enum class Optimizer {
+    adam,
+    torch_adamw,
+    stable_adamw,
+    bnb_adam8,
+    split_adamw
+  } optimizer = Optimizer::adam;
+  std::string split;
   float wd = 0.0f;
   int log_every = 10;  // loss (and RMS) logged at step 1 and every log_every steps
   // Late features (the spike section's "learning signal changes"): group g of `late_group`
@@ -59,6 +70,10 @@ struct MlpConfig {
   // the v^ = 0 artefact (an update of lr m / eps when v quantizes to 0 and the next gradient is
   // exactly 0) cannot fire. The skewed feature scales stay.
   bool dense = false;
+  // Normalised inputs: every feature scale s_j = 1 instead of 10^-1.5 .. 10^1.5 (the extra-bits
+  // training of section 5, where the skewed scales would make the toy's loss, not the weights'
+  // precision, the story).
+  bool unit_scales = false;
 };
 
 // Codes and dequantized values of one state tensor under a codebook, group size `block` (0: the

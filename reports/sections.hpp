@@ -28,6 +28,11 @@ struct Claim {
   // consistent/inconsistent; only a reproduction says "reproduced".
   std::string verdict;
   std::string link;  // figure or CSV, relative to DIR
+  // The verdict's rule when it came from an interval against an expected value with a
+  // tolerance factor (judge below): a quick run labels the verdict "preliminary" unless the
+  // interval decides it (stats_intervals.hpp interval_decides, claims.hpp label_preliminary).
+  bool has_rule = false;
+  double rule_expected = 0, rule_near = 0;
 
   void set(double v) {
     value = v;
@@ -56,6 +61,11 @@ struct SectionSummary {
 // point estimate within a factor `near` of it -> `partly`; else `no`.
 std::string verdict_for(double lo, double hi, double value, double expected, double near,
                         const char* yes, const char* partly, const char* no);
+
+// c.verdict = verdict_for(c.lo, c.hi, c.value, expected, near, ...), recording the rule (expected,
+// near) on the row for label_preliminary. c.set(v, lo, hi) must have been called.
+void judge(Claim& c, double expected, double near, const char* yes, const char* partly,
+           const char* no);
 
 // The sections `exmy report` knows, in run order: directory name and title.
 struct SectionInfo {

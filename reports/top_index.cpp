@@ -6,6 +6,7 @@
 #include "reports/output_files.hpp"
 #include "reports/plotting.hpp"
 #include "reports/sections.hpp"
+#include "reports/stats_intervals.hpp"
 
 namespace exmy::reports {
 
@@ -76,7 +77,8 @@ std::vector<Claim> not_computed_claims() {
           nc(lk, "table 3",
              "16-bit + extra-bit training matches mixed-precision accuracy with less "
              "memory",
-             "needs ResNet-scale training; out of a CPU report's reach")};
+             "needs ResNet-scale training; out of a CPU report's reach (a toy-MLP proxy with "
+             "bf16+k / fp16+k weights is in the extra-bits section)")};
 }
 
 std::string claims_md(const std::vector<Claim>& claims) {
@@ -84,8 +86,9 @@ std::string claims_md(const std::vector<Claim>& claims) {
       "| source | where | claim | exmy measures | kind | value [95% interval] | expected | "
       "verdict | figure / data |\n|---|---|---|---|---|---|---|---|---|\n";
   for (const auto& c : claims) {
-    std::string v = c.has_value ? fmt_g(c.value, 4) : std::string("-");
-    if (c.has_ci) v += " [" + fmt_g(c.lo, 3) + ", " + fmt_g(c.hi, 3) + "]";
+    std::string v = !c.has_value ? std::string("-")
+                    : c.has_ci   ? fmt_ci(c.value, c.lo, c.hi)
+                                 : fmt_g(c.value, 4);
     md += "| " + c.source + " | " + c.where + " | " + c.claim + " | " + c.measured + " | " +
           c.kind + " | " + v + " | " + (c.expected.empty() ? "-" : c.expected) + " | " + c.verdict +
           " | " + (c.link.empty() ? std::string("-") : "[" + c.link + "](" + c.link + ")") + " |\n";
@@ -101,6 +104,7 @@ void write_top_index(const ReportContext& ctx, const std::vector<SectionSummary>
   std::vector<Claim> claims;
   for (const auto& s : ran) claims.insert(claims.end(), s.claims.begin(), s.claims.end());
   for (const auto& c : not_computed_claims()) claims.push_back(c);
+  label_preliminary(claims, ctx.options().quick);
   for (const auto& c : claims) require_valid_claim(c);  // a check never says "reproduced"
   write_file_atomic(dir + "/claims.csv", claims_csv(claims));
 
@@ -111,6 +115,23 @@ void write_top_index(const ReportContext& ctx, const std::vector<SectionSummary>
       "sortable, in [report.html](report.html) with every figure inline). Closed forms this "
       "report derives are marked as such; arithmetic restatements are not reproductions.\n\n";
   md += claim_kinds_md();
+  md +=
+      "**Statistics** (docs/SEMANTICS.md 14, reports/stats_intervals.hpp). Intervals are 95%: "
+      "cluster-bootstrap percentile intervals over independent trials, widened by "
+      "sqrt(n/(n-1)) for n resampled clusters (checked by simulation: a slope whose true value "
+      "is 1 is covered in about 93% of simulated quick-size runs); log-scale t intervals for "
+      "positive means over seeds (never a negative bound); Student-t for paired differences; "
+      "the median with its order-statistic interval where a run diverged; paired bootstrap "
+      "intervals for ratios. A value with an interval is printed to 2 significant digits of "
+      "its half-width. " +
+      std::string(ctx.options().quick
+                      ? "**This is a quick run:** a verdict that depends on data is marked "
+                        "\"(preliminary)\" unless its interval lies wholly inside the tolerance "
+                        "band of the expected value (more data could then only move it between "
+                        "\"reproduced\" and \"partly reproduced\") or wholly outside it; a "
+                        "verdict from no interval is preliminary.\n\n"
+                      : "Quick runs mark verdicts their intervals do not settle "
+                        "\"(preliminary)\"; this full run has no such marks.\n\n");
   md += claims_md(claims) + "\n";
   md += "## Sections\n\n| section | run time |\n|---|---|\n";
   for (const auto& s : ran) {

@@ -12,6 +12,7 @@
 
 #include "reports/output_files.hpp"
 #include "reports/plotting.hpp"
+#include "reports/stats_intervals.hpp"
 #include "reports/variance_stats.hpp"
 #include "sim/gemm/gemm.hpp"
 #include "sim/native/exact_dot.hpp"
@@ -47,10 +48,19 @@ double var_of(const std::vector<double>& v) {
 std::string run_accumulation_panel(const ReportContext& ctx, const std::string& dir,
                                    std::vector<Claim>& claims) {
   const bool tiny = ctx.options().tiny != 0, quick = ctx.options().quick;
-  const std::vector<int> ks = tiny    ? std::vector<int>{32, 256}
-                              : quick ? std::vector<int>{64, 256, 1024, 4096}
-                                      : std::vector<int>{64, 256, 1024, 4096, 16384};
+  const std::vector<int> ks =
+      tiny ? std::vector<int>{32, 256} : std::vector<int>{64, 256, 1024, 4096, 16384, 65536};
+  // Trials per k: `trials` up to k = 4096 (16384 full), then fewer so that each k costs about
+  // the same (at least 4; intervals are widened for the trial count, stats_intervals.hpp).
   const int trials = tiny ? 8 : quick ? 48 : 128;
+  const long long k_full = quick || tiny ? 4096 : 16384;
+  std::vector<int> trials_k;
+  std::vector<std::size_t> first{0};
+  for (int k : ks) {
+    const long long t = k <= k_full ? trials : std::max(4LL, trials * k_full / k);
+    trials_k.push_back(static_cast<int>(t));
+    first.push_back(first.back() + static_cast<std::size_t>(t));
+  }
   const std::vector<std::string> models{"sm90", "cublas-sm90"};
   const std::uint64_t seed = ctx.options().seed;
   ctx.progress("variance",
@@ -59,11 +69,13 @@ std::string run_accumulation_panel(const ReportContext& ctx, const std::string& 
                    std::to_string(ks.back()));
   std::vector<gemm::AccumModel> ms;
   for (const auto& name : models) ms.push_back(gemm::parse_accum_model(name, 8));
-  std::vector<Trial> out(ks.size() * static_cast<std::size_t>(trials));
+  std::vector<Trial> out(first.back());
   ctx.parallel_for(out.size(), [&](std::size_t idx) {
     throw_if_interrupted();
-    const int k = ks[idx / trials];
-    const std::size_t t = idx % trials;
+    std::size_t ki = 0;
+    while (first[ki + 1] <= idx) ++ki;
+    const int k = ks[ki];
+    const std::size_t t = idx - first[ki];
     const std::size_t n = static_cast<std::size_t>(kRows) * k;
     std::vector<float> u(n), v(n);
     for (std::size_t i = 0; i < n; ++i) {
@@ -124,7 +136,9 @@ std::string run_accumulation_panel(const ReportContext& ctx, const std::string& 
       "sum into fp32 every 128 k (`cublas-sm90`, measured bit-exact, SEMANTICS 15). U, V ~ "
       "N(0, 1), " +
       std::to_string(kRows) + " x k each, e4m3fn tensor-wise absmax, " + std::to_string(trials) +
-      " trials per k; d = alpha * sum - <u, v>. `share` = Var(accumulation error) / Var(d "
+      " trials per k up to k = " + std::to_string(k_full) + ", then " + std::to_string(trials) +
+      " x " + std::to_string(k_full) +
+      " / k (at least 4); d = alpha * sum - <u, v>. `share` = Var(accumulation error) / Var(d "
       "under the model), 95% cluster-bootstrap interval.\n\n"
       "| k | model | Var(d), exact sums | Var(d), model | Var(accumulation error) | share |\n"
       "|---|---|---|---|---|---|\n";
@@ -135,7 +149,7 @@ std::string run_accumulation_panel(const ReportContext& ctx, const std::string& 
       auto collect = [&](const std::vector<int>& pick, double& vq, double& vm, double& va) {
         std::vector<double> dq, dm, da;
         for (int t : pick) {
-          const Trial& tr = out[ki * trials + static_cast<std::size_t>(t)];
+          const Trial& tr = out[first[ki] + static_cast<std::size_t>(t)];
           dq.insert(dq.end(), tr.d_quant.begin(), tr.d_quant.end());
           dm.insert(dm.end(), tr.d_model[mi].begin(), tr.d_model[mi].end());
           da.insert(da.end(), tr.acc[mi].begin(), tr.acc[mi].end());
@@ -144,8 +158,9 @@ std::string run_accumulation_panel(const ReportContext& ctx, const std::string& 
         vm = var_of(dm);
         va = var_of(da);
       };
-      std::vector<int> all(trials);
-      for (int t = 0; t < trials; ++t) all[t] = t;
+      const int nt = trials_k[ki];
+      std::vector<int> all(nt);
+      for (int t = 0; t < nt; ++t) all[t] = t;
       double vq = 0, vm = 0, va = 0;
       collect(all, vq, vm, va);
       // The same replicates give the share's interval and those of both variances (the
@@ -153,18 +168,18 @@ std::string run_accumulation_panel(const ReportContext& ctx, const std::string& 
       std::vector<double> rep_share, rep_q, rep_m;
       for (int r = 0; r < reps; ++r) {
         double a = 0, b = 0, c = 0;
-        collect(bootstrap_draw(seed ^ 0x0A0Cull, 7, static_cast<int>(ki), r, trials), a, b, c);
+        collect(bootstrap_draw(seed ^ 0x0A0Cull, 7, static_cast<int>(ki), r, nt), a, b, c);
         rep_share.push_back(b > 0 ? c / b : 0.0);
         rep_q.push_back(a);
         rep_m.push_back(b);
       }
-      const Interval ci = percentile_interval(rep_share);
-      const Interval ci_q = percentile_interval(rep_q), ci_m = percentile_interval(rep_m);
+      const Interval ci_q = widened_interval(rep_q, vq, nt), ci_m = widened_interval(rep_m, vm, nt);
       const double share = vm > 0 ? va / vm : 0.0;
+      const Interval ci = widened_interval(rep_share, share, nt);
       csv.row()
           .add(static_cast<long long>(ks[ki]))
           .add(models[mi])
-          .add(static_cast<long long>(trials) * kRows * kRows)
+          .add(static_cast<long long>(nt) * kRows * kRows)
           .add(vq)
           .add(vm)
           .add(va)
@@ -176,8 +191,7 @@ std::string run_accumulation_panel(const ReportContext& ctx, const std::string& 
           .add(ci_m.lo)
           .add(ci_m.hi);
       md += "| " + std::to_string(ks[ki]) + " | " + models[mi] + " | " + fmt_g(vq, 3) + " | " +
-            fmt_g(vm, 3) + " | " + fmt_g(va, 3) + " | " + fmt_g(share, 3) + " (" + fmt_g(ci.lo, 3) +
-            " .. " + fmt_g(ci.hi, 3) + ") |\n";
+            fmt_g(vm, 3) + " | " + fmt_g(va, 3) + " | " + fmt_ci(share, ci.lo, ci.hi) + " |\n";
       if (mi == 0) sm90_shares.push_back(share);
       if (ki + 1 == ks.size()) {
         if (mi == 0) {

@@ -3,6 +3,7 @@
 #include <string>
 #include <vector>
 
+#include "reports/stats_intervals.hpp"
 #include "sim/native/convert.hpp"
 #include "sim/native/exact_dot.hpp"
 #include "sim/native/mask.hpp"
@@ -466,7 +467,7 @@ VarianceResults run_variance_experiment(const ReportContext& ctx, const Variance
         c.rho_sq = a.rho2;
         c.mask_factor = a.rho2 > 0 ? 1.0 + a.rho * a.rho / a.rho2 : 0.0;
         c.sigma_q2_closed = int8_closed_sigma_q2(cfg.schemes[si], c.dist, rows, k);
-        std::vector<double> dv, ratio;
+        std::vector<double> dv, ratio, dratio;
         for (const auto& pick : draws) {
           const CellStats r = cell_stats(trials, pick, si, rows, k);
           c.rep_var_d.push_back(r.var_d);
@@ -475,12 +476,18 @@ VarianceResults run_variance_experiment(const ReportContext& ctx, const Variance
           dv.push_back(r.var_w - r.var_uv);
           const double p = eq12(r, k);
           ratio.push_back(p > 0 ? r.var_d / p : 0.0);
+          dratio.push_back(p > 0 ? (r.var_w - r.var_uv) / p : 0.0);
         }
-        c.var_d_ci = percentile_interval(c.rep_var_d);
-        c.sigma_q2_ci = percentile_interval(c.rep_sigma_q2);
-        c.nsr_ci = percentile_interval(c.rep_nsr);
-        c.delta_var_ci = percentile_interval(dv);
-        c.ratio_ci = percentile_interval(ratio);
+        // Percentile intervals widened by sqrt(T / (T - 1)) for T resampled trials
+        // (stats_intervals.hpp; the coverage simulation is in tests/report).
+        const int nt = cfg.trials;
+        c.var_d_ci = widened_interval(c.rep_var_d, c.var_d, nt);
+        c.sigma_q2_ci = widened_interval(c.rep_sigma_q2, 0.5 * (c.sigma_qu2 + c.sigma_qv2), nt);
+        c.nsr_ci = widened_interval(c.rep_nsr, c.var_uv > 0 ? c.var_d / c.var_uv : 0.0, nt);
+        c.delta_var_ci = widened_interval(dv, c.delta_var, nt);
+        c.ratio_ci = widened_interval(ratio, c.predicted > 0 ? c.var_d / c.predicted : 0.0, nt);
+        c.delta_ratio_ci =
+            widened_interval(dratio, c.predicted > 0 ? c.delta_var / c.predicted : 0.0, nt);
         res.cells[first + si] = std::move(c);
       });
     }

@@ -59,6 +59,8 @@ struct VarianceCell {
   double sigma_q2_closed = 0;
   // 95% cluster-bootstrap intervals (trials resampled; variance_stats.hpp).
   Interval var_d_ci, delta_var_ci, ratio_ci, sigma_q2_ci;
+  // ... of delta_var / predicted, both recomputed in every replicate (a paired ratio interval).
+  Interval delta_ratio_ci;
   std::vector<double> rep_var_d;     // the replicates of var_d (slopes and paired ratios)
   std::vector<double> rep_sigma_q2;  // ... of (s_qu^2 + s_qv^2) / 2
   // Relative noise Var(d) / Var(<u, v>) (the noise against the signal it perturbs; appendix D.2's

@@ -7,9 +7,11 @@
 #include <map>
 #include <string>
 
+#include "reports/d3_realistic.hpp"
 #include "reports/output_files.hpp"
 #include "reports/plotting.hpp"
 #include "reports/sections.hpp"
+#include "reports/stats_intervals.hpp"
 #include "reports/variance_accumulation.hpp"
 #include "reports/variance_experiment.hpp"
 
@@ -23,8 +25,9 @@ bool is_pow2(int k) {
   return (k & (k - 1)) == 0;
 }
 
-std::string ci_text(double v, const Interval& ci, int digits = 3) {
-  return fmt_g(v, digits) + " [" + fmt_g(ci.lo, digits) + ", " + fmt_g(ci.hi, digits) + "]";
+// "v [lo, hi]" at the interval's resolution (stats_intervals.hpp fmt_ci).
+std::string ci_text(double v, const Interval& ci) {
+  return fmt_ci(v, ci.lo, ci.hi);
 }
 
 struct SlopeRow {
@@ -70,7 +73,9 @@ std::vector<SlopeRow> fit_slopes(const VarianceResults& r) {
         if (c->sigma_q2_closed > 0) closed.push_back(c->sigma_q2_closed);
         cells.push_back(c);
       }
-      SlopeRow row{d, s.name};
+      SlopeRow row;
+      row.dist = d;
+      row.scheme = s.name;
       row.slope_var = loglog_slope(ks, var);
       row.slope_sigma_q2 = loglog_slope(ks, sq);
       row.slope_normalized = loglog_slope(ks, norm);
@@ -100,10 +105,13 @@ std::vector<SlopeRow> fit_slopes(const VarianceResults& r) {
         bs_nsr.push_back(loglog_slope(ks, r));
         bs_growth.push_back(r.back() / r.front());
       }
-      row.slope_var_ci = percentile_interval(bs_var);
-      row.slope_sigma_q2_ci = percentile_interval(bs_sq);
-      row.slope_nsr_ci = percentile_interval(bs_nsr);
-      row.nsr_growth_ci = percentile_interval(bs_growth);
+      // Widened percentile intervals (stats_intervals.hpp): the cells' bootstraps resample
+      // `trials` trials each, and a bootstrap over T clusters sees (T - 1)/T of the variance.
+      const int nt = r.config.trials;
+      row.slope_var_ci = widened_interval(bs_var, row.slope_var, nt);
+      row.slope_sigma_q2_ci = widened_interval(bs_sq, row.slope_sigma_q2, nt);
+      row.slope_nsr_ci = widened_interval(bs_nsr, row.slope_nsr, nt);
+      row.nsr_growth_ci = widened_interval(bs_growth, row.nsr_growth, nt);
       std::sort(ratio.begin(), ratio.end());
       row.median_ratio = ratio.empty() ? 0 : ratio[ratio.size() / 2];
       std::sort(ratio_corr.begin(), ratio_corr.end());
@@ -114,11 +122,13 @@ std::vector<SlopeRow> fit_slopes(const VarianceResults& r) {
   return out;
 }
 
-// Interval of num / den from their bootstrap replicates, taken replicate by replicate.
-Interval replicate_ratio_ci(const std::vector<double>& num, const std::vector<double>& den) {
+// Interval of num / den from their bootstrap replicates, taken replicate by replicate, widened
+// about the point ratio for `trials` resampled trials (stats_intervals.hpp).
+Interval replicate_ratio_ci(const std::vector<double>& num, const std::vector<double>& den,
+                            double point, int trials) {
   std::vector<double> r;
   for (std::size_t i = 0; i < num.size() && i < den.size(); ++i) r.push_back(num[i] / den[i]);
-  return percentile_interval(r);
+  return widened_interval(r, point, trials);
 }
 
 // Paired ratio Var(d)[a] / Var(d)[b] of two schemes at one (dist, k), with its bootstrap
@@ -136,7 +146,7 @@ PairedRatio paired_ratio(const VarianceResults& r, InputDist d, const std::strin
   if (x == nullptr || y == nullptr) return p;
   p.ok = true;
   p.value = x->var_d / y->var_d;
-  p.ci = replicate_ratio_ci(x->rep_var_d, y->rep_var_d);
+  p.ci = replicate_ratio_ci(x->rep_var_d, y->rep_var_d, p.value, r.config.trials);
   return p;
 }
 
@@ -180,7 +190,7 @@ std::string relative_noise_md(const VarianceResults& res, const std::vector<Slop
         continue;
       }
       any = true;
-      line += " " + ci_text(c->var_d / c->var_uv, c->nsr_ci, 2) + " |";
+      line += " " + ci_text(c->var_d / c->var_uv, c->nsr_ci) + " |";
     }
     if (any) md += line + "\n";
   }
@@ -192,8 +202,8 @@ std::string relative_noise_md(const VarianceResults& res, const std::vector<Slop
     if (r == nullptr || r->k_min == 0) continue;
     md += std::string("| ") + s + " | " + std::to_string(r->k_min) + ".." +
           std::to_string(r->k_max) + " (" + fmt_g(static_cast<double>(r->k_max) / r->k_min, 4) +
-          "x) | " + ci_text(r->nsr_growth, r->nsr_growth_ci, 2) + " | " +
-          ci_text(r->slope_nsr, r->slope_nsr_ci, 2) + " |\n";
+          "x) | " + ci_text(r->nsr_growth, r->nsr_growth_ci) + " | " +
+          ci_text(r->slope_nsr, r->slope_nsr_ci) + " |\n";
   }
   const SlopeRow* fl = slope("e8m3_rne");
   const SlopeRow* i8 = slope("int8_row");
@@ -202,10 +212,10 @@ std::string relative_noise_md(const VarianceResults& res, const std::vector<Slop
   std::string h = "Relative noise Var(d)/Var(<u,v>) against k (gaussian): e8m3 rne " +
                   fmt_g(fl->nsr_kmin, 2) + " at k=" + std::to_string(fl->k_min) + ", " +
                   fmt_g(fl->nsr_kmax, 2) + " at k=" + std::to_string(fl->k_max) + " (slope " +
-                  ci_text(fl->slope_nsr, fl->slope_nsr_ci, 2) + "); int8_row grows " +
-                  ci_text(i8->nsr_growth, i8->nsr_growth_ci, 2) + "x over a " +
+                  ci_text(fl->slope_nsr, fl->slope_nsr_ci) + "); int8_row grows " +
+                  ci_text(i8->nsr_growth, i8->nsr_growth_ci) + "x over a " +
                   fmt_g(static_cast<double>(i8->k_max) / i8->k_min, 4) + "x range of k (slope " +
-                  ci_text(i8->slope_nsr, i8->slope_nsr_ci, 2) + "), not in proportion to k";
+                  ci_text(i8->slope_nsr, i8->slope_nsr_ci) + "), not in proportion to k";
   sum.headlines.push_back(h);
   md += "\n- " + h + ".\n";
   md +=
@@ -234,8 +244,7 @@ std::string relative_noise_md(const VarianceResults& res, const std::vector<Slop
   c.set(i8->slope_nsr, i8->slope_nsr_ci.lo, i8->slope_nsr_ci.hi);
   c.expected = "1 (noise growing like k against the signal, as Var(d) does)";
   c.kind = "reproduction";
-  c.verdict = verdict_for(c.lo, c.hi, c.value, 1.0, 1.25, "reproduced", "partly reproduced",
-                          "not reproduced");
+  judge(c, 1.0, 1.25, "reproduced", "partly reproduced", "not reproduced");
   c.link = "variance/relative_noise.csv";
   sum.claims.push_back(c);
   Claim f;
@@ -269,6 +278,14 @@ std::string verdict_for(double lo, double hi, double value, double expected, dou
   const double r = value / expected;
   if (r > 0 && r < near && r > 1 / near) return partly;
   return no;
+}
+
+void judge(Claim& c, double expected, double near, const char* yes, const char* partly,
+           const char* no) {
+  c.verdict = verdict_for(c.lo, c.hi, c.value, expected, near, yes, partly, no);
+  c.has_rule = true;
+  c.rule_expected = expected;
+  c.rule_near = near;
 }
 
 SectionSummary run_variance_section(const ReportContext& ctx) {
@@ -463,7 +480,8 @@ SectionSummary run_variance_section(const ReportContext& ctx) {
       const VarianceCell* c = res.find(InputDist::gaussian, sname, m.k);
       const VarianceCell* w = res.find(InputDist::gaussian, sname, wgrad_k[m.model]);
       if (c == nullptr || w == nullptr) continue;
-      const Interval ci = replicate_ratio_ci(w->rep_var_d, c->rep_var_d);
+      const Interval ci =
+          replicate_ratio_ci(w->rep_var_d, c->rep_var_d, w->var_d / c->var_d, cfg.trials);
       const double kr = static_cast<double>(wgrad_k[m.model]) / m.k;
       d3x.row()
           .add(m.model)
@@ -497,7 +515,8 @@ SectionSummary run_variance_section(const ReportContext& ctx) {
       }
     }
     if (w == nullptr) continue;
-    const Interval ci = replicate_ratio_ci(w->rep_var_d, c.rep_var_d);
+    const Interval ci =
+        replicate_ratio_ci(w->rep_var_d, c.rep_var_d, w->var_d / c.var_d, d3_trials);
     const double kr = static_cast<double>(wgrad_k[m.model]) / m.k;
     d3s.row()
         .add(m.model)
@@ -537,10 +556,11 @@ SectionSummary run_variance_section(const ReportContext& ctx) {
       cl.set(w->var_d / c.var_d, ci.lo, ci.hi);
       cl.expected = fmt_g(kr, 4);
       cl.kind = row ? "reproduction" : "closed-form check";
-      cl.verdict = row ? verdict_for(ci.lo, ci.hi, cl.value, kr, 1.25, "reproduced",
-                                     "partly reproduced", "not reproduced")
-                       : verdict_for(ci.lo, ci.hi, cl.value, kr, 1.25, "agrees",
-                                     "agrees within 25%", "disagrees");
+      if (row) {
+        judge(cl, kr, 1.25, "reproduced", "partly reproduced", "not reproduced");
+      } else {
+        judge(cl, kr, 1.25, "agrees", "agrees within 25%", "disagrees");
+      }
       cl.link = "variance/d3_ratios.png";
       sum.claims.push_back(cl);
       if (row) {
@@ -555,6 +575,8 @@ SectionSummary run_variance_section(const ReportContext& ctx) {
               " | " + fmt_g(c.var_d, 4) + " | " + ci_text(w->var_d / c.var_d, ci) + " | " +
               fmt_g(kr, 4) + " |\n";
   }
+  // D.3 with realistic operand statistics (d3_realistic.hpp): CSV, table and claims.
+  const std::string d3r_md = d3_realistic_section(ctx, dir, d3_trials, res.replicates, sum.claims);
   write_file_atomic(dir + "/d3_shapes.csv", d3s.text());
   write_file_atomic(dir + "/variance.csv", var.text());
   write_file_atomic(dir + "/slopes.csv", sl.text());
@@ -635,13 +657,12 @@ SectionSummary run_variance_section(const ReportContext& ctx) {
           "with variance s_q^2 independent of the inputs (paraphrase)";
       c.measured =
           "delta_var / predicted, e8m3 rne (no scaling), gaussian, k=" + std::to_string(kref);
-      // Interval of the ratio: delta's interval over the (nearly fixed) prediction.
-      c.set(rne->delta_var / rne->predicted, rne->delta_var_ci.lo / rne->predicted,
-            rne->delta_var_ci.hi / rne->predicted);
+      // Paired bootstrap interval of the ratio: delta_var and predicted recomputed in every
+      // replicate (the prediction has sampling error too).
+      c.set(rne->delta_var / rne->predicted, rne->delta_ratio_ci.lo, rne->delta_ratio_ci.hi);
       c.expected = "1";
       c.kind = "reproduction";
-      c.verdict = verdict_for(c.lo, c.hi, c.value, 1.0, 1.25, "reproduced", "partly reproduced",
-                              "not reproduced");
+      judge(c, 1.0, 1.25, "reproduced", "partly reproduced", "not reproduced");
       c.link = "variance/variance_vs_k.png";
       sum.claims.push_back(c);
     }
@@ -656,8 +677,7 @@ SectionSummary run_variance_section(const ReportContext& ctx) {
       c.set(rne->var_d / rne->predicted, rne->ratio_ci.lo, rne->ratio_ci.hi);
       c.expected = "1";
       c.kind = "reproduction";
-      c.verdict = verdict_for(c.lo, c.hi, c.value, 1.0, 1.25, "reproduced", "partly reproduced",
-                              "not reproduced");
+      judge(c, 1.0, 1.25, "reproduced", "partly reproduced", "not reproduced");
       c.link = "variance/variance_vs_k.png";
       sum.claims.push_back(c);
     }
@@ -682,8 +702,7 @@ SectionSummary run_variance_section(const ReportContext& ctx) {
       c.set(mask->var_d / mask->predicted, mask->ratio_ci.lo, mask->ratio_ci.hi);
       c.expected = fmt_g(mask->mask_factor, 4);
       c.kind = "closed-form check";
-      c.verdict = verdict_for(c.lo, c.hi, c.value, mask->mask_factor, 1.05, "agrees",
-                              "agrees within 5%", "disagrees");
+      judge(c, mask->mask_factor, 1.05, "agrees", "agrees within 5%", "disagrees");
       c.link = "variance/closed_forms.png";
       sum.claims.push_back(c);
     }
@@ -719,8 +738,7 @@ SectionSummary run_variance_section(const ReportContext& ctx) {
       c.set(rne->slope_var, rne->slope_var_ci.lo, rne->slope_var_ci.hi);
       c.expected = "1";
       c.kind = "closed-form check";
-      c.verdict =
-          verdict_for(c.lo, c.hi, c.value, 1.0, 1.05, "agrees", "agrees within 5%", "disagrees");
+      judge(c, 1.0, 1.05, "agrees", "agrees within 5%", "disagrees");
       c.link = "variance/variance_vs_k.png";
       sum.claims.push_back(c);
       Claim a;
@@ -733,8 +751,7 @@ SectionSummary run_variance_section(const ReportContext& ctx) {
       a.set(row->slope_var, row->slope_var_ci.lo, row->slope_var_ci.hi);
       a.expected = fmt_g(row->slope_closed, 3);
       a.kind = "closed-form check";
-      a.verdict = verdict_for(a.lo, a.hi, a.value, row->slope_closed, 1.03, "agrees",
-                              "agrees within 3%", "disagrees");
+      judge(a, row->slope_closed, 1.03, "agrees", "agrees within 3%", "disagrees");
       a.link = "variance/sigma_q_vs_k.png";
       sum.claims.push_back(a);
     }
@@ -758,8 +775,7 @@ SectionSummary run_variance_section(const ReportContext& ctx) {
       c.set(e.value, e.ci.lo, e.ci.hi);
       c.expected = "2";
       c.kind = "closed-form check";
-      c.verdict =
-          verdict_for(c.lo, c.hi, c.value, 2.0, 1.05, "agrees", "agrees within 5%", "disagrees");
+      judge(c, 2.0, 1.05, "agrees", "agrees within 5%", "disagrees");
       c.link = "variance/closed_forms.png";
       sum.claims.push_back(c);
     }
@@ -886,6 +902,7 @@ SectionSummary run_variance_section(const ReportContext& ctx) {
       "forward and input-gradient matmuls, their token columns in the weight gradient), s_q "
       "grows with k, the data could contradict D.3, and these are the reproduction rows:\n\n" +
       d3_row_note;
+  md += d3r_md;
   md += "\n" + figure_md(fig, "d3_ratios",
                          "D.3: weight-gradient noise over the other matmuls' noise, k ratio "
                          "(black) vs measured per scheme with 95% intervals");
@@ -899,7 +916,8 @@ SectionSummary run_variance_section(const ReportContext& ctx) {
       "- [accumulation.csv](accumulation.csv): exact sums vs the H100 tensor-core models "
       "(variances and the accumulation share, each with its 95% interval)\n"
       "- [d3_model.csv](d3_model.csv), [d3_measured.csv](d3_measured.csv) (rows x k "
-      "operands), [d3_shapes.csv](d3_shapes.csv) (tensor-wise scales of the paper's shapes)\n\n";
+      "operands), [d3_shapes.csv](d3_shapes.csv) (tensor-wise scales of the paper's shapes), "
+      "[d3_realistic.csv](d3_realistic.csv) (realistic operand statistics)\n\n";
   const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   md += provenance_md(ctx, secs);
   write_file_atomic(dir + "/index.md", md);

@@ -41,7 +41,8 @@ TEST_CASE("claim kinds accept only their own verdict words", "[report][claims]")
   CHECK_THROWS_AS(require_valid_claim(row("unit check", "reproduced")), std::logic_error);
 }
 
-TEST_CASE("claims.csv: strict RFC 4180, a kind column, 4 significant digits", "[report][claims]") {
+TEST_CASE("claims.csv: strict RFC 4180, a kind column, digits matched to the interval",
+          "[report][claims]") {
   Claim a = row("reproduction", "not reproduced");
   a.measured = "Var(d) weight grad / forward, int8 row-wise, operands of the paper's shapes";
   a.set(70.71234567, 54.0123, 93.456789);
@@ -56,11 +57,16 @@ TEST_CASE("claims.csv: strict RFC 4180, a kind column, 4 significant digits", "[
   CHECK(rows[1][0] == a.source);
   CHECK(rows[1][2] == a.claim);
   CHECK(rows[1][4] == "reproduction");
-  CHECK(rows[1][5] == "70.71");
-  CHECK(rows[1][6] == "54.01");
-  CHECK(rows[1][7] == "93.46");
+  // Half-width 19.7: 2 significant digits reach the units (stats_intervals.hpp fmt_at).
+  CHECK(rows[1][5] == "71");
+  CHECK(rows[1][6] == "54");
+  CHECK(rows[1][7] == "93");
   CHECK(rows[2][2] == "line one\nline two");
   CHECK(rows[2][5].empty());
+  // Without an interval: 4 significant digits.
+  Claim c = row("closed-form check", "agrees");
+  c.set(0.123456789);
+  CHECK(exmy::test::parse_csv_rfc4180(claims_csv({c}))[1][5] == "0.1235");
   CHECK(rows[2][9] == "not computable");
 }
 

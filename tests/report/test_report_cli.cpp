@@ -149,7 +149,7 @@ TEST_CASE("exmy report all (test size) writes every section and a top index", "[
   REQUIRE(comma_field);  // the table does hold fields with commas, and they stay one field
   // Regression (issue 35): every row has a kind and a verdict of that kind's words; the rows
   // that cannot fail are checks; D.3 has its row-wise int8 reproduction rows.
-  int d3_row = 0, d3_tensor = 0;
+  int d3_row = 0, d3_tensor = 0, d3_real = 0;
   for (std::size_t r = 1; r < claim_rows.size(); ++r) {
     exmy::reports::Claim c;
     c.claim = claim_rows[r][2];
@@ -163,7 +163,11 @@ TEST_CASE("exmy report all (test size) writes every section and a top index", "[
       REQUIRE(c.kind == "closed-form check");
     }
     if (claim_rows[r][1] == "appendix D.3" &&
-        c.measured.find("int8 row-wise") != std::string::npos) {
+        c.measured.find("realistic operands") != std::string::npos) {
+      REQUIRE(c.kind == "reproduction");
+      ++d3_real;
+    } else if (claim_rows[r][1] == "appendix D.3" &&
+               c.measured.find("int8 row-wise") != std::string::npos) {
       REQUIRE(c.kind == "reproduction");
       ++d3_row;
     }
@@ -175,6 +179,7 @@ TEST_CASE("exmy report all (test size) writes every section and a top index", "[
   }
   REQUIRE(d3_row == 2);
   REQUIRE(d3_tensor == 2);
+  REQUIRE(d3_real == 4);  // int8_row and int8_switchback, CLIP and LLaMA (d3_realistic.cpp)
   const std::string html = slurp(d / "report.html");
   REQUIRE(html.find("<table class=\"sortable\">") != std::string::npos);
   REQUIRE(html.find("<section id=\"variance\">") != std::string::npos);
@@ -184,9 +189,11 @@ TEST_CASE("exmy report all (test size) writes every section and a top index", "[
   const fs::path d2 = fresh_dir("all2");
   REQUIRE(run_cli({"report", "all", "--out", d2.string(), "--tiny", "--threads", "1"},
                   {"EXMY_PYTHON=/nonexistent/python3"}) == 0);
-  for (const char* f : {"variance/variance.csv", "adam-heatmap/summary.csv", "formats/sr.csv",
-                        "formats/profile.csv", "spikes/spikes.csv", "spikes/runs.csv",
-                        "spikes/lead_times.csv", "claims.csv"}) {
+  for (const char* f :
+       {"variance/variance.csv", "variance/d3_realistic.csv", "adam-heatmap/summary.csv",
+        "formats/sr.csv", "formats/profile.csv", "spikes/spikes.csv", "spikes/runs.csv",
+        "spikes/lead_times.csv", "extrabits/sr_vs_basic.csv", "extrabits/master_exact.csv",
+        "extrabits/training.csv", "claims.csv"}) {
     INFO(f);
     REQUIRE(slurp(d / f) == slurp(d2 / f));
   }

@@ -9,6 +9,7 @@
 #include <sstream>
 #include <string>
 
+#include "reports/d3_realistic.hpp"
 #include "reports/report_context.hpp"
 #include "reports/sections.hpp"
 #include "reports/variance_accumulation.hpp"
@@ -183,7 +184,9 @@ TEST_CASE("variance section: same seed, any thread count -> identical CSV bytes"
   run_variance_section(ReportContext(tiny_options(d1, 7, 1)));
   run_variance_section(ReportContext(tiny_options(d2, 7, 3)));
   run_variance_section(ReportContext(tiny_options(d3, 8, 2)));
-  for (const char* f : {"variance.csv", "slopes.csv", "d3_model.csv", "d3_measured.csv"}) {
+  for (const char* f :
+       {"variance.csv", "slopes.csv", "d3_model.csv", "d3_measured.csv", "d3_shapes.csv",
+        "d3_realistic.csv", "relative_noise.csv", "closed_forms.csv", "accumulation.csv"}) {
     INFO(f);
     const std::string a = slurp(d1 + "/variance/" + f);
     REQUIRE(!a.empty());
@@ -237,6 +240,44 @@ TEST_CASE("D.3 shapes: tensor-wise absmax over the whole tensor, row-wise unaffe
   INFO("tensor/row Var(d) " << got << " expected about " << expect);
   REQUIRE(got > 0.7 * expect);
   REQUIRE(got < 1.4 * expect);
+}
+
+// D.3 with realistic operands (reports/d3_realistic.hpp): the outlier-feature rule's rate, the
+// rows written, intervals around their points, and LLM.int8()'s decomposition removing the
+// outlier columns' int8 error (the forward noise of vector-wise int8 on X with x100 outlier
+// features is dominated by those features).
+TEST_CASE("D.3 realistic operands: outlier features, schemes, decomposition", "[variance]") {
+  const std::uint64_t seed = 123;
+  INFO("seed " << seed);
+  int n = 0;
+  for (int f = 0; f < 65536; ++f) n += d3_outlier_feature(seed, 0, f) ? 1 : 0;
+  // Binomial(65536, 2^-8): mean 256, sd 16.
+  REQUIRE(n > 256 - 80);
+  REQUIRE(n < 256 + 80);
+  ReportContext ctx(tiny_options(temp_dir("d3r"), seed, 2));
+  const auto cells = run_d3_realistic(ctx, 4, 50);
+  const auto mm = d3_matmuls();
+  // Two schemes per matmul plus llm_int8 on the two forward matmuls.
+  REQUIRE(cells.size() == mm.size() * 2 + 2);
+  const D3RealCell* row = nullptr;
+  const D3RealCell* dec = nullptr;
+  for (const auto& c : cells) {
+    INFO(mm[static_cast<std::size_t>(c.matmul)].matmul << " " << c.scheme);
+    REQUIRE(c.norm_var > 0);
+    REQUIRE(c.norm_ci.lo <= c.norm_var);
+    REQUIRE(c.norm_var <= c.norm_ci.hi);
+    REQUIRE(c.nsr > 0);
+    REQUIRE(c.rep_norm.size() == 50);
+    if (c.matmul == 0 && c.scheme == "int8_row") row = &c;
+    if (c.matmul == 0 && c.scheme == "llm_int8") dec = &c;
+    if (c.scheme == "llm_int8")
+      REQUIRE(mm[static_cast<std::size_t>(c.matmul)].matmul.rfind("forward", 0) == 0);
+  }
+  REQUIRE(row != nullptr);
+  REQUIRE(dec != nullptr);
+  INFO("CLIP forward Var(d)/(s_u^2 s_v^2): int8_row " << row->norm_var << ", llm_int8 "
+                                                      << dec->norm_var);
+  REQUIRE(dec->norm_var * 100 < row->norm_var);
 }
 
 // accumulation.csv carries 95% intervals for both variances (accumulation_vs_k.png draws Var(d)/k
