@@ -108,6 +108,7 @@ int run_report(const exmy::cli::Args& args) {
   try {
     for (const auto& key : keys) {
       const auto ts = std::chrono::steady_clock::now();
+      const rep::CpuTimes cs = rep::cpu_times_now();
       // A section is written into a staging directory and swapped in whole when complete: no
       // figure or CSV of an earlier run survives under this run's provenance, and an interrupted
       // run leaves the earlier section as it was (and nothing half-written beside it).
@@ -121,6 +122,12 @@ int run_report(const exmy::cli::Args& args) {
       if (key == "layers") ran.push_back(rep::run_layers_section(ctx));
       ran.back().seconds =
           std::chrono::duration<double>(std::chrono::steady_clock::now() - ts).count();
+      const rep::CpuTimes ce = rep::cpu_times_now();
+      ran.back().cpu_seconds = ce.self - cs.self;
+      ran.back().figure_cpu_seconds = ce.children - cs.children;
+      std::fprintf(stderr, "[%s] done: %.1f s elapsed, CPU %.1f s (exmy) + %.1f s (figures)\n",
+                   key.c_str(), ran.back().seconds, ran.back().cpu_seconds,
+                   ran.back().figure_cpu_seconds);
       rep::throw_if_interrupted();
       exmy::io::publish_directory(stage.path() + "/" + key, o.out_dir + "/" + key, true);
       ctx.stage_sections_in("");

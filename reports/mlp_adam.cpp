@@ -7,6 +7,7 @@
 #include "reports/report_context.hpp"
 #include "reports/sharpness.hpp"
 #include "sim/native/codebook_lookup.hpp"
+#include "sim/native/optim_bnb8.hpp"
 #include "sim/native/philox.hpp"
 #include "sim/native/quant_absmax.hpp"
 #include "sim/native/quant_codebook.hpp"
@@ -28,6 +29,7 @@ constexpr std::uint32_t kStreamTeacher = 0x02000004u;
 struct Layer {
   int in, out;
   std::vector<float> w, b, gw, gb, mw, vw, mb, vb;
+  std::vector<float> wt;    // W transposed (out-major: wt[o * in + j]), refreshed every step
   optim::Bnb8State bw, bb;  // bnb_adam8 states of w and b
 };
 
@@ -80,7 +82,21 @@ void forward(const Layer& L, const float* x, float* y, bool relu, bool leaky = f
   }
 }
 
+// wt = W transposed: the backward pass reads it (see backward).
+void transpose_weights(Layer& L) {
+  L.wt.resize(L.w.size());
+  for (int j = 0; j < L.in; ++j) {
+    const float* wr = &L.w[static_cast<std::size_t>(j) * L.out];
+    for (int o = 0; o < L.out; ++o) L.wt[static_cast<std::size_t>(o) * L.in + j] = wr[o];
+  }
+}
+
 // Accumulates the gradient of one sample: gw += x dy^T, gb += dy; dx = W dy (if dx).
+// dx[j] = (((0 + W[j,0] dy[0]) + W[j,1] dy[1]) + ...) in fp32, o ascending: the loop runs over o
+// outside and j inside (on the transposed weights, so the inner loop is contiguous and
+// vectorizes), which performs the same roundings in the same order for every j as the running
+// sum over o would. (An o-inner running sum is one dependent add chain per j: it was most of
+// the report's training time.)
 void backward(Layer& L, const float* x, const float* dy, float* dx) {
   for (int j = 0; j < L.in; ++j) {
     const float xj = x[j];
@@ -89,11 +105,11 @@ void backward(Layer& L, const float* x, const float* dy, float* dx) {
   }
   for (int o = 0; o < L.out; ++o) L.gb[o] += dy[o];
   if (dx == nullptr) return;
-  for (int j = 0; j < L.in; ++j) {
-    const float* wr = &L.w[static_cast<std::size_t>(j) * L.out];
-    float s = 0.0f;
-    for (int o = 0; o < L.out; ++o) s += wr[o] * dy[o];
-    dx[j] = s;
+  for (int j = 0; j < L.in; ++j) dx[j] = 0.0f;
+  for (int o = 0; o < L.out; ++o) {
+    const float d = dy[o];
+    const float* wc = &L.wt[static_cast<std::size_t>(o) * L.in];
+    for (int j = 0; j < L.in; ++j) dx[j] += wc[j] * d;
   }
 }
 
@@ -133,15 +149,22 @@ void quantize_state(const std::vector<float>& x, const Codebook& cb, int block,
   const std::size_t g = block > 0 ? static_cast<std::size_t>(block) : (n ? n : 1);
   codes.resize(n);
   deq.resize(n);
+  // The decision thresholds once per call: native::bnb_nearest on them is
+  // codebook_nearest(values, ., TieRule::even_index) (sim/native/optim_bnb8.hpp), and the
+  // reciprocal RN32(1/a) once per block: codebook_normalize(x, a, recip_mul) is
+  // a == 0 ? 0 : RN32(x * RN32(1/a)). Same values as the per-element calls, fewer operations.
+  float mids[256];
+  native::bnb_midpoints(cb.values.data(), mids);
   for (std::size_t start = 0; start < n; start += g) {
     const std::size_t end = start + g < n ? start + g : n;
     float a = native::kAbsmaxInit;
     for (std::size_t i = start; i < end; ++i) {
       a = native::absmax_combine(a, x[i], native::NanPolicy::propagate);
     }
+    const float r = native::rn32_div(1.0f, a);
     for (std::size_t i = start; i < end; ++i) {
-      const float nx = native::codebook_normalize(x[i], a, native::NormOrder::recip_mul);
-      codes[i] = codebook_nearest(cb.values.data(), nx, TieRule::even_index);
+      const float nx = a == 0.0f ? 0.0f : native::rn32_mul(x[i], r);
+      codes[i] = native::bnb_nearest(mids, nx);
       deq[i] = native::codebook_dequant(cb.values.data(), codes[i], a);
     }
   }
@@ -199,6 +222,8 @@ std::vector<AdamSnapshot> train_mlp_adam(const MlpConfig& cfg, std::uint64_t see
     float loss = 0.0f;
     double sharp = 0.0;
     int correct = 0;
+    transpose_weights(L2);  // L1's dx is never needed
+    transpose_weights(L3);
     for (int b = 0; b < B; ++b) {
       float* xb = &x[static_cast<std::size_t>(b) * D];
       float* a1 = &h1[static_cast<std::size_t>(b) * H];
