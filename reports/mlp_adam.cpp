@@ -1,7 +1,11 @@
 #include "reports/mlp_adam.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
+#include <map>
+#include <memory>
+#include <mutex>
 #include <span>
 
 #include "reports/report_context.hpp"
@@ -141,6 +145,71 @@ void adam(std::vector<float>& p, std::vector<float>& g, std::vector<float>& m,
   }
 }
 
+// native::bnb_nearest(mids, x) (= codebook_nearest(values, x, TieRule::even_index)) with the
+// search narrowed by a table: the count of midpoints below x is monotone in x, so for the 2^16
+// buckets of fp32 values sharing their top 16 bits (in value order) the counts at the bucket's
+// two ends bound it, and a scan from the lower bound finds it (usually at once). A bucket
+// holding NaN words gets the whole range; NaN itself is code 0, as in bnb_nearest.
+class NearestTable {
+ public:
+  explicit NearestTable(const float* values) {
+    native::bnb_midpoints(values, mids_);
+    for (int k = 0; k + 1 < 256; ++k) sorted_ = sorted_ && !(mids_[k + 1] < mids_[k]);
+    for (std::uint32_t b = 0; b < 65536; ++b) {
+      const float first = value_of(b << 16), last = value_of((b << 16) | 0xFFFFu);
+      if (first != first || last != last) {
+        lo_[b] = 0;
+        hi_[b] = 255;
+      } else {
+        lo_[b] = count_below(first);
+        hi_[b] = count_below(last);
+      }
+    }
+  }
+  std::uint8_t nearest(float x) const {
+    if (!sorted_) return native::bnb_nearest(mids_, x);
+    if (x != x) return 0;
+    const std::uint32_t b = key_of(x) >> 16;
+    int lo = lo_[b];
+    const int hi = hi_[b];
+    while (lo < hi && mids_[lo] < x) ++lo;
+    if (lo < 255 && mids_[lo] == x && (lo & 1) != 0) ++lo;
+    return static_cast<std::uint8_t>(lo);
+  }
+
+ private:
+  // fp32 bits -> an unsigned key in value order (-0 just below +0) and back.
+  static std::uint32_t key_of(float x) {
+    const std::uint32_t u = native::bits_of(x);
+    return (u >> 31) != 0 ? ~u : u | 0x80000000u;
+  }
+  static float value_of(std::uint32_t key) {
+    return native::float_of((key >> 31) != 0 ? key & 0x7FFFFFFFu : ~key);
+  }
+  std::uint8_t count_below(float x) const {  // bnb_nearest without the tie step
+    int lo = 0;
+    for (int step = 128; step > 0; step >>= 1) {
+      if (mids_[lo + step - 1] < x) lo += step;
+    }
+    return static_cast<std::uint8_t>(lo);
+  }
+  float mids_[256];
+  bool sorted_ = true;
+  std::uint8_t lo_[65536], hi_[65536];
+};
+
+// One table per codebook (by its values' bits), built on first use.
+const NearestTable& nearest_table(const Codebook& cb) {
+  static std::mutex mu;
+  static std::map<std::array<std::uint32_t, 256>, std::unique_ptr<NearestTable>> tables;
+  std::array<std::uint32_t, 256> key;
+  for (int k = 0; k < 256; ++k) key[k] = native::bits_of(cb.values[k]);
+  const std::lock_guard<std::mutex> lock(mu);
+  auto& t = tables[key];
+  if (!t) t = std::make_unique<NearestTable>(cb.values.data());
+  return *t;
+}
+
 }  // namespace
 
 void quantize_state(const std::vector<float>& x, const Codebook& cb, int block,
@@ -149,12 +218,11 @@ void quantize_state(const std::vector<float>& x, const Codebook& cb, int block,
   const std::size_t g = block > 0 ? static_cast<std::size_t>(block) : (n ? n : 1);
   codes.resize(n);
   deq.resize(n);
-  // The decision thresholds once per call: native::bnb_nearest on them is
-  // codebook_nearest(values, ., TieRule::even_index) (sim/native/optim_bnb8.hpp), and the
-  // reciprocal RN32(1/a) once per block: codebook_normalize(x, a, recip_mul) is
-  // a == 0 ? 0 : RN32(x * RN32(1/a)). Same values as the per-element calls, fewer operations.
-  float mids[256];
-  native::bnb_midpoints(cb.values.data(), mids);
+  // codebook_nearest(values, ., TieRule::even_index) through NearestTable (the same codes: it is
+  // bnb_nearest on the precomputed midpoints, sim/native/optim_bnb8.hpp), and the reciprocal
+  // RN32(1/a) once per block: codebook_normalize(x, a, recip_mul) is a == 0 ? 0 :
+  // RN32(x * RN32(1/a)). Same values as the per-element calls, fewer operations.
+  const NearestTable& table = nearest_table(cb);
   for (std::size_t start = 0; start < n; start += g) {
     const std::size_t end = start + g < n ? start + g : n;
     float a = native::kAbsmaxInit;
@@ -164,7 +232,7 @@ void quantize_state(const std::vector<float>& x, const Codebook& cb, int block,
     const float r = native::rn32_div(1.0f, a);
     for (std::size_t i = start; i < end; ++i) {
       const float nx = a == 0.0f ? 0.0f : native::rn32_mul(x[i], r);
-      codes[i] = native::bnb_nearest(mids, nx);
+      codes[i] = table.nearest(nx);
       deq[i] = native::codebook_dequant(cb.values.data(), codes[i], a);
     }
   }
