@@ -101,9 +101,16 @@ void transpose_weights(Layer& L) {
 // vectorizes), which performs the same roundings in the same order for every j as the running
 // sum over o would. (An o-inner running sum is one dependent add chain per j: it was most of
 // the report's training time.)
+//
+// gw: a row with x_j = +-0 adds x_j dy_o = +-0 to every g_o when every dy_o is finite, and g + +-0
+// is g (g is never -0: it starts at +0 and a sum of floats is -0 only when both addends are), so
+// such rows are skipped then; a non-finite dy_o (0 x inf = NaN) keeps every row.
 void backward(Layer& L, const float* x, const float* dy, float* dx) {
+  bool dy_finite = true;
+  for (int o = 0; o < L.out; ++o) dy_finite = dy_finite && std::isfinite(dy[o]);
   for (int j = 0; j < L.in; ++j) {
     const float xj = x[j];
+    if (xj == 0.0f && dy_finite) continue;
     float* g = &L.gw[static_cast<std::size_t>(j) * L.out];
     for (int o = 0; o < L.out; ++o) g[o] += xj * dy[o];
   }
