@@ -122,9 +122,9 @@ int run_report(const exmy::cli::Args& args) {
       if (key == "formats") ran.push_back(rep::run_formats_section(ctx));  // 1 + 4 (0.2 + 3.1)
       // variance: 22 + 22 (measured 18.2 + 20.3)
       if (key == "variance") ran.push_back(rep::run_variance_section(ctx));
-      // adam-heatmap: 36 + 13 (measured 33.1 + 11.5)
+      // adam-heatmap: 36 + 13 (measured 31.7 + 11.5)
       if (key == "adam-heatmap") ran.push_back(rep::run_adam_heatmap_section(ctx));
-      // spikes: 22 + 3 (measured 20.1 + 2.1; 3 runs on 2 threads: 2/3 of it is the elapsed time)
+      // spikes: 22 + 3 (measured 19.4 + 2.1; 3 runs on 2 threads: 2/3 of it is the elapsed time)
       if (key == "spikes") ran.push_back(rep::run_spikes_section(ctx));
       // extrabits: 2 + 3 (measured 0.8 + 2.4)
       if (key == "extrabits") ran.push_back(rep::run_extrabits_section(ctx));
