@@ -108,20 +108,37 @@ int run_report(const exmy::cli::Args& args) {
   try {
     for (const auto& key : keys) {
       const auto ts = std::chrono::steady_clock::now();
+      const rep::CpuTimes cs = rep::cpu_times_now();
       // A section is written into a staging directory and swapped in whole when complete: no
       // figure or CSV of an earlier run survives under this run's provenance, and an interrupted
       // run leaves the earlier section as it was (and nothing half-written beside it).
       const exmy::io::StagingDir stage(o.out_dir);
       ctx.stage_sections_in(stage.path());
-      if (key == "formats") ran.push_back(rep::run_formats_section(ctx));
+      // Quick-mode budgets, CPU seconds (user + system) of exmy's threads + of the figure
+      // scripts, as index.md's section table reports them (measured 2026-12-02 on the 2-core
+      // Xeon: bench/results/2026-12-02-cpu-main-job-time.md). The README's 2 minutes on 2 cores
+      // hold while sum(exmy) / 2 + sum(figures) <= 120 s: exmy's work items run on both cores,
+      // the figure scripts one after another. A new section states its budget here.
+      if (key == "formats") ran.push_back(rep::run_formats_section(ctx));  // 1 + 4 (0.2 + 3.1)
+      // variance: 22 + 22 (measured 18.2 + 20.3)
       if (key == "variance") ran.push_back(rep::run_variance_section(ctx));
+      // adam-heatmap: 36 + 13 (measured 31.7 + 11.5)
       if (key == "adam-heatmap") ran.push_back(rep::run_adam_heatmap_section(ctx));
+      // spikes: 22 + 3 (measured 19.4 + 2.1; 3 runs on 2 threads: 2/3 of it is the elapsed time)
       if (key == "spikes") ran.push_back(rep::run_spikes_section(ctx));
+      // extrabits: 2 + 3 (measured 0.8 + 2.4)
       if (key == "extrabits") ran.push_back(rep::run_extrabits_section(ctx));
+      // layers: 30 + 2 (measured 27.7 + 1.3)
       if (key == "layers") ran.push_back(rep::run_layers_section(ctx));
       if (key == "mx-variance") ran.push_back(rep::run_mx_variance_section(ctx));
       ran.back().seconds =
           std::chrono::duration<double>(std::chrono::steady_clock::now() - ts).count();
+      const rep::CpuTimes ce = rep::cpu_times_now();
+      ran.back().cpu_seconds = ce.self - cs.self;
+      ran.back().figure_cpu_seconds = ce.children - cs.children;
+      std::fprintf(stderr, "[%s] done: %.1f s elapsed, CPU %.1f s (exmy) + %.1f s (figures)\n",
+                   key.c_str(), ran.back().seconds, ran.back().cpu_seconds,
+                   ran.back().figure_cpu_seconds);
       rep::throw_if_interrupted();
       exmy::io::publish_directory(stage.path() + "/" + key, o.out_dir + "/" + key, true);
       ctx.stage_sections_in("");

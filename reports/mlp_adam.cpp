@@ -1,12 +1,17 @@
 #include "reports/mlp_adam.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
+#include <map>
+#include <memory>
+#include <mutex>
 #include <span>
 
 #include "reports/report_context.hpp"
 #include "reports/sharpness.hpp"
 #include "sim/native/codebook_lookup.hpp"
+#include "sim/native/optim_bnb8.hpp"
 #include "sim/native/philox.hpp"
 #include "sim/native/quant_absmax.hpp"
 #include "sim/native/quant_codebook.hpp"
@@ -28,6 +33,7 @@ constexpr std::uint32_t kStreamTeacher = 0x02000004u;
 struct Layer {
   int in, out;
   std::vector<float> w, b, gw, gb, mw, vw, mb, vb;
+  std::vector<float> wt;      // W transposed (out-major: wt[o * in + j]), refreshed every step
   optim::Bnb8State bw, bb;    // bnb_adam8 states of w and b
   optim::SplitTensor sw, sb;  // split_adamw: the stored weights (w, b hold their 16-bit parts)
 };
@@ -81,20 +87,41 @@ void forward(const Layer& L, const float* x, float* y, bool relu, bool leaky = f
   }
 }
 
+// wt = W transposed: the backward pass reads it (see backward).
+void transpose_weights(Layer& L) {
+  L.wt.resize(L.w.size());
+  for (int j = 0; j < L.in; ++j) {
+    const float* wr = &L.w[static_cast<std::size_t>(j) * L.out];
+    for (int o = 0; o < L.out; ++o) L.wt[static_cast<std::size_t>(o) * L.in + j] = wr[o];
+  }
+}
+
 // Accumulates the gradient of one sample: gw += x dy^T, gb += dy; dx = W dy (if dx).
+// dx[j] = (((0 + W[j,0] dy[0]) + W[j,1] dy[1]) + ...) in fp32, o ascending: the loop runs over o
+// outside and j inside (on the transposed weights, so the inner loop is contiguous and
+// vectorizes), which performs the same roundings in the same order for every j as the running
+// sum over o would. (An o-inner running sum is one dependent add chain per j: it was most of
+// the report's training time.)
+//
+// gw: a row with x_j = +-0 adds x_j dy_o = +-0 to every g_o when every dy_o is finite, and g + +-0
+// is g (g is never -0: it starts at +0 and a sum of floats is -0 only when both addends are), so
+// such rows are skipped then; a non-finite dy_o (0 x inf = NaN) keeps every row.
 void backward(Layer& L, const float* x, const float* dy, float* dx) {
+  bool dy_finite = true;
+  for (int o = 0; o < L.out; ++o) dy_finite = dy_finite && std::isfinite(dy[o]);
   for (int j = 0; j < L.in; ++j) {
     const float xj = x[j];
+    if (xj == 0.0f && dy_finite) continue;
     float* g = &L.gw[static_cast<std::size_t>(j) * L.out];
     for (int o = 0; o < L.out; ++o) g[o] += xj * dy[o];
   }
   for (int o = 0; o < L.out; ++o) L.gb[o] += dy[o];
   if (dx == nullptr) return;
-  for (int j = 0; j < L.in; ++j) {
-    const float* wr = &L.w[static_cast<std::size_t>(j) * L.out];
-    float s = 0.0f;
-    for (int o = 0; o < L.out; ++o) s += wr[o] * dy[o];
-    dx[j] = s;
+  for (int j = 0; j < L.in; ++j) dx[j] = 0.0f;
+  for (int o = 0; o < L.out; ++o) {
+    const float d = dy[o];
+    const float* wc = &L.wt[static_cast<std::size_t>(o) * L.in];
+    for (int j = 0; j < L.in; ++j) dx[j] += wc[j] * d;
   }
 }
 
@@ -126,6 +153,71 @@ void adam(std::vector<float>& p, std::vector<float>& g, std::vector<float>& m,
   }
 }
 
+// native::bnb_nearest(mids, x) (= codebook_nearest(values, x, TieRule::even_index)) with the
+// search narrowed by a table: the count of midpoints below x is monotone in x, so for the 2^16
+// buckets of fp32 values sharing their top 16 bits (in value order) the counts at the bucket's
+// two ends bound it, and a scan from the lower bound finds it (usually at once). A bucket
+// holding NaN words gets the whole range; NaN itself is code 0, as in bnb_nearest.
+class NearestTable {
+ public:
+  explicit NearestTable(const float* values) {
+    native::bnb_midpoints(values, mids_);
+    for (int k = 0; k + 1 < 256; ++k) sorted_ = sorted_ && !(mids_[k + 1] < mids_[k]);
+    for (std::uint32_t b = 0; b < 65536; ++b) {
+      const float first = value_of(b << 16), last = value_of((b << 16) | 0xFFFFu);
+      if (first != first || last != last) {
+        lo_[b] = 0;
+        hi_[b] = 255;
+      } else {
+        lo_[b] = count_below(first);
+        hi_[b] = count_below(last);
+      }
+    }
+  }
+  std::uint8_t nearest(float x) const {
+    if (!sorted_) return native::bnb_nearest(mids_, x);
+    if (x != x) return 0;
+    const std::uint32_t b = key_of(x) >> 16;
+    int lo = lo_[b];
+    const int hi = hi_[b];
+    while (lo < hi && mids_[lo] < x) ++lo;
+    if (lo < 255 && mids_[lo] == x && (lo & 1) != 0) ++lo;
+    return static_cast<std::uint8_t>(lo);
+  }
+
+ private:
+  // fp32 bits -> an unsigned key in value order (-0 just below +0) and back.
+  static std::uint32_t key_of(float x) {
+    const std::uint32_t u = native::bits_of(x);
+    return (u >> 31) != 0 ? ~u : u | 0x80000000u;
+  }
+  static float value_of(std::uint32_t key) {
+    return native::float_of((key >> 31) != 0 ? key & 0x7FFFFFFFu : ~key);
+  }
+  std::uint8_t count_below(float x) const {  // bnb_nearest without the tie step
+    int lo = 0;
+    for (int step = 128; step > 0; step >>= 1) {
+      if (mids_[lo + step - 1] < x) lo += step;
+    }
+    return static_cast<std::uint8_t>(lo);
+  }
+  float mids_[256];
+  bool sorted_ = true;
+  std::uint8_t lo_[65536], hi_[65536];
+};
+
+// One table per codebook (by its values' bits), built on first use.
+const NearestTable& nearest_table(const Codebook& cb) {
+  static std::mutex mu;
+  static std::map<std::array<std::uint32_t, 256>, std::unique_ptr<NearestTable>> tables;
+  std::array<std::uint32_t, 256> key;
+  for (int k = 0; k < 256; ++k) key[k] = native::bits_of(cb.values[k]);
+  const std::lock_guard<std::mutex> lock(mu);
+  auto& t = tables[key];
+  if (!t) t = std::make_unique<NearestTable>(cb.values.data());
+  return *t;
+}
+
 }  // namespace
 
 void quantize_state(const std::vector<float>& x, const Codebook& cb, int block,
@@ -134,15 +226,21 @@ void quantize_state(const std::vector<float>& x, const Codebook& cb, int block,
   const std::size_t g = block > 0 ? static_cast<std::size_t>(block) : (n ? n : 1);
   codes.resize(n);
   deq.resize(n);
+  // codebook_nearest(values, ., TieRule::even_index) through NearestTable (the same codes: it is
+  // bnb_nearest on the precomputed midpoints, sim/native/optim_bnb8.hpp), and the reciprocal
+  // RN32(1/a) once per block: codebook_normalize(x, a, recip_mul) is a == 0 ? 0 :
+  // RN32(x * RN32(1/a)). Same values as the per-element calls, fewer operations.
+  const NearestTable& table = nearest_table(cb);
   for (std::size_t start = 0; start < n; start += g) {
     const std::size_t end = start + g < n ? start + g : n;
     float a = native::kAbsmaxInit;
     for (std::size_t i = start; i < end; ++i) {
       a = native::absmax_combine(a, x[i], native::NanPolicy::propagate);
     }
+    const float r = native::rn32_div(1.0f, a);
     for (std::size_t i = start; i < end; ++i) {
-      const float nx = native::codebook_normalize(x[i], a, native::NormOrder::recip_mul);
-      codes[i] = codebook_nearest(cb.values.data(), nx, TieRule::even_index);
+      const float nx = a == 0.0f ? 0.0f : native::rn32_mul(x[i], r);
+      codes[i] = table.nearest(nx);
       deq[i] = native::codebook_dequant(cb.values.data(), codes[i], a);
     }
   }
@@ -215,6 +313,8 @@ std::vector<AdamSnapshot> train_mlp_adam(const MlpConfig& cfg, std::uint64_t see
     float loss = 0.0f;
     double sharp = 0.0;
     int correct = 0;
+    transpose_weights(L2);  // L1's dx is never needed
+    transpose_weights(L3);
     for (int b = 0; b < B; ++b) {
       float* xb = &x[static_cast<std::size_t>(b) * D];
       float* a1 = &h1[static_cast<std::size_t>(b) * H];

@@ -1,6 +1,7 @@
 #include "reports/report_context.hpp"
 
 #include <sched.h>
+#include <sys/resource.h>
 #include <sys/utsname.h>
 
 #include <algorithm>
@@ -211,6 +212,18 @@ double since(std::chrono::steady_clock::time_point t) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
 }
 }  // namespace
+
+CpuTimes cpu_times_now() {
+  auto secs = [](const rusage& u) {
+    return static_cast<double>(u.ru_utime.tv_sec + u.ru_stime.tv_sec) +
+           1e-6 * static_cast<double>(u.ru_utime.tv_usec + u.ru_stime.tv_usec);
+  };
+  CpuTimes t;
+  rusage u{};
+  if (getrusage(RUSAGE_SELF, &u) == 0) t.self = secs(u);
+  if (getrusage(RUSAGE_CHILDREN, &u) == 0) t.children = secs(u);
+  return t;
+}
 
 void ReportContext::progress(const std::string& section, const std::string& what) const {
   std::fprintf(stderr, "[%s, run %s] %s\n", section.c_str(), seconds_text(since(start_)).c_str(),

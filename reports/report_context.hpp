@@ -83,6 +83,16 @@ class ReportContext {
   friend class Progress;
 };
 
+// CPU time used so far (user + system, seconds): by this process (every thread) and by its
+// waited-for children (the figure scripts). The report records the difference per section, so
+// the time on a machine of fewer cores is estimable from a run on a loaded or larger one
+// (bench/results/2026-12-02-cpu-main-job-time.md).
+struct CpuTimes {
+  double self = 0;
+  double children = 0;
+};
+CpuTimes cpu_times_now();
+
 // Progress of one loop with a known amount of work (in any unit proportional to time): each
 // step() prints what starts now, the elapsed time of the loop and its ETA from the rate so far.
 class Progress {

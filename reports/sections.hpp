@@ -51,8 +51,10 @@ struct SectionSummary {
   std::string title;
   std::vector<std::string> headlines;  // one-line findings for DIR/index.md
   bool figures_ok = false;
-  std::string figures_note;  // why figures were skipped, when they were
-  double seconds = 0;        // the section's run time (set by the driver)
+  std::string figures_note;       // why figures were skipped, when they were
+  double seconds = 0;             // the section's run time (set by the driver)
+  double cpu_seconds = 0;         // CPU time of exmy's threads in the section (set by the driver)
+  double figure_cpu_seconds = 0;  // CPU time of its figure scripts (set by the driver)
   std::vector<Claim> claims;
 };
 

@@ -133,11 +133,20 @@ void write_top_index(const ReportContext& ctx, const std::vector<SectionSummary>
                       : "Quick runs mark verdicts their intervals do not settle "
                         "\"(preliminary)\"; this full run has no such marks.\n\n");
   md += claims_md(claims) + "\n";
-  md += "## Sections\n\n| section | run time |\n|---|---|\n";
+  // CPU time (user + system) beside the elapsed time: on a shared or larger machine the elapsed
+  // time says little about another machine's; the CPU time over the cores used does.
+  md +=
+      "## Sections\n\n| section | run time | CPU time (exmy) | CPU time (figures) |\n"
+      "|---|---|---|---|\n";
+  double cpu = 0, fig = 0;
   for (const auto& s : ran) {
-    md += "| [" + s.title + "](" + s.key + "/index.md) | " + fmt_g(s.seconds, 3) + " s |\n";
+    md += "| [" + s.title + "](" + s.key + "/index.md) | " + fmt_g(s.seconds, 3) + " s | " +
+          fmt_g(s.cpu_seconds, 3) + " s | " + fmt_g(s.figure_cpu_seconds, 3) + " s |\n";
+    cpu += s.cpu_seconds;
+    fig += s.figure_cpu_seconds;
   }
-  md += "\n";
+  md += "| total | " + fmt_g(seconds, 3) + " s | " + fmt_g(cpu, 3) + " s | " + fmt_g(fig, 3) +
+        " s |\n\n";
   for (const auto& s : ran) {
     md += "### [" + s.title + "](" + s.key + "/index.md)\n\n";
     for (const auto& h : s.headlines) md += "- " + h + "\n";

@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "reports/stats_intervals.hpp"
+#include "sim/fast/array_cast.hpp"
 #include "sim/native/convert.hpp"
 #include "sim/native/exact_dot.hpp"
 #include "sim/native/mask.hpp"
@@ -88,8 +89,25 @@ void quantize_operand(const VarScheme& s, bool rowwise, std::uint64_t sr_seed, i
     return;
   }
   if (s.kind == SchemeKind::elementwise) {
+    // x^_i = to_float(convert(fp32 -> fmt, r, x_i, sr_word(philox(sr_seed, element-cast stream,
+    // i), R))): fast::cast_to_codes computes exactly these codes (it is native::convert element
+    // by element, with the same Philox words: sim/fast/array_cast.hpp) and decode_table holds
+    // native::to_float of every code. The E8My formats here have at most 16 bits.
     xhat.resize(x.size());
     const Rounding r{s.mode, s.sr_bits, Overflow::none};
+    if (fast::array_cast_supported(s.fmt)) {
+      const std::size_t cb = s.fmt.total_bits() <= 8 ? 1 : 2;
+      std::vector<std::uint8_t> codes(x.size() * cb);
+      fast::cast_to_codes(x.data(), fast::ArrayInput::fp32, x.size(), codes.data(), s.fmt, r,
+                          sr_seed, quant::kStreamQuantCast, 0, 1);
+      const std::vector<float>& table = fast::decode_table(s.fmt);
+      for (std::size_t i = 0; i < x.size(); ++i) {
+        const std::uint32_t c =
+            cb == 1 ? codes[i] : codes[2 * i] | (static_cast<std::uint32_t>(codes[2 * i + 1]) << 8);
+        xhat[i] = table[c];
+      }
+      return;
+    }
     for (std::size_t i = 0; i < x.size(); ++i) {
       std::uint32_t w = 0;
       if (s.mode == RoundMode::sr) {

@@ -30,9 +30,15 @@ if [ ${#missing[@]} -gt 0 ]; then
 fi
 
 jobs=$(nproc 2>/dev/null || echo 2)
+# ccache where installed (a rebuild after `git pull` then recompiles only what changed).
+launcher=()
+if command -v ccache >/dev/null 2>&1; then
+  launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_C_COMPILER_LAUNCHER=ccache)
+fi
 if [ "$report_only" = 1 ]; then
+  # Only the exmy executable (no tests, benchmarks, Python extension or CUDA): 142 objects.
   cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DEXMY_CUDA=OFF -DEXMY_TESTS=OFF \
-    -DEXMY_BENCH=OFF -DEXMY_PYTHON=OFF >/dev/null
+    -DEXMY_BENCH=OFF -DEXMY_PYTHON=OFF "${launcher[@]}" >/dev/null
   cmake --build "$build" -j"$jobs" --target exmy
   exit 0
 fi
@@ -58,5 +64,6 @@ if [ -x "$venv/bin/python" ] || python3 -m venv "$venv" >/dev/null 2>&1; then
     echo "setup: pip could not install nanobind: the Python extension is not built" >&2
   fi
 fi
-cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release "${cuda_args[@]}" "${py_args[@]}" >/dev/null
+cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release "${cuda_args[@]}" "${py_args[@]}" \
+  "${launcher[@]}" >/dev/null
 cmake --build "$build" -j"$jobs"

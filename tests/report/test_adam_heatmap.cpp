@@ -2,6 +2,7 @@
 // across thread counts, on the tiny configuration.
 #include <unistd.h>
 
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <filesystem>
@@ -13,6 +14,10 @@
 #include "reports/mlp_adam.hpp"
 #include "reports/report_context.hpp"
 #include "reports/sections.hpp"
+#include "sim/format/codebook.hpp"
+#include "sim/native/codebook_lookup.hpp"
+#include "sim/native/quant_absmax.hpp"
+#include "sim/native/quant_codebook.hpp"
 
 using namespace exmy::reports;
 
@@ -192,4 +197,72 @@ TEST_CASE("8-bit state training: no codebook is fp32 Adam bit for bit; m/eps upd
   REQUIRE(finite == vv.size());
   INFO("finite states: " << finite << " eps updates: " << l8.eps_updates);
   REQUIRE(s8.back().step == 3);
+}
+
+// quantize_state's table-narrowed search and per-block reciprocal (the report's main-job speed-up,
+// bench/results/2026-12-02-cpu-main-job-time.md) against the per-element definition written from
+// SEMANTICS 14.2: n = codebook_normalize(x, a, recip_mul), code = codebook_nearest(values, n,
+// even_index), x^ = codebook_dequant(values, code, a). Every midpoint and its fp32 neighbours,
+// signed zeros, subnormals, infinities, NaN and weighted random words; printed seed.
+TEST_CASE("quantize_state equals the per-element codebook quantization", "[adam]") {
+  const std::uint64_t seed = 0x51A7E5EEDull;
+  INFO("seed " << seed);
+  for (const exmy::Codebook* cb : {&exmy::dynamic_codebook(true), &exmy::dynamic_codebook(false),
+                                   &exmy::linear_codebook(true), &exmy::linear_codebook(false)}) {
+    // The midpoints and their fp32 neighbours with absmax 1 (an element 1.0 in every group of
+    // 7, so every group's normalisation is exact and the midpoints are hit exactly), then
+    // weighted random words (every fourth near 1, the rest any finite or special word), then
+    // signed zeros, subnormals, infinities and NaN.
+    std::vector<float> x;
+    const auto push = [&](float v) {
+      if (x.size() % 7 == 0) x.push_back(1.0f);
+      x.push_back(v);
+    };
+    for (int k = 0; k + 1 < 256; ++k) {
+      const float m = exmy::native::codebook_midpoint(cb->values.data(), k);
+      for (float v : {m, std::nextafter(m, -1.0f), std::nextafter(m, 2.0f), cb->values[k]}) {
+        push(v);
+        push(-v);
+      }
+    }
+    const std::size_t boundary = x.size();
+    std::uint64_t s = seed;
+    for (int i = 0; i < 20000; ++i) {
+      s = s * 6364136223846793005ull + 1442695040888963407ull;
+      std::uint32_t u = static_cast<std::uint32_t>(s >> 32);
+      if (i % 4 == 0) u = (u & 0x807FFFFFu) | (static_cast<std::uint32_t>(118 + i % 10) << 23);
+      x.push_back(exmy::native::float_of(u));
+    }
+    for (float v : {0.0f, -0.0f, 1e-45f, -1e-45f, 1e-39f, 1.0f, -1.0f, INFINITY, -INFINITY, NAN,
+                    3.4e38f, -3.4e38f}) {
+      x.push_back(v);
+    }
+    const std::vector<float> xb(x.begin(), x.begin() + static_cast<std::ptrdiff_t>(boundary));
+    for (int block : {0, 256, 2048, 7, -1}) {
+      // block -1: the boundary values alone, tensor-wise (absmax 1).
+      const std::vector<float>& xs = block < 0 ? xb : x;
+      if (block < 0) block = 0;
+      std::vector<std::uint8_t> codes;
+      std::vector<float> deq;
+      quantize_state(xs, *cb, block, codes, deq);
+      const std::size_t g = block > 0 ? static_cast<std::size_t>(block) : xs.size();
+      for (std::size_t start = 0; start < xs.size(); start += g) {
+        const std::size_t end = std::min(xs.size(), start + g);
+        float a = exmy::native::kAbsmaxInit;
+        for (std::size_t i = start; i < end; ++i) {
+          a = exmy::native::absmax_combine(a, xs[i], exmy::native::NanPolicy::propagate);
+        }
+        for (std::size_t i = start; i < end; ++i) {
+          const float n =
+              exmy::native::codebook_normalize(xs[i], a, exmy::native::NormOrder::recip_mul);
+          const std::uint8_t c =
+              exmy::codebook_nearest(cb->values.data(), n, exmy::TieRule::even_index);
+          INFO(cb->name << " block " << block << " element " << i << " x " << xs[i]);
+          REQUIRE(codes[i] == c);
+          REQUIRE(exmy::native::bits_of(deq[i]) ==
+                  exmy::native::bits_of(exmy::native::codebook_dequant(cb->values.data(), c, a)));
+        }
+      }
+    }
+  }
 }
