@@ -18,6 +18,9 @@ const std::vector<SectionInfo>& report_sections() {
       {"adam-heatmap",
        "Adam quantization-error heatmaps (Dettmers et al., 8-bit optimizers via block-wise "
        "quantization, error analysis)"},
+      {"lm-8bit",
+       "A fair 8-bit optimizer experiment on a small decoder language model (Dettmers et al., "
+       "8-bit optimizers via block-wise quantization)"},
       {"spikes",
        "Loss spikes and RMS spikes (Wortsman et al. 2023, section 3.4-3.5 and appendix E)"},
       {"extrabits",
