@@ -66,6 +66,17 @@ double v_map_min_positive() {
   return mn;
 }
 
+std::string equivalence_verdict(double lo, double hi, double margin, int unstable8,
+                                int unstable32) {
+  if (unstable8 > unstable32) return "not reproduced (8-bit runs unstable)";
+  if (!std::isfinite(lo) || !std::isfinite(hi) || unstable32 > 0) {
+    return "inconclusive (unstable fp32 runs)";
+  }
+  if (lo >= -margin && hi <= margin) return "reproduced";
+  if (lo > margin || hi < -margin) return "not reproduced";
+  return "inconclusive (interval wider than the margin)";
+}
+
 double lr_at(const TrainConfig& c, int t) {
   if (t <= c.warmup) return c.lr * t / std::max(1, c.warmup);
   const double span = std::max(1, c.steps - c.warmup);

@@ -81,6 +81,14 @@ double eval_loss(Model& m, const std::vector<int>& eval, int batch, const GemmPo
 TrainResult train_lm(const TrainConfig& cfg, const Corpus& corpus, std::uint64_t seed,
                      const std::vector<int>& eval);
 
+// The equivalence rule of the 8-bit comparison: [lo, hi] is the 95% interval of the mean paired
+// difference L8 - L32, margin the fp32 seed SD, unstable8/32 the unstable runs of each side.
+// "not reproduced (8-bit runs unstable)" if unstable8 > unstable32; "inconclusive (unstable fp32
+// runs)" if fp32 runs are unstable or the interval is not finite; "reproduced" if
+// -margin <= lo and hi <= margin; "not reproduced" if lo > margin or hi < -margin; else
+// "inconclusive (interval wider than the margin)".
+std::string equivalence_verdict(double lo, double hi, double margin, int unstable8, int unstable32);
+
 // The unsigned dynamic map's smallest positive value (bitsandbytes' v map; 3.25e-7).
 double v_map_min_positive();
 

@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "reports/claims.hpp"
 #include "reports/lm/corpus.hpp"
 #include "reports/lm/lm_model.hpp"
 #include "reports/lm/lm_train.hpp"
@@ -286,6 +287,17 @@ TEST_CASE("lm: a tiny config trains below the unigram entropy in 150 steps, fp32
   }
 }
 
+TEST_CASE("lm-8bit equivalence rule: every branch, boundaries included", "[lm]") {
+  REQUIRE(equivalence_verdict(-0.01, 0.01, 0.01, 0, 0) == "reproduced");
+  REQUIRE(equivalence_verdict(-0.0101, 0.005, 0.01, 0, 0) ==
+          "inconclusive (interval wider than the margin)");
+  REQUIRE(equivalence_verdict(0.0101, 0.05, 0.01, 0, 0) == "not reproduced");
+  REQUIRE(equivalence_verdict(-0.05, -0.0101, 0.01, 0, 0) == "not reproduced");
+  REQUIRE(equivalence_verdict(0.0, 0.001, 0.01, 1, 0) == "not reproduced (8-bit runs unstable)");
+  REQUIRE(equivalence_verdict(0.0, 0.001, 0.01, 1, 1) == "inconclusive (unstable fp32 runs)");
+  REQUIRE(equivalence_verdict(NAN, 0.001, 0.01, 0, 0) == "inconclusive (unstable fp32 runs)");
+}
+
 TEST_CASE("lm-8bit section: identical CSV bytes for 1 and 2 threads", "[lm]") {
   const auto base =
       std::filesystem::temp_directory_path() / ("exmy_test_lm8bit_" + std::to_string(::getpid()));
@@ -322,5 +334,6 @@ TEST_CASE("lm-8bit section: identical CSV bytes for 1 and 2 threads", "[lm]") {
     REQUIRE(c.verdict.find("preliminary") != std::string::npos);
   }
   REQUIRE(claims[0].kind == "reproduction");
+  for (const auto& c : claims) REQUIRE(exmy::reports::claim_problem(c).empty());
   std::filesystem::remove_all(base);
 }
