@@ -117,6 +117,7 @@ int run_report(const exmy::cli::Args& args) {
       if (key == "variance") ran.push_back(rep::run_variance_section(ctx));
       if (key == "adam-heatmap") ran.push_back(rep::run_adam_heatmap_section(ctx));
       if (key == "lm-8bit") ran.push_back(rep::run_lm8bit_section(ctx));
+      if (key == "lm-mantissa") ran.push_back(rep::run_lm_mantissa_section(ctx));
       if (key == "spikes") ran.push_back(rep::run_spikes_section(ctx));
       if (key == "extrabits") ran.push_back(rep::run_extrabits_section(ctx));
       if (key == "layers") ran.push_back(rep::run_layers_section(ctx));

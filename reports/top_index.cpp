@@ -21,6 +21,9 @@ const std::vector<SectionInfo>& report_sections() {
       {"lm-8bit",
        "A fair 8-bit optimizer experiment on a small decoder language model (Dettmers et al., "
        "8-bit optimizers via block-wise quantization)"},
+      {"lm-mantissa",
+       "Mantissa sweep on a small decoder language model (To FP8 and back again: masked and "
+       "round-to-nearest E8M3-E8M7 matmul inputs)"},
       {"spikes",
        "Loss spikes and RMS spikes (Wortsman et al. 2023, section 3.4-3.5 and appendix E)"},
       {"extrabits",

@@ -3,6 +3,7 @@
 // its code), the GEMM operand hook, the corpus floors and a tiny training run.
 #include <unistd.h>
 
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <cstdio>
@@ -335,5 +336,44 @@ TEST_CASE("lm-8bit section: identical CSV bytes for 1 and 2 threads", "[lm]") {
   }
   REQUIRE(claims[0].kind == "reproduction");
   for (const auto& c : claims) REQUIRE(exmy::reports::claim_problem(c).empty());
+  std::filesystem::remove_all(base);
+}
+
+TEST_CASE("lm-mantissa section: identical CSV bytes for 1 and 2 threads, valid claims", "[lm]") {
+  const auto base =
+      std::filesystem::temp_directory_path() / ("exmy_test_lmmant_" + std::to_string(::getpid()));
+  std::filesystem::remove_all(base);
+  const std::string dirs[2] = {(base / "a").string(), (base / "b").string()};
+  std::vector<exmy::reports::Claim> claims;
+  for (int i = 0; i < 2; ++i) {
+    exmy::reports::ReportOptions o;
+    o.out_dir = dirs[i];
+    o.seed = 6;
+    o.threads = i + 1;
+    o.tiny = 1;
+    o.figures = false;
+    claims = exmy::reports::run_lm_mantissa_section(exmy::reports::ReportContext(o)).claims;
+  }
+  auto slurp = [](const std::string& p) {
+    std::ifstream in(p, std::ios::binary);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    return ss.str();
+  };
+  for (const char* f : {"runs.csv", "summary.csv", "curves.csv"}) {
+    INFO(f);
+    const std::string a = slurp(dirs[0] + "/lm-mantissa/" + f);
+    REQUIRE(a.find('\n') != std::string::npos);
+    REQUIRE(a == slurp(dirs[1] + "/lm-mantissa/" + f));
+  }
+  // 11 formats x 2 seeds; masked and RNE runs differ from fp32.
+  const std::string runs = slurp(dirs[0] + "/lm-mantissa/runs.csv");
+  REQUIRE(std::count(runs.begin(), runs.end(), '\n') == 1 + 22);
+  REQUIRE(claims.size() == 2);
+  for (const auto& c : claims) {
+    INFO(c.verdict);
+    REQUIRE(exmy::reports::claim_problem(c).empty());
+    REQUIRE(c.verdict.find("preliminary") != std::string::npos);
+  }
   std::filesystem::remove_all(base);
 }
