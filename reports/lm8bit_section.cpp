@@ -245,6 +245,7 @@ SectionSummary run_lm8bit_section(const ReportContext& ctx) {
     MeanCi diff;
     double margin = 0, fp32_sd = 0, fp32_mean = 0;
     int unstable8 = 0, unstable32 = 0;
+    int lower8 = 0;  // seeds where the 8-bit run ends below its fp32 twin
     std::string verdict;
   };
   std::vector<Equiv> eq;
@@ -257,6 +258,7 @@ SectionSummary run_lm8bit_section(const ReportContext& ctx) {
     const std::size_t v32 = v - (vars[v].block == 2048 ? 1 : 2);
     Equiv e;
     e.variant = v;
+    int lower = 0;
     std::vector<double> d, f32;
     for (int s = 0; s < plan.seeds; ++s) {
       const lm::TrainResult& a = main_run(v, s);
@@ -265,6 +267,7 @@ SectionSummary run_lm8bit_section(const ReportContext& ctx) {
       e.unstable32 += unstable(b) ? 1 : 0;
       f32.push_back(b.final_eval);
       d.push_back(a.final_eval - b.final_eval);
+      lower += a.final_eval < b.final_eval ? 1 : 0;
       pairs.row()
           .add(vars[v].emb())
           .add(vars[v].opt())
@@ -274,6 +277,7 @@ SectionSummary run_lm8bit_section(const ReportContext& ctx) {
           .add(a.final_eval - b.final_eval);
     }
     e.diff = mean_ci(d);
+    e.lower8 = lower;
     e.fp32_sd = sd_of(f32);
     e.fp32_mean = mean_ci(f32).mean;
     // The margin: one seed-to-seed standard deviation of the fp32 runs' final eval loss (an
@@ -434,13 +438,14 @@ SectionSummary run_lm8bit_section(const ReportContext& ctx) {
   sum.headlines.push_back(floor_line);
   for (const Equiv& e : eq) {
     const Variant& v = vars[e.variant];
-    const std::string h = v.opt() + " vs fp32 (" + v.emb() +
-                          " embedding): paired final eval "
-                          "loss difference " +
-                          ci3(e.diff) + " nats, margin +-" + fmt_g(e.margin, 2) +
-                          " (fp32 seed SD); unstable " + std::to_string(e.unstable8) + "/" +
-                          std::to_string(plan.seeds) + " vs " + std::to_string(e.unstable32) + "/" +
-                          std::to_string(plan.seeds) + ": " + e.verdict;
+    const std::string h =
+        v.opt() + " vs fp32 (" + v.emb() +
+        " embedding): paired final eval "
+        "loss difference " +
+        ci3(e.diff) + " nats, margin +-" + fmt_g(e.margin, 2) + " (fp32 seed SD); 8-bit lower in " +
+        std::to_string(e.lower8) + "/" + std::to_string(plan.seeds) + " pairs; unstable " +
+        std::to_string(e.unstable8) + "/" + std::to_string(plan.seeds) + " vs " +
+        std::to_string(e.unstable32) + "/" + std::to_string(plan.seeds) + ": " + e.verdict;
     sum.headlines.push_back(h);
     Claim c;
     c.source = kPaper;

@@ -85,7 +85,8 @@ TrainResult train_lm(const TrainConfig& cfg, const Corpus& corpus, std::uint64_t
 // difference L8 - L32, margin the fp32 seed SD, unstable8/32 the unstable runs of each side.
 // "not reproduced (8-bit runs unstable)" if unstable8 > unstable32; "inconclusive (unstable fp32
 // runs)" if fp32 runs are unstable or the interval is not finite; "reproduced" if
-// -margin <= lo and hi <= margin; "not reproduced" if lo > margin or hi < -margin; else
+// -margin <= lo and hi <= margin; "not reproduced" if lo > margin, "not reproduced (8-bit lower:
+// ...)" if hi < -margin (not equivalent, in 8-bit's favour); else
 // "inconclusive (interval wider than the margin)".
 std::string equivalence_verdict(double lo, double hi, double margin, int unstable8, int unstable32);
 
