@@ -197,7 +197,7 @@ SectionSummary run_lm_mantissa_section(const ReportContext& ctx) {
 
   // The masking penalty in mantissa bits: for masked E8Mk, the RNE mantissa count (interpolated
   // linearly in log2 of the loss excess between neighbouring M) with the same mean excess over
-  // fp32; penalty = k - that count. Only where both excesses are positive and bracketed.
+  // fp32; penalty = k - that count. Only where both RNE intervals lie above 0 and bracket it.
   auto idx = [&](lm::CastMode m, int man) {
     for (std::size_t f = 0; f < fm.size(); ++f) {
       if (fm[f].mode == m && fm[f].man == man) return f;
@@ -212,7 +212,11 @@ SectionSummary run_lm_mantissa_section(const ReportContext& ctx) {
     for (int j = 3; j < 7; ++j) {
       const double a = diff[idx(lm::CastMode::rne, j)].mean;
       const double b = diff[idx(lm::CastMode::rne, j + 1)].mean;
-      if (!(a > 0 && b > 0) || !std::isfinite(a) || !std::isfinite(b)) continue;
+      // Both RNE excesses resolved from 0 (interval above 0), else the count is noise.
+      if (!(diff[idx(lm::CastMode::rne, j)].lo > 0 && diff[idx(lm::CastMode::rne, j + 1)].lo > 0) ||
+          !std::isfinite(a) || !std::isfinite(b)) {
+        continue;
+      }
       if ((em <= a && em >= b) || (em >= a && em <= b)) {
         const double la = std::log2(a), lb = std::log2(b), le = std::log2(em);
         const double m = la == lb ? j : j + (le - la) / (lb - la);
@@ -312,10 +316,12 @@ SectionSummary run_lm_mantissa_section(const ReportContext& ctx) {
     if (pre) c.verdict = prelim(c.verdict, plan.size);
     c.link = "lm-mantissa/summary.csv";
     sum.claims.push_back(c);
-    sum.headlines.push_back("Masked minus RNE at equal M (mean over M 3-7): " + ci2(m) +
-                            " nats/token" +
-                            (penalties.empty() ? std::string("; no bracketed masking penalty")
-                                               : "; masking penalty: " + pen_text));
+    sum.headlines.push_back(
+        "Masked minus RNE at equal M (mean over M 3-7): " + ci2(m) + " nats/token" +
+        (penalties.empty() ? std::string("; masking penalty in bits not resolved (no two "
+                                         "neighbouring RNE excesses above 0 "
+                                         "with their intervals)")
+                           : "; masking penalty: " + pen_text));
   }
   std::string md = "# " + sum.title + "\n\n";
   md += "Size: " + plan.size + ". The lm-8bit section's model and corpus (V " +
