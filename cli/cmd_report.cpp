@@ -124,6 +124,9 @@ int run_report(const exmy::cli::Args& args) {
       if (key == "variance") ran.push_back(rep::run_variance_section(ctx));
       // adam-heatmap: 36 + 13 (measured 31.7 + 11.5)
       if (key == "adam-heatmap") ran.push_back(rep::run_adam_heatmap_section(ctx));
+      // lm-8bit: 12 + 2, lm-mantissa: 14 + 2 (measured 11.8 and 14.3 s of exmy CPU, h/lm8bit)
+      if (key == "lm-8bit") ran.push_back(rep::run_lm8bit_section(ctx));
+      if (key == "lm-mantissa") ran.push_back(rep::run_lm_mantissa_section(ctx));
       // spikes: 22 + 3 (measured 19.4 + 2.1; 3 runs on 2 threads: 2/3 of it is the elapsed time)
       if (key == "spikes") ran.push_back(rep::run_spikes_section(ctx));
       // extrabits: 2 + 3 (measured 0.8 + 2.4)

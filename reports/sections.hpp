@@ -83,6 +83,8 @@ std::vector<std::string> stale_sections(const std::string& dir,
 
 SectionSummary run_variance_section(const ReportContext& ctx);
 SectionSummary run_adam_heatmap_section(const ReportContext& ctx);
+SectionSummary run_lm8bit_section(const ReportContext& ctx);
+SectionSummary run_lm_mantissa_section(const ReportContext& ctx);
 SectionSummary run_formats_section(const ReportContext& ctx);
 SectionSummary run_spikes_section(const ReportContext& ctx);
 SectionSummary run_extrabits_section(const ReportContext& ctx);

@@ -115,7 +115,9 @@ TEST_CASE("exmy report all (test size) writes every section and a top index", "[
         "variance/d3_model.csv", "adam-heatmap/index.md", "adam-heatmap/summary.csv",
         "formats/index.md", "formats/limits.csv", "formats/sr.csv", "formats/profile.csv",
         "spikes/index.md", "spikes/spikes.csv", "spikes/trace_adamw.csv", "extrabits/index.md",
-        "extrabits/one_add.csv", "extrabits/cumulative.csv"}) {
+        "extrabits/one_add.csv", "extrabits/cumulative.csv", "lm-8bit/index.md",
+        "lm-8bit/equivalence.csv", "lm-8bit/runs.csv", "lm-mantissa/index.md",
+        "lm-mantissa/summary.csv"}) {
     INFO(f);
     REQUIRE(fs::exists(d / f));
   }
