@@ -41,8 +41,8 @@ Options sfu_options(SfuProbe& p) {
              [&](const std::string& v) {
                if (v != "cuda") throw InputError("--device '" + v + "': expected cuda");
              })
-      .value({"--out"}, "DIR", "the directory to write the tables into", Options::kRequired,
-             [&](const std::string& v) {
+      .value({"--out"}, "DIR", "the directory to write the tables into (created if missing)",
+             Options::kRequired, [&](const std::string& v) {
                if (v.empty()) throw InputError("--out '': expected the directory to write into");
                p.out = v;
              });
@@ -83,6 +83,9 @@ int run_probe_sfu(const Args& args) {
   if (gpu::device_count() == 0) {
     throw InputError("--device cuda: no usable GPU (" + gpu::device_name() + ")");
   }
+  // Before the measurement (tens of seconds of GPU time): a missing DIR is created, a file in
+  // the way or a read-only one refused, so that no run ends in "cannot write" after its work.
+  io::ensure_output_directory(out, "--out");
   const auto t0 = std::chrono::steady_clock::now();
   std::fprintf(stderr, "exmy probe sfu: measuring the tables on %s\n", gpu::device_name().c_str());
   sfu::Bundle b;

@@ -329,4 +329,32 @@ std::string parent_directory(const std::string& path, const std::string& option)
   return dir;
 }
 
+bool ensure_output_directory(const std::string& path, const std::string& option) {
+  if (path.empty()) throw InputError(option + " '': expected a directory name");
+  struct stat st {};
+  bool created = false;
+  if (::stat(path.c_str(), &st) != 0) {
+    if (errno != ENOENT) {
+      throw InputError(option + " '" + path + "': cannot be used (" + std::strerror(errno) + ")");
+    }
+    std::error_code ec;
+    std::filesystem::create_directories(path, ec);
+    if (ec) {
+      throw InputError(option + " '" + path + "': cannot create the directory (" + ec.message() +
+                       ")");
+    }
+    created = true;
+    if (::stat(path.c_str(), &st) != 0) {
+      throw InputError(option + " '" + path + "': cannot be used (" + std::strerror(errno) + ")");
+    }
+  }
+  if (!S_ISDIR(st.st_mode)) {
+    throw InputError(option + " '" + path + "': exists and is not a directory");
+  }
+  if (::access(path.c_str(), W_OK | X_OK) != 0) {
+    throw InputError(option + " '" + path + "': not writable (" + std::strerror(errno) + ")");
+  }
+  return created;
+}
+
 }  // namespace exmy::io

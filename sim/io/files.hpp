@@ -83,4 +83,9 @@ void publish_directory(const std::string& staged, const std::string& final_path,
 // symlink loop, a name too long), never a filesystem exception.
 std::string parent_directory(const std::string& path, const std::string& option);
 
+// `path` as a writable directory, created (with its missing parents) if absent, before a run's
+// work: InputError naming `option` and why (a file in the way, no permission, a name too long),
+// never a filesystem exception. Returns whether it created the directory.
+bool ensure_output_directory(const std::string& path, const std::string& option);
+
 }  // namespace exmy::io
