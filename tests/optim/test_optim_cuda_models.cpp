@@ -270,3 +270,25 @@ TEST_CASE("torchao-cuda: the second moment's contraction per kernel form", "[tor
   CHECK(state_diff == 0);
   CHECK(contraction_differs > 0);
 }
+
+TEST_CASE("Triton libdevice powf: the H200 probe, 12 constant bases x t = 1..2000",
+          "[torchao][pow][golden]") {
+  const native::SfuTables& t = sfu::sm90_view();
+  const std::filesystem::path dir = kCorpus.parent_path() / "triton-libdevice-pow";
+  int files = 0, differ = 0;
+  for (const auto& e : std::filesystem::directory_iterator(dir)) {
+    const std::string fn = e.path().filename().string();
+    if (fn.rfind("y_", 0) != 0) continue;
+    const std::uint32_t base = static_cast<std::uint32_t>(std::stoul(fn.substr(2, 8), nullptr, 16));
+    const io::NpyArray y = io::read_npy(e.path().string());
+    const auto* want = reinterpret_cast<const std::uint32_t*>(y.data.data());
+    for (std::size_t i = 0; i < y.count(); ++i) {
+      const float r =
+          native::triton_powf(t, native::f32_from_bits(base), static_cast<float>(i + 1));
+      differ += native::f32_bits(r) != want[i];
+    }
+    ++files;
+  }
+  CHECK(files == 12);
+  CHECK(differ == 0);
+}
