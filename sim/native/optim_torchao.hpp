@@ -213,6 +213,7 @@ struct TorchaoScalars {
   float bc1 = 1.0f, sbc2 = 1.0f, eps = 0.0f;
   const SfuTables* sfu = nullptr;  // the Triton engine's division tables (torchao_div)
   bool v_param_split = false;      // Triton, quantized v: the update reads the state's v
+  bool update_unfused = false;     // Triton: p1 - num/denom rounded twice (no FMA)
 };
 
 // An old state's value as the step reads it: a plain state's value, or a quantized state's
@@ -289,14 +290,14 @@ EXMY_HD float torchao_adam_element(const TorchaoScalars& s, float p, float g, To
     g = triton ? rn_fma(s.wd, p, g) : rn_add(g, rn_mul(s.wd, p));
   }
   m = torchao_lerp(m0, g, s.w1, s.eng);
-  // The second moment. Triton with a quantized v: LLVM contracts g*g - q*s either way. Where
-  // Inductor fuses the step into one persistent reduction (v_param_split: the state's view (-1,
-  // block) of p a plain reshape, p.shape[-1] % block == 0 or 1-d), v = fma(w2, fma(-q, s,
-  // RN(g*g)), RN(q*s)) feeds both the new state and the update. Otherwise (a 2-d p with a last
-  // dimension off the block, e.g. AdamW8bit on 32x128) a reduction kernel quantizes the state
-  // from that v (g*g passed through shared memory: PTX of the captured fp32 AdamW8bit kernels)
-  // and a pointwise kernel recomputes v for the update with fma(g, g, -RN(q*s)) (end_g, its
-  // PTX): the two differ in fp32 (a 16-bit gradient's g*g is exact: the same value).
+  // The second moment. Triton with a quantized v: LLVM contracts g*g - q*s either way. The new
+  // state takes v = fma(w2, fma(-q, s, RN(g*g)), RN(q*s)) (the persistent reduction that
+  // quantizes it: g*g passed through shared memory; PTX of the captured fp32 AdamW8bit kernels).
+  // The update reads that v where the step is one kernel that keeps it (v_param_split: AdamW4bit;
+  // fp32 AdamW8bit with more than 16 blocks and p.shape[-1] % 256 == 0, 17x256 and 256x256,
+  // whose update also goes through a shared-memory layout change and stays unfused:
+  // update_unfused), else recomputes fma(w2, fma(g, g, -RN(q*s)), RN(q*s)) (end_g; the
+  // pointwise kernel's PTX). The forms differ only in fp32 (a 16-bit g*g is exact).
   float vp = torchao_lerp(v0, rn_mul(g, g), s.w2, s.eng, triton ? &g : nullptr);
   v = triton && v0.split ? torchao_lerp(v0, rn_mul(g, g), s.w2, s.eng) : vp;
   if (triton && v0.split && s.v_param_split) vp = v;
@@ -318,6 +319,7 @@ EXMY_HD float torchao_adam_element(const TorchaoScalars& s, float p, float g, To
   const TorchaoRcp q2 = torchao_div_parts(*s.sfu, rn_sqrt(vd), s.sbc2);
   const float denom = rn_fma(q2.r, q2.a, s.eps);
   const TorchaoRcp q3 = torchao_div_parts(*s.sfu, num, denom);
+  if (s.update_unfused) return rn_sub(p, rn_mul(q3.r, q3.a));
   return rn_fma(q3.r, -q3.a, p);
 }
 

@@ -161,6 +161,9 @@ EXMY_HD float sfu_ex2_f(const SfuTables&, float x) {
 EXMY_HD float sfu_lg2_f(const SfuTables&, float x) {
   EXMY_SFU_HW("lg2.approx.ftz.f32", x);
 }
+EXMY_HD float sfu_rsqrt_f(const SfuTables&, float x) {
+  EXMY_SFU_HW("rsqrt.approx.ftz.f32", x);
+}
 #undef EXMY_SFU_HW
 #else
 EXMY_HD float sfu_rcp_f(const SfuTables& t, float x) {
@@ -174,6 +177,9 @@ EXMY_HD float sfu_ex2_f(const SfuTables& t, float x) {
 }
 EXMY_HD float sfu_lg2_f(const SfuTables& t, float x) {
   return f32_from_bits(sfu_lg2(t, f32_bits(x)));
+}
+EXMY_HD float sfu_rsqrt_f(const SfuTables& t, float x) {
+  return f32_from_bits(sfu_rsqrt(t, f32_bits(x)));
 }
 #endif
 // The non-FTZ and division forms: fixed SASS sequences around the same MUFU instructions
@@ -189,6 +195,13 @@ EXMY_HD float sfu_rcp_full_f(const SfuTables& t, float x) {
 EXMY_HD float sfu_sqrt_full_f(const SfuTables& t, float x) {
   if (f32_abs(x) >= f32_from_bits(0x00800000u)) return sfu_sqrt_f(t, x);
   return rn_mul(sfu_sqrt_f(t, rn_mul(x, 16777216.0f)), 0.000244140625f);
+}
+// rsqrt.approx.f32 (CUDA's rsqrtf without FTZ: torch's rsqrt kernels): a subnormal x is scaled
+// by 2^24 and the result by 2^12 (checked against torch 2.11's x.rsqrt() on an H200: 16,384 fp32
+// inputs from 2^-149 to 2^120 with zero and inf, bench/peers/torch_adafactor_capture.py).
+EXMY_HD float sfu_rsqrt_full_f(const SfuTables& t, float x) {
+  if (!(f32_abs(x) < f32_from_bits(0x00800000u)) || x == 0.0f) return sfu_rsqrt_f(t, x);
+  return rn_mul(sfu_rsqrt_f(t, rn_mul(x, 16777216.0f)), 4096.0f);
 }
 // div.approx.ftz.f32: a ⊗ rcp(b) with FTZ (CUDA's __fdividef under --use_fast_math).
 EXMY_HD float sfu_div_approx_ftz_f(const SfuTables& t, float a, float b) {

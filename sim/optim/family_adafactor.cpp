@@ -12,8 +12,11 @@
 #include "sim/common/error.hpp"
 #include "sim/format/compat.hpp"
 #include "sim/native/optim_adafactor.hpp"
+#include "sim/native/sfu_sm90.hpp"
 #include "sim/native/torch_reduce_cpu.hpp"
+#include "sim/native/torch_reduce_cuda.hpp"
 #include "sim/optim/registry.hpp"
+#include "sim/sfu/sfu_tables.hpp"
 
 namespace exmy::optim {
 namespace {
@@ -140,6 +143,135 @@ double cpu_norm_all(const std::vector<float>& x, Storage st, const native::Torch
   return cpu_norm(x.data(), x.size(), 1, st, chunks);
 }
 
+// ---- the step on the ATen CUDA kernels (torch-cuda, torch-cuda-foreach) ------------------------
+// The reductions in Reduce.cuh's launch and order (sim/native/torch_reduce_cuda.hpp, an H200's
+// 132 SMs), each projected in fp32 and rounded to st: the norm's sqrt.rn, the mean's
+// RN32(S * RN32(outputs / numel)). A reduction over one element (a size-1 dimension, dropped by
+// TensorIterator) is that element's fma(x, x, 0) (norm) or 0 + x (sum).
+using native::TorchReduceOp;
+using native::TorchReduceShape;
+
+// n values per output at x[first[o] + i * istride]; inner: the reduced dimension is the fastest.
+std::vector<float> cuda_reduce(TorchReduceOp op, const std::vector<float>& x, std::size_t outputs,
+                               std::size_t n, bool inner, std::int64_t istride,
+                               const std::vector<std::int64_t>& first, std::size_t vec_of) {
+  std::vector<float> acc(outputs);
+  if (n == 1) {
+    for (std::size_t o = 0; o < outputs; ++o) {
+      const float v = x[static_cast<std::size_t>(first[o])];
+      acc[o] = op == TorchReduceOp::norm2 ? native::rn_fma(v, v, 0.0f) : native::rn_add(0.0f, v);
+    }
+    return acc;
+  }
+  TorchReduceShape sh;
+  sh.outputs = outputs;
+  sh.n = n;
+  sh.inner = inner;
+  sh.output_vec = inner ? 1 : native::torch_output_vec_size(vec_of);
+  return native::torch_cuda_reduce_acc(op, sh, x.data(), first, istride, native::TorchCudaDevice{});
+}
+
+std::vector<std::int64_t> row_starts(std::size_t outputs, std::size_t n) {
+  std::vector<std::int64_t> f(outputs);
+  for (std::size_t o = 0; o < outputs; ++o) f[o] = static_cast<std::int64_t>(o * n);
+  return f;
+}
+
+// p.norm(2).item() / update.norm(2).item(): one output over the whole (contiguous) tensor.
+double cuda_norm_all(const std::vector<float>& x, Storage st) {
+  const float a = cuda_reduce(TorchReduceOp::norm2, x, 1, x.size(), true, 1, {0}, 1)[0];
+  return to_storage(native::rn_sqrt(a), st);
+}
+
+float cuda_step(const Config& c, long t, std::span<float> p, const std::vector<float>& gr, State& s,
+                const native::TorchAdafactorHyper& h, const native::TorchAdafactorScalars& sc) {
+  const Storage st = c.st;
+  const bool foreach = h.k == native::TorchKernels::cuda_foreach;
+  const std::size_t n = p.size();
+  const Geometry geo = geometry(c, n);
+  const std::vector<float> p0(p.begin(), p.end());
+  const double sqrt_numel = std::pow(static_cast<double>(n), 0.5);
+  const double alpha = native::py_max(h.eps2, cuda_norm_all(p0, st) / sqrt_numel) * sc.rho;
+  // param.mul_ / _foreach_mul_(params, 1 - lr*wd): the scalar in opmath (fp32) on both forms
+  if (sc.has_wd) {
+    for (float& x : p) x = to_storage(native::rn_mul(x, sc.decay), st);
+  }
+  // clamp_(min=v) takes v.to<T>(); _foreach_clamp_min_ compares in fp32 with RN32(v) and rounds
+  // the result to T
+  const auto clamp = [&](float x, double v) {
+    return foreach ? to_storage(native::torch_clamp_min(x, static_cast<float>(v)), st)
+                   : native::torch_clamp_min(x, native::scalar_to_storage(v, st));
+  };
+  // .div_(int): single-tensor multiplies by RN32(1 / k) (a CPU scalar's reciprocal);
+  // _foreach_div_ with a scalar list divides
+  const auto div_int = [&](float x, std::size_t k) {
+    const float fk = static_cast<float>(k);
+    return to_storage(foreach ? native::rn_div(x, fk) : native::rn_mul(x, native::rn_div(1.0f, fk)),
+                      st);
+  };
+  std::vector<float> ve(n);
+  if (geo.factored) {
+    const std::size_t B = geo.b, R = geo.r, C = geo.c;
+    // row norms: B*R rows of C contiguous values
+    const std::vector<float> rn =
+        cuda_reduce(TorchReduceOp::norm2, gr, B * R, C, true, 1, row_starts(B * R, C), 1);
+    for (std::size_t o = 0; o < B * R; ++o) {
+      float m = to_storage(native::rn_sqrt(rn[o]), st);
+      m = div_int(to_storage(native::rn_mul(m, m), st), C);
+      s.s1[o] = native::torch_lerp_scalar(s.s1[o], m, sc.w, sc.wm1, st);
+    }
+    // column norms: B*C outputs over R values of stride C (contiguous when C == 1)
+    std::vector<std::int64_t> cf(B * C);
+    for (std::size_t o = 0; o < B * C; ++o) {
+      cf[o] = static_cast<std::int64_t>((o / C) * R * C + o % C);
+    }
+    const std::vector<float> cn = cuda_reduce(TorchReduceOp::norm2, gr, B * C, R, C == 1,
+                                              static_cast<std::int64_t>(C), cf, C);
+    for (std::size_t o = 0; o < B * C; ++o) {
+      float m = to_storage(native::rn_sqrt(cn[o]), st);
+      m = div_int(to_storage(native::rn_mul(m, m), st), R);
+      s.s2[o] = native::torch_lerp_scalar(s.s2[o], m, sc.w, sc.wm1, st);
+    }
+    // var_estimate = row_var @ col_var (one fp32 product, to T); / clamp(row_var.mean(dim=-2)):
+    // MeanOps, factor RN32(float(B) / (B * R)), a true division
+    const std::vector<float> sums =
+        cuda_reduce(TorchReduceOp::sum, s.s1, B, R, true, 1, row_starts(B, R), 1);
+    const float factor = native::rn_div(static_cast<float>(B), static_cast<float>(B * R));
+    for (std::size_t b = 0; b < B; ++b) {
+      const float mean = clamp(to_storage(native::rn_mul(sums[b], factor), st), sc.eps1);
+      for (std::size_t r = 0; r < R; ++r) {
+        for (std::size_t k = 0; k < C; ++k) {
+          const float e = to_storage(native::rn_mul(s.s1[b * R + r], s.s2[b * C + k]), st);
+          ve[(b * R + r) * C + k] = to_storage(native::rn_div(e, mean), st);
+        }
+      }
+    }
+  } else {
+    for (std::size_t i = 0; i < n; ++i) {
+      const float sq = to_storage(native::rn_mul(gr[i], gr[i]), st);
+      s.s1[i] = native::torch_lerp_scalar(s.s1[i], sq, sc.w, sc.wm1, st);
+      ve[i] = s.s1[i];
+    }
+  }
+  // update = clamp(var_estimate, eps1 * eps1).rsqrt_() (CUDA's rsqrtf: rsqrt.approx.f32, the
+  // SFU); update.mul_(grad)
+  const native::SfuTables& sfu = sfu::sm90_view();
+  for (std::size_t i = 0; i < n; ++i) {
+    const float v = clamp(ve[i], sc.eps1 * sc.eps1);
+    ve[i] = to_storage(native::rn_mul(to_storage(native::sfu_rsqrt_full_f(sfu, v), st), gr[i]), st);
+  }
+  const double denom = native::py_max(1.0, cuda_norm_all(ve, st) / (sqrt_numel * h.d));
+  const float a = static_cast<float>(-alpha / denom);  // opmath: the fp32 scalar
+  for (std::size_t i = 0; i < n; ++i) {
+    // foreach: _foreach_mul_(updates, alphas) then _foreach_add_(params, updates); single:
+    // param.add_(update, alpha=a) = fma(a, update, param)
+    p[i] = foreach ? to_storage(native::rn_add(p[i], to_storage(native::rn_mul(ve[i], a), st)), st)
+                   : native::torch_add_alpha(p[i], ve[i], a, st, false);
+  }
+  (void)t;
+  return 0.0f;
+}
+
 float step(const Config& c, long t, std::span<float> p, std::span<const float> g, State& s) {
   if (g.size() != p.size()) {
     throw InputError("gradient: expected " + std::to_string(p.size()) + " elements, got " +
@@ -157,6 +289,7 @@ float step(const Config& c, long t, std::span<float> p, std::span<const float> g
     gr[i] = to_storage(g[i], st);
     if (h.maximize) gr[i] = -gr[i];  // grad = -grad
   }
+  if (h.k != native::TorchKernels::cpu) return cuda_step(c, t, p, gr, s, h, sc);
   // alpha = max(eps2, param.norm(2).item() / (numel ** 0.5)) * rho_t, before the decay
   const std::vector<float> p0(p.begin(), p.end());
   const double sqrt_numel = std::pow(static_cast<double>(n), 0.5);
@@ -267,8 +400,8 @@ std::vector<CampaignOp> campaign(const Entry& e) {
 
 constexpr FamilyDef kDef{.name = "adafactor",
                          .library = kTorchOptim,
-                         // cpu (the CUDA kernels: docs/SEMANTICS.md 9.2.8)
-                         .torch_kernels = 0x1,
+                         // cpu, cuda, cuda_foreach (docs/SEMANTICS.md 9.2.8)
+                         .torch_kernels = 0x7,
                          .reads = kLr | kWd,
                          .extras = kExtras,
                          .states_param_dtype = true,

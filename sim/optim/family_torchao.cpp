@@ -111,11 +111,15 @@ native::TorchaoScalars scalars(const Config& c, long t, TorchaoQuant q) {
     // base folded at compile time (sim/native/libdevice_powf_triton.hpp; SEMANTICS 9.2.7)
     const native::SfuTables& sfu = sfu::sm90_view();
     s.sfu = &sfu;
-    // One fused kernel (the update reads the quantized state's v) where the state's view
-    // (-1, block) of the parameter is a plain reshape: a 1-d parameter or a last dimension that
-    // is a multiple of the block; two kernels otherwise (optim_torchao.hpp)
-    const std::size_t blk = static_cast<std::size_t>(native::torchao_block(q));
-    s.v_param_split = c.shape.size() < 2 || c.shape.back() % blk == 0;
+    // The kernel forms of optim_torchao.hpp's second moment, as measured on the H200 captures
+    // (SEMANTICS 9.2.7): AdamW4bit reads the state's v; fp32 AdamW8bit with more than 16 blocks
+    // and a plain (-1, 256) view of p also, with the update unfused; the rest recompute it.
+    std::size_t n = 1;
+    for (std::size_t d : c.shape) n *= d;
+    const bool view = c.shape.size() < 2 || c.shape.back() % 256 == 0;
+    const bool wide8 = q == TorchaoQuant::q8 && c.st == Storage::f32 && view && n / 256 > 16;
+    s.v_param_split = q == TorchaoQuant::q4 || wide8;
+    s.update_unfused = wide8;
     p1 = native::triton_powf(sfu, b1, step);
     p2 = native::triton_powf(sfu, b2, step);
   } else {

@@ -234,7 +234,11 @@ TEST_CASE("adafactor: exmy step writes torch's state names and shapes; resume; d
   CHECK(testing::run(base + g1 + " --eps2 -1") == 2);
   CHECK(testing::run(base + g1 + " --wd -1") == 2);
   CHECK(testing::run(base + g1 + " --beta1 0.9") == 2);
-  CHECK(testing::run(base + g1 + " --compat torch-cuda") == 2);  // not modelled (9.2.8)
+  // the CUDA kernels' model (9.2.8): both forms run, the fused one is refused (torch has none)
+  const std::string gcu = "--grads " + d + "/g.npy --steps 4 --out " + d + "/cu";
+  CHECK(testing::run(base + gcu + " --compat torch-cuda") == 0);
+  CHECK(testing::run(base + gcu + "f --compat torch-cuda-foreach") == 0);
+  CHECK(testing::run(base + g1 + " --compat torch-cuda-fused") == 2);
   std::system(("rm -rf " + d).c_str());
 }
 
