@@ -9,7 +9,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 secs="${1:-60}"
 build="${2:-build-fuzz}"
-targets="${FUZZ_TARGETS:-npy_header format_name number rounding state_json codebook}"
+targets="${FUZZ_TARGETS:-npy_header format_name number rounding state_json codebook options accum_model gemm_profile}"
 jobs="${JOBS:-2}"
 if ! command -v clang++ >/dev/null; then
   echo "fuzz.sh: clang++ not found (libFuzzer needs clang; Debian: apt-get install clang)" >&2

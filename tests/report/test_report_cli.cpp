@@ -110,14 +110,28 @@ TEST_CASE("exmy report all (test size) writes every section and a top index", "[
   // No usable Python: figures are skipped, status 0, and index.md says so.
   REQUIRE(run_cli({"report", "all", "--out", d.string(), "--tiny", "--threads", "2"},
                   {"EXMY_PYTHON=/nonexistent/python3"}) == 0);
-  for (const char* f :
-       {"index.md", "variance/index.md", "variance/variance.csv", "variance/slopes.csv",
-        "variance/d3_model.csv", "adam-heatmap/index.md", "adam-heatmap/summary.csv",
-        "formats/index.md", "formats/limits.csv", "formats/sr.csv", "formats/profile.csv",
-        "spikes/index.md", "spikes/spikes.csv", "spikes/trace_adamw.csv", "extrabits/index.md",
-        "extrabits/one_add.csv", "extrabits/cumulative.csv", "lm-8bit/index.md",
-        "lm-8bit/equivalence.csv", "lm-8bit/runs.csv", "lm-mantissa/index.md",
-        "lm-mantissa/summary.csv"}) {
+  for (const char* f : {"index.md",
+                        "variance/index.md",
+                        "variance/variance.csv",
+                        "variance/slopes.csv",
+                        "variance/d3_model.csv",
+                        "adam-heatmap/index.md",
+                        "adam-heatmap/summary.csv",
+                        "formats/index.md",
+                        "formats/limits.csv",
+                        "formats/sr.csv",
+                        "formats/profile.csv",
+                        "spikes/index.md",
+                        "spikes/spikes.csv",
+                        "spikes/trace_adamw.csv",
+                        "extrabits/index.md",
+                        "extrabits/one_add.csv",
+                        "extrabits/cumulative.csv",
+                        "lm-8bit/index.md",
+                        "lm-8bit/equivalence.csv",
+                        "lm-8bit/runs.csv",
+                        "lm-mantissa/index.md",
+                        "lm-mantissa/summary.csv"}) {
     INFO(f);
     REQUIRE(fs::exists(d / f));
   }
