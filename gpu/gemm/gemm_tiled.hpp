@@ -31,9 +31,9 @@ __device__ inline std::uint32_t gemm_epilogue(float acc, std::size_t i, std::siz
 }
 
 // Whether the model (without block or tile scales, without rp) is one the tiled kernel runs:
-// hw, no sub-groups, no tree over parts, k_group 16 or 32, frac <= 25, and a unit layout whose units start on
-// group boundaries (tile_layout). The data can still send the GEMM to the generic path (operand
-// precision, exponent range: gemm_tiled returns false).
+// hw, no sub-groups, no tree over parts, k_group 16 or 32, frac <= 25, and a unit layout whose
+// units start on group boundaries (tile_layout). The data can still send the GEMM to the generic
+// path (operand precision, exponent range: gemm_tiled returns false).
 bool tiled_model_ok(const native::DotModel& m, std::size_t K);
 
 // The tiled GEMM on staged operands (a: M x K doubles row-major; bt: B transposed, K x N), into
