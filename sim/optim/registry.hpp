@@ -110,7 +110,7 @@ struct FamilyDef {
   // The compatibility profiles that cover it (sim/format/compat.hpp): kTorchOptim or
   // kBitsandbytes, "" for none. A torch.optim family is covered by the profiles whose kernels it
   // models (bit k of torch_kernels: native::TorchKernels k).
-  std::string_view library;
+  std::string_view library = {};
   unsigned torch_kernels = 0;
   unsigned reads = 0;  // HyperBit: the common options it reads
   std::span<const ExtraHyper> extras = {};
