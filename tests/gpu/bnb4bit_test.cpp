@@ -89,7 +89,6 @@ TEST_CASE("GPU bnb 4-bit quantize/dequantize equals the CPU reference", "[gpu][q
   CHECK(cases == 2 * 8 * 2 * 3 * 5);
 }
 
-
 TEST_CASE("GPU bnb 4-bit fused quantizer: large, unaligned and odd inputs equal the CPU reference",
           "[gpu][quant][bnb4]") {
   // Guards bnb4_fused_kernel (gpu/quant/bnb4bit.cu): 8 elements per thread, the block maxima
