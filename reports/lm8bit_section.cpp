@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "reports/lm/corpus.hpp"
+#include "reports/lm/lm_section_common.hpp"
 #include "reports/lm/lm_train.hpp"
 #include "reports/output_files.hpp"
 #include "reports/plotting.hpp"
@@ -117,16 +118,6 @@ struct Run {
   bool main;    // the base-lr runs of the paired comparison
 };
 
-// Unstable, as the paper's table 3 counts runs that diverge or crash: a non-finite loss, a
-// training loss above stop_loss (the run is stopped), or a last logged window more than 1 nat
-// above the run's best window.
-bool unstable(const lm::TrainResult& r) {
-  if (r.stopped || r.nonfinite || !std::isfinite(r.final_eval)) return true;
-  double best = 1e300;
-  for (double l : r.loss) best = std::min(best, l);
-  return r.loss.empty() || r.loss.back() > best + 1.0;
-}
-
 double sd_of(const std::vector<double>& x) {
   if (x.size() < 2) return 0;
   double m = 0;
@@ -141,19 +132,6 @@ double quantile(std::vector<double> v, double q) {
   if (v.empty()) return 0;
   std::sort(v.begin(), v.end());
   return v[static_cast<std::size_t>(q * static_cast<double>(v.size() - 1) + 0.5)];
-}
-
-// "word (why)" -> "word (preliminary: SIZE configuration; why)".
-std::string preliminary(const std::string& verdict, const std::string& size) {
-  const auto p = verdict.find(" (");
-  const std::string w = p == std::string::npos ? verdict : verdict.substr(0, p);
-  const std::string why =
-      p == std::string::npos ? "" : "; " + verdict.substr(p + 2, verdict.size() - p - 3);
-  return w + " (preliminary: " + size + " configuration" + why + ")";
-}
-
-std::string ci3(const MeanCi& m) {
-  return fmt_g(m.mean, 2) + " [" + fmt_g(m.lo, 2) + ", " + fmt_g(m.hi, 2) + "]";
 }
 
 }  // namespace
@@ -216,7 +194,7 @@ SectionSummary run_lm8bit_section(const ReportContext& ctx) {
         .add(static_cast<long long>(x.steps_done))
         .add(x.first_loss)
         .add(x.final_eval)
-        .add(static_cast<long long>(unstable(x)))
+        .add(static_cast<long long>(lm::run_unstable(x)))
         .add(static_cast<long long>(x.nonfinite))
         .add(x.v_zero_share);
     if (!r.main) continue;
@@ -263,8 +241,8 @@ SectionSummary run_lm8bit_section(const ReportContext& ctx) {
     for (int s = 0; s < plan.seeds; ++s) {
       const lm::TrainResult& a = main_run(v, s);
       const lm::TrainResult& b = main_run(v32, s);
-      e.unstable8 += unstable(a) ? 1 : 0;
-      e.unstable32 += unstable(b) ? 1 : 0;
+      e.unstable8 += lm::run_unstable(a) ? 1 : 0;
+      e.unstable32 += lm::run_unstable(b) ? 1 : 0;
       f32.push_back(b.final_eval);
       d.push_back(a.final_eval - b.final_eval);
       lower += a.final_eval < b.final_eval ? 1 : 0;
@@ -284,7 +262,7 @@ SectionSummary run_lm8bit_section(const ReportContext& ctx) {
     // 8-bit run may differ from its fp32 twin by no more than two fp32 seeds differ).
     e.margin = e.fp32_sd;
     e.verdict = lm::equivalence_verdict(e.diff.lo, e.diff.hi, e.margin, e.unstable8, e.unstable32);
-    if (prelim) e.verdict = preliminary(e.verdict, plan.size);
+    if (prelim) e.verdict = lm::preliminary_verdict(e.verdict, plan.size);
     eq_csv.row()
         .add(vars[v].emb())
         .add(vars[v].opt())
@@ -316,7 +294,7 @@ SectionSummary run_lm8bit_section(const ReportContext& ctx) {
       for (std::size_t i = 0; i < runs.size(); ++i) {
         if (runs[i].variant != v || runs[i].mult != m) continue;
         ++n;
-        u += unstable(res[i]) ? 1 : 0;
+        u += lm::run_unstable(res[i]) ? 1 : 0;
         fl.push_back(std::isfinite(res[i].final_eval) ? res[i].final_eval : 1e30);
       }
       unst_by_var[v] += u;
@@ -438,14 +416,15 @@ SectionSummary run_lm8bit_section(const ReportContext& ctx) {
   sum.headlines.push_back(floor_line);
   for (const Equiv& e : eq) {
     const Variant& v = vars[e.variant];
-    const std::string h =
-        v.opt() + " vs fp32 (" + v.emb() +
-        " embedding): paired final eval "
-        "loss difference " +
-        ci3(e.diff) + " nats, margin +-" + fmt_g(e.margin, 2) + " (fp32 seed SD); 8-bit lower in " +
-        std::to_string(e.lower8) + "/" + std::to_string(plan.seeds) + " pairs; unstable " +
-        std::to_string(e.unstable8) + "/" + std::to_string(plan.seeds) + " vs " +
-        std::to_string(e.unstable32) + "/" + std::to_string(plan.seeds) + ": " + e.verdict;
+    const std::string h = v.opt() + " vs fp32 (" + v.emb() +
+                          " embedding): paired final eval "
+                          "loss difference " +
+                          lm::mean_ci_text(e.diff) + " nats, margin +-" + fmt_g(e.margin, 2) +
+                          " (fp32 seed SD); 8-bit lower in " + std::to_string(e.lower8) + "/" +
+                          std::to_string(plan.seeds) + " pairs; unstable " +
+                          std::to_string(e.unstable8) + "/" + std::to_string(plan.seeds) + " vs " +
+                          std::to_string(e.unstable32) + "/" + std::to_string(plan.seeds) + ": " +
+                          e.verdict;
     sum.headlines.push_back(h);
     Claim c;
     c.source = kPaper;
@@ -510,7 +489,7 @@ SectionSummary run_lm8bit_section(const ReportContext& ctx) {
     c.verdict = (u8s == 0 && u8t == 0) ? "inconclusive (no unstable 8-bit run at these rates)"
                 : f8s > f8t            ? "consistent"
                                        : "inconsistent";
-    if (prelim) c.verdict = preliminary(c.verdict, plan.size);
+    if (prelim) c.verdict = lm::preliminary_verdict(c.verdict, plan.size);
     c.link = "lm-8bit/grid.csv";
     sum.claims.push_back(c);
   }
@@ -544,7 +523,7 @@ SectionSummary run_lm8bit_section(const ReportContext& ctx) {
     c.expected = "small (well under 1%)";
     c.kind = "proxy";
     c.verdict = bm2048 < 0.01 ? "consistent" : "inconsistent";
-    if (prelim) c.verdict = preliminary(c.verdict, plan.size);
+    if (prelim) c.verdict = lm::preliminary_verdict(c.verdict, plan.size);
     c.link = "lm-8bit/v_range.csv";
     sum.claims.push_back(c);
   }
@@ -606,9 +585,10 @@ SectionSummary run_lm8bit_section(const ReportContext& ctx) {
       "\n| embedding | optimizer | diff [95% CI] | margin | unstable 8-bit / fp32 | verdict |\n"
       "|---|---|---|---|---|---|\n";
   for (const Equiv& e : eq) {
-    md += "| " + vars[e.variant].emb() + " | " + vars[e.variant].opt() + " | " + ci3(e.diff) +
-          " | " + fmt_g(e.margin, 2) + " | " + std::to_string(e.unstable8) + " / " +
-          std::to_string(e.unstable32) + " | " + e.verdict + " |\n";
+    md += "| " + vars[e.variant].emb() + " | " + vars[e.variant].opt() + " | " +
+          lm::mean_ci_text(e.diff) + " | " + fmt_g(e.margin, 2) + " | " +
+          std::to_string(e.unstable8) + " / " + std::to_string(e.unstable32) + " | " + e.verdict +
+          " |\n";
   }
   md += "\n" + figure_md(fig, "lm8bit_loss",
                          "training loss (nats/token, mean of each 10-step window) against step; "

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "reports/lm/corpus.hpp"
+#include "reports/lm/lm_section_common.hpp"
 #include "reports/lm/lm_train.hpp"
 #include "reports/output_files.hpp"
 #include "reports/plotting.hpp"
@@ -84,25 +85,6 @@ std::vector<Fmt> formats() {
   return f;
 }
 
-bool diverged(const lm::TrainResult& r) {
-  if (r.stopped || r.nonfinite || !std::isfinite(r.final_eval)) return true;
-  double best = 1e300;
-  for (double l : r.loss) best = std::min(best, l);
-  return r.loss.empty() || r.loss.back() > best + 1.0;
-}
-
-std::string ci2(const MeanCi& m) {
-  return fmt_g(m.mean, 2) + " [" + fmt_g(m.lo, 2) + ", " + fmt_g(m.hi, 2) + "]";
-}
-
-std::string prelim(const std::string& verdict, const std::string& size) {
-  const auto p = verdict.find(" (");
-  const std::string w = p == std::string::npos ? verdict : verdict.substr(0, p);
-  const std::string why =
-      p == std::string::npos ? "" : "; " + verdict.substr(p + 2, verdict.size() - p - 3);
-  return w + " (preliminary: " + size + " configuration" + why + ")";
-}
-
 }  // namespace
 
 SectionSummary run_lm_mantissa_section(const ReportContext& ctx) {
@@ -149,7 +131,7 @@ SectionSummary run_lm_mantissa_section(const ReportContext& ctx) {
     for (int s = 0; s < plan.seeds; ++s) {
       const lm::TrainResult& r = res[f * plan.seeds + s];
       const lm::TrainResult& r32 = res[static_cast<std::size_t>(s)];
-      const bool dv = diverged(r);
+      const bool dv = lm::run_unstable(r);
       ndiv[f] += dv ? 1 : 0;
       const double x = r.final_eval - r32.final_eval;
       d.push_back(x);
@@ -246,7 +228,7 @@ SectionSummary run_lm_mantissa_section(const ReportContext& ctx) {
   std::string table;
   for (std::size_t f = 1; f < fm.size(); ++f) {
     table += "| " + fm[f].name() + " | " + std::to_string(ndiv[f]) + "/" +
-             std::to_string(plan.seeds) + " | " + ci2(diff[f]) + " |\n";
+             std::to_string(plan.seeds) + " | " + lm::mean_ci_text(diff[f]) + " |\n";
   }
   {
     // Fewer mantissa bits: masked E8M3 against masked E8M7, paired by seed.
@@ -276,10 +258,10 @@ SectionSummary run_lm_mantissa_section(const ReportContext& ctx) {
                 : (c.has_ci && m.lo > 0) ? "consistent"
                 : (c.has_ci && m.hi < 0) ? "inconsistent"
                                          : "inconclusive (interval contains 0)";
-    if (pre) c.verdict = prelim(c.verdict, plan.size);
+    if (pre) c.verdict = lm::preliminary_verdict(c.verdict, plan.size);
     c.link = "lm-mantissa/summary.csv";
     sum.claims.push_back(c);
-    sum.headlines.push_back("Masked E8M3 minus masked E8M7: " + ci2(m) +
+    sum.headlines.push_back("Masked E8M3 minus masked E8M7: " + lm::mean_ci_text(m) +
                             " nats/token; divergences " + std::to_string(dv3) + " vs " +
                             std::to_string(dv7) + " of " + std::to_string(plan.seeds));
   }
@@ -313,11 +295,11 @@ SectionSummary run_lm_mantissa_section(const ReportContext& ctx) {
                 : m.lo > 0 ? "consistent"
                 : m.hi < 0 ? "inconsistent"
                            : "inconclusive (interval contains 0)";
-    if (pre) c.verdict = prelim(c.verdict, plan.size);
+    if (pre) c.verdict = lm::preliminary_verdict(c.verdict, plan.size);
     c.link = "lm-mantissa/summary.csv";
     sum.claims.push_back(c);
     sum.headlines.push_back(
-        "Masked minus RNE at equal M (mean over M 3-7): " + ci2(m) + " nats/token" +
+        "Masked minus RNE at equal M (mean over M 3-7): " + lm::mean_ci_text(m) + " nats/token" +
         (penalties.empty() ? std::string("; masking penalty in bits not resolved (no two "
                                          "neighbouring RNE excesses above 0 "
                                          "with their intervals)")
