@@ -622,6 +622,22 @@ __global__ void __launch_bounds__(kThreads, kFastMinCtas)
   }
 }
 
+// CTAs for `nblocks` quantization blocks at `per_cta` blocks per CTA, capped at what the
+// kernel keeps resident on every SM (the vectorised kernels loop over the rest): the occupancy of
+// this instantiation, queried once per device (it reads the current device).
+template <auto Kernel>
+unsigned resident_grid(std::size_t nblocks, std::size_t per_cta) {
+  static PerDeviceValue resident;
+  const int per_sm = resident.get([](int) {
+    int r = 0;
+    cuda_check(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&r, Kernel, kThreads, 0), "occupancy");
+    return r < 1 ? 1 : r;
+  });
+  const std::size_t want = (nblocks + per_cta - 1) / per_cta;
+  const std::size_t cap = static_cast<std::size_t>(per_sm) * sm_count();
+  return static_cast<unsigned>(want < cap ? want : cap);
+}
+
 // bitsandbytes' one-state 8-bit optimizers (RMSprop, Adagrad, Lion) on full blocks, laid out as
 // k_bnb_adam8_fast: a group of G threads per block of 8G elements, two float4 runs per thread,
 // the block maximum order-free, one bnb_norm per block. Per element the same functions as
@@ -693,36 +709,14 @@ template <int G, bool kSm90, native::Storage ST>
 void launch_bnb1_fast_as(const native::Bnb8Scalars& s, native::Bnb1Op op,
                          typename ParamIO<ST>::T* p, const typename ParamIO<ST>::T* g,
                          const Bnb8DeviceState& st, std::size_t full, cudaStream_t stream) {
-  static PerDeviceValue resident;
-  const int per_sm = resident.get([](int) {
-    int r = 0;
-    cuda_check(
-        cudaOccupancyMaxActiveBlocksPerMultiprocessor(&r, k_bnb1_8_fast<G, kSm90, ST>, kThreads, 0),
-        "occupancy");
-    return r < 1 ? 1 : r;
-  });
-  const std::size_t want = (full + kThreads / G - 1) / (kThreads / G);
-  const std::size_t cap = static_cast<std::size_t>(per_sm) * sm_count();
   k_bnb1_8_fast<G, kSm90, ST>
-      <<<static_cast<unsigned>(want < cap ? want : cap), kThreads, 0, stream>>>(
+      <<<resident_grid<k_bnb1_8_fast<G, kSm90, ST>>(full, kThreads / G), kThreads, 0, stream>>>(
           s, op, p, g, st.q1, st.absmax1, full, device_tables());
 }
 
 template <int G, bool kTorchOrder, bool kSm90, native::Storage ST>
 unsigned fast_grid(std::size_t nblocks) {
-  // Resident CTAs per SM of this instantiation, per device (the occupancy query reads the
-  // current device).
-  static PerDeviceValue resident;
-  const int per_sm = resident.get([](int) {
-    int r = 0;
-    cuda_check(cudaOccupancyMaxActiveBlocksPerMultiprocessor(
-                   &r, k_bnb_adam8_fast<G, kTorchOrder, kSm90, ST>, kThreads, 0),
-               "occupancy");
-    return r < 1 ? 1 : r;
-  });
-  const std::size_t want = (nblocks + kThreads / G - 1) / (kThreads / G);
-  const std::size_t cap = static_cast<std::size_t>(per_sm) * sm_count();
-  return static_cast<unsigned>(want < cap ? want : cap);
+  return resident_grid<k_bnb_adam8_fast<G, kTorchOrder, kSm90, ST>>(nblocks, kThreads / G);
 }
 
 template <int G, bool kTorchOrder, bool kSm90, native::Storage ST>
