@@ -360,10 +360,6 @@ quant::Quantized train_block(const std::vector<float>& v, std::size_t R, std::si
   return q;
 }
 
-bool given_value(float v) {
-  return v == v;  // Options' "not given" is NaN
-}
-
 // The tensor's absmax two ways, a block of rows at a time: `elements` over every element with NaN
 // propagating (torch.max(|x|), what 4over6 and the SR level read), `groups` as quantize() combines
 // it (each NVFP4 group's absmax under the plan's NaN rule, the groups under opt.nan).
@@ -434,7 +430,8 @@ quant::Quantized nvfp4_train_quantize_blocked(const quant::Values& x,
   const std::size_t rb = C == 0 ? R : std::max<std::size_t>(16, block_elements / C / 16 * 16);
   quant::Options o = opt;
   bool streamed = R > rb && opt.mode != RoundMode::sr;  // exmy's own SR words index the whole
-  const bool level_given = given_value(opt.tensor_amax) || given_value(opt.tensor_scale);
+  const bool level_given =
+      quant::option_given(opt.tensor_amax) || quant::option_given(opt.tensor_scale);
   if (streamed && !level_given) {
     TrainAmax a;
     for (std::size_t r0 = 0; r0 < R; r0 += rb) {

@@ -69,10 +69,6 @@ std::size_t group_of(const Scheme& s, std::size_t /*rows*/, std::size_t cols, st
 }
 
 namespace {
-// NaN is the options' "not given".
-bool given(float v) {
-  return v == v;
-}
 
 // The largest finite value of the source dtype (TE's torch.finfo(x.dtype).max).
 float source_max(native::Storage s) {
@@ -115,7 +111,7 @@ void validate_options(const Options& opt) {
     throw InputError("--scale-mode: expected --scheme " +
                      schemes_accepting([](const SchemeEntry& x) { return x.scale_mode; }));
   }
-  const bool level_given = given(opt.tensor_amax) || given(opt.tensor_scale);
+  const bool level_given = option_given(opt.tensor_amax) || option_given(opt.tensor_scale);
   if (!e.two_level && (opt.two_level || level_given)) {
     throw InputError("--two-level / --tensor-amax / --tensor-scale: expected --scheme " +
                      schemes_accepting([](const SchemeEntry& x) { return x.two_level; }));
@@ -123,13 +119,14 @@ void validate_options(const Options& opt) {
   if (level_given && !opt.two_level) {
     throw InputError("--tensor-amax / --tensor-scale: expected --two-level");
   }
-  if (given(opt.tensor_amax) && given(opt.tensor_scale)) {
+  if (option_given(opt.tensor_amax) && option_given(opt.tensor_scale)) {
     throw InputError("--tensor-amax and --tensor-scale: give one of them");
   }
-  if (given(opt.tensor_amax) && !(opt.tensor_amax > 0.0f && native::is_finite32(opt.tensor_amax))) {
+  if (option_given(opt.tensor_amax) &&
+      !(opt.tensor_amax > 0.0f && native::is_finite32(opt.tensor_amax))) {
     throw InputError("--tensor-amax: expected a finite value > 0");
   }
-  if (given(opt.tensor_scale)) {
+  if (option_given(opt.tensor_scale)) {
     if (!(opt.tensor_scale > 0.0f && native::is_finite32(opt.tensor_scale))) {
       throw InputError("--tensor-scale: expected a finite value > 0");
     }
@@ -146,12 +143,12 @@ void validate_options(const Options& opt) {
 
 native::Nvfp4Tensor nvfp4_tensor_level(const Options& opt, float tensor_amax) {
   if (!opt.two_level) return {};
-  const float amax = given(opt.tensor_amax) ? opt.tensor_amax : tensor_amax;
+  const float amax = option_given(opt.tensor_amax) ? opt.tensor_amax : tensor_amax;
   if (opt.variant == native::CastVariant::te) return native::nvfp4_te_tensor(amax);
   native::Nvfp4Tensor t;
   t.two_level = true;
   t.per_tensor_scale =
-      given(opt.tensor_scale) ? opt.tensor_scale : native::nvfp4_torchao_tensor_scale(amax);
+      option_given(opt.tensor_scale) ? opt.tensor_scale : native::nvfp4_torchao_tensor_scale(amax);
   return t;
 }
 
@@ -205,7 +202,7 @@ native::QuantPlan make_plan(const Options& opt, const native::Nvfp4Tensor& tenso
   p.torchao_fp16_source = opt.torchao_fp16_source;
   p.pow2_scale = opt.pow2_scale;
   p.te_amax_epsilon = opt.te_amax_epsilon;
-  p.given = given(opt.given_scale) && !p.byte_scales() && p.rule != ScaleRule::absmax;
+  p.given = option_given(opt.given_scale) && !p.byte_scales() && p.rule != ScaleRule::absmax;
   p.given_scale = opt.given_scale;
   p.tensor = tensor;
   p.block_scale = opt.scale_format;

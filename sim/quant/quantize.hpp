@@ -92,6 +92,11 @@ native::BlockScaleFormat parse_scale_format(std::string_view s);
 inline constexpr const char* kScaleFormatNames[] = {"fp32", "pow2", "ue8m0"};
 inline constexpr const char* kScaleModeNames[] = {"floor", "ceil", "even", "rceil"};
 
+// An optional float of Options (given_scale, tensor_amax, tensor_scale): NaN is "not given".
+constexpr bool option_given(float v) {
+  return v == v;
+}
+
 struct Options {
   Scheme scheme;
   Target target = parse_target("int8");

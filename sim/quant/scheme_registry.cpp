@@ -32,10 +32,6 @@ bool is_float(const Target& t) {
   return t.kind == FormatKind::floating;
 }
 
-bool given(float v) {
-  return v == v;
-}
-
 // ---- shared pieces -------------------------------------------------------------------------
 
 // A scheme spelled by fixed names (its first name is the canonical one, scheme_name).
@@ -179,7 +175,7 @@ void validate_tile(const Options& opt) {
   if (opt.nan != native::NanPolicy::propagate) {
     throw InputError(vn + ": the library's NaN rule applies; --nan does not");
   }
-  if (given(opt.given_scale)) throw InputError(vn + ": --scale does not apply");
+  if (option_given(opt.given_scale)) throw InputError(vn + ": --scale does not apply");
   if (opt.pow2_scale) throw InputError(vn + ": use --scale-format pow2, not --pow2-scale");
   if (v != CastVariant::te && opt.te_amax_epsilon != 0.0f) {
     throw InputError(vn + ": --amax-epsilon expected --variant te");
