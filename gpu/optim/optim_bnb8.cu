@@ -814,19 +814,9 @@ template <int G, bool kSm90, native::Storage ST>
 void launch_ademamix8_fast_as(const native::Bnb8Scalars& s, typename ParamIO<ST>::T* p,
                               const typename ParamIO<ST>::T* g, const Bnb8DeviceState& st,
                               std::size_t n, std::size_t nblocks, cudaStream_t stream) {
-  static PerDeviceValue resident;
-  const int per_sm = resident.get([](int) {
-    int r = 0;
-    cuda_check(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&r, k_bnb_ademamix8_fast<G, kSm90, ST>,
-                                                             kThreads, 0),
-               "occupancy");
-    return r < 1 ? 1 : r;
-  });
-  const std::size_t want = (nblocks + kThreads / G - 1) / (kThreads / G);
-  const std::size_t cap = static_cast<std::size_t>(per_sm) * sm_count();
   k_bnb_ademamix8_fast<G, kSm90, ST>
-      <<<static_cast<unsigned>(want < cap ? want : cap), kThreads, 0, stream>>>(
-          s, p, g, st.q1, st.q2, st.absmax1, st.absmax2, n, nblocks, device_tables());
+      <<<resident_grid<k_bnb_ademamix8_fast<G, kSm90, ST>>(nblocks, kThreads / G), kThreads, 0,
+         stream>>>(s, p, g, st.q1, st.q2, st.absmax1, st.absmax2, n, nblocks, device_tables());
 }
 
 template <int G, bool kTorchOrder, bool kSm90, native::Storage ST>
