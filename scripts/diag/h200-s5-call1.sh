@@ -23,7 +23,7 @@ pack() { (cd /tmp/v && tar cf "$OUT/verify.tar.tmp" --exclude='*.tgz' . 2>/dev/n
 ( while true; do sleep 15; pack; done ) & packer=$!
 ( mkdir -p /tmp/v/tao && timeout -k 5 200 python bench/peers/torchao_optim_capture.py --out /tmp/w/tao --budget 150 \
     --shapes '4096;17x256' --only adamwfp8_defaults_fp32_4096,adamwfp8_defaults_fp32_17x256 > /tmp/v/tao.log 2>&1
-  echo "[tao rc $?]" >> /tmp/v/tao.log; cd /tmp/w && tar czf "$OUT/tao-fp8.tgz" --exclude='code.tar.gz' tao; ls -la /tmp/w/tao >> /tmp/v/tao.log ) &
+  echo "[tao rc $?]" >> /tmp/v/tao.log; cd /tmp/w && tar czf "$OUT/tao-fp8.tgz" tao; ls -la /tmp/w/tao >> /tmp/v/tao.log ) &
 cpid=$!
 [ -d .devdeps/usr ] || { mkdir -p .devdeps && ln -s "$root/build-devdeps/usr" .devdeps/usr; }
 (scripts/device-build.sh exmy bench_gpu_quant bench_optim_gpu exmy_test_gpu > /tmp/v/build.log 2>&1; echo "build rc $?" >> /tmp/v/build.log) &
