@@ -4,10 +4,12 @@
 //        [--modes rne,rtz,sr:8,...] [--gpus N|all] [OPTIONS]   (exmy verify --device cuda --help)
 // --gpus runs one child process per GPU (CUDA_VISIBLE_DEVICES), each a --shard of the inputs, and
 // adds their cases up; more children than GPUs share them round-robin.
-// --depth full sweeps all 2^32 fp32 inputs; ci the 2^26 inputs below and through the top binade
-// (large normals, inf, NaN). Exit status: 0 when the software casts agree with the CPU engine
-// everywhere (hardware differences are findings, printed but not failures), 1 otherwise,
-// 2 bad arguments. cli/cmd_verify.cpp forwards every argument but --device here.
+// --depth full sweeps all 2^32 fp32 inputs; ci each case's designed inputs (the tables of
+// `exmy verify --backend --depth ci`, sim/verify/backend_inputs.hpp) plus 2^24 weighted random
+// ones; --first/--count choose a range of codes instead. Exit status: 0 when the software casts
+// agree with the CPU engine everywhere (hardware differences are findings, printed but not
+// failures), 1 otherwise, 2 bad arguments. cli/cmd_verify.cpp forwards every argument but --device
+// here.
 #if EXMY_HAVE_CUDA
 #include <fcntl.h>
 #include <spawn.h>
@@ -55,8 +57,12 @@ std::string cases_json(const std::vector<gpu::CampaignCase>& cases) {
     const auto& c = cases[k];
     s << (k ? "," : "") << "{\"backend\":" << json_string(c.backend)
       << ",\"format\":" << json_string(c.format) << ",\"rounding\":" << json_string(c.rounding)
-      << ",\"inputs\":" << c.inputs << ",\"mismatches\":" << c.mismatches
-      << ",\"class_mismatches\":{";
+      << ",\"inputs\":" << c.inputs << ",\"mismatches\":" << c.mismatches << ",\"class_inputs\":{";
+    for (int v = 0; v < 5; ++v) {
+      s << (v ? "," : "") << "\"" << class_name(static_cast<ValueClass>(v))
+        << "\":" << c.class_inputs[v];
+    }
+    s << "},\"class_mismatches\":{";
     for (int v = 0; v < 5; ++v) {
       s << (v ? "," : "") << "\"" << class_name(static_cast<ValueClass>(v))
         << "\":" << c.class_mismatches[v];
@@ -91,8 +97,10 @@ std::vector<gpu::CampaignCase> cases_from_json(const std::string& text, const st
     k.rounding = c.at("rounding", src).str(src);
     k.inputs = c.at("inputs", src).u64(src);
     k.mismatches = c.at("mismatches", src).u64(src);
+    const io::Json& ci = c.at("class_inputs", src);
     const io::Json& cm = c.at("class_mismatches", src);
     for (int v = 0; v < 5; ++v) {
+      k.class_inputs[v] = ci.at(class_name(static_cast<ValueClass>(v)), src).u64(src);
       k.class_mismatches[v] = cm.at(class_name(static_cast<ValueClass>(v)), src).u64(src);
     }
     k.seconds = c.at("seconds", src).f64(src);
@@ -175,7 +183,10 @@ std::vector<gpu::CampaignCase> run_children(const Args& args, int n, int visible
       if (c.backend == "hw-f16" || c.backend == "hw-decode") continue;  // whole in every shard
       m->inputs += c.inputs;
       m->mismatches += c.mismatches;
-      for (int v = 0; v < 5; ++v) m->class_mismatches[v] += c.class_mismatches[v];
+      for (int v = 0; v < 5; ++v) {
+        m->class_inputs[v] += c.class_inputs[v];
+        m->class_mismatches[v] += c.class_mismatches[v];
+      }
       m->seconds = std::max(m->seconds, c.seconds);
     }
   }
@@ -216,8 +227,8 @@ int run_verify_cuda(const Args& args) {
                forward("--campaign", v);
              })
       .value({"--depth"}, "full|ci",
-             "full: all 2^32 fp32 inputs; ci: the 2^26 inputs below and through the top binade "
-             "(large normals, inf, NaN)",
+             "full: all 2^32 fp32 inputs; ci: each case's designed inputs (boundary x pattern "
+             "tables of every class, sr words at their edges) and 2^24 weighted random ones",
              "full",
              [&](const std::string& v) {
                if (v != "full" && v != "ci") {
@@ -271,13 +282,15 @@ int run_verify_cuda(const Args& args) {
                forward("--path", v);
              })
       .value({"--first"}, "N", "the first fp32 input code of the range",
-             std::to_string(d.first) + " (ci: 2^26 codes below the last NaN)",
+             std::to_string(d.first) +
+                 " (given with --count: a range instead of ci's designed "
+                 "inputs)",
              [&](const std::string& v) {
                o.first = parse_uint(v, "--first", 0xFFFFFFFFull);
                have_first = true;
                forward("--first", v);
              })
-      .value({"--count"}, "N", "how many fp32 inputs from --first", "2^32 (ci: 2^26)",
+      .value({"--count"}, "N", "how many fp32 inputs from --first", "2^32",
              [&](const std::string& v) {
                o.count = parse_uint(v, "--count", std::uint64_t{1} << 32);
                have_count = true;
@@ -298,10 +311,9 @@ int run_verify_cuda(const Args& args) {
             [&] { json = true; })
       .flag({"--quiet"}, "no progress lines on stderr", [&] { o.progress = false; });
   if (!opts.parse(args)) return 0;
-  if (!full && !have_first && !have_count) {
-    o.count = std::uint64_t{1} << 26;
-    o.first = 0x7F800000u + (std::uint64_t{1} << 23) - o.count;  // up to the last NaN code
-  }
+  // --depth ci: the designed inputs of every case (was a range of 2^26 codes at the top of the
+  // fp32 range, which holds no zero, subnormal or in-range input of any narrow format).
+  o.designed = !full && !have_first && !have_count;
   if (o.count == 0 || o.first + o.count > (std::uint64_t{1} << 32)) {
     throw InputError("--first/--count: expected a range inside [0, 2^32)");
   }
@@ -311,11 +323,19 @@ int run_verify_cuda(const Args& args) {
   const int visible = gpu::device_count();
   if (gpus == -1) gpus = visible;
   if (gpus > 1 && !shard.whole()) throw InputError("--gpus with --shard: choose one");
-  // --shard i/N: slice i of the input range (13.4), so N runs on N machines add up.
-  const std::uint64_t b = shard.begin(o.count), e = shard.end(o.count);
-  o.first += b;
-  o.count = e - b;
-  if (o.count == 0) throw InputError("--shard " + shard.text() + ": an empty slice of the inputs");
+  // --shard i/N: slice i of the input range (13.4), or of every designed call, so N runs on N
+  // machines add up.
+  if (o.designed) {
+    o.shard_index = shard.index;
+    o.shard_count = shard.count;
+  } else {
+    const std::uint64_t b = shard.begin(o.count), e = shard.end(o.count);
+    o.first += b;
+    o.count = e - b;
+    if (o.count == 0) {
+      throw InputError("--shard " + shard.text() + ": an empty slice of the inputs");
+    }
+  }
   o.software = campaign != "hw";
   o.hardware = campaign != "casts";
   // Formats of 9..16 bits are not exhaustively swept by default but may be asked for.

@@ -1,7 +1,8 @@
 // The exhaustive cast campaign (gpu/verify/verify.hpp). The GPU generates each chunk of inputs
 // itself (input = first + index), casts it and copies the codes to pinned host memory; the host's
 // cores recompute every code with native::convert and count mismatches by input class. Two host
-// buffers let the GPU work on chunk k+1 while the CPU checks chunk k.
+// buffers let the GPU work on chunk k+1 while the CPU checks chunk k. Under `designed` the inputs
+// are the designed tables of sim/verify/backend_inputs.hpp instead, uploaded call by call.
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -17,9 +18,11 @@
 #include "gpu/quant/fast_int8.hpp"
 #include "gpu/verify/verify.hpp"
 #include "sim/common/error.hpp"
+#include "sim/common/shard.hpp"
 #include "sim/format/float_names.hpp"
 #include "sim/format/rounding_names.hpp"
 #include "sim/native/convert.hpp"
+#include "sim/verify/backend_inputs.hpp"
 
 namespace exmy::gpu {
 namespace {
@@ -47,8 +50,9 @@ struct PinnedBuffer {
 // Produces the device's codes for inputs [start, start + n) into `dev_out` (code_bytes wide).
 using GpuStep = void (*)(const void* ctx, const std::uint32_t* in, std::size_t n,
                          std::uint64_t start, void* dev_out, cudaStream_t s);
-// The CPU's codes for inputs [first, first + n), n a multiple of 4 unless the range ends.
-using CpuRef = void (*)(const void* ctx, std::uint64_t first, std::size_t n, std::uint32_t* out);
+// The CPU's codes for the inputs x[0, n), element j at Philox index index0 + j.
+using CpuRef = void (*)(const void* ctx, const std::uint32_t* x, std::uint64_t index0,
+                        std::size_t n, std::uint32_t* out);
 
 struct Job {
   const void* ctx;
@@ -58,8 +62,10 @@ struct Job {
   FloatFormat input_format;  // for the per-class counts
 };
 
-void compare_chunk(const Job& job, const void* host, std::uint64_t start, std::size_t n,
-                   int threads, std::size_t max_examples, CampaignCase& c) {
+// Compares the device's codes in `host` with the CPU's for n inputs at indices start + i: the
+// inputs are xs[i] (designed) or, where xs is null, the codes start + i themselves (a range).
+void compare_chunk(const Job& job, const void* host, const std::uint32_t* xs, std::uint64_t start,
+                   std::size_t n, int threads, std::size_t max_examples, CampaignCase& c) {
   struct Partial {
     std::array<std::uint64_t, 5> in{}, bad{};
     std::vector<CampaignMismatch> ex;
@@ -73,13 +79,16 @@ void compare_chunk(const Job& job, const void* host, std::uint64_t start, std::s
       Partial& p = parts[t];
       const std::size_t lo = std::min(n, per * t), hi = std::min(n, lo + per);
       constexpr std::size_t kBlock = 4096;
-      std::vector<std::uint32_t> want(kBlock);
+      std::vector<std::uint32_t> want(kBlock), codes(kBlock);
       for (std::size_t b = lo; b < hi; b += kBlock) {
         const std::size_t len = std::min(kBlock, hi - b);
-        job.cpu(job.ctx, start + b, len, want.data());
+        for (std::size_t j = 0; j < len; ++j) {
+          codes[j] = xs ? xs[b + j] : static_cast<std::uint32_t>(start + b + j);
+        }
+        job.cpu(job.ctx, codes.data(), start + b, len, want.data());
         for (std::size_t j = 0; j < len; ++j) {
           const std::size_t i = b + j;
-          const auto x = static_cast<std::uint32_t>(start + i);
+          const std::uint32_t x = codes[j];
           const std::uint32_t got = job.out_bytes == 1 ? static_cast<const std::uint8_t*>(host)[i]
                                                        : static_cast<const std::uint16_t*>(host)[i];
           const int cls = static_cast<int>(job.input_format.classify(x));
@@ -136,11 +145,33 @@ void run_job(const Job& job, std::uint64_t first, std::uint64_t count, int threa
     if (k + 1 < chunks) submit(k + 1);  // GPU works on the next chunk while we compare
     const std::uint64_t start = first + k * chunk;
     const std::size_t n = static_cast<std::size_t>(std::min(chunk, first + count - start));
-    compare_chunk(job, hosts[k & 1], start, n, threads, max_examples, c);
+    compare_chunk(job, hosts[k & 1], nullptr, start, n, threads, max_examples, c);
   }
   cuda_check(cudaStreamSynchronize(s), "campaign stream");
   for (auto& e : done) cudaEventDestroy(e);
   cudaStreamDestroy(s);
+}
+
+// Runs one case over the designed sweep's calls: this shard's slice of each call's elements is
+// uploaded and cast at the indices it has in the call, with the call's seed (through `seed`,
+// the case's Philox key, where the backend has one).
+void run_designed_job(const Job& job, std::uint64_t* seed, const verify::DesignedSweep& sweep,
+                      const Shard& shard, int threads, std::size_t max_examples, CampaignCase& c) {
+  std::size_t most = 1;
+  for (const auto& call : sweep.calls) most = std::max(most, call.x.size());
+  DeviceBuffer in(most * 4), out(most * job.out_bytes);
+  std::vector<std::uint8_t> host(most * job.out_bytes);
+  for (const auto& call : sweep.calls) {
+    const std::uint64_t b = shard.begin(call.x.size()), e = shard.end(call.x.size());
+    const std::size_t n = static_cast<std::size_t>(e - b);
+    if (n == 0) continue;
+    if (seed) *seed = call.seed;
+    cuda_check(cudaMemcpy(in.get(), call.x.data() + b, n * 4, cudaMemcpyHostToDevice), "upload");
+    job.gpu(job.ctx, static_cast<const std::uint32_t*>(in.get()), n, b, out.get(), nullptr);
+    cuda_check(cudaMemcpy(host.data(), out.get(), n * job.out_bytes, cudaMemcpyDeviceToHost),
+               "download");
+    compare_chunk(job, host.data(), call.x.data() + b, b, n, threads, max_examples, c);
+  }
 }
 
 // ---- the software cast backend ----
@@ -153,19 +184,20 @@ void cast_gpu(const void* ctx, const std::uint32_t* in, std::size_t n, std::uint
   p.index_offset = start;  // sr words follow the input code: index = code
   cast_codes(in, CastInput::fp32, n, out, p, s);
 }
-void cast_cpu(const void* ctx, std::uint64_t first, std::size_t n, std::uint32_t* out) {
+void cast_cpu(const void* ctx, const std::uint32_t* x, std::uint64_t index0, std::size_t n,
+              std::uint32_t* out) {
   const CastParams& p = static_cast<const CastCtx*>(ctx)->params;
   const bool sr = p.rounding.mode == RoundMode::sr;
   native::Philox4 block{};
   for (std::size_t j = 0; j < n; ++j) {
-    const std::uint64_t x = first + j;  // the input code is also its flat index
+    const std::uint64_t idx = index0 + j;  // in a range sweep, the input code itself
     std::uint32_t rand = 0;
     if (sr) {
-      if (j == 0 || (x & 3) == 0) block = native::philox_block(p.seed, p.stream, x >> 2);
-      rand = native::sr_word(block.w[x & 3], p.rounding.sr_bits);
+      if (j == 0 || (idx & 3) == 0) block = native::philox_block(p.seed, p.stream, idx >> 2);
+      rand = native::sr_word(block.w[idx & 3], p.rounding.sr_bits);
     }
-    out[j] =
-        static_cast<std::uint32_t>(native::convert(formats::fp32, p.to, p.rounding, x, rand).code);
+    out[j] = static_cast<std::uint32_t>(
+        native::convert(formats::fp32, p.to, p.rounding, x[j], rand).code);
   }
 }
 
@@ -178,11 +210,12 @@ void hw_gpu(const void* ctx, const std::uint32_t* in, std::size_t n, std::uint64
   hw_cast_fp32_to_fp8(reinterpret_cast<const float*>(in), n, static_cast<std::uint8_t*>(out),
                       static_cast<const HwCtx*>(ctx)->type, s);
 }
-void hw_cpu(const void* ctx, std::uint64_t first, std::size_t n, std::uint32_t* out) {
+void hw_cpu(const void* ctx, const std::uint32_t* x, std::uint64_t, std::size_t n,
+            std::uint32_t* out) {
   const HwFp8 t = static_cast<const HwCtx*>(ctx)->type;
   for (std::size_t j = 0; j < n; ++j) {
     out[j] = static_cast<std::uint32_t>(
-        native::convert(formats::fp32, hw_format(t), hw_rounding(), first + j).code);
+        native::convert(formats::fp32, hw_format(t), hw_rounding(), x[j]).code);
   }
 }
 
@@ -258,6 +291,14 @@ __global__ void int8_rounding_kernel(RoundMode mode, unsigned long long* mismatc
   if (bad != 0) atomicAdd(mismatches, bad);
 }
 
+// The designed inputs of a case (SEMANTICS 13.5.1), the seed of its sr words from the campaign's.
+verify::DesignedSweep designed_sweep(const FloatFormat& f, const Rounding& r,
+                                     const CampaignOptions& o) {
+  verify::SweepSize size;
+  size.random_elements = static_cast<std::size_t>(o.designed_random);
+  return verify::designed_cast_sweep(f, r, o.seed, size);
+}
+
 }  // namespace
 
 std::uint64_t verify_int8_rounding_exhaustive(RoundMode mode) {
@@ -285,6 +326,7 @@ std::vector<CampaignCase> run_cast_campaign(const CampaignOptions& o) {
                           ? o.cpu_threads
                           : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   const bool hw = o.hardware && hw_fp8_available();
+  const Shard shard{o.shard_index, o.shard_count};
   const std::size_t total = (o.software ? fmts.size() * rounds.size() : 0) + (hw ? 6 : 0);
   std::vector<CampaignCase> out;
   if (o.software) {
@@ -301,7 +343,12 @@ std::vector<CampaignCase> run_cast_campaign(const CampaignOptions& o) {
         c.rounding = rounding_text(r, "+");
         const auto t0 = std::chrono::steady_clock::now();
         const Job job{&ctx, cast_gpu, cast_cpu, code_bytes(f), formats::fp32};
-        run_job(job, o.first, o.count, threads, o.max_examples, c);
+        if (o.designed) {
+          run_designed_job(job, &ctx.params.seed, designed_sweep(f, r, o), shard, threads,
+                           o.max_examples, c);
+        } else {
+          run_job(job, o.first, o.count, threads, o.max_examples, c);
+        }
         c.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
         out.push_back(c);
         if (o.progress) report_progress(c, out.size(), total);
@@ -317,7 +364,12 @@ std::vector<CampaignCase> run_cast_campaign(const CampaignOptions& o) {
       c.rounding = rounding_text(hw_rounding(), "+");
       const auto t0 = std::chrono::steady_clock::now();
       const Job job{&ctx, hw_gpu, hw_cpu, 1, formats::fp32};
-      run_job(job, o.first, o.count, threads, o.max_examples, c);
+      if (o.designed) {
+        run_designed_job(job, nullptr, designed_sweep(hw_format(t), hw_rounding(), o), shard,
+                         threads, o.max_examples, c);
+      } else {
+        run_job(job, o.first, o.count, threads, o.max_examples, c);
+      }
       c.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
       out.push_back(c);
       if (o.progress) report_progress(c, out.size(), total);

@@ -43,6 +43,14 @@ struct CampaignOptions {
   std::uint64_t seed = 20261121;     // Philox key for sr (stream 0, index = input code)
   std::uint64_t first = 0;           // fp32 inputs [first, first + count)
   std::uint64_t count = std::uint64_t{1} << 32;
+  // Designed inputs instead of a range (`--depth ci`): each case runs the inputs of `exmy verify
+  // --backend --depth ci` for its format and rounding (sim/verify/backend_inputs.hpp, SEMANTICS
+  // 13.5.1: boundary x pattern tables, sr words placed at their edges) plus `designed_random`
+  // weighted random inputs; element i of a call is cast at Philox index i with the call's seed.
+  // shard_index / shard_count slice every call (--shard, --gpus).
+  bool designed = false;
+  std::uint64_t designed_random = std::uint64_t{1} << 24;
+  std::uint64_t shard_index = 0, shard_count = 1;
   CastPath path = CastPath::automatic;
   bool software = true;  // the "cast" backend
   bool hardware = true;  // the "hw" backend, where the device has it
