@@ -281,6 +281,19 @@ int run_verify_cuda(const Args& args) {
                }
                forward("--path", v);
              })
+      .value({"--reference"}, "cpu|device",
+             "where a range's reference codes are computed: cpu (native::convert on the host's "
+             "cores) or device (native::convert compiled for the GPU, beside the checked kernel: "
+             "about 10x the rate; each case then adds a cast-reference row, the GPU's "
+             "native::convert against the CPU's on the case's designed inputs)",
+             "cpu",
+             [&](const std::string& v) {
+               if (v != "cpu" && v != "device") {
+                 throw InputError("--reference '" + v + "': expected cpu or device");
+               }
+               o.device_reference = v == "device";
+               forward("--reference", v);
+             })
       .value({"--first"}, "N", "the first fp32 input code of the range",
              std::to_string(d.first) +
                  " (given with --count: a range instead of ci's designed "
@@ -325,10 +338,9 @@ int run_verify_cuda(const Args& args) {
   if (gpus > 1 && !shard.whole()) throw InputError("--gpus with --shard: choose one");
   // --shard i/N: slice i of the input range (13.4), or of every designed call, so N runs on N
   // machines add up.
-  if (o.designed) {
-    o.shard_index = shard.index;
-    o.shard_count = shard.count;
-  } else {
+  o.shard_index = shard.index;  // the designed calls (ci, and the cast-reference rows)
+  o.shard_count = shard.count;
+  if (!o.designed) {
     const std::uint64_t b = shard.begin(o.count), e = shard.end(o.count);
     o.first += b;
     o.count = e - b;

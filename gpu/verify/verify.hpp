@@ -49,6 +49,13 @@ struct CampaignOptions {
   // weighted random inputs; element i of a call is cast at Philox index i with the call's seed.
   // shard_index / shard_count slice every call (--shard, --gpus).
   bool designed = false;
+  // Where the reference codes of a range are computed. cpu: native::convert on the host's cores
+  // (the GPU's codes copied back). device: native::convert compiled for the GPU, in a compare
+  // kernel beside the checked kernel's output (no copy, no CPU: ~10x the rate); each such case is
+  // followed by a "cast-reference" row, the GPU's native::convert (CastPath::generic) against the
+  // CPU's on the case's designed inputs, so a device compiler that disagreed with the host fails
+  // the run. Ignored under `designed` (always cpu).
+  bool device_reference = false;
   std::uint64_t designed_random = std::uint64_t{1} << 24;
   std::uint64_t shard_index = 0, shard_count = 1;
   CastPath path = CastPath::automatic;
@@ -60,6 +67,14 @@ struct CampaignOptions {
 };
 
 std::vector<CampaignCase> run_cast_campaign(const CampaignOptions& options);
+
+// The device reference's comparator on its own: fp32 codes [first, first + count) (first a
+// multiple of 4) cast on the GPU into f under `checked`, compared on the GPU with
+// native::convert under `reference`. With checked != reference its mismatches are the inputs
+// where the two roundings differ (a test that the comparator can fail: tests/gpu).
+CampaignCase device_reference_probe(const FloatFormat& f, const Rounding& checked,
+                                    const Rounding& reference, std::uint64_t first,
+                                    std::uint64_t count, std::uint64_t seed);
 
 // A markdown table of the cases (one row each, per-class mismatch counts) plus the examples.
 std::string campaign_markdown(const std::vector<CampaignCase>& cases);

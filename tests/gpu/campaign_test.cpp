@@ -13,6 +13,7 @@
 #include "gpu/common/runtime.hpp"
 #include "gpu/verify/verify.hpp"
 #include "sim/format/float_names.hpp"
+#include "sim/native/convert.hpp"
 #include "tests/support/cli_run.hpp"
 
 using namespace exmy;
@@ -132,6 +133,51 @@ TEST_CASE("exmy verify --device cuda --gpus 2 merges per-class inputs", "[gpu][c
     // Every class holds inputs at ci; the range (codes 0 .. 2^20 - 1) has no normal/inf/NaN.
     if (std::string(depth) == "--depth ci") CHECK(one.find("| 0/0 |") == std::string::npos);
   }
+}
+
+// --reference device: the same counts as the CPU reference on a range, every cast row clean, a
+// cast-reference row per case (the GPU's native::convert against the CPU's on designed inputs);
+// and the comparator can fail: a kernel casting under rtz compared with rne counts exactly the
+// inputs where the two differ (counted here on the CPU).
+TEST_CASE("GPU cast campaign with the reference on the device", "[gpu][campaign]") {
+  CampaignOptions o;
+  o.first = 0x3F000000u;  // [0.5, 2^65): in range, then overflowing, for every narrow format
+  o.count = std::uint64_t{1} << 22;
+  o.progress = false;
+  o.designed_random = std::uint64_t{1} << 16;
+  o.formats = {*parse_float_format("e4m3fn"), *parse_float_format("e2m1fn")};
+  o.roundings = {Rounding{RoundMode::rne}, Rounding{RoundMode::sr, 8}};
+  const auto cpu = run_cast_campaign(o);
+  o.device_reference = true;
+  const auto dev = run_cast_campaign(o);
+  std::printf("%s", campaign_markdown(dev).c_str());
+  require_software_clean(dev);
+  std::size_t refs = 0, i = 0;
+  for (const auto& c : dev) {
+    if (c.backend == "cast-reference") {
+      ++refs;
+      CHECK(c.inputs > 0);
+      continue;
+    }
+    REQUIRE(i < cpu.size());
+    INFO(c.backend << " " << c.format << " " << c.rounding);
+    CHECK(c.backend == cpu[i].backend);
+    CHECK(c.class_inputs == cpu[i].class_inputs);
+    ++i;
+  }
+  CHECK(refs == 4 + (cpu.size() > 4 ? 2 : 0));  // 2 formats x 2 modes, + e4m3 / e5m2 hw rows
+  const FloatFormat f = *parse_float_format("e4m3fn");
+  const Rounding rne{RoundMode::rne}, rtz{RoundMode::rtz};
+  const std::uint64_t first = 0x3F800000u, count = std::uint64_t{1} << 20;
+  std::uint64_t differ = 0;
+  for (std::uint64_t x = first; x < first + count; ++x) {
+    differ += native::convert(formats::fp32, f, rne, x).code !=
+              native::convert(formats::fp32, f, rtz, x).code;
+  }
+  const CampaignCase bad = device_reference_probe(f, rtz, rne, first, count, 1);
+  CHECK(differ > 0);
+  CHECK(bad.mismatches == differ);
+  CHECK(device_reference_probe(f, rne, rne, first, count, 1).mismatches == 0);
 }
 
 TEST_CASE("GPU cast campaign over all 2^32 fp32 inputs", "[.campaign]") {
