@@ -22,6 +22,7 @@
 #include "sim/common/number.hpp"
 #include "sim/common/shard.hpp"
 #include "sim/golden/corpus.hpp"
+#include "sim/io/files.hpp"
 #include "sim/io/npy.hpp"
 #include "sim/io/pending_paths.hpp"
 
@@ -322,7 +323,7 @@ int run(const Args& args) {
       continue;
     }
     const fs::path dir = fs::path(out) / c.id;
-    fs::create_directories(dir);
+    io::ensure_output_directory(dir.string(), "--out");
     if (backend.code_bytes() == 1) {
       std::vector<std::uint8_t> codes(backend.codes(), backend.codes() + xs.size());
       io::write_npy((dir / "codes.npy").string(), io::make_npy(codes));

@@ -13,11 +13,7 @@
 namespace exmy::reports {
 
 void make_directories(const std::string& dir) {
-  std::error_code ec;
-  std::filesystem::create_directories(dir, ec);
-  if (ec || !std::filesystem::is_directory(dir)) {
-    throw InputError("--out " + dir + ": cannot create directory (" + ec.message() + ")");
-  }
+  io::ensure_output_directory(dir, "--out");  // one rule for every output directory
 }
 
 void write_file_atomic(const std::string& path, const std::string& content) {

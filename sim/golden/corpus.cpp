@@ -382,10 +382,7 @@ std::string manifest_text(const GenerateOptions& opt,
 }
 
 void mkdirs(const fs::path& p) {
-  std::error_code ec;
-  fs::create_directories(p, ec);
-  if (ec)
-    throw InputError("'" + p.string() + "': cannot create the directory (" + ec.message() + ")");
+  io::ensure_output_directory(p.string(), "the corpus directory");  // sim/io/files.hpp's rule
 }
 
 // The "file:<path>" fields of a manifest; a path leaving the corpus is refused.
