@@ -97,8 +97,13 @@ __global__ void k_bnb_ademamix32(native::Bnb8Scalars s, typename ParamIO<ST>::T*
 // Per element the functions of k_bnb_ademamix8 (bnb_ademamix8_states, bnb_ademamix_param); m2
 // is q1[n + i] with absmax1[nblocks + qb] as there; the quantizers are the bucketed ones Adam's
 // fast kernel uses (equal to bnb_quant_signed / _unsigned on the same maps).
+// Occupancy: with G = 32 (block 256) the kernel fits 64 registers without spilling (ptxas, sm_90),
+// so 4 CTAs per SM; with G = 256 a 64-register cap spills 8-32 bytes, so it keeps 80 registers
+// (3 CTAs per SM). Measured on the H200: bench/results/2026-12-02-h200-s6-call2.md.
+template <int G>
+constexpr int kAdemamixMinCtas = G == 32 ? 4 : 2;
 template <int G, bool kSm90, native::Storage ST>
-__global__ void __launch_bounds__(kThreads, 2)
+__global__ void __launch_bounds__(kThreads, kAdemamixMinCtas<G>)
     k_bnb_ademamix8_fast(native::Bnb8Scalars sp, typename ParamIO<ST>::T* __restrict__ p,
                          const typename ParamIO<ST>::T* __restrict__ g,
                          std::uint8_t* __restrict__ q1, std::uint8_t* __restrict__ q2,
