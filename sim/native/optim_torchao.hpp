@@ -214,6 +214,7 @@ struct TorchaoScalars {
   const SfuTables* sfu = nullptr;  // the Triton engine's division tables (torchao_div)
   bool v_param_split = false;      // Triton, quantized v: the update reads the state's v
   bool update_unfused = false;     // Triton: p1 - num/denom rounded twice (no FMA)
+  bool v_state_g = false;          // Triton, quantized v: the state's v from fma(g, g, -RN(q*s))
 };
 
 // An old state's value as the step reads it: a plain state's value, or a quantized state's
@@ -297,9 +298,12 @@ EXMY_HD float torchao_adam_element(const TorchaoScalars& s, float p, float g, To
   // fp32 AdamW8bit with more than 16 blocks and p.shape[-1] % 256 == 0, 17x256 and 256x256,
   // whose update also goes through a shared-memory layout change and stays unfused:
   // update_unfused), else recomputes fma(w2, fma(g, g, -RN(q*s)), RN(q*s)) (end_g; the
-  // pointwise kernel's PTX). The forms differ only in fp32 (a 16-bit g*g is exact).
+  // pointwise kernel's PTX). The forms differ only in fp32 (a 16-bit g*g is exact). fp32
+  // AdamWFp8 on a (-1, 256) view of p (4096, 17x256) takes the recomputed form for the state as
+  // well (v_state_g: of the 12 pairs of forms for state and update, the only one that gives the
+  // H200 captures' bits, bench/results/2026-12-02-h200-torchao-optim.md).
   float vp = torchao_lerp(v0, rn_mul(g, g), s.w2, s.eng, triton ? &g : nullptr);
-  v = triton && v0.split ? torchao_lerp(v0, rn_mul(g, g), s.w2, s.eng) : vp;
+  v = triton && v0.split && !s.v_state_g ? torchao_lerp(v0, rn_mul(g, g), s.w2, s.eng) : vp;
   if (triton && v0.split && s.v_param_split) vp = v;
   const auto nan_max = [](float a, float b) {  // torch.maximum: NaN if either is NaN
     return f32_is_nan(a) || f32_is_nan(b) ? (f32_is_nan(a) ? a : b) : (a > b ? a : b);

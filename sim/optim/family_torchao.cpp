@@ -113,13 +113,16 @@ native::TorchaoScalars scalars(const Config& c, long t, TorchaoQuant q) {
     s.sfu = &sfu;
     // The kernel forms of optim_torchao.hpp's second moment, as measured on the H200 captures
     // (SEMANTICS 9.2.7): AdamW4bit reads the state's v; fp32 AdamW8bit with more than 16 blocks
-    // and a plain (-1, 256) view of p also, with the update unfused; the rest recompute it.
+    // and a plain (-1, 256) view of p also, with the update unfused; fp32 AdamWFp8 on that view
+    // recomputes it for the state too; the rest recompute it for the update only.
     std::size_t n = 1;
     for (std::size_t d : c.shape) n *= d;
     const bool view = c.shape.size() < 2 || c.shape.back() % 256 == 0;
     const bool wide8 = q == TorchaoQuant::q8 && c.st == Storage::f32 && view && n / 256 > 16;
     s.v_param_split = q == TorchaoQuant::q4 || wide8;
     s.update_unfused = wide8;
+    // fp32 AdamWFp8 on the same view: both the state and the update from fma(g, g, -RN(q*s)).
+    s.v_state_g = q == TorchaoQuant::fp8 && c.st == Storage::f32 && view;
     p1 = native::triton_powf(sfu, b1, step);
     p2 = native::triton_powf(sfu, b2, step);
   } else {
