@@ -15,6 +15,7 @@
 #include "gpu/quant/quantize.hpp"
 #include "sim/common/error.hpp"
 #include "sim/native/bnb_4bit.hpp"
+#include "sim/native/bnb_4bit_cells.hpp"
 #include "sim/native/fp32_ops.hpp"
 #include "sim/quant/quantize.hpp"
 
@@ -70,84 +71,186 @@ __global__ void __launch_bounds__(kThreads)
   }
 }
 
-// The fused quantizer (one read of x, one write of the codes and absmax): each thread holds 8
-// consecutive elements (two float4 or one uint4 load), the G = block / 8 threads of a
+// The fused quantizer (one read of x, one write of the codes and absmax): each thread holds 16
+// consecutive elements (four float4 or two uint4 loads), the G = block / 16 threads of a
 // quantization block combine their maxima (shuffles within a warp, then the warps' partials in
-// shared memory when G > 32), and each thread writes its 8 codes as 4 packed bytes. A CTA of
-// T = max(256, G) threads covers 8 T elements, a whole number of quantization blocks, per step.
-// The codes are those of bnb4_absmax_kernel + bnb4_codes_kernel: the block maximum is exact in
-// any order (bnb4_absmax_step never returns NaN, so its partials combine by a plain max), each
-// code depends only on its element and the block's absmax, and a padding element (the odd last
-// one) is coded from 0.0f as bnb4_codes_kernel does.
+// shared memory when G > 32), and each thread writes its 16 codes as 8 packed bytes. A CTA of
+// kThreads = 256 >= G threads covers 4096 elements, a whole number of quantization blocks, per
+// step. The codes are those of bnb4_absmax_kernel + bnb4_codes_kernel:
+//   - the block maximum is exact in any order: bnb4_absmax_raw_step (one FMNMX an element) folds
+//     |x| unflushed, the partials combine by the same max, and bnb4_absmax_flush then gives
+//     bnb4_absmax_step's fold (sim/native/bnb_4bit_cells.hpp says why);
+//   - each code depends only on its element and the block's absmax: n = FMUL.FTZ(x, rcp(a)) as
+//     codebook_normalize computes it, then bnb4_code_cells, the cell table that equals the
+//     reference tree on all 2^32 values of n (tests/quant/test_bnb4_cells.cpp), read from shared
+//     memory (33 entries of 8 bytes, built by the CTA from the thresholds);
+//   - a padding element (the odd last one) is coded from 0.0f as bnb4_codes_kernel does.
+constexpr int kPerThread = 16;
+
 template <CastInput In>
-__device__ __forceinline__ void load8(const void* __restrict__ x, std::uint64_t i0, std::uint64_t n,
-                                      bool vec, float (&v)[8], int& count) {
-  count = i0 >= n ? 0 : (n - i0 >= 8 ? 8 : static_cast<int>(n - i0));
-  if (vec && count == 8) {
-    if constexpr (In == CastInput::fp32) {
-      const float4* p = reinterpret_cast<const float4*>(static_cast<const float*>(x) + i0);
-      const float4 a = __ldg(p), b = __ldg(p + 1);
-      v[0] = a.x, v[1] = a.y, v[2] = a.z, v[3] = a.w, v[4] = b.x, v[5] = b.y, v[6] = b.z,
-      v[7] = b.w;
-    } else {
-      const uint4 w =
-          __ldg(reinterpret_cast<const uint4*>(static_cast<const std::uint16_t*>(x) + i0));
-      const std::uint32_t u[4] = {w.x, w.y, w.z, w.w};
-      for (int k = 0; k < 8; ++k) {
-        const std::uint32_t h = (u[k / 2] >> (16 * (k % 2))) & 0xFFFFu;
-        v[k] = In == CastInput::bf16
-                   ? native::float_of(h << 16)
-                   : __half2float(__ushort_as_half(static_cast<unsigned short>(h)));
-      }
-    }
+__device__ __forceinline__ void load16_vec(const void* __restrict__ x, std::uint64_t i0,
+                                           float (&v)[kPerThread]);
+
+template <CastInput In>
+__device__ __forceinline__ void load16(const void* __restrict__ x, std::uint64_t i0,
+                                       std::uint64_t n, bool vec, float (&v)[kPerThread],
+                                       int& count) {
+  count = i0 >= n ? 0 : (n - i0 >= kPerThread ? kPerThread : static_cast<int>(n - i0));
+  if (vec && count == kPerThread) {
+    load16_vec<In>(x, i0, v);
     return;
   }
-  for (int k = 0; k < 8; ++k) v[k] = k < count ? load_element(x, In, i0 + k) : 0.0f;
+#pragma unroll
+  for (int k = 0; k < kPerThread; ++k) v[k] = k < count ? load_element(x, In, i0 + k) : 0.0f;
 }
 
 template <CastInput In>
-__global__ void bnb4_fused_kernel(const void* __restrict__ x, std::uint64_t n, int block,
-                                  native::Bnb4Type type, bool vec, float* __restrict__ absmax,
-                                  std::uint8_t* __restrict__ packed) {
-  __shared__ float warp_max[16];
-  const int g = block / 8;                       // threads per quantization block
-  const std::uint64_t span = 8ull * blockDim.x;  // elements per CTA step
-  const std::uint64_t bytes = (n + 1) / 2;
-  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-  for (std::uint64_t base = blockIdx.x * span; base < n; base += gridDim.x * span) {
-    const std::uint64_t i0 = base + 8ull * threadIdx.x;
-    float v[8];
-    int count;
-    load8<In>(x, i0, n, vec, v, count);
-    float m = native::kBnb4AbsmaxInit;
-    for (int k = 0; k < count; ++k) m = native::bnb4_absmax_step(m, v[k]);
-    for (int d = 1; d < (g < 32 ? g : 32); d *= 2) m = fmaxf(m, __shfl_xor_sync(0xFFFFFFFFu, m, d));
-    if (g > 32) {
-      if (lane == 0) warp_max[warp] = m;
-      __syncthreads();
-      const int w0 = warp / (g / 32) * (g / 32);
-      for (int w = w0; w < w0 + g / 32; ++w) m = fmaxf(m, warp_max[w]);
-      __syncthreads();
-    }
-    const std::uint64_t qb = i0 / static_cast<std::uint64_t>(block);  // this thread's block
-    const std::uint64_t lo = qb * static_cast<std::uint64_t>(block);
-    const std::uint64_t hi = lo + block < n ? lo + block : n;
-    const float a = native::bnb4_absmax_finish(m, hi - lo < static_cast<std::uint64_t>(block));
-    if (i0 == lo && lo < n) absmax[qb] = a;
-    if (count == 0) continue;
-    std::uint32_t word = 0;
-    for (int k = 0; k < 8; k += 2) {
-      const std::uint8_t b =
-          native::bnb4_pack(native::bnb4_code(type, v[k], a), native::bnb4_code(type, v[k + 1], a));
-      word |= static_cast<std::uint32_t>(b) << (4 * k);
-    }
-    const std::uint64_t j0 = i0 / 2;
-    if (vec && j0 + 4 <= bytes) {
-      *reinterpret_cast<std::uint32_t*>(packed + j0) = word;
+__device__ __forceinline__ void load16_vec(const void* __restrict__ x, std::uint64_t i0,
+                                           float (&v)[kPerThread]) {
+  {
+    if constexpr (In == CastInput::fp32) {
+      const float4* p = reinterpret_cast<const float4*>(static_cast<const float*>(x) + i0);
+#pragma unroll
+      for (int q = 0; q < 4; ++q) {
+        const float4 a = __ldg(p + q);
+        v[4 * q] = a.x, v[4 * q + 1] = a.y, v[4 * q + 2] = a.z, v[4 * q + 3] = a.w;
+      }
     } else {
-      for (int b = 0; b < 4 && j0 + b < bytes; ++b)
-        packed[j0 + b] = static_cast<std::uint8_t>(word >> (8 * b));
+      const uint4* p = reinterpret_cast<const uint4*>(static_cast<const std::uint16_t*>(x) + i0);
+      const uint4 w0 = __ldg(p), w1 = __ldg(p + 1);
+      const std::uint32_t u[8] = {w0.x, w0.y, w0.z, w0.w, w1.x, w1.y, w1.z, w1.w};
+#pragma unroll
+      for (int k = 0; k < kPerThread; ++k) {
+        if constexpr (In == CastInput::bf16) {
+          v[k] = native::float_of(k % 2 ? u[k / 2] & 0xFFFF0000u : u[k / 2] << 16);
+        } else {
+          const std::uint32_t h = (u[k / 2] >> (16 * (k % 2))) & 0xFFFFu;
+          v[k] = __half2float(__ushort_as_half(static_cast<unsigned short>(h)));
+        }
+      }
     }
+  }
+}
+
+struct FusedArgs {
+  const void* x;
+  std::uint64_t n;
+  int block, log2_block, g;  // g: threads per quantization block
+  bool vec;                  // 16-byte aligned x, 4-byte aligned packed
+  float* absmax;
+  std::uint8_t* packed;
+  std::uint32_t table;  // the cell table's shared address less 0x4B000000 * 8
+  float* warp_max;
+};
+
+// One CTA step of 4096 elements from `base`. kFull: all of them are below n and the input and
+// output are 16- and 8-byte aligned (no counts, no partial block, vector loads and stores).
+template <CastInput In, native::Bnb4Type T, bool kFull>
+__device__ __forceinline__ void fused_step(const FusedArgs& f, std::uint64_t base) {
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  const std::uint64_t i0 = base + std::uint64_t{kPerThread} * threadIdx.x;
+  float v[kPerThread];
+  int count = kPerThread;
+  if constexpr (kFull) {
+    load16_vec<In>(f.x, i0, v);
+  } else {
+    load16<In>(f.x, i0, f.n, f.vec, v, count);
+  }
+  // Padding zeros (k >= count) fold like the zeros bitsandbytes' loads pad with; the partial
+  // flag below decides what they mean, as bnb4_absmax_finish says.
+  float m = native::kBnb4AbsmaxInit;
+  if (count == kPerThread) {
+#pragma unroll
+    for (int k = 0; k < kPerThread; ++k) m = native::bnb4_absmax_raw_step(m, v[k]);
+  } else {
+#pragma unroll
+    for (int k = 0; k < kPerThread; ++k) {
+      if (k < count) m = native::bnb4_absmax_raw_step(m, v[k]);
+    }
+  }
+  const int g = f.g;
+  for (int d = 1; d < (g < 32 ? g : 32); d *= 2)
+    m = native::f32_fmax_hw(m, __shfl_xor_sync(0xFFFFFFFFu, m, d));
+  if (g > 32) {
+    if (lane == 0) f.warp_max[warp] = m;
+    __syncthreads();
+    const int w0 = warp & ~(g / 32 - 1);  // g / 32 is a power of two
+    for (int w = w0; w < w0 + g / 32; ++w) m = native::f32_fmax_hw(m, f.warp_max[w]);
+    __syncthreads();
+  }
+  const std::uint64_t qb = i0 >> f.log2_block;  // this thread's block
+  bool partial = false;
+  if constexpr (!kFull) {
+    const std::uint64_t lo = qb << f.log2_block;
+    partial = lo < f.n && f.n - lo < static_cast<std::uint64_t>(f.block);
+    if (lo >= f.n) return;  // a whole block past the end (no barrier follows)
+  }
+  const float a = native::bnb4_absmax_finish(native::bnb4_absmax_flush(m), partial);
+  if ((i0 & static_cast<std::uint64_t>(f.block - 1)) == 0) f.absmax[qb] = a;
+  if (count == 0) return;
+  const float r = native::sfu_rcp_f(native::SfuTables{}, a);  // codebook_normalize's rcp
+  std::uint32_t word[2] = {0, 0};
+#pragma unroll
+  for (int k = 0; k < kPerThread; ++k) {
+    // bnb4_code_cells with the table read at a 32-bit shared address: 0x4B000000 + cell, scaled
+    // by 8 and offset in one LEA.
+    const float nk = native::ftz_mul(v[k], r);
+    const std::uint32_t at =
+        native::f32_bits(native::bnb4_cell_h<T>(native::bnb4_cell_key<T>(nk))) * 8u + f.table;
+    native::Bnb4Cell c;
+    asm volatile("ld.shared.v2.b32 {%0, %1}, [%2];" : "=f"(c.thr), "=r"(c.rank) : "r"(at));
+    word[k / 8] = native::bnb4_add_rank<T>(word[k / 8], 8 * ((k % 8) / 2) + (k % 2 ? 0 : 4), c, nk);
+  }
+  word[0] = native::bnb4_codes_of_ranks<T>(word[0]);
+  word[1] = native::bnb4_codes_of_ranks<T>(word[1]);
+  const std::uint64_t j0 = i0 / 2, bytes = (f.n + 1) / 2;
+  if (kFull) {
+    *reinterpret_cast<uint2*>(f.packed + j0) = make_uint2(word[0], word[1]);
+  } else if (f.vec && j0 + 8 <= bytes) {
+    std::uint32_t* p = reinterpret_cast<std::uint32_t*>(f.packed + j0);
+    p[0] = word[0], p[1] = word[1];
+  } else {
+    for (int b = 0; b < 8 && j0 + b < bytes; ++b)
+      f.packed[j0 + b] = static_cast<std::uint8_t>(word[b / 4] >> (8 * (b % 4)));
+  }
+}
+
+template <CastInput In, native::Bnb4Type T>
+__global__ void __launch_bounds__(kThreads)
+    bnb4_fused_kernel(const void* __restrict__ x, std::uint64_t n, int block, bool vec, bool vec8,
+                      float* __restrict__ absmax, std::uint8_t* __restrict__ packed) {
+  __shared__ native::Bnb4Cell cells[native::kBnb4Cells];
+  __shared__ float warp_max[kThreads / 32];
+  if (threadIdx.x < native::kBnb4Cells)
+    cells[threadIdx.x] = native::bnb4_cell_entry<T>(threadIdx.x);
+  __syncthreads();
+  FusedArgs f;
+  f.x = x, f.n = n, f.block = block, f.log2_block = __ffs(block) - 1, f.g = block / kPerThread;
+  f.vec = vec, f.absmax = absmax, f.packed = packed, f.warp_max = warp_max;
+  // Through a shuffle so that the compiler keeps it one register (it would otherwise split it
+  // into the shared window's base and a constant and spend an add per element).
+  f.table = __shfl_sync(
+      0xFFFFFFFFu, static_cast<std::uint32_t>(__cvta_generic_to_shared(cells)) - 0x4B000000u * 8u,
+      0);
+  const std::uint64_t span = std::uint64_t{kPerThread} * kThreads;  // elements per CTA step
+  for (std::uint64_t base = blockIdx.x * span; base < n; base += gridDim.x * span) {
+    if (vec8 && n - base >= span) {  // the same for every thread of the CTA
+      fused_step<In, T, true>(f, base);
+    } else {
+      fused_step<In, T, false>(f, base);
+    }
+  }
+}
+
+template <CastInput In>
+void launch_fused(bool nf4, unsigned grid, cudaStream_t s, const void* x, std::uint64_t n,
+                  int block, bool vec, bool vec8, float* absmax, std::uint8_t* packed) {
+  if (nf4) {
+    bnb4_fused_kernel<In, native::Bnb4Type::nf4>
+        <<<grid, kThreads, 0, s>>>(x, n, block, vec, vec8, absmax, packed);
+  } else {
+    bnb4_fused_kernel<In, native::Bnb4Type::fp4>
+        <<<grid, kThreads, 0, s>>>(x, n, block, vec, vec8, absmax, packed);
   }
 }
 
@@ -228,23 +331,21 @@ void bnb4_quantize(const void* x, CastInput in_type, std::size_t n, const quant:
     cuda_check_launch("bnb4 codes kernel");
     return;
   }
-  const int threads = opt.block / 8 > kThreads ? static_cast<int>(opt.block / 8) : kThreads;
   // Vector loads and word stores need 16-byte aligned elements and a 4-byte aligned output.
   const bool vec = is_aligned(x, 16) && is_aligned(packed, 4);
-  const unsigned grid = blocks_for(n, 8 * static_cast<std::size_t>(threads));
+  const bool vec8 = vec && is_aligned(packed, 8);  // the full steps' 8-byte stores
+  const unsigned grid = blocks_for(n, std::size_t{kPerThread} * kThreads);
   const int b = static_cast<int>(opt.block);
+  const bool nf4 = opt.type == native::Bnb4Type::nf4;
   switch (in_type) {
     case CastInput::fp32:
-      bnb4_fused_kernel<CastInput::fp32>
-          <<<grid, threads, 0, s>>>(x, n, b, opt.type, vec, absmax, packed);
+      launch_fused<CastInput::fp32>(nf4, grid, s, x, n, b, vec, vec8, absmax, packed);
       break;
     case CastInput::bf16:
-      bnb4_fused_kernel<CastInput::bf16>
-          <<<grid, threads, 0, s>>>(x, n, b, opt.type, vec, absmax, packed);
+      launch_fused<CastInput::bf16>(nf4, grid, s, x, n, b, vec, vec8, absmax, packed);
       break;
     default:
-      bnb4_fused_kernel<CastInput::fp16>
-          <<<grid, threads, 0, s>>>(x, n, b, opt.type, vec, absmax, packed);
+      launch_fused<CastInput::fp16>(nf4, grid, s, x, n, b, vec, vec8, absmax, packed);
       break;
   }
   cuda_check_launch("bnb4 fused quantize kernel");

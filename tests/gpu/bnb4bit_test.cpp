@@ -6,6 +6,7 @@
 #if EXMY_HAVE_CUDA
 #include <cstdint>
 #include <cstring>
+#include <utility>
 #include <vector>
 
 #include "gpu/common/launch.hpp"
@@ -91,19 +92,21 @@ TEST_CASE("GPU bnb 4-bit quantize/dequantize equals the CPU reference", "[gpu][q
 
 TEST_CASE("GPU bnb 4-bit fused quantizer: large, unaligned and odd inputs equal the CPU reference",
           "[gpu][quant][bnb4]") {
-  // Guards bnb4_fused_kernel (gpu/quant/bnb4bit.cu): 8 elements per thread, the block maxima
-  // across lanes and warps (blocks 32..4096, 4 to 512 threads), packed words, and its scalar
-  // paths: an input or output 4 bytes off the 16-byte alignment, a tail shorter than 8 elements,
-  // an odd count (the padding nibble) and sizes past one CTA step.
+  // Guards bnb4_fused_kernel (gpu/quant/bnb4bit.cu): 16 elements per thread, the block maxima
+  // across lanes and warps (blocks 32..4096, 2 to 256 threads), the cell table, packed words, its
+  // full steps (8-byte stores) and its other paths: an input and output one element / one byte
+  // off (scalar loads and stores), an output 4 bytes off the 8-byte alignment (4-byte stores), a
+  // tail shorter than 16 elements, an odd count (the padding nibble) and sizes past one CTA step.
   const std::size_t sizes[] = {(std::size_t{1} << 20) + 7, 4096 * 3 + 1, 8 * 512 + 3};
   for (const native::Bnb4Type t : {native::Bnb4Type::nf4, native::Bnb4Type::fp4}) {
     for (std::size_t block = 32; block <= 4096; block *= 4) {
       for (const gpu::CastInput in :
            {gpu::CastInput::fp32, gpu::CastInput::fp16, gpu::CastInput::bf16}) {
         for (const std::size_t n : sizes) {
-          for (const std::size_t off : {std::size_t{0}, std::size_t{1}}) {
+          for (const auto& [off, qoff] :
+               {std::pair<std::size_t, std::size_t>{0, 0}, {1, 1}, {8, 4}}) {
             INFO("type " << int(t) << " block " << block << " in " << int(in) << " n " << n
-                         << " offset " << off);
+                         << " offset " << off << " output offset " << qoff);
             const std::vector<std::uint32_t> w = data(n, static_cast<std::uint32_t>(7 * n + block));
             const std::size_t es = in == gpu::CastInput::fp32 ? 4 : 2;
             std::vector<std::uint8_t> raw((n + off) * es);
@@ -125,13 +128,13 @@ TEST_CASE("GPU bnb 4-bit fused quantizer: large, unaligned and odd inputs equal 
             o.block = block;
             const std::size_t bytes = (n + 1) / 2, blocks = (n + block - 1) / block;
             gpu::DeviceBuffer dx(raw.data(), raw.size());
-            gpu::DeviceBuffer dq(bytes + 4 * off + 4), da(blocks * 4);
+            gpu::DeviceBuffer dq(bytes + qoff + 8), da(blocks * 4);
             gpu::bnb4_quantize(static_cast<const std::uint8_t*>(dx.get()) + off * es, in, n, o,
-                               dq.as<std::uint8_t>() + off, da.as<float>());
-            const std::vector<std::uint8_t> q = dq.download<std::uint8_t>(bytes + off);
+                               dq.as<std::uint8_t>() + qoff, da.as<float>());
+            const std::vector<std::uint8_t> q = dq.download<std::uint8_t>(bytes + qoff);
             const std::vector<float> a = da.download<float>(blocks);
             const quant::Bnb4Quantized c = quant::bnb4_quantize(x, o);
-            REQUIRE(std::vector<std::uint8_t>(q.begin() + static_cast<std::ptrdiff_t>(off),
+            REQUIRE(std::vector<std::uint8_t>(q.begin() + static_cast<std::ptrdiff_t>(qoff),
                                               q.end()) == c.packed);
             REQUIRE(std::memcmp(a.data(), c.absmax.data(), blocks * 4) == 0);
           }

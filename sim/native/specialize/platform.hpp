@@ -87,6 +87,29 @@ EXMY_HD float rn_sqrt(float a) {
 EXMY_HD float rn_fma(float a, float b, float c) {  // a*b + c rounded once
   return __fmaf_rn(a, b, c);
 }
+// max(a, b) as the device's FMNMX computes fmaxf: a NaN operand, quiet or signalling, is skipped
+// (both NaN: a NaN), and +0 is above -0 (fp32_ops.hpp's f32_fmax with the zeros ordered; the
+// device spells it fmaxf so that it stays one instruction). Host libm's fmaxf would turn a
+// signalling NaN into a NaN.
+EXMY_HD float f32_fmax_hw(float a, float b) {
+  return fmaxf(a, b);
+}
+// The sign bit of RN(a - b), a NaN difference read as +NaN: 1 exactly when b > a (ordered), since
+// rounding keeps the sign of a nonzero difference, a - a is +0 and inf - inf, like any NaN
+// operand, is NaN. The device's FADD returns the canonical NaN 0x7FFFFFFF, sign 0, for every NaN
+// (docs/SEMANTICS.md 17); one FADD, whose sign bit an LEA.HI adds, where a comparison and a select
+// would be two instructions.
+EXMY_HD std::uint32_t f32_sub_signbit(float a, float b) {
+  return f32_bits(__fsub_rn(a, b)) >> 31;
+}
+// a*b + c rounded once, then clamped to [0, 1] with a NaN result read as +0 (fma.rn.sat.f32, no
+// FTZ: subnormals kept). A -0 result may come back as -0 here and +0 on the host: callers only
+// add it to a larger number.
+EXMY_HD float rn_fma_sat(float a, float b, float c) {
+  float r;
+  asm("fma.rn.sat.f32 %0, %1, %2, %3;" : "=f"(r) : "f"(a), "f"(b), "f"(c));
+  return r;
+}
 EXMY_HD double rn_add64(double a, double b) {
   return __dadd_rn(a, b);
 }
@@ -201,6 +224,21 @@ EXMY_HD float rn_sqrt(float a) {
 }
 EXMY_HD float rn_fma(float a, float b, float c) {
   return std::fma(a, b, c);
+}
+EXMY_HD float f32_fmax_hw(float a, float b) {
+  if (b != b) return a;
+  if (a != a) return b;
+  if (a == b) return std::signbit(a) ? b : a;
+  return a > b ? a : b;
+}
+EXMY_HD std::uint32_t f32_sub_signbit(float a, float b) {
+  const float d = a - b;
+  return d != d ? 0u : f32_bits(d) >> 31;
+}
+EXMY_HD float rn_fma_sat(float a, float b, float c) {
+  const float r = std::fma(a, b, c);
+  if (!(r > 0.0f)) return 0.0f;  // NaN, negative, zero
+  return r < 1.0f ? r : 1.0f;
 }
 EXMY_HD double rn_add64(double a, double b) {
   return a + b;
