@@ -121,8 +121,12 @@ native::TorchaoScalars scalars(const Config& c, long t, TorchaoQuant q) {
     const bool wide8 = q == TorchaoQuant::q8 && c.st == Storage::f32 && view && n / 256 > 16;
     s.v_param_split = q == TorchaoQuant::q4 || wide8;
     s.update_unfused = wide8;
-    // fp32 AdamWFp8 on the same view: both the state and the update from fma(g, g, -RN(q*s)).
-    s.v_state_g = q == TorchaoQuant::fp8 && c.st == Storage::f32 && view;
+    // fp32 AdamWFp8 where each row of the (-1, 256) view is a row of p (1-D p, or a last dimension
+    // of 256: one scale per row, a uniform load): both the state and the update from fma(g, g,
+    // -RN(q*s)). With more blocks to a row (8x512: the scale loaded per element) the amax kernel
+    // contracts the other product, as AdamW8bit does (PTX of the H200 captures).
+    s.v_state_g = q == TorchaoQuant::fp8 && c.st == Storage::f32 &&
+                  (c.shape.size() < 2 || c.shape.back() == 256);
     p1 = native::triton_powf(sfu, b1, step);
     p2 = native::triton_powf(sfu, b2, step);
   } else {
