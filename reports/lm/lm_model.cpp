@@ -66,11 +66,16 @@ void ln_backward(const float* dy, const float* xhat, const float* rstd, int rows
   }
 }
 
-float gelu(float u) {
-  return 0.5f * u * (1.0f + std::erf(u * 0.70710678118654752f));
+// GELU(u) = 0.5 u (1 + erf(u / sqrt 2)) and its derivative Phi(u) + u phi(u), both from the
+// forward's e1 = RN32(1 + erf(u / sqrt 2)) (kept for the backward: one erf per element).
+float gelu_e1(float u) {
+  return 1.0f + std::erf(u * 0.70710678118654752f);
 }
-float gelu_grad(float u) {
-  const float cdf = 0.5f * (1.0f + std::erf(u * 0.70710678118654752f));
+float gelu(float u, float e1) {
+  return 0.5f * u * e1;
+}
+float gelu_grad(float u, float e1) {
+  const float cdf = 0.5f * e1;
   const float pdf = std::exp(-0.5f * u * u) * 0.39894228040143268f;
   return cdf + u * pdf;
 }
@@ -185,7 +190,7 @@ double Model::forward_backward(const std::vector<int>& tokens, int B, bool grads
 
   // Activations kept for the backward pass.
   struct LayerAct {
-    std::vector<float> x, h1, r1, a1, qkv, p, ctx, xm, h2, r2, a2, u, gu;
+    std::vector<float> x, h1, r1, a1, qkv, p, ctx, xm, h2, r2, a2, u, e1, gu;
   };
   std::vector<LayerAct> act(L_.size());
   std::vector<float> e0(Nd), eh, er, x(Nd);
@@ -255,8 +260,12 @@ double Model::forward_backward(const std::vector<int>& tokens, int B, bool grads
     gemm({GemmSite::mlp_up, Pass::fwd, pol}, N, F, d, A.a2.data(), d, false, W(I.upw), F, false,
          A.u.data(), F);
     add_bias(A.u.data(), N, F, W(I.upb));
+    A.e1.resize(A.u.size());
     A.gu.resize(A.u.size());
-    for (std::size_t i = 0; i < A.u.size(); ++i) A.gu[i] = gelu(A.u[i]);
+    for (std::size_t i = 0; i < A.u.size(); ++i) {
+      A.e1[i] = gelu_e1(A.u[i]);
+      A.gu[i] = gelu(A.u[i], A.e1[i]);
+    }
     x = A.xm;
     gemm({GemmSite::mlp_down, Pass::fwd, pol}, N, d, F, A.gu.data(), F, false, W(I.downw), d, false,
          x.data(), d, true);
@@ -267,18 +276,20 @@ double Model::forward_backward(const std::vector<int>& tokens, int B, bool grads
   gemm({GemmSite::head, Pass::fwd, pol}, N, V, d, af.data(), d, false, W(head_), V, false,
        logits.data(), V);
   // Cross-entropy; logits become d loss / d logits.
+  // The row's exp(l_j - max) are computed once, for the normaliser and the gradient.
   double loss = 0;
   const float inv_n = static_cast<float>(1.0 / N);
+  std::vector<float> ex(V);
   for (int n = 0; n < N; ++n) {
     float* lr = logits.data() + static_cast<std::size_t>(n) * V;
     float mx = -INFINITY;
     for (int j = 0; j < V; ++j) mx = std::max(mx, lr[j]);
     float s = 0;
-    for (int j = 0; j < V; ++j) s += std::exp(lr[j] - mx);
+    for (int j = 0; j < V; ++j) s += (ex[j] = std::exp(lr[j] - mx));
     const float lse = mx + std::log(s);
     loss += static_cast<double>(lse - lr[tgt(n)]);
     if (grads) {
-      for (int j = 0; j < V; ++j) lr[j] = std::exp(lr[j] - mx) / s * inv_n;
+      for (int j = 0; j < V; ++j) lr[j] = ex[j] / s * inv_n;
       lr[tgt(n)] -= inv_n;
     }
   }
@@ -307,7 +318,7 @@ double Model::forward_backward(const std::vector<int>& tokens, int B, bool grads
     gemm({GemmSite::mlp_down, Pass::dgrad, pol}, N, F, d, dx.data(), d, false, W(I.downw), d, true,
          dgu.data(), F);
     du.resize(dgu.size());
-    for (std::size_t i = 0; i < du.size(); ++i) du[i] = dgu[i] * gelu_grad(A.u[i]);
+    for (std::size_t i = 0; i < du.size(); ++i) du[i] = dgu[i] * gelu_grad(A.u[i], A.e1[i]);
     add_col_sums(du.data(), N, F, G(I.upb));
     gemm({GemmSite::mlp_up, Pass::wgrad, pol}, d, F, N, A.a2.data(), d, true, du.data(), F, false,
          G(I.upw), F);
