@@ -89,6 +89,76 @@ void pack_panels(const float* src, int ld, bool trans, int rows, int cols, int w
   }
 }
 
+// The lean rne cast and decode of sim/native/fast_cast.hpp (fast_cast_fp32_lean<rne, true, true>
+// then fast_decode_fp32_lean, signed formats with -0 and decode_fast) written on W lanes, the same
+// integer and fp32 operations per lane: x[i] becomes the decoded code where fast_lean_domain
+// holds, and is left unchanged (returns true) elsewhere. The tail below W elements is scalar.
+template <int W>
+EXMY_SIMD_INLINE bool rne_lean_lanes(const native::FastCastPlan& p, float* x, std::size_t n) {
+  using U = typename fast::simd::Vec<W>::u32;
+  using F = typename fast::simd::Vec<W>::f32;
+  const int d = p.normal_shift;
+  const std::uint32_t mag_mask = static_cast<std::uint32_t>(p.f.magnitude_mask());
+  const std::uint32_t min_normal = 1u << p.f.man_bits;
+  const F magic = F{} + native::float_of(p.sub_magic);  // a positive normal: +0 + it is it
+  U rest{};
+  std::size_t i = 0;
+  for (; i + W <= n; i += W) {
+    const U u = fast::simd::load<U>(x + i);
+    const U a = u & 0x7FFFFFFFu;
+    const U in = (U)((a - p.lean_lo) <= p.lean_span);
+    // fast_round_magnitude<rne>
+    const U par = (((a >> d) ^ p.par_xor) | p.par_or) & 1u;
+    const U tn = ((a + p.half_m1 + par) >> d) + p.cbias;
+    const U ts = (((U)((F)a + magic)) - p.sub_magic) & p.below_mask;
+    U t = fast::simd::select((U)(a < p.norm_min), ts, tn);
+    // fast_lean_finish<true, true>
+    t = fast::simd::select((U)(t > p.max_code), U{} + p.overflow[0], t);
+    const U code = t | ((u >> p.sign_shift) & p.sign_bit);
+    // fast_decode_fp32_lean
+    const U mag = code & mag_mask;
+    const U vn = (mag << d) + p.rebias;
+    const U vs = (U)((F)(mag + p.sub_magic) - magic);
+    U v = fast::simd::select((U)(mag >= min_normal), vn, vs);
+    v |= fast::simd::select((U)((code & p.sign_bit) != 0u), U{} + 0x80000000u, U{});
+    for (int s = 0; s < 3; ++s) {
+      v = fast::simd::select((U)(code == p.spec_code[s]), U{} + p.spec_bits[s], v);
+    }
+    fast::simd::store(x + i, fast::simd::select(in, v, u));
+    rest |= ~in;
+  }
+  bool out = false;
+  for (int l = 0; l < W; ++l) out = out || rest[l] != 0;
+  for (; i < n; ++i) {
+    const std::uint32_t u = native::bits_of(x[i]);
+    if (!native::fast_lean_domain(p, u)) {
+      out = true;
+      continue;
+    }
+    const std::uint32_t code =
+        native::fast_cast_fp32_lean<native::FastMode::rne, true, true>(p, u, 0, 0);
+    x[i] = native::fast_decode_fp32_lean(p, code);
+  }
+  return out;
+}
+
+#if defined(__x86_64__)
+EXMY_TARGET_AVX2 bool rne_lean_avx2(const native::FastCastPlan& p, float* x, std::size_t n) {
+  return rne_lean_lanes<8>(p, x, n);
+}
+#endif
+bool rne_lean_sse2(const native::FastCastPlan& p, float* x, std::size_t n) {
+  return rne_lean_lanes<4>(p, x, n);
+}
+
+bool use_avx2() {
+#if defined(__x86_64__)
+  return fast::simd::active_isa() >= fast::simd::Isa::avx2;
+#else
+  return false;
+#endif
+}
+
 struct Tiles {
   int M, N, K;
   const float* pa;  // kMr-row panels of op(A)
@@ -198,14 +268,27 @@ void cast_operands(float* x, std::size_t n, const OperandCast& c) {
         for (std::size_t i = 0; i < n; ++i) x[i] = rne_cast(x[i], c.exp_bits, c.man_bits);
         return;
       }
-      // The mode-fixed rne path and the finite decode: both equal to native::convert and
-      // native::to_float for every input and code (sim/native/fast_cast.hpp), as rne_cast's
-      // any-mode path is.
+      // sim/native/fast_cast.hpp's paths, each equal to native::convert and native::to_float
+      // for every input and code, as rne_cast's any-mode path is: the branch-free lean cast and
+      // decode (signed formats with -0 and decode_fast, as every E8Mm is) on every element in
+      // its domain (finite inputs; overflow too, sign-symmetric here), then the mode-fixed path
+      // and the general decode on the rest (inf, NaN), which the first pass leaves unchanged
+      // (its results are finite, so in the domain, and are not redone).
       const native::FastCastPlan& p = cc.plan;
+      const bool lean = cc.f.is_signed && p.neg_zero && p.decode_fast;
+      if (lean) {
+#if defined(__x86_64__)
+        const bool rest = use_avx2() ? rne_lean_avx2(p, x, n) : rne_lean_sse2(p, x, n);
+#else
+        const bool rest = rne_lean_sse2(p, x, n);
+#endif
+        if (!rest) return;
+      }
       for (std::size_t i = 0; i < n; ++i) {
-        const std::uint32_t code =
-            native::fast_cast_fp32_fixed<native::FastMode::rne>(p, native::bits_of(x[i]), 0, 0);
-        x[i] = native::fast_decode_fp32_finite(p, code);
+        const std::uint32_t u = native::bits_of(x[i]);
+        if (lean && native::fast_lean_domain(p, u)) continue;
+        const std::uint32_t code = native::fast_cast_fp32_fixed<native::FastMode::rne>(p, u, 0, 0);
+        x[i] = native::fast_decode_fp32(p, code);
       }
       return;
     }
@@ -217,11 +300,7 @@ void gemm(const GemmCall& call, int M, int N, int K, const float* A, int lda, bo
   static const OperandCast kIdentity{};
   const OperandCast& ca = call.policy ? call.policy->at(call.site, call.pass, 0) : kIdentity;
   const OperandCast& cb = call.policy ? call.policy->at(call.site, call.pass, 1) : kIdentity;
-#if defined(__x86_64__)
-  const bool avx2 = fast::simd::active_isa() >= fast::simd::Isa::avx2;
-#else
-  const bool avx2 = false;
-#endif
+  const bool avx2 = use_avx2();
   const int nr = avx2 ? 16 : 8;
   thread_local std::vector<float> pa, pb;
   // op(A) in kMr-row panels, op(B) in nr-column panels (op(B)^T packed), each cast as a whole
