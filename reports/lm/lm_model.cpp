@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <deque>
 #include <stdexcept>
 
 #include "reports/lm/gemm.hpp"
@@ -192,8 +193,22 @@ double Model::forward_backward(const std::vector<int>& tokens, int B, bool grads
   struct LayerAct {
     std::vector<float> x, h1, r1, a1, qkv, p, ctx, xm, h2, r2, a2, u, e1, gu;
   };
-  std::vector<LayerAct> act(L_.size());
-  std::vector<float> e0(Nd), eh, er, x(Nd);
+  // Every buffer below is per-thread scratch kept between calls (a step allocates and faults in
+  // no pages): zeros(n) is a buffer holding n zeros, as a fresh std::vector<float>(n) would.
+  thread_local std::vector<LayerAct> act;
+  act.resize(L_.size());
+  thread_local std::deque<std::vector<float>> pool;  // growing keeps references valid
+  std::size_t used = 0;
+  const auto zeros = [&](std::size_t n) -> std::vector<float>& {
+    if (used == pool.size()) pool.emplace_back();
+    std::vector<float>& b = pool[used++];
+    b.assign(n, 0.0f);
+    return b;
+  };
+  auto& e0 = zeros(Nd);
+  auto& eh = zeros(0);
+  auto& er = zeros(0);
+  auto& x = zeros(Nd);
   // Embedding.
   for (int n = 0; n < N; ++n) {
     std::copy_n(W(emb_) + static_cast<std::size_t>(tok(n)) * d, d, e0.data() + n * d);
@@ -209,7 +224,10 @@ double Model::forward_backward(const std::vector<int>& tokens, int B, bool grads
     const float* pr = W(pos_) + static_cast<std::size_t>(n % T) * d;
     for (int j = 0; j < d; ++j) x[static_cast<std::size_t>(n) * d + j] += pr[j];
   }
-  std::vector<float> q(static_cast<std::size_t>(T) * dh), k(q.size()), v(q.size()), o(q.size());
+  const std::size_t Tdh = static_cast<std::size_t>(T) * dh;
+  auto& q = zeros(Tdh);
+  auto& k = zeros(Tdh);
+  auto& v = zeros(Tdh);
   for (std::size_t l = 0; l < L_.size(); ++l) {
     const LayerIdx& I = L_[l];
     LayerAct& A = act[l];
@@ -271,7 +289,10 @@ double Model::forward_backward(const std::vector<int>& tokens, int B, bool grads
          x.data(), d, true);
     add_bias(x.data(), N, d, W(I.downb));
   }
-  std::vector<float> fh(Nd), fr(N), af(Nd), logits(static_cast<std::size_t>(N) * V);
+  auto& fh = zeros(Nd);
+  auto& fr = zeros(N);
+  auto& af = zeros(Nd);
+  auto& logits = zeros(static_cast<std::size_t>(N) * V);
   ln_forward(x.data(), N, d, W(lnfg_), W(lnfb_), fh.data(), fr.data(), af.data());
   gemm({GemmSite::head, Pass::fwd, pol}, N, V, d, af.data(), d, false, W(head_), V, false,
        logits.data(), V);
@@ -279,7 +300,7 @@ double Model::forward_backward(const std::vector<int>& tokens, int B, bool grads
   // The row's exp(l_j - max) are computed once, for the normaliser and the gradient.
   double loss = 0;
   const float inv_n = static_cast<float>(1.0 / N);
-  std::vector<float> ex(V);
+  auto& ex = zeros(V);
   for (int n = 0; n < N; ++n) {
     float* lr = logits.data() + static_cast<std::size_t>(n) * V;
     float mx = -INFINITY;
@@ -300,13 +321,22 @@ double Model::forward_backward(const std::vector<int>& tokens, int B, bool grads
   // Head and final layer norm.
   gemm({GemmSite::head, Pass::wgrad, pol}, d, V, N, af.data(), d, true, logits.data(), V, false,
        G(head_), V);
-  std::vector<float> daf(Nd), dx(Nd);
+  auto& daf = zeros(Nd);
+  auto& dx = zeros(Nd);
   gemm({GemmSite::head, Pass::dgrad, pol}, N, d, V, logits.data(), V, false, W(head_), V, true,
        daf.data(), d);
   ln_backward(daf.data(), fh.data(), fr.data(), N, d, W(lnfg_), G(lnfg_), G(lnfb_), dx.data(),
               false);
-  std::vector<float> dgu, du, da(Nd), dctx(Nd), dqkv, dp(static_cast<std::size_t>(T) * T);
-  std::vector<float> dq(q.size()), dk(q.size()), dv(q.size()), dO(q.size());
+  auto& dgu = zeros(0);
+  auto& du = zeros(0);
+  auto& da = zeros(Nd);
+  auto& dctx = zeros(Nd);
+  auto& dqkv = zeros(0);
+  auto& dp = zeros(static_cast<std::size_t>(T) * T);
+  auto& dq = zeros(Tdh);
+  auto& dk = zeros(Tdh);
+  auto& dv = zeros(Tdh);
+  auto& dO = zeros(Tdh);
   for (std::size_t li = L_.size(); li-- > 0;) {
     const LayerIdx& I = L_[li];
     LayerAct& A = act[li];
@@ -386,7 +416,7 @@ double Model::forward_backward(const std::vector<int>& tokens, int B, bool grads
     for (int j = 0; j < d; ++j) pg[j] += dx[static_cast<std::size_t>(n) * d + j];
   }
   if (cfg_.stable_embedding) {
-    std::vector<float> de(Nd);
+    auto& de = zeros(Nd);
     ln_backward(dx.data(), eh.data(), er.data(), N, d, W(embg_), G(embg_), G(embb_), de.data(),
                 false);
     dx.swap(de);
