@@ -1,8 +1,10 @@
 // The one fp32 GEMM of the language model (reports/lm/lm_model.hpp): C = op(A) op(B), every
 // C[i][j] summed in fp32 in k order 0..K-1 from +0 (each product rounded, then added: no
-// contraction), with the operands cast elementwise first as the GemmPolicy says. The blocked
-// kernel (4 x 8 register tiles over packed panels) computes exactly that sum for every element;
-// blocking changes which elements are computed together, never the order of one element's sum.
+// contraction), with the operands cast elementwise first as the GemmPolicy says (each packed
+// operand cast as a whole, cast_operands). The blocked kernel (4 x 16 register tiles on AVX2,
+// 4 x 8 on SSE2, over packed panels; lane-wise IEEE multiply then add) computes exactly that sum
+// for every element on either instruction set: blocking and vector lanes change which elements
+// are computed together, never the order or the roundings of one element's sum.
 #pragma once
 
 #include "reports/lm/lm_model.hpp"

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <deque>
 #include <stdexcept>
 
 #include "reports/lm/gemm.hpp"
@@ -66,11 +67,16 @@ void ln_backward(const float* dy, const float* xhat, const float* rstd, int rows
   }
 }
 
-float gelu(float u) {
-  return 0.5f * u * (1.0f + std::erf(u * 0.70710678118654752f));
+// GELU(u) = 0.5 u (1 + erf(u / sqrt 2)) and its derivative Phi(u) + u phi(u), both from the
+// forward's e1 = RN32(1 + erf(u / sqrt 2)) (kept for the backward: one erf per element).
+float gelu_e1(float u) {
+  return 1.0f + std::erf(u * 0.70710678118654752f);
 }
-float gelu_grad(float u) {
-  const float cdf = 0.5f * (1.0f + std::erf(u * 0.70710678118654752f));
+float gelu(float u, float e1) {
+  return 0.5f * u * e1;
+}
+float gelu_grad(float u, float e1) {
+  const float cdf = 0.5f * e1;
   const float pdf = std::exp(-0.5f * u * u) * 0.39894228040143268f;
   return cdf + u * pdf;
 }
@@ -185,10 +191,24 @@ double Model::forward_backward(const std::vector<int>& tokens, int B, bool grads
 
   // Activations kept for the backward pass.
   struct LayerAct {
-    std::vector<float> x, h1, r1, a1, qkv, p, ctx, xm, h2, r2, a2, u, gu;
+    std::vector<float> x, h1, r1, a1, qkv, p, ctx, xm, h2, r2, a2, u, e1, gu;
   };
-  std::vector<LayerAct> act(L_.size());
-  std::vector<float> e0(Nd), eh, er, x(Nd);
+  // Every buffer below is per-thread scratch kept between calls (a step allocates and faults in
+  // no pages): zeros(n) is a buffer holding n zeros, as a fresh std::vector<float>(n) would.
+  thread_local std::vector<LayerAct> act;
+  act.resize(L_.size());
+  thread_local std::deque<std::vector<float>> pool;  // growing keeps references valid
+  std::size_t used = 0;
+  const auto zeros = [&](std::size_t n) -> std::vector<float>& {
+    if (used == pool.size()) pool.emplace_back();
+    std::vector<float>& b = pool[used++];
+    b.assign(n, 0.0f);
+    return b;
+  };
+  auto& e0 = zeros(Nd);
+  auto& eh = zeros(0);
+  auto& er = zeros(0);
+  auto& x = zeros(Nd);
   // Embedding.
   for (int n = 0; n < N; ++n) {
     std::copy_n(W(emb_) + static_cast<std::size_t>(tok(n)) * d, d, e0.data() + n * d);
@@ -204,7 +224,10 @@ double Model::forward_backward(const std::vector<int>& tokens, int B, bool grads
     const float* pr = W(pos_) + static_cast<std::size_t>(n % T) * d;
     for (int j = 0; j < d; ++j) x[static_cast<std::size_t>(n) * d + j] += pr[j];
   }
-  std::vector<float> q(static_cast<std::size_t>(T) * dh), k(q.size()), v(q.size()), o(q.size());
+  const std::size_t Tdh = static_cast<std::size_t>(T) * dh;
+  auto& q = zeros(Tdh);
+  auto& k = zeros(Tdh);
+  auto& v = zeros(Tdh);
   for (std::size_t l = 0; l < L_.size(); ++l) {
     const LayerIdx& I = L_[l];
     LayerAct& A = act[l];
@@ -255,30 +278,39 @@ double Model::forward_backward(const std::vector<int>& tokens, int B, bool grads
     gemm({GemmSite::mlp_up, Pass::fwd, pol}, N, F, d, A.a2.data(), d, false, W(I.upw), F, false,
          A.u.data(), F);
     add_bias(A.u.data(), N, F, W(I.upb));
+    A.e1.resize(A.u.size());
     A.gu.resize(A.u.size());
-    for (std::size_t i = 0; i < A.u.size(); ++i) A.gu[i] = gelu(A.u[i]);
+    for (std::size_t i = 0; i < A.u.size(); ++i) {
+      A.e1[i] = gelu_e1(A.u[i]);
+      A.gu[i] = gelu(A.u[i], A.e1[i]);
+    }
     x = A.xm;
     gemm({GemmSite::mlp_down, Pass::fwd, pol}, N, d, F, A.gu.data(), F, false, W(I.downw), d, false,
          x.data(), d, true);
     add_bias(x.data(), N, d, W(I.downb));
   }
-  std::vector<float> fh(Nd), fr(N), af(Nd), logits(static_cast<std::size_t>(N) * V);
+  auto& fh = zeros(Nd);
+  auto& fr = zeros(N);
+  auto& af = zeros(Nd);
+  auto& logits = zeros(static_cast<std::size_t>(N) * V);
   ln_forward(x.data(), N, d, W(lnfg_), W(lnfb_), fh.data(), fr.data(), af.data());
   gemm({GemmSite::head, Pass::fwd, pol}, N, V, d, af.data(), d, false, W(head_), V, false,
        logits.data(), V);
   // Cross-entropy; logits become d loss / d logits.
+  // The row's exp(l_j - max) are computed once, for the normaliser and the gradient.
   double loss = 0;
   const float inv_n = static_cast<float>(1.0 / N);
+  auto& ex = zeros(V);
   for (int n = 0; n < N; ++n) {
     float* lr = logits.data() + static_cast<std::size_t>(n) * V;
     float mx = -INFINITY;
     for (int j = 0; j < V; ++j) mx = std::max(mx, lr[j]);
     float s = 0;
-    for (int j = 0; j < V; ++j) s += std::exp(lr[j] - mx);
+    for (int j = 0; j < V; ++j) s += (ex[j] = std::exp(lr[j] - mx));
     const float lse = mx + std::log(s);
     loss += static_cast<double>(lse - lr[tgt(n)]);
     if (grads) {
-      for (int j = 0; j < V; ++j) lr[j] = std::exp(lr[j] - mx) / s * inv_n;
+      for (int j = 0; j < V; ++j) lr[j] = ex[j] / s * inv_n;
       lr[tgt(n)] -= inv_n;
     }
   }
@@ -289,13 +321,22 @@ double Model::forward_backward(const std::vector<int>& tokens, int B, bool grads
   // Head and final layer norm.
   gemm({GemmSite::head, Pass::wgrad, pol}, d, V, N, af.data(), d, true, logits.data(), V, false,
        G(head_), V);
-  std::vector<float> daf(Nd), dx(Nd);
+  auto& daf = zeros(Nd);
+  auto& dx = zeros(Nd);
   gemm({GemmSite::head, Pass::dgrad, pol}, N, d, V, logits.data(), V, false, W(head_), V, true,
        daf.data(), d);
   ln_backward(daf.data(), fh.data(), fr.data(), N, d, W(lnfg_), G(lnfg_), G(lnfb_), dx.data(),
               false);
-  std::vector<float> dgu, du, da(Nd), dctx(Nd), dqkv, dp(static_cast<std::size_t>(T) * T);
-  std::vector<float> dq(q.size()), dk(q.size()), dv(q.size()), dO(q.size());
+  auto& dgu = zeros(0);
+  auto& du = zeros(0);
+  auto& da = zeros(Nd);
+  auto& dctx = zeros(Nd);
+  auto& dqkv = zeros(0);
+  auto& dp = zeros(static_cast<std::size_t>(T) * T);
+  auto& dq = zeros(Tdh);
+  auto& dk = zeros(Tdh);
+  auto& dv = zeros(Tdh);
+  auto& dO = zeros(Tdh);
   for (std::size_t li = L_.size(); li-- > 0;) {
     const LayerIdx& I = L_[li];
     LayerAct& A = act[li];
@@ -307,7 +348,7 @@ double Model::forward_backward(const std::vector<int>& tokens, int B, bool grads
     gemm({GemmSite::mlp_down, Pass::dgrad, pol}, N, F, d, dx.data(), d, false, W(I.downw), d, true,
          dgu.data(), F);
     du.resize(dgu.size());
-    for (std::size_t i = 0; i < du.size(); ++i) du[i] = dgu[i] * gelu_grad(A.u[i]);
+    for (std::size_t i = 0; i < du.size(); ++i) du[i] = dgu[i] * gelu_grad(A.u[i], A.e1[i]);
     add_col_sums(du.data(), N, F, G(I.upb));
     gemm({GemmSite::mlp_up, Pass::wgrad, pol}, d, F, N, A.a2.data(), d, true, du.data(), F, false,
          G(I.upw), F);
@@ -375,7 +416,7 @@ double Model::forward_backward(const std::vector<int>& tokens, int B, bool grads
     for (int j = 0; j < d; ++j) pg[j] += dx[static_cast<std::size_t>(n) * d + j];
   }
   if (cfg_.stable_embedding) {
-    std::vector<float> de(Nd);
+    auto& de = zeros(Nd);
     ln_backward(dx.data(), eh.data(), er.data(), N, d, W(embg_), G(embg_), G(embb_), de.data(),
                 false);
     dx.swap(de);

@@ -44,6 +44,7 @@
 #pragma once
 
 #include <array>
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -82,6 +83,9 @@ struct GemmPolicy {
 
 // x cast as c says (identity returns x).
 float cast_operand(float x, const OperandCast& c);
+// x[i] = cast_operand(x[i], c) for i < n, with the mode and format chosen once (the GEMM's
+// operand casts: each operand matrix is cast once per product).
+void cast_operands(float* x, std::size_t n, const OperandCast& c);
 
 struct ModelConfig {
   int vocab = 256;

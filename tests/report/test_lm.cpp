@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <catch2/catch.hpp>
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -18,10 +19,12 @@
 
 #include "reports/claims.hpp"
 #include "reports/lm/corpus.hpp"
+#include "reports/lm/gemm.hpp"
 #include "reports/lm/lm_model.hpp"
 #include "reports/lm/lm_train.hpp"
 #include "reports/report_context.hpp"
 #include "reports/sections.hpp"
+#include "sim/fast/simd.hpp"
 #include "sim/native/philox.hpp"
 
 using namespace exmy::reports::lm;
@@ -235,6 +238,100 @@ TEST_CASE("lm operand casts: RNE and masking onto E8M3 (boundary table)", "[lm]"
   }
   // Overflow saturates: E8M3's max is 1.875 2^127.
   REQUIRE(cast_operand(3.4e38f, rne) == 1.875f * 0x1p127f);
+}
+
+TEST_CASE("lm operand casts: the per-matrix cast equals the per-element one, bit for bit", "[lm]") {
+  std::vector<std::uint32_t> in = {0x00000000u, 0x80000000u, 0x7F800000u, 0xFF800000u, 0x7FC00000u,
+                                   0xFFC00001u, 0x7F800001u, 0x00000001u, 0x80000001u, 0x007FFFFFu,
+                                   0x00800000u, 0x7F7FFFFFu, 0xFF7FFFFFu, 0x3F880000u, 0x3F980000u,
+                                   0x3F7FFFFFu, 0x7F780000u, 0x7F700000u, 0x00400000u, 0x00080000u};
+  for (std::uint32_t i = 0; i < (1u << 17); ++i) in.push_back(i * 0x8001u + (i >> 3));
+  std::vector<OperandCast> casts;
+  for (int m : {3, 4, 5, 6, 7, 10, 23}) {
+    casts.push_back({CastMode::rne, 8, m});
+    for (exmy::MaskOuter o : {exmy::MaskOuter::clamp, exmy::MaskOuter::keep}) {
+      for (exmy::MaskInner n :
+           {exmy::MaskInner::keep, exmy::MaskInner::zero, exmy::MaskInner::min}) {
+        casts.push_back({CastMode::mask, 8, m, o, n});
+      }
+    }
+  }
+  casts.push_back({CastMode::rne, 5, 2});
+  casts.push_back({CastMode::rne, 4, 3});
+  casts.push_back({CastMode::identity, 8, 23});
+  for (int k = 0; k < 2 * static_cast<int>(casts.size()); ++k) {
+    const OperandCast& c = casts[static_cast<std::size_t>(k / 2)];
+    if (k % 2) exmy::fast::simd::set_isa_limit(exmy::fast::simd::Isa::sse2);
+    INFO("mode " << static_cast<int>(c.mode) << " E" << c.exp_bits << "M" << c.man_bits << " isa "
+                 << exmy::fast::simd::isa_name(exmy::fast::simd::active_isa()));
+    std::vector<float> x(in.size());
+    std::memcpy(x.data(), in.data(), in.size() * 4);
+    cast_operands(x.data(), x.size(), c);
+    std::size_t bad = 0;
+    for (std::size_t i = 0; i < in.size(); ++i) {
+      float v;
+      std::memcpy(&v, &in[i], 4);
+      const float r = cast_operand(v, c);
+      bad += std::memcmp(&r, &x[i], 4) != 0 ? 1 : 0;
+    }
+    exmy::fast::simd::clear_isa_limit();
+    REQUIRE(bad == 0);
+  }
+}
+
+TEST_CASE("lm GEMM: blocked kernels equal the scalar k-order sum, bit for bit, on every ISA",
+          "[lm]") {
+  std::uint64_t st = 99;
+  auto rnd = [&]() {
+    st = st * 6364136223846793005ull + 1442695040888963407ull;
+    const int e = static_cast<int>((st >> 40) % 40) - 20;
+    return std::ldexp(static_cast<float>(static_cast<std::int64_t>(st >> 33) % 2001 - 1000), e);
+  };
+  const GemmPolicy pol = GemmPolicy::all(OperandCast{CastMode::mask, 8, 5});
+  for (int isa = 0; isa < 2; ++isa) {
+    if (isa == 0) exmy::fast::simd::set_isa_limit(exmy::fast::simd::Isa::sse2);
+    for (int M : {1, 5, 16}) {
+      for (int N : {3, 16, 19}) {
+        for (int K : {1, 7, 33}) {
+          for (int t = 0; t < 8; ++t) {
+            const bool tA = t & 1, tB = t & 2, acc = t & 4;
+            std::vector<float> A(static_cast<std::size_t>(M) * K),
+                B(static_cast<std::size_t>(K) * N);
+            for (auto& v : A) v = rnd();
+            for (auto& v : B) v = rnd();
+            std::vector<float> C(static_cast<std::size_t>(M) * N), R;
+            for (auto& v : C) v = rnd();
+            R = C;
+            const GemmCall call{GemmSite::mlp_up, Pass::fwd, (M + N) % 2 ? &pol : nullptr};
+            const int lda = tA ? M : K, ldb = tB ? K : N;
+            gemm(call, M, N, K, A.data(), lda, tA, B.data(), ldb, tB, C.data(), N, acc);
+            for (int i = 0; i < M; ++i) {
+              for (int j = 0; j < N; ++j) {
+                float s = 0;
+                for (int k = 0; k < K; ++k) {
+                  float a = tA ? A[static_cast<std::size_t>(k) * lda + i]
+                               : A[static_cast<std::size_t>(i) * lda + k];
+                  float b = tB ? B[static_cast<std::size_t>(j) * ldb + k]
+                               : B[static_cast<std::size_t>(k) * ldb + j];
+                  if (call.policy) {
+                    a = cast_operand(a, call.policy->at(call.site, call.pass, 0));
+                    b = cast_operand(b, call.policy->at(call.site, call.pass, 1));
+                  }
+                  const float p = a * b;
+                  s = s + p;
+                }
+                float& r = R[static_cast<std::size_t>(i) * N + j];
+                r = acc ? r + s : s;
+              }
+            }
+            INFO("isa " << isa << " M " << M << " N " << N << " K " << K << " t " << t);
+            REQUIRE(std::memcmp(C.data(), R.data(), C.size() * 4) == 0);
+          }
+        }
+      }
+    }
+    exmy::fast::simd::clear_isa_limit();
+  }
 }
 
 TEST_CASE("lm corpus: floors are ordered and the process floor is below the unigram one", "[lm]") {
