@@ -99,7 +99,8 @@ __global__ void k_bnb_ademamix32(native::Bnb8Scalars s, typename ParamIO<ST>::T*
 // fast kernel uses (equal to bnb_quant_signed / _unsigned on the same maps).
 // Occupancy: with G = 32 (block 256) the kernel fits 64 registers without spilling (ptxas, sm_90),
 // so 4 CTAs per SM; with G = 256 a 64-register cap spills 8-32 bytes, so it keeps 80 registers
-// (3 CTAs per SM). Measured on the H200: bench/results/2026-12-02-h200-s6-call2.md.
+// (3 CTAs per SM). Measured on the H200: 445 -> 430 us a step on 2^26 parameters
+// (bench/results/2026-12-02-h200-s6-call2.md).
 template <int G>
 constexpr int kAdemamixMinCtas = G == 32 ? 4 : 2;
 template <int G, bool kSm90, native::Storage ST>
