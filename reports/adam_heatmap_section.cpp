@@ -583,10 +583,17 @@ SectionSummary run_adam_heatmap_section(const ReportContext& ctx) {
         "final training loss, exmy's bitsandbytes 8-bit Adam model (block 2048) minus fp32 Adam "
         "(toy MLP, paired by seed; a badly conditioned stand-in kept for the heatmaps: the "
         "language-model rows of lm-8bit are this claim's test)";
-    c.set(diff_ci[vd].mean);
-    c.lo = diff_ci[vd].lo;
-    c.hi = diff_ci[vd].hi;
-    c.has_ci = nseeds > 1;
+    // A diverged run has no finite final loss: the row then carries the divergence count, not
+    // an infinite mean (the quick table printed "inf [inf, inf]" beside the verdict).
+    if (diverged_runs[vd] == 0) {
+      c.set(diff_ci[vd].mean);
+      c.lo = diff_ci[vd].lo;
+      c.hi = diff_ci[vd].hi;
+      c.has_ci = nseeds > 1;
+    } else {
+      c.measured += "; " + std::to_string(diverged_runs[vd]) + " of " + std::to_string(nseeds) +
+                    " 8-bit runs diverged (no finite final loss)";
+    }
     c.expected = "0 (no difference)";
     const double tol = 0.02 * final_ci[0].mean;  // 2% of the fp32 loss
     // A toy MLP stands in for the paper's language models and benchmarks: a proxy.
@@ -611,10 +618,17 @@ SectionSummary run_adam_heatmap_section(const ReportContext& ctx) {
         "final training loss, exmy's bitsandbytes 8-bit Adam model (block 2048) minus fp32 Adam, "
         "the fair task (every feature active, leaky ReLU: no exactly-zero gradients), paired by "
         "seed";
-    f.set(diff_ci[vf].mean);
-    f.lo = diff_ci[vf].lo;
-    f.hi = diff_ci[vf].hi;
-    f.has_ci = nseeds > 1;
+    f.has_value = false;
+    f.has_ci = false;
+    if (diverged_runs[vf] == 0) {
+      f.set(diff_ci[vf].mean);
+      f.lo = diff_ci[vf].lo;
+      f.hi = diff_ci[vf].hi;
+      f.has_ci = nseeds > 1;
+    } else {
+      f.measured += "; " + std::to_string(diverged_runs[vf]) + " of " + std::to_string(nseeds) +
+                    " 8-bit runs diverged (no finite final loss)";
+    }
     const double ftol = 0.02 * final_ci[dense_fp32].mean;
     f.verdict = diverged_runs[vf] > 0             ? "inconsistent (runs diverged)"
                 : (f.lo >= -ftol && f.hi <= ftol) ? "consistent (within 2% of the fp32 loss)"

@@ -158,6 +158,31 @@ TEST_CASE("exmy report all (test size) writes every section and a top index", "[
   REQUIRE(check_every_csv(d) >= 17);
   const auto claim_rows = exmy::test::parse_csv_rfc4180(claims);
   REQUIRE(claim_rows.size() > 10);
+  // Regression (issue 35 review): "To FP8 and back again" section 4 was both "not computable"
+  // and, from lm-mantissa, a "consistent" proxy. A claim whose proxy section ran has one row, the
+  // proxy's; the claims without a proxy (CLIP-scale SwitchBack) stay "not computable".
+  int lee_s4 = 0, lee_nc = 0, lk_nc = 0, clip_nc = 0;
+  for (const auto& r : claim_rows) {
+    if (r.size() < 10) continue;
+    const bool lee = r[0].rfind("To FP8 and back again", 0) == 0;
+    if (lee && r[1].rfind("section 4", 0) == 0) ++lee_s4;
+    if (lee && r[4] == "not computable") ++lee_nc;
+    if (r[0].rfind("Lewandowski", 0) == 0 && r[4] == "not computable") ++lk_nc;
+    if (r[0].rfind("Wortsman", 0) == 0 && r[4] == "not computable") ++clip_nc;
+  }
+  CHECK(lee_s4 == 1);
+  CHECK(lee_nc == 0);
+  CHECK(lk_nc == 0);
+  CHECK(clip_nc == 1);
+  // Regression (issue 35 review): a diverged 8-bit run made the toy-MLP rows print "inf" values;
+  // a row whose runs diverged carries the count in its text and no value.
+  for (const auto& r : claim_rows) {
+    for (std::size_t k = 5; k < 8 && k < r.size(); ++k) {
+      INFO(r[2] << " | field " << k << " = " << r[k]);
+      CHECK(r[k].find("inf") == std::string::npos);
+      CHECK(r[k].find("nan") == std::string::npos);
+    }
+  }
   bool comma_field = false;
   for (const auto& r : claim_rows) {
     for (const auto& f : r) comma_field = comma_field || f.find(',') != std::string::npos;
