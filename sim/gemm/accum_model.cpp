@@ -14,11 +14,13 @@ namespace exmy::gemm {
 
 std::string accum_model_help() {
   return "exact | fp32-seq[:chunk=P | "
-         ":lanes=L[,vec=V|auto][,lanesum=tree|seq|fold][,lanechunk=C]][,split=S[,tile=T[,tail|fill]]"
+         ":lanes=L[,vec=V|auto][,lanesum=tree|seq|fold][,lanechunk=C]][,split=S[,tile=T[,tail|fill]"
+         "]"
          "[,tree]] | fp32-seq:dot=G | pairwise | "
          "hw:k=K,frac=N[,inter=M][,rne][,tf32[=rz|rna|rne]][,sub=G][,ktile=T][,split=S"
          "[,tile=T[,tail|fill]][,tree]][,chunk=P[,rp]] | "
-         "amd:k=K[,frac=N][,two-stage][,tf32][,ktile=T][,split=S[,tile=T[,tail|fill]][,tree]][,chunk=P] "
+         "amd:k=K[,frac=N][,two-stage][,tf32][,ktile=T][,split=S[,tile=T[,tail|fill]][,tree]][,"
+         "chunk=P] "
          "| "
          "sm80 | sm90 | sm100 | cublas-sm90[-h100|-h200] | cdna3 | deepgemm | cutlass-sm90; "
          "hw, fp32-seq with tile scales: [,promote=a-first|b-first|product|cublas|te|cutlass]";

@@ -410,9 +410,9 @@ ShapeModel operand_model(const Operand& a, const Operand& b, const AccumModel& m
   // Tile-scaled GEMMs look up launch records of their own (e4m3fn:PAIR, SEMANTICS 15.7).
   const std::string pair = std::to_string(a.tile_rows) + "x" + std::to_string(a.tile_cols) + "." +
                            std::to_string(b.tile_rows) + "x" + std::to_string(b.tile_cols);
-  const std::string type = a.code_bits == 32              ? (tf32 ? "tf32" : "fp32")
+  const std::string type = a.code_bits == 32                      ? (tf32 ? "tf32" : "fp32")
                            : a.tile_cols != 0 && a.type == b.type ? a.type + ":" + pair
-                                                                 : a.type;
+                                                                  : a.type;
   ShapeModel r = model_for_shape(m, a.rows, b.rows, a.cols, type, out_name);
   if ((a.scale_block == 0) != (b.scale_block == 0) || a.scale_block != b.scale_block) {
     throw InputError("block scales: A's block " + std::to_string(a.scale_block) + ", B's " +

@@ -118,12 +118,11 @@ TEST_CASE("blockwise FP8 split-K launches captured on an H200 are modelled bit f
     const std::string mix = c.at("mix", name).str("mix");
     const std::int64_t si = static_cast<std::int64_t>(c.at("si", name).u64("si"));
     const std::size_t ra = pair.rfind("128x128", 0) == 0 ? 128 : 1;
-    const std::size_t rb = pair.size() >= 7 && pair.compare(pair.size() - 7, 7, "128x128") == 0
-                               ? 128
-                               : 1;
+    const std::size_t rb =
+        pair.size() >= 7 && pair.compare(pair.size() - 7, 7, "128x128") == 0 ? 128 : 1;
     const std::size_t L = (K + 127) / 128;
-    const auto pi = static_cast<std::int64_t>(
-        std::find(pairs.begin(), pairs.end(), pair) - pairs.begin());
+    const auto pi =
+        static_cast<std::int64_t>(std::find(pairs.begin(), pairs.end(), pair) - pairs.begin());
     const auto A = gen_codes(seed + si, 0, M * K, mix), B = gen_codes(seed + si, 1, N * K, mix);
     const auto SA = gen_scales(seed + si, 10 + pi, ((M + ra - 1) / ra) * L, mix);
     const auto SB = gen_scales(seed + si, 20 + pi, ((N + rb - 1) / rb) * L, mix);
