@@ -14,11 +14,13 @@ namespace exmy::gemm {
 
 std::string accum_model_help() {
   return "exact | fp32-seq[:chunk=P | "
-         ":lanes=L[,vec=V|auto][,lanesum=tree|seq|fold][,lanechunk=C]][,split=S[,tile=T[,tail]]"
+         ":lanes=L[,vec=V|auto][,lanesum=tree|seq|fold][,lanechunk=C]][,split=S[,tile=T[,tail|fill]"
+         "]"
          "[,tree]] | fp32-seq:dot=G | pairwise | "
          "hw:k=K,frac=N[,inter=M][,rne][,tf32[=rz|rna|rne]][,sub=G][,ktile=T][,split=S"
-         "[,tile=T[,tail]][,tree]][,chunk=P[,rp]] | "
-         "amd:k=K[,frac=N][,two-stage][,tf32][,ktile=T][,split=S[,tile=T[,tail]][,tree]][,chunk=P] "
+         "[,tile=T[,tail|fill]][,tree]][,chunk=P[,rp]] | "
+         "amd:k=K[,frac=N][,two-stage][,tf32][,ktile=T][,split=S[,tile=T[,tail|fill]][,tree]][,"
+         "chunk=P] "
          "| "
          "sm80 | sm90 | sm100 | cublas-sm90[-h100|-h200] | cdna3 | deepgemm | cutlass-sm90; "
          "hw, fp32-seq with tile scales: [,promote=a-first|b-first|product|cublas|te|cutlass]";
@@ -168,6 +170,8 @@ AccumModel parse_accum_model(const std::string& text, int a_bits) {
         m.tile = num(1, 1 << 20);
       } else if (key == "tail" && val.empty()) {
         m.tile_tail = true;
+      } else if (key == "fill" && val.empty()) {
+        m.tile_fill = true;
       } else if (key == "ktile") {
         m.ktile = num(1, 1 << 20);
       } else if (key == "chunk") {
@@ -225,6 +229,7 @@ AccumModel parse_accum_model(const std::string& text, int a_bits) {
           "any lanes)");
     }
     if (m.tile_tail && m.tile == 0) bad(text, "tail needs tile=T");
+    if (m.tile_fill && (m.tile == 0 || m.tile_tail)) bad(text, "fill needs tile=T and no tail");
     if (amd && m.frac_bits > 30) bad(text, "amd's frac is at most 30");
     if (m.ktile > 0 && m.ktile % m.k_group != 0) {
       bad(text, "ktile=" + std::to_string(m.ktile) +
@@ -382,6 +387,24 @@ ShapeModel model_for_shape(const AccumModel& m, std::size_t M, std::size_t N, st
   const std::string eg =
       gpu_name(profile.entries_device.empty() ? profile.launch_device : profile.entries_device);
   std::string hold_why;
+  if (is_blockwise_type(type)) {
+    // Tile-scaled FP8 (SEMANTICS 15.7): the launch record's rule when it is verified (spec and
+    // measured; gemm.cpp's tile_scaled_model applies it); else the caller's one model,
+    // announced, `from` naming the record or its absence.
+    r.measured = false;
+    const TargetLaunch tl = target_launch(profile, m.gpu, launch_key(type, out, M, N, K));
+    if (tl.rec == nullptr) {
+      r.from = "no launch record of " + launch_key(type, out, M, N, K);
+      return r;
+    }
+    const LaunchRule lr = launch_rule(*tl.rec, type, out, M, N, K);
+    r.from = tl.note + lr.why;
+    if (lr.status == LaunchRule::Status::verified && tl.note.empty()) {
+      r.spec = lr.model;
+      r.measured = true;
+    }
+    return r;
+  }
   if (!m.by_shape) {
     // FP8: one rule (chunk = 128) at every shape, verified on the profile's FP8 shapes.
     r.from = "one rule for every FP8 shape: " + std::string("hw:k=32,frac=13,inter=13,chunk=128");

@@ -41,6 +41,9 @@ struct AccumModel {
   // T mod S parts; the partial tile then lies in the last part).
   int tile = 0;
   bool tile_tail = false;
+  // `fill`: every part ceil(T / S) tiles from k = 0 (the last nonempty part short, later ones
+  // empty; cuBLASLt's blockwise FP8 split-K, SEMANTICS 15.7).
+  bool tile_fill = false;
   // How split-K parts are added: in part order (false) or as a balanced tree (left half of
   // floor(S/2) parts, recursively).
   bool reduce_tree = false;
@@ -110,9 +113,9 @@ struct AccumModel {
 
 // Parses exact | fp32-seq | pairwise |
 // fp32-seq:[chunk=P | lanes=L[,vec=V|auto][,lanesum=tree|seq|fold][,lanechunk=C]]
-//   [,split=S[,tile=T[,tail]][,tree]] |
+//   [,split=S[,tile=T[,tail|fill]][,tree]] |
 // fp32-seq:dot=G |
-// hw:k=K,frac=N[,inter=M][,rne][,tf32[=rz|rna|rne]][,ktile=T][,split=S[,tile=T[,tail]][,tree]]
+// hw:k=K,frac=N[,inter=M][,rne][,tf32[=rz|rna|rne]][,ktile=T][,split=S[,tile=T[,tail|fill]][,tree]]
 //   [,chunk=P[,rp]] |
 //   [,promote=a-first|b-first|product|cublas|te|cutlass] |
 // a preset: sm80 | sm90 | sm100 | cublas-sm90 (sm90 with the instruction K of the input type) |
@@ -138,6 +141,7 @@ inline native::DotModel dot_model(const AccumModel& m) {
   d.split_k = m.split_k;
   d.tile = m.tile;
   d.tile_tail = m.tile_tail;
+  d.tile_fill = m.tile_fill;
   d.reduce_tree = m.reduce_tree;
   d.chunk = m.chunk;
   d.sub_group = m.sub_group;

@@ -350,16 +350,23 @@ ShapeModel tile_scaled_model(ShapeModel r, const AccumModel& m, const Operand& a
                        ": cuBLASLt's blockwise scaling is an FP8 GEMM (operands of at most "
                        "8 bits)");
     }
-    x = parse_accum_model("hw:k=32,frac=13,inter=13,chunk=128,promote=cublas", 8);
+    // A verified launch record's rule (model_for_shape: the split-K parts of its kernel), else
+    // the plain kernel's model, announced with what model_for_shape found.
+    const bool recorded = r.measured && !r.spec.empty();
+    x = parse_accum_model(recorded ? r.spec : "hw:k=32,frac=13,inter=13,chunk=128,promote=cublas",
+                          8);
     x.name = m.name;
     x.library = true;
     x.gpu = m.gpu;
-    r.measured = false;
-    r.from = "blockwise fp32 scales (" + std::to_string(a.tile_rows) + "x" +
-             std::to_string(a.tile_cols) + " . " + std::to_string(b.tile_rows) + "x" +
-             std::to_string(b.tile_cols) +
-             "): hw:k=32,frac=13,inter=13,chunk=128,promote=cublas (measured on an H200 at "
-             "shapes where cuBLASLt runs no split-K; SEMANTICS 15.7)";
+    if (!recorded) {
+      r.measured = false;
+      r.from = "blockwise fp32 scales (" + std::to_string(a.tile_rows) + "x" +
+               std::to_string(a.tile_cols) + " . " + std::to_string(b.tile_rows) + "x" +
+               std::to_string(b.tile_cols) +
+               "): hw:k=32,frac=13,inter=13,chunk=128,promote=cublas (measured on an H200 at "
+               "shapes where cuBLASLt runs no split-K, SEMANTICS 15.7; " +
+               (r.from.empty() ? std::string("no launch record") : r.from) + ")";
+    }
   }
   if (x.kind == AccumKind::exact) return r;
   const std::size_t kb = (a.cols + a.tile_cols - 1) / a.tile_cols;
@@ -400,8 +407,13 @@ ShapeModel operand_model(const Operand& a, const Operand& b, const AccumModel& m
   // 32-bit operands: TF32 tensor cores if either is tf32, else the fp32 SGEMM (CUDA cores).
   const bool tf32 = a.type == "tf32" || b.type == "tf32";
   const char* out_name = out == OutFormat::fp32 ? "fp32" : out == OutFormat::bf16 ? "bf16" : "fp16";
-  ShapeModel r = model_for_shape(m, a.rows, b.rows, a.cols,
-                                 a.code_bits == 32 ? (tf32 ? "tf32" : "fp32") : a.type, out_name);
+  // Tile-scaled GEMMs look up launch records of their own (e4m3fn:PAIR, SEMANTICS 15.7).
+  const std::string pair = std::to_string(a.tile_rows) + "x" + std::to_string(a.tile_cols) + "." +
+                           std::to_string(b.tile_rows) + "x" + std::to_string(b.tile_cols);
+  const std::string type = a.code_bits == 32                      ? (tf32 ? "tf32" : "fp32")
+                           : a.tile_cols != 0 && a.type == b.type ? a.type + ":" + pair
+                                                                  : a.type;
+  ShapeModel r = model_for_shape(m, a.rows, b.rows, a.cols, type, out_name);
   if ((a.scale_block == 0) != (b.scale_block == 0) || a.scale_block != b.scale_block) {
     throw InputError("block scales: A's block " + std::to_string(a.scale_block) + ", B's " +
                      std::to_string(b.scale_block) +

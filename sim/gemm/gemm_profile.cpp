@@ -21,6 +21,10 @@ const LaunchRecord* find_launch(const GemmProfile& p, const std::string& in, con
   return it == p.launch.end() ? nullptr : &it->second;
 }
 
+bool is_blockwise_type(const std::string& t) {
+  return t == "e4m3fn:1x128.128x128" || t == "e4m3fn:1x128.1x128" || t == "e4m3fn:128x128.1x128";
+}
+
 std::string gpu_name(const std::string& device) {
   std::string d = device;
   if (d.rfind("NVIDIA ", 0) == 0) {
@@ -136,12 +140,18 @@ void read_launch(const io::Json& launch, const std::string& src, GemmProfile& p)
     // bench/peers/qlora_linear_launch_capture.py), which launches kernels of its own.
     const std::size_t plus = out.find('+');
     const std::string plain = out.substr(0, plus);
-    const bool out_ok = (plain == "fp32" || ((in == "bf16" || in == "fp16") && plain == in)) &&
+    // e4m3fn:PAIR (torch._scaled_mm with fp32 tile scales, bench/peers/
+    // blockfp8_splitk_records.py): a bf16 or fp32 output, no bias.
+    const bool blockwise = is_blockwise_type(in);
+    const bool out_ok =
+        blockwise ? out == "bf16" || out == "fp32"
+                  : (plain == "fp32" || ((in == "bf16" || in == "fp16") && plain == in)) &&
                         (plus == std::string::npos || out.substr(plus) == "+bias");
-    if (gt == std::string::npos || !is_type(in) || !out_ok) {
+    if (gt == std::string::npos || !(is_type(in) || blockwise) || !out_ok) {
       throw InputError(w +
                        ": expected IN>OUT or IN>OUT+bias with IN bf16, fp16, tf32 or fp32 and "
-                       "OUT fp32 or the 16-bit input's own type");
+                       "OUT fp32 or the 16-bit input's own type, or e4m3fn:PAIR>OUT with PAIR "
+                       "1x128.128x128, 1x128.1x128 or 128x128.1x128 and OUT bf16 or fp32");
     }
     const io::Json& flat = records.values[g];
     if (flat.kind != io::Json::Kind::array || flat.items.size() % 5 != 0) {

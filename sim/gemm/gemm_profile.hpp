@@ -70,6 +70,11 @@ const LaunchRecord* find_launch_on(const GemmProfile& p, const std::string& gpu,
 // Whether the GPUs that recorded GEMM `key` disagree (a GPU's record differs from another's).
 bool launches_differ(const GemmProfile& p, const std::string& key);
 
+// The launch records' input type of a GEMM with fp32 tile scales (SEMANTICS 15.7): the operands'
+// format and the tile pair, "e4m3fn:1x128.128x128" (A's tiles . B's tiles); the three pairs
+// torch._scaled_mm takes are the ones recorded.
+bool is_blockwise_type(const std::string& t);
+
 std::string launch_key(const std::string& in, const std::string& out, std::size_t M, std::size_t N,
                        std::size_t K);
 

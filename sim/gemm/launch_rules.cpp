@@ -507,6 +507,58 @@ LaunchRule cuda_core_rule(const LaunchRecord& r, const std::string& in, const st
   return lr;
 }
 
+// cuBLASLt's blockwise-scaled FP8 GEMM (torch._scaled_mm with fp32 tile scales; SEMANTICS 15.7),
+// input type e4m3fn:PAIR. nvjet_sm90_qq* kernels: per 128-k block the e8m13 WGMMA sum, promoted
+// into the fp32 accumulator with the block's scales. The equation follows the kernel's scaling
+// in its name, not torch's pair: a 128x128-block operand (_Ablk128_ / _Bblk128_) `product`, also
+// where torch's pair is 1x128 . 1x128 with M = 1 (cuBLASLt runs the Bblk128 kernel there:
+// a-first 141 of 256 fp32 outputs off, product 0); 1x128 . 1x128 kernels promote=cublas
+// (a-first; b-first for one k-block). The _splitK kernels with splitKreduce: S = CTAs / the name's
+// tiles (nvjet_tiles), CTA z accumulates k-blocks [z P, (z + 1) P) from +0 with P = T ceil(ceil(K /
+// T) / S) k, T = 512 for the kernels with a 128x128-block operand (..._Ablk128_... /
+// ..._Bblk128_...) and 128 for 1x128 . 1x128 (..._Avec128_Bvec128_...), and splitKreduce adds the S
+// fp32 parts in part order: `split=S,tile=T,fill`. FPRev trees over k-blocks of 40 launches and
+// every output of 94 captured (shape, pair, output)s
+// (bench/results/2026-12-02-h200-blockfp8-splitk.md).
+constexpr const char* kBlockwiseBase = "hw:k=32,frac=13,inter=13,chunk=128,promote=";
+constexpr const char* kBlockwiseEvidence =
+    "H200, cuBLAS 130100: FPRev trees over k-blocks of 40 split-K launches (89,434 counts) and "
+    "every output of the captured split-K and plain launches of seed 20261203, 0 mismatching "
+    "(bench/results/2026-12-02-h200-blockfp8-splitk.md); plain launches also "
+    "bench/results/2026-12-01-h200-blockfp8-gemm.md";
+
+LaunchRule blockwise_rule(const LaunchRecord& r, std::size_t M, std::size_t N) {
+  LaunchRule lr;
+  if (r.family != "nvjet" || r.key.rfind("nvjet_sm90_qq", 0) != 0) {
+    lr.why = record_name(r) + ": exmy has no rule for this kernel with tile-scaled FP8 in";
+    return lr;
+  }
+  const bool blk = r.key.find("blk128") != std::string::npos;
+  std::string model = std::string(kBlockwiseBase) + (blk ? "product" : "cublas");
+  if (r.key.find("_splitK") == std::string::npos) {
+    if (!r.reduce.empty()) {
+      lr.why = record_name(r) +
+               ": a reduction after a kernel without split-K is not a case the "
+               "blockwise rule covers";
+      return lr;
+    }
+  } else {
+    const std::size_t tiles = nvjet_tiles(r.key, M, N);
+    if (r.reduce != "splitKreduce/f32" || tiles == 0 || r.split % tiles != 0) {
+      lr.why = record_name(r) + ": a split-K kernel without splitKreduce of fp32 parts, or CTAs " +
+               "that are not a multiple of the name's tiles (" + std::to_string(tiles) + ")";
+      return lr;
+    }
+    const std::size_t S = r.split / tiles;
+    const std::size_t T = blk ? 512 : 128;
+    if (S > 1) model += ",split=" + std::to_string(S) + ",tile=" + std::to_string(T) + ",fill";
+  }
+  lr.model = model;
+  lr.status = LaunchRule::Status::verified;
+  lr.why = record_name(r) + " -> " + model + " (verified: " + kBlockwiseEvidence + ")";
+  return lr;
+}
+
 }  // namespace
 
 std::string launch_record_name(const LaunchRecord& r) {
@@ -523,6 +575,7 @@ LaunchRule launch_rule(const LaunchRecord& r, const std::string& in, const std::
 
 LaunchRule launch_rule(const LaunchRecord& r, const std::string& in, const std::string& out,
                        std::size_t M, std::size_t N, std::size_t K) {
+  if (is_blockwise_type(in)) return blockwise_rule(r, M, N);
   if (r.family == "dot" || r.family == "gemmSN" || r.family == "gemvx" || r.family == "gemv2") {
     return cuda_core_rule(r, in, out, M, N, K);
   }

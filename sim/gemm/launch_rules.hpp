@@ -21,8 +21,9 @@ struct LaunchRule {
   std::string why;
 };
 
-// The rule for a GEMM of input type `in` ("bf16", "fp16", "tf32", "fp32"), output type `out`
-// ("fp32", or the 16-bit input's type) and depth K whose launch record is `r`.
+// The rule for a GEMM of input type `in` ("bf16", "fp16", "tf32", "fp32"; "e4m3fn:PAIR" for
+// cuBLASLt's blockwise-scaled FP8, SEMANTICS 15.7), output type `out` ("fp32", or the 16-bit
+// input's type; bf16 for blockwise FP8 too) and depth K whose launch record is `r`.
 LaunchRule launch_rule(const LaunchRecord& r, const std::string& in, const std::string& out,
                        std::size_t M, std::size_t N, std::size_t K);
 // The same without M and N (0: unknown), for families whose rule does not need them (nvjet's

@@ -33,6 +33,11 @@ struct DotModel {
   // With tile: the (tiles mod S) parts one tile longer are the last ones, not the first (the
   // partial tile in the last part; cuBLAS's sm90 segment-k TF32 kernel, SEMANTICS 15.6).
   bool tile_tail = false;
+  // With tile: every part is ceil(tiles / S) whole tiles from k = 0, so that the last nonempty
+  // part is the short one and parts after it are empty (cuBLASLt's nvjet split-K kernels of
+  // blockwise-scaled FP8, whose CTA z takes k-blocks [z P, (z + 1) P): FPRev trees of 40 launches,
+  // bench/results/2026-12-02-h200-blockfp8-splitk.md).
+  bool tile_fill = false;
   bool reduce_tree = false;
   int chunk = 0;
   // hw with block scales, MMA-Sim's Blackwell mxf4 form: the products of every `sub_group`
@@ -609,12 +614,16 @@ EXMY_HD float dot_part(const double* a, std::size_t sa, const double* b, std::si
 
 // Start of split-K part p (p <= S; part p is [start(p), start(p + 1))): ceil(K/S) k each, or
 // whole tiles of `tile` k with the first (tiles mod S) parts one tile longer (tile_tail: the
-// last ones). Nonempty parts form a prefix 0 .. P-1.
+// last ones; tile_fill: ceil(tiles / S) tiles each). Nonempty parts form a prefix 0 .. P-1.
 EXMY_HD std::size_t dot_part_start(std::size_t p, std::size_t k, const DotModel& m) {
   const std::size_t s = static_cast<std::size_t>(m.split_k);
   std::size_t start;
   if (m.tile > 0) {
     const std::size_t t = static_cast<std::size_t>(m.tile), tiles = (k + t - 1) / t;
+    if (m.tile_fill) {
+      const std::size_t per = t * ((tiles + s - 1) / s);
+      return p * per < k ? p * per : k;
+    }
     const std::size_t extra = tiles % s;
     const std::size_t longer =
         m.tile_tail ? (p > s - extra ? p - (s - extra) : 0) : (p < extra ? p : extra);
