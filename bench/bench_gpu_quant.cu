@@ -356,6 +356,28 @@ void register_all() {
     QuantizedOut q{static_cast<std::uint8_t*>(b.out), b.state, b.scales};
     timed(s, 3.0 * kN, [&] { quantize(b.x16, CastInput::fp16, kN / 4096, 4096, o, q); });
   });
+  // 2-D block (tile) scaling, issue 32: DeepSeek-V3's 1x128 activation and 128x128 weight tiles
+  // as DeepGEMM casts them (fp32 scales), and TransformerEngine's Float8BlockScaling (power-of-two
+  // scales). Counted as input + one code byte + 4 B of scale per tile, the copy-equivalent
+  // traffic (tiles are read twice; the second read is L2's).
+  for (const auto& [name, in] : {std::pair{"fp32", CastInput::fp32}, {"bf16", CastInput::bf16}}) {
+    const CastInput i = in;
+    reg(std::string("quant/tile1x128-deepgemm/") + name + "/e4m3fn", [i](benchmark::State& s) {
+      quant_bench(s, i, 4096, "block:1x128", "e4m3fn", RoundMode::rne, 0,
+                  input_bytes(i) + 1.0 + 4.0 / 128,
+                  [](quant::Options& o) { o.variant = native::CastVariant::deepgemm; });
+    });
+    reg(std::string("quant/tile128x128-deepgemm/") + name + "/e4m3fn", [i](benchmark::State& s) {
+      quant_bench(s, i, 4096, "block:128x128", "e4m3fn", RoundMode::rne, 0,
+                  input_bytes(i) + 1.0 + 4.0 / 16384,
+                  [](quant::Options& o) { o.variant = native::CastVariant::deepgemm; });
+    });
+    reg(std::string("quant/tile1x128-te/") + name + "/e4m3fn", [i](benchmark::State& s) {
+      quant_bench(s, i, 4096, "block:1x128", "e4m3fn", RoundMode::rne, 0,
+                  input_bytes(i) + 1.0 + 4.0 / 128,
+                  [](quant::Options& o) { o.variant = native::CastVariant::te; });
+    });
+  }
 }
 
 }  // namespace
