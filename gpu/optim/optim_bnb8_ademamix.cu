@@ -7,7 +7,6 @@
 
 #include <cfloat>
 #include <cstdint>
-#include <cstdlib>
 
 #include "gpu/optim/bnb8_kernels.cuh"
 #include "sim/native/optim_bnb8_ademamix.hpp"
@@ -92,65 +91,34 @@ __global__ void k_bnb_ademamix32(native::Bnb8Scalars s, typename ParamIO<ST>::T*
   }
 }
 
-// bitsandbytes' AdEMAMix8bit on a tensor of whole blocks (n a multiple of 4RG), laid out as
-// k_bnb_adam8_fast: a group of G threads per block of 4RG elements, R float4 runs per thread, the
-// three block maxima order-free (warp shuffles for G = 32; with the other warp of a pair through
-// shared memory and a named barrier for G = 64), one bnb_norm per state and block.
+// bitsandbytes' AdEMAMix8bit on a tensor of whole blocks (n a multiple of 8G), laid out as
+// k_bnb_adam8_fast: a group of G threads per block of 8G elements, two float4 runs per thread, the
+// three block maxima order-free (warp shuffles for G = 32), one bnb_norm per state and block.
 // Per element the functions of k_bnb_ademamix8 (bnb_ademamix8_states, bnb_ademamix_param); m2
 // is q1[n + i] with absmax1[nblocks + qb] as there; the quantizers are the bucketed ones Adam's
 // fast kernel uses (equal to bnb_quant_signed / _unsigned on the same maps).
-// Variant bits V (the layout and memory schedule only: every variant computes the same function
-// of each element and block, so the bits are the same):
-//   kPUp      the parameters are loaded with g and the codes, before the block maxima, instead of
-//             after them (one memory round trip per block instead of two; 8 registers more);
-//   kPrefetch the group prefetches the next grid-stride block's lines of p, g and the three
-//             codes into L2 (prefetch.global.L2, one line a lane) while it works on this one;
-//   kCap3     3 CTAs per SM (85 registers) instead of 4 (64).
-constexpr int kPUp = 1, kPrefetch = 2, kCap3 = 4;
-template <int G, int V>
-constexpr int kAdemamixMinCtas = G == 256          ? 2
-                                 : G == 64         ? 5
-                                 : (V& kCap3) != 0 ? 3
-                                                   : 4;
+// Occupancy: with G = 32 (block 256) the kernel fits 64 registers, so 4 CTAs per SM; with
+// G = 256 a 64-register cap spills 8-32 bytes, so it keeps 80 registers (3 CTAs per SM).
+// Measured on the H200: 445 -> 430 us a step on 2^26 parameters (bench/results/
+// 2026-12-02-h200-s6-call2.md).
+// kPUp (G = 32): the parameters are loaded with g and the codes, before the block maxima, so a
+// block waits for memory once instead of twice (4-20 bytes of spill at the 64-register cap, by
+// ptxas, sm_90). Measured on the H200 in one process, 2^26 fp32 parameters under bnb-cuda: 429
+// -> 420 us. Variants measured beside it and dropped (bench/results/
+// 2026-12-02-h200-optim-nf4-speed-s7.md): an L2 prefetch of the next grid-stride block on top
+// (434 us), two warps a block with 4 elements a thread at 5 CTAs per SM (499 us).
 template <int G>
-constexpr int kAdemamixRuns = G == 64 ? 1 : 2;  // float4 runs per thread
-
-// L2 prefetch of block qb (kBlock elements) of p, g and the three code arrays: one 128-byte line
-// per lane (22 lines for block 256 and fp32 parameters, so one warp suffices).
-template <native::Storage ST, int kBlock>
-__device__ __forceinline__ void prefetch_block(const void* p, const void* g, const std::uint8_t* q1,
-                                               const std::uint8_t* q2, const std::uint8_t* q3,
-                                               std::size_t qb, int lane) {
-  constexpr int kPL = kBlock * static_cast<int>(sizeof(typename ParamIO<ST>::T)) / 128;
-  constexpr int kQL = kBlock / 128;
-  const std::size_t pb = qb * kBlock * sizeof(typename ParamIO<ST>::T), qo = qb * kBlock;
-  const char* a = nullptr;
-  if (lane < kPL) {
-    a = static_cast<const char*>(p) + pb + lane * 128;
-  } else if (lane < 2 * kPL) {
-    a = static_cast<const char*>(g) + pb + (lane - kPL) * 128;
-  } else if (lane < 2 * kPL + kQL) {
-    a = reinterpret_cast<const char*>(q1) + qo + (lane - 2 * kPL) * 128;
-  } else if (lane < 2 * kPL + 2 * kQL) {
-    a = reinterpret_cast<const char*>(q2) + qo + (lane - 2 * kPL - kQL) * 128;
-  } else if (lane < 2 * kPL + 3 * kQL) {
-    a = reinterpret_cast<const char*>(q3) + qo + (lane - 2 * kPL - 2 * kQL) * 128;
-  }
-  if (a != nullptr) asm volatile("prefetch.global.L2 [%0];" ::"l"(a));
-}
-
-template <int G, int V, bool kSm90, native::Storage ST>
-__global__ void __launch_bounds__(kThreads, kAdemamixMinCtas<G, V>)
+constexpr int kAdemamixMinCtas = G == 32 ? 4 : 2;
+template <int G, bool kSm90, native::Storage ST>
+__global__ void __launch_bounds__(kThreads, kAdemamixMinCtas<G>)
     k_bnb_ademamix8_fast(native::Bnb8Scalars sp, typename ParamIO<ST>::T* __restrict__ p,
                          const typename ParamIO<ST>::T* __restrict__ g,
                          std::uint8_t* __restrict__ q1, std::uint8_t* __restrict__ q2,
                          float* __restrict__ absmax1, float* __restrict__ absmax2, std::size_t n,
                          std::size_t nblocks, const Bnb8Tables* tables) {
-  constexpr int R = kAdemamixRuns<G>, E = 4 * R;
-  constexpr int kBlock = E * G;
+  constexpr bool kPUp = G == 32;
   __shared__ Bnb8Tables t;
   __shared__ float red[kThreads / 32];
-  __shared__ float pair[2][kThreads / 32][3];  // G = 64: the warps' maxima, by iteration parity
   load_tables(tables, &t);
   native::Bnb8Scalars s = sp;
   s.sm90 = kSm90;
@@ -159,31 +127,26 @@ __global__ void __launch_bounds__(kThreads, kAdemamixMinCtas<G, V>)
   const int lane = threadIdx.x % G;
   std::uint8_t* q3 = q1 + n;
   float* absmax3 = absmax1 + nblocks;
-  const std::size_t stride = static_cast<std::size_t>(gridDim.x) * kGroups;
-  unsigned it = 0;
   for (std::size_t qb = blockIdx.x * static_cast<std::size_t>(kGroups) + threadIdx.x / G;
-       qb < nblocks; qb += stride, ++it) {
-    if constexpr ((V & kPrefetch) != 0) {
-      if (qb + stride < nblocks) prefetch_block<ST, kBlock>(p, g, q1, q2, q3, qb + stride, lane);
-    }
-    const std::size_t base4 = qb * (R * G) + lane;
-    float P[R][4], Gv[R][4];
-    std::uint32_t C1[R], C2[R], C3[R];
+       qb < nblocks; qb += static_cast<std::size_t>(gridDim.x) * kGroups) {
+    const std::size_t base4 = qb * (2 * G) + lane;
+    float P[2][4], Gv[2][4];
+    std::uint32_t C1[2], C2[2], C3[2];
     const float a1 = absmax1[qb], a2 = absmax2[qb], a3 = absmax3[qb];
 #pragma unroll
-    for (int r = 0; r < R; ++r) {
+    for (int r = 0; r < 2; ++r) {
       const std::size_t k = base4 + r * G;
       load4<ST>(g, k, Gv[r]);
       C1[r] = reinterpret_cast<const std::uint32_t*>(q1)[k];
       C2[r] = reinterpret_cast<const std::uint32_t*>(q2)[k];
       C3[r] = reinterpret_cast<const std::uint32_t*>(q3)[k];
-      if constexpr ((V & kPUp) != 0) load4<ST>(p, k, P[r]);
+      if constexpr (kPUp) load4<ST>(p, k, P[r]);
     }
-    float s1[E], s2[E], s3[E];
+    float s1[8], s2[8], s3[8];
     unsigned ok = 0;
     float m1 = -FLT_MAX, m2 = -FLT_MAX, m3 = -FLT_MAX;
 #pragma unroll
-    for (int r = 0; r < R; ++r) {
+    for (int r = 0; r < 2; ++r) {
 #pragma unroll
       for (int j = 0; j < 4; ++j) {
         const int e = 4 * r + j;
@@ -196,26 +159,10 @@ __global__ void __launch_bounds__(kThreads, kAdemamixMinCtas<G, V>)
         m3 = fmaxf(m3, native::f32_abs(s3[e]));
       }
     }
-    if constexpr (G <= 64) {
+    if (G == 32) {
       m1 = warp_max(m1);
       m2 = warp_max(m2);
       m3 = warp_max(m3);
-      if constexpr (G == 64) {
-        // The pair's other warp: each writes its maxima to this iteration's slots, then a named
-        // barrier of the pair's 64 threads (ids 1..4; 0 is __syncthreads'). Slots alternate by
-        // iteration, so a write of iteration it + 2 follows the barrier of it + 1, which the other
-        // warp passes only after its reads of iteration it.
-        const int w = static_cast<int>(threadIdx.x >> 5);
-        if ((threadIdx.x & 31) == 0) {
-          pair[it & 1][w][0] = m1;
-          pair[it & 1][w][1] = m2;
-          pair[it & 1][w][2] = m3;
-        }
-        asm volatile("bar.sync %0, 64;" ::"r"(1 + (w >> 1)) : "memory");
-        m1 = fmaxf(m1, pair[it & 1][w ^ 1][0]);
-        m2 = fmaxf(m2, pair[it & 1][w ^ 1][1]);
-        m3 = fmaxf(m3, pair[it & 1][w ^ 1][2]);
-      }
     } else {
       m1 = block_max(m1, red);
       m2 = block_max(m2, red);
@@ -228,12 +175,12 @@ __global__ void __launch_bounds__(kThreads, kAdemamixMinCtas<G, V>)
     }
     const native::BnbNorm n1 = native::bnb_norm(s, m1), n2 = native::bnb_norm(s, m2),
                           n3 = native::bnb_norm(s, m3);
-    if constexpr ((V & kPUp) == 0) {
+    if constexpr (!kPUp) {
 #pragma unroll
-      for (int r = 0; r < R; ++r) load4<ST>(p, base4 + r * G, P[r]);
+      for (int r = 0; r < 2; ++r) load4<ST>(p, base4 + r * G, P[r]);
     }
 #pragma unroll
-    for (int r = 0; r < R; ++r) {
+    for (int r = 0; r < 2; ++r) {
       const std::size_t k = base4 + r * G;
       float* ps = P[r];
       std::uint32_t c1 = 0, c2 = 0, c3 = 0;
@@ -256,45 +203,13 @@ __global__ void __launch_bounds__(kThreads, kAdemamixMinCtas<G, V>)
   }
 }
 
-template <int G, int V, bool kSm90, native::Storage ST>
+template <int G, bool kSm90, native::Storage ST>
 void launch_ademamix8_fast_as(const native::Bnb8Scalars& s, typename ParamIO<ST>::T* p,
                               const typename ParamIO<ST>::T* g, const Bnb8DeviceState& st,
                               std::size_t n, std::size_t nblocks, cudaStream_t stream) {
-  k_bnb_ademamix8_fast<G, V, kSm90, ST>
-      <<<block_grid<k_bnb_ademamix8_fast<G, V, kSm90, ST>>(nblocks, kThreads / G), kThreads, 0,
+  k_bnb_ademamix8_fast<G, kSm90, ST>
+      <<<block_grid<k_bnb_ademamix8_fast<G, kSm90, ST>>(nblocks, kThreads / G), kThreads, 0,
          stream>>>(s, p, g, st.q1, st.q2, st.absmax1, st.absmax2, n, nblocks, device_tables());
-}
-
-// Block 256: the variant of EXMY_ADEMAMIX_VARIANT (0..5, read once; the benchmark compares them
-// in one device call): 0 G32 as before, 1 G32 kPUp, 2 G32 kPrefetch, 3 G32 kPUp|kPrefetch,
-// 4 G32 kPUp|kPrefetch|kCap3, 5 G64 kPUp|kPrefetch.
-int ademamix_variant() {
-  static const int v = [] {
-    const char* e = std::getenv("EXMY_ADEMAMIX_VARIANT");
-    return e != nullptr && e[0] >= '0' && e[0] <= '5' ? e[0] - '0' : 3;
-  }();
-  return v;
-}
-
-template <bool kSm90, native::Storage ST>
-void launch_ademamix8_256(const native::Bnb8Scalars& s, typename ParamIO<ST>::T* p,
-                          const typename ParamIO<ST>::T* g, const Bnb8DeviceState& st,
-                          std::size_t n, std::size_t nb, cudaStream_t stream) {
-  switch (ademamix_variant()) {
-    case 0:
-      return launch_ademamix8_fast_as<32, 0, kSm90, ST>(s, p, g, st, n, nb, stream);
-    case 1:
-      return launch_ademamix8_fast_as<32, kPUp, kSm90, ST>(s, p, g, st, n, nb, stream);
-    case 2:
-      return launch_ademamix8_fast_as<32, kPrefetch, kSm90, ST>(s, p, g, st, n, nb, stream);
-    case 4:
-      return launch_ademamix8_fast_as<32, kPUp | kPrefetch | kCap3, kSm90, ST>(s, p, g, st, n, nb,
-                                                                               stream);
-    case 5:
-      return launch_ademamix8_fast_as<64, kPUp | kPrefetch, kSm90, ST>(s, p, g, st, n, nb, stream);
-    default:
-      return launch_ademamix8_fast_as<32, kPUp | kPrefetch, kSm90, ST>(s, p, g, st, n, nb, stream);
-  }
 }
 
 template <native::Storage ST>
@@ -316,11 +231,11 @@ void launch_bnb_ademamix(const native::Bnb8Scalars& s, typename ParamIO<ST>::T* 
          3u) == 0;
     if (vec && (st.block == 256 || st.block == 2048)) {
       if (st.block == 256) {
-        s.sm90 ? launch_ademamix8_256<true, ST>(s, p, g, st, n, nb, stream)
-               : launch_ademamix8_256<false, ST>(s, p, g, st, n, nb, stream);
+        s.sm90 ? launch_ademamix8_fast_as<32, true, ST>(s, p, g, st, n, nb, stream)
+               : launch_ademamix8_fast_as<32, false, ST>(s, p, g, st, n, nb, stream);
       } else {
-        s.sm90 ? launch_ademamix8_fast_as<256, 0, true, ST>(s, p, g, st, n, nb, stream)
-               : launch_ademamix8_fast_as<256, 0, false, ST>(s, p, g, st, n, nb, stream);
+        s.sm90 ? launch_ademamix8_fast_as<256, true, ST>(s, p, g, st, n, nb, stream)
+               : launch_ademamix8_fast_as<256, false, ST>(s, p, g, st, n, nb, stream);
       }
     } else if (st.block == 256) {
       k_bnb_ademamix8<1, ST><<<ctas_8bit(nb), kThreads, 0, stream>>>(

@@ -179,12 +179,18 @@ __device__ __forceinline__ void fused_step(const FusedArgs& f, std::uint64_t bas
   }
 }
 
-// A CTA step is kTiles consecutive tiles: every thread issues the loads of all its runs first,
-// then codes the tiles in order, so that the loads of the later tiles are in flight across the
-// earlier tiles' barriers and code arithmetic. kPersist: the grid is what fits on the device at
-// once and each step first prefetches the next step's lines into L2 (one prefetch.global.L2 per
-// 128-byte line, spread over the CTA's threads).
-template <CastInput In, native::Bnb4Type T, int kTiles, bool kPersist>
+// A CTA step is kTiles<In> consecutive tiles: every thread issues the loads of all its runs
+// first, then codes the tiles in order, so that the loads of the later tiles are in flight across
+// the earlier tiles' barriers and code arithmetic (one tile a step left 16-bit inputs at 0.59-0.76
+// of copy: half the bytes of fp32 in flight for the same instructions). Measured on the H200,
+// 2^28 elements, medians of 3 beside copy/fp32 in one process (bench/results/
+// 2026-12-02-h200-optim-nf4-speed-s7.md): 4 tiles for bf16 NF4 block 64 / 4096 184 / 216 us
+// (one tile: 215 / 248 us in device call 2 of 2026-12-02), 2 tiles 194 / 220; fp32 keeps 2 tiles
+// (64 registers; FP4 block 4096 343 us, was 351). A persistent grid with an L2 prefetch of the
+// next step was slower (bf16 NF4 203 / 228 us, fp32 FP4 4096 375 us).
+template <CastInput In>
+constexpr int kTiles = In == CastInput::fp32 ? 2 : 4;
+template <CastInput In, native::Bnb4Type T>
 __global__ void __launch_bounds__(kThreads)
     bnb4_fused_kernel(const void* __restrict__ x, std::uint64_t n, int block, bool vec, bool vec8,
                       float* __restrict__ absmax, std::uint8_t* __restrict__ packed) {
@@ -201,85 +207,40 @@ __global__ void __launch_bounds__(kThreads)
   f.table = __shfl_sync(
       0xFFFFFFFFu, static_cast<std::uint32_t>(__cvta_generic_to_shared(cells)) - 0x4B000000u * 8u,
       0);
-  constexpr std::uint64_t span = std::uint64_t{kTile} * kTiles;  // elements per CTA step
-  constexpr std::uint64_t esize = In == CastInput::fp32 ? 4 : 2;
+  constexpr int kT = kTiles<In>;
+  constexpr std::uint64_t span = std::uint64_t{kTile} * kT;  // elements per CTA step
   for (std::uint64_t base = blockIdx.x * span; base < n; base += gridDim.x * span) {
-    if constexpr (kPersist) {
-      const std::uint64_t next = base + gridDim.x * span;
-      if (next < n) {
-        const std::uint64_t end = n * esize;
-        for (std::uint64_t at = next * esize + 128 * threadIdx.x;
-             at < (next + span) * esize && at < end; at += 128 * kThreads) {
-          asm volatile("prefetch.global.L2 [%0];" ::"l"(static_cast<const char*>(x) + at));
-        }
-      }
-    }
-    std::uint32_t w[kTiles][kWords<In>];
+    std::uint32_t w[kT][kWords<In>];
     if (vec8 && n - base >= span) {  // the same for every thread of the CTA
 #pragma unroll
-      for (int t = 0; t < kTiles; ++t) {
+      for (int t = 0; t < kT; ++t) {
         const std::uint64_t i0 = base + t * kTile + std::uint64_t{kPerThread} * threadIdx.x;
         quant_detail::load_words<In>(x, i0, i0 + kPerThread, true, w[t]);
       }
 #pragma unroll
-      for (int t = 0; t < kTiles; ++t) fused_step<In, T, true>(f, base + t * kTile, w[t]);
+      for (int t = 0; t < kT; ++t) fused_step<In, T, true>(f, base + t * kTile, w[t]);
     } else {
 #pragma unroll
-      for (int t = 0; t < kTiles; ++t) {
+      for (int t = 0; t < kT; ++t) {
         const std::uint64_t i0 = base + t * kTile + std::uint64_t{kPerThread} * threadIdx.x;
         quant_detail::load_words<In>(x, i0, n, vec, w[t]);
       }
 #pragma unroll
-      for (int t = 0; t < kTiles; ++t) fused_step<In, T, false>(f, base + t * kTile, w[t]);
+      for (int t = 0; t < kT; ++t) fused_step<In, T, false>(f, base + t * kTile, w[t]);
     }
-  }
-}
-
-// EXMY_BNB4_VARIANT (read once; the benchmark compares them in one device call): kTiles and
-// kPersist of bnb4_fused_kernel. 0: 1 tile; 1: 2 tiles; 2: 4 tiles (16-bit inputs; fp32 takes
-// 2); 3: 1 tile, persistent; 4: 2 tiles, persistent.
-int bnb4_variant() {
-  static const int v = [] {
-    const char* e = std::getenv("EXMY_BNB4_VARIANT");
-    return e != nullptr && e[0] >= '0' && e[0] <= '4' ? e[0] - '0' : 1;
-  }();
-  return v;
-}
-
-template <CastInput In, native::Bnb4Type T, int kTiles, bool kPersist>
-void launch_fused_as(cudaStream_t s, const void* x, std::uint64_t n, int block, bool vec, bool vec8,
-                     float* absmax, std::uint8_t* packed) {
-  constexpr auto kernel = bnb4_fused_kernel<In, T, kTiles, kPersist>;
-  unsigned grid = blocks_for(n, std::size_t{kTile} * kTiles);
-  if (kPersist) grid = resident_grid<kernel>(0, grid);
-  kernel<<<grid, kThreads, 0, s>>>(x, n, block, vec, vec8, absmax, packed);
-}
-
-template <CastInput In, native::Bnb4Type T>
-void launch_fused_type(cudaStream_t s, const void* x, std::uint64_t n, int block, bool vec,
-                       bool vec8, float* absmax, std::uint8_t* packed) {
-  constexpr int kWide = In == CastInput::fp32 ? 2 : 4;
-  switch (bnb4_variant()) {
-    case 0:
-      return launch_fused_as<In, T, 1, false>(s, x, n, block, vec, vec8, absmax, packed);
-    case 2:
-      return launch_fused_as<In, T, kWide, false>(s, x, n, block, vec, vec8, absmax, packed);
-    case 3:
-      return launch_fused_as<In, T, 1, true>(s, x, n, block, vec, vec8, absmax, packed);
-    case 4:
-      return launch_fused_as<In, T, 2, true>(s, x, n, block, vec, vec8, absmax, packed);
-    default:
-      return launch_fused_as<In, T, 2, false>(s, x, n, block, vec, vec8, absmax, packed);
   }
 }
 
 template <CastInput In>
 void launch_fused(bool nf4, cudaStream_t s, const void* x, std::uint64_t n, int block, bool vec,
                   bool vec8, float* absmax, std::uint8_t* packed) {
+  const unsigned grid = blocks_for(n, std::size_t{kTile} * kTiles<In>);
   if (nf4) {
-    launch_fused_type<In, native::Bnb4Type::nf4>(s, x, n, block, vec, vec8, absmax, packed);
+    bnb4_fused_kernel<In, native::Bnb4Type::nf4>
+        <<<grid, kThreads, 0, s>>>(x, n, block, vec, vec8, absmax, packed);
   } else {
-    launch_fused_type<In, native::Bnb4Type::fp4>(s, x, n, block, vec, vec8, absmax, packed);
+    bnb4_fused_kernel<In, native::Bnb4Type::fp4>
+        <<<grid, kThreads, 0, s>>>(x, n, block, vec, vec8, absmax, packed);
   }
 }
 
