@@ -97,10 +97,16 @@ __global__ void k_bnb_ademamix32(native::Bnb8Scalars s, typename ParamIO<ST>::T*
 // Per element the functions of k_bnb_ademamix8 (bnb_ademamix8_states, bnb_ademamix_param); m2
 // is q1[n + i] with absmax1[nblocks + qb] as there; the quantizers are the bucketed ones Adam's
 // fast kernel uses (equal to bnb_quant_signed / _unsigned on the same maps).
-// Occupancy: with G = 32 (block 256) the kernel fits 64 registers without spilling (ptxas, sm_90),
-// so 4 CTAs per SM; with G = 256 a 64-register cap spills 8-32 bytes, so it keeps 80 registers
-// (3 CTAs per SM). Measured on the H200: 445 -> 430 us a step on 2^26 parameters
-// (bench/results/2026-12-02-h200-s6-call2.md).
+// Occupancy: with G = 32 (block 256) the kernel fits 64 registers, so 4 CTAs per SM; with
+// G = 256 a 64-register cap spills 8-32 bytes, so it keeps 80 registers (3 CTAs per SM).
+// Measured on the H200: 445 -> 430 us a step on 2^26 parameters (bench/results/
+// 2026-12-02-h200-s6-call2.md).
+// kPUp (G = 32): the parameters are loaded with g and the codes, before the block maxima, so a
+// block waits for memory once instead of twice (4-20 bytes of spill at the 64-register cap, by
+// ptxas, sm_90). Measured on the H200 in one process, 2^26 fp32 parameters under bnb-cuda: 429
+// -> 420 us. Variants measured beside it and dropped (bench/results/
+// 2026-12-02-h200-optim-nf4-speed-s7.md): an L2 prefetch of the next grid-stride block on top
+// (434 us), two warps a block with 4 elements a thread at 5 CTAs per SM (499 us).
 template <int G>
 constexpr int kAdemamixMinCtas = G == 32 ? 4 : 2;
 template <int G, bool kSm90, native::Storage ST>
@@ -110,6 +116,7 @@ __global__ void __launch_bounds__(kThreads, kAdemamixMinCtas<G>)
                          std::uint8_t* __restrict__ q1, std::uint8_t* __restrict__ q2,
                          float* __restrict__ absmax1, float* __restrict__ absmax2, std::size_t n,
                          std::size_t nblocks, const Bnb8Tables* tables) {
+  constexpr bool kPUp = G == 32;
   __shared__ Bnb8Tables t;
   __shared__ float red[kThreads / 32];
   load_tables(tables, &t);
@@ -133,6 +140,7 @@ __global__ void __launch_bounds__(kThreads, kAdemamixMinCtas<G>)
       C1[r] = reinterpret_cast<const std::uint32_t*>(q1)[k];
       C2[r] = reinterpret_cast<const std::uint32_t*>(q2)[k];
       C3[r] = reinterpret_cast<const std::uint32_t*>(q3)[k];
+      if constexpr (kPUp) load4<ST>(p, k, P[r]);
     }
     float s1[8], s2[8], s3[8];
     unsigned ok = 0;
@@ -167,8 +175,10 @@ __global__ void __launch_bounds__(kThreads, kAdemamixMinCtas<G>)
     }
     const native::BnbNorm n1 = native::bnb_norm(s, m1), n2 = native::bnb_norm(s, m2),
                           n3 = native::bnb_norm(s, m3);
+    if constexpr (!kPUp) {
 #pragma unroll
-    for (int r = 0; r < 2; ++r) load4<ST>(p, base4 + r * G, P[r]);
+      for (int r = 0; r < 2; ++r) load4<ST>(p, base4 + r * G, P[r]);
+    }
 #pragma unroll
     for (int r = 0; r < 2; ++r) {
       const std::size_t k = base4 + r * G;

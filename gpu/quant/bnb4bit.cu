@@ -12,6 +12,7 @@
 #include "gpu/common/cuda_check.hpp"
 #include "gpu/common/launch.hpp"
 #include "gpu/quant/bnb4bit.hpp"
+#include "gpu/quant/detail_input_words.cuh"
 #include "gpu/quant/quantize.hpp"
 #include "sim/common/error.hpp"
 #include "sim/native/bnb_4bit.hpp"
@@ -72,11 +73,12 @@ __global__ void __launch_bounds__(kThreads)
 }
 
 // The fused quantizer (one read of x, one write of the codes and absmax): each thread holds 16
-// consecutive elements (four float4 or two uint4 loads), the G = block / 16 threads of a
-// quantization block combine their maxima (shuffles within a warp, then the warps' partials in
-// shared memory when G > 32), and each thread writes its 16 codes as 8 packed bytes. A CTA of
-// kThreads = 256 >= G threads covers 4096 elements, a whole number of quantization blocks, per
-// step. The codes are those of bnb4_absmax_kernel + bnb4_codes_kernel:
+// consecutive elements (a run of gpu/quant/detail_input_words.cuh: four or two 16-byte loads of
+// 32-bit words, widened by value_nan_free), the G = block / 16 threads of a quantization block
+// combine their maxima (shuffles within a warp, then the warps' partials in shared memory when
+// G > 32), and each thread writes its 16 codes as 8 packed bytes. A tile of kThreads = 256 >= G
+// threads covers 4096 elements, a whole number of quantization blocks. The codes are those of
+// bnb4_absmax_kernel + bnb4_codes_kernel:
 //   - the block maximum is exact in any order: bnb4_absmax_raw_step (one FMNMX an element) folds
 //     |x| unflushed, the partials combine by the same max, and bnb4_absmax_flush then gives
 //     bnb4_absmax_step's fold (sim/native/bnb_4bit_cells.hpp says why);
@@ -84,53 +86,13 @@ __global__ void __launch_bounds__(kThreads)
 //     codebook_normalize computes it, then bnb4_code_cells, the cell table that equals the
 //     reference tree on all 2^32 values of n (tests/quant/test_bnb4_cells.cpp), read from shared
 //     memory (33 entries of 8 bytes, built by the CTA from the thresholds);
-//   - a padding element (the odd last one) is coded from 0.0f as bnb4_codes_kernel does.
-constexpr int kPerThread = 16;
-
+//   - a padding element (the odd last one) is coded from 0.0f as bnb4_codes_kernel does;
+//   - a NaN element's bits reach neither (the max skips NaN, FMUL.FTZ makes it the canonical
+//     NaN and every cell comparison is false), so fp16 widens by the hardware conversion.
+constexpr int kPerThread = quant_detail::kRun;
+constexpr int kTile = kPerThread * kThreads;  // elements per tile
 template <CastInput In>
-__device__ __forceinline__ void load16_vec(const void* __restrict__ x, std::uint64_t i0,
-                                           float (&v)[kPerThread]);
-
-template <CastInput In>
-__device__ __forceinline__ void load16(const void* __restrict__ x, std::uint64_t i0,
-                                       std::uint64_t n, bool vec, float (&v)[kPerThread],
-                                       int& count) {
-  count = i0 >= n ? 0 : (n - i0 >= kPerThread ? kPerThread : static_cast<int>(n - i0));
-  if (vec && count == kPerThread) {
-    load16_vec<In>(x, i0, v);
-    return;
-  }
-#pragma unroll
-  for (int k = 0; k < kPerThread; ++k) v[k] = k < count ? load_element(x, In, i0 + k) : 0.0f;
-}
-
-template <CastInput In>
-__device__ __forceinline__ void load16_vec(const void* __restrict__ x, std::uint64_t i0,
-                                           float (&v)[kPerThread]) {
-  {
-    if constexpr (In == CastInput::fp32) {
-      const float4* p = reinterpret_cast<const float4*>(static_cast<const float*>(x) + i0);
-#pragma unroll
-      for (int q = 0; q < 4; ++q) {
-        const float4 a = __ldg(p + q);
-        v[4 * q] = a.x, v[4 * q + 1] = a.y, v[4 * q + 2] = a.z, v[4 * q + 3] = a.w;
-      }
-    } else {
-      const uint4* p = reinterpret_cast<const uint4*>(static_cast<const std::uint16_t*>(x) + i0);
-      const uint4 w0 = __ldg(p), w1 = __ldg(p + 1);
-      const std::uint32_t u[8] = {w0.x, w0.y, w0.z, w0.w, w1.x, w1.y, w1.z, w1.w};
-#pragma unroll
-      for (int k = 0; k < kPerThread; ++k) {
-        if constexpr (In == CastInput::bf16) {
-          v[k] = native::float_of(k % 2 ? u[k / 2] & 0xFFFF0000u : u[k / 2] << 16);
-        } else {
-          const std::uint32_t h = (u[k / 2] >> (16 * (k % 2))) & 0xFFFFu;
-          v[k] = __half2float(__ushort_as_half(static_cast<unsigned short>(h)));
-        }
-      }
-    }
-  }
-}
+constexpr int kWords = quant_detail::InT<In>::kWords;
 
 struct FusedArgs {
   const void* x;
@@ -143,18 +105,20 @@ struct FusedArgs {
   float* warp_max;
 };
 
-// One CTA step of 4096 elements from `base`. kFull: all of them are below n and the input and
-// output are 16- and 8-byte aligned (no counts, no partial block, vector loads and stores).
+// One tile of 4096 elements from `base`, this thread's run already loaded as words w. kFull: all
+// of them are below n and the input and output are 16- and 8-byte aligned (no counts, no partial
+// block, vector stores).
 template <CastInput In, native::Bnb4Type T, bool kFull>
-__device__ __forceinline__ void fused_step(const FusedArgs& f, std::uint64_t base) {
+__device__ __forceinline__ void fused_step(const FusedArgs& f, std::uint64_t base,
+                                           const std::uint32_t (&w)[kWords<In>]) {
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   const std::uint64_t i0 = base + std::uint64_t{kPerThread} * threadIdx.x;
   float v[kPerThread];
+#pragma unroll
+  for (int k = 0; k < kPerThread; ++k) v[k] = quant_detail::value_nan_free<In>(w, k);
   int count = kPerThread;
-  if constexpr (kFull) {
-    load16_vec<In>(f.x, i0, v);
-  } else {
-    load16<In>(f.x, i0, f.n, f.vec, v, count);
+  if constexpr (!kFull) {
+    count = i0 >= f.n ? 0 : (f.n - i0 >= kPerThread ? kPerThread : static_cast<int>(f.n - i0));
   }
   // Padding zeros (k >= count) fold like the zeros bitsandbytes' loads pad with; the partial
   // flag below decides what they mean, as bnb4_absmax_finish says.
@@ -175,7 +139,7 @@ __device__ __forceinline__ void fused_step(const FusedArgs& f, std::uint64_t bas
     if (lane == 0) f.warp_max[warp] = m;
     __syncthreads();
     const int w0 = warp & ~(g / 32 - 1);  // g / 32 is a power of two
-    for (int w = w0; w < w0 + g / 32; ++w) m = native::f32_fmax_hw(m, f.warp_max[w]);
+    for (int ww = w0; ww < w0 + g / 32; ++ww) m = native::f32_fmax_hw(m, f.warp_max[ww]);
     __syncthreads();
   }
   const std::uint64_t qb = i0 >> f.log2_block;  // this thread's block
@@ -183,7 +147,7 @@ __device__ __forceinline__ void fused_step(const FusedArgs& f, std::uint64_t bas
   if constexpr (!kFull) {
     const std::uint64_t lo = qb << f.log2_block;
     partial = lo < f.n && f.n - lo < static_cast<std::uint64_t>(f.block);
-    if (lo >= f.n) return;  // a whole block past the end (no barrier follows)
+    if (lo >= f.n) return;  // a whole block past the end (no barrier follows in this tile)
   }
   const float a = native::bnb4_absmax_finish(native::bnb4_absmax_flush(m), partial);
   if ((i0 & static_cast<std::uint64_t>(f.block - 1)) == 0) f.absmax[qb] = a;
@@ -215,6 +179,17 @@ __device__ __forceinline__ void fused_step(const FusedArgs& f, std::uint64_t bas
   }
 }
 
+// A CTA step is kTiles<In> consecutive tiles: every thread issues the loads of all its runs
+// first, then codes the tiles in order, so that the loads of the later tiles are in flight across
+// the earlier tiles' barriers and code arithmetic (one tile a step left 16-bit inputs at 0.59-0.76
+// of copy: half the bytes of fp32 in flight for the same instructions). Measured on the H200,
+// 2^28 elements, medians of 3 beside copy/fp32 in one process (bench/results/
+// 2026-12-02-h200-optim-nf4-speed-s7.md): 4 tiles for bf16 NF4 block 64 / 4096 184 / 216 us
+// (one tile: 215 / 248 us in device call 2 of 2026-12-02), 2 tiles 194 / 220; fp32 keeps 2 tiles
+// (64 registers; FP4 block 4096 343 us, was 351). A persistent grid with an L2 prefetch of the
+// next step was slower (bf16 NF4 203 / 228 us, fp32 FP4 4096 375 us).
+template <CastInput In>
+constexpr int kTiles = In == CastInput::fp32 ? 2 : 4;
 template <CastInput In, native::Bnb4Type T>
 __global__ void __launch_bounds__(kThreads)
     bnb4_fused_kernel(const void* __restrict__ x, std::uint64_t n, int block, bool vec, bool vec8,
@@ -232,19 +207,34 @@ __global__ void __launch_bounds__(kThreads)
   f.table = __shfl_sync(
       0xFFFFFFFFu, static_cast<std::uint32_t>(__cvta_generic_to_shared(cells)) - 0x4B000000u * 8u,
       0);
-  const std::uint64_t span = std::uint64_t{kPerThread} * kThreads;  // elements per CTA step
+  constexpr int kT = kTiles<In>;
+  constexpr std::uint64_t span = std::uint64_t{kTile} * kT;  // elements per CTA step
   for (std::uint64_t base = blockIdx.x * span; base < n; base += gridDim.x * span) {
+    std::uint32_t w[kT][kWords<In>];
     if (vec8 && n - base >= span) {  // the same for every thread of the CTA
-      fused_step<In, T, true>(f, base);
+#pragma unroll
+      for (int t = 0; t < kT; ++t) {
+        const std::uint64_t i0 = base + t * kTile + std::uint64_t{kPerThread} * threadIdx.x;
+        quant_detail::load_words<In>(x, i0, i0 + kPerThread, true, w[t]);
+      }
+#pragma unroll
+      for (int t = 0; t < kT; ++t) fused_step<In, T, true>(f, base + t * kTile, w[t]);
     } else {
-      fused_step<In, T, false>(f, base);
+#pragma unroll
+      for (int t = 0; t < kT; ++t) {
+        const std::uint64_t i0 = base + t * kTile + std::uint64_t{kPerThread} * threadIdx.x;
+        quant_detail::load_words<In>(x, i0, n, vec, w[t]);
+      }
+#pragma unroll
+      for (int t = 0; t < kT; ++t) fused_step<In, T, false>(f, base + t * kTile, w[t]);
     }
   }
 }
 
 template <CastInput In>
-void launch_fused(bool nf4, unsigned grid, cudaStream_t s, const void* x, std::uint64_t n,
-                  int block, bool vec, bool vec8, float* absmax, std::uint8_t* packed) {
+void launch_fused(bool nf4, cudaStream_t s, const void* x, std::uint64_t n, int block, bool vec,
+                  bool vec8, float* absmax, std::uint8_t* packed) {
+  const unsigned grid = blocks_for(n, std::size_t{kTile} * kTiles<In>);
   if (nf4) {
     bnb4_fused_kernel<In, native::Bnb4Type::nf4>
         <<<grid, kThreads, 0, s>>>(x, n, block, vec, vec8, absmax, packed);
@@ -334,18 +324,17 @@ void bnb4_quantize(const void* x, CastInput in_type, std::size_t n, const quant:
   // Vector loads and word stores need 16-byte aligned elements and a 4-byte aligned output.
   const bool vec = is_aligned(x, 16) && is_aligned(packed, 4);
   const bool vec8 = vec && is_aligned(packed, 8);  // the full steps' 8-byte stores
-  const unsigned grid = blocks_for(n, std::size_t{kPerThread} * kThreads);
   const int b = static_cast<int>(opt.block);
   const bool nf4 = opt.type == native::Bnb4Type::nf4;
   switch (in_type) {
     case CastInput::fp32:
-      launch_fused<CastInput::fp32>(nf4, grid, s, x, n, b, vec, vec8, absmax, packed);
+      launch_fused<CastInput::fp32>(nf4, s, x, n, b, vec, vec8, absmax, packed);
       break;
     case CastInput::bf16:
-      launch_fused<CastInput::bf16>(nf4, grid, s, x, n, b, vec, vec8, absmax, packed);
+      launch_fused<CastInput::bf16>(nf4, s, x, n, b, vec, vec8, absmax, packed);
       break;
     default:
-      launch_fused<CastInput::fp16>(nf4, grid, s, x, n, b, vec, vec8, absmax, packed);
+      launch_fused<CastInput::fp16>(nf4, s, x, n, b, vec, vec8, absmax, packed);
       break;
   }
   cuda_check_launch("bnb4 fused quantize kernel");

@@ -261,3 +261,36 @@ TEST_CASE("exmy step --device cuda: saved states, loss scaling, skipped steps",
   }
   std::system(("rm -rf " + d).c_str());
 }
+
+TEST_CASE("exmy step --device cuda: 8-bit Adam and AdEMAMix over several grid-stride blocks",
+          "[gpu][optim][cli]") {
+  // The vectorised 8-bit kernels keep at most a few CTAs per SM resident and loop over the
+  // blocks (gpu/optim/bnb8_kernels.cuh block_grid): 70144 parameters are one pass, 2^21 (8192
+  // blocks of 256) two or more on a 132-SM device, so the loop's later passes (AdEMAMix's L2
+  // prefetch of the next block among them) meet the CPU's bytes here.
+  if (cli().empty()) FAIL("exmy not found: set EXMY_CLI to the exmy executable");
+  char tmpl[] = "/tmp/exmy_gpu_step_XXXXXX";
+  REQUIRE(mkdtemp(tmpl) != nullptr);
+  const std::string d = tmpl;
+  const std::size_t n = std::size_t{1} << 21, steps = 2;
+  int label = 0;
+  for (const char* name : {"adamw8bit", "ademamix8bit"}) {
+    if (!in_only(name)) continue;
+    for (const auto st : {optim::Storage::f32, optim::Storage::bf16}) {
+      const std::string dt(optim::dtype_name(st));
+      const std::string base = d + "/" + dt;
+      if (!exists(base + "_p.npy")) {
+        io::write_npy(base + "_p.npy", io::make_npy(values(n, 7, 1.0f, st)));
+        io::write_npy(base + "_g.npy",
+                      io::make_npy(values(n * steps, 8, 1e-2f, optim::Storage::f32), {steps, n}));
+      }
+      const std::string common = "--optimizer " + std::string(name) + " --param-dtype " + dt +
+                                 " --params " + base + "_p.npy --grads " + base +
+                                 "_g.npy --steps " + std::to_string(steps) + " --lr 0.01 --seed 5";
+      // 16-bit parameters take the vectorised kernel only under bnb-cuda.
+      if (st == optim::Storage::f32) same_files(d, "gs" + std::to_string(label++), common);
+      same_files(d, "gs" + std::to_string(label++), common + " --compat bnb-cuda --wd 0.1");
+    }
+  }
+  std::system(("rm -rf " + d).c_str());
+}
