@@ -46,6 +46,10 @@ struct QArgs {
   // take the round keys from the constant bank instead of rebuilding them per block (the cast
   // kernels' PhiloxKeys, gpu/cast/detail_cast_args.cuh).
   native::PhiloxKeys keys{};
+  // NVFP4 two-level with the level measured on the device (gpu::quantize): the single-pass kernel
+  // reads the per-tensor level from here instead of p.tensor, so the tensor's absmax never goes
+  // through the host. Null: p.tensor is the level.
+  const native::Nvfp4Tensor* tensor_dev = nullptr;
 };
 
 namespace {

@@ -98,7 +98,20 @@ __global__ void __launch_bounds__(kThreads, Lean ? 4 : 1)
                        const __grid_constant__ QArgs a) {
   __shared__ SharedTables<K, Fast> t;
   __shared__ std::uint32_t warp_max[2][kThreads / 32];
+  // NVFP4: the per-tensor level, from the device (two-level, measured there) or the plan. As
+  // words: a __shared__ variable cannot have Nvfp4Tensor's initializers.
+  __shared__ std::uint32_t level_w[4];
   int parity = 0;
+  if constexpr (K == Kind::mx) {
+    if (threadIdx.x == 0) {
+      const native::Nvfp4Tensor l = a.tensor_dev != nullptr ? *a.tensor_dev : a.p.tensor;
+      level_w[0] = l.two_level ? 1u : 0u;
+      level_w[1] = native::bits_of(l.per_tensor_scale);
+      level_w[2] = native::bits_of(l.global_encode);
+      level_w[3] = native::bits_of(l.global_decode);
+    }
+    __syncthreads();
+  }
   load_tables<K, Fast>(a, tab_g, t);
   const FastCastPlan& p = a.plan;
   const int S = static_cast<int>(a.G / kRun);
@@ -137,8 +150,13 @@ __global__ void __launch_bounds__(kThreads, Lean ? 4 : 1)
     const float amax = native::float_of(acc);
     float st = 0.0f;
     std::uint8_t mxs = 0;
+    native::Nvfp4Tensor level;
     if constexpr (K == Kind::mx) {
-      mxs = scale_code_of(a, amax);
+      level.two_level = level_w[0] != 0;
+      level.per_tensor_scale = native::float_of(level_w[1]);
+      level.global_encode = native::float_of(level_w[2]);
+      level.global_decode = native::float_of(level_w[3]);
+      mxs = scale_code_of(a, amax, level);
     } else if constexpr (K == Kind::flt) {
       st = state_of(a, amax);
     } else {
@@ -155,7 +173,7 @@ __global__ void __launch_bounds__(kThreads, Lean ? 4 : 1)
     if (base < a.n) {
       std::uint8_t c[kRun];
       if constexpr (Fast) {
-        fast_run<In, K>(a, p, t.cb, t.tab, group_operands<K>(a, st, mxs), base, w, c);
+        fast_run<In, K>(a, p, t.cb, t.tab, group_operands<K>(a, st, mxs, level), base, w, c);
       } else {
         generic_run<In, K>(a, t.cb, st, mxs, base, w, c);
       }

@@ -38,9 +38,10 @@ struct GroupOperands {
   std::uint8_t mxs = 0;
 };
 
+// t: the NVFP4 per-tensor level (a.p.tensor, or QArgs::tensor_dev's in the single pass).
 template <Kind K>
-__device__ __forceinline__ GroupOperands group_operands(const QArgs& a, float st,
-                                                        std::uint8_t mxs) {
+__device__ __forceinline__ GroupOperands group_operands(const QArgs& a, float st, std::uint8_t mxs,
+                                                        const native::Nvfp4Tensor& t) {
   GroupOperands g;
   g.st = st;
   g.mxs = mxs;
@@ -55,7 +56,7 @@ __device__ __forceinline__ GroupOperands group_operands(const QArgs& a, float st
                                                     : native::rn32_div(1.0f, st);
   } else if constexpr (K == Kind::mx) {
     if (nvfp4_rule(a)) {
-      g.aux = nvfp4_factor(a, mxs);
+      g.aux = nvfp4_factor(a, mxs, t);
     } else if (a.p.rule == native::ScaleRule::mx_torchao) {
       g.aux = native::mx_torchao_factor(mxs, a.p.mx_mode);
     } else {
@@ -63,6 +64,11 @@ __device__ __forceinline__ GroupOperands group_operands(const QArgs& a, float st
     }
   }
   return g;
+}
+template <Kind K>
+__device__ __forceinline__ GroupOperands group_operands(const QArgs& a, float st,
+                                                        std::uint8_t mxs) {
+  return group_operands<K>(a, st, mxs, a.p.tensor);
 }
 
 // int8, rne: y as native::absmax_scale in the order O without the canonical-NaN steps (a NaN y

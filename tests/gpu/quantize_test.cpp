@@ -507,6 +507,18 @@ TEST_CASE("GPU NVFP4 (torchao and te, one and two levels) equals the CPU referen
       // Without specials too: the tensor scale is then finite and every block has a scale.
       const auto clean = data(48 * 128, 44, false);
       REQUIRE(exmy::gpu::testing::compare_quantize(CastInput::fp32, clean, 48, 128, o) == "");
+      if (!two) continue;
+      // The two-level level measured on the device (the single pass: many tiles, an odd row
+      // count, an all-zero tensor, NaN ignored) and given on the host (a tensor amax).
+      const auto big = data(67 * 4096, 45, true);
+      REQUIRE(exmy::gpu::testing::compare_quantize(CastInput::fp32, big, 67, 4096, o) == "");
+      REQUIRE(exmy::gpu::testing::compare_quantize(CastInput::bf16, big, 67, 4096, o) == "");
+      REQUIRE(exmy::gpu::testing::compare_quantize(
+                  CastInput::fp32, std::vector<std::uint32_t>(16 * 64, 0u), 16, 64, o) == "");
+      o.nan = native::NanPolicy::ignore;
+      REQUIRE(exmy::gpu::testing::compare_quantize(CastInput::fp32, big, 67, 4096, o) == "");
+      o.tensor_amax = 1234.5f;
+      REQUIRE(exmy::gpu::testing::compare_quantize(CastInput::fp32, clean, 48, 128, o) == "");
     }
   }
 }
