@@ -90,8 +90,9 @@ __device__ __forceinline__ void load_tables(const QArgs& a, const std::uint32_t*
 // so occupancy hides the latency (H200, same call: NVFP4 477 -> 448 us, MX torchao 496 -> 448 us).
 // The others keep the compiler's choice: held to 64, OCP MX ran 483 -> 522 us (its inlined
 // native fallback; out of line it ran 600 us) and the codebook path spilled (516 -> 1151 us).
-template <CastInput In, Kind K, bool Fast, bool Pipe, bool Lean = false>
-__global__ void __launch_bounds__(kThreads, Lean ? 4 : 1)
+// R (block-scaled targets): the element paths compiled in (MxRun); lean is the 64-register one.
+template <CastInput In, Kind K, bool Fast, bool Pipe, MxRun R = MxRun::any>
+__global__ void __launch_bounds__(kThreads, R == MxRun::lean ? 4 : 1)
     fused_group_kernel(const void* __restrict__ x, std::uint8_t* __restrict__ codes,
                        float* __restrict__ state, std::uint8_t* __restrict__ mx_scales,
                        const std::uint32_t* __restrict__ tab_g, bool vec,
@@ -172,8 +173,10 @@ __global__ void __launch_bounds__(kThreads, Lean ? 4 : 1)
     }
     if (base < a.n) {
       std::uint8_t c[kRun];
+      std::uint32_t cold = 0;
       if constexpr (Fast) {
-        fast_run<In, K>(a, p, t.cb, t.tab, group_operands<K>(a, st, mxs, level), base, w, c);
+        cold =
+            fast_run<In, K, R>(a, p, t.cb, t.tab, group_operands<K>(a, st, mxs, level), base, w, c);
       } else {
         generic_run<In, K>(a, t.cb, st, mxs, base, w, c);
       }
@@ -183,12 +186,15 @@ __global__ void __launch_bounds__(kThreads, Lean ? 4 : 1)
       } else {
         store_run(codes, base, a.n, vec, c);
       }
+      if constexpr (K == Kind::mx) {
+        if (cold != 0) mx_fixup<In>(a, x, codes, base, mxs, cold);
+      }
     }
   }
 }
 
-// Tensor-wise codes: one state for every element.
-template <CastInput In, Kind K, bool Fast>
+// Tensor-wise codes: one state for every element. H: float targets by the fp8 instruction.
+template <CastInput In, Kind K, bool Fast, FltHw H = FltHw::none>
 __global__ void __launch_bounds__(kThreads)
     tensor_element_kernel(const void* __restrict__ x, std::uint8_t* __restrict__ codes,
                           const float* __restrict__ state, const std::uint32_t* __restrict__ tab_g,
@@ -208,7 +214,7 @@ __global__ void __launch_bounds__(kThreads)
     if (base + stride < a.n) load_words<In>(x, base + stride, a.n, vec, next);
     std::uint8_t c[kRun];
     if constexpr (Fast) {
-      fast_run<In, K>(a, p, t.cb, t.tab, g, base, w, c);
+      fast_run<In, K, MxRun::any, H>(a, p, t.cb, t.tab, g, base, w, c);
     } else {
       generic_run<In, K>(a, t.cb, g.st, g.mxs, base, w, c);
     }

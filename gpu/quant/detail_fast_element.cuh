@@ -125,24 +125,28 @@ __device__ __forceinline__ YForm yform_of(const QArgs& a, const GroupOperands& g
   }
 }
 
+// quant_one's y of fp32 input bits xb in the form Y.
+template <YForm Y>
+__device__ __forceinline__ float flt_y(const QArgs& a, const GroupOperands& g, std::uint32_t xb) {
+  const float x = native::float_of(xb);
+  if constexpr (Y == YForm::div_mul) {
+    return native::rn32_mul(a.p.fmax, native::rn_div(x, g.st));
+  } else if constexpr (Y == YForm::recip_mul) {
+    return native::rn32_mul(a.p.fmax, native::rn_mul(x, g.aux));
+  } else if constexpr (Y == YForm::mul_recip) {
+    return native::rn32_mul(x, g.aux);
+  } else if constexpr (Y == YForm::unscaled) {
+    return x;
+  } else {
+    return native::rn32_mul(x, g.st);
+  }
+}
+
 template <FastMode M, YForm Y>
 __device__ __forceinline__ std::uint8_t fast_flt(const QArgs& a, const FastCastPlan& p,
                                                  const GroupOperands& g, std::uint32_t xb,
                                                  std::uint32_t word) {
-  const float x = native::float_of(xb);
-  float y;
-  if constexpr (Y == YForm::div_mul) {
-    y = native::rn32_mul(a.p.fmax, native::rn_div(x, g.st));
-  } else if constexpr (Y == YForm::recip_mul) {
-    y = native::rn32_mul(a.p.fmax, native::rn_mul(x, g.aux));
-  } else if constexpr (Y == YForm::mul_recip) {
-    y = native::rn32_mul(x, g.aux);
-  } else if constexpr (Y == YForm::unscaled) {
-    y = x;
-  } else {
-    y = native::rn32_mul(x, g.st);
-  }
-  const std::uint32_t yb = native::bits_of(y);
+  const std::uint32_t yb = native::bits_of(flt_y<Y>(a, g, xb));
   if constexpr (M == FastMode::sr) {
     return static_cast<std::uint8_t>(fast_cast_fp32_fixed_inline<FastMode::sr>(
         p, yb, native::sr_word(word, a.p.sr_bits), a.p.sr_bits));
@@ -264,6 +268,58 @@ __device__ __forceinline__ void mx_hw_run(const QArgs& a, const GroupOperands& g
   }
 }
 
+// OCP MX elements of a run with the lean software cast (MxRun::ocp_sw: formats without the fp8
+// instruction, e2m1fn and the fp6 formats): the exponent-shifted values of fast_mx's condition
+// cast by fast_cast_fp32_lean (rne, signed with a negative zero, a lean domain holding every
+// finite value: mx_run_of checks the format on the host, so the condition implies the domain).
+// The elements the condition sends to the native path (a NaN scale; zero or out-of-range
+// exponents) come back as bits of the returned mask, and mx_fixup recomputes them after the run's
+// codes are stored: with the native fallback inside the unrolled loop (fast_mx per element) each
+// of the kRun elements carried an inlined mx_element (H200: MX e2m1fn 945 us against 484 us for
+// e4m3fn's instruction path, 2^28 elements); a rolled loop over the mask holds one copy.
+template <CastInput In>
+__device__ __forceinline__ std::uint32_t mx_sw_run(const FastCastPlan& p, const GroupOperands& g,
+                                                   const std::uint32_t* w, std::uint8_t* c) {
+  std::uint32_t cold = g.mxs == native::kE8m0Nan ? 0xFFFFu : 0u;
+  const std::uint32_t shift = static_cast<std::uint32_t>(g.mx_exp) << 23;
+#pragma unroll
+  for (int k = 0; k < kRun; ++k) {
+    const std::uint32_t xb = exact_bits<In>(w, k);
+    const std::uint32_t mag = xb & 0x7FFFFFFFu;
+    const std::uint32_t e = mag >> 23;
+    const std::uint32_t es = e - static_cast<std::uint32_t>(g.mx_exp);
+    // fast_mx's condition: mag == 0, or e and e - X both in [1, 254].
+    const bool ok = mag == 0 || (e - 1u < 254u && es - 1u < 254u);
+    const std::uint32_t u = mag == 0 ? xb : xb - shift;
+    c[k] = static_cast<std::uint8_t>(fast_cast_fp32_lean<FastMode::rne, true, true>(p, u, 0u, 0));
+    cold |= ok ? 0u : (1u << k);
+  }
+  return cold;
+}
+
+// The native codes (native::mx_element, as fast_mx's fallback) of the elements base + k of the
+// bits k of `cold`, over the codes already stored: the input is read again (indexing the run's
+// registers by k would move them to local memory), one element per iteration.
+template <CastInput In>
+__device__ __forceinline__ void mx_fixup(const QArgs& a, const void* x, std::uint8_t* codes,
+                                         std::uint64_t base, std::uint8_t mxs, std::uint32_t cold) {
+  const auto* xs = static_cast<const InputElem<In>*>(x);
+#pragma unroll 1
+  for (; cold != 0; cold &= cold - 1) {
+    const std::uint64_t i = base + static_cast<std::uint64_t>(__ffs(cold) - 1);
+    if (i >= a.n) break;  // the bits ascend: the rest lie past the end too
+    const std::uint8_t code = cold_mx_element(a.p.fmt, native::float_of(widen_input<In>(xs[i])),
+                                              mxs, a.p.mode, a.p.sr_bits, 0u);
+    if (a.packed4) {  // sim/native/pack4.hpp: element 2j in the low nibble of byte j
+      const std::uint8_t b = codes[i / 2];
+      codes[i / 2] = (i & 1) ? static_cast<std::uint8_t>((b & 0x0Fu) | (code << 4))
+                             : static_cast<std::uint8_t>((b & 0xF0u) | (code & 0x0Fu));
+    } else {
+      codes[i] = code;
+    }
+  }
+}
+
 // MX under torchao's arithmetic, fp8 elements (fast_mx_torchao) with the cast by the instruction:
 // y is non-NaN or CUDA's NaN 0x7FFFFFFF, whose code 0x7F | sign is 0x7F, the instruction's NaN.
 template <CastInput In, HwFp8 T>
@@ -322,6 +378,60 @@ __device__ __forceinline__ void flt_sr_run(const QArgs& a, const FastCastPlan& p
   }
 }
 
+// Float targets by the fp8 instruction (FltHw, tensor_element_kernel): y as fast_flt computes it,
+// then under rne the instruction's rne + satfinite code of y, which is the plan's
+// (fast_cast_fp32_fixed<rne> under satfinite) for every non-NaN y, as on the cast kernels' hw
+// path (gpu/cast/detail_span_codes.cuh, hw_vector_rne); under sr:R the rounding of
+// hw_codes_sr on the fp32 value |y| (mg = 2^(max(e, emin) + 23 - M - R), t = rz(mg + |y|) plus the
+// R-bit word as an integer, the low R bits cleared, minus mg: |y| rounded onto f's grid, held
+// exactly by f), whose encoding by the instruction is the mode-fixed sr cast's code; the sign
+// joins at bit 7 of each byte. A run with a NaN or inf y (or an |y| past the constants' range) is
+// redone by the software path (flt_rne_run / flt_sr_run): its codes are the reference's.
+// Measured (H200, 2^28 fp32, tensor-wise e4m3fn): the software cast made the code pass compute-
+// bound (rne 571 us against 310 us for the cast kernel's instruction path, sr:8 716 us).
+template <CastInput In, HwFp8 T, YForm Y, bool Sr>
+__device__ __forceinline__ void flt_hw_run(const QArgs& a, const FastCastPlan& p,
+                                           const GroupOperands& g, const std::uint32_t* w,
+                                           const std::uint32_t* rw, std::uint8_t* c) {
+  float y[kRun];
+  std::uint32_t top = 0;  // the largest |y| bits seen (sr: of the rounded |y|)
+  std::uint32_t signs[kRun / 4] = {};
+#pragma unroll
+  for (int k = 0; k < kRun; ++k) {
+    y[k] = flt_y<Y>(a, g, exact_bits<In>(w, k));
+    const std::uint32_t yb = native::bits_of(y[k]);
+    if constexpr (Sr) {
+      const int R = a.p.sr_bits;
+      const float scale = native::float_of(static_cast<std::uint32_t>(127 + p.normal_shift - R)
+                                           << 23);  // 2^(23 - M - R)
+      const float mg = __fmul_rn(native::float_of(max(yb & 0x7F800000u, p.norm_min)), scale);
+      const float t = __fadd_rz(native::float_of(yb & 0x7FFFFFFFu), mg);
+      const std::uint32_t t1 = native::bits_of(t) + __umulhi(rw[k], 1u << R);
+      const float ya = __fsub_rn(native::float_of(t1 & ~((1u << R) - 1u)), mg);
+      top = max(top, native::bits_of(ya));
+      y[k] = ya;
+      signs[k / 4] |= (yb >> 24 & 0x80u) << (8 * (k % 4));
+    } else {
+      top = max(top, yb & 0x7FFFFFFFu);
+    }
+  }
+  if (top >= 0x7F800000u) {
+    if constexpr (Sr) {
+      flt_sr_run<In, Y>(a, p, g, w, rw, c);
+    } else {
+      flt_rne_run<In, Y>(a, p, g, w, c);
+    }
+    return;
+  }
+#pragma unroll
+  for (int q = 0; q < kRun / 4; ++q) {
+    const std::uint32_t c4 = cvt_f32x4<T>(y[4 * q], y[4 * q + 1], y[4 * q + 2], y[4 * q + 3]);
+    const std::uint32_t v = Sr ? c4 | signs[q] : c4;
+#pragma unroll
+    for (int k = 0; k < 4; ++k) c[4 * q + k] = static_cast<std::uint8_t>(v >> (8 * k));
+  }
+}
+
 template <CastInput In, native::NormOrder O>
 __device__ __forceinline__ void codebook_run(const QArgs& a, const float* cb,
                                              const std::uint32_t* tab, const GroupOperands& g,
@@ -345,11 +455,39 @@ __device__ __forceinline__ void codebook_run(const QArgs& a, const float* cb,
   }
 }
 
-template <CastInput In, Kind K>
-__device__ __forceinline__ void fast_run(const QArgs& a, const FastCastPlan& p, const float* cb,
-                                         const std::uint32_t* tab, const GroupOperands& g,
-                                         std::uint64_t base, const std::uint32_t* w,
-                                         std::uint8_t* c) {
+// The sr and rne runs of a float target, the form of y fixed for the run; by the instruction
+// (flt_hw_run) where H names one.
+template <CastInput In, FltHw H, YForm Y>
+__device__ __forceinline__ void flt_run(const QArgs& a, const FastCastPlan& p,
+                                        const GroupOperands& g, const std::uint32_t* w,
+                                        const std::uint32_t* rw, std::uint8_t* c) {
+#if defined(EXMY_HW_FP8)
+  if constexpr (H != FltHw::none) {
+    constexpr HwFp8 T = H == FltHw::e4m3 ? HwFp8::e4m3 : HwFp8::e5m2;
+    if (a.p.mode == RoundMode::sr) {
+      flt_hw_run<In, T, Y, true>(a, p, g, w, rw, c);
+    } else {
+      flt_hw_run<In, T, Y, false>(a, p, g, w, rw, c);
+    }
+    return;
+  }
+#endif
+  if (a.p.mode == RoundMode::sr) {
+    flt_sr_run<In, Y>(a, p, g, w, rw, c);
+  } else {
+    flt_rne_run<In, Y>(a, p, g, w, c);
+  }
+}
+
+// The codes c of one run (words w) of elements base .. base + kRun - 1 sharing group state g on
+// the fast path of K; the per-group choices (order, mode) are taken once per run. R: the
+// block-scaled paths compiled in (MxRun); H: the float targets' instruction path (FltHw). Returns
+// the mask of the elements whose codes mx_fixup must still write (MxRun::ocp_sw), else 0.
+template <CastInput In, Kind K, MxRun R = MxRun::any, FltHw H = FltHw::none>
+__device__ __forceinline__ std::uint32_t fast_run(const QArgs& a, const FastCastPlan& p,
+                                                  const float* cb, const std::uint32_t* tab,
+                                                  const GroupOperands& g, std::uint64_t base,
+                                                  const std::uint32_t* w, std::uint8_t* c) {
   if constexpr (K == Kind::int8) {
     switch (a.p.order) {
       case native::ScaleOrder::div_mul:
@@ -369,74 +507,78 @@ __device__ __forceinline__ void fast_run(const QArgs& a, const FastCastPlan& p, 
         break;
     }
   } else if constexpr (K == Kind::flt) {
-    if (a.p.mode == RoundMode::sr) {
-      std::uint32_t rw[kRun];
-      words_for_run(a, base, rw);
-      switch (yform_of(a, g)) {
-        case YForm::div_mul:
-          flt_sr_run<In, YForm::div_mul>(a, p, g, w, rw, c);
-          break;
-        case YForm::recip_mul:
-          flt_sr_run<In, YForm::recip_mul>(a, p, g, w, rw, c);
-          break;
-        case YForm::mul_recip:
-          flt_sr_run<In, YForm::mul_recip>(a, p, g, w, rw, c);
-          break;
-        case YForm::unscaled:
-          flt_sr_run<In, YForm::unscaled>(a, p, g, w, rw, c);
-          break;
-        default:
-          flt_sr_run<In, YForm::scale_mul>(a, p, g, w, rw, c);
-          break;
-      }
-    } else {
-      switch (yform_of(a, g)) {
-        case YForm::div_mul:
-          flt_rne_run<In, YForm::div_mul>(a, p, g, w, c);
-          break;
-        case YForm::recip_mul:
-          flt_rne_run<In, YForm::recip_mul>(a, p, g, w, c);
-          break;
-        case YForm::mul_recip:
-          flt_rne_run<In, YForm::mul_recip>(a, p, g, w, c);
-          break;
-        case YForm::unscaled:
-          flt_rne_run<In, YForm::unscaled>(a, p, g, w, c);
-          break;
-        default:
-          flt_rne_run<In, YForm::scale_mul>(a, p, g, w, c);
-          break;
-      }
+    std::uint32_t rw[kRun];
+    if (a.p.mode == RoundMode::sr) words_for_run(a, base, rw);
+    switch (yform_of(a, g)) {
+      case YForm::div_mul:
+        flt_run<In, H, YForm::div_mul>(a, p, g, w, rw, c);
+        break;
+      case YForm::recip_mul:
+        flt_run<In, H, YForm::recip_mul>(a, p, g, w, rw, c);
+        break;
+      case YForm::mul_recip:
+        flt_run<In, H, YForm::mul_recip>(a, p, g, w, rw, c);
+        break;
+      case YForm::unscaled:
+        flt_run<In, H, YForm::unscaled>(a, p, g, w, rw, c);
+        break;
+      default:
+        flt_run<In, H, YForm::scale_mul>(a, p, g, w, rw, c);
+        break;
     }
   } else if constexpr (K == Kind::mx) {
-    if (nvfp4_rule(a)) {
-      // NVFP4: the group's element factor once (GroupOperands::aux), then multiply, clamp, encode.
-      if (a.p.rule == native::ScaleRule::nvfp4_te) {
-        nvfp4_run<In, native::ScaleRule::nvfp4_te>(g, w, c);
-      } else {
-        nvfp4_run<In, native::ScaleRule::nvfp4_torchao>(g, w, c);
-      }
-      return;
-    }
+    if constexpr (R == MxRun::ocp_sw) {
+      return mx_sw_run<In>(p, g, w, c);
+    } else if constexpr (R == MxRun::ocp_hw) {
 #if defined(EXMY_HW_FP8)
-    if (a.hw_e4m3 || a.hw_e5m2) {
-      const bool torchao = a.p.rule == native::ScaleRule::mx_torchao;
       if (a.hw_e4m3) {
-        torchao ? mx_torchao_hw_run<In, HwFp8::e4m3>(a, g, w, c)
-                : mx_hw_run<In, HwFp8::e4m3>(a, g, w, c);
+        mx_hw_run<In, HwFp8::e4m3>(a, g, w, c);
       } else {
-        torchao ? mx_torchao_hw_run<In, HwFp8::e5m2>(a, g, w, c)
-                : mx_hw_run<In, HwFp8::e5m2>(a, g, w, c);
+        mx_hw_run<In, HwFp8::e5m2>(a, g, w, c);
       }
-      return;
-    }
+      return 0;
+#else
+      return mx_sw_run<In>(p, g, w, c);  // no instruction below sm_89 (mx_run_of's formats)
 #endif
-    if (a.p.rule == native::ScaleRule::mx_torchao) {
-#pragma unroll
-      for (int k = 0; k < kRun; ++k) c[k] = fast_mx_torchao(a, p, g, exact_bits<In>(w, k));
     } else {
+      if (nvfp4_rule(a)) {
+        // NVFP4: the group's element factor once (GroupOperands::aux), then multiply, clamp,
+        // encode.
+        if (a.p.rule == native::ScaleRule::nvfp4_te) {
+          nvfp4_run<In, native::ScaleRule::nvfp4_te>(g, w, c);
+        } else {
+          nvfp4_run<In, native::ScaleRule::nvfp4_torchao>(g, w, c);
+        }
+        return 0;
+      }
+      // MxRun::lean: torchao's arithmetic only (mx_run_of sends OCP MX elsewhere).
+      constexpr bool kOcp = R == MxRun::any;
+#if defined(EXMY_HW_FP8)
+      if (a.hw_e4m3 || a.hw_e5m2) {
+        const bool torchao = !kOcp || a.p.rule == native::ScaleRule::mx_torchao;
+        if (a.hw_e4m3) {
+          if (torchao) {
+            mx_torchao_hw_run<In, HwFp8::e4m3>(a, g, w, c);
+          } else if constexpr (kOcp) {
+            mx_hw_run<In, HwFp8::e4m3>(a, g, w, c);
+          }
+        } else {
+          if (torchao) {
+            mx_torchao_hw_run<In, HwFp8::e5m2>(a, g, w, c);
+          } else if constexpr (kOcp) {
+            mx_hw_run<In, HwFp8::e5m2>(a, g, w, c);
+          }
+        }
+        return 0;
+      }
+#endif
+      if (!kOcp || a.p.rule == native::ScaleRule::mx_torchao) {
 #pragma unroll
-      for (int k = 0; k < kRun; ++k) c[k] = fast_mx(a, p, g, exact_bits<In>(w, k));
+        for (int k = 0; k < kRun; ++k) c[k] = fast_mx_torchao(a, p, g, exact_bits<In>(w, k));
+      } else if constexpr (kOcp) {
+#pragma unroll
+        for (int k = 0; k < kRun; ++k) c[k] = fast_mx(a, p, g, exact_bits<In>(w, k));
+      }
     }
   } else {
     if (a.p.norm == native::NormOrder::div) {
@@ -447,6 +589,7 @@ __device__ __forceinline__ void fast_run(const QArgs& a, const FastCastPlan& p, 
       codebook_run<In, native::NormOrder::recip_mul>(a, cb, tab, g, w, c);
     }
   }
+  return 0;
 }
 
 // Codes of one run sharing state (st, mxs) on the generic path (quant_one).

@@ -121,6 +121,15 @@ QArgs make_args(std::size_t rows, std::size_t cols, const quant::Options& opt,
       (a.p.rule == native::ScaleRule::mx || a.p.rule == native::ScaleRule::mx_torchao);
   a.hw_e4m3 = mx_fp8_rne && a.p.fmt == formats::e4m3fn;
   a.hw_e5m2 = mx_fp8_rne && a.p.fmt == formats::e5m2;
+  // Tensor-wise float codes by the fp8 instruction (satfinite, as the plan's rounding): e4m3fn /
+  // e5m2 under rne, or sr:R where hw_codes_sr's constants hold (1 <= R <= 21 - M).
+  if (a.kind == Kind::flt && a.fast && (a.p.fmt == formats::e4m3fn || a.p.fmt == formats::e5m2)) {
+    const int R = a.p.sr_bits;
+    const bool sr_ok = a.p.mode == RoundMode::sr && R >= 1 && R <= 21 - a.p.fmt.man_bits;
+    if (a.p.mode == RoundMode::rne || sr_ok) {
+      a.flt_hw = a.p.fmt == formats::e4m3fn ? FltHw::e4m3 : FltHw::e5m2;
+    }
+  }
   a.keys = native::philox_keys(a.p.seed);
   return a;
 }
