@@ -92,7 +92,7 @@ __device__ __forceinline__ void load_tables(const QArgs& a, const std::uint32_t*
 // native fallback; out of line it ran 600 us) and the codebook path spilled (516 -> 1151 us).
 // R (block-scaled targets): the element paths compiled in (MxRun); lean is the 64-register one.
 template <CastInput In, Kind K, bool Fast, bool Pipe, MxRun R = MxRun::any>
-__global__ void __launch_bounds__(kThreads, R == MxRun::lean ? 4 : 1)
+__global__ void __launch_bounds__(kThreads, R == MxRun::lean ? (Pipe ? 3 : 4) : 1)
     fused_group_kernel(const void* __restrict__ x, std::uint8_t* __restrict__ codes,
                        float* __restrict__ state, std::uint8_t* __restrict__ mx_scales,
                        const std::uint32_t* __restrict__ tab_g, bool vec,
