@@ -378,7 +378,35 @@ __device__ __forceinline__ void flt_sr_run(const QArgs& a, const FastCastPlan& p
   }
 }
 
-// Float targets by the fp8 instruction (FltHw, tensor_element_kernel): y as fast_flt computes it,
+// flt_y without its canonical-NaN steps: equal to it wherever it is not NaN (flt_hw_run sends a
+// run with a NaN y to the software path, which computes flt_y).
+template <YForm Y>
+__device__ __forceinline__ float flt_y_raw(const QArgs& a, const GroupOperands& g,
+                                           std::uint32_t xb) {
+  const float x = native::float_of(xb);
+  if constexpr (Y == YForm::div_mul) {
+    return native::rn_mul(a.p.fmax, native::rn_div(x, g.st));
+  } else if constexpr (Y == YForm::recip_mul) {
+    return native::rn_mul(a.p.fmax, native::rn_mul(x, g.aux));
+  } else if constexpr (Y == YForm::mul_recip) {
+    return native::rn_mul(x, g.aux);
+  } else if constexpr (Y == YForm::unscaled) {
+    return x;
+  } else {
+    return native::rn_mul(x, g.st);
+  }
+}
+
+// prmt.b32 (default mode): byte k of the result is byte sel[4k+2:4k] of {b, a}.
+__device__ __forceinline__ std::uint32_t prmt_b32(std::uint32_t a, std::uint32_t b,
+                                                  std::uint32_t sel) {
+  std::uint32_t d;
+  asm("prmt.b32 %0, %1, %2, %3;" : "=r"(d) : "r"(a), "r"(b), "r"(sel));
+  return d;
+}
+
+// Float targets by the fp8 instruction (FltHw, tensor_element_kernel): y as fast_flt computes it
+// (flt_y_raw),
 // then under rne the instruction's rne + satfinite code of y, which is the plan's
 // (fast_cast_fp32_fixed<rne> under satfinite) for every non-NaN y, as on the cast kernels' hw
 // path (gpu/cast/detail_span_codes.cuh, hw_vector_rne); under sr:R the rounding of
@@ -393,26 +421,33 @@ template <CastInput In, HwFp8 T, YForm Y, bool Sr>
 __device__ __forceinline__ void flt_hw_run(const QArgs& a, const FastCastPlan& p,
                                            const GroupOperands& g, const std::uint32_t* w,
                                            const std::uint32_t* rw, std::uint8_t* c) {
-  float y[kRun];
   std::uint32_t top = 0;  // the largest |y| bits seen (sr: of the rounded |y|)
-  std::uint32_t signs[kRun / 4] = {};
+  std::uint32_t v[kRun / 4];
+  const int R = a.p.sr_bits;
+  // 2^(23 - M - R): mg = 2^(max(e, emin) + 23 - M - R) by one multiplication.
+  const float scale = native::float_of(static_cast<std::uint32_t>(127 + p.normal_shift - R) << 23);
 #pragma unroll
-  for (int k = 0; k < kRun; ++k) {
-    y[k] = flt_y<Y>(a, g, exact_bits<In>(w, k));
-    const std::uint32_t yb = native::bits_of(y[k]);
-    if constexpr (Sr) {
-      const int R = a.p.sr_bits;
-      const float scale = native::float_of(static_cast<std::uint32_t>(127 + p.normal_shift - R)
-                                           << 23);  // 2^(23 - M - R)
-      const float mg = __fmul_rn(native::float_of(max(yb & 0x7F800000u, p.norm_min)), scale);
-      const float t = __fadd_rz(native::float_of(yb & 0x7FFFFFFFu), mg);
-      const std::uint32_t t1 = native::bits_of(t) + __umulhi(rw[k], 1u << R);
-      const float ya = __fsub_rn(native::float_of(t1 & ~((1u << R) - 1u)), mg);
-      top = max(top, native::bits_of(ya));
-      y[k] = ya;
-      signs[k / 4] |= (yb >> 24 & 0x80u) << (8 * (k % 4));
-    } else {
-      top = max(top, yb & 0x7FFFFFFFu);
+  for (int q = 0; q < kRun / 4; ++q) {
+    float y[4];
+    std::uint32_t yb[4];
+#pragma unroll
+    for (int k = 0; k < 4; ++k) {
+      y[k] = flt_y_raw<Y>(a, g, exact_bits<In>(w, 4 * q + k));
+      yb[k] = native::bits_of(y[k]);
+      if constexpr (Sr) {
+        const float mg = __fmul_rn(native::float_of(max(yb[k] & 0x7F800000u, p.norm_min)), scale);
+        const float t = __fadd_rz(native::float_of(yb[k] & 0x7FFFFFFFu), mg);
+        const std::uint32_t t1 = native::bits_of(t) + __umulhi(rw[4 * q + k], 1u << R);
+        y[k] = __fsub_rn(native::float_of(t1 & ~((1u << R) - 1u)), mg);  // |y| rounded
+        top = max(top, native::bits_of(y[k]));
+      } else {
+        top = max(top, yb[k] & 0x7FFFFFFFu);
+      }
+    }
+    v[q] = cvt_f32x4<T>(y[0], y[1], y[2], y[3]);
+    if constexpr (Sr) {  // the signs of y at bit 7 of each byte (the top bytes of yb)
+      v[q] |= prmt_b32(prmt_b32(yb[0], yb[1], 0x0073u), prmt_b32(yb[2], yb[3], 0x0073u), 0x5410u) &
+              0x80808080u;
     }
   }
   if (top >= 0x7F800000u) {
@@ -425,10 +460,8 @@ __device__ __forceinline__ void flt_hw_run(const QArgs& a, const FastCastPlan& p
   }
 #pragma unroll
   for (int q = 0; q < kRun / 4; ++q) {
-    const std::uint32_t c4 = cvt_f32x4<T>(y[4 * q], y[4 * q + 1], y[4 * q + 2], y[4 * q + 3]);
-    const std::uint32_t v = Sr ? c4 | signs[q] : c4;
 #pragma unroll
-    for (int k = 0; k < 4; ++k) c[4 * q + k] = static_cast<std::uint8_t>(v >> (8 * k));
+    for (int k = 0; k < 4; ++k) c[4 * q + k] = static_cast<std::uint8_t>(v[q] >> (8 * k));
   }
 }
 
