@@ -37,7 +37,15 @@ enum class MxRun : std::uint8_t { any, lean, ocp_hw, ocp_sw };
 
 // Float targets whose tensor-wise codes the fp8 instruction encodes (tensor_element_kernel):
 // e4m3fn / e5m2 under rne, or sr:R with R <= 21 - M (the rounding done on the fp32 value first).
-enum class FltHw : std::uint8_t { none, e4m3, e5m2 };
+// The mode is part of the kernel, so that its loop holds one run's code, not both modes'.
+enum class FltHw : std::uint8_t { none, e4m3_rne, e4m3_sr, e5m2_rne, e5m2_sr };
+
+__host__ __device__ constexpr bool flt_hw_e4m3(FltHw h) {
+  return h == FltHw::e4m3_rne || h == FltHw::e4m3_sr;
+}
+__host__ __device__ constexpr bool flt_hw_sr(FltHw h) {
+  return h == FltHw::e4m3_sr || h == FltHw::e5m2_sr;
+}
 
 // The plan (sim/native/quant_plan.hpp) and what the launch needs beside it.
 struct QArgs {

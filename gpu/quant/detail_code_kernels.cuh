@@ -91,8 +91,15 @@ __device__ __forceinline__ void load_tables(const QArgs& a, const std::uint32_t*
 // The others keep the compiler's choice: held to 64, OCP MX ran 483 -> 522 us (its inlined
 // native fallback; out of line it ran 600 us) and the codebook path spilled (516 -> 1151 us).
 // R (block-scaled targets): the element paths compiled in (MxRun); lean is the 64-register one.
+// OCP MX (fp32, bf16 inputs) held to 3 resident blocks per SM (85 registers): the kernel of its
+// own path took 83 for bf16, 2 blocks per SM, and ran MX bf16 e4m3fn 465 -> 582 us (H200); fp16
+// inputs (111-117 registers either way) keep the compiler's choice.
 template <CastInput In, Kind K, bool Fast, bool Pipe, MxRun R = MxRun::any>
-__global__ void __launch_bounds__(kThreads, R == MxRun::lean ? (Pipe ? 3 : 4) : 1)
+__global__ void __launch_bounds__(kThreads, R == MxRun::lean ? 4
+                                            : (R == MxRun::ocp_hw || R == MxRun::ocp_sw) &&
+                                                    In != CastInput::fp16
+                                                ? 3
+                                                : 1)
     fused_group_kernel(const void* __restrict__ x, std::uint8_t* __restrict__ codes,
                        float* __restrict__ state, std::uint8_t* __restrict__ mx_scales,
                        const std::uint32_t* __restrict__ tab_g, bool vec,
@@ -193,9 +200,10 @@ __global__ void __launch_bounds__(kThreads, R == MxRun::lean ? (Pipe ? 3 : 4) : 
   }
 }
 
-// Tensor-wise codes: one state for every element. H: float targets by the fp8 instruction.
+// Tensor-wise codes: one state for every element. H: float targets by the fp8 instruction (sr:
+// held to 2 resident blocks per SM, as the cast kernels' sr span kernel).
 template <CastInput In, Kind K, bool Fast, FltHw H = FltHw::none>
-__global__ void __launch_bounds__(kThreads)
+__global__ void __launch_bounds__(kThreads, flt_hw_sr(H) ? 2 : 1)
     tensor_element_kernel(const void* __restrict__ x, std::uint8_t* __restrict__ codes,
                           const float* __restrict__ state, const std::uint32_t* __restrict__ tab_g,
                           bool vec, const __grid_constant__ QArgs a) {

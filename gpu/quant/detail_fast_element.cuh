@@ -496,12 +496,8 @@ __device__ __forceinline__ void flt_run(const QArgs& a, const FastCastPlan& p,
                                         const std::uint32_t* rw, std::uint8_t* c) {
 #if defined(EXMY_HW_FP8)
   if constexpr (H != FltHw::none) {
-    constexpr HwFp8 T = H == FltHw::e4m3 ? HwFp8::e4m3 : HwFp8::e5m2;
-    if (a.p.mode == RoundMode::sr) {
-      flt_hw_run<In, T, Y, true>(a, p, g, w, rw, c);
-    } else {
-      flt_hw_run<In, T, Y, false>(a, p, g, w, rw, c);
-    }
+    constexpr HwFp8 T = flt_hw_e4m3(H) ? HwFp8::e4m3 : HwFp8::e5m2;
+    flt_hw_run<In, T, Y, flt_hw_sr(H)>(a, p, g, w, rw, c);
     return;
   }
 #endif

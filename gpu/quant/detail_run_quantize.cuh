@@ -21,16 +21,6 @@ namespace {
 // The single-pass kernel: one block per tile (measured fastest on H200 for the int8 / float / MX
 // targets), except the fast codebook path, whose blocks copy the 32 KiB bucket table first: one
 // wave of blocks over several tiles each, the next tile's load overlapping the current one.
-// The block-scaled single pass as one wave of blocks over several tiles each, the next tile's
-// words loaded while the current one is reduced and quantized (Pipe).
-template <CastInput In, Kind K, MxRun R>
-void run_fused_pipe(const void* x, const QArgs& a, const QuantizedOut& o, const std::uint32_t* tab,
-                    bool vec, std::uint64_t tiles, cudaStream_t s) {
-  fused_group_kernel<In, K, true, true, R>
-      <<<persistent_blocks(fused_group_kernel<In, K, true, true, R>, tiles), kThreads, 0, s>>>(
-          x, o.codes, o.state, o.scale_codes, tab, vec, a);
-}
-
 template <CastInput In, Kind K, bool Fast>
 void run_fused(const void* x, const QArgs& a, const QuantizedOut& o, const std::uint32_t* tab,
                bool vec, cudaStream_t s) {
@@ -44,15 +34,19 @@ void run_fused(const void* x, const QArgs& a, const QuantizedOut& o, const std::
   if constexpr (K == Kind::mx && Fast) {
     // One instantiation per block-scaled path (MxRun): with every path in one kernel, OCP MX
     // e4m3fn ran 484 -> 516 us once e2m1fn's software run joined it (H200, 2^28 fp32).
+    const dim3 grid(blocks_for(tiles, 1));
     switch (mx_run_of(a)) {
       case MxRun::lean:
-        run_fused_pipe<In, K, MxRun::lean>(x, a, o, tab, vec, tiles, s);
+        fused_group_kernel<In, K, Fast, false, MxRun::lean>
+            <<<grid, kThreads, 0, s>>>(x, o.codes, o.state, o.scale_codes, tab, vec, a);
         return;
       case MxRun::ocp_hw:
-        run_fused_pipe<In, K, MxRun::ocp_hw>(x, a, o, tab, vec, tiles, s);
+        fused_group_kernel<In, K, Fast, false, MxRun::ocp_hw>
+            <<<grid, kThreads, 0, s>>>(x, o.codes, o.state, o.scale_codes, tab, vec, a);
         return;
       case MxRun::ocp_sw:
-        run_fused_pipe<In, K, MxRun::ocp_sw>(x, a, o, tab, vec, tiles, s);
+        fused_group_kernel<In, K, Fast, false, MxRun::ocp_sw>
+            <<<grid, kThreads, 0, s>>>(x, o.codes, o.state, o.scale_codes, tab, vec, a);
         return;
       default:
         break;
@@ -68,13 +62,21 @@ template <CastInput In, Kind K, bool Fast, FltHw H = FltHw::none>
 void run_tensor_codes(const void* x, const QArgs& a, const QuantizedOut& o,
                       const std::uint32_t* tab, bool vec, cudaStream_t s) {
   if constexpr (K == Kind::flt && Fast && H == FltHw::none) {
-    if (a.flt_hw == FltHw::e4m3) {
-      run_tensor_codes<In, K, Fast, FltHw::e4m3>(x, a, o, tab, vec, s);
-      return;
-    }
-    if (a.flt_hw == FltHw::e5m2) {
-      run_tensor_codes<In, K, Fast, FltHw::e5m2>(x, a, o, tab, vec, s);
-      return;
+    switch (a.flt_hw) {
+      case FltHw::e4m3_rne:
+        run_tensor_codes<In, K, Fast, FltHw::e4m3_rne>(x, a, o, tab, vec, s);
+        return;
+      case FltHw::e4m3_sr:
+        run_tensor_codes<In, K, Fast, FltHw::e4m3_sr>(x, a, o, tab, vec, s);
+        return;
+      case FltHw::e5m2_rne:
+        run_tensor_codes<In, K, Fast, FltHw::e5m2_rne>(x, a, o, tab, vec, s);
+        return;
+      case FltHw::e5m2_sr:
+        run_tensor_codes<In, K, Fast, FltHw::e5m2_sr>(x, a, o, tab, vec, s);
+        return;
+      default:
+        break;
     }
   }
   const std::uint64_t tiles = tile_count(a);

@@ -127,7 +127,9 @@ QArgs make_args(std::size_t rows, std::size_t cols, const quant::Options& opt,
     const int R = a.p.sr_bits;
     const bool sr_ok = a.p.mode == RoundMode::sr && R >= 1 && R <= 21 - a.p.fmt.man_bits;
     if (a.p.mode == RoundMode::rne || sr_ok) {
-      a.flt_hw = a.p.fmt == formats::e4m3fn ? FltHw::e4m3 : FltHw::e5m2;
+      const bool sr = a.p.mode == RoundMode::sr;
+      a.flt_hw = a.p.fmt == formats::e4m3fn ? (sr ? FltHw::e4m3_sr : FltHw::e4m3_rne)
+                                            : (sr ? FltHw::e5m2_sr : FltHw::e5m2_rne);
     }
   }
   a.keys = native::philox_keys(a.p.seed);
