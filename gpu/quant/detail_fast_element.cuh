@@ -275,8 +275,8 @@ __device__ __forceinline__ void mx_hw_run(const QArgs& a, const GroupOperands& g
 // The elements the condition sends to the native path (a NaN scale; zero or out-of-range
 // exponents) come back as bits of the returned mask, and mx_fixup recomputes them after the run's
 // codes are stored: with the native fallback inside the unrolled loop (fast_mx per element) each
-// of the kRun elements carried an inlined mx_element (H200: MX e2m1fn 945 us against 484 us for
-// e4m3fn's instruction path, 2^28 elements); a rolled loop over the mask holds one copy.
+// of the kRun elements carried an inlined mx_element (H200: MX e2m1fn 966 us against 489 us for
+// e4m3fn's instruction path, 2^28 fp32); a rolled loop over the mask holds one copy (653 us).
 template <CastInput In>
 __device__ __forceinline__ std::uint32_t mx_sw_run(const FastCastPlan& p, const GroupOperands& g,
                                                    const std::uint32_t* w, std::uint8_t* c) {
@@ -406,8 +406,7 @@ __device__ __forceinline__ std::uint32_t prmt_b32(std::uint32_t a, std::uint32_t
 }
 
 // Float targets by the fp8 instruction (FltHw, tensor_element_kernel): y as fast_flt computes it
-// (flt_y_raw),
-// then under rne the instruction's rne + satfinite code of y, which is the plan's
+// (flt_y_raw), then under rne the instruction's rne + satfinite code of y, which is the plan's
 // (fast_cast_fp32_fixed<rne> under satfinite) for every non-NaN y, as on the cast kernels' hw
 // path (gpu/cast/detail_span_codes.cuh, hw_vector_rne); under sr:R the rounding of
 // hw_codes_sr on the fp32 value |y| (mg = 2^(max(e, emin) + 23 - M - R), t = rz(mg + |y|) plus the
@@ -415,8 +414,9 @@ __device__ __forceinline__ std::uint32_t prmt_b32(std::uint32_t a, std::uint32_t
 // exactly by f), whose encoding by the instruction is the mode-fixed sr cast's code; the sign
 // joins at bit 7 of each byte. A run with a NaN or inf y (or an |y| past the constants' range) is
 // redone by the software path (flt_rne_run / flt_sr_run): its codes are the reference's.
-// Measured (H200, 2^28 fp32, tensor-wise e4m3fn): the software cast made the code pass compute-
-// bound (rne 571 us against 310 us for the cast kernel's instruction path, sr:8 716 us).
+// Measured (H200, 2^28 fp32, tensor-wise e4m3fn with its absmax pass, same call): rne 822 ->
+// 578 us, sr:8 961 -> 786 us against the software cast; sr's code pass (~540 us) is still short
+// of the cast kernels' sr span kernel (380 us): bench/results/2026-12-02-h200-quant-roofline-s7.md.
 template <CastInput In, HwFp8 T, YForm Y, bool Sr>
 __device__ __forceinline__ void flt_hw_run(const QArgs& a, const FastCastPlan& p,
                                            const GroupOperands& g, const std::uint32_t* w,
