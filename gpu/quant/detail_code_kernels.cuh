@@ -90,15 +90,36 @@ __device__ __forceinline__ void load_tables(const QArgs& a, const std::uint32_t*
 // so occupancy hides the latency (H200, same call: NVFP4 477 -> 448 us, MX torchao 496 -> 448 us).
 // The others keep the compiler's choice: held to 64, OCP MX ran 483 -> 522 us (its inlined
 // native fallback; out of line it ran 600 us) and the codebook path spilled (516 -> 1151 us).
-template <CastInput In, Kind K, bool Fast, bool Pipe, bool Lean = false>
-__global__ void __launch_bounds__(kThreads, Lean ? 4 : 1)
+// R (block-scaled targets): the element paths compiled in (MxRun); lean is the 64-register one.
+// OCP MX (fp32, bf16 inputs) held to 3 resident blocks per SM (85 registers): the kernel of its
+// own path took 83 for bf16, 2 blocks per SM, and ran MX bf16 e4m3fn 465 -> 582 us (H200); fp16
+// inputs (111-117 registers either way) keep the compiler's choice.
+template <CastInput In, Kind K, bool Fast, bool Pipe, MxRun R = MxRun::any>
+__global__ void __launch_bounds__(kThreads, R == MxRun::lean ? 4
+                                            : (R == MxRun::ocp_hw || R == MxRun::ocp_sw) &&
+                                                    In != CastInput::fp16
+                                                ? 3
+                                                : 1)
     fused_group_kernel(const void* __restrict__ x, std::uint8_t* __restrict__ codes,
                        float* __restrict__ state, std::uint8_t* __restrict__ mx_scales,
                        const std::uint32_t* __restrict__ tab_g, bool vec,
                        const __grid_constant__ QArgs a) {
   __shared__ SharedTables<K, Fast> t;
   __shared__ std::uint32_t warp_max[2][kThreads / 32];
+  // NVFP4: the per-tensor level, from the device (two-level, measured there) or the plan. As
+  // words: a __shared__ variable cannot have Nvfp4Tensor's initializers.
+  __shared__ std::uint32_t level_w[4];
   int parity = 0;
+  if constexpr (K == Kind::mx) {
+    if (threadIdx.x == 0) {
+      const native::Nvfp4Tensor l = a.tensor_dev != nullptr ? *a.tensor_dev : a.p.tensor;
+      level_w[0] = l.two_level ? 1u : 0u;
+      level_w[1] = native::bits_of(l.per_tensor_scale);
+      level_w[2] = native::bits_of(l.global_encode);
+      level_w[3] = native::bits_of(l.global_decode);
+    }
+    __syncthreads();
+  }
   load_tables<K, Fast>(a, tab_g, t);
   const FastCastPlan& p = a.plan;
   const int S = static_cast<int>(a.G / kRun);
@@ -137,8 +158,13 @@ __global__ void __launch_bounds__(kThreads, Lean ? 4 : 1)
     const float amax = native::float_of(acc);
     float st = 0.0f;
     std::uint8_t mxs = 0;
+    native::Nvfp4Tensor level;
     if constexpr (K == Kind::mx) {
-      mxs = scale_code_of(a, amax);
+      level.two_level = level_w[0] != 0;
+      level.per_tensor_scale = native::float_of(level_w[1]);
+      level.global_encode = native::float_of(level_w[2]);
+      level.global_decode = native::float_of(level_w[3]);
+      mxs = scale_code_of(a, amax, level);
     } else if constexpr (K == Kind::flt) {
       st = state_of(a, amax);
     } else {
@@ -154,8 +180,10 @@ __global__ void __launch_bounds__(kThreads, Lean ? 4 : 1)
     }
     if (base < a.n) {
       std::uint8_t c[kRun];
+      std::uint32_t cold = 0;
       if constexpr (Fast) {
-        fast_run<In, K>(a, p, t.cb, t.tab, group_operands<K>(a, st, mxs), base, w, c);
+        cold =
+            fast_run<In, K, R>(a, p, t.cb, t.tab, group_operands<K>(a, st, mxs, level), base, w, c);
       } else {
         generic_run<In, K>(a, t.cb, st, mxs, base, w, c);
       }
@@ -165,13 +193,17 @@ __global__ void __launch_bounds__(kThreads, Lean ? 4 : 1)
       } else {
         store_run(codes, base, a.n, vec, c);
       }
+      if constexpr (K == Kind::mx) {
+        if (cold != 0) mx_fixup<In>(a, x, codes, base, mxs, cold);
+      }
     }
   }
 }
 
-// Tensor-wise codes: one state for every element.
-template <CastInput In, Kind K, bool Fast>
-__global__ void __launch_bounds__(kThreads)
+// Tensor-wise codes: one state for every element. H: float targets by the fp8 instruction (sr:
+// held to 2 resident blocks per SM, as the cast kernels' sr span kernel).
+template <CastInput In, Kind K, bool Fast, FltHw H = FltHw::none>
+__global__ void __launch_bounds__(kThreads, flt_hw_sr(H) ? 2 : 1)
     tensor_element_kernel(const void* __restrict__ x, std::uint8_t* __restrict__ codes,
                           const float* __restrict__ state, const std::uint32_t* __restrict__ tab_g,
                           bool vec, const __grid_constant__ QArgs a) {
@@ -190,7 +222,7 @@ __global__ void __launch_bounds__(kThreads)
     if (base + stride < a.n) load_words<In>(x, base + stride, a.n, vec, next);
     std::uint8_t c[kRun];
     if constexpr (Fast) {
-      fast_run<In, K>(a, p, t.cb, t.tab, g, base, w, c);
+      fast_run<In, K, MxRun::any, H>(a, p, t.cb, t.tab, g, base, w, c);
     } else {
       generic_run<In, K>(a, t.cb, g.st, g.mxs, base, w, c);
     }

@@ -52,30 +52,40 @@ __device__ __forceinline__ float state_of(const QArgs& a, float amax) {
 // e4m3_from_clamped does; the value's only NaN is CUDA's 0x7FFFFFFF, whose torch code 0x7F is the
 // instruction's), and the element factor is the native factor of the instruction's decode of the
 // code (exact for every non-NaN code; a NaN scale gives CUDA's NaN factor whatever the NaN's bits).
-__device__ __forceinline__ std::uint8_t nvfp4_scale_code(const QArgs& a, float amax) {
+// `t` is the per-tensor level (a.p.tensor, or the device-measured one of QArgs::tensor_dev);
+// without the instruction, the native scale code and factor of native::group_state and
+// native::nvfp4_element_scale under that level.
+__device__ __forceinline__ std::uint8_t nvfp4_scale_code(const QArgs& a, float amax,
+                                                         const native::Nvfp4Tensor& t) {
+  const bool te = a.p.rule == native::ScaleRule::nvfp4_te;
 #if defined(EXMY_HW_FP8)
-  const float v = a.p.rule == native::ScaleRule::nvfp4_te
-                      ? native::nvfp4_te_scale_value(amax, a.p.tensor)
-                      : native::nvfp4_torchao_scale_value(amax, a.p.tensor);
+  const float v =
+      te ? native::nvfp4_te_scale_value(amax, t) : native::nvfp4_torchao_scale_value(amax, t);
   return static_cast<std::uint8_t>(cvt_f32x2<HwFp8::e4m3>(v, 0.0f));
 #else
-  return static_cast<std::uint8_t>(cold_group_state(a.p, amax));
+  return te ? native::nvfp4_te_scale_code(amax, t) : native::nvfp4_torchao_scale_code(amax, t);
 #endif
 }
-__device__ __forceinline__ float nvfp4_factor(const QArgs& a, std::uint8_t code) {
+__device__ __forceinline__ float nvfp4_factor(const QArgs& a, std::uint8_t code,
+                                              const native::Nvfp4Tensor& t) {
+  const bool te = a.p.rule == native::ScaleRule::nvfp4_te;
 #if defined(EXMY_HW_FP8)
   const std::uint16_t h = static_cast<std::uint16_t>(cvt_to_f16x2<HwFp8::e4m3>(code));
   const float s = __half2float(__ushort_as_half(h));
-  return a.p.rule == native::ScaleRule::nvfp4_te ? native::nvfp4_te_factor(s, a.p.tensor)
-                                                 : native::nvfp4_torchao_factor(s, a.p.tensor);
+  return te ? native::nvfp4_te_factor(s, t) : native::nvfp4_torchao_factor(s, t);
 #else
-  return native::nvfp4_element_scale(a.p, code);
+  return te ? native::nvfp4_te_element_scale(code, t)
+            : native::nvfp4_torchao_element_scale(code, t);
 #endif
 }
 
-__device__ __forceinline__ std::uint8_t scale_code_of(const QArgs& a, float amax) {
-  if (nvfp4_rule(a)) return nvfp4_scale_code(a, amax);
+__device__ __forceinline__ std::uint8_t scale_code_of(const QArgs& a, float amax,
+                                                      const native::Nvfp4Tensor& t) {
+  if (nvfp4_rule(a)) return nvfp4_scale_code(a, amax, t);
   return static_cast<std::uint8_t>(cold_group_state(a.p, amax));
+}
+__device__ __forceinline__ std::uint8_t scale_code_of(const QArgs& a, float amax) {
+  return scale_code_of(a, amax, a.p.tensor);
 }
 
 // The heavy native paths, by name (mx elements, generic casts).

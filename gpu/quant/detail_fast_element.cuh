@@ -38,9 +38,10 @@ struct GroupOperands {
   std::uint8_t mxs = 0;
 };
 
+// t: the NVFP4 per-tensor level (a.p.tensor, or QArgs::tensor_dev's in the single pass).
 template <Kind K>
-__device__ __forceinline__ GroupOperands group_operands(const QArgs& a, float st,
-                                                        std::uint8_t mxs) {
+__device__ __forceinline__ GroupOperands group_operands(const QArgs& a, float st, std::uint8_t mxs,
+                                                        const native::Nvfp4Tensor& t) {
   GroupOperands g;
   g.st = st;
   g.mxs = mxs;
@@ -55,7 +56,7 @@ __device__ __forceinline__ GroupOperands group_operands(const QArgs& a, float st
                                                     : native::rn32_div(1.0f, st);
   } else if constexpr (K == Kind::mx) {
     if (nvfp4_rule(a)) {
-      g.aux = nvfp4_factor(a, mxs);
+      g.aux = nvfp4_factor(a, mxs, t);
     } else if (a.p.rule == native::ScaleRule::mx_torchao) {
       g.aux = native::mx_torchao_factor(mxs, a.p.mx_mode);
     } else {
@@ -63,6 +64,11 @@ __device__ __forceinline__ GroupOperands group_operands(const QArgs& a, float st
     }
   }
   return g;
+}
+template <Kind K>
+__device__ __forceinline__ GroupOperands group_operands(const QArgs& a, float st,
+                                                        std::uint8_t mxs) {
+  return group_operands<K>(a, st, mxs, a.p.tensor);
 }
 
 // int8, rne: y as native::absmax_scale in the order O without the canonical-NaN steps (a NaN y
@@ -119,24 +125,28 @@ __device__ __forceinline__ YForm yform_of(const QArgs& a, const GroupOperands& g
   }
 }
 
+// quant_one's y of fp32 input bits xb in the form Y.
+template <YForm Y>
+__device__ __forceinline__ float flt_y(const QArgs& a, const GroupOperands& g, std::uint32_t xb) {
+  const float x = native::float_of(xb);
+  if constexpr (Y == YForm::div_mul) {
+    return native::rn32_mul(a.p.fmax, native::rn_div(x, g.st));
+  } else if constexpr (Y == YForm::recip_mul) {
+    return native::rn32_mul(a.p.fmax, native::rn_mul(x, g.aux));
+  } else if constexpr (Y == YForm::mul_recip) {
+    return native::rn32_mul(x, g.aux);
+  } else if constexpr (Y == YForm::unscaled) {
+    return x;
+  } else {
+    return native::rn32_mul(x, g.st);
+  }
+}
+
 template <FastMode M, YForm Y>
 __device__ __forceinline__ std::uint8_t fast_flt(const QArgs& a, const FastCastPlan& p,
                                                  const GroupOperands& g, std::uint32_t xb,
                                                  std::uint32_t word) {
-  const float x = native::float_of(xb);
-  float y;
-  if constexpr (Y == YForm::div_mul) {
-    y = native::rn32_mul(a.p.fmax, native::rn_div(x, g.st));
-  } else if constexpr (Y == YForm::recip_mul) {
-    y = native::rn32_mul(a.p.fmax, native::rn_mul(x, g.aux));
-  } else if constexpr (Y == YForm::mul_recip) {
-    y = native::rn32_mul(x, g.aux);
-  } else if constexpr (Y == YForm::unscaled) {
-    y = x;
-  } else {
-    y = native::rn32_mul(x, g.st);
-  }
-  const std::uint32_t yb = native::bits_of(y);
+  const std::uint32_t yb = native::bits_of(flt_y<Y>(a, g, xb));
   if constexpr (M == FastMode::sr) {
     return static_cast<std::uint8_t>(fast_cast_fp32_fixed_inline<FastMode::sr>(
         p, yb, native::sr_word(word, a.p.sr_bits), a.p.sr_bits));
@@ -258,6 +268,58 @@ __device__ __forceinline__ void mx_hw_run(const QArgs& a, const GroupOperands& g
   }
 }
 
+// OCP MX elements of a run with the lean software cast (MxRun::ocp_sw: formats without the fp8
+// instruction, e2m1fn and the fp6 formats): the exponent-shifted values of fast_mx's condition
+// cast by fast_cast_fp32_lean (rne, signed with a negative zero, a lean domain holding every
+// finite value: mx_run_of checks the format on the host, so the condition implies the domain).
+// The elements the condition sends to the native path (a NaN scale; zero or out-of-range
+// exponents) come back as bits of the returned mask, and mx_fixup recomputes them after the run's
+// codes are stored: with the native fallback inside the unrolled loop (fast_mx per element) each
+// of the kRun elements carried an inlined mx_element (H200: MX e2m1fn 966 us against 489 us for
+// e4m3fn's instruction path, 2^28 fp32); a rolled loop over the mask holds one copy (653 us).
+template <CastInput In>
+__device__ __forceinline__ std::uint32_t mx_sw_run(const FastCastPlan& p, const GroupOperands& g,
+                                                   const std::uint32_t* w, std::uint8_t* c) {
+  std::uint32_t cold = g.mxs == native::kE8m0Nan ? 0xFFFFu : 0u;
+  const std::uint32_t shift = static_cast<std::uint32_t>(g.mx_exp) << 23;
+#pragma unroll
+  for (int k = 0; k < kRun; ++k) {
+    const std::uint32_t xb = exact_bits<In>(w, k);
+    const std::uint32_t mag = xb & 0x7FFFFFFFu;
+    const std::uint32_t e = mag >> 23;
+    const std::uint32_t es = e - static_cast<std::uint32_t>(g.mx_exp);
+    // fast_mx's condition: mag == 0, or e and e - X both in [1, 254].
+    const bool ok = mag == 0 || (e - 1u < 254u && es - 1u < 254u);
+    const std::uint32_t u = mag == 0 ? xb : xb - shift;
+    c[k] = static_cast<std::uint8_t>(fast_cast_fp32_lean<FastMode::rne, true, true>(p, u, 0u, 0));
+    cold |= ok ? 0u : (1u << k);
+  }
+  return cold;
+}
+
+// The native codes (native::mx_element, as fast_mx's fallback) of the elements base + k of the
+// bits k of `cold`, over the codes already stored: the input is read again (indexing the run's
+// registers by k would move them to local memory), one element per iteration.
+template <CastInput In>
+__device__ __forceinline__ void mx_fixup(const QArgs& a, const void* x, std::uint8_t* codes,
+                                         std::uint64_t base, std::uint8_t mxs, std::uint32_t cold) {
+  const auto* xs = static_cast<const InputElem<In>*>(x);
+#pragma unroll 1
+  for (; cold != 0; cold &= cold - 1) {
+    const std::uint64_t i = base + static_cast<std::uint64_t>(__ffs(cold) - 1);
+    if (i >= a.n) break;  // the bits ascend: the rest lie past the end too
+    const std::uint8_t code = cold_mx_element(a.p.fmt, native::float_of(widen_input<In>(xs[i])),
+                                              mxs, a.p.mode, a.p.sr_bits, 0u);
+    if (a.packed4) {  // sim/native/pack4.hpp: element 2j in the low nibble of byte j
+      const std::uint8_t b = codes[i / 2];
+      codes[i / 2] = (i & 1) ? static_cast<std::uint8_t>((b & 0x0Fu) | (code << 4))
+                             : static_cast<std::uint8_t>((b & 0xF0u) | (code & 0x0Fu));
+    } else {
+      codes[i] = code;
+    }
+  }
+}
+
 // MX under torchao's arithmetic, fp8 elements (fast_mx_torchao) with the cast by the instruction:
 // y is non-NaN or CUDA's NaN 0x7FFFFFFF, whose code 0x7F | sign is 0x7F, the instruction's NaN.
 template <CastInput In, HwFp8 T>
@@ -316,6 +378,93 @@ __device__ __forceinline__ void flt_sr_run(const QArgs& a, const FastCastPlan& p
   }
 }
 
+// flt_y without its canonical-NaN steps: equal to it wherever it is not NaN (flt_hw_run sends a
+// run with a NaN y to the software path, which computes flt_y).
+template <YForm Y>
+__device__ __forceinline__ float flt_y_raw(const QArgs& a, const GroupOperands& g,
+                                           std::uint32_t xb) {
+  const float x = native::float_of(xb);
+  if constexpr (Y == YForm::div_mul) {
+    return native::rn_mul(a.p.fmax, native::rn_div(x, g.st));
+  } else if constexpr (Y == YForm::recip_mul) {
+    return native::rn_mul(a.p.fmax, native::rn_mul(x, g.aux));
+  } else if constexpr (Y == YForm::mul_recip) {
+    return native::rn_mul(x, g.aux);
+  } else if constexpr (Y == YForm::unscaled) {
+    return x;
+  } else {
+    return native::rn_mul(x, g.st);
+  }
+}
+
+// prmt.b32 (default mode): byte k of the result is byte sel[4k+2:4k] of {b, a}.
+__device__ __forceinline__ std::uint32_t prmt_b32(std::uint32_t a, std::uint32_t b,
+                                                  std::uint32_t sel) {
+  std::uint32_t d;
+  asm("prmt.b32 %0, %1, %2, %3;" : "=r"(d) : "r"(a), "r"(b), "r"(sel));
+  return d;
+}
+
+// Float targets by the fp8 instruction (FltHw, tensor_element_kernel): y as fast_flt computes it
+// (flt_y_raw), then under rne the instruction's rne + satfinite code of y, which is the plan's
+// (fast_cast_fp32_fixed<rne> under satfinite) for every non-NaN y, as on the cast kernels' hw
+// path (gpu/cast/detail_span_codes.cuh, hw_vector_rne); under sr:R the rounding of
+// hw_codes_sr on the fp32 value |y| (mg = 2^(max(e, emin) + 23 - M - R), t = rz(mg + |y|) plus the
+// R-bit word as an integer, the low R bits cleared, minus mg: |y| rounded onto f's grid, held
+// exactly by f), whose encoding by the instruction is the mode-fixed sr cast's code; the sign
+// joins at bit 7 of each byte. A run with a NaN or inf y (or an |y| past the constants' range) is
+// redone by the software path (flt_rne_run / flt_sr_run): its codes are the reference's.
+// Measured (H200, 2^28 fp32, tensor-wise e4m3fn with its absmax pass, same call): rne 822 ->
+// 578 us, sr:8 961 -> 786 us against the software cast; sr's code pass (~540 us) is still short
+// of the cast kernels' sr span kernel (380 us): bench/results/2026-12-02-h200-quant-roofline-s7.md.
+template <CastInput In, HwFp8 T, YForm Y, bool Sr>
+__device__ __forceinline__ void flt_hw_run(const QArgs& a, const FastCastPlan& p,
+                                           const GroupOperands& g, const std::uint32_t* w,
+                                           const std::uint32_t* rw, std::uint8_t* c) {
+  std::uint32_t top = 0;  // the largest |y| bits seen (sr: of the rounded |y|)
+  std::uint32_t v[kRun / 4];
+  const int R = a.p.sr_bits;
+  // 2^(23 - M - R): mg = 2^(max(e, emin) + 23 - M - R) by one multiplication.
+  const float scale = native::float_of(static_cast<std::uint32_t>(127 + p.normal_shift - R) << 23);
+#pragma unroll
+  for (int q = 0; q < kRun / 4; ++q) {
+    float y[4];
+    std::uint32_t yb[4];
+#pragma unroll
+    for (int k = 0; k < 4; ++k) {
+      y[k] = flt_y_raw<Y>(a, g, exact_bits<In>(w, 4 * q + k));
+      yb[k] = native::bits_of(y[k]);
+      if constexpr (Sr) {
+        const float mg = __fmul_rn(native::float_of(max(yb[k] & 0x7F800000u, p.norm_min)), scale);
+        const float t = __fadd_rz(native::float_of(yb[k] & 0x7FFFFFFFu), mg);
+        const std::uint32_t t1 = native::bits_of(t) + __umulhi(rw[4 * q + k], 1u << R);
+        y[k] = __fsub_rn(native::float_of(t1 & ~((1u << R) - 1u)), mg);  // |y| rounded
+        top = max(top, native::bits_of(y[k]));
+      } else {
+        top = max(top, yb[k] & 0x7FFFFFFFu);
+      }
+    }
+    v[q] = cvt_f32x4<T>(y[0], y[1], y[2], y[3]);
+    if constexpr (Sr) {  // the signs of y at bit 7 of each byte (the top bytes of yb)
+      v[q] |= prmt_b32(prmt_b32(yb[0], yb[1], 0x0073u), prmt_b32(yb[2], yb[3], 0x0073u), 0x5410u) &
+              0x80808080u;
+    }
+  }
+  if (top >= 0x7F800000u) {
+    if constexpr (Sr) {
+      flt_sr_run<In, Y>(a, p, g, w, rw, c);
+    } else {
+      flt_rne_run<In, Y>(a, p, g, w, c);
+    }
+    return;
+  }
+#pragma unroll
+  for (int q = 0; q < kRun / 4; ++q) {
+#pragma unroll
+    for (int k = 0; k < 4; ++k) c[4 * q + k] = static_cast<std::uint8_t>(v[q] >> (8 * k));
+  }
+}
+
 template <CastInput In, native::NormOrder O>
 __device__ __forceinline__ void codebook_run(const QArgs& a, const float* cb,
                                              const std::uint32_t* tab, const GroupOperands& g,
@@ -339,11 +488,35 @@ __device__ __forceinline__ void codebook_run(const QArgs& a, const float* cb,
   }
 }
 
-template <CastInput In, Kind K>
-__device__ __forceinline__ void fast_run(const QArgs& a, const FastCastPlan& p, const float* cb,
-                                         const std::uint32_t* tab, const GroupOperands& g,
-                                         std::uint64_t base, const std::uint32_t* w,
-                                         std::uint8_t* c) {
+// The sr and rne runs of a float target, the form of y fixed for the run; by the instruction
+// (flt_hw_run) where H names one.
+template <CastInput In, FltHw H, YForm Y>
+__device__ __forceinline__ void flt_run(const QArgs& a, const FastCastPlan& p,
+                                        const GroupOperands& g, const std::uint32_t* w,
+                                        const std::uint32_t* rw, std::uint8_t* c) {
+#if defined(EXMY_HW_FP8)
+  if constexpr (H != FltHw::none) {
+    constexpr HwFp8 T = flt_hw_e4m3(H) ? HwFp8::e4m3 : HwFp8::e5m2;
+    flt_hw_run<In, T, Y, flt_hw_sr(H)>(a, p, g, w, rw, c);
+    return;
+  }
+#endif
+  if (a.p.mode == RoundMode::sr) {
+    flt_sr_run<In, Y>(a, p, g, w, rw, c);
+  } else {
+    flt_rne_run<In, Y>(a, p, g, w, c);
+  }
+}
+
+// The codes c of one run (words w) of elements base .. base + kRun - 1 sharing group state g on
+// the fast path of K; the per-group choices (order, mode) are taken once per run. R: the
+// block-scaled paths compiled in (MxRun); H: the float targets' instruction path (FltHw). Returns
+// the mask of the elements whose codes mx_fixup must still write (MxRun::ocp_sw), else 0.
+template <CastInput In, Kind K, MxRun R = MxRun::any, FltHw H = FltHw::none>
+__device__ __forceinline__ std::uint32_t fast_run(const QArgs& a, const FastCastPlan& p,
+                                                  const float* cb, const std::uint32_t* tab,
+                                                  const GroupOperands& g, std::uint64_t base,
+                                                  const std::uint32_t* w, std::uint8_t* c) {
   if constexpr (K == Kind::int8) {
     switch (a.p.order) {
       case native::ScaleOrder::div_mul:
@@ -363,74 +536,78 @@ __device__ __forceinline__ void fast_run(const QArgs& a, const FastCastPlan& p, 
         break;
     }
   } else if constexpr (K == Kind::flt) {
-    if (a.p.mode == RoundMode::sr) {
-      std::uint32_t rw[kRun];
-      words_for_run(a, base, rw);
-      switch (yform_of(a, g)) {
-        case YForm::div_mul:
-          flt_sr_run<In, YForm::div_mul>(a, p, g, w, rw, c);
-          break;
-        case YForm::recip_mul:
-          flt_sr_run<In, YForm::recip_mul>(a, p, g, w, rw, c);
-          break;
-        case YForm::mul_recip:
-          flt_sr_run<In, YForm::mul_recip>(a, p, g, w, rw, c);
-          break;
-        case YForm::unscaled:
-          flt_sr_run<In, YForm::unscaled>(a, p, g, w, rw, c);
-          break;
-        default:
-          flt_sr_run<In, YForm::scale_mul>(a, p, g, w, rw, c);
-          break;
-      }
-    } else {
-      switch (yform_of(a, g)) {
-        case YForm::div_mul:
-          flt_rne_run<In, YForm::div_mul>(a, p, g, w, c);
-          break;
-        case YForm::recip_mul:
-          flt_rne_run<In, YForm::recip_mul>(a, p, g, w, c);
-          break;
-        case YForm::mul_recip:
-          flt_rne_run<In, YForm::mul_recip>(a, p, g, w, c);
-          break;
-        case YForm::unscaled:
-          flt_rne_run<In, YForm::unscaled>(a, p, g, w, c);
-          break;
-        default:
-          flt_rne_run<In, YForm::scale_mul>(a, p, g, w, c);
-          break;
-      }
+    std::uint32_t rw[kRun];
+    if (a.p.mode == RoundMode::sr) words_for_run(a, base, rw);
+    switch (yform_of(a, g)) {
+      case YForm::div_mul:
+        flt_run<In, H, YForm::div_mul>(a, p, g, w, rw, c);
+        break;
+      case YForm::recip_mul:
+        flt_run<In, H, YForm::recip_mul>(a, p, g, w, rw, c);
+        break;
+      case YForm::mul_recip:
+        flt_run<In, H, YForm::mul_recip>(a, p, g, w, rw, c);
+        break;
+      case YForm::unscaled:
+        flt_run<In, H, YForm::unscaled>(a, p, g, w, rw, c);
+        break;
+      default:
+        flt_run<In, H, YForm::scale_mul>(a, p, g, w, rw, c);
+        break;
     }
   } else if constexpr (K == Kind::mx) {
-    if (nvfp4_rule(a)) {
-      // NVFP4: the group's element factor once (GroupOperands::aux), then multiply, clamp, encode.
-      if (a.p.rule == native::ScaleRule::nvfp4_te) {
-        nvfp4_run<In, native::ScaleRule::nvfp4_te>(g, w, c);
-      } else {
-        nvfp4_run<In, native::ScaleRule::nvfp4_torchao>(g, w, c);
-      }
-      return;
-    }
+    if constexpr (R == MxRun::ocp_sw) {
+      return mx_sw_run<In>(p, g, w, c);
+    } else if constexpr (R == MxRun::ocp_hw) {
 #if defined(EXMY_HW_FP8)
-    if (a.hw_e4m3 || a.hw_e5m2) {
-      const bool torchao = a.p.rule == native::ScaleRule::mx_torchao;
       if (a.hw_e4m3) {
-        torchao ? mx_torchao_hw_run<In, HwFp8::e4m3>(a, g, w, c)
-                : mx_hw_run<In, HwFp8::e4m3>(a, g, w, c);
+        mx_hw_run<In, HwFp8::e4m3>(a, g, w, c);
       } else {
-        torchao ? mx_torchao_hw_run<In, HwFp8::e5m2>(a, g, w, c)
-                : mx_hw_run<In, HwFp8::e5m2>(a, g, w, c);
+        mx_hw_run<In, HwFp8::e5m2>(a, g, w, c);
       }
-      return;
-    }
+      return 0;
+#else
+      return mx_sw_run<In>(p, g, w, c);  // no instruction below sm_89 (mx_run_of's formats)
 #endif
-    if (a.p.rule == native::ScaleRule::mx_torchao) {
-#pragma unroll
-      for (int k = 0; k < kRun; ++k) c[k] = fast_mx_torchao(a, p, g, exact_bits<In>(w, k));
     } else {
+      if (nvfp4_rule(a)) {
+        // NVFP4: the group's element factor once (GroupOperands::aux), then multiply, clamp,
+        // encode.
+        if (a.p.rule == native::ScaleRule::nvfp4_te) {
+          nvfp4_run<In, native::ScaleRule::nvfp4_te>(g, w, c);
+        } else {
+          nvfp4_run<In, native::ScaleRule::nvfp4_torchao>(g, w, c);
+        }
+        return 0;
+      }
+      // MxRun::lean: torchao's arithmetic only (mx_run_of sends OCP MX elsewhere).
+      constexpr bool kOcp = R == MxRun::any;
+#if defined(EXMY_HW_FP8)
+      if (a.hw_e4m3 || a.hw_e5m2) {
+        const bool torchao = !kOcp || a.p.rule == native::ScaleRule::mx_torchao;
+        if (a.hw_e4m3) {
+          if (torchao) {
+            mx_torchao_hw_run<In, HwFp8::e4m3>(a, g, w, c);
+          } else if constexpr (kOcp) {
+            mx_hw_run<In, HwFp8::e4m3>(a, g, w, c);
+          }
+        } else {
+          if (torchao) {
+            mx_torchao_hw_run<In, HwFp8::e5m2>(a, g, w, c);
+          } else if constexpr (kOcp) {
+            mx_hw_run<In, HwFp8::e5m2>(a, g, w, c);
+          }
+        }
+        return 0;
+      }
+#endif
+      if (!kOcp || a.p.rule == native::ScaleRule::mx_torchao) {
 #pragma unroll
-      for (int k = 0; k < kRun; ++k) c[k] = fast_mx(a, p, g, exact_bits<In>(w, k));
+        for (int k = 0; k < kRun; ++k) c[k] = fast_mx_torchao(a, p, g, exact_bits<In>(w, k));
+      } else if constexpr (kOcp) {
+#pragma unroll
+        for (int k = 0; k < kRun; ++k) c[k] = fast_mx(a, p, g, exact_bits<In>(w, k));
+      }
     }
   } else {
     if (a.p.norm == native::NormOrder::div) {
@@ -441,6 +618,7 @@ __device__ __forceinline__ void fast_run(const QArgs& a, const FastCastPlan& p, 
       codebook_run<In, native::NormOrder::recip_mul>(a, cb, tab, g, w, c);
     }
   }
+  return 0;
 }
 
 // Codes of one run sharing state (st, mxs) on the generic path (quant_one).

@@ -35,6 +35,7 @@
 #include "gpu/quant/quantize.hpp"
 #include "sim/common/error.hpp"
 #include "sim/native/pack4.hpp"
+#include "sim/native/quant_nvfp4.hpp"
 #include "sim/quant/scheme_registry.hpp"
 
 namespace exmy::gpu::quant_detail {
@@ -50,6 +51,25 @@ __global__ void __launch_bounds__(kThreads)
        j < pairs; j += stride) {
     packed[j] = native::pack4_pair(codes[2 * j], 2 * j + 1 < n ? codes[2 * j + 1] : 0);
   }
+}
+
+// The NVFP4 two-level per-tensor level of a tensor whose absmax bits are *amax_bits, as
+// quant::nvfp4_tensor_level computes it when neither the tensor's amax nor its scale is given
+// (te: native::nvfp4_te_tensor; torchao: per_tensor_amax_to_scale), and the stored scale of
+// quant::nvfp4_stored_scale. One thread: the level stays on the device for the single pass.
+__global__ void nvfp4_level_kernel(const std::uint32_t* __restrict__ amax_bits, bool te,
+                                   native::Nvfp4Tensor* __restrict__ level,
+                                   float* __restrict__ stored) {
+  const float amax = native::float_of(*amax_bits);
+  native::Nvfp4Tensor t;
+  if (te) {
+    t = native::nvfp4_te_tensor(amax);
+  } else {
+    t.two_level = true;
+    t.per_tensor_scale = native::nvfp4_torchao_tensor_scale(amax);
+  }
+  *level = t;
+  *stored = te ? t.global_decode : t.per_tensor_scale;
 }
 
 }  // namespace
@@ -101,6 +121,17 @@ QArgs make_args(std::size_t rows, std::size_t cols, const quant::Options& opt,
       (a.p.rule == native::ScaleRule::mx || a.p.rule == native::ScaleRule::mx_torchao);
   a.hw_e4m3 = mx_fp8_rne && a.p.fmt == formats::e4m3fn;
   a.hw_e5m2 = mx_fp8_rne && a.p.fmt == formats::e5m2;
+  // Tensor-wise float codes by the fp8 instruction (satfinite, as the plan's rounding): e4m3fn /
+  // e5m2 under rne, or sr:R where hw_codes_sr's constants hold (1 <= R <= 21 - M).
+  if (a.kind == Kind::flt && a.fast && (a.p.fmt == formats::e4m3fn || a.p.fmt == formats::e5m2)) {
+    const int R = a.p.sr_bits;
+    const bool sr_ok = a.p.mode == RoundMode::sr && R >= 1 && R <= 21 - a.p.fmt.man_bits;
+    if (a.p.mode == RoundMode::rne || sr_ok) {
+      const bool sr = a.p.mode == RoundMode::sr;
+      a.flt_hw = a.p.fmt == formats::e4m3fn ? (sr ? FltHw::e4m3_sr : FltHw::e4m3_rne)
+                                            : (sr ? FltHw::e5m2_sr : FltHw::e5m2_rne);
+    }
+  }
   a.keys = native::philox_keys(a.p.seed);
   return a;
 }
@@ -179,28 +210,49 @@ void quantize(const void* x, CastInput in_type, std::size_t rows, std::size_t co
         "quantize: output pointers for codes and state (scale codes, tensor scale) "
         "are required");
   }
-  // NVFP4 two-level: the per-tensor level from the tensor's absmax, read back to the host (the
-  // plan is built there), unless the options give it.
+  // NVFP4 two-level: the per-tensor level from the tensor's absmax, unless the options give it.
+  // Where the single pass runs (every non-transposed NVFP4 tensor) the level is computed on the
+  // device and read there by the kernel (QArgs::tensor_dev): no round trip through the host, whose
+  // synchronization cost every two-level call ~130 us on an H200 beside the absmax pass itself.
+  // Otherwise the absmax is read back and the plan carries the level.
   native::Nvfp4Tensor level;
+  void* level_scratch = nullptr;
+  native::Nvfp4Tensor* level_dev = nullptr;
   if (opt.two_level) {
     float tensor_amax = native::kAbsmaxInit;
     if (opt.tensor_amax != opt.tensor_amax && opt.tensor_scale != opt.tensor_scale) {
-      void* scratch = nullptr;
-      cuda_check(cudaMallocAsync(&scratch, sizeof(float), stream), "cudaMallocAsync");
+      const QArgs probe = make_args(rows, cols, opt);
+      const bool on_device = single_pass(probe, opt) && fast_path(probe);
+      // amax bits at offset 0, the level (on_device) at offset 16.
+      cuda_check(cudaMallocAsync(&level_scratch, 16 + sizeof(native::Nvfp4Tensor), stream),
+                 "cudaMallocAsync");
+      auto* amax_bits = static_cast<std::uint32_t*>(level_scratch);
       group_absmax(x, in_type, rows, cols, quant::Scheme{quant::Granularity::tensor, 0}, opt.nan,
-                   static_cast<float*>(scratch), stream);
-      cuda_check(
-          cudaMemcpyAsync(&tensor_amax, scratch, sizeof(float), cudaMemcpyDeviceToHost, stream),
-          "cudaMemcpyAsync");
-      cuda_check(cudaFreeAsync(scratch, stream), "cudaFreeAsync");
-      cuda_check(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
+                   reinterpret_cast<float*>(amax_bits), stream);
+      if (on_device) {
+        level_dev = reinterpret_cast<native::Nvfp4Tensor*>(static_cast<char*>(level_scratch) + 16);
+        nvfp4_level_kernel<<<1, 1, 0, stream>>>(amax_bits, opt.variant == native::CastVariant::te,
+                                                level_dev, out.tensor_scale);
+        cuda_check_launch("nvfp4 level kernel launch");
+        level.two_level = true;  // the plan's marker; the values are the device's
+      } else {
+        cuda_check(
+            cudaMemcpyAsync(&tensor_amax, amax_bits, sizeof(float), cudaMemcpyDeviceToHost, stream),
+            "cudaMemcpyAsync");
+        cuda_check(cudaFreeAsync(level_scratch, stream), "cudaFreeAsync");
+        level_scratch = nullptr;
+        cuda_check(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
+      }
     }
-    level = quant::nvfp4_tensor_level(opt, tensor_amax);
-    const float stored = quant::nvfp4_stored_scale(opt, level);
-    cuda_check(cudaMemcpy(out.tensor_scale, &stored, sizeof(float), cudaMemcpyHostToDevice),
-               "cudaMemcpy");
+    if (level_dev == nullptr) {
+      level = quant::nvfp4_tensor_level(opt, tensor_amax);
+      const float stored = quant::nvfp4_stored_scale(opt, level);
+      cuda_check(cudaMemcpy(out.tensor_scale, &stored, sizeof(float), cudaMemcpyHostToDevice),
+                 "cudaMemcpy");
+    }
   }
   QArgs a = make_args(rows, cols, opt, level);
+  a.tensor_dev = level_dev;
   QuantizedOut o = out;
   void* scratch = nullptr;
   if (out.packed4) {
@@ -224,6 +276,7 @@ void quantize(const void* x, CastInput in_type, std::size_t rows, std::size_t co
     cuda_check_launch("pack kernel launch");
     cuda_check(cudaFreeAsync(scratch, stream), "cudaFreeAsync");
   }
+  if (level_scratch != nullptr) cuda_check(cudaFreeAsync(level_scratch, stream), "cudaFreeAsync");
 }
 
 }  // namespace exmy::gpu

@@ -264,6 +264,96 @@ TEST_CASE("GPU sr:R quantize words over many blocks and a 64-bit seed", "[gpu][q
   }
 }
 
+TEST_CASE("GPU tensor-wise e4m3fn / e5m2 codes by the fp8 instruction equal the CPU reference",
+          "[gpu][quant]") {
+  // Guards the tensor-wise kernel's instruction path (QArgs::flt_hw): rne, and sr:R rounded on
+  // the fp32 value, from R = 1 to the largest R its constants hold (21 - M) and one past it (the
+  // software path), in every form of y (the absmax orders, te / torchao's scale, the all-zero
+  // tensor's unscaled y), with NaN and inf in the data (the runs redone in software), each input
+  // type, over many blocks of the one-wave loop.
+  const auto xs = data(300 * 1024, 71, true);
+  const auto clean = data(300 * 1024, 72, false);
+  std::vector<std::uint32_t> xs16 = xs, clean16 = clean;
+  for (auto& v : xs16) v >>= 16;
+  for (auto& v : clean16) v >>= 16;
+  const std::vector<std::uint32_t> zeros(64 * 64, 0u);
+  for (const char* tgt : {"e4m3fn", "e5m2"}) {
+    const int man = std::string(tgt) == "e4m3fn" ? 3 : 2;
+    for (const int bits : {0, 1, 8, 21 - man, 22 - man}) {
+      quant::Options o = options("tensor", tgt);
+      o.mode = bits == 0 ? RoundMode::rne : RoundMode::sr;
+      o.sr_bits = bits;
+      o.seed = 0x0123456789ABCDEFull;
+      for (auto order : {native::ScaleOrder::div_mul, native::ScaleOrder::recip_mul,
+                         native::ScaleOrder::mul_recip}) {
+        o.order = order;
+        for (auto in : {CastInput::fp32, CastInput::bf16, CastInput::fp16}) {
+          INFO(tgt << " sr_bits " << bits << " order " << static_cast<int>(order) << " input "
+                   << static_cast<int>(in));
+          const bool half = in != CastInput::fp32;  // 16-bit inputs: the top halves
+          o.nan = native::NanPolicy::propagate;
+          REQUIRE(exmy::gpu::testing::compare_quantize(in, half ? clean16 : clean, 300, 1024, o) ==
+                  "");
+          o.nan = native::NanPolicy::ignore;
+          REQUIRE(exmy::gpu::testing::compare_quantize(in, half ? xs16 : xs, 300, 1024, o) == "");
+        }
+      }
+      INFO(tgt << " sr_bits " << bits << " all zero");
+      REQUIRE(exmy::gpu::testing::compare_quantize(CastInput::fp32, zeros, 64, 64, o) == "");
+    }
+    for (auto variant : {native::CastVariant::te, native::CastVariant::torchao}) {
+      quant::Options o = options("tensor", tgt);
+      o.variant = variant;
+      o.nan = native::NanPolicy::ignore;
+      INFO(tgt << " variant " << static_cast<int>(variant));
+      REQUIRE(exmy::gpu::testing::compare_quantize(CastInput::fp32, xs, 300, 1024, o) == "");
+      REQUIRE(exmy::gpu::testing::compare_quantize(CastInput::bf16, clean16, 300, 1024, o) == "");
+    }
+  }
+}
+
+TEST_CASE("GPU MX software run (e2m1fn, fp6) with its native fix-ups equals the CPU reference",
+          "[gpu][quant]") {
+  // Guards MxRun::ocp_sw: the lean cast of every element, then the native codes of the elements
+  // out of the exponent-shift range (and of NaN-scale blocks) written over the stored run, as
+  // bytes and as packed nibbles (an element of either parity), from each input type.
+  std::vector<std::uint32_t> xs;
+  std::uint32_t h = 777;
+  for (int top = 0; top < 255; top += 5) {  // block absmax at every 5th binade
+    xs.push_back((static_cast<std::uint32_t>(top) << 23) | 0x155555u);
+    for (int k = 1; k < 32; ++k) {
+      h = h * 1664525u + 1013904223u;
+      const int e = top - static_cast<int>(h >> 28) * 9;
+      const std::uint32_t sign = h & 0x80000000u;
+      xs.push_back(e > 0 ? sign | (static_cast<std::uint32_t>(e) << 23) | ((h >> 3) & 0x7FFFFFu)
+                         : sign | ((h >> 9) & 0x7FFFFFu));
+    }
+  }
+  std::vector<std::uint32_t> specials = xs;
+  for (std::size_t i = 3; i < specials.size(); i += 101) {
+    specials[i] = i % 2 ? 0x7FC00000u : 0xFF800000u;
+  }
+  const std::size_t rows = xs.size() / 64;
+  for (const char* tgt : {"e2m1fn", "e3m2fn", "e2m3fn"}) {
+    for (auto nan : {native::NanPolicy::propagate, native::NanPolicy::ignore}) {
+      quant::Options o = options("mx", tgt);
+      o.nan = nan;
+      REQUIRE(quantize_is_single_pass(rows, 64, o));
+      for (auto in : {CastInput::fp32, CastInput::bf16, CastInput::fp16}) {
+        // 16-bit inputs: the top halves (bf16), or the low halves as fp16 bits.
+        std::vector<std::uint32_t> a = xs, b = specials;
+        if (in != CastInput::fp32) {
+          for (auto& v : a) v >>= 16;
+          for (auto& v : b) v >>= 16;
+        }
+        INFO(tgt << " nan " << static_cast<int>(nan) << " input " << static_cast<int>(in));
+        REQUIRE(exmy::gpu::testing::compare_quantize(in, a, rows, 64, o) == "");
+        REQUIRE(exmy::gpu::testing::compare_quantize(in, b, rows, 64, o) == "");
+      }
+    }
+  }
+}
+
 TEST_CASE("GPU column-wise kernels over strips with and without whole row batches",
           "[gpu][quant]") {
   // Guards the 2-d column kernels' batches of kColBatch rows (gpu/quant/detail_args.cuh) and
@@ -506,6 +596,18 @@ TEST_CASE("GPU NVFP4 (torchao and te, one and two levels) equals the CPU referen
       }
       // Without specials too: the tensor scale is then finite and every block has a scale.
       const auto clean = data(48 * 128, 44, false);
+      REQUIRE(exmy::gpu::testing::compare_quantize(CastInput::fp32, clean, 48, 128, o) == "");
+      if (!two) continue;
+      // The two-level level measured on the device (the single pass: many tiles, an odd row
+      // count, an all-zero tensor, NaN ignored) and given on the host (a tensor amax).
+      const auto big = data(67 * 4096, 45, true);
+      REQUIRE(exmy::gpu::testing::compare_quantize(CastInput::fp32, big, 67, 4096, o) == "");
+      REQUIRE(exmy::gpu::testing::compare_quantize(CastInput::bf16, big, 67, 4096, o) == "");
+      REQUIRE(exmy::gpu::testing::compare_quantize(
+                  CastInput::fp32, std::vector<std::uint32_t>(16 * 64, 0u), 16, 64, o) == "");
+      o.nan = native::NanPolicy::ignore;
+      REQUIRE(exmy::gpu::testing::compare_quantize(CastInput::fp32, big, 67, 4096, o) == "");
+      o.tensor_amax = 1234.5f;
       REQUIRE(exmy::gpu::testing::compare_quantize(CastInput::fp32, clean, 48, 128, o) == "");
     }
   }
