@@ -12,6 +12,9 @@
 #include "reports/report_context.hpp"
 #include "reports/sharpness.hpp"
 #include "sim/fast/simd.hpp"
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
 #include "sim/native/codebook_lookup.hpp"
 #include "sim/native/optim_bnb8.hpp"
 #include "sim/native/philox.hpp"
@@ -303,11 +306,50 @@ void requantize(std::vector<float>& x, const Codebook* cb, int block) {
 
 // fp32 Adam (torch.optim.Adam, bias-corrected step): m = b1 m + (1-b1) g; v = b2 v + (1-b2) g^2;
 // p -= lr/(1 - b1^t) * m / (sqrt(v)/sqrt(1 - b2^t) + eps).
+#if defined(__x86_64__)
+// adam's element loop on 8 lanes, from element 0: per lane the same IEEE operations in the same
+// order (multiplies, adds, the correctly rounded sqrt and divisions; -ffp-contract=off), the
+// count of v == 0 && m != 0 from lane masks (m != 0 holds for NaN, as in C). Returns how many
+// elements it did; the scalar loop does the rest.
+EXMY_TARGET_AVX2 std::size_t adam_avx2(float* p, float* g, float* m, float* v, std::size_t n,
+                                       const MlpConfig& c, float bc1, float bc2,
+                                       long long& eps_updates) {
+  const __m256 b1 = _mm256_set1_ps(c.beta1), b2 = _mm256_set1_ps(c.beta2);
+  const __m256 a1 = _mm256_set1_ps(1.0f - c.beta1), a2 = _mm256_set1_ps(1.0f - c.beta2);
+  const __m256 lr = _mm256_set1_ps(c.lr / bc1), s2 = _mm256_set1_ps(bc2);
+  const __m256 eps = _mm256_set1_ps(c.eps), zero = _mm256_setzero_ps();
+  std::size_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    const __m256 gi = _mm256_loadu_ps(g + i);
+    const __m256 mi =
+        _mm256_add_ps(_mm256_mul_ps(b1, _mm256_loadu_ps(m + i)), _mm256_mul_ps(a1, gi));
+    const __m256 vi = _mm256_add_ps(_mm256_mul_ps(b2, _mm256_loadu_ps(v + i)),
+                                    _mm256_mul_ps(a2, _mm256_mul_ps(gi, gi)));
+    const __m256 den = _mm256_add_ps(_mm256_div_ps(_mm256_sqrt_ps(vi), s2), eps);
+    const __m256 step = _mm256_mul_ps(lr, _mm256_div_ps(mi, den));
+    _mm256_storeu_ps(p + i, _mm256_sub_ps(_mm256_loadu_ps(p + i), step));
+    _mm256_storeu_ps(m + i, mi);
+    _mm256_storeu_ps(v + i, vi);
+    _mm256_storeu_ps(g + i, zero);
+    const __m256 hit =
+        _mm256_and_ps(_mm256_cmp_ps(vi, zero, _CMP_EQ_OQ), _mm256_cmp_ps(mi, zero, _CMP_NEQ_UQ));
+    eps_updates += __builtin_popcount(static_cast<unsigned>(_mm256_movemask_ps(hit)));
+  }
+  return i;
+}
+#endif
+
 void adam(std::vector<float>& p, std::vector<float>& g, std::vector<float>& m,
           std::vector<float>& v, const MlpConfig& c, int t, bool state32, long long& eps_updates) {
   const float bc1 = 1.0f - static_cast<float>(std::pow(c.beta1, t));
   const float bc2 = std::sqrt(1.0f - static_cast<float>(std::pow(c.beta2, t)));
-  for (std::size_t i = 0; i < p.size(); ++i) {
+  std::size_t from = 0;
+#if defined(__x86_64__)
+  if (!c.per_sample && use_avx2()) {
+    from = adam_avx2(p.data(), g.data(), m.data(), v.data(), p.size(), c, bc1, bc2, eps_updates);
+  }
+#endif
+  for (std::size_t i = from; i < p.size(); ++i) {
     m[i] = c.beta1 * m[i] + (1.0f - c.beta1) * g[i];
     v[i] = c.beta2 * v[i] + (1.0f - c.beta2) * (g[i] * g[i]);
     p[i] -= (c.lr / bc1) * (m[i] / (std::sqrt(v[i]) / bc2 + c.eps));
