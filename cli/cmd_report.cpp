@@ -6,12 +6,15 @@
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
+#include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "cli/command.hpp"
 #include "cli/options.hpp"
 #include "reports/output_files.hpp"
+#include "reports/plotting.hpp"
 #include "reports/report_context.hpp"
 #include "reports/sections.hpp"
 #include "sim/common/error.hpp"
@@ -105,6 +108,36 @@ int run_report(const exmy::cli::Args& args) {
   const auto t0 = std::chrono::steady_clock::now();
   rep::ReportContext ctx(o);
   std::vector<rep::SectionSummary> ran;
+  // A section's figure scripts run while the next section computes (plotting.hpp,
+  // defer_figures): the scripts are single-threaded, and waiting for them left a core idle for
+  // their whole run. The section is published once they are done; its staging directory lives
+  // until then. (Declared before the guard: the guard stops the scripts before the directory
+  // they write into goes.)
+  struct Finished {
+    std::unique_ptr<exmy::io::StagingDir> stage;
+    std::string key;
+    std::size_t index = 0;
+  };
+  std::optional<Finished> drawing;
+  struct DeferGuard {
+    DeferGuard() { rep::defer_figures(true); }
+    ~DeferGuard() {
+      rep::abandon_figures();
+      rep::defer_figures(false);
+    }
+  } defer_guard;
+  const auto publish = [&](Finished& f) {
+    const rep::FinishedFigures ff = rep::finish_figures(f.stage->path() + "/" + f.key);
+    rep::SectionSummary& s = ran[f.index];
+    s.figure_cpu_seconds += ff.cpu;
+    if (!ff.ok && s.figures_ok) {
+      s.figures_ok = false;
+      s.figures_note = ff.note;
+    }
+    std::fprintf(stderr, "[%s] figures done: CPU %.1f s\n", f.key.c_str(), ff.cpu);
+    rep::throw_if_interrupted();
+    exmy::io::publish_directory(f.stage->path() + "/" + f.key, o.out_dir + "/" + f.key, true);
+  };
   try {
     for (const auto& key : keys) {
       const auto ts = std::chrono::steady_clock::now();
@@ -112,8 +145,8 @@ int run_report(const exmy::cli::Args& args) {
       // A section is written into a staging directory and swapped in whole when complete: no
       // figure or CSV of an earlier run survives under this run's provenance, and an interrupted
       // run leaves the earlier section as it was (and nothing half-written beside it).
-      const exmy::io::StagingDir stage(o.out_dir);
-      ctx.stage_sections_in(stage.path());
+      auto stage = std::make_unique<exmy::io::StagingDir>(o.out_dir);
+      ctx.stage_sections_in(stage->path());
       // Quick-mode budgets, CPU seconds (user + system) of exmy's threads + of the figure
       // scripts, as index.md's section table reports them (measured 2026-12-02 on the 2-core
       // Xeon: bench/results/2026-12-02-cpu-main-job-time.md). The README's 2 minutes on 2 cores
@@ -143,9 +176,13 @@ int run_report(const exmy::cli::Args& args) {
                    key.c_str(), ran.back().seconds, ran.back().cpu_seconds,
                    ran.back().figure_cpu_seconds);
       rep::throw_if_interrupted();
-      exmy::io::publish_directory(stage.path() + "/" + key, o.out_dir + "/" + key, true);
       ctx.stage_sections_in("");
+      // The previous section's figures have had this section's run to finish in.
+      if (drawing) publish(*drawing);
+      drawing = Finished{std::move(stage), key, ran.size() - 1};
     }
+    if (drawing) publish(*drawing);
+    drawing.reset();
     // --replace: the earlier run's other sections go once this run is complete (an interrupted
     // run deletes nothing).
     for (const auto& k : stale) {

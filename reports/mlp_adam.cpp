@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <cstring>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -10,6 +11,10 @@
 
 #include "reports/report_context.hpp"
 #include "reports/sharpness.hpp"
+#include "sim/fast/simd.hpp"
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
 #include "sim/native/codebook_lookup.hpp"
 #include "sim/native/optim_bnb8.hpp"
 #include "sim/native/philox.hpp"
@@ -125,6 +130,171 @@ void backward(Layer& L, const float* x, const float* dy, float* dx) {
   }
 }
 
+// The batch forms of forward and backward (what a training step runs): every sample's outputs
+// and gradients are those of the per-sample functions above, element by element, in the same
+// order -- y_b[o] from b[o] over j ascending (zero inputs skipped), dx_b[j] from +0 over o
+// ascending, gw[j, o] and gb[o] over samples b ascending -- since within a step the weights do
+// not change and no sample reads another's values. What changes is only the loop nest: each
+// output's running sum over one block of 64 columns stays in registers for its whole reduction
+// (the per-sample loops loaded and stored every partial sum), and gw is visited row by row, each
+// over all samples. The bodies are compiled for SSE2 and, where the CPU has it, AVX2 (lane-wise
+// IEEE multiply, then add: -ffp-contract=off, the same roundings as the scalar loop).
+constexpr int kColumnBlock = 64;
+
+// 8 fp32 lanes (one AVX2 register, two SSE2 ones): a column block's running sums are 8 of them,
+// held in registers over the whole reduction instead of loaded and stored per term.
+typedef float F8 __attribute__((vector_size(32)));
+EXMY_SIMD_INLINE F8 load8(const float* p) {
+  F8 v;
+  std::memcpy(&v, p, sizeof v);
+  return v;
+}
+EXMY_SIMD_INLINE void store8(float* p, F8 v) {
+  std::memcpy(p, &v, sizeof v);
+}
+
+// y_b[o] = b[o] + sum over j ascending of W[j, o] x_b[j] (zero x_b[j] skipped, as forward).
+EXMY_SIMD_INLINE void forward_batch_body(const Layer& L, const float* __restrict x,
+                                         float* __restrict y, int B, bool relu, bool leaky) {
+  const int in = L.in, out = L.out;
+  const int full = out - out % kColumnBlock;
+  for (int b = 0; b < B; ++b) {
+    const float* __restrict xb = x + static_cast<std::size_t>(b) * in;
+    float* __restrict yb = y + static_cast<std::size_t>(b) * out;
+    for (int o0 = 0; o0 < full; o0 += kColumnBlock) {
+      F8 acc[8];
+      for (int q = 0; q < 8; ++q) acc[q] = load8(&L.b[o0 + 8 * q]);
+      for (int j = 0; j < in; ++j) {
+        const float xj = xb[j];
+        if (xj == 0.0f) continue;
+        const float* wr = &L.w[static_cast<std::size_t>(j) * out + o0];
+        for (int q = 0; q < 8; ++q) acc[q] = acc[q] + load8(wr + 8 * q) * xj;
+      }
+      for (int q = 0; q < 8; ++q) store8(yb + o0 + 8 * q, acc[q]);
+    }
+    if (full < out) {  // the last columns: the same sums, kept in memory
+      for (int o = full; o < out; ++o) yb[o] = L.b[o];
+      for (int j = 0; j < in; ++j) {
+        const float xj = xb[j];
+        if (xj == 0.0f) continue;
+        const float* __restrict wr = &L.w[static_cast<std::size_t>(j) * out];
+        for (int o = full; o < out; ++o) yb[o] += wr[o] * xj;
+      }
+    }
+    if (relu && leaky) {
+      for (int o = 0; o < out; ++o) yb[o] = yb[o] > 0.0f ? yb[o] : yb[o] * 0.015625f;
+    } else if (relu) {
+      for (int o = 0; o < out; ++o) yb[o] = yb[o] > 0.0f ? yb[o] : 0.0f;
+    }
+  }
+}
+
+// gw[j, o] += x_b[j] dy_b[o] and gb[o] += dy_b[o] over b ascending (rows with x_b[j] = +-0
+// skipped when dy_b is finite, as backward); dx_b[j] = sum over o ascending of W[j, o] dy_b[o]
+// from +0 (wt: transpose_weights). A zero dy_b[o] adds +-0 to every dx_b[j] when every weight
+// is finite, and dx + +-0 is dx (dx is never -0: it starts at +0, and a sum is -0 only when both
+// addends are), so such o are skipped then, as backward skips zero rows of gw.
+EXMY_SIMD_INLINE void backward_batch_body(Layer& L, const float* __restrict x,
+                                          const float* __restrict dy, float* __restrict dx, int B,
+                                          std::uint8_t* dy_finite, bool w_finite) {
+  const int in = L.in, out = L.out;
+  for (int b = 0; b < B; ++b) {
+    bool f = true;
+    const float* d = dy + static_cast<std::size_t>(b) * out;
+    for (int o = 0; o < out; ++o) f = f && std::isfinite(d[o]);
+    dy_finite[b] = f ? 1 : 0;
+  }
+  const int gfull = out - out % kColumnBlock;
+  for (int j = 0; j < in; ++j) {
+    float* __restrict g = &L.gw[static_cast<std::size_t>(j) * out];
+    for (int o0 = 0; o0 < gfull; o0 += kColumnBlock) {
+      F8 acc[8];
+      for (int q = 0; q < 8; ++q) acc[q] = load8(g + o0 + 8 * q);
+      for (int b = 0; b < B; ++b) {
+        const float xj = x[static_cast<std::size_t>(b) * in + j];
+        if (xj == 0.0f && dy_finite[b] != 0) continue;
+        const float* d = dy + static_cast<std::size_t>(b) * out + o0;
+        for (int q = 0; q < 8; ++q) acc[q] = acc[q] + load8(d + 8 * q) * xj;
+      }
+      for (int q = 0; q < 8; ++q) store8(g + o0 + 8 * q, acc[q]);
+    }
+    for (int b = 0; b < B && gfull < out; ++b) {
+      const float xj = x[static_cast<std::size_t>(b) * in + j];
+      if (xj == 0.0f && dy_finite[b] != 0) continue;
+      const float* __restrict d = dy + static_cast<std::size_t>(b) * out;
+      for (int o = gfull; o < out; ++o) g[o] += xj * d[o];
+    }
+  }
+  for (int b = 0; b < B; ++b) {
+    const float* __restrict d = dy + static_cast<std::size_t>(b) * out;
+    for (int o = 0; o < out; ++o) L.gb[o] += d[o];
+  }
+  if (dx == nullptr) return;
+  const int xfull = in - in % kColumnBlock;
+  for (int b = 0; b < B; ++b) {
+    const float* __restrict db = dy + static_cast<std::size_t>(b) * out;
+    float* __restrict xb = dx + static_cast<std::size_t>(b) * in;
+    for (int j0 = 0; j0 < xfull; j0 += kColumnBlock) {
+      F8 acc[8];
+      for (int q = 0; q < 8; ++q) acc[q] = F8{};  // +0 in every lane
+      for (int o = 0; o < out; ++o) {
+        const float d = db[o];
+        if (d == 0.0f && w_finite) continue;
+        const float* wc = &L.wt[static_cast<std::size_t>(o) * in + j0];
+        for (int q = 0; q < 8; ++q) acc[q] = acc[q] + load8(wc + 8 * q) * d;
+      }
+      for (int q = 0; q < 8; ++q) store8(xb + j0 + 8 * q, acc[q]);
+    }
+    if (xfull < in) {
+      for (int j = xfull; j < in; ++j) xb[j] = 0.0f;
+      for (int o = 0; o < out; ++o) {
+        const float d = db[o];
+        if (d == 0.0f && w_finite) continue;
+        const float* __restrict wc = &L.wt[static_cast<std::size_t>(o) * in];
+        for (int j = xfull; j < in; ++j) xb[j] += wc[j] * d;
+      }
+    }
+  }
+}
+
+#if defined(__x86_64__)
+EXMY_TARGET_AVX2 void forward_batch_avx2(const Layer& L, const float* x, float* y, int B, bool relu,
+                                         bool leaky) {
+  forward_batch_body(L, x, y, B, relu, leaky);
+}
+EXMY_TARGET_AVX2 void backward_batch_avx2(Layer& L, const float* x, const float* dy, float* dx,
+                                          int B, std::uint8_t* dy_finite, bool w_finite) {
+  backward_batch_body(L, x, dy, dx, B, dy_finite, w_finite);
+}
+#endif
+
+bool use_avx2() {
+#if defined(__x86_64__)
+  return fast::simd::active_isa() >= fast::simd::Isa::avx2;
+#else
+  return false;
+#endif
+}
+
+void forward_batch(const Layer& L, const float* x, float* y, int B, bool relu, bool leaky) {
+#if defined(__x86_64__)
+  if (use_avx2()) return forward_batch_avx2(L, x, y, B, relu, leaky);
+#endif
+  forward_batch_body(L, x, y, B, relu, leaky);
+}
+
+void backward_batch(Layer& L, const float* x, const float* dy, float* dx, int B) {
+  std::vector<std::uint8_t> dy_finite(static_cast<std::size_t>(B));
+  bool w_finite = true;
+  if (dx != nullptr) {
+    for (float w : L.wt) w_finite = w_finite && std::isfinite(w);
+  }
+#if defined(__x86_64__)
+  if (use_avx2()) return backward_batch_avx2(L, x, dy, dx, B, dy_finite.data(), w_finite);
+#endif
+  backward_batch_body(L, x, dy, dx, B, dy_finite.data(), w_finite);
+}
+
 // Stores the states in 8 bits when the config asks for it (see MlpConfig).
 void requantize(std::vector<float>& x, const Codebook* cb, int block) {
   if (cb == nullptr) return;
@@ -136,11 +306,50 @@ void requantize(std::vector<float>& x, const Codebook* cb, int block) {
 
 // fp32 Adam (torch.optim.Adam, bias-corrected step): m = b1 m + (1-b1) g; v = b2 v + (1-b2) g^2;
 // p -= lr/(1 - b1^t) * m / (sqrt(v)/sqrt(1 - b2^t) + eps).
+#if defined(__x86_64__)
+// adam's element loop on 8 lanes, from element 0: per lane the same IEEE operations in the same
+// order (multiplies, adds, the correctly rounded sqrt and divisions; -ffp-contract=off), the
+// count of v == 0 && m != 0 from lane masks (m != 0 holds for NaN, as in C). Returns how many
+// elements it did; the scalar loop does the rest.
+EXMY_TARGET_AVX2 std::size_t adam_avx2(float* p, float* g, float* m, float* v, std::size_t n,
+                                       const MlpConfig& c, float bc1, float bc2,
+                                       long long& eps_updates) {
+  const __m256 b1 = _mm256_set1_ps(c.beta1), b2 = _mm256_set1_ps(c.beta2);
+  const __m256 a1 = _mm256_set1_ps(1.0f - c.beta1), a2 = _mm256_set1_ps(1.0f - c.beta2);
+  const __m256 lr = _mm256_set1_ps(c.lr / bc1), s2 = _mm256_set1_ps(bc2);
+  const __m256 eps = _mm256_set1_ps(c.eps), zero = _mm256_setzero_ps();
+  std::size_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    const __m256 gi = _mm256_loadu_ps(g + i);
+    const __m256 mi =
+        _mm256_add_ps(_mm256_mul_ps(b1, _mm256_loadu_ps(m + i)), _mm256_mul_ps(a1, gi));
+    const __m256 vi = _mm256_add_ps(_mm256_mul_ps(b2, _mm256_loadu_ps(v + i)),
+                                    _mm256_mul_ps(a2, _mm256_mul_ps(gi, gi)));
+    const __m256 den = _mm256_add_ps(_mm256_div_ps(_mm256_sqrt_ps(vi), s2), eps);
+    const __m256 step = _mm256_mul_ps(lr, _mm256_div_ps(mi, den));
+    _mm256_storeu_ps(p + i, _mm256_sub_ps(_mm256_loadu_ps(p + i), step));
+    _mm256_storeu_ps(m + i, mi);
+    _mm256_storeu_ps(v + i, vi);
+    _mm256_storeu_ps(g + i, zero);
+    const __m256 hit =
+        _mm256_and_ps(_mm256_cmp_ps(vi, zero, _CMP_EQ_OQ), _mm256_cmp_ps(mi, zero, _CMP_NEQ_UQ));
+    eps_updates += __builtin_popcount(static_cast<unsigned>(_mm256_movemask_ps(hit)));
+  }
+  return i;
+}
+#endif
+
 void adam(std::vector<float>& p, std::vector<float>& g, std::vector<float>& m,
           std::vector<float>& v, const MlpConfig& c, int t, bool state32, long long& eps_updates) {
   const float bc1 = 1.0f - static_cast<float>(std::pow(c.beta1, t));
   const float bc2 = std::sqrt(1.0f - static_cast<float>(std::pow(c.beta2, t)));
-  for (std::size_t i = 0; i < p.size(); ++i) {
+  std::size_t from = 0;
+#if defined(__x86_64__)
+  if (!c.per_sample && use_avx2()) {
+    from = adam_avx2(p.data(), g.data(), m.data(), v.data(), p.size(), c, bc1, bc2, eps_updates);
+  }
+#endif
+  for (std::size_t i = from; i < p.size(); ++i) {
     m[i] = c.beta1 * m[i] + (1.0f - c.beta1) * g[i];
     v[i] = c.beta2 * v[i] + (1.0f - c.beta2) * (g[i] * g[i]);
     p[i] -= (c.lr / bc1) * (m[i] / (std::sqrt(v[i]) / bc2 + c.eps));
@@ -280,7 +489,8 @@ std::vector<AdamSnapshot> train_mlp_adam(const MlpConfig& cfg, std::uint64_t see
   std::vector<float> x(static_cast<std::size_t>(B) * D), h1(static_cast<std::size_t>(B) * H),
       h2(static_cast<std::size_t>(B) * H), z(static_cast<std::size_t>(B) * C);
   std::vector<int> label(B);
-  std::vector<float> dz(C), dh2(H), dh1(H);
+  std::vector<float> dzb(static_cast<std::size_t>(B) * C), dh2(static_cast<std::size_t>(B) * H),
+      dh1(static_cast<std::size_t>(B) * H);
   std::vector<AdamSnapshot> snaps;
   std::size_t next_snap = 0;
   for (int t = 1; t <= cfg.steps; ++t) {
@@ -315,50 +525,96 @@ std::vector<AdamSnapshot> train_mlp_adam(const MlpConfig& cfg, std::uint64_t see
     int correct = 0;
     transpose_weights(L2);  // L1's dx is never needed
     transpose_weights(L3);
-    for (int b = 0; b < B; ++b) {
-      float* xb = &x[static_cast<std::size_t>(b) * D];
-      float* a1 = &h1[static_cast<std::size_t>(b) * H];
-      float* a2 = &h2[static_cast<std::size_t>(b) * H];
-      float* zb = &z[static_cast<std::size_t>(b) * C];
-      forward(L1, xb, a1, true, cfg.dense);
-      forward(L2, a1, a2, true, cfg.dense);
-      forward(L3, a2, zb, false);
-      // Softmax cross-entropy, mean over the batch: dz = (softmax - onehot) / B.
-      float zmax = zb[0];
-      int am = 0;
-      for (int c = 1; c < C; ++c) {
-        if (zb[c] > zmax) {
-          zmax = zb[c];
-          am = c;
+    if (cfg.per_sample) {
+      // The per-sample loops (MlpConfig::per_sample): the batch kernels' reference.
+      std::vector<float> dz(C), dh2s(H), dh1s(H);
+      for (int b = 0; b < B; ++b) {
+        float* xb = &x[static_cast<std::size_t>(b) * D];
+        float* a1 = &h1[static_cast<std::size_t>(b) * H];
+        float* a2 = &h2[static_cast<std::size_t>(b) * H];
+        float* zb = &z[static_cast<std::size_t>(b) * C];
+        forward(L1, xb, a1, true, cfg.dense);
+        forward(L2, a1, a2, true, cfg.dense);
+        forward(L3, a2, zb, false);
+        // Softmax cross-entropy, mean over the batch: dz = (softmax - onehot) / B.
+        float zmax = zb[0];
+        int am = 0;
+        for (int c = 1; c < C; ++c) {
+          if (zb[c] > zmax) {
+            zmax = zb[c];
+            am = c;
+          }
+        }
+        correct += am == label[b] ? 1 : 0;
+        // Logit sharpness of this sample (To FP8 and back again, eqs. 1-2, eps 5e-4), on logged
+        // steps only.
+        if (t % cfg.log_every == 0 || t == 1) {
+          sharp += logit_sharpness(std::span<const float>(zb, static_cast<std::size_t>(C)),
+                                   static_cast<std::size_t>(label[b]), 5e-4) /
+                   B;
+        }
+        float se = 0.0f;
+        for (int c = 0; c < C; ++c) se += std::exp(zb[c] - zmax);
+        loss += (std::log(se) + zmax - zb[label[b]]) / B;
+        for (int c = 0; c < C; ++c) {
+          dz[c] = (std::exp(zb[c] - zmax) / se - (c == label[b] ? 1.0f : 0.0f)) / B;
+        }
+        backward(L3, a2, dz.data(), dh2s.data());
+        if (cfg.dense) {
+          for (int o = 0; o < H; ++o) dh2s[o] = a2[o] > 0.0f ? dh2s[o] : dh2s[o] * 0.015625f;
+        } else {
+          for (int o = 0; o < H; ++o) dh2s[o] = a2[o] > 0.0f ? dh2s[o] : 0.0f;
+        }
+        backward(L2, a1, dh2s.data(), dh1s.data());
+        if (cfg.dense) {
+          for (int o = 0; o < H; ++o) dh1s[o] = a1[o] > 0.0f ? dh1s[o] : dh1s[o] * 0.015625f;
+        } else {
+          for (int o = 0; o < H; ++o) dh1s[o] = a1[o] > 0.0f ? dh1s[o] : 0.0f;
+        }
+        backward(L1, xb, dh1s.data(), nullptr);
+      }
+    } else {
+      forward_batch(L1, x.data(), h1.data(), B, true, cfg.dense);
+      forward_batch(L2, h1.data(), h2.data(), B, true, cfg.dense);
+      forward_batch(L3, h2.data(), z.data(), B, false, false);
+      for (int b = 0; b < B; ++b) {
+        float* zb = &z[static_cast<std::size_t>(b) * C];
+        float* dz = &dzb[static_cast<std::size_t>(b) * C];
+        // Softmax cross-entropy, mean over the batch: dz = (softmax - onehot) / B.
+        float zmax = zb[0];
+        int am = 0;
+        for (int c = 1; c < C; ++c) {
+          if (zb[c] > zmax) {
+            zmax = zb[c];
+            am = c;
+          }
+        }
+        correct += am == label[b] ? 1 : 0;
+        // Logit sharpness of this sample (To FP8 and back again, eqs. 1-2, eps 5e-4), on logged
+        // steps only.
+        if (t % cfg.log_every == 0 || t == 1) {
+          sharp += logit_sharpness(std::span<const float>(zb, static_cast<std::size_t>(C)),
+                                   static_cast<std::size_t>(label[b]), 5e-4) /
+                   B;
+        }
+        float se = 0.0f;
+        for (int c = 0; c < C; ++c) se += std::exp(zb[c] - zmax);
+        loss += (std::log(se) + zmax - zb[label[b]]) / B;
+        for (int c = 0; c < C; ++c) {
+          dz[c] = (std::exp(zb[c] - zmax) / se - (c == label[b] ? 1.0f : 0.0f)) / B;
         }
       }
-      correct += am == label[b] ? 1 : 0;
-      // Logit sharpness of this sample (To FP8 and back again, eqs. 1-2, eps 5e-4), on logged
-      // steps only.
-      if (t % cfg.log_every == 0 || t == 1) {
-        sharp += logit_sharpness(std::span<const float>(zb, static_cast<std::size_t>(C)),
-                                 static_cast<std::size_t>(label[b]), 5e-4) /
-                 B;
-      }
-      float se = 0.0f;
-      for (int c = 0; c < C; ++c) se += std::exp(zb[c] - zmax);
-      loss += (std::log(se) + zmax - zb[label[b]]) / B;
-      for (int c = 0; c < C; ++c) {
-        dz[c] = (std::exp(zb[c] - zmax) / se - (c == label[b] ? 1.0f : 0.0f)) / B;
-      }
-      backward(L3, a2, dz.data(), dh2.data());
-      if (cfg.dense) {
-        for (int o = 0; o < H; ++o) dh2[o] = a2[o] > 0.0f ? dh2[o] : dh2[o] * 0.015625f;
-      } else {
-        for (int o = 0; o < H; ++o) dh2[o] = a2[o] > 0.0f ? dh2[o] : 0.0f;
-      }
-      backward(L2, a1, dh2.data(), dh1.data());
-      if (cfg.dense) {
-        for (int o = 0; o < H; ++o) dh1[o] = a1[o] > 0.0f ? dh1[o] : dh1[o] * 0.015625f;
-      } else {
-        for (int o = 0; o < H; ++o) dh1[o] = a1[o] > 0.0f ? dh1[o] : 0.0f;
-      }
-      backward(L1, xb, dh1.data(), nullptr);
+      // The ReLU masks of dh2 and dh1 (leaky: y / 64 below zero), per sample as before.
+      const auto mask = [&](const std::vector<float>& a, std::vector<float>& dh) {
+        for (std::size_t i = 0; i < dh.size(); ++i) {
+          dh[i] = a[i] > 0.0f ? dh[i] : cfg.dense ? dh[i] * 0.015625f : 0.0f;
+        }
+      };
+      backward_batch(L3, h2.data(), dzb.data(), dh2.data(), B);
+      mask(h2, dh2);
+      backward_batch(L2, h1.data(), dh2.data(), dh1.data(), B);
+      mask(h1, dh1);
+      backward_batch(L1, x.data(), dh1.data(), nullptr, B);
     }
     float rms1 = 0.0f;
     if (cfg.optimizer == MlpConfig::Optimizer::bnb_adam8) {

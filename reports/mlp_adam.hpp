@@ -74,6 +74,10 @@ struct MlpConfig {
   // training of section 5, where the skewed scales would make the toy's loss, not the weights'
   // precision, the story).
   bool unit_scales = false;
+  // Tests only: run the plain loops -- per-sample forward/backward, scalar fp32 Adam -- instead
+  // of the batch kernels and the AVX2 Adam loop that train_mlp_adam uses (mlp_adam.cpp: the
+  // same operations in the same order per element, so the same bits; the test checks that).
+  bool per_sample = false;
 };
 
 // Codes and dequantized values of one state tensor under a codebook, group size `block` (0: the

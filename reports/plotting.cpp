@@ -1,11 +1,17 @@
 #include "reports/plotting.hpp"
 
+#include <signal.h>
 #include <spawn.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
+#include <mutex>
+#include <sstream>
 #include <vector>
 
 #include "reports/output_files.hpp"
@@ -19,7 +25,101 @@ std::string env_or(const char* name, const std::string& fallback) {
   const char* v = std::getenv(name);
   return (v != nullptr && *v != '\0') ? std::string(v) : fallback;
 }
+
+// The result of a script's exit status, as the synchronous path reports it.
+FigureResult figure_status(int status, const std::string& script, const std::string& python) {
+  if (WIFEXITED(status) && WEXITSTATUS(status) == 0) return {true, ""};
+  if (WIFEXITED(status) && WEXITSTATUS(status) == 3) {
+    return {false, "figures skipped: matplotlib is not importable by " + python};
+  }
+  return {false, "figures skipped: " + script + " failed (status " + std::to_string(status) + ")"};
+}
+
+// Deferred scripts and the figure markdown written for them (figure_md), by pending id.
+struct Deferred {
+  long id;
+  pid_t pid;
+  std::string script, python, section_dir;
+};
+struct DeferredMd {
+  long id;
+  std::string ok_md, stem, caption;
+};
+std::mutex g_mu;
+bool g_defer = false;
+long g_next = 0;
+std::vector<Deferred> g_running;
+std::vector<DeferredMd> g_md;
 }  // namespace
+
+void defer_figures(bool on) {
+  const std::lock_guard<std::mutex> lock(g_mu);
+  g_defer = on;
+}
+
+FinishedFigures finish_figures(const std::string& section_dir) {
+  std::vector<Deferred> mine;
+  {
+    const std::lock_guard<std::mutex> lock(g_mu);
+    for (auto it = g_running.begin(); it != g_running.end();) {
+      if (it->section_dir == section_dir) {
+        mine.push_back(*it);
+        it = g_running.erase(it);
+      } else {
+        ++it;
+      }
+    }
+  }
+  FinishedFigures out;
+  std::vector<std::pair<long, std::string>> failed;  // id, note
+  for (const Deferred& d : mine) {
+    int status = 0;
+    rusage ru{};
+    while (wait4(d.pid, &status, 0, &ru) < 0 && errno == EINTR) {
+    }
+    out.cpu += static_cast<double>(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
+               1e-6 * static_cast<double>(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec);
+    const FigureResult r = figure_status(status, d.script, d.python);
+    if (!r.ok) {
+      if (out.ok) out.note = r.note;
+      out.ok = false;
+      failed.emplace_back(d.id, r.note);
+    }
+  }
+  throw_if_interrupted();
+  if (!failed.empty()) {
+    const std::string path = section_dir + "/index.md";
+    std::ifstream in(path, std::ios::binary);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    std::string md = ss.str();
+    const std::lock_guard<std::mutex> lock(g_mu);
+    for (const auto& [id, note] : failed) {
+      for (const DeferredMd& m : g_md) {
+        if (m.id != id) continue;
+        const std::string repl = figure_md(FigureResult{false, note}, m.stem, m.caption);
+        const std::size_t at = md.find(m.ok_md);
+        if (at != std::string::npos) md.replace(at, m.ok_md.size(), repl);
+      }
+    }
+    write_file_atomic(path, md);
+  }
+  return out;
+}
+
+void abandon_figures() {
+  std::vector<Deferred> all;
+  {
+    const std::lock_guard<std::mutex> lock(g_mu);
+    all.swap(g_running);
+  }
+  for (const Deferred& d : all) {
+    kill(d.pid, SIGTERM);
+    int status = 0;
+    while (waitpid(d.pid, &status, 0) < 0 && errno == EINTR) {
+    }
+  }
+}
 
 FigureResult run_plot_script(const ReportContext& ctx, const std::string& script,
                              const std::string& section_dir) {
@@ -41,20 +141,32 @@ FigureResult run_plot_script(const ReportContext& ctx, const std::string& script
   if (posix_spawn(&pid, python.c_str(), nullptr, nullptr, argv.data(), environ) != 0) {
     return {false, "figures skipped: cannot start " + python};
   }
+  {
+    const std::lock_guard<std::mutex> lock(g_mu);
+    if (g_defer) {
+      const long id = g_next++;
+      g_running.push_back({id, pid, script, python, section_dir});
+      FigureResult r{true, ""};
+      r.pending = id;
+      return r;
+    }
+  }
   int status = 0;
   while (waitpid(pid, &status, 0) < 0) {
   }
   throw_if_interrupted();
-  if (WIFEXITED(status) && WEXITSTATUS(status) == 0) return {true, ""};
-  if (WIFEXITED(status) && WEXITSTATUS(status) == 3) {
-    return {false, "figures skipped: matplotlib is not importable by " + python};
-  }
-  return {false, "figures skipped: " + script + " failed (status " + std::to_string(status) + ")"};
+  return figure_status(status, script, python);
 }
 
 std::string figure_md(const FigureResult& fr, const std::string& stem, const std::string& caption) {
   if (!fr.ok) return "*(" + caption + ": " + fr.note + "; the data are in the CSVs.)*\n\n";
-  return "![" + caption + "](" + stem + ".png)\n\n*" + caption + "* ([SVG](" + stem + ".svg))\n\n";
+  std::string md =
+      "![" + caption + "](" + stem + ".png)\n\n*" + caption + "* ([SVG](" + stem + ".svg))\n\n";
+  if (fr.pending >= 0) {  // finish_figures swaps it for the note if the script fails
+    const std::lock_guard<std::mutex> lock(g_mu);
+    g_md.push_back({fr.pending, md, stem, caption});
+  }
+  return md;
 }
 
 std::string provenance_md(const ReportContext& ctx, double seconds) {

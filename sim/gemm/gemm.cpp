@@ -16,6 +16,7 @@
 #include "sim/io/npy.hpp"
 #include "sim/native/convert.hpp"
 #include "sim/native/gemm_dot.hpp"
+#include "sim/native/gemm_dot_sig.hpp"
 
 namespace exmy::gemm {
 
@@ -583,15 +584,42 @@ void gemm_rows(const Operand& a, const Operand& b, const AccumModel& model, OutF
       mpfr_clear(y);
     }
   } clear{acc, p};
+  // The hw model without block or tile scales takes each decoded element apart once
+  // (gemm_dot_sig.hpp) rather than once per product; rows with a NaN or infinity keep
+  // dot_model_fp32, whose special-value rules the fast path leaves out.
+  const bool sig = !exact && !rp16 && nb == 0 && !tiled && native::dot_sig_applies(dm);
+  native::DotSigBlock asig, bsig;
   // B in one block (N <= TB): decoded once, not once per block of A (the same values).
   const bool b_once = N <= TB;
-  if (b_once && N > 0) decode(b, 0, N, bb.data(), bs.data());
+  if (b_once && N > 0) {
+    decode(b, 0, N, bb.data(), bs.data());
+    if (sig) bsig.assign(bb.data(), N, K, b.emin);
+  }
   for (std::size_t i0 = 0; i0 < M; i0 += TA) {
     const std::size_t i1 = std::min(M, i0 + TA);
     decode(a, i0, i1, ab.data(), as.data());
+    if (sig) asig.assign(ab.data(), i1 - i0, K, a.emin);
     for (std::size_t j0 = 0; j0 < N; j0 += TB) {
       const std::size_t j1 = std::min(N, j0 + TB);
-      if (!b_once) decode(b, j0, j1, bb.data(), bs.data());
+      if (!b_once) {
+        decode(b, j0, j1, bb.data(), bs.data());
+        if (sig) bsig.assign(bb.data(), j1 - j0, K, b.emin);
+      }
+      if (sig) {
+        for (std::size_t i = i0; i < i1; ++i) {
+          const native::DotSigRow ar = asig.row(i - i0);
+          const bool af = asig.finite[i - i0] != 0;
+          for (std::size_t j = j0; j < j1; ++j) {
+            const float v =
+                af && bsig.finite[j - j0] != 0
+                    ? native::dot_model_fp32_sig(ar, bsig.row(j - j0), K, dm)
+                    : native::dot_model_fp32(ab.data() + (i - i0) * K, 1, bb.data() + (j - j0) * K,
+                                             1, K, a.emin, b.emin, dm);
+            c[(i - i0) * N + j] = epilogue(v, alpha, scales, rows, cols, i, j, out);
+          }
+        }
+        continue;
+      }
       for (std::size_t i = i0; i < i1; ++i) {
         const double* ar = ab.data() + (i - i0) * K;
         const double* asr = as.data() + (i - i0) * nb;

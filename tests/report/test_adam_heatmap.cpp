@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <catch2/catch.hpp>
 #include <cmath>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <numeric>
@@ -261,6 +262,84 @@ TEST_CASE("quantize_state equals the per-element codebook quantization", "[adam]
           REQUIRE(codes[i] == c);
           REQUIRE(exmy::native::bits_of(deq[i]) ==
                   exmy::native::bits_of(exmy::native::codebook_dequant(cb->values.data(), c, a)));
+        }
+      }
+    }
+  }
+}
+
+namespace {
+std::vector<std::uint32_t> bits(const std::vector<float>& v) {
+  std::vector<std::uint32_t> u(v.size());
+  std::memcpy(u.data(), v.data(), v.size() * sizeof(float));
+  return u;
+}
+}  // namespace
+
+// The training step's batch kernels (every layer over the whole batch, W's rows shared by blocks
+// of samples, SSE2/AVX2) against the per-sample loops they replace (MlpConfig::per_sample): the
+// header's rule is one defined fp32 order per element, so every logged value, count and snapshot
+// must have the same bits, on every optimizer, the dense task (leaky ReLU), late features, unit
+// scales, a batch that is not a multiple of the sample block and widths that are not multiples
+// of the column block or the lanes.
+TEST_CASE("MLP training: the batch kernels give the per-sample loops' bits", "[adam][batch]") {
+  using Opt = MlpConfig::Optimizer;
+  struct Case {
+    const char* name;
+    Opt opt;
+    bool codebook, dense, late, unit, first32;
+    std::string split;
+  };
+  const std::vector<Case> cases{
+      {"adam", Opt::adam, false, false, false, false, false, ""},
+      {"adam 8-bit codebooks", Opt::adam, true, false, false, false, false, ""},
+      {"adam 8-bit, fp32 first layer", Opt::adam, true, false, false, false, true, ""},
+      {"adam dense", Opt::adam, false, true, false, false, false, ""},
+      {"bnb_adam8", Opt::bnb_adam8, false, false, false, false, false, ""},
+      {"bnb_adam8 dense", Opt::bnb_adam8, false, true, false, false, true, ""},
+      {"torch_adamw late features", Opt::torch_adamw, false, false, true, false, false, ""},
+      {"stable_adamw unit scales", Opt::stable_adamw, false, false, false, true, false, ""},
+      {"split_adamw bf16+8", Opt::split_adamw, false, false, false, true, false, "bf16+8"}};
+  for (const auto& k : cases) {
+    for (const int batch : {16, 13}) {
+      MlpConfig c;
+      // 136 = two 64-column blocks and 8 columns more; 10 classes: the last columns alone.
+      c.hidden = batch == 16 ? 136 : 40;
+      c.classes = 10;
+      c.batch = batch;
+      c.steps = 12;
+      c.log_every = 1;
+      c.snapshot_steps = {6, 12};
+      c.optimizer = k.opt;
+      c.split = k.split;
+      c.dense = k.dense;
+      c.unit_scales = k.unit;
+      c.fp32_first_layer = k.first32;
+      c.min_8bit_size = 256;
+      c.state_block = 256;
+      if (k.codebook) {
+        c.m_book = &exmy::dynamic_codebook(true);
+        c.v_book = &exmy::dynamic_codebook(false);
+      }
+      if (k.late) c.late_onsets = {4, 8};
+      if (k.opt != Opt::adam) c.wd = 0.01f;
+      MlpConfig ref = c;
+      ref.per_sample = true;
+      TrainLog la, lb;
+      const auto sa = train_mlp_adam(c, 11, la);
+      const auto sb = train_mlp_adam(ref, 11, lb);
+      INFO(k.name << ", batch " << batch);
+      REQUIRE(la.step == lb.step);
+      REQUIRE(bits(la.loss) == bits(lb.loss));
+      REQUIRE(bits(la.accuracy) == bits(lb.accuracy));
+      REQUIRE(bits(la.rms1) == bits(lb.rms1));
+      REQUIRE(bits(la.sharpness) == bits(lb.sharpness));
+      REQUIRE(la.eps_updates == lb.eps_updates);
+      REQUIRE(sa.size() == sb.size());
+      for (std::size_t s = 0; s < sa.size(); ++s) {
+        for (std::size_t t = 0; t < sa[s].m.size(); ++t) {
+          REQUIRE(bits(sa[s].m[t]) == bits(sb[s].m[t]));
+          REQUIRE(bits(sa[s].v[t]) == bits(sb[s].v[t]));
         }
       }
     }
