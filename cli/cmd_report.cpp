@@ -150,8 +150,10 @@ int run_report(const exmy::cli::Args& args) {
       // Quick-mode budgets, CPU seconds (user + system) of exmy's threads + of the figure
       // scripts, as index.md's section table reports them (measured 2026-12-02 on the 2-core
       // Xeon: bench/results/2026-12-02-cpu-main-job-time.md). The README's 2 minutes on 2 cores
-      // hold while sum(exmy) / 2 + sum(figures) <= 120 s: exmy's work items run on both cores,
-      // the figure scripts one after another. A new section states its budget here.
+      // hold while about (sum(exmy) + sum(figures)) / 2 <= 120 s: exmy's work items run on both
+      // cores and each section's figure scripts beside the next section (defer_figures; when
+      // they ran one after another it was sum(exmy) / 2 + sum(figures)). A new section states
+      // its budget here.
       if (key == "formats") ran.push_back(rep::run_formats_section(ctx));  // 1 + 4 (0.2 + 3.1)
       // variance: 22 + 22 (measured 18.2 + 20.3)
       if (key == "variance") ran.push_back(rep::run_variance_section(ctx));
