@@ -585,15 +585,19 @@ SectionSummary run_adam_heatmap_section(const ReportContext& ctx) {
         "language-model rows of lm-8bit are this claim's test)";
     // A diverged run has no finite final loss: the row then carries the divergence count, not
     // an infinite mean (the quick table printed "inf [inf, inf]" beside the verdict).
-    if (diverged_runs[vd] == 0) {
-      c.set(diff_ci[vd].mean);
-      c.lo = diff_ci[vd].lo;
-      c.hi = diff_ci[vd].hi;
-      c.has_ci = nseeds > 1;
-    } else {
-      c.measured += "; " + std::to_string(diverged_runs[vd]) + " of " + std::to_string(nseeds) +
-                    " 8-bit runs diverged (no finite final loss)";
-    }
+    const auto set_difference = [&](Claim& row, std::size_t v) {
+      row.has_value = row.has_ci = false;
+      if (diverged_runs[v] == 0) {
+        row.set(diff_ci[v].mean);
+        row.lo = diff_ci[v].lo;
+        row.hi = diff_ci[v].hi;
+        row.has_ci = nseeds > 1;
+      } else {
+        row.measured += "; " + std::to_string(diverged_runs[v]) + " of " + std::to_string(nseeds) +
+                        " 8-bit runs diverged (no finite final loss)";
+      }
+    };
+    set_difference(c, vd);
     c.expected = "0 (no difference)";
     const double tol = 0.02 * final_ci[0].mean;  // 2% of the fp32 loss
     // A toy MLP stands in for the paper's language models and benchmarks: a proxy.
@@ -618,17 +622,7 @@ SectionSummary run_adam_heatmap_section(const ReportContext& ctx) {
         "final training loss, exmy's bitsandbytes 8-bit Adam model (block 2048) minus fp32 Adam, "
         "the fair task (every feature active, leaky ReLU: no exactly-zero gradients), paired by "
         "seed";
-    f.has_value = false;
-    f.has_ci = false;
-    if (diverged_runs[vf] == 0) {
-      f.set(diff_ci[vf].mean);
-      f.lo = diff_ci[vf].lo;
-      f.hi = diff_ci[vf].hi;
-      f.has_ci = nseeds > 1;
-    } else {
-      f.measured += "; " + std::to_string(diverged_runs[vf]) + " of " + std::to_string(nseeds) +
-                    " 8-bit runs diverged (no finite final loss)";
-    }
+    set_difference(f, vf);
     const double ftol = 0.02 * final_ci[dense_fp32].mean;
     f.verdict = diverged_runs[vf] > 0             ? "inconsistent (runs diverged)"
                 : (f.lo >= -ftol && f.hi <= ftol) ? "consistent (within 2% of the fp32 loss)"
