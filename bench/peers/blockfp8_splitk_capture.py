@@ -38,6 +38,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import blockfp8_gemm_capture as cap  # noqa: E402
+from profiler_groups import kernel_groups  # noqa: E402
 
 # (M, N, K, mix): the six split-K shapes of the 2026-12-01 capture, then shapes chosen to vary
 # the split count (K from 4096 to 262144 at small M N) and one K with a partial k-block.
@@ -258,18 +259,9 @@ def main():
                 prof.export_chrome_trace(path)
                 with open(path) as f:
                     ev = json.load(f)["traceEvents"]
-            ks = sorted([x for x in ev if x.get("cat") == "kernel"], key=lambda x: x["ts"])
-            groups, cur = [], None
-            for x in ks:
-                if "spin_kernel" in x["name"] or "sleep" in x["name"].lower():
-                    if cur is not None:
-                        groups.append(cur)
-                    cur = []
-                elif cur is not None:
-                    a = x.get("args", {})
-                    cur.append([x["name"], a.get("grid"), a.get("block"), x.get("dur")])
-            if cur:
-                groups.append(cur)
+            groups = kernel_groups(ev, with_duration=True)
+            if groups and not groups[-1]:
+                groups.pop()  # the marker after the last call launched nothing after it
             info["launch_groups"] = [len(groups), len(order)]
             for nm, g in zip(order, groups):
                 launches[nm] = g

@@ -26,6 +26,9 @@ import time
 import numpy as np
 import torch
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from profiler_groups import kernel_groups  # noqa: E402
+
 BIG = 2.0 ** 40
 ANCHORS_MAX = 16
 
@@ -143,18 +146,7 @@ def launch_all(t, shapes):
         prof.export_chrome_trace(path)
         with open(path) as f:
             ev = json.load(f)["traceEvents"]
-    ks = sorted([e for e in ev if e.get("cat") == "kernel"], key=lambda e: e["ts"])
-    groups, cur = [], None
-    for e in ks:
-        if "spin_kernel" in e["name"] or "sleep" in e["name"].lower():
-            if cur is not None:
-                groups.append(cur)
-            cur = []
-        elif cur is not None:
-            a_ = e.get("args", {})
-            cur.append([e["name"], a_.get("grid"), a_.get("block")])
-    if cur is not None:
-        groups.append(cur)
+    groups = kernel_groups(ev)
     # groups: [mm of shape 0, fills before shape 1, mm of shape 1, ...]
     return [groups[2 * i] if 2 * i < len(groups) else None for i in range(len(shapes))]
 

@@ -45,6 +45,7 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
+from profiler_groups import kernel_groups  # noqa: E402
 import qlora_matmul_capture as Q  # noqa: E402  (the case table: WEIGHTS, case_list, case_shape)
 
 LLAMA = [(4096, 4096), (11008, 4096), (4096, 11008), (1536, 4096)]  # (N, K)
@@ -198,16 +199,7 @@ def launch_chunk(keys, ops, dry):
         prof.export_chrome_trace(path)
         with open(path) as f:
             ev = json.load(f)["traceEvents"]
-    ks = sorted([e for e in ev if e.get("cat") == "kernel"], key=lambda e: e["ts"])
-    groups, cur = [], None
-    for e in ks:
-        if "spin_kernel" in e["name"] or "sleep" in e["name"].lower():
-            if cur is not None:
-                groups.append(cur)
-            cur = []
-        elif cur is not None:
-            a = e.get("args", {})
-            cur.append([e["name"], a.get("grid"), a.get("block")])
+    groups = kernel_groups(ev)
     # groups[i] = the kernels between marker i and marker i + 1: F.linear i
     return [groups[i] if i < len(groups) and groups[i] else None for i in range(len(keys))]
 
