@@ -427,6 +427,33 @@ const NearestTable& nearest_table(const Codebook& cb) {
   return *t;
 }
 
+// One sample's softmax cross-entropy, mean over the batch of B: dz = (softmax - onehot) / B, and
+// the sample's shares of the loss, the count of correct argmaxes and, on logged steps, the logit
+// sharpness (To FP8 and back again, eqs. 1-2, eps 5e-4). The per-sample and the batched training
+// loops both call it, so the two keep the same float operations in the same order.
+void softmax_ce_sample(const float* zb, int C, int label, int B, bool logged, float* dz,
+                       float& loss, int& correct, double& sharp) {
+  float zmax = zb[0];
+  int am = 0;
+  for (int c = 1; c < C; ++c) {
+    if (zb[c] > zmax) {
+      zmax = zb[c];
+      am = c;
+    }
+  }
+  correct += am == label ? 1 : 0;
+  if (logged) {
+    sharp += logit_sharpness(std::span<const float>(zb, static_cast<std::size_t>(C)),
+                             static_cast<std::size_t>(label), 5e-4) /
+             B;
+  }
+  float se = 0.0f;
+  for (int c = 0; c < C; ++c) se += std::exp(zb[c] - zmax);
+  loss += (std::log(se) + zmax - zb[label]) / B;
+  for (int c = 0; c < C; ++c)
+    dz[c] = (std::exp(zb[c] - zmax) / se - (c == label ? 1.0f : 0.0f)) / B;
+}
+
 }  // namespace
 
 void quantize_state(const std::vector<float>& x, const Codebook& cb, int block,
@@ -536,29 +563,8 @@ std::vector<AdamSnapshot> train_mlp_adam(const MlpConfig& cfg, std::uint64_t see
         forward(L1, xb, a1, true, cfg.dense);
         forward(L2, a1, a2, true, cfg.dense);
         forward(L3, a2, zb, false);
-        // Softmax cross-entropy, mean over the batch: dz = (softmax - onehot) / B.
-        float zmax = zb[0];
-        int am = 0;
-        for (int c = 1; c < C; ++c) {
-          if (zb[c] > zmax) {
-            zmax = zb[c];
-            am = c;
-          }
-        }
-        correct += am == label[b] ? 1 : 0;
-        // Logit sharpness of this sample (To FP8 and back again, eqs. 1-2, eps 5e-4), on logged
-        // steps only.
-        if (t % cfg.log_every == 0 || t == 1) {
-          sharp += logit_sharpness(std::span<const float>(zb, static_cast<std::size_t>(C)),
-                                   static_cast<std::size_t>(label[b]), 5e-4) /
-                   B;
-        }
-        float se = 0.0f;
-        for (int c = 0; c < C; ++c) se += std::exp(zb[c] - zmax);
-        loss += (std::log(se) + zmax - zb[label[b]]) / B;
-        for (int c = 0; c < C; ++c) {
-          dz[c] = (std::exp(zb[c] - zmax) / se - (c == label[b] ? 1.0f : 0.0f)) / B;
-        }
+        softmax_ce_sample(zb, C, label[b], B, t % cfg.log_every == 0 || t == 1, dz.data(), loss,
+                          correct, sharp);
         backward(L3, a2, dz.data(), dh2s.data());
         if (cfg.dense) {
           for (int o = 0; o < H; ++o) dh2s[o] = a2[o] > 0.0f ? dh2s[o] : dh2s[o] * 0.015625f;
@@ -580,29 +586,8 @@ std::vector<AdamSnapshot> train_mlp_adam(const MlpConfig& cfg, std::uint64_t see
       for (int b = 0; b < B; ++b) {
         float* zb = &z[static_cast<std::size_t>(b) * C];
         float* dz = &dzb[static_cast<std::size_t>(b) * C];
-        // Softmax cross-entropy, mean over the batch: dz = (softmax - onehot) / B.
-        float zmax = zb[0];
-        int am = 0;
-        for (int c = 1; c < C; ++c) {
-          if (zb[c] > zmax) {
-            zmax = zb[c];
-            am = c;
-          }
-        }
-        correct += am == label[b] ? 1 : 0;
-        // Logit sharpness of this sample (To FP8 and back again, eqs. 1-2, eps 5e-4), on logged
-        // steps only.
-        if (t % cfg.log_every == 0 || t == 1) {
-          sharp += logit_sharpness(std::span<const float>(zb, static_cast<std::size_t>(C)),
-                                   static_cast<std::size_t>(label[b]), 5e-4) /
-                   B;
-        }
-        float se = 0.0f;
-        for (int c = 0; c < C; ++c) se += std::exp(zb[c] - zmax);
-        loss += (std::log(se) + zmax - zb[label[b]]) / B;
-        for (int c = 0; c < C; ++c) {
-          dz[c] = (std::exp(zb[c] - zmax) / se - (c == label[b] ? 1.0f : 0.0f)) / B;
-        }
+        softmax_ce_sample(zb, C, label[b], B, t % cfg.log_every == 0 || t == 1, dz, loss, correct,
+                          sharp);
       }
       // The ReLU masks of dh2 and dh1 (leaky: y / 64 below zero), per sample as before.
       const auto mask = [&](const std::vector<float>& a, std::vector<float>& dh) {
