@@ -54,6 +54,9 @@ import subprocess
 import sys
 import tempfile
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from profiler_groups import kernel_groups  # noqa: E402
+
 # Kernel families, first match wins (the names cuBLAS 13.1 launched for torch.mm on an H100;
 # bench/results/2026-11-28-h100-gemm-launch.md). exmy's rule table (sim/gemm/launch_rules.cpp)
 # is keyed by these names.
@@ -188,18 +191,7 @@ def launch_chunk(t, shapes):
         prof.export_chrome_trace(path)
         with open(path) as f:
             ev = json.load(f)["traceEvents"]
-    ks = sorted([e for e in ev if e.get("cat") == "kernel"], key=lambda e: e["ts"])
-    groups, cur = [], None
-    for e in ks:
-        if "spin_kernel" in e["name"] or "sleep" in e["name"].lower():
-            if cur is not None:
-                groups.append(cur)
-            cur = []
-        elif cur is not None:
-            a = e.get("args", {})
-            cur.append([e["name"], a.get("grid"), a.get("block")])
-    if cur is not None:
-        groups.append(cur)
+    groups = kernel_groups(ev)
     # Per shape: the zeros' fill kernels come before the first marker (shape 0) or sit in the
     # group after the previous shape's last marker, which is dropped (it precedes the next
     # shape's first marker and holds only fills).

@@ -38,6 +38,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import blockfp8_gemm_capture as cap  # noqa: E402
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tools"))
 from profiler_groups import kernel_groups  # noqa: E402
 
 # (M, N, K, mix): the six split-K shapes of the 2026-12-01 capture, then shapes chosen to vary

@@ -27,6 +27,7 @@ import numpy as np
 import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tools"))
 from profiler_groups import kernel_groups  # noqa: E402
 
 BIG = 2.0 ** 40

@@ -45,6 +45,7 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tools"))
 from profiler_groups import kernel_groups  # noqa: E402
 import qlora_matmul_capture as Q  # noqa: E402  (the case table: WEIGHTS, case_list, case_shape)
 

@@ -1,8 +1,9 @@
 """Kernel launches of a torch.profiler chrome trace, grouped by the marker sleeps between calls.
 
-The launch captures (gemm_simt_capture.py, qlora_linear_launch_capture.py,
-blockfp8_splitk_capture.py) separate each call by `torch.cuda._sleep`; the kernels between two
-markers are that call's launches. One definition of that rule for all of them.
+The launch captures (tools/gemm_launch.py, and bench/peers' gemm_simt_capture.py,
+qlora_linear_launch_capture.py, blockfp8_splitk_capture.py) separate each call by
+`torch.cuda._sleep`; the kernels between two markers are that call's launches. One definition of
+that rule for all of them (in tools/, which bench/peers imports and never the reverse).
 """
 
 
