@@ -2,7 +2,9 @@
 // model (reports/lm/lm_model.hpp): every GEMM operand (forward, dgrad and wgrad, every site) cast
 // to E8M3 ... E8M7 by masking (the paper's simulation: the low mantissa bits cleared, section 3.2)
 // or by round-to-nearest-even, against fp32; final eval loss and divergence over seeds. Masking
-// and RNE at the same M separate truncation bias from precision.
+// and RNE at the same M separate truncation bias from precision. Beside the sweep: the paper's
+// E7M7 inner/outer clamp ablation (reports/lm/mantissa_formats.hpp) and the logit sharpness
+// trajectories of every run (section 3.1's metric, reports/sharpness.hpp).
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -12,6 +14,7 @@
 #include "reports/lm/corpus.hpp"
 #include "reports/lm/lm_section_common.hpp"
 #include "reports/lm/lm_train.hpp"
+#include "reports/lm/mantissa_formats.hpp"
 #include "reports/output_files.hpp"
 #include "reports/plotting.hpp"
 #include "reports/sections.hpp"
@@ -25,6 +28,7 @@ struct MPlan {
   lm::CorpusConfig corpus;
   lm::TrainConfig train;
   int seeds = 6;
+  int ablation_seeds = 2;  // the E7M7 variants: seeds 0 .. ablation_seeds - 1 (<= seeds)
   int eval_seqs = 64;
   std::string size;
 };
@@ -45,7 +49,9 @@ MPlan make_mplan(bool quick, int tiny) {
     t.steps = 20;
     t.warmup = 2;
     t.log_every = 5;
+    t.sharpness_every = 5;
     p.seeds = 2;
+    p.ablation_seeds = 2;
     p.eval_seqs = 16;
     p.size = "tiny test";
   } else {
@@ -57,7 +63,9 @@ MPlan make_mplan(bool quick, int tiny) {
     t.steps = quick ? 60 : 150;
     t.warmup = t.steps / 10;
     t.log_every = 10;
-    p.seeds = quick ? 2 : 6;
+    t.sharpness_every = 10;
+    p.seeds = quick ? 2 : 18;
+    p.ablation_seeds = quick ? 2 : 6;
     p.size = quick ? "--quick" : "full";
   }
   // A learning rate at which paired runs stay close: a paired difference then measures the
@@ -68,21 +76,27 @@ MPlan make_mplan(bool quick, int tiny) {
   return p;
 }
 
-struct Fmt {
-  lm::CastMode mode;
-  int man;  // 23: fp32 (identity)
-  std::string name() const {
-    if (mode == lm::CastMode::identity) return "fp32";
-    return std::string(mode == lm::CastMode::mask ? "mask" : "rne") + "_e8m" + std::to_string(man);
-  }
+// One run of the section: a format and a seed.
+struct Run {
+  std::size_t format;
+  int seed;
 };
 
-std::vector<Fmt> formats() {
-  std::vector<Fmt> f{{lm::CastMode::identity, 23}};
-  for (lm::CastMode m : {lm::CastMode::mask, lm::CastMode::rne}) {
-    for (int man = 3; man <= 7; ++man) f.push_back({m, man});
-  }
-  return f;
+// Per format, the paired per-seed quantity of its runs minus the fp32 run's (same seed), the
+// divergences, and the limit-region tallies of its runs summed.
+struct FormatStats {
+  std::vector<double> diff, final_loss;
+  MeanCi diff_ci;
+  int diverged = 0;
+  lm::MaskLimitCounts counts;
+};
+
+// The mean sharpness over the logged steps both trajectories have (index-aligned: every run logs
+// the same steps until it stops).
+double mean_common(const std::vector<double>& a, std::size_t n) {
+  double s = 0;
+  for (std::size_t k = 0; k < n; ++k) s += a[k] / static_cast<double>(n);
+  return s;
 }
 
 }  // namespace
@@ -97,56 +111,83 @@ SectionSummary run_lm_mantissa_section(const ReportContext& ctx) {
   const lm::Corpus corpus(plan.corpus, seed0);
   const std::vector<int> eval = lm::eval_tokens(corpus, base.model.seq, plan.eval_seqs);
   const double uni = corpus.unigram_loss(eval, base.model.seq);
-  const auto fm = formats();
-  const std::size_t nruns = fm.size() * static_cast<std::size_t>(plan.seeds);
-  ctx.progress("lm-mantissa", std::to_string(nruns) + " training runs (" +
-                                  std::to_string(fm.size()) + " matmul-input formats x " +
-                                  std::to_string(plan.seeds) + " seeds)");
+  std::vector<lm::MatmulFormat> fm = lm::sweep_formats();
+  const std::size_t nsweep = fm.size();
+  for (const auto& f : lm::ablation_formats()) fm.push_back(f);
+  // Runs in format order, seeds within; run_at[f] is the index of format f's seed 0.
+  std::vector<Run> runs_list;
+  std::vector<std::size_t> run_at(fm.size());
+  for (std::size_t f = 0; f < fm.size(); ++f) {
+    run_at[f] = runs_list.size();
+    const int ns = fm[f].ablation ? plan.ablation_seeds : plan.seeds;
+    for (int sd = 0; sd < ns; ++sd) runs_list.push_back({f, sd});
+  }
+  const auto seeds_of = [&](std::size_t f) {
+    return fm[f].ablation ? plan.ablation_seeds : plan.seeds;
+  };
+  const std::size_t nruns = runs_list.size();
+  ctx.progress("lm-mantissa", std::to_string(nruns) + " training runs (" + std::to_string(nsweep) +
+                                  " matmul-input formats x " + std::to_string(plan.seeds) +
+                                  " seeds, " + std::to_string(fm.size() - nsweep) +
+                                  " E7M7 ablation variants x " +
+                                  std::to_string(plan.ablation_seeds) + " seeds)");
   std::vector<lm::TrainResult> res(nruns);
+  std::vector<lm::MaskLimitCounts> counts(nruns);
   ctx.parallel_for(nruns, [&](std::size_t i) {
-    const Fmt& f = fm[i / plan.seeds];
-    const int sd = static_cast<int>(i % plan.seeds);
-    lm::OperandCast c;
-    c.mode = f.mode;
-    c.exp_bits = 8;
-    c.man_bits = f.man;
-    // Masking as the paper simulates FP8: outer clamp to +-max, inner values kept (truncated).
-    c.outer = MaskOuter::clamp;
-    c.inner = MaskInner::keep;
-    const lm::GemmPolicy pol = lm::GemmPolicy::all(c);
+    const lm::MatmulFormat& f = fm[runs_list[i].format];
+    lm::GemmPolicy pol = lm::GemmPolicy::all(f.cast());
+    // The tally costs a pass over every masked operand: the ablation's runs only, where it
+    // tells whether a clamp acted at all.
+    if (f.ablation) pol.counts = &counts[i];
     lm::TrainConfig tc = base;
     tc.policy = f.mode == lm::CastMode::identity ? nullptr : &pol;
-    res[i] = lm::train_lm(tc, corpus, seed0 + static_cast<std::uint64_t>(sd), eval);
+    res[i] = lm::train_lm(tc, corpus, seed0 + static_cast<std::uint64_t>(runs_list[i].seed), eval);
   });
 
-  Csv runs({"format", "mode", "mantissa_bits", "seed", "steps_done", "final_eval_loss", "diverged",
-            "diff_vs_fp32"});
-  Csv summ({"format", "mode", "mantissa_bits", "seeds", "diverged", "divergence_rate",
-            "median_final_eval_loss", "diff_vs_fp32_mean", "diff_lo", "diff_hi"});
+  Csv runs({"group", "format", "mode", "exp_bits", "mantissa_bits", "outer", "inner", "seed",
+            "steps_done", "final_eval_loss", "diverged", "diff_vs_fp32", "operand_elements",
+            "above_max", "below_min_normal"});
+  Csv summ({"group", "format", "mode", "exp_bits", "mantissa_bits", "outer", "inner", "seeds",
+            "diverged", "divergence_rate", "median_final_eval_loss", "diff_vs_fp32_mean", "diff_lo",
+            "diff_hi", "above_max_share", "below_min_normal_share"});
   Csv curves({"format", "seed", "step", "train_loss"});
-  std::vector<MeanCi> diff(fm.size());
-  std::vector<int> ndiv(fm.size(), 0);
+  Csv sharp({"format", "seed", "step", "logit_sharpness_pct"});
+  Csv sharp_summ({"format", "step", "seeds", "mean_logit_sharpness_pct", "lo", "hi"});
+  std::vector<FormatStats> st(fm.size());
+  const auto group = [&](std::size_t f) {
+    return std::string(fm[f].ablation ? "ablation" : "sweep");
+  };
+  const auto limits = [&](std::size_t f, Csv& c) {
+    c.add(fm[f].mode_name())
+        .add(static_cast<long long>(fm[f].exp_bits))
+        .add(static_cast<long long>(fm[f].man_bits))
+        .add(std::string(fm[f].mode == lm::CastMode::mask ? lm::outer_name(fm[f].outer) : ""))
+        .add(std::string(fm[f].mode == lm::CastMode::mask ? lm::inner_name(fm[f].inner) : ""));
+  };
   for (std::size_t f = 0; f < fm.size(); ++f) {
-    std::vector<double> d, fl;
-    for (int s = 0; s < plan.seeds; ++s) {
-      const lm::TrainResult& r = res[f * plan.seeds + s];
+    FormatStats& x = st[f];
+    for (int s = 0; s < seeds_of(f); ++s) {
+      const std::size_t i = run_at[f] + static_cast<std::size_t>(s);
+      const lm::TrainResult& r = res[i];
       const lm::TrainResult& r32 = res[static_cast<std::size_t>(s)];
       const bool dv = lm::run_unstable(r);
-      ndiv[f] += dv ? 1 : 0;
-      const double x = r.final_eval - r32.final_eval;
-      d.push_back(x);
-      fl.push_back(std::isfinite(r.final_eval) ? r.final_eval : 1e30);
-      runs.row()
-          .add(fm[f].name())
-          .add(std::string(fm[f].mode == lm::CastMode::identity ? "fp32"
-                           : fm[f].mode == lm::CastMode::mask   ? "mask"
-                                                                : "rne"))
-          .add(static_cast<long long>(fm[f].man))
-          .add(static_cast<long long>(s))
+      x.diverged += dv ? 1 : 0;
+      const double d = r.final_eval - r32.final_eval;
+      x.diff.push_back(d);
+      x.final_loss.push_back(std::isfinite(r.final_eval) ? r.final_eval : 1e30);
+      x.counts.elements += counts[i].elements;
+      x.counts.above_max += counts[i].above_max;
+      x.counts.below_min_normal += counts[i].below_min_normal;
+      runs.row().add(group(f)).add(fm[f].name());
+      limits(f, runs);
+      runs.add(static_cast<long long>(s))
           .add(static_cast<long long>(r.steps_done))
           .add(r.final_eval)
           .add(static_cast<long long>(dv))
-          .add(x);
+          .add(d)
+          .add(counts[i].elements)
+          .add(counts[i].above_max)
+          .add(counts[i].below_min_normal);
       for (std::size_t k = 0; k < r.step.size(); ++k) {
         curves.row()
             .add(fm[f].name())
@@ -154,48 +195,87 @@ SectionSummary run_lm_mantissa_section(const ReportContext& ctx) {
             .add(static_cast<long long>(r.step[k]))
             .add(r.loss[k]);
       }
+      for (std::size_t k = 0; k < r.sharp_step.size(); ++k) {
+        sharp.row()
+            .add(fm[f].name())
+            .add(static_cast<long long>(s))
+            .add(static_cast<long long>(r.sharp_step[k]))
+            .add(r.sharpness[k]);
+      }
     }
-    diff[f] = mean_ci(d);
+    x.diff_ci = mean_ci(x.diff);
+    std::vector<double> fl = x.final_loss;
     std::sort(fl.begin(), fl.end());
     const double med = fl[fl.size() / 2];
-    summ.row()
-        .add(fm[f].name())
-        .add(std::string(fm[f].mode == lm::CastMode::identity ? "fp32"
-                         : fm[f].mode == lm::CastMode::mask   ? "mask"
-                                                              : "rne"))
-        .add(static_cast<long long>(fm[f].man))
-        .add(static_cast<long long>(plan.seeds))
-        .add(static_cast<long long>(ndiv[f]))
-        .add(static_cast<double>(ndiv[f]) / plan.seeds)
+    const double el = static_cast<double>(x.counts.elements);
+    summ.row().add(group(f)).add(fm[f].name());
+    limits(f, summ);
+    summ.add(static_cast<long long>(seeds_of(f)))
+        .add(static_cast<long long>(x.diverged))
+        .add(static_cast<double>(x.diverged) / seeds_of(f))
         .add(med < 1e29 ? med : NAN)
-        .add(diff[f].mean)
-        .add(diff[f].lo)
-        .add(diff[f].hi);
+        .add(x.diff_ci.mean)
+        .add(x.diff_ci.lo)
+        .add(x.diff_ci.hi)
+        .add(el > 0 ? static_cast<double>(x.counts.above_max) / el : NAN)
+        .add(el > 0 ? static_cast<double>(x.counts.below_min_normal) / el : NAN);
+    // Sharpness over seeds at each logged step, over the runs still going at that step.
+    const std::vector<int>& steps0 = res[run_at[f]].sharp_step;
+    std::size_t longest = 0;
+    for (int s = 0; s < seeds_of(f); ++s) {
+      longest = std::max(longest, res[run_at[f] + static_cast<std::size_t>(s)].sharp_step.size());
+    }
+    for (std::size_t k = 0; k < longest; ++k) {
+      std::vector<double> v;
+      int step = 0;
+      for (int s = 0; s < seeds_of(f); ++s) {
+        const lm::TrainResult& r = res[run_at[f] + static_cast<std::size_t>(s)];
+        if (k < r.sharpness.size()) {
+          v.push_back(r.sharpness[k]);
+          step = r.sharp_step[k];
+        }
+      }
+      const MeanCi m = mean_ci(v);
+      sharp_summ.row()
+          .add(fm[f].name())
+          .add(static_cast<long long>(k < steps0.size() ? steps0[k] : step))
+          .add(static_cast<long long>(v.size()))
+          .add(m.mean)
+          .add(v.size() > 1 ? m.lo : NAN)
+          .add(v.size() > 1 ? m.hi : NAN);
+    }
   }
   write_file_atomic(dir + "/runs.csv", runs.text());
   write_file_atomic(dir + "/summary.csv", summ.text());
   write_file_atomic(dir + "/curves.csv", curves.text());
+  write_file_atomic(dir + "/sharpness.csv", sharp.text());
+  write_file_atomic(dir + "/sharpness_summary.csv", sharp_summ.text());
   const FigureResult fig = run_plot_script(ctx, "plot_lm_mantissa.py", dir);
 
   // The masking penalty in mantissa bits: for masked E8Mk, the RNE mantissa count (interpolated
   // linearly in log2 of the loss excess between neighbouring M) with the same mean excess over
   // fp32; penalty = k - that count. Only where both RNE intervals lie above 0 and bracket it.
   auto idx = [&](lm::CastMode m, int man) {
-    for (std::size_t f = 0; f < fm.size(); ++f) {
-      if (fm[f].mode == m && fm[f].man == man) return f;
+    for (std::size_t f = 0; f < nsweep; ++f) {
+      if (fm[f].mode == m && fm[f].man_bits == man) return f;
     }
     return std::size_t{0};
+  };
+  // Final eval loss of format f's seed s.
+  auto final_of = [&](std::size_t f, int s) {
+    return res[run_at[f] + static_cast<std::size_t>(s)].final_eval;
   };
   std::vector<double> penalties;
   std::string pen_text;
   for (int k = 3; k <= 7; ++k) {
-    const double em = diff[idx(lm::CastMode::mask, k)].mean;
+    const double em = st[idx(lm::CastMode::mask, k)].diff_ci.mean;
     if (!(em > 0) || !std::isfinite(em)) continue;
     for (int j = 3; j < 7; ++j) {
-      const double a = diff[idx(lm::CastMode::rne, j)].mean;
-      const double b = diff[idx(lm::CastMode::rne, j + 1)].mean;
+      const double a = st[idx(lm::CastMode::rne, j)].diff_ci.mean;
+      const double b = st[idx(lm::CastMode::rne, j + 1)].diff_ci.mean;
       // Both RNE excesses resolved from 0 (interval above 0), else the count is noise.
-      if (!(diff[idx(lm::CastMode::rne, j)].lo > 0 && diff[idx(lm::CastMode::rne, j + 1)].lo > 0) ||
+      if (!(st[idx(lm::CastMode::rne, j)].diff_ci.lo > 0 &&
+            st[idx(lm::CastMode::rne, j + 1)].diff_ci.lo > 0) ||
           !std::isfinite(a) || !std::isfinite(b)) {
         continue;
       }
@@ -227,18 +307,27 @@ SectionSummary run_lm_mantissa_section(const ReportContext& ctx) {
                           " seeds) against the unigram floor " + fmt_g(uni, 4));
   std::string table;
   for (std::size_t f = 1; f < fm.size(); ++f) {
-    table += "| " + fm[f].name() + " | " + std::to_string(ndiv[f]) + "/" +
-             std::to_string(plan.seeds) + " | " + lm::mean_ci_text(diff[f]) + " |\n";
+    const std::string what =
+        fm[f].ablation ? fm[f].name() + " (" + fm[f].variant() + ")" : fm[f].name();
+    const double el = static_cast<double>(st[f].counts.elements);
+    const std::string lim =
+        fm[f].ablation ? fmt_g(static_cast<double>(st[f].counts.above_max) / el, 2) + " / " +
+                             fmt_g(static_cast<double>(st[f].counts.below_min_normal) / el, 2)
+                       : "not tallied";
+    table += "| " + what + " | " + std::to_string(st[f].diverged) + "/" +
+             std::to_string(seeds_of(f)) + " | " + lm::mean_ci_text(st[f].diff_ci) + " | " + lim +
+             " |\n";
   }
   {
     // Fewer mantissa bits: masked E8M3 against masked E8M7, paired by seed.
     std::vector<double> d;
     for (int s = 0; s < plan.seeds; ++s) {
-      d.push_back(res[idx(lm::CastMode::mask, 3) * plan.seeds + s].final_eval -
-                  res[idx(lm::CastMode::mask, 7) * plan.seeds + s].final_eval);
+      d.push_back(final_of(idx(lm::CastMode::mask, 3), s) -
+                  final_of(idx(lm::CastMode::mask, 7), s));
     }
     const MeanCi m = mean_ci(d);
-    const int dv3 = ndiv[idx(lm::CastMode::mask, 3)], dv7 = ndiv[idx(lm::CastMode::mask, 7)];
+    const int dv3 = st[idx(lm::CastMode::mask, 3)].diverged;
+    const int dv7 = st[idx(lm::CastMode::mask, 7)].diverged;
     Claim c;
     c.source = kLee;
     c.where = "section 4 (mantissa sweep)";
@@ -271,8 +360,7 @@ SectionSummary run_lm_mantissa_section(const ReportContext& ctx) {
     for (int s = 0; s < plan.seeds; ++s) {
       double x = 0;
       for (int k = 3; k <= 7; ++k) {
-        x += res[idx(lm::CastMode::mask, k) * plan.seeds + s].final_eval -
-             res[idx(lm::CastMode::rne, k) * plan.seeds + s].final_eval;
+        x += final_of(idx(lm::CastMode::mask, k), s) - final_of(idx(lm::CastMode::rne, k), s);
       }
       d.push_back(x / 5);
     }
@@ -305,6 +393,95 @@ SectionSummary run_lm_mantissa_section(const ReportContext& ctx) {
                                          "with their intervals)")
                            : "; masking penalty: " + pen_text));
   }
+  {
+    // The E7M7 ablation: outer only against inner only, paired by seed.
+    const std::size_t both = nsweep, inner_only = nsweep + 1, outer_only = nsweep + 2;
+    std::vector<double> d;
+    for (int s = 0; s < plan.ablation_seeds; ++s) {
+      d.push_back(final_of(outer_only, s) - final_of(inner_only, s));
+    }
+    const MeanCi m = mean_ci(d);
+    long long outer_hits = 0, inner_hits = 0, elems = 0;
+    for (std::size_t f = nsweep; f < fm.size(); ++f) {
+      if (fm[f].outer == MaskOuter::clamp) outer_hits += st[f].counts.above_max;
+      inner_hits += st[f].counts.below_min_normal;
+      elems += st[f].counts.elements;
+    }
+    Claim c;
+    c.source = kLee;
+    c.where = "section 4.2 (E7M7 inner/outer clamp ablation, figure 5)";
+    c.claim =
+        "models with only their inner exponent ranges clamped train normally while models with "
+        "only their outer exponent ranges clamped do not";
+    c.measured =
+        "final eval loss (nats/token) of masked E7M7 with the outer clamp only minus the "
+        "inner clamp only, paired over " +
+        std::to_string(plan.ablation_seeds) + " seeds (diverged " +
+        std::to_string(st[outer_only].diverged) + " vs " + std::to_string(st[inner_only].diverged) +
+        "); matmul inputs above the E7M7 max: " + std::to_string(outer_hits) +
+        ", below its min normal: " + std::to_string(inner_hits) + " of " + std::to_string(elems) +
+        " in the ablation's runs";
+    c.set(m.mean, m.lo, m.hi);
+    c.has_ci = plan.ablation_seeds > 1;
+    c.expected = "> 0, or more divergences with the outer clamp only";
+    c.kind = "proxy";
+    c.verdict =
+        lm::ablation_verdict(st[outer_only].diverged, st[inner_only].diverged, m, outer_hits);
+    if (pre) c.verdict = lm::preliminary_verdict(c.verdict, plan.size);
+    c.link = "lm-mantissa/summary.csv";
+    sum.claims.push_back(c);
+    sum.headlines.push_back("E7M7 ablation (masked, " + std::to_string(plan.ablation_seeds) +
+                            " seeds): diverged both clamped " + std::to_string(st[both].diverged) +
+                            ", inner only " + std::to_string(st[inner_only].diverged) +
+                            ", outer only " + std::to_string(st[outer_only].diverged) +
+                            "; outer only minus inner only " + lm::mean_ci_text(m) +
+                            " nats/token; of " + std::to_string(elems) +
+                            " matmul-input elements of these runs " + std::to_string(outer_hits) +
+                            " (outer-clamped runs) lay above the E7M7 max (2 - 2^-7) 2^63 and " +
+                            std::to_string(inner_hits) + " below its min normal 2^-62");
+  }
+  {
+    // Sharpness (section 4.3: "The E8M3 and E8M4 models show much higher sharpness values"):
+    // per seed, the mean over the logged steps both runs reached, masked E8M3 minus E8M7.
+    const std::size_t f3 = idx(lm::CastMode::mask, 3), f7 = idx(lm::CastMode::mask, 7);
+    std::vector<double> d;
+    double first32 = 0, last32 = 0, last3 = 0;
+    for (int s = 0; s < plan.seeds; ++s) {
+      const lm::TrainResult& a = res[run_at[f3] + static_cast<std::size_t>(s)];
+      const lm::TrainResult& b = res[run_at[f7] + static_cast<std::size_t>(s)];
+      const std::size_t n = std::min(a.sharpness.size(), b.sharpness.size());
+      if (n == 0) continue;
+      d.push_back(mean_common(a.sharpness, n) - mean_common(b.sharpness, n));
+      const lm::TrainResult& r32 = res[static_cast<std::size_t>(s)];
+      first32 += r32.sharpness.front() / plan.seeds;
+      last32 += r32.sharpness.back() / plan.seeds;
+      last3 += a.sharpness.back() / plan.seeds;
+    }
+    const MeanCi m = mean_ci(d);
+    Claim c;
+    c.source = kLee;
+    c.where = "section 4.3 (loss-landscape sharpness, figures 7-8)";
+    c.claim = "models with fewer mantissa bits show higher logit sharpness (paraphrase)";
+    c.measured =
+        "logit sharpness (eqs. 1-2, eps 5e-4, percent) of the training batch averaged over the "
+        "logged steps, masked E8M3 minus masked E8M7, paired over " +
+        std::to_string(d.size()) + " seeds";
+    c.set(m.mean, m.lo, m.hi);
+    c.has_ci = d.size() > 1;
+    c.expected = "> 0";
+    c.kind = "proxy";
+    c.verdict = !c.has_ci  ? "inconclusive (one seed)"
+                : m.lo > 0 ? "consistent"
+                : m.hi < 0 ? "inconsistent"
+                           : "inconclusive (interval contains 0)";
+    if (pre) c.verdict = lm::preliminary_verdict(c.verdict, plan.size);
+    c.link = "lm-mantissa/sharpness_summary.csv";
+    sum.claims.push_back(c);
+    sum.headlines.push_back(
+        "Logit sharpness (percent): fp32 runs go from " + fmt_g(first32, 3) + " at step 1 to " +
+        fmt_g(last32, 3) + " at their last logged step (mean of seeds), masked E8M3 ends at " +
+        fmt_g(last3, 3) + "; masked E8M3 minus E8M7 over the trajectory " + lm::mean_ci_text(m));
+  }
   std::string md = "# " + sum.title + "\n\n";
   md += "Size: " + plan.size + ". The lm-8bit section's model and corpus (V " +
         std::to_string(base.model.vocab) + ", d " + std::to_string(base.model.d) + ", " +
@@ -316,19 +493,35 @@ SectionSummary run_lm_mantissa_section(const ReportContext& ctx) {
         "before the fp32 product: mask = the low 23 - M mantissa bits cleared, outer clamp to "
         "+-max, inner kept (docs/SEMANTICS.md 2.1); rne = round to nearest even E8M, saturating. "
         "Seeds: " +
-        std::to_string(plan.seeds) + "; unigram floor " + fmt_g(uni, 4) +
+        std::to_string(plan.seeds) +
+        ". The E7M7 ablation (section 4.2 of the paper, figure 5): masked E7M7 (max (2 - 2^-7) "
+        "2^63, min normal 2^-62) with the outer rule clamp (|x| > max to +-max) or keep and the "
+        "inner rule min (0 < |x| < min normal to +-min normal: the paper's threshold), zero "
+        "(flushed to +-0) or keep; neither clamp is the sweep's masked E8M7 on every finite "
+        "value. Its variants run on seeds 0-" +
+        std::to_string(plan.ablation_seeds - 1) +
+        " of the sweep, and their runs tally the matmul-input elements in each limit region. "
+        "Sharpness: the logit sharpness of eqs. 1-2 (eps 5e-4, percent; reports/sharpness.hpp) "
+        "of each run's training batch, in that step's forward pass, at step 1 and every " +
+        std::to_string(base.sharpness_every) + " steps. Unigram floor " + fmt_g(uni, 4) +
         " nats/token. Diverged: a non-finite loss, a training loss above 20 nats, or the last "
         "window more than 1 nat above the run's best.\n\n## Findings\n\n";
   for (const auto& h : sum.headlines) md += "- " + h + ".\n";
-  md += "\n| matmul inputs | diverged | final eval loss minus fp32 [95% CI] |\n|---|---|---|\n" +
-        table + "\n";
+  md +=
+      "\n| matmul inputs | diverged | final eval loss minus fp32 [95% CI] | share of matmul "
+      "inputs above max / below min normal |\n|---|---|---|---|\n" +
+      table + "\n";
   md += figure_md(fig, "lm_mantissa",
                   "final eval loss minus fp32 (nats/token, paired by seed; median and seeds) "
                   "against mantissa bits, masked and RNE; divergence rate below");
+  md += figure_md(fig, "lm_mantissa_sharpness",
+                  "logit sharpness (percent, eqs. 1-2 of the paper, eps 5e-4) of the training "
+                  "batch against the training step, masked and RNE panels on one y axis; line: "
+                  "mean over seeds, band: its 95% interval; fp32 in grey on both");
   md +=
       "## Data\n\n- [runs.csv](runs.csv), [summary.csv](summary.csv), "
-      "[curves.csv](curves.csv).\n- Not yet here: the paper's E7M7 inner/outer clamp ablation "
-      "and sharpness trajectories; 18+ seeds.\n\n";
+      "[curves.csv](curves.csv), [sharpness.csv](sharpness.csv), "
+      "[sharpness_summary.csv](sharpness_summary.csv).\n\n";
   const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   md += provenance_md(ctx, secs);
   write_file_atomic(dir + "/index.md", md);

@@ -248,6 +248,21 @@ float cast_operand(float x, const OperandCast& c) {
   return x;
 }
 
+void count_mask_limits(const float* x, std::size_t n, const OperandCast& c, MaskLimitCounts& k) {
+  const std::uint32_t max_bits = native::mask_max_bits(c.exp_bits, c.man_bits);
+  const std::uint32_t min_bits = native::mask_min_normal_bits(c.exp_bits);
+  long long above = 0, below = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    // Magnitudes of non-negative fp32 order like their bit patterns; NaN is above inf's.
+    const std::uint32_t mag = native::bits_of(x[i]) & 0x7FFFFFFFu;
+    above += mag > max_bits && mag <= 0x7F800000u ? 1 : 0;
+    below += mag != 0 && mag < min_bits ? 1 : 0;
+  }
+  k.elements += static_cast<long long>(n);
+  k.above_max += above;
+  k.below_min_normal += below;
+}
+
 void cast_operands(float* x, std::size_t n, const OperandCast& c) {
   switch (c.mode) {
     case CastMode::identity:
@@ -307,6 +322,18 @@ void gemm(const GemmCall& call, int M, int N, int K, const float* A, int lda, bo
   // (the casts are elementwise; cast(+0) = +0 on the padding, which never reaches C).
   pack_panels(A, lda, tA, M, K, kMr, pa);
   pack_panels(B, ldb, !tB, N, K, nr, pb);
+  if (call.policy && call.policy->counts) {
+    // Before the casts. The padding is +0, in neither region; the element count is op(A)'s and
+    // op(B)'s real size.
+    MaskLimitCounts k;
+    if (ca.mode == CastMode::mask) count_mask_limits(pa.data(), pa.size(), ca, k);
+    if (cb.mode == CastMode::mask) count_mask_limits(pb.data(), pb.size(), cb, k);
+    MaskLimitCounts& total = *call.policy->counts;
+    total.elements += (ca.mode == CastMode::mask ? static_cast<long long>(M) * K : 0) +
+                      (cb.mode == CastMode::mask ? static_cast<long long>(N) * K : 0);
+    total.above_max += k.above_max;
+    total.below_min_normal += k.below_min_normal;
+  }
   cast_operands(pa.data(), pa.size(), ca);
   cast_operands(pb.data(), pb.size(), cb);
   const Tiles g{M, N, K, pa.data(), pb.data(), C, ldc, accumulate};

@@ -4,9 +4,11 @@
 #include <algorithm>
 #include <cmath>
 #include <deque>
+#include <span>
 #include <stdexcept>
 
 #include "reports/lm/gemm.hpp"
+#include "reports/sharpness.hpp"
 #include "sim/native/philox.hpp"
 #include "sim/native/random_normal.hpp"
 
@@ -176,7 +178,7 @@ std::size_t Model::parameter_count() const {
 }
 
 double Model::forward_backward(const std::vector<int>& tokens, int B, bool grads,
-                               const GemmPolicy* pol) {
+                               const GemmPolicy* pol, double* sharpness) {
   const int T = cfg_.seq, d = cfg_.d, H = cfg_.heads, dh = d / H, V = cfg_.vocab;
   const int N = B * T, F = 4 * d;
   if (tokens.size() != static_cast<std::size_t>(B) * (T + 1)) {
@@ -298,7 +300,7 @@ double Model::forward_backward(const std::vector<int>& tokens, int B, bool grads
        logits.data(), V);
   // Cross-entropy; logits become d loss / d logits.
   // The row's exp(l_j - max) are computed once, for the normaliser and the gradient.
-  double loss = 0;
+  double loss = 0, sharp = 0;
   const float inv_n = static_cast<float>(1.0 / N);
   auto& ex = zeros(V);
   for (int n = 0; n < N; ++n) {
@@ -309,12 +311,17 @@ double Model::forward_backward(const std::vector<int>& tokens, int B, bool grads
     for (int j = 0; j < V; ++j) s += (ex[j] = std::exp(lr[j] - mx));
     const float lse = mx + std::log(s);
     loss += static_cast<double>(lse - lr[tgt(n)]);
+    if (sharpness) {
+      sharp += logit_sharpness(std::span<const float>(lr, static_cast<std::size_t>(V)),
+                               static_cast<std::size_t>(tgt(n)), 5e-4);
+    }
     if (grads) {
       for (int j = 0; j < V; ++j) lr[j] = ex[j] / s * inv_n;
       lr[tgt(n)] -= inv_n;
     }
   }
   loss /= N;
+  if (sharpness) *sharpness = sharp / N;
   if (!grads) return loss;
 
   for (auto& t : t_) std::fill(t.g.begin(), t.g.end(), 0.0f);

@@ -61,6 +61,17 @@ struct OperandCast {
   MaskInner inner = MaskInner::keep;   // mask only
 };
 
+// A tally of the operand elements a mask cast meets in the regions its limit rules act on (the
+// E7M7 inner/outer ablation of "To FP8 and back again", section 4.2, changes results only through
+// these elements): every element of a masked operand, those with |x| > max (inf included: what
+// `outer` decides) and those with 0 < |x| < min_normal (what `inner` decides), docs/SEMANTICS.md
+// 2.1. NaN is in neither region.
+struct MaskLimitCounts {
+  long long elements = 0;
+  long long above_max = 0;
+  long long below_min_normal = 0;
+};
+
 enum class GemmSite : int { qkv, scores, values, attn_out, mlp_up, mlp_down, head };
 inline constexpr int kGemmSites = 7;
 enum class Pass : int { fwd, dgrad, wgrad };
@@ -77,9 +88,15 @@ struct GemmPolicy {
   const OperandCast& at(GemmSite s, Pass p, int operand) const {
     return cast[(static_cast<int>(s) * kPasses + static_cast<int>(p)) * 2 + operand];
   }
+  // When set, every GEMM adds its masked operands' limit regions here (one run's policy, one
+  // thread: the tally is not synchronised).
+  MaskLimitCounts* counts = nullptr;
   // The same cast on both operands of every site and pass.
   static GemmPolicy all(const OperandCast& c);
 };
+
+// Adds to k the n elements of x and those of them in the limit regions of c's format (c masks).
+void count_mask_limits(const float* x, std::size_t n, const OperandCast& c, MaskLimitCounts& k);
 
 // x cast as c says (identity returns x).
 float cast_operand(float x, const OperandCast& c);
@@ -115,9 +132,12 @@ class Model {
 
   // tokens: `batch` sequences of seq + 1 tokens (inputs 0..seq-1, targets 1..seq). Returns the
   // mean cross-entropy over batch x seq targets (fp64 sum of fp32 per-token losses in order,
-  // divided by the count). With grads, every Tensor::g is overwritten with d loss / d w.
+  // divided by the count). With grads, every Tensor::g is overwritten with d loss / d w. With
+  // sharpness, *sharpness is the mean over the batch x seq output rows of the logit sharpness of
+  // "To FP8 and back again" (reports/sharpness.hpp, eps 5e-4) of that row and its target (fp64
+  // sum in row order, divided by the count).
   double forward_backward(const std::vector<int>& tokens, int batch, bool grads,
-                          const GemmPolicy* policy = nullptr);
+                          const GemmPolicy* policy = nullptr, double* sharpness = nullptr);
 
  private:
   struct LayerIdx {

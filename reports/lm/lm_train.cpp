@@ -154,7 +154,10 @@ TrainResult train_lm(const TrainConfig& cfg, const Corpus& corpus, std::uint64_t
   for (int t = 1; t <= cfg.steps; ++t) {
     throw_if_interrupted();
     const std::vector<int> tok = train_batch(corpus, seed, t, cfg.batch, cfg.model.seq);
-    const double loss = model.forward_backward(tok, cfg.batch, true, cfg.policy);
+    const bool sharp_now = cfg.sharpness_every > 0 && (t == 1 || t % cfg.sharpness_every == 0);
+    double sharp = 0;
+    const double loss =
+        model.forward_backward(tok, cfg.batch, true, cfg.policy, sharp_now ? &sharp : nullptr);
     if (t == 1) r.first_loss = loss;
     r.steps_done = t;
     if (!std::isfinite(loss) || loss > cfg.stop_loss) {
@@ -164,6 +167,10 @@ TrainResult train_lm(const TrainConfig& cfg, const Corpus& corpus, std::uint64_t
       r.loss.push_back(loss);
       r.lr.push_back(lr_at(cfg, t));
       break;
+    }
+    if (sharp_now) {
+      r.sharp_step.push_back(t);
+      r.sharpness.push_back(sharp);
     }
     const double lr = lr_at(cfg, t);
     for (std::size_t i = 0; i < ts.size(); ++i) {

@@ -37,6 +37,10 @@ struct TrainConfig {
   // Stop a run once a training loss is non-finite or exceeds this (a diverged run; the loss at
   // initialisation is about ln V).
   double stop_loss = 20.0;
+  // Logit sharpness (Model::forward_backward) of the training batch at step 1 and every
+  // sharpness_every-th step (0: never): computed in the step's own forward pass, so it costs
+  // the metric only.
+  int sharpness_every = 0;
   const GemmPolicy* policy = nullptr;
 };
 
@@ -52,10 +56,12 @@ struct VBlock {
 };
 
 struct TrainResult {
-  std::vector<int> step;         // last step of each logged window
-  std::vector<double> loss, lr;  // window mean training loss, lr at that step
-  double first_loss = 0;         // training loss of step 1
-  double final_eval = 0;         // eval loss after the last step (NaN when stopped)
+  std::vector<int> step;          // last step of each logged window
+  std::vector<double> loss, lr;   // window mean training loss, lr at that step
+  std::vector<int> sharp_step;    // steps of the sharpness trajectory (sharpness_every)
+  std::vector<double> sharpness;  // the training batch's mean logit sharpness at those steps
+  double first_loss = 0;          // training loss of step 1
+  double final_eval = 0;          // eval loss after the last step (NaN when stopped)
   int steps_done = 0;
   bool nonfinite = false;  // a non-finite training loss was seen (run stopped)
   bool stopped = false;    // stopped early (nonfinite or above stop_loss)

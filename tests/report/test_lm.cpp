@@ -458,16 +458,30 @@ TEST_CASE("lm-mantissa section: identical CSV bytes for 1 and 2 threads, valid c
     ss << in.rdbuf();
     return ss.str();
   };
-  for (const char* f : {"runs.csv", "summary.csv", "curves.csv"}) {
+  for (const char* f :
+       {"runs.csv", "summary.csv", "curves.csv", "sharpness.csv", "sharpness_summary.csv"}) {
     INFO(f);
     const std::string a = slurp(dirs[0] + "/lm-mantissa/" + f);
     REQUIRE(a.find('\n') != std::string::npos);
     REQUIRE(a == slurp(dirs[1] + "/lm-mantissa/" + f));
   }
-  // 11 formats x 2 seeds; masked and RNE runs differ from fp32.
+  // 11 sweep formats x 2 seeds and 5 E7M7 ablation variants x 2 seeds (the tiny plan).
   const std::string runs = slurp(dirs[0] + "/lm-mantissa/runs.csv");
-  REQUIRE(std::count(runs.begin(), runs.end(), '\n') == 1 + 22);
-  REQUIRE(claims.size() == 2);
+  REQUIRE(std::count(runs.begin(), runs.end(), '\n') == 1 + 22 + 10);
+  REQUIRE(runs.find("\nablation,e7m7_outer-keep_inner-min,mask,7,7,keep,min,0,") !=
+          std::string::npos);
+  // summary.csv: one row per format, 16 columns each (one header comma count for all rows).
+  const std::string summ = slurp(dirs[0] + "/lm-mantissa/summary.csv");
+  REQUIRE(std::count(summ.begin(), summ.end(), '\n') == 1 + 16);
+  {
+    std::istringstream in(summ);
+    std::string line;
+    while (std::getline(in, line)) REQUIRE(std::count(line.begin(), line.end(), ',') == 15);
+  }
+  // Sharpness at step 1 and every 5th of 20 steps, for each of the 32 runs: 5 points a run.
+  const std::string sh = slurp(dirs[0] + "/lm-mantissa/sharpness.csv");
+  REQUIRE(std::count(sh.begin(), sh.end(), '\n') == 1 + 32 * 5);
+  REQUIRE(claims.size() == 4);
   for (const auto& c : claims) {
     INFO(c.verdict);
     REQUIRE(exmy::reports::claim_problem(c).empty());

@@ -300,3 +300,23 @@ TEST_CASE("the report's own e8m3 rne slope interval over seeds (the quick config
   WARN("coverage over " << seeds << " seeds: slope " << covered << ", relative-noise slope "
                         << covered_nsr);
 }
+
+TEST_CASE("mean_ci: Student-t quantiles beyond 8 seeds (regression, issue 35: 1.96 was used)",
+          "[stats]") {
+  // Two-sided 95% t quantiles from a standard table: 8 df 2.306, 17 df 2.110, 30 df 2.042,
+  // 60 df 2.000. Data with sample SD 1: half-width t s / sqrt(n).
+  for (const auto& [n, t] :
+       std::vector<std::pair<int, double>>{{9, 2.306}, {18, 2.110}, {31, 2.042}, {61, 2.000}}) {
+    std::vector<double> x(static_cast<std::size_t>(n), 0.0);
+    // Half +a, half -a (one 0 when n is odd): mean 0, SD 1.
+    const int pairs = n / 2;
+    const double a = std::sqrt((n - 1.0) / (2.0 * pairs));
+    for (int i = 0; i < pairs; ++i) {
+      x[static_cast<std::size_t>(2 * i)] = a;
+      x[static_cast<std::size_t>(2 * i + 1)] = -a;
+    }
+    const MeanCi m = mean_ci(x);
+    INFO(n);
+    REQUIRE(m.hi == Approx(t / std::sqrt(static_cast<double>(n))).epsilon(1e-3));
+  }
+}

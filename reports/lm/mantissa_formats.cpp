@@ -1,0 +1,112 @@
+// The lm-mantissa section's formats and the E7M7 ablation's verdict (mantissa_formats.hpp).
+#include "reports/lm/mantissa_formats.hpp"
+
+#include <cmath>
+
+namespace exmy::reports::lm {
+
+const char* outer_name(MaskOuter o) {
+  return o == MaskOuter::clamp ? "clamp" : "keep";
+}
+
+const char* inner_name(MaskInner i) {
+  switch (i) {
+    case MaskInner::min:
+      return "min";
+    case MaskInner::zero:
+      return "zero";
+    case MaskInner::keep:
+      return "keep";
+  }
+  return "?";
+}
+
+std::string MatmulFormat::mode_name() const {
+  if (mode == CastMode::identity) return "fp32";
+  return mode == CastMode::mask ? "mask" : "rne";
+}
+
+std::string MatmulFormat::name() const {
+  if (mode == CastMode::identity) return "fp32";
+  const std::string em = "e" + std::to_string(exp_bits) + "m" + std::to_string(man_bits);
+  if (ablation) {
+    return em + "_outer-" + outer_name(outer) + "_inner-" + inner_name(inner);
+  }
+  return mode_name() + "_" + em;
+}
+
+std::string MatmulFormat::variant() const {
+  if (!ablation) return "";
+  const bool oc = outer == MaskOuter::clamp;
+  switch (inner) {
+    case MaskInner::min:
+      return oc ? "both clamped" : "inner only";
+    case MaskInner::zero:
+      return oc ? "outer clamp, inner flushed" : "inner flushed only";
+    case MaskInner::keep:
+      return oc ? "outer only" : "neither";
+  }
+  return "";
+}
+
+OperandCast MatmulFormat::cast() const {
+  OperandCast c;
+  c.mode = mode;
+  c.exp_bits = exp_bits;
+  c.man_bits = man_bits;
+  c.outer = outer;
+  c.inner = inner;
+  return c;
+}
+
+std::vector<MatmulFormat> sweep_formats() {
+  std::vector<MatmulFormat> f{{}};
+  for (CastMode m : {CastMode::mask, CastMode::rne}) {
+    for (int man = 3; man <= 7; ++man) {
+      MatmulFormat x;
+      x.mode = m;
+      x.man_bits = man;
+      // The sweep's masking: outer clamp to +-max, inner values kept (truncated).
+      x.outer = MaskOuter::clamp;
+      x.inner = MaskInner::keep;
+      f.push_back(x);
+    }
+  }
+  return f;
+}
+
+std::vector<MatmulFormat> ablation_formats() {
+  const std::pair<MaskOuter, MaskInner> v[] = {{MaskOuter::clamp, MaskInner::min},
+                                               {MaskOuter::keep, MaskInner::min},
+                                               {MaskOuter::clamp, MaskInner::keep},
+                                               {MaskOuter::clamp, MaskInner::zero},
+                                               {MaskOuter::keep, MaskInner::zero}};
+  std::vector<MatmulFormat> f;
+  for (const auto& [o, i] : v) {
+    MatmulFormat x;
+    x.mode = CastMode::mask;
+    x.exp_bits = 7;
+    x.man_bits = 7;
+    x.outer = o;
+    x.inner = i;
+    x.ablation = true;
+    f.push_back(x);
+  }
+  return f;
+}
+
+std::string ablation_verdict(int div_outer, int div_inner, const MeanCi& outer_minus_inner,
+                             long long outer_hits) {
+  if (outer_hits == 0) {
+    return "inconclusive (no matmul input exceeded the E7M7 max in any outer-clamped run: the "
+           "outer clamp never acted at this scale)";
+  }
+  if (div_outer > div_inner) return "consistent (more divergences with the outer clamp only)";
+  if (div_outer < div_inner) return "inconsistent (more divergences with the inner clamp only)";
+  const MeanCi& m = outer_minus_inner;
+  if (std::isfinite(m.lo) && m.lo > 0) return "consistent (outer only ends higher)";
+  if (std::isfinite(m.hi) && m.hi < 0) return "inconsistent (outer only ends lower)";
+  return "inconclusive (interval contains 0)";
+}
+
+}  // namespace exmy::reports::lm

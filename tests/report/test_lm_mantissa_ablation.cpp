@@ -1,0 +1,108 @@
+// The lm-mantissa section's E7M7 inner/outer clamp ablation ("To FP8 and back again", section 4.2,
+// figure 5): the variants' masking on values written from docs/SEMANTICS.md 2.1 (E7M7: max =
+// (2 - 2^-7) 2^63, min_normal = 2^(2 - 2^6) = 2^-62), the limit-region tally, and the verdict.
+#include <catch2/catch.hpp>
+#include <cmath>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "reports/lm/mantissa_formats.hpp"
+
+using namespace exmy::reports::lm;
+using exmy::MaskInner;
+using exmy::MaskOuter;
+using exmy::reports::MeanCi;
+
+namespace {
+const float kMax = (2.0f - 0x1p-7f) * 0x1p63f;  // SEMANTICS 2.1 at E = 7, M = 7
+const float kMinNormal = 0x1p-62f;
+}  // namespace
+
+TEST_CASE(
+    "E7M7 ablation: the variants are the paper's clamps (outer = above max, inner = below "
+    "min normal)",
+    "[lm][ablation]") {
+  const auto a = ablation_formats();
+  REQUIRE(a.size() == 5);
+  for (const auto& f : a) {
+    REQUIRE(f.ablation);
+    REQUIRE(f.mode == CastMode::mask);
+    REQUIRE(f.exp_bits == 7);
+    REQUIRE(f.man_bits == 7);
+  }
+  REQUIRE(a[0].variant() == "both clamped");
+  REQUIRE((a[0].outer == MaskOuter::clamp && a[0].inner == MaskInner::min));
+  REQUIRE(a[1].variant() == "inner only");
+  REQUIRE((a[1].outer == MaskOuter::keep && a[1].inner == MaskInner::min));
+  REQUIRE(a[2].variant() == "outer only");
+  REQUIRE((a[2].outer == MaskOuter::clamp && a[2].inner == MaskInner::keep));
+  REQUIRE(a[0].name() == "e7m7_outer-clamp_inner-min");
+  // Sweep and ablation names stay distinct (the CSVs' key).
+  for (const auto& s : sweep_formats()) {
+    for (const auto& f : a) REQUIRE(s.name() != f.name());
+  }
+}
+
+TEST_CASE("E7M7 ablation: masking above max, below min normal, for each outer and inner rule",
+          "[lm][ablation]") {
+  const float inf = std::numeric_limits<float>::infinity();
+  // (outer, inner) -> expected results of, in order: 2^64 (above max), -2^64, inf, 2^-63 (below
+  // min normal), -2^-63, 1 + 2^-8 (inside: truncated to 7 bits, 1), max itself, min normal itself.
+  struct Row {
+    MaskOuter o;
+    MaskInner i;
+    float big, nbig, finf, small, nsmall;
+  } rows[] = {
+      {MaskOuter::clamp, MaskInner::min, kMax, -kMax, kMax, kMinNormal, -kMinNormal},
+      {MaskOuter::keep, MaskInner::min, 0x1p64f, -0x1p64f, inf, kMinNormal, -kMinNormal},
+      {MaskOuter::clamp, MaskInner::keep, kMax, -kMax, kMax, 0x1p-63f, -0x1p-63f},
+      {MaskOuter::clamp, MaskInner::zero, kMax, -kMax, kMax, 0.0f, -0.0f},
+      {MaskOuter::keep, MaskInner::zero, 0x1p64f, -0x1p64f, inf, 0.0f, -0.0f},
+  };
+  for (const auto& r : rows) {
+    MatmulFormat f;
+    f.mode = CastMode::mask;
+    f.exp_bits = 7;
+    f.man_bits = 7;
+    f.outer = r.o;
+    f.inner = r.i;
+    f.ablation = true;
+    const OperandCast c = f.cast();
+    INFO(f.name());
+    REQUIRE(cast_operand(0x1p64f, c) == r.big);
+    REQUIRE(cast_operand(-0x1p64f, c) == r.nbig);
+    REQUIRE(cast_operand(inf, c) == r.finf);
+    REQUIRE(cast_operand(0x1p-63f, c) == r.small);
+    REQUIRE(cast_operand(-0x1p-63f, c) == r.nsmall);
+    REQUIRE(std::signbit(cast_operand(-0x1p-63f, c)));  // the sign is kept, flushed or not
+    REQUIRE(cast_operand(1.0f + 0x1p-8f, c) == 1.0f);
+    REQUIRE(cast_operand(kMax, c) == kMax);
+    REQUIRE(cast_operand(kMinNormal, c) == kMinNormal);
+    REQUIRE(std::isnan(cast_operand(std::nanf(""), c)));
+  }
+}
+
+TEST_CASE("E7M7 ablation: the limit-region tally counts |x| > max and 0 < |x| < min normal",
+          "[lm][ablation]") {
+  const OperandCast c = ablation_formats()[0].cast();
+  const std::vector<float> x{0.0f,     -0.0f,    1.0f,      kMax,       0x1p64f,       -0x1p64f,
+                             INFINITY, 0x1p-63f, -0x1p-70f, kMinNormal, std::nanf(""), 0x1p-140f};
+  MaskLimitCounts k;
+  count_mask_limits(x.data(), x.size(), c, k);
+  REQUIRE(k.elements == 12);
+  REQUIRE(k.above_max == 3);             // 2^64, -2^64, inf (max itself is representable; NaN not)
+  REQUIRE(k.below_min_normal == 3);      // 2^-63, -2^-70, the fp32 subnormal 2^-140; not +-0
+  count_mask_limits(x.data(), 2, c, k);  // adds
+  REQUIRE(k.elements == 14);
+}
+
+TEST_CASE("E7M7 ablation verdict: every branch", "[lm][ablation]") {
+  const MeanCi pos{0.1, 0.05, 0.15}, neg{-0.1, -0.15, -0.05}, spans{0.0, -0.1, 0.1};
+  REQUIRE(ablation_verdict(3, 0, pos, 0).rfind("inconclusive (no matmul input", 0) == 0);
+  REQUIRE(ablation_verdict(3, 0, spans, 5).rfind("consistent (more divergences", 0) == 0);
+  REQUIRE(ablation_verdict(0, 2, pos, 5).rfind("inconsistent (more divergences", 0) == 0);
+  REQUIRE(ablation_verdict(1, 1, pos, 5) == "consistent (outer only ends higher)");
+  REQUIRE(ablation_verdict(0, 0, neg, 5) == "inconsistent (outer only ends lower)");
+  REQUIRE(ablation_verdict(0, 0, spans, 5) == "inconclusive (interval contains 0)");
+}
