@@ -837,10 +837,11 @@ TEST_CASE("GPU block:RxC fast tile path equals the generic tile kernel and the C
           "[gpu][quant][block2d]") {
   // Guards the fast kernels of gpu/quant/quantize_tile.cu (1x128 and 128x128 tiles, the library
   // rules): every rule and scale format, both fp8 targets where the rule takes them, every input
-  // type, both NaN policies, tile kinds covering NaN / inf / -0 / subnormal inputs and the amax
-  // floors; whole shapes and shapes with partial right / bottom tiles (fast on the whole tiles).
-  // Each case runs the fast path and the generic kernel on the same input and compares their
-  // codes and states byte for byte, then the automatic path against the CPU reference.
+  // type, each rule's own NaN policy (torchao's skips NaN; --nan is refused there), tile kinds
+  // covering NaN / inf / -0 / subnormal inputs and the amax floors; whole shapes and shapes with
+  // partial right / bottom tiles (fast on the whole tiles). Each case runs the fast path and the
+  // generic kernel on the same input and compares their codes and states byte for byte, then the
+  // automatic path against the CPU reference.
   struct Case {
     const char* variant;
     const char* fmt;
@@ -863,28 +864,24 @@ TEST_CASE("GPU block:RxC fast tile path equals the generic tile kernel and the C
           const bool partial = sh.rows % 128 != 0 || sh.cols % 128 != 0;
           if (std::string(c.variant) == "torchao" && partial) continue;  // whole tiles only
           if (std::string(scheme) == "block:128x128" && sh.rows < 128) continue;
-          for (const auto nan : {native::NanPolicy::propagate, native::NanPolicy::ignore}) {
-            o.nan = nan;
-            auto xs = tile_kinds_data(sh.rows, sh.cols, static_cast<std::uint32_t>(compared));
-            if (in != CastInput::fp32) {
-              for (auto& v : xs) v >>= 16;
-            }
-            INFO(scheme << " " << c.variant << " " << c.fmt << " " << c.to << " input "
-                        << static_cast<int>(in) << " " << sh.rows << "x" << sh.cols << " nan "
-                        << static_cast<int>(nan));
-            REQUIRE(tile_fast_path_covers(in, sh.rows, sh.cols, o));
-            const TileRun fast = run_tiles(in, xs, sh.rows, sh.cols, o, TilePath::automatic);
-            const TileRun generic = run_tiles(in, xs, sh.rows, sh.cols, o, TilePath::generic);
-            REQUIRE(fast.state == generic.state);
-            REQUIRE(fast.codes == generic.codes);
-            REQUIRE(exmy::gpu::testing::compare_quantize(in, xs, sh.rows, sh.cols, o) == "");
-            ++compared;
+          auto xs = tile_kinds_data(sh.rows, sh.cols, static_cast<std::uint32_t>(compared));
+          if (in != CastInput::fp32) {
+            for (auto& v : xs) v >>= 16;
           }
+          INFO(scheme << " " << c.variant << " " << c.fmt << " " << c.to << " input "
+                      << static_cast<int>(in) << " " << sh.rows << "x" << sh.cols);
+          REQUIRE(tile_fast_path_covers(in, sh.rows, sh.cols, o));
+          const TileRun fast = run_tiles(in, xs, sh.rows, sh.cols, o, TilePath::automatic);
+          const TileRun generic = run_tiles(in, xs, sh.rows, sh.cols, o, TilePath::generic);
+          REQUIRE(fast.state == generic.state);
+          REQUIRE(fast.codes == generic.codes);
+          REQUIRE(exmy::gpu::testing::compare_quantize(in, xs, sh.rows, sh.cols, o) == "");
+          ++compared;
         }
       }
     }
   }
-  CHECK(compared > 150);
+  CHECK(compared > 90);
 }
 
 #endif  // EXMY_HAVE_CUDA
