@@ -20,6 +20,7 @@
 #include "gpu/common/runtime.hpp"
 #include "gpu/quant/bnb4bit.hpp"
 #include "gpu/quant/quantize.hpp"
+#include "gpu/quant/tile_path.hpp"
 #include "sim/format/float_names.hpp"
 #include "sim/quant/quantize.hpp"
 
@@ -359,8 +360,9 @@ void register_all() {
   // 2-D block (tile) scaling, issue 32: DeepSeek-V3's 1x128 activation and 128x128 weight tiles
   // as DeepGEMM casts them (fp32 scales), and TransformerEngine's Float8BlockScaling (power-of-two
   // scales). Counted as input + one code byte + 4 B of scale per tile, the copy-equivalent
-  // traffic (tiles are read twice; the second read is L2's).
-  for (const auto& [name, in] : {std::pair{"fp32", CastInput::fp32}, {"bf16", CastInput::bf16}}) {
+  // traffic (the fast tile kernels of gpu/quant/quantize_tile.cu read each tile once).
+  for (const auto& [name, in] :
+       {std::pair{"fp32", CastInput::fp32}, {"bf16", CastInput::bf16}, {"fp16", CastInput::fp16}}) {
     const CastInput i = in;
     reg(std::string("quant/tile1x128-deepgemm/") + name + "/e4m3fn", [i](benchmark::State& s) {
       quant_bench(s, i, 4096, "block:1x128", "e4m3fn", RoundMode::rne, 0,
@@ -378,6 +380,14 @@ void register_all() {
                   [](quant::Options& o) { o.variant = native::CastVariant::te; });
     });
   }
+  // The generic tile kernel on the same call (the fast path's baseline), set_tile_path's switch.
+  reg("quant/tile1x128-deepgemm-generic/fp32/e4m3fn", [](benchmark::State& s) {
+    set_tile_path(TilePath::generic);
+    quant_bench(s, CastInput::fp32, 4096, "block:1x128", "e4m3fn", RoundMode::rne, 0,
+                4.0 + 1.0 + 4.0 / 128,
+                [](quant::Options& o) { o.variant = native::CastVariant::deepgemm; });
+    set_tile_path(TilePath::automatic);
+  });
 }
 
 }  // namespace

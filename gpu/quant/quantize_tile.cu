@@ -1,22 +1,42 @@
 // quantize / dequantize for 2-D block (tile) schemes, block:RxC (docs/SEMANTICS.md 7.15) and
-// nvfp4:16x16 (7.16, whose tile states are E4M3 codes in scale_codes): one
-// warp per R×C tile of the row-major matrix, grid-stride over tiles. The warp folds
-// native::absmax_combine over its lanes' elements and takes the max of the lanes' bit patterns
-// (the fold's results are non-negative or the canonical NaN, so the unsigned max is the fold's
-// value in any order), then every lane computes the tile's state with native::group_state and
-// its codes with native::quant_element, the CPU reference's loop body (sim/quant/quantize.cpp).
-// Lanes walk the tile's flattened index, so for C >= 32 consecutive lanes read consecutive
-// columns. Tiles are read twice (absmax, then codes); the second read is served by L2 for the
-// tile sizes in use (a 128×128 bf16 tile is 32 KiB).
+// nvfp4:16x16 (7.16, whose tile states are E4M3 codes in scale_codes).
+//
+// Fast path (the library rules block_deepgemm / block_te / block_torchao, 1x128 and 128x128
+// tiles, fp8 targets e4m3fn / e5m2, every input type): each tile is read once, 8 consecutive
+// elements per thread by 16-byte loads, held in registers between the absmax and the coding. A
+// 1x128 tile is 16 lanes (two tiles per warp, a 4-step xor-shuffle max); a 128x128 tile is one
+// block of 256 threads (16 rows of 16 lanes, 8 rows per thread, a warp max then a shared-memory
+// max). The tile's state is native::group_state of the absmax and the element multiplier is
+// hoisted out of the element loop, computed once per tile as the reference does per element
+// (deepgemm: RN32(1/sf); te, torchao: s); the code of y = RN32(x * multiplier) is the fp8
+// instruction's (gpu/cast/hw_cvt.hpp: rn + satfinite equals the reference's RNE satfinite cast
+// on every non-NaN y), which is each rule's element function wherever that does not treat y
+// specially: te's clamp to +-fmax and torchao's min.xorsign.abs are satfinite, and the rules
+// part from the instruction only at a NaN y (te: 0x7F | sign; torchao: +fmax) or, for deepgemm's
+// unclamped torch cast, at |y| >= 480 (0x7F | sign). A thread whose 8 values hold such a y
+// recomputes those elements by native::quant_element (tile_fixup). Absmax: the max of |x| bit
+// patterns in the input's own domain (detail_input_words.cuh; gpu/quant/quantize.cu says why that
+// is the fold of native::absmax_combine), with ignore_ftz's flush of a subnormal maximum applied
+// after the max as absmax_combine's per-element flush amounts to.
+//
+// Generic path (everything else, and the partial tiles at the right and bottom edges of a fast
+// call): one warp per R×C tile, grid-stride over the tiles of a rectangle of the tile grid. The
+// warp folds native::absmax_combine over its lanes' elements and takes the max of the lanes' bit
+// patterns, then every lane computes the tile's state with native::group_state and its codes with
+// native::quant_element, the CPU reference's loop body (sim/quant/quantize.cpp). Tiles are read
+// twice there (absmax, then codes), the second read served by L2.
 #include <cuda_runtime.h>
 
 #include <cstdint>
 
+#include "gpu/cast/hw_cvt.hpp"
 #include "gpu/cast/widen.hpp"
 #include "gpu/common/cuda_check.hpp"
 #include "gpu/common/launch.hpp"
 #include "gpu/quant/detail_args.cuh"
+#include "gpu/quant/detail_input_words.cuh"
 #include "gpu/quant/detail_launch.cuh"
+#include "gpu/quant/tile_path.hpp"
 #include "sim/native/philox.hpp"
 #include "sim/native/quant_absmax.hpp"
 #include "sim/native/quant_plan.hpp"
@@ -28,6 +48,9 @@ constexpr int kWarpsPerBlock = kThreads / 32;
 
 struct TileGeom {
   std::uint64_t rows, cols, tr, tc, tiles;  // tr x tc tiles of tile_rows x tile_cols
+  // The rectangle of the tile grid a generic launch covers: sub_tiles tiles, sub_tc per tile row,
+  // from tile (r_first, c_first). The whole grid unless the fast path took the whole tiles.
+  std::uint64_t r_first = 0, c_first = 0, sub_tc = 0, sub_tiles = 0;
 };
 
 template <CastInput In>
@@ -39,10 +62,12 @@ __global__ void __launch_bounds__(kThreads)
   const int lane = threadIdx.x & 31;
   const std::uint64_t warps = static_cast<std::uint64_t>(gridDim.x) * kWarpsPerBlock;
   const bool sr = p.mode == RoundMode::sr;
-  for (std::uint64_t t =
+  for (std::uint64_t u =
            static_cast<std::uint64_t>(blockIdx.x) * kWarpsPerBlock + (threadIdx.x >> 5);
-       t < g.tiles; t += warps) {
-    const std::uint64_t r0 = (t / g.tc) * p.tile_rows, c0 = (t % g.tc) * p.tile_cols;
+       u < g.sub_tiles; u += warps) {
+    const std::uint64_t tile_r = g.r_first + u / g.sub_tc, tile_c = g.c_first + u % g.sub_tc;
+    const std::uint64_t t = tile_r * g.tc + tile_c;  // the tile's state index
+    const std::uint64_t r0 = tile_r * p.tile_rows, c0 = tile_c * p.tile_cols;
     const std::uint64_t h = r0 + p.tile_rows <= g.rows ? p.tile_rows : g.rows - r0;
     const std::uint64_t w = c0 + p.tile_cols <= g.cols ? p.tile_cols : g.cols - c0;
     const std::uint64_t n = h * w;
@@ -90,7 +115,273 @@ TileGeom geom(const QArgs& a) {
   g.tr = (a.rows + a.p.tile_rows - 1) / a.p.tile_rows;
   g.tc = (a.cols + a.p.tile_cols - 1) / a.p.tile_cols;
   g.tiles = g.tr * g.tc;
+  g.sub_tc = g.tc;
+  g.sub_tiles = g.tiles;
   return g;
+}
+
+// ---- fast path ----
+constexpr int kFastCols = 128;                     // the tile width the fast kernels cover
+constexpr int kLanesPerRow = kFastCols / kColRun;  // 16 lanes of kColRun = 8 elements
+constexpr int kSquareRowsPerThread = kFastCols * kLanesPerRow / kThreads;  // 128x128: 8 rows
+
+thread_local TilePath g_tile_path = TilePath::automatic;
+
+// The whole tiles of a fast call: trf x tcf tiles from the top left, tc tiles per state row.
+struct FastGeom {
+  std::uint64_t cols;
+  std::uint32_t tcf, tc, tiles;
+};
+
+// The per-tile element multiplier, as the reference's element function forms it from the state
+// (native::deepgemm_element: RN32(1 / sf); te_block_element, torchao_block_element: s).
+__device__ __forceinline__ float tile_multiplier(const native::QuantPlan& p, std::uint32_t st) {
+  return p.rule == native::ScaleRule::block_deepgemm ? native::rn32_div(1.0f, native::float_of(st))
+                                                     : native::float_of(st);
+}
+
+// The smallest |y| bits whose code is not the instruction's (the file comment): deepgemm's
+// |y| >= 480 (inf and NaN included), else NaN.
+__device__ __forceinline__ std::uint32_t tile_cold_from(const native::QuantPlan& p) {
+  return p.rule == native::ScaleRule::block_deepgemm ? 0x43F00000u : 0x7F800001u;
+}
+
+// The absmax bits of one thread's 8 elements (words w), in fp32 bits after the input domain's
+// max (NaN as kNanAbsBits under propagate; dropped under ignore / ignore_ftz).
+template <CastInput In>
+__device__ __forceinline__ std::uint32_t absmax8(const std::uint32_t* w, native::NanPolicy nan) {
+  std::uint32_t acc = 0;
+  const bool ignore = nan != native::NanPolicy::propagate;
+#pragma unroll
+  for (int k = 0; k < ColT<In>::kWords; ++k) {
+    acc = ignore ? absmax_word<In, true>(acc, w[k]) : absmax_word<In, false>(acc, w[k]);
+  }
+  if constexpr (In != CastInput::fp32) acc = max(acc & 0xFFFFu, acc >> 16);
+  return absmax_finish<In>(acc);
+}
+
+// The tile's amax from the max of its absmax bits: ignore_ftz flushes a subnormal maximum, as
+// absmax_combine's flush of every subnormal |x| leaves the max of the rest (0 if none is normal).
+__device__ __forceinline__ float tile_amax(const native::QuantPlan& p, std::uint32_t m) {
+  if (p.nan == native::NanPolicy::ignore_ftz && (m & 0x7F800000u) == 0) m = 0;
+  return native::float_of(m);
+}
+
+// The codes of 8 elements (words w) at multiplier mul, x0 in the low byte of .x; top gets the
+// largest |y| bits.
+template <CastInput In, HwFp8 T>
+__device__ __forceinline__ uint2 codes8(const native::QuantPlan& p, const std::uint32_t* w,
+                                        float mul, std::uint32_t st, std::uint32_t& top) {
+  float y[kColRun];
+#pragma unroll
+  for (int k = 0; k < kColRun; ++k) {
+    y[k] = __fmul_rn(native::float_of(exact_bits<In>(w, k)), mul);
+    top = max(top, native::bits_of(y[k]) & 0x7FFFFFFFu);
+  }
+#if defined(EXMY_HW_FP8)
+  return make_uint2(cvt_f32x4<T>(y[0], y[1], y[2], y[3]), cvt_f32x4<T>(y[4], y[5], y[6], y[7]));
+#else  // no instruction below sm_89: the reference's element function, the definition
+  std::uint32_t c[2] = {0, 0};
+#pragma unroll
+  for (int k = 0; k < kColRun; ++k) {
+    const float x = native::float_of(exact_bits<In>(w, k));
+    c[k / 4] |= static_cast<std::uint32_t>(native::quant_element(p, x, st, 0u).code)
+                << (8 * (k % 4));
+  }
+  return make_uint2(c[0], c[1]);
+#endif
+}
+
+// The reference's codes of the 8 elements at off (the rare thread whose y met tile_cold_from):
+// the input is read again rather than indexing the registers by a loop variable (which would move
+// them to local memory), one element per iteration.
+template <CastInput In>
+__device__ __noinline__ void tile_fixup(const native::QuantPlan& p, const void* x,
+                                        std::uint8_t* codes, std::uint64_t off, std::uint32_t st) {
+  const auto* xs = static_cast<const InputElem<In>*>(x);
+#pragma unroll 1
+  for (int k = 0; k < kColRun; ++k) {
+    const float v = native::float_of(widen_input<In>(xs[off + k]));
+    codes[off + k] = static_cast<std::uint8_t>(native::quant_element(p, v, st, 0u).code);
+  }
+}
+
+template <CastInput In, HwFp8 T>
+__device__ __forceinline__ void code_and_store(const native::QuantPlan& p, const void* x,
+                                               std::uint8_t* codes, std::uint64_t off,
+                                               const std::uint32_t* w, float mul, std::uint32_t st,
+                                               std::uint32_t cold_from) {
+  std::uint32_t top = 0;
+  const uint2 c = codes8<In, T>(p, w, mul, st, top);
+  *reinterpret_cast<uint2*>(codes + off) = c;
+  if (top >= cold_from) tile_fixup<In>(p, x, codes, off, st);
+}
+
+// 1x128 tiles: 16 lanes per tile, kK tiles per 16-lane group (kK * 16 B of loads in flight per
+// thread for 16-bit inputs as for fp32), tiles in row-major order over the whole tiles.
+template <CastInput In, HwFp8 T, int kK>
+__global__ void __launch_bounds__(kThreads)
+    tile_row_fast_kernel(const void* __restrict__ x, std::uint8_t* __restrict__ codes,
+                         float* __restrict__ state, const FastGeom g,
+                         const __grid_constant__ native::QuantPlan p) {
+  constexpr int kGroups = kThreads / kLanesPerRow;
+  const int lane = threadIdx.x % kLanesPerRow, grp = threadIdx.x / kLanesPerRow;
+  const std::uint32_t cold_from = tile_cold_from(p);
+  const std::uint32_t per_block = kGroups * kK;
+  for (std::uint32_t b0 = blockIdx.x * per_block; b0 < g.tiles; b0 += gridDim.x * per_block) {
+    std::uint32_t w[kK][ColT<In>::kWords];
+    std::uint64_t off[kK];
+    std::uint32_t m[kK];
+#pragma unroll
+    for (int j = 0; j < kK; ++j) {
+      const std::uint32_t t = b0 + static_cast<std::uint32_t>(j * kGroups + grp);
+      const std::uint32_t r = t / g.tcf, c = t - r * g.tcf;
+      off[j] = r * g.cols + static_cast<std::uint64_t>(c) * kFastCols + lane * kColRun;
+      if (t < g.tiles) {
+        load_col_words<In>(x, off[j], w[j]);
+      } else {
+#pragma unroll
+        for (int k = 0; k < ColT<In>::kWords; ++k) w[j][k] = 0;
+      }
+    }
+#pragma unroll
+    for (int j = 0; j < kK; ++j) {
+      m[j] = absmax8<In>(w[j], p.nan);
+#pragma unroll
+      for (int d = kLanesPerRow / 2; d >= 1; d /= 2)
+        m[j] = max(m[j], __shfl_xor_sync(~0u, m[j], d));
+    }
+#pragma unroll
+    for (int j = 0; j < kK; ++j) {
+      const std::uint32_t t = b0 + static_cast<std::uint32_t>(j * kGroups + grp);
+      if (t >= g.tiles) continue;
+      const std::uint32_t st = native::group_state(p, tile_amax(p, m[j]));
+      if (lane == 0) {
+        const std::uint32_t r = t / g.tcf;
+        state[static_cast<std::uint64_t>(r) * g.tc + (t - r * g.tcf)] = native::stored_state(p, st);
+      }
+      code_and_store<In, T>(p, x, codes, off[j], w[j], tile_multiplier(p, st), st, cold_from);
+    }
+  }
+}
+
+// 128x128 tiles: one block per tile, thread (grp, lane) holds rows grp + 16 k (k < 8), columns
+// 8 lane .. 8 lane + 7.
+template <CastInput In, HwFp8 T>
+__global__ void __launch_bounds__(kThreads)
+    tile_square_fast_kernel(const void* __restrict__ x, std::uint8_t* __restrict__ codes,
+                            float* __restrict__ state, const FastGeom g,
+                            const __grid_constant__ native::QuantPlan p) {
+  constexpr int kR = kSquareRowsPerThread;
+  constexpr int kRowStep = kThreads / kLanesPerRow;  // 16
+  __shared__ std::uint32_t warp_max[kThreads / 32];
+  const int lane = threadIdx.x % kLanesPerRow, grp = threadIdx.x / kLanesPerRow;
+  const std::uint32_t cold_from = tile_cold_from(p);
+  for (std::uint32_t t = blockIdx.x; t < g.tiles; t += gridDim.x) {
+    const std::uint32_t tr = t / g.tcf, tcol = t - tr * g.tcf;
+    const std::uint64_t base = static_cast<std::uint64_t>(tr) * kFastCols * g.cols +
+                               static_cast<std::uint64_t>(tcol) * kFastCols + lane * kColRun;
+    std::uint32_t w[kR][ColT<In>::kWords];
+#pragma unroll
+    for (int k = 0; k < kR; ++k) {
+      load_col_words<In>(x, base + static_cast<std::uint64_t>(grp + kRowStep * k) * g.cols, w[k]);
+    }
+    std::uint32_t m = 0;
+#pragma unroll
+    for (int k = 0; k < kR; ++k) m = max(m, absmax8<In>(w[k], p.nan));
+    m = __reduce_max_sync(~0u, m);
+    if ((threadIdx.x & 31) == 0) warp_max[threadIdx.x / 32] = m;
+    __syncthreads();
+#pragma unroll
+    for (int k = 0; k < kThreads / 32; ++k) m = max(m, warp_max[k]);
+    __syncthreads();  // warp_max is rewritten by the next tile
+    const std::uint32_t st = native::group_state(p, tile_amax(p, m));
+    if (threadIdx.x == 0)
+      state[static_cast<std::uint64_t>(tr) * g.tc + tcol] = native::stored_state(p, st);
+    const float mul = tile_multiplier(p, st);
+#pragma unroll
+    for (int k = 0; k < kR; ++k) {
+      code_and_store<In, T>(p, x, codes,
+                            base + static_cast<std::uint64_t>(grp + kRowStep * k) * g.cols, w[k],
+                            mul, st, cold_from);
+    }
+  }
+}
+
+// Whether the fast path covers the call's whole tiles (pointers checked by the caller).
+bool fast_covers(const QArgs& a) {
+  const native::QuantPlan& p = a.p;
+  const bool rule = p.rule == native::ScaleRule::block_deepgemm ||
+                    p.rule == native::ScaleRule::block_te ||
+                    p.rule == native::ScaleRule::block_torchao;
+  // deepgemm's element function is e4m3fn whatever the target (native::deepgemm_element).
+  const bool fp8 = p.rule == native::ScaleRule::block_deepgemm || p.fmt == formats::e4m3fn ||
+                   p.fmt == formats::e5m2;
+  const bool shape = p.tile_cols == kFastCols && (p.tile_rows == 1 || p.tile_rows == kFastCols);
+  if (!rule || !fp8 || !shape || a.cols % kColRun != 0) return false;
+  const std::uint64_t tiles = (a.rows / p.tile_rows) * (a.cols / kFastCols);
+  return tiles >= 1 && tiles < (std::uint64_t{1} << 31);
+}
+
+HwFp8 fast_target(const QArgs& a) {
+  return a.p.rule == native::ScaleRule::block_deepgemm || a.p.fmt == formats::e4m3fn ? HwFp8::e4m3
+                                                                                     : HwFp8::e5m2;
+}
+
+template <CastInput In, HwFp8 T>
+void launch_fast(const void* x, const QArgs& a, const QuantizedOut& o, cudaStream_t s) {
+  FastGeom g{};
+  g.cols = a.cols;
+  g.tcf = static_cast<std::uint32_t>(a.cols / kFastCols);
+  g.tc = static_cast<std::uint32_t>((a.cols + kFastCols - 1) / kFastCols);
+  g.tiles = static_cast<std::uint32_t>((a.rows / a.p.tile_rows) * g.tcf);
+  if (a.p.tile_rows == 1) {
+    constexpr int kK = In == CastInput::fp32 ? 1 : 2;
+    const unsigned blocks = blocks_for(g.tiles, (kThreads / kLanesPerRow) * kK);
+    tile_row_fast_kernel<In, T, kK><<<blocks, kThreads, 0, s>>>(x, o.codes, o.state, g, a.p);
+  } else {
+    tile_square_fast_kernel<In, T>
+        <<<blocks_for(g.tiles, 1), kThreads, 0, s>>>(x, o.codes, o.state, g, a.p);
+  }
+  cuda_check_launch("tile fast quantize kernel launch");
+}
+
+template <CastInput In>
+void launch_generic(const void* x, const QArgs& a, const QuantizedOut& o, const TileGeom& g,
+                    cudaStream_t s) {
+  if (g.sub_tiles == 0) return;
+  const unsigned blocks = blocks_for((g.sub_tiles + kWarpsPerBlock - 1) / kWarpsPerBlock, 1);
+  tile_quant_kernel<In><<<blocks, kThreads, 0, s>>>(x, o.codes, o.state, o.scale_codes, g, a.p);
+  cuda_check_launch("tile quantize kernel launch");
+}
+
+// The fast kernel on the whole tiles, the generic one on the right strip (the partial last tile
+// column, every tile row) and the bottom strip (the partial last tile row, the whole columns).
+template <CastInput In>
+void run_tiles(const void* x, const QArgs& a, const QuantizedOut& o, cudaStream_t s) {
+  const TileGeom g = geom(a);
+  const bool fast = g_tile_path == TilePath::automatic && fast_covers(a) && is_aligned(x, 16) &&
+                    is_aligned(o.codes, 8);
+  if (!fast) {
+    launch_generic<In>(x, a, o, g, s);
+    return;
+  }
+  if (fast_target(a) == HwFp8::e4m3) {
+    launch_fast<In, HwFp8::e4m3>(x, a, o, s);
+  } else {
+    launch_fast<In, HwFp8::e5m2>(x, a, o, s);
+  }
+  const std::uint64_t trf = a.rows / a.p.tile_rows, tcf = a.cols / kFastCols;
+  TileGeom right = g, bottom = g;
+  right.c_first = tcf;
+  right.sub_tc = g.tc - tcf;
+  right.sub_tiles = g.tr * right.sub_tc;
+  bottom.r_first = trf;
+  bottom.sub_tc = tcf;
+  bottom.sub_tiles = (g.tr - trf) * tcf;
+  if (right.sub_tc == 0) right.sub_tc = 1;  // no tiles; keeps the kernel's division defined
+  launch_generic<In>(x, a, o, right, s);
+  launch_generic<In>(x, a, o, bottom, s);
 }
 
 }  // namespace
@@ -98,23 +389,17 @@ TileGeom geom(const QArgs& a) {
 void run_quantize_tile(const void* x, CastInput in, const QArgs& a, const quant::Options& /*opt*/,
                        const QuantizedOut& o, cudaStream_t s) {
   if (a.n == 0) return;  // shape rules: check_options (quantize.cu)
-  const TileGeom g = geom(a);
-  const unsigned blocks = blocks_for((g.tiles + kWarpsPerBlock - 1) / kWarpsPerBlock, 1);
   switch (in) {
     case CastInput::fp32:
-      tile_quant_kernel<CastInput::fp32>
-          <<<blocks, kThreads, 0, s>>>(x, o.codes, o.state, o.scale_codes, g, a.p);
+      run_tiles<CastInput::fp32>(x, a, o, s);
       break;
     case CastInput::bf16:
-      tile_quant_kernel<CastInput::bf16>
-          <<<blocks, kThreads, 0, s>>>(x, o.codes, o.state, o.scale_codes, g, a.p);
+      run_tiles<CastInput::bf16>(x, a, o, s);
       break;
     case CastInput::fp16:
-      tile_quant_kernel<CastInput::fp16>
-          <<<blocks, kThreads, 0, s>>>(x, o.codes, o.state, o.scale_codes, g, a.p);
+      run_tiles<CastInput::fp16>(x, a, o, s);
       break;
   }
-  cuda_check_launch("tile quantize kernel launch");
 }
 
 void run_dequantize_tile(const std::uint8_t* codes, const float* state,
@@ -128,3 +413,22 @@ void run_dequantize_tile(const std::uint8_t* codes, const float* state,
 }
 
 }  // namespace exmy::gpu::quant_detail
+
+namespace exmy::gpu {
+
+void set_tile_path(TilePath path) {
+  quant_detail::g_tile_path = path;
+}
+
+bool tile_fast_path_covers(CastInput in, std::size_t rows, std::size_t cols,
+                           const quant::Options& opt_in) {
+  quant::Options opt = opt_in;  // the source dtype is part of the plan, as in gpu::quantize
+  opt.source = in == CastInput::bf16   ? native::Storage::bf16
+               : in == CastInput::fp16 ? native::Storage::f16
+                                       : native::Storage::f32;
+  quant_detail::check_options(rows, cols, opt);
+  const quant_detail::QArgs a = quant_detail::make_args(rows, cols, opt);
+  return a.p.groups == native::GroupShape::tile && quant_detail::fast_covers(a);
+}
+
+}  // namespace exmy::gpu

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "gpu/quant/quantize.hpp"
+#include "gpu/quant/tile_path.hpp"
 #include "gpu/verify/verify.hpp"
 #include "sim/common/error.hpp"
 #include "sim/native/pack4.hpp"
@@ -690,8 +691,10 @@ TEST_CASE("GPU block:RxC tiles equal the CPU reference (deepgemm, te, torchao, a
       {"block:1x32", "absmax", "fp32", "int8"},
       {"block:128x1", "deepgemm", "fp32", "e4m3fn"},
   };
+  // Whole tiles and partial ones; 130x200 and 300x264 (cols % 8 == 0) take the fast path on their
+  // whole tiles and the generic kernel on the right / bottom strips, 37x19 is generic only.
   const std::vector<Shape> whole = {{256, 256}, {128, 384}};
-  const std::vector<Shape> partial = {{130, 200}, {1, 1}, {37, 19}};
+  const std::vector<Shape> partial = {{130, 200}, {300, 264}, {1, 1}, {37, 19}};
   for (const Case& c : cases) {
     quant::Options o = options(c.scheme, c.to);
     o.variant = quant::parse_variant(c.variant);
@@ -712,6 +715,12 @@ TEST_CASE("GPU block:RxC tiles equal the CPU reference (deepgemm, te, torchao, a
             INFO(c.scheme << " " << c.variant << " " << c.fmt << " " << c.to << " input "
                           << static_cast<int>(in) << " " << sh.rows << "x" << sh.cols);
             REQUIRE(exmy::gpu::testing::compare_quantize(in, xs, sh.rows, sh.cols, o) == "");
+          }
+          // The library rules' 1x128 / 128x128 fp8 cases are the fast path's (quantize_tile.cu).
+          const std::string sch = c.scheme, var = c.variant;
+          if (var != "absmax" && (sch == "block:1x128" || sch == "block:128x128") &&
+              shapes == &whole) {
+            CHECK(tile_fast_path_covers(in, sh.rows, sh.cols, o));
           }
         }
       }
@@ -747,6 +756,132 @@ TEST_CASE("GPU nvfp4:16x16 (TE 2-D weight scaling) equals the CPU reference",
       }
     }
   }
+}
+
+namespace {
+
+// fp32 bits of a matrix whose 1x128 tiles (and so 128x128 tiles) are of eight kinds, by a hash of
+// the tile: plain values of a per-tile magnitude; one NaN; +-inf; -0 and fp32 subnormals among
+// small values; all +-0; a tiny amax below DeepGEMM's 1e-4 and TE's eps floors; values near the
+// fp32 maximum; one outlier 2^20 times the rest (codes flushed to zero and subnormal).
+std::vector<std::uint32_t> tile_kinds_data(std::size_t rows, std::size_t cols, std::uint32_t salt) {
+  std::vector<std::uint32_t> v(rows * cols);
+  std::uint32_t h = 0x85EBCA6Bu ^ salt;
+  for (std::size_t r = 0; r < rows; ++r) {
+    for (std::size_t c = 0; c < cols; ++c) {
+      const std::uint32_t tile = static_cast<std::uint32_t>(r * 977 + c / 128) * 2654435761u ^ salt;
+      const std::uint32_t kind = (tile >> 13) % 8;
+      h = h * 1664525u + 1013904223u;
+      const std::uint32_t sign = h & 0x80000000u, man = (h >> 4) & 0x7FFFFFu;
+      std::uint32_t e = 100 + (tile >> 20) % 40 + (h >> 28) % 4;  // per-tile magnitude
+      std::uint32_t b = sign | (e << 23) | man;
+      const bool pick = (h >> 9) % 61 == 0;  // about two elements of a 128-element run
+      switch (kind) {
+        case 1:
+          if (pick) b = sign | 0x7FC00000u | (man & 0xFFu);
+          break;
+        case 2:
+          if (pick) b = sign | 0x7F800000u;
+          break;
+        case 3:
+          if ((h >> 9) % 5 == 0) b = sign | ((h >> 9) % 3 == 0 ? 0u : (man >> (h % 23)));
+          break;
+        case 4:
+          b = sign;
+          break;
+        case 5:
+          b = sign | ((90 + (h >> 28) % 8) << 23) | man;  // |x| < 2^-30 < 1e-4
+          break;
+        case 6:
+          b = sign | (254u << 23) | man;
+          break;
+        case 7:
+          if (pick) b = sign | ((e + 20) << 23) | man;
+          break;
+        default:
+          break;
+      }
+      v[r * cols + c] = b;
+    }
+  }
+  return v;
+}
+
+struct TileRun {
+  std::vector<std::uint8_t> codes;
+  std::vector<std::uint32_t> state;
+};
+
+TileRun run_tiles(CastInput in, const std::vector<std::uint32_t>& xs, std::size_t rows,
+                  std::size_t cols, const quant::Options& o, TilePath path) {
+  const std::size_t n = rows * cols, bytes = input_bytes(in);
+  std::vector<std::uint8_t> raw(n * bytes);
+  for (std::size_t i = 0; i < n; ++i) {
+    for (std::size_t k = 0; k < bytes; ++k) raw[i * bytes + k] = (xs[i] >> (8 * k)) & 0xFF;
+  }
+  const std::size_t groups = quant::group_count(o.scheme, rows, cols);
+  exmy::gpu::testing::DeviceBytes dx(raw.size()), dcodes(n), dstate(groups * 4);
+  dx.upload(raw);
+  QuantizedOut out;
+  out.codes = static_cast<std::uint8_t*>(dcodes.get());
+  out.state = static_cast<float*>(dstate.get());
+  set_tile_path(path);
+  quantize(dx.get(), in, rows, cols, o, out);
+  set_tile_path(TilePath::automatic);
+  return {dcodes.download<std::uint8_t>(n), dstate.download<std::uint32_t>(groups)};
+}
+
+}  // namespace
+
+TEST_CASE("GPU block:RxC fast tile path equals the generic tile kernel and the CPU reference",
+          "[gpu][quant][block2d]") {
+  // Guards the fast kernels of gpu/quant/quantize_tile.cu (1x128 and 128x128 tiles, the library
+  // rules): every rule and scale format, both fp8 targets where the rule takes them, every input
+  // type, each rule's own NaN policy (torchao's skips NaN; --nan is refused there), tile kinds
+  // covering NaN / inf / -0 / subnormal inputs and the amax floors; whole shapes and shapes with
+  // partial right / bottom tiles (fast on the whole tiles). Each case runs the fast path and the
+  // generic kernel on the same input and compares their codes and states byte for byte, then the
+  // automatic path against the CPU reference.
+  struct Case {
+    const char* variant;
+    const char* fmt;
+    const char* to;
+  };
+  const Case cases[] = {
+      {"deepgemm", "fp32", "e4m3fn"}, {"deepgemm", "ue8m0", "e4m3fn"}, {"te", "fp32", "e4m3fn"},
+      {"te", "pow2", "e4m3fn"},       {"te", "pow2", "e5m2"},          {"te", "fp32", "e5m2"},
+      {"torchao", "fp32", "e4m3fn"},
+  };
+  const std::vector<Shape> shapes = {{256, 384}, {136, 264}, {3, 1024}};
+  int compared = 0;
+  for (const char* scheme : {"block:1x128", "block:128x128"}) {
+    for (const Case& c : cases) {
+      quant::Options o = options(scheme, c.to);
+      o.variant = quant::parse_variant(c.variant);
+      o.scale_format = quant::parse_scale_format(c.fmt);
+      for (const CastInput in : {CastInput::fp32, CastInput::bf16, CastInput::fp16}) {
+        for (const Shape& sh : shapes) {
+          const bool partial = sh.rows % 128 != 0 || sh.cols % 128 != 0;
+          if (std::string(c.variant) == "torchao" && partial) continue;  // whole tiles only
+          if (std::string(scheme) == "block:128x128" && sh.rows < 128) continue;
+          auto xs = tile_kinds_data(sh.rows, sh.cols, static_cast<std::uint32_t>(compared));
+          if (in != CastInput::fp32) {
+            for (auto& v : xs) v >>= 16;
+          }
+          INFO(scheme << " " << c.variant << " " << c.fmt << " " << c.to << " input "
+                      << static_cast<int>(in) << " " << sh.rows << "x" << sh.cols);
+          REQUIRE(tile_fast_path_covers(in, sh.rows, sh.cols, o));
+          const TileRun fast = run_tiles(in, xs, sh.rows, sh.cols, o, TilePath::automatic);
+          const TileRun generic = run_tiles(in, xs, sh.rows, sh.cols, o, TilePath::generic);
+          REQUIRE(fast.state == generic.state);
+          REQUIRE(fast.codes == generic.codes);
+          REQUIRE(exmy::gpu::testing::compare_quantize(in, xs, sh.rows, sh.cols, o) == "");
+          ++compared;
+        }
+      }
+    }
+  }
+  CHECK(compared > 90);
 }
 
 #endif  // EXMY_HAVE_CUDA
