@@ -166,12 +166,12 @@ __global__ void __launch_bounds__(kThreads)
 // column-wise path's two reads of x. A column's scale depends on all of its rows and x does not
 // fit on chip (2^28 fp16 elements: 512 MiB against the H200's 50 MB L2), so the code pass reads x
 // from DRAM again: 5 B per fp16 element in all (2 + 2 in, 1 out), the two-read roofline (2^28 *
-// 5 B over copy bandwidth) rather than the benchmark's 3 B count. This pass is a pure streaming read: a block owns
-// kColStripe columns (a warp's kColRun columns per lane, 16-byte loads, 512 contiguous bytes a
-// row for fp16) over a stripe of rows, its 8 warps on interleaved rows with kColBatchOf<In> rows'
-// loads in flight each, then one max across the warps in shared memory and one atomicMax per
-// column per block (the max of non-negative bit patterns: order-independent). With one thread
-// per 8 columns over strips of 16-64 rows and one atomic per column per thread
+// 5 B over copy bandwidth) rather than the benchmark's 3 B count. This pass is a pure streaming
+// read: a block owns kColStripe columns (a warp's kColRun columns per lane, 16-byte loads, 512
+// contiguous bytes a row for fp16) over a stripe of rows, its 8 warps on interleaved rows with
+// kColBatchOf<In> rows' loads in flight each, then one max across the warps in shared memory and
+// one atomicMax per column per block (the max of non-negative bit patterns: order-independent).
+// With one thread per 8 columns over strips of 16-64 rows and one atomic per column per thread
 // (amax_col_vec_kernel, before) the 4096 columns of the benchmark took about 1000 atomics each.
 constexpr int kColStripe = 32 * kColRun;  // columns per block
 constexpr int kColWarps = kThreads / 32;  // warps per block, each on every kColWarps-th row
