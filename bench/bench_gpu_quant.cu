@@ -270,6 +270,18 @@ void register_all() {
                    native::NanPolicy::propagate, b.state);
     });
   });
+  // The column-wise and row-wise absmax passes alone on the int8 benchmarks' fp16 tensor (2 B/elem
+  // read): the first read of the column-wise and transposing row-wise paths (the second is their
+  // code pass), so that their two-read roofline splits into its passes.
+  for (const char* sch : {"colwise", "rowwise"}) {
+    reg(std::string("quant/amax/fp16/") + sch, [sch](benchmark::State& s) {
+      Buffers& b = buffers();
+      timed(s, 2.0 * kN, [&] {
+        group_absmax(b.x16, CastInput::fp16, kN / 4096, 4096, quant::parse_scheme(sch),
+                     native::NanPolicy::propagate, b.state);
+      });
+    });
+  }
   for (const auto& [tn, ty] :
        {std::pair{"nf4", native::Bnb4Type::nf4}, std::pair{"fp4", native::Bnb4Type::fp4}}) {
     for (const auto& [in_name, in] :

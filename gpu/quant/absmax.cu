@@ -71,6 +71,46 @@ __global__ void __launch_bounds__(kThreads)
   }
 }
 
+// The same groups with whole tiles only (n % kTile == 0) and a 16-byte aligned x: one warp per
+// tile, 16-byte loads, kTileWarpLoads per lane in flight (8 KiB of a 16-bit tile per warp at once:
+// amax_tiles_kernel keeps 8 KiB in flight per block of 8 warps and a barrier per tile), a warp max
+// and one atomicMax per tile; a one-wave grid strides over the tiles. Rows of 4096 are the
+// transposing row-wise path's groups: its first read of x, before transpose_fast_kernel's.
+constexpr int kTileWarpLoads = 8;
+
+template <CastInput In, bool Ignore>
+__global__ void __launch_bounds__(kThreads)
+    amax_tile_warp_kernel(const void* __restrict__ x, std::uint32_t* __restrict__ amax,
+                          const __grid_constant__ QArgs a) {
+  constexpr int kVecs = kTile * static_cast<int>(sizeof(typename InT<In>::T)) / 16 / 32;
+  const int lane = threadIdx.x & 31;
+  const std::uint64_t warps = static_cast<std::uint64_t>(gridDim.x) * (kThreads / 32);
+  const std::uint64_t tiles = a.n / kTile;
+  for (std::uint64_t t =
+           static_cast<std::uint64_t>(blockIdx.x) * (kThreads / 32) + (threadIdx.x >> 5);
+       t < tiles; t += warps) {
+    const uint4* q =
+        reinterpret_cast<const uint4*>(static_cast<const typename InT<In>::T*>(x) + t * kTile);
+    std::uint32_t acc = 0;
+#pragma unroll
+    for (int j = 0; j < kVecs; j += kTileWarpLoads) {
+      uint4 v[kTileWarpLoads];
+#pragma unroll
+      for (int k = 0; k < kTileWarpLoads; ++k) v[k] = q[(j + k) * 32 + lane];
+#pragma unroll
+      for (int k = 0; k < kTileWarpLoads; ++k) {
+        acc = absmax_word<In, Ignore>(acc, v[k].x);
+        acc = absmax_word<In, Ignore>(acc, v[k].y);
+        acc = absmax_word<In, Ignore>(acc, v[k].z);
+        acc = absmax_word<In, Ignore>(acc, v[k].w);
+      }
+    }
+    if constexpr (In != CastInput::fp32) acc = max(acc & 0xFFFFu, acc >> 16);
+    acc = __reduce_max_sync(0xFFFFFFFFu, absmax_finish<In>(acc));
+    if (lane == 0 && acc != 0) atomicMax(amax + t * kTile / a.G, acc);
+  }
+}
+
 // absmax of contiguous groups of G: each block owns a contiguous span of whole tiles; a thread
 // carries (group, max) along its runs and flushes with atomicMax when the group changes.
 template <CastInput In>
@@ -122,39 +162,65 @@ __global__ void __launch_bounds__(kThreads)
   if (acc != 0) atomicMax(amax + c, acc);
 }
 
+// Column absmax, vectorized (cols % kColRun == 0, 16-byte aligned rows): the first of the
+// column-wise path's two reads of x. A column's scale depends on all of its rows and x does not
+// fit on chip (2^28 fp16 elements: 512 MiB against the H200's 50 MB L2), so the code pass reads x
+// from DRAM again: 5 B per fp16 element in all (2 + 2 in, 1 out), the two-read roofline (2^28 *
+// 5 B over copy bandwidth) rather than the benchmark's 3 B count. This pass is a pure streaming
+// read: a block owns kColStripe columns (a warp's kColRun columns per lane, 16-byte loads, 512
+// contiguous bytes a row for fp16) over a stripe of rows, its 8 warps on interleaved rows with
+// kColBatchOf<In> rows' loads in flight each, then one max across the warps in shared memory and
+// one atomicMax per column per block (the max of non-negative bit patterns: order-independent).
+// With one thread per 8 columns over strips of 16-64 rows and one atomic per column per thread
+// (amax_col_vec_kernel, before) the 4096 columns of the benchmark took about 1000 atomics each.
+constexpr int kColStripe = 32 * kColRun;  // columns per block
+constexpr int kColWarps = kThreads / 32;  // warps per block, each on every kColWarps-th row
+
 template <CastInput In, bool Ignore>
 __global__ void __launch_bounds__(kThreads)
-    amax_col_vec_kernel(const void* __restrict__ x, std::uint32_t* __restrict__ amax,
-                        std::uint64_t rows, std::uint64_t cols, std::uint64_t rows_per_block) {
-  const std::uint64_t c0 =
-      (static_cast<std::uint64_t>(blockIdx.x) * kThreads + threadIdx.x) * kColRun;
-  if (c0 >= cols) return;
+    amax_col_stripe_kernel(const void* __restrict__ x, std::uint32_t* __restrict__ amax,
+                           std::uint64_t rows, std::uint64_t cols, std::uint64_t rows_per_block) {
+  __shared__ std::uint32_t red[kColWarps][kColStripe];
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  const std::uint64_t cb = static_cast<std::uint64_t>(blockIdx.x) * kColStripe;
+  const std::uint64_t c0 = cb + static_cast<std::uint64_t>(lane) * kColRun;
   const std::uint64_t r0 = static_cast<std::uint64_t>(blockIdx.y) * rows_per_block;
   const std::uint64_t r1 = r0 + rows_per_block < rows ? r0 + rows_per_block : rows;
   std::uint32_t acc[ColT<In>::kWords] = {};
-  std::uint64_t r = r0;
-  // kColBatch rows' loads in flight at once (the max is order-independent).
-  for (; r + kColBatch <= r1; r += kColBatch) {
-    std::uint32_t w[kColBatch][ColT<In>::kWords];
+  if (c0 < cols) {
+    constexpr int kB = kColBatchOf<In>;
+    std::uint64_t r = r0 + warp;
+    for (; r + (kB - 1) * kColWarps < r1; r += kB * kColWarps) {
+      std::uint32_t w[kB][ColT<In>::kWords];
 #pragma unroll
-    for (int b = 0; b < kColBatch; ++b) load_col_words<In>(x, (r + b) * cols + c0, w[b]);
+      for (int b = 0; b < kB; ++b) load_col_words<In>(x, (r + b * kColWarps) * cols + c0, w[b]);
 #pragma unroll
-    for (int b = 0; b < kColBatch; ++b) {
+      for (int b = 0; b < kB; ++b) {
 #pragma unroll
-      for (int k = 0; k < ColT<In>::kWords; ++k) acc[k] = absmax_word<In, Ignore>(acc[k], w[b][k]);
+        for (int k = 0; k < ColT<In>::kWords; ++k) {
+          acc[k] = absmax_word<In, Ignore>(acc[k], w[b][k]);
+        }
+      }
     }
-  }
-  for (; r < r1; ++r) {
-    std::uint32_t w[ColT<In>::kWords];
-    load_col_words<In>(x, r * cols + c0, w);
+    for (; r < r1; r += kColWarps) {
+      std::uint32_t w[ColT<In>::kWords];
+      load_col_words<In>(x, r * cols + c0, w);
 #pragma unroll
-    for (int k = 0; k < ColT<In>::kWords; ++k) acc[k] = absmax_word<In, Ignore>(acc[k], w[k]);
+      for (int k = 0; k < ColT<In>::kWords; ++k) acc[k] = absmax_word<In, Ignore>(acc[k], w[k]);
+    }
   }
 #pragma unroll
   for (int k = 0; k < kColRun; ++k) {
     const std::uint32_t m = In == CastInput::fp32 ? acc[k] : half_at<In>(acc, k);
-    const std::uint32_t b = absmax_finish<In>(m);
-    if (b != 0) atomicMax(amax + c0 + k, b);
+    red[warp][lane * kColRun + k] = absmax_finish<In>(m);  // monotone: max commutes with it
+  }
+  __syncthreads();
+  const std::uint64_t c = cb + threadIdx.x;
+  if (threadIdx.x < kColStripe && c < cols) {
+    std::uint32_t b = red[0][threadIdx.x];
+#pragma unroll
+    for (int v = 1; v < kColWarps; ++v) b = max(b, red[v][threadIdx.x]);
+    if (b != 0) atomicMax(amax + c, b);
   }
 }
 
@@ -178,12 +244,19 @@ void run_amax(const void* x, std::uint32_t* amax_bits, const QArgs& a, cudaStrea
   const bool ignore = a.p.nan != native::NanPolicy::propagate;
   const std::uint64_t tiles = tile_count(a);
   if (a.col && col_vec_ok(a, x)) {
-    const std::uint64_t rpb = col_rows_per_block(a);
-    const dim3 grid = col_vec_grid(a, rpb);
+    // About 8 blocks per SM in all: the stripes as long as one wave allows (fewest atomics), in
+    // whole kColWarps-row steps.
+    const std::uint64_t chunks = (a.cols + kColStripe - 1) / kColStripe;
+    const std::uint64_t want = static_cast<std::uint64_t>(sm_count()) * 8;
+    const std::uint64_t stripes = (want + chunks - 1) / chunks;
+    std::uint64_t rpb = (a.rows + stripes - 1) / stripes;
+    rpb = (rpb + kColWarps - 1) / kColWarps * kColWarps;
+    const dim3 grid(static_cast<unsigned>(chunks), static_cast<unsigned>((a.rows + rpb - 1) / rpb));
     if (ignore) {
-      amax_col_vec_kernel<In, true><<<grid, kThreads, 0, s>>>(x, amax_bits, a.rows, a.cols, rpb);
+      amax_col_stripe_kernel<In, true><<<grid, kThreads, 0, s>>>(x, amax_bits, a.rows, a.cols, rpb);
     } else {
-      amax_col_vec_kernel<In, false><<<grid, kThreads, 0, s>>>(x, amax_bits, a.rows, a.cols, rpb);
+      amax_col_stripe_kernel<In, false>
+          <<<grid, kThreads, 0, s>>>(x, amax_bits, a.rows, a.cols, rpb);
     }
   } else if (a.col) {
     const std::uint64_t rows_per_block = 64;
@@ -199,6 +272,16 @@ void run_amax(const void* x, std::uint32_t* amax_bits, const QArgs& a, cudaStrea
       amax_tensor_kernel<In, false>
           <<<persistent_blocks(amax_tensor_kernel<In, false>, tiles), kThreads, 0, s>>>(
               x, amax_bits, a.n, aligned16(x));
+    }
+  } else if (a.G % kTile == 0 && a.n % kTile == 0 && aligned16(x)) {
+    if (ignore) {
+      amax_tile_warp_kernel<In, true>
+          <<<persistent_blocks(amax_tile_warp_kernel<In, true>, tiles), kThreads, 0, s>>>(
+              x, amax_bits, a);
+    } else {
+      amax_tile_warp_kernel<In, false>
+          <<<persistent_blocks(amax_tile_warp_kernel<In, false>, tiles), kThreads, 0, s>>>(
+              x, amax_bits, a);
     }
   } else if (a.G % kTile == 0) {
     if (ignore) {

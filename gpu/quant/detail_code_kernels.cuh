@@ -230,6 +230,23 @@ __global__ void __launch_bounds__(kThreads, flt_hw_sr(H) ? 2 : 1)
   }
 }
 
+// int8 codes of kColRun consecutive elements under the scaling order O, packed little-endian:
+// the order is chosen once per 8 elements, not per element.
+template <CastInput In, native::ScaleOrder O>
+__device__ __forceinline__ uint2 int8_codes8(const GroupOperands* gs, const std::uint32_t* w) {
+  std::uint32_t lo = 0, hi = 0;
+#pragma unroll
+  for (int k = 0; k < kColRun; ++k) {
+    const std::uint32_t c = fast_int8<O>(gs[k], value_nan_free<In>(w, k));
+    if (k < 4) {
+      lo |= c << (8 * k);
+    } else {
+      hi |= c << (8 * (k - 4));
+    }
+  }
+  return make_uint2(lo, hi);
+}
+
 // Codes of kColRun consecutive elements starting at flat index i0 (a multiple of kColRun), fast
 // path, each with its own group state gs[k], packed little-endian into 8 bytes.
 template <CastInput In, Kind K>
@@ -237,6 +254,20 @@ __device__ __forceinline__ uint2 fast_codes8(const QArgs& a, const FastCastPlan&
                                              const SharedTables<K, true>& t,
                                              const GroupOperands* gs, std::uint64_t i0,
                                              const std::uint32_t* w) {
+  if constexpr (K == Kind::int8) {
+    switch (a.p.order) {
+      case native::ScaleOrder::div_mul:
+        return int8_codes8<In, native::ScaleOrder::div_mul>(gs, w);
+      case native::ScaleOrder::recip_mul:
+        return int8_codes8<In, native::ScaleOrder::recip_mul>(gs, w);
+      case native::ScaleOrder::div_full_mul:
+        return int8_codes8<In, native::ScaleOrder::div_full_mul>(gs, w);
+      case native::ScaleOrder::fdividef_mul:
+        return int8_codes8<In, native::ScaleOrder::fdividef_mul>(gs, w);
+      default:
+        return int8_codes8<In, native::ScaleOrder::mul_recip>(gs, w);
+    }
+  }
   std::uint32_t rw[kColRun] = {};
   if (K == Kind::flt && a.p.mode == RoundMode::sr) {
     // i0 is a multiple of kColRun = 8: two whole Philox blocks.
@@ -251,9 +282,7 @@ __device__ __forceinline__ uint2 fast_codes8(const QArgs& a, const FastCastPlan&
 #pragma unroll
   for (int k = 0; k < kColRun; ++k) {
     std::uint32_t c;
-    if constexpr (K == Kind::int8) {
-      c = fast_int8(a, gs[k], value_nan_free<In>(w, k));
-    } else if constexpr (K == Kind::flt) {
+    if constexpr (K == Kind::flt) {
       c = a.p.mode == RoundMode::sr
               ? fast_flt<FastMode::sr>(a, p, gs[k], exact_bits<In>(w, k), rw[k])
               : fast_flt<FastMode::rne>(a, p, gs[k], exact_bits<In>(w, k), 0u);
@@ -290,15 +319,16 @@ __global__ void __launch_bounds__(kThreads)
   const std::uint64_t r0 = static_cast<std::uint64_t>(blockIdx.y) * rows_per_block;
   const std::uint64_t r1 = r0 + rows_per_block < a.rows ? r0 + rows_per_block : a.rows;
   std::uint64_t r = r0;
-  // kColBatch rows at a time: their loads issued together, before any of their codes (one load
-  // in flight per thread left the column pass latency-bound: H200 column-wise int8 at 0.36 of
-  // copy, row-wise 0.57).
-  for (; r + kColBatch <= r1; r += kColBatch) {
-    std::uint32_t w[kColBatch][ColT<In>::kWords];
+  // kColBatchOf<In> rows at a time: their loads issued together, before any of their codes (one
+  // load in flight per thread left the column pass latency-bound: H200 column-wise int8 at 0.36
+  // of copy, row-wise 0.57).
+  constexpr int kB = kColBatchOf<In>;
+  for (; r + kB <= r1; r += kB) {
+    std::uint32_t w[kB][ColT<In>::kWords];
 #pragma unroll
-    for (int b = 0; b < kColBatch; ++b) load_col_words<In>(x, (r + b) * a.cols + c0, w[b]);
+    for (int b = 0; b < kB; ++b) load_col_words<In>(x, (r + b) * a.cols + c0, w[b]);
 #pragma unroll
-    for (int b = 0; b < kColBatch; ++b) {
+    for (int b = 0; b < kB; ++b) {
       const std::uint64_t i0 = (r + b) * a.cols + c0;
       *reinterpret_cast<uint2*>(codes + i0) = fast_codes8<In, K>(a, p, t, gs, i0, w[b]);
     }

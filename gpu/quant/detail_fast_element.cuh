@@ -25,6 +25,24 @@
 namespace exmy::gpu::quant_detail {
 namespace {
 
+// The div_mul order's code without a division per element: t = RN(x * R), R = RN(127 / st)
+// (int8_div_estimate_factor), is within 2^-14 of the reference's y = RN(127 * RN(x / st))
+// wherever |t| <= 200 (each of the four roundings is a relative error <= 2^-24 of the exact
+// 127 x / st, so |t - y| <= 4 * 2^-24 * 200.01 + 2^-142 < 2^-14, the last term the absolute error
+// of subnormal results). So when t lies at most 1/2 - 2^-13 from its nearest integer n, y lies
+// less than 1/2 from n and cvt.rni(y) = n exactly, with no tie; the clamp then agrees. Any
+// other t (near a half-integer: about 2^-12 of the elements, |t| > 200, NaN) takes the exact
+// sequence, as does every element of a group whose R is not a normal number (NaN, subnormal or
+// tiny st). n comes from the 1.5 * 2^23 rounding constant (RNE to an integer for |t| < 2^22: ties
+// to even as cvt.rni), t - n is exact, and everything stays on the FMA pipe.
+__device__ __forceinline__ float int8_div_estimate_factor(float st) {
+  if (st == 0.0f) return 0.0f;  // t = 0 for finite x: code 0, as the reference's st == 0 rule
+  const float r = native::rn32_div(kInt8Q, st);
+  const std::uint32_t e = native::bits_of(r) & 0x7F800000u;
+  const bool st_normal = (native::bits_of(st) & 0x7F800000u) != 0;
+  return st_normal && e != 0 && e != 0x7F800000u ? r : native::float_of(0x7FC00000u);
+}
+
 // ---- fast element paths ----
 // Per-group operands hoisted out of the element loop (group_operands; the state itself comes from
 // native::group_state before, in cold_group_state): the state, and the reciprocal-like operand of
@@ -47,7 +65,9 @@ __device__ __forceinline__ GroupOperands group_operands(const QArgs& a, float st
   g.mxs = mxs;
   if constexpr (K == Kind::int8 || K == Kind::flt) {
     const float Q = K == Kind::int8 ? kInt8Q : a.p.fmax;
-    g.aux = a.p.order == native::ScaleOrder::mul_recip ? native::rn32_div(Q, st)
+    g.aux = K == Kind::int8 && a.p.order == native::ScaleOrder::div_mul
+                ? int8_div_estimate_factor(st)
+            : a.p.order == native::ScaleOrder::mul_recip ? native::rn32_div(Q, st)
             : a.p.order == native::ScaleOrder::fdividef_mul
                 ? native::sfu_div_approx_ftz_f(a.p.sfu, Q, st)  // __fdividef(127, absmax)
                 : native::rn32_div(1.0f, st);
@@ -74,7 +94,7 @@ __device__ __forceinline__ GroupOperands group_operands(const QArgs& a, float st
 // int8, rne: y as native::absmax_scale in the order O without the canonical-NaN steps (a NaN y
 // gives code 0 either way), then one cvt.rni and the clamp.
 template <native::ScaleOrder O>
-__device__ __forceinline__ std::uint8_t fast_int8(const GroupOperands& g, float x) {
+__device__ __forceinline__ std::uint8_t fast_int8_exact(const GroupOperands& g, float x) {
   float y;
   if constexpr (O == native::ScaleOrder::div_mul) {
     y = native::rn_mul(kInt8Q, native::rn_div(x, g.st));
@@ -89,6 +109,30 @@ __device__ __forceinline__ std::uint8_t fast_int8(const GroupOperands& g, float 
   }
   const std::uint8_t c = static_cast<std::uint8_t>(fast_round_to_int8<RoundMode::rne>(y));
   return g.st == 0.0f ? std::uint8_t{0} : c;
+}
+
+// int8 under div_mul by int8_div_estimate_factor's estimate (see there why it is exact).
+__device__ __forceinline__ std::uint8_t fast_int8_div_estimate(const GroupOperands& g, float x) {
+  constexpr float kRound = 12582912.0f;  // 1.5 * 2^23
+  const float t = __fmul_rn(x, g.aux);
+  const float m = __fadd_rn(t, kRound);
+  const float d = fabsf(__fsub_rn(t, __fsub_rn(m, kRound)));
+  if (fabsf(t) <= 200.0f && d <= 0.5f - 0x1p-13f) {
+    int v = static_cast<int>(native::bits_of(m) - native::bits_of(kRound));
+    v = v > native::kInt8Max ? native::kInt8Max : v;
+    v = v < -native::kInt8Max ? -native::kInt8Max : v;
+    return static_cast<std::uint8_t>(static_cast<std::int8_t>(v));
+  }
+  return fast_int8_exact<native::ScaleOrder::div_mul>(g, x);
+}
+
+template <native::ScaleOrder O>
+__device__ __forceinline__ std::uint8_t fast_int8(const GroupOperands& g, float x) {
+  if constexpr (O == native::ScaleOrder::div_mul) {
+    return fast_int8_div_estimate(g, x);
+  } else {
+    return fast_int8_exact<O>(g, x);
+  }
 }
 __device__ __forceinline__ std::uint8_t fast_int8(const QArgs& a, const GroupOperands& g, float x) {
   switch (a.p.order) {

@@ -147,6 +147,12 @@ struct ColT {
   static constexpr int kWords = kColRun * sizeof(typename InT<In>::T) / 4;
 };
 
+// Rows whose loads a column-wise kernel issues together: 64 bytes per thread for fp32 (two
+// 16-byte loads a row), 128 for the 16-bit inputs (one load a row), so that enough bytes are in
+// flight per SM to cover DRAM latency at full bandwidth.
+template <CastInput In>
+constexpr int kColBatchOf = In == CastInput::fp32 ? kColBatch : 2 * kColBatch;
+
 template <CastInput In>
 __device__ __forceinline__ void load_col_words(const void* x_, std::uint64_t off,
                                                std::uint32_t* w) {

@@ -360,7 +360,10 @@ TEST_CASE("GPU column-wise kernels over strips with and without whole row batche
   // Guards the 2-d column kernels' batches of kColBatch rows (gpu/quant/detail_args.cuh) and
   // their remainder: strips of 16 rows (1003 rows: a last strip of 11), of 34 rows (70001 rows),
   // and one strip of 37; every input type, int8 and e4m3fn under rne and sr:8.
-  const std::vector<Shape> shapes = {{1003, 64}, {70001, 64}, {37, 4096}};
+  // Also amax_col_stripe_kernel's partial 256-column stripe (264 columns) and short stripes (9
+  // rows), and the scalar column kernels of a column count that is not a multiple of 8 (13).
+  const std::vector<Shape> shapes = {{1003, 64}, {70001, 64}, {37, 4096},
+                                     {523, 264}, {9, 8},      {101, 13}};
   for (const Shape& sh : shapes) {
     const auto xs = data(sh.rows * sh.cols, 51, true);
     for (auto in : {CastInput::fp32, CastInput::bf16, CastInput::fp16}) {
@@ -884,4 +887,56 @@ TEST_CASE("GPU block:RxC fast tile path equals the generic tile kernel and the C
   CHECK(compared > 90);
 }
 
+TEST_CASE("GPU int8 div_mul estimate path on every input value below many column scales",
+          "[gpu][quant]") {
+  // Guards fast_int8_div_estimate (gpu/quant/detail_fast_element.cuh): column j holds every
+  // 16-bit pattern (row r = pattern r), those whose magnitude exceeds the column's limit L_j
+  // replaced by a smaller one of the same sign, so the column's absmax is L_j: normal,
+  // subnormal, tiny, huge, all-zero (+-0), inf and NaN limits; fp32 columns take random patterns
+  // below 32-bit limits (fp32 subnormals, FLT_MAX). Column-wise and transposed (the 2-d column and
+  // tiled transpose kernels), row-wise over the transposed layout (rows of 65536: the warp-per-tile
+  // absmax), both NaN policies, every code and state byte against the CPU reference.
+  const std::vector<std::uint32_t> lim16 = {0x3C00, 0x3BFF, 0x7BFF, 0x0001, 0x0003, 0x03FF,
+                                            0x0400, 0x2E66, 0x63D0, 0x57F0, 0x5BF0, 0x0000,
+                                            0x7C00, 0x7FFF, 0x4000, 0x3555};
+  const std::vector<std::uint32_t> lim32 = {0x3F800000, 0x00000001, 0x007FFFFF, 0x00800000,
+                                            0x7F7FFFFF, 0x42FE0000, 0x3DCCCCCD, 0x00000000,
+                                            0x7F800000, 0x7FFFFFFF, 0x0DA24260, 0x5E000001,
+                                            0x3F7FFFFF, 0x40000000, 0x447A0000, 0x01000000};
+  const std::size_t rows = 65536;
+  for (auto in : {CastInput::fp16, CastInput::bf16, CastInput::fp32}) {
+    const auto& lim = in == CastInput::fp32 ? lim32 : lim16;
+    const std::size_t cols = lim.size();
+    const std::uint32_t sign = in == CastInput::fp32 ? 0x80000000u : 0x8000u;
+    std::vector<std::uint32_t> xs(rows * cols), xt(rows * cols);
+    for (std::size_t r = 0; r < rows; ++r) {
+      for (std::size_t j = 0; j < cols; ++j) {
+        std::uint32_t h = static_cast<std::uint32_t>(r * 2654435761u + j * 40503u);
+        h ^= h >> 13;
+        h *= 2246822519u;
+        const std::uint32_t v = in == CastInput::fp32 ? h ^ static_cast<std::uint32_t>(r) : r;
+        std::uint32_t mag = v & (sign - 1);
+        if (mag > lim[j]) mag = lim[j] == 0 ? 0 : (h >> 1) % (lim[j] + 1);
+        if (r == j) mag = lim[j];  // the limit itself, once per column
+        xs[r * cols + j] = (v & sign) | mag;
+        xt[j * rows + r] = xs[r * cols + j];
+      }
+    }
+    for (auto nan : {native::NanPolicy::propagate, native::NanPolicy::ignore}) {
+      for (bool transpose : {false, true}) {
+        quant::Options o = options("colwise", "int8");
+        o.nan = nan;
+        o.transpose = transpose;
+        INFO("colwise input " << static_cast<int>(in) << " nan " << static_cast<int>(nan)
+                              << " transpose " << transpose);
+        REQUIRE(exmy::gpu::testing::compare_quantize(in, xs, rows, cols, o) == "");
+        quant::Options ow = options("rowwise", "int8");
+        ow.nan = nan;
+        ow.transpose = transpose;
+        INFO("rowwise over the transposed layout");
+        REQUIRE(exmy::gpu::testing::compare_quantize(in, xt, cols, rows, ow) == "");
+      }
+    }
+  }
+}
 #endif  // EXMY_HAVE_CUDA
