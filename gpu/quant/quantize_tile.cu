@@ -172,12 +172,6 @@ __device__ __forceinline__ std::uint32_t magnitude8(const std::uint32_t* w, bool
   return acc;
 }
 
-// The absmax bits of one thread's 8 elements, in fp32 bits (NaN as kNanAbsBits under propagate).
-template <CastInput In>
-__device__ __forceinline__ std::uint32_t absmax8(const std::uint32_t* w, bool ignore) {
-  return absmax_finish<In>(magnitude8<In>(w, ignore));
-}
-
 // The tile's amax from the max of its absmax bits: ignore_ftz flushes a subnormal maximum, as
 // absmax_combine's flush of every subnormal |x| leaves the max of the rest (0 if none is normal).
 __device__ __forceinline__ float tile_amax(const native::QuantPlan& p, std::uint32_t m) {
@@ -356,12 +350,14 @@ __global__ void __launch_bounds__(kThreads)
     for (int k = 0; k < kR; ++k) {
       load_col_words<In>(x, base + static_cast<std::uint64_t>(grp + kRowStep * k) * g.cols, w[k]);
     }
+    // The max of the rows' magnitudes in the input's domain, finished once (absmax_finish is
+    // monotone; for fp16 it is the software widening, once per thread rather than once a row).
     std::uint32_t m = 0;
 #pragma unroll
     for (int k = 0; k < kR; ++k) {
-      m = max(m, absmax8<In>(w[k], p.nan != native::NanPolicy::propagate));
+      m = max(m, magnitude8<In>(w[k], p.nan != native::NanPolicy::propagate));
     }
-    m = __reduce_max_sync(~0u, m);
+    m = __reduce_max_sync(~0u, absmax_finish<In>(m));
     if ((threadIdx.x & 31) == 0) warp_max[threadIdx.x / 32] = m;
     __syncthreads();
 #pragma unroll

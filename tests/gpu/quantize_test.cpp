@@ -845,10 +845,16 @@ const FastTileCase kFastTileCases[] = {
 };
 
 // Runs one fast-path call (it must be one) and the generic kernel on the same input, and requires
-// equal codes and states, then the automatic path against the CPU reference, byte for byte.
+// equal codes and states, then the automatic path against the CPU reference, byte for byte. The
+// reference's source dtype is the input's, as gpu::quantize sets it: te's scale of a tile whose
+// 448 / amax overflows is the source dtype's max (bf16 subnormal tiles reach it).
 void require_fast_equals_generic_and_reference(CastInput in, const std::vector<std::uint32_t>& xs,
                                                std::size_t rows, std::size_t cols,
-                                               const quant::Options& o) {
+                                               const quant::Options& o_in) {
+  quant::Options o = o_in;
+  o.source = in == CastInput::bf16   ? native::Storage::bf16
+             : in == CastInput::fp16 ? native::Storage::f16
+                                     : native::Storage::f32;
   REQUIRE(tile_fast_path_covers(in, rows, cols, o));
   const TileRun fast = run_tiles(in, xs, rows, cols, o, TilePath::automatic);
   const TileRun generic = run_tiles(in, xs, rows, cols, o, TilePath::generic);
