@@ -4,11 +4,14 @@
 // Fast path (the library rules block_deepgemm / block_te / block_torchao, 1x128 and 128x128
 // tiles, fp8 targets e4m3fn / e5m2, every input type): each tile is read once, 8 consecutive
 // elements per thread by 16-byte loads, held in registers between the absmax and the coding. A
-// 1x128 tile is 16 lanes (two tiles per warp, a 4-step xor-shuffle max); a 128x128 tile is one
-// block of 256 threads (16 rows of 16 lanes, 8 rows per thread, a warp max then a shared-memory
-// max). The tile's state is native::group_state of the absmax and the element multiplier is
-// hoisted out of the element loop, computed once per tile as the reference does per element
-// (deepgemm: RN32(1/sf); te, torchao: s); the code of y = RN32(x * multiplier) is the fp8
+// 1x128 tile is 16 lanes (a 4-step xor-shuffle max), each 16-lane group holding 4 (16-bit) or 2
+// (fp32) tiles at a time, whose states are computed in as many lanes at once and shuffled to the
+// rest; a 128x128 tile is one block of 256 threads (16 rows of 16 lanes, 8 rows per thread, a
+// warp max then a shared-memory max). The tile's state is native::block_group_state (group_state
+// of the library rules) of the absmax and the element multiplier is hoisted out of the element
+// loop, computed once per tile as the reference does per element (deepgemm: RN32(1/sf); te,
+// torchao: s); fp16 elements are widened by cvt.f32.f16 (exact but for NaN, whose y goes to
+// tile_fixup below); the code of y = RN32(x * multiplier) is the fp8
 // instruction's (gpu/cast/hw_cvt.hpp: rn + satfinite equals the reference's RNE satfinite cast
 // on every non-NaN y), which is each rule's element function wherever that does not treat y
 // specially: te's clamp to +-fmax and torchao's min.xorsign.abs are satfinite, and the rules
@@ -127,10 +130,11 @@ constexpr int kSquareRowsPerThread = kFastCols * kLanesPerRow / kThreads;  // 12
 
 thread_local TilePath g_tile_path = TilePath::automatic;
 
-// The whole tiles of a fast call: trf x tcf tiles from the top left, tc tiles per state row.
+// The whole tiles of a fast call: trf x tcf tiles from the top left, tc tiles per state row, rem =
+// cols - 128 tcf the columns of the partial right tile (tc = tcf + (rem != 0)).
 struct FastGeom {
   std::uint64_t cols;
-  std::uint32_t tcf, tc, tiles;
+  std::uint32_t tcf, tc, tiles, rem;
 };
 
 // The per-tile element multiplier, as the reference's element function forms it from the state
@@ -146,18 +150,26 @@ __device__ __forceinline__ std::uint32_t tile_cold_from(const native::QuantPlan&
   return p.rule == native::ScaleRule::block_deepgemm ? 0x43F00000u : 0x7F800001u;
 }
 
-// The absmax bits of one thread's 8 elements (words w), in fp32 bits after the input domain's
-// max (NaN as kNanAbsBits under propagate; dropped under ignore / ignore_ftz).
+// The largest magnitude of one thread's 8 elements (words w) in the input's own domain (fp32 bits
+// or a 16-bit pattern; absmax_finish makes it fp32 absmax bits), NaN magnitudes dropped when
+// `ignore` (--nan ignore / ignore_ftz): absmax_word's max with the policy as a mask, not a choice
+// between absmax_word<In, true> and <In, false> per word, which compiled to a branch per word.
 template <CastInput In>
-__device__ __forceinline__ std::uint32_t absmax8(const std::uint32_t* w, native::NanPolicy nan) {
+__device__ __forceinline__ std::uint32_t magnitude8(const std::uint32_t* w, bool ignore) {
   std::uint32_t acc = 0;
-  const bool ignore = nan != native::NanPolicy::propagate;
 #pragma unroll
   for (int k = 0; k < ColT<In>::kWords; ++k) {
-    acc = ignore ? absmax_word<In, true>(acc, w[k]) : absmax_word<In, false>(acc, w[k]);
+    if constexpr (In == CastInput::fp32) {
+      const std::uint32_t b = w[k] & 0x7FFFFFFFu;
+      acc = max(acc, ignore && b > 0x7F800000u ? 0u : b);
+    } else {
+      constexpr std::uint32_t kInf2 = In == CastInput::bf16 ? 0x7F807F80u : 0x7C007C00u;
+      const std::uint32_t m = w[k] & 0x7FFF7FFFu;
+      acc = __vmaxu2(acc, m & ~(__vcmpgtu2(m, kInf2) & (ignore ? ~0u : 0u)));
+    }
   }
   if constexpr (In != CastInput::fp32) acc = max(acc & 0xFFFFu, acc >> 16);
-  return absmax_finish<In>(acc);
+  return acc;
 }
 
 // The tile's amax from the max of its absmax bits: ignore_ftz flushes a subnormal maximum, as
@@ -175,7 +187,10 @@ __device__ __forceinline__ uint2 codes8(const native::QuantPlan& p, const std::u
   float y[kColRun];
 #pragma unroll
   for (int k = 0; k < kColRun; ++k) {
-    y[k] = __fmul_rn(native::float_of(exact_bits<In>(w, k)), mul);
+    // value_nan_free: fp16 by cvt.f32.f16, exact for every non-NaN fp16 (subnormals included). A
+    // NaN x gives a NaN y whatever its bits, which is >= tile_cold_from: tile_fixup recodes it
+    // from the exact widening, so the codes keep the reference's NaN sign / payload handling.
+    y[k] = __fmul_rn(value_nan_free<In>(w, k), mul);
     top = max(top, native::bits_of(y[k]) & 0x7FFFFFFFu);
   }
 #if defined(EXMY_HW_FP8)
@@ -217,26 +232,69 @@ __device__ __forceinline__ void code_and_store(const native::QuantPlan& p, const
   if (top >= cold_from) tile_fixup<In>(p, x, codes, off, st);
 }
 
-// 1x128 tiles: 16 lanes per tile, kK tiles per 16-lane group (kK * 16 B of loads in flight per
-// thread for 16-bit inputs as for fp32), tiles in row-major order over the whole tiles.
+// Where 1x128 tile t (row-major over the whole tiles) starts in x: row r = t / tcf, column tile
+// c = t - r tcf at r cols + 128 c = 128 t + r rem, so no division when cols % 128 == 0.
+__device__ __forceinline__ std::uint64_t row_tile_offset(const FastGeom& g, std::uint32_t t) {
+  const std::uint64_t o = static_cast<std::uint64_t>(t) * kFastCols;
+  return g.rem == 0 ? o : o + static_cast<std::uint64_t>(t / g.tcf) * g.rem;
+}
+
+// Tile t's state index r tc + c = t + r (tc - tcf).
+__device__ __forceinline__ std::uint64_t row_tile_state(const FastGeom& g, std::uint32_t t) {
+  return g.rem == 0 ? t : static_cast<std::uint64_t>(t) + t / g.tcf;
+}
+
+// The absmax bits of the thread's kK tiles (words w[j]), each the max over its 16 lanes (xor
+// shuffles of distance < 16 stay in a 16-lane half). 16-bit inputs reduce two tiles per shuffle,
+// their 16-bit magnitudes packed in one word, and widen after the max (absmax_finish is monotone:
+// the max of finished magnitudes is the finished max).
+template <CastInput In, int kK>
+__device__ __forceinline__ void row_tile_absmax(const std::uint32_t (&w)[kK][ColT<In>::kWords],
+                                                bool ignore, std::uint32_t (&m)[kK]) {
+  if constexpr (In == CastInput::fp32) {
+#pragma unroll
+    for (int j = 0; j < kK; ++j) {
+      std::uint32_t v = magnitude8<In>(w[j], ignore);
+#pragma unroll
+      for (int d = kLanesPerRow / 2; d >= 1; d /= 2) v = max(v, __shfl_xor_sync(~0u, v, d));
+      m[j] = absmax_finish<In>(v);
+    }
+  } else {
+    static_assert(kK % 2 == 0, "16-bit inputs pair their tiles");
+#pragma unroll
+    for (int j = 0; j < kK; j += 2) {
+      std::uint32_t v = magnitude8<In>(w[j], ignore) | magnitude8<In>(w[j + 1], ignore) << 16;
+#pragma unroll
+      for (int d = kLanesPerRow / 2; d >= 1; d /= 2) v = __vmaxu2(v, __shfl_xor_sync(~0u, v, d));
+      m[j] = absmax_finish<In>(v & 0xFFFFu);
+      m[j + 1] = absmax_finish<In>(v >> 16);
+    }
+  }
+}
+
+// 1x128 tiles: 16 lanes per tile, kK tiles per 16-lane group (kK * 32 B of fp32, kK * 16 B of
+// 16-bit loads in flight per thread), tile j of group grp the block's tile j * 16 + grp. The
+// per-tile work (the state's divisions, native::stored_state, the multiplier) is done once per
+// tile, not once per lane: lane j < kK of a group computes its tile j's, then the state and the
+// multiplier are shuffled to the group's lanes. The element path is codes8's.
 template <CastInput In, HwFp8 T, int kK>
 __global__ void __launch_bounds__(kThreads)
     tile_row_fast_kernel(const void* __restrict__ x, std::uint8_t* __restrict__ codes,
                          float* __restrict__ state, const FastGeom g,
                          const __grid_constant__ native::QuantPlan p) {
+  static_assert(kK <= kLanesPerRow, "one lane per tile of the group");
   constexpr int kGroups = kThreads / kLanesPerRow;
   const int lane = threadIdx.x % kLanesPerRow, grp = threadIdx.x / kLanesPerRow;
   const std::uint32_t cold_from = tile_cold_from(p);
+  const bool ignore = p.nan != native::NanPolicy::propagate;
   const std::uint32_t per_block = kGroups * kK;
   for (std::uint32_t b0 = blockIdx.x * per_block; b0 < g.tiles; b0 += gridDim.x * per_block) {
     std::uint32_t w[kK][ColT<In>::kWords];
     std::uint64_t off[kK];
-    std::uint32_t m[kK];
 #pragma unroll
     for (int j = 0; j < kK; ++j) {
       const std::uint32_t t = b0 + static_cast<std::uint32_t>(j * kGroups + grp);
-      const std::uint32_t r = t / g.tcf, c = t - r * g.tcf;
-      off[j] = r * g.cols + static_cast<std::uint64_t>(c) * kFastCols + lane * kColRun;
+      off[j] = row_tile_offset(g, t) + lane * kColRun;
       if (t < g.tiles) {
         load_col_words<In>(x, off[j], w[j]);
       } else {
@@ -244,23 +302,29 @@ __global__ void __launch_bounds__(kThreads)
         for (int k = 0; k < ColT<In>::kWords; ++k) w[j][k] = 0;
       }
     }
+    std::uint32_t m[kK];
+    row_tile_absmax<In, kK>(w, ignore, m);
+    // This lane's tile (lane < kK; the other lanes compute tile 0's again, unused).
+    std::uint32_t mine = m[0];
+#pragma unroll
+    for (int j = 1; j < kK; ++j) mine = lane == j ? m[j] : mine;
+    const std::uint32_t st_mine = native::block_group_state(p, tile_amax(p, mine));
+    const float mul_mine = tile_multiplier(p, st_mine);
+    const std::uint32_t t_mine = b0 + static_cast<std::uint32_t>(lane * kGroups + grp);
+    if (lane < kK && t_mine < g.tiles) {
+      state[row_tile_state(g, t_mine)] = native::stored_state(p, st_mine);
+    }
+    std::uint32_t st[kK];
+    float mul[kK];
 #pragma unroll
     for (int j = 0; j < kK; ++j) {
-      m[j] = absmax8<In>(w[j], p.nan);
-#pragma unroll
-      for (int d = kLanesPerRow / 2; d >= 1; d /= 2)
-        m[j] = max(m[j], __shfl_xor_sync(~0u, m[j], d));
+      st[j] = __shfl_sync(~0u, st_mine, j, kLanesPerRow);
+      mul[j] = __shfl_sync(~0u, mul_mine, j, kLanesPerRow);
     }
 #pragma unroll
     for (int j = 0; j < kK; ++j) {
-      const std::uint32_t t = b0 + static_cast<std::uint32_t>(j * kGroups + grp);
-      if (t >= g.tiles) continue;
-      const std::uint32_t st = native::group_state(p, tile_amax(p, m[j]));
-      if (lane == 0) {
-        const std::uint32_t r = t / g.tcf;
-        state[static_cast<std::uint64_t>(r) * g.tc + (t - r * g.tcf)] = native::stored_state(p, st);
-      }
-      code_and_store<In, T>(p, x, codes, off[j], w[j], tile_multiplier(p, st), st, cold_from);
+      if (b0 + static_cast<std::uint32_t>(j * kGroups + grp) >= g.tiles) continue;
+      code_and_store<In, T>(p, x, codes, off[j], w[j], mul[j], st[j], cold_from);
     }
   }
 }
@@ -286,16 +350,20 @@ __global__ void __launch_bounds__(kThreads)
     for (int k = 0; k < kR; ++k) {
       load_col_words<In>(x, base + static_cast<std::uint64_t>(grp + kRowStep * k) * g.cols, w[k]);
     }
+    // The max of the rows' magnitudes in the input's domain, finished once (absmax_finish is
+    // monotone; for fp16 it is the software widening, once per thread rather than once a row).
     std::uint32_t m = 0;
 #pragma unroll
-    for (int k = 0; k < kR; ++k) m = max(m, absmax8<In>(w[k], p.nan));
-    m = __reduce_max_sync(~0u, m);
+    for (int k = 0; k < kR; ++k) {
+      m = max(m, magnitude8<In>(w[k], p.nan != native::NanPolicy::propagate));
+    }
+    m = __reduce_max_sync(~0u, absmax_finish<In>(m));
     if ((threadIdx.x & 31) == 0) warp_max[threadIdx.x / 32] = m;
     __syncthreads();
 #pragma unroll
     for (int k = 0; k < kThreads / 32; ++k) m = max(m, warp_max[k]);
     __syncthreads();  // warp_max is rewritten by the next tile
-    const std::uint32_t st = native::group_state(p, tile_amax(p, m));
+    const std::uint32_t st = native::block_group_state(p, tile_amax(p, m));
     if (threadIdx.x == 0)
       state[static_cast<std::uint64_t>(tr) * g.tc + tcol] = native::stored_state(p, st);
     const float mul = tile_multiplier(p, st);
@@ -335,8 +403,10 @@ void launch_fast(const void* x, const QArgs& a, const QuantizedOut& o, cudaStrea
   g.tcf = static_cast<std::uint32_t>(a.cols / kFastCols);
   g.tc = static_cast<std::uint32_t>((a.cols + kFastCols - 1) / kFastCols);
   g.tiles = static_cast<std::uint32_t>((a.rows / a.p.tile_rows) * g.tcf);
+  g.rem = static_cast<std::uint32_t>(a.cols % kFastCols);
   if (a.p.tile_rows == 1) {
-    constexpr int kK = In == CastInput::fp32 ? 1 : 2;
+    // 64 B of loads per thread, 4 tiles' state per pass of a group's 4 (16-bit) or 2 lanes.
+    constexpr int kK = In == CastInput::fp32 ? 2 : 4;
     const unsigned blocks = blocks_for(g.tiles, (kThreads / kLanesPerRow) * kK);
     tile_row_fast_kernel<In, T, kK><<<blocks, kThreads, 0, s>>>(x, o.codes, o.state, g, a.p);
   } else {

@@ -834,7 +834,129 @@ TileRun run_tiles(CastInput in, const std::vector<std::uint32_t>& xs, std::size_
   return {dcodes.download<std::uint8_t>(n), dstate.download<std::uint32_t>(groups)};
 }
 
+// The library rules' cases of the fast tile kernels: every rule and scale format, both fp8
+// targets where the rule takes them.
+struct FastTileCase {
+  const char* variant;
+  const char* fmt;
+  const char* to;
+};
+const FastTileCase kFastTileCases[] = {
+    {"deepgemm", "fp32", "e4m3fn"}, {"deepgemm", "ue8m0", "e4m3fn"}, {"te", "fp32", "e4m3fn"},
+    {"te", "pow2", "e4m3fn"},       {"te", "pow2", "e5m2"},          {"te", "fp32", "e5m2"},
+    {"torchao", "fp32", "e4m3fn"},
+};
+
+// Runs one fast-path call (it must be one) and the generic kernel on the same input, and requires
+// equal codes and states, then the automatic path against the CPU reference, byte for byte. The
+// reference's source dtype is the input's, as gpu::quantize sets it: te's scale of a tile whose
+// 448 / amax overflows is the source dtype's max (bf16 subnormal tiles reach it).
+void require_fast_equals_generic_and_reference(CastInput in, const std::vector<std::uint32_t>& xs,
+                                               std::size_t rows, std::size_t cols,
+                                               const quant::Options& o_in) {
+  quant::Options o = o_in;
+  o.source = in == CastInput::bf16   ? native::Storage::bf16
+             : in == CastInput::fp16 ? native::Storage::f16
+                                     : native::Storage::f32;
+  REQUIRE(tile_fast_path_covers(in, rows, cols, o));
+  const TileRun fast = run_tiles(in, xs, rows, cols, o, TilePath::automatic);
+  const TileRun generic = run_tiles(in, xs, rows, cols, o, TilePath::generic);
+  REQUIRE(fast.state == generic.state);
+  REQUIRE(fast.codes == generic.codes);
+  REQUIRE(exmy::gpu::testing::compare_quantize(in, xs, rows, cols, o) == "");
+}
+
+bool is_nan16(CastInput in, std::uint32_t code) {
+  const std::uint32_t mag = code & 0x7FFFu;
+  return in == CastInput::fp16 ? mag > 0x7C00u : mag > 0x7F80u;
+}
+
+// n 16-bit codes in one of three layouts: 0 every code in order (whole tiles of NaN payloads of
+// both signs, of +-inf, of subnormals and -0); 1 every code once, scattered by an odd multiplier
+// (a bijection mod 2^16), so specials sit among normal values; 2 as 1 with NaN codes replaced by
+// normal ones, so subnormal, -0 and inf elements meet a finite tile multiplier. n > 2^16 repeats.
+std::vector<std::uint32_t> codes16_layout(CastInput in, std::size_t n, int layout) {
+  std::vector<std::uint32_t> v(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    const auto k = static_cast<std::uint32_t>(i & 0xFFFFu);
+    std::uint32_t c = layout == 0 ? k : (k * 40503u + 7u) & 0xFFFFu;
+    if (layout == 2 && is_nan16(in, c)) c = (c & 0x80FFu) | 0x3C00u;  // a normal value near 1
+    v[i] = c;
+  }
+  return v;
+}
+
 }  // namespace
+
+TEST_CASE(
+    "GPU block:RxC fast tile path on every fp16 and bf16 code (NaN payloads, inf, -0, "
+    "subnormals)",
+    "[gpu][quant][block2d]") {
+  // Guards the fast kernels' hardware fp16 widening (cvt.f32.f16, with NaN elements recoded by
+  // tile_fixup from the exact widening) and the 16-bit absmax over packed tile pairs: all 2^16
+  // codes of each 16-bit input in 1x128 and 128x128 tiles, fast path == generic kernel == CPU
+  // reference. 300x264 has a partial right tile column (rem 8) and 600 1x128 tiles, not a
+  // multiple of a block's 64.
+  int compared = 0;
+  for (const char* scheme : {"block:1x128", "block:128x128"}) {
+    for (const FastTileCase& c : kFastTileCases) {
+      quant::Options o = options(scheme, c.to);
+      o.variant = quant::parse_variant(c.variant);
+      o.scale_format = quant::parse_scale_format(c.fmt);
+      for (const CastInput in : {CastInput::fp16, CastInput::bf16}) {
+        for (int layout = 0; layout < 3; ++layout) {
+          for (const Shape& sh : std::vector<Shape>{{512, 128}, {256, 256}, {300, 264}}) {
+            const bool partial = sh.rows % 128 != 0 || sh.cols % 128 != 0;
+            if (std::string(c.variant) == "torchao" && partial) continue;  // whole tiles only
+            INFO(scheme << " " << c.variant << " " << c.fmt << " " << c.to << " input "
+                        << static_cast<int>(in) << " layout " << layout << " " << sh.rows << "x"
+                        << sh.cols);
+            const auto xs = codes16_layout(in, sh.rows * sh.cols, layout);
+            require_fast_equals_generic_and_reference(in, xs, sh.rows, sh.cols, o);
+            ++compared;
+          }
+        }
+      }
+    }
+  }
+  CHECK(compared == 2 * (6 * 2 * 3 * 3 + 1 * 2 * 3 * 2));
+}
+
+TEST_CASE("GPU block:RxC fast tile path over tile counts not a multiple of a block's tiles",
+          "[gpu][quant][block2d]") {
+  // Guards the 1x128 kernel's several tiles per 16-lane group (4 for 16-bit inputs, 2 for fp32:
+  // 64 or 32 tiles per block), its per-tile states computed in one lane each and shuffled, and its
+  // division-free offsets when cols % 128 == 0 (row_tile_offset): tile counts from 1 to 385, with
+  // and without a partial right tile column, every input type; 128x128 tiles beside them.
+  const std::vector<Shape> rows1 = {{1, 128},   {3, 384},   {77, 640},         {1, 128 * 67},
+                                    {33, 1032}, {129, 136}, {5, 128 * 13 + 64}};
+  const std::vector<Shape> rows128 = {{384, 640}, {257, 392}, {128, 128}};
+  int compared = 0;
+  for (const char* scheme : {"block:1x128", "block:128x128"}) {
+    const bool square = std::string(scheme) == "block:128x128";
+    for (const FastTileCase& c : kFastTileCases) {
+      quant::Options o = options(scheme, c.to);
+      o.variant = quant::parse_variant(c.variant);
+      o.scale_format = quant::parse_scale_format(c.fmt);
+      for (const CastInput in : {CastInput::fp32, CastInput::bf16, CastInput::fp16}) {
+        for (const Shape& sh : square ? rows128 : rows1) {
+          const bool partial = sh.rows % (square ? 128 : 1) != 0 || sh.cols % 128 != 0;
+          if (std::string(c.variant) == "torchao" && partial) continue;  // whole tiles only
+          auto xs = tile_kinds_data(sh.rows, sh.cols, static_cast<std::uint32_t>(compared) * 7u);
+          if (in != CastInput::fp32) {
+            for (auto& v : xs) v >>= 16;
+          }
+          INFO(scheme << " " << c.variant << " " << c.fmt << " " << c.to << " input "
+                      << static_cast<int>(in) << " " << sh.rows << "x" << sh.cols);
+          require_fast_equals_generic_and_reference(in, xs, sh.rows, sh.cols, o);
+          ++compared;
+        }
+      }
+    }
+  }
+  // 1x128: 6 rules x 7 shapes + torchao x 4 whole shapes; 128x128: 6 x 3 + torchao x 2; x 3 inputs.
+  CHECK(compared == 3 * (6 * 7 + 4 + 6 * 3 + 2));
+}
 
 TEST_CASE("GPU block:RxC fast tile path equals the generic tile kernel and the CPU reference",
           "[gpu][quant][block2d]") {
