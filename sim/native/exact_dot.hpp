@@ -37,32 +37,25 @@ class ExactDot32 {
     std::memcpy(&bb, &b, 4);
     const std::uint32_t ea = (ba >> 23) & 0xFF, eb = (bb >> 23) & 0xFF;
     std::uint64_t ma = ba & 0x7FFFFF, mb = bb & 0x7FFFFF;
-    if ((ma == 0 && ea == 0) || (mb == 0 && eb == 0)) return;
-    int xa = -149, xb = -149;  // exponent of the integer significand's unit
-    if (ea != 0) {
-      ma |= 0x800000;
-      xa = static_cast<int>(ea) - 150;
-    }
-    if (eb != 0) {
-      mb |= 0x800000;
-      xb = static_cast<int>(eb) - 150;
-    }
+    // No branch on zeros or signs (both are data-dependent and mispredict on random operands):
+    // a zero operand has ma or mb = 0 and adds a zero product; a negative product adds the
+    // two's complement of each digit contribution. The limbs hold the same exact sum.
+    // The implicit bit of normals; the exponent of the significand's unit, -149 for subnormals.
+    ma |= static_cast<std::uint64_t>(ea != 0) << 23;
+    mb |= static_cast<std::uint64_t>(eb != 0) << 23;
+    const int xa = static_cast<int>(ea > 1 ? ea : 1) - 150;
+    const int xb = static_cast<int>(eb > 1 ? eb : 1) - 150;
     const bool negative = (((ba ^ bb) >> 31) != 0) != subtract;
-    const int pos = xa + xb - kLsbExp;  // >= 0
+    const std::int64_t neg = -static_cast<std::int64_t>(negative);  // 0 or all ones
+    const int pos = xa + xb - kLsbExp;                              // >= 0
     const unsigned __int128 p = static_cast<unsigned __int128>(ma * mb) << (pos & 31);
     const int d = pos >> 5;
     const std::int64_t d0 = static_cast<std::int64_t>(static_cast<std::uint32_t>(p));
     const std::int64_t d1 = static_cast<std::int64_t>(static_cast<std::uint32_t>(p >> 32));
     const std::int64_t d2 = static_cast<std::int64_t>(static_cast<std::uint32_t>(p >> 64));
-    if (negative) {
-      limbs_[d] -= d0;
-      limbs_[d + 1] -= d1;
-      limbs_[d + 2] -= d2;
-    } else {
-      limbs_[d] += d0;
-      limbs_[d + 1] += d1;
-      limbs_[d + 2] += d2;
-    }
+    limbs_[d] += (d0 ^ neg) - neg;
+    limbs_[d + 1] += (d1 ^ neg) - neg;
+    limbs_[d + 2] += (d2 ^ neg) - neg;
     if (++adds_ >= (1u << 30)) normalize();
   }
 

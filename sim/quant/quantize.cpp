@@ -3,6 +3,7 @@
 // the CUDA kernels use.
 #include "sim/quant/quantize.hpp"
 
+#include <algorithm>
 #include <stdexcept>
 #include <string>
 
@@ -10,6 +11,7 @@
 #include "sim/native/convert.hpp"
 #include "sim/native/philox.hpp"
 #include "sim/native/quant_plan.hpp"
+#include "sim/quant/element_runs.hpp"
 #include "sim/quant/scheme_registry.hpp"
 #include "sim/sfu/sfu_tables.hpp"
 
@@ -232,6 +234,17 @@ std::vector<float> group_absmax(const Values& x, const Scheme& s, std::size_t ro
                                 std::size_t cols, native::NanPolicy nan) {
   std::vector<float> amax(group_count(s, rows, cols), native::kAbsmaxInit);
   const native::GroupShape shape = scheme_entry(s).groups;
+  if (cols != 0 && runs::covers(shape)) {
+    // Each group's elements folded in the same (row-major) order, its running max in a register.
+    runs::for_each_run(shape, s, cols, 0, rows * cols,
+                       [&](std::size_t i0, std::size_t i1, std::size_t g) {
+                         float a = amax[g];
+                         for (std::size_t i = i0; i < i1; ++i)
+                           a = native::absmax_combine(a, x[i], nan);
+                         amax[g] = a;
+                       });
+    return amax;
+  }
   for (std::size_t r = 0; r < rows; ++r) {
     for (std::size_t c = 0; c < cols; ++c) {
       float& a = amax[group_index(shape, s, cols, r, c)];
@@ -328,6 +341,10 @@ Quantized quantize(const Values& x, const std::vector<std::size_t>& shape, const
       q.state[g] = native::stored_state(plan, state[g]);
   }
 
+  if (!pack_codes && !opt.transpose && runs::covers(plan.groups)) {
+    q.flags = runs::encode(plan, s, cols, x, state, q.codes.data());
+    return q;
+  }
   const bool sr = opt.mode == RoundMode::sr;
   for (std::size_t r = 0; r < rows; ++r) {
     for (std::size_t c = 0; c < cols; ++c) {
@@ -425,6 +442,30 @@ Dequantizer::Dequantizer(const Quantized& q, Codes codes, const Options& opt)
 void Dequantizer::values(std::size_t i0, std::size_t i1, float* out) const {
   const Scheme& s = opt_.scheme;
   const bool byte_scales = plan_.byte_scales();
+  if (!opt_.transpose && cols_ != 0 && runs::covers(plan_.groups)) {
+    // Codes lie in [0, space) (check_codes: a float target's bits; int8 and codebooks a byte).
+    const std::uint32_t space = codes_.packed ? 16u
+                                : opt_.target.kind == FormatKind::floating
+                                    ? std::min(256u, 1u << opt_.target.fp.total_bits())
+                                    : 256u;
+    // Byte states share one memo of 256 states x space codes: worth its setup on long calls.
+    const bool memo_bytes = byte_scales && i1 - i0 >= 16 * std::size_t{space};
+    runs::DequantMemo memo(space, memo_bytes);
+    runs::for_each_run(
+        plan_.groups, s, cols_, i0, i1, [&](std::size_t a, std::size_t b, std::size_t g) {
+          const std::uint32_t st = byte_scales ? q_.scale_codes[g] : native::bits_of(q_.state[g]);
+          // A memo pays for itself when its group has several elements per code value.
+          if (byte_scales ? !memo_bytes : b - a < space) {
+            for (std::size_t i = a; i < b; ++i) {
+              out[i - i0] = native::dequant_element(plan_, codes_[i], st);
+            }
+            return;
+          }
+          memo.start(st);
+          for (std::size_t i = a; i < b; ++i) out[i - i0] = memo.get(plan_, codes_[i], st);
+        });
+    return;
+  }
   std::size_t r = cols_ == 0 ? 0 : i0 / cols_, c = cols_ == 0 ? 0 : i0 % cols_;
   for (std::size_t i = i0; i < i1; ++i) {
     const std::size_t g = group_index(plan_.groups, s, cols_, r, c);

@@ -104,3 +104,45 @@ TEST_CASE("ExactDot32: subtracting one accumulator from another is exact", "[exa
   t.add_product(std::ldexp(1.0f, -80), 1.0f);  // now just above the tie: rounds up
   REQUIRE(t.to_double() == 1.0 + std::ldexp(1.0, -52));
 }
+
+// add_product has no branch on zero operands or signs (a zero adds a zero product; a negative
+// product adds each digit's two's complement): operands with many +-0, signs at random, int8-like
+// grids (few distinct magnitudes) and subnormals, accumulated with and without `subtract`, equal
+// MPFR's exact sum rounded once.
+TEST_CASE("ExactDot32: zeros, random signs and subnormals, added and subtracted", "[exact]") {
+  const std::uint64_t seed = 20261203;
+  for (int trial = 0; trial < 120; ++trial) {
+    const int n = 1 + trial * 7;
+    std::vector<float> a(n), b(n), neg_a(n);
+    for (int i = 0; i < n; ++i) {
+      const std::uint32_t w = exmy::native::philox_word(seed, 9, 2 * (trial * 1000 + i));
+      const std::uint32_t v = exmy::native::philox_word(seed, 9, 2 * (trial * 1000 + i) + 1);
+      const float sa = (w & 1) ? -1.0f : 1.0f;
+      switch ((w >> 1) % 4) {
+        case 0:
+          a[i] = (w & 2) ? -0.0f : 0.0f;
+          break;
+        case 1:  // an int8 grid value times a scale
+          a[i] = sa * static_cast<float>((w >> 8) % 128) * 0.0123f;
+          break;
+        case 2:  // subnormal
+          a[i] = float_from_word((w & 0x807FFFFFu));
+          break;
+        default:
+          a[i] = random_finite(seed, 3 * (trial * 1000 + i));
+      }
+      b[i] = (v % 5 == 0) ? 0.0f : sa * float_from_word(0x3F800000u | (v >> 9));
+      neg_a[i] = -a[i];
+    }
+    ExactDot32 acc, sub;
+    acc.clear();
+    sub.clear();
+    for (int i = 0; i < n; ++i) {
+      acc.add_product(a[i], b[i]);
+      sub.add_product(a[i], b[i], /*subtract=*/true);
+    }
+    INFO("trial " << trial);
+    REQUIRE(acc.to_double() == mpfr_dot(a, b));
+    REQUIRE(sub.to_double() == mpfr_dot(neg_a, b));
+  }
+}
