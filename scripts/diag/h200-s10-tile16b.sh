@@ -1,5 +1,7 @@
 #!/usr/bin/env bash
-# Device call 2 of the session of 2026-12-03 afternoon: main at f6e759f (h/tile16b merged: the
+# Device call 2 of the session of 2026-12-03 afternoon (refused; the merge was reverted: to run it,
+# `git apply scripts/diag/h200-s10-tile16b.patch` or merge h/tile16b, build and pack as below):
+# main at f6e759f (h/tile16b merged: the
 # 1x128 fast tile kernel with 8 tiles per group for 16-bit inputs, fix-ups after the pass; h/rtime
 # merged: the CPU reference's quantize over group runs). One xz pack, build-carry-s10/pack.tar.xz:
 #   after/   exmy_test_gpu and bench_gpu_quant of this tree;
