@@ -4,7 +4,7 @@
 // Fast path (the library rules block_deepgemm / block_te / block_torchao, 1x128 and 128x128
 // tiles, fp8 targets e4m3fn / e5m2, every input type): each tile is read once, 8 consecutive
 // elements per thread by 16-byte loads, held in registers between the absmax and the coding. A
-// 1x128 tile is 16 lanes (a 4-step xor-shuffle max), each 16-lane group holding 4 (16-bit) or 2
+// 1x128 tile is 16 lanes (a 4-step xor-shuffle max), each 16-lane group holding 8 (16-bit) or 2
 // (fp32) tiles at a time, whose states are computed in as many lanes at once and shuffled to the
 // rest; a 128x128 tile is one block of 256 threads (16 rows of 16 lanes, 8 rows per thread, a
 // warp max then a shared-memory max). The tile's state is native::block_group_state (group_state
@@ -221,6 +221,24 @@ __device__ __noinline__ void tile_fixup(const native::QuantPlan& p, const void* 
   }
 }
 
+// The state of the 1x128 tile starting at tile_off, recomputed from the input as
+// tile_row_fast_kernel computes it (the max of magnitude8 over the tile's 16 runs, absmax_finish,
+// tile_amax, block_group_state): the row kernel's fix-up derives it here rather than keep every
+// tile's state live across its hot path for the rare call.
+template <CastInput In>
+__device__ __forceinline__ std::uint32_t row_tile_state_of(const native::QuantPlan& p,
+                                                           const void* x, std::uint64_t tile_off) {
+  const bool ignore = p.nan != native::NanPolicy::propagate;
+  std::uint32_t m = 0;
+#pragma unroll 1
+  for (int l = 0; l < kLanesPerRow; ++l) {
+    std::uint32_t w[ColT<In>::kWords];
+    load_col_words<In>(x, tile_off + static_cast<std::uint64_t>(l) * kColRun, w);
+    m = max(m, magnitude8<In>(w, ignore));
+  }
+  return native::block_group_state(p, tile_amax(p, absmax_finish<In>(m)));
+}
+
 template <CastInput In, HwFp8 T>
 __device__ __forceinline__ void code_and_store(const native::QuantPlan& p, const void* x,
                                                std::uint8_t* codes, std::uint64_t off,
@@ -233,15 +251,40 @@ __device__ __forceinline__ void code_and_store(const native::QuantPlan& p, const
 }
 
 // Where 1x128 tile t (row-major over the whole tiles) starts in x: row r = t / tcf, column tile
-// c = t - r tcf at r cols + 128 c = 128 t + r rem, so no division when cols % 128 == 0.
-__device__ __forceinline__ std::uint64_t row_tile_offset(const FastGeom& g, std::uint32_t t) {
-  const std::uint64_t o = static_cast<std::uint64_t>(t) * kFastCols;
-  return g.rem == 0 ? o : o + static_cast<std::uint64_t>(t / g.tcf) * g.rem;
+// c = t - r tcf at r cols + 128 c = 128 t + r rem. kRem: whether rem != 0; else 128 t, in 64
+// bits from a 64-bit t so that a pass's tile offsets are one base plus constants (no register
+// per tile across the pass). t < 2^31 (fast_covers).
+template <bool kRem>
+__device__ __forceinline__ std::uint64_t row_tile_offset(const FastGeom& g, std::uint64_t t) {
+  const std::uint64_t o = t * kFastCols;
+  if constexpr (!kRem) return o;
+  return o + static_cast<std::uint64_t>(static_cast<std::uint32_t>(t) / g.tcf) * g.rem;
+}
+
+constexpr int kRowGroups = kThreads / kLanesPerRow;  // 16-lane groups per block
+
+// The row kernel's fix-up, after a pass's stores (so that no value of the pass lives across the
+// call): the reference's codes (tile_fixup) of the thread's 8 elements at `lane` in each tile j of
+// the pass, first + 16 j, whose bit j of `cold` is set (codes8's top met tile_cold_from), with the
+// tile's state recomputed (row_tile_state_of).
+template <CastInput In, bool kRem>
+__device__ __noinline__ void row_tiles_fixup(const native::QuantPlan& p, const FastGeom g,
+                                             const void* x, std::uint8_t* codes,
+                                             std::uint64_t first, int lane, std::uint32_t cold) {
+#pragma unroll 1
+  for (; cold != 0; cold &= cold - 1) {
+    const std::uint64_t j = static_cast<std::uint64_t>(__ffs(static_cast<int>(cold)) - 1);
+    const std::uint64_t tile_off = row_tile_offset<kRem>(g, first + j * kRowGroups);
+    tile_fixup<In>(p, x, codes, tile_off + static_cast<std::uint64_t>(lane) * kColRun,
+                   row_tile_state_of<In>(p, x, tile_off));
+  }
 }
 
 // Tile t's state index r tc + c = t + r (tc - tcf).
+template <bool kRem>
 __device__ __forceinline__ std::uint64_t row_tile_state(const FastGeom& g, std::uint32_t t) {
-  return g.rem == 0 ? t : static_cast<std::uint64_t>(t) + t / g.tcf;
+  if constexpr (!kRem) return t;
+  return static_cast<std::uint64_t>(t) + t / g.tcf;
 }
 
 // The absmax bits of the thread's kK tiles (words w[j]), each the max over its 16 lanes (xor
@@ -272,18 +315,34 @@ __device__ __forceinline__ void row_tile_absmax(const std::uint32_t (&w)[kK][Col
   }
 }
 
+// Whether codes8 reads the tile state: only on the software path (no fp8 instruction).
+#if defined(EXMY_HW_FP8)
+constexpr bool kElementsNeedState = false;
+#else
+constexpr bool kElementsNeedState = true;
+#endif
+
+// Blocks per SM the row kernel is compiled for (a cap of 64K / (256 b) registers): 4 when rows are
+// whole tiles (62-64 registers, no spills, 128 KB of loads in flight an SM at 8 tiles per 16-bit
+// group), 3 otherwise (80; at 64 the per-tile divisions by tcf spill).
+template <bool kRem>
+constexpr int kRowMinBlocks = kRem ? 3 : 4;
+
 // 1x128 tiles: 16 lanes per tile, kK tiles per 16-lane group (kK * 32 B of fp32, kK * 16 B of
 // 16-bit loads in flight per thread), tile j of group grp the block's tile j * 16 + grp. The
 // per-tile work (the state's divisions, native::stored_state, the multiplier) is done once per
 // tile, not once per lane: lane j < kK of a group computes its tile j's, then the state and the
-// multiplier are shuffled to the group's lanes. The element path is codes8's.
-template <CastInput In, HwFp8 T, int kK>
-__global__ void __launch_bounds__(kThreads)
+// multiplier (and, on the software path, the state) are shuffled to the group's lanes. The
+// element path is codes8's; a thread's tiles that need tile_fixup are flagged and re-coded after
+// the pass's stores (row_tiles_fixup, which recomputes their states), so the pass keeps no value
+// live across a call and has no spills.
+template <CastInput In, HwFp8 T, int kK, bool kRem>
+__global__ void __launch_bounds__(kThreads, kRowMinBlocks<kRem>)
     tile_row_fast_kernel(const void* __restrict__ x, std::uint8_t* __restrict__ codes,
                          float* __restrict__ state, const FastGeom g,
                          const __grid_constant__ native::QuantPlan p) {
   static_assert(kK <= kLanesPerRow, "one lane per tile of the group");
-  constexpr int kGroups = kThreads / kLanesPerRow;
+  constexpr int kGroups = kRowGroups;
   const int lane = threadIdx.x % kLanesPerRow, grp = threadIdx.x / kLanesPerRow;
   const std::uint32_t cold_from = tile_cold_from(p);
   const bool ignore = p.nan != native::NanPolicy::propagate;
@@ -291,10 +350,12 @@ __global__ void __launch_bounds__(kThreads)
   for (std::uint32_t b0 = blockIdx.x * per_block; b0 < g.tiles; b0 += gridDim.x * per_block) {
     std::uint32_t w[kK][ColT<In>::kWords];
     std::uint64_t off[kK];
+    const std::uint64_t first = static_cast<std::uint64_t>(b0) + static_cast<std::uint64_t>(grp);
 #pragma unroll
     for (int j = 0; j < kK; ++j) {
       const std::uint32_t t = b0 + static_cast<std::uint32_t>(j * kGroups + grp);
-      off[j] = row_tile_offset(g, t) + lane * kColRun;
+      off[j] = row_tile_offset<kRem>(g, first + static_cast<std::uint64_t>(j) * kGroups) +
+               static_cast<std::uint64_t>(lane) * kColRun;
       if (t < g.tiles) {
         load_col_words<In>(x, off[j], w[j]);
       } else {
@@ -312,20 +373,24 @@ __global__ void __launch_bounds__(kThreads)
     const float mul_mine = tile_multiplier(p, st_mine);
     const std::uint32_t t_mine = b0 + static_cast<std::uint32_t>(lane * kGroups + grp);
     if (lane < kK && t_mine < g.tiles) {
-      state[row_tile_state(g, t_mine)] = native::stored_state(p, st_mine);
+      state[row_tile_state<kRem>(g, t_mine)] = native::stored_state(p, st_mine);
     }
     std::uint32_t st[kK];
     float mul[kK];
 #pragma unroll
     for (int j = 0; j < kK; ++j) {
-      st[j] = __shfl_sync(~0u, st_mine, j, kLanesPerRow);
+      st[j] = kElementsNeedState ? __shfl_sync(~0u, st_mine, j, kLanesPerRow) : 0u;
       mul[j] = __shfl_sync(~0u, mul_mine, j, kLanesPerRow);
     }
+    std::uint32_t cold = 0;  // bit j: tile j's codes need row_tiles_fixup
 #pragma unroll
     for (int j = 0; j < kK; ++j) {
       if (b0 + static_cast<std::uint32_t>(j * kGroups + grp) >= g.tiles) continue;
-      code_and_store<In, T>(p, x, codes, off[j], w[j], mul[j], st[j], cold_from);
+      std::uint32_t top = 0;
+      *reinterpret_cast<uint2*>(codes + off[j]) = codes8<In, T>(p, w[j], mul[j], st[j], top);
+      cold |= top >= cold_from ? 1u << j : 0u;
     }
+    if (cold != 0) row_tiles_fixup<In, kRem>(p, g, x, codes, first, lane, cold);
   }
 }
 
@@ -405,10 +470,17 @@ void launch_fast(const void* x, const QArgs& a, const QuantizedOut& o, cudaStrea
   g.tiles = static_cast<std::uint32_t>((a.rows / a.p.tile_rows) * g.tcf);
   g.rem = static_cast<std::uint32_t>(a.cols % kFastCols);
   if (a.p.tile_rows == 1) {
-    // 64 B of loads per thread, 4 tiles' state per pass of a group's 4 (16-bit) or 2 lanes.
-    constexpr int kK = In == CastInput::fp32 ? 2 : 4;
+    // 64 B (fp32) or 128 B (16-bit: as the 128x128 kernel, which reaches copy bandwidth) of loads
+    // per thread, 2 or 8 tiles' states per pass of a group, in as many lanes.
+    constexpr int kK = In == CastInput::fp32 ? 2 : 8;
     const unsigned blocks = blocks_for(g.tiles, (kThreads / kLanesPerRow) * kK);
-    tile_row_fast_kernel<In, T, kK><<<blocks, kThreads, 0, s>>>(x, o.codes, o.state, g, a.p);
+    if (g.rem == 0) {
+      tile_row_fast_kernel<In, T, kK, false>
+          <<<blocks, kThreads, 0, s>>>(x, o.codes, o.state, g, a.p);
+    } else {
+      tile_row_fast_kernel<In, T, kK, true>
+          <<<blocks, kThreads, 0, s>>>(x, o.codes, o.state, g, a.p);
+    }
   } else {
     tile_square_fast_kernel<In, T>
         <<<blocks_for(g.tiles, 1), kThreads, 0, s>>>(x, o.codes, o.state, g, a.p);

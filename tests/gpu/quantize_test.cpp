@@ -896,7 +896,7 @@ TEST_CASE(
   // tile_fixup from the exact widening) and the 16-bit absmax over packed tile pairs: all 2^16
   // codes of each 16-bit input in 1x128 and 128x128 tiles, fast path == generic kernel == CPU
   // reference. 300x264 has a partial right tile column (rem 8) and 600 1x128 tiles, not a
-  // multiple of a block's 64.
+  // multiple of a block's 128.
   int compared = 0;
   for (const char* scheme : {"block:1x128", "block:128x128"}) {
     for (const FastTileCase& c : kFastTileCases) {
@@ -924,8 +924,8 @@ TEST_CASE(
 
 TEST_CASE("GPU block:RxC fast tile path over tile counts not a multiple of a block's tiles",
           "[gpu][quant][block2d]") {
-  // Guards the 1x128 kernel's several tiles per 16-lane group (4 for 16-bit inputs, 2 for fp32:
-  // 64 or 32 tiles per block), its per-tile states computed in one lane each and shuffled, and its
+  // Guards the 1x128 kernel's several tiles per 16-lane group (8 for 16-bit inputs, 2 for fp32:
+  // 128 or 32 tiles per block), its per-tile states computed in one lane each and shuffled, and its
   // division-free offsets when cols % 128 == 0 (row_tile_offset): tile counts from 1 to 385, with
   // and without a partial right tile column, every input type; 128x128 tiles beside them.
   const std::vector<Shape> rows1 = {{1, 128},   {3, 384},   {77, 640},         {1, 128 * 67},
@@ -956,6 +956,77 @@ TEST_CASE("GPU block:RxC fast tile path over tile counts not a multiple of a blo
   }
   // 1x128: 6 rules x 7 shapes + torchao x 4 whole shapes; 128x128: 6 x 3 + torchao x 2; x 3 inputs.
   CHECK(compared == 3 * (6 * 7 + 4 + 6 * 3 + 2));
+}
+
+namespace {
+
+// Input bits (fp32, or bf16 / fp16 patterns) of a rows x cols matrix of finite normal values with
+// specials (NaN payloads of both signs, +-inf: elements whose codes the 1x128 row kernel leaves
+// to row_tiles_fixup) at chosen places of the whole tiles, t the row-major whole-tile index: the
+// first element of tile 0, the last element of the last whole tile, one element (at a column
+// that moves from tile to tile, so every lane and tile slot of a pass) of tiles t % 37 == 5, two
+// (lanes 0 and 15) of tiles t % 29 == 11, every element of tiles t % 53 == 20; and the last
+// element of odd rows' partial right tile.
+std::vector<std::uint32_t> sparse_fixup_data(CastInput in, std::size_t rows, std::size_t cols) {
+  const std::size_t tcf = cols / 128;
+  std::vector<std::uint32_t> v(rows * cols);
+  std::uint32_t h = 0x9E3779B9u;
+  for (std::size_t r = 0; r < rows; ++r) {
+    for (std::size_t c = 0; c < cols; ++c) {
+      h = h * 1664525u + 1013904223u;
+      const std::uint32_t sign = h >> 31, e = (h >> 24) % 20;
+      std::uint32_t b = in == CastInput::fp32   ? sign << 31 | (110 + e) << 23 | (h & 0x7FFFFFu)
+                        : in == CastInput::bf16 ? sign << 15 | (110 + e) << 7 | (h & 0x7Fu)
+                                                : sign << 15 | (5 + e) << 10 | (h & 0x3FFu);
+      const std::size_t t = r * tcf + c / 128, k = c % 128;
+      const bool whole = c < tcf * 128;
+      const bool special = (whole && ((t == 0 && k == 0) || (t == rows * tcf - 1 && k == 127) ||
+                                      (t % 37 == 5 && k == (t * 13) % 128) ||
+                                      (t % 29 == 11 && (k == 3 || k == 120)) || t % 53 == 20)) ||
+                           (!whole && r % 2 == 1 && c == cols - 1);
+      if (special) {
+        const std::uint32_t kind = (h >> 8) % 4;  // NaN +, NaN -, +inf, -inf
+        const std::uint32_t neg = kind % 2;
+        const bool nan = kind < 2;
+        b = in == CastInput::fp32   ? neg << 31 | (nan ? 0x7FC00000u | (h & 0xFFu) : 0x7F800000u)
+            : in == CastInput::bf16 ? neg << 15 | (nan ? 0x7FC0u | (h & 0xFu) : 0x7F80u)
+                                    : neg << 15 | (nan ? 0x7E00u | (h & 0xFu) : 0x7C00u);
+      }
+      v[r * cols + c] = b;
+    }
+  }
+  return v;
+}
+
+}  // namespace
+
+TEST_CASE("GPU block:1x128 fast tile path re-codes flagged tiles after the pass",
+          "[gpu][quant][block2d]") {
+  // Guards row_tiles_fixup (gpu/quant/quantize_tile.cu): a thread's tiles whose codes need
+  // tile_fixup are flagged during the pass and re-coded after its stores with their states
+  // recomputed from the input. Sparse specials (sparse_fixup_data) put flagged tiles at the
+  // first and last tile, in every tile slot j of a pass (8 per 16-bit group, 2 for fp32), with
+  // one, two or 128 flagged elements, in partial last blocks (300, 133 and 8 tiles) and rows
+  // with a partial right tile (the kRem kernel); fast path == generic kernel == CPU reference.
+  const std::vector<Shape> shapes = {
+      {300, 128}, {7, 128 * 19}, {1, 128 * 8}, {17, 128 * 16}, {5, 128 * 13 + 64}};
+  int compared = 0;
+  for (const FastTileCase& c : kFastTileCases) {
+    quant::Options o = options("block:1x128", c.to);
+    o.variant = quant::parse_variant(c.variant);
+    o.scale_format = quant::parse_scale_format(c.fmt);
+    for (const CastInput in : {CastInput::fp32, CastInput::bf16, CastInput::fp16}) {
+      for (const Shape& sh : shapes) {
+        if (std::string(c.variant) == "torchao" && sh.cols % 128 != 0) continue;  // whole tiles
+        INFO(c.variant << " " << c.fmt << " " << c.to << " input " << static_cast<int>(in) << " "
+                       << sh.rows << "x" << sh.cols);
+        require_fast_equals_generic_and_reference(in, sparse_fixup_data(in, sh.rows, sh.cols),
+                                                  sh.rows, sh.cols, o);
+        ++compared;
+      }
+    }
+  }
+  CHECK(compared == 3 * (6 * 5 + 4));
 }
 
 TEST_CASE("GPU block:RxC fast tile path equals the generic tile kernel and the CPU reference",
