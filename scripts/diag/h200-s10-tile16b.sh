@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Device call 2 of the session of 2026-12-03 afternoon (refused; the merge was reverted: to run it,
-# `git apply scripts/diag/h200-s10-tile16b.patch` or merge h/tile16b, build and pack as below):
+# Device call 2 of the session of 2026-12-03 afternoon (refused, so the merge was reverted; the
+# patch of h/tile16b ran in the call of 2026-12-04, scripts/diag/h200-s11-call1.sh, and is 03303bf):
 # main at f6e759f (h/tile16b merged: the
 # 1x128 fast tile kernel with 8 tiles per group for 16-bit inputs, fix-ups after the pass; h/rtime
 # merged: the CPU reference's quantize over group runs). One xz pack, build-carry-s10/pack.tar.xz:

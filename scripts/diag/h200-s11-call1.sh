@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Device call 1 of the session of 2026-12-04: h/tile16b's 1x128 kernel (8 tiles per 16-lane group
-# for 16-bit inputs, fix-ups after the pass), applied from scripts/diag/h200-s10-tile16b.patch on
-# main b6b063f. One xz pack, build-carry-s11/pack.tar.xz:
+# for 16-bit inputs, fix-ups after the pass), applied to main b6b063f from h/tile16b's patch
+# (03303bf). One xz pack, build-carry-s11/pack.tar.xz:
 #   after/   exmy_test_gpu and bench_gpu_quant of main + the patch;
 #   before/  bench_gpu_quant of main b6b063f (the tree verified on 2026-12-03 at 12:24);
 #   libs/    the shared libraries.
