@@ -158,4 +158,38 @@ TEST_CASE("GPU tiled GEMM at K = 65,536 equals the CPU reference (issue 37)", "[
   }
 }
 
+TEST_CASE("GPU tiled GEMM: bf16 tall K over every K split, scratch reused (issue 37)",
+          "[gpu][gemm]") {
+  // bf16 under cublas-sm90 at tall K (the probed chunk 1,408: 47 units at K = 65,536, the last
+  // one short), through the branch-free group tail and the truncating (kRne false) kernel, with
+  // K split over 1, 2, 3, 46, 47 CTAs a tile and the kernel's own choice; and the device scratch
+  // kept between calls: a GEMM with specials after one without (the row flags must start from
+  // zero each call), a smaller one after a larger one and the larger again (stale unit values,
+  // K ranges and group flags must not leak), each against the CPU reference.
+  const std::uint64_t seed = 20261239;
+  std::mt19937_64 rng(seed);
+  const gemm::AccumModel m = gemm::parse_accum_model("cublas-sm90", 16);
+  struct Run {
+    std::size_t M, N, K;
+    bool specials;
+    const char* ks;
+  };
+  const Run runs[] = {
+      {9, 70, 65536, false, ""},  {9, 70, 65536, false, "1"},  {9, 70, 65536, false, "2"},
+      {9, 70, 65536, false, "3"}, {9, 70, 65536, false, "46"}, {9, 70, 65536, true, "47"},
+      {3, 5, 4225, true, ""},     {130, 64, 2817, false, ""},  {9, 70, 65536, false, ""}};
+  for (const Run& r : runs) {
+    INFO("seed " << seed << " bf16 cublas-sm90 " << r.M << "x" << r.N << "x" << r.K << " specials "
+                 << r.specials << " EXMY_GEMM_KSPLIT '" << r.ks << "'");
+    const TileEnv env(r.ks, "");
+    const gemm::Operand A = tiled_codes(r.M, r.K, "bf16", rng, r.specials);
+    const gemm::Operand B = tiled_codes(r.N, r.K, "bf16", rng, r.specials);
+    bool tiled = false;
+    const auto gpu = gpu::gemm_emulate_device_codes(A, B, m, gemm::OutFormat::fp32,
+                                                    gpu::GemmPath::automatic, &tiled);
+    REQUIRE(gemm::gemm(A, B, m, gemm::OutFormat::fp32, 1.0) == gpu);
+    if (r.K == 65536) CHECK(tiled);  // chunk 1,408 = 88 groups of 16: aligned units
+  }
+}
+
 #endif
