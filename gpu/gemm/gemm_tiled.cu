@@ -6,11 +6,14 @@
 // Work per (output, group of G k): the group's exponent maximum (Hopper's DPX viaddmax on two
 // outputs at a time), then per product one multiply, one three-way add for the shift, one
 // funnel shift, one three-way xor for the sign and an add; the group's tail (the incoming
-// accumulator's term and the normalisation) once per output and group, with the reference's
-// functions. Units (promotion chunks, split-K parts) are independent until the model's fixed
-// fp32 chain over them: a CTA covers the whole K and runs the chain in registers, or (small M x
-// N, long K: too few tiles for the GPU) CTAs cover ranges of units and write each unit's value,
-// and a second kernel runs the chain over them in the reference's order.
+// accumulator's term and the normalisation) once per output and group, branch-free
+// (tile_group_end_fast: about 50 instructions, the 16 outputs of a thread interleaved; at k_group
+// 16 it is a sixteenth of the products' count per product, not more than their whole cost as its
+// branchy form was). Units (promotion chunks, split-K parts) are independent until the model's
+// fixed fp32 chain over them: a CTA covers the whole K and runs the chain in registers, or (small
+// M x N, long K: too few tiles for the GPU) CTAs cover ranges of units and write each unit's
+// value, and a second kernel runs the chain over them in the reference's order; k_group 16 with
+// still too few CTAs takes 32 x 32 tiles of 64 threads (gemm_tiled's plan).
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
@@ -131,21 +134,22 @@ __device__ inline void lds(const std::uint32_t* p, std::uint32_t (&v)[N]) {
   }
 }
 
-template <int TM, int TN, int G>
+template <int TM, int TN, int G, int TD>
 constexpr std::size_t tiled_smem() {
-  return sizeof(std::uint32_t) * (4 * G * 16 * TM + 3 * G * 16 * TN + 16 * TM + 16 * TN) +
-         sizeof(std::int16_t) * G * 16 * TN;
+  return sizeof(std::uint32_t) * (4 * G * TD * TM + 3 * G * TD * TN + TD * TM + TD * TN) +
+         sizeof(std::int16_t) * G * TD * TN;
 }
 
-// 256 threads as 16 x 16, thread (ty, tx) the outputs rows ty TM .. +TM, columns tx TN .. +TN of
-// the CTA's BM x BN tile; groups [zstart[z], zstart[z + 1]) of K.
-// kF: the float pass (sim/native/gemm_tile.hpp's tile_float_ok; FP8): sAs / sBs hold the fp32
-// values, the terms trunc(a b 2^(frac - E)) by a round-toward-zero FMA; otherwise the integer
+// TD x TD threads (16: 256, a 64 x 64 tile; 8: 64, a 32 x 32 tile), thread (ty, tx) the outputs
+// rows ty TM .. +TM, columns tx TN .. +TN of the CTA's BM x BN tile; groups [zstart[z], zstart[z +
+// 1]) of K. kF: the float pass (sim/native/gemm_tile.hpp's tile_float_ok; FP8): sAs / sBs hold the
+// fp32 values, the terms trunc(a b 2^(frac - E)) by a round-toward-zero FMA; otherwise the integer
 // pass. kRne: the model's inter_rne as a constant (the truncating models, cublas-sm90's, drop
 // the rounding's instructions from the group tail).
-template <int TM, int TN, int G, bool kF, bool kRne>
-__global__ void __launch_bounds__(256, 1) k_gemm_tiled(const TiledParams p) {
-  constexpr int BM = 16 * TM, BN = 16 * TN;
+template <int TM, int TN, int G, bool kF, bool kRne, int TD>
+__global__ void __launch_bounds__(TD* TD, 1) k_gemm_tiled(const TiledParams p) {
+  constexpr int NT = TD * TD, BM = TD * TM, BN = TD * TN;
+  static_assert(NT >= BM && NT >= BN, "one thread per row's sign word");
   static_assert(TN % 4 == 0 && TM % 4 == 0, "16-byte shared loads");
   extern __shared__ __align__(16) unsigned char smem[];
   std::uint32_t* sAe2 = reinterpret_cast<std::uint32_t*>(smem);   // [G][BM] exponent, twice
@@ -158,26 +162,26 @@ __global__ void __launch_bounds__(256, 1) k_gemm_tiled(const TiledParams p) {
   std::uint32_t* sAk = sBm + G * BN;                              // [BM] the group's sign bits
   std::uint32_t* sBk = sAk + BM;                                  // [BN]
   std::int16_t* sBe = reinterpret_cast<std::int16_t*>(sBk + BN);  // [G][BN] exponent
-  const int tid = static_cast<int>(threadIdx.x), tx = tid % 16, ty = tid / 16;
+  const int tid = static_cast<int>(threadIdx.x), tx = tid % TD, ty = tid / TD;
   const std::size_t i0 = static_cast<std::size_t>(blockIdx.y) * BM;
   const std::size_t j0 = static_cast<std::size_t>(blockIdx.x) * BN;
   const std::uint32_t g0 = p.zstart[blockIdx.z], g1 = p.zstart[blockIdx.z + 1];
   native::TileChain ch[TM][TN];
   std::uint32_t bad = 0;  // bit t TN + u: output (t, u) flagged
   // The next group's words, loaded into registers while this group computes.
-  constexpr int NA = G * BM / 256, NB = G * BN / 256;
-  static_assert(NA * 256 == G * BM && NB * 256 == G * BN, "whole loads per thread");
+  constexpr int NA = G * BM / NT, NB = G * BN / NT;
+  static_assert(NA * NT == G * BM && NB * NT == G * BN, "whole loads per thread");
   std::uint32_t wa[NA], wb[NB], ka = 0, kb = 0, fg = 0;
   const auto fetch = [&](std::uint32_t g) {
     fg = p.gflags[g];  // read with the words: its latency hides behind the group's products
 #pragma unroll
     for (int q = 0; q < NA; ++q) {
-      const int e = tid + 256 * q, k = e / BM, r = e % BM;
+      const int e = tid + NT * q, k = e / BM, r = e % BM;
       wa[q] = p.aenc[(static_cast<std::size_t>(g) * G + k) * p.Mp + i0 + r];
     }
 #pragma unroll
     for (int q = 0; q < NB; ++q) {
-      const int e = tid + 256 * q, k = e / BN, r = e % BN;
+      const int e = tid + NT * q, k = e / BN, r = e % BN;
       wb[q] = p.benc[(static_cast<std::size_t>(g) * G + k) * p.Np + j0 + r];
     }
     if (tid < BM) ka = p.amask[static_cast<std::size_t>(g) * p.Mp + i0 + tid];
@@ -188,7 +192,7 @@ __global__ void __launch_bounds__(256, 1) k_gemm_tiled(const TiledParams p) {
     __syncthreads();
 #pragma unroll
     for (int q = 0; q < NA; ++q) {
-      const int e = tid + 256 * q;
+      const int e = tid + NT * q;
       const std::uint32_t w = wa[q];
       sAe2[e] = (w & 0xFFFFu) * 0x10001u;
       if constexpr (kF) {
@@ -201,7 +205,7 @@ __global__ void __launch_bounds__(256, 1) k_gemm_tiled(const TiledParams p) {
     }
 #pragma unroll
     for (int q = 0; q < NB; ++q) {
-      const int e = tid + 256 * q;
+      const int e = tid + NT * q;
       const std::uint32_t w = wb[q];
       sBe[e] = static_cast<std::int16_t>(w & 0xFFFFu);
       if constexpr (kF) {
@@ -394,23 +398,23 @@ __global__ void k_tile_combine(const float* __restrict__ U, std::size_t units,
   }
 }
 
-template <int TM, int TN, int G, bool kF, bool kRne>
+template <int TM, int TN, int G, bool kF, bool kRne, int TD>
 void launch_tiled(const TiledParams& p, dim3 grid) {
-  constexpr std::size_t bytes = tiled_smem<TM, TN, G>();
+  constexpr std::size_t bytes = tiled_smem<TM, TN, G, TD>();
   cuda_check(
-      cudaFuncSetAttribute(k_gemm_tiled<TM, TN, G, kF, kRne>,
+      cudaFuncSetAttribute(k_gemm_tiled<TM, TN, G, kF, kRne, TD>,
                            cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(bytes)),
       "cudaFuncSetAttribute");
-  k_gemm_tiled<TM, TN, G, kF, kRne><<<grid, 256, bytes>>>(p);
+  k_gemm_tiled<TM, TN, G, kF, kRne, TD><<<grid, TD * TD, bytes>>>(p);
   cuda_check_launch("k_gemm_tiled");
 }
 
-template <int TM, int TN, int G, bool kF>
+template <int TM, int TN, int G, bool kF, int TD>
 void launch_tiled(const TiledParams& p, dim3 grid) {
   if (p.m.inter_rne) {
-    launch_tiled<TM, TN, G, kF, true>(p, grid);
+    launch_tiled<TM, TN, G, kF, true, TD>(p, grid);
   } else {
-    launch_tiled<TM, TN, G, kF, false>(p, grid);
+    launch_tiled<TM, TN, G, kF, false, TD>(p, grid);
   }
 }
 
@@ -471,17 +475,29 @@ bool gemm_tiled(const double* a, const double* bt, std::size_t M, std::size_t N,
   native::tile_layout(K, m, G, &gflags, &uflags, &ustart);
   const std::size_t ng = gflags.size(), units = uflags.size();
   // Tile shape and K ranges (host facts only: decided before the stats pass, so that every
-  // small array goes up in one copy).
-  // 64 x 64 outputs a CTA, 4 x 4 a thread (4 x 8 needs more than 255 registers).
+  // small array goes up in one copy). 64 x 64 outputs a CTA, 4 x 4 a thread (4 x 8 needs more
+  // than 255 registers); K split over CTAs (buffer mode) when the tiles are too few for the GPU.
+  // k_group 16 (the integer pass) where 64 x 64 tiles and the K split still leave SMs idle
+  // (bf16 128 x 64 x 65,536 under cublas-sm90: 2 tiles x 47 promotion chunks = 94 CTAs on 132
+  // SMs, each a chain of 88 groups that cannot be cut): 32 x 32 tiles of 64 threads and a CTA
+  // per unit, 4x the CTAs, several resident on an SM, so the longest SM's share of the work
+  // falls from one tile-unit to about three quarter-tiles. EXMY_GEMM_TILE32=0 / 1: never /
+  // always where k_group is 16 (tests).
   constexpr int TM = 4, TN = 4;
-  const std::size_t BM = 16 * TM, BN = 16 * TN;
-  const std::size_t Mp = (M + BM - 1) / BM * BM, Np = (N + BN - 1) / BN * BN;
-  const std::size_t tiles = (Mp / BM) * (Np / BN);
   const std::size_t sms = static_cast<std::size_t>(sm_count());
+  const bool u_fits = units * M * N * sizeof(float) <= (std::size_t{1} << 30);
+  const auto tiles_of = [&](std::size_t bm) { return ((M + bm - 1) / bm) * ((N + bm - 1) / bm); };
   std::size_t nz = 1;
-  if (tiles < 2 * sms && units > 1 && units * M * N * sizeof(float) <= (std::size_t{1} << 30)) {
-    nz = std::min(units, (2 * sms + tiles - 1) / tiles);
+  if (tiles_of(64) < 2 * sms && units > 1 && u_fits) {
+    nz = std::min(units, (2 * sms + tiles_of(64) - 1) / tiles_of(64));
   }
+  const int t32 = env_int("EXMY_GEMM_TILE32", -1);
+  const bool small = G == 16 && (t32 < 0 ? tiles_of(64) * nz < sms : t32 != 0);
+  if (small) {
+    nz = units > 1 && u_fits ? std::min(units, (4 * sms + tiles_of(32) - 1) / tiles_of(32)) : 1;
+  }
+  const std::size_t BM = small ? 32 : 16 * TM, BN = BM;
+  const std::size_t Mp = (M + BM - 1) / BM * BM, Np = (N + BN - 1) / BN * BN;
   nz = static_cast<std::size_t>(env_int("EXMY_GEMM_KSPLIT", static_cast<int>(nz)));
   nz = std::max<std::size_t>(1, std::min({nz, units, std::size_t{65535}}));  // gridDim.z
   const bool buffer = nz > 1;
@@ -577,11 +593,13 @@ bool gemm_tiled(const double* a, const double* bt, std::size_t M, std::size_t N,
       env_int("EXMY_GEMM_TILE_FLOAT", 1) != 0 &&
       native::tile_float_ok(m.frac_bits, pa, pb, G, hs[0].e_lo, hs[0].e_hi, hs[1].e_lo, hs[1].e_hi);
   if (G == 32 && fl) {
-    launch_tiled<TM, TN, 32, true>(p, grid);
+    launch_tiled<TM, TN, 32, true, 16>(p, grid);
   } else if (G == 32) {
-    launch_tiled<TM, TN, 32, false>(p, grid);
+    launch_tiled<TM, TN, 32, false, 16>(p, grid);
+  } else if (small) {
+    launch_tiled<TM, TN, 16, false, 8>(p, grid);
   } else {
-    launch_tiled<TM, TN, 16, false>(p, grid);
+    launch_tiled<TM, TN, 16, false, 16>(p, grid);
   }
   if (buffer) {
     k_tile_combine<<<grid_for(M * N, 1), kThreads>>>(U, units, dmeta + o_uf, M, N, p.chunked,
