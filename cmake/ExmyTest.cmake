@@ -35,5 +35,5 @@ function(exmy_add_test NAME)
   endif()
   add_test(NAME ${NAME} COMMAND ${target})
   set_tests_properties(${NAME} PROPERTIES SKIP_RETURN_CODE 77 LABELS "${ARG_LABELS}"
-                       ENVIRONMENT "EXMY_CLI=$<TARGET_FILE:exmy>")
+                       ENVIRONMENT "EXMY_CLI=$<TARGET_FILE:exmy>;EXMY_SOURCE_DIR=${PROJECT_SOURCE_DIR}")
 endfunction()

@@ -22,6 +22,8 @@ cmake --build "$build" -j"$jobs" --target exmy exmy_test_cli exmy_test_format
 export ASAN_OPTIONS="detect_leaks=1:abort_on_error=1:strict_string_checks=1"
 export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
 export EXMY_CLI="$PWD/$build/cli/exmy"
+# The tests' committed data (tests/support/source_tree.hpp), as ctest passes it.
+export EXMY_SOURCE_DIR="$PWD"
 # Sanitizer reports of the exmy runs inside the CLI tests go to their stderr files, which the
 # tests check; a report makes exmy exit with neither 0 nor 2, so the test fails.
 # From the tests' build folder, as ctest runs them (their data paths are relative to it).

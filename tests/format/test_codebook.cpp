@@ -16,6 +16,7 @@
 #include "sim/native/codebook_lookup.hpp"
 #include "sim/native/convert.hpp"
 #include "tests/support/bnb_transcriptions.hpp"
+#include "tests/support/source_tree.hpp"
 
 using namespace exmy;
 using bnb_ref::bnb_cpu_quantize;
@@ -23,7 +24,7 @@ using bnb_ref::bnb_cuda_dquantize;
 
 namespace {
 
-const std::filesystem::path kData = std::filesystem::path(__FILE__).parent_path() / "data";
+const std::filesystem::path kData = exmy::testing::source_root() / "tests" / "format" / "data";
 
 std::vector<const Codebook*> builtins() {
   return {&dynamic_codebook(true), &dynamic_codebook(false), &linear_codebook(true),

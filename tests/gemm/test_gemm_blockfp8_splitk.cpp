@@ -19,13 +19,13 @@
 #include "sim/gemm/gemm.hpp"
 #include "sim/io/json.hpp"
 #include "sim/io/npy.hpp"
+#include "tests/support/source_tree.hpp"
 
 using namespace exmy;
 
 namespace {
 const std::filesystem::path kDir =
-    std::filesystem::path(__FILE__).parent_path().parent_path().parent_path() / "golden" / "gemm" /
-    "cublas-h200-blockfp8-splitk";
+    exmy::testing::source_root() / "golden" / "gemm" / "cublas-h200-blockfp8-splitk";
 
 // The capture's inputs are not stored: they come from bench/peers/blockfp8_gemm_capture.py's
 // counter hash, integer arithmetic that numpy, torch and this port compute alike (the

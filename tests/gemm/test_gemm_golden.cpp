@@ -11,13 +11,13 @@
 #include "sim/gemm/gemm_profile.hpp"
 #include "sim/io/json.hpp"
 #include "sim/io/npy.hpp"
+#include "tests/support/source_tree.hpp"
 
 using namespace exmy;
 
 namespace {
 const std::filesystem::path kDir =
-    std::filesystem::path(__FILE__).parent_path().parent_path().parent_path() / "golden" / "gemm" /
-    "cublas-sm90-h100";
+    exmy::testing::source_root() / "golden" / "gemm" / "cublas-sm90-h100";
 
 }  // namespace
 

@@ -10,14 +10,13 @@
 #include "sim/format/float_names.hpp"
 #include "sim/io/npy.hpp"
 #include "sim/native/convert.hpp"
+#include "tests/support/source_tree.hpp"
 
 using namespace exmy;
 
 namespace {
 
-const std::filesystem::path kGolden =
-    std::filesystem::path(__FILE__).parent_path().parent_path().parent_path() / "golden" /
-    "ml_dtypes";
+const std::filesystem::path kGolden = exmy::testing::source_root() / "golden" / "ml_dtypes";
 
 struct Pair {
   const char* mldtypes;

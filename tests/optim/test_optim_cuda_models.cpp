@@ -25,6 +25,7 @@
 #include "sim/native/torch_mean_cuda.hpp"
 #include "sim/native/torch_reduce_cuda.hpp"
 #include "sim/sfu/sfu_tables.hpp"
+#include "tests/support/source_tree.hpp"
 
 using namespace exmy;
 using native::Storage;
@@ -32,8 +33,7 @@ using native::Storage;
 namespace {
 
 const std::filesystem::path kCorpus =
-    std::filesystem::path(__FILE__).parent_path().parent_path().parent_path() / "golden" / "peers" /
-    "torch-cuda-adafactor-reduce";
+    exmy::testing::source_root() / "golden" / "peers" / "torch-cuda-adafactor-reduce";
 
 std::vector<float> floats(const io::NpyArray& a) {
   std::vector<float> v(a.count());

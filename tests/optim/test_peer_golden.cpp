@@ -13,14 +13,14 @@
 #include "sim/io/json.hpp"
 #include "sim/io/npy.hpp"
 #include "tests/support/cli_run.hpp"
+#include "tests/support/source_tree.hpp"
 
 using namespace exmy;
 namespace fs = std::filesystem;
 
 namespace {
 
-const fs::path kPeers =
-    fs::path(__FILE__).parent_path().parent_path().parent_path() / "golden" / "peers";
+const fs::path kPeers = exmy::testing::source_root() / "golden" / "peers";
 
 std::string num(const io::Json& h, const char* k) {
   return h.at(k, k).text;  // the JSON number's text, as the capture wrote it

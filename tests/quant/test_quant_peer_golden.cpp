@@ -14,14 +14,14 @@
 #include "sim/io/npy.hpp"
 #include "sim/native/optim_storage.hpp"
 #include "tests/support/cli_run.hpp"
+#include "tests/support/source_tree.hpp"
 
 using namespace exmy;
 namespace fs = std::filesystem;
 
 namespace {
 
-const fs::path kDir = fs::path(__FILE__).parent_path().parent_path().parent_path() / "golden" /
-                      "peers" / "bnb-cuda-quantize";
+const fs::path kDir = exmy::testing::source_root() / "golden" / "peers" / "bnb-cuda-quantize";
 
 std::vector<float> floats(const io::NpyArray& a) {
   std::vector<float> v(a.count());

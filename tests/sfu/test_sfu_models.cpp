@@ -17,6 +17,7 @@
 #include "sim/native/sfu_digest.hpp"
 #include "sim/native/sfu_sm90.hpp"
 #include "sim/sfu/sfu_tables.hpp"
+#include "tests/support/source_tree.hpp"
 
 using namespace exmy;
 namespace fs = std::filesystem;
@@ -111,8 +112,8 @@ TEST_CASE("ftz arithmetic: flushed by the exponent-unbounded rounding (measured 
 TEST_CASE("sfu tables: a damaged file is an error naming it, never a fallback", "[sfu]") {
   // The shipped bundle with one byte of a table's compressed residuals changed: the CRC-32 of the
   // decoded table (or zlib's own check) refuses it.
-  const fs::path bin = fs::path(__FILE__).parent_path().parent_path().parent_path() / "golden" /
-                       "profiles" / "sm90" / "sfu-tables.bin";
+  const fs::path bin =
+      exmy::testing::source_root() / "golden" / "profiles" / "sm90" / "sfu-tables.bin";
   std::ifstream in(bin, std::ios::binary);
   REQUIRE(in);
   std::vector<std::uint8_t> bytes((std::istreambuf_iterator<char>(in)), {});
