@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Device call 3 of the session of 2026-12-04: h/int3 = main e6693e0 + h/adem (AdEMAMix8bit's
-# vectorised kernel: keyed requantization, sim/native/optim_bnb8_keyed.hpp; branch-free
+# vectorised kernel: keyed requantization, h/adem's optim_bnb8_keyed.hpp; branch-free
 # non-finite gradients; wd as a template argument). One xz pack, build-carry-s11/pack.tar.xz:
 #   after/   exmy_test_gpu, bench_optim_gpu and exmy of h/int3;
 #   before/  bench_optim_gpu of main e6693e0;
