@@ -77,18 +77,24 @@ __global__ void __launch_bounds__(kThreads)
 // 32-bit words, widened by value_nan_free), the G = block / 16 threads of a quantization block
 // combine their maxima (shuffles within a warp, then the warps' partials in shared memory when
 // G > 32), and each thread writes its 16 codes as 8 packed bytes. A tile of kThreads = 256 >= G
-// threads covers 4096 elements, a whole number of quantization blocks. The codes are those of
+// threads covers 4096 elements, a whole number of quantization blocks. The block size is a
+// template argument (one kernel for each of bitsandbytes' eight), so that the shuffles, the
+// partials' reads and the block index unroll into constants (a runtime block left ~328
+// instructions a tile at block 4096, 20 an element). The codes are those of
 // bnb4_absmax_kernel + bnb4_codes_kernel:
 //   - the block maximum is exact in any order: bnb4_absmax_raw_step (one FMNMX an element) folds
 //     |x| unflushed, the partials combine by the same max, and bnb4_absmax_flush then gives
 //     bnb4_absmax_step's fold (sim/native/bnb_4bit_cells.hpp says why);
 //   - each code depends only on its element and the block's absmax: n = FMUL.FTZ(x, rcp(a)) as
 //     codebook_normalize computes it, then bnb4_code_cells, the cell table that equals the
-//     reference tree on all 2^32 values of n (tests/quant/test_bnb4_cells.cpp), read from shared
-//     memory (33 entries of 8 bytes, built by the CTA from the thresholds);
+//     reference tree on every n the kernel can produce (tests/quant/test_bnb4_cells.cpp and the
+//     GPU's own check, bnb4_cells_mismatches), read from shared memory (35 or 50 entries of 8
+//     bytes, built by the CTA from the thresholds): one FFMA.RM, an LEA, an LDS.64, an FADD, an
+//     LEA.HI and an LEA a code, FP4's sign included;
 //   - a padding element (the odd last one) is coded from 0.0f as bnb4_codes_kernel does;
 //   - a NaN element's bits reach neither (the max skips NaN, FMUL.FTZ makes it the canonical
-//     NaN and every cell comparison is false), so fp16 widens by the hardware conversion.
+//     NaN, which the cell address folds onto the cell of code 0, and every comparison with it is
+//     false), so fp16 widens by the hardware conversion.
 constexpr int kPerThread = quant_detail::kRun;
 constexpr int kTile = kPerThread * kThreads;  // elements per tile
 template <CastInput In>
@@ -97,20 +103,22 @@ constexpr int kWords = quant_detail::InT<In>::kWords;
 struct FusedArgs {
   const void* x;
   std::uint64_t n;
-  int block, log2_block, g;  // g: threads per quantization block
-  bool vec;                  // 16-byte aligned x, 4-byte aligned packed
+  bool vec;  // 16-byte aligned x, 4-byte aligned packed
   float* absmax;
   std::uint8_t* packed;
-  std::uint32_t table;  // the cell table's shared address less 0x4B000000 * 8
-  float* warp_max;
+  std::uint32_t table;  // the cell table's shared address less kBnb4CellLo * 8
+  float* warp_max;      // two sets of the warps' partial maxima (tiles alternate)
 };
 
 // One tile of 4096 elements from `base`, this thread's run already loaded as words w. kFull: all
 // of them are below n and the input and output are 16- and 8-byte aligned (no counts, no partial
-// block, vector stores).
-template <CastInput In, native::Bnb4Type T, bool kFull>
-__device__ __forceinline__ void fused_step(const FusedArgs& f, std::uint64_t base,
+// block, vector stores). Blocks of more than 32 threads meet at ONE barrier a tile: the partials
+// alternate between two sets (parity), so a warp that writes set p for tile t + 2 has passed
+// tile t + 1's barrier, which every warp reaches only after reading set p for tile t.
+template <CastInput In, native::Bnb4Type T, int kBlock, bool kFull>
+__device__ __forceinline__ void fused_step(const FusedArgs& f, std::uint64_t base, int parity,
                                            const std::uint32_t (&w)[kWords<In>]) {
+  constexpr int kG = kBlock / kPerThread;  // threads a quantization block: 2..256
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   const std::uint64_t i0 = base + std::uint64_t{kPerThread} * threadIdx.x;
   float v[kPerThread];
@@ -132,37 +140,47 @@ __device__ __forceinline__ void fused_step(const FusedArgs& f, std::uint64_t bas
       if (k < count) m = native::bnb4_absmax_raw_step(m, v[k]);
     }
   }
-  const int g = f.g;
-  for (int d = 1; d < (g < 32 ? g : 32); d *= 2)
+#pragma unroll
+  for (int d = 1; d < (kG < 32 ? kG : 32); d *= 2)
     m = native::f32_fmax_hw(m, __shfl_xor_sync(0xFFFFFFFFu, m, d));
-  if (g > 32) {
-    if (lane == 0) f.warp_max[warp] = m;
+  if constexpr (kG > 32) {
+    constexpr int kW = kG / 32;  // warps a block: 2, 4 or 8
+    float* set = f.warp_max + parity * (kThreads / 32);
+    if (lane == 0) set[warp] = m;
     __syncthreads();
-    const int w0 = warp & ~(g / 32 - 1);  // g / 32 is a power of two
-    for (int ww = w0; ww < w0 + g / 32; ++ww) m = native::f32_fmax_hw(m, f.warp_max[ww]);
-    __syncthreads();
+    const float* p = set + (warp & ~(kW - 1));  // this block's partials (m among them)
+    if constexpr (kW == 2) {
+      const float2 q = *reinterpret_cast<const float2*>(p);
+      m = native::f32_fmax_hw(q.x, q.y);
+    } else {
+      const float4 q = *reinterpret_cast<const float4*>(p);
+      m = native::f32_fmax_hw(native::f32_fmax_hw(q.x, q.y), native::f32_fmax_hw(q.z, q.w));
+      if constexpr (kW == 8) {
+        const float4 r = *reinterpret_cast<const float4*>(p + 4);
+        m = native::f32_fmax_hw(
+            m, native::f32_fmax_hw(native::f32_fmax_hw(r.x, r.y), native::f32_fmax_hw(r.z, r.w)));
+      }
+    }
   }
-  const std::uint64_t qb = i0 >> f.log2_block;  // this thread's block
+  const std::uint64_t qb = i0 / kBlock;  // this thread's block
   bool partial = false;
   if constexpr (!kFull) {
-    const std::uint64_t lo = qb << f.log2_block;
-    partial = lo < f.n && f.n - lo < static_cast<std::uint64_t>(f.block);
+    const std::uint64_t lo = qb * kBlock;
+    partial = lo < f.n && f.n - lo < static_cast<std::uint64_t>(kBlock);
     if (lo >= f.n) return;  // a whole block past the end (no barrier follows in this tile)
   }
   const float a = native::bnb4_absmax_finish(native::bnb4_absmax_flush(m), partial);
-  if ((i0 & static_cast<std::uint64_t>(f.block - 1)) == 0) f.absmax[qb] = a;
+  if (threadIdx.x % kG == 0) f.absmax[qb] = a;  // tiles start at multiples of 4096 >= kBlock
   if (count == 0) return;
   const float r = native::sfu_rcp_f(native::SfuTables{}, a);  // codebook_normalize's rcp
   std::uint32_t word[2] = {0, 0};
 #pragma unroll
   for (int k = 0; k < kPerThread; ++k) {
-    // bnb4_code_cells with the table read at a 32-bit shared address: 0x4B000000 + cell, scaled
-    // by 8 and offset in one LEA.
     const float nk = native::ftz_mul(v[k], r);
-    const std::uint32_t at =
-        native::f32_bits(native::bnb4_cell_h<T>(native::bnb4_cell_key<T>(nk))) * 8u + f.table;
     native::Bnb4Cell c;
-    asm volatile("ld.shared.v2.b32 {%0, %1}, [%2];" : "=f"(c.thr), "=r"(c.rank) : "r"(at));
+    asm volatile("ld.shared.v2.b32 {%0, %1}, [%2];"
+                 : "=f"(c.thr), "=r"(c.rank)
+                 : "r"(native::bnb4_cell_addr<T>(nk, f.table)));
     word[k / 8] = native::bnb4_add_rank<T>(word[k / 8], 8 * ((k % 8) / 2) + (k % 2 ? 0 : 4), c, nk);
   }
   word[0] = native::bnb4_codes_of_ranks<T>(word[0]);
@@ -187,27 +205,29 @@ __device__ __forceinline__ void fused_step(const FusedArgs& f, std::uint64_t bas
 // 2026-12-02-h200-optim-nf4-speed-s7.md): 4 tiles for bf16 NF4 block 64 / 4096 184 / 216 us
 // (one tile: 215 / 248 us in device call 2 of 2026-12-02), 2 tiles 194 / 220; fp32 keeps 2 tiles
 // (64 registers; FP4 block 4096 343 us, was 351). A persistent grid with an L2 prefetch of the
-// next step was slower (bf16 NF4 203 / 228 us, fp32 FP4 4096 375 us).
+// next step was slower (bf16 NF4 203 / 228 us, fp32 FP4 4096 375 us), and so was a per-warp
+// cp.async ring of 4-warp CTAs (h/bnb4b: ~290 us for every 16-bit case, 12 warps an SM). Four
+// CTAs of 256 threads an SM (at most 64 registers) keep 32 warps' loads in flight.
 template <CastInput In>
 constexpr int kTiles = In == CastInput::fp32 ? 2 : 4;
-template <CastInput In, native::Bnb4Type T>
-__global__ void __launch_bounds__(kThreads)
-    bnb4_fused_kernel(const void* __restrict__ x, std::uint64_t n, int block, bool vec, bool vec8,
+template <CastInput In, native::Bnb4Type T, int kBlock>
+__global__ void __launch_bounds__(kThreads, 4)
+    bnb4_fused_kernel(const void* __restrict__ x, std::uint64_t n, bool vec, bool vec8,
                       float* __restrict__ absmax, std::uint8_t* __restrict__ packed) {
-  __shared__ native::Bnb4Cell cells[native::kBnb4Cells];
-  __shared__ float warp_max[kThreads / 32];
-  if (threadIdx.x < native::kBnb4Cells)
+  __shared__ native::Bnb4Cell cells[native::kBnb4CellCount<T>];
+  __shared__ __align__(16) float warp_max[2 * kThreads / 32];
+  if (threadIdx.x < native::kBnb4CellCount<T>)
     cells[threadIdx.x] = native::bnb4_cell_entry<T>(threadIdx.x);
   __syncthreads();
   FusedArgs f;
-  f.x = x, f.n = n, f.block = block, f.log2_block = __ffs(block) - 1, f.g = block / kPerThread;
-  f.vec = vec, f.absmax = absmax, f.packed = packed, f.warp_max = warp_max;
+  f.x = x, f.n = n, f.vec = vec, f.absmax = absmax, f.packed = packed, f.warp_max = warp_max;
   // Through a shuffle so that the compiler keeps it one register (it would otherwise split it
   // into the shared window's base and a constant and spend an add per element).
   f.table = __shfl_sync(
-      0xFFFFFFFFu, static_cast<std::uint32_t>(__cvta_generic_to_shared(cells)) - 0x4B000000u * 8u,
-      0);
-  constexpr int kT = kTiles<In>;
+      0xFFFFFFFFu,
+      static_cast<std::uint32_t>(__cvta_generic_to_shared(cells)) - native::kBnb4CellLo<T> * 8u, 0);
+  constexpr int kT = kTiles<In>;  // even: the partials' sets alternate across steps too
+  static_assert(kT % 2 == 0);
   constexpr std::uint64_t span = std::uint64_t{kTile} * kT;  // elements per CTA step
   for (std::uint64_t base = blockIdx.x * span; base < n; base += gridDim.x * span) {
     std::uint32_t w[kT][kWords<In>];
@@ -218,7 +238,8 @@ __global__ void __launch_bounds__(kThreads)
         quant_detail::load_words<In>(x, i0, i0 + kPerThread, true, w[t]);
       }
 #pragma unroll
-      for (int t = 0; t < kT; ++t) fused_step<In, T, true>(f, base + t * kTile, w[t]);
+      for (int t = 0; t < kT; ++t)
+        fused_step<In, T, kBlock, true>(f, base + t * kTile, t & 1, w[t]);
     } else {
 #pragma unroll
       for (int t = 0; t < kT; ++t) {
@@ -226,22 +247,68 @@ __global__ void __launch_bounds__(kThreads)
         quant_detail::load_words<In>(x, i0, n, vec, w[t]);
       }
 #pragma unroll
-      for (int t = 0; t < kT; ++t) fused_step<In, T, false>(f, base + t * kTile, w[t]);
+      for (int t = 0; t < kT; ++t)
+        fused_step<In, T, kBlock, false>(f, base + t * kTile, t & 1, w[t]);
     }
   }
+}
+
+template <CastInput In, native::Bnb4Type T, int... kBlocks>
+void launch_blocks(cudaStream_t s, const void* x, std::uint64_t n, int block, bool vec, bool vec8,
+                   float* absmax, std::uint8_t* packed) {
+  const unsigned grid = blocks_for(n, std::size_t{kTile} * kTiles<In>);
+  const bool launched =
+      ((block == kBlocks ? (bnb4_fused_kernel<In, T, kBlocks>
+                            <<<grid, kThreads, 0, s>>>(x, n, vec, vec8, absmax, packed),
+                            true)
+                         : false) ||
+       ...);
+  if (!launched) throw InputError("bnb4: no fused kernel for block " + std::to_string(block));
 }
 
 template <CastInput In>
 void launch_fused(bool nf4, cudaStream_t s, const void* x, std::uint64_t n, int block, bool vec,
                   bool vec8, float* absmax, std::uint8_t* packed) {
-  const unsigned grid = blocks_for(n, std::size_t{kTile} * kTiles<In>);
   if (nf4) {
-    bnb4_fused_kernel<In, native::Bnb4Type::nf4>
-        <<<grid, kThreads, 0, s>>>(x, n, block, vec, vec8, absmax, packed);
+    launch_blocks<In, native::Bnb4Type::nf4, 32, 64, 128, 256, 512, 1024, 2048, 4096>(
+        s, x, n, block, vec, vec8, absmax, packed);
   } else {
-    bnb4_fused_kernel<In, native::Bnb4Type::fp4>
-        <<<grid, kThreads, 0, s>>>(x, n, block, vec, vec8, absmax, packed);
+    launch_blocks<In, native::Bnb4Type::fp4, 32, 64, 128, 256, 512, 1024, 2048, 4096>(
+        s, x, n, block, vec, vec8, absmax, packed);
   }
+}
+
+// The cell table's codes against the reference trees on every fp32 pattern n with |n| <=
+// kBnb4Reach or NaN (the kernel's FMUL returns every NaN as the canonical one, which this feeds
+// raw: the FMA canonicalizes it as well), on the device's own FFMA.RM: bnb4_cells_mismatches.
+template <native::Bnb4Type T>
+__global__ void __launch_bounds__(kThreads)
+    bnb4_cells_check_kernel(unsigned long long* __restrict__ out) {
+  __shared__ native::Bnb4Cell cells[native::kBnb4CellCount<T>];
+  if (threadIdx.x < native::kBnb4CellCount<T>)
+    cells[threadIdx.x] = native::bnb4_cell_entry<T>(threadIdx.x);
+  __syncthreads();
+  const std::uint32_t table =
+      static_cast<std::uint32_t>(__cvta_generic_to_shared(cells)) - native::kBnb4CellLo<T> * 8u;
+  const std::uint32_t top = native::f32_bits(native::kBnb4Reach);
+  unsigned long long bad = 0, checked = 0;
+  for (std::uint64_t i = static_cast<std::uint64_t>(blockIdx.x) * kThreads + threadIdx.x;
+       i < (std::uint64_t{1} << 32); i += static_cast<std::uint64_t>(gridDim.x) * kThreads) {
+    const std::uint32_t u = static_cast<std::uint32_t>(i), mag = u & 0x7FFFFFFFu;
+    if (mag > top && mag <= 0x7F800000u) continue;
+    const float n = native::f32_from_bits(u);
+    native::Bnb4Cell c;
+    asm volatile("ld.shared.v2.b32 {%0, %1}, [%2];"
+                 : "=f"(c.thr), "=r"(c.rank)
+                 : "r"(native::bnb4_cell_addr<T>(n, table)));
+    const std::uint32_t got = native::bnb4_codes_of_ranks<T>(native::bnb4_add_rank<T>(0, 0, c, n));
+    const std::uint32_t ref =
+        T == native::Bnb4Type::nf4 ? native::bnb_nf4_code(n) : native::bnb_fp4_code(n);
+    bad += got != ref;
+    ++checked;
+  }
+  atomicAdd(out, bad);
+  atomicAdd(out + 1, checked);
 }
 
 __global__ void __launch_bounds__(kThreads)
@@ -324,7 +391,7 @@ void bnb4_quantize(const void* x, CastInput in_type, std::size_t n, const quant:
   // Vector loads and word stores need 16-byte aligned elements and a 4-byte aligned output.
   const bool vec = is_aligned(x, 16) && is_aligned(packed, 4);
   const bool vec8 = vec && is_aligned(packed, 8);  // the full steps' 8-byte stores
-  const int b = static_cast<int>(opt.block);
+  const int b = static_cast<int>(opt.block);       // one of 32..4096: check_bnb4_block
   const bool nf4 = opt.type == native::Bnb4Type::nf4;
   switch (in_type) {
     case CastInput::fp32:
@@ -338,6 +405,21 @@ void bnb4_quantize(const void* x, CastInput in_type, std::size_t n, const quant:
       break;
   }
   cuda_check_launch("bnb4 fused quantize kernel");
+}
+
+std::uint64_t bnb4_cells_mismatches(native::Bnb4Type type, std::uint64_t* checked) {
+  const DeviceBuffer counts(2 * sizeof(unsigned long long));
+  cuda_check(cudaMemset(counts.get(), 0, 2 * sizeof(unsigned long long)), "bnb4 cells check");
+  auto* c = counts.as<unsigned long long>();
+  if (type == native::Bnb4Type::nf4) {
+    bnb4_cells_check_kernel<native::Bnb4Type::nf4><<<4096, kThreads>>>(c);
+  } else {
+    bnb4_cells_check_kernel<native::Bnb4Type::fp4><<<4096, kThreads>>>(c);
+  }
+  finish("bnb4 cells check");
+  const std::vector<unsigned long long> h = counts.download<unsigned long long>(2);
+  if (checked != nullptr) *checked = h[1];
+  return h[0];
 }
 
 void bnb4_dequantize(const std::uint8_t* packed, const float* absmax, std::size_t n,
