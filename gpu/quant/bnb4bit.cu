@@ -2,12 +2,14 @@
 // the block absmax (one CUDA block per quantization block), the packed codes (one thread per
 // byte) and the dequantization (one thread per element), each through sim/native/bnb_4bit.hpp.
 // The absmax is a max, exact in any order; the codes depend only on their element and absmax.
+#include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
 #include <cstdint>
 #include <cstdlib>
 #include <string>
+#include <type_traits>
 
 #include "gpu/common/cuda_check.hpp"
 #include "gpu/common/launch.hpp"
@@ -107,76 +109,74 @@ struct FusedArgs {
   float* absmax;
   std::uint8_t* packed;
   std::uint32_t table;  // the cell table's shared address less kBnb4CellLo * 8
-  float* warp_max;      // two sets of the warps' partial maxima (tiles alternate)
+  float* warp_max;      // two sets (steps alternate) of the warps' kTiles partial maxima
 };
 
-// One tile of 4096 elements from `base`, this thread's run already loaded as words w. kFull: all
-// of them are below n and the input and output are 16- and 8-byte aligned (no counts, no partial
-// block, vector stores). Blocks of more than 32 threads meet at ONE barrier a tile: the partials
-// alternate between two sets (parity), so a warp that writes set p for tile t + 2 has passed
-// tile t + 1's barrier, which every warp reaches only after reading set p for tile t.
-template <CastInput In, native::Bnb4Type T, int kBlock, bool kFull>
-__device__ __forceinline__ void fused_step(const FusedArgs& f, std::uint64_t base, int parity,
-                                           const std::uint32_t (&w)[kWords<In>]) {
-  constexpr int kG = kBlock / kPerThread;  // threads a quantization block: 2..256
-  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-  const std::uint64_t i0 = base + std::uint64_t{kPerThread} * threadIdx.x;
-  float v[kPerThread];
-#pragma unroll
-  for (int k = 0; k < kPerThread; ++k) v[k] = quant_detail::value_nan_free<In>(w, k);
-  int count = kPerThread;
-  if constexpr (!kFull) {
-    count = i0 >= f.n ? 0 : (f.n - i0 >= kPerThread ? kPerThread : static_cast<int>(f.n - i0));
-  }
-  // Padding zeros (k >= count) fold like the zeros bitsandbytes' loads pad with; the partial
-  // flag below decides what they mean, as bnb4_absmax_finish says.
+// A CTA step is kTiles<In> consecutive tiles: every thread issues the loads of all its runs
+// first, then codes the tiles in order, so that the loads of the later tiles are in flight across
+// the earlier tiles' code arithmetic (one tile a step left 16-bit inputs at 0.59-0.76 of copy:
+// half the bytes of fp32 in flight for the same instructions). Measured on the H200, 2^28
+// elements, medians of 3 beside copy/fp32 in one process (bench/results/
+// 2026-12-02-h200-optim-nf4-speed-s7.md): 4 tiles for bf16 NF4 block 64 / 4096 184 / 216 us
+// (one tile: 215 / 248 us in device call 2 of 2026-12-02), 2 tiles 194 / 220; fp32 keeps 2 tiles
+// (64 registers; FP4 block 4096 343 us, was 351). A persistent grid with an L2 prefetch of the
+// next step was slower (bf16 NF4 203 / 228 us, fp32 FP4 4096 375 us), and so was a per-warp
+// cp.async ring of 4-warp CTAs (h/bnb4b: ~290 us for every 16-bit case, 12 warps an SM). Four
+// CTAs of 256 threads an SM (at most 64 registers) keep 32 warps' loads in flight.
+template <CastInput In>
+constexpr int kTiles = In == CastInput::fp32 ? 2 : 4;
+
+// The unflushed maximum of |x| over a run (never NaN, -FLT_MAX for a run of NaNs), the padding
+// elements included: they are +0 (load_words fills them), which only a partial block holds and
+// where bnb4_absmax_finish's max with 0 already counts them. fp32: one FMNMX an element. 16-bit:
+// the maximum in the input's own format, exact (the widening is monotone and exact) and NaN-
+// skipping (max.f16x2 / max.bf16x2 return the non-NaN operand; without .ftz no fp16 subnormal
+// is flushed, and a bf16 subnormal is an fp32 subnormal that bnb4_absmax_flush zeroes anyway):
+// fp16 4 three-input VHMNMX with |.| a run, bf16 8 abs and 4 VHMNMX.BF16; then the two halves
+// widened and folded into -FLT_MAX by FMNMX (which skips a NaN half).
+template <CastInput In>
+__device__ __forceinline__ float run_max(const std::uint32_t (&w)[kWords<In>]) {
   float m = native::kBnb4AbsmaxInit;
-  if (count == kPerThread) {
+  if constexpr (In == CastInput::fp32) {
 #pragma unroll
-    for (int k = 0; k < kPerThread; ++k) m = native::bnb4_absmax_raw_step(m, v[k]);
+    for (int k = 0; k < kPerThread; ++k)
+      m = native::bnb4_absmax_raw_step(m, quant_detail::value_nan_free<In>(w, k));
   } else {
+    using H2 = std::conditional_t<In == CastInput::fp16, __half2, __nv_bfloat162>;
+    auto h2 = [](std::uint32_t u) { return __habs2(*reinterpret_cast<const H2*>(&u)); };
+    H2 a = h2(w[0]);
 #pragma unroll
-    for (int k = 0; k < kPerThread; ++k) {
-      if (k < count) m = native::bnb4_absmax_raw_step(m, v[k]);
-    }
+    for (int k = 1; k < kWords<In>; ++k) a = __hmax2(a, h2(w[k]));
+    const std::uint32_t u[1] = {*reinterpret_cast<const std::uint32_t*>(&a)};
+    m = native::bnb4_absmax_raw_step(m, quant_detail::value_nan_free<In>(u, 0));
+    m = native::bnb4_absmax_raw_step(m, quant_detail::value_nan_free<In>(u, 1));
   }
-#pragma unroll
-  for (int d = 1; d < (kG < 32 ? kG : 32); d *= 2)
-    m = native::f32_fmax_hw(m, __shfl_xor_sync(0xFFFFFFFFu, m, d));
-  if constexpr (kG > 32) {
-    constexpr int kW = kG / 32;  // warps a block: 2, 4 or 8
-    float* set = f.warp_max + parity * (kThreads / 32);
-    if (lane == 0) set[warp] = m;
-    __syncthreads();
-    const float* p = set + (warp & ~(kW - 1));  // this block's partials (m among them)
-    if constexpr (kW == 2) {
-      const float2 q = *reinterpret_cast<const float2*>(p);
-      m = native::f32_fmax_hw(q.x, q.y);
-    } else {
-      const float4 q = *reinterpret_cast<const float4*>(p);
-      m = native::f32_fmax_hw(native::f32_fmax_hw(q.x, q.y), native::f32_fmax_hw(q.z, q.w));
-      if constexpr (kW == 8) {
-        const float4 r = *reinterpret_cast<const float4*>(p + 4);
-        m = native::f32_fmax_hw(
-            m, native::f32_fmax_hw(native::f32_fmax_hw(r.x, r.y), native::f32_fmax_hw(r.z, r.w)));
-      }
-    }
-  }
+  return m;
+}
+
+// The codes of one tile of 4096 elements from `base` (this thread's run loaded as words w, m its
+// block's maximum, unflushed) and the block's absmax. kFull: all of them are below n and the
+// input and output are 16- and 8-byte aligned (no counts, no partial block, vector stores).
+template <CastInput In, native::Bnb4Type T, int kBlock, bool kFull>
+__device__ __forceinline__ void code_tile(const FusedArgs& f, std::uint64_t base, float m,
+                                          const std::uint32_t (&w)[kWords<In>]) {
+  constexpr int kG = kBlock / kPerThread;  // threads a quantization block: 2..256
+  const std::uint64_t i0 = base + std::uint64_t{kPerThread} * threadIdx.x;
   const std::uint64_t qb = i0 / kBlock;  // this thread's block
   bool partial = false;
   if constexpr (!kFull) {
     const std::uint64_t lo = qb * kBlock;
-    partial = lo < f.n && f.n - lo < static_cast<std::uint64_t>(kBlock);
-    if (lo >= f.n) return;  // a whole block past the end (no barrier follows in this tile)
+    if (lo >= f.n) return;  // a whole block past the end
+    partial = f.n - lo < static_cast<std::uint64_t>(kBlock);
   }
   const float a = native::bnb4_absmax_finish(native::bnb4_absmax_flush(m), partial);
   if (threadIdx.x % kG == 0) f.absmax[qb] = a;  // tiles start at multiples of 4096 >= kBlock
-  if (count == 0) return;
+  if (!kFull && i0 >= f.n) return;
   const float r = native::sfu_rcp_f(native::SfuTables{}, a);  // codebook_normalize's rcp
   std::uint32_t word[2] = {0, 0};
 #pragma unroll
   for (int k = 0; k < kPerThread; ++k) {
-    const float nk = native::ftz_mul(v[k], r);
+    const float nk = native::ftz_mul(quant_detail::value_nan_free<In>(w, k), r);
     native::Bnb4Cell c;
     asm volatile("ld.shared.v2.b32 {%0, %1}, [%2];"
                  : "=f"(c.thr), "=r"(c.rank)
@@ -197,25 +197,61 @@ __device__ __forceinline__ void fused_step(const FusedArgs& f, std::uint64_t bas
   }
 }
 
-// A CTA step is kTiles<In> consecutive tiles: every thread issues the loads of all its runs
-// first, then codes the tiles in order, so that the loads of the later tiles are in flight across
-// the earlier tiles' barriers and code arithmetic (one tile a step left 16-bit inputs at 0.59-0.76
-// of copy: half the bytes of fp32 in flight for the same instructions). Measured on the H200,
-// 2^28 elements, medians of 3 beside copy/fp32 in one process (bench/results/
-// 2026-12-02-h200-optim-nf4-speed-s7.md): 4 tiles for bf16 NF4 block 64 / 4096 184 / 216 us
-// (one tile: 215 / 248 us in device call 2 of 2026-12-02), 2 tiles 194 / 220; fp32 keeps 2 tiles
-// (64 registers; FP4 block 4096 343 us, was 351). A persistent grid with an L2 prefetch of the
-// next step was slower (bf16 NF4 203 / 228 us, fp32 FP4 4096 375 us), and so was a per-warp
-// cp.async ring of 4-warp CTAs (h/bnb4b: ~290 us for every 16-bit case, 12 warps an SM). Four
-// CTAs of 256 threads an SM (at most 64 registers) keep 32 warps' loads in flight.
-template <CastInput In>
-constexpr int kTiles = In == CastInput::fp32 ? 2 : 4;
+// One CTA step of kT tiles from `base`, every run loaded: first the maxima of all tiles (which
+// needs every load, so that ptxas cannot sink the later tiles' loads below the earlier tiles'
+// codes to save registers: coding a tile at a time, it issued only 3 of a 16-bit step's 8
+// 16-byte loads up front), their shuffles interleaved, then for blocks of more than 32 threads
+// ONE barrier a step: lane 0 of each warp writes its kT partials as one vector into the set of
+// the step's parity, and a warp that writes set p at step s + 2 has passed step s + 1's barrier,
+// which every warp reaches only after reading set p at step s. Then the tiles' codes in order.
+template <CastInput In, native::Bnb4Type T, int kBlock, bool kFull, int kT>
+__device__ __forceinline__ void fused_step(const FusedArgs& f, std::uint64_t base, int parity,
+                                           const std::uint32_t (&w)[kT][kWords<In>]) {
+  constexpr int kG = kBlock / kPerThread;
+  float m[kT];
+#pragma unroll
+  for (int t = 0; t < kT; ++t) m[t] = run_max<In>(w[t]);
+#pragma unroll
+  for (int d = 1; d < (kG < 32 ? kG : 32); d *= 2) {
+#pragma unroll
+    for (int t = 0; t < kT; ++t)
+      m[t] = native::f32_fmax_hw(m[t], __shfl_xor_sync(0xFFFFFFFFu, m[t], d));
+  }
+  if constexpr (kG > 32) {
+    constexpr int kW = kG / 32;  // warps a block: 2, 4 or 8
+    static_assert(kT == 2 || kT == 4);
+    using V = std::conditional_t<kT == 4, float4, float2>;
+    V* set = reinterpret_cast<V*>(f.warp_max) + parity * (kThreads / 32);
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    if (lane == 0) {
+      V o;
+      o.x = m[0], o.y = m[1];
+      if constexpr (kT == 4) o.z = m[2], o.w = m[3];
+      set[warp] = o;
+    }
+    __syncthreads();
+    const V* p = set + (warp & ~(kW - 1));  // this block's partials (this warp's among them)
+#pragma unroll
+    for (int q = 0; q < kW; ++q) {
+      const V v = p[q];
+      m[0] = q == 0 ? v.x : native::f32_fmax_hw(m[0], v.x);
+      m[1] = q == 0 ? v.y : native::f32_fmax_hw(m[1], v.y);
+      if constexpr (kT == 4) {
+        m[2] = q == 0 ? v.z : native::f32_fmax_hw(m[2], v.z);
+        m[3] = q == 0 ? v.w : native::f32_fmax_hw(m[3], v.w);
+      }
+    }
+  }
+#pragma unroll
+  for (int t = 0; t < kT; ++t) code_tile<In, T, kBlock, kFull>(f, base + t * kTile, m[t], w[t]);
+}
+
 template <CastInput In, native::Bnb4Type T, int kBlock>
 __global__ void __launch_bounds__(kThreads, 4)
     bnb4_fused_kernel(const void* __restrict__ x, std::uint64_t n, bool vec, bool vec8,
                       float* __restrict__ absmax, std::uint8_t* __restrict__ packed) {
   __shared__ native::Bnb4Cell cells[native::kBnb4CellCount<T>];
-  __shared__ __align__(16) float warp_max[2 * kThreads / 32];
+  __shared__ __align__(16) float warp_max[2 * kThreads / 32 * kTiles<In>];
   if (threadIdx.x < native::kBnb4CellCount<T>)
     cells[threadIdx.x] = native::bnb4_cell_entry<T>(threadIdx.x);
   __syncthreads();
@@ -226,10 +262,10 @@ __global__ void __launch_bounds__(kThreads, 4)
   f.table = __shfl_sync(
       0xFFFFFFFFu,
       static_cast<std::uint32_t>(__cvta_generic_to_shared(cells)) - native::kBnb4CellLo<T> * 8u, 0);
-  constexpr int kT = kTiles<In>;  // even: the partials' sets alternate across steps too
-  static_assert(kT % 2 == 0);
+  constexpr int kT = kTiles<In>;
   constexpr std::uint64_t span = std::uint64_t{kTile} * kT;  // elements per CTA step
-  for (std::uint64_t base = blockIdx.x * span; base < n; base += gridDim.x * span) {
+  int parity = 0;
+  for (std::uint64_t base = blockIdx.x * span; base < n; base += gridDim.x * span, parity ^= 1) {
     std::uint32_t w[kT][kWords<In>];
     if (vec8 && n - base >= span) {  // the same for every thread of the CTA
 #pragma unroll
@@ -237,18 +273,14 @@ __global__ void __launch_bounds__(kThreads, 4)
         const std::uint64_t i0 = base + t * kTile + std::uint64_t{kPerThread} * threadIdx.x;
         quant_detail::load_words<In>(x, i0, i0 + kPerThread, true, w[t]);
       }
-#pragma unroll
-      for (int t = 0; t < kT; ++t)
-        fused_step<In, T, kBlock, true>(f, base + t * kTile, t & 1, w[t]);
+      fused_step<In, T, kBlock, true, kT>(f, base, parity, w);
     } else {
 #pragma unroll
       for (int t = 0; t < kT; ++t) {
         const std::uint64_t i0 = base + t * kTile + std::uint64_t{kPerThread} * threadIdx.x;
         quant_detail::load_words<In>(x, i0, n, vec, w[t]);
       }
-#pragma unroll
-      for (int t = 0; t < kT; ++t)
-        fused_step<In, T, kBlock, false>(f, base + t * kTile, t & 1, w[t]);
+      fused_step<In, T, kBlock, false, kT>(f, base, parity, w);
     }
   }
 }

@@ -71,7 +71,9 @@ EXMY_HD std::uint32_t bnb4_cell_bits(float n) {
 #if defined(__CUDA_ARCH__)
   constexpr float kK = T == Bnb4Type::nf4 ? 33.0f * 0x1p-23f : 0x1p-18f;
   constexpr float kB = T == Bnb4Type::nf4 ? 2.0f + 0x1p-18f : 2.0f - 0x1p-23f;
-  return __float_as_uint(__fmaf_rd(n, kK, kB));
+  float h;  // PTX, so that no -ftz flag can add .ftz (the check kernel feeds subnormal n)
+  asm("fma.rm.f32 %0, %1, %2, %3;" : "=f"(h) : "f"(n), "f"(kK), "f"(kB));
+  return __float_as_uint(h);
 #else
   if (n != n) return 0x7FFFFFFFu;  // the FMA's canonical NaN
   if constexpr (T == Bnb4Type::fp4) {
