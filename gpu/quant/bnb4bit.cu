@@ -252,9 +252,16 @@ __global__ void __launch_bounds__(kThreads, 4)
                       float* __restrict__ absmax, std::uint8_t* __restrict__ packed) {
   __shared__ native::Bnb4Cell cells[native::kBnb4CellCount<T>];
   __shared__ __align__(16) float warp_max[2 * kThreads / 32 * kTiles<In>];
-  if (threadIdx.x < native::kBnb4CellCount<T>)
-    cells[threadIdx.x] = native::bnb4_cell_entry<T>(threadIdx.x);
-  __syncthreads();
+  // The table is built after the first step's loads are issued, under their latency (a CTA
+  // usually runs one step: built first, it delayed every CTA's loads by its build and barrier).
+  bool built = false;  // the same for every thread of the CTA
+  auto build = [&] {
+    if (built) return;
+    if (threadIdx.x < native::kBnb4CellCount<T>)
+      cells[threadIdx.x] = native::bnb4_cell_entry<T>(threadIdx.x);
+    __syncthreads();
+    built = true;
+  };
   FusedArgs f;
   f.x = x, f.n = n, f.vec = vec, f.absmax = absmax, f.packed = packed, f.warp_max = warp_max;
   // Through a shuffle so that the compiler keeps it one register (it would otherwise split it
@@ -273,6 +280,7 @@ __global__ void __launch_bounds__(kThreads, 4)
         const std::uint64_t i0 = base + t * kTile + std::uint64_t{kPerThread} * threadIdx.x;
         quant_detail::load_words<In>(x, i0, i0 + kPerThread, true, w[t]);
       }
+      build();
       fused_step<In, T, kBlock, true, kT>(f, base, parity, w);
     } else {
 #pragma unroll
@@ -280,6 +288,7 @@ __global__ void __launch_bounds__(kThreads, 4)
         const std::uint64_t i0 = base + t * kTile + std::uint64_t{kPerThread} * threadIdx.x;
         quant_detail::load_words<In>(x, i0, n, vec, w[t]);
       }
+      build();
       fused_step<In, T, kBlock, false, kT>(f, base, parity, w);
     }
   }
