@@ -294,10 +294,19 @@ __global__ void __launch_bounds__(kThreads, 4)
   }
 }
 
+// EXMY_BNB4_GRID=N caps the fused kernel's grid at N CTAs, so that a test runs several steps a
+// CTA (both sets of partials, a partial last step); read at each call.
+unsigned fused_grid(std::uint64_t n, std::size_t span) {
+  const unsigned g = blocks_for(n, span);
+  const char* e = std::getenv("EXMY_BNB4_GRID");
+  const long cap = e != nullptr && *e != 0 ? std::atol(e) : 0;
+  return cap > 0 && static_cast<unsigned long>(cap) < g ? static_cast<unsigned>(cap) : g;
+}
+
 template <CastInput In, native::Bnb4Type T, int... kBlocks>
 void launch_blocks(cudaStream_t s, const void* x, std::uint64_t n, int block, bool vec, bool vec8,
                    float* absmax, std::uint8_t* packed) {
-  const unsigned grid = blocks_for(n, std::size_t{kTile} * kTiles<In>);
+  const unsigned grid = fused_grid(n, std::size_t{kTile} * kTiles<In>);
   const bool launched =
       ((block == kBlocks ? (bnb4_fused_kernel<In, T, kBlocks>
                             <<<grid, kThreads, 0, s>>>(x, n, vec, vec8, absmax, packed),
