@@ -24,6 +24,11 @@ void bnb4_dequantize(const std::uint8_t* packed, const float* absmax, std::size_
                      native::Bnb4Type type, std::size_t block, native::Bnb4Dtype d, void* out,
                      CUstream_st* stream = nullptr);
 
+// The fused quantizer's cell table (sim/native/bnb_4bit_cells.hpp) on the device's FMA against
+// the reference tree: mismatches over every fp32 pattern of its domain (|n| <= kBnb4Reach and
+// every NaN); *checked, when given, receives how many patterns it compared.
+std::uint64_t bnb4_cells_mismatches(native::Bnb4Type type, std::uint64_t* checked = nullptr);
+
 // Host arrays in and out (upload, launch, download); double quantization included.
 quant::Bnb4Quantized bnb4_quantize_host(const void* x, CastInput in_type, std::size_t n,
                                         const quant::Bnb4Options& opt);

@@ -1,23 +1,33 @@
 // The cell table of bitsandbytes' 4-bit codes (docs/SEMANTICS.md 7.14): the same codes as
-// bnb_nf4_code / bnb_fp4_code (sim/native/bnb_4bit.hpp, the reference) from two FFMAs, one table
+// bnb_nf4_code / bnb_fp4_code (sim/native/bnb_4bit.hpp, the reference) from one FFMA, one table
 // read and one comparison instead of the decision tree. The GPU's fused quantizer
 // (gpu/quant/bnb4bit.cu) calls these functions; tests/quant/test_bnb4_cells.cpp compares them
-// with the tree on every one of the 2^32 fp32 patterns of the normalised value n ("[.exhaustive]")
-// and on a strided sweep in CI.
+// with the tree on every fp32 pattern of the normalised value n in the kernel's domain
+// ("[.exhaustive]"; every cell edge and a strided sweep in CI).
 //
-// The code is a monotone step function of its key (NF4: n, steps at the 15 thresholds with `>`;
-// FP4: |n|, steps at the 7 magnitude thresholds, the sign apart). The cell of a key is
-//   g = sat(key * s + o)    (fma.rn.sat: clamped to [0, 1], NaN -> 0; NF4 s = o = 1/2, FP4 s = 1,
-//                            o = 0)
-//   i = RN(g * 32 + 2^23) - 2^23 in 0..32 (an exact multiply by 32, then integer rounding)
-// Both roundings and the clamp are monotone, so each cell is an interval of keys and, for a
-// threshold t in cell j, every key of a cell below j is <= t and every key of a cell above j is
-// > t. A cell's entry holds the one threshold inside it (+inf if none) and the rank of its lowest
-// keys: rank = lo + (key > thr), the code itself for NF4 and, for FP4, the magnitude's rank, mapped
-// to the code by a bit operation that also serves 8 packed codes at once (bnb4_codes_of_ranks). The
-// cells are 1/16 wide in n for NF4 (thresholds >= 0.08 apart) and 1/32 wide in |n| for FP4 (>=
-// 0.083 apart), so no cell holds two thresholds (bnb4_cells_valid checks it). A NaN key lands in
-// cell 0 and compares false: code 0, the tree's NaN code (NF4 level -1; FP4 +0, as x < 0 is false).
+// The domain: n = x * rcp.approx.ftz(a) with |x| <= a (a the block's absmax) is either NaN, +-0
+// or in [-1 - 2^-21, 1 + 2^-21] (rcp.approx's relative error is below 2^-22); the table covers
+// |n| <= 1 + 2^-6 and NaN (kBnb4Reach), and other n are outside it.
+//
+// The code is a step function of n: NF4 at 15 thresholds (`n > t`), FP4 at the 7 magnitude
+// thresholds on each side (`|n| > t`) and at 0 (the sign, n < 0, so that -0 and NaN count as
+// positive). The cell of n is the fp32 pattern of ONE directed-rounding FMA,
+//   h = RD(n * K + B)   (fma.rm; FP4 K = 32u, B = 2 - u; NF4 K = 33u, B = 2 + 32u; u = 2^-23)
+// a monotone function of n whose patterns are consecutive integers across 2.0: below 2 a step
+// of u (FP4 cells 1/32 wide, NF4 1/33), from 2 a step of 2u (FP4 1/16, NF4 2/33). These are
+// below the thresholds' smallest gaps (NF4 0.08; FP4 0.083 between magnitudes, so 0.0052 between
+// -t0 and t0 still leaves the two in different cells), so no cell holds two thresholds, and
+// rounding down puts n = +-0 in the cell of B and every negative n below it (the sign's edge).
+// The cell holding B = h(0) (FP4) or h(-1) = 2 - u (NF4) has the pattern 0x3FFFFFFF, which is
+// the canonical NaN 0x7FFFFFFF modulo 2^29: an address scaled by 8 in 32 bits (bnb4_cell_addr)
+// sends a NaN n, which the FMA returns as 0x7FFFFFFF, to that cell. Its code, NF4 0 (level -1)
+// and FP4 0 (+0), is the tree's code for NaN, and no other clamp or test is needed (the
+// previous table spent an FFMA.SAT per element on one, and FP4 an FSETP and an OR on the sign).
+// An entry holds the one threshold inside its cell (+inf if none) and `rank`, the code of the
+// cell's keys nearest the cell's low edge in the key's own order: rank + (key > thr) with key
+// = n (NF4) or |n| (FP4), and for FP4 the sign (8) in the negative cells' rank and the magnitude
+// rank mapped to the code by a bit operation that also serves 8 packed codes at once
+// (bnb4_codes_of_ranks).
 #pragma once
 
 #include <cmath>
@@ -29,10 +39,17 @@
 
 namespace exmy::native {
 
-inline constexpr int kBnb4Cells = 33;
+inline constexpr float kBnb4Reach = 1.015625f;  // 1 + 2^-6: the table covers |n| <= this
+inline constexpr std::uint32_t kBnb4NanCell = 0x3FFFFFFFu;  // 0x7FFFFFFF modulo 2^29
+// The lowest cell pattern (n = -kBnb4Reach) and the table's length, per type.
+template <Bnb4Type T>
+inline constexpr std::uint32_t kBnb4CellLo = T == Bnb4Type::nf4 ? 0x3FFFFFFEu : 0x3FFFFFDEu;
+template <Bnb4Type T>
+inline constexpr int kBnb4CellCount = T == Bnb4Type::nf4 ? 35 : 50;
+inline constexpr int kBnb4CellsMax = 50;
 
-// A cell: its threshold (+inf when it holds none) and `rank`, the rank of its lowest keys
-// (NF4: the code; FP4: the magnitude's rank, mapped to bitsandbytes' code order afterwards).
+// A cell: its threshold (+inf when it holds none) and `rank`, the code (NF4) or sign and
+// magnitude rank (FP4) of its keys up to the threshold.
 struct Bnb4Cell {
   float thr;
   std::uint32_t rank;
@@ -43,15 +60,47 @@ template <Bnb4Type T>
 EXMY_HD float bnb4_cell_key(float n) {
   return T == Bnb4Type::nf4 ? n : fabsf(n);
 }
-// 2^23 + the cell (0..32) of a key, as an fp32 whose code is 0x4B000000 + the cell.
+
+// The cell's pattern: f32_bits(RD(n * K + B)). The device issues the FMA; the host computes the
+// same rounding exactly: with s = a n + b (FP4 a = 32, b = 0; NF4 a = 33, b = 33) the exact value
+// is 2 - u + s u, which rounds down to 2 - u + floor(s) u below 2 (s < 1) and to
+// 2 + 2u floor((s - 1) / 2) from 2. a n is exact in fp64 (24 + 6 bits), and the floors are
+// taken of a n, (a n) / 2 or a n - 1 (exact in fp64 when a n >= 1) so that no sum rounds.
 template <Bnb4Type T>
-EXMY_HD float bnb4_cell_h(float key) {
-  const float g = T == Bnb4Type::nf4 ? rn_fma_sat(key, 0.5f, 0.5f) : rn_fma_sat(key, 1.0f, 0.0f);
-  return rn_fma(g, 32.0f, 8388608.0f);
+EXMY_HD std::uint32_t bnb4_cell_bits(float n) {
+#if defined(__CUDA_ARCH__)
+  constexpr float kK = T == Bnb4Type::nf4 ? 33.0f * 0x1p-23f : 0x1p-18f;
+  constexpr float kB = T == Bnb4Type::nf4 ? 2.0f + 0x1p-18f : 2.0f - 0x1p-23f;
+  float h;  // PTX, so that no -ftz flag can add .ftz (the check kernel feeds subnormal n)
+  asm("fma.rm.f32 %0, %1, %2, %3;" : "=f"(h) : "f"(n), "f"(kK), "f"(kB));
+  return __float_as_uint(h);
+#else
+  if (n != n) return 0x7FFFFFFFu;  // the FMA's canonical NaN
+  if constexpr (T == Bnb4Type::fp4) {
+    const double t = 32.0 * static_cast<double>(n);
+    if (t < 1.0)
+      return static_cast<std::uint32_t>(0x3FFFFFFF + static_cast<std::int64_t>(std::floor(t)));
+    return static_cast<std::uint32_t>(0x40000000 +
+                                      static_cast<std::int64_t>(std::floor((t - 1.0) / 2.0)));
+  } else {
+    const double t = 33.0 * static_cast<double>(n);  // s = 33 + t
+    if (t < -32.0)
+      return static_cast<std::uint32_t>(0x3FFFFFFF + 33 + static_cast<std::int64_t>(std::floor(t)));
+    return static_cast<std::uint32_t>(0x40000000 + 16 +
+                                      static_cast<std::int64_t>(std::floor(t / 2.0)));
+  }
+#endif
 }
+// The table index of n's cell (n in the domain; a NaN pattern gives kBnb4NanCell's index).
 template <Bnb4Type T>
-EXMY_HD int bnb4_cell_of_key(float key) {
-  return static_cast<int>(f32_bits(bnb4_cell_h<T>(key)) - 0x4B000000u);
+EXMY_HD int bnb4_cell_of(float n) {
+  return static_cast<int>(((bnb4_cell_bits<T>(n) - kBnb4CellLo<T>)&0x1FFFFFFFu));
+}
+// The byte address of n's entry in a table at shared address `table` + kBnb4CellLo * 8: the
+// pattern scaled by 8 in 32 bits (one LEA), which folds the NaN pattern onto kBnb4NanCell.
+template <Bnb4Type T>
+EXMY_HD std::uint32_t bnb4_cell_addr(float n, std::uint32_t table) {
+  return bnb4_cell_bits<T>(n) * 8u + table;
 }
 
 template <Bnb4Type T>
@@ -60,55 +109,62 @@ EXMY_HD float bnb4_threshold_key(int k) {
 }
 
 // Entry i of the table: built from the thresholds through the same cell function as the keys.
+// NF4: rank = the thresholds in lower cells. FP4, cells at or above n = 0's: the magnitude
+// thresholds in lower cells; below it (n < 0): 8 + the thresholds t whose -t lies in a higher
+// cell (nearer 0: |n| > t), and the one whose -t lies in cell i.
 template <Bnb4Type T>
 EXMY_HD Bnb4Cell bnb4_cell_entry(int i) {
   constexpr int kCount = T == Bnb4Type::nf4 ? 15 : 7;
-  std::uint32_t below = 0;
+  std::uint32_t rank = 0;
   float thr = f32_from_bits(0x7F800000u);  // +inf: no key compares above it
+  const bool negative = T == Bnb4Type::fp4 && i < bnb4_cell_of<T>(0.0f);
+  if (negative) rank = 8;
   for (int k = 0; k < kCount; ++k) {
     const float t = bnb4_threshold_key<T>(k);
-    const int c = bnb4_cell_of_key<T>(t);
-    if (c < i) ++below;
+    const int c = bnb4_cell_of<T>(negative ? -t : t);
+    if (negative ? c > i : c < i) ++rank;
     if (c == i) thr = t;
   }
-  return Bnb4Cell{thr, below};
+  return Bnb4Cell{thr, rank};
 }
 
-// True when no cell holds two thresholds (the construction's one assumption).
+// True when the construction's assumptions hold: no cell holds two (signed) thresholds, the
+// FP4 sign's edge is a cell edge (every negative n below n = 0's cell), the domain's ends are
+// inside the table, and the NaN cell is NF4's lowest keys' (code 0) or FP4's n = 0 (code 0).
 template <Bnb4Type T>
 EXMY_HD bool bnb4_cells_valid() {
   constexpr int kCount = T == Bnb4Type::nf4 ? 15 : 7;
-  for (int k = 1; k < kCount; ++k) {
-    if (bnb4_cell_of_key<T>(bnb4_threshold_key<T>(k - 1)) >=
-        bnb4_cell_of_key<T>(bnb4_threshold_key<T>(k)))
-      return false;
+  int prev = -1;
+  for (int k = 0; k < kCount; ++k) {  // NF4 ascending; FP4 -t6 .. -t0
+    const float t = bnb4_threshold_key<T>(T == Bnb4Type::nf4 ? k : kCount - 1 - k);
+    const int c = bnb4_cell_of<T>(T == Bnb4Type::nf4 ? t : -t);
+    if (c <= prev) return false;
+    prev = c;
   }
-  return true;
-}
-
-// w | bits when a < 0 (ordered: -0 and NaN are not), else w. On the device a predicated OR after
-// the FSETP, written as PTX: from C++, ptxas selects the bits first and ORs them (one
-// instruction more an FP4 code).
-EXMY_HD std::uint32_t bnb4_or_if_negative(std::uint32_t w, float a, std::uint32_t bits) {
-#if defined(__CUDA_ARCH__)
-  asm("{\n\t.reg .pred p;\n\tsetp.lt.f32 p, %1, 0f00000000;\n\t@p or.b32 %0, %0, %2;\n\t}"
-      : "+r"(w)
-      : "f"(a), "r"(bits));
-  return w;
-#else
-  return a < 0.0f ? w | bits : w;
-#endif
+  if (T == Bnb4Type::fp4) {
+    const int zero = bnb4_cell_of<T>(0.0f);
+    if (bnb4_cell_of<T>(-f32_from_bits(0x00800000u)) >= zero || prev >= zero) return false;
+    if (bnb4_cell_bits<T>(0.0f) != kBnb4NanCell || bnb4_cell_bits<T>(-0.0f) != kBnb4NanCell)
+      return false;
+    for (int k = 0; k < kCount; ++k) {  // +t0 .. +t6
+      const int c = bnb4_cell_of<T>(bnb4_threshold_key<T>(k));
+      if (c <= prev) return false;
+      prev = c;
+    }
+  } else if (bnb4_cell_bits<T>(-1.0f) != kBnb4NanCell ||
+             bnb4_cell_of<T>(bnb4_threshold_key<T>(0)) <= bnb4_cell_of<T>(-1.0f)) {
+    return false;
+  }
+  return bnb4_cell_bits<T>(-kBnb4Reach) == kBnb4CellLo<T> &&
+         bnb4_cell_of<T>(kBnb4Reach) == kBnb4CellCount<T> - 1;
 }
 
 // w plus the nibble of n in its cell c at bit `pos` (that nibble of w zero): NF4 the code; FP4
-// the sign (8, for n < 0) and the magnitude's rank. rank + (key > thr) is rank + the sign bit of
-// thr - key (f32_sub_signbit: an FADD and an LEA.HI on the device, then an LEA to place it);
-// the FP4 sign bit by bnb4_or_if_negative (an FSETP and a predicated LOP3).
+// the sign and the magnitude's rank. rank + (key > thr) is rank + the sign bit of thr - key
+// (f32_sub_signbit: an FADD and an LEA.HI on the device, then an LEA to place it).
 template <Bnb4Type T>
 EXMY_HD std::uint32_t bnb4_add_rank(std::uint32_t w, int pos, Bnb4Cell c, float n) {
-  w += (c.rank + f32_sub_signbit(c.thr, bnb4_cell_key<T>(n))) << pos;
-  if (T == Bnb4Type::fp4) w = bnb4_or_if_negative(w, n, 0x08u << pos);  // the sign: n < 0
-  return w;
+  return w + ((c.rank + f32_sub_signbit(c.thr, bnb4_cell_key<T>(n))) << pos);
 }
 // Nibbles of bnb4_add_rank (any number, at any nibble positions of w) to codes: NF4 as
 // they are; FP4 ranks 0..7 to bnb_fp4_code_of_rank's {0, 1, 6, 7, 4, 5, 2, 3}, which is
@@ -118,10 +174,10 @@ EXMY_HD std::uint32_t bnb4_codes_of_ranks(std::uint32_t w) {
   return T == Bnb4Type::nf4 ? w : w ^ ((w & 0x22222222u) << 1);
 }
 
-// The 4-bit code of a normalised value n (= bnb_nf4_code(n) / bnb_fp4_code(n)).
+// The 4-bit code of a normalised value n in the domain (= bnb_nf4_code(n) / bnb_fp4_code(n)).
 template <Bnb4Type T>
 EXMY_HD std::uint32_t bnb4_code_cells(const Bnb4Cell* cells, float n) {
-  const Bnb4Cell c = cells[bnb4_cell_of_key<T>(bnb4_cell_key<T>(n))];
+  const Bnb4Cell c = cells[bnb4_cell_of<T>(n)];
   return bnb4_codes_of_ranks<T>(bnb4_add_rank<T>(0, 0, c, n));
 }
 

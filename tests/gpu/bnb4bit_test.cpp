@@ -5,12 +5,14 @@
 
 #if EXMY_HAVE_CUDA
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <utility>
 #include <vector>
 
 #include "gpu/common/launch.hpp"
 #include "gpu/quant/bnb4bit.hpp"
+#include "sim/native/bnb_4bit_cells.hpp"
 #include "sim/native/convert.hpp"
 #include "sim/quant/bnb4bit.hpp"
 #include "tests/gpu/gpu_test_util.hpp"
@@ -139,6 +141,126 @@ TEST_CASE("GPU bnb 4-bit fused quantizer: large, unaligned and odd inputs equal 
             REQUIRE(std::memcmp(a.data(), c.absmax.data(), blocks * 4) == 0);
           }
         }
+      }
+    }
+  }
+}
+
+TEST_CASE("GPU bnb 4-bit cell table on the device's FMA equals the tree on its whole domain",
+          "[gpu][quant][bnb4]") {
+  // bnb4_fused_kernel's codes: FFMA.RM of n, the table address scaled in 32 bits (a NaN folds
+  // onto the code-0 cell), the entry's comparison; every fp32 n with |n| <= kBnb4Reach and every
+  // NaN pattern, NF4 and FP4 (the host's model of the FMA is checked in tests/quant).
+  const std::uint64_t domain =
+      2 * (std::uint64_t{native::f32_bits(native::kBnb4Reach)} + 1) + 2 * std::uint64_t{0x7FFFFF};
+  for (const native::Bnb4Type t : {native::Bnb4Type::nf4, native::Bnb4Type::fp4}) {
+    INFO("type " << int(t));
+    std::uint64_t checked = 0;
+    const std::uint64_t bad = gpu::bnb4_cells_mismatches(t, &checked);
+    CHECK(checked == domain);
+    CHECK(bad == 0);
+  }
+}
+
+TEST_CASE("GPU bnb 4-bit fused quantizer: full steps at every block size and whole special blocks",
+          "[gpu][quant][bnb4]") {
+  // Guards the block-size instances of bnb4_fused_kernel (gpu/quant/bnb4bit.cu) on their full
+  // steps (16-byte aligned input, 8-byte aligned output, 4 tiles a step for 16-bit inputs, 2 for
+  // fp32): every block 32..4096 (shuffles only up to 512; one barrier a step from 1024), a tail
+  // step, and blocks that are all NaN, all signed
+  // zeros, all tiny (bf16 subnormals, fp16 flushes to zero), +-inf among finite values and
+  // values of one sign (h/bnb4b's pipelined-kernel case, 59a7c6b, extended).
+  const std::size_t n = (std::size_t{1} << 20) + 4096 * 5 + 77;
+  std::vector<std::uint32_t> w = data(n, 0xB4B4u);
+  for (std::size_t i = 0; i < 4096; ++i) w[i] = 0x7FC00000u | (i & 0xFFFFu) | (i & 1) << 31;
+  for (std::size_t i = 4096; i < 8192; ++i) w[i] = (i & 1) ? 0x80000000u : 0u;
+  for (std::size_t i = 8192; i < 12288; ++i)  // fp32 exponents 0..2, random signs
+    w[i] =
+        static_cast<std::uint32_t>((i & 1) << 31 | (i % 3) << 23 | ((i * 2654435761u) & 0x7FFFFFu));
+  for (std::size_t i = 12288; i < 16384; ++i) {  // one inf a 700, negative values otherwise
+    w[i] = i % 700 == 5 ? (i & 1 ? 0xFF800000u : 0x7F800000u) : (w[i] | 0x80000000u);
+  }
+  for (const gpu::CastInput in :
+       {gpu::CastInput::fp32, gpu::CastInput::fp16, gpu::CastInput::bf16}) {
+    const std::size_t es = in == gpu::CastInput::fp32 ? 4 : 2;
+    std::vector<std::uint8_t> raw(n * es);
+    std::vector<float> x(n);
+    for (std::size_t i = 0; i < n; ++i) {
+      if (in == gpu::CastInput::fp32) {
+        std::memcpy(&raw[i * 4], &w[i], 4);
+        std::memcpy(&x[i], &w[i], 4);
+      } else {
+        const FloatFormat f = in == gpu::CastInput::bf16 ? formats::bf16 : formats::fp16;
+        const auto h =
+            static_cast<std::uint16_t>(native::convert(formats::fp32, f, Rounding{}, w[i]).code);
+        std::memcpy(&raw[i * 2], &h, 2);
+        x[i] = native::to_float(f, h);
+      }
+    }
+    gpu::DeviceBuffer dx(raw.data(), raw.size());
+    REQUIRE(gpu::is_aligned(dx.get(), 16));
+    for (const native::Bnb4Type t : {native::Bnb4Type::nf4, native::Bnb4Type::fp4}) {
+      for (std::size_t block = 32; block <= 4096; block *= 2) {
+        INFO("type " << int(t) << " block " << block << " in " << int(in) << " n " << n);
+        quant::Bnb4Options o;
+        o.type = t;
+        o.block = block;
+        const std::size_t bytes = (n + 1) / 2, blocks = (n + block - 1) / block;
+        gpu::DeviceBuffer dq(bytes), da(blocks * 4);
+        REQUIRE(gpu::is_aligned(dq.get(), 8));
+        gpu::bnb4_quantize(dx.get(), in, n, o, dq.as<std::uint8_t>(), da.as<float>());
+        const std::vector<std::uint8_t> q = dq.download<std::uint8_t>(bytes);
+        const std::vector<float> a = da.download<float>(blocks);
+        const quant::Bnb4Quantized c = quant::bnb4_quantize(x, o);
+        REQUIRE(q == c.packed);
+        REQUIRE(std::memcmp(a.data(), c.absmax.data(), blocks * 4) == 0);
+      }
+    }
+  }
+}
+
+TEST_CASE("GPU bnb 4-bit fused quantizer: several steps a CTA (EXMY_BNB4_GRID)",
+          "[gpu][quant][bnb4]") {
+  // A grid of 3 CTAs: each runs 4 to 7 steps, so the two sets of partials alternate across
+  // steps (blocks of 1024 and more) and the last step is partial and unaligned in length.
+  const std::size_t n = 16384 * 19 + 4096 * 2 + 77;
+  const std::vector<std::uint32_t> w = data(n, 0x5EEDu);
+  struct GridEnv {  // unset however the case ends
+    GridEnv() { setenv("EXMY_BNB4_GRID", "3", 1); }
+    ~GridEnv() { unsetenv("EXMY_BNB4_GRID"); }
+  } grid_env;
+  for (const gpu::CastInput in :
+       {gpu::CastInput::fp32, gpu::CastInput::fp16, gpu::CastInput::bf16}) {
+    const std::size_t es = in == gpu::CastInput::fp32 ? 4 : 2;
+    std::vector<std::uint8_t> raw(n * es);
+    std::vector<float> x(n);
+    for (std::size_t i = 0; i < n; ++i) {
+      if (in == gpu::CastInput::fp32) {
+        std::memcpy(&raw[i * 4], &w[i], 4);
+        std::memcpy(&x[i], &w[i], 4);
+      } else {
+        const FloatFormat f = in == gpu::CastInput::bf16 ? formats::bf16 : formats::fp16;
+        const auto h =
+            static_cast<std::uint16_t>(native::convert(formats::fp32, f, Rounding{}, w[i]).code);
+        std::memcpy(&raw[i * 2], &h, 2);
+        x[i] = native::to_float(f, h);
+      }
+    }
+    gpu::DeviceBuffer dx(raw.data(), raw.size());
+    for (const native::Bnb4Type t : {native::Bnb4Type::nf4, native::Bnb4Type::fp4}) {
+      for (const std::size_t block : {std::size_t{64}, std::size_t{1024}, std::size_t{4096}}) {
+        INFO("type " << int(t) << " block " << block << " in " << int(in) << " n " << n);
+        quant::Bnb4Options o;
+        o.type = t;
+        o.block = block;
+        const std::size_t bytes = (n + 1) / 2, blocks = (n + block - 1) / block;
+        gpu::DeviceBuffer dq(bytes), da(blocks * 4);
+        gpu::bnb4_quantize(dx.get(), in, n, o, dq.as<std::uint8_t>(), da.as<float>());
+        const std::vector<std::uint8_t> q = dq.download<std::uint8_t>(bytes);
+        const std::vector<float> a = da.download<float>(blocks);
+        const quant::Bnb4Quantized c = quant::bnb4_quantize(x, o);
+        CHECK(q == c.packed);
+        CHECK(std::memcmp(a.data(), c.absmax.data(), blocks * 4) == 0);
       }
     }
   }

@@ -1,10 +1,13 @@
 // The cell table of the GPU's 4-bit quantizer (sim/native/bnb_4bit_cells.hpp) against the
-// reference decision trees bnb_nf4_code / bnb_fp4_code (sim/native/bnb_4bit.hpp): every cell's
-// edges, every threshold's neighbours, the special values and a strided sweep of the 2^32 fp32
-// patterns of the normalised value in CI; every pattern in the hidden "[.exhaustive]" case
-// (OpenMP; result in docs/SEMANTICS.md 7.14). Also the one-FMNMX absmax fold against
-// bnb4_absmax_step.
+// reference decision trees bnb_nf4_code / bnb_fp4_code (sim/native/bnb_4bit.hpp) on the
+// normalised values the kernel can produce (|n| <= kBnb4Reach, +-0 and every NaN): every cell's
+// edges, every threshold's neighbours, the special values and a strided sweep of the fp32
+// patterns in CI; every pattern in the hidden "[.exhaustive]" case (OpenMP; result in
+// docs/SEMANTICS.md 7.14). Also the table's construction checks, the host's model of the cell
+// FMA's rounding at its binade edge, and the one-FMNMX absmax fold against bnb4_absmax_step.
 #include <catch2/catch.hpp>
+#include <cfenv>
+#include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <vector>
@@ -17,14 +20,21 @@ using native::Bnb4Type;
 
 namespace {
 
+bool in_domain(std::uint32_t u) {
+  return (u & 0x7FFFFFFFu) <= native::f32_bits(native::kBnb4Reach) ||
+         (u & 0x7FFFFFFFu) > 0x7F800000u;
+}
+
 template <Bnb4Type T>
 struct Cells {
-  native::Bnb4Cell c[native::kBnb4Cells];
+  native::Bnb4Cell c[native::kBnb4CellsMax];
   Cells() {
-    for (int i = 0; i < native::kBnb4Cells; ++i) c[i] = native::bnb4_cell_entry<T>(i);
+    for (int i = 0; i < native::kBnb4CellCount<T>; ++i) c[i] = native::bnb4_cell_entry<T>(i);
   }
+  // Patterns outside the domain are no normalised value of the kernel's: counted as agreeing.
   bool agrees(std::uint32_t u) const {
     const float n = native::f32_from_bits(u);
+    if (!in_domain(u)) return true;
     const std::uint32_t ref =
         T == Bnb4Type::nf4 ? native::bnb_nf4_code(n) : native::bnb_fp4_code(n);
     return ref == native::bnb4_code_cells<T>(c, n);
@@ -61,17 +71,17 @@ void check_edges(const char* name) {
     }
   }
   // Each cell's edges: the smallest and largest pattern of every cell, by bisection on the
-  // monotone cell function over the non-negative and the non-positive patterns.
+  // monotone cell function over the domain's non-negative and non-positive patterns.
+  const std::uint32_t top = native::f32_bits(native::kBnb4Reach);
   for (std::uint32_t sign : {0u, 0x80000000u}) {
-    for (std::uint32_t lo = 0, hi; lo < 0x7F800001u; lo = hi + 1) {
-      const int c =
-          native::bnb4_cell_of_key<T>(native::bnb4_cell_key<T>(native::f32_from_bits(sign | lo)));
-      std::uint32_t a = lo, b = 0x7F800000u;  // the last pattern of cell c: in [a, b]
+    for (std::uint32_t lo = 0, hi; lo <= top; lo = hi + 1) {
+      const int c = native::bnb4_cell_of<T>(native::f32_from_bits(sign | lo));
+      REQUIRE(c >= 0);
+      REQUIRE(c < native::kBnb4CellCount<T>);
+      std::uint32_t a = lo, b = top;  // the last pattern of cell c: in [a, b]
       while (a < b) {
         const std::uint32_t m = a + (b - a + 1) / 2;
-        const int cm =
-            native::bnb4_cell_of_key<T>(native::bnb4_cell_key<T>(native::f32_from_bits(sign | m)));
-        if (cm == c) {
+        if (native::bnb4_cell_of<T>(native::f32_from_bits(sign | m)) == c) {
           a = m;
         } else {
           b = m - 1;
@@ -114,6 +124,50 @@ TEST_CASE("bnb4 cell table: every fp32 pattern", "[.exhaustive][bnb4cells]") {
               static_cast<unsigned long long>(nf4), static_cast<unsigned long long>(fp4));
   CHECK(nf4 == 0);
   CHECK(fp4 == 0);
+}
+
+TEST_CASE("bnb4 cell table: the host's cell pattern is the FMA rounded down", "[quant][bnb4]") {
+  // bnb4_cell_bits computes RD(n K + B) by floors on the host; the device issues fma.rm. Check
+  // the floors against the C library's fma under FE_DOWNWARD (x86's FMA rounds as the fma.rm of
+  // the device for every non-NaN operand) on the patterns around every cell pattern's edge (n = j /
+  // 32 or j / 33 and its neighbours) and a strided sweep of the domain.
+  std::vector<float> ns;
+  for (int j = -40; j <= 40; ++j) {
+    for (const double d : {32.0, 33.0, 16.0, 16.5}) {
+      const float c = static_cast<float>(j / d);
+      for (int e = -3; e <= 3; ++e) {
+        ns.push_back(native::f32_from_bits(native::f32_bits(c) + e));
+        ns.push_back(-native::f32_from_bits(native::f32_bits(c) + e));
+      }
+    }
+  }
+  for (std::uint32_t u = 0; u <= native::f32_bits(native::kBnb4Reach); u += 9973) {
+    ns.push_back(native::f32_from_bits(u));
+    ns.push_back(native::f32_from_bits(u | 0x80000000u));
+  }
+  ns.insert(ns.end(),
+            {0.0f, -0.0f, native::f32_from_bits(0x00800000u), native::f32_from_bits(0x80800000u),
+             native::kBnb4Reach, -native::kBnb4Reach});
+  int bad = 0, checked = 0;
+  const int old = std::fegetround();
+  for (const float n : ns) {
+    // A NaN: the device's FMA returns the canonical 0x7FFFFFFF, x86's keeps the payload.
+    if (!in_domain(native::f32_bits(n)) || n != n) continue;
+    volatile float vn = n, k4 = 0x1p-18f, b4 = 2.0f - 0x1p-23f, k16 = 33.0f * 0x1p-23f,
+                   b16 = 2.0f + 0x1p-18f;
+    std::fesetround(FE_DOWNWARD);
+    const float h4 =
+        std::fma(static_cast<float>(vn), static_cast<float>(k4), static_cast<float>(b4));
+    const float h16 =
+        std::fma(static_cast<float>(vn), static_cast<float>(k16), static_cast<float>(b16));
+    std::fesetround(old);
+    bad += native::bnb4_cell_bits<Bnb4Type::fp4>(n) != native::f32_bits(h4);
+    bad += native::bnb4_cell_bits<Bnb4Type::nf4>(n) != native::f32_bits(h16);
+    checked += 2;
+  }
+  std::printf("bnb4 cell rounding: %d patterns, %d mismatches\n", checked, bad);
+  CHECK(checked > 1000);
+  CHECK(bad == 0);
 }
 
 TEST_CASE("bnb4 absmax: the FMNMX fold, flushed once, equals bnb4_absmax_step's", "[quant][bnb4]") {
