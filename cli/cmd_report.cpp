@@ -5,9 +5,9 @@
 // --tiny runs the test-size configuration of every section (for tests: not a meaningful report).
 #include <chrono>
 #include <cstdio>
+#include <deque>
 #include <filesystem>
 #include <memory>
-#include <optional>
 #include <string>
 #include <vector>
 
@@ -108,17 +108,20 @@ int run_report(const exmy::cli::Args& args) {
   const auto t0 = std::chrono::steady_clock::now();
   rep::ReportContext ctx(o);
   std::vector<rep::SectionSummary> ran;
-  // A section's figure scripts run while the next section computes (plotting.hpp,
+  // A section's figure scripts run while the next sections compute (plotting.hpp,
   // defer_figures): the scripts are single-threaded, and waiting for them left a core idle for
   // their whole run. The section is published once they are done; its staging directory lives
-  // until then. (Declared before the guard: the guard stops the scripts before the directory
-  // they write into goes.)
+  // until then. Sections are published in order, each as soon as its scripts have ended and
+  // those of the sections before it too: no section waits for an earlier one's figures before
+  // it starts (that wait, up to 12 s behind adam-heatmap's figures on a loaded 2-core box, left
+  // exmy's threads idle). (Declared before the guard: the guard stops the scripts before the
+  // directory they write into goes.)
   struct Finished {
     std::unique_ptr<exmy::io::StagingDir> stage;
     std::string key;
     std::size_t index = 0;
   };
-  std::optional<Finished> drawing;
+  std::deque<Finished> drawing;
   struct DeferGuard {
     DeferGuard() { rep::defer_figures(true); }
     ~DeferGuard() {
@@ -151,7 +154,7 @@ int run_report(const exmy::cli::Args& args) {
       // scripts, as index.md's section table reports them (measured 2026-12-02 on the 2-core
       // Xeon: bench/results/2026-12-02-cpu-main-job-time.md). The README's 2 minutes on 2 cores
       // hold while about (sum(exmy) + sum(figures)) / 2 <= 120 s: exmy's work items run on both
-      // cores and each section's figure scripts beside the next section (defer_figures; when
+      // cores and each section's figure scripts beside the next sections (defer_figures; when
       // they ran one after another it was sum(exmy) / 2 + sum(figures)). A new section states
       // its budget here.
       if (key == "formats") ran.push_back(rep::run_formats_section(ctx));  // 1 + 4 (0.2 + 3.1)
@@ -179,12 +182,15 @@ int run_report(const exmy::cli::Args& args) {
                    ran.back().figure_cpu_seconds);
       rep::throw_if_interrupted();
       ctx.stage_sections_in("");
-      // The previous section's figures have had this section's run to finish in.
-      if (drawing) publish(*drawing);
-      drawing = Finished{std::move(stage), key, ran.size() - 1};
+      drawing.push_back(Finished{std::move(stage), key, ran.size() - 1});
+      // Earlier sections whose figures have ended (never waiting for one still drawing).
+      while (!drawing.empty() &&
+             rep::figures_finished(drawing.front().stage->path() + "/" + drawing.front().key)) {
+        publish(drawing.front());
+        drawing.pop_front();
+      }
     }
-    if (drawing) publish(*drawing);
-    drawing.reset();
+    for (; !drawing.empty(); drawing.pop_front()) publish(drawing.front());
     // --replace: the earlier run's other sections go once this run is complete (an interrupted
     // run deletes nothing).
     for (const auto& k : stale) {

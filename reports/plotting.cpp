@@ -35,11 +35,20 @@ FigureResult figure_status(int status, const std::string& script, const std::str
   return {false, "figures skipped: " + script + " failed (status " + std::to_string(status) + ")"};
 }
 
+// CPU seconds (user + system) of a reaped child.
+double cpu_of(const rusage& ru) {
+  return static_cast<double>(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
+         1e-6 * static_cast<double>(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec);
+}
+
 // Deferred scripts and the figure markdown written for them (figure_md), by pending id.
 struct Deferred {
   long id;
   pid_t pid;
   std::string script, python, section_dir;
+  bool reaped = false;  // figures_finished waited for it already: status and cpu hold
+  int status = 0;
+  double cpu = 0;
 };
 struct DeferredMd {
   long id;
@@ -57,6 +66,25 @@ void defer_figures(bool on) {
   g_defer = on;
 }
 
+bool figures_finished(const std::string& section_dir) {
+  const std::lock_guard<std::mutex> lock(g_mu);
+  bool all = true;
+  for (Deferred& d : g_running) {
+    if (d.section_dir != section_dir || d.reaped) continue;
+    rusage ru{};
+    pid_t r = 0;
+    while ((r = wait4(d.pid, &d.status, WNOHANG, &ru)) < 0 && errno == EINTR) {
+    }
+    if (r == d.pid) {
+      d.reaped = true;
+      d.cpu = cpu_of(ru);
+    } else {
+      all = false;
+    }
+  }
+  return all;
+}
+
 FinishedFigures finish_figures(const std::string& section_dir) {
   std::vector<Deferred> mine;
   {
@@ -72,14 +100,15 @@ FinishedFigures finish_figures(const std::string& section_dir) {
   }
   FinishedFigures out;
   std::vector<std::pair<long, std::string>> failed;  // id, note
-  for (const Deferred& d : mine) {
-    int status = 0;
-    rusage ru{};
-    while (wait4(d.pid, &status, 0, &ru) < 0 && errno == EINTR) {
+  for (Deferred& d : mine) {
+    if (!d.reaped) {
+      rusage ru{};
+      while (wait4(d.pid, &d.status, 0, &ru) < 0 && errno == EINTR) {
+      }
+      d.cpu = cpu_of(ru);
     }
-    out.cpu += static_cast<double>(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
-               1e-6 * static_cast<double>(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec);
-    const FigureResult r = figure_status(status, d.script, d.python);
+    out.cpu += d.cpu;
+    const FigureResult r = figure_status(d.status, d.script, d.python);
     if (!r.ok) {
       if (out.ok) out.note = r.note;
       out.ok = false;
@@ -114,6 +143,7 @@ void abandon_figures() {
     all.swap(g_running);
   }
   for (const Deferred& d : all) {
+    if (d.reaped) continue;  // gone already: its pid may be another process's by now
     kill(d.pid, SIGTERM);
     int status = 0;
     while (waitpid(d.pid, &status, 0) < 0 && errno == EINTR) {

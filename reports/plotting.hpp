@@ -38,6 +38,9 @@ struct FinishedFigures {
 // note figure_md writes for a failed figure in place of its figure markdown in
 // section_dir/index.md. Throws Interrupted if the run was interrupted meanwhile.
 FinishedFigures finish_figures(const std::string& section_dir);
+// Whether every deferred script started for section_dir has ended (never blocks; the ended
+// ones are reaped and their status and CPU time kept for finish_figures).
+bool figures_finished(const std::string& section_dir);
 // Stops (SIGTERM) and reaps every deferred script still running (an interrupted or failed run).
 void abandon_figures();
 

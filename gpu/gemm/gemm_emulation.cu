@@ -1,6 +1,7 @@
 // The GEMM emulation and the int8 product kernels (gpu/gemm/gemm_emulation.hpp).
 #include <algorithm>
 #include <memory>
+#include <mutex>
 #include <vector>
 
 #include "gpu/common/cuda_check.hpp"
@@ -291,14 +292,30 @@ bool run_gemm(const Staged& st, std::size_t M, std::size_t N, std::size_t K, int
   const bool fast_model =
       st.k.a == nullptr && kt.a == nullptr && rp_chunk == 0 && tiled_model_ok(dm, K);
   if (path != GemmPath::generic && fast_model) {
-    const DeviceBuffer only(M * N);
+    // The tiled kernel's flags (M x N bytes): kept between calls, grown when a call needs more,
+    // like gemm_tiled's scratch (a cudaMalloc / cudaFree pair per call was host time inside a
+    // timed tall-K run, the free a device synchronisation: issue 37). Held until the
+    // synchronisation below.
+    static std::mutex only_mu;
+    static std::unique_ptr<DeviceBuffer> only_buf;
+    static std::size_t only_bytes = 0;
+    static int only_dev = -1;
+    const std::lock_guard<std::mutex> lock(only_mu);
+    if (M * N > only_bytes || current_device() != only_dev) {
+      only_buf.reset();
+      only_bytes = 0;
+      only_buf = std::make_unique<DeviceBuffer>(M * N);
+      only_bytes = M * N;
+      only_dev = current_device();
+    }
+    auto* only = only_buf->as<std::uint8_t>();
     std::size_t flagged = 0;
-    if (gemm_tiled(st.a.as<double>(), st.bt.as<double>(), M, N, K, emin_a, emin_b, dm, ep, c,
-                   only.as<std::uint8_t>(), &flagged)) {
+    if (gemm_tiled(st.a.as<double>(), st.bt.as<double>(), M, N, K, emin_a, emin_b, dm, ep, c, only,
+                   &flagged)) {
       if (flagged > 0) {
         k_gemm_emulate<<<grid2d(M, N), kTile>>>(st.a.as<double>(), st.bt.as<double>(), M, N, K,
-                                                emin_a, emin_b, dm, st.k, kt, ep, rp_chunk,
-                                                only.as<std::uint8_t>(), c);
+                                                emin_a, emin_b, dm, st.k, kt, ep, rp_chunk, only,
+                                                c);
         cuda_check_launch("k_gemm_emulate");
       }
       cuda_check(cudaDeviceSynchronize(), "k_gemm_tiled");

@@ -6,13 +6,20 @@
 // Work per (output, group of G k): the group's exponent maximum (Hopper's DPX viaddmax on two
 // outputs at a time), then per product one multiply, one three-way add for the shift, one
 // funnel shift, one three-way xor for the sign and an add; the group's tail (the incoming
-// accumulator's term and the normalisation) once per output and group, with the reference's
-// functions. Units (promotion chunks, split-K parts) are independent until the model's fixed
-// fp32 chain over them: a CTA covers the whole K and runs the chain in registers, or (small M x
-// N, long K: too few tiles for the GPU) CTAs cover ranges of units and write each unit's value,
-// and a second kernel runs the chain over them in the reference's order.
+// accumulator's term and the normalisation) once per output and group, branch-free
+// (tile_group_end_fast: about 50 instructions, the 16 outputs of a thread interleaved; at k_group
+// 16 it is a sixteenth of the products' count per product, not more than their whole cost as its
+// branchy form was). Units (promotion chunks, split-K parts) are independent until the model's
+// fixed fp32 chain over them: a CTA covers the whole K and runs the chain in registers, or (small
+// M x N, long K: too few tiles for the GPU) CTAs cover ranges of units and write each unit's
+// value, and a second kernel runs the chain over them in the reference's order; k_group 16 with
+// still too few CTAs takes 32 x 32 tiles of 64 threads (gemm_tiled's plan).
 #include <algorithm>
 #include <cstdlib>
+#include <cstring>
+#include <map>
+#include <memory>
+#include <mutex>
 #include <vector>
 
 #include "gpu/common/cuda_check.hpp"
@@ -127,20 +134,22 @@ __device__ inline void lds(const std::uint32_t* p, std::uint32_t (&v)[N]) {
   }
 }
 
-template <int TM, int TN, int G>
+template <int TM, int TN, int G, int TD>
 constexpr std::size_t tiled_smem() {
-  return sizeof(std::uint32_t) * (4 * G * 16 * TM + 3 * G * 16 * TN + 16 * TM + 16 * TN) +
-         sizeof(std::int16_t) * G * 16 * TN;
+  return sizeof(std::uint32_t) * (4 * G * TD * TM + 3 * G * TD * TN + TD * TM + TD * TN) +
+         sizeof(std::int16_t) * G * TD * TN;
 }
 
-// 256 threads as 16 x 16, thread (ty, tx) the outputs rows ty TM .. +TM, columns tx TN .. +TN of
-// the CTA's BM x BN tile; groups [zstart[z], zstart[z + 1]) of K.
-// kF: the float pass (sim/native/gemm_tile.hpp's tile_float_ok; FP8): sAs / sBs hold the fp32
-// values, the terms trunc(a b 2^(frac - E)) by a round-toward-zero FMA; otherwise the integer
-// pass.
-template <int TM, int TN, int G, bool kF>
-__global__ void __launch_bounds__(256, 1) k_gemm_tiled(const TiledParams p) {
-  constexpr int BM = 16 * TM, BN = 16 * TN;
+// TD x TD threads (16: 256, a 64 x 64 tile; 8: 64, a 32 x 32 tile), thread (ty, tx) the outputs
+// rows ty TM .. +TM, columns tx TN .. +TN of the CTA's BM x BN tile; groups [zstart[z], zstart[z +
+// 1]) of K. kF: the float pass (sim/native/gemm_tile.hpp's tile_float_ok; FP8): sAs / sBs hold the
+// fp32 values, the terms trunc(a b 2^(frac - E)) by a round-toward-zero FMA; otherwise the integer
+// pass. kRne: the model's inter_rne as a constant (the truncating models, cublas-sm90's, drop
+// the rounding's instructions from the group tail).
+template <int TM, int TN, int G, bool kF, bool kRne, int TD>
+__global__ void __launch_bounds__(TD* TD, 1) k_gemm_tiled(const TiledParams p) {
+  constexpr int NT = TD * TD, BM = TD * TM, BN = TD * TN;
+  static_assert(NT >= BM && NT >= BN, "one thread per row's sign word");
   static_assert(TN % 4 == 0 && TM % 4 == 0, "16-byte shared loads");
   extern __shared__ __align__(16) unsigned char smem[];
   std::uint32_t* sAe2 = reinterpret_cast<std::uint32_t*>(smem);   // [G][BM] exponent, twice
@@ -153,25 +162,26 @@ __global__ void __launch_bounds__(256, 1) k_gemm_tiled(const TiledParams p) {
   std::uint32_t* sAk = sBm + G * BN;                              // [BM] the group's sign bits
   std::uint32_t* sBk = sAk + BM;                                  // [BN]
   std::int16_t* sBe = reinterpret_cast<std::int16_t*>(sBk + BN);  // [G][BN] exponent
-  const int tid = static_cast<int>(threadIdx.x), tx = tid % 16, ty = tid / 16;
+  const int tid = static_cast<int>(threadIdx.x), tx = tid % TD, ty = tid / TD;
   const std::size_t i0 = static_cast<std::size_t>(blockIdx.y) * BM;
   const std::size_t j0 = static_cast<std::size_t>(blockIdx.x) * BN;
   const std::uint32_t g0 = p.zstart[blockIdx.z], g1 = p.zstart[blockIdx.z + 1];
   native::TileChain ch[TM][TN];
   std::uint32_t bad = 0;  // bit t TN + u: output (t, u) flagged
   // The next group's words, loaded into registers while this group computes.
-  constexpr int NA = G * BM / 256, NB = G * BN / 256;
-  static_assert(NA * 256 == G * BM && NB * 256 == G * BN, "whole loads per thread");
-  std::uint32_t wa[NA], wb[NB], ka = 0, kb = 0;
+  constexpr int NA = G * BM / NT, NB = G * BN / NT;
+  static_assert(NA * NT == G * BM && NB * NT == G * BN, "whole loads per thread");
+  std::uint32_t wa[NA], wb[NB], ka = 0, kb = 0, fg = 0;
   const auto fetch = [&](std::uint32_t g) {
+    fg = p.gflags[g];  // read with the words: its latency hides behind the group's products
 #pragma unroll
     for (int q = 0; q < NA; ++q) {
-      const int e = tid + 256 * q, k = e / BM, r = e % BM;
+      const int e = tid + NT * q, k = e / BM, r = e % BM;
       wa[q] = p.aenc[(static_cast<std::size_t>(g) * G + k) * p.Mp + i0 + r];
     }
 #pragma unroll
     for (int q = 0; q < NB; ++q) {
-      const int e = tid + 256 * q, k = e / BN, r = e % BN;
+      const int e = tid + NT * q, k = e / BN, r = e % BN;
       wb[q] = p.benc[(static_cast<std::size_t>(g) * G + k) * p.Np + j0 + r];
     }
     if (tid < BM) ka = p.amask[static_cast<std::size_t>(g) * p.Mp + i0 + tid];
@@ -182,7 +192,7 @@ __global__ void __launch_bounds__(256, 1) k_gemm_tiled(const TiledParams p) {
     __syncthreads();
 #pragma unroll
     for (int q = 0; q < NA; ++q) {
-      const int e = tid + 256 * q;
+      const int e = tid + NT * q;
       const std::uint32_t w = wa[q];
       sAe2[e] = (w & 0xFFFFu) * 0x10001u;
       if constexpr (kF) {
@@ -195,7 +205,7 @@ __global__ void __launch_bounds__(256, 1) k_gemm_tiled(const TiledParams p) {
     }
 #pragma unroll
     for (int q = 0; q < NB; ++q) {
-      const int e = tid + 256 * q;
+      const int e = tid + NT * q;
       const std::uint32_t w = wb[q];
       sBe[e] = static_cast<std::int16_t>(w & 0xFFFFu);
       if constexpr (kF) {
@@ -208,6 +218,7 @@ __global__ void __launch_bounds__(256, 1) k_gemm_tiled(const TiledParams p) {
     }
     if (tid < BM) sAk[tid] = ka;
     if (tid < BN) sBk[tid] = kb;
+    const std::uint32_t f = fg;
     __syncthreads();
     if (g + 1 < g1) fetch(g + 1);
     // The group's exponent maximum of every output, two columns a word (int16 halves; zero
@@ -305,27 +316,42 @@ __global__ void __launch_bounds__(256, 1) k_gemm_tiled(const TiledParams p) {
         }
       }
     }
-    const std::uint8_t f = p.gflags[g];
+    // The group's tail, branch-free (tile_group_end_fast), so the 16 outputs' chains
+    // interleave; a flagged output restarts from +0 (its value is the generic kernel's).
 #pragma unroll
     for (int t = 0; t < TM; ++t) {
 #pragma unroll
       for (int u = 0; u < TN; ++u) {
         native::TileChain& x = ch[t][u];
         const std::uint32_t negs = kF ? 0u : __popc(sAk[ty * TM + t] ^ sBk[tx * TN + u]);
-        x.c = native::tile_group_end_fast(x.c, E[t][u], static_cast<std::int32_t>(s[t][u] + negs),
-                                          p.m.frac_bits, p.m.inter_bits, p.m.inter_rne);
-        if (!native::tile_c_ok(x.c)) {
-          bad |= 1u << (t * TN + u);
-          x.c = 0.0f;
-        }
-        if ((f & kTileUnitEnd) != 0) {
-          if (p.buffer) {
+        const float v =
+            native::tile_group_end_fast(x.c, E[t][u], static_cast<std::int32_t>(s[t][u] + negs),
+                                        p.m.frac_bits, p.m.inter_bits, kRne);
+        const bool ok = native::tile_c_ok(v);
+        bad |= (ok ? 0u : 1u) << (t * TN + u);
+        x.c = ok ? v : 0.0f;
+      }
+    }
+    // A unit ends (the same group for the whole CTA: one uniform branch, not one per output).
+    if ((f & kTileUnitEnd) != 0) {
+      if (p.buffer) {
+        const std::size_t base = static_cast<std::size_t>(p.gunit[g]) * p.M;
+#pragma unroll
+        for (int t = 0; t < TM; ++t) {
+#pragma unroll
+          for (int u = 0; u < TN; ++u) {
             const std::size_t i = i0 + ty * TM + t, j = j0 + tx * TN + u;
-            if (i < p.M && j < p.N) p.U[(p.gunit[g] * p.M + i) * p.N + j] = x.c;
-            x.c = 0.0f;
-          } else {
-            native::tile_unit_end(x, (f & kTilePartEnd) != 0, p.chunked, p.split);
+            if (i < p.M && j < p.N) p.U[(base + i) * p.N + j] = ch[t][u].c;
+            ch[t][u].c = 0.0f;
           }
+        }
+      } else {
+        const bool part_end = (f & kTilePartEnd) != 0;
+#pragma unroll
+        for (int t = 0; t < TM; ++t) {
+#pragma unroll
+          for (int u = 0; u < TN; ++u)
+            native::tile_unit_end(ch[t][u], part_end, p.chunked, p.split);
         }
       }
     }
@@ -372,15 +398,55 @@ __global__ void k_tile_combine(const float* __restrict__ U, std::size_t units,
   }
 }
 
-template <int TM, int TN, int G, bool kF>
+template <int TM, int TN, int G, bool kF, bool kRne, int TD>
 void launch_tiled(const TiledParams& p, dim3 grid) {
-  constexpr std::size_t bytes = tiled_smem<TM, TN, G>();
+  constexpr std::size_t bytes = tiled_smem<TM, TN, G, TD>();
   cuda_check(
-      cudaFuncSetAttribute(k_gemm_tiled<TM, TN, G, kF>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                           static_cast<int>(bytes)),
+      cudaFuncSetAttribute(k_gemm_tiled<TM, TN, G, kF, kRne, TD>,
+                           cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(bytes)),
       "cudaFuncSetAttribute");
-  k_gemm_tiled<TM, TN, G, kF><<<grid, 256, bytes>>>(p);
+  k_gemm_tiled<TM, TN, G, kF, kRne, TD><<<grid, TD * TD, bytes>>>(p);
   cuda_check_launch("k_gemm_tiled");
+}
+
+template <int TM, int TN, int G, bool kF, int TD>
+void launch_tiled(const TiledParams& p, dim3 grid) {
+  if (p.m.inter_rne) {
+    launch_tiled<TM, TN, G, kF, true, TD>(p, grid);
+  } else {
+    launch_tiled<TM, TN, G, kF, false, TD>(p, grid);
+  }
+}
+
+// Device scratch of the tiled path, kept between calls and grown when a call needs more (issue
+// 37): at tall K a call's dozen cudaMalloc / cudaFree pairs (each free a device
+// synchronisation) and its five small uploads cost about as much host time as the products'
+// kernel takes, and the events of a timed run count that idle device time. One per device,
+// used under scratch_mutex() for a whole call; the memory stays with the process (at most the
+// encoded operands of the largest GEMM run: 4 bytes an element of A and B, and the K split's
+// unit values).
+struct TileScratch {
+  enum Slot { kMeta, kAenc, kAmask, kBenc, kBmask, kUnits, kSlots };
+  std::unique_ptr<DeviceBuffer> buf[kSlots];
+  std::size_t bytes[kSlots] = {};
+  void* get(Slot s, std::size_t n) {
+    if (n == 0) return nullptr;
+    if (n > bytes[s]) {
+      buf[s].reset();  // free first: the old and new copies need not fit together
+      bytes[s] = 0;
+      buf[s] = std::make_unique<DeviceBuffer>(n);
+      bytes[s] = n;
+    }
+    return buf[s]->get();
+  }
+};
+std::mutex& scratch_mutex() {
+  static std::mutex mu;
+  return mu;
+}
+TileScratch& tile_scratch() {
+  static std::map<int, TileScratch> per_device;  // under scratch_mutex()
+  return per_device[current_device()];
 }
 
 int env_int(const char* name, int dflt) {
@@ -408,20 +474,70 @@ bool gemm_tiled(const double* a, const double* bt, std::size_t M, std::size_t N,
   std::vector<std::uint32_t> ustart;
   native::tile_layout(K, m, G, &gflags, &uflags, &ustart);
   const std::size_t ng = gflags.size(), units = uflags.size();
-  // Stats: specials per row, the precisions, the exponent range.
+  // Tile shape and K ranges (host facts only: decided before the stats pass, so that every
+  // small array goes up in one copy). 64 x 64 outputs a CTA, 4 x 4 a thread (4 x 8 needs more
+  // than 255 registers); K split over CTAs (buffer mode) when the tiles are too few for the GPU.
+  // k_group 16 (the integer pass) where 64 x 64 tiles and the K split still leave SMs idle
+  // (bf16 128 x 64 x 65,536 under cublas-sm90: 2 tiles x 47 promotion chunks = 94 CTAs on 132
+  // SMs, each a chain of 88 groups that cannot be cut): 32 x 32 tiles of 64 threads and a CTA
+  // per unit, 4x the CTAs, several resident on an SM, so the longest SM's share of the work
+  // falls from one tile-unit to about three quarter-tiles. EXMY_GEMM_TILE32=0 / 1: never /
+  // always where k_group is 16 (tests).
+  constexpr int TM = 4, TN = 4;
+  const std::size_t sms = static_cast<std::size_t>(sm_count());
+  const bool u_fits = units * M * N * sizeof(float) <= (std::size_t{1} << 30);
+  const auto tiles_of = [&](std::size_t bm) { return ((M + bm - 1) / bm) * ((N + bm - 1) / bm); };
+  std::size_t nz = 1;
+  if (tiles_of(64) < 2 * sms && units > 1 && u_fits) {
+    nz = std::min(units, (2 * sms + tiles_of(64) - 1) / tiles_of(64));
+  }
+  const int t32 = env_int("EXMY_GEMM_TILE32", -1);
+  const bool small = G == 16 && (t32 < 0 ? tiles_of(64) * nz < sms : t32 != 0);
+  if (small) {
+    nz = units > 1 && u_fits ? std::min(units, (4 * sms + tiles_of(32) - 1) / tiles_of(32)) : 1;
+  }
+  const std::size_t BM = small ? 32 : 16 * TM, BN = BM;
+  const std::size_t Mp = (M + BM - 1) / BM * BM, Np = (N + BN - 1) / BN * BN;
+  nz = static_cast<std::size_t>(env_int("EXMY_GEMM_KSPLIT", static_cast<int>(nz)));
+  nz = std::max<std::size_t>(1, std::min({nz, units, std::size_t{65535}}));  // gridDim.z
+  const bool buffer = nz > 1;
+  // The call's small arrays in one host block, one upload: the stats' initial values, the flag
+  // counter, the K ranges, each group's unit and flags, each unit's flags, the row flags
+  // (zeros).
   const DevStats init[2] = {{0u, 1 << 20, -(1 << 20)}, {0u, 1 << 20, -(1 << 20)}};
-  const DeviceBuffer abad(M), bbad(N), dst(init, sizeof init);
-  cuda_check(cudaMemset(abad.get(), 0, M), "memset");
-  cuda_check(cudaMemset(bbad.get(), 0, N), "memset");
-  DevStats* st = dst.as<DevStats>();
-  k_tile_stats<<<grid_for(M * K, 8), kThreads>>>(a, K, 1, M, K, emin_a, abad.as<std::uint8_t>(),
-                                                 st);
+  const auto up16 = [](std::size_t b) { return (b + 15) / 16 * 16; };
+  const std::size_t o_st = 0, o_nf = up16(sizeof init), o_z = o_nf + 16;
+  const std::size_t o_gu = o_z + up16((nz + 1) * 4), o_gf = o_gu + up16(ng * 4);
+  const std::size_t o_uf = o_gf + up16(ng), o_ab = o_uf + up16(units), o_bb = o_ab + up16(M);
+  const std::size_t meta_bytes = o_bb + up16(N);
+  std::vector<unsigned char> meta(meta_bytes, 0);
+  std::memcpy(meta.data() + o_st, init, sizeof init);
+  auto* zstart = reinterpret_cast<std::uint32_t*>(meta.data() + o_z);
+  auto* gunit = reinterpret_cast<std::uint32_t*>(meta.data() + o_gu);
+  for (std::size_t z = 0; z <= nz; ++z) zstart[z] = ustart[z * units / nz];
+  for (std::size_t u = 0; u < units; ++u) {
+    for (std::uint32_t g = ustart[u]; g < ustart[u + 1]; ++g)
+      gunit[g] = static_cast<std::uint32_t>(u);
+  }
+  std::memcpy(meta.data() + o_gf, gflags.data(), ng);
+  std::memcpy(meta.data() + o_uf, uflags.data(), units);
+  // The device scratch, kept between calls (held until the last kernel below has finished: the
+  // flag count's download waits for it).
+  const std::lock_guard<std::mutex> lock(scratch_mutex());
+  TileScratch& ws = tile_scratch();
+  auto* dmeta = static_cast<unsigned char*>(ws.get(TileScratch::kMeta, meta_bytes));
+  cuda_check(cudaMemcpy(dmeta, meta.data(), meta_bytes, cudaMemcpyHostToDevice), "upload");
+  DevStats* st = reinterpret_cast<DevStats*>(dmeta + o_st);
+  auto* nflag = reinterpret_cast<unsigned long long*>(dmeta + o_nf);
+  std::uint8_t* abad = dmeta + o_ab;
+  std::uint8_t* bbad = dmeta + o_bb;
+  // Stats: specials per row, the precisions, the exponent range.
+  k_tile_stats<<<grid_for(M * K, 8), kThreads>>>(a, K, 1, M, K, emin_a, abad, st);
   cuda_check_launch("k_tile_stats");
-  k_tile_stats<<<grid_for(N * K, 8), kThreads>>>(bt, 1, N, N, K, emin_b, bbad.as<std::uint8_t>(),
-                                                 st + 1);
+  k_tile_stats<<<grid_for(N * K, 8), kThreads>>>(bt, 1, N, N, K, emin_b, bbad, st + 1);
   cuda_check_launch("k_tile_stats");
   DevStats hs[2];
-  dst.download(hs, sizeof hs);
+  cuda_check(cudaMemcpy(hs, st, sizeof hs, cudaMemcpyDeviceToHost), "download");
   const int pa = native::tile_precision(hs[0].or_m), pb = native::tile_precision(hs[1].or_m);
   int L = 0;
   if (!native::tile_shift(m.frac_bits, pa, pb, G, &L)) return false;
@@ -430,49 +546,29 @@ bool gemm_tiled(const double* a, const double* bt, std::size_t M, std::size_t N,
       return false;
     }
   }
-  // Tile shape and K ranges.
-  // 64 x 64 outputs a CTA, 4 x 4 a thread (4 x 8 needs more than 255 registers).
-  constexpr int TM = 4, TN = 4;
-  const std::size_t BM = 16 * TM, BN = 16 * TN;
-  const std::size_t Mp = (M + BM - 1) / BM * BM, Np = (N + BN - 1) / BN * BN;
-  const std::size_t tiles = (Mp / BM) * (Np / BN);
-  const std::size_t sms = static_cast<std::size_t>(sm_count());
-  std::size_t nz = 1;
-  if (tiles < 2 * sms && units > 1 && units * M * N * sizeof(float) <= (std::size_t{1} << 30)) {
-    nz = std::min(units, (2 * sms + tiles - 1) / tiles);
-  }
-  nz = static_cast<std::size_t>(env_int("EXMY_GEMM_KSPLIT", static_cast<int>(nz)));
-  nz = std::max<std::size_t>(1, std::min({nz, units, std::size_t{65535}}));  // gridDim.z
-  const bool buffer = nz > 1;
-  std::vector<std::uint32_t> zstart(nz + 1), gunit(ng);
-  for (std::size_t z = 0; z <= nz; ++z) zstart[z] = ustart[z * units / nz];
-  for (std::size_t u = 0; u < units; ++u) {
-    for (std::uint32_t g = ustart[u]; g < ustart[u + 1]; ++g)
-      gunit[g] = static_cast<std::uint32_t>(u);
-  }
-  const DeviceBuffer aenc(ng * G * Mp * 4), amask(ng * Mp * 4), benc(ng * G * Np * 4),
-      bmask(ng * Np * 4);
-  k_tile_encode<<<grid_for(Mp * ng, 1), kThreads>>>(
-      a, K, 1, M, K, Mp, ng, G, emin_a, pa, aenc.as<std::uint32_t>(), amask.as<std::uint32_t>());
+  auto* aenc = static_cast<std::uint32_t*>(ws.get(TileScratch::kAenc, ng * G * Mp * 4));
+  auto* amask = static_cast<std::uint32_t*>(ws.get(TileScratch::kAmask, ng * Mp * 4));
+  auto* benc = static_cast<std::uint32_t*>(ws.get(TileScratch::kBenc, ng * G * Np * 4));
+  auto* bmask = static_cast<std::uint32_t*>(ws.get(TileScratch::kBmask, ng * Np * 4));
+  k_tile_encode<<<grid_for(Mp * ng, 1), kThreads>>>(a, K, 1, M, K, Mp, ng, G, emin_a, pa, aenc,
+                                                    amask);
   cuda_check_launch("k_tile_encode");
-  k_tile_encode<<<grid_for(Np * ng, 1), kThreads>>>(
-      bt, 1, N, N, K, Np, ng, G, emin_b, pb, benc.as<std::uint32_t>(), bmask.as<std::uint32_t>());
+  k_tile_encode<<<grid_for(Np * ng, 1), kThreads>>>(bt, 1, N, N, K, Np, ng, G, emin_b, pb, benc,
+                                                    bmask);
   cuda_check_launch("k_tile_encode");
-  const DeviceBuffer dg(gflags.data(), ng), dz(zstart.data(), zstart.size() * 4),
-      du(gunit.data(), gunit.size() * 4), duf(uflags.data(), units), dn(8);
-  const DeviceBuffer U(buffer ? units * M * N * sizeof(float) : 0);
+  auto* U =
+      static_cast<float*>(ws.get(TileScratch::kUnits, buffer ? units * M * N * sizeof(float) : 0));
   cuda_check(cudaMemset(only, 0, M * N), "memset");
-  cuda_check(cudaMemset(dn.get(), 0, 8), "memset");
   TiledParams p{};
-  p.aenc = aenc.as<std::uint32_t>();
-  p.amask = amask.as<std::uint32_t>();
-  p.benc = benc.as<std::uint32_t>();
-  p.bmask = bmask.as<std::uint32_t>();
-  p.abad = abad.as<std::uint8_t>();
-  p.bbad = bbad.as<std::uint8_t>();
-  p.gflags = dg.as<std::uint8_t>();
-  p.zstart = dz.as<std::uint32_t>();
-  p.gunit = du.as<std::uint32_t>();
+  p.aenc = aenc;
+  p.amask = amask;
+  p.benc = benc;
+  p.bmask = bmask;
+  p.abad = abad;
+  p.bbad = bbad;
+  p.gflags = dmeta + o_gf;
+  p.zstart = reinterpret_cast<const std::uint32_t*>(dmeta + o_z);
+  p.gunit = reinterpret_cast<const std::uint32_t*>(dmeta + o_gu);
   p.M = M;
   p.N = N;
   p.Mp = Mp;
@@ -484,11 +580,11 @@ bool gemm_tiled(const double* a, const double* bt, std::size_t M, std::size_t N,
   p.chunked = m.chunk > 0;
   p.split = m.split_k > 1;
   p.buffer = buffer;
-  p.U = U.as<float>();
+  p.U = U;
   p.ep = ep;
   p.c = c;
   p.only = only;
-  p.nflag = dn.as<unsigned long long>();
+  p.nflag = nflag;
   const dim3 grid(static_cast<unsigned>(Np / BN), static_cast<unsigned>(Mp / BM),
                   static_cast<unsigned>(nz));
   // The float pass where its exactness conditions hold (FP8 under cublas-sm90 and sm90;
@@ -497,20 +593,21 @@ bool gemm_tiled(const double* a, const double* bt, std::size_t M, std::size_t N,
       env_int("EXMY_GEMM_TILE_FLOAT", 1) != 0 &&
       native::tile_float_ok(m.frac_bits, pa, pb, G, hs[0].e_lo, hs[0].e_hi, hs[1].e_lo, hs[1].e_hi);
   if (G == 32 && fl) {
-    launch_tiled<TM, TN, 32, true>(p, grid);
+    launch_tiled<TM, TN, 32, true, 16>(p, grid);
   } else if (G == 32) {
-    launch_tiled<TM, TN, 32, false>(p, grid);
+    launch_tiled<TM, TN, 32, false, 16>(p, grid);
+  } else if (small) {
+    launch_tiled<TM, TN, 16, false, 8>(p, grid);
   } else {
-    launch_tiled<TM, TN, 16, false>(p, grid);
+    launch_tiled<TM, TN, 16, false, 16>(p, grid);
   }
   if (buffer) {
-    k_tile_combine<<<grid_for(M * N, 1), kThreads>>>(U.as<float>(), units, duf.as<std::uint8_t>(),
-                                                     M, N, p.chunked, p.split, ep, only,
-                                                     dn.as<unsigned long long>(), c);
+    k_tile_combine<<<grid_for(M * N, 1), kThreads>>>(U, units, dmeta + o_uf, M, N, p.chunked,
+                                                     p.split, ep, only, nflag, c);
     cuda_check_launch("k_tile_combine");
   }
   unsigned long long nf = 0;
-  dn.download(&nf, 8);
+  cuda_check(cudaMemcpy(&nf, nflag, 8, cudaMemcpyDeviceToHost), "download");
   *flagged = static_cast<std::size_t>(nf);
   return true;
 }

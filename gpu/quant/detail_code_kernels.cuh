@@ -84,6 +84,29 @@ __device__ __forceinline__ void load_tables(const QArgs& a, const std::uint32_t*
   }
 }
 
+// The absmax bits of a group of S threads' runs (S = 2^k, the group aligned to S threads):
+// xor shuffles inside a warp, and for S > 32 (the group spans S / 32 whole warps of the block)
+// one exchange through shared memory. Two slots alternate by tile, so one barrier per tile
+// suffices: a warp rewrites a slot only after the next barrier, which every warp reaches after
+// reading it. Every thread of the block must call it once per tile (the barrier), and gets its
+// group's maximum.
+__device__ __forceinline__ std::uint32_t group_absmax(std::uint32_t acc, int S, int lane, int warp,
+                                                      std::uint32_t (&warp_max)[2][kThreads / 32],
+                                                      int& parity) {
+  for (int off = 1; off < S && off < 32; off <<= 1) {
+    acc = max(acc, __shfl_xor_sync(0xFFFFFFFFu, acc, off));
+  }
+  if (S > 32) {
+    std::uint32_t* slot = warp_max[parity];
+    parity ^= 1;
+    if (lane == 0) slot[warp] = acc;
+    __syncthreads();
+    const int w0 = warp & ~(S / 32 - 1);
+    for (int v = w0; v < w0 + S / 32; ++v) acc = max(acc, slot[v]);
+  }
+  return acc;
+}
+
 // ---- single pass: contiguous groups of G = 16 * S elements, S = 2^k <= 256 threads ----
 // Lean: NVFP4 and MX under torchao's arithmetic, whose blocks are held to 64 registers (4 resident
 // blocks per SM instead of 3 at 78): their element work is short and a block waits on its loads,
@@ -141,20 +164,8 @@ __global__ void __launch_bounds__(kThreads, R == MxRun::lean ? 4
     } else {
       load_words<In>(x, base, a.n, vec, w);
     }
-    std::uint32_t acc = run_absmax<In>(w, a.p.nan);
-    for (int off = 1; off < S && off < 32; off <<= 1) {
-      acc = max(acc, __shfl_xor_sync(0xFFFFFFFFu, acc, off));
-    }
-    if (S > 32) {  // the group spans S / 32 whole warps of this block
-      // Two slots alternate by tile, so one barrier per tile suffices: a warp rewrites a slot
-      // only after the next barrier, which every warp reaches after reading it.
-      std::uint32_t* slot = warp_max[parity];
-      parity ^= 1;
-      if (lane == 0) slot[warp] = acc;
-      __syncthreads();
-      const int w0 = warp & ~(S / 32 - 1);
-      for (int v = w0; v < w0 + S / 32; ++v) acc = max(acc, slot[v]);
-    }
+    const std::uint32_t acc =
+        group_absmax(run_absmax<In>(w, a.p.nan), S, lane, warp, warp_max, parity);
     const float amax = native::float_of(acc);
     float st = 0.0f;
     std::uint8_t mxs = 0;

@@ -128,18 +128,8 @@ __global__ void __launch_bounds__(kThreads, In != CastInput::fp16 ? 3 : 1)
     const std::uint64_t base = tile + mine;
     std::uint32_t w[InT<In>::kWords];
     load_words<In>(x, base, a.n, vec, w);
-    std::uint32_t acc = run_absmax<In>(w, a.p.nan);
-    for (int off = 1; off < S && off < 32; off <<= 1) {
-      acc = max(acc, __shfl_xor_sync(0xFFFFFFFFu, acc, off));
-    }
-    if (S > 32) {  // the group spans S / 32 whole warps (fused_group_kernel's two slots)
-      std::uint32_t* slot = warp_max[parity];
-      parity ^= 1;
-      if (lane == 0) slot[warp] = acc;
-      __syncthreads();
-      const int w0 = warp & ~(S / 32 - 1);
-      for (int v = w0; v < w0 + S / 32; ++v) acc = max(acc, slot[v]);
-    }
+    const std::uint32_t acc =
+        group_absmax(run_absmax<In>(w, a.p.nan), S, lane, warp, warp_max, parity);
     const std::uint8_t mxs = scale_code_of(a, native::float_of(acc));
     if (base < a.n) {
       if ((threadIdx.x & (S - 1)) == 0) mx_scales[base >> a.G_shift] = mxs;

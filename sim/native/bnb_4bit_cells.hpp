@@ -86,13 +86,28 @@ EXMY_HD bool bnb4_cells_valid() {
   return true;
 }
 
+// w | bits when a < 0 (ordered: -0 and NaN are not), else w. On the device a predicated OR after
+// the FSETP, written as PTX: from C++, ptxas selects the bits first and ORs them (one
+// instruction more an FP4 code).
+EXMY_HD std::uint32_t bnb4_or_if_negative(std::uint32_t w, float a, std::uint32_t bits) {
+#if defined(__CUDA_ARCH__)
+  asm("{\n\t.reg .pred p;\n\tsetp.lt.f32 p, %1, 0f00000000;\n\t@p or.b32 %0, %0, %2;\n\t}"
+      : "+r"(w)
+      : "f"(a), "r"(bits));
+  return w;
+#else
+  return a < 0.0f ? w | bits : w;
+#endif
+}
+
 // w plus the nibble of n in its cell c at bit `pos` (that nibble of w zero): NF4 the code; FP4
 // the sign (8, for n < 0) and the magnitude's rank. rank + (key > thr) is rank + the sign bit of
-// thr - key (f32_sub_signbit: an FADD and an LEA.HI on the device, then an LEA to place it).
+// thr - key (f32_sub_signbit: an FADD and an LEA.HI on the device, then an LEA to place it);
+// the FP4 sign bit by bnb4_or_if_negative (an FSETP and a predicated LOP3).
 template <Bnb4Type T>
 EXMY_HD std::uint32_t bnb4_add_rank(std::uint32_t w, int pos, Bnb4Cell c, float n) {
   w += (c.rank + f32_sub_signbit(c.thr, bnb4_cell_key<T>(n))) << pos;
-  if (T == Bnb4Type::fp4 && n < 0.0f) w |= 0x08u << pos;
+  if (T == Bnb4Type::fp4) w = bnb4_or_if_negative(w, n, 0x08u << pos);  // the sign: n < 0
   return w;
 }
 // Nibbles of bnb4_add_rank (any number, at any nibble positions of w) to codes: NF4 as

@@ -172,65 +172,77 @@ EXMY_HD float tile_group_end(float c, int E, std::int32_t sum, int frac, int int
   return dot_normalise(s, E - frac, inter, rne);
 }
 
-// Bits of a nonzero x (32 - leading zeros).
+// Bits of x (32 - leading zeros; 0 for 0).
 EXMY_HD int tile_bitlen(std::uint32_t x) {
 #if defined(__CUDA_ARCH__)
   return 32 - __clz(static_cast<int>(x));
 #else
-  return 32 - __builtin_clz(x);
+  return x == 0 ? 0 : 32 - __builtin_clz(x);
+#endif
+}
+
+// x >> s and x << s for every amount s, 0 from 32 on (a negative int passed as s is a large
+// amount): on the device one clamped funnel shift (SHF), no comparison, no branch.
+EXMY_HD std::uint32_t tile_shr(std::uint32_t x, std::uint32_t s) {
+#if defined(__CUDA_ARCH__)
+  return __funnelshift_rc(x, 0u, s);
+#else
+  return s >= 32 ? 0u : x >> s;
+#endif
+}
+EXMY_HD std::uint32_t tile_shl(std::uint32_t x, std::uint32_t s) {
+#if defined(__CUDA_ARCH__)
+  return __funnelshift_lc(0u, x, s);
+#else
+  return s >= 32 ? 0u : x << s;
 #endif
 }
 
 // tile_group_end in 32-bit integer and fp32 arithmetic (the kernel's form; frac <= 25, checked
-// by tiled_model_ok). Equal to it for every input (tests/native/test_gemm_tile.cpp compares
-// them): the incoming accumulator's term is an integer below 2^26 (E >= c's exponent), so |s| <
-// 2^31 + 2^26 fits a uint32 magnitude; the normalisation is dot_normalise's with 32-bit shifts
-// (a shift of 32 rounds up to 1 exactly when the magnitude exceeds 2^31 and rne is set, 33 and
-// more give 0); n < 2^24 is an exact fp32 value and n 2^q an exact product (two steps below
-// 2^-126: n 2^(q + 64), then 2^-64; the value is a multiple of 2^-149).
+// by tiled_model_ok), written without branches: every case is computed and the result
+// selected, so that the kernel's 16 outputs of a thread run their tails interleaved (the
+// branchy form ran them one after another, one dependent chain at a time, and at k_group 16
+// the tails took more time than the products: issue 37). Equal to tile_group_end for every
+// input (tests/native/test_gemm_tile.cpp compares them, boundary tables and random):
+// - the incoming accumulator's term is trunc(m_c 2^(e_c - 23 + frac - E)) = (4 m_c) >> (25 -
+//   frac + E - e_c), an exact right shift (E >= e_c, frac <= 25; 4 m_c < 2^26; c = +0: m_c = 0);
+//   so |s| < 2^31 + 2^26 fits a uint32 magnitude;
+// - the normalisation is dot_normalise's with 32-bit shifts: a right shift of 1..31 rounds to
+//   nearest even by its remainder (rem + lsb > half), 32 rounds up to 1 exactly when the
+//   magnitude exceeds 2^31 and rne is set, 33 and more give 0; a shift <= 0 is exact;
+// - n < 2^25 is an exact fp32 value and n 2^q an exact product, or infinite from 2^128 on (an
+//   fp32 product rounds to infinity there; q > 127 as 2^127 then 2); below 2^-126 the
+//   reference's two steps, n 2^(q + 64) then 2^-64; the sign rides on the second factor (round
+//   to nearest is symmetric), which also gives n = 0 its signed zero.
 EXMY_HD float tile_group_end_fast(float c, int E, std::int32_t sum, int frac, int inter, bool rne) {
-  if (E < kTileNoProduct) return 0.0f;
   const std::uint32_t cb = f32_bits(c);
-  std::int64_t s = sum;
-  if ((cb & 0x7FFFFFFFu) != 0) {
-    const std::uint32_t be = (cb >> 23) & 0xFFu;
-    const std::uint32_t m = be != 0 ? (cb & 0x7FFFFFu) | 0x800000u : cb & 0x7FFFFFu;
-    const int e = be != 0 ? static_cast<int>(be) - 127 : -126;
-    const int sh = 23 - frac - e + E;  // t = trunc(m 2^-sh); sh >= 23 - frac >= -2
-    const std::uint32_t t = sh >= 32 ? 0u : sh >= 0 ? m >> sh : m << -sh;
-    s += (cb >> 31) != 0 ? -static_cast<std::int64_t>(t) : static_cast<std::int64_t>(t);
-  }
-  if (s == 0) return 0.0f;
+  const std::uint32_t be = (cb >> 23) & 0xFFu;
+  const std::uint32_t m = (cb & 0x7FFFFFu) | (be != 0 ? 0x800000u : 0u);
+  const int ec = (be != 0 ? static_cast<int>(be) : 1) - 127;
+  const std::uint32_t t = tile_shr(m << 2, static_cast<std::uint32_t>(25 - frac + E - ec));
+  const std::int64_t st = (cb >> 31) != 0 ? -static_cast<std::int64_t>(t) : std::int64_t{t};
+  const std::int64_t s = std::int64_t{sum} + st;
   const bool neg = s < 0;
   const std::uint32_t mag = static_cast<std::uint32_t>(neg ? -s : s);
   const int scale = E - frac;
-  int e2 = tile_bitlen(mag) - 1 + scale;
-  if (e2 < -126) e2 = -126;
-  const int q = e2 - inter, shift = q - scale;
-  std::uint32_t n;
-  if (shift >= 33) {
-    n = 0;
-  } else if (shift == 32) {
-    n = rne && mag > 0x80000000u ? 1u : 0u;
-  } else if (shift > 0) {
-    n = mag >> shift;
-    if (rne) {
-      const std::uint32_t rem = mag & ((1u << shift) - 1u), half = 1u << (shift - 1);
-      if (rem > half || (rem == half && (n & 1u) != 0)) ++n;
-    }
-  } else {
-    n = mag << -shift;
-  }
-  if (n == 0) return neg ? -0.0f : 0.0f;
-  if (tile_bitlen(n) - 1 + q >= 128) {
-    return neg ? -f32_from_bits(0x7F800000u) : f32_from_bits(0x7F800000u);
-  }
-  const float fn = static_cast<float>(n);
-  const float r = q >= -126
-                      ? rn_mul(fn, f32_from_bits(static_cast<std::uint32_t>(q + 127) << 23))
-                      : rn_mul(rn_mul(fn, f32_from_bits(static_cast<std::uint32_t>(q + 191) << 23)),
-                               f32_from_bits(0x1F800000u));  // 2^-64
-  return neg ? -r : r;
+  const int e1 = tile_bitlen(mag) - 1 + scale;
+  const int q = (e1 < -126 ? -126 : e1) - inter, shift = q - scale;
+  const auto us = static_cast<std::uint32_t>(shift);
+  const std::uint32_t nr = tile_shr(mag, us);
+  const std::uint32_t rem = mag & ~tile_shl(0xFFFFFFFFu, us);
+  const std::uint32_t half = tile_shl(1u, us - 1u);
+  const bool up = rne && shift <= 32 && rem + (nr & 1u) > half;
+  const std::uint32_t n =
+      shift > 0 ? nr + (up ? 1u : 0u) : tile_shl(mag, static_cast<std::uint32_t>(-shift));
+  const bool lo = q<-126, hi = q> 127;
+  const int qa = lo ? q + 64 : hi ? 127 : q;
+  const float f1 = f32_from_bits(static_cast<std::uint32_t>(qa + 127) << 23);
+  const float f2 = f32_from_bits((lo   ? 0x1F800000u
+                                  : hi ? 0x40000000u
+                                       : 0x3F800000u) |
+                                 (neg ? 0x80000000u : 0u));  // 2^-64, 2 or 1, signed
+  const float r = rn_mul(rn_mul(static_cast<float>(n), f1), f2);
+  return E < kTileNoProduct ? 0.0f : r;
 }
 
 // The fp32 state of one output between groups: c the unit's accumulator (a promotion chunk, or

@@ -44,15 +44,18 @@ gemm::Operand tiled_codes(std::size_t rows, std::size_t cols, const std::string&
   return gemm::operand_from_codes(codes, rows, cols, f.fp);
 }
 
-// EXMY_GEMM_KSPLIT and EXMY_GEMM_TILE_FLOAT for this scope ("": the kernel's own choice).
+// EXMY_GEMM_KSPLIT, EXMY_GEMM_TILE_FLOAT and EXMY_GEMM_TILE32 for this scope ("": the kernel's
+// own choice).
 struct TileEnv {
-  TileEnv(const char* ksplit, const char* fl) {
+  TileEnv(const char* ksplit, const char* fl, const char* t32 = "") {
     set("EXMY_GEMM_KSPLIT", ksplit);
     set("EXMY_GEMM_TILE_FLOAT", fl);
+    set("EXMY_GEMM_TILE32", t32);
   }
   ~TileEnv() {
     unsetenv("EXMY_GEMM_KSPLIT");
     unsetenv("EXMY_GEMM_TILE_FLOAT");
+    unsetenv("EXMY_GEMM_TILE32");
   }
   static void set(const char* name, const char* v) {
     if (*v != 0) {
@@ -156,6 +159,61 @@ TEST_CASE("GPU tiled GEMM at K = 65,536 equals the CPU reference (issue 37)", "[
                                              gpu::GemmPath::generic) == gpu);
     }
   }
+}
+
+TEST_CASE("GPU tiled GEMM: k_group 16 on both tile sizes, tall K, every K split (issue 37)",
+          "[gpu][gemm]") {
+  // The k_group-16 kernels (bf16 / fp16) on 64 x 64 and 32 x 32 tiles (EXMY_GEMM_TILE32 0 and
+  // 1; the other tests run the kernel's own choice), truncating and rne tails, over tile edges (M,
+  // N = 1, 31, 33, 64, 65, 130) and unit boundaries; bf16 under cublas-sm90 at tall K (the probed
+  // chunk 1,408: 47 units at K = 65,536, the last one short) with K split over 1, 3, 47 CTAs a tile
+  // and the kernel's own split; and the device scratch kept between calls: a GEMM with specials
+  // after one without (the row flags must start from zero each call), a smaller one after a larger
+  // one and the larger again (stale unit values, K ranges and group flags must not leak). Every
+  // output against the CPU reference.
+  const std::uint64_t seed = 20261239;
+  std::mt19937_64 rng(seed);
+  struct Run {
+    const char* fmt;
+    const char* model;
+    std::size_t M, N, K;
+    bool specials;
+    const char* ks;
+  };
+  const Run runs[] = {
+      {"bf16", "cublas-sm90", 9, 70, 65536, false, ""},
+      {"bf16", "cublas-sm90", 9, 70, 65536, false, "1"},
+      {"bf16", "cublas-sm90", 9, 70, 65536, false, "3"},
+      {"bf16", "cublas-sm90", 9, 70, 65536, true, "47"},
+      {"bf16", "cublas-sm90", 3, 5, 4225, true, ""},
+      {"bf16", "cublas-sm90", 130, 64, 2817, false, ""},
+      {"bf16", "cublas-sm90", 9, 70, 65536, false, ""},
+      {"bf16", "sm90", 1, 1, 1, false, ""},
+      {"bf16", "sm90", 31, 33, 17, true, ""},
+      {"fp16", "sm90", 33, 31, 300, false, "2"},
+      {"bf16", "hw:k=16,frac=25,chunk=32", 65, 130, 1000, true, ""},
+      {"fp16", "hw:k=16,frac=24,rne,chunk=48", 64, 65, 977, false, ""},
+      {"fp16", "hw:k=16,frac=24,rne,split=3,tile=32", 130, 33, 515, true, "2"},
+  };
+  std::size_t tiled_runs = 0;
+  for (const char* t32 : {"0", "1"}) {
+    for (const Run& r : runs) {
+      INFO("seed " << seed << " " << r.fmt << " " << r.model << " " << r.M << "x" << r.N << "x"
+                   << r.K << " specials " << r.specials << " EXMY_GEMM_KSPLIT '" << r.ks
+                   << "' EXMY_GEMM_TILE32 '" << t32 << "'");
+      const TileEnv env(r.ks, "", t32);
+      const gemm::Operand A = tiled_codes(r.M, r.K, r.fmt, rng, r.specials);
+      const gemm::Operand B = tiled_codes(r.N, r.K, r.fmt, rng, r.specials);
+      const gemm::AccumModel m = gemm::parse_accum_model(r.model, A.code_bits);
+      bool tiled = false;
+      const auto gpu = gpu::gemm_emulate_device_codes(A, B, m, gemm::OutFormat::fp32,
+                                                      gpu::GemmPath::automatic, &tiled);
+      REQUIRE(gemm::gemm(A, B, m, gemm::OutFormat::fp32, 1.0) == gpu);
+      tiled_runs += tiled ? 1 : 0;
+    }
+  }
+  INFO("tiled runs " << tiled_runs);
+  CHECK(tiled_runs >= 12);  // at least every run of an explicit model (6 x 2)
 }
 
 #endif

@@ -186,7 +186,7 @@ TEST_CASE("tiled group tail in 32-bit arithmetic equals the reference's", "[gemm
   std::mt19937_64 r(seed);
   std::size_t n = 0;
   for (long it = 0; it < 2000000; ++it) {
-    const int fracs[] = {13, 24, 25, 10, 20}, inters[] = {13, 23, 10, 7, 23};
+    const int fracs[] = {13, 24, 25, 10, 20}, inters[] = {13, 23, 10, 0, 23};
     const int frac = fracs[r() % 5], inter = inters[r() % 5];
     const bool rne = (r() & 1) != 0;
     float c = 0.0f;
@@ -214,6 +214,55 @@ TEST_CASE("tiled group tail in 32-bit arithmetic equals the reference's", "[gemm
     ++n;
   }
   CHECK(n > 1500000);
+}
+
+TEST_CASE("tiled branch-free group tail equals the reference's on its boundaries", "[gemm][tile]") {
+  // The kernel's tail computes every case and selects (issue 37): sums at and around every
+  // power of two and its ties (rne's half, the right shifts of 31, 32 and 33), the int32
+  // extremes, accumulators of both signs (smallest subnormal, largest, 1, the normal/subnormal
+  // edge), and every group maximum from the accumulator's exponent upward across the subnormal
+  // results (two steps), the normal range and the overflow to infinity; inter 0 (n = 1 at q >
+  // 127) to 23.
+  std::vector<std::int32_t> sums = {0, 1, -1, 2147483647, -2147483647, -2147483647 - 1};
+  for (int b = 1; b < 31; ++b) {
+    for (int d = -2; d <= 2; ++d) {
+      sums.push_back((1 << b) + d);
+      sums.push_back(-((1 << b) + d));
+      sums.push_back((3 << (b - 1)) + d);
+    }
+  }
+  const float cs[] = {0.0f,
+                      native::f32_from_bits(1),
+                      native::f32_from_bits(0x807FFFFFu),
+                      native::f32_from_bits(0x00800000u),
+                      1.0f,
+                      -1.5f,
+                      3.0e38f,
+                      -3.0e38f};
+  std::size_t n = 0;
+  for (const float c : cs) {
+    const bool zero = (native::f32_bits(c) & 0x7FFFFFFFu) == 0;
+    const int base = zero ? -4200 : native::tile_c_exp(c);
+    for (const int frac : {13, 25}) {
+      for (const int inter : {0, 13, 23}) {
+        for (const bool rne : {false, true}) {
+          for (int E = base; E < base + 8400; E += (E > 300 || E < -300) ? 97 : 1) {
+            for (const std::int32_t sum : sums) {
+              const float want = native::tile_group_end(c, E, sum, frac, inter, rne);
+              const float got = native::tile_group_end_fast(c, E, sum, frac, inter, rne);
+              if (native::f32_bits(got) != native::f32_bits(want)) {
+                INFO("c " << c << " E " << E << " sum " << sum << " frac " << frac << " inter "
+                          << inter << " rne " << rne);
+                REQUIRE(native::f32_bits(got) == native::f32_bits(want));
+              }
+              ++n;
+            }
+          }
+        }
+      }
+    }
+  }
+  CHECK(n > 10000000);
 }
 
 TEST_CASE("tiled float pass: element values and group sums equal the integer pass",

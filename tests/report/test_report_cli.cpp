@@ -337,6 +337,83 @@ TEST_CASE("exmy report (test size) draws every section's figures when matplotlib
   fs::remove_all(d);
 }
 
+// The SVG is drawn from the PNG's layout and tight box (reports/plot/report_plot_common.py,
+// save): the SVG's size in points is the PNG's in pixels at 110 dpi (the PNG truncates to whole
+// pixels). Saved with their own layout pass at 72 dpi, they differed by up to 5 px.
+TEST_CASE("exmy report: each SVG has its PNG's layout (one layout pass per figure)",
+          "[cli][figures]") {
+  if (cli().empty()) return;
+  if (access("/usr/bin/python3", X_OK) != 0 ||
+      std::system("/usr/bin/python3 -c 'import matplotlib' 2>/dev/null") != 0) {
+    WARN("no matplotlib for /usr/bin/python3: figure drawing not tested");
+    return;
+  }
+  const fs::path d = fresh_dir("figsvg");
+  REQUIRE(run_cli({"report", "formats", "--out", d.string(), "--tiny"}) == 0);
+  for (const char* f : {"range_vs_precision", "relative_error_profile", "sr_bias"}) {
+    INFO(f);
+    const std::string png = slurp(d / "formats" / (std::string(f) + ".png"));
+    REQUIRE(png.size() > 24);
+    const auto be32 = [&](std::size_t at) {
+      double v = 0;
+      for (std::size_t i = 0; i < 4; ++i) v = 256 * v + static_cast<unsigned char>(png[at + i]);
+      return v;
+    };
+    const double pw = be32(16), ph = be32(20);  // IHDR width, height
+    const std::string svg = slurp(d / "formats" / (std::string(f) + ".svg"));
+    const std::size_t w = svg.find("width=\""), h = svg.find("height=\"");
+    REQUIRE(w != std::string::npos);
+    REQUIRE(h != std::string::npos);
+    const double sw = std::stod(svg.substr(w + 7)) * 110.0 / 72.0;
+    const double sh = std::stod(svg.substr(h + 8)) * 110.0 / 72.0;
+    INFO("PNG " << pw << " x " << ph << " px, SVG " << sw << " x " << sh << " px at 110 dpi");
+    CHECK(sw - pw > -0.01);  // equal up to rounding where the width is whole pixels
+    CHECK(sw - pw < 1.0);
+    CHECK(sh - ph > -0.01);
+    CHECK(sh - ph < 1.0);
+  }
+  fs::remove_all(d);
+}
+
+// Figure scripts that fail: the sections do not wait for one another's scripts (cmd_report.cpp
+// publishes each once its scripts have ended), and a failure found by the non-blocking poll
+// (formats: exits at once, seen after the next section) or by the final wait (mx-variance, the
+// last section: exits after 1.5 s) still puts its note in the section's index.md.
+TEST_CASE("exmy report: failed figure scripts are noted whenever they end", "[cli][figures]") {
+  if (cli().empty()) return;
+  if (access("/usr/bin/python3", X_OK) != 0) {
+    WARN("no /usr/bin/python3: failing figure scripts not tested");
+    return;
+  }
+  const fs::path plots = fresh_dir("failplots");
+  fs::create_directories(plots);
+  for (const char* s :
+       {"plot_formats.py", "plot_variance.py", "plot_accumulation.py", "plot_adam_heatmap.py",
+        "plot_lm8bit.py", "plot_lm_mantissa.py", "plot_spikes.py", "plot_extrabits.py",
+        "plot_layers.py", "plot_mx_variance.py"}) {
+    std::ofstream(plots / s) << "import sys, time\n"
+                             << (std::string(s) == "plot_mx_variance.py" ? "time.sleep(1.5)\n" : "")
+                             << "sys.exit(1)\n";
+  }
+  const fs::path d = fresh_dir("failfig");
+  REQUIRE(run_cli({"report", "all", "--out", d.string(), "--tiny", "--threads", "2"},
+                  {"EXMY_PYTHON=/usr/bin/python3", "EXMY_PLOT_DIR=" + plots.string()}) == 0);
+  for (const auto& [sec, script] :
+       std::vector<std::pair<std::string, std::string>>{{"formats", "plot_formats.py"},
+                                                        {"variance", "plot_variance.py"},
+                                                        {"adam-heatmap", "plot_adam_heatmap.py"},
+                                                        {"layers", "plot_layers.py"},
+                                                        {"mx-variance", "plot_mx_variance.py"}}) {
+    INFO(sec);
+    const std::string md = slurp(d / sec / "index.md");
+    CHECK(md.find("figures skipped: " + script + " failed") != std::string::npos);
+    CHECK(md.find("![") == std::string::npos);
+  }
+  REQUIRE_FALSE(has_temp_files(d));
+  fs::remove_all(d);
+  fs::remove_all(plots);
+}
+
 TEST_CASE("exmy report: bad input exits 2", "[cli]") {
   if (cli().empty()) return;
   REQUIRE(run_cli({"report", "everything", "--out", "/tmp/x"}) == 2);
