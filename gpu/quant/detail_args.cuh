@@ -72,6 +72,12 @@ struct QArgs {
   // reads the per-tensor level from here instead of p.tensor, so the tensor's absmax never goes
   // through the host. Null: p.tensor is the level.
   const native::Nvfp4Tensor* tensor_dev = nullptr;
+  // NVFP4 two-level on nvfp4_kernel (detail_nvfp4.cuh, nvfp4_fast_ok): the tensor's absmax bits
+  // as the absmax pass left them on the device; each thread derives the level from them (no level
+  // kernel between the two passes), and the thread of element 0 stores the tensor scale at
+  // tensor_scale_out. Null: tensor_dev or p.tensor is the level.
+  const std::uint32_t* tensor_amax_dev = nullptr;
+  float* tensor_scale_out = nullptr;
 };
 
 namespace {
@@ -86,6 +92,13 @@ __host__ __device__ __forceinline__ bool nvfp4_rule(const QArgs& a) {
 // NVFP4 and torchao's arithmetic; OCP MX by the instruction (hw_e4m3 / hw_e5m2); OCP MX by the lean
 // software cast where its sign rules are fixed (signed with a negative zero) and its domain holds
 // every finite fp32 value (so fast_mx's condition implies it); otherwise any.
+// Whether the NVFP4 single pass runs nvfp4_kernel (detail_nvfp4.cuh): blocks of 16 (one thread
+// each), e2m1fn under rne (NVFP4 has no other element cast), on the host (path and level choice).
+inline bool nvfp4_fast_ok(const QArgs& a) {
+  return nvfp4_rule(a) && a.G == kRun && !a.col && !a.transpose && a.p.fmt == formats::e2m1fn &&
+         a.p.mode == RoundMode::rne;
+}
+
 inline MxRun mx_run_of(const QArgs& a) {
   if (nvfp4_rule(a) || a.p.rule == native::ScaleRule::mx_torchao) return MxRun::lean;
   if (a.p.rule != native::ScaleRule::mx) return MxRun::any;

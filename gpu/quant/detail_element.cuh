@@ -55,28 +55,39 @@ __device__ __forceinline__ float state_of(const QArgs& a, float amax) {
 // `t` is the per-tensor level (a.p.tensor, or the device-measured one of QArgs::tensor_dev);
 // without the instruction, the native scale code and factor of native::group_state and
 // native::nvfp4_element_scale under that level.
-__device__ __forceinline__ std::uint8_t nvfp4_scale_code(const QArgs& a, float amax,
-                                                         const native::Nvfp4Tensor& t) {
-  const bool te = a.p.rule == native::ScaleRule::nvfp4_te;
+// Te: the te rule, else torchao's (the NVFP4 kernel of detail_nvfp4.cuh fixes it at compile
+// time; the other kernels dispatch on the plan's rule below).
+template <bool Te>
+__device__ __forceinline__ std::uint8_t nvfp4_scale_code_as(float amax,
+                                                            const native::Nvfp4Tensor& t) {
 #if defined(EXMY_HW_FP8)
   const float v =
-      te ? native::nvfp4_te_scale_value(amax, t) : native::nvfp4_torchao_scale_value(amax, t);
+      Te ? native::nvfp4_te_scale_value(amax, t) : native::nvfp4_torchao_scale_value(amax, t);
   return static_cast<std::uint8_t>(cvt_f32x2<HwFp8::e4m3>(v, 0.0f));
 #else
-  return te ? native::nvfp4_te_scale_code(amax, t) : native::nvfp4_torchao_scale_code(amax, t);
+  return Te ? native::nvfp4_te_scale_code(amax, t) : native::nvfp4_torchao_scale_code(amax, t);
 #endif
 }
-__device__ __forceinline__ float nvfp4_factor(const QArgs& a, std::uint8_t code,
-                                              const native::Nvfp4Tensor& t) {
-  const bool te = a.p.rule == native::ScaleRule::nvfp4_te;
+template <bool Te>
+__device__ __forceinline__ float nvfp4_factor_as(std::uint8_t code, const native::Nvfp4Tensor& t) {
 #if defined(EXMY_HW_FP8)
   const std::uint16_t h = static_cast<std::uint16_t>(cvt_to_f16x2<HwFp8::e4m3>(code));
   const float s = __half2float(__ushort_as_half(h));
-  return te ? native::nvfp4_te_factor(s, t) : native::nvfp4_torchao_factor(s, t);
+  return Te ? native::nvfp4_te_factor(s, t) : native::nvfp4_torchao_factor(s, t);
 #else
-  return te ? native::nvfp4_te_element_scale(code, t)
+  return Te ? native::nvfp4_te_element_scale(code, t)
             : native::nvfp4_torchao_element_scale(code, t);
 #endif
+}
+__device__ __forceinline__ std::uint8_t nvfp4_scale_code(const QArgs& a, float amax,
+                                                         const native::Nvfp4Tensor& t) {
+  return a.p.rule == native::ScaleRule::nvfp4_te ? nvfp4_scale_code_as<true>(amax, t)
+                                                 : nvfp4_scale_code_as<false>(amax, t);
+}
+__device__ __forceinline__ float nvfp4_factor(const QArgs& a, std::uint8_t code,
+                                              const native::Nvfp4Tensor& t) {
+  return a.p.rule == native::ScaleRule::nvfp4_te ? nvfp4_factor_as<true>(code, t)
+                                                 : nvfp4_factor_as<false>(code, t);
 }
 
 __device__ __forceinline__ std::uint8_t scale_code_of(const QArgs& a, float amax,

@@ -14,6 +14,7 @@
 #include "gpu/quant/detail_code_kernels.cuh"
 #include "gpu/quant/detail_launch.cuh"
 #include "gpu/quant/detail_mx_e2m1.cuh"
+#include "gpu/quant/detail_nvfp4.cuh"
 #include "gpu/quant/detail_tensor_sr8.cuh"
 #include "gpu/quant/quantize.hpp"
 
@@ -39,6 +40,10 @@ void run_fused(const void* x, const QArgs& a, const QuantizedOut& o, const std::
     const dim3 grid(blocks_for(tiles, 1));
     switch (mx_run_of(a)) {
       case MxRun::lean:
+        if (nvfp4_fast_ok(a)) {  // NVFP4 by its own kernel (detail_nvfp4.cuh)
+          launch_nvfp4<In>(x, a, o.codes, o.scale_codes, vec, s);
+          return;
+        }
         fused_group_kernel<In, K, Fast, false, MxRun::lean>
             <<<grid, kThreads, 0, s>>>(x, o.codes, o.state, o.scale_codes, tab, vec, a);
         return;

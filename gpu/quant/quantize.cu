@@ -214,22 +214,30 @@ void quantize(const void* x, CastInput in_type, std::size_t rows, std::size_t co
   // Where the single pass runs (every non-transposed NVFP4 tensor) the level is computed on the
   // device and read there by the kernel (QArgs::tensor_dev): no round trip through the host, whose
   // synchronization cost every two-level call ~130 us on an H200 beside the absmax pass itself.
+  // nvfp4_kernel (detail_nvfp4.cuh) reads the absmax bits themselves (QArgs::tensor_amax_dev) and
+  // stores the tensor scale, so no level kernel runs between the two passes.
   // Otherwise the absmax is read back and the plan carries the level.
   native::Nvfp4Tensor level;
   void* level_scratch = nullptr;
   native::Nvfp4Tensor* level_dev = nullptr;
+  const std::uint32_t* amax_dev = nullptr;
   if (opt.two_level) {
     float tensor_amax = native::kAbsmaxInit;
     if (opt.tensor_amax != opt.tensor_amax && opt.tensor_scale != opt.tensor_scale) {
       const QArgs probe = make_args(rows, cols, opt);
       const bool on_device = single_pass(probe, opt) && fast_path(probe);
+      // nvfp4_kernel derives the level from the absmax bits itself (QArgs::tensor_amax_dev).
+      const bool from_amax = on_device && nvfp4_fast_ok(probe);
       // amax bits at offset 0, the level (on_device) at offset 16.
       cuda_check(cudaMallocAsync(&level_scratch, 16 + sizeof(native::Nvfp4Tensor), stream),
                  "cudaMallocAsync");
       auto* amax_bits = static_cast<std::uint32_t*>(level_scratch);
       group_absmax(x, in_type, rows, cols, quant::Scheme{quant::Granularity::tensor, 0}, opt.nan,
                    reinterpret_cast<float*>(amax_bits), stream);
-      if (on_device) {
+      if (from_amax) {
+        amax_dev = amax_bits;
+        level.two_level = true;  // the plan's marker; the values are the device's
+      } else if (on_device) {
         level_dev = reinterpret_cast<native::Nvfp4Tensor*>(static_cast<char*>(level_scratch) + 16);
         nvfp4_level_kernel<<<1, 1, 0, stream>>>(amax_bits, opt.variant == native::CastVariant::te,
                                                 level_dev, out.tensor_scale);
@@ -244,7 +252,7 @@ void quantize(const void* x, CastInput in_type, std::size_t rows, std::size_t co
         cuda_check(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
       }
     }
-    if (level_dev == nullptr) {
+    if (level_dev == nullptr && amax_dev == nullptr) {
       level = quant::nvfp4_tensor_level(opt, tensor_amax);
       const float stored = quant::nvfp4_stored_scale(opt, level);
       cuda_check(cudaMemcpy(out.tensor_scale, &stored, sizeof(float), cudaMemcpyHostToDevice),
@@ -253,6 +261,8 @@ void quantize(const void* x, CastInput in_type, std::size_t rows, std::size_t co
   }
   QArgs a = make_args(rows, cols, opt, level);
   a.tensor_dev = level_dev;
+  a.tensor_amax_dev = amax_dev;
+  if (amax_dev != nullptr) a.tensor_scale_out = out.tensor_scale;
   QuantizedOut o = out;
   void* scratch = nullptr;
   if (out.packed4) {
