@@ -250,3 +250,35 @@ TEST_CASE("exact_dots equals the add_product loops, bit for bit", "[exact][fast]
     CHECK(levels_seen[l] > 0);
   }
 }
+
+// Random rows keep their sums far below the levels' worst-case bounds (they grow like sqrt(k)):
+// here every product is the largest of its row pair and of one sign, so each level's sums reach
+// the bound the plan was made for, and one tiny element widens the span step by step through
+// every level count (1 to 4) and into the fallback. A plan one bit too generous rounds here.
+TEST_CASE("exact_dots: sums at the levels' bounds, every span", "[exact][fast]") {
+  const float big = float_from_word(0x3FFFFFFFu);  // 2 - 2^-23: all significand bits set
+  for (const bool sse2 : {false, true}) {
+    if (sse2) exmy::fast::simd::set_isa_limit(exmy::fast::simd::Isa::sse2);
+    for (const std::size_t k :
+         {std::size_t{5}, std::size_t{1000}, std::size_t{4096}, std::size_t{65536}}) {
+      for (int s = 0; s <= 140; s += 1) {
+        std::vector<float> a(k, big), b(k, -big);
+        a[k / 2] = std::ldexp(float_from_word(0x3FFFFFFFu), -s);  // the tiny element
+        b[0] = std::ldexp(1.0f, -s / 2);
+        ExactDot32 fast, ref;
+        fast.clear();
+        ref.clear();
+        exmy::fast::exact_dots(a.data(), 1, b.data(), 1, k, &fast);
+        for (std::size_t c = 0; c < k; ++c) ref.add_product(a[c], b[c]);
+        // The sum itself must hold every bit: compare the exact remainder too.
+        ExactDot32 diff = fast;
+        diff.add(ref, /*subtract=*/true);
+        INFO("k " << k << " spread " << s << " levels "
+                  << exmy::fast::exact_dot_levels(a.data(), b.data(), k) << " sse2 " << sse2);
+        REQUIRE(diff.to_double() == 0.0);
+        REQUIRE(fast.to_double() == ref.to_double());
+      }
+    }
+    exmy::fast::simd::clear_isa_limit();
+  }
+}
