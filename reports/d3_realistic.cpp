@@ -8,6 +8,7 @@
 #include "reports/output_files.hpp"
 #include "reports/stats_intervals.hpp"
 #include "reports/variance_config.hpp"
+#include "sim/fast/exact_dot_simd.hpp"
 #include "sim/native/exact_dot.hpp"
 #include "sim/native/optim_storage.hpp"
 #include "sim/native/philox.hpp"
@@ -187,19 +188,11 @@ std::vector<D3RealCell> run_d3_realistic(const ReportContext& ctx, int trials, i
             gaussian_max_quantile(nr, uniform53(seed, stream(static_cast<int>(mi), 4), ts));
         rest = static_cast<float>(std::max(mo, mr));
       }
-      std::vector<native::ExactDot32> base(kRows * kRows);
+      std::vector<native::ExactDot32> base(kRows * kRows), qacc(kRows * kRows);
+      for (auto& acc : base) acc.clear();
+      fast::exact_dots(u.data(), kRows, v.data(), kRows, static_cast<std::size_t>(k), base.data());
       double uv[kRows * kRows];
-      for (int i = 0; i < kRows; ++i) {
-        for (int jr = 0; jr < kRows; ++jr) {
-          native::ExactDot32& acc = base[static_cast<std::size_t>(i * kRows + jr)];
-          acc.clear();
-          for (int c = 0; c < k; ++c) {
-            acc.add_product(u[static_cast<std::size_t>(i) * k + c],
-                            v[static_cast<std::size_t>(jr) * k + c]);
-          }
-          uv[i * kRows + jr] = acc.to_double();
-        }
-      }
+      for (int q = 0; q < kRows * kRows; ++q) uv[q] = base[static_cast<std::size_t>(q)].to_double();
       double u2 = 0, v2[kRows] = {0, 0, 0, 0};
       for (int i = 0; i < kRows; ++i) {
         for (int c = 0; c < k; ++c) {
@@ -253,14 +246,12 @@ std::vector<D3RealCell> run_d3_realistic(const ReportContext& ctx, int trials, i
           }
         }
         Sums& S = per[ts][si];
+        for (auto& acc : qacc) acc.clear();
+        fast::exact_dots(uh.data(), kRows, vh.data(), kRows, static_cast<std::size_t>(k),
+                         qacc.data());
         for (int i = 0; i < kRows; ++i) {
           for (int jr = 0; jr < kRows; ++jr) {
-            native::ExactDot32 acc;
-            acc.clear();
-            for (int c = 0; c < k; ++c) {
-              acc.add_product(uh[static_cast<std::size_t>(i) * k + c],
-                              vh[static_cast<std::size_t>(jr) * k + c]);
-            }
+            native::ExactDot32& acc = qacc[static_cast<std::size_t>(i * kRows + jr)];
             acc.add(base[static_cast<std::size_t>(i * kRows + jr)], /*subtract=*/true);
             const double d = acc.to_double(), w = wv[static_cast<std::size_t>(jr)];
             const double x = uv[i * kRows + jr];

@@ -5,6 +5,7 @@
 
 #include "reports/stats_intervals.hpp"
 #include "sim/fast/array_cast.hpp"
+#include "sim/fast/exact_dot_simd.hpp"
 #include "sim/native/convert.hpp"
 #include "sim/native/exact_dot.hpp"
 #include "sim/native/mask.hpp"
@@ -153,17 +154,12 @@ Trial run_trial(const VarianceConfig& cfg, std::uint64_t seed, int di, int kidx,
   draw_operand(seed, dist, di, kidx, 0, trial, rows, k, u);
   draw_operand(seed, dist, di, kidx, 1, trial, rows, k, v);
   Trial t;
+  // The exact products (fast::exact_dots: the sums add_product would accumulate, vectorised).
   std::vector<native::ExactDot32> base(static_cast<std::size_t>(rows) * rows);
-  for (int i = 0; i < rows; ++i) {
-    for (int j = 0; j < rows; ++j) {
-      native::ExactDot32& acc = base[i * rows + j];
-      acc.clear();
-      const float* a = &u[static_cast<std::size_t>(i) * k];
-      const float* b = &v[static_cast<std::size_t>(j) * k];
-      for (int c = 0; c < k; ++c) acc.add_product(a[c], b[c]);
-      t.uv.push_back(acc.to_double());
-    }
-  }
+  for (auto& acc : base) acc.clear();
+  fast::exact_dots(u.data(), rows, v.data(), rows, k, base.data());
+  for (const auto& acc : base) t.uv.push_back(acc.to_double());
+  std::vector<native::ExactDot32> qacc(base.size());
   for (float x : u) t.sum_u2 += static_cast<double>(x) * x;
   for (float x : v) t.sum_v2 += static_cast<double>(x) * x;
   for (std::size_t si = 0; si < cfg.schemes.size(); ++si) {
@@ -174,17 +170,12 @@ Trial run_trial(const VarianceConfig& cfg, std::uint64_t seed, int di, int kidx,
     quantize_operand(s, s.v_rowwise, variance_sr_seed(seed, di, kidx, sidx, 1, trial), rows, k, v,
                      vh);
     SchemeTrial st;
-    for (int i = 0; i < rows; ++i) {
-      for (int j = 0; j < rows; ++j) {
-        native::ExactDot32 acc;
-        acc.clear();
-        const float* a = &uh[static_cast<std::size_t>(i) * k];
-        const float* b = &vh[static_cast<std::size_t>(j) * k];
-        for (int c = 0; c < k; ++c) acc.add_product(a[c], b[c]);
-        st.w.push_back(acc.to_double());
-        acc.add(base[i * rows + j], /*subtract=*/true);
-        st.d.push_back(acc.to_double());
-      }
+    for (auto& acc : qacc) acc.clear();
+    fast::exact_dots(uh.data(), rows, vh.data(), rows, k, qacc.data());
+    for (std::size_t p = 0; p < qacc.size(); ++p) {
+      st.w.push_back(qacc[p].to_double());
+      qacc[p].add(base[p], /*subtract=*/true);
+      st.d.push_back(qacc[p].to_double());
     }
     // Element errors: u^ - u is exact in fp64 (both are fp32 within a factor ~2 of each other,
     // or one is zero); the squares and sums round, which statistics tolerate.
@@ -288,32 +279,19 @@ std::vector<D3ShapeCell> run_d3_shapes(const ReportContext& ctx, int trials, int
         rest[op] = static_cast<float>(gaussian_max_quantile(n, p));
       }
       std::vector<native::ExactDot32> base(static_cast<std::size_t>(rows) * rows);
-      for (int i = 0; i < rows; ++i) {
-        for (int j = 0; j < rows; ++j) {
-          native::ExactDot32& acc = base[i * rows + j];
-          acc.clear();
-          for (int c = 0; c < m.k; ++c) {
-            acc.add_product(u[static_cast<std::size_t>(i) * m.k + c],
-                            v[static_cast<std::size_t>(j) * m.k + c]);
-          }
-        }
-      }
+      for (auto& acc : base) acc.clear();
+      fast::exact_dots(u.data(), rows, v.data(), rows, m.k, base.data());
+      std::vector<native::ExactDot32> qacc(base.size());
       tr[t].d.resize(schemes.size());
       for (std::size_t si = 0; si < schemes.size(); ++si) {
         const VarScheme& s = schemes[si];
         quantize_operand(s, s.u_rowwise, 0, rows, m.k, u, uh, rest[0]);
         quantize_operand(s, s.v_rowwise, 0, rows, m.k, v, vh, rest[1]);
-        for (int i = 0; i < rows; ++i) {
-          for (int j = 0; j < rows; ++j) {
-            native::ExactDot32 acc;
-            acc.clear();
-            for (int c = 0; c < m.k; ++c) {
-              acc.add_product(uh[static_cast<std::size_t>(i) * m.k + c],
-                              vh[static_cast<std::size_t>(j) * m.k + c]);
-            }
-            acc.add(base[i * rows + j], /*subtract=*/true);
-            tr[t].d[si].push_back(acc.to_double());
-          }
+        for (auto& acc : qacc) acc.clear();
+        fast::exact_dots(uh.data(), rows, vh.data(), rows, m.k, qacc.data());
+        for (std::size_t p = 0; p < qacc.size(); ++p) {
+          qacc[p].add(base[p], /*subtract=*/true);
+          tr[t].d[si].push_back(qacc[p].to_double());
         }
       }
     });

@@ -59,6 +59,30 @@ class ExactDot32 {
     if (++adds_ >= (1u << 30)) normalize();
   }
 
+  // acc += x, exactly. x must be finite and a multiple of 2^kLsbExp, as every sum of products of
+  // fp32 values is (sim/fast/exact_dot_simd.cpp adds its partial sums this way).
+  void add_double(double x) {
+    std::uint64_t bx;
+    std::memcpy(&bx, &x, 8);
+    std::uint64_t m = bx & ((std::uint64_t{1} << 52) - 1);
+    const int e = static_cast<int>((bx >> 52) & 0x7FF);
+    if (e == 0 && m == 0) return;  // +-0 (a multiple of 2^-298 is never an fp64 subnormal)
+    m |= std::uint64_t{1} << 52;
+    const int tz = __builtin_ctzll(m);  // the unit of the value's last set bit: >= kLsbExp
+    m >>= tz;
+    const int pos = e - 1075 + tz - kLsbExp;
+    const std::int64_t neg = -static_cast<std::int64_t>(bx >> 63);
+    const unsigned __int128 p = static_cast<unsigned __int128>(m) << (pos & 31);
+    const int d = pos >> 5;
+    const std::int64_t d0 = static_cast<std::int64_t>(static_cast<std::uint32_t>(p));
+    const std::int64_t d1 = static_cast<std::int64_t>(static_cast<std::uint32_t>(p >> 32));
+    const std::int64_t d2 = static_cast<std::int64_t>(static_cast<std::uint32_t>(p >> 64));
+    limbs_[d] += (d0 ^ neg) - neg;
+    limbs_[d + 1] += (d1 ^ neg) - neg;
+    limbs_[d + 2] += (d2 ^ neg) - neg;
+    if (++adds_ >= (1u << 30)) normalize();
+  }
+
   // acc += other (exact).
   void add(const ExactDot32& other, bool subtract = false) {
     for (int i = 0; i < kDigits; ++i) limbs_[i] += subtract ? -other.limbs_[i] : other.limbs_[i];

@@ -5,6 +5,7 @@
 
 #include "sim/common/error.hpp"
 #include "sim/format/codebook.hpp"
+#include "sim/native/optim_bnb8_search.hpp"
 #include "sim/optim/optim.hpp"
 #include "sim/sfu/sfu_tables.hpp"
 
@@ -80,6 +81,42 @@ void check(std::size_t n, std::size_t a, const char* what) {
   }
 }
 
+// A dynamic map's requantization search, built once: its midpoints (bnb_quant_signed/_unsigned's
+// binary search) and, where they apply, the bucketed thresholds of the GPU kernels
+// (sim/native/optim_bnb8_search.hpp: the same code for every fp32 input, checked over all 2^32
+// patterns of both maps by tests/optim/test_bnb8_search_exhaustive.cpp), which need one table
+// load and one compare per element instead of 8 dependent probes and a tie test.
+struct MapSearch {
+  const float* code = nullptr;
+  float mids[256];
+  float t[native::kBucketMids];
+  std::uint8_t start[native::kBucketTable];
+  bool bucketed = false;
+  int z = -1;  // the signed map's negative prefix (bnb_negative_prefix)
+
+  explicit MapSearch(bool is_signed) : code(dynamic_codebook(is_signed).values.data()) {
+    native::bnb_midpoints(code, mids);
+    z = is_signed ? native::bnb_negative_prefix(code) : 0;
+    bucketed = z >= 0 && native::bnb_thresholds(mids, t) && native::bnb_bucket_build(t, start) <= 1;
+  }
+  // bnb_quant_signed(s, code, mids, x, absmax) for a block normalised by n = bnb_norm(s, absmax).
+  std::uint8_t quant_signed(const native::Bnb8Scalars& s, const native::BnbNorm& n, float x,
+                            float absmax) const {
+    return bucketed ? native::bnb_quant_signed_bucketed(n, z, t, start, x)
+                    : native::bnb_quant_signed(s, code, mids, x, absmax);
+  }
+  // bnb_quant_unsigned(s, mids, x, absmax), likewise.
+  std::uint8_t quant_unsigned(const native::Bnb8Scalars& s, const native::BnbNorm& n, float x,
+                              float absmax) const {
+    return bucketed ? native::bnb_quant_unsigned_bucketed(n, t, start, x)
+                    : native::bnb_quant_unsigned(s, mids, x, absmax);
+  }
+};
+const MapSearch& map_search(bool is_signed) {
+  static const MapSearch signed_map(true), unsigned_map(false);
+  return is_signed ? signed_map : unsigned_map;
+}
+
 }  // namespace
 
 // The gradient has the parameters' dtype in bitsandbytes (p.grad): it is rounded to `st` first, as
@@ -96,11 +133,10 @@ void bnb_adam8_step(const native::Bnb8Scalars& s, Storage st, std::span<float> p
     return;
   }
   check(n, S.q1.size(), "state1");
-  const float* c1 = dynamic_codebook(true).values.data();
-  const float* c2 = dynamic_codebook(false).values.data();
-  float mids1[256], mids2[256];
-  native::bnb_midpoints(c1, mids1);
-  native::bnb_midpoints(c2, mids2);
+  const MapSearch& map1 = map_search(true);
+  const MapSearch& map2 = map_search(false);
+  const float* c1 = map1.code;
+  const float* c2 = map2.code;
   const std::size_t B = static_cast<std::size_t>(S.block);
   std::vector<float> s1(B), s2(B);
   std::vector<char> ok(B);
@@ -123,10 +159,11 @@ void bnb_adam8_step(const native::Bnb8Scalars& s, Storage st, std::span<float> p
     }
     S.absmax1[b] = m1;
     S.absmax2[b] = m2;
+    const native::BnbNorm n1 = native::bnb_norm(s, m1), n2 = native::bnb_norm(s, m2);
     for (std::size_t j = 0; j < cnt; ++j) {
       if (ok[j]) p[lo + j] = native::bnb_adam8_param(s, st, p[lo + j], s1[j], s2[j]);
-      S.q1[lo + j] = native::bnb_quant_signed(s, c1, mids1, s1[j], m1);
-      S.q2[lo + j] = native::bnb_quant_unsigned(s, mids2, s2[j], m2);
+      S.q1[lo + j] = map1.quant_signed(s, n1, s1[j], m1);
+      S.q2[lo + j] = map2.quant_unsigned(s, n2, s2[j], m2);
     }
   }
 }
@@ -143,9 +180,8 @@ void bnb_momentum8_step(const native::Bnb8Scalars& s, Storage st, std::span<floa
     return;
   }
   check(n, S.q1.size(), "state1");
-  const float* c1 = dynamic_codebook(true).values.data();
-  float mids1[256];
-  native::bnb_midpoints(c1, mids1);
+  const MapSearch& map1 = map_search(true);
+  const float* c1 = map1.code;
   const std::size_t B = static_cast<std::size_t>(S.block);
   std::vector<float> s1(B);
   for (std::size_t lo = 0, b = 0; lo < n; lo += B, ++b) {
@@ -160,9 +196,10 @@ void bnb_momentum8_step(const native::Bnb8Scalars& s, Storage st, std::span<floa
     if (cnt < B)
       m1 = native::f32_fmax(m1, native::f32_abs(native::bnb_momentum8_padding(s, c1, a1)));
     S.absmax1[b] = m1;
+    const native::BnbNorm n1 = native::bnb_norm(s, m1);
     for (std::size_t j = 0; j < cnt; ++j) {
       p[lo + j] = native::bnb_momentum8_param(s, st, p[lo + j], s1[j]);
-      S.q1[lo + j] = native::bnb_quant_signed(s, c1, mids1, s1[j], m1);
+      S.q1[lo + j] = map1.quant_signed(s, n1, s1[j], m1);
     }
   }
 }
@@ -181,9 +218,8 @@ void bnb1_step(const native::Bnb8Scalars& s, native::Bnb1Op op, Storage st, std:
     return;
   }
   check(n, S.q1.size(), "state1");
-  const float* c1 = dynamic_codebook(true).values.data();
-  float mids1[256];
-  native::bnb_midpoints(c1, mids1);
+  const MapSearch& map1 = map_search(true);
+  const float* c1 = map1.code;
   const std::size_t B = static_cast<std::size_t>(S.block);
   std::vector<float> s1(B), l(B);
   for (std::size_t lo = 0, b = 0; lo < n; lo += B, ++b) {
@@ -198,10 +234,11 @@ void bnb1_step(const native::Bnb8Scalars& s, native::Bnb1Op op, Storage st, std:
     if (cnt < B)
       m1 = native::f32_fmax(m1, native::f32_abs(native::bnb1_padding8(s, op, st, c1, a1)));
     S.absmax1[b] = m1;
+    const native::BnbNorm n1 = native::bnb_norm(s, m1);
     for (std::size_t j = 0; j < cnt; ++j) {
       p[lo + j] =
           native::bnb1_param8(s, op, st, p[lo + j], native::to_storage(g[lo + j], st), s1[j], l[j]);
-      S.q1[lo + j] = native::bnb_quant_signed(s, c1, mids1, s1[j], m1);
+      S.q1[lo + j] = map1.quant_signed(s, n1, s1[j], m1);
     }
   }
 }
@@ -233,11 +270,10 @@ void bnb_ademamix_step(const native::Bnb8Scalars& s, Storage st, std::span<float
     return;
   }
   check(2 * n, S.q1.size(), "state1");
-  const float* c1 = dynamic_codebook(true).values.data();
-  const float* c2 = dynamic_codebook(false).values.data();
-  float mids1[256], mids2[256];
-  native::bnb_midpoints(c1, mids1);
-  native::bnb_midpoints(c2, mids2);
+  const MapSearch& map1 = map_search(true);
+  const MapSearch& map2 = map_search(false);
+  const float* c1 = map1.code;
+  const float* c2 = map2.code;
   const std::size_t B = static_cast<std::size_t>(S.block), nb = S.absmax2.size();
   std::vector<float> s1(B), s2(B), s3(B);
   std::vector<char> ok(B);
@@ -265,11 +301,13 @@ void bnb_ademamix_step(const native::Bnb8Scalars& s, Storage st, std::span<float
     S.absmax1[b] = m1;
     S.absmax2[b] = m2;
     S.absmax1[nb + b] = m3;
+    const native::BnbNorm n1 = native::bnb_norm(s, m1), n2 = native::bnb_norm(s, m2),
+                          n3 = native::bnb_norm(s, m3);
     for (std::size_t j = 0; j < cnt; ++j) {
       if (ok[j]) p[lo + j] = native::bnb_ademamix_param(s, st, p[lo + j], s1[j], s2[j], s3[j]);
-      S.q1[lo + j] = native::bnb_quant_signed(s, c1, mids1, s1[j], m1);
-      S.q2[lo + j] = native::bnb_quant_unsigned(s, mids2, s2[j], m2);
-      S.q1[n + lo + j] = native::bnb_quant_signed(s, c1, mids1, s3[j], m3);
+      S.q1[lo + j] = map1.quant_signed(s, n1, s1[j], m1);
+      S.q2[lo + j] = map2.quant_unsigned(s, n2, s2[j], m2);
+      S.q1[n + lo + j] = map1.quant_signed(s, n3, s3[j], m3);
     }
   }
 }

@@ -10,10 +10,12 @@
 #pragma once
 
 #include <algorithm>
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <vector>
 
+#include "sim/native/fast_cast.hpp"
 #include "sim/native/philox.hpp"
 #include "sim/native/quant_plan.hpp"
 #include "sim/quant/quantize.hpp"
@@ -61,6 +63,91 @@ void for_each_run(native::GroupShape shape, const Scheme& s, std::size_t cols, s
   }
 }
 
+// native::quant_element of an int8 absmax plan under rne with order div_mul or recip_mul, for
+// the n fp32 elements of one run of group absmax a, without its per-element switches: the same
+// scaling y = RN32(127 * RN32(x / a)) or RN32(127 * RN32(x * RN32(1 / a))) (absmax_scale; host
+// fp32 operators are RN32, and a NaN y gives code 0 whatever its bits, so the canonical NaN of
+// rn32_* changes nothing), then round_to_int8's rne: for |y| < 2^23, (|y| + 2^23) - 2^23 in fp32
+// is |y| rounded to an integer, ties to even (the ulp of [2^23, 2^24) is 1); a larger |y| gives
+// at least 2^23, which saturates like every |y| rounding above 127 (inf included). Flags as
+// round_to_int8: invalid for NaN, overflow | inexact when saturated, inexact when not an integer.
+// Written without branches on the data so that the compiler vectorises it.
+inline std::uint32_t encode_int8_rne_run(const float* x, std::size_t n, float a,
+                                         native::ScaleOrder order, std::uint8_t* codes) {
+  if (a == 0.0f) {  // all-zero group: codes 0, no division (quant_element)
+    std::fill(codes, codes + n, std::uint8_t{0});
+    return 0;
+  }
+  const float Q = static_cast<float>(native::kInt8Max);
+  const float r = 1.0f / a;
+  const bool div = order == native::ScaleOrder::div_mul;
+  std::uint32_t flags = 0;
+  const auto one = [&](float y, std::size_t i) {
+    const float ay = std::fabs(y);
+    const float t = (ay + 8388608.0f) - 8388608.0f;
+    const bool nan = y != y;
+    const bool sat = t > Q;  // false for NaN
+    const float tc = sat ? Q : (nan ? 0.0f : t);
+    const auto v = static_cast<std::uint32_t>(static_cast<int>(tc));
+    const bool neg = std::signbit(y);
+    codes[i] = static_cast<std::uint8_t>(neg ? 0u - v : v);
+    flags |= nan ? flag::invalid
+                 : (sat ? flag::overflow | flag::inexact : (t != ay ? flag::inexact : 0u));
+  };
+  if (div) {
+    for (std::size_t i = 0; i < n; ++i) one(Q * (x[i] / a), i);
+  } else {
+    for (std::size_t i = 0; i < n; ++i) one(Q * (x[i] * r), i);
+  }
+  return flags;
+}
+
+// Whether encode_fp8_rne_run serves a float target: a byte-wide format that the fast casts'
+// normal-range arithmetic covers (sim/native/fast_cast.hpp: signed, subnormals, M >= 1, range
+// inside fp32's).
+inline bool fp8_rne_run_supported(const FloatFormat& f) {
+  return native::fast_cast_supported(f) && f.total_bits() <= 8;
+}
+
+// native::quant_element of a float absmax plan under rne (overflow satfinite, as quant_element
+// casts) with order div_mul or recip_mul, for the n fp32 elements of one run of group absmax
+// a != 0: y = absmax_scale(x, a, fmax, order) with host fp32 operators, then, where |y| lies in
+// [2^emin, fmax] (f's normal range, no overflow possible), the cast done as fast_cast_fp32 does
+// it in that range: x' = |y|'s bits - ((127 - bias) << 23) holds f's exponent field and the 23
+// mantissa bits, and the code is x' >> (23 - M) rounded to nearest even (a carry moves into the
+// exponent field); inexact iff a discarded bit is set, the only flag such an input can raise
+// (no overflow below fmax, no underflow at or above 2^emin). Every other y (zeros, f's
+// subnormal range, above fmax, inf, NaN) takes native::cast_fp32 itself.
+inline std::uint32_t encode_fp8_rne_run(const native::QuantPlan& p, const float* x, std::size_t n,
+                                        float a, std::uint8_t* codes) {
+  const FloatFormat& f = p.fmt;
+  const int d = 23 - f.man_bits;
+  const std::uint32_t rebias = static_cast<std::uint32_t>(127 - f.bias) << 23;
+  const std::uint32_t lo = static_cast<std::uint32_t>(f.emin() + 127) << 23;
+  const std::uint32_t span = native::bits_of(p.fmax) - lo;
+  const std::uint32_t sign_bit = 1u << (f.total_bits() - 1);
+  const std::uint32_t half_m1 = (1u << (d - 1)) - 1, low_mask = (1u << d) - 1;
+  const Rounding r{RoundMode::rne, 0, Overflow::satfinite};
+  const float r1 = 1.0f / a;
+  const bool div = p.order == native::ScaleOrder::div_mul;
+  std::uint32_t flags = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    const float y = div ? p.fmax * (x[i] / a) : p.fmax * (x[i] * r1);
+    const std::uint32_t u = native::bits_of(y), m = u & 0x7FFFFFFFu;
+    if (m - lo <= span) {
+      const std::uint32_t v = m - rebias;
+      const std::uint32_t t = (v + half_m1 + ((v >> d) & 1u)) >> d;
+      codes[i] = static_cast<std::uint8_t>(((u >> 31) != 0 ? sign_bit : 0u) | t);
+      flags |= (v & low_mask) != 0 ? flag::inexact : 0u;
+    } else {
+      const Encoded e = native::cast_fp32(f, native::rn32_canonical(y), r, 0);
+      codes[i] = static_cast<std::uint8_t>(e.code);
+      flags |= e.flags;
+    }
+  }
+  return flags;
+}
+
 // kRuntime: the plan's own field, read per element as native::quant_element does.
 inline constexpr int kRuntime = -1;
 
@@ -79,6 +166,42 @@ std::uint32_t encode_fixed(const native::QuantPlan& plan, const Scheme& s, std::
   const std::uint64_t seed = p.seed;
   const std::uint32_t stream = p.stream();
   std::uint32_t flags = 0;
+  if constexpr (Rule == static_cast<int>(native::ScaleRule::absmax) &&
+                Elem == static_cast<int>(native::ElementKind::int8) &&
+                Mode == static_cast<int>(RoundMode::rne)) {
+    const float* xf = x.f32_data();
+    if (xf != nullptr &&
+        (p.order == native::ScaleOrder::div_mul || p.order == native::ScaleOrder::recip_mul)) {
+      for_each_run(p.groups, s, cols, 0, x.size(),
+                   [&](std::size_t i0, std::size_t i1, std::size_t g) {
+                     flags |= encode_int8_rne_run(xf + i0, i1 - i0, native::float_of(state[g]),
+                                                  p.order, codes + i0);
+                   });
+      return flags;
+    }
+  }
+  if constexpr (Rule == static_cast<int>(native::ScaleRule::absmax) &&
+                Elem == static_cast<int>(native::ElementKind::float_format) &&
+                Mode == static_cast<int>(RoundMode::rne)) {
+    const float* xf = x.f32_data();
+    if (xf != nullptr && fp8_rne_run_supported(p.fmt) &&
+        (p.order == native::ScaleOrder::div_mul || p.order == native::ScaleOrder::recip_mul)) {
+      for_each_run(p.groups, s, cols, 0, x.size(),
+                   [&](std::size_t i0, std::size_t i1, std::size_t g) {
+                     const float a = native::float_of(state[g]);
+                     if (a != 0.0f) {
+                       flags |= encode_fp8_rne_run(p, xf + i0, i1 - i0, a, codes + i0);
+                       return;
+                     }
+                     for (std::size_t i = i0; i < i1; ++i) {  // all-zero group: x itself is cast
+                       const Encoded e = native::quant_element(p, xf[i], state[g], 0u);
+                       flags |= e.flags;
+                       codes[i] = static_cast<std::uint8_t>(e.code);
+                     }
+                   });
+      return flags;
+    }
+  }
   for_each_run(p.groups, s, cols, 0, x.size(), [&](std::size_t i0, std::size_t i1, std::size_t g) {
     const std::uint32_t st = state[g];
     for (std::size_t i = i0; i < i1; ++i) {

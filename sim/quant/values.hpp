@@ -30,6 +30,9 @@ class Values {
     for (std::size_t u = 0; u < table_->size(); ++u) (*table_)[u] = native::to_float(f, u);
   }
   std::size_t size() const { return n_; }
+  // The fp32 values, or nullptr when this holds codes (hot loops read them without the test of
+  // operator[]).
+  const float* f32_data() const { return f32_; }
   bool empty() const { return n_ == 0; }
   float operator[](std::size_t i) const {
     if (f32_ != nullptr) return f32_[i];

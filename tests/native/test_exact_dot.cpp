@@ -8,6 +8,8 @@
 #include <cstring>
 #include <vector>
 
+#include "sim/fast/exact_dot_simd.hpp"
+#include "sim/fast/simd.hpp"
 #include "sim/native/exact_dot.hpp"
 #include "sim/native/philox.hpp"
 
@@ -144,5 +146,139 @@ TEST_CASE("ExactDot32: zeros, random signs and subnormals, added and subtracted"
     INFO("trial " << trial);
     REQUIRE(acc.to_double() == mpfr_dot(a, b));
     REQUIRE(sub.to_double() == mpfr_dot(neg_a, b));
+  }
+}
+
+// fast::exact_dots (sim/fast/exact_dot_simd.hpp) against the add_product loop it replaces, on the
+// instruction set the machine has and on SSE2: every pair's to_double, alone and after
+// subtracting another accumulator (the variance report's d = <u^, v^> - <u, v>). Rows of every
+// kind that decides its plan: gaussian-like (2-3 fp64 levels), narrow grids (1 level), wide
+// exponent spans (4 levels, and past them the add_product fallback), subnormals, all-zero rows,
+// +-0 mixed in, and lengths around the 4-lane body and the 1024-column blocks.
+TEST_CASE("exact_dots equals the add_product loops, bit for bit", "[exact][fast]") {
+  const std::uint64_t seed = 20261204;
+  INFO("seed " << seed);
+  const std::size_t ks[] = {0, 1, 3, 4, 5, 7, 64, 1023, 1024, 1025, 3001, 16384, 65536};
+  int levels_seen[6] = {0, 0, 0, 0, 0, 0};  // index level + 1 (-1: zero row, 0: fallback)
+  std::uint64_t ctr = 0;
+  const auto next = [&] { return exmy::native::philox_word(seed, 11, ctr++); };
+  const auto draw_row = [&](int kind, std::size_t k, float* out) {
+    for (std::size_t c = 0; c < k; ++c) {
+      const std::uint32_t w = next();
+      float x = 0.0f;
+      switch (kind) {
+        case 0: {  // gaussian-like: Box-Muller of two words
+          const double u1 = (static_cast<double>(w) + 0.5) / 4294967296.0;
+          const double u2 = (static_cast<double>(next()) + 0.5) / 4294967296.0;
+          x = static_cast<float>(std::sqrt(-2.0 * std::log(u1)) * std::cos(6.283185307179586 * u2));
+          break;
+        }
+        case 1:  // an int8 grid times a scale, zeros and -0 included
+          x = ((w & 1) ? -1.0f : 1.0f) * static_cast<float>((w >> 8) % 128) * 0.0123f;
+          break;
+        case 2:  // exponents over +-2^40: wide spans
+          x = std::ldexp(((w & 1) ? -1.0f : 1.0f) * (1.0f + static_cast<float>(w >> 9) * 0x1p-23f),
+                         static_cast<int>((w >> 1) % 81) - 40);
+          break;
+        case 3:  // any finite fp32 (subnormals, 2^127): fallback
+          x = random_finite(seed + 1, ctr++);
+          break;
+        case 4:  // subnormals and tiny normals
+          x = float_from_word((w & 0x80FFFFFFu));
+          break;
+        case 5:  // all +-0
+          x = (w & 1) ? -0.0f : 0.0f;
+          break;
+        default:  // fp8-like: 3 mantissa bits, exponents +-8, with zeros
+          x = (w % 7 == 0) ? 0.0f
+                           : std::ldexp(((w & 1) ? -1.0f : 1.0f) * (1.0f + ((w >> 1) & 7) / 8.0f),
+                                        static_cast<int>((w >> 4) % 17) - 8);
+      }
+      out[c] = x;
+    }
+  };
+  for (const bool sse2 : {false, true}) {
+    if (sse2) exmy::fast::simd::set_isa_limit(exmy::fast::simd::Isa::sse2);
+    int trial = 0;
+    for (const std::size_t k : ks) {
+      for (int ku = 0; ku < 7; ++ku) {
+        const int kv = (ku + trial) % 7;
+        ++trial;
+        const std::size_t ru = 1 + trial % 4, rv = 1 + (trial / 4) % 4;
+        std::vector<float> u(ru * k), v(rv * k);
+        for (std::size_t r = 0; r < ru; ++r) draw_row(r == 1 ? 5 : ku, k, &u[r * k]);
+        for (std::size_t r = 0; r < rv; ++r) draw_row(r == 2 ? 0 : kv, k, &v[r * k]);
+        std::vector<ExactDot32> fast(ru * rv), ref(ru * rv), other(ru * rv);
+        for (std::size_t q = 0; q < ru * rv; ++q) {
+          fast[q].clear();
+          ref[q].clear();
+          other[q].clear();
+          other[q].add_product(static_cast<float>(q) + 0.25f, 3.0f);
+        }
+        exmy::fast::exact_dots(u.data(), ru, v.data(), rv, k, fast.data());
+        for (std::size_t i = 0; i < ru; ++i) {
+          for (std::size_t j = 0; j < rv; ++j) {
+            const float* a = &u[i * k];
+            const float* b = &v[j * k];
+            for (std::size_t c = 0; c < k; ++c) ref[i * rv + j].add_product(a[c], b[c]);
+            ++levels_seen[exmy::fast::exact_dot_levels(a, b, k) + 1];
+          }
+        }
+        INFO("k " << k << " kinds " << ku << " " << kv << " sse2 " << sse2);
+        for (std::size_t q = 0; q < ru * rv; ++q) {
+          REQUIRE(fast[q].to_double() == ref[q].to_double());
+          fast[q].add(other[q], true);
+          ref[q].add(other[q], true);
+          REQUIRE(fast[q].to_double() == ref[q].to_double());
+        }
+        if (k > 0 && k <= 1025) {
+          // And against MPFR, for the first pair.
+          const std::vector<float> a(u.begin(), u.begin() + static_cast<std::ptrdiff_t>(k));
+          const std::vector<float> b(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(k));
+          ExactDot32 one;
+          one.clear();
+          exmy::fast::exact_dots(a.data(), 1, b.data(), 1, k, &one);
+          REQUIRE(one.to_double() == mpfr_dot(a, b));
+        }
+      }
+    }
+    exmy::fast::simd::clear_isa_limit();
+  }
+  // Every plan was taken: zero rows, the fallback, and 1 to 4 fp64 levels.
+  for (int l = 0; l < 6; ++l) {
+    INFO("plan " << l - 1);
+    CHECK(levels_seen[l] > 0);
+  }
+}
+
+// Random rows keep their sums far below the levels' worst-case bounds (they grow like sqrt(k)):
+// here every product is the largest of its row pair and of one sign, so each level's sums reach
+// the bound the plan was made for, and one tiny element widens the span step by step through
+// every level count (1 to 4) and into the fallback. A plan one bit too generous rounds here.
+TEST_CASE("exact_dots: sums at the levels' bounds, every span", "[exact][fast]") {
+  const float big = float_from_word(0x3FFFFFFFu);  // 2 - 2^-23: all significand bits set
+  for (const bool sse2 : {false, true}) {
+    if (sse2) exmy::fast::simd::set_isa_limit(exmy::fast::simd::Isa::sse2);
+    for (const std::size_t k :
+         {std::size_t{5}, std::size_t{1000}, std::size_t{4096}, std::size_t{65536}}) {
+      for (int s = 0; s <= 140; s += 1) {
+        std::vector<float> a(k, big), b(k, -big);
+        a[k / 2] = std::ldexp(float_from_word(0x3FFFFFFFu), -s);  // the tiny element
+        b[0] = std::ldexp(1.0f, -s / 2);
+        ExactDot32 fast, ref;
+        fast.clear();
+        ref.clear();
+        exmy::fast::exact_dots(a.data(), 1, b.data(), 1, k, &fast);
+        for (std::size_t c = 0; c < k; ++c) ref.add_product(a[c], b[c]);
+        // The sum itself must hold every bit: compare the exact remainder too.
+        ExactDot32 diff = fast;
+        diff.add(ref, /*subtract=*/true);
+        INFO("k " << k << " spread " << s << " levels "
+                  << exmy::fast::exact_dot_levels(a.data(), b.data(), k) << " sse2 " << sse2);
+        REQUIRE(diff.to_double() == 0.0);
+        REQUIRE(fast.to_double() == ref.to_double());
+      }
+    }
+    exmy::fast::simd::clear_isa_limit();
   }
 }
