@@ -48,15 +48,7 @@ class ExactDot32 {
     const bool negative = (((ba ^ bb) >> 31) != 0) != subtract;
     const std::int64_t neg = -static_cast<std::int64_t>(negative);  // 0 or all ones
     const int pos = xa + xb - kLsbExp;                              // >= 0
-    const unsigned __int128 p = static_cast<unsigned __int128>(ma * mb) << (pos & 31);
-    const int d = pos >> 5;
-    const std::int64_t d0 = static_cast<std::int64_t>(static_cast<std::uint32_t>(p));
-    const std::int64_t d1 = static_cast<std::int64_t>(static_cast<std::uint32_t>(p >> 32));
-    const std::int64_t d2 = static_cast<std::int64_t>(static_cast<std::uint32_t>(p >> 64));
-    limbs_[d] += (d0 ^ neg) - neg;
-    limbs_[d + 1] += (d1 ^ neg) - neg;
-    limbs_[d + 2] += (d2 ^ neg) - neg;
-    if (++adds_ >= (1u << 30)) normalize();
+    add_digits(ma * mb, pos, neg);
   }
 
   // acc += x, exactly. x must be finite and a multiple of 2^kLsbExp, as every sum of products of
@@ -72,15 +64,7 @@ class ExactDot32 {
     m >>= tz;
     const int pos = e - 1075 + tz - kLsbExp;
     const std::int64_t neg = -static_cast<std::int64_t>(bx >> 63);
-    const unsigned __int128 p = static_cast<unsigned __int128>(m) << (pos & 31);
-    const int d = pos >> 5;
-    const std::int64_t d0 = static_cast<std::int64_t>(static_cast<std::uint32_t>(p));
-    const std::int64_t d1 = static_cast<std::int64_t>(static_cast<std::uint32_t>(p >> 32));
-    const std::int64_t d2 = static_cast<std::int64_t>(static_cast<std::uint32_t>(p >> 64));
-    limbs_[d] += (d0 ^ neg) - neg;
-    limbs_[d + 1] += (d1 ^ neg) - neg;
-    limbs_[d + 2] += (d2 ^ neg) - neg;
-    if (++adds_ >= (1u << 30)) normalize();
+    add_digits(m, pos, neg);
   }
 
   // acc += other (exact).
@@ -123,6 +107,21 @@ class ExactDot32 {
   }
 
  private:
+  // limbs_ += (-1)^negative mag 2^(pos + kLsbExp) (neg: 0 or all ones), mag < 2^53 and
+  // pos >= 0: the shifted magnitude spans the three 32-bit digits from pos / 32, each added as
+  // its two's complement when negative (no branch on the sign).
+  void add_digits(std::uint64_t mag, int pos, std::int64_t neg) {
+    const unsigned __int128 p = static_cast<unsigned __int128>(mag) << (pos & 31);
+    const int d = pos >> 5;
+    const std::int64_t d0 = static_cast<std::int64_t>(static_cast<std::uint32_t>(p));
+    const std::int64_t d1 = static_cast<std::int64_t>(static_cast<std::uint32_t>(p >> 32));
+    const std::int64_t d2 = static_cast<std::int64_t>(static_cast<std::uint32_t>(p >> 64));
+    limbs_[d] += (d0 ^ neg) - neg;
+    limbs_[d + 1] += (d1 ^ neg) - neg;
+    limbs_[d + 2] += (d2 ^ neg) - neg;
+    if (++adds_ >= (1u << 30)) normalize();
+  }
+
   // Propagates carries so that every digit but the top one lies in [0, 2^32).
   static void carry(std::array<std::int64_t, kDigits>& v) {
     for (int i = 0; i + 1 < kDigits; ++i) {
