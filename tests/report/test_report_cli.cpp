@@ -99,6 +99,13 @@ int check_every_csv(const fs::path& d) {
   return files;
 }
 
+// Whether /usr/bin/python3 imports matplotlib (the figure tests need it; they warn and skip
+// otherwise).
+bool have_matplotlib() {
+  return access("/usr/bin/python3", X_OK) == 0 &&
+         std::system("/usr/bin/python3 -c 'import matplotlib' 2>/dev/null") == 0;
+}
+
 }  // namespace
 
 TEST_CASE("exmy report all (test size) writes every section and a top index", "[cli]") {
@@ -288,8 +295,7 @@ TEST_CASE("exmy report: OMP_NUM_THREADS sets the thread count when --threads is 
 
 TEST_CASE("exmy report formats draws PNG and SVG figures when matplotlib is present", "[cli]") {
   if (cli().empty()) return;
-  if (access("/usr/bin/python3", X_OK) != 0 ||
-      std::system("/usr/bin/python3 -c 'import matplotlib' 2>/dev/null") != 0) {
+  if (!have_matplotlib()) {
     WARN("no matplotlib for /usr/bin/python3: figure drawing not tested");
     return;
   }
@@ -310,8 +316,7 @@ TEST_CASE("exmy report formats draws PNG and SVG figures when matplotlib is pres
 TEST_CASE("exmy report (test size) draws every section's figures when matplotlib is present",
           "[cli][figures]") {
   if (cli().empty()) return;
-  if (access("/usr/bin/python3", X_OK) != 0 ||
-      std::system("/usr/bin/python3 -c 'import matplotlib' 2>/dev/null") != 0) {
+  if (!have_matplotlib()) {
     WARN("no matplotlib for /usr/bin/python3: figure drawing not tested");
     return;
   }
@@ -343,8 +348,7 @@ TEST_CASE("exmy report (test size) draws every section's figures when matplotlib
 TEST_CASE("exmy report: each SVG has its PNG's layout (one layout pass per figure)",
           "[cli][figures]") {
   if (cli().empty()) return;
-  if (access("/usr/bin/python3", X_OK) != 0 ||
-      std::system("/usr/bin/python3 -c 'import matplotlib' 2>/dev/null") != 0) {
+  if (!have_matplotlib()) {
     WARN("no matplotlib for /usr/bin/python3: figure drawing not tested");
     return;
   }
