@@ -132,6 +132,10 @@ EXMY_HD std::uint8_t bnb_quant_unsigned(const Bnb8Scalars& k, const float* mids,
 // Under bnb-cuda the contraction of the state updates depends on the parameter type (sm_90 SASS):
 // fp32: s2 = fma(g, (1 ⊖ β2) ⊗ g, s2 ⊗ β2); bf16/fp16: s2 = fma(s2, β2, g ⊗ (g ⊗ (1 ⊖ β2)));
 // both: s1 = fma(g, 1 ⊖ β1, s1 ⊗ β1); g is first multiplied by gnorm_scale = 1 (FTZ).
+// s1 leaves with a NaN as CUDA's arithmetic makes it, 0x7FFFFFFF (f32_nan_as_cuda; no instruction
+// on the device): its requantization's sign guard reads the sign bit, and a NaN state (code 0.0 ⊗
+// absmax inf or a NaN absmax, a resumed state) is code 0 there, then 255 on CUDA where x86's
+// 0xFFC00000 kept 0 (SEMANTICS 9.4; issue 33). s2's requantization has no guard.
 EXMY_HD bool bnb_adam8_states(const Bnb8Scalars& s, Storage st, float g, float& s1, float& s2) {
   if (!f32_is_finite(g)) {
     s1 = 0.0f;
@@ -142,11 +146,11 @@ EXMY_HD bool bnb_adam8_states(const Bnb8Scalars& s, Storage st, float g, float& 
     g = ftz_mul(g, 1.0f);
     s2 = st == Storage::f32 ? ftz_fma(g, ftz_mul(s.one_minus_beta2, g), ftz_mul(s2, s.beta2))
                             : ftz_fma(s2, s.beta2, ftz_mul(g, ftz_mul(g, s.one_minus_beta2)));
-    s1 = ftz_fma(g, s.one_minus_beta1, ftz_mul(s1, s.beta1));
+    s1 = f32_nan_as_cuda(ftz_fma(g, s.one_minus_beta1, ftz_mul(s1, s.beta1)));
     return true;
   }
   s2 = rn_add(rn_mul(s2, s.beta2), rn_mul(rn_mul(s.one_minus_beta2, g), g));
-  s1 = rn_add(rn_mul(s1, s.beta1), rn_mul(s.one_minus_beta1, g));
+  s1 = f32_nan_as_cuda(rn_add(rn_mul(s1, s.beta1), rn_mul(s.one_minus_beta1, g)));
   return true;
 }
 
@@ -182,14 +186,17 @@ EXMY_HD void bnb_adam8_padding(const Bnb8Scalars& s, Storage st, const float* co
 // ---- Momentum, 8-bit state ----------------------------------------------------------------------
 // Phase 1: coupled weight decay (grad += p*wd), buf = grad on step 1. No finiteness check.
 // bnb-cuda (sm_90 SASS): g ⊗ 1, g = fma(p, wd, g), s1 = fma(s1, β1, g), p = fma(−s1, lr, p).
+// An arithmetic result leaves as CUDA's NaN (f32_nan_as_cuda, as in bnb_adam8_states: the sign
+// guard reads it); the exact profile's s1 = g at t = 1 without decay is no arithmetic, so there
+// both engines keep the gradient's own NaN (SEMANTICS 9.4).
 EXMY_HD float bnb_momentum8_state(const Bnb8Scalars& s, float p, float g, float s1) {
   if (s.sm90) {
     g = ftz_mul(g, 1.0f);
     if (s.wd > 0.0f) g = ftz_fma(p, s.wd, g);
-    return s.step == 1 ? g : ftz_fma(s1, s.beta1, g);
+    return f32_nan_as_cuda(s.step == 1 ? g : ftz_fma(s1, s.beta1, g));
   }
-  if (s.wd > 0.0f) g = rn_add(g, rn_mul(p, s.wd));
-  return s.step == 1 ? g : rn_add(rn_mul(s1, s.beta1), g);
+  if (s.wd > 0.0f) g = f32_nan_as_cuda(rn_add(g, rn_mul(p, s.wd)));
+  return s.step == 1 ? g : f32_nan_as_cuda(rn_add(rn_mul(s1, s.beta1), g));
 }
 EXMY_HD float bnb_momentum8_param(const Bnb8Scalars& s, Storage st, float p, float s1) {
   if (s.sm90) return to_storage(ftz_fma(-s1, s.lr, p), st);

@@ -16,6 +16,10 @@ namespace exmy::native {
 // bnb-cuda: g ⊗ 1; ν = fma(g, (1 ⊖ β2) ⊗ g, ν ⊗ β2) for fp32 parameters,
 // fma(ν, β2, g ⊗ (g ⊗ (1 ⊖ β2))) for bf16/fp16 (Adam's forms); m1 = fma(g, 1 ⊖ β1, m1 ⊗ β1),
 // m2 = fma(g, 1 ⊖ β3, m2 ⊗ β3).
+// m1 and m2 leave with a NaN as CUDA's arithmetic makes it, 0x7FFFFFFF (f32_nan_as_cuda; no
+// instruction on the device): their requantization's sign guard reads the sign bit, and a NaN
+// state (code 0.0 ⊗ absmax inf, a resumed state) is code 0 there, then 255 on CUDA where x86's
+// 0xFFC00000 kept 0 (SEMANTICS 9.4.2; issue 33).
 EXMY_HD bool bnb_ademamix8_states(const Bnb8Scalars& s, Storage st, float g, float& s1, float& s2,
                                   float& s3) {
   if (!f32_is_finite(g)) {
@@ -26,13 +30,13 @@ EXMY_HD bool bnb_ademamix8_states(const Bnb8Scalars& s, Storage st, float g, flo
     g = ftz_mul(g, 1.0f);
     s2 = st == Storage::f32 ? ftz_fma(g, ftz_mul(s.one_minus_beta2, g), ftz_mul(s2, s.beta2))
                             : ftz_fma(s2, s.beta2, ftz_mul(g, ftz_mul(g, s.one_minus_beta2)));
-    s1 = ftz_fma(g, s.one_minus_beta1, ftz_mul(s1, s.beta1));
-    s3 = ftz_fma(g, s.one_minus_beta3, ftz_mul(s3, s.beta3));
+    s1 = f32_nan_as_cuda(ftz_fma(g, s.one_minus_beta1, ftz_mul(s1, s.beta1)));
+    s3 = f32_nan_as_cuda(ftz_fma(g, s.one_minus_beta3, ftz_mul(s3, s.beta3)));
     return true;
   }
   s2 = rn_add(rn_mul(s2, s.beta2), rn_mul(rn_mul(s.one_minus_beta2, g), g));
-  s1 = rn_add(rn_mul(s1, s.beta1), rn_mul(s.one_minus_beta1, g));
-  s3 = rn_add(rn_mul(s3, s.beta3), rn_mul(s.one_minus_beta3, g));
+  s1 = f32_nan_as_cuda(rn_add(rn_mul(s1, s.beta1), rn_mul(s.one_minus_beta1, g)));
+  s3 = f32_nan_as_cuda(rn_add(rn_mul(s3, s.beta3), rn_mul(s.one_minus_beta3, g)));
   return true;
 }
 

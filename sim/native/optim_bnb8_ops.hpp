@@ -36,8 +36,8 @@ EXMY_HD float bnb_sgn(float x) {
 // bnb-cuda (sm_90 SASS, every dtype): g' = g ⊗ 1 (gnorm_scale); RMSprop/Adagrad with wd > 0
 // g' = fma(p, wd, g'); RMSprop s1 = fma(g' ⊗ g', 1 ⊖ β1, s1 ⊗ β1); Adagrad s1 = fma(g', g', s1);
 // Lion decay = fma(−lr, wd, 1), c = fma(g', 1 ⊖ β1, s1 ⊗ β1), s1 = fma(g', 1 ⊖ β2, s1 ⊗ β2).
-EXMY_HD float bnb1_state8(const Bnb8Scalars& s, Bnb1Op op, Storage st, float& p, float g, float s1,
-                          float& l) {
+EXMY_HD float bnb1_state8_value(const Bnb8Scalars& s, Bnb1Op op, Storage st, float& p, float g,
+                                float s1, float& l) {
   l = 0.0f;
   if (s.sm90) {
     g = ftz_mul(g, 1.0f);
@@ -72,6 +72,15 @@ EXMY_HD float bnb1_state8(const Bnb8Scalars& s, Bnb1Op op, Storage st, float& p,
     }
   }
   return s1;
+}
+// The state the kernels requantize: bnb1_state8_value, an arithmetic result in every branch, with a
+// NaN as CUDA's 0x7FFFFFFF (f32_nan_as_cuda, no instruction on the device), since the sign guard
+// reads its sign bit: a resumed state of code 0.0 under absmax inf, a NaN absmax or a NaN
+// gradient gives code 255 on CUDA, where x86's 0xFFC00000 or a carried negative NaN kept 0
+// (SEMANTICS 9.4.1). Lion's sgn(c) reads no NaN's sign (0).
+EXMY_HD float bnb1_state8(const Bnb8Scalars& s, Bnb1Op op, Storage st, float& p, float g, float s1,
+                          float& l) {
+  return f32_nan_as_cuda(bnb1_state8_value(s, op, st, p, g, s1, l));
 }
 
 // Phase 3: the parameter from the new state. RMSprop and Adagrad divide the gradient as loaded

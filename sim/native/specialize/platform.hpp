@@ -68,6 +68,12 @@ EXMY_HD double f64_from_bits(std::uint64_t u) {
 EXMY_HD float canonical_nan32() {  // 0x7FC00000
   return __uint_as_float(0x7FC00000u);
 }
+// x, the result of an fp32 arithmetic instruction, as CUDA's arithmetic returns it: every NaN
+// is 0x7FFFFFFF (sign 0; docs/SEMANTICS.md 9.1). The device's FADD/FMUL/FFMA already do that,
+// so here it is x itself, no instruction.
+EXMY_HD float f32_nan_as_cuda(float x) {
+  return x;
+}
 
 EXMY_HD float rn_add(float a, float b) {
   return __fadd_rn(a, b);
@@ -205,6 +211,11 @@ EXMY_HD double f64_from_bits(std::uint64_t u) {
 }
 EXMY_HD float canonical_nan32() {
   return __builtin_nanf("");  // 0x7FC00000
+}
+// The same meaning on the host, whose NaN of 0·inf or inf − inf is x86's 0xFFC00000 (sign 1) and
+// which keeps an operand NaN's payload and sign.
+EXMY_HD float f32_nan_as_cuda(float x) {
+  return x != x ? f32_from_bits(0x7FFFFFFFu) : x;
 }
 
 EXMY_HD float rn_add(float a, float b) {
