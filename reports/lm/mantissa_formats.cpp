@@ -75,7 +75,7 @@ std::vector<MatmulFormat> sweep_formats() {
   return f;
 }
 
-std::vector<MatmulFormat> ablation_formats() {
+std::vector<MatmulFormat> ablation_formats(int exp_bits) {
   const std::pair<MaskOuter, MaskInner> v[] = {{MaskOuter::clamp, MaskInner::min},
                                                {MaskOuter::keep, MaskInner::min},
                                                {MaskOuter::clamp, MaskInner::keep},
@@ -85,7 +85,7 @@ std::vector<MatmulFormat> ablation_formats() {
   for (const auto& [o, i] : v) {
     MatmulFormat x;
     x.mode = CastMode::mask;
-    x.exp_bits = 7;
+    x.exp_bits = exp_bits;
     x.man_bits = 7;
     x.outer = o;
     x.inner = i;
@@ -95,18 +95,23 @@ std::vector<MatmulFormat> ablation_formats() {
   return f;
 }
 
-std::string ablation_verdict(int div_outer, int div_inner, const MeanCi& outer_minus_inner,
-                             long long outer_hits) {
+std::string ablation_verdict(int exp_bits, int div_outer, int div_inner,
+                             const MeanCi& outer_minus_inner, long long outer_hits) {
+  const std::string w = "E" + std::to_string(exp_bits) + "M7: ";
   if (outer_hits == 0) {
-    return "inconclusive (no matmul input exceeded the E7M7 max in any outer-clamped run: the "
-           "outer clamp never acted at this scale)";
+    return "inconclusive (" + w +
+           "no matmul input of the outer-only runs exceeded its max, so the outer clamp never "
+           "acted there at this scale)";
   }
-  if (div_outer > div_inner) return "consistent (more divergences with the outer clamp only)";
-  if (div_outer < div_inner) return "inconsistent (more divergences with the inner clamp only)";
+  if (div_outer > div_inner)
+    return "consistent (" + w + "more divergences with the outer clamp only)";
+  if (div_outer < div_inner) {
+    return "inconsistent (" + w + "more divergences with the inner clamp only)";
+  }
   const MeanCi& m = outer_minus_inner;
-  if (std::isfinite(m.lo) && m.lo > 0) return "consistent (outer only ends higher)";
-  if (std::isfinite(m.hi) && m.hi < 0) return "inconsistent (outer only ends lower)";
-  return "inconclusive (interval contains 0)";
+  if (std::isfinite(m.lo) && m.lo > 0) return "consistent (" + w + "outer only ends higher)";
+  if (std::isfinite(m.hi) && m.hi < 0) return "inconsistent (" + w + "outer only ends lower)";
+  return "inconclusive (" + w + "interval contains 0)";
 }
 
 }  // namespace exmy::reports::lm
