@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -431,11 +432,18 @@ SectionSummary run_lm_mantissa_section(const ReportContext& ctx) {
   {
     // The EbM7 ablation: outer only against inner only, paired by seed.
     const std::size_t both = nsweep, inner_only = nsweep + 1, outer_only = nsweep + 2;
+    // Paired over the seeds where neither run diverged (a diverged run's loss is NaN or
+    // meaningless; the divergences are counted apart, ablation_verdict).
     std::vector<double> d;
     for (int s = 0; s < plan.ablation_seeds; ++s) {
+      const auto& ro = res[run_at[outer_only] + static_cast<std::size_t>(s)];
+      const auto& ri = res[run_at[inner_only] + static_cast<std::size_t>(s)];
+      if (lm::run_unstable(ro) || lm::run_unstable(ri)) continue;
       d.push_back(final_of(outer_only, s) - final_of(inner_only, s));
     }
-    const MeanCi m = mean_ci(d);
+    MeanCi m = mean_ci(d);
+    if (d.size() < 2) m.lo = m.hi = std::numeric_limits<double>::quiet_NaN();  // no interval
+    if (d.empty()) m.mean = std::numeric_limits<double>::quiet_NaN();
     // Each clamp's hits in the two runs the verdict compares: the elements the outer clamp
     // changed in the outer-only runs (above max) and the inner clamp in the inner-only runs
     // (below min normal), before any of that run's casts.
@@ -471,17 +479,18 @@ SectionSummary run_lm_mantissa_section(const ReportContext& ctx) {
         "models with only their inner exponent ranges clamped train normally while models with "
         "only their outer exponent ranges clamped do not";
     c.measured = "final eval loss (nats/token) of masked " + ebm7 +
-                 " with the outer clamp only minus the inner clamp only, paired over " +
-                 std::to_string(plan.ablation_seeds) + " seeds (diverged " +
+                 " with the outer clamp only minus the inner clamp only, paired over the " +
+                 std::to_string(d.size()) + " of " + std::to_string(plan.ablation_seeds) +
+                 " seeds where neither run diverged (diverged " +
                  std::to_string(st[outer_only].diverged) + " vs " +
                  std::to_string(st[inner_only].diverged) + "); " + hits + "; " + width_why +
                  "; at the paper's E7M7 those inputs have " + share_text(tal_7);
     c.set(m.mean, m.lo, m.hi);
-    c.has_ci = plan.ablation_seeds > 1;
-    c.expected = "> 0, or more divergences with the outer clamp only";
+    c.has_ci = d.size() > 1;
+    c.expected = "> 0, or significantly more divergences with the outer clamp only";
     c.kind = "proxy";
-    c.verdict =
-        lm::ablation_verdict(eb, st[outer_only].diverged, st[inner_only].diverged, m, ko.above_max);
+    c.verdict = lm::ablation_verdict(eb, st[outer_only].diverged, st[inner_only].diverged,
+                                     plan.ablation_seeds, m, ko.above_max);
     if (pre) c.verdict = lm::preliminary_verdict(c.verdict, plan.size);
     c.link = "lm-mantissa/summary.csv";
     sum.claims.push_back(c);

@@ -52,16 +52,21 @@ std::vector<MatmulFormat> sweep_formats();
 std::vector<MatmulFormat> ablation_formats(int exp_bits);
 
 // The ablation's verdict (a proxy row: the toy model stands in for the paper's TinyLlama). The
-// paper's statement is tested as "outer only is worse than inner only": more divergences
-// (div_outer > div_inner: consistent; fewer: inconsistent), else the paired final eval loss of
-// outer only minus inner only (lo > 0: consistent; hi < 0: inconsistent; else inconclusive).
-// Every reason starts with the width, "EbM7: ".
+// paper's statement is tested as "outer only is worse than inner only", each arm `runs` seeds:
+// divergence counts that differ at Fisher's exact test (two-sided p < 0.05: with 6 seeds a
+// side, 5 vs 0, 6 vs 0 or 6 vs 1; more divergences with the outer clamp only: consistent;
+// fewer: inconsistent), else the paired final eval loss of outer only minus inner only over the
+// seeds where neither run diverged (lo > 0: consistent; hi < 0: inconsistent; else
+// inconclusive; fewer than two such seeds: inconclusive). Every reason starts with the width,
+// "EbM7: ", and names the divergence counts where they differ.
 // When no matmul input of the outer-only runs exceeded the EbM7 max (outer_hits: their
-// above-max tally; Eb = exp_bits, named in the text) the clamp never acted there, so the runs
-// cannot differ for the paper's reason: "inconclusive (...)". At an Eb narrower than the paper's
-// the inner clamp may act on far more elements than the outer one; the verdict still tests only the
-// paper's ordering (a proxy).
-std::string ablation_verdict(int exp_bits, int div_outer, int div_inner,
+// above-max tally; Eb = exp_bits) the clamp never acted there, so the runs cannot differ for
+// the paper's reason: "inconclusive (...)". At an Eb narrower than the paper's the inner clamp
+// may act on far more elements than the outer one; the verdict still tests only the paper's
+// ordering (a proxy).
+std::string ablation_verdict(int exp_bits, int div_outer, int div_inner, int runs,
                              const MeanCi& outer_minus_inner, long long outer_hits);
+// Fisher's exact test, two-sided, of a of n1 against b of n2.
+double fisher_exact_two_sided(int a, int n1, int b, int n2);
 
 }  // namespace exmy::reports::lm
