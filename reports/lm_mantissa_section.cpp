@@ -3,11 +3,14 @@
 // to E8M3 ... E8M7 by masking (the paper's simulation: the low mantissa bits cleared, section 3.2)
 // or by round-to-nearest-even, against fp32; final eval loss and divergence over seeds. Masking
 // and RNE at the same M separate truncation bias from precision. Beside the sweep: the paper's
-// E7M7 inner/outer clamp ablation (reports/lm/mantissa_formats.hpp) and the logit sharpness
+// inner/outer clamp ablation (reports/lm/mantissa_formats.hpp), run at the exponent width where
+// its outer clamp binds in this model (the fp32 runs' matmul-input range decides it,
+// reports/lm/operand_range.hpp; the paper's E7M7 never clamps here), and the logit sharpness
 // trajectories of every run (section 3.1's metric, reports/sharpness.hpp).
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -15,6 +18,7 @@
 #include "reports/lm/lm_section_common.hpp"
 #include "reports/lm/lm_train.hpp"
 #include "reports/lm/mantissa_formats.hpp"
+#include "reports/lm/operand_range.hpp"
 #include "reports/output_files.hpp"
 #include "reports/plotting.hpp"
 #include "reports/sections.hpp"
@@ -28,7 +32,7 @@ struct MPlan {
   lm::CorpusConfig corpus;
   lm::TrainConfig train;
   int seeds = 6;
-  int ablation_seeds = 2;  // the E7M7 variants: seeds 0 .. ablation_seeds - 1 (<= seeds)
+  int ablation_seeds = 2;  // the EbM7 variants: seeds 0 .. ablation_seeds - 1 (<= seeds)
   int eval_seqs = 64;
   std::string size;
 };
@@ -113,36 +117,66 @@ SectionSummary run_lm_mantissa_section(const ReportContext& ctx) {
   const double uni = corpus.unigram_loss(eval, base.model.seq);
   std::vector<lm::MatmulFormat> fm = lm::sweep_formats();
   const std::size_t nsweep = fm.size();
-  for (const auto& f : lm::ablation_formats()) fm.push_back(f);
-  // Runs in format order, seeds within; run_at[f] is the index of format f's seed 0.
+  // Runs in format order, seeds within; run_at[f] is the index of format f's seed 0. The sweep
+  // (fp32 first) runs first: its fp32 runs' matmul-input range chooses the ablation's width,
+  // whose runs follow.
   std::vector<Run> runs_list;
-  std::vector<std::size_t> run_at(fm.size());
-  for (std::size_t f = 0; f < fm.size(); ++f) {
-    run_at[f] = runs_list.size();
+  std::vector<std::size_t> run_at;
+  const auto add_runs = [&](std::size_t f) {
+    run_at.push_back(runs_list.size());
     const int ns = fm[f].ablation ? plan.ablation_seeds : plan.seeds;
     for (int sd = 0; sd < ns; ++sd) runs_list.push_back({f, sd});
-  }
+  };
+  for (std::size_t f = 0; f < nsweep; ++f) add_runs(f);
+  const std::size_t nsweep_runs = runs_list.size();
   const auto seeds_of = [&](std::size_t f) {
     return fm[f].ablation ? plan.ablation_seeds : plan.seeds;
   };
-  const std::size_t nruns = runs_list.size();
-  ctx.progress("lm-mantissa", std::to_string(nruns) + " training runs (" + std::to_string(nsweep) +
-                                  " matmul-input formats x " + std::to_string(plan.seeds) +
-                                  " seeds, " + std::to_string(fm.size() - nsweep) +
-                                  " E7M7 ablation variants x " +
-                                  std::to_string(plan.ablation_seeds) + " seeds)");
-  std::vector<lm::TrainResult> res(nruns);
-  std::vector<lm::MaskLimitCounts> counts(nruns);
-  ctx.parallel_for(nruns, [&](std::size_t i) {
+  ctx.progress("lm-mantissa",
+               std::to_string(nsweep_runs) + " sweep runs (" + std::to_string(nsweep) +
+                   " matmul-input formats x " + std::to_string(plan.seeds) + " seeds), then " +
+                   std::to_string(lm::ablation_formats(7).size()) + " clamp ablation variants x " +
+                   std::to_string(plan.ablation_seeds) + " seeds");
+  std::vector<lm::TrainResult> res(nsweep_runs);
+  std::vector<lm::MaskLimitCounts> counts(nsweep_runs);
+  // The fp32 runs' matmul-input histograms (every operand before any cast: the range a format
+  // would meet), one per run, summed below in run order (integer sums: any order is the same).
+  std::vector<lm::RangeHistograms> range(static_cast<std::size_t>(plan.seeds));
+  const auto run_one = [&](std::size_t i) {
     const lm::MatmulFormat& f = fm[runs_list[i].format];
     lm::GemmPolicy pol = lm::GemmPolicy::all(f.cast());
     // The tally costs a pass over every masked operand: the ablation's runs only, where it
     // tells whether a clamp acted at all.
     if (f.ablation) pol.counts = &counts[i];
+    // fp32: the identity policy (bit-identical to none) carries the histogram.
+    if (f.mode == lm::CastMode::identity)
+      pol.range = &range[static_cast<std::size_t>(runs_list[i].seed)];
     lm::TrainConfig tc = base;
-    tc.policy = f.mode == lm::CastMode::identity ? nullptr : &pol;
+    tc.policy = &pol;
     res[i] = lm::train_lm(tc, corpus, seed0 + static_cast<std::uint64_t>(runs_list[i].seed), eval);
-  });
+  };
+  ctx.parallel_for(nsweep_runs, run_one);
+  lm::RangeHistograms range_all;
+  for (const auto& r : range) {
+    for (std::size_t k = 0; k < r.h.size(); ++k) lm::add_histogram(range_all.h[k], r.h[k]);
+  }
+  const lm::OperandHistogram hist_all = lm::pass_histogram(range_all, -1);
+  std::vector<lm::LimitTally> tallies;
+  for (int e = lm::kRangeMinExp; e <= lm::kRangeMaxExp; ++e) {
+    tallies.push_back(lm::limit_tally(hist_all, e));
+  }
+  const int eb = lm::binding_width(tallies, lm::kBindShare);
+  const lm::LimitTally& tal_b = tallies[static_cast<std::size_t>(eb - lm::kRangeMinExp)];
+  const lm::LimitTally& tal_7 = tallies[static_cast<std::size_t>(7 - lm::kRangeMinExp)];
+  const std::string ebm7 = "E" + std::to_string(eb) + "M7";
+  for (const auto& f : lm::ablation_formats(eb)) {
+    fm.push_back(f);
+    add_runs(fm.size() - 1);
+  }
+  const std::size_t nruns = runs_list.size();
+  res.resize(nruns);
+  counts.resize(nruns);
+  ctx.parallel_for(nruns - nsweep_runs, [&](std::size_t i) { run_one(nsweep_runs + i); });
 
   Csv runs({"group", "format", "mode", "exp_bits", "mantissa_bits", "outer", "inner", "seed",
             "steps_done", "final_eval_loss", "diverged", "diff_vs_fp32", "operand_elements",
@@ -250,6 +284,8 @@ SectionSummary run_lm_mantissa_section(const ReportContext& ctx) {
   write_file_atomic(dir + "/curves.csv", curves.text());
   write_file_atomic(dir + "/sharpness.csv", sharp.text());
   write_file_atomic(dir + "/sharpness_summary.csv", sharp_summ.text());
+  write_file_atomic(dir + "/operand_range.csv", lm::operand_range_csv(range_all, eb));
+  write_file_atomic(dir + "/operand_hist.csv", lm::operand_hist_csv(range_all));
   const FigureResult fig = run_plot_script(ctx, "plot_lm_mantissa.py", dir);
 
   // The masking penalty in mantissa bits: for masked E8Mk, the RNE mantissa count (interpolated
@@ -394,51 +430,87 @@ SectionSummary run_lm_mantissa_section(const ReportContext& ctx) {
                            : "; masking penalty: " + pen_text));
   }
   {
-    // The E7M7 ablation: outer only against inner only, paired by seed.
+    // The EbM7 ablation: outer only against inner only, paired by seed.
     const std::size_t both = nsweep, inner_only = nsweep + 1, outer_only = nsweep + 2;
+    // Paired over the seeds where neither run diverged (a diverged run's loss is NaN or
+    // meaningless; the divergences are counted apart, ablation_verdict).
     std::vector<double> d;
     for (int s = 0; s < plan.ablation_seeds; ++s) {
+      const auto& ro = res[run_at[outer_only] + static_cast<std::size_t>(s)];
+      const auto& ri = res[run_at[inner_only] + static_cast<std::size_t>(s)];
+      if (lm::run_unstable(ro) || lm::run_unstable(ri)) continue;
       d.push_back(final_of(outer_only, s) - final_of(inner_only, s));
     }
-    const MeanCi m = mean_ci(d);
-    long long outer_hits = 0, inner_hits = 0, elems = 0;
-    for (std::size_t f = nsweep; f < fm.size(); ++f) {
-      if (fm[f].outer == MaskOuter::clamp) outer_hits += st[f].counts.above_max;
-      inner_hits += st[f].counts.below_min_normal;
-      elems += st[f].counts.elements;
-    }
+    MeanCi m = mean_ci(d);
+    if (d.size() < 2) m.lo = m.hi = std::numeric_limits<double>::quiet_NaN();  // no interval
+    if (d.empty()) m.mean = std::numeric_limits<double>::quiet_NaN();
+    // Each clamp's hits in the two runs the verdict compares: the elements the outer clamp
+    // changed in the outer-only runs (above max) and the inner clamp in the inner-only runs
+    // (below min normal), before any of that run's casts.
+    const lm::MaskLimitCounts& ko = st[outer_only].counts;
+    const lm::MaskLimitCounts& ki = st[inner_only].counts;
+    const std::string hits = "outer clamp hits (above the " + ebm7 + " max) " +
+                             std::to_string(ko.above_max) + " of " + std::to_string(ko.elements) +
+                             " matmul inputs in the outer-only runs, inner clamp hits (below its "
+                             "min normal) " +
+                             std::to_string(ki.below_min_normal) + " of " +
+                             std::to_string(ki.elements) + " in the inner-only runs";
+    const auto share_text = [](const lm::LimitTally& t) {
+      return fmt_g(t.above_share(), 2) + " above max (" + std::to_string(t.above_max) + ") and " +
+             fmt_g(t.below_share(), 2) + " below min normal (" +
+             std::to_string(t.below_min_normal) + ")";
+    };
+    const bool binds = lm::outer_binds(tal_b, lm::kBindShare);
+    const std::string width_why =
+        binds ? ebm7 + " is the widest E in " + std::to_string(lm::kRangeMinExp) + ".." +
+                    std::to_string(lm::kRangeMaxExp) +
+                    " whose max the fp32 runs' matmul inputs exceed at a share >= " +
+                    fmt_g(lm::kBindShare, 2)
+              : "no E in " + std::to_string(lm::kRangeMinExp) + ".." +
+                    std::to_string(lm::kRangeMaxExp) +
+                    " has a share of the fp32 runs' matmul inputs above its max >= " +
+                    fmt_g(lm::kBindShare, 2) + ", so the narrowest, " + ebm7 + ", is run";
+    // With no outer hit the outer-only runs are the sweep's masked E8M7 runs bit for bit (keep
+    // inner, M = 7 truncation; mantissa_formats.hpp), which the table shows.
     Claim c;
     c.source = kLee;
-    c.where = "section 4.2 (E7M7 inner/outer clamp ablation, figure 5)";
+    c.where = "section 4.2 (E7M7 inner/outer clamp ablation, figure 5; run here at " + ebm7 + ")";
     c.claim =
         "models with only their inner exponent ranges clamped train normally while models with "
         "only their outer exponent ranges clamped do not";
-    c.measured =
-        "final eval loss (nats/token) of masked E7M7 with the outer clamp only minus the "
-        "inner clamp only, paired over " +
-        std::to_string(plan.ablation_seeds) + " seeds (diverged " +
-        std::to_string(st[outer_only].diverged) + " vs " + std::to_string(st[inner_only].diverged) +
-        "); matmul inputs above the E7M7 max: " + std::to_string(outer_hits) +
-        ", below its min normal: " + std::to_string(inner_hits) + " of " + std::to_string(elems) +
-        " in the ablation's runs";
+    c.measured = "final eval loss (nats/token) of masked " + ebm7 +
+                 " with the outer clamp only minus the inner clamp only, paired over the " +
+                 std::to_string(d.size()) + " of " + std::to_string(plan.ablation_seeds) +
+                 " seeds where neither run diverged (diverged " +
+                 std::to_string(st[outer_only].diverged) + " vs " +
+                 std::to_string(st[inner_only].diverged) + "); " + hits + "; " + width_why +
+                 "; at the paper's E7M7 those inputs have " + share_text(tal_7);
     c.set(m.mean, m.lo, m.hi);
-    c.has_ci = plan.ablation_seeds > 1;
-    c.expected = "> 0, or more divergences with the outer clamp only";
+    c.has_ci = d.size() > 1;
+    c.expected = "> 0, or significantly more divergences with the outer clamp only";
     c.kind = "proxy";
-    c.verdict =
-        lm::ablation_verdict(st[outer_only].diverged, st[inner_only].diverged, m, outer_hits);
+    c.verdict = lm::ablation_verdict(eb, st[outer_only].diverged, st[inner_only].diverged,
+                                     plan.ablation_seeds, m, ko.above_max);
     if (pre) c.verdict = lm::preliminary_verdict(c.verdict, plan.size);
     c.link = "lm-mantissa/summary.csv";
     sum.claims.push_back(c);
-    sum.headlines.push_back("E7M7 ablation (masked, " + std::to_string(plan.ablation_seeds) +
-                            " seeds): diverged both clamped " + std::to_string(st[both].diverged) +
-                            ", inner only " + std::to_string(st[inner_only].diverged) +
-                            ", outer only " + std::to_string(st[outer_only].diverged) +
-                            "; outer only minus inner only " + lm::mean_ci_text(m) +
-                            " nats/token; of " + std::to_string(elems) +
-                            " matmul-input elements of these runs " + std::to_string(outer_hits) +
-                            " (outer-clamped runs) lay above the E7M7 max (2 - 2^-7) 2^63 and " +
-                            std::to_string(inner_hits) + " below its min normal 2^-62");
+    sum.headlines.push_back(
+        "Matmul-input range of the fp32 runs (" + std::to_string(plan.seeds) + " seeds, " +
+        std::to_string(tal_7.elements) +
+        " operand elements, every site and pass): at the "
+        "paper's E7M7 (max (2 - 2^-7) 2^63, min normal 2^-62) " +
+        share_text(tal_7) + "; " + width_why + " (max " + fmt_g(tal_b.max, 4) + ", min normal 2^" +
+        std::to_string(1 - tal_b.bias) + "): " + share_text(tal_b) +
+        (tal_b.below_min_normal > tal_b.above_max
+             ? " - at this width the inner clamp acts on more matmul inputs than the outer "
+               "one (operand_range.csv)"
+             : " (operand_range.csv)"));
+    sum.headlines.push_back(
+        ebm7 + " clamp ablation (masked, " + std::to_string(plan.ablation_seeds) +
+        " seeds): diverged both clamped " + std::to_string(st[both].diverged) + ", inner only " +
+        std::to_string(st[inner_only].diverged) + ", outer only " +
+        std::to_string(st[outer_only].diverged) + "; outer only minus inner only " +
+        lm::mean_ci_text(m) + " nats/token; " + hits);
   }
   {
     // Sharpness (section 4.3: "The E8M3 and E8M4 models show much higher sharpness values"):
@@ -494,11 +566,18 @@ SectionSummary run_lm_mantissa_section(const ReportContext& ctx) {
         "+-max, inner kept (docs/SEMANTICS.md 2.1); rne = round to nearest even E8M, saturating. "
         "Seeds: " +
         std::to_string(plan.seeds) +
-        ". The E7M7 ablation (section 4.2 of the paper, figure 5): masked E7M7 (max (2 - 2^-7) "
-        "2^63, min normal 2^-62) with the outer rule clamp (|x| > max to +-max) or keep and the "
-        "inner rule min (0 < |x| < min normal to +-min normal: the paper's threshold), zero "
-        "(flushed to +-0) or keep; neither clamp is the sweep's masked E8M7 on every finite "
-        "value. Its variants run on seeds 0-" +
+        ". The clamp ablation (section 4.2 of the paper, figure 5, run there at E7M7): masked "
+        "EbM7 (bias 2^(Eb-1) - 1, max (2 - 2^-7) 2^bias, min normal 2^(1 - bias)) with the "
+        "outer rule clamp (|x| > max to +-max) or keep and the inner rule min (0 < |x| < min "
+        "normal to +-min normal: the paper's threshold), zero (flushed to +-0) or keep; neither "
+        "clamp is the sweep's masked E8M7 on every finite value. The paper's E7M7 (max 2^63, "
+        "min normal 2^-62) clamps nothing in this small model, so Eb is chosen from the fp32 "
+        "runs' matmul inputs (every operand of every site and pass, training and evaluation, "
+        "before any cast; integer tallies per binade): the widest Eb in " +
+        std::to_string(lm::kRangeMinExp) + ".." + std::to_string(lm::kRangeMaxExp) +
+        " at which at least a share " + fmt_g(lm::kBindShare, 2) +
+        " of them lies above max (else the narrowest), fixed before any ablation run; here Eb = " +
+        std::to_string(eb) + ". The variants run on seeds 0-" +
         std::to_string(plan.ablation_seeds - 1) +
         " of the sweep, and their runs tally the matmul-input elements in each limit region. "
         "Sharpness: the logit sharpness of eqs. 1-2 (eps 5e-4, percent; reports/sharpness.hpp) "
@@ -511,6 +590,32 @@ SectionSummary run_lm_mantissa_section(const ReportContext& ctx) {
       "\n| matmul inputs | diverged | final eval loss minus fp32 [95% CI] | share of matmul "
       "inputs above max / below min normal |\n|---|---|---|---|\n" +
       table + "\n";
+  {
+    // The fp32 runs' range against each width's limits (operand_range.csv).
+    std::vector<std::vector<lm::LimitTally>> by_pass(lm::kPasses);
+    for (int p = 0; p < lm::kPasses; ++p) {
+      const lm::OperandHistogram h = lm::pass_histogram(range_all, p);
+      for (int e = lm::kRangeMinExp; e <= lm::kRangeMaxExp; ++e) {
+        by_pass[static_cast<std::size_t>(p)].push_back(lm::limit_tally(h, e));
+      }
+    }
+    md += "Matmul-input range of the fp32 runs against masked EM7 limits (share of the " +
+          std::to_string(tal_7.elements) +
+          " operand elements; below min normal also per pass, each of its own pass's elements; "
+          "the ablation's width in bold):\n\n| E | max | min normal | above max | below min "
+          "normal | below min normal fwd / dgrad / wgrad |\n|---|---|---|---|---|---|\n";
+    for (std::size_t k = 0; k < tallies.size(); ++k) {
+      const lm::LimitTally& t = tallies[k];
+      const std::string e = "E" + std::to_string(t.exp_bits) + "M7";
+      md += "| " + (t.exp_bits == eb ? "**" + e + "**" : e) + " | " + fmt_g(t.max, 4) + " | 2^" +
+            std::to_string(1 - t.bias) + " | " + fmt_g(t.above_share(), 3) + " (" +
+            std::to_string(t.above_max) + ") | " + fmt_g(t.below_share(), 3) + " (" +
+            std::to_string(t.below_min_normal) + ") | " + fmt_g(by_pass[0][k].below_share(), 2) +
+            " / " + fmt_g(by_pass[1][k].below_share(), 2) + " / " +
+            fmt_g(by_pass[2][k].below_share(), 2) + " |\n";
+    }
+    md += "\n";
+  }
   md += figure_md(fig, "lm_mantissa",
                   "final eval loss minus fp32 (nats/token, paired by seed; median and seeds) "
                   "against mantissa bits, masked and RNE; divergence rate below");
@@ -521,7 +626,10 @@ SectionSummary run_lm_mantissa_section(const ReportContext& ctx) {
   md +=
       "## Data\n\n- [runs.csv](runs.csv), [summary.csv](summary.csv), "
       "[curves.csv](curves.csv), [sharpness.csv](sharpness.csv), "
-      "[sharpness_summary.csv](sharpness_summary.csv).\n\n";
+      "[sharpness_summary.csv](sharpness_summary.csv), [operand_range.csv](operand_range.csv) "
+      "(the fp32 runs' matmul inputs against each width's limits, all and per pass), "
+      "[operand_hist.csv](operand_hist.csv) (their binade histogram per site, pass and "
+      "operand).\n\n";
   const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   md += provenance_md(ctx, secs);
   write_file_atomic(dir + "/index.md", md);

@@ -263,6 +263,18 @@ void count_mask_limits(const float* x, std::size_t n, const OperandCast& c, Mask
   k.below_min_normal += below;
 }
 
+void add_to_histogram(const float* x, std::size_t n, OperandHistogram& h) {
+  long long zeros = 0, nans = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    const std::uint32_t mag = native::bits_of(x[i]) & 0x7FFFFFFFu;
+    ++h.bin[((mag >> 23) << 1) | ((mag & 0x7FFFFFu) > 0x7F0000u ? 1u : 0u)];
+    zeros += mag == 0 ? 1 : 0;
+    nans += mag > 0x7F800000u ? 1 : 0;
+  }
+  h.zeros += zeros;
+  h.nans += nans;
+}
+
 void cast_operands(float* x, std::size_t n, const OperandCast& c) {
   switch (c.mode) {
     case CastMode::identity:
@@ -333,6 +345,19 @@ void gemm(const GemmCall& call, int M, int N, int K, const float* A, int lda, bo
                       (cb.mode == CastMode::mask ? static_cast<long long>(N) * K : 0);
     total.above_max += k.above_max;
     total.below_min_normal += k.below_min_normal;
+  }
+  if (call.policy && call.policy->range) {
+    // Before the casts; the padding's +0 are taken back out of the zeros.
+    OperandHistogram& ha = call.policy->range->at(call.site, call.pass, 0);
+    OperandHistogram& hb = call.policy->range->at(call.site, call.pass, 1);
+    add_to_histogram(pa.data(), pa.size(), ha);
+    add_to_histogram(pb.data(), pb.size(), hb);
+    const long long pad_a = static_cast<long long>(pa.size()) - static_cast<long long>(M) * K;
+    const long long pad_b = static_cast<long long>(pb.size()) - static_cast<long long>(N) * K;
+    ha.zeros -= pad_a;
+    ha.bin[0] -= pad_a;
+    hb.zeros -= pad_b;
+    hb.bin[0] -= pad_b;
   }
   cast_operands(pa.data(), pa.size(), ca);
   cast_operands(pb.data(), pb.size(), cb);

@@ -79,6 +79,31 @@ inline constexpr int kPasses = 3;
 const char* site_name(GemmSite s);
 const char* pass_name(Pass p);
 
+// The magnitudes of one operand's elements, binned by binade: bin[2 f + t] counts the elements
+// whose fp32 exponent field is f (0: zero and subnormals, 255: inf and NaN) and t = 1 when the
+// mantissa field exceeds 0x7F0000, i.e. a normal |x| > (2 - 2^-7) 2^(f - 127), the top of its
+// binade that no value with 7 mantissa bits reaches. That resolves every ExMy limit of
+// docs/SEMANTICS.md 2.1 with E <= 8 and M = 7 exactly (max (2 - 2^-7) 2^bias lies in binade
+// bias, min normal 2^(1 - bias) starts one): reports/lm/operand_range.hpp reads them. Zeros and
+// NaNs are counted apart (inf = bins 510 + 511 - nans, subnormals = bins 0 + 1 - zeros). Integer
+// tallies: sums over runs are the same in any order.
+struct OperandHistogram {
+  std::array<long long, 512> bin{};
+  long long zeros = 0, nans = 0;
+};
+// Adds the n elements of x to h.
+void add_to_histogram(const float* x, std::size_t n, OperandHistogram& h);
+// One histogram per GEMM operand: [site][pass][operand], operand 0 = A, 1 = B.
+struct RangeHistograms {
+  std::array<OperandHistogram, kGemmSites * kPasses * 2> h{};
+  OperandHistogram& at(GemmSite s, Pass p, int operand) {
+    return h[(static_cast<int>(s) * kPasses + static_cast<int>(p)) * 2 + operand];
+  }
+  const OperandHistogram& at(GemmSite s, Pass p, int operand) const {
+    return h[(static_cast<int>(s) * kPasses + static_cast<int>(p)) * 2 + operand];
+  }
+};
+
 struct GemmPolicy {
   // [site][pass][operand], operand 0 = A, 1 = B.
   std::array<OperandCast, kGemmSites * kPasses * 2> cast{};
@@ -91,6 +116,9 @@ struct GemmPolicy {
   // When set, every GEMM adds its masked operands' limit regions here (one run's policy, one
   // thread: the tally is not synchronised).
   MaskLimitCounts* counts = nullptr;
+  // When set, every GEMM adds both operands' elements, before their casts, to the histogram of
+  // its site, pass and operand (likewise one run, one thread).
+  RangeHistograms* range = nullptr;
   // The same cast on both operands of every site and pass.
   static GemmPolicy all(const OperandCast& c);
 };

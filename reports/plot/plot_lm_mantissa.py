@@ -12,7 +12,7 @@ STYLE = {"mask": ("#d62728", "o", "masked (truncated)"), "rne": ("#1f77b4", "s",
 
 def plot(section_dir):
     plt = common.import_pyplot()
-    # The E7M7 ablation's rows are masked too: the sweep's figure takes the sweep's rows only.
+    # The clamp ablation's rows (EbM7) are masked too: the sweep's figure takes the sweep's rows only.
     runs = [r for r in common.read_csv(os.path.join(section_dir, "runs.csv"))
             if r["group"] == "sweep"]
     summ = [r for r in common.read_csv(os.path.join(section_dir, "summary.csv"))

@@ -458,18 +458,26 @@ TEST_CASE("lm-mantissa section: identical CSV bytes for 1 and 2 threads, valid c
     ss << in.rdbuf();
     return ss.str();
   };
-  for (const char* f :
-       {"runs.csv", "summary.csv", "curves.csv", "sharpness.csv", "sharpness_summary.csv"}) {
+  for (const char* f : {"runs.csv", "summary.csv", "curves.csv", "sharpness.csv",
+                        "sharpness_summary.csv", "operand_range.csv", "operand_hist.csv"}) {
     INFO(f);
     const std::string a = slurp(dirs[0] + "/lm-mantissa/" + f);
     REQUIRE(a.find('\n') != std::string::npos);
     REQUIRE(a == slurp(dirs[1] + "/lm-mantissa/" + f));
   }
-  // 11 sweep formats x 2 seeds and 5 E7M7 ablation variants x 2 seeds (the tiny plan).
+  // 11 sweep formats x 2 seeds and 5 EbM7 ablation variants x 2 seeds (the tiny plan), Eb the
+  // width operand_range.csv marks (7 rows per pass: E2..E8, passes all, fwd, dgrad, wgrad).
+  const std::string rng = slurp(dirs[0] + "/lm-mantissa/operand_range.csv");
+  REQUIRE(std::count(rng.begin(), rng.end(), '\n') == 1 + 4 * 7);
+  const std::size_t mark = rng.find(",1\n");
+  REQUIRE(mark != std::string::npos);
+  const std::size_t row = rng.rfind('\n', mark) + 1;
+  REQUIRE(rng.compare(row, 4, "all,") == 0);
+  const std::string eb = rng.substr(row + 4, rng.find(',', row + 4) - row - 4);
   const std::string runs = slurp(dirs[0] + "/lm-mantissa/runs.csv");
   REQUIRE(std::count(runs.begin(), runs.end(), '\n') == 1 + 22 + 10);
-  REQUIRE(runs.find("\nablation,e7m7_outer-keep_inner-min,mask,7,7,keep,min,0,") !=
-          std::string::npos);
+  REQUIRE(runs.find("\nablation,e" + eb + "m7_outer-keep_inner-min,mask," + eb +
+                    ",7,keep,min,0,") != std::string::npos);
   // summary.csv: one row per format, 16 columns each (one header comma count for all rows).
   const std::string summ = slurp(dirs[0] + "/lm-mantissa/summary.csv");
   REQUIRE(std::count(summ.begin(), summ.end(), '\n') == 1 + 16);

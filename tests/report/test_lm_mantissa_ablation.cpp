@@ -1,6 +1,7 @@
-// The lm-mantissa section's E7M7 inner/outer clamp ablation ("To FP8 and back again", section 4.2,
-// figure 5): the variants' masking on values written from docs/SEMANTICS.md 2.1 (E7M7: max =
-// (2 - 2^-7) 2^63, min_normal = 2^(2 - 2^6) = 2^-62), the limit-region tally, and the verdict.
+// The lm-mantissa section's inner/outer clamp ablation ("To FP8 and back again", section 4.2,
+// figure 5), at the paper's E7M7 and at another width: the variants' masking on values written
+// from docs/SEMANTICS.md 2.1 (E7M7: max = (2 - 2^-7) 2^63, min_normal = 2^(2 - 2^6) = 2^-62), the
+// limit-region tally, and the verdict.
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <limits>
@@ -23,7 +24,7 @@ TEST_CASE(
     "E7M7 ablation: the variants are the paper's clamps (outer = above max, inner = below "
     "min normal)",
     "[lm][ablation]") {
-  const auto a = ablation_formats();
+  const auto a = ablation_formats(7);
   REQUIRE(a.size() == 5);
   for (const auto& f : a) {
     REQUIRE(f.ablation);
@@ -38,6 +39,20 @@ TEST_CASE(
   REQUIRE(a[2].variant() == "outer only");
   REQUIRE((a[2].outer == MaskOuter::clamp && a[2].inner == MaskInner::keep));
   REQUIRE(a[0].name() == "e7m7_outer-clamp_inner-min");
+  // Another width keeps the variants and their order, and names the width.
+  const auto a3 = ablation_formats(3);
+  REQUIRE(a3.size() == 5);
+  for (std::size_t k = 0; k < a3.size(); ++k) {
+    REQUIRE(a3[k].exp_bits == 3);
+    REQUIRE(a3[k].man_bits == 7);
+    REQUIRE(a3[k].variant() == a[k].variant());
+  }
+  REQUIRE(a3[2].name() == "e3m7_outer-clamp_inner-keep");
+  // E3M7's limits, from the definition: max (2 - 2^-7) 2^3 = 15.9375, min normal 2^-2.
+  const OperandCast c3 = a3[0].cast();
+  REQUIRE(cast_operand(16.0f, c3) == 15.9375f);
+  REQUIRE(cast_operand(0.2f, c3) == 0.25f);
+  REQUIRE(cast_operand(15.9375f, c3) == 15.9375f);
   // Sweep and ablation names stay distinct (the CSVs' key).
   for (const auto& s : sweep_formats()) {
     for (const auto& f : a) REQUIRE(s.name() != f.name());
@@ -85,7 +100,7 @@ TEST_CASE("E7M7 ablation: masking above max, below min normal, for each outer an
 
 TEST_CASE("E7M7 ablation: the limit-region tally counts |x| > max and 0 < |x| < min normal",
           "[lm][ablation]") {
-  const OperandCast c = ablation_formats()[0].cast();
+  const OperandCast c = ablation_formats(7)[0].cast();
   const std::vector<float> x{0.0f,     -0.0f,    1.0f,      kMax,       0x1p64f,       -0x1p64f,
                              INFINITY, 0x1p-63f, -0x1p-70f, kMinNormal, std::nanf(""), 0x1p-140f};
   MaskLimitCounts k;
@@ -97,12 +112,44 @@ TEST_CASE("E7M7 ablation: the limit-region tally counts |x| > max and 0 < |x| < 
   REQUIRE(k.elements == 14);
 }
 
-TEST_CASE("E7M7 ablation verdict: every branch", "[lm][ablation]") {
-  const MeanCi pos{0.1, 0.05, 0.15}, neg{-0.1, -0.15, -0.05}, spans{0.0, -0.1, 0.1};
-  REQUIRE(ablation_verdict(3, 0, pos, 0).rfind("inconclusive (no matmul input", 0) == 0);
-  REQUIRE(ablation_verdict(3, 0, spans, 5).rfind("consistent (more divergences", 0) == 0);
-  REQUIRE(ablation_verdict(0, 2, pos, 5).rfind("inconsistent (more divergences", 0) == 0);
-  REQUIRE(ablation_verdict(1, 1, pos, 5) == "consistent (outer only ends higher)");
-  REQUIRE(ablation_verdict(0, 0, neg, 5) == "inconsistent (outer only ends lower)");
-  REQUIRE(ablation_verdict(0, 0, spans, 5) == "inconclusive (interval contains 0)");
+TEST_CASE("Clamp ablation verdict: every branch, the width named", "[lm][ablation]") {
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  const MeanCi pos{0.1, 0.05, 0.15}, neg{-0.1, -0.15, -0.05}, spans{0.0, -0.1, 0.1},
+      none{nan, nan, nan};
+  REQUIRE(ablation_verdict(7, 3, 0, 6, pos, 0).rfind("inconclusive (E7M7: no matmul input", 0) ==
+          0);
+  // Every reason names the width it ran at.
+  REQUIRE(ablation_verdict(2, 3, 0, 6, pos, 0).rfind("inconclusive (E2M7: no matmul input", 0) ==
+          0);
+  // Divergences decide only when Fisher's exact test separates them (6 a side: 5 vs 0 does,
+  // p = 12/792; 4 vs 0 does not, p = 30/495).
+  REQUIRE(ablation_verdict(7, 5, 0, 6, spans, 5) ==
+          "consistent (E7M7: more divergences with the outer clamp only: divergences 5 vs 0 of 6 "
+          "(Fisher p 0.015))");
+  REQUIRE(ablation_verdict(7, 1, 6, 6, pos, 5).rfind("inconsistent (E7M7: more divergences", 0) ==
+          0);
+  REQUIRE(ablation_verdict(7, 4, 0, 6, spans, 5) ==
+          "inconclusive (E7M7: interval contains 0; divergences 4 vs 0 of 6 (Fisher p 0.061))");
+  // The case of the full run at E2M7 (2 vs 0 of 6 diverged): no longer "inconsistent".
+  REQUIRE(ablation_verdict(2, 0, 2, 6, none, 157) ==
+          "inconclusive (E2M7: divergences 0 vs 2 of 6 (Fisher p 0.45); fewer than two seeds "
+          "where neither run diverged)");
+  REQUIRE(ablation_verdict(2, 0, 2, 6, pos, 157) ==
+          "consistent (E2M7: outer only ends higher; divergences 0 vs 2 of 6 (Fisher p 0.45))");
+  REQUIRE(ablation_verdict(2, 1, 1, 6, pos, 5) == "consistent (E2M7: outer only ends higher)");
+  REQUIRE(ablation_verdict(7, 0, 0, 6, neg, 5) == "inconsistent (E7M7: outer only ends lower)");
+  REQUIRE(ablation_verdict(7, 0, 0, 6, spans, 5) == "inconclusive (E7M7: interval contains 0)");
+}
+
+TEST_CASE("Fisher's exact test, two-sided, against hand-computed hypergeometric sums",
+          "[lm][ablation]") {
+  // 6 a side: P(4 of the 4 divergences in one arm) = C(6,4) / C(12,4) = 15/495, and the mirror.
+  REQUIRE(fisher_exact_two_sided(4, 6, 0, 6) == Approx(30.0 / 495).epsilon(1e-9));
+  REQUIRE(fisher_exact_two_sided(0, 6, 4, 6) == Approx(30.0 / 495).epsilon(1e-9));
+  REQUIRE(fisher_exact_two_sided(5, 6, 0, 6) == Approx(12.0 / 792).epsilon(1e-9));
+  // 5 vs 1: P(x) = C(6,x) C(6,6-x) / 924 = 36/924 at x = 5 and x = 1, 1/924 at 6 and 0.
+  REQUIRE(fisher_exact_two_sided(5, 6, 1, 6) == Approx(74.0 / 924).epsilon(1e-9));
+  REQUIRE(fisher_exact_two_sided(2, 6, 0, 6) == Approx(0.4545454545).epsilon(1e-8));
+  REQUIRE(fisher_exact_two_sided(0, 6, 0, 6) == 1.0);
+  REQUIRE(fisher_exact_two_sided(3, 3, 3, 3) == 1.0);
 }
