@@ -39,6 +39,54 @@ std::vector<std::uint32_t> data(std::size_t n, std::uint32_t salt) {
   return v;
 }
 
+// The fp32 patterns w in the input dtype, starting `off` elements into raw (the elements before
+// them zero), and their exact fp32 widening x, the CPU reference's input.
+struct Bnb4Input {
+  std::vector<std::uint8_t> raw;
+  std::vector<float> x;
+};
+Bnb4Input encode(const std::vector<std::uint32_t>& w, gpu::CastInput in, std::size_t off = 0) {
+  const std::size_t n = w.size(), es = in == gpu::CastInput::fp32 ? 4 : 2;
+  Bnb4Input r{std::vector<std::uint8_t>((n + off) * es), std::vector<float>(n)};
+  for (std::size_t i = 0; i < n; ++i) {
+    if (in == gpu::CastInput::fp32) {
+      std::memcpy(&r.raw[(i + off) * 4], &w[i], 4);
+      std::memcpy(&r.x[i], &w[i], 4);
+    } else {
+      const FloatFormat f = in == gpu::CastInput::bf16 ? formats::bf16 : formats::fp16;
+      const auto h =
+          static_cast<std::uint16_t>(native::convert(formats::fp32, f, Rounding{}, w[i]).code);
+      std::memcpy(&r.raw[(i + off) * 2], &h, 2);
+      r.x[i] = native::to_float(f, h);
+    }
+  }
+  return r;
+}
+
+// gpu::bnb4_quantize of the n elements at dx + off elements into an output qoff bytes into its
+// buffer, against quant::bnb4_quantize(x): whether the packed codes and the absmax bytes equal.
+struct Bnb4Match {
+  bool codes = false, absmax = false;
+};
+Bnb4Match quantize_matches(const gpu::DeviceBuffer& dx, std::size_t off, std::size_t qoff,
+                           gpu::CastInput in, const std::vector<float>& x,
+                           const quant::Bnb4Options& o) {
+  const std::size_t n = x.size(), es = in == gpu::CastInput::fp32 ? 4 : 2;
+  const std::size_t bytes = (n + 1) / 2, blocks = (n + o.block - 1) / o.block;
+  gpu::DeviceBuffer dq(bytes + qoff + 8), da(blocks * 4);
+  REQUIRE(gpu::is_aligned(dq.get(), 8));
+  gpu::bnb4_quantize(static_cast<const std::uint8_t*>(dx.get()) + off * es, in, n, o,
+                     dq.as<std::uint8_t>() + qoff, da.as<float>());
+  const std::vector<std::uint8_t> q = dq.download<std::uint8_t>(bytes + qoff);
+  const std::vector<float> a = da.download<float>(blocks);
+  const quant::Bnb4Quantized c = quant::bnb4_quantize(x, o);
+  Bnb4Match m;
+  m.codes =
+      std::vector<std::uint8_t>(q.begin() + static_cast<std::ptrdiff_t>(qoff), q.end()) == c.packed;
+  m.absmax = std::memcmp(a.data(), c.absmax.data(), blocks * 4) == 0;
+  return m;
+}
+
 }  // namespace
 
 TEST_CASE("GPU bnb 4-bit quantize/dequantize equals the CPU reference", "[gpu][quant][bnb4]") {
@@ -110,35 +158,14 @@ TEST_CASE("GPU bnb 4-bit fused quantizer: large, unaligned and odd inputs equal 
             INFO("type " << int(t) << " block " << block << " in " << int(in) << " n " << n
                          << " offset " << off << " output offset " << qoff);
             const std::vector<std::uint32_t> w = data(n, static_cast<std::uint32_t>(7 * n + block));
-            const std::size_t es = in == gpu::CastInput::fp32 ? 4 : 2;
-            std::vector<std::uint8_t> raw((n + off) * es);
-            std::vector<float> x(n);
-            for (std::size_t i = 0; i < n; ++i) {
-              if (in == gpu::CastInput::fp32) {
-                std::memcpy(&raw[(i + off) * 4], &w[i], 4);
-                std::memcpy(&x[i], &w[i], 4);
-              } else {
-                const FloatFormat f = in == gpu::CastInput::bf16 ? formats::bf16 : formats::fp16;
-                const auto h = static_cast<std::uint16_t>(
-                    native::convert(formats::fp32, f, Rounding{}, w[i]).code);
-                std::memcpy(&raw[(i + off) * 2], &h, 2);
-                x[i] = native::to_float(f, h);
-              }
-            }
+            const Bnb4Input v = encode(w, in, off);
             quant::Bnb4Options o;
             o.type = t;
             o.block = block;
-            const std::size_t bytes = (n + 1) / 2, blocks = (n + block - 1) / block;
-            gpu::DeviceBuffer dx(raw.data(), raw.size());
-            gpu::DeviceBuffer dq(bytes + qoff + 8), da(blocks * 4);
-            gpu::bnb4_quantize(static_cast<const std::uint8_t*>(dx.get()) + off * es, in, n, o,
-                               dq.as<std::uint8_t>() + qoff, da.as<float>());
-            const std::vector<std::uint8_t> q = dq.download<std::uint8_t>(bytes + qoff);
-            const std::vector<float> a = da.download<float>(blocks);
-            const quant::Bnb4Quantized c = quant::bnb4_quantize(x, o);
-            REQUIRE(std::vector<std::uint8_t>(q.begin() + static_cast<std::ptrdiff_t>(qoff),
-                                              q.end()) == c.packed);
-            REQUIRE(std::memcmp(a.data(), c.absmax.data(), blocks * 4) == 0);
+            const gpu::DeviceBuffer dx(v.raw.data(), v.raw.size());
+            const Bnb4Match m = quantize_matches(dx, off, qoff, in, v.x, o);
+            REQUIRE(m.codes);
+            REQUIRE(m.absmax);
           }
         }
       }
@@ -182,22 +209,8 @@ TEST_CASE("GPU bnb 4-bit fused quantizer: full steps at every block size and who
   }
   for (const gpu::CastInput in :
        {gpu::CastInput::fp32, gpu::CastInput::fp16, gpu::CastInput::bf16}) {
-    const std::size_t es = in == gpu::CastInput::fp32 ? 4 : 2;
-    std::vector<std::uint8_t> raw(n * es);
-    std::vector<float> x(n);
-    for (std::size_t i = 0; i < n; ++i) {
-      if (in == gpu::CastInput::fp32) {
-        std::memcpy(&raw[i * 4], &w[i], 4);
-        std::memcpy(&x[i], &w[i], 4);
-      } else {
-        const FloatFormat f = in == gpu::CastInput::bf16 ? formats::bf16 : formats::fp16;
-        const auto h =
-            static_cast<std::uint16_t>(native::convert(formats::fp32, f, Rounding{}, w[i]).code);
-        std::memcpy(&raw[i * 2], &h, 2);
-        x[i] = native::to_float(f, h);
-      }
-    }
-    gpu::DeviceBuffer dx(raw.data(), raw.size());
+    const Bnb4Input v = encode(w, in);
+    const gpu::DeviceBuffer dx(v.raw.data(), v.raw.size());
     REQUIRE(gpu::is_aligned(dx.get(), 16));
     for (const native::Bnb4Type t : {native::Bnb4Type::nf4, native::Bnb4Type::fp4}) {
       for (std::size_t block = 32; block <= 4096; block *= 2) {
@@ -205,15 +218,9 @@ TEST_CASE("GPU bnb 4-bit fused quantizer: full steps at every block size and who
         quant::Bnb4Options o;
         o.type = t;
         o.block = block;
-        const std::size_t bytes = (n + 1) / 2, blocks = (n + block - 1) / block;
-        gpu::DeviceBuffer dq(bytes), da(blocks * 4);
-        REQUIRE(gpu::is_aligned(dq.get(), 8));
-        gpu::bnb4_quantize(dx.get(), in, n, o, dq.as<std::uint8_t>(), da.as<float>());
-        const std::vector<std::uint8_t> q = dq.download<std::uint8_t>(bytes);
-        const std::vector<float> a = da.download<float>(blocks);
-        const quant::Bnb4Quantized c = quant::bnb4_quantize(x, o);
-        REQUIRE(q == c.packed);
-        REQUIRE(std::memcmp(a.data(), c.absmax.data(), blocks * 4) == 0);
+        const Bnb4Match m = quantize_matches(dx, 0, 0, in, v.x, o);
+        REQUIRE(m.codes);
+        REQUIRE(m.absmax);
       }
     }
   }
@@ -231,36 +238,17 @@ TEST_CASE("GPU bnb 4-bit fused quantizer: several steps a CTA (EXMY_BNB4_GRID)",
   } grid_env;
   for (const gpu::CastInput in :
        {gpu::CastInput::fp32, gpu::CastInput::fp16, gpu::CastInput::bf16}) {
-    const std::size_t es = in == gpu::CastInput::fp32 ? 4 : 2;
-    std::vector<std::uint8_t> raw(n * es);
-    std::vector<float> x(n);
-    for (std::size_t i = 0; i < n; ++i) {
-      if (in == gpu::CastInput::fp32) {
-        std::memcpy(&raw[i * 4], &w[i], 4);
-        std::memcpy(&x[i], &w[i], 4);
-      } else {
-        const FloatFormat f = in == gpu::CastInput::bf16 ? formats::bf16 : formats::fp16;
-        const auto h =
-            static_cast<std::uint16_t>(native::convert(formats::fp32, f, Rounding{}, w[i]).code);
-        std::memcpy(&raw[i * 2], &h, 2);
-        x[i] = native::to_float(f, h);
-      }
-    }
-    gpu::DeviceBuffer dx(raw.data(), raw.size());
+    const Bnb4Input v = encode(w, in);
+    const gpu::DeviceBuffer dx(v.raw.data(), v.raw.size());
     for (const native::Bnb4Type t : {native::Bnb4Type::nf4, native::Bnb4Type::fp4}) {
       for (const std::size_t block : {std::size_t{64}, std::size_t{1024}, std::size_t{4096}}) {
         INFO("type " << int(t) << " block " << block << " in " << int(in) << " n " << n);
         quant::Bnb4Options o;
         o.type = t;
         o.block = block;
-        const std::size_t bytes = (n + 1) / 2, blocks = (n + block - 1) / block;
-        gpu::DeviceBuffer dq(bytes), da(blocks * 4);
-        gpu::bnb4_quantize(dx.get(), in, n, o, dq.as<std::uint8_t>(), da.as<float>());
-        const std::vector<std::uint8_t> q = dq.download<std::uint8_t>(bytes);
-        const std::vector<float> a = da.download<float>(blocks);
-        const quant::Bnb4Quantized c = quant::bnb4_quantize(x, o);
-        CHECK(q == c.packed);
-        CHECK(std::memcmp(a.data(), c.absmax.data(), blocks * 4) == 0);
+        const Bnb4Match m = quantize_matches(dx, 0, 0, in, v.x, o);
+        CHECK(m.codes);
+        CHECK(m.absmax);
       }
     }
   }
