@@ -16,22 +16,31 @@
 
 namespace exmy::gpu::testing {
 
-// xs are bit patterns of in_type (fp32 codes, or bf16/fp16 codes in the low 16 bits); the CPU
-// reference sees them widened exactly to fp32. Returns "" when everything matches.
-inline std::string compare_quantize(CastInput in_type, const std::vector<std::uint32_t>& xs,
-                                    std::size_t rows, std::size_t cols, const quant::Options& opt) {
-  const std::size_t n = rows * cols;
-  std::vector<float> xf(n);
-  std::vector<std::uint8_t> raw(n * input_bytes(in_type));
+// The quantizers' test input: the first n of xs, bit patterns of in_type (fp32 codes, or bf16/fp16
+// codes in the low 16 bits); raw gets their bytes as the GPU reads them (little-endian,
+// input_bytes(in_type) each) and xf their exact widening to fp32, what the CPU reference sees.
+inline void encode_quant_input(CastInput in_type, const std::vector<std::uint32_t>& xs,
+                               std::size_t n, std::vector<float>& xf,
+                               std::vector<std::uint8_t>& raw) {
+  const std::size_t bytes = input_bytes(in_type);
+  xf.resize(n);
+  raw.resize(n * bytes);
   for (std::size_t i = 0; i < n; ++i) {
     const std::uint32_t b = in_type == CastInput::fp32   ? xs[i]
                             : in_type == CastInput::bf16 ? widen_bf16(xs[i] & 0xFFFFu)
                                                          : widen_fp16(xs[i] & 0xFFFFu);
     xf[i] = native::float_of(b);
-    for (std::size_t k = 0; k < input_bytes(in_type); ++k) {
-      raw[i * input_bytes(in_type) + k] = (xs[i] >> (8 * k)) & 0xFF;
-    }
+    for (std::size_t k = 0; k < bytes; ++k) raw[i * bytes + k] = (xs[i] >> (8 * k)) & 0xFF;
   }
+}
+
+// xs as encode_quant_input takes them (rows x cols of them). Returns "" when everything matches.
+inline std::string compare_quantize(CastInput in_type, const std::vector<std::uint32_t>& xs,
+                                    std::size_t rows, std::size_t cols, const quant::Options& opt) {
+  const std::size_t n = rows * cols;
+  std::vector<float> xf;
+  std::vector<std::uint8_t> raw;
+  encode_quant_input(in_type, xs, n, xf, raw);
   const quant::Quantized ref = quant::quantize(xf, {rows, cols}, opt);
   const std::vector<float> ref_deq = quant::dequantize(ref, opt);
   const std::size_t groups = quant::group_count(opt.scheme, rows, cols);

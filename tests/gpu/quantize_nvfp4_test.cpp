@@ -23,6 +23,7 @@
 #include "sim/native/quant_nvfp4.hpp"
 #include "sim/quant/quantize.hpp"
 #include "tests/gpu/gpu_test_util.hpp"
+#include "tests/gpu/quant_compare.hpp"
 
 using namespace exmy;
 using namespace exmy::gpu;
@@ -130,16 +131,10 @@ Bits designed(std::size_t blocks, float G, const Profile& pr, Rng& rng) {
 std::string compare_nvfp4(CastInput in, const Bits& xs, std::size_t rows, std::size_t cols,
                           const quant::Options& o, bool packed, std::size_t pad_x,
                           std::size_t pad_codes) {
-  const std::size_t n = rows * cols, bytes = input_bytes(in);
-  std::vector<float> xf(n);
-  std::vector<std::uint8_t> raw(n * bytes);
-  for (std::size_t i = 0; i < n; ++i) {
-    const std::uint32_t b = in == CastInput::fp32   ? xs[i]
-                            : in == CastInput::bf16 ? widen_bf16(xs[i] & 0xFFFFu)
-                                                    : widen_fp16(xs[i] & 0xFFFFu);
-    xf[i] = native::float_of(b);
-    for (std::size_t k = 0; k < bytes; ++k) raw[i * bytes + k] = (xs[i] >> (8 * k)) & 0xFF;
-  }
+  const std::size_t n = rows * cols;
+  std::vector<float> xf;
+  std::vector<std::uint8_t> raw;
+  exmy::gpu::testing::encode_quant_input(in, xs, n, xf, raw);
   const quant::Quantized ref = quant::quantize(xf, {rows, cols}, o);
   std::vector<std::uint8_t> want = ref.codes;
   if (packed) {

@@ -74,16 +74,9 @@ std::vector<std::uint32_t> concat(std::vector<std::uint32_t> a,
 std::string compare_packed4(CastInput in, const std::vector<std::uint32_t>& xs, std::size_t rows,
                             std::size_t cols, const quant::Options& o) {
   const std::size_t n = rows * cols;
-  const std::size_t bytes = input_bytes(in);
-  std::vector<float> xf(n);
-  std::vector<std::uint8_t> raw(n * bytes);
-  for (std::size_t i = 0; i < n; ++i) {
-    const std::uint32_t b = in == CastInput::fp32   ? xs[i]
-                            : in == CastInput::bf16 ? widen_bf16(xs[i] & 0xFFFFu)
-                                                    : widen_fp16(xs[i] & 0xFFFFu);
-    xf[i] = native::float_of(b);
-    for (std::size_t k = 0; k < bytes; ++k) raw[i * bytes + k] = (xs[i] >> (8 * k)) & 0xFF;
-  }
+  std::vector<float> xf;
+  std::vector<std::uint8_t> raw;
+  exmy::gpu::testing::encode_quant_input(in, xs, n, xf, raw);
   const quant::Quantized ref = quant::quantize(xf, {rows, cols}, o);
   std::vector<std::uint8_t> want(native::packed4_bytes(n));
   native::pack4(ref.codes.data(), n, want.data());
