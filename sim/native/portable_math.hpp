@@ -1,5 +1,5 @@
 // Portable fp32 exp, log and erf (docs/SEMANTICS.md 14.10): every step is an IEEE basic operation
-// with round-to-nearest-even (the platform seam's rn_add, rn_mul, rn_div, rn_fma), an exact
+// with round-to-nearest-even (the platform seam's rn_add, rn_sub, rn_mul, rn_div), an exact
 // integer operation or a bit manipulation, so host and device compute the same bits by
 // construction. glibc's expf/logf/erff and CUDA's are different functions (both faithful, neither
 // correctly rounded, and not the same one), so a model that calls either cannot be reproduced on
@@ -75,6 +75,10 @@ EXMY_HD float portable_expf(float x) {
   const float w = rn_add(1.0f, hi);
   const float w_err = rn_add(rn_sub(1.0f, w), hi);
   const float p = rn_add(w, rn_add(w_err, rn_sub(rn_mul(rn_mul(r, r), q), lo)));
+  // p·2^k is normal for k in [-125, 127] (p in [0.7, 1.42]): k added to the exponent field is
+  // that product exactly; else two factors.
+  if (k >= -125 && k <= 127)
+    return f32_from_bits(f32_bits(p) + (static_cast<std::uint32_t>(k) << 23));
   const std::int32_t k1 = k >> 1;  // floor(k / 2) (arithmetic shift): k1, k − k1 in [-75, 64]
   return rn_mul(rn_mul(p, pow2i(k1)), pow2i(k - k1));
 }
@@ -121,7 +125,7 @@ EXMY_HD float portable_logf(float x) {
 //   a < 1: erf(a) = a + a·q(a²), q of degree 8 (error 2^-29.9 relative to erf).
 //   a < 3.92: erf(a) = 1 − exp(−a²)·g(a), g(a) = erfc(a)·exp(a²) of degree 7 in a − 1.5 on
 //     [1, 2) and in a − 3 on [2, 3.92) (errors 2^-27.9 and 2^-30.3 relative to erf; the shifts
-//     are exact by Sterbenz). a² = hi + lo exactly (lo = fma(a, a, −hi)) and exp(−hi − lo) =
+//     are exact by Sterbenz). a² = hi + lo exactly (Dekker's product) and exp(−hi − lo) =
 //     exp(−hi)·(1 − lo) to 2^-40 since |lo| <= 2^-20; exp is portable_expf above.
 //   a >= 3.92 (+inf included): ±1, since erfc(a) <= 2^-25 from a = 3.9192 on and RN32(1 −
 //     erfc(a)) = 1 there (a tie goes to the even 1).
@@ -150,8 +154,16 @@ EXMY_HD float portable_erff(float x) {
     q = rn_add(rn_mul(q, z), kTwoOverSqrtPiM1);
     y = rn_add(a, rn_mul(a, q));
   } else if (a < 3.92f) {
+    // a² = hi + lo exactly by Dekker's product: ah = a with 12 significant bits (its low 12
+    // fraction bits cleared), al = a − ah (exact, at most 12 bits); every product below is exact
+    // and so is each sum (Dekker 1971, "A floating-point technique for extending the available
+    // precision"; it equals fma(a, a, −hi) for every fp32 a in [1, 3.92]). No fma: on a host
+    // without the instruction in its baseline ISA, fmaf is a library call.
     const float hi = rn_mul(a, a);
-    const float lo = rn_fma(a, a, -hi);
+    const float ah = f32_from_bits(f32_bits(a) & 0xFFFFF000u);
+    const float al = rn_sub(a, ah);
+    const float m = rn_mul(ah, al);
+    const float lo = rn_add(rn_add(rn_sub(rn_mul(ah, ah), hi), rn_add(m, m)), rn_mul(al, al));
     float g;
     if (a < 2.0f) {
       const float s = rn_sub(a, 1.5f);
