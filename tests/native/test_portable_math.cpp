@@ -1,7 +1,7 @@
 // The portable fp32 exp, log and erf (sim/native/portable_math.hpp) against MPFR: errors in ulps
 // of the exact value on a strided subset of all fp32 codes plus boundary tables (CI), and on all
-// 2^32 codes (hidden case [.exhaustive]); special values bit for bit. MPFR shares no arithmetic
-// with the code under test.
+// 2^32 codes (hidden case [portable_math_all]); special values bit for bit. MPFR shares no
+// arithmetic with the code under test.
 #include <mpfr.h>
 
 #include <algorithm>
