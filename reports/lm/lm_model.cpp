@@ -10,6 +10,7 @@
 #include "reports/lm/gemm.hpp"
 #include "reports/sharpness.hpp"
 #include "sim/native/philox.hpp"
+#include "sim/native/portable_math.hpp"
 #include "sim/native/random_normal.hpp"
 
 namespace exmy::reports::lm {
@@ -22,7 +23,10 @@ constexpr float kLnEps = 1e-5f;
 
 // Layer norm over rows of width d: y = ((x - mean) * rstd) * g + b, with mean and variance
 // summed in fp64 in index order and rounded to fp32 once (mean, rstd = RN32(1 / sqrt(var +
-// eps))); the rest fp32.
+// eps))); the rest fp32. 1.0 / std::sqrt(double) is two correctly rounded IEEE operations on the
+// host (sqrtsd, divsd) and on the device (__dsqrt_rn, __ddiv_rn), so it needs no portable form;
+// the transcendental functions of the model (exp, log, erf) are sim/native/portable_math.hpp's,
+// whose bits host and device share (the host libm's and CUDA's differ).
 void ln_forward(const float* x, int rows, int d, const float* g, const float* b, float* xhat,
                 float* rstd, float* y) {
   for (int r = 0; r < rows; ++r) {
@@ -72,14 +76,14 @@ void ln_backward(const float* dy, const float* xhat, const float* rstd, int rows
 // GELU(u) = 0.5 u (1 + erf(u / sqrt 2)) and its derivative Phi(u) + u phi(u), both from the
 // forward's e1 = RN32(1 + erf(u / sqrt 2)) (kept for the backward: one erf per element).
 float gelu_e1(float u) {
-  return 1.0f + std::erf(u * 0.70710678118654752f);
+  return 1.0f + native::portable_erff(u * 0.70710678118654752f);
 }
 float gelu(float u, float e1) {
   return 0.5f * u * e1;
 }
 float gelu_grad(float u, float e1) {
   const float cdf = 0.5f * e1;
-  const float pdf = std::exp(-0.5f * u * u) * 0.39894228040143268f;
+  const float pdf = native::portable_expf(-0.5f * u * u) * 0.39894228040143268f;
   return cdf + u * pdf;
 }
 
@@ -260,7 +264,7 @@ double Model::forward_backward(const std::vector<int>& tokens, int B, bool grads
           float mx = -INFINITY;
           for (int j = 0; j <= i; ++j) mx = std::max(mx, pr[j] = pr[j] * scale);
           float s = 0;
-          for (int j = 0; j <= i; ++j) s += (pr[j] = std::exp(pr[j] - mx));
+          for (int j = 0; j <= i; ++j) s += (pr[j] = native::portable_expf(pr[j] - mx));
           for (int j = 0; j <= i; ++j) pr[j] = pr[j] / s;
           for (int j = i + 1; j < T; ++j) pr[j] = 0.0f;
         }
@@ -308,10 +312,12 @@ double Model::forward_backward(const std::vector<int>& tokens, int B, bool grads
     float mx = -INFINITY;
     for (int j = 0; j < V; ++j) mx = std::max(mx, lr[j]);
     float s = 0;
-    for (int j = 0; j < V; ++j) s += (ex[j] = std::exp(lr[j] - mx));
-    const float lse = mx + std::log(s);
+    for (int j = 0; j < V; ++j) s += (ex[j] = native::portable_expf(lr[j] - mx));
+    const float lse = mx + native::portable_logf(s);
     loss += static_cast<double>(lse - lr[tgt(n)]);
     if (sharpness) {
+      // A host-only metric (fp64, the host libm; reports/sharpness.hpp): it reads the logits and
+      // feeds nothing back into training, so a device path may compute it on the host.
       sharp += logit_sharpness(std::span<const float>(lr, static_cast<std::size_t>(V)),
                                static_cast<std::size_t>(tgt(n)), 5e-4);
     }

@@ -83,6 +83,7 @@ double lr_at(const TrainConfig& c, int t) {
   const double span = std::max(1, c.steps - c.warmup);
   const double f = std::min(1.0, (t - c.warmup) / span);
   const double lo = c.min_lr_frac * c.lr;
+  // One scalar per step on the host (the host libm's cos): a device path receives the value.
   return lo + 0.5 * (c.lr - lo) * (1.0 + std::cos(3.141592653589793 * f));
 }
 
