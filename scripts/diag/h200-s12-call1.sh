@@ -14,8 +14,9 @@
 #     beside torch's copy (bench/peers/bnb4_speed.py), and their ratios (issue 33's same-call
 #     item: >= 3x bitsandbytes, >= 0.85 of copy);
 #  3. tests: [gpu][optim] without the CLI ones (h/nan8's NaN-state cases, the AdEMAMix hostile
-#     inputs), [gpu][quant] (the refactored bnb4/NVFP4 comparisons; h/vfull's CPU reference), and
-#     the CLI grid-stride case.
+#     inputs), [gpu][quant] (the refactored bnb4/NVFP4 comparisons; h/vfull's CPU reference),
+#     [gpu][lm] (h/pmath's portable exp/log/erf: 0 differing codes against the host), and the
+#     CLI grid-stride case.
 # Success: every test passes; after's BM_ademamix8bit <= 334 us; every bnb4 ratio >= 3.
 set -u
 cd "$(dirname "$0")/../.." || exit 1
@@ -50,6 +51,8 @@ T=/tmp/b/after/exmy_test_gpu
 D=70 bg_run t_optim "$T" "[gpu][optim]~[cli]"
 wait_jobs
 D=90 bg_run t_quant "$T" "[gpu][quant]"
+wait_jobs
+D=30 bg_run t_lm "$T" "[gpu][lm]"
 wait_jobs
 D=55 bg_run t_cli_grid "$T" "exmy step --device cuda: 8-bit Adam and AdEMAMix over several grid-stride*"
 wait_jobs
