@@ -11,9 +11,9 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
-#include <cstring>
 #include <vector>
 
+#include "sim/native/convert.hpp"
 #include "sim/native/portable_math.hpp"
 
 namespace {
@@ -22,16 +22,8 @@ using exmy::native::portable_erff;
 using exmy::native::portable_expf;
 using exmy::native::portable_logf;
 
-float f_of(std::uint32_t u) {
-  float f;
-  std::memcpy(&f, &u, 4);
-  return f;
-}
-std::uint32_t bits_of(float f) {
-  std::uint32_t u;
-  std::memcpy(&u, &f, 4);
-  return u;
-}
+using exmy::native::bits_of;
+using exmy::native::float_of;
 
 enum Fn { kExp = 0, kLog = 1, kErf = 2 };
 const char* const kNames[3] = {"exp", "log", "erf"};
@@ -96,7 +88,7 @@ void take(Worst& w, double err, std::uint32_t x) {
 
 void report(Fn f, const Worst& w, const char* what) {
   std::printf("portable %s: max %.4f ulp at x = %a (0x%08" PRIx32 "), %" PRIu64 " inputs (%s)\n",
-              kNames[f], w.err, static_cast<double>(f_of(w.x)), w.x, w.n, what);
+              kNames[f], w.err, static_cast<double>(float_of(w.x)), w.x, w.n, what);
 }
 
 // TestFloat-style boundaries: the special codes, the ends of the binades that matter to each
@@ -134,9 +126,9 @@ Worst sweep(Fn f, std::uint64_t stride, const std::vector<std::uint32_t>& extra)
   Worst w;
   for (std::uint64_t u = 0; u < (std::uint64_t{1} << 32); u += stride) {
     const auto x = static_cast<std::uint32_t>(u);
-    take(w, ulp_error(f, f_of(x), eval(f, f_of(x))), x);
+    take(w, ulp_error(f, float_of(x), eval(f, float_of(x))), x);
   }
-  for (std::uint32_t x : extra) take(w, ulp_error(f, f_of(x), eval(f, f_of(x))), x);
+  for (std::uint32_t x : extra) take(w, ulp_error(f, float_of(x), eval(f, float_of(x))), x);
   return w;
 }
 
@@ -146,45 +138,45 @@ TEST_CASE("portable math: special values bit for bit", "[native][portable_math]"
   const std::uint32_t nan = 0x7FC00000u, inf = 0x7F800000u, ninf = 0xFF800000u;
   for (std::uint32_t n : {0x7FC00000u, 0x7F800001u, 0x7FFFFFFFu, 0xFFC00000u, 0xFF800001u}) {
     INFO("NaN input " << n);
-    CHECK(bits_of(portable_expf(f_of(n))) == nan);
-    CHECK(bits_of(portable_logf(f_of(n))) == nan);
-    CHECK(bits_of(portable_erff(f_of(n))) == nan);
+    CHECK(bits_of(portable_expf(float_of(n))) == nan);
+    CHECK(bits_of(portable_logf(float_of(n))) == nan);
+    CHECK(bits_of(portable_erff(float_of(n))) == nan);
   }
-  CHECK(bits_of(portable_expf(f_of(inf))) == inf);
-  CHECK(bits_of(portable_expf(f_of(ninf))) == 0u);
+  CHECK(bits_of(portable_expf(float_of(inf))) == inf);
+  CHECK(bits_of(portable_expf(float_of(ninf))) == 0u);
   CHECK(bits_of(portable_expf(0.0f)) == bits_of(1.0f));
   CHECK(bits_of(portable_expf(-0.0f)) == bits_of(1.0f));
   // The thresholds: 0x42B17217 (88.72283) is the last code whose exp rounds below 2^128 (ln(2^128
   // − 2^103) = 88.7228391), 0xC2CFF1B4 (−103.972076) the last whose exp rounds up to 2^-149
   // (ln 2^-150 = −103.9720771).
-  CHECK(bits_of(portable_expf(f_of(0x42B17218u))) == inf);
-  CHECK(bits_of(portable_expf(f_of(0x42B17217u))) == 0x7F7FFF84u);
-  CHECK(bits_of(portable_expf(f_of(0xC2CFF1B4u))) == 0x00000001u);
-  CHECK(bits_of(portable_expf(f_of(0xC2CFF1B5u))) == 0u);
+  CHECK(bits_of(portable_expf(float_of(0x42B17218u))) == inf);
+  CHECK(bits_of(portable_expf(float_of(0x42B17217u))) == 0x7F7FFF84u);
+  CHECK(bits_of(portable_expf(float_of(0xC2CFF1B4u))) == 0x00000001u);
+  CHECK(bits_of(portable_expf(float_of(0xC2CFF1B5u))) == 0u);
   CHECK(bits_of(portable_expf(-104.0f)) == 0u);
   CHECK(bits_of(portable_logf(0.0f)) == ninf);
   CHECK(bits_of(portable_logf(-0.0f)) == ninf);
-  CHECK(bits_of(portable_logf(f_of(inf))) == inf);
-  CHECK(bits_of(portable_logf(f_of(ninf))) == nan);
+  CHECK(bits_of(portable_logf(float_of(inf))) == inf);
+  CHECK(bits_of(portable_logf(float_of(ninf))) == nan);
   CHECK(bits_of(portable_logf(-1.0f)) == nan);
   CHECK(bits_of(portable_logf(-0x1p-149f)) == nan);
   CHECK(bits_of(portable_logf(1.0f)) == 0u);  // +0
   CHECK(bits_of(portable_erff(0.0f)) == 0u);
   CHECK(bits_of(portable_erff(-0.0f)) == 0x80000000u);
-  CHECK(bits_of(portable_erff(f_of(inf))) == bits_of(1.0f));
-  CHECK(bits_of(portable_erff(f_of(ninf))) == bits_of(-1.0f));
+  CHECK(bits_of(portable_erff(float_of(inf))) == bits_of(1.0f));
+  CHECK(bits_of(portable_erff(float_of(ninf))) == bits_of(-1.0f));
   CHECK(bits_of(portable_erff(3.92f)) == bits_of(1.0f));
   CHECK(bits_of(portable_erff(0x1p-149f)) == 0x00000001u);   // 1.128·2^-149 rounds to 2^-149
   CHECK(bits_of(portable_erff(-0x1p-148f)) == 0x80000002u);  // 2.26·2^-149: 2·2^-149
   // The pinned finite results above are MPFR's correctly rounded ones.
-  CHECK(ulp_error(kExp, f_of(0x42B17217u), f_of(0x7F7FFF84u)) < 0.5);
-  CHECK(ulp_error(kExp, f_of(0xC2CFF1B4u), f_of(0x00000001u)) < 0.5);
+  CHECK(ulp_error(kExp, float_of(0x42B17217u), float_of(0x7F7FFF84u)) < 0.5);
+  CHECK(ulp_error(kExp, float_of(0xC2CFF1B4u), float_of(0x00000001u)) < 0.5);
 }
 
 TEST_CASE("portable math: erf is odd bit for bit", "[native][portable_math]") {
   std::uint64_t bad = 0;
   for (std::uint64_t u = 0; u < 0x7F800000u; u += 101) {
-    const float x = f_of(static_cast<std::uint32_t>(u));
+    const float x = float_of(static_cast<std::uint32_t>(u));
     bad += bits_of(portable_erff(-x)) != (bits_of(portable_erff(x)) ^ 0x80000000u);
   }
   CHECK(bad == 0);
@@ -215,7 +207,7 @@ TEST_CASE("portable math: errors on all 2^32 codes", "[native][.exhaustive][port
       Worst& w = per[static_cast<std::size_t>(hi)];
       for (std::uint32_t lo = 0; lo < (1u << 24); ++lo) {
         const std::uint32_t xb = (static_cast<std::uint32_t>(hi) << 24) | lo;
-        const float x = f_of(xb);
+        const float x = float_of(xb);
         const float y = eval(f, x);
         const double xd = x;
         const double ref = f == kExp ? std::exp(xd) : f == kLog ? std::log(xd) : std::erf(xd);
