@@ -4,6 +4,8 @@
 #include <cmath>
 
 #include "reports/output_files.hpp"
+#include "sim/native/convert.hpp"
+#include "sim/native/mask.hpp"
 
 namespace exmy::reports::lm {
 
@@ -36,20 +38,23 @@ LimitTally limit_tally(const OperandHistogram& h, int exp_bits) {
   LimitTally t;
   t.exp_bits = exp_bits;
   t.bias = (1 << (exp_bits - 1)) - 1;
-  t.max = (2.0 - std::ldexp(1.0, -7)) * std::ldexp(1.0, t.bias);
-  t.min_normal = std::ldexp(1.0, 1 - t.bias);
+  // The masking's own limits (sim/native/mask.hpp), which count_mask_limits compares against.
+  const std::uint32_t max_bits = native::mask_max_bits(exp_bits, 7);
+  const std::uint32_t min_bits = native::mask_min_normal_bits(exp_bits);
+  t.max = native::float_of(max_bits);
+  t.min_normal = native::float_of(min_bits);
   const auto binade = [&](int f) { return h.bin[2 * f] + h.bin[2 * f + 1]; };
   for (long long c : h.bin) t.elements += c;
   t.zeros = h.zeros;
   t.nonfinite = binade(255);
   // max lies in the binade of exponent field 127 + bias with mantissa field 0x7F0000: above it
   // are that binade's top (bin 2 f + 1) and every higher binade; inf (field 255 less the NaNs).
-  const int fmax = 127 + t.bias;
+  const int fmax = static_cast<int>(max_bits >> 23);  // 127 + bias
   t.above_max = h.bin[2 * fmax + 1] + binade(255) - h.nans;
   for (int f = fmax + 1; f < 255; ++f) t.above_max += binade(f);
   // min normal starts the binade of field 128 - bias (>= 1 for E <= 8): below it every lower
   // binade, field 0's subnormals included, less the zeros.
-  const int fmin = 128 - t.bias;
+  const int fmin = static_cast<int>(min_bits >> 23);  // 128 - bias
   for (int f = 0; f < fmin; ++f) t.below_min_normal += binade(f);
   t.below_min_normal -= h.zeros;
   return t;
